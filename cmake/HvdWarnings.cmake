@@ -1,0 +1,11 @@
+# hvd_set_warnings(<target>): the project's warning set; -Werror when HVD_WERROR (CI) is on.
+function(hvd_set_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  if(HVD_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(HVD_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+endfunction()

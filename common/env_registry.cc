@@ -1,0 +1,187 @@
+#include "common/env_registry.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+
+extern char** environ;
+
+namespace hvd::env {
+namespace {
+
+using enum VarType;
+using enum VarScope;
+
+// clang-format off
+const std::vector<VarSpec> kVars = {
+  // --- Set by hvdrun for every worker -------------------------------------------------------
+  {"HVD_RANK", "HOROVOD_RANK", kInt, "0", kRuntime, "global rank of this worker"},
+  {"HVD_SIZE", "HOROVOD_SIZE", kInt, "1", kRuntime, "number of workers in the job"},
+  {"HVD_LOCAL_RANK", "HOROVOD_LOCAL_RANK", kInt, "0", kRuntime, "rank among the workers on this host"},
+  {"HVD_LOCAL_SIZE", "HOROVOD_LOCAL_SIZE", kInt, "1", kRuntime, "number of workers on this host"},
+  {"HVD_CROSS_RANK", "HOROVOD_CROSS_RANK", kInt, "0", kRuntime, "index of this host among hosts with this local rank"},
+  {"HVD_CROSS_SIZE", "HOROVOD_CROSS_SIZE", kInt, "1", kRuntime, "number of hosts with this local rank"},
+  {"HVD_HOSTNAME", "HOROVOD_HOSTNAME", kString, "localhost", kRuntime, "host name as given to hvdrun (-H / hostfile)"},
+  {"HVD_RENDEZVOUS_ADDR", "HOROVOD_GLOO_RENDEZVOUS_ADDR", kString, "", kRuntime, "address of hvdrun's rendezvous server; unset = single process"},
+  {"HVD_RENDEZVOUS_PORT", "HOROVOD_GLOO_RENDEZVOUS_PORT", kInt, "0", kRuntime, "port of hvdrun's rendezvous server"},
+  {"HVD_SECRET_FD", "", kInt, "-1", kRuntime, "inherited file descriptor holding the job's 256-bit key (never the key itself)"},
+  {"HVD_JOB_ID", "", kString, "", kRuntime, "job identifier; namespaces rendezvous keys"},
+  {"HVD_RUNTIME_LIBRARY", "", kString, "", kRuntime, "absolute path of libhvd the Python binding loads"},
+  {"HVD_CONTROLLER", "HOROVOD_CONTROLLER", kString, "gloo", kRuntime, "control plane: gloo or mpi"},
+  {"HVD_CPU_OPERATIONS", "HOROVOD_CPU_OPERATIONS", kString, "gloo", kRuntime, "CPU data backend: gloo or mpi"},
+  {"HVD_ELASTIC", "HOROVOD_ELASTIC", kBool, "0", kRuntime, "elastic mode (re-rendezvous after failures)"},
+  // --- Runtime knobs ------------------------------------------------------------------------
+  {"HVD_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", kInt, "134217728", kRuntime, "tensor fusion buffer size in bytes; 0 disables fusion"},
+  {"HVD_CYCLE_TIME", "HOROVOD_CYCLE_TIME", kFloat, "1.0", kRuntime, "background cycle time in milliseconds (an idle loop wakes on enqueue)"},
+  {"HVD_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", kInt, "1024", kRuntime, "response cache entries; 0 disables the cache"},
+  {"HVD_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE", kBool, "0", kRuntime, "hierarchical allreduce (intra-host, then cross-host)"},
+  {"HVD_HIERARCHICAL_ALLGATHER", "HOROVOD_HIERARCHICAL_ALLGATHER", kBool, "0", kRuntime, "hierarchical allgather"},
+  {"HVD_TORUS_ALLREDUCE", "HOROVOD_TORUS_ALLREDUCE", kBool, "0", kRuntime, "2D torus allreduce (NCCL)"},
+  {"HVD_GLOO_IFACE", "HOROVOD_GLOO_IFACE", kString, "", kRuntime, "network interface for Gloo data connections"},
+  {"HVD_GLOO_TIMEOUT_SECONDS", "HOROVOD_GLOO_TIMEOUT_SECONDS", kInt, "30", kBoth, "rendezvous and collective timeout in seconds"},
+  {"HVD_AUTOTUNE", "HOROVOD_AUTOTUNE", kBool, "0", kRuntime, "Bayesian autotuning of fusion threshold and cycle time"},
+  {"HVD_AUTOTUNE_LOG", "HOROVOD_AUTOTUNE_LOG", kString, "", kRuntime, "CSV log of autotune samples"},
+  {"HVD_AUTOTUNE_WARMUP_SAMPLES", "HOROVOD_AUTOTUNE_WARMUP_SAMPLES", kInt, "3", kRuntime, "autotune samples discarded at start"},
+  {"HVD_AUTOTUNE_STEPS_PER_SAMPLE", "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", kInt, "10", kRuntime, "steps per autotune sample"},
+  {"HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", kInt, "20", kRuntime, "maximum Bayesian optimisation samples"},
+  {"HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", kFloat, "0.8", kRuntime, "Gaussian process noise in [0,1]"},
+  {"HVD_AUTOTUNE_CACHE", "", kString, "", kRuntime, "file that stores tuned parameters per model signature"},
+  {"HVD_TIMELINE", "HOROVOD_TIMELINE", kString, "", kRuntime, "timeline file path, or DYNAMIC to enable start_timeline()"},
+  {"HVD_TIMELINE_MARK_CYCLES", "HOROVOD_TIMELINE_MARK_CYCLES", kBool, "0", kRuntime, "mark background cycles in the timeline"},
+  {"HVD_TIMELINE_ALL_RANKS", "", kBool, "0", kRuntime, "every rank records into one timeline"},
+  {"HVD_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE", kBool, "0", kRuntime, "disable the stall inspector"},
+  {"HVD_STALL_CHECK_TIME_SECONDS", "HOROVOD_STALL_CHECK_TIME_SECONDS", kInt, "60", kRuntime, "seconds before a stalled tensor is reported"},
+  {"HVD_STALL_SHUTDOWN_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", kInt, "600", kRuntime, "seconds before a stall shuts the job down (0 = never; Horovod's default is 0)"},
+  {"HVD_MPI_THREADS_DISABLE", "HOROVOD_MPI_THREADS_DISABLE", kBool, "0", kRuntime, "initialise MPI with MPI_THREAD_SINGLE"},
+  {"HVD_NUM_NCCL_STREAMS", "HOROVOD_NUM_NCCL_STREAMS", kInt, "1", kRuntime, "NCCL streams per device"},
+  {"HVD_THREAD_AFFINITY", "HOROVOD_THREAD_AFFINITY", kString, "", kRuntime, "comma list of core ids for the background thread, one per local rank"},
+  {"HVD_BATCH_D2D_MEMCOPIES", "HOROVOD_BATCH_D2D_MEMCOPIES", kBool, "1", kRuntime, "batch device-to-device copies into the fusion buffer"},
+  {"HVD_DISABLE_GROUP_FUSION", "HOROVOD_DISABLE_GROUP_FUSION", kBool, "0", kRuntime, "fuse grouped ops only within their group"},
+  {"HVD_ENABLE_ASYNC_COMPLETION", "HOROVOD_ENABLE_ASYNC_COMPLETION", kBool, "0", kRuntime, "complete GPU ops asynchronously"},
+  {"HVD_DYNAMIC_PROCESS_SETS", "HOROVOD_DYNAMIC_PROCESS_SETS", kBool, "0", kRuntime, "allow add/remove_process_set after init"},
+  {"HVD_ADASUM_MPI_CHUNK_SIZE", "HOROVOD_ADASUM_MPI_CHUNK_SIZE", kInt, "1073741824", kRuntime, "Adasum MPI chunk size in bytes"},
+  {"HVD_LOG_LEVEL", "HOROVOD_LOG_LEVEL", kString, "WARNING", kBoth, "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL"},
+  {"HVD_LOG_HIDE_TIME", "HOROVOD_LOG_HIDE_TIME", kBool, "0", kBoth, "omit timestamps from log lines"},
+  // --- Launcher ----------------------------------------------------------------------------
+  {"HVD_START_TIMEOUT", "HOROVOD_START_TIMEOUT", kInt, "30", kLauncher, "seconds to start every rank (and for ranks to rendezvous)"},
+  {"HVD_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT", kInt, "600", kLauncher, "seconds an elastic job waits for enough slots"},
+  {"HVD_GRACE_PERIOD_SECONDS", "", kFloat, "5", kLauncher, "seconds between SIGTERM and SIGKILL when ending a job"},
+};
+// clang-format on
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string Trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+}  // namespace
+
+const std::vector<VarSpec>& AllVars() { return kVars; }
+
+const VarSpec* FindVar(std::string_view name) {
+  for (const auto& v : kVars) {
+    if (name == v.name || (v.horovod_alias[0] != '\0' && name == v.horovod_alias)) return &v;
+  }
+  return nullptr;
+}
+
+Environment Environment::FromProcess() {
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    size_t eq = kv.find('=');
+    if (eq == std::string_view::npos) continue;
+    vars.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+  }
+  return FromMap(std::move(vars));
+}
+
+Environment Environment::FromMap(std::map<std::string, std::string> vars) {
+  Environment env;
+  env.vars_ = std::move(vars);
+  return env;
+}
+
+std::optional<std::string> Environment::Raw(std::string_view name) const {
+  auto it = vars_.find(std::string(name));
+  if (it == vars_.end()) return std::nullopt;
+  return it->second;
+}
+
+Lookup Environment::Get(std::string_view name) const {
+  const VarSpec* spec = FindVar(name);
+  HVD_CHECK(spec != nullptr) << "environment variable " << name << " is not declared in env_registry.cc";
+  if (auto v = Raw(spec->name)) return {*v, spec->name, false};
+  if (spec->horovod_alias[0] != '\0') {
+    if (auto v = Raw(spec->horovod_alias)) return {*v, spec->horovod_alias, false};
+  }
+  return {spec->default_value, "default", true};
+}
+
+bool Environment::IsSet(std::string_view name) const { return !Get(name).is_default; }
+
+Result<std::string> Environment::GetString(std::string_view name) const { return Get(name).value; }
+
+Result<int64_t> Environment::GetInt(std::string_view name) const {
+  Lookup l = Get(name);
+  return ParseInt(l.value, l.source);
+}
+
+Result<double> Environment::GetFloat(std::string_view name) const {
+  Lookup l = Get(name);
+  return ParseFloat(l.value, l.source);
+}
+
+Result<bool> Environment::GetBool(std::string_view name) const {
+  Lookup l = Get(name);
+  return ParseBool(l.value, l.source);
+}
+
+Result<int64_t> ParseInt(std::string_view text, std::string_view what) {
+  std::string t = Trim(text);
+  if (t.empty()) return Status::InvalidArgument(std::string(what) + ": expected an integer, got ''");
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(t.c_str(), &end, 10);
+  if (errno != 0 || end == nullptr || *end != '\0') {
+    return Status::InvalidArgument(std::string(what) + ": expected an integer, got '" +
+                                   std::string(text) + "'");
+  }
+  return static_cast<int64_t>(v);
+}
+
+Result<double> ParseFloat(std::string_view text, std::string_view what) {
+  std::string t = Trim(text);
+  errno = 0;
+  char* end = nullptr;
+  double v = t.empty() ? 0 : std::strtod(t.c_str(), &end);
+  if (t.empty() || errno != 0 || end == nullptr || *end != '\0') {
+    return Status::InvalidArgument(std::string(what) + ": expected a number, got '" +
+                                   std::string(text) + "'");
+  }
+  return v;
+}
+
+Result<bool> ParseBool(std::string_view text, std::string_view what) {
+  std::string t = Lower(Trim(text));
+  if (t == "true" || t == "yes" || t == "on") return true;
+  if (t == "false" || t == "no" || t == "off" || t.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(t.c_str(), &end, 10);
+  if (errno == 0 && end != nullptr && *end == '\0') return v != 0;
+  return Status::InvalidArgument(std::string(what) + ": expected a boolean (1/0, true/false), got '" +
+                                 std::string(text) + "'");
+}
+
+}  // namespace hvd::env

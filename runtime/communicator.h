@@ -1,0 +1,70 @@
+#ifndef HVD_RUNTIME_COMMUNICATOR_H_
+#define HVD_RUNTIME_COMMUNICATOR_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/data_type.h"
+
+namespace hvd::runtime {
+
+// Communicator is the seam between the coordinator and a transport (Gloo TCP, shared memory,
+// MPI, NCCL, or the in-process fake used by tests). One Communicator spans one group of ranks
+// (the global set or a process set); ranks here are positions 0..size()-1 within the group.
+//
+// Contract: every member calls the same sequence of collectives with matching arguments.
+// Calls are made from one thread (the runtime's background thread) and block until done or
+// until the communicator's timeout; a dead peer, a socket error or a timeout is a non-OK
+// Status (kRemoteError / kTimeout / kIoError) naming the op and, when known, the peer -- never
+// an exception and never a hang. After Abort() (callable from any thread) every pending and
+// future call fails promptly with kAborted.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Short backend name for logs and the timeline ("GLOO", "MPI", "SHM", "FAKE").
+  virtual const char* name() const = 0;
+
+  // ---- control plane (small messages) ----
+  // Gathers a variable-length byte string from every member at `root`; `out` is filled only on
+  // the root, indexed by group rank.
+  virtual Status GatherBytes(const std::string& in, int root, std::vector<std::string>* out) = 0;
+  // Broadcasts a variable-length byte string from `root` (resized on the others).
+  virtual Status BroadcastBytes(std::string* data, int root) = 0;
+  // In-place elementwise AND / OR over all members (response-cache bit vectors).
+  virtual Status BitwiseAnd(std::vector<uint64_t>* bits) = 0;
+  virtual Status BitwiseOr(std::vector<uint64_t>* bits) = 0;
+  virtual Status Barrier() = 0;
+
+  // ---- data plane ----
+  // In-place allreduce of `count` elements. Average is not a backend op: the caller passes
+  // kSum and post-scales.
+  virtual Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) = 0;
+  // Member i contributes bytes_per_rank[i] bytes (`in` holds this member's part); `out`
+  // receives the concatenation in group-rank order.
+  virtual Status Allgatherv(const void* in, void* out,
+                            const std::vector<int64_t>& bytes_per_rank) = 0;
+  virtual Status Broadcast(void* buffer, int64_t bytes, int root) = 0;
+  // send_bytes[i] bytes go to member i, taken consecutively from `in`; recv_bytes[i] bytes
+  // from member i land consecutively in `out`.
+  virtual Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                           const std::vector<int64_t>& recv_bytes) = 0;
+  // Reduces `in` (sum of counts_per_rank elements) across members; member i receives its
+  // counts_per_rank[i] elements of the result in `out`. Default: allreduce into a scratch
+  // copy, then slice; backends override with a real reduce-scatter.
+  virtual Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
+                               DataType dtype, ReduceOp op);
+
+  // Fails every blocked and future call with kAborted. Thread-safe.
+  virtual void Abort() = 0;
+};
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_COMMUNICATOR_H_

@@ -1,0 +1,214 @@
+/* hvd/c_api.h — the only public header of libhvd, the hvd collective runtime.
+ *
+ * Plain C (a test written in C includes it). Every call returns hvd_status_t; results come
+ * back through out-parameters; hvd_last_error() gives the message of the last failing call on
+ * the calling thread. All functions are thread-safe unless noted.
+ *
+ * Lifecycle: hvd_init() reads the worker's configuration from the environment that hvdrun set
+ * (HVD_RANK, HVD_SIZE, HVD_RENDEZVOUS_ADDR, ...; see `hvdrun --print-config`) and rendezvouses
+ * with the other ranks. Without HVD_RENDEZVOUS_ADDR it runs as a single rank. hvd_shutdown()
+ * finishes every pending operation with HVD_ABORTED and may be followed by hvd_init() again.
+ * hvd_abort() is distinct: it fails everything in flight immediately and tells the peers.
+ *
+ * Operations are asynchronous: hvd_allreduce() etc. enqueue the tensor and return a handle at
+ * once; the runtime's background thread negotiates with the other ranks, fuses, runs the
+ * collective and completes the handle. hvd_poll()/hvd_wait() observe completion; a failure
+ * (mismatched shapes across ranks, a dead peer, a timeout) is the handle's status and message.
+ * Every handle must be released with hvd_release() after it completed.
+ *
+ * Memory: input buffers must stay valid and unmodified until the handle completes. Outputs
+ * whose size is known up front (allreduce, broadcast) are written into the caller's `output`
+ * descriptor (which may alias the input: in place). Outputs whose size depends on the other
+ * ranks (allgather, alltoall, reducescatter) are allocated by the runtime; hvd_output() hands
+ * over ownership of one such buffer, to be freed with hvd_free().
+ */
+#ifndef HVD_C_API_H_
+#define HVD_C_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define HVD_EXPORT __attribute__((visibility("default")))
+#else
+#define HVD_EXPORT
+#endif
+
+/* Values equal hvd::StatusCode (common/status.h). */
+typedef enum {
+  HVD_OK = 0,
+  HVD_INVALID_ARGUMENT = 1,
+  HVD_TIMEOUT = 2,
+  HVD_REMOTE_ERROR = 3,   /* the collective failed because of another rank (mismatch, peer died) */
+  HVD_ABORTED = 4,        /* the runtime was shut down or aborted */
+  HVD_INTERNAL = 5,
+  HVD_NOT_INITIALIZED = 6,
+  HVD_IN_PROGRESS = 7,    /* hvd_wait timed out before completion; the op goes on */
+  HVD_PRECONDITION_FAILED = 8,
+  HVD_NOT_FOUND = 9,
+  HVD_UNIMPLEMENTED = 10,
+  HVD_IO_ERROR = 11,
+  HVD_PERMISSION_DENIED = 12
+} hvd_status_t;
+
+typedef enum {
+  HVD_UINT8 = 0,
+  HVD_INT8 = 1,
+  HVD_UINT16 = 2,
+  HVD_INT16 = 3,
+  HVD_INT32 = 4,
+  HVD_INT64 = 5,
+  HVD_FLOAT16 = 6,
+  HVD_FLOAT32 = 7,
+  HVD_FLOAT64 = 8,
+  HVD_BOOL = 9,
+  HVD_BFLOAT16 = 10
+} hvd_dtype_t;
+
+/* Numbering as Horovod's horovod_reduce_op_*() so Python constants match. */
+typedef enum {
+  HVD_OP_AVERAGE = 0,
+  HVD_OP_SUM = 1,
+  HVD_OP_ADASUM = 2,
+  HVD_OP_MIN = 3,
+  HVD_OP_MAX = 4,
+  HVD_OP_PRODUCT = 5
+} hvd_reduce_op_t;
+
+#define HVD_MAX_DIMS 8
+#define HVD_DEVICE_CPU (-1)
+
+/* A tensor descriptor. The data is dense, row-major (contiguous). */
+typedef struct {
+  void* data;
+  hvd_dtype_t dtype;
+  int32_t ndim; /* 0 = scalar */
+  int64_t shape[HVD_MAX_DIMS];
+  int32_t device; /* HVD_DEVICE_CPU, or a CUDA device ordinal */
+} hvd_tensor_t;
+
+typedef int64_t hvd_handle_t;
+
+/* Per-operation options. Call hvd_op_options_init() first; it sets the defaults shown. */
+typedef struct {
+  const char* name;          /* NULL: a unique name is generated. Must match across ranks. */
+  hvd_reduce_op_t reduce_op; /* HVD_OP_SUM; allreduce and reducescatter */
+  double prescale_factor;    /* 1.0 */
+  double postscale_factor;   /* 1.0 */
+  int32_t root_rank;         /* 0; broadcast: global rank of the root */
+  int32_t process_set_id;    /* 0 = all ranks */
+  const int32_t* splits;     /* NULL; alltoall: rows of dim 0 sent to each member of the set */
+  int32_t num_splits;        /* 0 */
+} hvd_op_options_t;
+
+HVD_EXPORT void hvd_op_options_init(hvd_op_options_t* options);
+
+/* ---- lifecycle ------------------------------------------------------------------------- */
+HVD_EXPORT hvd_status_t hvd_init(void);
+/* Registers static process sets at init: set i has ranks
+ * set_ranks[offset_i .. offset_i + set_sizes[i]), offsets being the running sum of sizes. */
+HVD_EXPORT hvd_status_t hvd_init_with_process_sets(const int32_t* set_ranks,
+                                                   const int32_t* set_sizes, int32_t num_sets);
+HVD_EXPORT hvd_status_t hvd_shutdown(void);
+HVD_EXPORT hvd_status_t hvd_abort(const char* reason);
+HVD_EXPORT hvd_status_t hvd_is_initialized(int32_t* initialized);
+/* Message of the last call on this thread that did not return HVD_OK; "" if none. */
+HVD_EXPORT const char* hvd_last_error(void);
+HVD_EXPORT const char* hvd_status_name(hvd_status_t status);
+
+/* ---- topology (HVD_NOT_INITIALIZED before hvd_init) ------------------------------------ */
+HVD_EXPORT hvd_status_t hvd_rank(int32_t* out);
+HVD_EXPORT hvd_status_t hvd_size(int32_t* out);
+HVD_EXPORT hvd_status_t hvd_local_rank(int32_t* out);
+HVD_EXPORT hvd_status_t hvd_local_size(int32_t* out);
+HVD_EXPORT hvd_status_t hvd_cross_rank(int32_t* out);
+HVD_EXPORT hvd_status_t hvd_cross_size(int32_t* out);
+HVD_EXPORT hvd_status_t hvd_is_homogeneous(int32_t* out);
+
+/* ---- collectives (all asynchronous) --------------------------------------------------- */
+HVD_EXPORT hvd_status_t hvd_allreduce(const hvd_tensor_t* input, hvd_tensor_t* output,
+                                      const hvd_op_options_t* options, hvd_handle_t* handle);
+/* All tensors of a group are negotiated and fused together; one handle for the group.
+ * options->name names the group; member i is "<name>.<i>". */
+HVD_EXPORT hvd_status_t hvd_grouped_allreduce(const hvd_tensor_t* inputs, hvd_tensor_t* outputs,
+                                              int32_t count, const hvd_op_options_t* options,
+                                              hvd_handle_t* handle);
+/* Concatenates along dim 0; the first dimension may differ between ranks. */
+HVD_EXPORT hvd_status_t hvd_allgather(const hvd_tensor_t* input, const hvd_op_options_t* options,
+                                      hvd_handle_t* handle);
+HVD_EXPORT hvd_status_t hvd_grouped_allgather(const hvd_tensor_t* inputs, int32_t count,
+                                              const hvd_op_options_t* options,
+                                              hvd_handle_t* handle);
+/* output must have input's shape; on the root it may alias input. */
+HVD_EXPORT hvd_status_t hvd_broadcast(const hvd_tensor_t* input, hvd_tensor_t* output,
+                                      const hvd_op_options_t* options, hvd_handle_t* handle);
+/* splits == NULL: dim 0 divided equally among the set's members. */
+HVD_EXPORT hvd_status_t hvd_alltoall(const hvd_tensor_t* input, const hvd_op_options_t* options,
+                                     hvd_handle_t* handle);
+/* Sum or Average only; dim 0 split across ranks, the first (dim0 % size) ranks get one more row. */
+HVD_EXPORT hvd_status_t hvd_reducescatter(const hvd_tensor_t* input,
+                                          const hvd_op_options_t* options, hvd_handle_t* handle);
+HVD_EXPORT hvd_status_t hvd_grouped_reducescatter(const hvd_tensor_t* inputs, int32_t count,
+                                                  const hvd_op_options_t* options,
+                                                  hvd_handle_t* handle);
+HVD_EXPORT hvd_status_t hvd_barrier(int32_t process_set_id, hvd_handle_t* handle);
+/* This rank has no more data: until every rank joined, it contributes zeros to allreduces of
+ * the others. Completes when all ranks joined; hvd_join_result() gives the last rank to join. */
+HVD_EXPORT hvd_status_t hvd_join(int32_t device, hvd_handle_t* handle);
+
+/* ---- handles -------------------------------------------------------------------------- */
+/* *done = 1 when the handle completed (successfully or not). */
+HVD_EXPORT hvd_status_t hvd_poll(hvd_handle_t handle, int32_t* done);
+/* Waits up to timeout_seconds (< 0: no limit). Returns the op's own status once complete,
+ * HVD_IN_PROGRESS if still running at the deadline, HVD_NOT_FOUND for an unknown handle. */
+HVD_EXPORT hvd_status_t hvd_wait(hvd_handle_t handle, double timeout_seconds);
+/* Number of runtime-allocated outputs of a completed handle (allgather/alltoall/
+ * reducescatter: one per input tensor). */
+HVD_EXPORT hvd_status_t hvd_num_outputs(hvd_handle_t handle, int32_t* count);
+/* Describes output `index` of a completed handle and transfers ownership of out->data to the
+ * caller (free with hvd_free). May be called once per output. */
+HVD_EXPORT hvd_status_t hvd_output(hvd_handle_t handle, int32_t index, hvd_tensor_t* out);
+HVD_EXPORT void hvd_free(void* data);
+/* alltoall: rows of dim 0 received from each member of the set (capacity >= set size). */
+HVD_EXPORT hvd_status_t hvd_received_splits(hvd_handle_t handle, int32_t* splits,
+                                            int32_t capacity, int32_t* count);
+HVD_EXPORT hvd_status_t hvd_join_result(hvd_handle_t handle, int32_t* last_joined_rank);
+/* Frees the handle and any output not taken. Releasing an incomplete handle is
+ * HVD_PRECONDITION_FAILED. */
+HVD_EXPORT hvd_status_t hvd_release(hvd_handle_t handle);
+
+/* ---- process sets --------------------------------------------------------------------- */
+/* Set 0 is the global set. Adding/removing after init needs HVD_DYNAMIC_PROCESS_SETS=1
+ * (HVD_PRECONDITION_FAILED otherwise); every rank must make the same calls in the same order. */
+HVD_EXPORT hvd_status_t hvd_add_process_set(const int32_t* ranks, int32_t count, int32_t* id);
+HVD_EXPORT hvd_status_t hvd_remove_process_set(int32_t id);
+HVD_EXPORT hvd_status_t hvd_process_set_rank(int32_t id, int32_t* rank); /* -1 if not a member */
+HVD_EXPORT hvd_status_t hvd_process_set_size(int32_t id, int32_t* size);
+HVD_EXPORT hvd_status_t hvd_process_set_included(int32_t id, int32_t* included);
+HVD_EXPORT hvd_status_t hvd_process_set_ranks(int32_t id, int32_t* ranks, int32_t capacity,
+                                              int32_t* count);
+HVD_EXPORT hvd_status_t hvd_process_set_ids(int32_t* ids, int32_t capacity, int32_t* count);
+
+/* ---- timeline ------------------------------------------------------------------------- */
+HVD_EXPORT hvd_status_t hvd_start_timeline(const char* path, int32_t mark_cycles);
+HVD_EXPORT hvd_status_t hvd_stop_timeline(void);
+
+/* ---- build information ---------------------------------------------------------------- */
+#define HVD_BUILT_GLOO 0x1u
+#define HVD_BUILT_MPI 0x2u
+#define HVD_BUILT_NCCL 0x4u
+#define HVD_BUILT_CUDA 0x8u
+HVD_EXPORT hvd_status_t hvd_build_flags(uint32_t* flags);
+/* Backends in use after init: HVD_BUILT_* bits. */
+HVD_EXPORT hvd_status_t hvd_enabled_flags(uint32_t* flags);
+HVD_EXPORT const char* hvd_version(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* HVD_C_API_H_ */
