@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Configures, builds and installs hvd (hvdrun, libhvd, the Python package) into /usr/local.
+#   BUILD_DIR (default: build)   HVD_WERROR (default: ON)   INSTALL (default: 1)
+# The Python package is built for /usr/bin/python3, Debian's interpreter that has torch;
+# after install, `/usr/bin/python3 -c 'import hvd.torch'` works from any directory.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build}
+jobs=$(nproc)
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DHVD_WERROR="${HVD_WERROR:-ON}" -DHVD_PYTHON_EXECUTABLE=/usr/bin/python3
+cmake --build "$build" -j "$jobs"
+if [ "${INSTALL:-1}" = 1 ]; then
+  if [ -w /usr/local/bin ]; then
+    cmake --install "$build" > "$build/install.log"
+    ldconfig 2>/dev/null || true
+    echo "build: installed into /usr/local ($(command -v hvdrun || echo 'hvdrun not on PATH'))"
+  else
+    echo "build: /usr/local is not writable; skipping install (binaries are in $build)"
+  fi
+fi
