@@ -1,5 +1,7 @@
 #include "discovery/allocation.h"
 
+#include <limits>
+
 #include "discovery/host_spec.h"
 #include "discovery/hostfile.h"
 #include "discovery/lsf.h"
@@ -51,9 +53,13 @@ Result<Allocation> ResolveAllocation(std::string_view hosts_text, const std::str
   if (num_proc.has_value()) {
     allocation.num_proc = num_proc;
   } else if (!allocation.num_proc.has_value()) {
-    int total = 0;
+    long long total = 0;
     for (const HostSlots& host : allocation.hosts) total += host.slots;
-    allocation.num_proc = total;
+    if (total > std::numeric_limits<int>::max()) {
+      return Status::InvalidArgument(allocation.source + " provides " + std::to_string(total) +
+                                     " slots, more than one job can use");
+    }
+    allocation.num_proc = static_cast<int>(total);
   }
   return allocation;
 }

@@ -69,8 +69,8 @@ Result<int> ParseSlotCount(std::string_view text, std::string_view what) {
   int value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value > kMaxSlots) {
-    return Status::InvalidArgument(prefix + " is too large (at most " +
-                                   std::to_string(kMaxSlots) + ")");
+    return Status::InvalidArgument(prefix + " is too large (at most " + std::to_string(kMaxSlots) +
+                                   ")");
   }
   if (value < 1) return Status::InvalidArgument(prefix + " must be at least 1");
   return value;

@@ -11,8 +11,7 @@ namespace {
 // Where a problem is, compiler style, plus the line itself.
 class LineContext {
  public:
-  LineContext(std::string_view filename, const TextLine& line)
-      : filename_(filename), line_(line) {}
+  LineContext(std::string_view filename, const TextLine& line) : filename_(filename), line_(line) {}
 
   Status Error(size_t offset, const std::string& problem) const {
     return Status::InvalidArgument(std::string(filename_) + ":" + std::to_string(line_.number) +
@@ -44,8 +43,8 @@ Status ParseLine(std::string_view content, const LineContext& context, HostSlots
     const Token& token = tokens[i];
     size_t eq = token.text.find('=');
     if (eq == std::string_view::npos) {
-      return context.Error(token.offset, "expected key=value (slots=N or max_slots=N), got " +
-                                             Quote(token.text));
+      return context.Error(token.offset,
+                           "expected key=value (slots=N or max_slots=N), got " + Quote(token.text));
     }
     std::string_view key = token.text.substr(0, eq);
     std::string_view value = token.text.substr(eq + 1);
@@ -69,8 +68,7 @@ Status ParseLine(std::string_view content, const LineContext& context, HostSlots
   }
   if (out.max_slots.has_value() && *out.max_slots < out.slots) {
     return context.Error(tokens[0].offset, "max_slots=" + std::to_string(*out.max_slots) +
-                                               " is less than slots=" +
-                                               std::to_string(out.slots));
+                                               " is less than slots=" + std::to_string(out.slots));
   }
   return Status::OK();
 }

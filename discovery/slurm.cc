@@ -14,8 +14,8 @@ constexpr size_t kMaxExpandedHosts = 1000000;
 
 // Parses a non-negative decimal integer occupying all of `text`.
 std::optional<long long> ParseCount(std::string_view text) {
-  if (text.empty() || !std::all_of(text.begin(), text.end(),
-                                   [](char c) { return c >= '0' && c <= '9'; })) {
+  if (text.empty() ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
   long long value = 0;
@@ -114,8 +114,8 @@ Result<std::vector<std::string>> ExpandSlurmHostlist(std::string_view nodelist) 
     std::string_view raw = nodelist.substr(start, end - start);
     std::string_view item = Trim(raw);
     size_t offset = start + (item.empty() ? 0 : static_cast<size_t>(item.data() - raw.data()));
-    std::string where = "Slurm node list " + Quote(nodelist) + ", column " +
-                        std::to_string(offset + 1) + ": ";
+    std::string where =
+        "Slurm node list " + Quote(nodelist) + ", column " + std::to_string(offset + 1) + ": ";
     if (item.empty()) return Status::InvalidArgument(where + "empty item (stray ',')");
     HVD_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandItem(item, nodelist, offset));
     for (std::string& name : names) {
@@ -140,8 +140,8 @@ Result<std::vector<int>> ParseSlurmTasksPerNode(std::string_view text) {
   while (start <= text.size()) {
     size_t end = std::min(text.find(',', start), text.size());
     std::string_view item = Trim(text.substr(start, end - start));
-    std::string where = "SLURM_TASKS_PER_NODE " + Quote(text) + ", column " +
-                        std::to_string(start + 1) + ": ";
+    std::string where =
+        "SLURM_TASKS_PER_NODE " + Quote(text) + ", column " + std::to_string(start + 1) + ": ";
     std::string_view count_text = item;
     std::string_view repeat_text = "1";
     size_t paren = item.find('(');
@@ -157,8 +157,8 @@ Result<std::vector<int>> ParseSlurmTasksPerNode(std::string_view text) {
     std::optional<long long> repeat = ParseCount(repeat_text);
     if (!count || !repeat || *count > kMaxSlots || *repeat < 1 ||
         *repeat + counts.size() > kMaxExpandedHosts) {
-      return Status::InvalidArgument(where + "expected 'N' or 'N(xM)' with N >= 0 and M >= 1, got " +
-                                     Quote(item));
+      return Status::InvalidArgument(
+          where + "expected 'N' or 'N(xM)' with N >= 0 and M >= 1, got " + Quote(item));
     }
     counts.insert(counts.end(), static_cast<size_t>(*repeat), static_cast<int>(*count));
     start = end + 1;
@@ -194,10 +194,10 @@ Result<std::optional<Allocation>> SlurmAllocation(const env::Environment& env) {
   if (std::optional<std::string> tasks = env.Raw("SLURM_TASKS_PER_NODE")) {
     HVD_ASSIGN_OR_RETURN(slots, ParseSlurmTasksPerNode(*tasks));
     if (slots.size() != names->size()) {
-      return Status::InvalidArgument(
-          "SLURM_TASKS_PER_NODE=" + Quote(*tasks) + " gives " + std::to_string(slots.size()) +
-          " task counts but " + nodelist_var + "=" + Quote(*nodelist) + " expands to " +
-          std::to_string(names->size()) + " nodes");
+      return Status::InvalidArgument("SLURM_TASKS_PER_NODE=" + Quote(*tasks) + " gives " +
+                                     std::to_string(slots.size()) + " task counts but " +
+                                     nodelist_var + "=" + Quote(*nodelist) + " expands to " +
+                                     std::to_string(names->size()) + " nodes");
     }
   }
   Allocation allocation;

@@ -1,0 +1,28 @@
+#ifndef HVD_TEST_UNIT_DISCOVERY_TEMP_FILE_H_
+#define HVD_TEST_UNIT_DISCOVERY_TEMP_FILE_H_
+
+#include <string>
+#include <string_view>
+
+namespace hvd::discovery::testing {
+
+// A file under gtest's temp dir holding `content`, removed when the object dies.
+class TempFile {
+ public:
+  TempFile(std::string_view name, std::string_view content);
+  ~TempFile();
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A path under gtest's temp dir that does not exist.
+std::string MissingPath();
+
+}  // namespace hvd::discovery::testing
+
+#endif  // HVD_TEST_UNIT_DISCOVERY_TEMP_FILE_H_
