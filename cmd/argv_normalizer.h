@@ -1,0 +1,43 @@
+#ifndef HVD_CMD_ARGV_NORMALIZER_H_
+#define HVD_CMD_ARGV_NORMALIZER_H_
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+// The argv step that runs before CLI11: it gives hvdrun argparse's (horovodrun's) spelling
+// rules, which CLI11 does not have, and splits off the command.
+//
+//  - single-dash multi-letter options (-np, -cb, -hostfile, -prefix-timestamp);
+//  - unique prefixes of long options (--slots -> --slots-per-host); an ambiguous prefix is
+//    an error listing the candidates; an exact spelling always wins over a longer one;
+//  - the command starts at the first token that is not an option or an option's value, or
+//    after "--"; nothing after that point is looked at, so the command keeps its own flags.
+//
+// The options handed to CLI11 come out in one canonical form: "--long-name" for flags,
+// "--long-name=value" for one value, "--long-name=a,b" for two values (CLI11 splits them on
+// ','), so that values starting with '-' are never mistaken for options.
+namespace hvd::cmd {
+
+// How one option is spelled and how many values follow it.
+struct OptionShape {
+  std::string canonical;             // long spelling CLI11 knows, e.g. "--num-proc"
+  std::vector<std::string> aliases;  // other exact spellings: "-np", "--min-np", "-p"
+  int arity = 0;                     // values after the option: 0, 1 or 2
+};
+
+struct NormalizedArgv {
+  std::vector<std::string> options;  // canonical tokens for CLI11, in order
+  std::vector<std::string> command;  // program and its arguments, untouched
+};
+
+// `argv` excludes the program name. Errors name the offending token, e.g.
+// "unrecognized argument: --foo" or "ambiguous option: --hier could match
+// --hierarchical-allgather, --hierarchical-allreduce".
+Result<NormalizedArgv> NormalizeArgv(const std::vector<std::string>& argv,
+                                     const std::vector<OptionShape>& shapes);
+
+}  // namespace hvd::cmd
+
+#endif  // HVD_CMD_ARGV_NORMALIZER_H_

@@ -1,0 +1,199 @@
+#include "cmd/launch_spec_builder.h"
+
+#include <algorithm>
+#include <climits>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cmd/cli_app.h"
+#include "cmd/knob_env.h"
+#include "common/logging.h"
+
+namespace hvd::cmd {
+namespace {
+
+using launcher::Controller;
+using launcher::LaunchSpec;
+
+constexpr int kMaxCooldownSeconds = 3600;  // horovodrun's bound for --blacklist-cooldown-range
+
+Status OutOfRange(const std::string& what, const std::string& bound, const std::string& got) {
+  return Status::InvalidArgument(what + ": must be " + bound + ", got " + got);
+}
+
+// An integer flag within [min, max]; nullopt when not given.
+Result<std::optional<int>> BoundedInt(const CLI::App& app, const char* flag, int64_t min,
+                                      int64_t max = INT_MAX) {
+  std::optional<std::string> text = LastValue(app, flag);
+  if (!text) return std::optional<int>();
+  HVD_ASSIGN_OR_RETURN(int64_t v, env::ParseInt(*text, flag));
+  if (v < min) return OutOfRange(flag, ">= " + std::to_string(min), *text);
+  if (v > max) return OutOfRange(flag, "<= " + std::to_string(max), *text);
+  return std::optional<int>(static_cast<int>(v));
+}
+
+// Seconds from the flag, else from `var` in the environment, else the registry default.
+Result<double> Seconds(const CLI::App& app, const env::Environment& env, const char* flag,
+                       const char* var, ParsedCommandLine* out) {
+  if (std::optional<std::string> text = LastValue(app, flag)) {
+    HVD_ASSIGN_OR_RETURN(double v, env::ParseFloat(*text, flag));
+    if (v < 0) return OutOfRange(flag, ">= 0", *text);
+    out->settings[var] = {*text, "command line"};
+    return v;
+  }
+  env::Lookup lookup = env.Get(var);
+  HVD_ASSIGN_OR_RETURN(double v, env::ParseFloat(lookup.value, lookup.source));
+  if (v < 0) return OutOfRange(lookup.source, ">= 0", lookup.value);
+  return v;
+}
+
+Status ReadCooldown(const CLI::App& app, LaunchSpec* spec) {
+  const char* flag = "--blacklist-cooldown-range";
+  std::vector<std::string> values = AllValues(app, flag);
+  if (values.size() < 2) return Status::OK();
+  HVD_ASSIGN_OR_RETURN(int64_t min, env::ParseInt(values[values.size() - 2], flag));
+  HVD_ASSIGN_OR_RETURN(int64_t max, env::ParseInt(values.back(), flag));
+  const std::string got = std::to_string(min) + " " + std::to_string(max);
+  if (min < 1) return OutOfRange(std::string(flag) + " MIN", ">= 1", got);
+  if (max > kMaxCooldownSeconds) return OutOfRange(std::string(flag) + " MAX", "<= 3600", got);
+  if (min > max) return OutOfRange(std::string(flag), "MIN <= MAX", got);
+  spec->blacklist_cooldown_range = std::make_pair(static_cast<int>(min), static_cast<int>(max));
+  return Status::OK();
+}
+
+Status ReadWhere(const CLI::App& app, LaunchSpec* spec) {
+  HVD_ASSIGN_OR_RETURN(spec->num_proc, BoundedInt(app, "--num-proc", 1));
+  spec->hosts = LastValue(app, "--hosts").value_or("");
+  spec->hostfile = LastValue(app, "--hostfile").value_or("");
+  spec->host_discovery_script = LastValue(app, "--host-discovery-script").value_or("");
+  HVD_ASSIGN_OR_RETURN(spec->min_num_proc, BoundedInt(app, "--min-np", 1));
+  HVD_ASSIGN_OR_RETURN(spec->max_num_proc, BoundedInt(app, "--max-np", 1));
+  HVD_ASSIGN_OR_RETURN(spec->slots_per_host, BoundedInt(app, "--slots-per-host", 1));
+  HVD_ASSIGN_OR_RETURN(spec->reset_limit, BoundedInt(app, "--reset-limit", 0));
+  if (spec->min_num_proc && spec->max_num_proc && *spec->max_num_proc < *spec->min_num_proc) {
+    return OutOfRange("--max-np", ">= --min-np (" + std::to_string(*spec->min_num_proc) + ")",
+                      std::to_string(*spec->max_num_proc));
+  }
+  return ReadCooldown(app, spec);
+}
+
+// --network-interfaces a,b and any number of --network-interface c: their union, in order.
+void ReadInterfaces(const CLI::App& app, LaunchSpec* spec, std::vector<std::string>* warnings) {
+  std::vector<std::string> lists = AllValues(app, "--network-interfaces");
+  for (const std::string& one : AllValues(app, "--network-interface")) {
+    if (one.find(',') != std::string::npos) {
+      warnings->push_back(
+          "--network-interface with a comma list is deprecated; use "
+          "--network-interfaces " +
+          one);
+    }
+    lists.push_back(one);
+  }
+  for (const std::string& list : lists) {
+    std::stringstream in(list);
+    std::string nic;
+    while (std::getline(in, nic, ',')) {
+      auto& nics = spec->network_interfaces;
+      if (!nic.empty() && std::find(nics.begin(), nics.end(), nic) == nics.end()) {
+        nics.push_back(nic);
+      }
+    }
+  }
+}
+
+Status ReadRemote(const CLI::App& app, ParsedCommandLine* out) {
+  LaunchSpec* spec = &out->spec;
+  HVD_ASSIGN_OR_RETURN(spec->ssh_port, BoundedInt(app, "--ssh-port", 1, 65535));
+  spec->ssh_identity_file = LastValue(app, "--ssh-identity-file").value_or("");
+  spec->disable_cache = Given(app, "--disable-cache");
+  ReadInterfaces(app, spec, &out->warnings);
+  return Status::OK();
+}
+
+void ReadController(const CLI::App& app, const Knobs& knobs,
+                    std::optional<Controller> config_controller, ParsedCommandLine* out) {
+  LaunchSpec* spec = &out->spec;
+  std::string source = "command line";
+  if (Given(app, "--gloo")) {
+    spec->controller = Controller::kGloo;
+  } else if (Given(app, "--mpi")) {
+    spec->controller = Controller::kMpi;
+  } else if (Given(app, "--jsrun")) {
+    spec->controller = Controller::kJsrun;
+  } else if (config_controller) {
+    spec->controller = *config_controller;
+    source = "config file " + LastValue(app, "--config-file").value_or("");
+  }
+  if (spec->controller != Controller::kDefault) {
+    // jsrun starts MPI ranks; the runtime's controller is MPI.
+    out->settings["HVD_CONTROLLER"] = {spec->controller == Controller::kGloo ? "gloo" : "mpi",
+                                       source};
+  }
+  spec->mpi_args = LastValue(app, "--mpi-args").value_or("");
+  spec->binding_args = LastValue(app, "--binding-args").value_or("");
+  spec->tcp = knobs.tcp.value.value_or(false);
+}
+
+// hvdrun's own log settings: the knobs (flag or config), else HVD_LOG_LEVEL/HVD_LOG_HIDE_TIME.
+void ReadLogging(const env::Environment& env, const Knobs& knobs, ParsedCommandLine* out) {
+  LaunchSpec* spec = &out->spec;
+  if (knobs.log_level.value) {
+    spec->log_level = *knobs.log_level.value;
+  } else if (env.IsSet("HVD_LOG_LEVEL")) {
+    env::Lookup l = env.Get("HVD_LOG_LEVEL");
+    Result<log::Level> level = log::ParseLevel(l.value);
+    if (level.ok())
+      spec->log_level = log::LevelName(*level);
+    else
+      out->warnings.push_back(l.source + ": " + level.status().message() + "; using WARNING");
+  }
+  if (knobs.log_with_timestamp.value) {
+    spec->log_with_timestamp = *knobs.log_with_timestamp.value;
+  } else {
+    Result<bool> hide = env.GetBool("HVD_LOG_HIDE_TIME");
+    if (hide.ok())
+      spec->log_with_timestamp = !*hide;
+    else
+      out->warnings.push_back(hide.status().message() + "; showing timestamps");
+  }
+}
+
+Status ReadJobControl(const CLI::App& app, const env::Environment& env, ParsedCommandLine* out) {
+  LaunchSpec* spec = &out->spec;
+  HVD_ASSIGN_OR_RETURN(spec->start_timeout_s,
+                       Seconds(app, env, "--start-timeout", "HVD_START_TIMEOUT", out));
+  HVD_ASSIGN_OR_RETURN(spec->elastic_timeout_s,
+                       Seconds(app, env, "--elastic-timeout", "HVD_ELASTIC_TIMEOUT", out));
+  HVD_ASSIGN_OR_RETURN(spec->grace_period_s, Seconds(app, env, "--grace-period-seconds",
+                                                     "HVD_GRACE_PERIOD_SECONDS", out));
+  spec->output_filename = LastValue(app, "--output-filename").value_or("");
+  spec->prefix_timestamp = Given(app, "--prefix-output-with-timestamp");
+  spec->verbose = Given(app, "--verbose");
+  spec->dry_run = Given(app, "--dry-run");
+  return Status::OK();
+}
+
+void WriteWorkerEnv(const Knobs& knobs, ParsedCommandLine* out) {
+  std::vector<EnvAssignment> assignments = KnobEnv(knobs);
+  WriteBothNames(assignments, &out->spec.worker_env);
+  for (const EnvAssignment& a : assignments) {
+    if (env::FindVar(a.var) != nullptr) out->settings[a.var] = {a.value, a.source};
+  }
+}
+
+}  // namespace
+
+Status BuildLaunchSpec(const CLI::App& app, const env::Environment& env, const Knobs& knobs,
+                       std::optional<Controller> config_controller, ParsedCommandLine* out) {
+  HVD_RETURN_IF_ERROR(ReadWhere(app, &out->spec));
+  HVD_RETURN_IF_ERROR(ReadRemote(app, out));
+  ReadController(app, knobs, config_controller, out);
+  HVD_RETURN_IF_ERROR(ReadJobControl(app, env, out));
+  ReadLogging(env, knobs, out);
+  WriteWorkerEnv(knobs, out);
+  return Status::OK();
+}
+
+}  // namespace hvd::cmd

@@ -1,1 +1,0 @@
-// Placeholder until flags.cc lands.

@@ -1,0 +1,120 @@
+#include "cmd/argv_normalizer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cmd/cli_app.h"
+
+namespace hvd::cmd {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// The real option table, so the tests follow hvdrun's flags.
+NormalizedArgv Normalize(const std::vector<std::string>& argv) {
+  Result<NormalizedArgv> r = NormalizeArgv(argv, OptionShapes(*BuildApp()));
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : NormalizedArgv{};
+}
+
+std::string NormalizeError(const std::vector<std::string>& argv) {
+  Result<NormalizedArgv> r = NormalizeArgv(argv, OptionShapes(*BuildApp()));
+  EXPECT_FALSE(r.ok());
+  return r.ok() ? "" : r.status().message();
+}
+
+TEST(NormalizeArgvTest, ValuesAreJoinedToTheirOption) {
+  NormalizedArgv n = Normalize({"--start-timeout", "10", "--verbose", "--hosts=a:1", "cmd"});
+  EXPECT_THAT(n.options, ElementsAre("--start-timeout=10", "--verbose", "--hosts=a:1"));
+  EXPECT_THAT(n.command, ElementsAre("cmd"));
+}
+
+TEST(NormalizeArgvTest, SingleDashMultiLetterSpellings) {
+  NormalizedArgv n =
+      Normalize({"-np", "4", "-cb", "-hostfile", "hosts.txt", "-prefix-timestamp", "-np=8", "x"});
+  EXPECT_THAT(n.options, ElementsAre("--num-proc=4", "--check-build", "--hostfile=hosts.txt",
+                                     "--prefix-output-with-timestamp", "--num-proc=8"));
+}
+
+TEST(NormalizeArgvTest, ShortOptionsTakeAttachedOrSeparateValues) {
+  NormalizedArgv n = Normalize({"-p22", "-i", "key", "-Ha:2,b:2", "-v", "cmd"});
+  EXPECT_THAT(n.options, ElementsAre("--ssh-port=22", "--ssh-identity-file=key", "--hosts=a:2,b:2",
+                                     "--version"));
+}
+
+TEST(NormalizeArgvTest, UniquePrefixesAreExpanded) {
+  NormalizedArgv n = Normalize({"--slots", "2", "--num-p", "3", "--fusion=5", "--no-stall", "c"});
+  EXPECT_THAT(n.options, ElementsAre("--slots-per-host=2", "--num-proc=3",
+                                     "--fusion-threshold-mb=5", "--no-stall-check"));
+}
+
+TEST(NormalizeArgvTest, PrefixOfTwoSpellingsOfOneOptionIsNotAmbiguous) {
+  EXPECT_THAT(Normalize({"--min", "2", "c"}).options, ElementsAre("--min-np=2"));
+}
+
+TEST(NormalizeArgvTest, ExactSpellingWinsOverLongerOnes) {
+  NormalizedArgv n = Normalize(
+      {"--mpi", "--network-interface", "eth0", "--timeline", "t.json", "--autotune", "c"});
+  EXPECT_THAT(n.options, ElementsAre("--mpi", "--network-interface=eth0",
+                                     "--timeline-filename=t.json", "--autotune"));
+}
+
+TEST(NormalizeArgvTest, AmbiguousPrefixListsCandidates) {
+  std::string error = NormalizeError({"--hier", "c"});
+  EXPECT_THAT(error, HasSubstr("ambiguous option: --hier could match"));
+  EXPECT_THAT(error, HasSubstr("--hierarchical-allgather"));
+  EXPECT_THAT(error, HasSubstr("--hierarchical-allreduce"));
+  EXPECT_EQ(NormalizeError({"--num", "2", "c"}),
+            "ambiguous option: --num could match --num-nccl-streams, --num-proc");
+}
+
+TEST(NormalizeArgvTest, CommandKeepsItsOwnFlags) {
+  NormalizedArgv n = Normalize({"-np", "2", "python3", "-u", "train.py", "--lr", "0.1", "-np"});
+  EXPECT_THAT(n.options, ElementsAre("--num-proc=2"));
+  EXPECT_THAT(n.command, ElementsAre("python3", "-u", "train.py", "--lr", "0.1", "-np"));
+}
+
+TEST(NormalizeArgvTest, DoubleDashEndsHvdrunFlags) {
+  NormalizedArgv n = Normalize({"-np", "2", "--", "--weird-program", "-x"});
+  EXPECT_THAT(n.options, ElementsAre("--num-proc=2"));
+  EXPECT_THAT(n.command, ElementsAre("--weird-program", "-x"));
+}
+
+TEST(NormalizeArgvTest, ValuesMayStartWithADash) {
+  NormalizedArgv n = Normalize({"--mpi-args", "-x FOO", "--start-timeout", "-5", "c"});
+  EXPECT_THAT(n.options, ElementsAre("--mpi-args=-x FOO", "--start-timeout=-5"));
+}
+
+TEST(NormalizeArgvTest, TwoValueOption) {
+  EXPECT_THAT(Normalize({"--blacklist-cooldown-range", "10", "100", "c"}).options,
+              ElementsAre("--blacklist-cooldown-range=10,100"));
+  EXPECT_THAT(NormalizeError({"--blacklist-cooldown-range", "10"}),
+              HasSubstr("argument --blacklist-cooldown-range: expected 2 arguments"));
+}
+
+TEST(NormalizeArgvTest, NoCommand) { EXPECT_THAT(Normalize({"-np", "2"}).command, IsEmpty()); }
+
+TEST(NormalizeArgvTest, Errors) {
+  EXPECT_EQ(NormalizeError({"--bogus", "c"}), "unrecognized argument: --bogus");
+  EXPECT_EQ(NormalizeError({"-x", "c"}), "unrecognized argument: -x");
+  EXPECT_EQ(NormalizeError({"--start-timeout"}), "argument --start-timeout: expected one argument");
+  EXPECT_EQ(NormalizeError({"--verbose=1", "c"}),
+            "argument --verbose: ignored explicit argument '1'");
+  EXPECT_EQ(NormalizeError({"-vx", "c"}), "unrecognized argument: -vx");
+}
+
+TEST(NormalizeArgvTest, HandMadeShapes) {
+  std::vector<OptionShape> shapes = {{"--alpha", {"-a"}, 1}, {"--alpine", {}, 0}};
+  Result<NormalizedArgv> r = NormalizeArgv({"-a", "1", "--alpi", "--", "x"}, shapes);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_THAT(r->options, ElementsAre("--alpha=1", "--alpine"));
+  EXPECT_THAT(r->command, ElementsAre("x"));
+  Result<NormalizedArgv> ambiguous = NormalizeArgv({"--al"}, shapes);
+  ASSERT_FALSE(ambiguous.ok());
+  EXPECT_EQ(ambiguous.status().message(), "ambiguous option: --al could match --alpha, --alpine");
+}
+
+}  // namespace
+}  // namespace hvd::cmd

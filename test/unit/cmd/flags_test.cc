@@ -1,0 +1,233 @@
+#include "cmd/flags.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test/unit/cmd/parse_helpers.h"
+
+namespace hvd::cmd {
+namespace {
+
+using launcher::Controller;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::MustParse;
+using testing::ParseError;
+
+TEST(FlagsTest, DefaultsWithNothingButACommand) {
+  ParsedCommandLine p = MustParse({"python3", "train.py"});
+  const launcher::LaunchSpec& s = p.spec;
+  EXPECT_THAT(s.command, ElementsAre("python3", "train.py"));
+  EXPECT_FALSE(s.num_proc.has_value());
+  EXPECT_EQ(s.hosts, "");
+  EXPECT_EQ(s.controller, Controller::kDefault);
+  EXPECT_EQ(s.start_timeout_s, 30);
+  EXPECT_EQ(s.elastic_timeout_s, 600);
+  EXPECT_EQ(s.grace_period_s, 5);
+  EXPECT_EQ(s.log_level, "WARNING");
+  EXPECT_TRUE(s.log_with_timestamp);
+  EXPECT_FALSE(s.elastic());
+  EXPECT_THAT(s.worker_env, IsEmpty());
+  EXPECT_THAT(p.settings, IsEmpty());
+  EXPECT_FALSE(p.show_help || p.show_version || p.check_build || p.print_config);
+}
+
+TEST(FlagsTest, WhereToRun) {
+  EXPECT_EQ(MustParse({"-np", "4", "c"}).spec.num_proc, 4);
+  EXPECT_EQ(MustParse({"--num-proc", "3", "c"}).spec.num_proc, 3);
+  EXPECT_EQ(MustParse({"-H", "a:2,b:2", "c"}).spec.hosts, "a:2,b:2");
+  EXPECT_EQ(MustParse({"--hosts", "a:1", "c"}).spec.hosts, "a:1");
+  EXPECT_EQ(MustParse({"-hostfile", "h.txt", "c"}).spec.hostfile, "h.txt");
+  EXPECT_EQ(MustParse({"--hostfile", "h.txt", "c"}).spec.hostfile, "h.txt");
+}
+
+TEST(FlagsTest, ElasticFlags) {
+  ParsedCommandLine p =
+      MustParse({"-np", "2", "--host-discovery-script", "./hosts.sh", "--min-np", "2", "--max-np",
+                 "8", "--slots", "4", "--elastic-timeout", "100", "--reset-limit", "3",
+                 "--blacklist-cooldown-range", "10", "100", "c"});
+  const launcher::LaunchSpec& s = p.spec;
+  EXPECT_EQ(s.host_discovery_script, "./hosts.sh");
+  EXPECT_EQ(s.min_num_proc, 2);
+  EXPECT_EQ(s.max_num_proc, 8);
+  EXPECT_EQ(s.slots_per_host, 4);
+  EXPECT_EQ(s.elastic_timeout_s, 100);
+  EXPECT_EQ(s.reset_limit, 3);
+  ASSERT_TRUE(s.blacklist_cooldown_range.has_value());
+  EXPECT_EQ(s.blacklist_cooldown_range->first, 10);
+  EXPECT_EQ(s.blacklist_cooldown_range->second, 100);
+  EXPECT_TRUE(s.elastic());
+  EXPECT_EQ(p.settings.at("HVD_ELASTIC_TIMEOUT").value, "100");
+
+  ParsedCommandLine long_names = MustParse({"--min-num-proc", "1", "--max-num-proc", "2", "c"});
+  EXPECT_EQ(long_names.spec.min_num_proc, 1);
+  EXPECT_EQ(long_names.spec.max_num_proc, 2);
+}
+
+TEST(FlagsTest, RemoteHostFlags) {
+  ParsedCommandLine p =
+      MustParse({"-p", "2222", "-i", "id_rsa", "--disable-cache", "--network-interfaces",
+                 "eth0,eth1", "--network-interface", "eth2", "--network-interface", "eth0", "c"});
+  EXPECT_EQ(p.spec.ssh_port, 2222);
+  EXPECT_EQ(p.spec.ssh_identity_file, "id_rsa");
+  EXPECT_TRUE(p.spec.disable_cache);
+  EXPECT_THAT(p.spec.network_interfaces, ElementsAre("eth0", "eth1", "eth2"));
+  EXPECT_THAT(p.warnings, IsEmpty());
+  EXPECT_EQ(MustParse({"--ssh-port", "22", "c"}).spec.ssh_port, 22);
+  ParsedCommandLine deprecated = MustParse({"--network-interface", "a,b", "c"});
+  EXPECT_THAT(deprecated.spec.network_interfaces, ElementsAre("a", "b"));
+  EXPECT_THAT(deprecated.warnings, ElementsAre(HasSubstr("deprecated")));
+}
+
+TEST(FlagsTest, ControllerAndMpiFlags) {
+  EXPECT_EQ(MustParse({"--gloo", "c"}).spec.controller, Controller::kGloo);
+  EXPECT_EQ(MustParse({"--mpi", "c"}).spec.controller, Controller::kMpi);
+  EXPECT_EQ(MustParse({"--jsrun", "c"}).spec.controller, Controller::kJsrun);
+  ParsedCommandLine p =
+      MustParse({"--mpi", "--mpi-args=-x FOO", "--binding-args", "-bind-to core", "--tcp", "c"});
+  EXPECT_EQ(p.spec.mpi_args, "-x FOO");
+  EXPECT_EQ(p.spec.binding_args, "-bind-to core");
+  EXPECT_TRUE(p.spec.tcp);
+  EXPECT_EQ(p.settings.at("HVD_CONTROLLER").value, "mpi");
+  EXPECT_EQ(p.settings.at("HVD_CONTROLLER").source, "command line");
+}
+
+TEST(FlagsTest, JobControlAndOutputFlags) {
+  ParsedCommandLine p =
+      MustParse({"--start-timeout", "10", "--output-filename", "out", "--verbose",
+                 "-prefix-timestamp", "--dry-run", "--grace-period-seconds", "2.5", "c"});
+  EXPECT_EQ(p.spec.start_timeout_s, 10);
+  EXPECT_EQ(p.spec.output_filename, "out");
+  EXPECT_TRUE(p.spec.verbose);
+  EXPECT_TRUE(p.spec.prefix_timestamp);
+  EXPECT_TRUE(p.spec.dry_run);
+  EXPECT_EQ(p.spec.grace_period_s, 2.5);
+  EXPECT_TRUE(MustParse({"--prefix-output-with-timestamp", "c"}).spec.prefix_timestamp);
+}
+
+TEST(FlagsTest, LauncherDefaultsComeFromTheEnvironmentUnlessFlagged) {
+  std::map<std::string, std::string> env = {{"HOROVOD_START_TIMEOUT", "45"},
+                                            {"HVD_GRACE_PERIOD_SECONDS", "1"},
+                                            {"HOROVOD_ELASTIC_TIMEOUT", "60"},
+                                            {"HOROVOD_LOG_LEVEL", "debug"},
+                                            {"HOROVOD_LOG_HIDE_TIME", "1"}};
+  ParsedCommandLine from_env = MustParse({"c"}, env);
+  EXPECT_EQ(from_env.spec.start_timeout_s, 45);
+  EXPECT_EQ(from_env.spec.grace_period_s, 1);
+  EXPECT_EQ(from_env.spec.elastic_timeout_s, 60);
+  EXPECT_EQ(from_env.spec.log_level, "DEBUG");
+  EXPECT_FALSE(from_env.spec.log_with_timestamp);
+  EXPECT_THAT(from_env.spec.worker_env, IsEmpty());  // inherited, not re-written
+
+  ParsedCommandLine flagged =
+      MustParse({"--start-timeout", "5", "--log-level", "ERROR", "--log-with-timestamp", "c"}, env);
+  EXPECT_EQ(flagged.spec.start_timeout_s, 5);
+  EXPECT_EQ(flagged.spec.log_level, "ERROR");
+  EXPECT_TRUE(flagged.spec.log_with_timestamp);
+}
+
+TEST(FlagsTest, BadLogLevelInTheEnvironmentIsAWarning) {
+  ParsedCommandLine p = MustParse({"c"}, {{"HVD_LOG_LEVEL", "chatty"}});
+  EXPECT_EQ(p.spec.log_level, "WARNING");
+  EXPECT_THAT(p.warnings, ElementsAre(HasSubstr("HVD_LOG_LEVEL")));
+}
+
+TEST(FlagsTest, CommandKeepsItsFlagsAndDoubleDash) {
+  EXPECT_THAT(MustParse({"-np", "2", "python3", "-u", "train.py", "--lr", "0.1"}).spec.command,
+              ElementsAre("python3", "-u", "train.py", "--lr", "0.1"));
+  EXPECT_THAT(MustParse({"-np", "2", "--", "-weird", "--verbose"}).spec.command,
+              ElementsAre("-weird", "--verbose"));
+  EXPECT_FALSE(MustParse({"-np", "2", "python3", "--verbose"}).spec.verbose);
+}
+
+TEST(FlagsTest, Modes) {
+  EXPECT_TRUE(MustParse({"-v"}).show_version);
+  EXPECT_TRUE(MustParse({"--version"}).show_version);
+  EXPECT_TRUE(MustParse({"-cb"}).check_build);
+  EXPECT_TRUE(MustParse({"--check-build"}).check_build);
+  EXPECT_TRUE(MustParse({"--print-config"}).print_config);
+  ParsedCommandLine help = MustParse({"-np", "2", "--help"});
+  EXPECT_TRUE(help.show_help);
+  EXPECT_THAT(help.help_text, HasSubstr("Usage: hvdrun [OPTIONS] [--] COMMAND [ARGS...]"));
+  EXPECT_THAT(help.help_text, HasSubstr("-np, --num-proc"));
+  EXPECT_THAT(help.help_text, HasSubstr("--no-stall-check"));
+  EXPECT_THAT(help.help_text, ::testing::Not(HasSubstr("{false}")));
+  EXPECT_THAT(help.help_text, ::testing::Not(HasSubstr("--log-hide-timestamp")));
+  EXPECT_TRUE(MustParse({"-h"}).show_help);
+}
+
+TEST(FlagsTest, MissingCommandIsAUsageError) {
+  EXPECT_THAT(ParseError({"-np", "2"}), HasSubstr("no command given"));
+  EXPECT_THAT(ParseError({}), HasSubstr("no command given"));
+}
+
+TEST(FlagsTest, MutuallyExclusiveGroupsNameBothFlags) {
+  EXPECT_EQ(ParseError({"-H", "a:1", "--hostfile", "f", "c"}),
+            "argument --hostfile: not allowed with argument --hosts");
+  EXPECT_EQ(ParseError({"--hostfile", "f", "--host-discovery-script", "s", "c"}),
+            "argument --host-discovery-script: not allowed with argument --hostfile");
+  EXPECT_EQ(ParseError({"--gloo", "--mpi", "c"}),
+            "argument --mpi: not allowed with argument --gloo");
+  EXPECT_EQ(ParseError({"--jsrun", "--gloo", "c"}),
+            "argument --jsrun: not allowed with argument --gloo");
+}
+
+TEST(FlagsTest, ValidationNamesFlagAndValue) {
+  struct Case {
+    std::vector<std::string> argv;
+    std::string error;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--fusion-threshold-mb", "-1"}, "--fusion-threshold-mb: must be >= 0, got -1"},
+           {{"--fusion-threshold-mb", "9999999999999"},
+            "--fusion-threshold-mb: must be <= 8796093022207, got 9999999999999"},
+           {{"--cycle-time-ms", "-0.5"}, "--cycle-time-ms: must be >= 0, got -0.5"},
+           {{"--cache-capacity", "-3"}, "--cache-capacity: must be >= 0, got -3"},
+           {{"--autotune-warmup-samples", "-1"}, "--autotune-warmup-samples: must be >= 0, got -1"},
+           {{"--autotune-gaussian-process-noise", "1.5"},
+            "--autotune-gaussian-process-noise: must be in [0, 1], got 1.5"},
+           {{"--stall-check-warning-time-seconds", "-1"},
+            "--stall-check-warning-time-seconds: must be >= 0, got -1"},
+           {{"--num-nccl-streams", "-2"}, "--num-nccl-streams: must be >= 0, got -2"},
+           {{"--gloo-timeout-seconds", "-2"}, "--gloo-timeout-seconds: must be >= 0, got -2"},
+           {{"--thread-affinity", "-1"}, "--thread-affinity: expected a core id >= 0"},
+           {{"--fusion-threshold-mb", "abc"},
+            "--fusion-threshold-mb: expected an integer, got 'abc'"},
+           {{"--cycle-time-ms", "fast"}, "--cycle-time-ms: expected a number, got 'fast'"},
+           {{"--log-level", "LOUD"}, "--log-level: unknown log level 'LOUD'"},
+           {{"-np", "0"}, "--num-proc: must be >= 1, got 0"},
+           {{"-np", "two"}, "--num-proc: expected an integer, got 'two'"},
+           {{"--ssh-port", "70000"}, "--ssh-port: must be <= 65535, got 70000"},
+           {{"--start-timeout", "-5"}, "--start-timeout: must be >= 0, got -5"},
+           {{"--min-np", "4", "--max-np", "2"}, "--max-np: must be >= --min-np (4), got 2"},
+           {{"--blacklist-cooldown-range", "0", "10"},
+            "--blacklist-cooldown-range MIN: must be >= 1, got 0 10"},
+           {{"--blacklist-cooldown-range", "10", "5000"},
+            "--blacklist-cooldown-range MAX: must be <= 3600, got 10 5000"},
+           {{"--blacklist-cooldown-range", "100", "10"},
+            "--blacklist-cooldown-range: must be MIN <= MAX, got 100 10"},
+       }) {
+    std::vector<std::string> argv = c.argv;
+    argv.push_back("cmd");
+    EXPECT_THAT(ParseError(argv), HasSubstr(c.error)) << c.argv[0];
+  }
+}
+
+TEST(FlagsTest, AbbreviationsAndAmbiguity) {
+  EXPECT_EQ(MustParse({"--slots", "2", "c"}).spec.slots_per_host, 2);
+  EXPECT_EQ(MustParse({"--start", "7", "c"}).spec.start_timeout_s, 7);
+  EXPECT_THAT(ParseError({"--hier", "c"}), HasSubstr("ambiguous option: --hier could match"));
+  EXPECT_THAT(ParseError({"--bogus", "c"}), HasSubstr("unrecognized argument: --bogus"));
+}
+
+TEST(FlagsTest, RepeatedFlagsLastWins) {
+  ParsedCommandLine p = MustParse({"-np", "2", "-np", "3", "--autotune", "--no-autotune",
+                                   "--no-hierarchical-allreduce", "--hierarchical-allreduce", "c"});
+  EXPECT_EQ(p.spec.num_proc, 3);
+  EXPECT_EQ(p.spec.worker_env.at("HOROVOD_AUTOTUNE"), "0");
+  EXPECT_EQ(p.spec.worker_env.at("HOROVOD_HIERARCHICAL_ALLREDUCE"), "1");
+}
+
+}  // namespace
+}  // namespace hvd::cmd
