@@ -13,7 +13,7 @@ find_package(Eigen3 REQUIRED NO_MODULE)
 find_path(ASIO_INCLUDE_DIR asio.hpp REQUIRED)
 add_library(hvd_asio INTERFACE)
 target_include_directories(hvd_asio SYSTEM INTERFACE ${ASIO_INCLUDE_DIR})
-target_compile_definitions(hvd_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED)
+target_compile_definitions(hvd_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED ASIO_DISABLE_STD_ALIGNED_ALLOC)
 target_link_libraries(hvd_asio INTERFACE Threads::Threads)
 
 pkg_check_modules(LIBSSH2 IMPORTED_TARGET libssh2)

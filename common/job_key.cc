@@ -56,8 +56,7 @@ Result<JobKey> ReadKeyFromFd(int fd) {
   JobKey key{};
   if (st.st_size != static_cast<off_t>(key.size())) {
     return Status::InvalidArgument(where + " holds " + std::to_string(st.st_size) +
-                                   " bytes; a job key is exactly " +
-                                   std::to_string(key.size()));
+                                   " bytes; a job key is exactly " + std::to_string(key.size()));
   }
   size_t done = 0;
   while (done < key.size()) {

@@ -1,0 +1,47 @@
+#ifndef HVD_COMMON_KV_MESSAGES_H_
+#define HVD_COMMON_KV_MESSAGES_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/frame.h"
+#include "common/status.h"
+
+// Bodies of the key-value requests and responses carried by control-channel frames
+// (common/frame.h). The operation is the frame type; the body holds its fields in this
+// fixed order (byte_codec.h encoding):
+//   kSet          bytes key | bytes value
+//   kGet, kDelete bytes key
+//   kWait         bytes key | u64 timeout_ms
+//   kAdd          bytes key | i64 delta
+//   kFinishScope  bytes prefix | i64 expected
+//   kResponse     u32 status code | bytes message | bytes value | i64 number
+// Pure functions, no state.
+namespace hvd::control {
+
+struct KvRequest {
+  FrameType op = FrameType::kGet;
+  std::string key;  // the prefix for kFinishScope
+  std::string value;
+  int64_t number = 0;       // kAdd delta, kFinishScope expected count
+  uint64_t timeout_ms = 0;  // kWait
+};
+
+struct KvResponse {
+  StatusCode code = StatusCode::kOk;
+  std::string message;  // empty when OK
+  std::string value;    // kGet / kWait
+  int64_t number = 0;   // kAdd result
+};
+
+std::string EncodeKvRequest(const KvRequest& request);
+// InvalidArgument when `op` is not a request type or the body does not match its schema.
+Result<KvRequest> DecodeKvRequest(FrameType op, std::string_view body);
+
+std::string EncodeKvResponse(const KvResponse& response);
+Result<KvResponse> DecodeKvResponse(std::string_view body);
+
+}  // namespace hvd::control
+
+#endif  // HVD_COMMON_KV_MESSAGES_H_
