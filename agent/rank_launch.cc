@@ -1,0 +1,179 @@
+#include "agent/rank_launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <utility>
+#include <vector>
+
+#include "common/job_key.h"
+
+namespace hvd::agent {
+namespace {
+
+constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+
+std::string Errno(int err) { return strerror(err); }
+
+// execvp's search, done before fork over the rank's own PATH.
+std::vector<std::string> ExecCandidates(const std::string& program,
+                                        const std::map<std::string, std::string>& env) {
+  if (program.find('/') != std::string::npos) return {program};
+  auto it = env.find("PATH");
+  std::string path = it != env.end() ? it->second : kDefaultPath;
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin <= path.size()) {
+    size_t end = path.find(':', begin);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(begin, end - begin);
+    out.push_back((dir.empty() ? "." : dir) + "/" + program);
+    begin = end + 1;
+  }
+  return out;
+}
+
+// Everything the child needs, built before fork so the child does not allocate.
+struct ChildPlan {
+  std::vector<std::string> candidates;
+  std::vector<char*> argv;
+  std::vector<std::string> env_storage;
+  std::vector<char*> envp;
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int error_fd = -1;
+  pid_t parent = 0;
+};
+
+// Runs in the forked child: async-signal-safe calls only.
+[[noreturn]] void RunChild(const ChildPlan& plan) {
+  ::setsid();
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != plan.parent) ::_exit(1);
+  // The agent ignores SIGPIPE and blocks the signals it reads from a signalfd; the rank
+  // starts with default dispositions and an empty mask.
+  ::signal(SIGPIPE, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::dup2(plan.stdin_fd, 0);
+  ::dup2(plan.stdout_fd, 1);
+  ::dup2(plan.stderr_fd, 2);
+  int error = ENOENT;
+  bool saw_eacces = false;
+  for (const std::string& candidate : plan.candidates) {
+    ::execve(candidate.c_str(), plan.argv.data(), plan.envp.data());
+    error = errno;
+    if (error == EACCES) {
+      saw_eacces = true;
+    } else if (error != ENOENT && error != ENOTDIR) {
+      break;
+    }
+  }
+  if (saw_eacces && (error == ENOENT || error == ENOTDIR)) error = EACCES;
+  ssize_t ignored = ::write(plan.error_fd, &error, sizeof(error));
+  (void)ignored;
+  ::_exit(error == ENOENT || error == ENOTDIR ? kExitNotFound : kExitNotExecutable);
+}
+
+// pipe2 with both ends moved above 0/1/2 (the agent's own stdio stays untouched).
+bool MakePipe(int fds[2]) {
+  int raw[2];
+  if (::pipe2(raw, O_CLOEXEC) != 0) return false;
+  for (int i = 0; i < 2; ++i) {
+    fds[i] = ::fcntl(raw[i], F_DUPFD_CLOEXEC, 3);
+    ::close(raw[i]);
+  }
+  return fds[0] >= 0 && fds[1] >= 0;
+}
+
+void CloseAll(std::initializer_list<int> fds) {
+  for (int fd : fds) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+LaunchFailure Failure(int code, std::string message) { return {code, std::move(message)}; }
+
+}  // namespace
+
+std::map<std::string, std::string> MergeEnvironment(
+    const std::map<std::string, std::string>& agent_env, const launcher::RemoteRankRequest& request,
+    int key_fd) {
+  std::map<std::string, std::string> env = agent_env;
+  for (const auto& [name, value] : request.env) env[name] = value;
+  env.erase("HVD_SECRET_FD");
+  if (key_fd >= 0) env["HVD_SECRET_FD"] = std::to_string(key_fd);
+  return env;
+}
+
+LaunchOutcome LaunchRank(const launcher::RemoteRankRequest& request,
+                         const std::map<std::string, std::string>& agent_env) {
+  if (!request.cwd.empty() && ::chdir(request.cwd.c_str()) != 0) {
+    return Failure(kExitAgentError,
+                   "cannot change to directory '" + request.cwd + "': " + Errno(errno));
+  }
+  int key_fd = -1;
+  if (request.job_key) {
+    Result<int> fd = control::WriteKeyToMemfd(*request.job_key);
+    if (!fd.ok()) return Failure(kExitAgentError, fd.status().message());
+    key_fd = *fd;  // stays open in the agent for the rank's lifetime; inherited by the rank
+  }
+  ChildPlan plan;
+  plan.candidates = ExecCandidates(request.argv[0], MergeEnvironment(agent_env, request, -1));
+  for (const std::string& arg : request.argv) plan.argv.push_back(const_cast<char*>(arg.c_str()));
+  plan.argv.push_back(nullptr);
+  for (const auto& [name, value] : MergeEnvironment(agent_env, request, key_fd)) {
+    plan.env_storage.push_back(name + "=" + value);
+  }
+  for (std::string& entry : plan.env_storage) plan.envp.push_back(entry.data());
+  plan.envp.push_back(nullptr);
+
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, exec_pipe[2] = {-1, -1};
+  int null_in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (!MakePipe(out) || !MakePipe(err) || !MakePipe(exec_pipe) || null_in < 0) {
+    int e = errno;
+    CloseAll({out[0], out[1], err[0], err[1], exec_pipe[0], exec_pipe[1], null_in});
+    return Failure(kExitAgentError, "cannot create pipes for the rank: " + Errno(e));
+  }
+  plan.stdin_fd = null_in;
+  plan.stdout_fd = out[1];
+  plan.stderr_fd = err[1];
+  plan.error_fd = exec_pipe[1];
+  plan.parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    CloseAll({out[0], out[1], err[0], err[1], exec_pipe[0], exec_pipe[1], null_in});
+    return Failure(kExitAgentError, "fork failed: " + Errno(e));
+  }
+  if (pid == 0) RunChild(plan);
+  CloseAll({out[1], err[1], exec_pipe[1], null_in});
+
+  int error = 0;
+  ssize_t n;
+  do {
+    n = ::read(exec_pipe[0], &error, sizeof(error));
+  } while (n < 0 && errno == EINTR);
+  ::close(exec_pipe[0]);
+  ::fcntl(out[0], F_SETFL, O_NONBLOCK);
+  ::fcntl(err[0], F_SETFL, O_NONBLOCK);
+  if (n == static_cast<ssize_t>(sizeof(error))) {
+    // The child has already exited 126/127; the caller still reaps it via SIGCHLD, but the
+    // rank never ran, so report the failure instead.
+    CloseAll({out[0], err[0]});
+    const std::string& program = request.argv[0];
+    std::string message = error == ENOENT && program.find('/') == std::string::npos
+                              ? "cannot execute '" + program + "': command not found in PATH"
+                              : "cannot execute '" + program + "': " + Errno(error);
+    return Failure(error == ENOENT || error == ENOTDIR ? kExitNotFound : kExitNotExecutable,
+                   message);
+  }
+  return LaunchedRank{pid, out[0], err[0]};
+}
+
+}  // namespace hvd::agent

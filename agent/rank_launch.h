@@ -1,0 +1,50 @@
+#ifndef HVD_AGENT_RANK_LAUNCH_H_
+#define HVD_AGENT_RANK_LAUNCH_H_
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <variant>
+
+#include "common/status.h"
+#include "launcher/remote_protocol.h"
+
+namespace hvd::agent {
+
+// Exit codes of hvd-agent itself when the rank never ran, shell-style.
+inline constexpr int kExitNotFound = 127;       // the program does not exist
+inline constexpr int kExitNotExecutable = 126;  // it exists but cannot be executed
+inline constexpr int kExitAgentError = 125;     // bad request, bad cwd, fork/pipe failure
+
+// A started rank. It leads a new session and process group (pgid == pid) and gets SIGKILL
+// if the agent dies (PR_SET_PDEATHSIG). The caller owns both non-blocking, close-on-exec
+// pipe read ends and must reap `pid`.
+struct LaunchedRank {
+  pid_t pid = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+};
+
+// A rank that could not be started: the agent prints `message` and exits `exit_code`.
+struct LaunchFailure {
+  int exit_code = kExitAgentError;
+  std::string message;
+};
+
+// The rank's environment: `agent_env` (the remote login environment) overlaid with the
+// request's, without HVD_SECRET_FD; with a job key, HVD_SECRET_FD names `key_fd`.
+std::map<std::string, std::string> MergeEnvironment(
+    const std::map<std::string, std::string>& agent_env, const launcher::RemoteRankRequest& request,
+    int key_fd);
+
+// Changes to the request's cwd, puts the job key in a sealed memfd, and forks/execs the
+// rank with stdin on /dev/null. The exec outcome is known before this returns.
+// Called from the agent's only thread; async-signal-safe calls only in the child.
+using LaunchOutcome = std::variant<LaunchedRank, LaunchFailure>;
+LaunchOutcome LaunchRank(const launcher::RemoteRankRequest& request,
+                         const std::map<std::string, std::string>& agent_env);
+
+}  // namespace hvd::agent
+
+#endif  // HVD_AGENT_RANK_LAUNCH_H_
