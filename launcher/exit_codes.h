@@ -6,8 +6,11 @@
 //   1..125       the first failing rank's own exit code
 //   128+N        the first failing rank was killed by signal N; also hvdrun's own code when it
 //                was stopped by SIGINT (130), SIGTERM (143) or SIGHUP (129)
+//   126 / 127    the command is not executable / not found (reported like a shell would)
+//   141          hvdrun's own output pipe was closed (128+SIGPIPE)
 //   kUsage       bad command line, config file, host spec or hostfile (nothing was started)
-//   kLaunchFailed a rank could not be started (exec failed, rendezvous server could not bind)
+//   kLaunchFailed a rank could not be started (fork/pipe failed, rendezvous server could not
+//                bind, output directory could not be created)
 //   kTimeout     --start-timeout (or another launcher deadline) expired
 //   kInternal    a bug in hvdrun
 namespace hvd::launcher {

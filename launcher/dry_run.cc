@@ -1,0 +1,96 @@
+#include "launcher/dry_run.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
+namespace hvd::launcher {
+namespace {
+
+bool NeedsQuoting(const std::string& word) {
+  if (word.empty()) return true;
+  return !std::all_of(word.begin(), word.end(), [](unsigned char c) {
+    return std::isalnum(c) ||
+           std::string_view("_@%+=:,./-").find(static_cast<char>(c)) != std::string_view::npos;
+  });
+}
+
+std::string Quote(const std::string& word) {
+  if (!NeedsQuoting(word)) return word;
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "'";
+}
+
+std::string Column(const std::string& text, size_t width) {
+  return text.size() < width ? text + std::string(width - text.size(), ' ') : text + " ";
+}
+
+}  // namespace
+
+std::string FormatPlanTable(const JobPlan& plan) {
+  size_t host_width = 6;
+  for (const auto& rank : plan.ranks) host_width = std::max(host_width, rank.host.size() + 2);
+  std::string text = Column("rank", 6) + Column("host", host_width) + Column("local_rank", 12) +
+                     Column("local_size", 12) + Column("cross_rank", 12) + "cross_size\n";
+  for (const auto& rank : plan.ranks) {
+    text += Column(std::to_string(rank.rank), 6) + Column(rank.host, host_width) +
+            Column(std::to_string(rank.local_rank), 12) +
+            Column(std::to_string(rank.local_size), 12) +
+            Column(std::to_string(rank.cross_rank), 12) + std::to_string(rank.cross_size) + "\n";
+  }
+  return text;
+}
+
+namespace {
+
+std::string RankEnvironment(const LaunchSpec& spec, const discovery::RankInfo& rank,
+                            const JobEnvContext& job) {
+  EnvMap vars = spec.worker_env;
+  for (auto& [name, value] : RankVariables(rank, job)) vars[name] = std::move(value);
+  if (job.runtime_library && vars.count("HVD_RUNTIME_LIBRARY") == 0) {
+    vars["HVD_RUNTIME_LIBRARY"] = *job.runtime_library;
+  }
+  std::string text;
+  for (const auto& [name, value] : vars) text += "    " + name + "=" + Quote(value) + "\n";
+  return text;
+}
+
+}  // namespace
+
+std::string ShellJoin(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& word : argv) {
+    if (!out.empty()) out.push_back(' ');
+    out += Quote(word);
+  }
+  return out;
+}
+
+std::string FormatDryRun(const LaunchSpec& spec, const JobPlan& plan, const JobEnvContext& job) {
+  std::string text = "hvdrun dry run: " + std::to_string(plan.ranks.size()) +
+                     " ranks, hosts from " + plan.allocation.source + "; nothing is started\n\n";
+  text += FormatPlanTable(plan);
+  std::vector<std::string> hosts;
+  for (const auto& rank : plan.ranks) {
+    if (std::find(hosts.begin(), hosts.end(), rank.host) == hosts.end()) hosts.push_back(rank.host);
+  }
+  for (const std::string& host : hosts) {
+    text += "\nhost " + host + " (local fork/exec)\n";
+    text += "  command: " + ShellJoin(spec.command) + "\n";
+    for (const auto& rank : plan.ranks) {
+      if (rank.host != host) continue;
+      text += "  rank " + std::to_string(rank.rank) + " environment (added to hvdrun's own):\n";
+      text += RankEnvironment(spec, rank, job);
+    }
+  }
+  return text;
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,29 @@
+#ifndef HVD_LAUNCHER_DRY_RUN_H_
+#define HVD_LAUNCHER_DRY_RUN_H_
+
+#include <string>
+#include <vector>
+
+#include "launcher/job_plan.h"
+#include "launcher/launch_spec.h"
+#include "launcher/worker_env.h"
+
+namespace hvd::launcher {
+
+// --dry-run's report: where the allocation came from, the rank plan table (rank, host,
+// local_rank, local_size, cross_rank, cross_size) and, per host, the exact command and the
+// variables hvdrun would set for each rank there (flag/config knobs plus the per-rank
+// ones; the inherited environment is not repeated). Values only known at launch come from
+// `job` as placeholders; HVD_SECRET_FD is a descriptor number at most, never key material.
+// Pure; thread-safe.
+std::string FormatDryRun(const LaunchSpec& spec, const JobPlan& plan, const JobEnvContext& job);
+
+// The rank plan as a table: rank, host, local_rank, local_size, cross_rank, cross_size.
+std::string FormatPlanTable(const JobPlan& plan);
+
+// POSIX-shell quoting of `argv`, so a printed command can be pasted back into a shell.
+std::string ShellJoin(const std::vector<std::string>& argv);
+
+}  // namespace hvd::launcher
+
+#endif  // HVD_LAUNCHER_DRY_RUN_H_

@@ -1,0 +1,75 @@
+#include "launcher/failure_summary.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+
+#include "launcher/exit_codes.h"
+#include "launcher/wait_status.h"
+
+namespace hvd::launcher {
+namespace {
+
+std::string Headline(const JobOutcome& outcome) {
+  if (outcome.launcher_signal == SIGPIPE) {
+    return "job stopped: hvdrun's output was closed (SIGPIPE); hvdrun exits " +
+           std::to_string(ExitCodeOf(outcome));
+  }
+  if (outcome.launcher_signal) {
+    return "job stopped: hvdrun received " + SignalName(*outcome.launcher_signal) +
+           "; hvdrun exits " + std::to_string(ExitCodeOf(outcome));
+  }
+  if (outcome.start_timed_out) return "job stopped: start-up timed out";
+  if (outcome.launch_error) return "job stopped: " + *outcome.launch_error;
+  if (outcome.first_failed_rank) {
+    const RankOutcome& rank = outcome.ranks[static_cast<size_t>(*outcome.first_failed_rank)];
+    std::string why = rank.exec_error ? *rank.exec_error : DescribeWaitStatus(rank.wait_status);
+    return "job failed: rank " + std::to_string(rank.rank) + " on " + rank.host +
+           " failed first: " + why + "; hvdrun exits " + std::to_string(ExitCodeOf(outcome));
+  }
+  return "job failed";
+}
+
+std::string ResultText(const RankOutcome& rank, bool first) {
+  if (!rank.started) return "not started";
+  if (!rank.finished) return "still running";
+  std::string text = DescribeWaitStatus(rank.wait_status);
+  if (rank.exec_error) text += ", " + *rank.exec_error;
+  if (first) text += "  <- first failure";
+  if (rank.stopped_by_hvdrun) text += ", stopped by hvdrun";
+  return text;
+}
+
+std::string Pad(std::string text, size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+bool FailedOnItsOwn(const RankOutcome& rank) {
+  return rank.finished && !rank.stopped_by_hvdrun && !WaitStatusIsSuccess(rank.wait_status);
+}
+
+}  // namespace
+
+std::string FormatFailureSummary(const JobOutcome& outcome, const StderrTailFn& stderr_tail) {
+  size_t host_width = 4;
+  for (const RankOutcome& rank : outcome.ranks) host_width = std::max(host_width, rank.host.size());
+  std::string text = Headline(outcome) + "\n";
+  text += "  " + Pad("rank", 6) + Pad("host", host_width + 2) + "result\n";
+  for (const RankOutcome& rank : outcome.ranks) {
+    bool first = outcome.first_failed_rank == rank.rank;
+    text += "  " + Pad(std::to_string(rank.rank), 6) + Pad(rank.host, host_width + 2) +
+            ResultText(rank, first) + "\n";
+  }
+  for (const RankOutcome& rank : outcome.ranks) {
+    if (!FailedOnItsOwn(rank)) continue;
+    std::vector<std::string> lines = stderr_tail(rank.rank);
+    if (lines.empty()) continue;
+    text += "last stderr lines of rank " + std::to_string(rank.rank) + ":\n";
+    for (const std::string& line : lines) text += "  " + line + "\n";
+  }
+  return text;
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,306 @@
+#include "launcher/job_controller.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "launcher/console.h"
+#include "launcher/wait_status.h"
+
+namespace hvd::launcher {
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+// Bounds the drain after a rank exits, in case something it left behind keeps writing.
+constexpr int kMaxDrainReads = 256;
+// Poll-set owners that are not ranks.
+constexpr int kSignalOwner = -1;
+constexpr int kStdinOwner = -2;
+
+Stream StreamOf(int which) { return which == 0 ? Stream::kStdout : Stream::kStderr; }
+
+std::chrono::steady_clock::duration Seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(s));
+}
+
+}  // namespace
+
+JobController::JobController(JobControlOptions options, RankSpawner& spawner,
+                             OutputForwarder& output, SignalChannel& signals)
+    : options_(options), spawner_(spawner), output_(output), signals_(signals) {}
+
+JobOutcome JobController::Run(const std::vector<SpawnRequest>& requests) {
+  outcome_ = JobOutcome();
+  states_.assign(requests.size(), RankState());
+  for (const SpawnRequest& request : requests) {
+    RankOutcome rank;
+    rank.rank = request.rank;
+    rank.host = request.host;
+    outcome_.ranks.push_back(rank);
+  }
+  SpawnAll(requests);
+  EventLoop();
+  SweepProcessGroups();
+  return std::move(outcome_);
+}
+
+void JobController::SpawnAll(const std::vector<SpawnRequest>& requests) {
+  Clock::time_point deadline = Clock::now() + Seconds(options_.start_timeout_s);
+  for (const SpawnRequest& request : requests) {
+    HandleSignals();
+    if (terminating_) return;
+    if (!SpawnOne(request)) {
+      BeginTermination();
+      return;
+    }
+    if (Clock::now() > deadline && request.rank + 1 < static_cast<int>(requests.size())) {
+      PrintToUser("start-up took longer than the start timeout (" +
+                  std::to_string(options_.start_timeout_s) + " s): started " +
+                  std::to_string(request.rank + 1) + " of " + std::to_string(requests.size()) +
+                  " ranks");
+      outcome_.start_timed_out = true;
+      BeginTermination();
+      return;
+    }
+  }
+}
+
+// Returns false when the job must stop (the rank could not be spawned or executed).
+bool JobController::SpawnOne(const SpawnRequest& request) {
+  Result<SpawnedRank> spawned = spawner_.Spawn(request);
+  if (!spawned.ok()) {
+    std::string message = "cannot start rank " + std::to_string(request.rank) + " on " +
+                          request.host + ": " + spawned.status().message();
+    PrintToUser(message);
+    outcome_.launch_error = message;
+    return false;
+  }
+  RankState& state = states_[static_cast<size_t>(request.rank)];
+  if (spawned->stdin_fd >= 0) {
+    stdin_pump_ = std::make_unique<StdinPump>(options_.stdin_source_fd, spawned->stdin_fd);
+    stdin_rank_ = request.rank;
+    if (options_.stdin_source_fd < 0) stdin_pump_->Close();
+  }
+  state.pid = spawned->pid;
+  state.fds[0] = spawned->stdout_fd;
+  state.fds[1] = spawned->stderr_fd;
+  RankOutcome& rank = outcome_.ranks[static_cast<size_t>(request.rank)];
+  rank.started = true;
+  PrintStep(options_.verbose, "started rank " + std::to_string(request.rank) + " on " +
+                                  request.host + " (pid " + std::to_string(state.pid) + ")");
+  if (spawned->exec_error) {
+    PrintToUser("rank " + std::to_string(request.rank) + " on " + request.host + ": " +
+                *spawned->exec_error);
+    rank.exec_error = spawned->exec_error;
+    if (!outcome_.first_failed_rank) outcome_.first_failed_rank = request.rank;
+    OnRankExit(request.rank, spawned->exec_wait_status);
+    return false;
+  }
+  return true;
+}
+
+bool JobController::AllReaped() const {
+  for (size_t i = 0; i < states_.size(); ++i) {
+    if (outcome_.ranks[i].started && !outcome_.ranks[i].finished) return false;
+  }
+  return true;
+}
+
+int JobController::PollTimeoutMs() const {
+  if (!terminating_ || killed_) return -1;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(kill_deadline_ - Clock::now());
+  return static_cast<int>(std::max<int64_t>(0, left.count() + 1));
+}
+
+void JobController::BuildPollSet(std::vector<pollfd>& fds,
+                                 std::vector<std::pair<int, int>>& owners) const {
+  fds.assign({{signals_.fd(), POLLIN, 0}});
+  owners.assign({{kSignalOwner, 0}});
+  if (stdin_pump_) {
+    if (std::optional<pollfd> interest = stdin_pump_->Interest()) {
+      fds.push_back(*interest);
+      owners.emplace_back(kStdinOwner, 0);
+    }
+  }
+  for (size_t r = 0; r < states_.size(); ++r) {
+    for (int which = 0; which < 2; ++which) {
+      if (states_[r].fds[which] < 0) continue;
+      fds.push_back({states_[r].fds[which], POLLIN, 0});
+      owners.emplace_back(static_cast<int>(r), which);
+    }
+  }
+}
+
+void JobController::EventLoop() {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<int, int>> owners;  // (rank or k*Owner, stream) per entry
+  while (!AllReaped()) {
+    BuildPollSet(fds, owners);
+    int ready = ::poll(fds.data(), fds.size(), PollTimeoutMs());
+    if (ready < 0 && errno != EINTR) {
+      PrintToUser(std::string("poll failed, killing every rank: ") + strerror(errno));
+      KillAndReapAll();
+      return;
+    }
+    for (size_t i = 1; ready > 0 && i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      auto [owner, which] = owners[i];
+      if (owner == kStdinOwner) {
+        stdin_pump_->OnReady();
+      } else if (!ReadStream(owner, which)) {
+        CloseStream(owner, which);
+      }
+    }
+    if (ready > 0 && fds[0].revents != 0) HandleSignals();
+    if (output_.console_closed()) OnLauncherSignal(SIGPIPE);
+    if (terminating_ && !killed_ && Clock::now() >= kill_deadline_) {
+      SignalRunning(SIGKILL);
+      killed_ = true;
+    }
+  }
+}
+
+// The last resort when the event loop itself fails: nothing may outlive hvdrun.
+void JobController::KillAndReapAll() {
+  SignalRunning(SIGKILL);
+  killed_ = true;
+  for (size_t r = 0; r < states_.size(); ++r) {
+    if (!outcome_.ranks[r].started || outcome_.ranks[r].finished) continue;
+    int status = 0;
+    while (::waitpid(states_[r].pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    OnRankExit(static_cast<int>(r), status);
+  }
+}
+
+void JobController::HandleSignals() {
+  bool child_exited = false;
+  for (int signo : signals_.ReadPending()) {
+    if (signo == SIGCHLD) {
+      child_exited = true;
+      continue;
+    }
+    if (signo != SIGPIPE) OnLauncherSignal(signo);  // SIGPIPE: a write already saw EPIPE
+  }
+  if (child_exited) ReapExited();
+}
+
+void JobController::OnLauncherSignal(int signo) {
+  if (!outcome_.launcher_signal) {
+    outcome_.launcher_signal = signo;
+    PrintToUser(signo == SIGPIPE ? std::string("hvdrun's output was closed, stopping the job")
+                                 : "received " + SignalName(signo) + ", stopping the job");
+    BeginTermination();
+  } else if (signo != SIGPIPE && !killed_) {
+    PrintToUser("received " + SignalName(signo) + " again, killing every rank now");
+    SignalRunning(SIGKILL);
+    killed_ = true;
+  }
+}
+
+void JobController::ReapExited() {
+  for (size_t r = 0; r < states_.size(); ++r) {
+    if (!outcome_.ranks[r].started || outcome_.ranks[r].finished) continue;
+    int status = 0;
+    pid_t pid;
+    do {
+      pid = ::waitpid(states_[r].pid, &status, WNOHANG);
+    } while (pid < 0 && errno == EINTR);
+    if (pid == states_[r].pid) OnRankExit(static_cast<int>(r), status);
+  }
+}
+
+void JobController::OnRankExit(int rank, int wait_status) {
+  RankOutcome& outcome = outcome_.ranks[static_cast<size_t>(rank)];
+  outcome.finished = true;
+  outcome.wait_status = wait_status;
+  if (stdin_pump_ && stdin_rank_ == rank) stdin_pump_->Close();
+  DrainAndClose(rank);
+  PrintStep(options_.verbose,
+            "rank " + std::to_string(rank) + " finished: " + DescribeWaitStatus(wait_status));
+  if (WaitStatusIsSuccess(wait_status) || outcome_.first_failed_rank == rank) return;
+  if (states_[static_cast<size_t>(rank)].signalled) {
+    outcome.stopped_by_hvdrun = true;
+    return;
+  }
+  if (!outcome_.first_failed_rank && !terminating_) {
+    outcome_.first_failed_rank = rank;
+    BeginTermination();
+  }
+}
+
+bool JobController::ReadStream(int rank, int which) {
+  char buf[kReadChunk];
+  int fd = states_[static_cast<size_t>(rank)].fds[which];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n > 0) {
+      output_.Write(rank, StreamOf(which), std::string_view(buf, static_cast<size_t>(n)));
+      return true;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && errno == EAGAIN;
+  }
+}
+
+void JobController::CloseStream(int rank, int which) {
+  int& fd = states_[static_cast<size_t>(rank)].fds[which];
+  if (fd < 0) return;
+  ::close(fd);
+  fd = -1;
+  output_.Finish(rank, StreamOf(which));
+}
+
+// The rank's exit status is known, so everything it wrote is already in the pipe.
+void JobController::DrainAndClose(int rank) {
+  for (int which = 0; which < 2; ++which) {
+    int fd = states_[static_cast<size_t>(rank)].fds[which];
+    if (fd < 0) continue;
+    for (int i = 0; i < kMaxDrainReads; ++i) {
+      pollfd p = {fd, POLLIN, 0};
+      if (::poll(&p, 1, 0) <= 0 || !ReadStream(rank, which)) break;
+    }
+    CloseStream(rank, which);
+  }
+}
+
+void JobController::BeginTermination() {
+  if (terminating_) return;
+  terminating_ = true;
+  kill_deadline_ = Clock::now() + Seconds(options_.grace_period_s);
+  if (options_.grace_period_s <= 0) {
+    SignalRunning(SIGKILL);
+    killed_ = true;
+    return;
+  }
+  SignalRunning(SIGTERM);
+}
+
+void JobController::SignalRunning(int signo) {
+  for (size_t r = 0; r < states_.size(); ++r) {
+    if (!outcome_.ranks[r].started || outcome_.ranks[r].finished) continue;
+    states_[r].signalled = true;
+    ::kill(-states_[r].pid, signo);
+  }
+  if (signo == SIGTERM) {
+    PrintStep(options_.verbose, "sent SIGTERM to every running rank; SIGKILL follows in " +
+                                    std::to_string(options_.grace_period_s) + " s");
+  }
+}
+
+// Kills whatever the ranks left behind in their process groups. A group whose members are
+// all gone answers ESRCH; Linux does not reuse a pid while it still names a process group.
+void JobController::SweepProcessGroups() {
+  for (size_t r = 0; r < states_.size(); ++r) {
+    if (states_[r].pid > 0) ::kill(-states_[r].pid, SIGKILL);
+  }
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,90 @@
+#ifndef HVD_LAUNCHER_JOB_CONTROLLER_H_
+#define HVD_LAUNCHER_JOB_CONTROLLER_H_
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "launcher/job_outcome.h"
+#include "launcher/output_forwarder.h"
+#include "launcher/rank_spawner.h"
+#include "launcher/signal_channel.h"
+#include "launcher/stdin_pump.h"
+
+namespace hvd::launcher {
+
+struct JobControlOptions {
+  double start_timeout_s = 30;  // bounds spawning every rank
+  double grace_period_s = 5;    // SIGTERM -> SIGKILL
+  bool verbose = false;
+  // Where the stdin of a rank spawned with stdin_pipe comes from (hvdrun's 0); -1 = none.
+  int stdin_source_fd = -1;
+};
+
+// Starts every rank and watches them until all are gone, in one poll() loop that reads the
+// rank pipes, the signalfd (SIGCHLD and hvdrun's own SIGINT/SIGTERM/SIGHUP) and the kill
+// deadline; it never spins.
+//
+// Fail-fast: the first rank that exits non-zero or by a signal, a signal to hvdrun, its
+// console output being closed (EPIPE, reported as SIGPIPE), an exec failure or the start
+// timeout ends the job: every rank still running gets SIGTERM to
+// its process group, then SIGKILL after the grace period (a second SIGINT/SIGTERM/SIGHUP
+// skips the wait). When every rank has been reaped each process group gets a final
+// SIGKILL, so nothing a rank started outlives the job.
+//
+// Threading: Run is called once, from the thread that owns `signals` and that lives for the
+// whole job (see LocalSpawner).
+class JobController {
+ public:
+  JobController(JobControlOptions options, RankSpawner& spawner, OutputForwarder& output,
+                SignalChannel& signals);
+
+  JobOutcome Run(const std::vector<SpawnRequest>& requests);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct RankState {
+    pid_t pid = -1;
+    int fds[2] = {-1, -1};  // stdout, stderr
+    bool signalled = false;
+  };
+
+  void SpawnAll(const std::vector<SpawnRequest>& requests);
+  bool SpawnOne(const SpawnRequest& request);
+  void EventLoop();
+  void BuildPollSet(std::vector<pollfd>& fds, std::vector<std::pair<int, int>>& owners) const;
+  int PollTimeoutMs() const;
+  void HandleSignals();
+  void OnLauncherSignal(int signo);
+  void KillAndReapAll();
+  void ReapExited();
+  void OnRankExit(int rank, int wait_status);
+  // Reads what is available; returns false at end of stream.
+  bool ReadStream(int rank, int which);
+  void CloseStream(int rank, int which);
+  void DrainAndClose(int rank);
+  void BeginTermination();
+  void SignalRunning(int signo);
+  void SweepProcessGroups();
+  bool AllReaped() const;
+
+  JobControlOptions options_;
+  RankSpawner& spawner_;
+  OutputForwarder& output_;
+  SignalChannel& signals_;
+  JobOutcome outcome_;
+  std::vector<RankState> states_;
+  std::unique_ptr<StdinPump> stdin_pump_;
+  int stdin_rank_ = -1;
+  bool terminating_ = false;
+  bool killed_ = false;
+  Clock::time_point kill_deadline_;
+};
+
+}  // namespace hvd::launcher
+
+#endif  // HVD_LAUNCHER_JOB_CONTROLLER_H_

@@ -1,0 +1,54 @@
+#ifndef HVD_LAUNCHER_RANK_SPAWNER_H_
+#define HVD_LAUNCHER_RANK_SPAWNER_H_
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hvd::launcher {
+
+// What to start for one rank.
+struct SpawnRequest {
+  int rank = 0;
+  std::string host;
+  std::vector<std::string> argv;           // program and arguments; argv[0] is looked up in PATH
+  std::map<std::string, std::string> env;  // the complete environment
+  // true: the rank reads a pipe whose write end is SpawnedRank::stdin_fd; false: /dev/null.
+  bool stdin_pipe = false;
+  // One descriptor above 2 the rank inherits (the job key's memfd, HVD_SECRET_FD); every
+  // other one is closed at exec, as Python's subprocess does. -1 = none.
+  int inherited_fd = -1;
+};
+
+// A started rank. The rank leads its own process group (pgid == pid), so signalling -pid
+// reaches everything it started. The caller owns the descriptors (non-blocking,
+// close-on-exec) and must reap `pid`.
+struct SpawnedRank {
+  pid_t pid = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int stdin_fd = -1;  // write end of the rank's stdin (non-blocking), when stdin_pipe
+  // Set when the program could not be executed ("cannot execute 'trian.py': No such file or
+  // directory"). The child has then already exited 127 (not found) or 126 (not executable),
+  // like a shell, and been reaped: `exec_wait_status` holds its status and `pid` must not be
+  // waited for or signalled.
+  std::optional<std::string> exec_error;
+  int exec_wait_status = 0;
+};
+
+// Starts ranks: locally by fork/exec today, later over SSH, mpirun or srun. The seam job
+// control is written against. Implementations are used from one thread.
+class RankSpawner {
+ public:
+  virtual ~RankSpawner() = default;
+  virtual Result<SpawnedRank> Spawn(const SpawnRequest& request) = 0;
+};
+
+}  // namespace hvd::launcher
+
+#endif  // HVD_LAUNCHER_RANK_SPAWNER_H_

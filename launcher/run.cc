@@ -1,0 +1,184 @@
+#include "launcher/run.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "common/job_key.h"
+#include "launcher/console.h"
+#include "launcher/dry_run.h"
+#include "launcher/exit_codes.h"
+#include "launcher/failure_summary.h"
+#include "launcher/job_controller.h"
+#include "launcher/job_plan.h"
+#include "launcher/local_spawner.h"
+#include "launcher/rendezvous_server.h"
+#include "launcher/runtime_library.h"
+#include "launcher/signal_channel.h"
+#include "launcher/worker_env.h"
+
+namespace hvd::launcher {
+namespace {
+
+// Every rank runs on this machine (PlanJob checked), so the control plane stays on loopback.
+constexpr const char* kLocalAddress = "127.0.0.1";
+
+std::string RandomJobId() {
+  std::random_device device;
+  std::uniform_int_distribution<uint32_t> word;
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%08x%08x", word(device), word(device));
+  return buf;
+}
+
+// A port that was free a moment ago, for torchrun's MASTER_PORT (the rank that binds it
+// may race with another program, as with torchrun's own choice).
+Result<int> PickFreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::IoError("socket() for MASTER_PORT failed");
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+            ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  if (!ok) return Status::IoError("cannot find a free port on 127.0.0.1 for MASTER_PORT");
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+// Closes the key's memfd when the job ends.
+struct FdCloser {
+  int fd;
+  ~FdCloser() { ::close(fd); }
+};
+
+// hvdrun's stdin when rank 0 should get it: not when it is closed, nor when it is a
+// terminal hvdrun does not own (a background job reading it would be stopped by SIGTTIN).
+int ForwardableStdin() {
+  if (::fcntl(0, F_GETFD) < 0) return -1;
+  if (::isatty(0) && ::tcgetpgrp(0) != ::getpgrp()) return -1;
+  return 0;
+}
+
+// Prints why the launch cannot go on and returns `code` for hvdrun to exit with.
+int Fail(int code, const Status& status) {
+  PrintToUser(status.message());
+  return code;
+}
+
+JobEnvContext DryRunContext(const JobPlan& plan) {
+  JobEnvContext job;
+  job.size = static_cast<int>(plan.ranks.size());
+  job.rendezvous_addr = kLocalAddress;
+  job.rendezvous_port = "<rendezvous port, chosen at launch>";
+  job.master_addr = kLocalAddress;
+  job.master_port = "<free port, chosen at launch>";
+  job.job_id = "<random, chosen at launch>";
+  job.secret_fd = "<descriptor number, chosen at launch>";
+  job.runtime_library = FindRuntimeLibrary(SelfExecutablePath());
+  return job;
+}
+
+std::vector<SpawnRequest> BuildRequests(const LaunchSpec& spec, const env::Environment& env,
+                                        const JobPlan& plan, const JobEnvContext& job,
+                                        int secret_fd) {
+  std::vector<SpawnRequest> requests;
+  for (const discovery::RankInfo& rank : plan.ranks) {
+    SpawnRequest request;
+    request.rank = rank.rank;
+    request.host = rank.host;
+    request.argv = spec.command;
+    request.env = BuildWorkerEnv(env.all(), spec.worker_env, rank, job);
+    request.stdin_pipe = rank.rank == 0;
+    request.inherited_fd = secret_fd;
+    requests.push_back(std::move(request));
+  }
+  return requests;
+}
+
+int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan& plan,
+             const JobEnvContext& job, int secret_fd, SignalChannel& signals) {
+  OutputForwarder::Options output_options;
+  output_options.size = job.size;
+  output_options.prefix_timestamp = spec.prefix_timestamp;
+  output_options.output_dir = spec.output_filename;
+  OutputForwarder output(output_options);
+  if (Status status = output.OpenFiles(); !status.ok()) return Fail(kExitLaunchFailed, status);
+  LocalSpawner spawner;
+  JobControlOptions control{spec.start_timeout_s, spec.grace_period_s, spec.verbose,
+                            ForwardableStdin()};
+  PrintStep(spec.verbose,
+            "starting " + std::to_string(job.size) + " ranks: " + ShellJoin(spec.command));
+  JobOutcome outcome = JobController(control, spawner, output, signals)
+                           .Run(BuildRequests(spec, env, plan, job, secret_fd));
+  int code = ExitCodeOf(outcome);
+  if (code != kExitOk) {
+    PrintToUser(FormatFailureSummary(outcome, [&](int r) { return output.StderrTail(r); }));
+  }
+  return code;
+}
+
+int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& plan) {
+  // Before any thread exists: the rendezvous server's I/O thread inherits the blocked mask.
+  Result<SignalChannel> signals = SignalChannel::Open();
+  if (!signals.ok()) return Fail(kExitInternal, signals.status());
+  Result<control::JobKey> key = control::GenerateJobKey();
+  if (!key.ok()) return Fail(kExitInternal, key.status());
+  Result<int> secret_fd = control::WriteKeyToMemfd(*key);
+  if (!secret_fd.ok()) return Fail(kExitLaunchFailed, secret_fd.status());
+  FdCloser close_secret{*secret_fd};
+
+  JobEnvContext job = DryRunContext(plan);
+  job.job_id = RandomJobId();
+  job.secret_fd = std::to_string(*secret_fd);
+  RendezvousServerOptions server_options;
+  server_options.bind_address = kLocalAddress;
+  server_options.key = *key;
+  server_options.job_id = job.job_id;
+  auto server = RendezvousServer::Start(server_options);
+  if (!server.ok()) {
+    return Fail(kExitLaunchFailed,
+                server.status().WithContext("cannot start the rendezvous server"));
+  }
+  job.rendezvous_port = std::to_string((*server)->port());
+  PrintStep(spec.verbose, "rendezvous server listening on " + (*server)->address() + ":" +
+                              job.rendezvous_port + " (job " + job.job_id + ")");
+  Result<int> master_port = PickFreePort();
+  if (!master_port.ok()) return Fail(kExitLaunchFailed, master_port.status());
+  job.master_port = std::to_string(*master_port);
+  if (job.runtime_library) PrintStep(spec.verbose, "runtime library: " + *job.runtime_library);
+
+  int code = RunRanks(spec, env, plan, job, *secret_fd, *signals);
+  (*server)->Stop();
+  return code;
+}
+
+}  // namespace
+
+int Run(const LaunchSpec& spec, const env::Environment& env) {
+  Result<JobPlan> plan = PlanJob(spec, env);
+  if (!plan.ok()) {
+    PrintToUser("error: " + plan.status().message());
+    return kExitUsage;
+  }
+  PrintStep(spec.verbose, "hosts from " + plan->allocation.source + "; " +
+                              std::to_string(plan->ranks.size()) + " ranks planned");
+  if (spec.verbose) PrintToUser("rank plan:\n" + FormatPlanTable(*plan));
+  if (spec.dry_run) {
+    std::string text = FormatDryRun(spec, *plan, DryRunContext(*plan));
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return kExitOk;
+  }
+  return Launch(spec, env, *plan);
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,57 @@
+#include "launcher/worker_env.h"
+
+#include <string_view>
+
+namespace hvd::launcher {
+namespace {
+
+// Sets the canonical HVD_ name and its Horovod alias to the same value.
+void SetBoth(EnvMap& env, std::string_view suffix, const std::string& value) {
+  std::string hvd_name = "HVD_";
+  std::string horovod_name = "HOROVOD_";
+  env[hvd_name.append(suffix)] = value;
+  env[horovod_name.append(suffix)] = value;
+}
+
+}  // namespace
+
+EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job) {
+  EnvMap env;
+  SetBoth(env, "RANK", std::to_string(rank.rank));
+  SetBoth(env, "SIZE", std::to_string(job.size));
+  SetBoth(env, "LOCAL_RANK", std::to_string(rank.local_rank));
+  SetBoth(env, "LOCAL_SIZE", std::to_string(rank.local_size));
+  SetBoth(env, "CROSS_RANK", std::to_string(rank.cross_rank));
+  SetBoth(env, "CROSS_SIZE", std::to_string(rank.cross_size));
+  SetBoth(env, "HOSTNAME", rank.host);
+  const std::string gloo = "gloo";
+  SetBoth(env, "CONTROLLER", gloo);
+  SetBoth(env, "CPU_OPERATIONS", gloo);
+  env["HVD_RENDEZVOUS_ADDR"] = job.rendezvous_addr;
+  env["HVD_RENDEZVOUS_PORT"] = job.rendezvous_port;
+  env["HOROVOD_GLOO_RENDEZVOUS_ADDR"] = job.rendezvous_addr;
+  env["HOROVOD_GLOO_RENDEZVOUS_PORT"] = job.rendezvous_port;
+  env["HVD_JOB_ID"] = job.job_id;
+  env["HVD_SECRET_FD"] = job.secret_fd;
+  env["RANK"] = std::to_string(rank.rank);
+  env["WORLD_SIZE"] = std::to_string(job.size);
+  env["LOCAL_RANK"] = std::to_string(rank.local_rank);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(rank.local_size);
+  env["MASTER_ADDR"] = job.master_addr;
+  env["MASTER_PORT"] = job.master_port;
+  env.insert_or_assign("PYTHONUNBUFFERED", std::string(1, '1'));
+  return env;
+}
+
+EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
+                      const discovery::RankInfo& rank, const JobEnvContext& job) {
+  EnvMap env = launcher_env;
+  for (const auto& [name, value] : worker_env) env[name] = value;
+  for (auto& [name, value] : RankVariables(rank, job)) env[name] = std::move(value);
+  if (job.runtime_library && env.count("HVD_RUNTIME_LIBRARY") == 0) {
+    env["HVD_RUNTIME_LIBRARY"] = *job.runtime_library;
+  }
+  return env;
+}
+
+}  // namespace hvd::launcher

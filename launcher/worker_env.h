@@ -1,0 +1,43 @@
+#ifndef HVD_LAUNCHER_WORKER_ENV_H_
+#define HVD_LAUNCHER_WORKER_ENV_H_
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "discovery/rank_plan.h"
+
+// The environment each worker starts with. Pure functions; thread-safe.
+namespace hvd::launcher {
+
+using EnvMap = std::map<std::string, std::string>;
+
+// Job-wide values hvdrun hands every worker. Text, so --dry-run can show placeholders for
+// values only known at launch ("<rendezvous port>").
+struct JobEnvContext {
+  int size = 1;
+  std::string rendezvous_addr;
+  std::string rendezvous_port;
+  std::string master_addr;  // torchrun's MASTER_ADDR
+  std::string master_port;  // torchrun's MASTER_PORT
+  std::string job_id;
+  std::string secret_fd;  // descriptor number only; never key material
+  std::optional<std::string> runtime_library;
+};
+
+// The variables hvdrun itself sets for `rank`: HVD_RANK/SIZE/LOCAL_*/CROSS_*/HOSTNAME with
+// their HOROVOD_* aliases, torchrun's RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/
+// MASTER_ADDR/MASTER_PORT, the rendezvous address (HVD_* and HOROVOD_GLOO_*), HVD_JOB_ID,
+// HVD_SECRET_FD, the Gloo controller choice and PYTHONUNBUFFERED=1. HVD_RUNTIME_LIBRARY is
+// not included (see BuildWorkerEnv).
+EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job);
+
+// The full environment of `rank`: `launcher_env` (hvdrun's own), overlaid with
+// `worker_env` (knobs from flags / config), overlaid with RankVariables. Adds
+// HVD_RUNTIME_LIBRARY = job.runtime_library unless the user already set it in either map.
+EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
+                      const discovery::RankInfo& rank, const JobEnvContext& job);
+
+}  // namespace hvd::launcher
+
+#endif  // HVD_LAUNCHER_WORKER_ENV_H_

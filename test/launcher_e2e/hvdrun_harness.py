@@ -1,0 +1,96 @@
+"""Shared helpers for the launcher end-to-end tests: run the built hvdrun, find processes.
+
+Every wait has a deadline; nothing sleeps and hopes.
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+HVDRUN = os.environ.get("HVDRUN", "")
+PYTHON = sys.executable or "/usr/bin/python3"
+DEFAULT_TIMEOUT = 60
+
+
+def require_hvdrun():
+    import pytest
+    if not HVDRUN or not os.access(HVDRUN, os.X_OK):
+        pytest.fail("HVDRUN must name the built hvdrun binary (CTest sets it)")
+
+
+def run(args, timeout=DEFAULT_TIMEOUT, input=None, env=None):
+    """Runs hvdrun with `args` to completion; returns CompletedProcess with bytes output."""
+    require_hvdrun()
+    return subprocess.run([HVDRUN] + list(args), input=input, capture_output=True,
+                          timeout=timeout, env=env)
+
+
+def start(args, env=None, stdout=subprocess.PIPE, **kwargs):
+    require_hvdrun()
+    return subprocess.Popen([HVDRUN] + list(args), stdout=stdout, stderr=subprocess.PIPE,
+                            env=env, **kwargs)
+
+
+def unique_marker():
+    return "hvd-e2e-" + uuid.uuid4().hex
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+
+
+def _state(pid):
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            data = f.read()
+        return data[data.rindex(b")") + 2:data.rindex(b")") + 3].decode()
+    except (OSError, ValueError):
+        return None
+
+
+def live_pids_with_marker(marker):
+    """Pids of live (not zombie) processes whose argv contains `marker`."""
+    found = []
+    needle = marker.encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        if pid == os.getpid():
+            continue
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if needle in cmdline and _state(pid) not in (None, "Z", "X"):
+            found.append(pid)
+    return found
+
+
+def assert_no_survivors(marker, timeout=10):
+    wait_for(lambda: not live_pids_with_marker(marker), timeout,
+             "every process of the job (marker %s) to be gone" % marker)
+
+
+def kill_leftovers(marker):
+    for pid in live_pids_with_marker(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def python_rank(script, marker=None):
+    """argv that runs `script` in Python as a rank, tagged with `marker` in its argv."""
+    argv = [PYTHON, "-c", script]
+    if marker:
+        argv.append(marker)
+    return argv

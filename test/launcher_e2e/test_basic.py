@@ -1,0 +1,183 @@
+"""hvdrun runs local jobs: rank counts, per-rank environment, the job key, stdin."""
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from hvdrun_harness import (assert_no_survivors, kill_leftovers, python_rank, run, start,
+                            unique_marker, wait_for)
+
+DUMP_ENV = r"""
+import json, os, sys
+d = sys.argv[-1]
+rank = os.environ["HVD_RANK"]
+fd = int(os.environ["HVD_SECRET_FD"])
+key = os.pread(fd, 64, 0)
+env = dict(os.environ)
+env["_key_hex"] = key.hex()
+with open(os.path.join(d, "env.%s.json" % rank), "w") as f:
+    json.dump(env, f)
+"""
+
+
+@pytest.mark.parametrize("np", [1, 2, 4])
+def test_runs_np_ranks_and_each_sees_its_rank(np):
+    result = run(["-np", str(np), "-H", "localhost:%d" % np, "sh", "-c", "echo rank=$HVD_RANK"])
+    assert result.returncode == 0, result.stderr.decode()
+    lines = sorted(result.stdout.decode().splitlines())
+    assert lines == sorted("[%d]<stdout>:rank=%d" % (r, r) for r in range(np))
+
+
+def test_echo_rank_prints_four_prefixed_lines():
+    result = run(["-np", "4", "-H", "localhost:4", "sh", "-c", "echo $HVD_RANK"])
+    assert result.returncode == 0
+    assert sorted(result.stdout.decode().splitlines()) == [
+        "[0]<stdout>:0", "[1]<stdout>:1", "[2]<stdout>:2", "[3]<stdout>:3"]
+
+
+def test_every_rank_gets_the_documented_environment(tmp_path):
+    result = run(["-np", "4", "-H", "localhost:4"] + python_rank(DUMP_ENV) + [str(tmp_path)])
+    assert result.returncode == 0, result.stderr.decode()
+    envs = [json.loads((tmp_path / ("env.%d.json" % r)).read_text()) for r in range(4)]
+    ports = set()
+    for rank, env in enumerate(envs):
+        for prefix in ("HVD_", "HOROVOD_"):
+            assert env[prefix + "RANK"] == str(rank)
+            assert env[prefix + "SIZE"] == "4"
+            assert env[prefix + "LOCAL_RANK"] == str(rank)
+            assert env[prefix + "LOCAL_SIZE"] == "4"
+            assert env[prefix + "CROSS_RANK"] == "0"
+            assert env[prefix + "CROSS_SIZE"] == "1"
+            assert env[prefix + "HOSTNAME"] == "localhost"
+            assert env[prefix + "CONTROLLER"] == "gloo"
+            assert env[prefix + "CPU_OPERATIONS"] == "gloo"
+        assert env["RANK"] == str(rank)
+        assert env["WORLD_SIZE"] == "4"
+        assert env["LOCAL_RANK"] == str(rank)
+        assert env["LOCAL_WORLD_SIZE"] == "4"
+        assert env["MASTER_ADDR"] == "127.0.0.1"
+        assert 0 < int(env["MASTER_PORT"]) < 65536
+        assert env["HVD_RENDEZVOUS_ADDR"] == "127.0.0.1"
+        assert env["HOROVOD_GLOO_RENDEZVOUS_ADDR"] == "127.0.0.1"
+        assert env["HVD_RENDEZVOUS_PORT"] == env["HOROVOD_GLOO_RENDEZVOUS_PORT"]
+        assert re.fullmatch(r"[0-9a-f]{8,}", env["HVD_JOB_ID"])
+        assert env["PYTHONUNBUFFERED"] == "1"
+        assert re.fullmatch(r"\d+", env["HVD_SECRET_FD"])
+        assert len(bytes.fromhex(env["_key_hex"])) == 32, "the key fd holds 32 bytes"
+        assert env.get("PATH") == os.environ.get("PATH"), "hvdrun's environment is inherited"
+        ports.add((env["HVD_RENDEZVOUS_PORT"], env["MASTER_PORT"], env["HVD_JOB_ID"]))
+    assert len(ports) == 1, "job-wide values are the same on every rank"
+    assert len({env["_key_hex"] for env in envs}) == 1
+    # The key is in no variable's value.
+    for env in envs:
+        key = env.pop("_key_hex")
+        assert not any(key in value for value in env.values())
+
+
+def test_runtime_library_is_set_when_built_and_user_value_wins(tmp_path):
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.environ["HVDRUN"])), "runtime",
+                       "libhvd.so")
+    script = "import os; print(os.environ.get('HVD_RUNTIME_LIBRARY', '<unset>'))"
+    result = run(["-np", "1"] + python_rank(script))
+    assert result.returncode == 0
+    expected = os.path.realpath(lib) if os.path.exists(lib) else "<unset>"
+    assert result.stdout.decode() == "[0]<stdout>:%s\n" % expected
+    env = dict(os.environ, HVD_RUNTIME_LIBRARY="/my/own/libhvd.so")
+    result = run(["-np", "1"] + python_rank(script), env=env)
+    assert result.stdout.decode() == "[0]<stdout>:/my/own/libhvd.so\n"
+
+
+def test_job_key_is_not_in_any_argv_or_environment(tmp_path):
+    marker = unique_marker()
+    script = r"""
+import os, sys, time
+d = sys.argv[-1]
+key = os.pread(int(os.environ["HVD_SECRET_FD"]), 32, 0)
+open(os.path.join(d, "key.tmp"), "w").write(key.hex())
+os.rename(os.path.join(d, "key.tmp"), os.path.join(d, "key"))
+deadline = time.monotonic() + 30
+while not os.path.exists(os.path.join(d, "go")) and time.monotonic() < deadline:
+    time.sleep(0.02)
+"""
+    proc = start(["-np", "2"] + python_rank(script, marker) + [str(tmp_path)])
+    try:
+        wait_for(lambda: (tmp_path / "key").exists(), 30, "rank 0 to read the key")
+        key = bytes.fromhex((tmp_path / "key").read_text())
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            for name in ("cmdline", "environ"):
+                try:
+                    data = open("/proc/%s/%s" % (entry, name), "rb").read()
+                except OSError:
+                    continue
+                assert key not in data and key.hex().encode() not in data, (entry, name)
+        (tmp_path / "go").write_text("")
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err.decode()
+        assert key.hex().encode() not in out + err
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        kill_leftovers(marker)
+    assert_no_survivors(marker)
+
+
+def test_rank_inherits_only_stdio_and_the_key_descriptor():
+    script = ("import os\n"
+              "fds = sorted(int(f) for f in os.listdir('/proc/self/fd'))\n"
+              "fds = [f for f in fds if os.path.exists('/proc/self/fd/%d' % f)]\n"
+              "print(fds == [0, 1, 2, int(os.environ['HVD_SECRET_FD'])], fds)")
+    extra = os.open("/dev/null", os.O_RDONLY)  # not close-on-exec, and not for the ranks
+    try:
+        os.set_inheritable(extra, True)
+        result = subprocess.run([os.environ["HVDRUN"], "-np", "2"] + python_rank(script),
+                                capture_output=True, timeout=60, close_fds=False)
+    finally:
+        os.close(extra)
+    assert result.returncode == 0, result.stderr.decode()
+    assert sorted(l.split(" ")[0] for l in result.stdout.decode().splitlines()) == [
+        "[0]<stdout>:True", "[1]<stdout>:True"], result.stdout.decode()
+
+
+def test_stdin_goes_to_rank_0_only():
+    result = run(["-np", "2", "sh", "-c", "cat; echo done$HVD_RANK"], input=b"hello\nworld\n")
+    assert result.returncode == 0, result.stderr.decode()
+    lines = result.stdout.decode().splitlines()
+    assert [l for l in lines if l.startswith("[0]")] == [
+        "[0]<stdout>:hello", "[0]<stdout>:world", "[0]<stdout>:done0"]
+    assert [l for l in lines if l.startswith("[1]")] == ["[1]<stdout>:done1"]
+
+
+def test_large_stdin_reaches_rank_0_intact():
+    data = bytes(range(256)) * 8192  # 2 MiB, every byte value
+    script = ("import hashlib, sys\n"
+              "print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())")
+    result = run(["-np", "2"] + python_rank(script), input=data)
+    assert result.returncode == 0, result.stderr.decode()
+    import hashlib
+    empty = hashlib.sha256(b"").hexdigest()
+    assert sorted(result.stdout.decode().splitlines()) == [
+        "[0]<stdout>:" + hashlib.sha256(data).hexdigest(), "[1]<stdout>:" + empty]
+
+
+def test_rank_0_not_reading_stdin_does_not_block_the_job():
+    result = run(["-np", "1", "true"], input=b"x" * (4 << 20))
+    assert result.returncode == 0
+
+
+def test_verbose_prints_the_launch_steps():
+    result = run(["--verbose", "-np", "2", "-H", "localhost:2", "true"])
+    assert result.returncode == 0
+    err = result.stderr.decode()
+    assert "hosts from -H" in err
+    assert "rendezvous server listening on 127.0.0.1:" in err
+    assert "started rank 0 on localhost" in err and "started rank 1 on localhost" in err
+
+
+def test_np_smaller_than_slots_starts_np_ranks():
+    result = run(["-np", "2", "-H", "localhost:4", "sh", "-c", "echo $HVD_SIZE"])
+    assert result.returncode == 0
+    assert sorted(result.stdout.decode().splitlines()) == ["[0]<stdout>:2", "[1]<stdout>:2"]

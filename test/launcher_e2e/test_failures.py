@@ -1,0 +1,185 @@
+"""hvdrun's job control: exit codes, fail-fast, signals, cleanup, bad input, --dry-run."""
+import os
+import signal
+import time
+
+from hvdrun_harness import (assert_no_survivors, kill_leftovers, python_rank, run, start,
+                            unique_marker, wait_for)
+
+# A rank that records that it is up (a file named after its rank in argv[-1]) and then waits;
+# with "ignore" in argv it also ignores SIGTERM.
+WAITER = r"""
+import os, signal, sys, time
+if "ignore" in sys.argv:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+d = sys.argv[-1]
+open(os.path.join(d, "up.%s" % os.environ["HVD_RANK"]), "w").close()
+time.sleep(120)
+"""
+
+
+def all_up(path, n):
+    return lambda: all((path / ("up.%d" % r)).exists() for r in range(n))
+
+
+def test_first_failing_rank_code_is_hvdruns_code_and_nothing_survives(tmp_path):
+    marker = unique_marker()
+    script = r"""
+import os, sys, time
+if os.environ["HVD_RANK"] == "2":
+    print("about to fail", file=sys.stderr)
+    print("reason: rank 2 is broken", file=sys.stderr)
+    sys.exit(3)
+time.sleep(120)
+"""
+    started = time.monotonic()
+    try:
+        result = run(["-np", "4", "-H", "localhost:4"] + python_rank(script, marker), timeout=60)
+    finally:
+        kill_leftovers(marker)
+    assert time.monotonic() - started < 30
+    assert result.returncode == 3
+    err = result.stderr.decode()
+    assert "rank 2 on localhost failed first: exit code 3; hvdrun exits 3" in err, err
+    assert "reason: rank 2 is broken" in err.split("last stderr lines of rank 2:")[1]
+    assert "stopped by hvdrun" in err
+    assert_no_survivors(marker)
+
+
+def test_rank_killed_by_sigkill_gives_137_and_signal_name():
+    result = run(["-np", "2", "sh", "-c", 'if [ "$HVD_RANK" = 1 ]; then kill -9 $$; fi; sleep 60'])
+    assert result.returncode == 137
+    assert "rank 1 on localhost failed first: SIGKILL (signal 9); hvdrun exits 137" in \
+        result.stderr.decode()
+
+
+def test_sigint_stops_ranks_that_ignore_sigterm_after_the_grace_period(tmp_path):
+    marker = unique_marker()
+    proc = start(["--grace-period-seconds", "1", "-np", "3"] +
+                 python_rank(WAITER, marker) + ["ignore", str(tmp_path)])
+    try:
+        wait_for(all_up(tmp_path, 3), 30, "all ranks to start")
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - sent
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        kill_leftovers(marker)
+    assert proc.returncode == 130, err.decode()
+    assert 0.9 <= elapsed < 15, elapsed
+    assert "received SIGINT" in err.decode()
+    assert_no_survivors(marker, timeout=1)
+
+
+def test_sigterm_to_hvdrun_exits_143(tmp_path):
+    marker = unique_marker()
+    proc = start(["-np", "2"] + python_rank(WAITER, marker) + [str(tmp_path)])
+    try:
+        wait_for(all_up(tmp_path, 2), 30, "all ranks to start")
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        kill_leftovers(marker)
+    assert proc.returncode == 143
+    assert_no_survivors(marker, timeout=1)
+
+
+def test_hvdrun_killed_with_sigkill_leaves_no_rank(tmp_path):
+    marker = unique_marker()
+    proc = start(["-np", "3"] + python_rank(WAITER, marker) + ["ignore", str(tmp_path)])
+    try:
+        wait_for(all_up(tmp_path, 3), 30, "all ranks to start")
+        proc.kill()
+        proc.wait(timeout=30)
+        assert_no_survivors(marker, timeout=10)
+    finally:
+        kill_leftovers(marker)
+
+
+def test_hvdrun_killed_with_sigkill_leaves_no_grandchild(tmp_path):
+    # The rank is a shell whose child does the waiting: PDEATHSIG alone would miss it.
+    marker = unique_marker()
+    waiter = " ".join("'%s'" % a for a in python_rank(WAITER, marker) + ["ignore", str(tmp_path)])
+    proc = start(["-np", "2", "sh", "-c", waiter + "; true"])
+    try:
+        wait_for(all_up(tmp_path, 2), 30, "all ranks to start")
+        proc.kill()
+        proc.wait(timeout=30)
+        assert_no_survivors(marker, timeout=10)
+    finally:
+        kill_leftovers(marker)
+
+
+def test_rank_crashing_with_sigsegv_gives_139():
+    result = run(["-np", "2", "sh", "-c", 'if [ "$HVD_RANK" = 0 ]; then kill -SEGV $$; fi; sleep 60'])
+    assert result.returncode == 139
+    assert "SIGSEGV" in result.stderr.decode()
+
+
+def test_closed_output_pipe_stops_the_job_with_141(tmp_path):
+    marker = unique_marker()
+    script = "import sys\nwhile True:\n    print('x' * 100)"
+    reader_r, reader_w = os.pipe()
+    proc = start(["-np", "2"] + python_rank(script, marker), stdout=reader_w)
+    os.close(reader_w)
+    try:
+        os.read(reader_r, 100)  # the job is producing output; now hang up on it
+        os.close(reader_r)
+        proc.wait(timeout=30)
+        err = proc.stderr.read().decode()
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        kill_leftovers(marker)
+    assert proc.returncode == 141, err
+    assert "output was closed" in err
+    assert_no_survivors(marker, timeout=1)
+
+
+def test_missing_program_exits_127_naming_it():
+    result = run(["-np", "2", "hvd-e2e-no-such-program", "--flag"])
+    assert result.returncode == 127
+    assert "hvd-e2e-no-such-program" in result.stderr.decode()
+
+
+def test_more_processes_than_slots_is_a_usage_error_naming_both_numbers():
+    result = run(["-np", "5", "-H", "localhost:2", "true"])
+    assert result.returncode == 64
+    err = result.stderr.decode()
+    assert "5" in err and "2" in err, err
+
+
+def test_remote_host_is_a_clear_not_built_error(tmp_path):
+    flag = tmp_path / "ran"
+    result = run(["-np", "2", "-H", "localhost:1,192.0.2.1:1", "touch", str(flag)])
+    assert result.returncode == 64
+    err = result.stderr.decode()
+    assert "192.0.2.1" in err and "SSH" in err and "not have yet" in err, err
+    assert not flag.exists()
+
+
+def test_elastic_flags_are_a_clear_not_built_error():
+    result = run(["--min-np", "1", "--max-np", "2", "-np", "1", "true"])
+    assert result.returncode == 64
+    assert "not built yet" in result.stderr.decode()
+
+
+def test_dry_run_prints_plan_and_commands_and_starts_nothing(tmp_path):
+    flag = tmp_path / "ran"
+    result = run(["--dry-run", "-np", "3", "-H", "localhost:2,127.0.0.1:1",
+                  "touch", str(flag)])
+    assert result.returncode == 0, result.stderr.decode()
+    out = result.stdout.decode()
+    assert "rank  host" in out and "local_rank" in out and "cross_size" in out
+    rows = [line.split() for line in out.splitlines() if line[:1].isdigit()]
+    assert rows == [["0", "localhost", "0", "2", "0", "2"],
+                    ["1", "localhost", "1", "2", "0", "1"],
+                    ["2", "127.0.0.1", "0", "1", "1", "2"]]
+    assert out.count("command: touch " + str(flag)) == 2
+    assert "HVD_RANK=2" in out and "MASTER_ADDR=127.0.0.1" in out
+    assert "HVD_SECRET_FD='<descriptor number" in out
+    assert not flag.exists()

@@ -1,0 +1,77 @@
+#include "launcher/failure_summary.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "launcher/exit_codes.h"
+#include "launcher/wait_status.h"
+
+namespace hvd::launcher {
+namespace {
+
+// waitpid() status words, built the way the kernel encodes them.
+int Exited(int code) { return (code & 0xff) << 8; }
+int Killed(int signo) { return signo; }
+
+RankOutcome Finished(int rank, int status, bool stopped = false) {
+  RankOutcome outcome;
+  outcome.rank = rank;
+  outcome.host = "localhost";
+  outcome.started = true;
+  outcome.finished = true;
+  outcome.wait_status = status;
+  outcome.stopped_by_hvdrun = stopped;
+  return outcome;
+}
+
+TEST(WaitStatusTest, DescribesExitCodesAndSignals) {
+  EXPECT_EQ(DescribeWaitStatus(Exited(3)), "exit code 3");
+  EXPECT_EQ(DescribeWaitStatus(Killed(SIGKILL)), "SIGKILL (signal 9)");
+  EXPECT_EQ(ExitCodeOfWaitStatus(Exited(3)), 3);
+  EXPECT_EQ(ExitCodeOfWaitStatus(Killed(SIGKILL)), 137);
+  EXPECT_TRUE(WaitStatusIsSuccess(Exited(0)));
+  EXPECT_FALSE(WaitStatusIsSuccess(Killed(SIGTERM)));
+  EXPECT_EQ(SignalName(SIGSEGV), "SIGSEGV");
+}
+
+TEST(JobOutcomeTest, ExitCodePrecedence) {
+  JobOutcome outcome;
+  outcome.ranks = {Finished(0, Exited(0)), Finished(1, Exited(3))};
+  EXPECT_EQ(ExitCodeOf(outcome), kExitOk);
+  outcome.first_failed_rank = 1;
+  EXPECT_EQ(ExitCodeOf(outcome), 3);
+  outcome.launch_error = "fork failed";
+  EXPECT_EQ(ExitCodeOf(outcome), kExitLaunchFailed);
+  outcome.start_timed_out = true;
+  EXPECT_EQ(ExitCodeOf(outcome), kExitTimeout);
+  outcome.launcher_signal = SIGINT;
+  EXPECT_EQ(ExitCodeOf(outcome), 130);
+}
+
+TEST(FailureSummaryTest, NamesFirstFailureAndShowsItsStderrTail) {
+  JobOutcome outcome;
+  outcome.ranks = {Finished(0, Killed(SIGTERM), /*stopped=*/true), Finished(1, Killed(SIGKILL))};
+  outcome.first_failed_rank = 1;
+  std::string text = FormatFailureSummary(outcome, [](int rank) {
+    return rank == 1 ? std::vector<std::string>{"Traceback", "boom"}
+                     : std::vector<std::string>{"x"};
+  });
+  EXPECT_NE(text.find("rank 1 on localhost failed first: SIGKILL (signal 9); hvdrun exits 137"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("SIGTERM (signal 15), stopped by hvdrun"), std::string::npos) << text;
+  EXPECT_NE(text.find("last stderr lines of rank 1:\n  Traceback\n  boom\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("last stderr lines of rank 0"), std::string::npos) << text;
+}
+
+TEST(FailureSummaryTest, LauncherSignalHeadline) {
+  JobOutcome outcome;
+  outcome.launcher_signal = SIGINT;
+  outcome.ranks = {Finished(0, Killed(SIGKILL), true)};
+  std::string text = FormatFailureSummary(outcome, [](int) { return std::vector<std::string>{}; });
+  EXPECT_NE(text.find("hvdrun received SIGINT; hvdrun exits 130"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace hvd::launcher
