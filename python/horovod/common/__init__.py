@@ -1,0 +1,1 @@
+"""Horovod's horovod.common names used by scripts and tests."""

@@ -1,0 +1,223 @@
+"""Lifecycle, topology and build information: the framework-independent half of the API.
+
+Importing this module loads libhvd through hvd._hvd_c (see ``runtime_library_candidates``).
+Every function here is the same object in hvd.torch and hvd.numpy.
+"""
+import atexit
+import os
+import warnings
+from typing import Callable, List, Optional, Sequence
+
+from hvd import _hvd_c as _c
+
+NOT_INITIALIZED_MESSAGE = "Horovod has not been initialized; use hvd.init()."
+
+# Horovod's reduce-op constants (numbered as horovod_reduce_op_*()).
+Average = _c.OP_AVERAGE
+Sum = _c.OP_SUM
+Adasum = _c.OP_ADASUM
+Min = _c.OP_MIN
+Max = _c.OP_MAX
+Product = _c.OP_PRODUCT
+
+
+def runtime_library_candidates() -> List[str]:
+    """Paths tried, in order, to load libhvd: $HVD_RUNTIME_LIBRARY (set by hvdrun to the
+    runtime it was built with), then the copy installed beside this package."""
+    candidates = []
+    named = os.environ.get("HVD_RUNTIME_LIBRARY", "")
+    if named:
+        candidates.append(named)
+    lib_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib")
+    candidates += [os.path.join(lib_dir, "libhvd.so.0"), os.path.join(lib_dir, "libhvd.so")]
+    return candidates
+
+
+def _load_runtime() -> str:
+    candidates = runtime_library_candidates()
+    path = _c.load(candidates)
+    named = os.environ.get("HVD_RUNTIME_LIBRARY", "")
+    if named and path != named:
+        warnings.warn(f"HVD_RUNTIME_LIBRARY={named!r} could not be loaded; using {path!r}",
+                      RuntimeWarning)
+    return path
+
+
+runtime_library = _load_runtime()
+
+_shutdown_callbacks: List[Callable[[], None]] = []
+
+
+def on_shutdown(callback: Callable[[], None]) -> None:
+    """Registers `callback` to run after every shutdown() (framework bindings drop handles)."""
+    _shutdown_callbacks.append(callback)
+
+
+def translate_error(error: "_c.Error") -> Exception:
+    """Maps a failed libhvd call outside a collective to the exception Horovod raises."""
+    if error.status == _c.NOT_INITIALIZED:
+        return ValueError(NOT_INITIALIZED_MESSAGE)
+    if error.status in (_c.INVALID_ARGUMENT, _c.PRECONDITION_FAILED, _c.NOT_FOUND):
+        return ValueError(str(error))
+    return RuntimeError(str(error))
+
+
+def _query(getter: Callable[[], int]) -> int:
+    try:
+        return getter()
+    except _c.Error as error:
+        raise translate_error(error) from None
+
+
+def init(comm: Optional[Sequence[int]] = None, process_sets=None) -> None:
+    """Initializes the runtime: rendezvous with the other ranks started by hvdrun, or a
+    single rank when the process was not started by hvdrun.
+
+    comm: None, or a list of ranks that must be all ranks (running on a subset of the job,
+    and mpi4py communicators, need the MPI controller, which this build does not offer).
+    process_sets: None, a list of ``ProcessSet`` registered statically, or ``"dynamic"`` to
+    allow ``add_process_set``/``remove_process_set`` later (HOROVOD_DYNAMIC_PROCESS_SETS=1).
+    """
+    from hvd import process_sets as _ps
+
+    if comm is not None and not isinstance(comm, (list, tuple, range)):
+        raise NotImplementedError(
+            "init(comm=<MPI communicator>) needs the MPI controller, which hvd does not offer; "
+            "use process_sets instead")
+    static_sets: List["_ps.ProcessSet"] = []
+    if process_sets == "dynamic":
+        os.environ["HVD_DYNAMIC_PROCESS_SETS"] = "1"
+    elif process_sets is not None:
+        static_sets = [p if isinstance(p, _ps.ProcessSet) else _ps.ProcessSet(p)
+                       for p in process_sets]
+    try:
+        if static_sets:
+            ranks = [r for p in static_sets for r in p.ranks]
+            _c.init(ranks, [len(p.ranks) for p in static_sets])
+        else:
+            _c.init()
+    except _c.Error as error:
+        raise translate_error(error) from None
+    if comm is not None and sorted(comm) != list(range(size())):
+        shutdown()
+        raise NotImplementedError(
+            f"init(comm={list(comm)}): running on a subset of the ranks is not supported; "
+            "use process_sets to run collectives on a subset")
+    _ps.setup_after_init(static_sets)
+
+
+def shutdown() -> None:
+    """Stops the runtime; pending operations fail. init() may be called again afterwards."""
+    try:
+        _c.shutdown()
+    except _c.Error as error:
+        if error.status != _c.NOT_INITIALIZED:
+            raise translate_error(error) from None
+    for callback in _shutdown_callbacks:
+        callback()
+
+
+def _shutdown_at_exit() -> None:
+    if _c.is_initialized():
+        shutdown()
+
+
+# Stop the runtime's threads before the interpreter tears down the objects they use.
+atexit.register(_shutdown_at_exit)
+
+
+def is_initialized() -> bool:
+    return _c.is_initialized()
+
+
+def size() -> int:
+    return _query(_c.size)
+
+
+def local_size() -> int:
+    return _query(_c.local_size)
+
+
+def cross_size() -> int:
+    return _query(_c.cross_size)
+
+
+def rank() -> int:
+    return _query(_c.rank)
+
+
+def local_rank() -> int:
+    return _query(_c.local_rank)
+
+
+def cross_rank() -> int:
+    return _query(_c.cross_rank)
+
+
+def is_homogeneous() -> bool:
+    """True when every host runs the same number of ranks."""
+    return bool(_query(_c.is_homogeneous))
+
+
+def _enabled(flag: int) -> bool:
+    try:
+        return bool(_c.enabled_flags() & flag)
+    except _c.Error:
+        return False
+
+
+def mpi_enabled() -> bool:
+    return _enabled(_c.BUILT_MPI)
+
+
+def gloo_enabled() -> bool:
+    return _enabled(_c.BUILT_GLOO)
+
+
+def mpi_threads_supported() -> bool:
+    if not mpi_enabled():
+        raise ValueError("Horovod MPI is not enabled; Please make sure it's installed and enabled.")
+    return True
+
+
+def mpi_built() -> bool:
+    return bool(_c.build_flags() & _c.BUILT_MPI)
+
+
+def gloo_built() -> bool:
+    return bool(_c.build_flags() & _c.BUILT_GLOO)
+
+
+def nccl_built() -> bool:
+    return bool(_c.build_flags() & _c.BUILT_NCCL)
+
+
+def cuda_built() -> bool:
+    return bool(_c.build_flags() & _c.BUILT_CUDA)
+
+
+def ddl_built() -> bool:
+    return False
+
+
+def ccl_built() -> bool:
+    return False
+
+
+def rocm_built() -> bool:
+    return False
+
+
+def start_timeline(file_path: str, mark_cycles: bool = False) -> None:
+    """Starts writing a Chrome-trace timeline to `file_path` on this rank."""
+    try:
+        _c.start_timeline(file_path, bool(mark_cycles))
+    except _c.Error as error:
+        raise ValueError(f"start_timeline({file_path!r}) failed: {error}") from None
+
+
+def stop_timeline() -> None:
+    try:
+        _c.stop_timeline()
+    except _c.Error as error:
+        raise ValueError(f"stop_timeline() failed: {error}") from None

@@ -1,0 +1,149 @@
+"""Framework-independent elastic training state (Horovod's horovod.common.elastic).
+
+``State`` holds what must survive a reset: ``commit()`` saves it (and checks for host
+updates), ``restore()`` rolls back to the last commit after a failed collective, ``sync()``
+makes every rank equal to rank 0. ``run_fn`` wraps the training function in the
+retry loop. hvd's launcher has no host-update notification channel to workers yet, so
+``check_host_updates`` only ever sees updates delivered through ``on_hosts_updated``.
+"""
+import enum
+import functools
+import os
+import queue
+from typing import Any, Callable, Dict, List
+
+from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt
+
+
+class HostUpdateResult(enum.IntFlag):
+    no_update = 0
+    removed = 1
+    added = 2
+    mixed = removed | added
+
+
+class State:
+    """Base of elastic states. Subclasses implement save/restore/sync."""
+
+    def __init__(self, bcast_object: Callable[[Any], Any], get_rank: Callable[[], int]) -> None:
+        self._bcast_object = bcast_object
+        self._rank = get_rank
+        self._host_messages: "queue.Queue" = queue.Queue()
+        self._last_updated_timestamp = 0
+        self._reset_callbacks: List[Callable[[], None]] = []
+
+    def register_reset_callbacks(self, callbacks: List[Callable[[], None]]) -> None:
+        self._reset_callbacks.extend(callbacks)
+
+    def on_reset(self) -> None:
+        self._host_messages = queue.Queue()
+        self.reset()
+        for callback in self._reset_callbacks:
+            callback()
+
+    def on_hosts_updated(self, timestamp: int, update_res: HostUpdateResult) -> None:
+        self._host_messages.put((timestamp, update_res))
+
+    def commit(self) -> None:
+        """Saves the state and raises HostsUpdatedInterrupt if the hosts changed."""
+        self.save()
+        self.check_host_updates()
+
+    def check_host_updates(self) -> None:
+        last_updated = prev_timestamp = self._last_updated_timestamp
+        all_update = HostUpdateResult.no_update
+        while not self._host_messages.empty():
+            timestamp, update = self._host_messages.get()
+            if timestamp > last_updated:
+                last_updated = timestamp
+                all_update |= update
+        # Every rank must raise together: agree on rank 0's view.
+        prev_timestamp, self._last_updated_timestamp, all_update = self._bcast_object(
+            (prev_timestamp, last_updated, int(all_update)))
+        if self._last_updated_timestamp > prev_timestamp:
+            raise HostsUpdatedInterrupt(all_update == HostUpdateResult.removed)
+
+    def save(self) -> None:
+        raise NotImplementedError
+
+    def restore(self) -> None:
+        raise NotImplementedError
+
+    def sync(self) -> None:
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        pass
+
+
+class ObjectState(State):
+    """State made of plain attributes given as keyword arguments (data-only values: they are
+    synchronized with broadcast_object)."""
+
+    def __init__(self, bcast_object: Callable[[Any], Any], get_rank: Callable[[], int],
+                 **kwargs: Any) -> None:
+        self._bcast_object = bcast_object
+        self._saved_state: Dict[str, Any] = kwargs
+        self._set_attrs()
+        super().__init__(bcast_object=bcast_object, get_rank=get_rank)
+
+    def save(self) -> None:
+        self._saved_state = {attr: getattr(self, attr) for attr in self._saved_state}
+
+    def restore(self) -> None:
+        self._set_attrs()
+
+    def sync(self) -> None:
+        if self._saved_state:
+            self._saved_state = self._bcast_object(self._saved_state)
+            self._set_attrs()
+
+    def _set_attrs(self) -> None:
+        for attr, value in self._saved_state.items():
+            setattr(self, attr, value)
+
+
+_TORCH_NAMES = ("run", "TorchState", "ElasticSampler")
+
+
+def __getattr__(name: str) -> Any:
+    """hvd.elastic.run / TorchState / ElasticSampler are the torch ones (imported lazily, so
+    this module does not need torch)."""
+    if name in _TORCH_NAMES:
+        from hvd.torch import elastic as torch_elastic
+        return getattr(torch_elastic, name)
+    raise AttributeError(f"module 'hvd.elastic' has no attribute {name!r}")
+
+
+def elastic_enabled() -> bool:
+    """True when the launcher runs this worker under its elastic driver."""
+    return os.environ.get("HVD_ELASTIC", os.environ.get("HOROVOD_ELASTIC", "")) == "1"
+
+
+def run_fn(func: Callable, reset: Callable[[], None]) -> Callable:
+    """Wraps ``func(state, ...)``: syncs the state, runs func, and on a failed collective
+    restores the last commit. Under the elastic driver (HVD_ELASTIC=1) it then resets the
+    runtime and retries; otherwise it re-raises, since there is no driver to re-form the job."""
+
+    @functools.wraps(func)
+    def wrapper(state: State, *args: Any, **kwargs: Any) -> Any:
+        skip_sync = False
+        while True:
+            try:
+                if not skip_sync:
+                    state.sync()
+                return func(state, *args, **kwargs)
+            except HorovodInternalError as error:
+                state.restore()
+                if not elastic_enabled():
+                    raise HorovodInternalError(
+                        f"{error} (the state was restored to the last commit; retrying needs "
+                        "hvdrun's elastic driver: launch with --min-np/--max-np or "
+                        "--host-discovery-script)") from error
+                skip_sync = False
+            except HostsUpdatedInterrupt as interrupt:
+                skip_sync = interrupt.skip_sync
+            reset()
+            state.on_reset()
+
+    return wrapper

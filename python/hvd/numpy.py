@@ -1,0 +1,91 @@
+"""hvd.numpy: collectives on numpy arrays (CPU), for scripts that do not use torch.
+
+Arrays are sent from their own memory (a contiguous copy if needed); allreduce and
+broadcast return new arrays, allgather wraps the runtime's buffer without a copy. dtypes:
+uint8, int8, uint16, int16, int32, int64, float16, float32, float64, bool.
+"""
+from typing import Optional
+
+import numpy as np
+
+from hvd import _hvd_c as _c
+from hvd.basics import (Average, Max, Min, Product, Sum, init, is_initialized, local_rank,
+                        local_size, rank, shutdown, size, translate_error)
+from hvd.exceptions import HorovodInternalError
+from hvd.process_sets import ProcessSet, global_process_set, operation_name
+
+__all__ = ["init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
+           "allreduce", "allgather", "broadcast", "Average", "Sum", "Min", "Max", "Product"]
+
+_NUMPY_TO_HVD = {
+    np.dtype(np.uint8): _c.UINT8, np.dtype(np.int8): _c.INT8, np.dtype(np.uint16): _c.UINT16,
+    np.dtype(np.int16): _c.INT16, np.dtype(np.int32): _c.INT32, np.dtype(np.int64): _c.INT64,
+    np.dtype(np.float16): _c.FLOAT16, np.dtype(np.float32): _c.FLOAT32,
+    np.dtype(np.float64): _c.FLOAT64, np.dtype(np.bool_): _c.BOOL,
+}
+_HVD_TO_NUMPY = {code: dtype for dtype, code in _NUMPY_TO_HVD.items()}
+
+
+def _prepare(array) -> tuple:
+    array = np.ascontiguousarray(array)
+    code = _NUMPY_TO_HVD.get(array.dtype.newbyteorder("="))
+    if code is None or not array.dtype.isnative:
+        raise ValueError(f"numpy dtype {array.dtype} is not supported")
+    return array, (array.ctypes.data, code, tuple(array.shape), _c.DEVICE_CPU)
+
+
+def _run(call, *args):
+    try:
+        handle = call(*args)
+    except _c.Error as error:
+        raise translate_error(error) from None
+    try:
+        _c.wait(handle)
+        return handle
+    except _c.Error as error:
+        _c.release(handle)
+        raise HorovodInternalError(str(error)) from None
+
+
+def allreduce(array, op: int = Average, name: Optional[str] = None,
+              prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+              process_set: ProcessSet = global_process_set) -> np.ndarray:
+    """Element-wise reduction of `array` over the ranks of `process_set`; a new array."""
+    data, desc = _prepare(array)
+    output = np.empty_like(data)
+    out_desc = (output.ctypes.data,) + desc[1:]
+    handle = _run(_c.allreduce, desc, out_desc, operation_name("allreduce", name, process_set),
+                  op, float(prescale_factor), float(postscale_factor),
+                  process_set.process_set_id)
+    _c.release(handle)
+    return output
+
+
+def allgather(array, name: Optional[str] = None,
+              process_set: ProcessSet = global_process_set) -> np.ndarray:
+    """Concatenation of every rank's `array` along axis 0 (first dims may differ)."""
+    data, desc = _prepare(array)
+    if data.ndim == 0:
+        raise ValueError("allgather needs an array with at least one dimension")
+    handle = _run(_c.allgather, desc, operation_name("allgather", name, process_set),
+                  process_set.process_set_id)
+    try:
+        buffer = _c.output(handle, 0)
+    finally:
+        _c.release(handle)
+    dtype = _HVD_TO_NUMPY[buffer.dtype]
+    if buffer.nbytes == 0:
+        return np.empty(buffer.shape, dtype=dtype)
+    return np.frombuffer(buffer, dtype=dtype).reshape(buffer.shape)
+
+
+def broadcast(array, root_rank: int, name: Optional[str] = None,
+              process_set: ProcessSet = global_process_set) -> np.ndarray:
+    """`root_rank`'s `array` on every rank; a new array."""
+    data, desc = _prepare(array)
+    output = data.copy()
+    out_desc = (output.ctypes.data,) + desc[1:]
+    handle = _run(_c.broadcast, desc, out_desc, int(root_rank),
+                  operation_name("broadcast", name, process_set), process_set.process_set_id)
+    _c.release(handle)
+    return output

@@ -1,0 +1,145 @@
+"""TorchState: elastic state of a model, an optimizer, samplers and plain attributes
+(Horovod's horovod.torch.elastic.state)."""
+import copy
+from typing import Any, Dict, Tuple
+
+import torch
+
+from hvd.basics import rank
+from hvd.elastic import ObjectState
+from hvd.torch.elastic.sampler import ElasticSampler
+from hvd.torch.functions import (broadcast_object, broadcast_optimizer_state,
+                                 broadcast_parameters)
+
+
+class StateHandler:
+    """Saves, restores and synchronizes one kind of value held by a TorchState."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def save(self) -> None:
+        raise NotImplementedError
+
+    def restore(self) -> None:
+        raise NotImplementedError
+
+    def sync(self) -> None:
+        raise NotImplementedError
+
+    def set_value(self, value: Any) -> None:
+        self.value = value
+        self.save()
+
+
+class ModelStateHandler(StateHandler):
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__(model)
+        self.save()
+
+    def save(self) -> None:
+        self._saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self) -> None:
+        self.value.load_state_dict(self._saved)
+
+    def sync(self) -> None:
+        broadcast_parameters(self.value.state_dict(), root_rank=0)
+
+
+class OptimizerStateHandler(StateHandler):
+    def __init__(self, optimizer: torch.optim.Optimizer) -> None:
+        super().__init__(optimizer)
+        self.save()
+
+    def save(self) -> None:
+        self._saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self) -> None:
+        self.value.load_state_dict(self._saved)
+
+    def sync(self) -> None:
+        broadcast_optimizer_state(self.value, root_rank=0)
+
+
+class SamplerStateHandler(StateHandler):
+    def __init__(self, sampler: ElasticSampler) -> None:
+        super().__init__(sampler)
+        self.save()
+
+    def save(self) -> None:
+        self._saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self) -> None:
+        self.value.load_state_dict(self._saved)
+
+    def sync(self) -> None:
+        self.value.load_state_dict(broadcast_object(self.value.state_dict(),
+                                                    name="ElasticSampler.state"))
+
+
+_handler_registry = [
+    (torch.nn.Module, ModelStateHandler),
+    (torch.optim.Optimizer, OptimizerStateHandler),
+    (ElasticSampler, SamplerStateHandler),
+]
+
+
+def get_handler_registry():
+    return _handler_registry
+
+
+def set_handler_registry(registry) -> None:
+    global _handler_registry
+    _handler_registry = registry
+
+
+def _get_handler(value: Any):
+    for handler_type, handler_cls in _handler_registry:
+        if isinstance(value, handler_type):
+            return handler_cls(value)
+    return None
+
+
+def _get_handlers(kwargs: Dict[str, Any]) -> Tuple[Dict[str, StateHandler], Dict[str, Any]]:
+    handlers, remainder = {}, {}
+    for key, value in kwargs.items():
+        handler = _get_handler(value)
+        if handler is not None:
+            handlers[key] = handler
+        else:
+            remainder[key] = value
+    return handlers, remainder
+
+
+class TorchState(ObjectState):
+    """Elastic state: ``model`` and ``optimizer`` (and any nn.Module, Optimizer or
+    ElasticSampler keyword) get dedicated handlers; other keywords are plain attributes.
+    Assigning a handled attribute saves it at once."""
+
+    def __init__(self, model=None, optimizer=None, **kwargs: Any) -> None:
+        kwargs.update(dict(model=model, optimizer=optimizer))
+        self._handlers, kwargs = _get_handlers(kwargs)
+        for name, handler in self._handlers.items():
+            setattr(self, name, handler.value)
+        super().__init__(bcast_object=broadcast_object, get_rank=rank, **kwargs)
+
+    def save(self) -> None:
+        for handler in self._handlers.values():
+            handler.save()
+        super().save()
+
+    def restore(self) -> None:
+        for handler in self._handlers.values():
+            handler.restore()
+        super().restore()
+
+    def sync(self) -> None:
+        for handler in self._handlers.values():
+            handler.sync()
+        super().sync()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, name) and name in self._handlers:
+            self._handlers[name].set_value(value)
+        super().__setattr__(name, value)

@@ -1,0 +1,141 @@
+"""Model/optimizer state broadcast and object collectives (Horovod's horovod.torch.functions).
+
+broadcast_object/allgather_object send objects through hvd.serialization (data only, never
+pickle), so a rank cannot make another rank run code. See docs/python.md.
+"""
+from typing import Any, List, Optional, Tuple
+
+import torch
+
+from hvd import serialization
+from hvd.basics import rank
+from hvd.process_sets import ProcessSet, global_process_set
+from hvd.torch.mpi_ops import allgather, broadcast_, broadcast_async_, synchronize
+
+# Sent in place of a size when an object cannot be encoded, so that no rank waits forever.
+_UNENCODABLE = -1
+
+
+def broadcast_parameters(params, root_rank: int, process_set: ProcessSet = global_process_set):
+    """Broadcasts parameters or buffers in place from `root_rank`.
+
+    params: a dict such as ``model.state_dict()`` (sent in sorted-name order), or a list of
+    tensors or of (name, tensor) pairs such as ``model.named_parameters()``.
+    """
+    if isinstance(params, dict):
+        params = sorted(params.items())
+    elif isinstance(params, list):
+        params = [p if isinstance(p, tuple) else (None, p) for p in params]
+    else:
+        raise ValueError(f"invalid params of type: {type(params)}")
+    handles = [broadcast_async_(p, root_rank, name, process_set=process_set)
+               for name, p in params]
+    for handle in handles:
+        synchronize(handle)
+
+
+def _initialize_optimizer_state(optimizer: torch.optim.Optimizer) -> None:
+    """Runs one zero-gradient step so a fresh optimizer has state tensors to broadcast."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.requires_grad and p not in optimizer.state:
+                p.grad = p.data.new(p.size()).zero_()
+                if isinstance(optimizer, torch.optim.SparseAdam):
+                    p.grad = p.grad.to_sparse()
+    # A DistributedOptimizer's step() would allreduce; run the wrapped optimizer's step.
+    step = getattr(optimizer, "_hvd_base_step", None) or optimizer.step
+    step()
+
+
+def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int, model=None,
+                              process_set: ProcessSet = global_process_set) -> None:
+    """Makes every rank's optimizer state (state tensors, scalars and param_group options
+    such as the learning rate) equal to `root_rank`'s."""
+    if isinstance(optimizer, torch.optim.LBFGS):
+        raise ValueError("cannot broadcast torch.optim.LBFGS state")
+    if len(optimizer.state_dict()["state"]) == 0:
+        _initialize_optimizer_state(optimizer)
+    state_dict = optimizer.state_dict()
+    if len(state_dict["state"]) == 0:
+        return  # a stateless optimizer: nothing to broadcast
+
+    scalars = {}
+    tensors = []
+    for index, group in enumerate(state_dict["param_groups"]):
+        scalars[f"group.{index}"] = {k: v for k, v in group.items() if k != "params"}
+        for pid in group["params"]:
+            for key, value in state_dict["state"].get(pid, {}).items():
+                if torch.is_tensor(value):
+                    tensors.append((f"{key}.{pid}", value))
+                else:
+                    scalars[f"state.{pid}.{key}"] = value
+    # state_dict() shares the per-parameter state dicts and tensors with the optimizer, so
+    # in-place broadcasts and assignments below update the optimizer itself.
+    broadcast_parameters(tensors, root_rank, process_set)
+    scalars = broadcast_object(scalars, root_rank, name="broadcast_optimizer_state.scalars",
+                               process_set=process_set)
+    for index, group in enumerate(optimizer.param_groups):
+        group.update(scalars[f"group.{index}"])
+    for index, group in enumerate(state_dict["param_groups"]):
+        for pid in group["params"]:
+            for key in list(state_dict["state"].get(pid, {})):
+                if f"state.{pid}.{key}" in scalars:
+                    state_dict["state"][pid][key] = scalars[f"state.{pid}.{key}"]
+
+
+def _encode(obj: Any) -> Tuple[Optional[torch.Tensor], Optional[TypeError]]:
+    try:
+        return torch.frombuffer(bytearray(serialization.dumps(obj)), dtype=torch.uint8), None
+    except TypeError as error:
+        return None, error
+
+
+def broadcast_object(obj: Any, root_rank: int = 0, name: Optional[str] = None,
+                     process_set: ProcessSet = global_process_set) -> Any:
+    """Returns `root_rank`'s `obj` on every rank (the root gets its own object back).
+
+    If the root cannot encode `obj` (see hvd.serialization), every rank raises TypeError.
+    """
+    if name is None:
+        name = type(obj).__name__
+    size = torch.tensor([_UNENCODABLE], dtype=torch.int64)
+    if rank() == root_rank:
+        data, error = _encode(obj)
+        if data is not None:
+            size[0] = data.numel()
+        broadcast_(size, root_rank, name + ".sz", process_set)
+        if error is not None:
+            raise error
+        broadcast_(data, root_rank, name + ".t", process_set)
+        return obj
+    broadcast_(size, root_rank, name + ".sz", process_set)
+    if int(size[0]) == _UNENCODABLE:
+        raise TypeError(f"broadcast_object: rank {root_rank} could not encode its object")
+    data = torch.empty(int(size[0]), dtype=torch.uint8)
+    broadcast_(data, root_rank, name + ".t", process_set)
+    return serialization.loads(data.numpy().tobytes())
+
+
+def allgather_object(obj: Any, name: Optional[str] = None,
+                     process_set: ProcessSet = global_process_set) -> List[Any]:
+    """Returns the list of every rank's `obj`, in rank order. If any rank cannot encode its
+    object, every rank raises TypeError."""
+    if name is None:
+        name = type(obj).__name__
+    data, error = _encode(obj)
+    size = _UNENCODABLE if data is None else data.numel()
+    sizes = allgather(torch.tensor([size], dtype=torch.int64), name=name + ".sz",
+                      process_set=process_set).tolist()
+    if _UNENCODABLE in sizes:
+        if error is not None:
+            raise error
+        failed = [process_set.ranks[i] if process_set.ranks else i
+                  for i, s in enumerate(sizes) if s == _UNENCODABLE]
+        raise TypeError(f"allgather_object: rank(s) {failed} could not encode their object")
+    gathered = allgather(data, name=name + ".t", process_set=process_set).numpy().tobytes()
+    objects = []
+    offset = 0
+    for size in sizes:
+        objects.append(serialization.loads(gathered[offset:offset + size]))
+        offset += size
+    return objects

@@ -1,0 +1,595 @@
+"""Collective operations on torch tensors (Horovod's horovod.torch.mpi_ops).
+
+Tensors are handed to libhvd as descriptors of their CPU memory. Each ``*_async`` call
+returns an integer handle; ``_handle_map`` keeps the tensors the runtime reads or writes
+alive until ``synchronize`` (or ``poll`` + ``synchronize``) completes the handle. Outputs
+whose size depends on other ranks (allgather, alltoall, reducescatter) are runtime buffers
+wrapped by torch.frombuffer without a copy and freed with the last tensor that views them.
+
+Names are prefixed as Horovod does ("allreduce.<name>"); unnamed operations are named
+"<op>.noname.<set id>.<n>" with n counted per process set, which requires the members of a
+set to issue their unnamed operations on it in the same order (as in Horovod).
+"""
+import warnings
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+
+from hvd import _hvd_c as _c
+from hvd.basics import (Adasum, Average, Max, Min, Product, Sum, on_shutdown, rank,
+                        translate_error)
+from hvd.exceptions import HorovodInternalError
+from hvd.process_sets import ProcessSet, global_process_set, operation_name
+from hvd.torch.compression import Compression
+
+_TORCH_TO_HVD = {
+    torch.uint8: _c.UINT8, torch.int8: _c.INT8, torch.int16: _c.INT16, torch.int32: _c.INT32,
+    torch.int64: _c.INT64, torch.float16: _c.FLOAT16, torch.bfloat16: _c.BFLOAT16,
+    torch.float32: _c.FLOAT32, torch.float64: _c.FLOAT64, torch.bool: _c.BOOL,
+}
+_HVD_TO_TORCH = {code: dtype for dtype, code in _TORCH_TO_HVD.items()}
+_REDUCE_OPS = (Average, Sum, Adasum, Min, Max, Product)
+
+Descriptor = Tuple[int, int, Tuple[int, ...], int]
+Handle = int
+
+
+class _Pending:
+    """What a handle keeps alive, and how its result is built once it completed."""
+
+    __slots__ = ("keep", "finish")
+
+    def __init__(self, keep: Tuple[Any, ...], finish: Callable[[Handle], Any]) -> None:
+        self.keep = keep
+        self.finish = finish
+
+
+_handle_map: Dict[Handle, _Pending] = {}
+
+
+def _drop_handles() -> None:
+    for handle in list(_handle_map):
+        _forget(handle)
+
+
+on_shutdown(_drop_handles)
+
+
+def _forget(handle: Handle) -> None:
+    _handle_map.pop(handle, None)
+    try:
+        _c.release(handle)
+    except _c.Error:
+        pass  # already gone (shutdown) or never completed; nothing left to free here
+
+
+def _prepare(tensor: torch.Tensor) -> Tuple[torch.Tensor, Descriptor]:
+    """A contiguous CPU view (or copy) of `tensor`'s data and its descriptor."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"expected a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.device.type == "cuda":
+        raise NotImplementedError("CUDA tensors are not supported by this build yet; "
+                                  "move the tensor to the CPU (tensor.cpu())")
+    if tensor.device.type != "cpu":
+        raise NotImplementedError(f"{tensor.device.type} tensors are not supported")
+    if tensor.is_sparse:
+        raise ValueError("sparse tensors are not supported here; use sparse_allreduce_async or "
+                         "DistributedOptimizer(sparse_as_dense=True)")
+    code = _TORCH_TO_HVD.get(tensor.dtype)
+    if code is None:
+        raise ValueError(f"Tensor type {tensor.dtype} is not supported.")
+    data = tensor.detach()
+    if not data.is_contiguous():
+        data = data.contiguous()
+    return data, (data.data_ptr(), code, tuple(data.shape), _c.DEVICE_CPU)
+
+
+def _set_id(process_set: ProcessSet) -> int:
+    if process_set.process_set_id is None:
+        raise ValueError(f"{process_set} is not registered; use hvd.add_process_set() or "
+                         "hvd.init(process_sets=[...])")
+    return process_set.process_set_id
+
+
+def _target(prefix: str, name: Optional[str], process_set: ProcessSet) -> Tuple[str, int]:
+    """(runtime name, process set id) of an operation; see process_sets.operation_name."""
+    set_id = _set_id(process_set)
+    return operation_name(prefix, name, process_set), set_id
+
+
+def _enqueue(call: Callable[..., Handle], *args: Any) -> Handle:
+    try:
+        return call(*args)
+    except _c.Error as error:
+        if error.status in (_c.NOT_INITIALIZED, _c.INVALID_ARGUMENT, _c.PRECONDITION_FAILED):
+            raise translate_error(error) from None
+        raise HorovodInternalError(str(error)) from None
+
+
+def _register(handle: Handle, keep: Tuple[Any, ...], finish: Callable[[Handle], Any]) -> Handle:
+    _handle_map[handle] = _Pending(keep, finish)
+    return handle
+
+
+def _resolve_op(average: Optional[bool], op: Optional[int]) -> int:
+    if op is not None and average is not None:
+        raise ValueError("The op parameter supersedes average. Please provide only one of them.")
+    if average is not None:
+        warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
+                      DeprecationWarning)
+        op = Average if average else Sum
+    if op is None:
+        op = Average
+    if op == Adasum:
+        raise NotImplementedError("Adasum is not supported by hvd; use Average or Sum")
+    if op not in _REDUCE_OPS:
+        raise ValueError(f"unknown reduce op {op!r}")
+    return op
+
+
+def _copy_back(target: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    """Writes `result` into the user's non-contiguous in-place tensor."""
+    if target.data_ptr() != result.data_ptr() or not target.is_contiguous():
+        with torch.no_grad():
+            target.copy_(result)
+    return target
+
+
+def _output_tensor(handle: Handle, index: int) -> torch.Tensor:
+    buffer = _c.output(handle, index)
+    dtype = _HVD_TO_TORCH[buffer.dtype]
+    if buffer.nbytes == 0:
+        return torch.empty(buffer.shape, dtype=dtype)
+    return torch.frombuffer(buffer, dtype=dtype).view(buffer.shape)
+
+
+def _all_outputs(handle: Handle) -> List[torch.Tensor]:
+    return [_output_tensor(handle, i) for i in range(_c.num_outputs(handle))]
+
+
+# ---- allreduce ----------------------------------------------------------------------------
+
+def _allreduce_async(tensor: torch.Tensor, output: Optional[torch.Tensor], name, op,
+                     prescale_factor, postscale_factor, process_set) -> Handle:
+    data, desc = _prepare(tensor)
+    if output is None:  # in place: reduce into `data`, then copy back if it was a copy
+        result, out_desc = data, desc
+        finish = lambda _: _copy_back(tensor, result)
+    else:
+        result = output
+        out_desc = (output.data_ptr(), desc[1], desc[2], desc[3])
+        finish = lambda _: result
+    op_name, set_id = _target("allreduce", name, process_set)
+    handle = _enqueue(_c.allreduce, desc, out_desc, op_name, op, float(prescale_factor),
+                      float(postscale_factor), set_id)
+    return _register(handle, (tensor, data, result), finish)
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0, process_set=global_process_set) -> Handle:
+    """Starts an allreduce of `tensor` into a new tensor; returns a handle for synchronize()."""
+    op = _resolve_op(average, op)
+    output = torch.empty(tensor.shape, dtype=tensor.dtype)
+    return _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor,
+                            process_set)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0, process_set=global_process_set) -> Handle:
+    """Starts an in-place allreduce of `tensor`; returns a handle for synchronize()."""
+    op = _resolve_op(average, op)
+    return _allreduce_async(tensor, None, name, op, prescale_factor, postscale_factor,
+                            process_set)
+
+
+class HorovodAllreduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, average, name, op, prescale_factor, postscale_factor, process_set):
+        ctx.average, ctx.op, ctx.process_set = average, op, process_set
+        ctx.prescale_factor, ctx.postscale_factor = prescale_factor, postscale_factor
+        return synchronize(allreduce_async(tensor, average, name, op, prescale_factor,
+                                           postscale_factor, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = allreduce(grad_output, average=ctx.average, op=ctx.op,
+                         prescale_factor=ctx.prescale_factor,
+                         postscale_factor=ctx.postscale_factor, process_set=ctx.process_set)
+        return grad, None, None, None, None, None, None
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Reduces `tensor` over all ranks of `process_set` (Average by default) into a new
+    tensor. Differentiable: the gradient is the allreduce of the gradient with the same op."""
+    compressed, ctx = compression.compress(tensor)
+    reduced = HorovodAllreduce.apply(compressed, average, name, op, prescale_factor,
+                                     postscale_factor, process_set)
+    return compression.decompress(reduced, ctx)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0, process_set=global_process_set):
+    """In-place allreduce; returns `tensor`."""
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
+                                        postscale_factor, process_set))
+
+
+def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postscale_factor,
+                             process_set) -> Handle:
+    prepared = [_prepare(t) for t in tensors]
+    descs = [desc for _, desc in prepared]
+    if outputs is None:
+        results = [data for data, _ in prepared]
+        out_descs = descs
+        finish = lambda _: [_copy_back(t, r) for t, r in zip(tensors, results)]
+    else:
+        results = outputs
+        out_descs = [(o.data_ptr(), d[1], d[2], d[3]) for o, d in zip(outputs, descs)]
+        finish = lambda _: list(results)
+    op_name, set_id = _target("grouped_allreduce", name, process_set)
+    handle = _enqueue(_c.grouped_allreduce, descs, out_descs, op_name, op, float(prescale_factor),
+                      float(postscale_factor), set_id)
+    return _register(handle, (list(tensors), prepared, results), finish)
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=global_process_set) -> Handle:
+    """Allreduces a list of tensors as one fused group; synchronize() returns a list."""
+    op = _resolve_op(average, op)
+    outputs = [torch.empty(t.shape, dtype=t.dtype) for t in tensors]
+    return _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor,
+                                    postscale_factor, process_set)
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=global_process_set) -> Handle:
+    op = _resolve_op(average, op)
+    return _grouped_allreduce_async(tensors, None, name, op, prescale_factor, postscale_factor,
+                                    process_set)
+
+
+class HorovodGroupedAllreduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, average, name, op, prescale_factor, postscale_factor, process_set,
+                *tensors):
+        ctx.average, ctx.op, ctx.process_set = average, op, process_set
+        ctx.prescale_factor, ctx.postscale_factor = prescale_factor, postscale_factor
+        return tuple(synchronize(grouped_allreduce_async(
+            list(tensors), average, name, op, prescale_factor, postscale_factor, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grad_output):
+        grads = grouped_allreduce(list(grad_output), average=ctx.average, op=ctx.op,
+                                  prescale_factor=ctx.prescale_factor,
+                                  postscale_factor=ctx.postscale_factor,
+                                  process_set=ctx.process_set)
+        return (None,) * 6 + tuple(grads)
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Differentiable grouped allreduce; returns a list of new tensors."""
+    compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
+    reduced = HorovodGroupedAllreduce.apply(average, name, op, prescale_factor,
+                                            postscale_factor, process_set, *compressed)
+    return [compression.decompress(t, c) for t, c in zip(reduced, ctxs)]
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0, process_set=global_process_set):
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                                postscale_factor, process_set))
+
+
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set) -> Callable:
+    """Allreduces a sparse COO tensor as two allgathers (indices, values); returns a callable
+    that waits and builds the result."""
+    indices_handle = allgather_async(tensor._indices().transpose(0, 1).contiguous(),
+                                     name=f"{name}.indices", process_set=process_set)
+    values_handle = allgather_async(tensor._values(), name=f"{name}.values",
+                                    process_set=process_set)
+
+    def handle():
+        values = synchronize(values_handle)
+        indices = synchronize(indices_handle)
+        if op == Average:
+            values = values / process_set.size()
+        if indices.dim() == 0 or values.dim() == 0:
+            return tensor.new().resize_as_(tensor)
+        return torch.sparse_coo_tensor(indices.transpose(0, 1), values, tensor.size())
+
+    return handle
+
+
+# ---- allgather ----------------------------------------------------------------------------
+
+def allgather_async(tensor, name=None, process_set=global_process_set) -> Handle:
+    """Starts concatenating `tensor` from every rank along dim 0 (first dims may differ)."""
+    data, desc = _prepare(tensor)
+    handle = _enqueue(_c.allgather, desc, *_target("allgather", name, process_set))
+    return _register(handle, (data,), lambda h: _output_tensor(h, 0))
+
+
+class HorovodAllgather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, process_set):
+        ctx.dim = tensor.shape[0]
+        ctx.process_set = process_set
+        return synchronize(allgather_async(tensor, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_reduced = allreduce(grad_output, op=Average, process_set=ctx.process_set)
+        dims = allgather(torch.tensor([ctx.dim], dtype=torch.int64),
+                         process_set=ctx.process_set)
+        offset = int(dims[:ctx.process_set.rank()].sum())
+        return grad_reduced.narrow(0, offset, ctx.dim), None, None
+
+
+def allgather(tensor, name=None, process_set=global_process_set):
+    """Concatenation of `tensor` from every rank along dim 0. Differentiable: the gradient is
+    the averaged gradient's slice that belongs to this rank."""
+    return HorovodAllgather.apply(tensor, name, process_set)
+
+
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set) -> Handle:
+    prepared = [_prepare(t) for t in tensors]
+    handle = _enqueue(_c.grouped_allgather, [d for _, d in prepared],
+                      *_target("grouped_allgather", name, process_set))
+    return _register(handle, (prepared,), _all_outputs)
+
+
+class HorovodGroupedAllgather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, process_set, *tensors):
+        ctx.dims = [t.shape[0] for t in tensors]
+        ctx.process_set = process_set
+        return tuple(synchronize(grouped_allgather_async(list(tensors), name, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grad_output):
+        grads = grouped_allreduce(list(grad_output), op=Average, process_set=ctx.process_set)
+        dims = allgather(torch.tensor([ctx.dims], dtype=torch.int64),
+                         process_set=ctx.process_set)
+        offsets = dims[:ctx.process_set.rank()].sum(dim=0)
+        return (None, None) + tuple(g.narrow(0, int(o), d)
+                                    for g, o, d in zip(grads, offsets, ctx.dims))
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    return list(HorovodGroupedAllgather.apply(name, process_set, *tensors))
+
+
+# ---- broadcast ----------------------------------------------------------------------------
+
+def _broadcast_async(tensor, output, root_rank, name, process_set) -> Handle:
+    data, desc = _prepare(tensor)
+    if output is None:
+        result, out_desc = data, desc
+        finish = lambda _: _copy_back(tensor, result)
+    else:
+        result = output
+        out_desc = (output.data_ptr(), desc[1], desc[2], desc[3])
+        finish = lambda _: result
+    handle = _enqueue(_c.broadcast, desc, out_desc, int(root_rank),
+                      *_target("broadcast", name, process_set))
+    return _register(handle, (tensor, data, result), finish)
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set) -> Handle:
+    """Starts broadcasting `tensor` from global rank `root_rank` into a new tensor."""
+    output = torch.empty(tensor.shape, dtype=tensor.dtype)
+    return _broadcast_async(tensor, output, root_rank, name, process_set)
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set) -> Handle:
+    """Starts an in-place broadcast of `tensor` from global rank `root_rank`."""
+    return _broadcast_async(tensor, None, root_rank, name, process_set)
+
+
+class HorovodBroadcast(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root_rank, ctx.process_set = root_rank, process_set
+        return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_reduced = allreduce(grad_output, op=Average, process_set=ctx.process_set)
+        if rank() != ctx.root_rank:
+            grad_reduced = grad_reduced * 0
+        return grad_reduced, None, None, None
+
+
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """`tensor` of global rank `root_rank`, on every rank. Differentiable: the root gets the
+    averaged gradient, the other ranks zero."""
+    return HorovodBroadcast.apply(tensor, root_rank, name, process_set)
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    """In-place broadcast; returns `tensor`."""
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+
+
+# ---- alltoall -----------------------------------------------------------------------------
+
+def _splits_list(splits) -> Optional[List[int]]:
+    if splits is None:
+        return None
+    if isinstance(splits, torch.Tensor):
+        if splits.dtype not in (torch.int32, torch.int64) or splits.dim() > 1:
+            raise ValueError("alltoall splits must be a 1-D int32 tensor or a list of ints")
+        return [int(s) for s in splits.tolist()]
+    return [int(s) for s in splits]
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set) -> Handle:
+    """Starts an alltoall: rows of dim 0 go to the set's ranks according to `splits` (equal
+    parts if None). synchronize() returns (output, received_splits)."""
+    data, desc = _prepare(tensor)
+    split_list = _splits_list(splits)
+    handle = _enqueue(_c.alltoall, desc, split_list, *_target("alltoall", name, process_set))
+
+    def finish(h: Handle):
+        received = _c.received_splits(h, process_set.size())
+        return _output_tensor(h, 0), torch.tensor(received, dtype=torch.int32)
+
+    return _register(handle, (data,), finish)
+
+
+class HorovodAlltoall(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, splits, name, process_set):
+        output, received_splits = synchronize(alltoall_async(tensor, splits, name, process_set))
+        ctx.process_set = process_set
+        ctx.received_splits = received_splits
+        if splits is None:
+            return output
+        ctx.mark_non_differentiable(received_splits)
+        return output, received_splits
+
+    @staticmethod
+    def backward(ctx, grad_output, *unused):
+        grad, _ = synchronize(alltoall_async(grad_output, ctx.received_splits,
+                                             process_set=ctx.process_set))
+        return grad, None, None, None
+
+
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
+    """Scatters rows of `tensor` to the set's ranks and gathers what they send. Returns the
+    output, or (output, received_splits) when `splits` is given. Differentiable."""
+    return HorovodAlltoall.apply(tensor, splits, name, process_set)
+
+
+# ---- reducescatter ------------------------------------------------------------------------
+
+def _check_reducescatter_op(op: int) -> int:
+    if op not in (Average, Sum):
+        raise NotImplementedError("reducescatter supports only Sum and Average")
+    return op
+
+
+def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
+                        prescale_factor=1.0, postscale_factor=1.0) -> Handle:
+    """Starts a reduction whose result is split along dim 0 across the set's ranks (the first
+    dim0 % size ranks get one more row)."""
+    op = _check_reducescatter_op(op)
+    data, desc = _prepare(tensor)
+    op_name, set_id = _target("reducescatter", name, process_set)
+    handle = _enqueue(_c.reducescatter, desc, op_name, op, float(prescale_factor),
+                      float(postscale_factor), set_id)
+    return _register(handle, (data,), lambda h: _output_tensor(h, 0))
+
+
+def _reducescatter_grad_scale(op, process_set, prescale_factor, postscale_factor) -> float:
+    scale = float(prescale_factor) * float(postscale_factor)
+    return scale / process_set.size() if op == Average else scale
+
+
+class HorovodReducescatter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
+        ctx.process_set = process_set
+        ctx.scale = _reducescatter_grad_scale(op, process_set, prescale_factor, postscale_factor)
+        return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor,
+                                               postscale_factor))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = allgather(grad_output, process_set=ctx.process_set) * ctx.scale
+        return grad, None, None, None, None, None
+
+
+def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
+                  process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduce-scatter of `tensor` (Sum or Average). Differentiable: the gradient is the
+    allgather of the gradient, scaled as the forward pass."""
+    compressed, ctx = compression.compress(tensor)
+    reduced = HorovodReducescatter.apply(compressed, name, op, process_set, prescale_factor,
+                                         postscale_factor)
+    return compression.decompress(reduced, ctx)
+
+
+def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
+                                prescale_factor=1.0, postscale_factor=1.0) -> Handle:
+    op = _check_reducescatter_op(op)
+    prepared = [_prepare(t) for t in tensors]
+    op_name, set_id = _target("grouped_reducescatter", name, process_set)
+    handle = _enqueue(_c.grouped_reducescatter, [d for _, d in prepared], op_name, op,
+                      float(prescale_factor), float(postscale_factor), set_id)
+    return _register(handle, (prepared,), _all_outputs)
+
+
+class HorovodGroupedReducescatter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, op, process_set, prescale_factor, postscale_factor, *tensors):
+        ctx.process_set = process_set
+        ctx.scale = _reducescatter_grad_scale(op, process_set, prescale_factor, postscale_factor)
+        return tuple(synchronize(grouped_reducescatter_async(
+            list(tensors), name, op, process_set, prescale_factor, postscale_factor)))
+
+    @staticmethod
+    def backward(ctx, *grad_output):
+        grads = grouped_allgather(list(grad_output), process_set=ctx.process_set)
+        return (None,) * 5 + tuple(g * ctx.scale for g in grads)
+
+
+def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
+                          process_set=global_process_set, prescale_factor=1.0,
+                          postscale_factor=1.0):
+    compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
+    reduced = HorovodGroupedReducescatter.apply(name, op, process_set, prescale_factor,
+                                                postscale_factor, *compressed)
+    return [compression.decompress(t, c) for t, c in zip(reduced, ctxs)]
+
+
+# ---- synchronization ----------------------------------------------------------------------
+
+def poll(handle: Handle) -> bool:
+    """True when the operation of `handle` completed (successfully or not)."""
+    try:
+        return _c.poll(handle)
+    except _c.Error as error:
+        raise HorovodInternalError(str(error)) from None
+
+
+def synchronize(handle: Handle):
+    """Waits for `handle` and returns its output (a list for grouped operations, a tuple
+    (output, received_splits) for alltoall). Raises HorovodInternalError if it failed."""
+    pending = _handle_map.get(handle)
+    if pending is None:
+        return None
+    try:
+        _c.wait(handle)
+    except _c.Error as error:
+        _forget(handle)
+        raise HorovodInternalError(str(error)) from None
+    try:
+        return pending.finish(handle)
+    finally:
+        _forget(handle)
+
+
+def _run_blocking(handle: Handle, result: Callable[[Handle], Any]):
+    try:
+        _c.wait(handle)
+        return result(handle)
+    except _c.Error as error:
+        raise HorovodInternalError(str(error)) from None
+    finally:
+        _forget(handle)
+
+
+def join(device: int = -1) -> int:
+    """Declares that this rank has no more data: until every rank joined, it contributes
+    zeros to the others' allreduces. Blocks until all joined; returns the last rank to join."""
+    handle = _enqueue(_c.join, int(device))
+    return _run_blocking(handle, _c.join_result)
+
+
+def barrier(process_set: ProcessSet = global_process_set) -> None:
+    """Blocks until every rank of `process_set` reached the barrier."""
+    handle = _enqueue(_c.barrier, _set_id(process_set))
+    _run_blocking(handle, lambda _: None)

@@ -1,0 +1,316 @@
+"""DistributedOptimizer: averages gradients across ranks while backward runs (Horovod's
+horovod.torch.optimizer).
+
+A hook on each parameter's gradient accumulator starts an asynchronous allreduce as soon as
+that gradient is ready, so communication overlaps the rest of the backward pass; step()
+(or synchronize()) waits for them and writes the results into ``p.grad``.
+"""
+import os
+import warnings
+from contextlib import contextmanager
+from typing import Dict, List
+
+import torch
+
+from hvd.basics import Adasum, Average, size
+from hvd.process_sets import ProcessSet, global_process_set
+from hvd.torch.compression import Compression
+from hvd.torch.functions import broadcast_object
+from hvd.torch.mpi_ops import (allreduce_async_, grouped_allreduce_async_,
+                               sparse_allreduce_async, synchronize)
+
+
+def _find_duplicates(names: List[str]) -> List[str]:
+    seen, dups = set(), set()
+    for name in names:
+        if name in seen:
+            dups.add(name)
+        seen.add(name)
+    return sorted(dups)
+
+
+def _split_list(items: list, parts: int) -> List[list]:
+    base, extra = divmod(len(items), parts)
+    out, start = [], 0
+    for i in range(parts):
+        end = start + base + (1 if i < extra else 0)
+        if end > start:
+            out.append(items[start:end])
+        start = end
+    return out
+
+
+class _DistributedOptimizer(torch.optim.Optimizer):
+    """Mixed into a dynamic subclass of the wrapped optimizer's class; see
+    DistributedOptimizer. Not thread-safe: one training loop drives it."""
+
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step=1,
+                 op=Average, gradient_predivide_factor=1.0, groups=None, sparse_as_dense=False,
+                 process_set=global_process_set):
+        super(self.__class__, self).__init__(params)
+        self._compression = compression
+
+        if named_parameters is not None:
+            named_parameters = list(named_parameters)
+        else:
+            named_parameters = [(f"allreduce.noname.{i}.{j}", v)
+                                for i, group in enumerate(self.param_groups)
+                                for j, v in enumerate(group["params"])]
+        if any(not isinstance(p, tuple) for p in named_parameters):
+            raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
+                             "usually produced by model.named_parameters().")
+        dups = _find_duplicates([k for k, _ in named_parameters])
+        if dups:
+            raise ValueError("Parameter names in named_parameters must be unique. "
+                             "Found duplicates: %s" % ", ".join(dups))
+        all_param_ids = {id(v) for group in self.param_groups for v in group["params"]}
+        named_param_ids = {id(v) for _, v in named_parameters}
+        unnamed = all_param_ids - named_param_ids
+        if unnamed:
+            raise ValueError("named_parameters was specified, but one or more model parameters "
+                             "were not named. Python object ids: "
+                             "%s" % ", ".join(str(i) for i in sorted(unnamed)))
+
+        self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda kv: kv[0])}
+        self.backward_passes_per_step = backward_passes_per_step
+        self._allreduce_delay = {v: backward_passes_per_step for _, v in named_parameters}
+        self.op = op
+        self.gradient_predivide_factor = gradient_predivide_factor
+        self.sparse_as_dense = sparse_as_dense
+        self.process_set = process_set
+
+        self._handles: Dict = {}
+        self._grad_accs = []
+        self._requires_update = set()
+        self._synchronized = False
+        self._should_synchronize = True
+
+        if groups is not None:
+            if not (isinstance(groups, list) or (isinstance(groups, int) and groups > 0)):
+                raise ValueError("groups should be a non-negative integer or a list of list of "
+                                 "torch.Tensor.")
+            if isinstance(groups, list):
+                grouped_ids = set()
+                for group in groups:
+                    for p in group:
+                        if not isinstance(p, torch.Tensor):
+                            raise ValueError("groups must consist of torch.Tensor.")
+                        if id(p) in grouped_ids:
+                            raise ValueError("A parameter can only appear once in groups.")
+                        grouped_ids.add(id(p))
+        self._groups = groups
+        self._p_to_group = {}
+        self._group_counts = {}
+
+        if self.process_set.included() and (size() > 1 or
+                                            os.environ.get("HOROVOD_ELASTIC") == "1" or
+                                            os.environ.get("HVD_ELASTIC") == "1"):
+            self._register_hooks()
+
+    def load_state_dict(self, *args, **kwargs):
+        self._handles = {}
+        self._synchronized = False
+        self._should_synchronize = True
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+        super(self.__class__, self).load_state_dict(*args, **kwargs)
+
+    def set_backward_passes_per_step(self, passes: int) -> None:
+        self.backward_passes_per_step = passes
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = passes
+
+    def _register_hooks(self):
+        if self._groups is not None:
+            p_list = [p for group in self.param_groups for p in group["params"] if p.requires_grad]
+            # Every rank must form the same groups in the same order: use rank 0's order.
+            names = broadcast_object([self._parameter_names.get(p) for p in p_list],
+                                     root_rank=0, name="DistributedOptimizer.groups",
+                                     process_set=self.process_set)
+            order = {name: i for i, name in enumerate(names)}
+            p_list.sort(key=lambda p: order[self._parameter_names.get(p)])
+            if isinstance(self._groups, list):
+                p_ids = {id(p) for p in p_list}
+                p_groups = [[p for p in group if id(p) in p_ids] for group in self._groups]
+                grouped = {id(p) for group in p_groups for p in group}
+                p_groups = [g for g in p_groups if g]
+                p_groups += [[p] for p in p_list if id(p) not in grouped]
+            else:
+                p_groups = _split_list(p_list, self._groups)
+            for group in map(tuple, p_groups):
+                for p in group:
+                    self._p_to_group[p] = group
+                self._group_counts[group] = 0
+
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.requires_grad:
+                    self._requires_update.add(p)
+                    grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                    grad_acc.register_hook(self._make_hook(p))
+                    self._grad_accs.append(grad_acc)
+
+    def _scale_factors(self):
+        if self.op == Average:
+            # The runtime applies 1/size on top of postscale for Average.
+            return 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
+        return 1.0, 1.0
+
+    def _allreduce_grad_async(self, p):
+        if p.grad is None:
+            # Another rank may have a gradient for p (dynamic graphs): still take part.
+            p.grad = p.data.new(p.size()).zero_()
+        name = self._parameter_names.get(p)
+        tensor = p.grad
+        if tensor.is_sparse:
+            if not self.sparse_as_dense:
+                return sparse_allreduce_async(tensor, name=name, op=self.op,
+                                              process_set=self.process_set), None
+            tensor = tensor.to_dense()
+        compressed, ctx = self._compression.compress(tensor)
+        prescale, postscale = self._scale_factors()
+        handle = allreduce_async_(compressed, name=name, op=self.op, prescale_factor=prescale,
+                                  postscale_factor=postscale, process_set=self.process_set)
+        return handle, ctx
+
+    def _grouped_allreduce_grad_async(self, ps):
+        name = self._parameter_names.get(ps[0])
+        compressed, ctxs = zip(*[self._compression.compress(p.grad) for p in ps])
+        prescale, postscale = self._scale_factors()
+        handle = grouped_allreduce_async_(list(compressed), name=name, op=self.op,
+                                          prescale_factor=prescale, postscale_factor=postscale,
+                                          process_set=self.process_set)
+        return handle, ctxs
+
+    def _make_hook(self, p):
+        def hook(*ignore):
+            if p in self._handles and self._handles[p][0] is not None:
+                if self._allreduce_delay[p] <= 0:
+                    raise AssertionError(
+                        "Gradients were computed more than backward_passes_per_step times "
+                        "before call to step(). Increase backward_passes_per_step to "
+                        "accumulate gradients locally.")
+            assert not p.grad.requires_grad
+            assert self._allreduce_delay[p] > 0
+            handle, ctx = None, None
+            self._allreduce_delay[p] -= 1
+            if self._allreduce_delay[p] == 0:
+                if self._groups is not None:
+                    group = self._p_to_group[p]
+                    self._group_counts[group] += 1
+                    if self._group_counts[group] == len(group):
+                        self._handles[group] = self._grouped_allreduce_grad_async(group)
+                        for gp in group:
+                            self._handles.pop(gp, None)
+                        self._group_counts[group] = 0
+                        return
+                else:
+                    handle, ctx = self._allreduce_grad_async(p)
+            self._handles[p] = (handle, ctx)
+        return hook
+
+    def synchronize(self):
+        """Waits for every gradient allreduce and writes the results into ``p.grad``;
+        starts the ones whose hook did not fire (unused parameters)."""
+        if not self.process_set.included():
+            self._synchronized = True
+            return
+        completed = set()
+        for key in self._handles:
+            completed.update(key) if isinstance(key, tuple) else completed.add(key)
+        for p in self._requires_update - completed:
+            if self._groups is not None and p in self._p_to_group:
+                group = self._p_to_group[p]
+                if group in self._handles:
+                    continue
+                for gp in group:
+                    if gp.grad is None:
+                        gp.grad = gp.data.new(gp.size()).zero_()
+                self._handles[group] = self._grouped_allreduce_grad_async(group)
+                for gp in group:
+                    self._handles.pop(gp, None)
+                self._group_counts[group] = 0
+                completed.update(group)
+            else:
+                self._handles[p] = self._allreduce_grad_async(p)
+        for p, (handle, ctx) in list(self._handles.items()):
+            if handle is None:
+                self._handles[p] = self._allreduce_grad_async(p)
+        for p, (handle, ctx) in self._handles.items():
+            if isinstance(p, tuple):
+                outputs = synchronize(handle)
+                for gp, output, gctx in zip(p, outputs, ctx):
+                    self._allreduce_delay[gp] = self.backward_passes_per_step
+                    gp.grad.set_(self._compression.decompress(output, gctx))
+                if self._groups is not None:
+                    self._group_counts[p] = 0
+            else:
+                output = handle() if callable(handle) else synchronize(handle)
+                self._allreduce_delay[p] = self.backward_passes_per_step
+                if p.grad.is_sparse:
+                    aggregated = self._compression.decompress(output, ctx)
+                    if not aggregated.is_sparse:
+                        aggregated = aggregated.to_sparse()
+                    p.grad.zero_().add_(aggregated)
+                else:
+                    p.grad.set_(self._compression.decompress(output, ctx))
+        self._handles.clear()
+        self._synchronized = True
+
+    @contextmanager
+    def skip_synchronize(self):
+        """Lets step() skip synchronize() after an explicit one (e.g. for gradient clipping)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "context after optimizer.synchronize(). This can cause training "
+                              "slowdown. You may want to consider using "
+                              "optimizer.skip_synchronize() context if you use "
+                              "optimizer.synchronize() in your code.")
+            self.synchronize()
+        self._synchronized = False
+        return super(self.__class__, self).step(closure)
+
+    def _hvd_base_step(self, closure=None):
+        """The wrapped optimizer's own step(), without any allreduce."""
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, set_to_none: bool = False):
+        if self._handles:
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
+                                 "before optimizer.step() or optimizer.synchronize(). This is "
+                                 "prohibited as it can cause a race condition.")
+        return super(self.__class__, self).zero_grad(set_to_none)
+
+
+def DistributedOptimizer(optimizer: torch.optim.Optimizer, named_parameters=None,
+                         compression=Compression.none, backward_passes_per_step: int = 1,
+                         op: int = Average, gradient_predivide_factor: float = 1.0,
+                         num_groups: int = 0, groups=None, sparse_as_dense: bool = False,
+                         process_set: ProcessSet = global_process_set):
+    """Wraps `optimizer` so that step() applies gradients averaged over all ranks.
+
+    The result is an instance of a subclass of the optimizer's own class, sharing its
+    param_groups. named_parameters (from ``model.named_parameters()``) gives the names every
+    rank uses for the allreduces; backward_passes_per_step > 1 accumulates gradients locally
+    between allreduces; groups (an int, or lists of parameters) fuses allreduces explicitly.
+    """
+    if gradient_predivide_factor != 1.0 and op != Average:
+        raise ValueError("gradient_predivide_factor not supported with op != Average")
+    if op == Adasum:
+        raise NotImplementedError("Adasum is not supported by hvd; use op=Average or op=Sum")
+    if num_groups != 0:
+        warnings.warn("Parameter `num_groups` has been replaced by `groups`.", DeprecationWarning)
+        if groups is None:
+            groups = num_groups
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+               dict(_DistributedOptimizer.__dict__))
+    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
+               op, gradient_predivide_factor, groups, sparse_as_dense, process_set)

@@ -1,0 +1,516 @@
+// hvd._hvd_c: the Python binding of libhvd's C API (hvd/c_api.h), and nothing else.
+//
+// Tensors cross this boundary as plain descriptors (data address, dtype code, shape, device);
+// the framework glue (torch, numpy) lives in Python, so the extension has no torch headers and
+// no coupling to torch's C++ ABI. Runtime-allocated outputs come back as OutputBuffer objects:
+// they expose the memory through the buffer protocol (torch.frombuffer / numpy.frombuffer wrap
+// it without a copy) and hand it back to hvd_free when the last view is gone.
+//
+// Every call that can block or contend with the runtime's background thread runs with the
+// GIL released. A failing call raises hvd._hvd_c.Error (a RuntimeError) whose `status` is the
+// hvd_status_t and whose message is hvd_last_error() of that call.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "runtime_api.h"
+
+namespace py = pybind11;
+
+namespace hvd::python {
+namespace {
+
+RuntimeApi g_api{};
+std::string g_loaded_path;
+PyObject* g_error_type = nullptr;  // hvd._hvd_c.Error, owned by the module
+
+// Seconds per hvd_wait slice; between slices the GIL is taken to notice Ctrl-C.
+constexpr double kWaitSliceSeconds = 0.2;
+
+const RuntimeApi& Api() {
+  if (g_loaded_path.empty()) {
+    throw std::runtime_error("hvd runtime library not loaded (hvd._hvd_c.load() was not called)");
+  }
+  return g_api;
+}
+
+[[noreturn]] void Raise(hvd_status_t status, const std::string& message) {
+  std::string text = message;
+  if (text.empty()) {
+    const char* name = g_api.status_name != nullptr ? g_api.status_name(status) : nullptr;
+    text = name != nullptr ? name : "hvd error " + std::to_string(static_cast<int>(status));
+  }
+  py::object error = py::reinterpret_borrow<py::object>(g_error_type)(text);
+  error.attr("status") = static_cast<int>(status);
+  PyErr_SetObject(g_error_type, error.ptr());
+  throw py::error_already_set();
+}
+
+// Runs `call` (returning hvd_status_t) without the GIL and raises on failure.
+template <typename Call>
+void Check(Call&& call) {
+  hvd_status_t status;
+  std::string message;
+  {
+    py::gil_scoped_release release;
+    status = call();
+    if (status != HVD_OK) {
+      const char* last = g_api.last_error();
+      message = last != nullptr ? last : "";
+    }
+  }
+  if (status != HVD_OK) {
+    Raise(status, message);
+  }
+}
+
+size_t ElementSize(hvd_dtype_t dtype) {
+  switch (dtype) {
+    case HVD_UINT8:
+    case HVD_INT8:
+    case HVD_BOOL:
+      return 1;
+    case HVD_UINT16:
+    case HVD_INT16:
+    case HVD_FLOAT16:
+    case HVD_BFLOAT16:
+      return 2;
+    case HVD_INT32:
+    case HVD_FLOAT32:
+      return 4;
+    case HVD_INT64:
+    case HVD_FLOAT64:
+      return 8;
+  }
+  return 0;
+}
+
+// (data address, dtype code, shape, device) as built by hvd/_tensor_desc helpers in Python.
+using TensorDesc = std::tuple<uintptr_t, int, std::vector<int64_t>, int>;
+
+hvd_tensor_t ToTensor(const TensorDesc& desc) {
+  const auto& [address, dtype, shape, device] = desc;
+  if (shape.size() > HVD_MAX_DIMS) {
+    throw py::value_error("tensor has " + std::to_string(shape.size()) +
+                          " dimensions; hvd supports at most " + std::to_string(HVD_MAX_DIMS));
+  }
+  hvd_tensor_t tensor{};
+  tensor.data = reinterpret_cast<void*>(address);
+  tensor.dtype = static_cast<hvd_dtype_t>(dtype);
+  tensor.ndim = static_cast<int32_t>(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    tensor.shape[i] = shape[i];
+  }
+  tensor.device = device;
+  return tensor;
+}
+
+std::vector<hvd_tensor_t> ToTensors(const std::vector<TensorDesc>& descs) {
+  std::vector<hvd_tensor_t> tensors;
+  tensors.reserve(descs.size());
+  for (const TensorDesc& desc : descs) {
+    tensors.push_back(ToTensor(desc));
+  }
+  return tensors;
+}
+
+// Options with the lifetime of one enqueue call; `name` and `splits` are owned here.
+struct Options {
+  std::optional<std::string> name;
+  std::vector<int32_t> splits;
+  hvd_op_options_t raw{};
+
+  explicit Options(std::optional<std::string> op_name) : name(std::move(op_name)) {
+    Api().op_options_init(&raw);
+    raw.name = name ? name->c_str() : nullptr;
+  }
+  void SetSplits(std::vector<int32_t> values) {
+    splits = std::move(values);
+    raw.splits = splits.data();
+    raw.num_splits = static_cast<int32_t>(splits.size());
+  }
+};
+
+// A runtime-allocated output whose memory this object owns until it is destroyed.
+class OutputBuffer {
+ public:
+  explicit OutputBuffer(const hvd_tensor_t& tensor)
+      : data_(tensor.data), dtype_(tensor.dtype), shape_(tensor.shape, tensor.shape + tensor.ndim) {
+    nbytes_ = ElementSize(dtype_);
+    for (int64_t extent : shape_) {
+      nbytes_ *= static_cast<size_t>(extent);
+    }
+  }
+  OutputBuffer(const OutputBuffer&) = delete;
+  OutputBuffer& operator=(const OutputBuffer&) = delete;
+  ~OutputBuffer() {
+    if (data_ != nullptr) {
+      g_api.free(data_);
+    }
+  }
+
+  py::buffer_info Buffer() const {
+    return py::buffer_info(data_, 1, py::format_descriptor<uint8_t>::format(), 1,
+                           {static_cast<py::ssize_t>(nbytes_)}, {1}, /*readonly=*/false);
+  }
+  int dtype() const { return static_cast<int>(dtype_); }
+  py::tuple shape() const { return py::cast(shape_); }
+  size_t nbytes() const { return nbytes_; }
+
+ private:
+  void* data_;
+  hvd_dtype_t dtype_;
+  std::vector<int64_t> shape_;
+  size_t nbytes_;
+};
+
+void Wait(hvd_handle_t handle) {
+  for (;;) {
+    hvd_status_t status;
+    std::string message;
+    {
+      py::gil_scoped_release release;
+      status = Api().wait(handle, kWaitSliceSeconds);
+      if (status != HVD_OK && status != HVD_IN_PROGRESS) {
+        message = g_api.last_error();
+      }
+    }
+    if (status == HVD_OK) {
+      return;
+    }
+    if (status != HVD_IN_PROGRESS) {
+      Raise(status, message);
+    }
+    if (PyErr_CheckSignals() != 0) {
+      throw py::error_already_set();
+    }
+  }
+}
+
+int32_t GetInt(hvd_status_t (*fn)(int32_t*)) {
+  int32_t value = 0;
+  Check([&] { return fn(&value); });
+  return value;
+}
+
+std::vector<int32_t> GetList(const std::function<hvd_status_t(int32_t*, int32_t, int32_t*)>& fn,
+                             int32_t capacity) {
+  std::vector<int32_t> values(static_cast<size_t>(capacity));
+  int32_t count = 0;
+  Check([&] { return fn(values.data(), capacity, &count); });
+  values.resize(static_cast<size_t>(std::min(count, capacity)));
+  return values;
+}
+
+py::str Load(const std::vector<std::string>& candidates) {
+  if (!g_loaded_path.empty()) {
+    return g_loaded_path;
+  }
+  LoadResult result = LoadRuntime(candidates, &g_api);
+  if (!result.ok) {
+    std::string message =
+        "cannot load the hvd runtime library (libhvd). hvdrun names it in "
+        "HVD_RUNTIME_LIBRARY; otherwise the copy installed beside the hvd package is used. "
+        "Tried:\n" +
+        (result.error.empty() ? std::string("  (no candidate paths)\n") : result.error);
+    throw py::import_error(message);
+  }
+  g_loaded_path = result.path;
+  return g_loaded_path;
+}
+
+void BindLifecycle(py::module_& m) {
+  m.def("load", &Load, py::arg("candidates"),
+        "dlopen the first loadable libhvd of `candidates`; ImportError naming each otherwise");
+  m.def("loaded_path", [] { return g_loaded_path; });
+  m.def("init", [](std::optional<std::vector<int32_t>> set_ranks, std::vector<int32_t> set_sizes) {
+    if (!set_ranks) {
+      Check([] { return Api().init(); });
+      return;
+    }
+    Check([&] {
+      return Api().init_with_process_sets(set_ranks->data(), set_sizes.data(),
+                                          static_cast<int32_t>(set_sizes.size()));
+    });
+  }, py::arg("set_ranks") = py::none(), py::arg("set_sizes") = std::vector<int32_t>{});
+  m.def("shutdown", [] { Check([] { return Api().shutdown(); }); });
+  m.def("abort", [](const std::string& reason) {
+    Check([&] { return Api().abort(reason.c_str()); });
+  });
+  m.def("is_initialized", [] { return GetInt(Api().is_initialized) != 0; });
+  m.def("rank", [] { return GetInt(Api().rank); });
+  m.def("size", [] { return GetInt(Api().size); });
+  m.def("local_rank", [] { return GetInt(Api().local_rank); });
+  m.def("local_size", [] { return GetInt(Api().local_size); });
+  m.def("cross_rank", [] { return GetInt(Api().cross_rank); });
+  m.def("cross_size", [] { return GetInt(Api().cross_size); });
+  m.def("is_homogeneous", [] { return GetInt(Api().is_homogeneous) != 0; });
+  m.def("start_timeline", [](const std::string& path, bool mark_cycles) {
+    Check([&] { return Api().start_timeline(path.c_str(), mark_cycles ? 1 : 0); });
+  });
+  m.def("stop_timeline", [] { Check([] { return Api().stop_timeline(); }); });
+  m.def("build_flags", [] {
+    uint32_t flags = 0;
+    Check([&] { return Api().build_flags(&flags); });
+    return flags;
+  });
+  m.def("enabled_flags", [] {
+    uint32_t flags = 0;
+    Check([&] { return Api().enabled_flags(&flags); });
+    return flags;
+  });
+  m.def("version", [] { return std::string(Api().version()); });
+}
+
+void BindCollectives(py::module_& m) {
+  using OptName = std::optional<std::string>;
+  m.def("allreduce", [](const TensorDesc& in, const TensorDesc& out, OptName name, int op,
+                        double prescale, double postscale, int32_t process_set_id) {
+    hvd_tensor_t input = ToTensor(in), output = ToTensor(out);
+    Options options(std::move(name));
+    options.raw.reduce_op = static_cast<hvd_reduce_op_t>(op);
+    options.raw.prescale_factor = prescale;
+    options.raw.postscale_factor = postscale;
+    options.raw.process_set_id = process_set_id;
+    hvd_handle_t handle = 0;
+    Check([&] { return Api().allreduce(&input, &output, &options.raw, &handle); });
+    return handle;
+  });
+  m.def("grouped_allreduce", [](const std::vector<TensorDesc>& ins,
+                                const std::vector<TensorDesc>& outs, OptName name, int op,
+                                double prescale, double postscale, int32_t process_set_id) {
+    std::vector<hvd_tensor_t> inputs = ToTensors(ins), outputs = ToTensors(outs);
+    if (inputs.size() != outputs.size()) {
+      throw py::value_error("grouped_allreduce: inputs and outputs differ in length");
+    }
+    Options options(std::move(name));
+    options.raw.reduce_op = static_cast<hvd_reduce_op_t>(op);
+    options.raw.prescale_factor = prescale;
+    options.raw.postscale_factor = postscale;
+    options.raw.process_set_id = process_set_id;
+    hvd_handle_t handle = 0;
+    Check([&] {
+      return Api().grouped_allreduce(inputs.data(), outputs.data(),
+                                     static_cast<int32_t>(inputs.size()), &options.raw, &handle);
+    });
+    return handle;
+  });
+  m.def("allgather", [](const TensorDesc& in, OptName name, int32_t process_set_id) {
+    hvd_tensor_t input = ToTensor(in);
+    Options options(std::move(name));
+    options.raw.process_set_id = process_set_id;
+    hvd_handle_t handle = 0;
+    Check([&] { return Api().allgather(&input, &options.raw, &handle); });
+    return handle;
+  });
+  m.def("grouped_allgather", [](const std::vector<TensorDesc>& ins, OptName name,
+                                int32_t process_set_id) {
+    std::vector<hvd_tensor_t> inputs = ToTensors(ins);
+    Options options(std::move(name));
+    options.raw.process_set_id = process_set_id;
+    hvd_handle_t handle = 0;
+    Check([&] {
+      return Api().grouped_allgather(inputs.data(), static_cast<int32_t>(inputs.size()),
+                                     &options.raw, &handle);
+    });
+    return handle;
+  });
+  m.def("broadcast", [](const TensorDesc& in, const TensorDesc& out, int32_t root_rank,
+                        OptName name, int32_t process_set_id) {
+    hvd_tensor_t input = ToTensor(in), output = ToTensor(out);
+    Options options(std::move(name));
+    options.raw.root_rank = root_rank;
+    options.raw.process_set_id = process_set_id;
+    hvd_handle_t handle = 0;
+    Check([&] { return Api().broadcast(&input, &output, &options.raw, &handle); });
+    return handle;
+  });
+  m.def("alltoall", [](const TensorDesc& in, std::optional<std::vector<int32_t>> splits,
+                       OptName name, int32_t process_set_id) {
+    hvd_tensor_t input = ToTensor(in);
+    Options options(std::move(name));
+    options.raw.process_set_id = process_set_id;
+    if (splits) {
+      options.SetSplits(std::move(*splits));
+    }
+    hvd_handle_t handle = 0;
+    Check([&] { return Api().alltoall(&input, &options.raw, &handle); });
+    return handle;
+  });
+  m.def("reducescatter", [](const TensorDesc& in, OptName name, int op, double prescale,
+                            double postscale, int32_t process_set_id) {
+    hvd_tensor_t input = ToTensor(in);
+    Options options(std::move(name));
+    options.raw.reduce_op = static_cast<hvd_reduce_op_t>(op);
+    options.raw.prescale_factor = prescale;
+    options.raw.postscale_factor = postscale;
+    options.raw.process_set_id = process_set_id;
+    hvd_handle_t handle = 0;
+    Check([&] { return Api().reducescatter(&input, &options.raw, &handle); });
+    return handle;
+  });
+  m.def("grouped_reducescatter", [](const std::vector<TensorDesc>& ins, OptName name, int op,
+                                    double prescale, double postscale, int32_t process_set_id) {
+    std::vector<hvd_tensor_t> inputs = ToTensors(ins);
+    Options options(std::move(name));
+    options.raw.reduce_op = static_cast<hvd_reduce_op_t>(op);
+    options.raw.prescale_factor = prescale;
+    options.raw.postscale_factor = postscale;
+    options.raw.process_set_id = process_set_id;
+    hvd_handle_t handle = 0;
+    Check([&] {
+      return Api().grouped_reducescatter(inputs.data(), static_cast<int32_t>(inputs.size()),
+                                         &options.raw, &handle);
+    });
+    return handle;
+  });
+  m.def("barrier", [](int32_t process_set_id) {
+    hvd_handle_t handle = 0;
+    Check([&] { return Api().barrier(process_set_id, &handle); });
+    return handle;
+  });
+  m.def("join", [](int32_t device) {
+    hvd_handle_t handle = 0;
+    Check([&] { return Api().join(device, &handle); });
+    return handle;
+  });
+}
+
+void BindHandles(py::module_& m) {
+  py::class_<OutputBuffer>(m, "OutputBuffer", py::buffer_protocol())
+      .def_buffer(&OutputBuffer::Buffer)
+      .def_property_readonly("dtype", &OutputBuffer::dtype)
+      .def_property_readonly("shape", &OutputBuffer::shape)
+      .def_property_readonly("nbytes", &OutputBuffer::nbytes);
+  m.def("poll", [](hvd_handle_t handle) {
+    int32_t done = 0;
+    Check([&] { return Api().poll(handle, &done); });
+    return done != 0;
+  });
+  m.def("wait", &Wait, py::arg("handle"),
+        "Blocks until the handle completes; raises Error with the op's status on failure");
+  m.def("num_outputs", [](hvd_handle_t handle) {
+    int32_t count = 0;
+    Check([&] { return Api().num_outputs(handle, &count); });
+    return count;
+  });
+  m.def("output", [](hvd_handle_t handle, int32_t index) {
+    hvd_tensor_t tensor{};
+    Check([&] { return Api().output(handle, index, &tensor); });
+    return std::make_unique<OutputBuffer>(tensor);
+  });
+  m.def("received_splits", [](hvd_handle_t handle, int32_t capacity) {
+    return GetList([&](int32_t* out, int32_t cap, int32_t* count) {
+      return Api().received_splits(handle, out, cap, count);
+    }, capacity);
+  });
+  m.def("join_result", [](hvd_handle_t handle) {
+    int32_t last = -1;
+    Check([&] { return Api().join_result(handle, &last); });
+    return last;
+  });
+  m.def("release", [](hvd_handle_t handle) { Check([&] { return Api().release(handle); }); });
+}
+
+void BindProcessSets(py::module_& m) {
+  m.def("add_process_set", [](std::vector<int32_t> ranks) {
+    int32_t id = 0;
+    Check([&] {
+      return Api().add_process_set(ranks.data(), static_cast<int32_t>(ranks.size()), &id);
+    });
+    return id;
+  });
+  m.def("remove_process_set", [](int32_t id) {
+    Check([&] { return Api().remove_process_set(id); });
+  });
+  m.def("process_set_rank", [](int32_t id) {
+    int32_t value = -1;
+    Check([&] { return Api().process_set_rank(id, &value); });
+    return value;
+  });
+  m.def("process_set_size", [](int32_t id) {
+    int32_t value = 0;
+    Check([&] { return Api().process_set_size(id, &value); });
+    return value;
+  });
+  m.def("process_set_included", [](int32_t id) {
+    int32_t value = 0;
+    Check([&] { return Api().process_set_included(id, &value); });
+    return value != 0;
+  });
+  m.def("process_set_ranks", [](int32_t id) {
+    int32_t size = 0;
+    Check([&] { return Api().process_set_size(id, &size); });
+    return GetList([&](int32_t* out, int32_t cap, int32_t* count) {
+      return Api().process_set_ranks(id, out, cap, count);
+    }, size);
+  });
+  m.def("process_set_ids", [] {
+    // The count is not known up front: grow the buffer until it holds every id.
+    for (int32_t capacity = 64;; capacity *= 2) {
+      std::vector<int32_t> ids(static_cast<size_t>(capacity));
+      int32_t count = 0;
+      hvd_status_t status;
+      {
+        py::gil_scoped_release release;
+        status = Api().process_set_ids(ids.data(), capacity, &count);
+      }
+      if (status == HVD_OK && count <= capacity) {
+        ids.resize(static_cast<size_t>(count));
+        return ids;
+      }
+      if (status != HVD_OK && (status != HVD_INVALID_ARGUMENT || capacity >= (1 << 20))) {
+        Raise(status, g_api.last_error());
+      }
+    }
+  });
+}
+
+void BindConstants(py::module_& m) {
+  const std::pair<const char*, int> constants[] = {
+      {"OK", HVD_OK}, {"INVALID_ARGUMENT", HVD_INVALID_ARGUMENT}, {"TIMEOUT", HVD_TIMEOUT},
+      {"REMOTE_ERROR", HVD_REMOTE_ERROR}, {"ABORTED", HVD_ABORTED}, {"INTERNAL", HVD_INTERNAL},
+      {"NOT_INITIALIZED", HVD_NOT_INITIALIZED}, {"IN_PROGRESS", HVD_IN_PROGRESS},
+      {"PRECONDITION_FAILED", HVD_PRECONDITION_FAILED}, {"NOT_FOUND", HVD_NOT_FOUND},
+      {"UNIMPLEMENTED", HVD_UNIMPLEMENTED}, {"IO_ERROR", HVD_IO_ERROR},
+      {"PERMISSION_DENIED", HVD_PERMISSION_DENIED},
+      {"UINT8", HVD_UINT8}, {"INT8", HVD_INT8}, {"UINT16", HVD_UINT16}, {"INT16", HVD_INT16},
+      {"INT32", HVD_INT32}, {"INT64", HVD_INT64}, {"FLOAT16", HVD_FLOAT16},
+      {"FLOAT32", HVD_FLOAT32}, {"FLOAT64", HVD_FLOAT64}, {"BOOL", HVD_BOOL},
+      {"BFLOAT16", HVD_BFLOAT16},
+      {"OP_AVERAGE", HVD_OP_AVERAGE}, {"OP_SUM", HVD_OP_SUM}, {"OP_ADASUM", HVD_OP_ADASUM},
+      {"OP_MIN", HVD_OP_MIN}, {"OP_MAX", HVD_OP_MAX}, {"OP_PRODUCT", HVD_OP_PRODUCT},
+      {"BUILT_GLOO", HVD_BUILT_GLOO}, {"BUILT_MPI", HVD_BUILT_MPI},
+      {"BUILT_NCCL", HVD_BUILT_NCCL}, {"BUILT_CUDA", HVD_BUILT_CUDA},
+      {"DEVICE_CPU", HVD_DEVICE_CPU}, {"MAX_DIMS", HVD_MAX_DIMS},
+  };
+  for (const auto& [name, value] : constants) {
+    m.attr(name) = value;
+  }
+}
+
+}  // namespace
+}  // namespace hvd::python
+
+PYBIND11_MODULE(_hvd_c, m) {
+  using namespace hvd::python;
+  m.doc() = "Binding of libhvd's C API (hvd/c_api.h); loaded with load(candidates).";
+  g_error_type = PyErr_NewExceptionWithDoc(
+      "hvd._hvd_c.Error", "A libhvd call failed; `status` is its hvd_status_t code.",
+      PyExc_RuntimeError, nullptr);
+  m.attr("Error") = py::reinterpret_steal<py::object>(g_error_type);
+  BindConstants(m);
+  BindLifecycle(m);
+  BindCollectives(m);
+  BindHandles(m);
+  BindProcessSets(m);
+}

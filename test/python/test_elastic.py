@@ -1,0 +1,130 @@
+"""Elastic state (TorchState, ObjectState), ElasticSampler and the run wrapper at one rank."""
+import pytest
+import torch
+
+import hvd.torch as hvd
+
+
+@pytest.fixture(autouse=True)
+def _init(hvd):  # noqa: F811  (conftest's session fixture initializes once)
+    yield
+
+
+def test_hvd_elastic_names_are_the_torch_ones():
+    import importlib
+    common = importlib.import_module("hvd.elastic")
+    for name in ("run", "TorchState", "ElasticSampler", "ObjectState"):
+        assert getattr(common, name) is getattr(hvd.elastic, name)
+    with pytest.raises(AttributeError):
+        common.no_such_name
+
+
+def test_torch_state_commit_restore_sync():
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    state = hvd.elastic.TorchState(model, optimizer, epoch=0, batch=0)
+    saved = model.weight.detach().clone()
+    model(torch.ones(1, 2)).sum().backward()
+    optimizer.step()
+    state.epoch, state.batch = 3, 7
+    assert not torch.equal(model.weight, saved)
+    state.restore()
+    assert torch.equal(model.weight, saved) and (state.epoch, state.batch) == (0, 0)
+
+    optimizer.step()
+    state.epoch = 2
+    state.commit()
+    committed = model.weight.detach().clone()
+    state.epoch = 5
+    state.restore()
+    assert torch.equal(model.weight, committed) and state.epoch == 2
+    state.sync()
+    assert state.epoch == 2
+
+
+def test_torch_state_assigning_handled_attribute_saves_it():
+    state = hvd.elastic.TorchState(torch.nn.Linear(2, 1))
+    replacement = torch.nn.Linear(2, 1)
+    state.model = replacement
+    with torch.no_grad():
+        replacement.weight.zero_()
+    state.restore()
+    assert state.model is replacement and not torch.equal(replacement.weight, torch.zeros(1, 2))
+
+
+def test_object_state_and_reset_callbacks():
+    calls = []
+    state = hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, lr=0.5, name="x")
+    state.register_reset_callbacks([lambda: calls.append("reset")])
+    state.lr = 1.0
+    state.restore()
+    assert state.lr == 0.5
+    state.on_reset()
+    assert calls == ["reset"]
+
+
+def test_hosts_updated_interrupt_is_raised_on_commit():
+    from hvd.elastic import HostUpdateResult
+    state = hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, step=1)
+    state.on_hosts_updated(10, HostUpdateResult.removed)
+    with pytest.raises(hvd.HostsUpdatedInterrupt) as info:
+        state.commit()
+    assert info.value.skip_sync is True
+    state.commit()  # the update was consumed
+
+
+def test_elastic_sampler_repartitions_remaining_samples():
+    dataset = list(range(10))
+    sampler = hvd.elastic.ElasticSampler(dataset, shuffle=False)
+    assert list(sampler) == list(range(10)) and len(sampler) == 10
+    sampler.record_batch(0, 4)
+    state = sampler.state_dict()
+    assert state == {"epoch": 0, "processed_num": 4}
+    resumed = hvd.elastic.ElasticSampler(dataset, shuffle=False)
+    resumed.load_state_dict(state)
+    assert list(resumed) == list(range(4, 10))
+    resumed.set_epoch(1)
+    assert resumed.processed_num == 0 and len(resumed) == 10
+    shuffled = hvd.elastic.ElasticSampler(dataset, shuffle=True, seed=3)
+    assert sorted(shuffled) == list(range(10)) and list(shuffled) != list(range(10))
+
+
+def test_elastic_sampler_pads_to_an_even_split(monkeypatch):
+    import hvd.torch.elastic.sampler as sampler_module
+    monkeypatch.setattr(sampler_module, "size", lambda: 3)
+    shards = []
+    for rank in range(3):
+        monkeypatch.setattr(sampler_module, "rank", lambda rank=rank: rank)
+        shards.append(list(sampler_module.ElasticSampler(list(range(7)), shuffle=False)))
+    assert [len(s) for s in shards] == [3, 3, 3]
+    assert sorted(set(sum(shards, []))) == list(range(7))
+
+
+def test_run_restores_and_reraises_without_elastic_driver(monkeypatch):
+    monkeypatch.delenv("HVD_ELASTIC", raising=False)
+    monkeypatch.delenv("HOROVOD_ELASTIC", raising=False)
+    state = hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, step=0)
+
+    @hvd.elastic.run
+    def train(state):
+        state.step = 5
+        raise hvd.HorovodInternalError("peer died")
+
+    with pytest.raises(hvd.HorovodInternalError, match="elastic driver"):
+        train(state)
+    assert state.step == 0
+
+
+def test_run_retries_after_hosts_updated():
+    state = hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, attempts=0)
+
+    @hvd.elastic.run
+    def train(state):
+        state.attempts += 1
+        if state.attempts == 1:
+            state.save()
+            raise hvd.HostsUpdatedInterrupt(skip_sync=True)
+        return state.attempts
+
+    assert train(state) == 2
+    assert hvd.is_initialized()

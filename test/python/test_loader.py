@@ -1,0 +1,86 @@
+"""How hvd._hvd_c finds libhvd: HVD_RUNTIME_LIBRARY first, then the copy beside the package;
+a clear ImportError naming every path tried otherwise. Each case runs in a fresh interpreter."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import hvd
+
+
+def _run(code, env_updates, pythonpath):
+    env = dict(os.environ)
+    env.pop("HVD_RUNTIME_LIBRARY", None)
+    for key, value in env_updates.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    env["PYTHONPATH"] = pythonpath
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(hvd.__file__)))
+
+
+def _runtime_library():
+    import hvd.basics
+    return hvd.basics.runtime_library
+
+
+def test_loads_the_library_named_by_hvdrun():
+    library = os.path.realpath(_runtime_library())
+    result = _run("import hvd.basics; print(hvd.basics.runtime_library)",
+                  {"HVD_RUNTIME_LIBRARY": library}, PACKAGE_ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == library
+
+
+def test_missing_library_names_every_path_tried(tmp_path):
+    package = tmp_path / "hvd"
+    shutil.copytree(os.path.dirname(hvd.__file__), package,
+                    ignore=shutil.ignore_patterns("lib", "__pycache__"))
+    result = _run("import hvd.torch", {"HVD_RUNTIME_LIBRARY": "/nonexistent/libhvd.so"},
+                  str(tmp_path))
+    assert result.returncode != 0
+    assert "ImportError" in result.stderr
+    for path in ["/nonexistent/libhvd.so", str(package / "lib" / "libhvd.so.0"),
+                 str(package / "lib" / "libhvd.so")]:
+        assert path in result.stderr
+
+
+def test_falls_back_to_packaged_copy_with_a_warning(tmp_path):
+    package = tmp_path / "hvd"
+    shutil.copytree(os.path.dirname(hvd.__file__), package,
+                    ignore=shutil.ignore_patterns("lib", "__pycache__"))
+    (package / "lib").mkdir()
+    shutil.copy(os.path.realpath(_runtime_library()), package / "lib" / "libhvd.so.0")
+    result = _run("import hvd.basics; print(hvd.basics.runtime_library)",
+                  {"HVD_RUNTIME_LIBRARY": str(tmp_path / "missing.so")}, str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(package / "lib" / "libhvd.so.0")
+    assert "could not be loaded" in result.stderr
+
+
+def test_not_a_runtime_library_is_rejected(tmp_path):
+    if not os.path.exists("/lib/x86_64-linux-gnu/libz.so.1"):
+        pytest.skip("no libz to stand in for a foreign library")
+    package = tmp_path / "hvd"
+    shutil.copytree(os.path.dirname(hvd.__file__), package,
+                    ignore=shutil.ignore_patterns("lib", "__pycache__"))
+    result = _run("import hvd.basics", {"HVD_RUNTIME_LIBRARY": "/lib/x86_64-linux-gnu/libz.so.1"},
+                  str(tmp_path))
+    assert result.returncode != 0 and "does not export hvd_" in result.stderr
+
+
+def test_size_one_without_hvdrun():
+    code = ("import torch, hvd.torch as h; h.init(); "
+            "print(h.size(), h.rank(), h.allreduce(torch.ones(2), op=h.Sum).tolist())")
+    unset = {k: None for k in os.environ if k.startswith(("HVD_", "HOROVOD_"))}
+    unset["HVD_RUNTIME_LIBRARY"] = os.path.realpath(_runtime_library())
+    result = _run(code, unset, PACKAGE_ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[:2] == ["1", "0"]

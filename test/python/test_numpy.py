@@ -1,0 +1,44 @@
+"""hvd.numpy collectives against locally computed values (any number of ranks)."""
+import numpy as np
+import pytest
+
+import hvd.numpy as hvd_np
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _init(hvd):  # conftest's session fixture initializes once
+    yield
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16,
+                                   np.float32, np.float64])
+def test_allreduce_sum(dtype):
+    size, rank = hvd_np.size(), hvd_np.rank()
+    inputs = [(np.arange(6) % 3 + 1 + r).astype(dtype).reshape(2, 3) for r in range(size)]
+    result = hvd_np.allreduce(inputs[rank], op=hvd_np.Sum)
+    assert result.dtype == dtype
+    assert np.array_equal(result, np.sum(np.stack(inputs), axis=0).astype(dtype))
+
+
+def test_allreduce_average_and_max():
+    size, rank = hvd_np.size(), hvd_np.rank()
+    x = np.full(4, float(rank))
+    assert np.allclose(hvd_np.allreduce(x), (size - 1) / 2)
+    assert np.array_equal(hvd_np.allreduce(x, op=hvd_np.Max), np.full(4, float(size - 1)))
+
+
+def test_allgather_and_broadcast():
+    size, rank = hvd_np.size(), hvd_np.rank()
+    gathered = hvd_np.allgather(np.full((rank + 1, 2), rank, dtype=np.int32))
+    assert np.array_equal(gathered, np.concatenate(
+        [np.full((r + 1, 2), r, dtype=np.int32) for r in range(size)]))
+    data = np.arange(5.0) + rank
+    assert np.array_equal(hvd_np.broadcast(data, size - 1), np.arange(5.0) + size - 1)
+    assert np.array_equal(data, np.arange(5.0) + rank)
+    non_contiguous = np.arange(12.0).reshape(3, 4).T + rank
+    assert np.array_equal(hvd_np.broadcast(non_contiguous, 0), np.arange(12.0).reshape(3, 4).T)
+
+
+def test_bad_dtype():
+    with pytest.raises(ValueError):
+        hvd_np.allreduce(np.array(["a"]))

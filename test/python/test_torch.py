@@ -1,0 +1,717 @@
+"""hvd.torch collectives checked against values computed locally from every rank's input.
+
+Runs at any size: plain `python3 -m pytest` (one rank) or `hvdrun -np N python3 -m pytest`.
+Inputs depend on the rank, so a wrong reduction, a mixed-up root or a misplaced slice shows.
+"""
+import itertools
+
+import pytest
+import torch
+
+ALL_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+              torch.bfloat16, torch.float32, torch.float64, torch.bool]
+NUMERIC = [d for d in ALL_DTYPES if d is not torch.bool]
+FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+SHAPES = [(5,), (3, 4), (2, 3, 2)]
+
+
+def make(dtype, shape, rank, offset=0):
+    """A deterministic tensor for `rank`: small values so Product and int8 do not overflow."""
+    base = (torch.arange(int(torch.tensor(shape).prod())) + offset) % 3 + 1 + rank
+    if dtype is torch.bool:
+        return ((base % 2) == 0).reshape(shape)
+    return base.to(dtype).reshape(shape)
+
+
+def reduce_expected(hvd, inputs, op):
+    stacked = torch.stack([t.to(torch.float64) for t in inputs])
+    if op == hvd.Sum:
+        out = stacked.sum(0)
+    elif op == hvd.Average:
+        out = stacked.mean(0)
+    elif op == hvd.Min:
+        out = stacked.min(0).values
+    elif op == hvd.Max:
+        out = stacked.max(0).values
+    else:
+        out = stacked.prod(0)
+    return out
+
+
+def assert_close(actual, expected, dtype):
+    tol = {torch.float16: 1e-2, torch.bfloat16: 5e-2}.get(dtype, 1e-6)
+    assert actual.dtype == dtype
+    torch.testing.assert_close(actual.to(torch.float64), expected.to(torch.float64),
+                               rtol=tol, atol=tol)
+
+
+# ---- topology ----------------------------------------------------------------------------
+
+def test_topology(hvd):
+    assert hvd.is_initialized()
+    assert 0 <= hvd.rank() < hvd.size()
+    assert 0 <= hvd.local_rank() < hvd.local_size()
+    assert 0 <= hvd.cross_rank() < hvd.cross_size()
+    assert isinstance(hvd.is_homogeneous(), bool)
+    ranks = hvd.allgather(torch.tensor([hvd.rank()])).tolist()
+    assert ranks == list(range(hvd.size()))
+    assert hvd.global_process_set.ranks == list(range(hvd.size()))
+
+
+def test_build_info(hvd):
+    for fn in (hvd.mpi_built, hvd.gloo_built, hvd.nccl_built, hvd.ddl_built, hvd.ccl_built,
+               hvd.cuda_built, hvd.rocm_built, hvd.mpi_enabled, hvd.gloo_enabled):
+        assert isinstance(fn(), bool)
+    assert hvd.ddl_built() is False and hvd.rocm_built() is False
+    if not hvd.mpi_enabled():
+        with pytest.raises(ValueError):
+            hvd.mpi_threads_supported()
+
+
+# ---- allreduce ---------------------------------------------------------------------------
+
+ALLREDUCE_CASES = (
+    [(d, op, s) for d in NUMERIC for op in ("Sum", "Min", "Max", "Product") for s in SHAPES]
+    + [(d, "Average", s) for d in FLOATS for s in SHAPES]
+    + [(torch.bool, op, s) for op in ("Min", "Max") for s in SHAPES])
+
+
+@pytest.mark.parametrize("dtype,op_name,shape", ALLREDUCE_CASES)
+def test_allreduce(hvd, dtype, op_name, shape):
+    op = getattr(hvd, op_name)
+    inputs = [make(dtype, shape, r) for r in range(hvd.size())]
+    result = hvd.allreduce(inputs[hvd.rank()], op=op, name=f"ar.{dtype}.{op_name}.{len(shape)}")
+    expected = reduce_expected(hvd, inputs, op)
+    if dtype is torch.bool:
+        assert result.dtype == torch.bool
+        assert torch.equal(result, expected.to(torch.bool))
+    else:
+        assert_close(result, expected, dtype)
+    assert torch.equal(inputs[hvd.rank()], make(dtype, shape, hvd.rank()))  # input untouched
+
+
+def test_allreduce_default_op_is_average(hvd):
+    x = torch.full((4,), float(hvd.rank()))
+    assert torch.allclose(hvd.allreduce(x), torch.full((4,), (hvd.size() - 1) / 2))
+    with pytest.warns(DeprecationWarning):
+        summed = hvd.allreduce(x, average=False)
+    assert torch.allclose(summed, torch.full((4,), float(sum(range(hvd.size())))))
+    with pytest.raises(ValueError):
+        hvd.allreduce(x, average=True, op=hvd.Sum)
+
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+def test_allreduce_inplace(hvd, dtype):
+    inputs = [make(dtype, (3, 5), r) for r in range(hvd.size())]
+    tensor = inputs[hvd.rank()].clone()
+    returned = hvd.allreduce_(tensor, op=hvd.Sum, name=f"ar_inplace.{dtype}")
+    assert returned is tensor
+    assert_close(tensor, reduce_expected(hvd, inputs, hvd.Sum), dtype)
+
+
+def test_allreduce_non_contiguous(hvd):
+    inputs = [make(torch.float32, (4, 6), r) for r in range(hvd.size())]
+    expected = reduce_expected(hvd, inputs, hvd.Sum)
+    view = inputs[hvd.rank()].clone().t()
+    assert not view.is_contiguous()
+    assert_close(hvd.allreduce(view, op=hvd.Sum), expected.t(), torch.float32)
+    hvd.allreduce_(view, op=hvd.Sum)
+    assert_close(view, expected.t(), torch.float32)
+
+
+def test_allreduce_prescale_postscale(hvd):
+    inputs = [make(torch.float64, (7,), r) for r in range(hvd.size())]
+    result = hvd.allreduce(inputs[hvd.rank()], op=hvd.Sum, prescale_factor=0.5,
+                           postscale_factor=3.0)
+    assert_close(result, reduce_expected(hvd, inputs, hvd.Sum) * 1.5, torch.float64)
+    avg = hvd.allreduce(inputs[hvd.rank()], op=hvd.Average, postscale_factor=2.0)
+    assert_close(avg, reduce_expected(hvd, inputs, hvd.Average) * 2.0, torch.float64)
+
+
+def test_allreduce_async_poll_and_fusion(hvd):
+    inputs = [[make(torch.float32, (i + 1, 3), r, offset=i) for i in range(20)]
+              for r in range(hvd.size())]
+    handles = [hvd.allreduce_async(t, op=hvd.Sum, name=f"async.{i}")
+               for i, t in enumerate(inputs[hvd.rank()])]
+    inplace = [t.clone() for t in inputs[hvd.rank()]]
+    handles_ = [hvd.allreduce_async_(t, op=hvd.Sum, name=f"async_.{i}")
+                for i, t in enumerate(inplace)]
+    while not all(hvd.poll(h) for h in handles + handles_):
+        pass
+    for i, (h, h_) in enumerate(zip(handles, handles_)):
+        expected = reduce_expected(hvd, [inputs[r][i] for r in range(hvd.size())], hvd.Sum)
+        assert_close(hvd.synchronize(h), expected, torch.float32)
+        assert hvd.synchronize(h_) is inplace[i]
+        assert_close(inplace[i], expected, torch.float32)
+
+
+@pytest.mark.parametrize("op_name", ["Sum", "Average"])
+def test_allreduce_grad(hvd, op_name):
+    op = getattr(hvd, op_name)
+    x = make(torch.float32, (3, 2), hvd.rank()).requires_grad_()
+    y = hvd.allreduce(x, op=op)
+    y.backward(torch.full_like(y, float(hvd.rank() + 1)))
+    grads = torch.tensor([r + 1.0 for r in range(hvd.size())])
+    expected = grads.sum() if op == hvd.Sum else grads.mean()
+    assert torch.allclose(x.grad, torch.full_like(x, float(expected)))
+
+
+def test_allreduce_fp16_compression(hvd):
+    inputs = [make(torch.float32, (9,), r) for r in range(hvd.size())]
+    result = hvd.allreduce(inputs[hvd.rank()], op=hvd.Sum, compression=hvd.Compression.fp16)
+    assert result.dtype == torch.float32
+    assert_close(result, reduce_expected(hvd, inputs, hvd.Sum), torch.float32)
+
+
+def test_grouped_allreduce(hvd):
+    shapes = [(3,), (2, 2), (4, 1, 2)]
+    inputs = [[make(torch.float32, s, r, offset=i) for i, s in enumerate(shapes)]
+              for r in range(hvd.size())]
+    mine = inputs[hvd.rank()]
+    expected = [reduce_expected(hvd, [inputs[r][i] for r in range(hvd.size())], hvd.Sum)
+                for i in range(len(shapes))]
+    for got, want in zip(hvd.grouped_allreduce(mine, op=hvd.Sum, name="grouped"), expected):
+        assert_close(got, want, torch.float32)
+    copies = [t.clone() for t in mine]
+    out = hvd.synchronize(hvd.grouped_allreduce_async_(copies, op=hvd.Sum))
+    for got, copy, want in zip(out, copies, expected):
+        assert got is copy
+        assert_close(copy, want, torch.float32)
+    leaves = [t.clone().requires_grad_() for t in mine]
+    outs = hvd.grouped_allreduce(leaves, op=hvd.Sum)
+    torch.stack([o.sum() for o in outs]).sum().backward()
+    for leaf in leaves:
+        assert torch.allclose(leaf.grad, torch.full_like(leaf, float(hvd.size())))
+
+
+def test_adasum_is_not_supported(hvd):
+    with pytest.raises(NotImplementedError, match="Adasum"):
+        hvd.allreduce(torch.ones(3), op=hvd.Adasum)
+
+
+def test_unsupported_tensors(hvd):
+    with pytest.raises(ValueError):
+        hvd.allreduce(torch.ones(2, dtype=torch.complex64))
+    with pytest.raises(NotImplementedError):
+        hvd.allreduce(torch.ones(2, device="meta"))
+
+
+# ---- allgather ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype,ndim", list(itertools.product(ALL_DTYPES, [1, 2, 3])))
+def test_allgather_variable_first_dim(hvd, dtype, ndim):
+    shapes = [(r + 1,) + (2,) * (ndim - 1) for r in range(hvd.size())]
+    inputs = [make(dtype, shapes[r], r) for r in range(hvd.size())]
+    result = hvd.allgather(inputs[hvd.rank()], name=f"ag.{dtype}.{ndim}")
+    assert result.dtype == dtype
+    assert torch.equal(result, torch.cat(inputs))
+
+
+def test_allgather_async_and_grouped(hvd):
+    inputs = [[make(torch.int32, (r + 1, 3), r, offset=i) for i in range(3)]
+              for r in range(hvd.size())]
+    handle = hvd.allgather_async(inputs[hvd.rank()][0], name="ag_async")
+    expected = torch.cat([inputs[r][0] for r in range(hvd.size())])
+    assert torch.equal(hvd.synchronize(handle), expected)
+    grouped = hvd.grouped_allgather(inputs[hvd.rank()], name="ag_grouped")
+    for i, got in enumerate(grouped):
+        assert torch.equal(got, torch.cat([inputs[r][i] for r in range(hvd.size())]))
+
+
+def test_allgather_output_outlives_runtime_buffer(hvd):
+    import gc
+    result = hvd.allgather(torch.arange(1000, dtype=torch.int64) + hvd.rank())
+    view = result[1:3]
+    del result
+    gc.collect()
+    assert view.tolist() == [1 + 0, 2 + 0]
+
+
+def test_allgather_grad(hvd):
+    x = make(torch.float32, (hvd.rank() + 1, 2), hvd.rank()).requires_grad_()
+    y = hvd.allgather(x)
+    y.backward(torch.full_like(y, float(hvd.rank() + 1)))
+    expected = sum(r + 1.0 for r in range(hvd.size())) / hvd.size()
+    assert torch.allclose(x.grad, torch.full_like(x, expected))
+
+
+def test_grouped_allgather_grad(hvd):
+    xs = [make(torch.float64, (hvd.rank() + 1, 2), hvd.rank()).requires_grad_() for _ in range(2)]
+    ys = hvd.grouped_allgather(xs)
+    (ys[0].sum() * (hvd.rank() + 1) + ys[1].sum() * 2).backward()
+    expected0 = sum(r + 1.0 for r in range(hvd.size())) / hvd.size()
+    assert torch.allclose(xs[0].grad, torch.full_like(xs[0], expected0))
+    assert torch.allclose(xs[1].grad, torch.full_like(xs[1], 2.0))
+
+
+# ---- broadcast ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_broadcast(hvd, dtype):
+    for root in range(hvd.size()):
+        inputs = [make(dtype, (3, 2), r) for r in range(hvd.size())]
+        mine = inputs[hvd.rank()]
+        result = hvd.broadcast(mine, root, name=f"bc.{dtype}.{root}")
+        assert torch.equal(result, inputs[root])
+        assert torch.equal(mine, make(dtype, (3, 2), hvd.rank()))
+        copy = mine.clone()
+        assert hvd.broadcast_(copy, root) is copy
+        assert torch.equal(copy, inputs[root])
+
+
+def test_broadcast_non_contiguous_and_async(hvd):
+    inputs = [make(torch.float32, (4, 3), r) for r in range(hvd.size())]
+    view = inputs[hvd.rank()].clone().t()
+    hvd.synchronize(hvd.broadcast_async_(view, 0))
+    assert torch.equal(view, inputs[0].t())
+    assert torch.equal(hvd.synchronize(hvd.broadcast_async(inputs[hvd.rank()], 0)), inputs[0])
+
+
+def test_broadcast_grad(hvd):
+    root = hvd.size() - 1
+    x = make(torch.float32, (5,), hvd.rank()).requires_grad_()
+    y = hvd.broadcast(x, root)
+    y.backward(torch.full_like(y, float(hvd.rank() + 1)))
+    expected = sum(r + 1.0 for r in range(hvd.size())) / hvd.size() if hvd.rank() == root else 0.0
+    assert torch.allclose(x.grad, torch.full_like(x, expected))
+
+
+# ---- alltoall ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_alltoall_equal_split(hvd, dtype):
+    size, rank = hvd.size(), hvd.rank()
+    # Rank r sends rows [2d, 2d+2) of its input to rank d; row values encode (sender, row).
+    def rows(r):
+        return make(dtype, (2 * size, 3), r, offset=0) if dtype is torch.bool else \
+            (torch.arange(2 * size * 3).reshape(2 * size, 3) % 50 + r).to(dtype)
+    result = hvd.alltoall(rows(rank), name=f"a2a.{dtype}")
+    expected = torch.cat([rows(r)[2 * rank:2 * rank + 2] for r in range(size)])
+    assert torch.equal(result, expected)
+
+
+def test_alltoall_splits(hvd):
+    size, rank = hvd.size(), hvd.rank()
+    # Rank r sends (r + d + 1) rows to rank d.
+    def split_of(r):
+        return [r + d + 1 for d in range(size)]
+    def data(r):
+        return torch.arange(sum(split_of(r)) * 2, dtype=torch.float32).reshape(-1, 2) + 100 * r
+    output, received = hvd.alltoall(data(rank), splits=split_of(rank))
+    assert received.dtype == torch.int32
+    assert received.tolist() == [split_of(r)[rank] for r in range(size)]
+    pieces = []
+    for r in range(size):
+        start = sum(split_of(r)[:rank])
+        pieces.append(data(r)[start:start + split_of(r)[rank]])
+    assert torch.equal(output, torch.cat(pieces))
+    out2, _ = hvd.alltoall(data(rank), splits=torch.tensor(split_of(rank), dtype=torch.int32))
+    assert torch.equal(out2, output)
+    out3, received3 = hvd.synchronize(hvd.alltoall_async(data(rank), splits=split_of(rank)))
+    assert torch.equal(out3, output) and torch.equal(received3, received)
+
+
+def test_alltoall_grad(hvd):
+    size = hvd.size()
+    x = torch.ones(2 * size, 3, requires_grad=True)
+    y = hvd.alltoall(x)
+    (y * (hvd.rank() + 1)).sum().backward()
+    # Rows of x sent to rank d come back with d's gradient.
+    expected = torch.cat([torch.full((2, 3), d + 1.0) for d in range(size)])
+    assert torch.equal(x.grad, expected)
+
+
+# ---- reducescatter -----------------------------------------------------------------------
+
+def _scatter_rows(total, size):
+    base, extra = divmod(total, size)
+    counts = [base + (1 if r < extra else 0) for r in range(size)]
+    starts = [sum(counts[:r]) for r in range(size)]
+    return counts, starts
+
+
+@pytest.mark.parametrize("dtype,op_name", [(d, "Sum") for d in NUMERIC] +
+                         [(d, "Average") for d in FLOATS])
+def test_reducescatter(hvd, dtype, op_name):
+    op = getattr(hvd, op_name)
+    size, rank = hvd.size(), hvd.rank()
+    total = 2 * size + 1  # uneven: the first ranks get one more row
+    inputs = [make(dtype, (total, 3), r) for r in range(size)]
+    result = hvd.reducescatter(inputs[rank], op=op, name=f"rs.{dtype}.{op_name}")
+    counts, starts = _scatter_rows(total, size)
+    expected = reduce_expected(hvd, inputs, op)[starts[rank]:starts[rank] + counts[rank]]
+    assert result.shape[0] == counts[rank]
+    assert_close(result, expected, dtype)
+
+
+def test_reducescatter_scale_grouped_and_errors(hvd):
+    size, rank = hvd.size(), hvd.rank()
+    inputs = [make(torch.float64, (2 * size, 2), r) for r in range(size)]
+    result = hvd.reducescatter(inputs[rank], op=hvd.Sum, prescale_factor=2.0, postscale_factor=0.25)
+    expected = reduce_expected(hvd, inputs, hvd.Sum)[2 * rank:2 * rank + 2] * 0.5
+    assert_close(result, expected, torch.float64)
+    grouped = hvd.grouped_reducescatter([inputs[rank], inputs[rank] * 2], op=hvd.Sum)
+    full = reduce_expected(hvd, inputs, hvd.Sum)[2 * rank:2 * rank + 2]
+    assert_close(grouped[0], full, torch.float64)
+    assert_close(grouped[1], full * 2, torch.float64)
+    for bad in (hvd.Adasum, hvd.Min, hvd.Max, hvd.Product):
+        with pytest.raises(NotImplementedError):
+            hvd.reducescatter(inputs[rank], op=bad)
+
+
+@pytest.mark.parametrize("op_name", ["Sum", "Average"])
+def test_reducescatter_grad(hvd, op_name):
+    op = getattr(hvd, op_name)
+    size = hvd.size()
+    x = torch.ones(2 * size, 3, requires_grad=True)
+    y = hvd.reducescatter(x, op=op)
+    (y * (hvd.rank() + 1)).sum().backward()
+    scale = 1.0 if op == hvd.Sum else 1.0 / size
+    expected = torch.cat([torch.full((2, 3), (d + 1.0) * scale) for d in range(size)])
+    assert torch.allclose(x.grad, expected)
+
+
+# ---- errors across ranks -----------------------------------------------------------------
+
+def _needs_peers(hvd):
+    if hvd.size() == 1:
+        pytest.skip("cross-rank mismatches need at least 2 ranks")
+
+
+def test_mismatched_shape_fails_on_every_rank_and_recovers(hvd):
+    _needs_peers(hvd)
+    with pytest.raises(hvd.HorovodInternalError):
+        hvd.allreduce(torch.ones(hvd.rank() + 1), name="mismatch.shape")
+    assert torch.equal(hvd.allreduce(torch.ones(3), op=hvd.Sum, name="after.shape"),
+                       torch.full((3,), float(hvd.size())))
+
+
+def test_mismatched_dtype_fails_on_every_rank_and_recovers(hvd):
+    _needs_peers(hvd)
+    dtype = torch.float32 if hvd.rank() == 0 else torch.int32
+    with pytest.raises(hvd.HorovodInternalError):
+        hvd.allreduce(torch.ones(4, dtype=dtype), op=hvd.Sum, name="mismatch.dtype")
+    assert hvd.allgather(torch.tensor([hvd.rank()]), name="after.dtype").tolist() == \
+        list(range(hvd.size()))
+
+
+def test_mismatched_root_fails_on_every_rank_and_recovers(hvd):
+    _needs_peers(hvd)
+    with pytest.raises(hvd.HorovodInternalError):
+        hvd.broadcast(torch.ones(2), root_rank=hvd.rank(), name="mismatch.root")
+    assert torch.equal(hvd.broadcast(torch.full((2,), float(hvd.rank())), 0, name="after.root"),
+                       torch.zeros(2))
+
+
+def test_mismatched_allgather_trailing_dims_fail(hvd):
+    _needs_peers(hvd)
+    with pytest.raises(hvd.HorovodInternalError):
+        hvd.allgather(torch.ones(2, hvd.rank() + 1), name="mismatch.allgather")
+    hvd.barrier()
+
+
+# ---- process sets, join, barrier ---------------------------------------------------------
+
+def test_dynamic_process_sets(hvd):
+    size, rank = hvd.size(), hvd.rank()
+    if size == 1:
+        with pytest.raises(ValueError, match="already exists"):
+            hvd.add_process_set([0])  # the global set
+        return
+    evens = hvd.add_process_set([r for r in range(size) if r % 2 == 0])
+    try:
+        assert evens.process_set_id not in (None, 0)
+        assert evens.included() == (rank % 2 == 0)
+        if evens.included():
+            assert evens.size() == len(evens.ranks)
+            assert evens.rank() == evens.ranks.index(rank)
+            got = hvd.allreduce(torch.tensor([float(rank)]), op=hvd.Sum, process_set=evens)
+            assert got.item() == float(sum(evens.ranks))
+            gathered = hvd.allgather(torch.tensor([rank]), process_set=evens)
+            assert gathered.tolist() == evens.ranks
+            assert hvd.broadcast(torch.tensor([rank]), evens.ranks[-1], process_set=evens).item() \
+                == evens.ranks[-1]
+            hvd.barrier(process_set=evens)
+        with pytest.raises(ValueError):
+            hvd.add_process_set(evens)
+    finally:
+        assert hvd.remove_process_set(evens)
+    assert evens.process_set_id is None
+    assert hvd.remove_process_set(evens) is False
+    with pytest.raises(ValueError):
+        hvd.remove_process_set(hvd.global_process_set)
+    with pytest.raises(ValueError):
+        hvd.allreduce(torch.ones(1), process_set=evens)
+
+
+def test_join_contributes_zeros(hvd):
+    size, rank = hvd.size(), hvd.rank()
+    # Rank r runs r + 1 allreduces, then joins; allreduce i is summed over ranks r >= i.
+    for i in range(rank + 1):
+        got = hvd.allreduce(torch.tensor([float(i + 1)] * 3), op=hvd.Sum, name=f"join.{i}")
+        assert torch.equal(got, torch.full((3,), float((i + 1) * (size - i))))
+    last = hvd.join()
+    assert 0 <= last < size
+    hvd.barrier()
+
+
+# ---- object and state broadcast ----------------------------------------------------------
+
+def test_broadcast_object_and_allgather_object(hvd):
+    obj = {"rank": hvd.rank(), "values": [1.5, None, (True, "x" * hvd.rank())],
+           "tensor": torch.arange(3) * hvd.rank(), 7: {1, 2}}
+    for root in range(hvd.size()):
+        got = hvd.broadcast_object(obj, root_rank=root)
+        assert got["rank"] == root and got["values"][2][1] == "x" * root
+        assert torch.equal(got["tensor"], torch.arange(3) * root) and got[7] == {1, 2}
+    gathered = hvd.allgather_object({"r": hvd.rank()})
+    assert gathered == [{"r": r} for r in range(hvd.size())]
+    # An object that cannot be sent fails on every rank instead of leaving the others waiting.
+    with pytest.raises(TypeError):
+        hvd.broadcast_object(lambda: 0, root_rank=hvd.size() - 1)
+    with pytest.raises(TypeError):
+        hvd.allgather_object(object() if hvd.rank() == 0 else 1, name="unencodable")
+    assert hvd.broadcast_object("still works", root_rank=0) == "still works"
+
+
+def _rank_dependent_model(rank):
+    torch.manual_seed(1234 + rank)
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+
+
+def _assert_same_on_all_ranks(hvd, tensors):
+    flat = torch.cat([t.detach().reshape(-1).to(torch.float64) for t in tensors])
+    everyone = hvd.allgather(flat.unsqueeze(0))
+    for row in everyone:
+        assert torch.equal(row, flat)
+
+
+def test_broadcast_parameters_and_optimizer_state(hvd):
+    model = _rank_dependent_model(hvd.rank())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    assert torch.equal(model[0].weight, _rank_dependent_model(0)[0].weight)
+    hvd.broadcast_parameters(list(model.named_parameters()), root_rank=0)
+    _assert_same_on_all_ranks(hvd, list(model.parameters()))
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01 * (hvd.rank() + 1))
+    model(torch.randn(3, 4) * (hvd.rank() + 1)).sum().backward()
+    optimizer.step()
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.01)
+    state = [v for s in optimizer.state.values() for v in s.values() if torch.is_tensor(v)]
+    _assert_same_on_all_ranks(hvd, state)
+
+    fresh = torch.optim.SGD(model.parameters(), lr=0.1 + hvd.rank(), momentum=0.9)
+    hvd.broadcast_optimizer_state(fresh, root_rank=0)
+    assert fresh.param_groups[0]["lr"] == pytest.approx(0.1)
+    with pytest.raises(ValueError):
+        hvd.broadcast_optimizer_state(torch.optim.LBFGS(model.parameters()), root_rank=0)
+
+
+# ---- DistributedOptimizer ----------------------------------------------------------------
+
+def _regression_data(total, seed=7):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(total, 4, generator=generator)
+    y = x @ torch.tensor([[1.0], [-2.0], [0.5], [3.0]]) + 0.1
+    return x, y
+
+
+def _train(hvd, distributed, steps, batch, passes=1, groups=None, optimizer_cls=torch.optim.SGD):
+    """Returns the parameters after `steps` steps; distributed uses hvd with each rank taking
+    its shard of every global batch, the reference trains on the whole global batch alone."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 1))
+    optimizer = optimizer_cls(model.parameters(), lr=0.05)
+    size, rank = hvd.size(), hvd.rank()
+    if distributed:
+        optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
+                                             backward_passes_per_step=passes, groups=groups)
+    x, y = _regression_data(steps * passes * batch * size)
+    history = []
+    for step in range(steps):
+        optimizer.zero_grad()
+        for micro in range(passes):
+            start = ((step * passes) + micro) * batch * size
+            if distributed:
+                xs = x[start + rank * batch:start + (rank + 1) * batch]
+                ys = y[start + rank * batch:start + (rank + 1) * batch]
+            else:
+                xs, ys = x[start:start + batch * size], y[start:start + batch * size]
+            torch.nn.functional.mse_loss(model(xs), ys).backward()
+        optimizer.step()
+        if distributed:
+            _assert_same_on_all_ranks(hvd, list(model.parameters()))
+        history.append([p.detach().clone() for p in model.parameters()])
+    return history
+
+
+@pytest.mark.parametrize("passes,groups", [(1, None), (2, None), (1, 2)])
+def test_distributed_optimizer_matches_single_process_large_batch(hvd, passes, groups):
+    distributed = _train(hvd, True, steps=5, batch=4, passes=passes, groups=groups)
+    reference = _train(hvd, False, steps=5, batch=4, passes=passes)
+    for got_step, want_step in zip(distributed, reference):
+        for got, want in zip(got_step, want_step):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_distributed_optimizer_list_groups_and_adam(hvd):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Linear(6, 1))
+    params = list(model.parameters())
+    optimizer = hvd.DistributedOptimizer(torch.optim.Adam(params, lr=0.01),
+                                         named_parameters=model.named_parameters(),
+                                         groups=[params[:2], params[2:]])
+    assert isinstance(optimizer, torch.optim.Adam)
+    x, y = _regression_data(8 * hvd.size(), seed=hvd.rank())
+    for _ in range(3):
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+        _assert_same_on_all_ranks(hvd, params)
+
+
+def test_distributed_optimizer_synchronize_and_skip(hvd):
+    model = torch.nn.Linear(3, 1)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                         named_parameters=model.named_parameters())
+    model(torch.ones(2, 3) * (hvd.rank() + 1)).sum().backward()
+    optimizer.synchronize()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    with optimizer.skip_synchronize():
+        optimizer.step()
+    _assert_same_on_all_ranks(hvd, list(model.parameters()))
+
+
+def test_distributed_optimizer_argument_errors(hvd):
+    model = torch.nn.Linear(3, 1)
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(ValueError, match="unique"):
+        hvd.DistributedOptimizer(sgd, named_parameters=[("w", model.weight), ("w", model.bias)])
+    with pytest.raises(ValueError, match="not named"):
+        hvd.DistributedOptimizer(sgd, named_parameters=[("w", model.weight)])
+    with pytest.raises(ValueError, match="tuples"):
+        hvd.DistributedOptimizer(sgd, named_parameters=[model.weight, model.bias])
+    with pytest.raises(ValueError):
+        hvd.DistributedOptimizer(sgd, op=hvd.Sum, gradient_predivide_factor=2.0)
+    with pytest.raises(NotImplementedError):
+        hvd.DistributedOptimizer(sgd, op=hvd.Adasum)
+
+
+def test_distributed_optimizer_zero_grad_with_pending_handles(hvd):
+    if hvd.size() == 1:
+        pytest.skip("at size 1 no gradient hooks are registered")
+    model = torch.nn.Linear(3, 1)
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                         named_parameters=model.named_parameters())
+    model(torch.ones(2, 3)).sum().backward()
+    with pytest.raises(AssertionError, match="zero_grad"):
+        optimizer.zero_grad()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+def test_distributed_optimizer_predivide_and_sparse_as_dense(hvd):
+    torch.manual_seed(3)
+    embedding = torch.nn.Embedding(10, 3, sparse=True)
+    hvd.broadcast_parameters(embedding.state_dict(), root_rank=0)
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(embedding.parameters(), lr=0.5),
+                                         named_parameters=embedding.named_parameters(),
+                                         sparse_as_dense=True, gradient_predivide_factor=2.0)
+    embedding(torch.tensor([hvd.rank() % 10, 3])).sum().backward()
+    optimizer.step()
+    _assert_same_on_all_ranks(hvd, [embedding.weight])
+
+
+# ---- SyncBatchNorm -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3, 5), (2, 3, 2, 2)])
+def test_sync_batch_norm_matches_full_batch(hvd, shape):
+    torch.manual_seed(11)
+    full = torch.randn((shape[0] * hvd.size(),) + shape[1:], dtype=torch.float64)
+    rows = slice(hvd.rank() * shape[0], (hvd.rank() + 1) * shape[0])
+    grad_out = torch.randn_like(full)
+
+    bn = hvd.SyncBatchNorm(3).double()
+    with torch.no_grad():
+        bn.weight.copy_(torch.tensor([1.0, 2.0, 0.5]))
+        bn.bias.copy_(torch.tensor([0.1, -0.2, 0.3]))
+    local = full[rows].clone().requires_grad_()
+    out = bn(local)
+    out.backward(grad_out[rows])
+
+    reference = torch.nn.BatchNorm1d(3) if len(shape) < 4 else torch.nn.BatchNorm2d(3)
+    reference = reference.double()
+    with torch.no_grad():
+        reference.weight.copy_(bn.weight)
+        reference.bias.copy_(bn.bias)
+    whole = full.clone().requires_grad_()
+    ref_out = reference(whole)
+    ref_out.backward(grad_out)
+
+    torch.testing.assert_close(out, ref_out[rows])
+    torch.testing.assert_close(local.grad, whole.grad[rows])
+    torch.testing.assert_close(bn.running_mean, reference.running_mean)
+    torch.testing.assert_close(bn.running_var, reference.running_var)
+    bn.eval()
+    torch.testing.assert_close(bn(full[rows]), reference.eval()(full[rows]))
+
+
+# ---- compatibility package ---------------------------------------------------------------
+
+def test_horovod_torch_is_hvd_torch(hvd):
+    import horovod.torch as horovod_torch
+    import horovod.torch.elastic
+    from horovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
+    assert horovod_torch is hvd
+    assert horovod.torch.elastic is hvd.elastic
+    assert HorovodInternalError is hvd.HorovodInternalError
+    assert HostsUpdatedInterrupt is hvd.HostsUpdatedInterrupt
+    x = make(torch.float32, (4,), hvd.rank())
+    assert torch.equal(horovod_torch.allreduce(x, op=horovod_torch.Sum),
+                       hvd.allreduce(x, op=hvd.Sum))
+
+
+def test_horovod_common_util_env():
+    import os
+    from horovod.common.util import env
+    os.environ.pop("HVD_TEST_ENV_VAR", None)
+    with env(HVD_TEST_ENV_VAR="1"):
+        assert os.environ["HVD_TEST_ENV_VAR"] == "1"
+    assert "HVD_TEST_ENV_VAR" not in os.environ
+
+
+# ---- lifecycle (last: it re-initializes) -------------------------------------------------
+
+def test_timeline_api_reports_errors(hvd, tmp_path):
+    try:
+        hvd.start_timeline(str(tmp_path / f"timeline.{hvd.rank()}.json"))
+    except ValueError as error:
+        assert "start_timeline" in str(error)
+    else:
+        hvd.stop_timeline()
+
+
+def test_static_process_sets_and_reinit(hvd):
+    size = hvd.size()
+    hvd.shutdown()
+    assert not hvd.is_initialized()
+    with pytest.raises(ValueError, match="not been initialized"):
+        hvd.size()
+    first = hvd.ProcessSet([0])
+    evens = hvd.ProcessSet(range(0, size, 2))
+    sets = ([first] if size >= 2 else []) + ([evens] if size > 2 else [])
+    hvd.init(process_sets=sets)
+    try:
+        assert hvd.size() == size
+        for process_set in sets:
+            assert process_set.process_set_id not in (None, 0)
+            if process_set.included():
+                got = hvd.allreduce(torch.ones(1), op=hvd.Sum, process_set=process_set)
+                assert got.item() == len(process_set.ranks)
+        hvd.barrier()
+    finally:
+        hvd.shutdown()
+        hvd.init(process_sets="dynamic")
+    assert hvd.allreduce(torch.ones(1), op=hvd.Sum).item() == float(size)
