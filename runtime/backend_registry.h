@@ -1,0 +1,51 @@
+#ifndef HVD_RUNTIME_BACKEND_REGISTRY_H_
+#define HVD_RUNTIME_BACKEND_REGISTRY_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/communicator.h"
+#include "runtime/runtime_config.h"
+
+namespace hvd::runtime {
+
+// Which group a communicator spans. `scope` namespaces its rendezvous keys
+// ("<round>/global", "<round>/ps/<id>"); `ranks` are the members' global ranks in group
+// order; `rank_in_group` is this process's position among them.
+struct GroupSpec {
+  std::string scope;
+  std::vector<int32_t> ranks;
+  int32_t rank_in_group = 0;
+};
+
+// Creates communicators for one initialized runtime (one per process set this rank belongs
+// to). Used from the thread running Init and then the background thread, one call at a time;
+// all members of a group call Create for it in the same order.
+class CommunicatorProvider {
+ public:
+  virtual ~CommunicatorProvider() = default;
+  virtual Result<std::unique_ptr<Communicator>> Create(const GroupSpec& spec) = 0;
+  // HVD_BUILT_* bits of the backends in use.
+  virtual uint32_t enabled_flags() const = 0;
+};
+
+// Makes the provider for a configuration; called once per Init (a seam for tests, which
+// inject an in-process fake).
+using ProviderFactory =
+    std::function<Result<std::unique_ptr<CommunicatorProvider>>(const RuntimeConfig&)>;
+
+// The production factory: a single-rank provider when size == 1; otherwise connects to
+// hvdrun's KV server (HVD_RENDEZVOUS_ADDR/PORT, key from HVD_SECRET_FD) and creates Gloo
+// communicators (Unimplemented when built without Gloo).
+Result<std::unique_ptr<CommunicatorProvider>> CreateDefaultProvider(const RuntimeConfig& config);
+
+// HVD_BUILT_* bits of the backends compiled in.
+uint32_t BuildFlags();
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_BACKEND_REGISTRY_H_

@@ -1,0 +1,470 @@
+// The C boundary of libhvd: one default Runtime for the bindings, a thread-local last error,
+// and conversion between the POD descriptors and the C++ types. No exception crosses it.
+#include "runtime/include/hvd/c_api.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "common/env_registry.h"
+#include "common/logging.h"
+#include "runtime/backend_registry.h"
+#include "runtime/runtime.h"
+
+namespace {
+
+using hvd::Status;
+using hvd::runtime::DataType;
+using hvd::runtime::OpOptions;
+using hvd::runtime::ReduceOp;
+using hvd::runtime::Runtime;
+using hvd::runtime::TensorSpec;
+
+thread_local std::string t_last_error;
+
+// The process's default runtime. Deliberately leaked: it must outlive every binding thread
+// and atexit ordering; hvd_shutdown stops its thread.
+Runtime& Default() {
+  static Runtime* runtime = new Runtime();
+  return *runtime;
+}
+
+hvd_status_t Report(const Status& s) {
+  if (!s.ok()) t_last_error = s.message();
+  return static_cast<hvd_status_t>(s.code());
+}
+
+template <typename T>
+hvd_status_t ReportResult(const hvd::Result<T>& r, T* out) {
+  if (!r.ok()) return Report(r.status());
+  if (out != nullptr) *out = r.value();
+  return HVD_OK;
+}
+
+// Runs `body`, turning any escaping exception (e.g. bad_alloc) into HVD_INTERNAL.
+template <typename F>
+hvd_status_t Guard(F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return Report(Status::Internal(std::string("internal error: ") + e.what()));
+  } catch (...) {
+    return Report(Status::Internal("internal error: unknown exception"));
+  }
+}
+
+hvd_status_t NullArg(const char* what) {
+  return Report(Status::InvalidArgument(std::string(what) + " must not be NULL"));
+}
+
+hvd::Result<TensorSpec> ToSpec(const hvd_tensor_t* t) {
+  if (t == nullptr) return Status::InvalidArgument("tensor descriptor must not be NULL");
+  if (t->ndim < 0 || t->ndim > HVD_MAX_DIMS) {
+    return Status::InvalidArgument("tensor ndim " + std::to_string(t->ndim) +
+                                   " is out of range [0, " + std::to_string(HVD_MAX_DIMS) + "]");
+  }
+  TensorSpec s;
+  s.data = t->data;
+  s.dtype = static_cast<DataType>(t->dtype);
+  s.shape.assign(t->shape, t->shape + t->ndim);
+  s.device = t->device;
+  return s;
+}
+
+hvd::Result<std::vector<TensorSpec>> ToSpecs(const hvd_tensor_t* t, int32_t count) {
+  if (t == nullptr || count <= 0) {
+    return Status::InvalidArgument("tensor list must be non-NULL with count > 0");
+  }
+  std::vector<TensorSpec> out;
+  for (int32_t i = 0; i < count; ++i) {
+    HVD_ASSIGN_OR_RETURN(TensorSpec s, ToSpec(&t[i]));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+OpOptions ToOptions(const hvd_op_options_t* o) {
+  hvd_op_options_t defaults;
+  hvd_op_options_init(&defaults);
+  if (o == nullptr) o = &defaults;
+  OpOptions out;
+  if (o->name != nullptr) out.name = o->name;
+  out.reduce_op = static_cast<ReduceOp>(o->reduce_op);
+  out.prescale = o->prescale_factor;
+  out.postscale = o->postscale_factor;
+  out.root_rank = o->root_rank;
+  out.process_set_id = o->process_set_id;
+  if (o->splits != nullptr) {
+    out.has_splits = true;
+    out.splits.assign(o->splits, o->splits + std::max<int32_t>(o->num_splits, 0));
+  }
+  return out;
+}
+
+hvd_status_t Enqueue(const hvd::Result<int64_t>& r, hvd_handle_t* handle) {
+  return ReportResult<int64_t>(r, handle);
+}
+
+hvd_status_t InitWith(const std::vector<std::vector<int32_t>>& sets) {
+  auto env = hvd::env::Environment::FromProcess();
+  auto config = hvd::runtime::LoadRuntimeConfig(env);
+  if (!config.ok()) return Report(config.status());
+  hvd::log::Configure(config->log_level, !config->log_hide_time,
+                      "hvd rank " + std::to_string(config->rank));
+  return Report(Default().Init(*config, sets));
+}
+
+hvd_status_t Topo(int32_t* out, int32_t hvd::runtime::Topology::*field) {
+  if (out == nullptr) return NullArg("out");
+  auto t = Default().topology();
+  if (!t.ok()) return Report(t.status());
+  *out = (*t).*field;
+  return HVD_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+void hvd_op_options_init(hvd_op_options_t* options) {
+  if (options == nullptr) return;
+  std::memset(options, 0, sizeof(*options));
+  options->name = nullptr;
+  options->reduce_op = HVD_OP_SUM;
+  options->prescale_factor = 1.0;
+  options->postscale_factor = 1.0;
+  options->root_rank = 0;
+  options->process_set_id = 0;
+  options->splits = nullptr;
+  options->num_splits = 0;
+}
+
+hvd_status_t hvd_init(void) {
+  return Guard([] { return InitWith({}); });
+}
+
+hvd_status_t hvd_init_with_process_sets(const int32_t* set_ranks, const int32_t* set_sizes,
+                                        int32_t num_sets) {
+  return Guard([&] {
+    std::vector<std::vector<int32_t>> sets;
+    if (num_sets > 0 && (set_ranks == nullptr || set_sizes == nullptr)) {
+      return NullArg("set_ranks/set_sizes");
+    }
+    int64_t offset = 0;
+    for (int32_t i = 0; i < num_sets; ++i) {
+      if (set_sizes[i] < 0) return Report(Status::InvalidArgument("negative process set size"));
+      sets.emplace_back(set_ranks + offset, set_ranks + offset + set_sizes[i]);
+      offset += set_sizes[i];
+    }
+    return InitWith(sets);
+  });
+}
+
+hvd_status_t hvd_shutdown(void) {
+  return Guard([] { return Report(Default().Shutdown()); });
+}
+
+hvd_status_t hvd_abort(const char* reason) {
+  return Guard([&] { return Report(Default().Abort(reason ? reason : "")); });
+}
+
+hvd_status_t hvd_is_initialized(int32_t* initialized) {
+  if (initialized == nullptr) return NullArg("initialized");
+  *initialized = Default().initialized() ? 1 : 0;
+  return HVD_OK;
+}
+
+const char* hvd_last_error(void) { return t_last_error.c_str(); }
+
+const char* hvd_status_name(hvd_status_t status) {
+  return hvd::StatusCodeName(static_cast<hvd::StatusCode>(status));
+}
+
+hvd_status_t hvd_rank(int32_t* out) { return Topo(out, &hvd::runtime::Topology::rank); }
+hvd_status_t hvd_size(int32_t* out) { return Topo(out, &hvd::runtime::Topology::size); }
+hvd_status_t hvd_local_rank(int32_t* out) { return Topo(out, &hvd::runtime::Topology::local_rank); }
+hvd_status_t hvd_local_size(int32_t* out) { return Topo(out, &hvd::runtime::Topology::local_size); }
+hvd_status_t hvd_cross_rank(int32_t* out) { return Topo(out, &hvd::runtime::Topology::cross_rank); }
+hvd_status_t hvd_cross_size(int32_t* out) { return Topo(out, &hvd::runtime::Topology::cross_size); }
+hvd_status_t hvd_is_homogeneous(int32_t* out) {
+  if (out == nullptr) return NullArg("out");
+  auto t = Default().topology();
+  if (!t.ok()) return Report(t.status());
+  *out = t->homogeneous ? 1 : 0;
+  return HVD_OK;
+}
+
+hvd_status_t hvd_allreduce(const hvd_tensor_t* input, hvd_tensor_t* output,
+                           const hvd_op_options_t* options, hvd_handle_t* handle) {
+  return Guard([&] {
+    if (handle == nullptr) return NullArg("handle");
+    auto in = ToSpec(input);
+    if (!in.ok()) return Report(in.status());
+    auto out = ToSpec(output);
+    if (!out.ok()) return Report(out.status());
+    return Enqueue(Default().EnqueueAllreduce({*in}, {*out}, ToOptions(options), false), handle);
+  });
+}
+
+hvd_status_t hvd_grouped_allreduce(const hvd_tensor_t* inputs, hvd_tensor_t* outputs, int32_t count,
+                                   const hvd_op_options_t* options, hvd_handle_t* handle) {
+  return Guard([&] {
+    if (handle == nullptr) return NullArg("handle");
+    auto in = ToSpecs(inputs, count);
+    if (!in.ok()) return Report(in.status());
+    auto out = ToSpecs(outputs, count);
+    if (!out.ok()) return Report(out.status());
+    return Enqueue(Default().EnqueueAllreduce(*in, *out, ToOptions(options), true), handle);
+  });
+}
+
+hvd_status_t hvd_allgather(const hvd_tensor_t* input, const hvd_op_options_t* options,
+                           hvd_handle_t* handle) {
+  return Guard([&] {
+    if (handle == nullptr) return NullArg("handle");
+    auto in = ToSpec(input);
+    if (!in.ok()) return Report(in.status());
+    return Enqueue(Default().EnqueueAllgather({*in}, ToOptions(options), false), handle);
+  });
+}
+
+hvd_status_t hvd_grouped_allgather(const hvd_tensor_t* inputs, int32_t count,
+                                   const hvd_op_options_t* options, hvd_handle_t* handle) {
+  return Guard([&] {
+    if (handle == nullptr) return NullArg("handle");
+    auto in = ToSpecs(inputs, count);
+    if (!in.ok()) return Report(in.status());
+    return Enqueue(Default().EnqueueAllgather(*in, ToOptions(options), true), handle);
+  });
+}
+
+hvd_status_t hvd_broadcast(const hvd_tensor_t* input, hvd_tensor_t* output,
+                           const hvd_op_options_t* options, hvd_handle_t* handle) {
+  return Guard([&] {
+    if (handle == nullptr) return NullArg("handle");
+    auto in = ToSpec(input);
+    if (!in.ok()) return Report(in.status());
+    auto out = ToSpec(output);
+    if (!out.ok()) return Report(out.status());
+    return Enqueue(Default().EnqueueBroadcast(*in, *out, ToOptions(options)), handle);
+  });
+}
+
+hvd_status_t hvd_alltoall(const hvd_tensor_t* input, const hvd_op_options_t* options,
+                          hvd_handle_t* handle) {
+  return Guard([&] {
+    if (handle == nullptr) return NullArg("handle");
+    auto in = ToSpec(input);
+    if (!in.ok()) return Report(in.status());
+    return Enqueue(Default().EnqueueAlltoall(*in, ToOptions(options)), handle);
+  });
+}
+
+hvd_status_t hvd_reducescatter(const hvd_tensor_t* input, const hvd_op_options_t* options,
+                               hvd_handle_t* handle) {
+  return Guard([&] {
+    if (handle == nullptr) return NullArg("handle");
+    auto in = ToSpec(input);
+    if (!in.ok()) return Report(in.status());
+    return Enqueue(Default().EnqueueReducescatter({*in}, ToOptions(options), false), handle);
+  });
+}
+
+hvd_status_t hvd_grouped_reducescatter(const hvd_tensor_t* inputs, int32_t count,
+                                       const hvd_op_options_t* options, hvd_handle_t* handle) {
+  return Guard([&] {
+    if (handle == nullptr) return NullArg("handle");
+    auto in = ToSpecs(inputs, count);
+    if (!in.ok()) return Report(in.status());
+    return Enqueue(Default().EnqueueReducescatter(*in, ToOptions(options), true), handle);
+  });
+}
+
+hvd_status_t hvd_barrier(int32_t process_set_id, hvd_handle_t* handle) {
+  return Guard([&] {
+    if (handle == nullptr) return NullArg("handle");
+    return Enqueue(Default().EnqueueBarrier(process_set_id), handle);
+  });
+}
+
+hvd_status_t hvd_join(int32_t device, hvd_handle_t* handle) {
+  return Guard([&] {
+    if (handle == nullptr) return NullArg("handle");
+    return Enqueue(Default().EnqueueJoin(device), handle);
+  });
+}
+
+hvd_status_t hvd_poll(hvd_handle_t handle, int32_t* done) {
+  return Guard([&] {
+    if (done == nullptr) return NullArg("done");
+    auto r = Default().handles().Poll(handle);
+    if (!r.ok()) return Report(r.status());
+    *done = *r ? 1 : 0;
+    return HVD_OK;
+  });
+}
+
+hvd_status_t hvd_wait(hvd_handle_t handle, double timeout_seconds) {
+  return Guard([&] {
+    return Report(Default().handles().Wait(handle, std::chrono::duration<double>(timeout_seconds)));
+  });
+}
+
+hvd_status_t hvd_num_outputs(hvd_handle_t handle, int32_t* count) {
+  return Guard([&] {
+    if (count == nullptr) return NullArg("count");
+    return ReportResult<int32_t>(Default().handles().NumOutputs(handle), count);
+  });
+}
+
+hvd_status_t hvd_output(hvd_handle_t handle, int32_t index, hvd_tensor_t* out) {
+  return Guard([&] {
+    if (out == nullptr) return NullArg("out");
+    auto r = Default().handles().TakeOutput(handle, index);
+    if (!r.ok()) return Report(r.status());
+    std::memset(out, 0, sizeof(*out));
+    out->data = r->data;
+    out->dtype = static_cast<hvd_dtype_t>(r->dtype);
+    out->ndim = static_cast<int32_t>(r->shape.size());
+    for (size_t d = 0; d < r->shape.size() && d < HVD_MAX_DIMS; ++d) out->shape[d] = r->shape[d];
+    out->device = r->device;
+    return HVD_OK;
+  });
+}
+
+void hvd_free(void* data) { std::free(data); }
+
+hvd_status_t hvd_received_splits(hvd_handle_t handle, int32_t* splits, int32_t capacity,
+                                 int32_t* count) {
+  return Guard([&] {
+    if (count == nullptr) return NullArg("count");
+    auto r = Default().handles().ReceivedSplits(handle);
+    if (!r.ok()) return Report(r.status());
+    *count = static_cast<int32_t>(r->size());
+    if (capacity < *count || (splits == nullptr && *count > 0)) {
+      return Report(Status::InvalidArgument("splits capacity " + std::to_string(capacity) +
+                                            " is less than " + std::to_string(*count)));
+    }
+    std::copy(r->begin(), r->end(), splits);
+    return HVD_OK;
+  });
+}
+
+hvd_status_t hvd_join_result(hvd_handle_t handle, int32_t* last_joined_rank) {
+  return Guard([&] {
+    if (last_joined_rank == nullptr) return NullArg("last_joined_rank");
+    auto r = Default().handles().IntResult(handle);
+    if (!r.ok()) return Report(r.status());
+    *last_joined_rank = static_cast<int32_t>(*r);
+    return HVD_OK;
+  });
+}
+
+hvd_status_t hvd_release(hvd_handle_t handle) {
+  return Guard([&] { return Report(Default().handles().Release(handle)); });
+}
+
+hvd_status_t hvd_add_process_set(const int32_t* ranks, int32_t count, int32_t* id) {
+  return Guard([&] {
+    if (id == nullptr || (ranks == nullptr && count > 0)) return NullArg("ranks/id");
+    std::vector<int32_t> v(ranks, ranks + std::max<int32_t>(count, 0));
+    return ReportResult<int32_t>(Default().AddProcessSet(std::move(v)), id);
+  });
+}
+
+hvd_status_t hvd_remove_process_set(int32_t id) {
+  return Guard([&] { return Report(Default().RemoveProcessSet(id)); });
+}
+
+hvd_status_t hvd_process_set_rank(int32_t id, int32_t* rank) {
+  return Guard([&] {
+    if (rank == nullptr) return NullArg("rank");
+    auto ranks = Default().ProcessSetRanks(id);
+    if (!ranks.ok()) return Report(ranks.status());
+    auto topo = Default().topology();
+    if (!topo.ok()) return Report(topo.status());
+    auto it = std::find(ranks->begin(), ranks->end(), topo->rank);
+    *rank = it == ranks->end() ? -1 : static_cast<int32_t>(it - ranks->begin());
+    return HVD_OK;
+  });
+}
+
+hvd_status_t hvd_process_set_size(int32_t id, int32_t* size) {
+  return Guard([&] {
+    if (size == nullptr) return NullArg("size");
+    auto ranks = Default().ProcessSetRanks(id);
+    if (!ranks.ok()) return Report(ranks.status());
+    *size = static_cast<int32_t>(ranks->size());
+    return HVD_OK;
+  });
+}
+
+hvd_status_t hvd_process_set_included(int32_t id, int32_t* included) {
+  return Guard([&] {
+    if (included == nullptr) return NullArg("included");
+    int32_t rank = -1;
+    hvd_status_t s = hvd_process_set_rank(id, &rank);
+    if (s != HVD_OK) return s;
+    *included = rank >= 0 ? 1 : 0;
+    return HVD_OK;
+  });
+}
+
+hvd_status_t hvd_process_set_ranks(int32_t id, int32_t* ranks, int32_t capacity, int32_t* count) {
+  return Guard([&] {
+    if (count == nullptr) return NullArg("count");
+    auto r = Default().ProcessSetRanks(id);
+    if (!r.ok()) return Report(r.status());
+    *count = static_cast<int32_t>(r->size());
+    if (capacity < *count || ranks == nullptr) {
+      return Report(Status::InvalidArgument("ranks capacity " + std::to_string(capacity) +
+                                            " is less than " + std::to_string(*count)));
+    }
+    std::copy(r->begin(), r->end(), ranks);
+    return HVD_OK;
+  });
+}
+
+hvd_status_t hvd_process_set_ids(int32_t* ids, int32_t capacity, int32_t* count) {
+  return Guard([&] {
+    if (count == nullptr) return NullArg("count");
+    auto r = Default().ProcessSetIds();
+    if (!r.ok()) return Report(r.status());
+    *count = static_cast<int32_t>(r->size());
+    if (capacity < *count || ids == nullptr) {
+      return Report(Status::InvalidArgument("ids capacity " + std::to_string(capacity) +
+                                            " is less than " + std::to_string(*count)));
+    }
+    std::copy(r->begin(), r->end(), ids);
+    return HVD_OK;
+  });
+}
+
+hvd_status_t hvd_start_timeline(const char* path, int32_t mark_cycles) {
+  return Report(Status::Unimplemented("the timeline is not available in this build"));
+}
+
+hvd_status_t hvd_stop_timeline(void) {
+  return Report(Status::Unimplemented("the timeline is not available in this build"));
+}
+
+hvd_status_t hvd_build_flags(uint32_t* flags) {
+  if (flags == nullptr) return NullArg("flags");
+  *flags = hvd::runtime::BuildFlags();
+  return HVD_OK;
+}
+
+hvd_status_t hvd_enabled_flags(uint32_t* flags) {
+  if (flags == nullptr) return NullArg("flags");
+  if (!Default().initialized()) {
+    return Report(Status::NotInitialized(hvd::runtime::kNotInitializedMessage));
+  }
+  *flags = Default().enabled_flags();
+  return HVD_OK;
+}
+
+const char* hvd_version(void) { return "0.1.0"; }
+
+}  // extern "C"

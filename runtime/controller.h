@@ -1,0 +1,136 @@
+#ifndef HVD_RUNTIME_CONTROLLER_H_
+#define HVD_RUNTIME_CONTROLLER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/communicator.h"
+#include "runtime/coordinator.h"
+#include "runtime/fusion_planner.h"
+#include "runtime/handle_manager.h"
+#include "runtime/op_executor.h"
+#include "runtime/response_cache.h"
+#include "runtime/runtime_config.h"
+#include "runtime/stall_inspector.h"
+#include "runtime/tensor_queue.h"
+
+namespace hvd::runtime {
+
+// Callbacks the global set's controller makes when a negotiated add/remove_process_set
+// completes (on every rank at the same point of the same cycle).
+class ProcessSetHooks {
+ public:
+  virtual ~ProcessSetHooks() = default;
+  virtual Result<int32_t> AddProcessSet(const std::vector<int32_t>& ranks) = 0;
+  virtual Status RemoveProcessSet(int32_t id) = 0;
+};
+
+// What one cycle learned, for the runtime's pacing and shutdown decisions.
+struct CycleResult {
+  bool progress = false;      // executed at least one response
+  bool any_pending = false;   // some member has work in flight
+  bool all_pending = false;   // every member has work in flight
+  bool mine_pending = false;  // this rank has work in flight
+  bool shutdown = false;      // the set agreed to shut down
+  std::string shutdown_reason;
+};
+
+// Controller negotiates and executes the collectives of one process set on this rank.
+//
+// Cycle protocol (every member runs RunCycle the same number of times, in lockstep, because
+// each cycle is a sequence of collectives on the set's communicator):
+//  1. Requests enqueued since the last cycle join the waiting list. Each is classified
+//     against the response cache: HIT (same name and parameters), INVALID (same name,
+//     different parameters) or MISS; barrier, join and process-set ops are never cached.
+//  2. BitwiseAnd over [status word | one bit per cache entry]. The status word holds inverted
+//     flags (shutdown requested, uncached request queued, invalid entry seen, something
+//     pending, a rank has joined) so AND computes "any rank"; plus "I have pending" so AND
+//     computes "every rank". Cache bits set on every rank are the common hits.
+//  3. If any rank saw INVALID: BitwiseOr of the invalid bits; every rank erases those entries
+//     (hits on them are re-sent uncached next cycle), so bit positions stay identical.
+//  4. Fast path (no uncached request, no shutdown, no joined rank anywhere): every rank
+//     builds the responses of the common hits in bit order, fuses them and executes. No rank
+//     0 round trip.
+//  5. Slow path: every rank sends its uncached requests (all requests once a rank has joined)
+//     with GatherBytes to set rank 0. Rank 0 records them in its Coordinator, validates the
+//     ready ones (inventory 8.3), prepends the common hits, fuses, runs the stall inspector
+//     and BroadcastBytes the ResponseList (with the shutdown flag). Every rank then puts the
+//     per-tensor responses into its cache in list order (skipped while a rank has joined)
+//     and executes the list in order.
+// Non-common hits stay waiting; a hit waiting longer than the stall check time is re-sent
+// uncached so the stall inspector can name the missing ranks.
+//
+// Threading: RunCycle/FailAll run on the runtime's background thread; queue() is
+// thread-safe for enqueuing framework threads; communicator()->Abort() may be called from any
+// thread.
+class Controller {
+ public:
+  Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_t my_global_rank,
+             std::unique_ptr<Communicator> comm, const RuntimeConfig& config,
+             HandleManager* handles, OpExecutor* executor, ProcessSetHooks* hooks);
+
+  int32_t id() const { return id_; }
+  const std::vector<int32_t>& ranks() const { return ranks_; }
+  int set_rank() const { return comm_->rank(); }
+  int set_size() const { return comm_->size(); }
+  Communicator* communicator() { return comm_.get(); }
+  TensorQueue& queue() { return queue_; }
+  const ResponseCache& cache() const { return cache_; }
+  const StallInspector* stall_inspector() const { return stall_.get(); }
+
+  // One negotiation + execution cycle. A non-OK status is a communicator failure; the
+  // caller must then FailAll and stop using this controller.
+  Result<CycleResult> RunCycle(bool request_shutdown);
+  // Completes every in-flight entry of this rank with `status`.
+  void FailAll(const Status& status);
+
+ private:
+  struct Waiting {
+    Request request;
+    std::chrono::steady_clock::time_point since;
+  };
+  struct Agreement {
+    uint64_t status_word = 0;
+    std::vector<uint64_t> common;  // cache bits set on every rank
+  };
+
+  void Classify(std::chrono::steady_clock::time_point now, std::vector<Request>* to_send,
+                std::vector<uint64_t>* hit_bits, std::vector<uint64_t>* invalid_bits);
+  Result<Agreement> Agree(bool request_shutdown, bool has_uncached, std::vector<uint64_t> hit_bits,
+                          std::vector<uint64_t> invalid_bits);
+  std::vector<Response> TakeCommonHits(const std::vector<uint64_t>& common);
+  Result<ResponseList> Negotiate(std::vector<Request> to_send, bool request_shutdown,
+                                 std::vector<Response> cached);
+  ResponseList CoordinateLocked(const std::vector<std::string>& lists, std::vector<Response> cached,
+                                bool* malformed);
+  Status Process(const ResponseList& list, bool put_in_cache, bool* progress);
+  Status ProcessControl(const Response& response);
+  void PutInCache(const Response& response, const std::vector<std::optional<TensorEntry>>& entries);
+  bool MinePending() const;
+
+  int32_t id_;
+  std::vector<int32_t> ranks_;
+  std::unique_ptr<Communicator> comm_;
+  RuntimeConfig config_;
+  HandleManager* handles_;
+  OpExecutor* executor_;
+  ProcessSetHooks* hooks_;
+  FusionOptions fusion_;
+  TensorQueue queue_;
+  ResponseCache cache_;
+  std::unique_ptr<Coordinator> coordinator_;  // set rank 0 only
+  std::unique_ptr<StallInspector> stall_;     // set rank 0 only
+  std::vector<Waiting> waiting_;
+  std::string stall_reason_;
+  bool joined_ = false;  // this rank's join is in flight
+  int cache_words_;
+};
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_CONTROLLER_H_

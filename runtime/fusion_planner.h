@@ -1,0 +1,30 @@
+#ifndef HVD_RUNTIME_FUSION_PLANNER_H_
+#define HVD_RUNTIME_FUSION_PLANNER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/message.h"
+
+namespace hvd::runtime {
+
+struct FusionOptions {
+  int64_t threshold_bytes = 128 * 1024 * 1024;  // 0 disables fusion
+  bool disable_group_fusion = false;            // groups fuse only among themselves
+};
+
+// Merges per-tensor allreduce responses into fused ones, Horovod's greedy algorithm with
+// look-ahead (inventory 9.4): a response joins the current one when type, dtype, device,
+// reduce op and scale factors match and the total stays within the threshold; an
+// incompatible response is skipped (kept for later, order preserved) while the skipped bytes
+// plus the current total still fit. Barrier and join stop fusion. Members of a group (same
+// `group`, adjacent in the input) move as one unit, so a group is never split. Pure function;
+// every rank running it on the same input gets the same output.
+std::vector<Response> PlanFusion(std::vector<Response> responses, const FusionOptions& options);
+
+// Bytes of an allreduce-like response (sum of element counts times the dtype size).
+int64_t ResponseBytes(const Response& response);
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_FUSION_PLANNER_H_

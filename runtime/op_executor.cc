@@ -1,0 +1,194 @@
+#include "runtime/op_executor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+
+#include "runtime/reduction.h"
+
+namespace hvd::runtime {
+namespace {
+
+// Elements of one row (all dims but the first); 1 for a vector.
+int64_t RowElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (size_t d = 1; d < shape.size(); ++d) n *= shape[d];
+  return n;
+}
+
+double PostscaleFor(const Response& r, int size) {
+  return r.reduce_op == ReduceOp::kAverage ? r.postscale / size : r.postscale;
+}
+
+ReduceOp BackendOp(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
+
+// malloc(0) may return NULL; outputs always get a real pointer.
+void* AllocOutput(int64_t bytes) { return std::malloc(bytes > 0 ? static_cast<size_t>(bytes) : 1); }
+
+Status Failed(const Response& r, const Status& s) {
+  return Status(s.code(), std::string(OpTypeName(r.type)) + " of '" + r.names.front() +
+                              "' failed: " + s.message());
+}
+
+}  // namespace
+
+void OpExecutor::Finish(std::vector<std::optional<TensorEntry>>& entries, const Status& status) {
+  for (auto& e : entries) {
+    if (e) handles_->FinishPart(e->handle, status);
+  }
+}
+
+Status OpExecutor::Execute(const Response& r, std::vector<std::optional<TensorEntry>>& entries,
+                           Communicator* comm) {
+  Status s;
+  switch (r.type) {
+    case OpType::kAllreduce:
+      s = Allreduce(r, entries, comm);
+      break;
+    case OpType::kBroadcast:
+      s = Broadcast(r, entries.at(0), comm);
+      break;
+    case OpType::kAllgather:
+      s = Allgather(r, entries.at(0), comm);
+      break;
+    case OpType::kAlltoall:
+      s = Alltoall(r, entries.at(0), comm);
+      break;
+    case OpType::kReducescatter:
+      s = Reducescatter(r, entries.at(0), comm);
+      break;
+    case OpType::kBarrier:
+      s = comm->Barrier();
+      break;
+    case OpType::kError:
+      Finish(entries, Status::RemoteError(r.error));
+      return Status::OK();
+    default:
+      Finish(entries,
+             Status::Internal(std::string("unexpected response type ") + OpTypeName(r.type)));
+      return Status::OK();
+  }
+  if (!s.ok()) s = Failed(r, s);
+  Finish(entries, s);
+  return s;
+}
+
+Status OpExecutor::Allreduce(const Response& r, std::vector<std::optional<TensorEntry>>& entries,
+                             Communicator* comm) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  const int64_t total = std::accumulate(r.sizes.begin(), r.sizes.end(), int64_t{0});
+  const double post = PostscaleFor(r, comm->size());
+  if (entries.size() == 1 && entries[0]) {  // single tensor: reduce in the caller's output
+    TensorEntry& e = *entries[0];
+    if (e.output != e.input && total > 0) std::memcpy(e.output, e.input, total * elem);
+    ScaleBuffer(e.output, total, r.dtype, r.prescale);
+    HVD_RETURN_IF_ERROR(comm->Allreduce(e.output, total, r.dtype, BackendOp(r.reduce_op)));
+    ScaleBuffer(e.output, total, r.dtype, post);
+    return Status::OK();
+  }
+  char* buf = static_cast<char*>(buffer_->Get(total * elem));
+  int64_t offset = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const int64_t bytes = r.sizes[i] * elem;
+    if (entries[i]) {
+      std::memcpy(buf + offset, entries[i]->input, bytes);
+    } else {
+      std::memset(buf + offset, 0, bytes);  // a joined rank contributes zeros
+    }
+    offset += bytes;
+  }
+  ScaleBuffer(buf, total, r.dtype, r.prescale);
+  HVD_RETURN_IF_ERROR(comm->Allreduce(buf, total, r.dtype, BackendOp(r.reduce_op)));
+  ScaleBuffer(buf, total, r.dtype, post);
+  offset = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const int64_t bytes = r.sizes[i] * elem;
+    if (entries[i]) std::memcpy(entries[i]->output, buf + offset, bytes);
+    offset += bytes;
+  }
+  return Status::OK();
+}
+
+Status OpExecutor::Broadcast(const Response& r, std::optional<TensorEntry>& entry,
+                             Communicator* comm) {
+  if (!entry) return Status::Internal("broadcast without a local tensor");
+  const int64_t bytes = r.sizes.at(0) * static_cast<int64_t>(DataTypeSize(r.dtype));
+  if (comm->rank() == r.root && entry->output != entry->input && bytes > 0) {
+    std::memcpy(entry->output, entry->input, bytes);
+  }
+  return comm->Broadcast(entry->output, bytes, r.root);
+}
+
+Status OpExecutor::Allgather(const Response& r, std::optional<TensorEntry>& entry,
+                             Communicator* comm) {
+  if (!entry) return Status::Internal("allgather without a local tensor");
+  const Request& q = entry->request;
+  const int64_t row_bytes = RowElements(q.shape) * static_cast<int64_t>(DataTypeSize(q.dtype));
+  std::vector<int64_t> bytes_per_rank(comm->size());
+  int64_t rows = 0;
+  for (int i = 0; i < comm->size(); ++i) {
+    bytes_per_rank[i] = r.sizes.at(i) * row_bytes;
+    rows += r.sizes[i];
+  }
+  OutputTensor out{AllocOutput(rows * row_bytes), q.dtype, q.shape, q.device};
+  out.shape[0] = rows;
+  Status s = comm->Allgatherv(entry->input, out.data, bytes_per_rank);
+  handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
+  return s;
+}
+
+Status OpExecutor::Alltoall(const Response& r, std::optional<TensorEntry>& entry,
+                            Communicator* comm) {
+  if (!entry) return Status::Internal("alltoall without a local tensor");
+  const Request& q = entry->request;
+  const int n = comm->size();
+  std::vector<int64_t> send_rows(n), recv_rows(n);
+  for (int i = 0; i < n; ++i) {
+    send_rows[i] = q.args.empty() ? q.shape[0] / n : q.args.at(i);
+  }
+  const std::vector<int64_t> eight(n, sizeof(int64_t));
+  HVD_RETURN_IF_ERROR(comm->Alltoallv(send_rows.data(), eight, recv_rows.data(), eight));
+  const int64_t row_bytes = RowElements(q.shape) * static_cast<int64_t>(DataTypeSize(q.dtype));
+  std::vector<int64_t> send_bytes(n), recv_bytes(n);
+  std::vector<int32_t> received(n);
+  int64_t rows = 0;
+  for (int i = 0; i < n; ++i) {
+    send_bytes[i] = send_rows[i] * row_bytes;
+    recv_bytes[i] = recv_rows[i] * row_bytes;
+    received[i] = static_cast<int32_t>(recv_rows[i]);
+    rows += recv_rows[i];
+  }
+  OutputTensor out{AllocOutput(rows * row_bytes), q.dtype, q.shape, q.device};
+  out.shape[0] = rows;
+  Status s = comm->Alltoallv(entry->input, send_bytes, out.data, recv_bytes);
+  handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
+  handles_->SetReceivedSplits(entry->handle, std::move(received));
+  return s;
+}
+
+Status OpExecutor::Reducescatter(const Response& r, std::optional<TensorEntry>& entry,
+                                 Communicator* comm) {
+  if (!entry) return Status::Internal("reducescatter without a local tensor");
+  const Request& q = entry->request;
+  const int n = comm->size();
+  const int64_t dim0 = q.shape.at(0), row = RowElements(q.shape);
+  std::vector<int64_t> counts(n);
+  for (int i = 0; i < n; ++i) counts[i] = (dim0 / n + (i < dim0 % n ? 1 : 0)) * row;
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(q.dtype));
+  const void* in = entry->input;
+  if (r.prescale != 1.0) {  // scale a staged copy; the caller's input is read-only
+    void* staged = buffer_->Get(dim0 * row * elem);
+    std::memcpy(staged, entry->input, dim0 * row * elem);
+    ScaleBuffer(staged, dim0 * row, q.dtype, r.prescale);
+    in = staged;
+  }
+  OutputTensor out{AllocOutput(counts[comm->rank()] * elem), q.dtype, q.shape, q.device};
+  out.shape[0] = counts[comm->rank()] / (row == 0 ? 1 : row);
+  if (row == 0) out.shape[0] = dim0 / n + (comm->rank() < dim0 % n ? 1 : 0);
+  Status s = comm->ReduceScatter(in, out.data, counts, q.dtype, BackendOp(r.reduce_op));
+  if (s.ok()) ScaleBuffer(out.data, counts[comm->rank()], q.dtype, PostscaleFor(r, n));
+  handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
+  return s;
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,263 @@
+#include "runtime/runtime.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+
+namespace hvd::runtime {
+namespace {
+
+// Pacing of the background loop. A cycle is a collective, so a rank never spins: it either
+// blocks inside a collective waiting for its peers, or sleeps on its condition variable
+// until a local enqueue wakes it or the interval passes.
+constexpr std::chrono::microseconds kMinPendingInterval{100};
+constexpr std::chrono::microseconds kIdleStart{1000};
+constexpr std::chrono::microseconds kIdleMax{16000};
+
+}  // namespace
+
+const char kShutDownMessage[] =
+    "Horovod has been shut down. This was caused by an exception on one of the ranks or an "
+    "attempt to allreduce, allgather or broadcast a tensor after one of the ranks finished "
+    "execution. If the shutdown was caused by an exception, you should see the exception in "
+    "the log before the first shutdown message.";
+const char kNotInitializedMessage[] = "Horovod has not been initialized; use hvd.init().";
+
+// Forwards negotiated process-set changes from the global controller to the runtime.
+class Runtime::Hooks : public ProcessSetHooks {
+ public:
+  explicit Hooks(Runtime* runtime) : runtime_(runtime) {}
+  Result<int32_t> AddProcessSet(const std::vector<int32_t>& ranks) override {
+    return runtime_->AddProcessSetNow(ranks);
+  }
+  Status RemoveProcessSet(int32_t id) override { return runtime_->RemoveProcessSetNow(id); }
+
+ private:
+  Runtime* runtime_;
+};
+
+Runtime::Runtime(ProviderFactory factory)
+    : factory_(std::move(factory)), hooks_(std::make_unique<Hooks>(this)) {}
+
+Runtime::~Runtime() { (void)Shutdown(); }
+
+bool Runtime::initialized() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return state_ != State::kStopped;
+}
+
+Status Runtime::Init(const RuntimeConfig& config,
+                     const std::vector<std::vector<int32_t>>& process_sets) {
+  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (state_ == State::kRunning) return Status::OK();
+  }
+  StopLocked();  // a runtime shut down by a failure is cleaned up before re-init
+  Status s = StartLocked(config, process_sets);
+  if (!s.ok()) StopLocked();
+  return s;
+}
+
+Status Runtime::StartLocked(const RuntimeConfig& config,
+                            const std::vector<std::vector<int32_t>>& process_sets) {
+  config_ = config;
+  topology_ = {
+      config.rank,       config.size, config.local_rank, config.local_size, config.cross_rank,
+      config.cross_size, true};
+  ++round_;
+  fusion_buffer_ = std::make_unique<FusionBuffer>(config.fusion_threshold_bytes);
+  executor_ = std::make_unique<OpExecutor>(fusion_buffer_.get(), &handles_);
+  auto provider = factory_(config);
+  if (!provider.ok()) return provider.status();
+  provider_ = std::move(provider).value();
+  enabled_flags_ = provider_->enabled_flags();
+  std::vector<int32_t> all(config.size);
+  for (int32_t r = 0; r < config.size; ++r) all[r] = r;
+  HVD_ASSIGN_OR_RETURN(auto global, MakeController(0, all));
+  HVD_RETURN_IF_ERROR(CheckHomogeneous(global->communicator()));
+  sets_.Insert({0, all, global});
+  for (const auto& set : process_sets) {
+    std::vector<int32_t> ranks = set;
+    std::sort(ranks.begin(), ranks.end());
+    HVD_RETURN_IF_ERROR(ValidateProcessSetRanks(ranks, config.size));
+    HVD_RETURN_IF_ERROR(AddProcessSetNow(ranks).status());
+  }
+  std::lock_guard<std::mutex> lock(state_mu_);
+  state_ = State::kRunning;
+  wake_ = shutdown_requested_ = abort_requested_ = false;
+  set_shutdown_reason_.clear();
+  failure_ = Status::OK();
+  thread_ = std::thread(&Runtime::Loop, this);
+  return Status::OK();
+}
+
+Result<std::shared_ptr<Controller>> Runtime::MakeController(int32_t id,
+                                                            std::vector<int32_t> ranks) {
+  auto it = std::find(ranks.begin(), ranks.end(), config_.rank);
+  if (it == ranks.end()) return std::shared_ptr<Controller>();
+  GroupSpec spec;
+  spec.scope = std::to_string(round_) + (id == 0 ? "/global" : "/ps/" + std::to_string(id));
+  spec.ranks = ranks;
+  spec.rank_in_group = static_cast<int32_t>(it - ranks.begin());
+  auto comm = provider_->Create(spec);
+  if (!comm.ok()) return comm.status().WithContext("creating the communicator for " + spec.scope);
+  return std::make_shared<Controller>(id, std::move(ranks), config_.rank, std::move(comm).value(),
+                                      config_, &handles_, executor_.get(),
+                                      id == 0 ? hooks_.get() : nullptr);
+}
+
+// Horovod's homogeneity test: every host runs the same number of ranks.
+Status Runtime::CheckHomogeneous(Communicator* comm) {
+  std::vector<std::string> sizes;
+  HVD_RETURN_IF_ERROR(comm->GatherBytes(std::to_string(config_.local_size), 0, &sizes));
+  std::string verdict = "1";
+  for (const auto& s : sizes) {
+    if (s != sizes.front()) verdict = "0";
+  }
+  HVD_RETURN_IF_ERROR(comm->BroadcastBytes(&verdict, 0));
+  topology_.homogeneous = verdict == "1";
+  return Status::OK();
+}
+
+Result<int32_t> Runtime::AddProcessSetNow(const std::vector<int32_t>& ranks) {
+  const int32_t id = sets_.NextId();
+  HVD_ASSIGN_OR_RETURN(auto controller, MakeController(id, ranks));
+  sets_.Insert({id, ranks, std::move(controller)});
+  return id;
+}
+
+Status Runtime::RemoveProcessSetNow(int32_t id) {
+  std::shared_ptr<Controller> c = sets_.Remove(id);
+  if (c) c->FailAll(Status::Aborted("process set " + std::to_string(id) + " was removed"));
+  return Status::OK();
+}
+
+Status Runtime::Shutdown() {
+  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  StopLocked();
+  return Status::OK();
+}
+
+void Runtime::StopLocked() {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    shutdown_requested_ = true;
+    wake_ = true;
+  }
+  wake_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  FailEverything(Status::Aborted(kShutDownMessage));
+  sets_.Clear();
+  executor_.reset();
+  fusion_buffer_.reset();
+  provider_.reset();
+  std::lock_guard<std::mutex> lock(state_mu_);
+  state_ = State::kStopped;
+}
+
+Status Runtime::Abort(const std::string& reason) {
+  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (state_ == State::kStopped) return Status::NotInitialized(kNotInitializedMessage);
+    abort_requested_ = true;
+    abort_reason_ = reason.empty() ? "aborted by hvd_abort" : reason;
+  }
+  wake_cv_.notify_all();
+  for (auto& c : sets_.Controllers()) c->communicator()->Abort();
+  if (thread_.joinable()) thread_.join();
+  FailEverything(Status::Aborted(abort_reason_));
+  return Status::OK();
+}
+
+void Runtime::FailEverything(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (state_ == State::kRunning) state_ = State::kShutDown;
+    if (failure_.ok()) failure_ = status;
+  }
+  for (auto& c : sets_.Controllers()) c->FailAll(status);
+}
+
+void Runtime::Loop() {
+  std::chrono::microseconds interval{0};
+  while (true) {
+    bool request_shutdown;
+    {
+      std::unique_lock<std::mutex> lock(state_mu_);
+      wake_cv_.wait_for(lock, interval, [&] { return wake_ || abort_requested_; });
+      wake_ = false;
+      request_shutdown = shutdown_requested_;
+      if (abort_requested_) break;  // Abort() fails the handles
+    }
+    CycleResult total;
+    Status s = RunIteration(request_shutdown, &total);
+    if (!s.ok()) {
+      bool aborted;
+      {
+        std::lock_guard<std::mutex> lock(state_mu_);
+        aborted = abort_requested_;
+      }
+      if (aborted) break;
+      HVD_LOG_ERROR("rank {}: {}", config_.rank, s.message());
+      FailEverything(s);
+      break;
+    }
+    if (total.shutdown) {
+      if (!total.shutdown_reason.empty()) HVD_LOG_ERROR("{}", total.shutdown_reason);
+      std::string why = total.shutdown_reason.empty() ? "" : " Reason: " + total.shutdown_reason;
+      FailEverything(Status::Aborted(kShutDownMessage + why));
+      break;
+    }
+    interval = NextInterval(total, interval);
+  }
+}
+
+Status Runtime::RunIteration(bool request_shutdown, CycleResult* total) {
+  // The global set (id 0, first in id order) runs first; the snapshot is taken again after it
+  // so a set it just added or removed is seen identically by every member.
+  bool global = true;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& controller : sets_.Controllers()) {
+      if ((controller->id() == 0) != global) continue;
+      auto r = controller->RunCycle(global && (request_shutdown || !set_shutdown_reason_.empty()));
+      if (!r.ok()) return r.status();
+      total->progress |= r->progress;
+      total->any_pending |= r->any_pending;
+      // "Waits on peers": this rank has work in flight that some member has not matched.
+      total->mine_pending |= r->mine_pending && !r->all_pending;
+      if (r->shutdown && !global) {
+        // Only this set's members know: ask the global set to stop next iteration.
+        set_shutdown_reason_ = r->shutdown_reason;
+      } else if (r->shutdown) {
+        total->shutdown = true;
+        total->shutdown_reason = r->shutdown_reason;
+        return Status::OK();
+      }
+    }
+    global = false;
+  }
+  return Status::OK();
+}
+
+std::chrono::microseconds Runtime::NextInterval(const CycleResult& r,
+                                                std::chrono::microseconds prev) {
+  // Work was done (more may be ready), or this rank waits on peers that have nothing queued:
+  // go straight into the next cycle, which blocks in its collective until they join.
+  if (r.progress || r.mine_pending) return std::chrono::microseconds(0);
+  if (r.any_pending) {
+    return std::max<std::chrono::microseconds>(
+        std::chrono::duration_cast<std::chrono::microseconds>(config_.cycle_time),
+        kMinPendingInterval);
+  }
+  if (prev < kIdleStart) return kIdleStart;
+  return std::min(prev * 2, kIdleMax);
+}
+
+int64_t Runtime::fusion_allocations() {
+  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  return fusion_buffer_ ? fusion_buffer_->allocations() : 0;
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,162 @@
+#ifndef HVD_RUNTIME_RUNTIME_H_
+#define HVD_RUNTIME_RUNTIME_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/backend_registry.h"
+#include "runtime/controller.h"
+#include "runtime/fusion_buffer.h"
+#include "runtime/handle_manager.h"
+#include "runtime/op_executor.h"
+#include "runtime/process_set.h"
+#include "runtime/runtime_config.h"
+
+namespace hvd::runtime {
+
+// A caller's tensor: dense row-major host (or device) memory.
+struct TensorSpec {
+  void* data = nullptr;
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;
+  int32_t device = -1;
+};
+
+struct OpOptions {
+  std::string name;  // "" = generated "<op>.noname.<n>" (must then be called in the same order)
+  ReduceOp reduce_op = ReduceOp::kSum;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  int32_t root_rank = 0;  // broadcast: global rank
+  int32_t process_set_id = 0;
+  bool has_splits = false;
+  std::vector<int32_t> splits;  // alltoall
+};
+
+struct Topology {
+  int32_t rank = 0, size = 1, local_rank = 0, local_size = 1, cross_rank = 0, cross_size = 1;
+  bool homogeneous = true;
+};
+
+// Runtime is one rank's collective runtime: Init rendezvouses and starts ONE background
+// thread; Enqueue* validate and queue a tensor and return a handle at once; the background
+// thread runs one coordination cycle per process set (controller.h) whenever work was
+// enqueued, or at a backed-off interval otherwise, so idle ranks still join their peers'
+// cycles (pacing in runtime.cc). A communicator failure (dead peer, timeout, abort) fails
+// every in-flight handle with that status and leaves the runtime shut down: later enqueues
+// fail with Horovod's shut-down message until Shutdown() and a new Init().
+//
+// There are no process globals: tests run several Runtime objects as ranks in one process,
+// injecting a ProviderFactory. Thread-safe: any thread may call any method; Init/Shutdown/
+// Abort are serialized against each other.
+class Runtime {
+ public:
+  explicit Runtime(ProviderFactory factory = CreateDefaultProvider);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // No-op when already running. `process_sets` are registered as ids 1..n on every rank.
+  Status Init(const RuntimeConfig& config,
+              const std::vector<std::vector<int32_t>>& process_sets = {});
+  // Agrees with the peers to stop (their pending ops fail too), joins the background thread
+  // and fails whatever is left with kAborted. Re-Init afterwards is supported.
+  Status Shutdown();
+  // Fails everything in flight now with kAborted(reason) and aborts the communicators, which
+  // breaks the peers' collectives. Shutdown() is still needed before a re-Init.
+  Status Abort(const std::string& reason);
+  bool initialized() const;
+
+  Result<Topology> topology() const;
+  uint32_t enabled_flags() const;
+
+  Result<int64_t> EnqueueAllreduce(const std::vector<TensorSpec>& inputs,
+                                   const std::vector<TensorSpec>& outputs, const OpOptions& options,
+                                   bool grouped);
+  Result<int64_t> EnqueueAllgather(const std::vector<TensorSpec>& inputs, const OpOptions& options,
+                                   bool grouped);
+  Result<int64_t> EnqueueBroadcast(const TensorSpec& input, const TensorSpec& output,
+                                   const OpOptions& options);
+  Result<int64_t> EnqueueAlltoall(const TensorSpec& input, const OpOptions& options);
+  Result<int64_t> EnqueueReducescatter(const std::vector<TensorSpec>& inputs,
+                                       const OpOptions& options, bool grouped);
+  Result<int64_t> EnqueueBarrier(int32_t process_set_id);
+  Result<int64_t> EnqueueJoin(int32_t device);
+
+  // Blocking; every rank must make the same calls in the same order.
+  Result<int32_t> AddProcessSet(std::vector<int32_t> ranks);
+  Status RemoveProcessSet(int32_t id);
+  Result<std::vector<int32_t>> ProcessSetRanks(int32_t id) const;
+  Result<std::vector<int32_t>> ProcessSetIds() const;
+
+  HandleManager& handles() { return handles_; }
+  // Fusion-buffer (re)allocations so far (steady state must not add any).
+  int64_t fusion_allocations();
+
+ private:
+  enum class State { kStopped, kRunning, kShutDown };
+  class Hooks;
+  friend class Hooks;
+
+  Status StartLocked(const RuntimeConfig& config,
+                     const std::vector<std::vector<int32_t>>& process_sets);
+  Result<std::shared_ptr<Controller>> MakeController(int32_t id, std::vector<int32_t> ranks);
+  Status CheckHomogeneous(Communicator* comm);
+  void StopLocked();
+  void Loop();
+  Status RunIteration(bool request_shutdown, CycleResult* total);
+  std::chrono::microseconds NextInterval(const CycleResult& r, std::chrono::microseconds prev);
+  void FailEverything(const Status& status);
+  Result<int32_t> AddProcessSetNow(const std::vector<int32_t>& ranks);
+  Status RemoveProcessSetNow(int32_t id);
+
+  Result<std::shared_ptr<Controller>> ControllerFor(int32_t process_set_id) const;
+  Result<int64_t> Submit(Controller* controller, std::vector<TensorEntry> entries,
+                         int32_t num_outputs);
+  Result<int64_t> SubmitControl(Request request);
+  std::string GeneratedName(const char* op);
+
+  ProviderFactory factory_;
+  HandleManager handles_;
+  std::unique_ptr<Hooks> hooks_;
+
+  std::mutex lifecycle_mu_;  // serializes Init/Shutdown/Abort; taken before state_mu_
+
+  mutable std::mutex state_mu_;
+  std::condition_variable wake_cv_;
+  State state_ = State::kStopped;
+  bool wake_ = false;
+  bool shutdown_requested_ = false;
+  bool abort_requested_ = false;
+  std::string abort_reason_;
+  Status failure_;                   // why the loop stopped
+  std::string set_shutdown_reason_;  // background thread: a process set asked to stop
+
+  // Written by Init before the thread starts; read-only while running.
+  RuntimeConfig config_;
+  Topology topology_;
+  int64_t round_ = 0;
+  std::unique_ptr<CommunicatorProvider> provider_;  // background thread only once running
+  std::unique_ptr<FusionBuffer> fusion_buffer_;
+  std::unique_ptr<OpExecutor> executor_;
+  ProcessSetTable sets_;
+  std::thread thread_;
+  std::atomic<int64_t> name_counter_{0};
+  std::atomic<uint32_t> enabled_flags_{0};
+};
+
+// Horovod's messages for a runtime that is shut down / not initialized.
+extern const char kShutDownMessage[];
+extern const char kNotInitializedMessage[];
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_RUNTIME_H_

@@ -1,0 +1,96 @@
+#include "runtime/runtime_config.h"
+
+#include <cmath>
+#include <limits>
+
+namespace hvd::runtime {
+namespace {
+
+// Reads an integer variable and checks it lies in [lo, hi].
+Result<int64_t> IntIn(const env::Environment& env, const char* name, int64_t lo, int64_t hi) {
+  HVD_ASSIGN_OR_RETURN(int64_t v, env.GetInt(name));
+  if (v < lo || v > hi) {
+    return Status::InvalidArgument(env.Get(name).source + ": value " + std::to_string(v) +
+                                   " is out of range [" + std::to_string(lo) + ", " +
+                                   std::to_string(hi) + "]");
+  }
+  return v;
+}
+
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+
+Status LoadTopology(const env::Environment& env, RuntimeConfig* c) {
+  HVD_ASSIGN_OR_RETURN(c->size, IntIn(env, "HVD_SIZE", 1, kMaxInt32));
+  HVD_ASSIGN_OR_RETURN(c->rank, IntIn(env, "HVD_RANK", 0, c->size - 1));
+  HVD_ASSIGN_OR_RETURN(c->local_size, IntIn(env, "HVD_LOCAL_SIZE", 1, c->size));
+  HVD_ASSIGN_OR_RETURN(c->local_rank, IntIn(env, "HVD_LOCAL_RANK", 0, c->local_size - 1));
+  HVD_ASSIGN_OR_RETURN(c->cross_size, IntIn(env, "HVD_CROSS_SIZE", 1, c->size));
+  HVD_ASSIGN_OR_RETURN(c->cross_rank, IntIn(env, "HVD_CROSS_RANK", 0, c->cross_size - 1));
+  HVD_ASSIGN_OR_RETURN(c->hostname, env.GetString("HVD_HOSTNAME"));
+  return Status::OK();
+}
+
+Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
+  HVD_ASSIGN_OR_RETURN(c->rendezvous_addr, env.GetString("HVD_RENDEZVOUS_ADDR"));
+  HVD_ASSIGN_OR_RETURN(c->rendezvous_port, IntIn(env, "HVD_RENDEZVOUS_PORT", 0, 65535));
+  HVD_ASSIGN_OR_RETURN(c->secret_fd, IntIn(env, "HVD_SECRET_FD", -1, kMaxInt32));
+  HVD_ASSIGN_OR_RETURN(c->job_id, env.GetString("HVD_JOB_ID"));
+  HVD_ASSIGN_OR_RETURN(c->gloo_iface, env.GetString("HVD_GLOO_IFACE"));
+  HVD_ASSIGN_OR_RETURN(c->elastic, env.GetBool("HVD_ELASTIC"));
+  HVD_ASSIGN_OR_RETURN(int64_t seconds, IntIn(env, "HVD_GLOO_TIMEOUT_SECONDS", 1, 86400 * 7));
+  c->timeout = std::chrono::seconds(seconds);
+  if (!c->rendezvous_addr.empty() && c->rendezvous_port == 0) {
+    return Status::InvalidArgument("HVD_RENDEZVOUS_PORT must be set when HVD_RENDEZVOUS_ADDR is");
+  }
+  return Status::OK();
+}
+
+Status LoadCoordinator(const env::Environment& env, RuntimeConfig* c) {
+  HVD_ASSIGN_OR_RETURN(c->fusion_threshold_bytes,
+                       IntIn(env, "HVD_FUSION_THRESHOLD", 0, int64_t{1} << 40));
+  HVD_ASSIGN_OR_RETURN(double cycle_ms, env.GetFloat("HVD_CYCLE_TIME"));
+  if (!(cycle_ms >= 0 && cycle_ms <= 60000)) {
+    return Status::InvalidArgument(env.Get("HVD_CYCLE_TIME").source + ": cycle time " +
+                                   std::to_string(cycle_ms) + " ms is out of range [0, 60000]");
+  }
+  c->cycle_time = std::chrono::microseconds(std::llround(cycle_ms * 1000.0));
+  HVD_ASSIGN_OR_RETURN(c->cache_capacity, IntIn(env, "HVD_CACHE_CAPACITY", 0, 1 << 20));
+  HVD_ASSIGN_OR_RETURN(c->disable_group_fusion, env.GetBool("HVD_DISABLE_GROUP_FUSION"));
+  HVD_ASSIGN_OR_RETURN(c->dynamic_process_sets, env.GetBool("HVD_DYNAMIC_PROCESS_SETS"));
+  return Status::OK();
+}
+
+Status LoadStall(const env::Environment& env, RuntimeConfig* c) {
+  HVD_ASSIGN_OR_RETURN(bool disabled, env.GetBool("HVD_STALL_CHECK_DISABLE"));
+  c->stall_check_enabled = !disabled;
+  HVD_ASSIGN_OR_RETURN(int64_t check, IntIn(env, "HVD_STALL_CHECK_TIME_SECONDS", 0, 86400 * 365));
+  HVD_ASSIGN_OR_RETURN(int64_t stop, IntIn(env, "HVD_STALL_SHUTDOWN_TIME_SECONDS", 0, 86400 * 365));
+  c->stall_check_time = std::chrono::seconds(check);
+  c->stall_shutdown_time = std::chrono::seconds(stop);
+  return Status::OK();
+}
+
+Status LoadLogging(const env::Environment& env, RuntimeConfig* c) {
+  env::Lookup level = env.Get("HVD_LOG_LEVEL");
+  auto parsed = log::ParseLevel(level.value);
+  if (!parsed.ok()) return parsed.status().WithContext(level.source);
+  c->log_level = *parsed;
+  HVD_ASSIGN_OR_RETURN(c->log_hide_time, env.GetBool("HVD_LOG_HIDE_TIME"));
+  HVD_ASSIGN_OR_RETURN(c->timeline_path, env.GetString("HVD_TIMELINE"));
+  HVD_ASSIGN_OR_RETURN(c->timeline_mark_cycles, env.GetBool("HVD_TIMELINE_MARK_CYCLES"));
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<RuntimeConfig> LoadRuntimeConfig(const env::Environment& env) {
+  RuntimeConfig c;
+  HVD_RETURN_IF_ERROR(LoadTopology(env, &c));
+  HVD_RETURN_IF_ERROR(LoadRendezvous(env, &c));
+  HVD_RETURN_IF_ERROR(LoadCoordinator(env, &c));
+  HVD_RETURN_IF_ERROR(LoadStall(env, &c));
+  HVD_RETURN_IF_ERROR(LoadLogging(env, &c));
+  return c;
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,221 @@
+#include "test/fakes/in_process_communicator.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <vector>
+
+#include "common/check.h"
+#include "runtime/reduction.h"
+
+namespace hvd::testing {
+
+struct InProcessWorld::Group {
+  struct Round {
+    std::vector<std::string> data;
+    int arrived = 0;
+    int read = 0;
+  };
+  explicit Group(int n) : size(n) {}
+
+  std::mutex mu;
+  std::condition_variable cv;
+  const int size;
+  bool aborted = false;
+  std::map<uint64_t, Round> rounds;
+  std::atomic<int64_t> calls{0};
+};
+
+namespace {
+
+using runtime::DataType;
+using runtime::ReduceOp;
+
+class InProcessCommunicator : public runtime::Communicator {
+ public:
+  InProcessCommunicator(std::shared_ptr<InProcessWorld::Group> group, int rank,
+                        std::chrono::milliseconds timeout)
+      : group_(std::move(group)), rank_(rank), timeout_(timeout) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return group_->size; }
+  const char* name() const override { return "FAKE"; }
+
+  Status GatherBytes(const std::string& in, int root, std::vector<std::string>* out) override {
+    HVD_ASSIGN_OR_RETURN(auto all, Exchange(in, "GatherBytes"));
+    if (rank_ == root) *out = std::move(all);
+    return Status::OK();
+  }
+  Status BroadcastBytes(std::string* data, int root) override {
+    HVD_ASSIGN_OR_RETURN(auto all, Exchange(rank_ == root ? *data : "", "BroadcastBytes"));
+    *data = all[root];
+    return Status::OK();
+  }
+  Status BitwiseAnd(std::vector<uint64_t>* bits) override { return Bitwise(bits, true); }
+  Status BitwiseOr(std::vector<uint64_t>* bits) override { return Bitwise(bits, false); }
+  Status Barrier() override { return Exchange("", "Barrier").status(); }
+
+  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
+    const size_t bytes = static_cast<size_t>(count) * runtime::DataTypeSize(dtype);
+    HVD_ASSIGN_OR_RETURN(auto all,
+                         Exchange(std::string(static_cast<char*>(buffer), bytes), "Allreduce"));
+    // Reduce in rank order so every member computes bit-identical results.
+    std::memcpy(buffer, all[0].data(), bytes);
+    for (int r = 1; r < size(); ++r) runtime::ReduceInto(buffer, all[r].data(), count, dtype, op);
+    return Status::OK();
+  }
+  Status Allgatherv(const void* in, void* out,
+                    const std::vector<int64_t>& bytes_per_rank) override {
+    HVD_ASSIGN_OR_RETURN(
+        auto all, Exchange(std::string(static_cast<const char*>(in), bytes_per_rank.at(rank_)),
+                           "Allgatherv"));
+    char* dst = static_cast<char*>(out);
+    for (int r = 0; r < size(); ++r) {
+      if (static_cast<int64_t>(all[r].size()) != bytes_per_rank[r]) {
+        return Status::Internal("Allgatherv: rank " + std::to_string(r) + " sent " +
+                                std::to_string(all[r].size()) + " bytes, expected " +
+                                std::to_string(bytes_per_rank[r]));
+      }
+      std::memcpy(dst, all[r].data(), all[r].size());
+      dst += all[r].size();
+    }
+    return Status::OK();
+  }
+  Status Broadcast(void* buffer, int64_t bytes, int root) override {
+    std::string mine = rank_ == root ? std::string(static_cast<char*>(buffer), bytes) : "";
+    HVD_ASSIGN_OR_RETURN(auto all, Exchange(mine, "Broadcast"));
+    if (rank_ != root) std::memcpy(buffer, all[root].data(), bytes);
+    return Status::OK();
+  }
+  Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                   const std::vector<int64_t>& recv_bytes) override {
+    // Contribution: the size() send counts, then the payload.
+    std::string mine(reinterpret_cast<const char*>(send_bytes.data()),
+                     send_bytes.size() * sizeof(int64_t));
+    int64_t total = 0;
+    for (int64_t b : send_bytes) total += b;
+    mine.append(static_cast<const char*>(in), total);
+    HVD_ASSIGN_OR_RETURN(auto all, Exchange(mine, "Alltoallv"));
+    char* dst = static_cast<char*>(out);
+    for (int r = 0; r < size(); ++r) {
+      const int64_t* counts = reinterpret_cast<const int64_t*>(all[r].data());
+      int64_t offset = size() * static_cast<int64_t>(sizeof(int64_t));
+      for (int k = 0; k < rank_; ++k) offset += counts[k];
+      if (counts[rank_] != recv_bytes.at(r)) {
+        return Status::Internal("Alltoallv: rank " + std::to_string(r) + " sends " +
+                                std::to_string(counts[rank_]) + " bytes, expected " +
+                                std::to_string(recv_bytes[r]));
+      }
+      std::memcpy(dst, all[r].data() + offset, counts[rank_]);
+      dst += counts[rank_];
+    }
+    return Status::OK();
+  }
+  void Abort() override {
+    std::lock_guard<std::mutex> lock(group_->mu);
+    group_->aborted = true;
+    group_->cv.notify_all();
+  }
+
+ private:
+  Status Bitwise(std::vector<uint64_t>* bits, bool conjunction) {
+    std::string mine(reinterpret_cast<const char*>(bits->data()), bits->size() * 8);
+    HVD_ASSIGN_OR_RETURN(auto all, Exchange(mine, conjunction ? "BitwiseAnd" : "BitwiseOr"));
+    for (int r = 0; r < size(); ++r) {
+      if (all[r].size() != mine.size()) return Status::Internal("bit vectors differ in length");
+      const uint64_t* other = reinterpret_cast<const uint64_t*>(all[r].data());
+      for (size_t i = 0; i < bits->size(); ++i) {
+        (*bits)[i] = conjunction ? ((*bits)[i] & other[i]) : ((*bits)[i] | other[i]);
+      }
+    }
+    return Status::OK();
+  }
+
+  // Deposits this member's contribution to its next call and returns every member's.
+  Result<std::vector<std::string>> Exchange(std::string in, const char* op) {
+    const uint64_t seq = seq_++;
+    ++group_->calls;
+    std::unique_lock<std::mutex> lock(group_->mu);
+    if (group_->aborted) return Status::Aborted(std::string("FAKE ") + op + ": aborted");
+    auto& round = group_->rounds[seq];
+    if (round.data.empty()) round.data.resize(group_->size);
+    round.data[rank_] = std::move(in);
+    ++round.arrived;
+    group_->cv.notify_all();
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    bool ok = group_->cv.wait_until(lock, deadline, [&] {
+      return group_->aborted || group_->rounds[seq].arrived == group_->size;
+    });
+    if (group_->aborted) return Status::Aborted(std::string("FAKE ") + op + ": aborted");
+    if (!ok) {
+      return Status::Timeout(std::string("FAKE ") + op + ": rank " + std::to_string(rank_) +
+                             " timed out waiting for " +
+                             std::to_string(group_->size - group_->rounds[seq].arrived) +
+                             " other rank(s)");
+    }
+    auto& done = group_->rounds[seq];
+    std::vector<std::string> out = done.data;
+    if (++done.read == group_->size) group_->rounds.erase(seq);
+    return out;
+  }
+
+  std::shared_ptr<InProcessWorld::Group> group_;
+  const int rank_;
+  const std::chrono::milliseconds timeout_;
+  uint64_t seq_ = 0;  // this member's next call (used by its one calling thread)
+};
+
+class InProcessProvider : public runtime::CommunicatorProvider {
+ public:
+  explicit InProcessProvider(InProcessWorld* world) : world_(world) {}
+  Result<std::unique_ptr<runtime::Communicator>> Create(const runtime::GroupSpec& spec) override {
+    return world_->Join(spec.scope, spec.rank_in_group, static_cast<int>(spec.ranks.size()));
+  }
+  uint32_t enabled_flags() const override { return 0; }
+
+ private:
+  InProcessWorld* world_;
+};
+
+}  // namespace
+
+InProcessWorld::InProcessWorld(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+
+std::unique_ptr<runtime::Communicator> InProcessWorld::Join(const std::string& scope, int rank,
+                                                            int size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& group = groups_[scope];
+  if (!group) {
+    group = std::make_shared<Group>(size);
+    group->aborted = aborted_;
+  }
+  HVD_CHECK_EQ(group->size, size) << "group " << scope << " joined with different sizes";
+  return std::make_unique<InProcessCommunicator>(group, rank, timeout_);
+}
+
+void InProcessWorld::AbortAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  aborted_ = true;
+  for (auto& [scope, group] : groups_) {
+    std::lock_guard<std::mutex> group_lock(group->mu);
+    group->aborted = true;
+    group->cv.notify_all();
+  }
+}
+
+runtime::ProviderFactory InProcessWorld::Factory() {
+  return
+      [this](
+          const runtime::RuntimeConfig&) -> Result<std::unique_ptr<runtime::CommunicatorProvider>> {
+        return std::unique_ptr<runtime::CommunicatorProvider>(new InProcessProvider(this));
+      };
+}
+
+int64_t InProcessWorld::calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t n = 0;
+  for (const auto& [scope, group] : groups_) n += group->calls;
+  return n;
+}
+
+}  // namespace hvd::testing

@@ -1,0 +1,47 @@
+#ifndef HVD_TEST_FAKES_IN_PROCESS_COMMUNICATOR_H_
+#define HVD_TEST_FAKES_IN_PROCESS_COMMUNICATOR_H_
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "runtime/backend_registry.h"
+#include "runtime/communicator.h"
+
+namespace hvd::testing {
+
+// InProcessWorld is a real in-memory transport for ranks that are threads of one process.
+// A group (one scope, e.g. "1/global") is shared state guarded by a mutex; every collective
+// is an exchange: each member deposits its contribution for its n-th call, waits on a
+// condition variable until all members have, then computes its result locally. Every wait
+// has the world's deadline (kTimeout naming the op and the missing ranks), and AbortAll() /
+// any member's Abort() fails pending and future calls of the group with kAborted.
+// Thread-safe.
+class InProcessWorld {
+ public:
+  explicit InProcessWorld(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+  // Member `rank` of the `size`-member group named `scope` (created on first use).
+  std::unique_ptr<runtime::Communicator> Join(const std::string& scope, int rank, int size);
+  // Aborts every group created so far and any created later.
+  void AbortAll();
+  // A factory for runtime::Runtime: communicators of this world (ignores the config's
+  // rendezvous settings).
+  runtime::ProviderFactory Factory();
+  // Number of collective calls made so far across all groups (lockstep checks).
+  int64_t calls() const;
+
+  struct Group;
+
+ private:
+  std::chrono::milliseconds timeout_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Group>> groups_;
+  bool aborted_ = false;
+};
+
+}  // namespace hvd::testing
+
+#endif  // HVD_TEST_FAKES_IN_PROCESS_COMMUNICATOR_H_

@@ -1,0 +1,31 @@
+#ifndef HVD_TEST_UNIT_RUNTIME_RANK_HARNESS_H_
+#define HVD_TEST_UNIT_RUNTIME_RANK_HARNESS_H_
+
+#include <functional>
+#include <vector>
+
+#include "runtime/runtime.h"
+#include "test/fakes/in_process_communicator.h"
+
+namespace hvd::testing {
+
+// A config for thread-rank `rank` of `size` with test-friendly defaults.
+runtime::RuntimeConfig TestConfig(int rank, int size);
+
+using ConfigTweak = std::function<void(runtime::RuntimeConfig*)>;
+using RankBody = std::function<void(int rank, runtime::Runtime& rt)>;
+
+// Runs `body` on `size` threads, each one rank with its own Runtime on `world` (a fresh one
+// when null): Init (must succeed), body, Shutdown.
+void RunRanks(int size, const RankBody& body, const ConfigTweak& tweak = nullptr,
+              InProcessWorld* world = nullptr,
+              const std::vector<std::vector<int32_t>>& process_sets = {});
+
+// Waits up to `seconds` and returns the handle's status; releases it unless keep.
+Status WaitAndRelease(runtime::Runtime& rt, int64_t handle, double seconds = 30);
+
+runtime::TensorSpec Spec(void* data, runtime::DataType dtype, std::vector<int64_t> shape);
+
+}  // namespace hvd::testing
+
+#endif  // HVD_TEST_UNIT_RUNTIME_RANK_HARNESS_H_

@@ -1,0 +1,64 @@
+#include "runtime/runtime_config.h"
+
+#include <gtest/gtest.h>
+
+namespace hvd::runtime {
+namespace {
+
+Result<RuntimeConfig> Load(std::map<std::string, std::string> vars) {
+  return LoadRuntimeConfig(env::Environment::FromMap(std::move(vars)));
+}
+
+TEST(RuntimeConfigTest, DefaultsAreASingleRank) {
+  auto c = Load({});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->size, 1);
+  EXPECT_EQ(c->rank, 0);
+  EXPECT_EQ(c->fusion_threshold_bytes, 128 * 1024 * 1024);
+  EXPECT_EQ(c->cycle_time, std::chrono::microseconds(1000));
+  EXPECT_EQ(c->cache_capacity, 1024);
+  EXPECT_EQ(c->stall_check_time, std::chrono::seconds(60));
+  EXPECT_EQ(c->stall_shutdown_time, std::chrono::seconds(600));
+  EXPECT_TRUE(c->rendezvous_addr.empty());
+}
+
+TEST(RuntimeConfigTest, ReadsHorovodAliasesAndCanonicalNames) {
+  auto c = Load({{"HOROVOD_RANK", "2"},
+                 {"HVD_SIZE", "4"},
+                 {"HOROVOD_CYCLE_TIME", "2.5"},
+                 {"HOROVOD_FUSION_THRESHOLD", "0"},
+                 {"HVD_DYNAMIC_PROCESS_SETS", "1"},
+                 {"HOROVOD_LOG_LEVEL", "debug"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->rank, 2);
+  EXPECT_EQ(c->size, 4);
+  EXPECT_EQ(c->cycle_time, std::chrono::microseconds(2500));
+  EXPECT_EQ(c->fusion_threshold_bytes, 0);
+  EXPECT_TRUE(c->dynamic_process_sets);
+  EXPECT_EQ(c->log_level, log::Level::kDebug);
+}
+
+TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
+  struct Case {
+    std::map<std::string, std::string> vars;
+    std::string expect;
+  };
+  std::vector<Case> cases = {
+      {{{"HVD_FUSION_THRESHOLD", "lots"}}, "HVD_FUSION_THRESHOLD"},
+      {{{"HOROVOD_CACHE_CAPACITY", "-1"}}, "HOROVOD_CACHE_CAPACITY"},
+      {{{"HVD_SIZE", "2"}, {"HVD_RANK", "2"}}, "HVD_RANK"},
+      {{{"HVD_CYCLE_TIME", "-3"}}, "HVD_CYCLE_TIME"},
+      {{{"HVD_LOG_LEVEL", "loud"}}, "HVD_LOG_LEVEL"},
+      {{{"HVD_STALL_CHECK_TIME_SECONDS", "x"}}, "HVD_STALL_CHECK_TIME_SECONDS"},
+      {{{"HVD_RENDEZVOUS_ADDR", "10.0.0.1"}}, "HVD_RENDEZVOUS_PORT"},
+  };
+  for (const auto& c : cases) {
+    auto r = Load(c.vars);
+    ASSERT_FALSE(r.ok()) << c.expect;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace hvd::runtime
