@@ -1,0 +1,118 @@
+#include "timeline/timeline_summary.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test/unit/timeline/hand_trace.h"
+#include "test/unit/timeline/test_files.h"
+
+namespace hvd::timeline {
+namespace {
+
+using testing::kHandTrace;
+
+class TimelineSummaryTest : public testing::TempDirTest {};
+
+TEST_F(TimelineSummaryTest, MatchesAHandCount) {
+  // Given the hand-counted trace
+  Result<TimelineSummary> r = Summarize(nlohmann::json::parse(kHandTrace));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const TimelineSummary& s = *r;
+  // Then per op type
+  struct Expected {
+    const char* op;
+    int64_t count;
+    double op_us, negotiate_us, transfer_us, memcpy_us, other_us;
+    int64_t bytes, negotiations;
+  };
+  const Expected expected[] = {
+      {"ALLREDUCE", 2, 30 + 20, 10 + 4, 20 + 14, 3 + 2, 2, 24 + 1000, 2},
+      {"BROADCAST", 1, 20, 6, 10, 0, 0, 40, 1},
+  };
+  for (const Expected& e : expected) {
+    SCOPED_TRACE(e.op);
+    ASSERT_TRUE(s.by_op.count(e.op));
+    const SpanStats& st = s.by_op.at(e.op);
+    EXPECT_EQ(st.count, e.count);
+    EXPECT_DOUBLE_EQ(st.op_us, e.op_us);
+    EXPECT_DOUBLE_EQ(st.mean_us(), e.op_us / e.count);
+    EXPECT_DOUBLE_EQ(st.negotiate_us, e.negotiate_us);
+    EXPECT_DOUBLE_EQ(st.transfer_us, e.transfer_us);
+    EXPECT_DOUBLE_EQ(st.memcpy_us, e.memcpy_us);
+    EXPECT_DOUBLE_EQ(st.other_activity_us, e.other_us);
+    EXPECT_EQ(st.bytes, e.bytes);
+    EXPECT_EQ(st.negotiations, e.negotiations);
+    const double life = e.op_us + e.negotiate_us;
+    EXPECT_DOUBLE_EQ(st.negotiate_share(), e.negotiate_us / life);
+    EXPECT_DOUBLE_EQ(st.transfer_share(), e.transfer_us / life);
+    EXPECT_DOUBLE_EQ(st.memcpy_share(), e.memcpy_us / life);
+  }
+  EXPECT_EQ(s.by_op.size(), 2u) << "the unfinished ALLGATHER is not an operation";
+  // And per tensor (one op type each here, so the same numbers)
+  EXPECT_EQ(s.by_tensor.at({"grad.a", "ALLREDUCE"}).count, 2);
+  EXPECT_EQ(s.by_tensor.at({"grad.b", "BROADCAST"}).bytes, 40);
+  EXPECT_EQ(s.unmatched_ends, 1);
+  EXPECT_EQ(s.open_spans, 1);
+  // And the table shows them
+  const std::string table = FormatSummary(s);
+  EXPECT_NE(table.find("ALLREDUCE"), std::string::npos) << table;
+  EXPECT_NE(table.find("grad.a (ALLREDUCE)"), std::string::npos) << table;
+  EXPECT_NE(table.find("21.9%"), std::string::npos) << "negotiate share 14/64\n" << table;
+  EXPECT_NE(table.find("1 unmatched end events, 1 spans never closed"), std::string::npos) << table;
+}
+
+TEST_F(TimelineSummaryTest, AcceptsTraceEventsObjectAndRejectsOtherShapes) {
+  struct Case {
+    const char* name;
+    std::string text;
+    bool ok;
+  };
+  const Case cases[] = {
+      {"array", kHandTrace, true},
+      {"traceEvents object", std::string(R"({"traceEvents":)") + kHandTrace + "}", true},
+      {"empty array", "[]", true},
+      {"object without events", R"({"foo":1})", false},
+      {"number", "42", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(Summarize(nlohmann::json::parse(c.text)).ok(), c.ok);
+  }
+}
+
+TEST_F(TimelineSummaryTest, FileErrorsNameTheFile) {
+  struct Case {
+    const char* name;
+    const char* content;  // nullptr: no file
+    StatusCode code;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"missing.json", nullptr, StatusCode::kNotFound, "cannot open"},
+      {"truncated.json", "[{\"ph\":\"B\"", StatusCode::kInvalidArgument, "is not valid JSON"},
+      {"object.json", "{\"a\":1}", StatusCode::kInvalidArgument, "not a trace"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = Path(c.name);
+    if (c.content) testing::WriteFile(path, c.content);
+    Result<TimelineSummary> r = SummarizeFile(path);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), c.code);
+    EXPECT_NE(r.status().message().find(path), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(c.message), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(DtypeSizeTest, KnowsHorovodTorchAndNumpySpellings) {
+  const std::pair<const char*, int64_t> cases[] = {
+      {"float32", 4},  {"HOROVOD_FLOAT32", 4}, {"torch.float16", 2},
+      {"bfloat16", 2}, {"HOROVOD_INT64", 8},   {"uint8", 1},
+      {"bool", 1},     {"float64", 8},         {"complex_thing", 0},
+  };
+  for (const auto& [dtype, size] : cases) EXPECT_EQ(DtypeSize(dtype), size) << dtype;
+}
+
+}  // namespace
+}  // namespace hvd::timeline

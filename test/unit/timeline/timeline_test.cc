@@ -1,0 +1,203 @@
+#include "timeline/timeline.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "test/unit/timeline/test_files.h"
+#include "timeline/timeline_summary.h"
+
+namespace hvd::timeline {
+namespace {
+
+using testing::ParseFile;
+using testing::ReadFile;
+
+constexpr int64_t kEpoch = 1'700'000'000'000'000;  // fake clock start, µs since epoch
+
+class TimelineTest : public testing::TempDirTest {
+ protected:
+  // A clock that advances 10 µs per reading.
+  Timeline::Clock FakeClock() {
+    return [this] { return kEpoch + 10 * ticks_++; };
+  }
+  std::atomic<int64_t> ticks_{0};
+};
+
+// Horovod's sequence for one allreduce negotiated by 2 ranks.
+void RecordAllreduce(Timeline& t, const std::string& tensor) {
+  t.NegotiateStart(tensor, "ALLREDUCE");
+  t.NegotiateRankReady(tensor, 0);
+  t.NegotiateRankReady(tensor, 1);
+  t.NegotiateEnd(tensor);
+  t.Start(tensor, "ALLREDUCE");
+  t.ActivityStart(tensor, "MEMCPY_IN_FUSION_BUFFER");
+  t.ActivityStart(tensor, "GLOO_ALLREDUCE");  // closes the memcpy activity
+  t.ActivityEnd(tensor);
+  t.End(tensor, "float32", "[2, 3]");
+}
+
+std::vector<std::string> Names(const nlohmann::json& trace) {
+  std::vector<std::string> names;
+  for (const auto& e : trace)
+    names.push_back(e["ph"].get<std::string>() + ":" + e["name"].get<std::string>());
+  return names;
+}
+
+TEST_F(TimelineTest, WritesHorovodLayout) {
+  // Given a started timeline that marks cycles
+  Timeline t(FakeClock());
+  const std::string path = Path("timeline.json");
+  ASSERT_TRUE(t.Start(path, {.mark_cycles = true}).ok());
+  // When one cycle negotiates and reduces a tensor
+  t.MarkCycleStart();
+  RecordAllreduce(t, "allreduce.test_allreduce");
+  t.Stop();
+  // Then the file holds Horovod's records in order
+  nlohmann::json trace = ParseFile(path);
+  EXPECT_EQ(Names(trace), (std::vector<std::string>{
+                              "M:process_name", "M:process_sort_index", "i:CYCLE_START",
+                              "M:process_name", "M:process_sort_index", "B:NEGOTIATE_ALLREDUCE",
+                              "X:0", "X:1", "E:", "B:ALLREDUCE", "B:MEMCPY_IN_FUSION_BUFFER",
+                              "E:", "B:GLOO_ALLREDUCE", "E:", "E:", "M:hvd_dropped_events"}));
+  EXPECT_EQ(trace[0]["args"]["start_time_since_epoch_in_micros"], kEpoch);
+  EXPECT_EQ(trace[2]["s"], "g");
+  EXPECT_EQ(trace[2]["ts"], 10);  // one tick after Start read the clock
+  // The tensor is its own process row
+  EXPECT_EQ(trace[3]["args"]["name"], "allreduce.test_allreduce");
+  const int pid = trace[3]["pid"];
+  EXPECT_EQ(pid, 1);
+  for (size_t i = 5; i + 1 < trace.size(); ++i) EXPECT_EQ(trace[i]["pid"], pid) << i;
+  EXPECT_EQ(trace[6]["dur"], 0);
+  // The final E carries dtype and shape
+  EXPECT_EQ(trace[14]["args"]["dtype"], "float32");
+  EXPECT_EQ(trace[14]["args"]["shape"], "[2, 3]");
+  EXPECT_EQ(trace.back()["args"]["dropped_events"], 0);
+}
+
+TEST_F(TimelineTest, CyclesAreOnlyMarkedWhenAsked) {
+  // Given a timeline without mark_cycles
+  Timeline t(FakeClock());
+  ASSERT_TRUE(t.Start(Path("t.json")).ok());
+  // When cycles are marked
+  t.MarkCycleStart();
+  t.Stop();
+  // Then no CYCLE_START is written
+  EXPECT_EQ(ReadFile(Path("t.json")).find("CYCLE_START"), std::string::npos);
+}
+
+TEST_F(TimelineTest, InactiveTimelineIgnoresEvents) {
+  // Given a timeline never started
+  Timeline t(FakeClock());
+  // When events arrive, then nothing happens (and no clock reads are wasted)
+  RecordAllreduce(t, "x");
+  EXPECT_FALSE(t.active());
+  EXPECT_EQ(ticks_.load(), 0);
+}
+
+TEST_F(TimelineTest, RestartsIntoASecondFile) {
+  // Given a timeline that wrote tensor a to one file
+  Timeline t(FakeClock());
+  ASSERT_TRUE(t.Start(Path("first.json")).ok());
+  RecordAllreduce(t, "grad.a");
+  // When it is started again on another file (without an explicit Stop) and sees tensor b
+  ASSERT_TRUE(t.Start(Path("second.json")).ok());
+  RecordAllreduce(t, "grad.b");
+  t.Stop();
+  // Then each file is complete, holds only its own tensor, and rows restart at pid 1
+  const std::string first = ReadFile(Path("first.json"));
+  const std::string second = ReadFile(Path("second.json"));
+  EXPECT_NE(first.find("grad.a"), std::string::npos);
+  EXPECT_EQ(first.find("grad.b"), std::string::npos);
+  EXPECT_EQ(second.find("grad.a"), std::string::npos);
+  nlohmann::json trace = ParseFile(Path("second.json"));
+  EXPECT_EQ(trace[2]["args"]["name"], "grad.b");
+  EXPECT_EQ(trace[2]["pid"], 1);
+  EXPECT_EQ(ParseFile(Path("first.json")).back()["name"], "hvd_dropped_events");
+}
+
+TEST_F(TimelineTest, AllRanksModePutsEachRankOnItsOwnRowWithClockOffsets) {
+  // Given an all-ranks timeline whose rank 1 clock runs 500 µs ahead of rank 0's
+  Timeline t([] { return kEpoch; });
+  const std::string path = Path("all.json");
+  ASSERT_TRUE(t.Start(path, {.all_ranks = true}).ok());
+  t.SetClockOffset(1, -500);
+  // When both ranks report the same op at the same true time (rank 1's events arrive
+  // encoded, as if gathered to rank 0)
+  auto op = [](int rank, int64_t t0) {
+    auto event = [&](EventType type, int64_t dt, const char* name) {
+      TimelineEvent e;
+      e.type = type;
+      e.rank = rank;
+      e.time_us = t0 + dt;
+      e.tensor = "grad.w";
+      e.name = name;
+      return e;
+    };
+    std::vector<TimelineEvent> events;
+    events.push_back(event(EventType::kStart, 100, "ALLREDUCE"));
+    events.push_back(event(EventType::kActivityStart, 110, "GLOO_ALLREDUCE"));
+    events.push_back(event(EventType::kActivityEnd, 150, ""));
+    TimelineEvent end = event(EventType::kEnd, 160, "");
+    end.dtype = "float32";
+    end.shape = "[4]";
+    events.push_back(end);
+    return events;
+  };
+  for (const TimelineEvent& e : op(0, kEpoch)) t.Record(e);
+  Result<std::vector<TimelineEvent>> remote = DecodeEvents(EncodeEvents(op(1, kEpoch + 500)));
+  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+  for (const TimelineEvent& e : *remote) t.Record(e);
+  t.Stop();
+  // Then each rank is a process row ("rank N"), the tensor a thread row in both, and the
+  // two spans line up in time
+  nlohmann::json trace = ParseFile(path);
+  std::map<int, std::string> process_names;
+  std::map<int, std::vector<int64_t>> begin_ts;
+  for (const auto& e : trace) {
+    if (e["name"] == "process_name") process_names[e["pid"]] = e["args"]["name"];
+    if (e["name"] == "thread_name") {
+      EXPECT_EQ(e["args"]["name"], "grad.w");
+    }
+    if (e["ph"] == "B") begin_ts[e["pid"]].push_back(e["ts"]);
+  }
+  EXPECT_EQ(process_names[1], "rank 0");
+  EXPECT_EQ(process_names[2], "rank 1");
+  EXPECT_EQ(begin_ts[1], (std::vector<int64_t>{100, 110}));
+  EXPECT_EQ(begin_ts[2], (std::vector<int64_t>{100, 110}));
+  // And the summary sees two allreduces of grad.w, 160 µs each
+  Result<TimelineSummary> s = SummarizeFile(path);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->by_op.at("ALLREDUCE").count, 2);
+  EXPECT_DOUBLE_EQ(s->by_op.at("ALLREDUCE").op_us, 120.0);
+}
+
+TEST_F(TimelineTest, TinyQueueDropsEventsButFileStaysValid) {
+  // Given a timeline whose writer queue holds one record
+  Timeline t(FakeClock());
+  const std::string path = Path("tiny.json");
+  ASSERT_TRUE(t.Start(path, {.queue_capacity = 1}).ok());
+  // When a burst of tensors is recorded
+  for (int i = 0; i < 2000; ++i) RecordAllreduce(t, "grad." + std::to_string(i % 50));
+  t.Stop();
+  // Then events were dropped and counted, the file parses, and its last record says so
+  EXPECT_GT(t.dropped_events(), 0u);
+  nlohmann::json trace = ParseFile(path);
+  ASSERT_TRUE(trace.is_array());
+  EXPECT_EQ(trace.back()["args"]["dropped_events"], t.dropped_events());
+  // And the summary copes with the unbalanced spans that dropping leaves
+  EXPECT_TRUE(SummarizeFile(path).ok());
+}
+
+TEST(TimelineEventTest, DecodeRejectsMalformedInput) {
+  const char* cases[] = {"not json", "{}", R"([["start",0,1,"t","n",-1,"","",-1,"extra"]])",
+                         R"([["bogus",0,1,"t","n",-1,"","",-1]])",
+                         R"([["start","0",1,"t","n",-1,"","",-1]])"};
+  for (const char* text : cases) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(DecodeEvents(text).status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
+}  // namespace
+}  // namespace hvd::timeline

@@ -1,0 +1,104 @@
+#ifndef HVD_TIMELINE_TIMELINE_H_
+#define HVD_TIMELINE_TIMELINE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "common/status.h"
+#include "timeline/timeline_event.h"
+#include "timeline/timeline_writer.h"
+
+// Timeline turns runtime events into a Chrome trace (chrome://tracing, Perfetto) in the
+// layout of Horovod's timeline (horovod/common/timeline.cc):
+//
+//   pid 0            header: process_name with args.start_time_since_epoch_in_micros,
+//                    process_sort_index; CYCLE_START instants ("s":"g") when marking cycles
+//   one row/tensor   process_name = tensor name; NEGOTIATE_<OP> B ... X "<rank>" per ready
+//                    rank ... E; then <OP> B with nested activity B/E pairs and a final
+//                    E whose args hold dtype, shape (and bytes when known)
+//
+// In all-ranks mode each RANK is a process row ("rank N") and each tensor a thread row
+// within it, so events gathered from every rank line up; a rank's times are shifted by
+// SetClockOffset(rank, offset) onto the writer's clock. ts is microseconds since Start().
+//
+// Threading: every method is thread-safe. Record() and the helpers never block on I/O:
+// records go to a TimelineWriter whose bounded queue drops (and counts) events when full.
+// Start() while started switches to the new file (Stop() + Start()). Stop() may block
+// while the writer drains.
+namespace hvd::timeline {
+
+struct TimelineOptions {
+  bool mark_cycles = false;
+  bool all_ranks = false;
+  size_t queue_capacity = 1 << 16;  // records
+};
+
+class Timeline {
+ public:
+  // Microseconds since the Unix epoch; injectable for tests.
+  using Clock = std::function<int64_t()>;
+  static int64_t SystemClockMicros();
+
+  explicit Timeline(Clock clock = SystemClockMicros, int local_rank = 0);
+  ~Timeline();
+
+  Status Start(const std::string& path, const TimelineOptions& options = {});
+  void Stop();
+  bool active() const;
+  // Events dropped by the current (or, after Stop, the last) file's writer.
+  uint64_t dropped_events() const;
+
+  // Offset added to `rank`'s event times (all-ranks mode); 0 unless set. Kept across
+  // Start/Stop.
+  void SetClockOffset(int rank, int64_t offset_us);
+
+  // Maps one event onto trace records. No-op unless active().
+  void Record(const TimelineEvent& event);
+
+  // Helpers that record an event of this process (local_rank, clock()).
+  void NegotiateStart(std::string_view tensor, std::string_view request_type);
+  void NegotiateRankReady(std::string_view tensor, int rank);
+  void NegotiateEnd(std::string_view tensor);
+  void Start(std::string_view tensor, std::string_view response_type);
+  void ActivityStart(std::string_view tensor, std::string_view activity);
+  void ActivityEnd(std::string_view tensor);
+  void End(std::string_view tensor, std::string_view dtype, std::string_view shape,
+           int64_t bytes = -1);
+  void MarkCycleStart();
+
+ private:
+  struct Row {
+    int pid = 0;
+    int tid = 0;
+    bool activity_open = false;
+  };
+
+  TimelineEvent LocalEvent(EventType type, std::string_view tensor, std::string_view name) const;
+  Row* RowForLocked(const TimelineEvent& event);
+  bool EmitLocked(char phase, std::string name, const Row& row, int64_t ts,
+                  std::vector<std::pair<std::string, TraceArg>> args = {});
+  bool EmitMetadataLocked(const char* name, int pid, int tid, TraceArg value);
+
+  const Clock clock_;
+  const int local_rank_;
+
+  mutable std::mutex mu_;
+  std::unique_ptr<TimelineWriter> writer_;  // null when stopped
+  uint64_t last_dropped_ = 0;
+  TimelineOptions options_;
+  int64_t start_us_ = 0;
+  std::map<int, int64_t> clock_offsets_;
+  std::map<std::pair<int, std::string>, Row> rows_;  // key: (rank or -1, tensor)
+  std::map<std::string, int> tensor_ids_;            // tensor -> 1-based index
+  std::map<int, bool> rank_rows_named_;              // all-ranks: rank -> process_name written
+};
+
+}  // namespace hvd::timeline
+
+#endif  // HVD_TIMELINE_TIMELINE_H_

@@ -1,0 +1,52 @@
+#ifndef HVD_TIMELINE_TIMELINE_EVENT_H_
+#define HVD_TIMELINE_TIMELINE_EVENT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+// TimelineEvent is what the runtime reports to the timeline, before it is mapped to trace
+// rows: one step of Horovod's per-tensor state machine
+//   NegotiateStart (coordinator) -> NegotiateRankReady* -> NegotiateEnd ->
+//   Start -> (ActivityStart -> ActivityEnd)* -> End
+// plus CycleStart marks. Events carry the rank they happened on and a time on that rank's
+// clock, so a non-coordinator rank can record its own events, ship them to rank 0
+// (EncodeEvents/DecodeEvents) and have them drawn on its own row. Plain value type.
+namespace hvd::timeline {
+
+enum class EventType {
+  kNegotiateStart,      // name = request type, e.g. "ALLREDUCE" -> "NEGOTIATE_ALLREDUCE"
+  kNegotiateRankReady,  // ready_rank = the rank whose request arrived
+  kNegotiateEnd,
+  kStart,          // name = response type, e.g. "ALLREDUCE"
+  kActivityStart,  // name = activity, e.g. "MEMCPY_IN_FUSION_BUFFER", "GLOO_ALLREDUCE"
+  kActivityEnd,
+  kEnd,         // dtype, shape and (when >= 0) bytes go into the record's args
+  kCycleStart,  // only drawn when the timeline marks cycles
+};
+
+const char* EventTypeName(EventType type);
+
+struct TimelineEvent {
+  EventType type = EventType::kCycleStart;
+  int rank = 0;         // where it happened
+  int64_t time_us = 0;  // microseconds since the Unix epoch on that rank's clock
+  std::string tensor;
+  std::string name;
+  int ready_rank = -1;
+  std::string dtype;
+  std::string shape;
+  int64_t bytes = -1;
+};
+
+// A compact JSON array; the inverse of DecodeEvents.
+std::string EncodeEvents(const std::vector<TimelineEvent>& events);
+// kInvalidArgument (quoting the problem) when `text` was not produced by EncodeEvents.
+Result<std::vector<TimelineEvent>> DecodeEvents(std::string_view text);
+
+}  // namespace hvd::timeline
+
+#endif  // HVD_TIMELINE_TIMELINE_EVENT_H_

@@ -1,0 +1,246 @@
+#include "timeline/timeline_summary.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+namespace hvd::timeline {
+namespace {
+
+constexpr std::string_view kNegotiatePrefix = "NEGOTIATE_";
+constexpr std::string_view kBackendPrefixes[] = {"MPI_", "NCCL_", "GLOO_", "CCL_", "SHM_", "DDL_"};
+
+enum class ActivityKind { kTransfer, kMemcpy, kOther };
+
+ActivityKind Classify(std::string_view name) {
+  if (name.starts_with("MEMCPY_")) return ActivityKind::kMemcpy;
+  for (std::string_view p : kBackendPrefixes) {
+    if (name.starts_with(p)) return ActivityKind::kTransfer;
+  }
+  return ActivityKind::kOther;
+}
+
+struct OpenSpan {
+  std::string name;
+  double ts = 0.0;
+};
+
+// Elements described by a shape string such as "[2, 3]" or "torch.Size([2, 3])".
+std::optional<int64_t> ShapeElements(std::string_view shape) {
+  if (shape.find_first_of("[(") == std::string_view::npos) return std::nullopt;
+  int64_t elements = 1;
+  for (size_t i = 0; i < shape.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(shape[i]))) {
+      ++i;
+      continue;
+    }
+    int64_t dim = 0;
+    while (i < shape.size() && std::isdigit(static_cast<unsigned char>(shape[i]))) {
+      dim = dim * 10 + (shape[i++] - '0');
+    }
+    elements *= dim;
+  }
+  return elements;
+}
+
+int64_t BytesFromArgs(const nlohmann::json& event) {
+  auto args = event.find("args");
+  if (args == event.end() || !args->is_object()) return 0;
+  if (auto b = args->find("bytes"); b != args->end() && b->is_number_integer()) {
+    return b->get<int64_t>();
+  }
+  auto dtype = args->find("dtype");
+  auto shape = args->find("shape");
+  if (dtype == args->end() || shape == args->end() || !dtype->is_string() || !shape->is_string()) {
+    return 0;
+  }
+  std::optional<int64_t> elements = ShapeElements(shape->get<std::string>());
+  return elements ? *elements * DtypeSize(dtype->get<std::string>()) : 0;
+}
+
+double Share(double part, const SpanStats& s) {
+  const double total = s.negotiate_us + s.op_us;
+  return total > 0.0 ? part / total : 0.0;
+}
+
+// Tracks names of rows and open spans while walking the events in file order.
+class Walker {
+ public:
+  explicit Walker(TimelineSummary* out) : out_(out) {}
+
+  void Metadata(const nlohmann::json& e, int pid, int tid) {
+    const std::string name = e.value("name", "");
+    auto args = e.find("args");
+    if (args == e.end() || !args->contains("name") || !(*args)["name"].is_string()) return;
+    if (name == "process_name") process_names_[pid] = (*args)["name"].get<std::string>();
+    if (name == "thread_name") thread_names_[{pid, tid}] = (*args)["name"].get<std::string>();
+  }
+
+  void Begin(const nlohmann::json& e, int pid, int tid, double ts) {
+    stacks_[{pid, tid}].push_back({e.value("name", ""), ts});
+  }
+
+  void End(const nlohmann::json& e, int pid, int tid, double ts) {
+    std::vector<OpenSpan>& stack = stacks_[{pid, tid}];
+    if (stack.empty()) {
+      ++out_->unmatched_ends;
+      return;
+    }
+    OpenSpan span = std::move(stack.back());
+    stack.pop_back();
+    const double us = std::max(0.0, ts - span.ts);
+    const std::string tensor = TensorName(pid, tid);
+    if (stack.empty() && span.name.starts_with(kNegotiatePrefix)) {
+      const std::string op = span.name.substr(kNegotiatePrefix.size());
+      for (SpanStats* s : Stats(tensor, op)) {
+        ++s->negotiations;
+        s->negotiate_us += us;
+      }
+    } else if (stack.empty()) {
+      const int64_t bytes = BytesFromArgs(e);
+      for (SpanStats* s : Stats(tensor, span.name)) {
+        ++s->count;
+        s->op_us += us;
+        s->bytes += bytes;
+      }
+    } else if (stack.size() == 1) {
+      const ActivityKind kind = Classify(span.name);
+      for (SpanStats* s : Stats(tensor, stack.front().name)) {
+        (kind == ActivityKind::kTransfer ? s->transfer_us
+         : kind == ActivityKind::kMemcpy ? s->memcpy_us
+                                         : s->other_activity_us) += us;
+      }
+    }
+  }
+
+  void Finish() {
+    for (const auto& [row, stack] : stacks_) out_->open_spans += static_cast<int64_t>(stack.size());
+  }
+
+ private:
+  std::string TensorName(int pid, int tid) const {
+    if (auto t = thread_names_.find({pid, tid}); t != thread_names_.end()) return t->second;
+    if (auto p = process_names_.find(pid); p != process_names_.end()) return p->second;
+    return fmt::format("pid {} tid {}", pid, tid);
+  }
+  std::vector<SpanStats*> Stats(const std::string& tensor, const std::string& op) {
+    return {&out_->by_op[op], &out_->by_tensor[{tensor, op}]};
+  }
+
+  TimelineSummary* out_;
+  std::map<int, std::string> process_names_;
+  std::map<std::pair<int, int>, std::string> thread_names_;
+  std::map<std::pair<int, int>, std::vector<OpenSpan>> stacks_;
+};
+
+int IntField(const nlohmann::json& e, const char* key) {
+  auto it = e.find(key);
+  return it != e.end() && it->is_number() ? it->get<int>() : 0;
+}
+
+}  // namespace
+
+double SpanStats::negotiate_share() const { return Share(negotiate_us, *this); }
+double SpanStats::transfer_share() const { return Share(transfer_us, *this); }
+double SpanStats::memcpy_share() const { return Share(memcpy_us, *this); }
+
+int64_t DtypeSize(std::string_view dtype) {
+  std::string d(dtype);
+  std::transform(d.begin(), d.end(), d.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (std::string_view prefix : {"horovod_", "torch.", "hvd_"}) {
+    if (d.starts_with(prefix)) d = d.substr(prefix.size());
+  }
+  static const std::map<std::string, int64_t> kSizes = {
+      {"uint8", 1}, {"int8", 1},     {"bool", 1},  {"int16", 2},   {"float16", 2},
+      {"half", 2},  {"bfloat16", 2}, {"int32", 4}, {"float32", 4}, {"float", 4},
+      {"int", 4},   {"int64", 8},    {"long", 8},  {"float64", 8}, {"double", 8}};
+  auto it = kSizes.find(d);
+  return it == kSizes.end() ? 0 : it->second;
+}
+
+Result<TimelineSummary> Summarize(const nlohmann::json& trace) {
+  const nlohmann::json* events = &trace;
+  if (trace.is_object() && trace.contains("traceEvents")) events = &trace["traceEvents"];
+  if (!events->is_array()) {
+    return Status::InvalidArgument(
+        "not a trace: expected a JSON array of events or {\"traceEvents\": [...]}");
+  }
+  TimelineSummary summary;
+  Walker walker(&summary);
+  for (const nlohmann::json& e : *events) {
+    if (!e.is_object()) continue;
+    const std::string ph = e.value("ph", "");
+    const int pid = IntField(e, "pid");
+    const int tid = IntField(e, "tid");
+    const double ts = e.contains("ts") && e["ts"].is_number() ? e["ts"].get<double>() : 0.0;
+    if (ph == "M") {
+      walker.Metadata(e, pid, tid);
+    } else if (ph == "B") {
+      walker.Begin(e, pid, tid, ts);
+    } else if (ph == "E") {
+      walker.End(e, pid, tid, ts);
+    }
+  }
+  walker.Finish();
+  return summary;
+}
+
+Result<TimelineSummary> SummarizeFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    const int err = errno;
+    const std::string message = fmt::format("cannot open '{}': {}", path, std::strerror(err));
+    return err == ENOENT ? Status::NotFound(message) : Status::IoError(message);
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  nlohmann::json trace;
+  try {
+    trace = nlohmann::json::parse(buffer.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    return Status::InvalidArgument(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
+  }
+  Result<TimelineSummary> summary = Summarize(trace);
+  if (!summary.ok()) return summary.status().WithContext("'" + path + "'");
+  return summary;
+}
+
+std::string FormatSummary(const TimelineSummary& s) {
+  auto line = [](const std::string& label, const SpanStats& st, size_t width) {
+    return fmt::format("{:<{}} {:>7} {:>12.3f} {:>10.3f} {:>14} {:>9.1f}% {:>9.1f}% {:>7.1f}%\n",
+                       label, width, st.count, st.op_us / 1000.0, st.mean_us() / 1000.0, st.bytes,
+                       100 * st.negotiate_share(), 100 * st.transfer_share(),
+                       100 * st.memcpy_share());
+  };
+  auto header = [](const std::string& label, size_t width) {
+    return fmt::format("{:<{}} {:>7} {:>12} {:>10} {:>14} {:>10} {:>10} {:>8}\n", label, width,
+                       "count", "total_ms", "mean_ms", "bytes", "negotiate", "transfer", "memcpy");
+  };
+  size_t op_width = 14;
+  for (const auto& [op, st] : s.by_op) op_width = std::max(op_width, op.size());
+  std::string out = header("op", op_width);
+  for (const auto& [op, st] : s.by_op) out += line(op, st, op_width);
+  size_t tensor_width = 20;
+  for (const auto& [key, st] : s.by_tensor) {
+    tensor_width = std::max(tensor_width, key.first.size() + key.second.size() + 3);
+  }
+  out += "\n" + header("tensor (op)", tensor_width);
+  for (const auto& [key, st] : s.by_tensor) {
+    out += line(fmt::format("{} ({})", key.first, key.second), st, tensor_width);
+  }
+  if (s.unmatched_ends > 0 || s.open_spans > 0) {
+    out += fmt::format("\n{} unmatched end events, {} spans never closed\n", s.unmatched_ends,
+                       s.open_spans);
+  }
+  return out;
+}
+
+}  // namespace hvd::timeline

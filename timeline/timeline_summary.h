@@ -1,0 +1,65 @@
+#ifndef HVD_TIMELINE_TIMELINE_SUMMARY_H_
+#define HVD_TIMELINE_TIMELINE_SUMMARY_H_
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <utility>
+
+#include "common/status.h"
+
+// Reads a timeline (ours or Horovod's; a JSON array of trace events or an object with
+// "traceEvents") and totals where the time went.
+//
+// Rows: a tensor is named by its row's thread_name (all-ranks layout) or else its
+// process_name (Horovod layout). B/E pairs are matched per (pid, tid):
+//   - a top-level span named NEGOTIATE_<OP> is negotiation time of <OP>;
+//   - any other top-level span is one operation of that type (count, time, bytes);
+//   - spans directly inside an operation are activities: MEMCPY_* is memcpy time, a
+//     backend collective (<BACKEND>_<COLLECTIVE>, e.g. GLOO_ALLREDUCE, NCCL_BCAST,
+//     MPI_ALLGATHER) is transfer time, anything else (QUEUE, WAIT_FOR_DATA, ...) is other.
+// Bytes come from the final E's args: "bytes" when present, else dtype x shape when
+// both parse. Shares are fractions of negotiation + operation time.
+// Pure functions; thread-safe.
+namespace hvd::timeline {
+
+struct SpanStats {
+  int64_t count = 0;  // completed operations
+  double op_us = 0.0;
+  int64_t bytes = 0;
+  int64_t negotiations = 0;
+  double negotiate_us = 0.0;
+  double transfer_us = 0.0;
+  double memcpy_us = 0.0;
+  double other_activity_us = 0.0;
+
+  double mean_us() const { return count ? op_us / static_cast<double>(count) : 0.0; }
+  // Fractions in [0, 1] of negotiate_us + op_us.
+  double negotiate_share() const;
+  double transfer_share() const;
+  double memcpy_share() const;
+};
+
+struct TimelineSummary {
+  std::map<std::string, SpanStats> by_op;                              // op type
+  std::map<std::pair<std::string, std::string>, SpanStats> by_tensor;  // (tensor, op type)
+  int64_t unmatched_ends = 0;  // E without an open B (e.g. dropped events)
+  int64_t open_spans = 0;      // B never closed (e.g. the job was killed)
+};
+
+Result<TimelineSummary> Summarize(const nlohmann::json& trace);
+// Errors name the file: kNotFound / kIoError when unreadable, kInvalidArgument when it is
+// not a JSON trace.
+Result<TimelineSummary> SummarizeFile(const std::string& path);
+
+// Bytes per element for Horovod/torch/numpy dtype spellings ("float32", "HOROVOD_FLOAT32",
+// "torch.float32"); 0 if unknown.
+int64_t DtypeSize(std::string_view dtype);
+
+// Two fixed-width tables: per op type, then per tensor.
+std::string FormatSummary(const TimelineSummary& summary);
+
+}  // namespace hvd::timeline
+
+#endif  // HVD_TIMELINE_TIMELINE_SUMMARY_H_

@@ -1,0 +1,169 @@
+#include "timeline/timeline_writer.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/logging.h"
+
+namespace hvd::timeline {
+namespace {
+
+constexpr std::string_view kTail = "\n]\n";
+// Writes are packed so that none crosses a multiple of this (the smallest page size, so
+// also every folio boundary): the kernel only stops a write for a fatal signal between
+// pages, so such a write lands completely or not at all.
+constexpr size_t kPageBytes = 4096;
+
+// Writes all of `data` at `offset`, retrying short writes and EINTR.
+bool PwriteAll(int fd, std::string_view data, int64_t offset) {
+  while (!data.empty()) {
+    ssize_t n = ::pwrite(fd, data.data(), data.size(), offset);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+    offset += n;
+  }
+  return true;
+}
+
+}  // namespace
+
+TimelineWriter::TimelineWriter(size_t queue_capacity) : queue_(queue_capacity) {}
+
+TimelineWriter::~TimelineWriter() { Close(); }
+
+Status TimelineWriter::Open(const std::string& path, const std::vector<TraceRecord>& header) {
+  HVD_CHECK(fd_ < 0 && !thread_.joinable()) << "TimelineWriter opened twice";
+  path_ = path;
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    return Status::IoError(
+        fmt::format("cannot open timeline file '{}': {}", path, std::strerror(errno)));
+  }
+  std::string body = "[";
+  for (const TraceRecord& r : header) {
+    body += (any_record_ ? ",\n" : "\n") + ToJson(r);
+    any_record_ = true;
+  }
+  tail_offset_ = static_cast<int64_t>(body.size());
+  body += kTail;
+  if (!PwriteAll(fd_, body, 0)) {
+    Status s = Status::IoError(
+        fmt::format("cannot write timeline file '{}': {}", path, std::strerror(errno)));
+    ::close(fd_);
+    fd_ = -1;
+    return s;
+  }
+  written_.store(header.size(), std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(producer_mu_);
+    open_ = true;
+  }
+  thread_ = std::thread([this] { Loop(); });
+  return Status::OK();
+}
+
+bool TimelineWriter::Enqueue(TraceRecord record) {
+  {
+    std::lock_guard<std::mutex> lock(producer_mu_);
+    if (!open_) return false;
+    if (!queue_.TryPush(record)) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+  }
+  wake_.fetch_add(1, std::memory_order_release);
+  wake_.notify_one();  // no system call unless the writer is actually waiting
+  return true;
+}
+
+void TimelineWriter::Close() {
+  {
+    std::lock_guard<std::mutex> lock(producer_mu_);
+    if (!open_) return;
+    open_ = false;
+  }
+  stopping_.store(true, std::memory_order_release);
+  wake_.fetch_add(1, std::memory_order_release);
+  wake_.notify_one();
+  thread_.join();
+  const uint64_t dropped = dropped_.load();
+  if (dropped > 0) {
+    HVD_LOG_WARNING(
+        "timeline '{}': dropped {} events because the writer queue ({} records) was full", path_,
+        dropped, queue_.capacity());
+  }
+  ::close(fd_);
+  fd_ = -1;
+}
+
+Status TimelineWriter::write_status() const {
+  std::lock_guard<std::mutex> lock(status_mu_);
+  return write_status_;
+}
+
+void TimelineWriter::Flush() {
+  if (chunk_.empty()) return;
+  if (!failed_) {
+    std::string data = chunk_;
+    data += kTail;
+    if (PwriteAll(fd_, data, tail_offset_)) {
+      tail_offset_ += static_cast<int64_t>(chunk_.size());
+    } else {
+      failed_ = true;
+      std::lock_guard<std::mutex> lock(status_mu_);
+      write_status_ = Status::IoError(
+          fmt::format("cannot write timeline file '{}': {}", path_, std::strerror(errno)));
+      HVD_LOG_ERROR("{}; further timeline events are discarded", write_status_.message());
+    }
+  }
+  written_.fetch_add(chunk_records_, std::memory_order_relaxed);
+  chunk_.clear();
+  chunk_records_ = 0;
+}
+
+// Packs records into writes that stay inside one kPageBytes page of the file (see the
+// class comment); a record that cannot fit in what is left of a page goes alone.
+void TimelineWriter::Append(const TraceRecord& record) {
+  std::string piece = (any_record_ ? ",\n" : "\n") + ToJson(record);
+  any_record_ = true;
+  auto fits = [&] {
+    const size_t used = static_cast<size_t>(tail_offset_ % kPageBytes) + chunk_.size();
+    return used + piece.size() + kTail.size() <= kPageBytes;
+  };
+  if (!fits()) Flush();
+  chunk_ += piece;
+  ++chunk_records_;
+  if (chunk_.size() == piece.size() && !fits()) Flush();  // straddles a page boundary
+}
+
+void TimelineWriter::Loop() {
+  TraceRecord record;
+  for (;;) {
+    const uint32_t seen = wake_.load(std::memory_order_acquire);
+    const bool stopping = stopping_.load(std::memory_order_acquire);
+    bool any = false;
+    while (queue_.TryPop(&record)) {
+      Append(record);
+      any = true;
+    }
+    Flush();
+    if (any) continue;
+    if (stopping) break;  // queue drained after the stop was requested
+    wake_.wait(seen, std::memory_order_acquire);
+  }
+  TraceRecord summary;
+  summary.phase = 'M';
+  summary.name = "hvd_dropped_events";
+  summary.args.emplace_back("dropped_events", static_cast<int64_t>(dropped_.load()));
+  Append(summary);
+  Flush();
+}
+
+}  // namespace hvd::timeline

@@ -1,0 +1,88 @@
+#ifndef HVD_TIMELINE_TIMELINE_WRITER_H_
+#define HVD_TIMELINE_TIMELINE_WRITER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "timeline/spsc_queue.h"
+#include "timeline/trace_record.h"
+
+// TimelineWriter owns one trace file and the thread that writes it.
+//
+// Producers hand records to Enqueue(), which never blocks on I/O or on the writer: when
+// the bounded queue is full the record is dropped and counted. The writer thread drains
+// the queue. The file is a JSON array that is complete after every write: each write goes
+// at the position of the previous closing "\n]\n" and ends in its own "\n]\n" (the approach
+// of Horovod's TimelineWriter). A SIGKILL can tear a write only where it crosses a page
+// boundary (the kernel checks for fatal signals between pages), so writes are packed to
+// stay inside one 4 KiB page; only a record that does not fit in the rest of a page is
+// written across the boundary, on its own. A process killed at any other moment leaves a
+// parseable file. Close() drains what is queued, appends a metadata record
+// {"name":"hvd_dropped_events","ph":"M","args":{"dropped_events":N}}, logs a warning if
+// N > 0, and closes the file.
+//
+// Threading: Enqueue() may be called from any thread (producers are serialised by a
+// mutex that the writer thread never takes). Open()/Close() are for one controlling
+// thread. One writer per file; a writer is opened at most once.
+
+namespace hvd::timeline {
+
+class TimelineWriter {
+ public:
+  explicit TimelineWriter(size_t queue_capacity);
+  ~TimelineWriter();  // Close()
+  TimelineWriter(const TimelineWriter&) = delete;
+  TimelineWriter& operator=(const TimelineWriter&) = delete;
+
+  // Creates or truncates `path`, writes `header` synchronously (so it is never dropped)
+  // and starts the writer thread. Errors name the path.
+  Status Open(const std::string& path, const std::vector<TraceRecord>& header);
+
+  // False when the record was not queued: the queue is full (counted in dropped()) or the
+  // writer is not open (not counted).
+  bool Enqueue(TraceRecord record);
+
+  // Idempotent. After it returns every record accepted by Enqueue() is in the file.
+  void Close();
+
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  uint64_t written() const { return written_.load(std::memory_order_relaxed); }
+  const std::string& path() const { return path_; }
+  // The first write error, if any (the writer keeps draining after one).
+  Status write_status() const;
+
+ private:
+  void Loop();
+  void Append(const TraceRecord& record);
+  void Flush();
+
+  SpscQueue<TraceRecord> queue_;
+  std::string path_;
+  int fd_ = -1;
+  int64_t tail_offset_ = 0;  // where the closing "\n]\n" starts
+  bool any_record_ = false;  // writer thread only (and Open before the thread starts)
+  bool failed_ = false;      // writer thread only: a write failed, later records are discarded
+  std::string chunk_;        // writer thread only: records to write at tail_offset_
+  uint64_t chunk_records_ = 0;
+  std::thread thread_;
+
+  std::mutex producer_mu_;
+  bool open_ = false;  // guarded by producer_mu_
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint32_t> wake_{0};  // bumped on every push and on stop; the writer waits on it
+
+  std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> written_{0};
+  mutable std::mutex status_mu_;
+  Status write_status_;  // guarded by status_mu_
+};
+
+}  // namespace hvd::timeline
+
+#endif  // HVD_TIMELINE_TIMELINE_WRITER_H_
