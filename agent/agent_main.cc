@@ -12,6 +12,7 @@
 #include "agent/agent.h"
 #include "agent/rank_launch.h"
 #include "common/env_registry.h"
+#include "launcher/remote_agent_path.h"
 
 namespace {
 
@@ -40,11 +41,16 @@ void SetNonBlocking(int fd) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
+    std::printf("%s\n", hvd::launcher::AgentVersionLine().c_str());
+    return 0;
+  }
   if (argc > 1) {
-    std::fprintf(stderr,
-                 "usage: %s\n  Started by hvdrun over SSH; reads its request from stdin "
-                 "(launcher/remote_protocol.h). Not meant to be run by hand.\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s [--version]\n  Started by hvdrun over SSH; reads its request from stdin "
+        "(launcher/remote_protocol.h). Not meant to be run by hand.\n",
+        argv[0]);
     return 2;
   }
   sigset_t set;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/job_key.h"
+#include "launcher/network_interface.h"
 
 namespace hvd::agent {
 namespace {
@@ -99,6 +100,19 @@ void CloseAll(std::initializer_list<int> fds) {
 
 LaunchFailure Failure(int code, std::string message) { return {code, std::move(message)}; }
 
+// A multi-host job whose interfaces hvdrun did not name: this host's interface toward the
+// launcher's rendezvous address (interface names differ between hosts).
+void FillInterface(std::map<std::string, std::string>& env) {
+  auto addr = env.find("HVD_RENDEZVOUS_ADDR");
+  if (addr == env.end() || addr->second.empty() || addr->second.rfind("127.", 0) == 0) return;
+  if (env.count("HVD_GLOO_IFACE") > 0 || env.count("HOROVOD_GLOO_IFACE") > 0) return;
+  Result<launcher::InterfaceAddress> nic = launcher::InterfaceToward(addr->second);
+  if (!nic.ok() || nic->name.empty()) return;
+  env["HVD_GLOO_IFACE"] = nic->name;
+  env["HOROVOD_GLOO_IFACE"] = nic->name;
+  env.emplace("NCCL_SOCKET_IFNAME", nic->name);
+}
+
 }  // namespace
 
 std::map<std::string, std::string> MergeEnvironment(
@@ -106,6 +120,7 @@ std::map<std::string, std::string> MergeEnvironment(
     int key_fd) {
   std::map<std::string, std::string> env = agent_env;
   for (const auto& [name, value] : request.env) env[name] = value;
+  FillInterface(env);
   env.erase("HVD_SECRET_FD");
   if (key_fd >= 0) env["HVD_SECRET_FD"] = std::to_string(key_fd);
   return env;

@@ -33,7 +33,10 @@ struct LaunchFailure {
 };
 
 // The rank's environment: `agent_env` (the remote login environment) overlaid with the
-// request's, without HVD_SECRET_FD; with a job key, HVD_SECRET_FD names `key_fd`.
+// request's, without HVD_SECRET_FD; with a job key, HVD_SECRET_FD names `key_fd`. When the
+// rendezvous address is not loopback and no HVD_GLOO_IFACE was sent, HVD_GLOO_IFACE (and
+// HOROVOD_GLOO_IFACE, and NCCL_SOCKET_IFNAME unless sent) name this host's interface toward
+// that address.
 std::map<std::string, std::string> MergeEnvironment(
     const std::map<std::string, std::string>& agent_env, const launcher::RemoteRankRequest& request,
     int key_fd);

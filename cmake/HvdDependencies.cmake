@@ -16,7 +16,7 @@ target_include_directories(hvd_asio SYSTEM INTERFACE ${ASIO_INCLUDE_DIR})
 target_compile_definitions(hvd_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED ASIO_DISABLE_STD_ALIGNED_ALLOC)
 target_link_libraries(hvd_asio INTERFACE Threads::Threads)
 
-pkg_check_modules(LIBSSH2 IMPORTED_TARGET libssh2)
+pkg_check_modules(LIBSSH2 REQUIRED IMPORTED_TARGET libssh2)
 
 set(HVD_HAVE_GLOO OFF)
 if(HVD_WITH_GLOO)

@@ -79,6 +79,8 @@ void AddBasic(Builder* b) {
   b->Value("--config-file", "FILE",
            "YAML file with parameters; flags given on the command line win.");
   b->Flag("--dry-run", "Print the rank plan and the commands, start nothing.");
+  b->Flag("--check",
+          "Preflight every host (SSH, hvd-agent version, interface, free port), start nothing.");
   b->Flag("--print-config",
           "Print every HVD_*/HOROVOD_* variable: value in effect and where it came from.");
   b->Value("--grace-period-seconds", "SECONDS",
@@ -87,6 +89,10 @@ void AddBasic(Builder* b) {
   b->Group("SSH");
   b->Value("-p,--ssh-port", "PORT", "SSH port on all hosts.");
   b->Value("-i,--ssh-identity-file", "FILE", "SSH private key for all hosts.");
+  b->Value("--ssh-known-hosts", "FILE",
+           "known_hosts file that host keys are checked against (default ~/.ssh/known_hosts).");
+  b->Flag("--ssh-accept-new-host-keys",
+          "Trust hosts missing from known_hosts and add them (a changed key is still an error).");
 }
 
 void AddParamsAndAutotune(Builder* b) {

@@ -106,7 +106,7 @@ Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& argv,
                        ApplyConfigFile(*app, &knobs));
   HVD_RETURN_IF_ERROR(ValidateKnobs(&knobs));
   HVD_RETURN_IF_ERROR(BuildLaunchSpec(*app, env, knobs, config_controller, &out));
-  if (out.spec.command.empty() && !out.print_config) {
+  if (out.spec.command.empty() && !out.print_config && !out.spec.check) {
     return Status::InvalidArgument(
         "no command given (usage: hvdrun [OPTIONS] [--] COMMAND [ARGS...], e.g. "
         "hvdrun -np 2 python3 train.py)");

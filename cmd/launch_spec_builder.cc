@@ -107,6 +107,8 @@ Status ReadRemote(const CLI::App& app, ParsedCommandLine* out) {
   LaunchSpec* spec = &out->spec;
   HVD_ASSIGN_OR_RETURN(spec->ssh_port, BoundedInt(app, "--ssh-port", 1, 65535));
   spec->ssh_identity_file = LastValue(app, "--ssh-identity-file").value_or("");
+  spec->ssh_known_hosts_file = LastValue(app, "--ssh-known-hosts").value_or("");
+  spec->ssh_accept_new_host_keys = Given(app, "--ssh-accept-new-host-keys");
   spec->disable_cache = Given(app, "--disable-cache");
   ReadInterfaces(app, spec, &out->warnings);
   return Status::OK();
@@ -172,6 +174,7 @@ Status ReadJobControl(const CLI::App& app, const env::Environment& env, ParsedCo
   spec->prefix_timestamp = Given(app, "--prefix-output-with-timestamp");
   spec->verbose = Given(app, "--verbose");
   spec->dry_run = Given(app, "--dry-run");
+  spec->check = Given(app, "--check");
   return Status::OK();
 }
 

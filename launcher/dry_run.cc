@@ -4,6 +4,9 @@
 #include <cctype>
 #include <string_view>
 
+#include "launcher/multi_host.h"
+#include "launcher/remote_spawner.h"
+
 namespace hvd::launcher {
 namespace {
 
@@ -82,8 +85,16 @@ std::string FormatDryRun(const LaunchSpec& spec, const JobPlan& plan, const JobE
     if (std::find(hosts.begin(), hosts.end(), rank.host) == hosts.end()) hosts.push_back(rank.host);
   }
   for (const std::string& host : hosts) {
-    text += "\nhost " + host + " (local fork/exec)\n";
-    text += "  command: " + ShellJoin(spec.command) + "\n";
+    if (plan.IsRemote(host)) {
+      Result<std::string> agent = LocalAgentPath();
+      text += "\nhost " + host + " (ssh; argv, environment and job key go over the channel)\n";
+      text += "  remote command: " +
+              RemoteSpawner::RemoteCommand(agent.ok() ? *agent : "<hvd-agent: not found>") + "\n";
+      text += "  the agent runs: " + ShellJoin(spec.command) + "\n";
+    } else {
+      text += "\nhost " + host + " (local fork/exec)\n";
+      text += "  command: " + ShellJoin(spec.command) + "\n";
+    }
     for (const auto& rank : plan.ranks) {
       if (rank.host != host) continue;
       text += "  rank " + std::to_string(rank.rank) + " environment (added to hvdrun's own):\n";

@@ -24,7 +24,9 @@ std::string Headline(const JobOutcome& outcome) {
   if (outcome.launch_error) return "job stopped: " + *outcome.launch_error;
   if (outcome.first_failed_rank) {
     const RankOutcome& rank = outcome.ranks[static_cast<size_t>(*outcome.first_failed_rank)];
-    std::string why = rank.exec_error ? *rank.exec_error : DescribeWaitStatus(rank.wait_status);
+    std::string why = rank.exec_error        ? *rank.exec_error
+                      : rank.transport_error ? *rank.transport_error
+                                             : DescribeWaitStatus(rank.wait_status);
     return "job failed: rank " + std::to_string(rank.rank) + " on " + rank.host +
            " failed first: " + why + "; hvdrun exits " + std::to_string(ExitCodeOf(outcome));
   }
@@ -36,6 +38,7 @@ std::string ResultText(const RankOutcome& rank, bool first) {
   if (!rank.finished) return "still running";
   std::string text = DescribeWaitStatus(rank.wait_status);
   if (rank.exec_error) text += ", " + *rank.exec_error;
+  if (rank.transport_error) text += ", " + *rank.transport_error;
   if (first) text += "  <- first failure";
   if (rank.stopped_by_hvdrun) text += ", stopped by hvdrun";
   return text;

@@ -22,6 +22,8 @@ constexpr int kMaxDrainReads = 256;
 // Poll-set owners that are not ranks.
 constexpr int kSignalOwner = -1;
 constexpr int kStdinOwner = -2;
+// Poll-set stream index of a remote rank's exit event.
+constexpr int kExitEvent = 2;
 
 Stream StreamOf(int which) { return which == 0 ? Stream::kStdout : Stream::kStderr; }
 
@@ -38,13 +40,15 @@ JobController::JobController(JobControlOptions options, RankSpawner& spawner,
 
 JobOutcome JobController::Run(const std::vector<SpawnRequest>& requests) {
   outcome_ = JobOutcome();
-  states_.assign(requests.size(), RankState());
+  states_.clear();
+  states_.resize(requests.size());
   for (const SpawnRequest& request : requests) {
     RankOutcome rank;
     rank.rank = request.rank;
     rank.host = request.host;
     outcome_.ranks.push_back(rank);
   }
+  spawner_.Prepare(requests, Clock::now() + Seconds(options_.start_timeout_s));
   SpawnAll(requests);
   EventLoop();
   SweepProcessGroups();
@@ -91,10 +95,13 @@ bool JobController::SpawnOne(const SpawnRequest& request) {
   state.pid = spawned->pid;
   state.fds[0] = spawned->stdout_fd;
   state.fds[1] = spawned->stderr_fd;
+  state.handle = std::move(spawned->handle);
   RankOutcome& rank = outcome_.ranks[static_cast<size_t>(request.rank)];
   rank.started = true;
   PrintStep(options_.verbose, "started rank " + std::to_string(request.rank) + " on " +
-                                  request.host + " (pid " + std::to_string(state.pid) + ")");
+                                  request.host +
+                                  (state.handle ? std::string(" (over ssh, under hvd-agent)")
+                                                : " (pid " + std::to_string(state.pid) + ")"));
   if (spawned->exec_error) {
     PrintToUser("rank " + std::to_string(request.rank) + " on " + request.host + ": " +
                 *spawned->exec_error);
@@ -135,6 +142,10 @@ void JobController::BuildPollSet(std::vector<pollfd>& fds,
       fds.push_back({states_[r].fds[which], POLLIN, 0});
       owners.emplace_back(static_cast<int>(r), which);
     }
+    if (states_[r].handle && !outcome_.ranks[r].finished) {
+      fds.push_back({states_[r].handle->exit_event_fd(), POLLIN, 0});
+      owners.emplace_back(static_cast<int>(r), kExitEvent);
+    }
   }
 }
 
@@ -154,6 +165,8 @@ void JobController::EventLoop() {
       auto [owner, which] = owners[i];
       if (owner == kStdinOwner) {
         stdin_pump_->OnReady();
+      } else if (which == kExitEvent) {
+        OnHandleEvent(owner);
       } else if (!ReadStream(owner, which)) {
         CloseStream(owner, which);
       }
@@ -173,8 +186,12 @@ void JobController::KillAndReapAll() {
   killed_ = true;
   for (size_t r = 0; r < states_.size(); ++r) {
     if (!outcome_.ranks[r].started || outcome_.ranks[r].finished) continue;
-    int status = 0;
-    while (::waitpid(states_[r].pid, &status, 0) < 0 && errno == EINTR) {
+    int status = W_EXITCODE(0, SIGKILL);
+    if (states_[r].handle) {
+      states_[r].handle->Close();
+    } else {
+      while (::waitpid(states_[r].pid, &status, 0) < 0 && errno == EINTR) {
+      }
     }
     OnRankExit(static_cast<int>(r), status);
   }
@@ -208,6 +225,7 @@ void JobController::OnLauncherSignal(int signo) {
 void JobController::ReapExited() {
   for (size_t r = 0; r < states_.size(); ++r) {
     if (!outcome_.ranks[r].started || outcome_.ranks[r].finished) continue;
+    if (states_[r].handle) continue;
     int status = 0;
     pid_t pid;
     do {
@@ -215,6 +233,18 @@ void JobController::ReapExited() {
     } while (pid < 0 && errno == EINTR);
     if (pid == states_[r].pid) OnRankExit(static_cast<int>(r), status);
   }
+}
+
+void JobController::OnHandleEvent(int rank) {
+  RankState& state = states_[static_cast<size_t>(rank)];
+  std::optional<int> status = state.handle->TryWait();
+  if (!status || outcome_.ranks[static_cast<size_t>(rank)].finished) return;
+  std::string transport = state.handle->TransportError();
+  if (!transport.empty()) {
+    outcome_.ranks[static_cast<size_t>(rank)].transport_error = transport;
+    if (!state.signalled) PrintToUser("rank " + std::to_string(rank) + ": " + transport);
+  }
+  OnRankExit(rank, *status);
 }
 
 void JobController::OnRankExit(int rank, int wait_status) {
@@ -287,11 +317,20 @@ void JobController::SignalRunning(int signo) {
   for (size_t r = 0; r < states_.size(); ++r) {
     if (!outcome_.ranks[r].started || outcome_.ranks[r].finished) continue;
     states_[r].signalled = true;
-    ::kill(-states_[r].pid, signo);
+    SignalRank(static_cast<int>(r), signo);
   }
   if (signo == SIGTERM) {
     PrintStep(options_.verbose, "sent SIGTERM to every running rank; SIGKILL follows in " +
                                     std::to_string(options_.grace_period_s) + " s");
+  }
+}
+
+void JobController::SignalRank(int rank, int signo) {
+  RankState& state = states_[static_cast<size_t>(rank)];
+  if (state.handle) {
+    state.handle->Signal(signo);
+  } else {
+    ::kill(-state.pid, signo);
   }
 }
 
@@ -300,6 +339,7 @@ void JobController::SignalRunning(int signo) {
 void JobController::SweepProcessGroups() {
   for (size_t r = 0; r < states_.size(); ++r) {
     if (states_[r].pid > 0) ::kill(-states_[r].pid, SIGKILL);
+    if (states_[r].handle) states_[r].handle->Close();
   }
 }
 

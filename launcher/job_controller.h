@@ -29,6 +29,10 @@ struct JobControlOptions {
 // rank pipes, the signalfd (SIGCHLD and hvdrun's own SIGINT/SIGTERM/SIGHUP) and the kill
 // deadline; it never spins.
 //
+// Remote ranks (SpawnedRank::handle) have no pid: their exit event descriptor joins the poll
+// set, they are signalled through the handle, and the final sweep closes the handle (the
+// remote agent then kills what is left of the rank's process group).
+//
 // Fail-fast: the first rank that exits non-zero or by a signal, a signal to hvdrun, its
 // console output being closed (EPIPE, reported as SIGPIPE), an exec failure or the start
 // timeout ends the job: every rank still running gets SIGTERM to
@@ -51,6 +55,7 @@ class JobController {
     pid_t pid = -1;
     int fds[2] = {-1, -1};  // stdout, stderr
     bool signalled = false;
+    std::unique_ptr<RankHandle> handle;  // remote ranks (pid is -1)
   };
 
   void SpawnAll(const std::vector<SpawnRequest>& requests);
@@ -63,6 +68,8 @@ class JobController {
   void KillAndReapAll();
   void ReapExited();
   void OnRankExit(int rank, int wait_status);
+  void OnHandleEvent(int rank);
+  void SignalRank(int rank, int signo);
   // Reads what is available; returns false at end of stream.
   bool ReadStream(int rank, int which);
   void CloseStream(int rank, int which);

@@ -17,6 +17,9 @@ struct RankOutcome {
   int wait_status = 0;             // as from waitpid()
   bool stopped_by_hvdrun = false;  // ended after hvdrun signalled it
   std::optional<std::string> exec_error;
+  // A remote rank whose connection ended before it reported ("connection to root@h2:22
+  // lost ..."); its wait_status is then exit code 255.
+  std::optional<std::string> transport_error;
 };
 
 // Why the job ended, in the order exit-code precedence looks at it.

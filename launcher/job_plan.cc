@@ -1,5 +1,6 @@
 #include "launcher/job_plan.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -9,15 +10,12 @@ namespace hvd::launcher {
 namespace {
 
 Status CheckBuiltFeatures(const LaunchSpec& spec) {
-  if (spec.command.empty()) {
+  if (spec.command.empty() && !spec.check) {
     return Status::InvalidArgument("no command given: usage is hvdrun [options] <program> [args]");
   }
   if (spec.elastic()) {
     return Status::Unimplemented(
         "elastic mode (--min-np / --max-np / --host-discovery-script) is not built yet");
-  }
-  if (spec.controller == Controller::kMpi) {
-    return Status::Unimplemented("launching through mpirun (--mpi) is not built yet; use --gloo");
   }
   if (spec.controller == Controller::kJsrun) {
     return Status::Unimplemented("launching through jsrun (--jsrun) is not built yet; use --gloo");
@@ -25,20 +23,19 @@ Status CheckBuiltFeatures(const LaunchSpec& spec) {
   return Status::OK();
 }
 
-Status CheckAllLocal(const JobPlan& plan) {
+void ClassifyHosts(JobPlan& plan) {
   std::set<std::string> checked;
   for (const discovery::RankInfo& rank : plan.ranks) {
     if (!checked.insert(rank.host).second) continue;
-    if (!IsLocalHost(rank.host)) {
-      return Status::Unimplemented("host '" + rank.host + "' (from " + plan.allocation.source +
-                                   ") is not this machine: remote hosts need SSH spawning, "
-                                   "which this build does not have yet");
-    }
+    if (!IsLocalHost(rank.host)) plan.remote_hosts.push_back(rank.host);
   }
-  return Status::OK();
 }
 
 }  // namespace
+
+bool JobPlan::IsRemote(const std::string& host) const {
+  return std::find(remote_hosts.begin(), remote_hosts.end(), host) != remote_hosts.end();
+}
 
 Result<JobPlan> PlanJob(const LaunchSpec& spec, const env::Environment& env) {
   HVD_RETURN_IF_ERROR(CheckBuiltFeatures(spec));
@@ -54,7 +51,7 @@ Result<JobPlan> PlanJob(const LaunchSpec& spec, const env::Environment& env) {
     for (const discovery::HostSlots& host : plan.allocation.hosts) num_proc += host.slots;
   }
   HVD_ASSIGN_OR_RETURN(plan.ranks, discovery::PlanRanks(plan.allocation.hosts, num_proc));
-  HVD_RETURN_IF_ERROR(CheckAllLocal(plan));
+  ClassifyHosts(plan);
   return plan;
 }
 

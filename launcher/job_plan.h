@@ -1,6 +1,7 @@
 #ifndef HVD_LAUNCHER_JOB_PLAN_H_
 #define HVD_LAUNCHER_JOB_PLAN_H_
 
+#include <string>
 #include <vector>
 
 #include "common/env_registry.h"
@@ -15,13 +16,16 @@ namespace hvd::launcher {
 struct JobPlan {
   discovery::Allocation allocation;
   std::vector<discovery::RankInfo> ranks;
+  // The hosts of `ranks` that are not this machine (launcher/local_host.h), each once, in
+  // rank order: their ranks are started over SSH.
+  std::vector<std::string> remote_hosts;
+  bool IsRemote(const std::string& host) const;
 };
 
 // Validates `spec` against what this build can do, resolves the allocation and plans the
 // ranks. Every error is a usage error (nothing has started) whose message names the input:
-// no command; a feature not built yet (elastic mode, --mpi, --jsrun); a bad host list;
-// more processes than slots; a host that is not this machine (remote hosts need SSH
-// spawning, which this build does not have yet).
+// no command; a feature not built yet (elastic mode, --jsrun); a bad host list; more
+// processes than slots. Hosts that are not this machine are listed in remote_hosts.
 Result<JobPlan> PlanJob(const LaunchSpec& spec, const env::Environment& env);
 
 }  // namespace hvd::launcher

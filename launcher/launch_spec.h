@@ -16,22 +16,24 @@ enum class Controller { kDefault, kGloo, kMpi, kJsrun };
 // Built by cmd/ (flags.cc, config_file.cc); consumed by launcher::Run. Plain data.
 struct LaunchSpec {
   // ---- what to run and where
-  std::vector<std::string> command;          // program and its arguments
-  std::optional<int> num_proc;               // -np; may come from the allocation (Slurm/LSF)
-  std::string hosts;                         // -H text, unparsed ("" = not given)
-  std::string hostfile;                      // --hostfile path ("" = not given)
-  std::string host_discovery_script;         // elastic
-  std::optional<int> min_num_proc;           // elastic
-  std::optional<int> max_num_proc;           // elastic
-  std::optional<int> slots_per_host;         // elastic discovery default slots
-  std::optional<int> reset_limit;            // elastic
-  double elastic_timeout_s = 600;            // elastic
+  std::vector<std::string> command;   // program and its arguments
+  std::optional<int> num_proc;        // -np; may come from the allocation (Slurm/LSF)
+  std::string hosts;                  // -H text, unparsed ("" = not given)
+  std::string hostfile;               // --hostfile path ("" = not given)
+  std::string host_discovery_script;  // elastic
+  std::optional<int> min_num_proc;    // elastic
+  std::optional<int> max_num_proc;    // elastic
+  std::optional<int> slots_per_host;  // elastic discovery default slots
+  std::optional<int> reset_limit;     // elastic
+  double elastic_timeout_s = 600;     // elastic
   std::optional<std::pair<int, int>> blacklist_cooldown_range;  // elastic, seconds
   bool elastic() const { return min_num_proc.has_value() || !host_discovery_script.empty(); }
 
   // ---- remote hosts
   std::optional<int> ssh_port;
   std::string ssh_identity_file;
+  std::string ssh_known_hosts_file;       // --ssh-known-hosts ("" = ~/.ssh/known_hosts)
+  bool ssh_accept_new_host_keys = false;  // --ssh-accept-new-host-keys
   bool disable_cache = false;
   std::vector<std::string> network_interfaces;  // --network-interface(s)
 
@@ -48,6 +50,7 @@ struct LaunchSpec {
   bool prefix_timestamp = false;
   bool verbose = false;
   bool dry_run = false;
+  bool check = false;  // --check: preflight every host, print a table, start nothing
   std::string log_level = "WARNING";
   bool log_with_timestamp = true;
 

@@ -3,7 +3,9 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +25,26 @@ struct SpawnRequest {
   // One descriptor above 2 the rank inherits (the job key's memfd, HVD_SECRET_FD); every
   // other one is closed at exec, as Python's subprocess does. -1 = none.
   int inherited_fd = -1;
+  // true: `host` is another machine; the rank is started there (over SSH) and `env` holds
+  // only what is sent, merged there over the remote login environment.
+  bool remote = false;
+};
+
+// A rank job control cannot waitpid() for (one running on another host): it reports its end
+// on an event descriptor and is signalled through its transport. Thread-safe.
+class RankHandle {
+ public:
+  virtual ~RankHandle() = default;
+  // Becomes readable when TryWait() has a value.
+  virtual int exit_event_fd() const = 0;
+  // A waitpid()-style status once the rank has ended (or its connection was lost).
+  virtual std::optional<int> TryWait() = 0;
+  // Delivers `signo` to the rank's process group; ignored once it has ended.
+  virtual void Signal(int signo) = 0;
+  // Gives the rank up: it is terminated remotely (SIGTERM, SIGKILL after the grace period).
+  virtual void Close() = 0;
+  // Why the connection ended before the rank reported its status; "" when it did not.
+  virtual std::string TransportError() const = 0;
 };
 
 // A started rank. The rank leads its own process group (pgid == pid), so signalling -pid
@@ -39,13 +61,22 @@ struct SpawnedRank {
   // waited for or signalled.
   std::optional<std::string> exec_error;
   int exec_wait_status = 0;
+  // Set for a rank that is not a child of hvdrun (then `pid` is -1).
+  std::unique_ptr<RankHandle> handle;
 };
 
-// Starts ranks: locally by fork/exec today, later over SSH, mpirun or srun. The seam job
-// control is written against. Implementations are used from one thread.
+// Starts ranks: locally by fork/exec, or over SSH. The seam job control is written against.
+// Implementations are used from one thread.
 class RankSpawner {
  public:
   virtual ~RankSpawner() = default;
+  // Called once with every request before the first Spawn, so slow starts (SSH) can run in
+  // parallel; each must be done by `deadline`.
+  virtual void Prepare(const std::vector<SpawnRequest>& requests,
+                       std::chrono::steady_clock::time_point deadline) {
+    (void)requests;
+    (void)deadline;
+  }
   virtual Result<SpawnedRank> Spawn(const SpawnRequest& request) = 0;
 };
 

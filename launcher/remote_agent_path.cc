@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "launcher/remote_protocol.h"
+
 namespace hvd::launcher {
 
 std::optional<std::string> FindAgentBinary(const std::string& exe_path) {
@@ -18,6 +20,11 @@ std::optional<std::string> FindAgentBinary(const std::string& exe_path) {
     if (!ec && ::access(canonical.c_str(), X_OK) == 0) return canonical.string();
   }
   return std::nullopt;
+}
+
+std::string AgentVersionLine() {
+  return std::string("hvd-agent ") + HVD_VERSION + " (protocol " +
+         std::to_string(kAgentProtocolVersion) + ")";
 }
 
 }  // namespace hvd::launcher

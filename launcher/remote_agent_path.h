@@ -13,6 +13,10 @@ namespace hvd::launcher {
 // environment; an explicit path (the lead's HVD_AGENT_PATH / flag) overrides this.
 std::optional<std::string> FindAgentBinary(const std::string& exe_path);
 
+// "hvd-agent <version> (protocol <n>)": what `hvd-agent --version` prints and what
+// `hvdrun --check` expects from every host.
+std::string AgentVersionLine();
+
 }  // namespace hvd::launcher
 
 #endif  // HVD_LAUNCHER_REMOTE_AGENT_PATH_H_

@@ -18,7 +18,10 @@
 #include "launcher/failure_summary.h"
 #include "launcher/job_controller.h"
 #include "launcher/job_plan.h"
-#include "launcher/local_spawner.h"
+#include "launcher/mpirun_launch.h"
+#include "launcher/multi_host.h"
+#include "launcher/preflight.h"
+#include "launcher/remote_spawner.h"
 #include "launcher/rendezvous_server.h"
 #include "launcher/runtime_library.h"
 #include "launcher/signal_channel.h"
@@ -27,7 +30,7 @@
 namespace hvd::launcher {
 namespace {
 
-// Every rank runs on this machine (PlanJob checked), so the control plane stays on loopback.
+// When every rank runs on this machine the control plane stays on loopback.
 constexpr const char* kLocalAddress = "127.0.0.1";
 
 std::string RandomJobId() {
@@ -40,17 +43,17 @@ std::string RandomJobId() {
 
 // A port that was free a moment ago, for torchrun's MASTER_PORT (the rank that binds it
 // may race with another program, as with torchrun's own choice).
-Result<int> PickFreePort() {
+Result<int> PickFreePort(const std::string& address) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::IoError("socket() for MASTER_PORT failed");
   sockaddr_in addr = {};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  inet_pton(AF_INET, address.c_str(), &addr.sin_addr);
   socklen_t len = sizeof(addr);
   bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
             ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   ::close(fd);
-  if (!ok) return Status::IoError("cannot find a free port on 127.0.0.1 for MASTER_PORT");
+  if (!ok) return Status::IoError("cannot find a free port on " + address + " for MASTER_PORT");
   return static_cast<int>(ntohs(addr.sin_port));
 }
 
@@ -77,9 +80,11 @@ int Fail(int code, const Status& status) {
 JobEnvContext DryRunContext(const JobPlan& plan) {
   JobEnvContext job;
   job.size = static_cast<int>(plan.ranks.size());
-  job.rendezvous_addr = kLocalAddress;
+  const std::string address =
+      plan.remote_hosts.empty() ? kLocalAddress : "<address toward the remote hosts, see --check>";
+  job.rendezvous_addr = address;
   job.rendezvous_port = "<rendezvous port, chosen at launch>";
-  job.master_addr = kLocalAddress;
+  job.master_addr = address;
   job.master_port = "<free port, chosen at launch>";
   job.job_id = "<random, chosen at launch>";
   job.secret_fd = "<descriptor number, chosen at launch>";
@@ -87,32 +92,71 @@ JobEnvContext DryRunContext(const JobPlan& plan) {
   return job;
 }
 
+// The interfaces the ranks are told to use. Interfaces named by the user apply on every
+// host (as in Horovod); one chosen here applies to local ranks only, and hvd-agent picks
+// each remote host's own interface toward the rendezvous address (the names differ).
+void SetInterfaces(const LaunchSpec& spec, const std::optional<MultiHostSetup>& setup,
+                   JobEnvContext& job) {
+  if (!spec.network_interfaces.empty()) {
+    job.gloo_iface = spec.network_interfaces.front();
+    for (const std::string& nic : spec.network_interfaces) {
+      job.nccl_socket_ifname += (job.nccl_socket_ifname.empty() ? "" : ",") + nic;
+    }
+  } else if (setup && !setup->network.interface.name.empty()) {
+    job.gloo_iface = setup->network.interface.name;
+    job.nccl_socket_ifname = job.gloo_iface;
+  }
+}
+
 std::vector<SpawnRequest> BuildRequests(const LaunchSpec& spec, const env::Environment& env,
                                         const JobPlan& plan, const JobEnvContext& job,
                                         int secret_fd) {
+  JobEnvContext remote_job = job;
+  if (spec.network_interfaces.empty()) {
+    remote_job.gloo_iface.clear();
+    remote_job.nccl_socket_ifname.clear();
+  }
   std::vector<SpawnRequest> requests;
   for (const discovery::RankInfo& rank : plan.ranks) {
     SpawnRequest request;
     request.rank = rank.rank;
     request.host = rank.host;
     request.argv = spec.command;
-    request.env = BuildWorkerEnv(env.all(), spec.worker_env, rank, job);
-    request.stdin_pipe = rank.rank == 0;
-    request.inherited_fd = secret_fd;
+    request.remote = plan.IsRemote(rank.host);
+    request.env = request.remote
+                      ? BuildRemoteWorkerEnv(env.all(), spec.worker_env, rank, remote_job)
+                      : BuildWorkerEnv(env.all(), spec.worker_env, rank, job);
+    request.stdin_pipe = rank.rank == 0 && !request.remote;
+    request.inherited_fd = request.remote ? -1 : secret_fd;
     requests.push_back(std::move(request));
   }
   return requests;
 }
 
+RemoteSpawner::Options SpawnerOptions(const LaunchSpec& spec,
+                                      const std::optional<MultiHostSetup>& setup,
+                                      const control::JobKey& key) {
+  RemoteSpawner::Options options;
+  if (setup) {
+    options.ssh = setup->ssh;
+    options.agent_path = setup->agent_path;
+  }
+  char cwd[4096];
+  if (::getcwd(cwd, sizeof(cwd)) != nullptr) options.cwd = cwd;
+  options.job_key = key;
+  options.grace_period_s = spec.grace_period_s;
+  return options;
+}
+
 int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan& plan,
-             const JobEnvContext& job, int secret_fd, SignalChannel& signals) {
+             const JobEnvContext& job, int secret_fd, SignalChannel& signals,
+             RemoteSpawner& spawner) {
   OutputForwarder::Options output_options;
   output_options.size = job.size;
   output_options.prefix_timestamp = spec.prefix_timestamp;
   output_options.output_dir = spec.output_filename;
   OutputForwarder output(output_options);
   if (Status status = output.OpenFiles(); !status.ok()) return Fail(kExitLaunchFailed, status);
-  LocalSpawner spawner;
   JobControlOptions control{spec.start_timeout_s, spec.grace_period_s, spec.verbose,
                             ForwardableStdin()};
   PrintStep(spec.verbose,
@@ -126,10 +170,39 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
   return code;
 }
 
+// Starts the rendezvous server on `address` and fills in the job id and ports.
+Result<std::unique_ptr<RendezvousServer>> StartServer(const LaunchSpec& spec,
+                                                      const std::string& address,
+                                                      const control::JobKey& key,
+                                                      JobEnvContext& job) {
+  job.job_id = RandomJobId();
+  RendezvousServerOptions server_options;
+  server_options.bind_address = address;
+  server_options.key = key;
+  server_options.job_id = job.job_id;
+  auto server = RendezvousServer::Start(server_options);
+  if (!server.ok()) return server.status().WithContext("cannot start the rendezvous server");
+  job.rendezvous_port = std::to_string((*server)->port());
+  PrintStep(spec.verbose, "rendezvous server listening on " + (*server)->address() + ":" +
+                              job.rendezvous_port + " (job " + job.job_id + ")");
+  HVD_ASSIGN_OR_RETURN(int master_port, PickFreePort(address));
+  job.master_port = std::to_string(master_port);
+  if (job.runtime_library) PrintStep(spec.verbose, "runtime library: " + *job.runtime_library);
+  return server;
+}
+
 int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& plan) {
-  // Before any thread exists: the rendezvous server's I/O thread inherits the blocked mask.
+  // Before any thread exists: the rendezvous server's I/O thread and the SSH threads
+  // inherit the blocked mask.
   Result<SignalChannel> signals = SignalChannel::Open();
   if (!signals.ok()) return Fail(kExitInternal, signals.status());
+  std::optional<MultiHostSetup> setup;
+  if (!plan.remote_hosts.empty()) {
+    Result<MultiHostSetup> prepared = PrepareMultiHost(spec, env, plan);
+    if (!prepared.ok()) return Fail(kExitLaunchFailed, prepared.status());
+    setup = std::move(*prepared);
+  }
+  const std::string address = setup ? setup->network.interface.address : kLocalAddress;
   Result<control::JobKey> key = control::GenerateJobKey();
   if (!key.ok()) return Fail(kExitInternal, key.status());
   Result<int> secret_fd = control::WriteKeyToMemfd(*key);
@@ -137,26 +210,18 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
   FdCloser close_secret{*secret_fd};
 
   JobEnvContext job = DryRunContext(plan);
-  job.job_id = RandomJobId();
+  job.rendezvous_addr = address;
+  job.master_addr = address;
+  SetInterfaces(spec, setup, job);
   job.secret_fd = std::to_string(*secret_fd);
-  RendezvousServerOptions server_options;
-  server_options.bind_address = kLocalAddress;
-  server_options.key = *key;
-  server_options.job_id = job.job_id;
-  auto server = RendezvousServer::Start(server_options);
-  if (!server.ok()) {
-    return Fail(kExitLaunchFailed,
-                server.status().WithContext("cannot start the rendezvous server"));
-  }
-  job.rendezvous_port = std::to_string((*server)->port());
-  PrintStep(spec.verbose, "rendezvous server listening on " + (*server)->address() + ":" +
-                              job.rendezvous_port + " (job " + job.job_id + ")");
-  Result<int> master_port = PickFreePort();
-  if (!master_port.ok()) return Fail(kExitLaunchFailed, master_port.status());
-  job.master_port = std::to_string(*master_port);
-  if (job.runtime_library) PrintStep(spec.verbose, "runtime library: " + *job.runtime_library);
+  auto server = StartServer(spec, address, *key, job);
+  if (!server.ok()) return Fail(kExitLaunchFailed, server.status());
 
-  int code = RunRanks(spec, env, plan, job, *secret_fd, *signals);
+  int code;
+  {
+    RemoteSpawner spawner(SpawnerOptions(spec, setup, *key));
+    code = RunRanks(spec, env, plan, job, *secret_fd, *signals, spawner);
+  }  // remote ranks are gone before the rendezvous server stops
   (*server)->Stop();
   return code;
 }
@@ -172,6 +237,8 @@ int Run(const LaunchSpec& spec, const env::Environment& env) {
   PrintStep(spec.verbose, "hosts from " + plan->allocation.source + "; " +
                               std::to_string(plan->ranks.size()) + " ranks planned");
   if (spec.verbose) PrintToUser("rank plan:\n" + FormatPlanTable(*plan));
+  if (spec.check) return RunCheckMode(spec, env, *plan);
+  if (spec.controller == Controller::kMpi) return RunMpirunMode(spec, env, *plan);
   if (spec.dry_run) {
     std::string text = FormatDryRun(spec, *plan, DryRunContext(*plan));
     std::fwrite(text.data(), 1, text.size(), stdout);

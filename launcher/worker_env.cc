@@ -40,6 +40,26 @@ EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job) 
   env["MASTER_ADDR"] = job.master_addr;
   env["MASTER_PORT"] = job.master_port;
   env.insert_or_assign("PYTHONUNBUFFERED", std::string(1, '1'));
+  if (!job.gloo_iface.empty()) SetBoth(env, "GLOO_IFACE", job.gloo_iface);
+  if (!job.nccl_socket_ifname.empty()) env["NCCL_SOCKET_IFNAME"] = job.nccl_socket_ifname;
+  return env;
+}
+
+bool IsForwardedToRemoteHosts(const std::string& name) {
+  for (std::string_view prefix : {"HVD_", "HOROVOD_", "NCCL_", "PYTHON"}) {
+    if (name.rfind(prefix, 0) == 0) return name != "HVD_SECRET_FD";
+  }
+  return false;
+}
+
+EnvMap BuildRemoteWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
+                            const discovery::RankInfo& rank, const JobEnvContext& job) {
+  EnvMap forwarded;
+  for (const auto& [name, value] : launcher_env) {
+    if (IsForwardedToRemoteHosts(name)) forwarded[name] = value;
+  }
+  EnvMap env = BuildWorkerEnv(forwarded, worker_env, rank, job);
+  env.erase("HVD_SECRET_FD");
   return env;
 }
 

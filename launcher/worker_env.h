@@ -23,13 +23,16 @@ struct JobEnvContext {
   std::string job_id;
   std::string secret_fd;  // descriptor number only; never key material
   std::optional<std::string> runtime_library;
+  // HVD_GLOO_IFACE (+ HOROVOD_GLOO_IFACE) and NCCL_SOCKET_IFNAME; "" = not set by hvdrun.
+  std::string gloo_iface;
+  std::string nccl_socket_ifname;
 };
 
 // The variables hvdrun itself sets for `rank`: HVD_RANK/SIZE/LOCAL_*/CROSS_*/HOSTNAME with
 // their HOROVOD_* aliases, torchrun's RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/
 // MASTER_ADDR/MASTER_PORT, the rendezvous address (HVD_* and HOROVOD_GLOO_*), HVD_JOB_ID,
-// HVD_SECRET_FD, the Gloo controller choice and PYTHONUNBUFFERED=1. HVD_RUNTIME_LIBRARY is
-// not included (see BuildWorkerEnv).
+// HVD_SECRET_FD, the Gloo controller choice, the interfaces when chosen and
+// PYTHONUNBUFFERED=1. HVD_RUNTIME_LIBRARY is not included (see BuildWorkerEnv).
 EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job);
 
 // The full environment of `rank`: `launcher_env` (hvdrun's own), overlaid with
@@ -37,6 +40,16 @@ EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job);
 // HVD_RUNTIME_LIBRARY = job.runtime_library unless the user already set it in either map.
 EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
                       const discovery::RankInfo& rank, const JobEnvContext& job);
+
+// What is sent for a rank on another host, where it is merged over the remote login
+// environment: `worker_env` and RankVariables (as BuildWorkerEnv) plus only the variables of
+// `launcher_env` a job is configured by: HVD_*, HOROVOD_*, NCCL_*, PYTHON*. hvdrun's
+// HVD_SECRET_FD is dropped (the agent makes its own from the key it is sent).
+EnvMap BuildRemoteWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
+                            const discovery::RankInfo& rank, const JobEnvContext& job);
+
+// True for the launcher variables BuildRemoteWorkerEnv forwards.
+bool IsForwardedToRemoteHosts(const std::string& name);
 
 }  // namespace hvd::launcher
 

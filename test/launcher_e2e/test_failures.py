@@ -153,12 +153,13 @@ def test_more_processes_than_slots_is_a_usage_error_naming_both_numbers():
     assert "5" in err and "2" in err, err
 
 
-def test_remote_host_is_a_clear_not_built_error(tmp_path):
+def test_unreachable_remote_host_fails_before_anything_starts(tmp_path):
     flag = tmp_path / "ran"
-    result = run(["-np", "2", "-H", "localhost:1,192.0.2.1:1", "touch", str(flag)])
-    assert result.returncode == 64
+    result = run(["-np", "2", "-H", "localhost:1,192.0.2.1:1", "--start-timeout", "3",
+                  "touch", str(flag)])
+    assert result.returncode == 69
     err = result.stderr.decode()
-    assert "192.0.2.1" in err and "SSH" in err and "not have yet" in err, err
+    assert "192.0.2.1" in err and "SSH check failed" in err, err
     assert not flag.exists()
 
 

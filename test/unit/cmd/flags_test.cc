@@ -65,6 +65,22 @@ TEST(FlagsTest, ElasticFlags) {
   EXPECT_EQ(long_names.spec.max_num_proc, 2);
 }
 
+TEST(FlagsTest, HostKeyFlags) {
+  ParsedCommandLine p =
+      MustParse({"--ssh-known-hosts", "/etc/hvd/known_hosts", "--ssh-accept-new-host-keys", "c"});
+  EXPECT_EQ(p.spec.ssh_known_hosts_file, "/etc/hvd/known_hosts");
+  EXPECT_TRUE(p.spec.ssh_accept_new_host_keys);
+  EXPECT_EQ(MustParse({"--ssh-known=kh", "c"}).spec.ssh_known_hosts_file, "kh");
+}
+
+TEST(FlagsTest, CheckNeedsNoCommand) {
+  ParsedCommandLine p = MustParse({"--check", "-H", "a:2,b:2"});
+  EXPECT_TRUE(p.spec.check);
+  EXPECT_TRUE(p.spec.command.empty());
+  EXPECT_TRUE(MustParse({"--check-build"}).check_build);
+  EXPECT_FALSE(MustParse({"--check-build"}).spec.check);
+}
+
 TEST(FlagsTest, RemoteHostFlags) {
   ParsedCommandLine p =
       MustParse({"-p", "2222", "-i", "id_rsa", "--disable-cache", "--network-interfaces",
@@ -75,6 +91,8 @@ TEST(FlagsTest, RemoteHostFlags) {
   EXPECT_THAT(p.spec.network_interfaces, ElementsAre("eth0", "eth1", "eth2"));
   EXPECT_THAT(p.warnings, IsEmpty());
   EXPECT_EQ(MustParse({"--ssh-port", "22", "c"}).spec.ssh_port, 22);
+  EXPECT_TRUE(p.spec.ssh_known_hosts_file.empty());
+  EXPECT_FALSE(p.spec.ssh_accept_new_host_keys);
   ParsedCommandLine deprecated = MustParse({"--network-interface", "a,b", "c"});
   EXPECT_THAT(deprecated.spec.network_interfaces, ElementsAre("a", "b"));
   EXPECT_THAT(deprecated.warnings, ElementsAre(HasSubstr("deprecated")));

@@ -45,11 +45,12 @@ TEST(JobPlanTest, MoreProcessesThanSlotsNamesBothNumbers) {
   EXPECT_NE(plan.status().message().find('2'), std::string::npos) << plan.status().message();
 }
 
-TEST(JobPlanTest, RemoteHostIsNotBuiltYet) {
-  Result<JobPlan> plan = PlanJob(Spec("localhost:1,192.0.2.1:1", 2), NoScheduler());
-  ASSERT_FALSE(plan.ok());
-  EXPECT_NE(plan.status().message().find("192.0.2.1"), std::string::npos);
-  EXPECT_NE(plan.status().message().find("SSH"), std::string::npos);
+TEST(JobPlanTest, HostsThatAreNotThisMachineAreRemote) {
+  Result<JobPlan> plan = PlanJob(Spec("localhost:1,192.0.2.1:2,127.0.0.1:1", 4), NoScheduler());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->remote_hosts, std::vector<std::string>{"192.0.2.1"});
+  EXPECT_TRUE(plan->IsRemote("192.0.2.1"));
+  EXPECT_FALSE(plan->IsRemote("localhost"));
 }
 
 TEST(JobPlanTest, UnbuiltFeaturesAreRejected) {
@@ -57,9 +58,9 @@ TEST(JobPlanTest, UnbuiltFeaturesAreRejected) {
   elastic.min_num_proc = 1;
   EXPECT_NE(PlanJob(elastic, NoScheduler()).status().message().find("not built yet"),
             std::string::npos);
-  LaunchSpec mpi = Spec("localhost:2", 2);
-  mpi.controller = Controller::kMpi;
-  EXPECT_NE(PlanJob(mpi, NoScheduler()).status().message().find("--mpi"), std::string::npos);
+  LaunchSpec jsrun = Spec("localhost:2", 2);
+  jsrun.controller = Controller::kJsrun;
+  EXPECT_NE(PlanJob(jsrun, NoScheduler()).status().message().find("--jsrun"), std::string::npos);
   LaunchSpec empty = Spec("localhost:2", 2);
   empty.command.clear();
   EXPECT_FALSE(PlanJob(empty, NoScheduler()).ok());

@@ -1,0 +1,154 @@
+#include "launcher/mpirun_launch.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "launcher/console.h"
+#include "launcher/dry_run.h"
+#include "launcher/exit_codes.h"
+#include "launcher/mpirun_command.h"
+#include "launcher/runtime_library.h"
+#include "launcher/signal_channel.h"
+#include "launcher/worker_env.h"
+
+namespace hvd::launcher {
+namespace {
+
+// `mpirun --version` output, "" when mpirun cannot be run.
+std::string MpirunVersion() {
+  FILE* pipe = ::popen("mpirun --version 2>&1", "r");
+  if (pipe == nullptr) return "";
+  std::string out;
+  char buf[512];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  int status = ::pclose(pipe);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) return "";
+  return out;
+}
+
+// The environment mpirun runs with, and the names it exports to every rank.
+EnvMap MpirunEnvironment(const LaunchSpec& spec, const env::Environment& env,
+                         std::vector<std::string>* exported) {
+  EnvMap vars = env.all();
+  EnvMap job = spec.worker_env;
+  job["PYTHONUNBUFFERED"] = "1";
+  if (std::optional<std::string> lib = FindRuntimeLibrary(SelfExecutablePath())) {
+    if (vars.count("HVD_RUNTIME_LIBRARY") == 0) job["HVD_RUNTIME_LIBRARY"] = *lib;
+  }
+  for (const auto& [name, value] : job) {
+    vars[name] = value;
+    exported->push_back(name);
+  }
+  for (const auto& [name, value] : vars) {
+    if (IsForwardedToRemoteHosts(name) || name == "PATH" || name == "LD_LIBRARY_PATH") {
+      exported->push_back(name);
+    }
+  }
+  vars.erase("HVD_SECRET_FD");
+  return vars;
+}
+
+// Forks and execs argv (PATH search) in a new process group with the signal mask cleared;
+// -1 when fork fails. The child only calls async-signal-safe functions.
+pid_t StartChild(const std::vector<std::string>& argv, const EnvMap& vars) {
+  std::vector<std::string> env_storage;
+  for (const auto& [name, value] : vars) env_storage.push_back(name + "=" + value);
+  std::vector<char*> args, envp;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (std::string& e : env_storage) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execvpe(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+  if (pid > 0) ::setpgid(pid, pid);
+  return pid;
+}
+
+// Waits for `pid`, forwarding hvdrun's signals to it; returns hvdrun's exit code.
+int WaitChild(pid_t pid, SignalChannel& signals) {
+  std::optional<int> launcher_signal;
+  while (true) {
+    pollfd p = {signals.fd(), POLLIN, 0};
+    if (::poll(&p, 1, -1) < 0 && errno != EINTR) break;
+    for (int signo : signals.ReadPending()) {
+      if (signo == SIGCHLD || signo == SIGPIPE) continue;
+      if (!launcher_signal) {
+        launcher_signal = signo;
+        PrintToUser("received " + std::string(strsignal(signo)) + ", stopping mpirun");
+        ::kill(pid, signo);
+      } else {
+        ::kill(-pid, SIGKILL);
+      }
+    }
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      ::kill(-pid, SIGKILL);  // whatever mpirun left in its group
+      if (launcher_signal) return kExitSignalBase + *launcher_signal;
+      if (WIFSIGNALED(status)) return kExitSignalBase + WTERMSIG(status);
+      return WEXITSTATUS(status);
+    }
+  }
+  ::kill(-pid, SIGKILL);
+  return kExitInternal;
+}
+
+}  // namespace
+
+int RunMpirunMode(const LaunchSpec& spec, const env::Environment& env, const JobPlan& plan) {
+  MpirunInputs in;
+  in.flavor = DetectMpiFlavor(MpirunVersion());
+  in.num_proc = static_cast<int>(plan.ranks.size());
+  in.hosts = plan.allocation.hosts;
+  in.nics = spec.network_interfaces;
+  in.binding_args = spec.binding_args;
+  in.mpi_args = spec.mpi_args;
+  in.ssh_port = spec.ssh_port;
+  in.ssh_identity_file = spec.ssh_identity_file;
+  in.output_filename = spec.output_filename;
+  in.prefix_timestamp = spec.prefix_timestamp;
+  in.run_as_root = ::geteuid() == 0;
+  in.command = spec.command;
+  EnvMap vars = MpirunEnvironment(spec, env, &in.env_names);
+  Result<std::vector<std::string>> argv = BuildMpirunCommand(in);
+  if (!argv.ok()) {
+    PrintToUser("error: " + argv.status().message());
+    return argv.status().code() == StatusCode::kNotFound ? kExitLaunchFailed : kExitUsage;
+  }
+  PrintStep(spec.verbose, "MPI: " + MpiFlavorName(in.flavor));
+  if (spec.dry_run) {
+    std::string text = "hvdrun dry run (--mpi, " + MpiFlavorName(in.flavor) +
+                       "); nothing is started\n" + ShellJoin(*argv) + "\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return kExitOk;
+  }
+  PrintStep(spec.verbose, "mpirun command: " + ShellJoin(*argv));
+  Result<SignalChannel> signals = SignalChannel::Open();
+  if (!signals.ok()) {
+    PrintToUser(signals.status().message());
+    return kExitInternal;
+  }
+  pid_t pid = StartChild(*argv, vars);
+  if (pid < 0) {
+    PrintToUser(std::string("error: cannot start mpirun: fork: ") + strerror(errno));
+    return kExitLaunchFailed;
+  }
+  return WaitChild(pid, *signals);
+}
+
+}  // namespace hvd::launcher

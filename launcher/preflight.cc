@@ -1,0 +1,173 @@
+#include "launcher/preflight.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "launcher/exit_codes.h"
+#include "launcher/multi_host.h"
+#include "launcher/remote_agent_path.h"
+#include "launcher/remote_process.h"
+#include "launcher/ssh_session.h"
+
+namespace hvd::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string Trim(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+// Runs `command` on the session's host; returns its stdout. Errors name the host.
+Result<std::string> RunRemote(SshSession& session, const std::string& command,
+                              Clock::time_point deadline) {
+  HVD_ASSIGN_OR_RETURN(LIBSSH2_CHANNEL * channel, session.Exec(command, deadline));
+  std::string out;
+  char buf[4096];
+  Status status;
+  while (true) {
+    ssize_t n = libssh2_channel_read(channel, buf, sizeof(buf));
+    if (n > 0) {
+      out.append(buf, static_cast<size_t>(n));
+    } else if (n == LIBSSH2_ERROR_EAGAIN) {
+      status = session.WaitSocket(deadline, "running '" + command + "'");
+      if (!status.ok()) break;
+    } else if (n == 0 && libssh2_channel_eof(channel)) {
+      break;
+    } else if (n < 0) {
+      status = Status::IoError("ssh to " + session.where() + ": " + session.LastError());
+      break;
+    }
+  }
+  while (status.ok() && libssh2_channel_close(channel) == LIBSSH2_ERROR_EAGAIN) {
+    status = session.WaitSocket(deadline, "closing the channel");
+  }
+  int exit_code = libssh2_channel_get_exit_status(channel);
+  libssh2_channel_free(channel);
+  HVD_RETURN_IF_ERROR(status);
+  if (exit_code != 0) {
+    return Status::RemoteError("'" + command + "' on " + session.target().host + " exited " +
+                               std::to_string(exit_code) +
+                               (exit_code == 127 ? " (not found)" : ""));
+  }
+  return out;
+}
+
+std::string PortCheck(const std::string& address) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  inet_pton(AF_INET, address.c_str(), &addr.sin_addr);
+  socklen_t len = sizeof(addr);
+  bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+            ::listen(fd, 1) == 0 &&
+            ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!ok) return "error: cannot listen on " + address;
+  return "ok (" + std::to_string(ntohs(addr.sin_port)) + ")";
+}
+
+void CheckRemote(const SshOptions& ssh, const std::string& agent_path, Clock::time_point deadline,
+                 HostCheck& check) {
+  auto start = Clock::now();
+  Result<std::unique_ptr<SshSession>> session = SshSession::Connect({check.host, ssh}, deadline);
+  if (!session.ok()) {
+    check.ssh = "error: " + session.status().message();
+    check.agent = "-";
+    return;
+  }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  check.ssh = "ok (" + std::to_string(ms) + " ms)";
+  Result<std::string> version =
+      RunRemote(**session, "exec " + ShellQuote(agent_path) + " --version", deadline);
+  if (!version.ok()) {
+    check.agent = "error: " + version.status().message();
+    return;
+  }
+  check.agent = Trim(*version);
+  if (check.agent != AgentVersionLine()) {
+    check.agent = "error: " + check.agent + " differs from " + AgentVersionLine();
+  }
+}
+
+}  // namespace
+
+std::vector<HostCheck> RunPreflight(const LaunchSpec& spec, const env::Environment& env,
+                                    const JobPlan& plan) {
+  std::vector<HostCheck> checks;
+  for (const discovery::RankInfo& rank : plan.ranks) {
+    if (!checks.empty() && checks.back().host == rank.host) continue;
+    checks.push_back({rank.host, plan.IsRemote(rank.host), "local", "", "", "", false});
+  }
+  Result<std::string> agent = LocalAgentPath();
+  std::string address = "127.0.0.1";
+  std::string interface = "lo 127.0.0.1";
+  if (!plan.remote_hosts.empty() || !spec.network_interfaces.empty()) {
+    Result<NetworkChoice> network = ChooseNetwork(plan.remote_hosts, spec.network_interfaces);
+    interface = network.ok() ? network->interface.name + " " + network->interface.address
+                             : "error: " + network.status().message();
+    if (network.ok()) address = network->interface.address;
+  }
+  std::string port = PortCheck(address);
+  auto deadline =
+      Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(spec.start_timeout_s * 1000));
+  SshOptions ssh = SshOptionsFor(spec, env);
+  std::vector<std::thread> threads;
+  for (HostCheck& check : checks) {
+    check.interface = interface;
+    check.port = port;
+    if (!agent.ok()) {
+      check.agent = "error: " + agent.status().message();
+    } else if (!check.remote) {
+      check.agent = AgentVersionLine();
+    } else {
+      threads.emplace_back([&, path = *agent] { CheckRemote(ssh, path, deadline, check); });
+    }
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (HostCheck& check : checks) {
+    check.ok = check.ssh.rfind("error", 0) != 0 && check.agent.rfind("error", 0) != 0 &&
+               check.agent != "-" && check.interface.rfind("error", 0) != 0 &&
+               check.port.rfind("error", 0) != 0;
+  }
+  return checks;
+}
+
+std::string FormatPreflight(const std::vector<HostCheck>& checks) {
+  size_t width = 6;
+  for (const HostCheck& check : checks) width = std::max(width, check.host.size() + 2);
+  auto pad = [](std::string text, size_t w) {
+    return text.size() < w ? text + std::string(w - text.size(), ' ') : text + " ";
+  };
+  std::string text = pad("host", width) + pad("ssh", 20) + pad("hvd-agent", 32) +
+                     pad("interface", 22) + pad("port", 14) + "status\n";
+  std::vector<std::string> failing;
+  for (const HostCheck& check : checks) {
+    text += pad(check.host, width) + pad(check.ssh, 20) + pad(check.agent, 32) +
+            pad(check.interface, 22) + pad(check.port, 14) + (check.ok ? "OK" : "FAILED") + "\n";
+    if (!check.ok) failing.push_back(check.host);
+  }
+  if (failing.empty()) return text + "all " + std::to_string(checks.size()) + " hosts OK\n";
+  std::string names;
+  for (const std::string& host : failing) names += (names.empty() ? "" : ", ") + host;
+  return text + "FAILED: " + names + "\n";
+}
+
+int RunCheckMode(const LaunchSpec& spec, const env::Environment& env, const JobPlan& plan) {
+  std::vector<HostCheck> checks = RunPreflight(spec, env, plan);
+  std::string text = FormatPreflight(checks);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  bool ok = std::all_of(checks.begin(), checks.end(), [](const HostCheck& c) { return c.ok; });
+  return ok ? kExitOk : kExitLaunchFailed;
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,176 @@
+"""hvdrun across the two SSH hosts of scripts/cluster/up.sh 2 (network namespaces).
+
+Each connection costs a few seconds here (the remote login shell's ~/.bashrc), so the tests
+are few and every wait is bounded.
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "launcher_e2e"))
+from hvdrun_harness import (assert_no_survivors, kill_leftovers, live_pids_with_marker,  # noqa
+                            run, start, unique_marker, wait_for)
+
+STATE = os.environ.get("HVD_CLUSTER_STATE", "/run/hvd-cluster")
+KEY = os.path.join(STATE, "id_ed25519")
+KNOWN_HOSTS = os.path.join(STATE, "known_hosts")
+SSH = ["-i", KEY, "--ssh-known-hosts", KNOWN_HOSTS]
+ADDRS = {"hvd-h1": "10.77.0.11", "hvd-h2": "10.77.0.12"}
+
+
+def netns_pids(host):
+    out = subprocess.run(["ip", "netns", "pids", host], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def job_processes_on_hosts():
+    """Everything in the host namespaces except the sshd listeners."""
+    left = []
+    for host in ADDRS:
+        for pid in netns_pids(host):
+            line = cmdline(pid)
+            if line and "[listener]" not in line and not line.startswith("/usr/sbin/sshd"):
+                left.append((host, pid, line))
+    return left
+
+
+def assert_hosts_clean(marker, timeout=15):
+    assert_no_survivors(marker, timeout)
+    wait_for(lambda: not job_processes_on_hosts(), timeout,
+             "no job process in the host namespaces (%s)" % job_processes_on_hosts())
+
+
+def test_four_ranks_on_two_hosts_print_prefixed_lines_from_the_right_hosts():
+    result = run(SSH + ["-np", "4", "-H", "hvd-h1:2,hvd-h2:2", "sh", "-c",
+                        "echo $HVD_RANK $(hostname -I) $HVD_RENDEZVOUS_ADDR"], timeout=60)
+    out = result.stdout.decode()
+    assert result.returncode == 0, result.stderr.decode()
+    lines = sorted(out.splitlines())
+    assert len(lines) == 4, out
+    for rank, host in enumerate(["hvd-h1", "hvd-h1", "hvd-h2", "hvd-h2"]):
+        assert lines[rank] == "[%d]<stdout>:%d %s 10.77.0.1" % (rank, rank, ADDRS[host]), out
+
+
+def test_remote_failure_propagates_its_code_and_leaves_nothing_anywhere():
+    marker = unique_marker()
+    script = ('if [ "$HVD_RANK" = 3 ]; then echo bad >&2; exit 3; fi; '
+              'sleep 60; : ' + marker)
+    begin = time.monotonic()
+    try:
+        result = run(SSH + ["-np", "4", "-H", "localhost:1,hvd-h1:1,hvd-h2:2",
+                            "--grace-period-seconds", "2", "sh", "-c", script], timeout=60)
+        assert result.returncode == 3, result.stderr.decode()
+        err = result.stderr.decode()
+        assert "rank 3 on hvd-h2 failed first: exit code 3" in err, err
+        assert time.monotonic() - begin < 40
+        assert_hosts_clean(marker)
+    finally:
+        kill_leftovers(marker)
+
+
+def test_sigint_stops_every_rank_on_every_host_and_exits_130():
+    marker = unique_marker()
+    proc = start(SSH + ["-np", "3", "-H", "localhost:1,hvd-h1:1,hvd-h2:1", "sh", "-c",
+                        "echo up; sleep 60; : " + marker])
+    try:
+        lines = []
+        deadline = time.monotonic() + 40
+        while len(lines) < 3 and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+        assert len(lines) == 3, lines
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+        assert proc.returncode == 130, proc.stderr.read().decode()
+        assert_hosts_clean(marker)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_leftovers(marker)
+
+
+def wrong_key_known_hosts(tmp_path):
+    key = tmp_path / "other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    pub = (tmp_path / "other.pub").read_text().split()
+    known = tmp_path / "known_hosts"
+    known.write_text("hvd-h1 %s %s\n" % (pub[0], pub[1]))
+    return str(known)
+
+
+def test_connection_problems_name_the_host_and_are_bounded(tmp_path):
+    flag = tmp_path / "ran"
+    cases = [
+        (["-i", KEY, "--ssh-known-hosts", wrong_key_known_hosts(tmp_path),
+          "-H", "hvd-h1:1"], "hvd-h1", "HOST KEY"),
+        (SSH + ["-H", "10.77.0.99:1"], "10.77.0.99", "no answer"),
+        (["-i", str(tmp_path / "missing_key"), "--ssh-known-hosts", KNOWN_HOSTS,
+          "-H", "hvd-h1:1"], "hvd-h1", "missing_key"),
+        (SSH + ["-p", "2222", "-H", "hvd-h2:1"], "hvd-h2", "refused"),
+    ]
+    for args, host, why in cases:
+        begin = time.monotonic()
+        result = run(args + ["--start-timeout", "3", "touch", str(flag)], timeout=30)
+        err = result.stderr.decode()
+        assert result.returncode == 69, (args, err)
+        assert host in err and why in err, (args, err)
+        assert time.monotonic() - begin < 15, (args, err)
+        assert not flag.exists()
+
+
+def test_check_prints_a_table_and_names_the_failing_host():
+    good = run(SSH + ["--check", "-H", "localhost:1,hvd-h1:1,hvd-h2:1"], timeout=30)
+    out = good.stdout.decode()
+    assert good.returncode == 0, out + good.stderr.decode()
+    assert "all 3 hosts OK" in out and "hvd-agent 0.1.0" in out and "hvd-br0" in out, out
+    bad = run(SSH + ["--check", "--start-timeout", "3", "-H", "hvd-h1:1,10.77.0.99:1"],
+              timeout=30)
+    assert bad.returncode == 69
+    assert "FAILED: 10.77.0.99" in bad.stdout.decode(), bad.stdout.decode()
+
+
+def test_dry_run_shows_the_remote_command_without_secrets():
+    result = run(SSH + ["--dry-run", "-np", "2", "-H", "localhost:1,hvd-h1:1", "true"])
+    out = result.stdout.decode()
+    assert result.returncode == 0
+    assert "host hvd-h1 (ssh" in out and "remote command: exec '" in out, out
+    assert "hvd-agent'" in out, out
+
+
+def test_lost_connection_is_named_and_the_remote_rank_is_killed():
+    marker = unique_marker()
+    proc = start(SSH + ["-np", "2", "-H", "hvd-h1:1,hvd-h2:1", "--grace-period-seconds", "1",
+                        "sh", "-c", "echo up; sleep 60; : " + marker])
+    try:
+        seen = 0
+        deadline = time.monotonic() + 40
+        while seen < 2 and time.monotonic() < deadline:
+            if not proc.stdout.readline():
+                break
+            seen += 1
+        assert seen == 2
+        sessions = [p for p in netns_pids("hvd-h2")
+                    if cmdline(p).startswith("sshd: ") and "[listener]" not in cmdline(p)]
+        assert sessions, [cmdline(p) for p in netns_pids("hvd-h2")]
+        for pid in sessions:
+            os.kill(pid, signal.SIGKILL)
+        assert proc.wait(timeout=30) == 255
+        err = proc.stderr.read().decode()
+        assert "connection to root@hvd-h2:22 lost" in err, err
+        assert_hosts_clean(marker)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_leftovers(marker)
