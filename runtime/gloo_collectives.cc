@@ -47,9 +47,8 @@ void GlooCollectives::Allgatherv(const void* in, void* out,
                                  const std::vector<int64_t>& bytes_per_rank) {
   transfers_->StartOp();
   const uint64_t tag = transfers_->NextTag();
-  std::vector<int64_t>& offsets = offsets_;
-  PrefixSums(bytes_per_rank, &offsets);
-  const size_t total = static_cast<size_t>(offsets.back() + bytes_per_rank.back());
+  PrefixSums(bytes_per_rank, &offsets_);
+  const size_t total = static_cast<size_t>(offsets_.back() + bytes_per_rank.back());
   const size_t mine = static_cast<size_t>(bytes_per_rank[rank_]);
   char* out_bytes = static_cast<char*>(out);
   int expected = 0;
@@ -57,13 +56,13 @@ void GlooCollectives::Allgatherv(const void* in, void* out,
   for (int k = 1; k < size_; ++k) {
     const int peer = (rank_ + size_ - k) % size_;
     if (bytes_per_rank[peer] == 0) continue;
-    transfers_->Recv(out_buf, peer, tag, offsets[peer], bytes_per_rank[peer]);
+    transfers_->Recv(out_buf, peer, tag, offsets_[peer], bytes_per_rank[peer]);
     ++expected;
   }
   if (mine > 0) {
     gloo::transport::UnboundBuffer* in_buf = transfers_->Buffer(in, mine);
     for (int k = 1; k < size_; ++k) transfers_->Send(in_buf, (rank_ + k) % size_, tag, 0, mine);
-    if (in != out_bytes + offsets[rank_]) std::memmove(out_bytes + offsets[rank_], in, mine);
+    if (in != out_bytes + offsets_[rank_]) std::memmove(out_bytes + offsets_[rank_], in, mine);
   }
   for (; expected > 0; --expected) transfers_->WaitRecv(out_buf);
   transfers_->WaitSends();
@@ -74,11 +73,11 @@ void GlooCollectives::Broadcast(void* buffer, size_t bytes, int root) {
   const uint64_t tag = transfers_->NextTag();
   if (bytes == 0) return;
   gloo::transport::UnboundBuffer* buf = transfers_->Buffer(buffer, bytes);
+  if (rank_ != root) transfers_->Recv(buf, root, tag, 0, bytes);
   if (rank_ == root) {
     for (int k = 1; k < size_; ++k) transfers_->Send(buf, (rank_ + k) % size_, tag, 0, bytes);
     transfers_->WaitSends();
   } else {
-    transfers_->Recv(buf, root, tag, 0, bytes);
     transfers_->WaitRecv(buf);
   }
 }
@@ -121,6 +120,16 @@ void GlooCollectives::GatherBytes(const std::string& in, int root, std::vector<s
   transfers_->StartOp();
   const uint64_t tag = transfers_->NextTag();
   const uint64_t overflow_tag = transfers_->NextTag();
+  // Slot k-1 of the root's scratch holds the block of rank root+k.
+  char* blocks = nullptr;
+  gloo::transport::UnboundBuffer* blocks_buf = nullptr;
+  if (rank_ == root) {
+    blocks = Scratch((size_ - 1) * kBlockBytes);
+    blocks_buf = transfers_->Buffer(blocks, (size_ - 1) * kBlockBytes);
+    for (int k = 1; k < size_; ++k) {
+      transfers_->Recv(blocks_buf, (root + k) % size_, tag, (k - 1) * kBlockBytes, kBlockBytes);
+    }
+  }
   if (rank_ != root) {
     const uint64_t length = in.size();
     std::memcpy(block_.data(), &length, sizeof(length));
@@ -132,13 +141,6 @@ void GlooCollectives::GatherBytes(const std::string& in, int root, std::vector<s
     }
     transfers_->WaitSends();
     return;
-  }
-  // Slot k-1 of the scratch holds the block of rank root+k.
-  char* blocks = Scratch((size_ - 1) * kBlockBytes);
-  gloo::transport::UnboundBuffer* blocks_buf =
-      transfers_->Buffer(blocks, (size_ - 1) * kBlockBytes);
-  for (int k = 1; k < size_; ++k) {
-    transfers_->Recv(blocks_buf, (root + k) % size_, tag, (k - 1) * kBlockBytes, kBlockBytes);
   }
   for (int k = 1; k < size_; ++k) transfers_->WaitRecv(blocks_buf);
   out->resize(size_);
@@ -164,6 +166,7 @@ void GlooCollectives::BroadcastBytes(std::string* data, int root) {
   const uint64_t tag = transfers_->NextTag();
   const uint64_t overflow_tag = transfers_->NextTag();
   gloo::transport::UnboundBuffer* block_buf = transfers_->Buffer(block_.data(), kBlockBytes);
+  if (rank_ != root) transfers_->Recv(block_buf, root, tag, 0, kBlockBytes);
   if (rank_ == root) {
     const uint64_t length = data->size();
     std::memcpy(block_.data(), &length, sizeof(length));
@@ -182,7 +185,6 @@ void GlooCollectives::BroadcastBytes(std::string* data, int root) {
     transfers_->WaitSends();
     return;
   }
-  transfers_->Recv(block_buf, root, tag, 0, kBlockBytes);
   transfers_->WaitRecv(block_buf);
   const uint64_t length = ReadLength(block_.data());
   data->assign(block_.data() + sizeof(length), std::min<size_t>(length, kInlineBytes));

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <utility>
 
 #include "common/logging.h"
@@ -64,6 +65,10 @@ class GlooCommunicator final : public Communicator {
   std::string What(const std::string& op) const;
   Status CheckRoot(const char* op, int root) const;
   Status CheckPerRank(const char* op, const std::vector<int64_t>& v) const;
+  // Allgather as a bytewise-OR allreduce in which every rank contributes only its own part
+  // (zeros elsewhere), on gloo's legacy algorithms; used for the small endpoint exchange, which
+  // must work before the failure machinery is set up. Throws.
+  void GatherByOr(const void* in, void* out, const std::vector<int64_t>& bytes);
   // Allreduce through gloo's legacy algorithms (throws).
   void RunLegacy(void* buffer, size_t count, DataType dtype, ReduceOp op);
   template <typename S>
@@ -114,8 +119,7 @@ Status GlooCommunicator::LearnEndpoints() {
   std::vector<sockaddr_storage> all(size_);
   const sockaddr_storage mine = GlooSockets::DeviceAddress(*context_);
   const std::vector<int64_t> bytes(size_, sizeof(sockaddr_storage));
-  HVD_RETURN_IF_ERROR(
-      Guard("endpoint exchange", [&] { collectives_->Allgatherv(&mine, all.data(), bytes); }));
+  HVD_RETURN_IF_ERROR(Guard("endpoint exchange", [&] { GatherByOr(&mine, all.data(), bytes); }));
   std::lock_guard<std::mutex> lock(abort_mu_);
   sockets_.SetDeviceAddresses(rank_, std::move(all));
   return Status::OK();
@@ -189,6 +193,23 @@ Status GlooCommunicator::BitwiseOr(std::vector<uint64_t>* bits) {
 
 Status GlooCommunicator::Barrier() {
   return Guard("barrier", [&] { ring_->Run<uint64_t>(&barrier_word_, 1, GlooBitwiseOr()); });
+}
+
+void GlooCommunicator::GatherByOr(const void* in, void* out, const std::vector<int64_t>& bytes) {
+  int64_t total = 0, offset = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) offset = total;
+    total += bytes[r];
+  }
+  if (total == 0) return;
+  if (total > INT_MAX) throw std::length_error("allgather of more than INT_MAX bytes");
+  char* base = static_cast<char*>(out);
+  const size_t mine = static_cast<size_t>(bytes[rank_]);
+  if (mine > 0 && base + offset != in) std::memmove(base + offset, in, mine);
+  std::memset(base, 0, static_cast<size_t>(offset));
+  std::memset(base + offset + mine, 0, static_cast<size_t>(total - offset) - mine);
+  ring_->Run<uint8_t>(reinterpret_cast<uint8_t*>(base), static_cast<size_t>(total),
+                      GlooBytewiseOr());
 }
 
 void GlooCommunicator::RunLegacy(void* buffer, size_t count, DataType dtype, ReduceOp op) {

@@ -1,0 +1,192 @@
+// gloo-comm-bench: times the Gloo Communicator itself (no runtime, no launcher) to pick its
+// algorithm thresholds. Forks N ranks; the parent serves a launcher::RendezvousServer and each
+// rank connects with a KvClient, as under hvdrun.
+//
+//   gloo-comm-bench -n 2 [-r rounds] [-s 4096,65536,...] [-o allreduce,rsag,allgather,
+//                    broadcast,barrier,gatherbytes]
+//
+// rsag = ReduceScatter + Allgatherv called separately (the direct allreduce path, whatever the
+// size). Per size: warm-up, iterations calibrated to ~0.3 s, per-round max over ranks, median.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/kv_client.h"
+#include "launcher/rendezvous_server.h"
+#include "runtime/gloo_communicator.h"
+
+namespace {
+
+using hvd::runtime::Communicator;
+using hvd::runtime::DataType;
+using hvd::runtime::ReduceOp;
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ',')) {
+    if (!x.empty()) out.push_back(x);
+  }
+  return out;
+}
+
+void Ok(const hvd::Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    _exit(1);
+  }
+}
+
+double MaxOverRanks(Communicator& comm, double v) {
+  Ok(comm.Allreduce(&v, 1, DataType::kFloat64, ReduceOp::kMax));
+  return v;
+}
+
+int RunRank(Communicator& comm, const std::vector<std::string>& ops,
+            const std::vector<size_t>& sizes, int rounds) {
+  const int n = comm.size();
+  std::vector<float> buf(*std::max_element(sizes.begin(), sizes.end()) / 4 + n);
+  std::vector<float> out(buf.size() * n);
+  for (const std::string& op : ops) {
+    if (op == "idle") {
+      // Does anything spin while no collective runs? Process CPU time (all threads) over 2 s.
+      Ok(comm.Barrier());
+      const std::clock_t c0 = std::clock();
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      const double cpu_ms = 1e3 * static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+      std::printf("## idle rank %d: %.1f ms CPU in 2 s asleep\n", comm.rank(), cpu_ms);
+      Ok(comm.Barrier());
+      continue;
+    }
+    if (comm.rank() == 0) {
+      std::printf("## %s n=%d\n%10s %6s %10s %10s %10s\n", op.c_str(), n, "bytes", "iters",
+                  "med_us", "min_us", "busbw_GB/s");
+    }
+    for (size_t bytes : sizes) {
+      const int64_t count = static_cast<int64_t>(bytes / 4);
+      std::vector<int64_t> counts(n, count / n), part_bytes(n, (count / n) * 4);
+      std::string text(bytes, 'x');
+      std::vector<std::string> gathered;
+      auto once = [&] {
+        if (op == "allreduce") {
+          Ok(comm.Allreduce(buf.data(), count, DataType::kFloat32, ReduceOp::kSum));
+        } else if (op == "rsag") {
+          float* mine = buf.data() + comm.rank() * (count / n);
+          Ok(comm.ReduceScatter(buf.data(), mine, counts, DataType::kFloat32, ReduceOp::kSum));
+          Ok(comm.Allgatherv(mine, buf.data(), part_bytes));
+        } else if (op == "allgather") {
+          Ok(comm.Allgatherv(buf.data(), out.data(), std::vector<int64_t>(n, count * 4)));
+        } else if (op == "broadcast") {
+          Ok(comm.Broadcast(buf.data(), count * 4, 0));
+        } else if (op == "barrier") {
+          Ok(comm.Barrier());
+        } else if (op == "gatherbytes") {
+          Ok(comm.GatherBytes(text, 0, &gathered));
+          Ok(comm.BroadcastBytes(&text, 0));
+        }
+      };
+      for (int w = 0; w < 3; ++w) once();
+      Clock::time_point c0 = Clock::now();
+      for (int w = 0; w < 3; ++w) once();
+      double est = MaxOverRanks(comm, std::chrono::duration<double>(Clock::now() - c0).count() / 3);
+      int iters = std::clamp(static_cast<int>(0.3 / est), 3, 5000);
+      if (MaxOverRanks(comm, -static_cast<double>(iters)) != -static_cast<double>(iters) ||
+          MaxOverRanks(comm, static_cast<double>(iters)) != static_cast<double>(iters)) {
+        std::fprintf(stderr, "rank %d: ranks disagree on iters (%d, est %.9f)\n", comm.rank(),
+                     iters, est);
+        _exit(5);
+      }
+      std::vector<double> rt;
+      for (int r = 0; r < rounds; ++r) {
+        Ok(comm.Barrier());
+        Clock::time_point t0 = Clock::now();
+        for (int i = 0; i < iters; ++i) once();
+        rt.push_back(
+            MaxOverRanks(comm, std::chrono::duration<double>(Clock::now() - t0).count() / iters));
+      }
+      std::sort(rt.begin(), rt.end());
+      const double med = rt[rt.size() / 2];
+      const double factor = op == "allreduce" || op == "rsag" ? 2.0 * (n - 1) / n
+                            : op == "broadcast"               ? 1.0
+                                                              : (n - 1.0) / n;
+      if (comm.rank() == 0) {
+        std::printf("%10zu %6d %10.1f %10.1f %10.3f\n", bytes, iters, med * 1e6, rt[0] * 1e6,
+                    bytes / med / 1e9 * factor);
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int n = 2, rounds = 5;
+  std::string ops = "allreduce", sizes_arg = "4096,65536,262144,1048576,16777216,67108864";
+  int c;
+  while ((c = getopt(argc, argv, "n:r:s:o:")) != -1) {
+    if (c == 'n')
+      n = std::atoi(optarg);
+    else if (c == 'r')
+      rounds = std::atoi(optarg);
+    else if (c == 's')
+      sizes_arg = optarg;
+    else if (c == 'o')
+      ops = optarg;
+    else
+      return 2;
+  }
+  std::vector<size_t> sizes;
+  for (const std::string& s : Split(sizes_arg))
+    sizes.push_back(std::strtoull(s.c_str(), nullptr, 10));
+  hvd::launcher::RendezvousServerOptions server_options;
+  for (size_t i = 0; i < server_options.key.size(); ++i) server_options.key[i] = uint8_t(i + 3);
+  server_options.job_id = "gloo-comm-bench";
+  auto server = hvd::launcher::RendezvousServer::Start(server_options);
+  Ok(server.status());
+  std::fflush(stdout);
+  std::vector<pid_t> kids;
+  for (int rank = 0; rank < n; ++rank) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      alarm(600);
+      auto kv = hvd::control::KvClient::Connect("127.0.0.1", (*server)->port(), server_options.key,
+                                                server_options.job_id, std::chrono::seconds(10));
+      Ok(kv.status());
+      hvd::runtime::GlooOptions options;
+      options.kv = kv->get();
+      options.scope = "bench";
+      options.rank = rank;
+      options.size = n;
+      auto comm = hvd::runtime::CreateGlooCommunicator(options);
+      Ok(comm.status());
+      int rc = RunRank(**comm, Split(ops), sizes, rounds);
+      std::fflush(stdout);
+      _exit(rc);
+    }
+    kids.push_back(pid);
+  }
+  int worst = 0;
+  for (pid_t pid : kids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::fprintf(stderr, "pid %d: %s %d\n", pid, WIFEXITED(status) ? "exit" : "signal",
+                   WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    }
+    worst = std::max(worst, WIFEXITED(status) ? WEXITSTATUS(status) : 128);
+  }
+  return worst;
+}

@@ -1,0 +1,300 @@
+// hvd-bench: collective benchmark of the hvd runtime through its public C API only, in the
+// style of nccl-tests. Run under hvdrun:
+//
+//   hvdrun -np 4 hvd-bench --op allreduce --sizes 4K:64M
+//   hvdrun -np 2 hvd-bench --many 100x16K
+//
+// Per size: 2 warm-up ops, iterations calibrated to ~0.3 s per round (3..2000), `rounds`
+// timed rounds; a round's per-op time is the max over ranks; the printed time is the median
+// round (min also shown). algbw = S / t; busbw = algbw * factor with the nccl-tests factors:
+// allreduce 2(n-1)/n; allgather, alltoall, reducescatter (n-1)/n; broadcast 1. S is the
+// allreduce/broadcast buffer, the gathered output of allgather, and the per-rank input of
+// alltoall/reducescatter. Each op is enqueued and waited before the next (a latency chain);
+// --many compares K tensors enqueued together (the runtime may fuse them) with one by one.
+#include <hvd/c_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void Die(const char* what, hvd_status_t status) {
+  std::fprintf(stderr, "hvd-bench: %s: %s: %s\n", what, hvd_status_name(status), hvd_last_error());
+  std::exit(1);
+}
+
+void Check(hvd_status_t status, const char* what) {
+  if (status != HVD_OK) Die(what, status);
+}
+
+// "4K" / "16M" / "1G" / "4096" -> bytes; 0 on a parse error.
+size_t ParseBytes(const std::string& text) {
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (end == text.c_str()) return 0;
+  std::string unit(end);
+  if (unit.empty() || unit == "B") return value;
+  if (unit == "K" || unit == "KiB") return value << 10;
+  if (unit == "M" || unit == "MiB") return value << 20;
+  if (unit == "G" || unit == "GiB") return value << 30;
+  return 0;
+}
+
+struct Config {
+  std::string op = "allreduce";
+  std::vector<size_t> sizes;
+  int rounds = 5;
+  int many_count = 0;
+  size_t many_bytes = 0;
+  double round_seconds = 0.3;
+};
+
+void Usage() {
+  std::fprintf(stderr,
+               "usage: hvd-bench [--op allreduce|allgather|broadcast|alltoall|reducescatter]\n"
+               "                 [--sizes 4K:64M | --sizes 4K,64K,1M] [--factor F] [--rounds R]\n"
+               "                 [--many KxSIZE] [--round-seconds S]\n");
+  std::exit(2);
+}
+
+Config ParseArgs(int argc, char** argv) {
+  Config config;
+  std::string sizes = "4K:64M";
+  size_t factor = 4;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) Usage();
+      return argv[++i];
+    };
+    if (arg == "--op")
+      config.op = value();
+    else if (arg == "--sizes")
+      sizes = value();
+    else if (arg == "--factor")
+      factor = std::strtoul(value().c_str(), nullptr, 10);
+    else if (arg == "--rounds")
+      config.rounds = std::atoi(value().c_str());
+    else if (arg == "--round-seconds")
+      config.round_seconds = std::atof(value().c_str());
+    else if (arg == "--many") {
+      std::string spec = value();
+      size_t x = spec.find('x');
+      if (x == std::string::npos) Usage();
+      config.many_count = std::atoi(spec.substr(0, x).c_str());
+      config.many_bytes = ParseBytes(spec.substr(x + 1));
+      if (config.many_count <= 0 || config.many_bytes == 0) Usage();
+    } else {
+      Usage();
+    }
+  }
+  if (config.rounds < 1 || factor < 2) Usage();
+  size_t colon = sizes.find(':');
+  if (colon != std::string::npos) {
+    size_t lo = ParseBytes(sizes.substr(0, colon)), hi = ParseBytes(sizes.substr(colon + 1));
+    if (lo == 0 || hi < lo) Usage();
+    for (size_t s = lo; s <= hi; s *= factor) config.sizes.push_back(s);
+  } else {
+    for (size_t start = 0; start <= sizes.size();) {
+      size_t comma = sizes.find(',', start);
+      if (comma == std::string::npos) comma = sizes.size();
+      size_t s = ParseBytes(sizes.substr(start, comma - start));
+      if (s == 0) Usage();
+      config.sizes.push_back(s);
+      start = comma + 1;
+    }
+  }
+  return config;
+}
+
+hvd_tensor_t Tensor(void* data, hvd_dtype_t dtype, int64_t count) {
+  hvd_tensor_t t;
+  std::memset(&t, 0, sizeof(t));
+  t.data = data;
+  t.dtype = dtype;
+  t.ndim = 1;
+  t.shape[0] = count;
+  t.device = HVD_DEVICE_CPU;
+  return t;
+}
+
+void WaitAndRelease(hvd_handle_t handle, const char* what) {
+  Check(hvd_wait(handle, -1.0), what);
+  int32_t outputs = 0;
+  Check(hvd_num_outputs(handle, &outputs), "hvd_num_outputs");
+  for (int32_t i = 0; i < outputs; ++i) {
+    hvd_tensor_t out;
+    Check(hvd_output(handle, i, &out), "hvd_output");
+    hvd_free(out.data);
+  }
+  Check(hvd_release(handle), "hvd_release");
+}
+
+double MaxOverRanks(double value) {
+  hvd_op_options_t options;
+  hvd_op_options_init(&options);
+  options.name = "hvd-bench.max";
+  options.reduce_op = HVD_OP_MAX;
+  hvd_tensor_t t = Tensor(&value, HVD_FLOAT64, 1);
+  hvd_handle_t handle;
+  Check(hvd_allreduce(&t, &t, &options, &handle), "hvd_allreduce(max)");
+  WaitAndRelease(handle, "max over ranks");
+  return value;
+}
+
+// One collective of `bytes` (meaning per op, see the file comment) on float32 data.
+class Collective {
+ public:
+  Collective(const std::string& op, size_t bytes, int size)
+      : op_(op), name_("hvd-bench." + op + "." + std::to_string(bytes)) {
+    size_t input = op == "allgather" ? bytes / size : bytes;
+    input = std::max<size_t>(input / sizeof(float), 1) * sizeof(float);
+    if (op == "alltoall" || op == "reducescatter") {
+      input = std::max<size_t>(input / (sizeof(float) * size), 1) * sizeof(float) * size;
+    }
+    buffer_.assign(input / sizeof(float), 1.0f);
+  }
+
+  void Run() {
+    hvd_op_options_t options;
+    hvd_op_options_init(&options);
+    options.name = name_.c_str();
+    hvd_tensor_t t = Tensor(buffer_.data(), HVD_FLOAT32, static_cast<int64_t>(buffer_.size()));
+    hvd_handle_t handle;
+    if (op_ == "allreduce")
+      Check(hvd_allreduce(&t, &t, &options, &handle), "hvd_allreduce");
+    else if (op_ == "broadcast")
+      Check(hvd_broadcast(&t, &t, &options, &handle), "hvd_broadcast");
+    else if (op_ == "allgather")
+      Check(hvd_allgather(&t, &options, &handle), "hvd_allgather");
+    else if (op_ == "alltoall")
+      Check(hvd_alltoall(&t, &options, &handle), "hvd_alltoall");
+    else if (op_ == "reducescatter") {
+      Check(hvd_reducescatter(&t, &options, &handle), "hvd_reducescatter");
+    } else {
+      Usage();
+    }
+    WaitAndRelease(handle, op_.c_str());
+  }
+
+ private:
+  std::string op_;
+  std::string name_;
+  std::vector<float> buffer_;
+};
+
+double BusFactor(const std::string& op, int n) {
+  if (op == "allreduce") return 2.0 * (n - 1) / n;
+  if (op == "broadcast") return 1.0;
+  return static_cast<double>(n - 1) / n;
+}
+
+// Times `fn` (one op): calibrated iterations per round, per-round max over ranks; returns the
+// sorted per-op round times.
+template <typename Fn>
+std::vector<double> TimeRounds(const Config& config, Fn&& fn, int* iters_out) {
+  for (int w = 0; w < 2; ++w) fn();
+  Clock::time_point c0 = Clock::now();
+  for (int w = 0; w < 3; ++w) fn();
+  const double estimate =
+      MaxOverRanks(std::chrono::duration<double>(Clock::now() - c0).count() / 3);
+  const int iters = std::clamp(static_cast<int>(config.round_seconds / estimate), 3, 2000);
+  std::vector<double> rounds;
+  for (int r = 0; r < config.rounds; ++r) {
+    hvd_handle_t barrier;
+    Check(hvd_barrier(0, &barrier), "hvd_barrier");
+    WaitAndRelease(barrier, "barrier");
+    Clock::time_point t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) fn();
+    rounds.push_back(
+        MaxOverRanks(std::chrono::duration<double>(Clock::now() - t0).count() / iters));
+  }
+  std::sort(rounds.begin(), rounds.end());
+  *iters_out = iters;
+  return rounds;
+}
+
+void Sweep(const Config& config, int rank, int size) {
+  if (rank == 0) {
+    std::printf(
+        "# hvd-bench op=%s n=%d dtype=float32 rounds=%d (time = median round, max over ranks)\n",
+        config.op.c_str(), size, config.rounds);
+    std::printf("%12s %8s %12s %12s %11s %11s\n", "bytes", "iters", "time_us", "min_us",
+                "algbw_GB/s", "busbw_GB/s");
+  }
+  for (size_t bytes : config.sizes) {
+    Collective collective(config.op, bytes, size);
+    int iters = 0;
+    std::vector<double> t = TimeRounds(
+        config, [&] { collective.Run(); }, &iters);
+    const double median = t[t.size() / 2];
+    const double algbw = static_cast<double>(bytes) / median / 1e9;
+    if (rank == 0) {
+      std::printf("%12zu %8d %12.1f %12.1f %11.3f %11.3f\n", bytes, iters, median * 1e6,
+                  t.front() * 1e6, algbw, algbw * BusFactor(config.op, size));
+      std::fflush(stdout);
+    }
+  }
+}
+
+void Many(const Config& config, int rank, int size) {
+  const int k = config.many_count;
+  const size_t count = std::max<size_t>(config.many_bytes / sizeof(float), 1);
+  std::vector<std::vector<float>> tensors(k, std::vector<float>(count, 1.0f));
+  std::vector<std::string> names;
+  for (int i = 0; i < k; ++i) names.push_back("hvd-bench.many." + std::to_string(i));
+  std::vector<hvd_handle_t> handles(k);
+  auto enqueue = [&](int i) {
+    hvd_op_options_t options;
+    hvd_op_options_init(&options);
+    options.name = names[i].c_str();
+    hvd_tensor_t t = Tensor(tensors[i].data(), HVD_FLOAT32, static_cast<int64_t>(count));
+    Check(hvd_allreduce(&t, &t, &options, &handles[i]), "hvd_allreduce");
+  };
+  auto fused = [&] {
+    for (int i = 0; i < k; ++i) enqueue(i);
+    for (int i = 0; i < k; ++i) WaitAndRelease(handles[i], "allreduce");
+  };
+  auto one_by_one = [&] {
+    for (int i = 0; i < k; ++i) {
+      enqueue(i);
+      WaitAndRelease(handles[i], "allreduce");
+    }
+  };
+  int iters_fused = 0, iters_single = 0;
+  std::vector<double> tf = TimeRounds(config, fused, &iters_fused);
+  std::vector<double> ts = TimeRounds(config, one_by_one, &iters_single);
+  if (rank == 0) {
+    const double f = tf[tf.size() / 2], s = ts[ts.size() / 2];
+    std::printf("# hvd-bench many: %d x %zu bytes float32 allreduce, n=%d, rounds=%d\n", k,
+                count * sizeof(float), size, config.rounds);
+    std::printf("%-28s %12s %12s\n", "mode", "time_us", "min_us");
+    std::printf("%-28s %12.1f %12.1f\n", "async (enqueue all, wait)", f * 1e6, tf.front() * 1e6);
+    std::printf("%-28s %12.1f %12.1f\n", "one by one (enqueue+wait)", s * 1e6, ts.front() * 1e6);
+    std::printf("speedup %.1fx\n", s / f);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config config = ParseArgs(argc, argv);
+  Check(hvd_init(), "hvd_init");
+  int32_t rank = 0, size = 1;
+  Check(hvd_rank(&rank), "hvd_rank");
+  Check(hvd_size(&size), "hvd_size");
+  if (config.many_count > 0) {
+    Many(config, rank, size);
+  } else {
+    Sweep(config, rank, size);
+  }
+  Check(hvd_shutdown(), "hvd_shutdown");
+  return 0;
+}
