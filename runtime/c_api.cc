@@ -443,11 +443,14 @@ hvd_status_t hvd_process_set_ids(int32_t* ids, int32_t capacity, int32_t* count)
 }
 
 hvd_status_t hvd_start_timeline(const char* path, int32_t mark_cycles) {
-  return Report(Status::Unimplemented("the timeline is not available in this build"));
+  return Guard([&] {
+    if (path == nullptr) return NullArg("path");
+    return Report(Default().StartTimeline(path, mark_cycles != 0));
+  });
 }
 
 hvd_status_t hvd_stop_timeline(void) {
-  return Report(Status::Unimplemented("the timeline is not available in this build"));
+  return Guard([&] { return Report(Default().StopTimeline()); });
 }
 
 hvd_status_t hvd_build_flags(uint32_t* flags) {

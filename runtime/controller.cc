@@ -30,7 +30,8 @@ void SetBit(std::vector<uint64_t>* words, uint32_t bit) {
 
 Controller::Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_t my_global_rank,
                        std::unique_ptr<Communicator> comm, const RuntimeConfig& config,
-                       HandleManager* handles, OpExecutor* executor, ProcessSetHooks* hooks)
+                       HandleManager* handles, OpExecutor* executor, ProcessSetHooks* hooks,
+                       RuntimeTimeline* timeline)
     : id_(set_id),
       ranks_(std::move(global_ranks)),
       comm_(std::move(comm)),
@@ -38,6 +39,7 @@ Controller::Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_
       handles_(handles),
       executor_(executor),
       hooks_(hooks),
+      timeline_(timeline),
       cache_(config.cache_capacity),
       cache_words_(static_cast<int>((config.cache_capacity + 63) / 64)) {
   fusion_.threshold_bytes = config.fusion_threshold_bytes;
@@ -63,7 +65,9 @@ void Controller::Classify(std::chrono::steady_clock::time_point now, std::vector
   for (auto& w : waiting_) {
     uint32_t bit = 0;
     auto state = ResponseCache::State::kMiss;
-    if (Cacheable(w.request.type) && cache_.capacity() > 0) state = cache_.Lookup(w.request, &bit);
+    if (Cacheable(w.request.type) && cache_enabled_ && cache_.capacity() > 0) {
+      state = cache_.Lookup(w.request, &bit);
+    }
     const bool aged = aging && now - w.since > config_.stall_check_time;
     if (state == ResponseCache::State::kHit && !aged) {
       SetBit(hit_bits, bit);
@@ -118,6 +122,10 @@ std::vector<Response> Controller::TakeCommonHits(const std::vector<uint64_t>& co
       out.push_back(cache_.Get(bit));
       cache_.Touch(bit);
       const std::string& name = out.back().names[0];
+      if (coordinator_ && Recording()) {
+        timeline_->timeline().NegotiateStart(name, TimelineOpName(out.back().type));
+        timeline_->timeline().NegotiateEnd(name);
+      }
       auto it = std::find_if(waiting_.begin(), waiting_.end(),
                              [&](const Waiting& x) { return x.request.name == name; });
       if (it != waiting_.end()) waiting_.erase(it);
@@ -165,7 +173,7 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
     }
     list = std::move(negotiated).value();
   }
-  HVD_RETURN_IF_ERROR(Process(list, slow && !any_joined, &result.progress));
+  HVD_RETURN_IF_ERROR(Process(list, slow && !any_joined, &result));
   result.shutdown = list.shutdown;
   result.shutdown_reason = list.shutdown_reason;
   result.mine_pending = MinePending();
@@ -195,6 +203,7 @@ ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists,
                                           std::vector<Response> cached, bool* malformed) {
   const auto now = std::chrono::steady_clock::now();
   ResponseList out;
+  const bool recording = Recording();
   for (size_t r = 0; r < lists.size(); ++r) {
     auto decoded = DecodeRequestList(lists[r]);
     if (!decoded.ok()) {
@@ -204,10 +213,19 @@ ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists,
     out.shutdown = out.shutdown || decoded->shutdown;
     for (Request& q : decoded->requests) {
       q.rank = static_cast<int32_t>(r);  // trust the position, not the payload
-      coordinator_->Add(q, now);
+      const bool fresh = coordinator_->Add(q, now);
+      if (recording && q.type != OpType::kJoin) {
+        if (fresh) timeline_->timeline().NegotiateStart(q.name, TimelineOpName(q.type));
+        timeline_->timeline().NegotiateRankReady(q.name, q.rank);
+      }
     }
   }
   std::vector<Response> ready = coordinator_->TakeReady();
+  if (recording) {
+    for (const Response& response : ready) {
+      for (const std::string& name : response.names) timeline_->timeline().NegotiateEnd(name);
+    }
+  }
   cached.insert(cached.end(), std::make_move_iterator(ready.begin()),
                 std::make_move_iterator(ready.end()));
   out.responses = PlanFusion(std::move(cached), fusion_);
@@ -220,7 +238,7 @@ ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists,
 
 void Controller::PutInCache(const Response& response,
                             const std::vector<std::optional<TensorEntry>>& entries) {
-  if (!Cacheable(response.type) || cache_.capacity() == 0) return;
+  if (!Cacheable(response.type) || !cache_enabled_ || cache_.capacity() == 0) return;
   if (response.names.size() == 1) {
     if (entries[0]) cache_.Put(response, entries[0]->request);
     return;
@@ -234,9 +252,9 @@ void Controller::PutInCache(const Response& response,
   }
 }
 
-Status Controller::Process(const ResponseList& list, bool put_in_cache, bool* progress) {
+Status Controller::Process(const ResponseList& list, bool put_in_cache, CycleResult* result) {
   for (const Response& response : list.responses) {
-    *progress = true;
+    result->progress = true;
     if (response.type == OpType::kJoin || response.type == OpType::kProcessSetAdd ||
         response.type == OpType::kProcessSetRemove) {
       HVD_RETURN_IF_ERROR(ProcessControl(response));
@@ -247,8 +265,19 @@ Status Controller::Process(const ResponseList& list, bool put_in_cache, bool* pr
     for (const std::string& name : response.names) entries.push_back(queue_.Take(name));
     if (put_in_cache) PutInCache(response, entries);
     HVD_RETURN_IF_ERROR(executor_->Execute(response, entries, comm_.get()));
+    if (report_executed_ && response.type != OpType::kError) result->executed.push_back(response);
   }
   return Status::OK();
+}
+
+void Controller::ApplyTuning(int64_t fusion_threshold_bytes, bool cache_enabled) {
+  fusion_.threshold_bytes = fusion_threshold_bytes;
+  if (cache_enabled != cache_enabled_) {
+    // Start from an empty cache: while it was off, one rank may have sent a tensor uncached
+    // that another rank would now classify as a hit, and neither would ever match.
+    cache_ = ResponseCache(cache_.capacity());
+    cache_enabled_ = cache_enabled;
+  }
 }
 
 Status Controller::ProcessControl(const Response& response) {
@@ -258,6 +287,10 @@ Status Controller::ProcessControl(const Response& response) {
   if (response.type == OpType::kJoin) {
     joined_ = false;
     value = response.last_joined_rank;
+    if (Recording()) {
+      timeline_->timeline().Start(response.names.at(0), "JOIN");
+      timeline_->timeline().End(response.names.at(0), "", "[]");
+    }
   } else if (hooks_ == nullptr) {
     status = Status::Internal("process sets can only be changed through the global set");
   } else if (response.type == OpType::kProcessSetAdd) {

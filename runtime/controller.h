@@ -16,6 +16,7 @@
 #include "runtime/op_executor.h"
 #include "runtime/response_cache.h"
 #include "runtime/runtime_config.h"
+#include "runtime/runtime_timeline.h"
 #include "runtime/stall_inspector.h"
 #include "runtime/tensor_queue.h"
 
@@ -38,6 +39,7 @@ struct CycleResult {
   bool mine_pending = false;  // this rank has work in flight
   bool shutdown = false;      // the set agreed to shut down
   std::string shutdown_reason;
+  std::vector<Response> executed;  // data responses run, when set_report_executed(true)
 };
 
 // Controller negotiates and executes the collectives of one process set on this rank.
@@ -65,6 +67,11 @@ struct CycleResult {
 // Non-common hits stay waiting; a hit waiting longer than the stall check time is re-sent
 // uncached so the stall inspector can name the missing ranks.
 //
+// Timeline (global rank 0 only, `timeline` non-null): the coordinator records NEGOTIATE_<OP>
+// start when it first hears of a tensor, a tick per rank as each request arrives, and the
+// end when the tensor is ready; a common cache hit records start and end together (nothing
+// else is seen of it). Join responses get a JOIN span; the executor records the other ops.
+//
 // Threading: RunCycle/FailAll run on the runtime's background thread; queue() is
 // thread-safe for enqueuing framework threads; communicator()->Abort() may be called from any
 // thread.
@@ -72,7 +79,8 @@ class Controller {
  public:
   Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_t my_global_rank,
              std::unique_ptr<Communicator> comm, const RuntimeConfig& config,
-             HandleManager* handles, OpExecutor* executor, ProcessSetHooks* hooks);
+             HandleManager* handles, OpExecutor* executor, ProcessSetHooks* hooks,
+             RuntimeTimeline* timeline = nullptr);
 
   int32_t id() const { return id_; }
   const std::vector<int32_t>& ranks() const { return ranks_; }
@@ -88,6 +96,12 @@ class Controller {
   Result<CycleResult> RunCycle(bool request_shutdown);
   // Completes every in-flight entry of this rank with `status`.
   void FailAll(const Status& status);
+  // Autotune: new fusion threshold and cache switch. Every member must apply the same values
+  // between the same two cycles (the cache bits must stay identical); switching the cache
+  // empties it. Background thread.
+  void ApplyTuning(int64_t fusion_threshold_bytes, bool cache_enabled);
+  // Autotune (rank 0): copy the executed responses into CycleResult::executed.
+  void set_report_executed(bool on) { report_executed_ = on; }
 
  private:
   struct Waiting {
@@ -108,10 +122,11 @@ class Controller {
                                  std::vector<Response> cached);
   ResponseList CoordinateLocked(const std::vector<std::string>& lists, std::vector<Response> cached,
                                 bool* malformed);
-  Status Process(const ResponseList& list, bool put_in_cache, bool* progress);
+  Status Process(const ResponseList& list, bool put_in_cache, CycleResult* result);
   Status ProcessControl(const Response& response);
   void PutInCache(const Response& response, const std::vector<std::optional<TensorEntry>>& entries);
   bool MinePending() const;
+  bool Recording() const { return timeline_ != nullptr && timeline_->on(); }
 
   int32_t id_;
   std::vector<int32_t> ranks_;
@@ -120,6 +135,7 @@ class Controller {
   HandleManager* handles_;
   OpExecutor* executor_;
   ProcessSetHooks* hooks_;
+  RuntimeTimeline* timeline_;  // null unless this is global rank 0
   FusionOptions fusion_;
   TensorQueue queue_;
   ResponseCache cache_;
@@ -128,6 +144,8 @@ class Controller {
   std::vector<Waiting> waiting_;
   std::string stall_reason_;
   bool joined_ = false;  // this rank's join is in flight
+  bool cache_enabled_ = true;
+  bool report_executed_ = false;
   int cache_words_;
 };
 

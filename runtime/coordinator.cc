@@ -8,8 +8,8 @@ namespace hvd::runtime {
 
 Coordinator::Coordinator(int set_size) : size_(set_size), joined_(set_size, false) {}
 
-void Coordinator::Add(const Request& request, std::chrono::steady_clock::time_point now) {
-  if (request.rank < 0 || request.rank >= size_) return;  // defensive: malformed peer
+bool Coordinator::Add(const Request& request, std::chrono::steady_clock::time_point now) {
+  if (request.rank < 0 || request.rank >= size_) return false;  // defensive: malformed peer
   if (request.type == OpType::kJoin) {
     if (!joined_[request.rank]) {
       joined_[request.rank] = true;
@@ -17,21 +17,23 @@ void Coordinator::Add(const Request& request, std::chrono::steady_clock::time_po
     }
     last_joined_ = request.rank;
     Recheck();
-    return;
+    return false;
   }
   Entry& e = table_[request.name];
-  if (e.requests.empty()) {
+  const bool fresh = e.requests.empty();
+  if (fresh) {
     e.pending.name = request.name;
     e.pending.first_seen = now;
     e.pending.reported.assign(size_, false);
   }
-  if (e.pending.reported[request.rank]) return;  // a rank cannot submit a name twice
+  if (e.pending.reported[request.rank]) return false;  // a rank cannot submit a name twice
   e.pending.reported[request.rank] = true;
   e.requests.push_back(request);
   if (!e.ready && IsReadyLocked(e)) {
     e.ready = true;
     e.ready_seq = seq_++;
   }
+  return fresh;
 }
 
 bool Coordinator::IsReadyLocked(const Entry& e) const {

@@ -27,7 +27,8 @@ class Coordinator {
  public:
   explicit Coordinator(int set_size);
 
-  void Add(const Request& request, std::chrono::steady_clock::time_point now);
+  // True when `request` opened a new pending tensor (the timeline's NEGOTIATE start).
+  bool Add(const Request& request, std::chrono::steady_clock::time_point now);
   // Responses that became ready since the last call, in the order they became ready.
   std::vector<Response> TakeReady();
   std::vector<PendingTensor> Pending() const;

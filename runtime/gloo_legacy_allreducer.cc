@@ -100,7 +100,12 @@ GlooLegacyAllreducer::Entry* GlooLegacyAllreducer::Find(std::vector<std::unique_
 
 template <typename S>
 void GlooLegacyAllreducer::Run(S* buffer, size_t count, const gloo::ReductionFunction<S>* fn) {
-  const bool large = count * sizeof(S) >= large_bytes_ && context_->size > 1;
+  // gloo's legacy AllreduceRing has every rank accumulate all buffers in its own ring order,
+  // so with 3+ ranks floating-point sums differ in the last bits between ranks (weights would
+  // drift apart). Halving-doubling reduces each chunk once and distributes it: bit-identical
+  // everywhere. With 2 ranks a+b == b+a, so the cheaper ring is exact.
+  const bool large =
+      context_->size > 1 && (count * sizeof(S) >= large_bytes_ || context_->size > 2);
   std::vector<std::unique_ptr<Entry>>* lru = large ? &large_ : &small_;
   Entry* entry = Find<S>(lru, count, fn);
   if (entry == nullptr) {

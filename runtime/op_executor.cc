@@ -38,8 +38,51 @@ void OpExecutor::Finish(std::vector<std::optional<TensorEntry>>& entries, const 
   }
 }
 
+void OpExecutor::ActivityStart(const Response& r, const std::string& activity) {
+  if (!recording_) return;
+  for (const std::string& name : r.names) timeline_->timeline().ActivityStart(name, activity);
+}
+
+void OpExecutor::ActivityEnd(const Response& r) {
+  if (!recording_) return;
+  for (const std::string& name : r.names) timeline_->timeline().ActivityEnd(name);
+}
+
+std::string OpExecutor::CommActivity(const Response& r, const Communicator* comm) const {
+  if (!recording_) return {};
+  std::string op = TimelineOpName(r.type);
+  if (r.type == OpType::kBroadcast) op = "BCAST";
+  return std::string(comm->name()) + "_" + op;
+}
+
+void OpExecutor::RecordEnd(const Response& r,
+                           const std::vector<std::optional<TensorEntry>>& entries) {
+  if (r.type == OpType::kBarrier) {
+    for (const std::string& name : r.names) timeline_->timeline().End(name, "", "[]", 0);
+    return;
+  }
+  const char* dtype = DataTypeName(r.dtype);
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  for (size_t i = 0; i < r.names.size(); ++i) {
+    std::vector<int64_t> shape;
+    if (i < entries.size() && entries[i]) {
+      shape = entries[i]->request.shape;
+    } else if (r.type == OpType::kAllreduce && i < r.sizes.size()) {
+      shape = {r.sizes[i]};  // a joined rank 0 has no local tensor
+    }
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    timeline_->timeline().End(r.names[i], dtype, ShapeText(shape), count * elem);
+  }
+}
+
 Status OpExecutor::Execute(const Response& r, std::vector<std::optional<TensorEntry>>& entries,
                            Communicator* comm) {
+  recording_ = timeline_ != nullptr && timeline_->on() && r.type != OpType::kError;
+  if (recording_) {
+    const std::string op = TimelineOpName(r.type);
+    for (const std::string& name : r.names) timeline_->timeline().Start(name, op);
+  }
   Status s;
   switch (r.type) {
     case OpType::kAllreduce:
@@ -58,7 +101,9 @@ Status OpExecutor::Execute(const Response& r, std::vector<std::optional<TensorEn
       s = Reducescatter(r, entries.at(0), comm);
       break;
     case OpType::kBarrier:
+      ActivityStart(r, CommActivity(r, comm));
       s = comm->Barrier();
+      ActivityEnd(r);
       break;
     case OpType::kError:
       Finish(entries, Status::RemoteError(r.error));
@@ -68,6 +113,7 @@ Status OpExecutor::Execute(const Response& r, std::vector<std::optional<TensorEn
              Status::Internal(std::string("unexpected response type ") + OpTypeName(r.type)));
       return Status::OK();
   }
+  if (recording_) RecordEnd(r, entries);
   if (!s.ok()) s = Failed(r, s);
   Finish(entries, s);
   return s;
@@ -82,11 +128,15 @@ Status OpExecutor::Allreduce(const Response& r, std::vector<std::optional<Tensor
     TensorEntry& e = *entries[0];
     if (e.output != e.input && total > 0) std::memcpy(e.output, e.input, total * elem);
     ScaleBuffer(e.output, total, r.dtype, r.prescale);
-    HVD_RETURN_IF_ERROR(comm->Allreduce(e.output, total, r.dtype, BackendOp(r.reduce_op)));
+    ActivityStart(r, CommActivity(r, comm));
+    Status s = comm->Allreduce(e.output, total, r.dtype, BackendOp(r.reduce_op));
+    ActivityEnd(r);
+    HVD_RETURN_IF_ERROR(s);
     ScaleBuffer(e.output, total, r.dtype, post);
     return Status::OK();
   }
   char* buf = static_cast<char*>(buffer_->Get(total * elem));
+  ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
   int64_t offset = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     const int64_t bytes = r.sizes[i] * elem;
@@ -97,15 +147,21 @@ Status OpExecutor::Allreduce(const Response& r, std::vector<std::optional<Tensor
     }
     offset += bytes;
   }
+  ActivityEnd(r);
   ScaleBuffer(buf, total, r.dtype, r.prescale);
-  HVD_RETURN_IF_ERROR(comm->Allreduce(buf, total, r.dtype, BackendOp(r.reduce_op)));
+  ActivityStart(r, CommActivity(r, comm));
+  Status s = comm->Allreduce(buf, total, r.dtype, BackendOp(r.reduce_op));
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
   ScaleBuffer(buf, total, r.dtype, post);
+  ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
   offset = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     const int64_t bytes = r.sizes[i] * elem;
     if (entries[i]) std::memcpy(entries[i]->output, buf + offset, bytes);
     offset += bytes;
   }
+  ActivityEnd(r);
   return Status::OK();
 }
 
@@ -116,7 +172,10 @@ Status OpExecutor::Broadcast(const Response& r, std::optional<TensorEntry>& entr
   if (comm->rank() == r.root && entry->output != entry->input && bytes > 0) {
     std::memcpy(entry->output, entry->input, bytes);
   }
-  return comm->Broadcast(entry->output, bytes, r.root);
+  ActivityStart(r, CommActivity(r, comm));
+  Status s = comm->Broadcast(entry->output, bytes, r.root);
+  ActivityEnd(r);
+  return s;
 }
 
 Status OpExecutor::Allgather(const Response& r, std::optional<TensorEntry>& entry,
@@ -132,7 +191,9 @@ Status OpExecutor::Allgather(const Response& r, std::optional<TensorEntry>& entr
   }
   OutputTensor out{AllocOutput(rows * row_bytes), q.dtype, q.shape, q.device};
   out.shape[0] = rows;
+  ActivityStart(r, CommActivity(r, comm));
   Status s = comm->Allgatherv(entry->input, out.data, bytes_per_rank);
+  ActivityEnd(r);
   handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
   return s;
 }
@@ -147,7 +208,10 @@ Status OpExecutor::Alltoall(const Response& r, std::optional<TensorEntry>& entry
     send_rows[i] = q.args.empty() ? q.shape[0] / n : q.args.at(i);
   }
   const std::vector<int64_t> eight(n, sizeof(int64_t));
-  HVD_RETURN_IF_ERROR(comm->Alltoallv(send_rows.data(), eight, recv_rows.data(), eight));
+  ActivityStart(r, CommActivity(r, comm));
+  Status splits = comm->Alltoallv(send_rows.data(), eight, recv_rows.data(), eight);
+  if (!splits.ok()) ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(splits);
   const int64_t row_bytes = RowElements(q.shape) * static_cast<int64_t>(DataTypeSize(q.dtype));
   std::vector<int64_t> send_bytes(n), recv_bytes(n);
   std::vector<int32_t> received(n);
@@ -161,6 +225,7 @@ Status OpExecutor::Alltoall(const Response& r, std::optional<TensorEntry>& entry
   OutputTensor out{AllocOutput(rows * row_bytes), q.dtype, q.shape, q.device};
   out.shape[0] = rows;
   Status s = comm->Alltoallv(entry->input, send_bytes, out.data, recv_bytes);
+  ActivityEnd(r);
   handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
   handles_->SetReceivedSplits(entry->handle, std::move(received));
   return s;
@@ -185,7 +250,9 @@ Status OpExecutor::Reducescatter(const Response& r, std::optional<TensorEntry>& 
   OutputTensor out{AllocOutput(counts[comm->rank()] * elem), q.dtype, q.shape, q.device};
   out.shape[0] = counts[comm->rank()] / (row == 0 ? 1 : row);
   if (row == 0) out.shape[0] = dim0 / n + (comm->rank() < dim0 % n ? 1 : 0);
+  ActivityStart(r, CommActivity(r, comm));
   Status s = comm->ReduceScatter(in, out.data, counts, q.dtype, BackendOp(r.reduce_op));
+  ActivityEnd(r);
   if (s.ok()) ScaleBuffer(out.data, counts[comm->rank()], q.dtype, PostscaleFor(r, n));
   handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
   return s;

@@ -9,6 +9,7 @@
 #include "runtime/fusion_buffer.h"
 #include "runtime/handle_manager.h"
 #include "runtime/message.h"
+#include "runtime/runtime_timeline.h"
 #include "runtime/tensor_queue.h"
 
 namespace hvd::runtime {
@@ -19,12 +20,18 @@ namespace hvd::runtime {
 // Average is Sum followed by a 1/size post-scale; fused allreduces are staged through the
 // persistent FusionBuffer. Runtime-allocated outputs are malloc'ed and handed to the handle.
 //
+// Timeline (when `timeline` is non-null and on): each tensor of the response gets an <OP> span
+// holding the activities (MEMCPY_IN_FUSION_BUFFER, <COMM>_<OP> e.g. GLOO_ALLREDUCE,
+// MEMCPY_OUT_FUSION_BUFFER) and an End with dtype, shape and bytes. Checked once per
+// response; nothing is built when off.
+//
 // A non-OK return means the communicator failed (peer died, timeout, abort): the caller must
 // fail the entries and stop. Errors that concern only these tensors complete their handles
 // and return OK. Background thread only.
 class OpExecutor {
  public:
-  OpExecutor(FusionBuffer* buffer, HandleManager* handles) : buffer_(buffer), handles_(handles) {}
+  OpExecutor(FusionBuffer* buffer, HandleManager* handles, RuntimeTimeline* timeline = nullptr)
+      : buffer_(buffer), handles_(handles), timeline_(timeline) {}
 
   Status Execute(const Response& response, std::vector<std::optional<TensorEntry>>& entries,
                  Communicator* comm);
@@ -37,9 +44,16 @@ class OpExecutor {
   Status Alltoall(const Response& r, std::optional<TensorEntry>& entry, Communicator* comm);
   Status Reducescatter(const Response& r, std::optional<TensorEntry>& entry, Communicator* comm);
   void Finish(std::vector<std::optional<TensorEntry>>& entries, const Status& status);
+  // Timeline helpers; no-ops unless recording_ (set per response by Execute).
+  void ActivityStart(const Response& r, const std::string& activity);
+  void ActivityEnd(const Response& r);
+  void RecordEnd(const Response& r, const std::vector<std::optional<TensorEntry>>& entries);
+  std::string CommActivity(const Response& r, const Communicator* comm) const;
 
   FusionBuffer* buffer_;
   HandleManager* handles_;
+  RuntimeTimeline* timeline_;  // null unless this is global rank 0
+  bool recording_ = false;
 };
 
 }  // namespace hvd::runtime

@@ -22,6 +22,10 @@ const char kShutDownMessage[] =
     "execution. If the shutdown was caused by an exception, you should see the exception in "
     "the log before the first shutdown message.";
 const char kNotInitializedMessage[] = "Horovod has not been initialized; use hvd.init().";
+const char kTimelineDisabledMessage[] =
+    "Set HVD_TIMELINE=DYNAMIC (or HOROVOD_TIMELINE=DYNAMIC) before hvd.init() to start and "
+    "stop the timeline at run time.";
+const char kDynamicTimeline[] = "DYNAMIC";
 
 // Forwards negotiated process-set changes from the global controller to the runtime.
 class Runtime::Hooks : public ProcessSetHooks {
@@ -67,7 +71,19 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
       config.cross_size, true};
   ++round_;
   fusion_buffer_ = std::make_unique<FusionBuffer>(config.fusion_threshold_bytes);
-  executor_ = std::make_unique<OpExecutor>(fusion_buffer_.get(), &handles_);
+  if (config.rank == 0 && !config.timeline_path.empty()) {
+    timeline_ = std::make_unique<RuntimeTimeline>();
+    if (config.timeline_path != kDynamicTimeline) {
+      Status s = timeline_->Start(config.timeline_path, config.timeline_mark_cycles);
+      if (!s.ok()) HVD_LOG_ERROR("timeline disabled: {}", s.message());
+    }
+  }
+  executor_ = std::make_unique<OpExecutor>(fusion_buffer_.get(), &handles_, timeline_.get());
+  cache_enabled_ = true;
+  autotuner_.reset();
+  if (config.autotune.enabled) {
+    autotuner_ = std::make_unique<Autotuner>(config, config.rank == 0);
+  }
   auto provider = factory_(config);
   if (!provider.ok()) return provider.status();
   provider_ = std::move(provider).value();
@@ -85,6 +101,8 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
   }
   std::lock_guard<std::mutex> lock(state_mu_);
   state_ = State::kRunning;
+  knobs_ = {config_.fusion_threshold_bytes, config_.cycle_time, true};
+  autotuning_ = autotuner_ != nullptr;
   wake_ = shutdown_requested_ = abort_requested_ = false;
   set_shutdown_reason_.clear();
   failure_ = Status::OK();
@@ -102,9 +120,12 @@ Result<std::shared_ptr<Controller>> Runtime::MakeController(int32_t id,
   spec.rank_in_group = static_cast<int32_t>(it - ranks.begin());
   auto comm = provider_->Create(spec);
   if (!comm.ok()) return comm.status().WithContext("creating the communicator for " + spec.scope);
-  return std::make_shared<Controller>(id, std::move(ranks), config_.rank, std::move(comm).value(),
-                                      config_, &handles_, executor_.get(),
-                                      id == 0 ? hooks_.get() : nullptr);
+  auto controller = std::make_shared<Controller>(
+      id, std::move(ranks), config_.rank, std::move(comm).value(), config_, &handles_,
+      executor_.get(), id == 0 ? hooks_.get() : nullptr, timeline_.get());
+  controller->ApplyTuning(config_.fusion_threshold_bytes, cache_enabled_);
+  if (id == 0 && autotuner_ && config_.rank == 0) controller->set_report_executed(true);
+  return controller;
 }
 
 // Horovod's homogeneity test: every host runs the same number of ranks.
@@ -149,7 +170,9 @@ void Runtime::StopLocked() {
   if (thread_.joinable()) thread_.join();
   FailEverything(Status::Aborted(kShutDownMessage));
   sets_.Clear();
+  autotuner_.reset();
   executor_.reset();
+  timeline_.reset();  // flushes and closes the file
   fusion_buffer_.reset();
   provider_.reset();
   std::lock_guard<std::mutex> lock(state_mu_);
@@ -191,17 +214,11 @@ void Runtime::Loop() {
       request_shutdown = shutdown_requested_;
       if (abort_requested_) break;  // Abort() fails the handles
     }
+    if (timeline_ != nullptr) timeline_->MarkCycleStart();
     CycleResult total;
     Status s = RunIteration(request_shutdown, &total);
     if (!s.ok()) {
-      bool aborted;
-      {
-        std::lock_guard<std::mutex> lock(state_mu_);
-        aborted = abort_requested_;
-      }
-      if (aborted) break;
-      HVD_LOG_ERROR("rank {}: {}", config_.rank, s.message());
-      FailEverything(s);
+      StopOnError(s);
       break;
     }
     if (total.shutdown) {
@@ -210,8 +227,57 @@ void Runtime::Loop() {
       FailEverything(Status::Aborted(kShutDownMessage + why));
       break;
     }
+    if (autotuner_ && autotuner_->active()) {
+      s = SyncAutotune(total);
+      if (!s.ok()) {
+        StopOnError(s);
+        break;
+      }
+    }
     interval = NextInterval(total, interval);
   }
+}
+
+void Runtime::StopOnError(const Status& s) {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (abort_requested_) return;  // Abort() fails the handles
+  }
+  HVD_LOG_ERROR("rank {}: {}", config_.rank, s.message());
+  FailEverything(s);
+}
+
+Status Runtime::SyncAutotune(const CycleResult& total) {
+  auto global = sets_.Find(0);
+  if (!global || !global->controller) return Status::Internal("autotune: no global process set");
+  std::optional<TunedKnobs> knobs;
+  Status s = autotuner_->Sync(total.executed, global->controller->communicator(), &knobs);
+  if (!s.ok()) return s.WithContext("autotune parameter broadcast");
+  if (knobs) ApplyTuning(*knobs);
+  if (!autotuner_->active()) {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    autotuning_ = false;
+  }
+  return Status::OK();
+}
+
+void Runtime::ApplyTuning(const TunedKnobs& knobs) {
+  config_.fusion_threshold_bytes = knobs.fusion_threshold_bytes;
+  config_.cycle_time = knobs.cycle_time;
+  cache_enabled_ = knobs.cache_enabled;
+  for (auto& c : sets_.Controllers()) c->ApplyTuning(knobs.fusion_threshold_bytes, cache_enabled_);
+  std::lock_guard<std::mutex> lock(state_mu_);
+  knobs_ = knobs;
+}
+
+TunedKnobs Runtime::tuned_knobs() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return knobs_;
+}
+
+bool Runtime::autotuning() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return autotuning_;
 }
 
 Status Runtime::RunIteration(bool request_shutdown, CycleResult* total) {
@@ -227,6 +293,7 @@ Status Runtime::RunIteration(bool request_shutdown, CycleResult* total) {
       total->any_pending |= r->any_pending;
       // "Waits on peers": this rank has work in flight that some member has not matched.
       total->mine_pending |= r->mine_pending && !r->all_pending;
+      if (controller->id() == 0 && !r->executed.empty()) total->executed = std::move(r->executed);
       if (r->shutdown && !global) {
         // Only this set's members know: ask the global set to stop next iteration.
         set_shutdown_reason_ = r->shutdown_reason;
@@ -253,6 +320,22 @@ std::chrono::microseconds Runtime::NextInterval(const CycleResult& r,
   }
   if (prev < kIdleStart) return kIdleStart;
   return std::min(prev * 2, kIdleMax);
+}
+
+Status Runtime::StartTimeline(const std::string& path, bool mark_cycles) {
+  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  if (!initialized()) return Status::NotInitialized(kNotInitializedMessage);
+  if (config_.timeline_path.empty()) return Status::PreconditionFailed(kTimelineDisabledMessage);
+  if (path.empty()) return Status::InvalidArgument("the timeline file path is empty");
+  return timeline_ ? timeline_->Start(path, mark_cycles) : Status::OK();
+}
+
+Status Runtime::StopTimeline() {
+  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  if (!initialized()) return Status::NotInitialized(kNotInitializedMessage);
+  if (config_.timeline_path.empty()) return Status::PreconditionFailed(kTimelineDisabledMessage);
+  if (timeline_) timeline_->Stop();
+  return Status::OK();
 }
 
 int64_t Runtime::fusion_allocations() {

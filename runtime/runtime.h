@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/autotuner.h"
 #include "runtime/backend_registry.h"
 #include "runtime/controller.h"
 #include "runtime/fusion_buffer.h"
@@ -19,6 +20,7 @@
 #include "runtime/op_executor.h"
 #include "runtime/process_set.h"
 #include "runtime/runtime_config.h"
+#include "runtime/runtime_timeline.h"
 
 namespace hvd::runtime {
 
@@ -97,6 +99,18 @@ class Runtime {
   Result<std::vector<int32_t>> ProcessSetRanks(int32_t id) const;
   Result<std::vector<int32_t>> ProcessSetIds() const;
 
+  // hvd.start_timeline / stop_timeline: NotInitialized before Init; PreconditionFailed unless
+  // HVD_TIMELINE was set at init (a path, or DYNAMIC for API-only). Only global rank 0
+  // writes; on the other ranks both succeed and do nothing. Start while running switches to
+  // the new file.
+  Status StartTimeline(const std::string& path, bool mark_cycles);
+  Status StopTimeline();
+
+  // The fusion threshold, cycle time and cache switch in force (autotune changes them on
+  // every rank in the same iteration), and whether tuning is still running.
+  TunedKnobs tuned_knobs() const;
+  bool autotuning() const;
+
   HandleManager& handles() { return handles_; }
   // Fusion-buffer (re)allocations so far (steady state must not add any).
   int64_t fusion_allocations();
@@ -115,6 +129,9 @@ class Runtime {
   Status RunIteration(bool request_shutdown, CycleResult* total);
   std::chrono::microseconds NextInterval(const CycleResult& r, std::chrono::microseconds prev);
   void FailEverything(const Status& status);
+  void StopOnError(const Status& status);
+  Status SyncAutotune(const CycleResult& total);
+  void ApplyTuning(const TunedKnobs& knobs);
   Result<int32_t> AddProcessSetNow(const std::vector<int32_t>& ranks);
   Status RemoveProcessSetNow(int32_t id);
 
@@ -139,6 +156,8 @@ class Runtime {
   std::string abort_reason_;
   Status failure_;                   // why the loop stopped
   std::string set_shutdown_reason_;  // background thread: a process set asked to stop
+  TunedKnobs knobs_;                 // mirror of the tuned config_ fields for tuned_knobs()
+  bool autotuning_ = false;
 
   // Written by Init before the thread starts; read-only while running.
   RuntimeConfig config_;
@@ -146,7 +165,10 @@ class Runtime {
   int64_t round_ = 0;
   std::unique_ptr<CommunicatorProvider> provider_;  // background thread only once running
   std::unique_ptr<FusionBuffer> fusion_buffer_;
+  std::unique_ptr<RuntimeTimeline> timeline_;  // global rank 0 with HVD_TIMELINE set
   std::unique_ptr<OpExecutor> executor_;
+  std::unique_ptr<Autotuner> autotuner_;  // every rank when HVD_AUTOTUNE=1
+  bool cache_enabled_ = true;             // background thread once running
   ProcessSetTable sets_;
   std::thread thread_;
   std::atomic<int64_t> name_counter_{0};
@@ -156,6 +178,9 @@ class Runtime {
 // Horovod's messages for a runtime that is shut down / not initialized.
 extern const char kShutDownMessage[];
 extern const char kNotInitializedMessage[];
+extern const char kTimelineDisabledMessage[];
+// HVD_TIMELINE value that enables the start/stop API without opening a file at init.
+extern const char kDynamicTimeline[];
 
 }  // namespace hvd::runtime
 

@@ -81,6 +81,31 @@ Status LoadLogging(const env::Environment& env, RuntimeConfig* c) {
   return Status::OK();
 }
 
+Status LoadAutotune(const env::Environment& env, RuntimeConfig* c) {
+  RuntimeConfig::Autotune& a = c->autotune;
+  HVD_ASSIGN_OR_RETURN(a.enabled, env.GetBool("HVD_AUTOTUNE"));
+  HVD_ASSIGN_OR_RETURN(a.log_path, env.GetString("HVD_AUTOTUNE_LOG"));
+  HVD_ASSIGN_OR_RETURN(a.cache_path, env.GetString("HVD_AUTOTUNE_CACHE"));
+  HVD_ASSIGN_OR_RETURN(int64_t warmup, IntIn(env, "HVD_AUTOTUNE_WARMUP_SAMPLES", 0, 1 << 20));
+  HVD_ASSIGN_OR_RETURN(int64_t steps, IntIn(env, "HVD_AUTOTUNE_STEPS_PER_SAMPLE", 1, 1 << 20));
+  HVD_ASSIGN_OR_RETURN(int64_t max_samples,
+                       IntIn(env, "HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", 1, 1 << 20));
+  HVD_ASSIGN_OR_RETURN(a.gaussian_process_noise,
+                       env.GetFloat("HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE"));
+  if (!(a.gaussian_process_noise >= 0 && a.gaussian_process_noise <= 1)) {
+    return Status::InvalidArgument(env.Get("HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE").source +
+                                   ": expected a value in [0, 1], got " +
+                                   std::to_string(a.gaussian_process_noise));
+  }
+  a.warmup_samples = static_cast<int>(warmup);
+  a.steps_per_sample = static_cast<int>(steps);
+  a.bayes_opt_max_samples = static_cast<int>(max_samples);
+  a.fusion_threshold_fixed = !env.Get("HVD_FUSION_THRESHOLD").is_default;
+  a.cycle_time_fixed = !env.Get("HVD_CYCLE_TIME").is_default;
+  a.cache_fixed = !env.Get("HVD_CACHE_CAPACITY").is_default;
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<RuntimeConfig> LoadRuntimeConfig(const env::Environment& env) {
@@ -90,6 +115,7 @@ Result<RuntimeConfig> LoadRuntimeConfig(const env::Environment& env) {
   HVD_RETURN_IF_ERROR(LoadCoordinator(env, &c));
   HVD_RETURN_IF_ERROR(LoadStall(env, &c));
   HVD_RETURN_IF_ERROR(LoadLogging(env, &c));
+  HVD_RETURN_IF_ERROR(LoadAutotune(env, &c));
   return c;
 }
 

@@ -46,8 +46,24 @@ struct RuntimeConfig {
   std::chrono::milliseconds stall_check_time{60000};
   std::chrono::milliseconds stall_shutdown_time{600000};
 
+  // HVD_TIMELINE: a file written by global rank 0 from init, or "DYNAMIC" (API only).
   std::string timeline_path;
   bool timeline_mark_cycles = false;
+
+  // HVD_AUTOTUNE*: global rank 0 tunes fusion threshold, cycle time and the cache switch
+  // (runtime/autotuner.h). A knob whose variable was set explicitly is never tuned.
+  struct Autotune {
+    bool enabled = false;
+    std::string log_path;
+    std::string cache_path;
+    int warmup_samples = 3;
+    int steps_per_sample = 10;
+    int bayes_opt_max_samples = 20;
+    double gaussian_process_noise = 0.8;
+    bool fusion_threshold_fixed = false;
+    bool cycle_time_fixed = false;
+    bool cache_fixed = false;
+  } autotune;
 
   log::Level log_level = log::Level::kWarning;
   bool log_hide_time = false;

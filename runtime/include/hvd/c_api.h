@@ -194,6 +194,9 @@ HVD_EXPORT hvd_status_t hvd_process_set_ranks(int32_t id, int32_t* ranks, int32_
 HVD_EXPORT hvd_status_t hvd_process_set_ids(int32_t* ids, int32_t capacity, int32_t* count);
 
 /* ---- timeline ------------------------------------------------------------------------- */
+/* Need HVD_TIMELINE set at init (a path, or DYNAMIC): HVD_PRECONDITION_FAILED otherwise,
+ * HVD_NOT_INITIALIZED before init. Global rank 0 writes `path` (starting again switches to a
+ * new file); on other ranks both calls succeed and do nothing. */
 HVD_EXPORT hvd_status_t hvd_start_timeline(const char* path, int32_t mark_cycles);
 HVD_EXPORT hvd_status_t hvd_stop_timeline(void);
 

@@ -22,6 +22,35 @@ TEST(RuntimeConfigTest, DefaultsAreASingleRank) {
   EXPECT_TRUE(c->rendezvous_addr.empty());
 }
 
+TEST(RuntimeConfigTest, AutotuneKnobsAndWhichKnobsTheUserFixed) {
+  // Given HOROVOD_AUTOTUNE with a schedule and an explicit fusion threshold
+  auto c = Load({{"HOROVOD_AUTOTUNE", "1"},
+                 {"HOROVOD_AUTOTUNE_LOG", "/tmp/at.csv"},
+                 {"HVD_AUTOTUNE_WARMUP_SAMPLES", "1"},
+                 {"HVD_AUTOTUNE_STEPS_PER_SAMPLE", "2"},
+                 {"HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "4"},
+                 {"HVD_AUTOTUNE_CACHE", "/tmp/at.json"},
+                 {"HOROVOD_FUSION_THRESHOLD", "1048576"},
+                 {"HOROVOD_TIMELINE", "DYNAMIC"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  // Then the schedule is read and only the fusion threshold is fixed
+  EXPECT_TRUE(c->autotune.enabled);
+  EXPECT_EQ(c->autotune.log_path, "/tmp/at.csv");
+  EXPECT_EQ(c->autotune.cache_path, "/tmp/at.json");
+  EXPECT_EQ(c->autotune.warmup_samples, 1);
+  EXPECT_EQ(c->autotune.steps_per_sample, 2);
+  EXPECT_EQ(c->autotune.bayes_opt_max_samples, 4);
+  EXPECT_TRUE(c->autotune.fusion_threshold_fixed);
+  EXPECT_FALSE(c->autotune.cycle_time_fixed);
+  EXPECT_FALSE(c->autotune.cache_fixed);
+  EXPECT_EQ(c->timeline_path, "DYNAMIC");
+  // And a noise outside [0, 1] is refused naming the variable
+  auto bad = Load({{"HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "2"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(RuntimeConfigTest, ReadsHorovodAliasesAndCanonicalNames) {
   auto c = Load({{"HOROVOD_RANK", "2"},
                  {"HVD_SIZE", "4"},

@@ -1,0 +1,167 @@
+// The runtime's timeline: rank 0 records negotiation and execution of 2 thread-ranks into a
+// Chrome trace (HVD_TIMELINE=<path>), and the dynamic start/stop API (HVD_TIMELINE=DYNAMIC).
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "test/unit/runtime/rank_harness.h"
+#include "test/unit/timeline/test_files.h"
+
+namespace hvd::testing {
+namespace {
+
+using runtime::DataType;
+using TimelineDirTest = hvd::timeline::testing::TempDirTest;
+using hvd::timeline::testing::ParseFile;
+
+Status Allreduce(runtime::Runtime& rt, const std::string& name, int n = 4) {
+  std::vector<float> data(n, 1.0f);
+  runtime::OpOptions o;
+  o.name = name;
+  auto spec = Spec(data.data(), DataType::kFloat32, {n});
+  auto h = rt.EnqueueAllreduce({spec}, {spec}, o, false);
+  if (!h.ok()) return h.status();
+  return WaitAndRelease(rt, *h);
+}
+
+// A grouped allreduce always fuses, so it exercises the fusion-buffer activities.
+Status GroupedAllreduce(runtime::Runtime& rt, const std::string& prefix) {
+  std::vector<float> a(3, 1.0f), b(5, 2.0f);
+  runtime::OpOptions o;
+  o.name = prefix;
+  std::vector<runtime::TensorSpec> specs = {Spec(a.data(), DataType::kFloat32, {3}),
+                                            Spec(b.data(), DataType::kFloat32, {5})};
+  auto h = rt.EnqueueAllreduce(specs, specs, o, true);
+  if (!h.ok()) return h.status();
+  return WaitAndRelease(rt, *h);
+}
+
+std::set<std::string> EventNames(const nlohmann::json& trace) {
+  std::set<std::string> names;
+  for (const auto& e : trace) {
+    if (e.contains("name")) names.insert(e["name"].get<std::string>());
+    if (e.value("name", "") == "process_name" && e.contains("args") && e["args"].contains("name")) {
+      names.insert("row:" + e["args"]["name"].get<std::string>());
+    }
+  }
+  return names;
+}
+
+bool HasHeader(const nlohmann::json& trace) {
+  for (const auto& e : trace) {
+    if (e.contains("args") && e["args"].contains("start_time_since_epoch_in_micros")) return true;
+  }
+  return false;
+}
+
+TEST_F(TimelineDirTest, RankZeroRecordsNegotiationOpsAndCycles) {
+  // Given HVD_TIMELINE=<path> with cycle marks on 2 ranks
+  const std::string path = Path("timeline.json");
+  // When both ranks run allreduces (twice, so the second is a cache hit), a grouped
+  // allreduce and a broadcast, then shut down
+  RunRanks(
+      2,
+      [](int rank, runtime::Runtime& rt) {
+        for (int step = 0; step < 2; ++step) {
+          ASSERT_TRUE(Allreduce(rt, "grad.weight").ok());
+          ASSERT_TRUE(GroupedAllreduce(rt, "grouped").ok());
+        }
+        std::vector<int32_t> v(3, rank);
+        runtime::OpOptions o;
+        o.name = "bcast.x";
+        auto spec = Spec(v.data(), DataType::kInt32, {3});
+        auto h = rt.EnqueueBroadcast(spec, spec, o);
+        ASSERT_TRUE(h.ok());
+        ASSERT_TRUE(WaitAndRelease(rt, *h).ok());
+      },
+      [&](runtime::RuntimeConfig* c) {
+        c->timeline_path = path;
+        c->timeline_mark_cycles = true;
+      });
+  // Then rank 0's file is valid JSON with Horovod's rows and events
+  nlohmann::json trace = ParseFile(path);
+  ASSERT_TRUE(trace.is_array());
+  EXPECT_TRUE(HasHeader(trace));
+  const std::set<std::string> names = EventNames(trace);
+  for (const char* expected :
+       {"NEGOTIATE_ALLREDUCE", "ALLREDUCE", "FAKE_ALLREDUCE", "MEMCPY_IN_FUSION_BUFFER",
+        "MEMCPY_OUT_FUSION_BUFFER", "NEGOTIATE_BROADCAST", "BROADCAST", "FAKE_BCAST", "CYCLE_START",
+        "row:grad.weight", "row:bcast.x"}) {
+    EXPECT_TRUE(names.count(expected)) << "missing " << expected;
+  }
+  // Every ready rank ticks inside the negotiation; the op's End carries dtype and shape.
+  bool rank_tick = false, end_args = false;
+  for (const auto& e : trace) {
+    if (e.value("ph", "") == "X" && (e.value("name", "") == "0" || e.value("name", "") == "1")) {
+      rank_tick = true;
+    }
+    if (e.value("ph", "") == "E" && e.contains("args") && e["args"].value("shape", "") == "[4]" &&
+        e["args"].value("dtype", "") == "float32") {
+      end_args = true;
+    }
+  }
+  EXPECT_TRUE(rank_tick);
+  EXPECT_TRUE(end_args);
+}
+
+TEST_F(TimelineDirTest, NoTimelineMeansNoFileAndTheApiIsRefused) {
+  // Given no HVD_TIMELINE
+  RunRanks(2, [&](int, runtime::Runtime& rt) {
+    // When the API is used, Then it is refused with Horovod's hint
+    Status s = rt.StartTimeline(Path("x.json"), false);
+    EXPECT_EQ(s.code(), StatusCode::kPreconditionFailed);
+    EXPECT_NE(s.message().find("HVD_TIMELINE=DYNAMIC"), std::string::npos) << s.message();
+    EXPECT_EQ(rt.StopTimeline().code(), StatusCode::kPreconditionFailed);
+    ASSERT_TRUE(Allreduce(rt, "t").ok());
+  });
+  EXPECT_FALSE(std::filesystem::exists(Path("x.json")));
+  // And before init it says "not initialized"
+  runtime::Runtime idle;
+  EXPECT_EQ(idle.StartTimeline(Path("y.json"), false).code(), StatusCode::kNotInitialized);
+  EXPECT_EQ(idle.StopTimeline().code(), StatusCode::kNotInitialized);
+}
+
+TEST_F(TimelineDirTest, DynamicStartStopAndRestartIntoANewFile) {
+  // Given HVD_TIMELINE=DYNAMIC
+  const std::string first = Path("first.json"), second = Path("second.json");
+  std::barrier sync(2);
+  RunRanks(
+      2,
+      [&](int rank, runtime::Runtime& rt) {
+        EXPECT_FALSE(std::filesystem::exists(first));
+        // When the timeline is started, an op runs, it is stopped, another op runs, and it
+        // is restarted into a second file (rank 1 names its own path: it must not write)
+        const std::string mine = rank == 0 ? first : Path("rank1.json");
+        ASSERT_TRUE(rt.StartTimeline(mine, true).ok());
+        sync.arrive_and_wait();
+        ASSERT_TRUE(Allreduce(rt, "in.first").ok());
+        ASSERT_TRUE(rt.StopTimeline().ok());
+        sync.arrive_and_wait();
+        ASSERT_TRUE(Allreduce(rt, "between").ok());
+        sync.arrive_and_wait();
+        ASSERT_TRUE(rt.StartTimeline(rank == 0 ? second : mine, false).ok());
+        sync.arrive_and_wait();
+        ASSERT_TRUE(Allreduce(rt, "in.second").ok());
+        sync.arrive_and_wait();
+        ASSERT_TRUE(rt.StopTimeline().ok());
+      },
+      [](runtime::RuntimeConfig* c) { c->timeline_path = runtime::kDynamicTimeline; });
+  // Then each file holds only its own window, and rank 1 wrote nothing
+  const std::set<std::string> a = EventNames(ParseFile(first));
+  const std::set<std::string> b = EventNames(ParseFile(second));
+  EXPECT_TRUE(a.count("row:in.first"));
+  EXPECT_TRUE(a.count("ALLREDUCE"));
+  EXPECT_FALSE(a.count("row:between"));
+  EXPECT_FALSE(a.count("row:in.second"));
+  EXPECT_TRUE(b.count("row:in.second"));
+  EXPECT_FALSE(b.count("row:between"));
+  EXPECT_FALSE(b.count("CYCLE_START"));
+  EXPECT_FALSE(std::filesystem::exists(Path("rank1.json")));
+}
+
+}  // namespace
+}  // namespace hvd::testing
