@@ -8,7 +8,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 hvdrun=${1:-$(command -v hvdrun || echo "$root/build/cmd/hvdrun")}
 py=/usr/bin/python3
-export PYTHONPATH="$root/build/python${PYTHONPATH:+:$PYTHONPATH}"
+# The Python package of the same build (build/cmd/hvdrun -> build/python), else the installed one.
+build_python=$(cd "$(dirname "$hvdrun")/.." && pwd)/python
+[ -d "$build_python/hvd" ] && export PYTHONPATH="$build_python${PYTHONPATH:+:$PYTHONPATH}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 runs=${RUNS:-20}
