@@ -11,32 +11,13 @@
 #include <vector>
 
 #include "common/job_key.h"
+#include "launcher/exec_search.h"
 #include "launcher/network_interface.h"
 
 namespace hvd::agent {
 namespace {
 
-constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
-
 std::string Errno(int err) { return strerror(err); }
-
-// execvp's search, done before fork over the rank's own PATH.
-std::vector<std::string> ExecCandidates(const std::string& program,
-                                        const std::map<std::string, std::string>& env) {
-  if (program.find('/') != std::string::npos) return {program};
-  auto it = env.find("PATH");
-  std::string path = it != env.end() ? it->second : kDefaultPath;
-  std::vector<std::string> out;
-  size_t begin = 0;
-  while (begin <= path.size()) {
-    size_t end = path.find(':', begin);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(begin, end - begin);
-    out.push_back((dir.empty() ? "." : dir) + "/" + program);
-    begin = end + 1;
-  }
-  return out;
-}
 
 // Everything the child needs, built before fork so the child does not allocate.
 struct ChildPlan {
@@ -139,7 +120,8 @@ LaunchOutcome LaunchRank(const launcher::RemoteRankRequest& request,
     key_fd = *fd;  // stays open in the agent for the rank's lifetime; inherited by the rank
   }
   ChildPlan plan;
-  plan.candidates = ExecCandidates(request.argv[0], MergeEnvironment(agent_env, request, -1));
+  plan.candidates =
+      launcher::ExecCandidates(request.argv[0], MergeEnvironment(agent_env, request, -1));
   for (const std::string& arg : request.argv) plan.argv.push_back(const_cast<char*>(arg.c_str()));
   plan.argv.push_back(nullptr);
   for (const auto& [name, value] : MergeEnvironment(agent_env, request, key_fd)) {

@@ -13,12 +13,12 @@
 
 #include <utility>
 
+#include "launcher/exec_search.h"
 #include "launcher/exit_codes.h"
 
 namespace hvd::launcher {
 namespace {
 
-constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
 constexpr int kExitNotFound = 127;       // as a shell: command not found
 constexpr int kExitNotExecutable = 126;  // as a shell: found but cannot run
 constexpr int kExitParentGone = 1;
@@ -64,24 +64,6 @@ Status MakePipe(OwnedFd& read_end, OwnedFd& write_end) {
   write_end.Reset(fds[1]);
   HVD_RETURN_IF_ERROR(MoveAboveStdio(read_end));
   return MoveAboveStdio(write_end);
-}
-
-// execvp's search, done in the parent over the rank's own PATH.
-std::vector<std::string> ExecCandidates(const std::string& program,
-                                        const std::map<std::string, std::string>& env) {
-  if (program.find('/') != std::string::npos) return {program};
-  auto it = env.find("PATH");
-  std::string path = it != env.end() ? it->second : kDefaultPath;
-  std::vector<std::string> out;
-  size_t begin = 0;
-  while (begin <= path.size()) {
-    size_t end = path.find(':', begin);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(begin, end - begin);
-    out.push_back((dir.empty() ? "." : dir) + "/" + program);
-    begin = end + 1;
-  }
-  return out;
 }
 
 // Everything the child needs, built before fork so the child does not allocate.
