@@ -45,21 +45,7 @@ struct ChildPlan {
   ::dup2(plan.stdin_fd, 0);
   ::dup2(plan.stdout_fd, 1);
   ::dup2(plan.stderr_fd, 2);
-  int error = ENOENT;
-  bool saw_eacces = false;
-  for (const std::string& candidate : plan.candidates) {
-    ::execve(candidate.c_str(), plan.argv.data(), plan.envp.data());
-    error = errno;
-    if (error == EACCES) {
-      saw_eacces = true;
-    } else if (error != ENOENT && error != ENOTDIR) {
-      break;
-    }
-  }
-  if (saw_eacces && (error == ENOENT || error == ENOTDIR)) error = EACCES;
-  ssize_t ignored = ::write(plan.error_fd, &error, sizeof(error));
-  (void)ignored;
-  ::_exit(error == ENOENT || error == ENOTDIR ? kExitNotFound : kExitNotExecutable);
+  launcher::ExecFirstCandidate(plan.candidates, plan.argv.data(), plan.envp.data(), plan.error_fd);
 }
 
 // pipe2 with both ends moved above 0/1/2 (the agent's own stdio stays untouched).

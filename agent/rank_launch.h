@@ -8,14 +8,15 @@
 #include <variant>
 
 #include "common/status.h"
+#include "launcher/exec_search.h"
 #include "launcher/remote_protocol.h"
 
 namespace hvd::agent {
 
 // Exit codes of hvd-agent itself when the rank never ran, shell-style.
-inline constexpr int kExitNotFound = 127;       // the program does not exist
-inline constexpr int kExitNotExecutable = 126;  // it exists but cannot be executed
-inline constexpr int kExitAgentError = 125;     // bad request, bad cwd, fork/pipe failure
+using launcher::kExitNotExecutable;          // it exists but cannot be executed (126)
+using launcher::kExitNotFound;               // the program does not exist (127)
+inline constexpr int kExitAgentError = 125;  // bad request, bad cwd, fork/pipe failure
 
 // A started rank. It leads a new session and process group (pgid == pid) and gets SIGKILL
 // if the agent dies (PR_SET_PDEATHSIG). The caller owns both non-blocking, close-on-exec

@@ -19,8 +19,6 @@
 namespace hvd::launcher {
 namespace {
 
-constexpr int kExitNotFound = 127;       // as a shell: command not found
-constexpr int kExitNotExecutable = 126;  // as a shell: found but cannot run
 constexpr int kExitParentGone = 1;
 // The guardian's PR_SET_PDEATHSIG: a signal it can catch (with sigwaitinfo), unlike SIGKILL.
 constexpr int kGuardianDeathSignal = SIGUSR1;
@@ -116,21 +114,7 @@ void MarkCloseOnExec(unsigned first, unsigned last) {
   } else {
     MarkCloseOnExec(3, ~0u);
   }
-  int error = ENOENT;
-  bool saw_eacces = false;
-  for (const std::string& candidate : plan.candidates) {
-    ::execve(candidate.c_str(), plan.argv.data(), plan.envp.data());
-    error = errno;
-    if (error == EACCES) {
-      saw_eacces = true;
-    } else if (error != ENOENT && error != ENOTDIR) {
-      break;
-    }
-  }
-  if (saw_eacces && (error == ENOENT || error == ENOTDIR)) error = EACCES;
-  ssize_t ignored = ::write(plan.error_fd, &error, sizeof(error));
-  (void)ignored;
-  ::_exit(error == ENOENT || error == ENOTDIR ? kExitNotFound : kExitNotExecutable);
+  ExecFirstCandidate(plan.candidates, plan.argv.data(), plan.envp.data(), plan.error_fd);
 }
 
 // Ends the guardian the way the rank ended, so hvdrun's waitpid sees the rank's status.
