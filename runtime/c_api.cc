@@ -59,6 +59,24 @@ hvd_status_t NullArg(const char* what) {
   return Report(Status::InvalidArgument(std::string(what) + " must not be NULL"));
 }
 
+// Copies a list of ids out through the C API's (buffer, capacity, count) convention. `*count`
+// is always set; (NULL, 0) is a size query and succeeds, a short buffer is an error.
+hvd_status_t CopyOutIds(const hvd::Result<std::vector<int32_t>>& r, const char* what, int32_t* out,
+                        int32_t capacity, int32_t* count) {
+  if (count == nullptr) return NullArg("count");
+  if (!r.ok()) return Report(r.status());
+  *count = static_cast<int32_t>(r->size());
+  if (out == nullptr && capacity == 0) return HVD_OK;
+  if (out == nullptr) return NullArg(what);
+  if (capacity < *count) {
+    return Report(Status::InvalidArgument(std::string(what) + " capacity " +
+                                          std::to_string(capacity) + " is less than " +
+                                          std::to_string(*count)));
+  }
+  std::copy(r->begin(), r->end(), out);
+  return HVD_OK;
+}
+
 hvd::Result<TensorSpec> ToSpec(const hvd_tensor_t* t) {
   if (t == nullptr) return Status::InvalidArgument("tensor descriptor must not be NULL");
   if (t->ndim < 0 || t->ndim > HVD_MAX_DIMS) {
@@ -413,33 +431,12 @@ hvd_status_t hvd_process_set_included(int32_t id, int32_t* included) {
 }
 
 hvd_status_t hvd_process_set_ranks(int32_t id, int32_t* ranks, int32_t capacity, int32_t* count) {
-  return Guard([&] {
-    if (count == nullptr) return NullArg("count");
-    auto r = Default().ProcessSetRanks(id);
-    if (!r.ok()) return Report(r.status());
-    *count = static_cast<int32_t>(r->size());
-    if (capacity < *count || ranks == nullptr) {
-      return Report(Status::InvalidArgument("ranks capacity " + std::to_string(capacity) +
-                                            " is less than " + std::to_string(*count)));
-    }
-    std::copy(r->begin(), r->end(), ranks);
-    return HVD_OK;
-  });
+  return Guard(
+      [&] { return CopyOutIds(Default().ProcessSetRanks(id), "ranks", ranks, capacity, count); });
 }
 
 hvd_status_t hvd_process_set_ids(int32_t* ids, int32_t capacity, int32_t* count) {
-  return Guard([&] {
-    if (count == nullptr) return NullArg("count");
-    auto r = Default().ProcessSetIds();
-    if (!r.ok()) return Report(r.status());
-    *count = static_cast<int32_t>(r->size());
-    if (capacity < *count || ids == nullptr) {
-      return Report(Status::InvalidArgument("ids capacity " + std::to_string(capacity) +
-                                            " is less than " + std::to_string(*count)));
-    }
-    std::copy(r->begin(), r->end(), ids);
-    return HVD_OK;
-  });
+  return Guard([&] { return CopyOutIds(Default().ProcessSetIds(), "ids", ids, capacity, count); });
 }
 
 hvd_status_t hvd_start_timeline(const char* path, int32_t mark_cycles) {

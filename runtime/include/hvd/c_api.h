@@ -189,6 +189,8 @@ HVD_EXPORT hvd_status_t hvd_remove_process_set(int32_t id);
 HVD_EXPORT hvd_status_t hvd_process_set_rank(int32_t id, int32_t* rank); /* -1 if not a member */
 HVD_EXPORT hvd_status_t hvd_process_set_size(int32_t id, int32_t* size);
 HVD_EXPORT hvd_status_t hvd_process_set_included(int32_t id, int32_t* included);
+/* The two list queries set *count always; passing (NULL, 0) asks only for the count, a
+ * buffer shorter than the list is HVD_INVALID_ARGUMENT. */
 HVD_EXPORT hvd_status_t hvd_process_set_ranks(int32_t id, int32_t* ranks, int32_t capacity,
                                               int32_t* count);
 HVD_EXPORT hvd_status_t hvd_process_set_ids(int32_t* ids, int32_t capacity, int32_t* count);

@@ -82,6 +82,19 @@ int main(void) {
   EXPECT(hvd_join_result(h, &v) == HVD_OK && v == 0);
   EXPECT(hvd_release(h) == HVD_OK);
 
+  /* List queries: (NULL, 0) asks for the count; a short buffer is an error naming it. */
+  {
+    int32_t ids[2] = {-1, -1}, ranks[1] = {-1}, count = -1;
+    EXPECT(hvd_process_set_ids(NULL, 0, &count) == HVD_OK && count == 1);
+    EXPECT(hvd_process_set_ids(ids, 2, &count) == HVD_OK && count == 1 && ids[0] == 0);
+    EXPECT(hvd_process_set_ranks(0, NULL, 0, &count) == HVD_OK && count == 1);
+    EXPECT(hvd_process_set_ranks(0, ranks, 1, &count) == HVD_OK && ranks[0] == 0);
+    EXPECT(hvd_process_set_ranks(0, NULL, 1, &count) == HVD_INVALID_ARGUMENT);
+    EXPECT(strstr(hvd_last_error(), "ranks must not be NULL") != NULL);
+    EXPECT(hvd_process_set_ids(ids, 0, &count) == HVD_INVALID_ARGUMENT);
+    EXPECT(strstr(hvd_last_error(), "ids capacity 0 is less than 1") != NULL);
+  }
+
   EXPECT(hvd_shutdown() == HVD_OK);
   EXPECT(hvd_is_initialized(&initialized) == HVD_OK && initialized == 0);
   EXPECT(hvd_init() == HVD_OK); /* re-init after shutdown */
