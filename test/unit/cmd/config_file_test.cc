@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "test/unit/cmd/temp_file.h"
+#include "test/support/temp_file.h"
 
 namespace hvd::cmd {
 namespace {
@@ -142,7 +142,7 @@ TEST(ConfigFileTest, MalformedYamlNamesFileAndLine) {
 }
 
 TEST(ConfigFileTest, LoadReadsTheFileOrNamesIt) {
-  testing::TempFile file("load.yaml", "params:\n  cache_capacity: 7\n");
+  hvd::testing::TempFile file("load.yaml", "params:\n  cache_capacity: 7\n");
   Result<ConfigFile> r = LoadConfigFile(file.path());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->knobs.cache_capacity.value, 7);

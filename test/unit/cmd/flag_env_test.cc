@@ -7,8 +7,8 @@
 
 #include "cmd/flags.h"
 #include "common/env_registry.h"
+#include "test/support/temp_file.h"
 #include "test/unit/cmd/parse_helpers.h"
-#include "test/unit/cmd/temp_file.h"
 
 namespace hvd::cmd {
 namespace {
@@ -188,7 +188,7 @@ logging:
 )";
 
 TEST(FlagEnvTest, ConfigFileSetsWorkerEnvAndSpec) {
-  testing::TempFile file("full.yaml", kConfig);
+  hvd::testing::TempFile file("full.yaml", kConfig);
   ParsedCommandLine p = MustParse({"-np", "2", "--config-file", file.path(), "cmd"});
   const auto& env = p.spec.worker_env;
   EXPECT_EQ(p.spec.controller, launcher::Controller::kGloo);
@@ -213,7 +213,7 @@ TEST(FlagEnvTest, ConfigFileSetsWorkerEnvAndSpec) {
 }
 
 TEST(FlagEnvTest, CommandLineWinsOverConfigFileWhereverItAppears) {
-  testing::TempFile file("override.yaml", kConfig);
+  hvd::testing::TempFile file("override.yaml", kConfig);
   ParsedCommandLine p =
       MustParse({"-np", "2", "--fusion-threshold-mb", "128", "--config-file", file.path(),
                  "--cycle-time-ms", "20", "--no-autotune", "--stall-check", "--mpi", "cmd"});
@@ -230,16 +230,16 @@ TEST(FlagEnvTest, CommandLineWinsOverConfigFileWhereverItAppears) {
 }
 
 TEST(FlagEnvTest, ConfigFileErrorsNameTheFileAndKey) {
-  testing::TempFile bad_type("bad_type.yaml", "params:\n  fusion_threshold_mb: abc\n");
+  hvd::testing::TempFile bad_type("bad_type.yaml", "params:\n  fusion_threshold_mb: abc\n");
   EXPECT_EQ(ParseError({"--config-file", bad_type.path(), "cmd"}),
             bad_type.path() + ":2: params.fusion_threshold_mb: expected an integer, got 'abc'");
-  testing::TempFile unknown("unknown.yaml", "stall_check:\n  enable: true\n");
+  hvd::testing::TempFile unknown("unknown.yaml", "stall_check:\n  enable: true\n");
   EXPECT_THAT(ParseError({"--config-file", unknown.path(), "cmd"}),
               HasSubstr(unknown.path() + ":2: unknown key 'stall_check.enable'"));
-  testing::TempFile malformed("malformed.yaml", "params: {fusion_threshold_mb: 1\n");
+  hvd::testing::TempFile malformed("malformed.yaml", "params: {fusion_threshold_mb: 1\n");
   EXPECT_THAT(ParseError({"--config-file", malformed.path(), "cmd"}),
               HasSubstr(malformed.path() + ":"));
-  testing::TempFile invalid("invalid.yaml", "autotune:\n  gaussian_process_noise: 2\n");
+  hvd::testing::TempFile invalid("invalid.yaml", "autotune:\n  gaussian_process_noise: 2\n");
   EXPECT_EQ(ParseError({"--config-file", invalid.path(), "cmd"}),
             "autotune.gaussian_process_noise in " + invalid.path() + ": must be in [0, 1], got 2");
   EXPECT_THAT(ParseError({"--config-file", "/nonexistent.yaml", "cmd"}),

@@ -5,8 +5,8 @@
 
 #include <sstream>
 
+#include "test/support/temp_file.h"
 #include "test/unit/cmd/parse_helpers.h"
-#include "test/unit/cmd/temp_file.h"
 
 namespace hvd::cmd {
 namespace {
@@ -27,7 +27,7 @@ std::string Row(const std::string& table, const std::string& var) {
 }
 
 TEST(PrintConfigTest, ShowsWhereEachValueCameFrom) {
-  testing::TempFile file("print.yaml", "params:\n  cycle_time_ms: 5\n");
+  hvd::testing::TempFile file("print.yaml", "params:\n  cycle_time_ms: 5\n");
   const std::map<std::string, std::string> env_vars = {{"HOROVOD_CACHE_CAPACITY", "7"},
                                                        {"HVD_LOG_LEVEL", "info"}};
   ParsedCommandLine p = MustParse({"--print-config", "--fusion-threshold-mb", "10", "--config-file",

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "test/unit/discovery/temp_file.h"
+#include "test/support/temp_file.h"
 
 namespace hvd::discovery {
 namespace {
@@ -33,7 +33,7 @@ struct Case {
 };
 
 TEST(ResolveAllocationTest, FollowsPrecedenceAndNumProcRules) {
-  testing::TempFile hostfile("alloc_hosts", "f1 slots=3\nf2 slots=1\n");
+  hvd::testing::TempFile hostfile("alloc_hosts", "f1 slots=3\nf2 slots=1\n");
   const std::vector<Case> cases = {
       {"-H sums slots", "a:2,b:1", false, {}, {}, {{"a", 2, {}}, {"b", 1, {}}}, 3, "-H"},
       {"-H with -np", "a:2,b:1", false, 2, {}, {{"a", 2, {}}, {"b", 1, {}}}, 2, "-H"},
@@ -100,7 +100,7 @@ TEST(ResolveAllocationTest, FollowsPrecedenceAndNumProcRules) {
 }
 
 TEST(ResolveAllocationTest, RejectsConflictsAndMissingInformation) {
-  testing::TempFile hostfile("alloc_conflict", "f1\n");
+  hvd::testing::TempFile hostfile("alloc_conflict", "f1\n");
   struct Bad {
     std::string hosts_text;
     std::string hostfile_path;
@@ -114,7 +114,11 @@ TEST(ResolveAllocationTest, RejectsConflictsAndMissingInformation) {
       {"a:1", "", 0, {}, {"-np must be at least 1, got 0"}},
       {"", "", -2, {}, {"-np must be at least 1, got -2"}},
       {"a:0", "", {}, {}, {"'a:0'", "slot count '0'"}},
-      {"", testing::MissingPath(), {}, {}, {"cannot read hostfile", testing::MissingPath()}},
+      {"",
+       hvd::testing::MissingPath(),
+       {},
+       {},
+       {"cannot read hostfile", hvd::testing::MissingPath()}},
       {"", "", 2, {{"SLURM_JOB_NODELIST", "n[1-"}}, {"SLURM_JOB_NODELIST", "unmatched"}},
       {"", "", 2, {{"LSB_JOBID", "1"}}, {"LSB_JOBID is set"}},
   };

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "test/unit/discovery/temp_file.h"
+#include "test/support/temp_file.h"
 
 namespace hvd::discovery {
 namespace {
@@ -68,19 +68,19 @@ TEST(ParseHostfileTest, RejectsBadLinesNamingFileLineAndColumn) {
 }
 
 TEST(ReadHostfileTest, ReadsFileAndNamesItInErrors) {
-  testing::TempFile good("good_hosts", "a slots=2\nb\n");
+  hvd::testing::TempFile good("good_hosts", "a slots=2\nb\n");
   Result<std::vector<HostSlots>> got = ReadHostfile(good.path());
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(*got, (std::vector<HostSlots>{{"a", 2, {}}, {"b", 1, {}}}));
 
-  testing::TempFile bad("bad_hosts", "a slots=2\nb slots=q\n");
+  hvd::testing::TempFile bad("bad_hosts", "a slots=2\nb slots=q\n");
   got = ReadHostfile(bad.path());
   ASSERT_FALSE(got.ok());
   EXPECT_THAT(got.status().message(), HasSubstr(bad.path() + ":2:9:"));
 }
 
 TEST(ReadHostfileTest, MissingFileIsIoErrorNamingPath) {
-  std::string path = testing::MissingPath();
+  std::string path = hvd::testing::MissingPath();
   Result<std::vector<HostSlots>> got = ReadHostfile(path);
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), StatusCode::kIoError);

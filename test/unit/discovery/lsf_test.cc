@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "test/unit/discovery/temp_file.h"
+#include "test/support/temp_file.h"
 
 namespace hvd::discovery {
 namespace {
@@ -19,7 +19,7 @@ TEST(LsfAllocationTest, NotInLsfIsNullopt) {
 }
 
 TEST(LsfAllocationTest, ReadsEachSourceKeepingTheLaunchHost) {
-  testing::TempFile djob("djob_hosts", "launch\nlaunch\nc1\r\nc1\n\nc2\n");
+  hvd::testing::TempFile djob("djob_hosts", "launch\nlaunch\nc1\r\nc1\n\nc2\n");
   struct Case {
     std::map<std::string, std::string> vars;
     std::vector<HostSlots> want;
@@ -47,7 +47,7 @@ TEST(LsfAllocationTest, ReadsEachSourceKeepingTheLaunchHost) {
 }
 
 TEST(LsfAllocationTest, RejectsBadValuesNamingTheVariable) {
-  testing::TempFile bad_file("djob_bad", "c1\nc$2\n");
+  hvd::testing::TempFile bad_file("djob_bad", "c1\nc$2\n");
   const std::vector<std::pair<std::map<std::string, std::string>, std::vector<std::string>>> cases =
       {
           {{{"LSB_JOBID", "1"}}, {"LSB_JOBID is set but none of"}},
@@ -59,8 +59,8 @@ TEST(LsfAllocationTest, RejectsBadValuesNamingTheVariable) {
           {{{"LSB_JOBID", "1"}, {"LSB_MCPU_HOSTS", ""}}, {"lists no hosts"}},
           {{{"LSB_JOBID", "1"}, {"LSB_HOSTS", "a b@c"}},
            {"LSB_HOSTS='a b@c'", "column 3", "'b@c'"}},
-          {{{"LSB_JOBID", "1"}, {"LSB_DJOB_HOSTFILE", testing::MissingPath()}},
-           {"LSB_DJOB_HOSTFILE", testing::MissingPath()}},
+          {{{"LSB_JOBID", "1"}, {"LSB_DJOB_HOSTFILE", hvd::testing::MissingPath()}},
+           {"LSB_DJOB_HOSTFILE", hvd::testing::MissingPath()}},
           {{{"LSB_JOBID", "1"}, {"LSB_DJOB_HOSTFILE", bad_file.path()}},
            {bad_file.path() + ":2", "'c$2'"}},
       };

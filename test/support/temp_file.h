@@ -1,12 +1,13 @@
-#ifndef HVD_TEST_UNIT_DISCOVERY_TEMP_FILE_H_
-#define HVD_TEST_UNIT_DISCOVERY_TEMP_FILE_H_
+#ifndef HVD_TEST_SUPPORT_TEMP_FILE_H_
+#define HVD_TEST_SUPPORT_TEMP_FILE_H_
 
 #include <string>
 #include <string_view>
 
-namespace hvd::discovery::testing {
+namespace hvd::testing {
 
-// A file under gtest's temp dir holding `content`, removed when the object dies.
+// A file under gtest's temp dir holding `content`, removed when the object dies. The name is
+// made unique per process, so tests of different binaries may run in parallel.
 class TempFile {
  public:
   TempFile(std::string_view name, std::string_view content);
@@ -23,6 +24,6 @@ class TempFile {
 // A path under gtest's temp dir that does not exist.
 std::string MissingPath();
 
-}  // namespace hvd::discovery::testing
+}  // namespace hvd::testing
 
-#endif  // HVD_TEST_UNIT_DISCOVERY_TEMP_FILE_H_
+#endif  // HVD_TEST_SUPPORT_TEMP_FILE_H_
