@@ -121,8 +121,14 @@ OpOptions ToOptions(const hvd_op_options_t* o) {
   return out;
 }
 
-hvd_status_t Enqueue(const hvd::Result<int64_t>& r, hvd_handle_t* handle) {
-  return ReportResult<int64_t>(r, handle);
+// The body of every enqueue function: checks `handle`, runs `enqueue` (which converts the C
+// descriptors and calls the runtime) under Guard, and stores the new handle.
+template <typename F>
+hvd_status_t EnqueueGuarded(hvd_handle_t* handle, F&& enqueue) {
+  return Guard([&] {
+    if (handle == nullptr) return NullArg("handle");
+    return ReportResult<int64_t>(enqueue(), handle);
+  });
 }
 
 hvd_status_t InitWith(const std::vector<std::vector<int32_t>>& sets) {
@@ -216,102 +222,77 @@ hvd_status_t hvd_is_homogeneous(int32_t* out) {
 
 hvd_status_t hvd_allreduce(const hvd_tensor_t* input, hvd_tensor_t* output,
                            const hvd_op_options_t* options, hvd_handle_t* handle) {
-  return Guard([&] {
-    if (handle == nullptr) return NullArg("handle");
-    auto in = ToSpec(input);
-    if (!in.ok()) return Report(in.status());
-    auto out = ToSpec(output);
-    if (!out.ok()) return Report(out.status());
-    return Enqueue(Default().EnqueueAllreduce({*in}, {*out}, ToOptions(options), false), handle);
+  return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
+    HVD_ASSIGN_OR_RETURN(TensorSpec in, ToSpec(input));
+    HVD_ASSIGN_OR_RETURN(TensorSpec out, ToSpec(output));
+    return Default().EnqueueAllreduce({in}, {out}, ToOptions(options), false);
   });
 }
 
 hvd_status_t hvd_grouped_allreduce(const hvd_tensor_t* inputs, hvd_tensor_t* outputs, int32_t count,
                                    const hvd_op_options_t* options, hvd_handle_t* handle) {
-  return Guard([&] {
-    if (handle == nullptr) return NullArg("handle");
-    auto in = ToSpecs(inputs, count);
-    if (!in.ok()) return Report(in.status());
-    auto out = ToSpecs(outputs, count);
-    if (!out.ok()) return Report(out.status());
-    return Enqueue(Default().EnqueueAllreduce(*in, *out, ToOptions(options), true), handle);
+  return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
+    HVD_ASSIGN_OR_RETURN(std::vector<TensorSpec> in, ToSpecs(inputs, count));
+    HVD_ASSIGN_OR_RETURN(std::vector<TensorSpec> out, ToSpecs(outputs, count));
+    return Default().EnqueueAllreduce(in, out, ToOptions(options), true);
   });
 }
 
 hvd_status_t hvd_allgather(const hvd_tensor_t* input, const hvd_op_options_t* options,
                            hvd_handle_t* handle) {
-  return Guard([&] {
-    if (handle == nullptr) return NullArg("handle");
-    auto in = ToSpec(input);
-    if (!in.ok()) return Report(in.status());
-    return Enqueue(Default().EnqueueAllgather({*in}, ToOptions(options), false), handle);
+  return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
+    HVD_ASSIGN_OR_RETURN(TensorSpec in, ToSpec(input));
+    return Default().EnqueueAllgather({in}, ToOptions(options), false);
   });
 }
 
 hvd_status_t hvd_grouped_allgather(const hvd_tensor_t* inputs, int32_t count,
                                    const hvd_op_options_t* options, hvd_handle_t* handle) {
-  return Guard([&] {
-    if (handle == nullptr) return NullArg("handle");
-    auto in = ToSpecs(inputs, count);
-    if (!in.ok()) return Report(in.status());
-    return Enqueue(Default().EnqueueAllgather(*in, ToOptions(options), true), handle);
+  return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
+    HVD_ASSIGN_OR_RETURN(std::vector<TensorSpec> in, ToSpecs(inputs, count));
+    return Default().EnqueueAllgather(in, ToOptions(options), true);
   });
 }
 
 hvd_status_t hvd_broadcast(const hvd_tensor_t* input, hvd_tensor_t* output,
                            const hvd_op_options_t* options, hvd_handle_t* handle) {
-  return Guard([&] {
-    if (handle == nullptr) return NullArg("handle");
-    auto in = ToSpec(input);
-    if (!in.ok()) return Report(in.status());
-    auto out = ToSpec(output);
-    if (!out.ok()) return Report(out.status());
-    return Enqueue(Default().EnqueueBroadcast(*in, *out, ToOptions(options)), handle);
+  return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
+    HVD_ASSIGN_OR_RETURN(TensorSpec in, ToSpec(input));
+    HVD_ASSIGN_OR_RETURN(TensorSpec out, ToSpec(output));
+    return Default().EnqueueBroadcast(in, out, ToOptions(options));
   });
 }
 
 hvd_status_t hvd_alltoall(const hvd_tensor_t* input, const hvd_op_options_t* options,
                           hvd_handle_t* handle) {
-  return Guard([&] {
-    if (handle == nullptr) return NullArg("handle");
-    auto in = ToSpec(input);
-    if (!in.ok()) return Report(in.status());
-    return Enqueue(Default().EnqueueAlltoall(*in, ToOptions(options)), handle);
+  return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
+    HVD_ASSIGN_OR_RETURN(TensorSpec in, ToSpec(input));
+    return Default().EnqueueAlltoall(in, ToOptions(options));
   });
 }
 
 hvd_status_t hvd_reducescatter(const hvd_tensor_t* input, const hvd_op_options_t* options,
                                hvd_handle_t* handle) {
-  return Guard([&] {
-    if (handle == nullptr) return NullArg("handle");
-    auto in = ToSpec(input);
-    if (!in.ok()) return Report(in.status());
-    return Enqueue(Default().EnqueueReducescatter({*in}, ToOptions(options), false), handle);
+  return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
+    HVD_ASSIGN_OR_RETURN(TensorSpec in, ToSpec(input));
+    return Default().EnqueueReducescatter({in}, ToOptions(options), false);
   });
 }
 
 hvd_status_t hvd_grouped_reducescatter(const hvd_tensor_t* inputs, int32_t count,
                                        const hvd_op_options_t* options, hvd_handle_t* handle) {
-  return Guard([&] {
-    if (handle == nullptr) return NullArg("handle");
-    auto in = ToSpecs(inputs, count);
-    if (!in.ok()) return Report(in.status());
-    return Enqueue(Default().EnqueueReducescatter(*in, ToOptions(options), true), handle);
+  return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
+    HVD_ASSIGN_OR_RETURN(std::vector<TensorSpec> in, ToSpecs(inputs, count));
+    return Default().EnqueueReducescatter(in, ToOptions(options), true);
   });
 }
 
 hvd_status_t hvd_barrier(int32_t process_set_id, hvd_handle_t* handle) {
-  return Guard([&] {
-    if (handle == nullptr) return NullArg("handle");
-    return Enqueue(Default().EnqueueBarrier(process_set_id), handle);
-  });
+  return EnqueueGuarded(handle, [&] { return Default().EnqueueBarrier(process_set_id); });
 }
 
 hvd_status_t hvd_join(int32_t device, hvd_handle_t* handle) {
-  return Guard([&] {
-    if (handle == nullptr) return NullArg("handle");
-    return Enqueue(Default().EnqueueJoin(device), handle);
-  });
+  return EnqueueGuarded(handle, [&] { return Default().EnqueueJoin(device); });
 }
 
 hvd_status_t hvd_poll(hvd_handle_t handle, int32_t* done) {
