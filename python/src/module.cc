@@ -129,9 +129,15 @@ struct Options {
   std::vector<int32_t> splits;
   hvd_op_options_t raw{};
 
-  explicit Options(std::optional<std::string> op_name) : name(std::move(op_name)) {
+  Options(std::optional<std::string> op_name, int32_t process_set_id) : name(std::move(op_name)) {
     Api().op_options_init(&raw);
     raw.name = name ? name->c_str() : nullptr;
+    raw.process_set_id = process_set_id;
+  }
+  void SetReduction(int op, double prescale, double postscale) {
+    raw.reduce_op = static_cast<hvd_reduce_op_t>(op);
+    raw.prescale_factor = prescale;
+    raw.postscale_factor = postscale;
   }
   void SetSplits(std::vector<int32_t> values) {
     splits = std::move(values);
@@ -196,11 +202,15 @@ void Wait(hvd_handle_t handle) {
   }
 }
 
-int32_t GetInt(hvd_status_t (*fn)(int32_t*)) {
-  int32_t value = 0;
-  Check([&] { return fn(&value); });
+// Calls `call(&value)` through Check and returns the value it wrote.
+template <typename T, typename Call>
+T Out(Call&& call) {
+  T value{};
+  Check([&] { return call(&value); });
   return value;
 }
+
+int32_t GetInt(hvd_status_t (*fn)(int32_t*)) { return Out<int32_t>(fn); }
 
 std::vector<int32_t> GetList(const std::function<hvd_status_t(int32_t*, int32_t, int32_t*)>& fn,
                              int32_t capacity) {
@@ -232,20 +242,22 @@ void BindLifecycle(py::module_& m) {
   m.def("load", &Load, py::arg("candidates"),
         "dlopen the first loadable libhvd of `candidates`; ImportError naming each otherwise");
   m.def("loaded_path", [] { return g_loaded_path; });
-  m.def("init", [](std::optional<std::vector<int32_t>> set_ranks, std::vector<int32_t> set_sizes) {
-    if (!set_ranks) {
-      Check([] { return Api().init(); });
-      return;
-    }
-    Check([&] {
-      return Api().init_with_process_sets(set_ranks->data(), set_sizes.data(),
-                                          static_cast<int32_t>(set_sizes.size()));
-    });
-  }, py::arg("set_ranks") = py::none(), py::arg("set_sizes") = std::vector<int32_t>{});
+  m.def(
+      "init",
+      [](std::optional<std::vector<int32_t>> set_ranks, std::vector<int32_t> set_sizes) {
+        if (!set_ranks) {
+          Check([] { return Api().init(); });
+          return;
+        }
+        Check([&] {
+          return Api().init_with_process_sets(set_ranks->data(), set_sizes.data(),
+                                              static_cast<int32_t>(set_sizes.size()));
+        });
+      },
+      py::arg("set_ranks") = py::none(), py::arg("set_sizes") = std::vector<int32_t>{});
   m.def("shutdown", [] { Check([] { return Api().shutdown(); }); });
-  m.def("abort", [](const std::string& reason) {
-    Check([&] { return Api().abort(reason.c_str()); });
-  });
+  m.def("abort",
+        [](const std::string& reason) { Check([&] { return Api().abort(reason.c_str()); }); });
   m.def("is_initialized", [] { return GetInt(Api().is_initialized) != 0; });
   m.def("rank", [] { return GetInt(Api().rank); });
   m.def("size", [] { return GetInt(Api().size); });
@@ -258,16 +270,8 @@ void BindLifecycle(py::module_& m) {
     Check([&] { return Api().start_timeline(path.c_str(), mark_cycles ? 1 : 0); });
   });
   m.def("stop_timeline", [] { Check([] { return Api().stop_timeline(); }); });
-  m.def("build_flags", [] {
-    uint32_t flags = 0;
-    Check([&] { return Api().build_flags(&flags); });
-    return flags;
-  });
-  m.def("enabled_flags", [] {
-    uint32_t flags = 0;
-    Check([&] { return Api().enabled_flags(&flags); });
-    return flags;
-  });
+  m.def("build_flags", [] { return Out<uint32_t>(Api().build_flags); });
+  m.def("enabled_flags", [] { return Out<uint32_t>(Api().enabled_flags); });
   m.def("version", [] { return std::string(Api().version()); });
 }
 
@@ -276,112 +280,81 @@ void BindCollectives(py::module_& m) {
   m.def("allreduce", [](const TensorDesc& in, const TensorDesc& out, OptName name, int op,
                         double prescale, double postscale, int32_t process_set_id) {
     hvd_tensor_t input = ToTensor(in), output = ToTensor(out);
-    Options options(std::move(name));
-    options.raw.reduce_op = static_cast<hvd_reduce_op_t>(op);
-    options.raw.prescale_factor = prescale;
-    options.raw.postscale_factor = postscale;
-    options.raw.process_set_id = process_set_id;
-    hvd_handle_t handle = 0;
-    Check([&] { return Api().allreduce(&input, &output, &options.raw, &handle); });
-    return handle;
+    Options options(std::move(name), process_set_id);
+    options.SetReduction(op, prescale, postscale);
+    return Out<hvd_handle_t>(
+        [&](hvd_handle_t* h) { return Api().allreduce(&input, &output, &options.raw, h); });
   });
-  m.def("grouped_allreduce", [](const std::vector<TensorDesc>& ins,
-                                const std::vector<TensorDesc>& outs, OptName name, int op,
-                                double prescale, double postscale, int32_t process_set_id) {
-    std::vector<hvd_tensor_t> inputs = ToTensors(ins), outputs = ToTensors(outs);
-    if (inputs.size() != outputs.size()) {
-      throw py::value_error("grouped_allreduce: inputs and outputs differ in length");
-    }
-    Options options(std::move(name));
-    options.raw.reduce_op = static_cast<hvd_reduce_op_t>(op);
-    options.raw.prescale_factor = prescale;
-    options.raw.postscale_factor = postscale;
-    options.raw.process_set_id = process_set_id;
-    hvd_handle_t handle = 0;
-    Check([&] {
-      return Api().grouped_allreduce(inputs.data(), outputs.data(),
-                                     static_cast<int32_t>(inputs.size()), &options.raw, &handle);
-    });
-    return handle;
-  });
+  m.def("grouped_allreduce",
+        [](const std::vector<TensorDesc>& ins, const std::vector<TensorDesc>& outs, OptName name,
+           int op, double prescale, double postscale, int32_t process_set_id) {
+          std::vector<hvd_tensor_t> inputs = ToTensors(ins), outputs = ToTensors(outs);
+          if (inputs.size() != outputs.size()) {
+            throw py::value_error("grouped_allreduce: inputs and outputs differ in length");
+          }
+          Options options(std::move(name), process_set_id);
+          options.SetReduction(op, prescale, postscale);
+          return Out<hvd_handle_t>([&](hvd_handle_t* h) {
+            return Api().grouped_allreduce(inputs.data(), outputs.data(),
+                                           static_cast<int32_t>(inputs.size()), &options.raw, h);
+          });
+        });
   m.def("allgather", [](const TensorDesc& in, OptName name, int32_t process_set_id) {
     hvd_tensor_t input = ToTensor(in);
-    Options options(std::move(name));
-    options.raw.process_set_id = process_set_id;
-    hvd_handle_t handle = 0;
-    Check([&] { return Api().allgather(&input, &options.raw, &handle); });
-    return handle;
+    Options options(std::move(name), process_set_id);
+    return Out<hvd_handle_t>(
+        [&](hvd_handle_t* h) { return Api().allgather(&input, &options.raw, h); });
   });
-  m.def("grouped_allgather", [](const std::vector<TensorDesc>& ins, OptName name,
-                                int32_t process_set_id) {
-    std::vector<hvd_tensor_t> inputs = ToTensors(ins);
-    Options options(std::move(name));
-    options.raw.process_set_id = process_set_id;
-    hvd_handle_t handle = 0;
-    Check([&] {
-      return Api().grouped_allgather(inputs.data(), static_cast<int32_t>(inputs.size()),
-                                     &options.raw, &handle);
-    });
-    return handle;
-  });
+  m.def("grouped_allgather",
+        [](const std::vector<TensorDesc>& ins, OptName name, int32_t process_set_id) {
+          std::vector<hvd_tensor_t> inputs = ToTensors(ins);
+          Options options(std::move(name), process_set_id);
+          return Out<hvd_handle_t>([&](hvd_handle_t* h) {
+            return Api().grouped_allgather(inputs.data(), static_cast<int32_t>(inputs.size()),
+                                           &options.raw, h);
+          });
+        });
   m.def("broadcast", [](const TensorDesc& in, const TensorDesc& out, int32_t root_rank,
                         OptName name, int32_t process_set_id) {
     hvd_tensor_t input = ToTensor(in), output = ToTensor(out);
-    Options options(std::move(name));
+    Options options(std::move(name), process_set_id);
     options.raw.root_rank = root_rank;
-    options.raw.process_set_id = process_set_id;
-    hvd_handle_t handle = 0;
-    Check([&] { return Api().broadcast(&input, &output, &options.raw, &handle); });
-    return handle;
+    return Out<hvd_handle_t>(
+        [&](hvd_handle_t* h) { return Api().broadcast(&input, &output, &options.raw, h); });
   });
   m.def("alltoall", [](const TensorDesc& in, std::optional<std::vector<int32_t>> splits,
                        OptName name, int32_t process_set_id) {
     hvd_tensor_t input = ToTensor(in);
-    Options options(std::move(name));
-    options.raw.process_set_id = process_set_id;
+    Options options(std::move(name), process_set_id);
     if (splits) {
       options.SetSplits(std::move(*splits));
     }
-    hvd_handle_t handle = 0;
-    Check([&] { return Api().alltoall(&input, &options.raw, &handle); });
-    return handle;
+    return Out<hvd_handle_t>(
+        [&](hvd_handle_t* h) { return Api().alltoall(&input, &options.raw, h); });
   });
   m.def("reducescatter", [](const TensorDesc& in, OptName name, int op, double prescale,
                             double postscale, int32_t process_set_id) {
     hvd_tensor_t input = ToTensor(in);
-    Options options(std::move(name));
-    options.raw.reduce_op = static_cast<hvd_reduce_op_t>(op);
-    options.raw.prescale_factor = prescale;
-    options.raw.postscale_factor = postscale;
-    options.raw.process_set_id = process_set_id;
-    hvd_handle_t handle = 0;
-    Check([&] { return Api().reducescatter(&input, &options.raw, &handle); });
-    return handle;
+    Options options(std::move(name), process_set_id);
+    options.SetReduction(op, prescale, postscale);
+    return Out<hvd_handle_t>(
+        [&](hvd_handle_t* h) { return Api().reducescatter(&input, &options.raw, h); });
   });
   m.def("grouped_reducescatter", [](const std::vector<TensorDesc>& ins, OptName name, int op,
                                     double prescale, double postscale, int32_t process_set_id) {
     std::vector<hvd_tensor_t> inputs = ToTensors(ins);
-    Options options(std::move(name));
-    options.raw.reduce_op = static_cast<hvd_reduce_op_t>(op);
-    options.raw.prescale_factor = prescale;
-    options.raw.postscale_factor = postscale;
-    options.raw.process_set_id = process_set_id;
-    hvd_handle_t handle = 0;
-    Check([&] {
+    Options options(std::move(name), process_set_id);
+    options.SetReduction(op, prescale, postscale);
+    return Out<hvd_handle_t>([&](hvd_handle_t* h) {
       return Api().grouped_reducescatter(inputs.data(), static_cast<int32_t>(inputs.size()),
-                                         &options.raw, &handle);
+                                         &options.raw, h);
     });
-    return handle;
   });
   m.def("barrier", [](int32_t process_set_id) {
-    hvd_handle_t handle = 0;
-    Check([&] { return Api().barrier(process_set_id, &handle); });
-    return handle;
+    return Out<hvd_handle_t>([&](hvd_handle_t* h) { return Api().barrier(process_set_id, h); });
   });
   m.def("join", [](int32_t device) {
-    hvd_handle_t handle = 0;
-    Check([&] { return Api().join(device, &handle); });
-    return handle;
+    return Out<hvd_handle_t>([&](hvd_handle_t* h) { return Api().join(device, h); });
   });
 }
 
@@ -392,16 +365,12 @@ void BindHandles(py::module_& m) {
       .def_property_readonly("shape", &OutputBuffer::shape)
       .def_property_readonly("nbytes", &OutputBuffer::nbytes);
   m.def("poll", [](hvd_handle_t handle) {
-    int32_t done = 0;
-    Check([&] { return Api().poll(handle, &done); });
-    return done != 0;
+    return Out<int32_t>([&](int32_t* done) { return Api().poll(handle, done); }) != 0;
   });
   m.def("wait", &Wait, py::arg("handle"),
         "Blocks until the handle completes; raises Error with the op's status on failure");
   m.def("num_outputs", [](hvd_handle_t handle) {
-    int32_t count = 0;
-    Check([&] { return Api().num_outputs(handle, &count); });
-    return count;
+    return Out<int32_t>([&](int32_t* count) { return Api().num_outputs(handle, count); });
   });
   m.def("output", [](hvd_handle_t handle, int32_t index) {
     hvd_tensor_t tensor{};
@@ -409,89 +378,86 @@ void BindHandles(py::module_& m) {
     return std::make_unique<OutputBuffer>(tensor);
   });
   m.def("received_splits", [](hvd_handle_t handle, int32_t capacity) {
-    return GetList([&](int32_t* out, int32_t cap, int32_t* count) {
-      return Api().received_splits(handle, out, cap, count);
-    }, capacity);
+    return GetList([&](int32_t* out, int32_t cap,
+                       int32_t* count) { return Api().received_splits(handle, out, cap, count); },
+                   capacity);
   });
   m.def("join_result", [](hvd_handle_t handle) {
-    int32_t last = -1;
-    Check([&] { return Api().join_result(handle, &last); });
-    return last;
+    return Out<int32_t>([&](int32_t* last) { return Api().join_result(handle, last); });
   });
   m.def("release", [](hvd_handle_t handle) { Check([&] { return Api().release(handle); }); });
 }
 
 void BindProcessSets(py::module_& m) {
   m.def("add_process_set", [](std::vector<int32_t> ranks) {
-    int32_t id = 0;
-    Check([&] {
-      return Api().add_process_set(ranks.data(), static_cast<int32_t>(ranks.size()), &id);
+    return Out<int32_t>([&](int32_t* id) {
+      return Api().add_process_set(ranks.data(), static_cast<int32_t>(ranks.size()), id);
     });
-    return id;
   });
-  m.def("remove_process_set", [](int32_t id) {
-    Check([&] { return Api().remove_process_set(id); });
-  });
+  m.def("remove_process_set",
+        [](int32_t id) { Check([&] { return Api().remove_process_set(id); }); });
   m.def("process_set_rank", [](int32_t id) {
-    int32_t value = -1;
-    Check([&] { return Api().process_set_rank(id, &value); });
-    return value;
+    return Out<int32_t>([&](int32_t* v) { return Api().process_set_rank(id, v); });
   });
   m.def("process_set_size", [](int32_t id) {
-    int32_t value = 0;
-    Check([&] { return Api().process_set_size(id, &value); });
-    return value;
+    return Out<int32_t>([&](int32_t* v) { return Api().process_set_size(id, v); });
   });
   m.def("process_set_included", [](int32_t id) {
-    int32_t value = 0;
-    Check([&] { return Api().process_set_included(id, &value); });
-    return value != 0;
+    return Out<int32_t>([&](int32_t* v) { return Api().process_set_included(id, v); }) != 0;
   });
+  // The list queries ask for the count first ((NULL, 0) is a count query), then fetch.
   m.def("process_set_ranks", [](int32_t id) {
-    int32_t size = 0;
-    Check([&] { return Api().process_set_size(id, &size); });
-    return GetList([&](int32_t* out, int32_t cap, int32_t* count) {
+    auto fetch = [&](int32_t* out, int32_t cap, int32_t* count) {
       return Api().process_set_ranks(id, out, cap, count);
-    }, size);
+    };
+    return GetList(fetch, Out<int32_t>([&](int32_t* n) { return fetch(nullptr, 0, n); }));
   });
   m.def("process_set_ids", [] {
-    // The count is not known up front: grow the buffer until it holds every id.
-    for (int32_t capacity = 64;; capacity *= 2) {
-      std::vector<int32_t> ids(static_cast<size_t>(capacity));
-      int32_t count = 0;
-      hvd_status_t status;
-      {
-        py::gil_scoped_release release;
-        status = Api().process_set_ids(ids.data(), capacity, &count);
-      }
-      if (status == HVD_OK && count <= capacity) {
-        ids.resize(static_cast<size_t>(count));
-        return ids;
-      }
-      if (status != HVD_OK && (status != HVD_INVALID_ARGUMENT || capacity >= (1 << 20))) {
-        Raise(status, g_api.last_error());
-      }
-    }
+    auto fetch = [](int32_t* out, int32_t cap, int32_t* count) {
+      return Api().process_set_ids(out, cap, count);
+    };
+    return GetList(fetch, Out<int32_t>([&](int32_t* n) { return fetch(nullptr, 0, n); }));
   });
 }
 
 void BindConstants(py::module_& m) {
   const std::pair<const char*, int> constants[] = {
-      {"OK", HVD_OK}, {"INVALID_ARGUMENT", HVD_INVALID_ARGUMENT}, {"TIMEOUT", HVD_TIMEOUT},
-      {"REMOTE_ERROR", HVD_REMOTE_ERROR}, {"ABORTED", HVD_ABORTED}, {"INTERNAL", HVD_INTERNAL},
-      {"NOT_INITIALIZED", HVD_NOT_INITIALIZED}, {"IN_PROGRESS", HVD_IN_PROGRESS},
-      {"PRECONDITION_FAILED", HVD_PRECONDITION_FAILED}, {"NOT_FOUND", HVD_NOT_FOUND},
-      {"UNIMPLEMENTED", HVD_UNIMPLEMENTED}, {"IO_ERROR", HVD_IO_ERROR},
+      {"OK", HVD_OK},
+      {"INVALID_ARGUMENT", HVD_INVALID_ARGUMENT},
+      {"TIMEOUT", HVD_TIMEOUT},
+      {"REMOTE_ERROR", HVD_REMOTE_ERROR},
+      {"ABORTED", HVD_ABORTED},
+      {"INTERNAL", HVD_INTERNAL},
+      {"NOT_INITIALIZED", HVD_NOT_INITIALIZED},
+      {"IN_PROGRESS", HVD_IN_PROGRESS},
+      {"PRECONDITION_FAILED", HVD_PRECONDITION_FAILED},
+      {"NOT_FOUND", HVD_NOT_FOUND},
+      {"UNIMPLEMENTED", HVD_UNIMPLEMENTED},
+      {"IO_ERROR", HVD_IO_ERROR},
       {"PERMISSION_DENIED", HVD_PERMISSION_DENIED},
-      {"UINT8", HVD_UINT8}, {"INT8", HVD_INT8}, {"UINT16", HVD_UINT16}, {"INT16", HVD_INT16},
-      {"INT32", HVD_INT32}, {"INT64", HVD_INT64}, {"FLOAT16", HVD_FLOAT16},
-      {"FLOAT32", HVD_FLOAT32}, {"FLOAT64", HVD_FLOAT64}, {"BOOL", HVD_BOOL},
+      {"UINT8", HVD_UINT8},
+      {"INT8", HVD_INT8},
+      {"UINT16", HVD_UINT16},
+      {"INT16", HVD_INT16},
+      {"INT32", HVD_INT32},
+      {"INT64", HVD_INT64},
+      {"FLOAT16", HVD_FLOAT16},
+      {"FLOAT32", HVD_FLOAT32},
+      {"FLOAT64", HVD_FLOAT64},
+      {"BOOL", HVD_BOOL},
       {"BFLOAT16", HVD_BFLOAT16},
-      {"OP_AVERAGE", HVD_OP_AVERAGE}, {"OP_SUM", HVD_OP_SUM}, {"OP_ADASUM", HVD_OP_ADASUM},
-      {"OP_MIN", HVD_OP_MIN}, {"OP_MAX", HVD_OP_MAX}, {"OP_PRODUCT", HVD_OP_PRODUCT},
-      {"BUILT_GLOO", HVD_BUILT_GLOO}, {"BUILT_MPI", HVD_BUILT_MPI},
-      {"BUILT_NCCL", HVD_BUILT_NCCL}, {"BUILT_CUDA", HVD_BUILT_CUDA},
-      {"DEVICE_CPU", HVD_DEVICE_CPU}, {"MAX_DIMS", HVD_MAX_DIMS},
+      {"OP_AVERAGE", HVD_OP_AVERAGE},
+      {"OP_SUM", HVD_OP_SUM},
+      {"OP_ADASUM", HVD_OP_ADASUM},
+      {"OP_MIN", HVD_OP_MIN},
+      {"OP_MAX", HVD_OP_MAX},
+      {"OP_PRODUCT", HVD_OP_PRODUCT},
+      {"BUILT_GLOO", HVD_BUILT_GLOO},
+      {"BUILT_MPI", HVD_BUILT_MPI},
+      {"BUILT_NCCL", HVD_BUILT_NCCL},
+      {"BUILT_CUDA", HVD_BUILT_CUDA},
+      {"DEVICE_CPU", HVD_DEVICE_CPU},
+      {"MAX_DIMS", HVD_MAX_DIMS},
   };
   for (const auto& [name, value] : constants) {
     m.attr(name) = value;
