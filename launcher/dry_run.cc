@@ -85,7 +85,19 @@ std::string FormatDryRun(const LaunchSpec& spec, const JobPlan& plan, const JobE
     if (std::find(hosts.begin(), hosts.end(), rank.host) == hosts.end()) hosts.push_back(rank.host);
   }
   for (const std::string& host : hosts) {
-    if (plan.IsRemote(host)) {
+    if (plan.IsRemote(host) && plan.srun) {
+      Result<std::string> agent = LocalAgentPath();
+      text += "\nhost " + host + " (Slurm job " + plan.srun->job_id +
+              " step per rank; argv, environment and job key go over srun's stdin)\n";
+      for (const auto& rank : plan.ranks) {
+        if (rank.host != host) continue;
+        text += "  rank " + std::to_string(rank.rank) + " command: " +
+                ShellJoin(SrunRankArgv(*plan.srun, host, rank.rank,
+                                       agent.ok() ? *agent : "<hvd-agent: not found>")) +
+                "\n";
+      }
+      text += "  the agent runs: " + ShellJoin(spec.command) + "\n";
+    } else if (plan.IsRemote(host)) {
       Result<std::string> agent = LocalAgentPath();
       text += "\nhost " + host + " (ssh; argv, environment and job key go over the channel)\n";
       text += "  remote command: " +

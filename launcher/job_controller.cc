@@ -100,7 +100,7 @@ bool JobController::SpawnOne(const SpawnRequest& request) {
   rank.started = true;
   PrintStep(options_.verbose, "started rank " + std::to_string(request.rank) + " on " +
                                   request.host +
-                                  (state.handle ? std::string(" (over ssh, under hvd-agent)")
+                                  (state.handle ? std::string(" (remote, under hvd-agent)")
                                                 : " (pid " + std::to_string(state.pid) + ")"));
   if (spawned->exec_error) {
     PrintToUser("rank " + std::to_string(request.rank) + " on " + request.host + ": " +

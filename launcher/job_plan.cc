@@ -52,6 +52,9 @@ Result<JobPlan> PlanJob(const LaunchSpec& spec, const env::Environment& env) {
   }
   HVD_ASSIGN_OR_RETURN(plan.ranks, discovery::PlanRanks(plan.allocation.hosts, num_proc));
   ClassifyHosts(plan);
+  if (!plan.remote_hosts.empty()) {
+    plan.srun = DetectSrunLaunch(plan.remote_hosts, env, &plan.srun_note);
+  }
   return plan;
 }
 

@@ -1,6 +1,7 @@
 #ifndef HVD_LAUNCHER_JOB_PLAN_H_
 #define HVD_LAUNCHER_JOB_PLAN_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "discovery/allocation.h"
 #include "discovery/rank_plan.h"
 #include "launcher/launch_spec.h"
+#include "launcher/srun_command.h"
 
 namespace hvd::launcher {
 
@@ -19,13 +21,18 @@ struct JobPlan {
   // The hosts of `ranks` that are not this machine (launcher/local_host.h), each once, in
   // rank order: their ranks are started over SSH.
   std::vector<std::string> remote_hosts;
+  // Set inside a Slurm allocation whose nodes are the remote hosts and where srun is on
+  // PATH (DetectSrunLaunch): remote ranks then start as srun job steps instead of over SSH.
+  std::optional<SrunLaunch> srun;
+  std::string srun_note;  // why srun is not used, for --verbose ("" = not in Slurm)
   bool IsRemote(const std::string& host) const;
 };
 
 // Validates `spec` against what this build can do, resolves the allocation and plans the
 // ranks. Every error is a usage error (nothing has started) whose message names the input:
 // no command; a feature not built yet (elastic mode, --jsrun); a bad host list; more
-// processes than slots. Hosts that are not this machine are listed in remote_hosts.
+// processes than slots. Hosts that are not this machine are listed in remote_hosts, and
+// whether srun starts them is decided here.
 Result<JobPlan> PlanJob(const LaunchSpec& spec, const env::Environment& env);
 
 }  // namespace hvd::launcher

@@ -97,9 +97,12 @@ void MarkCloseOnExec(unsigned first, unsigned last) {
   }
 }
 
-// Runs in the rank process (forked by its guardian): async-signal-safe calls only.
+// Runs in the rank process (forked by its guardian, or by hvdrun when `guardian` is 0 and
+// the rank outlives hvdrun): async-signal-safe calls only.
 [[noreturn]] void RunRank(const ChildPlan& plan, pid_t guardian) {
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != guardian) {
+  if (guardian == 0) {
+    ::setpgid(0, 0);
+  } else if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != guardian) {
     ::_exit(kExitParentGone);
   }
   sigset_t none;
@@ -253,7 +256,10 @@ Result<SpawnedRank> LocalSpawner::Spawn(const SpawnRequest& request) {
 
   pid_t pid = ::fork();
   if (pid < 0) return Status::IoError(std::string("fork: ") + strerror(errno));
-  if (pid == 0) RunGuardian(plan);
+  if (pid == 0) {
+    if (request.outlives_launcher) RunRank(plan, 0);
+    RunGuardian(plan);
+  }
   ::setpgid(pid, pid);  // may fail with EACCES once the child has exec'd; it did it itself
   pipes.CloseChildEnds();
 

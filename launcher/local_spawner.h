@@ -20,6 +20,9 @@ namespace hvd::launcher {
 // PATH; the children only call async-signal-safe functions, because hvdrun has other
 // threads when it forks.
 //
+// A request with outlives_launcher is forked and exec'd directly (no guardian, no death
+// signal), still as the leader of its own process group.
+//
 // An exec failure travels back through a close-on-exec pipe, so Spawn knows the outcome
 // before it returns.
 //

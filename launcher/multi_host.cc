@@ -72,4 +72,15 @@ Result<MultiHostSetup> PrepareMultiHost(const LaunchSpec& spec, const env::Envir
   return setup;
 }
 
+Result<MultiHostSetup> PrepareSrunHosts(const LaunchSpec& spec, const JobPlan& plan) {
+  MultiHostSetup setup;
+  HVD_ASSIGN_OR_RETURN(setup.agent_path, LocalAgentPath());
+  PrintStep(spec.verbose, "Inside Slurm job " + plan.srun->job_id + ": remote ranks start with " +
+                              plan.srun->srun_path + " on " + Join(plan.remote_hosts, ", "));
+  HVD_ASSIGN_OR_RETURN(setup.network, ChooseNetwork(plan.remote_hosts, spec.network_interfaces));
+  PrintStep(spec.verbose, "Common interface found: " + setup.network.interface.name + " (" +
+                              setup.network.interface.address + ", " + setup.network.reason + ")");
+  return setup;
+}
+
 }  // namespace hvd::launcher

@@ -33,6 +33,10 @@ Result<std::string> LocalAgentPath();
 Result<MultiHostSetup> PrepareMultiHost(const LaunchSpec& spec, const env::Environment& env,
                                         const JobPlan& plan);
 
+// For a plan whose remote ranks start with srun (plan.srun): finds hvd-agent and chooses
+// the network as PrepareMultiHost does; there is no SSH to check (ssh stays default).
+Result<MultiHostSetup> PrepareSrunHosts(const LaunchSpec& spec, const JobPlan& plan);
+
 }  // namespace hvd::launcher
 
 #endif  // HVD_LAUNCHER_MULTI_HOST_H_

@@ -28,6 +28,10 @@ struct SpawnRequest {
   // true: `host` is another machine; the rank is started there (over SSH) and `env` holds
   // only what is sent, merged there over the remote login environment.
   bool remote = false;
+  // true: start the process without a guardian and without a parent-death signal, so it
+  // outlives hvdrun (LocalSpawner). Only for a process that ends by itself once its stdin
+  // pipe closes, as srun does (launcher/srun_spawner.h): hvdrun's death closes that pipe.
+  bool outlives_launcher = false;
 };
 
 // A rank job control cannot waitpid() for (one running on another host): it reports its end

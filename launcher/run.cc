@@ -25,6 +25,7 @@
 #include "launcher/rendezvous_server.h"
 #include "launcher/runtime_library.h"
 #include "launcher/signal_channel.h"
+#include "launcher/srun_spawner.h"
 #include "launcher/worker_env.h"
 
 namespace hvd::launcher {
@@ -148,9 +149,24 @@ RemoteSpawner::Options SpawnerOptions(const LaunchSpec& spec,
   return options;
 }
 
+SrunSpawner::Options SrunSpawnerOptions(const LaunchSpec& spec, const env::Environment& env,
+                                        const JobPlan& plan, const MultiHostSetup& setup,
+                                        const control::JobKey& key) {
+  SrunSpawner::Options options;
+  options.launch = *plan.srun;
+  options.agent_path = setup.agent_path;
+  char cwd[4096];
+  if (::getcwd(cwd, sizeof(cwd)) != nullptr) options.cwd = cwd;
+  options.job_key = key;
+  options.grace_period_s = spec.grace_period_s;
+  options.srun_env = env.all();
+  options.verbose = spec.verbose;
+  return options;
+}
+
 int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan& plan,
              const JobEnvContext& job, int secret_fd, SignalChannel& signals,
-             RemoteSpawner& spawner) {
+             RankSpawner& spawner) {
   OutputForwarder::Options output_options;
   output_options.size = job.size;
   output_options.prefix_timestamp = spec.prefix_timestamp;
@@ -198,7 +214,8 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
   if (!signals.ok()) return Fail(kExitInternal, signals.status());
   std::optional<MultiHostSetup> setup;
   if (!plan.remote_hosts.empty()) {
-    Result<MultiHostSetup> prepared = PrepareMultiHost(spec, env, plan);
+    Result<MultiHostSetup> prepared =
+        plan.srun ? PrepareSrunHosts(spec, plan) : PrepareMultiHost(spec, env, plan);
     if (!prepared.ok()) return Fail(kExitLaunchFailed, prepared.status());
     setup = std::move(*prepared);
   }
@@ -219,8 +236,13 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
 
   int code;
   {
-    RemoteSpawner spawner(SpawnerOptions(spec, setup, *key));
-    code = RunRanks(spec, env, plan, job, *secret_fd, *signals, spawner);
+    if (plan.srun) {
+      SrunSpawner spawner(SrunSpawnerOptions(spec, env, plan, *setup, *key));
+      code = RunRanks(spec, env, plan, job, *secret_fd, *signals, spawner);
+    } else {
+      RemoteSpawner spawner(SpawnerOptions(spec, setup, *key));
+      code = RunRanks(spec, env, plan, job, *secret_fd, *signals, spawner);
+    }
   }  // remote ranks are gone before the rendezvous server stops
   (*server)->Stop();
   return code;
@@ -237,6 +259,7 @@ int Run(const LaunchSpec& spec, const env::Environment& env) {
   PrintStep(spec.verbose, "hosts from " + plan->allocation.source + "; " +
                               std::to_string(plan->ranks.size()) + " ranks planned");
   if (spec.verbose) PrintToUser("rank plan:\n" + FormatPlanTable(*plan));
+  if (!plan->srun_note.empty()) PrintStep(spec.verbose, plan->srun_note);
   if (spec.check) return RunCheckMode(spec, env, *plan);
   if (spec.controller == Controller::kMpi) return RunMpirunMode(spec, env, *plan);
   if (spec.dry_run) {

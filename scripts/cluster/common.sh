@@ -22,6 +22,10 @@ hvd_cluster_die() {
 
 hvd_cluster_addr() { echo "${HVD_CLUSTER_NET}.$((10 + $1))"; }
 
+# The Slurm layer (slurm-up.sh) lives in the same state directory; teardown stops it too.
+# shellcheck source=slurm-common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/slurm-common.sh"
+
 # Namespaces of this cluster that exist now (from a live or a dead run).
 hvd_cluster_namespaces() {
   ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${HVD_CLUSTER_PREFIX}[0-9]+$" || true
@@ -60,6 +64,7 @@ hvd_cluster_remove_hosts_block() {
 # Removes everything a previous up.sh created. Never fails when things are already gone.
 hvd_cluster_teardown() {
   local ns pidfile link
+  hvd_slurm_teardown
   for pidfile in "$HVD_CLUSTER_STATE"/${HVD_CLUSTER_PREFIX}*/sshd.pid; do
     [ -f "$pidfile" ] || continue
     kill -TERM "$(cat "$pidfile")" 2>/dev/null || true

@@ -1,0 +1,228 @@
+"""hvdrun inside a real Slurm allocation on the namespace cluster (scripts/cluster/up.sh 2 +
+scripts/cluster/slurm-up.sh): ranks on hvd-h1/hvd-h2 start as srun steps under hvd-agent.
+
+salloc and sbatch run from this machine (the bridge address); the nodes are told apart by
+SLURMD_NODENAME, since every namespace shares one kernel host name. Every wait is bounded.
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "launcher_e2e"))
+from hvdrun_harness import (HVDRUN, assert_no_survivors, kill_leftovers,  # noqa: E402
+                            live_pids_with_marker, unique_marker, wait_for)
+
+STATE = os.environ.get("HVD_CLUSTER_STATE", "/run/hvd-cluster")
+SLURM_CONF = os.path.join(STATE, "slurm", "slurm.conf")
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HOSTS = ["hvd-h1", "hvd-h2"]
+SALLOC = ["salloc", "--quiet", "-N2", "-n4", "--ntasks-per-node=2"]
+
+
+def slurm_env(**extra):
+    env = dict(os.environ, SLURM_CONF=SLURM_CONF)
+    env.update(extra)
+    return env
+
+
+def salloc(args, timeout=90, **extra_env):
+    """salloc -N2 -n4 hvdrun <args>; CompletedProcess with text output."""
+    return subprocess.run(SALLOC + [HVDRUN] + list(args), capture_output=True, text=True,
+                          timeout=timeout, env=slurm_env(**extra_env))
+
+
+def job_steps():
+    out = subprocess.run(["squeue", "-h", "-s", "-o", "%i %j"], capture_output=True, text=True,
+                         timeout=20, env=slurm_env()).stdout
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def node_job_processes():
+    """Processes in the host namespaces other than sshd and slurmd."""
+    left = []
+    for host in HOSTS:
+        out = subprocess.run(["ip", "netns", "pids", host], capture_output=True, text=True)
+        for pid in (int(p) for p in out.stdout.split()):
+            line = cmdline(pid)
+            if line and not line.startswith(("/usr/sbin/sshd", "sshd:", "/usr/sbin/slurmd")):
+                left.append((host, pid, line))
+    return left
+
+
+def assert_nothing_left(marker, timeout=20):
+    assert_no_survivors(marker, timeout)
+    wait_for(lambda: not node_job_processes(), timeout,
+             "no job process on any node (%s)" % node_job_processes())
+
+
+def rank_lines(stdout):
+    return sorted(line for line in stdout.splitlines() if line.startswith("["))
+
+
+@pytest.fixture(autouse=True)
+def require_slurm():
+    if not os.path.exists(SLURM_CONF):
+        pytest.fail("%s missing: the slurm_up fixture did not run" % SLURM_CONF)
+
+
+def test_srun_runs_on_both_nodes():
+    # Given the Slurm cluster, srun -N2 reaches both namespace nodes.
+    result = subprocess.run(["srun", "-N2", "-n2", "printenv", "SLURMD_NODENAME"],
+                            capture_output=True, text=True, timeout=60, env=slurm_env())
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.split()) == HOSTS
+
+
+def test_hvdrun_without_hosts_plans_from_slurm_and_starts_ranks_with_srun():
+    # When hvdrun runs with no -np/-H inside salloc -N2 -n4,
+    result = salloc(["--verbose", "sh", "-c",
+                     'echo "$HVD_RANK/$HVD_SIZE $HVD_LOCAL_RANK $HVD_HOSTNAME $SLURMD_NODENAME"'])
+    # then four ranks ran, two per node, each on the node its plan names, output prefixed.
+    assert result.returncode == 0, result.stderr
+    assert rank_lines(result.stdout) == [
+        "[0]<stdout>:0/4 0 hvd-h1 hvd-h1", "[1]<stdout>:1/4 1 hvd-h1 hvd-h1",
+        "[2]<stdout>:2/4 0 hvd-h2 hvd-h2", "[3]<stdout>:3/4 1 hvd-h2 hvd-h2"], result.stdout
+    assert "hosts from Slurm allocation (SLURM_JOB_NODELIST=hvd-h[1-2])" in result.stderr
+    assert "--nodelist=hvd-h2 --overlap --job-name=hvd-rank-3" in result.stderr, result.stderr
+
+
+def test_job_key_and_rank_environment_are_not_on_srun_command_lines():
+    # While a job runs, no srun or agent command line carries HVD_* variables or the key.
+    marker = unique_marker()
+    proc = subprocess.Popen(SALLOC + [HVDRUN, "sh", "-c", "sleep 30; : " + marker],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=slurm_env())
+    try:
+        wait_for(lambda: len(live_pids_with_marker(marker)) >= 4, 60, "4 ranks running")
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            line = cmdline(int(entry))
+            if "srun" in line or "hvd-agent" in line:
+                assert "HVD_" not in line and "SECRET" not in line, line
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+        kill_leftovers(marker)
+    assert_nothing_left(marker)
+
+
+def test_four_rank_allreduce_across_nodes():
+    script = ("import torch, hvd.torch as hvd; hvd.init(); "
+              "t = hvd.allreduce(torch.tensor([float(hvd.rank() + 1)]), op=hvd.Sum); "
+              "print('sum', int(t.item()), hvd.size())")
+    result = salloc(["/usr/bin/python3", "-c", script], timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert rank_lines(result.stdout) == ["[%d]<stdout>:sum 10 4" % r for r in range(4)], \
+        result.stdout + result.stderr
+
+
+def test_torch_training_example_across_nodes(tmp_path):
+    result = salloc(["/usr/bin/python3", os.path.join(REPO, "examples", "torch_train.py"),
+                     "--epochs", "1", "--train-samples", "512", "--test-samples", "256"],
+                    timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "[0]<stdout>:" in result.stdout
+
+
+def test_sbatch_of_the_configs_script_runs_every_rank(tmp_path):
+    out = tmp_path / "job.out"
+    result = subprocess.run(
+        ["sbatch", "--wait", "--quiet", "--output", str(out), "-N2", "--ntasks-per-node=2",
+         os.path.join(REPO, "configs", "slurm_job.sh"), "sh", "-c",
+         'echo "$HVD_RANK $SLURMD_NODENAME"'],
+        capture_output=True, text=True, timeout=120, cwd=str(tmp_path),
+        env=slurm_env(HVDRUN=HVDRUN))
+    text = out.read_text() if out.exists() else ""
+    assert result.returncode == 0, result.stderr + text
+    assert rank_lines(text) == ["[0]<stdout>:0 hvd-h1", "[1]<stdout>:1 hvd-h1",
+                                "[2]<stdout>:2 hvd-h2", "[3]<stdout>:3 hvd-h2"], text
+
+
+def test_output_filename_writes_remote_ranks_raw_output(tmp_path):
+    out_dir = tmp_path / "logs"
+    result = salloc(["--output-filename", str(out_dir), "sh", "-c",
+                     'echo out $HVD_RANK; echo err $HVD_RANK >&2'])
+    assert result.returncode == 0, result.stderr
+    for rank in range(4):
+        assert (out_dir / ("rank.%d" % rank) / "stdout").read_text() == "out %d\n" % rank
+        assert (out_dir / ("rank.%d" % rank) / "stderr").read_text() == "err %d\n" % rank
+    assert "[3]<stderr>:err 3" in result.stderr
+
+
+def test_failing_remote_rank_ends_the_job_with_its_code_and_leaves_nothing():
+    marker = unique_marker()
+    script = 'if [ "$HVD_RANK" = 3 ]; then echo bad >&2; exit 3; fi; sleep 60; : ' + marker
+    begin = time.monotonic()
+    try:
+        result = salloc(["--grace-period-seconds", "2", "sh", "-c", script])
+        assert result.returncode == 3, result.stderr
+        assert "rank 3 on hvd-h2 failed first: exit code 3" in result.stderr, result.stderr
+        assert "[3]<stderr>:bad" in result.stderr
+        assert time.monotonic() - begin < 45
+        assert_nothing_left(marker)
+        wait_for(lambda: not job_steps(), 20, "no Slurm step left (%s)" % job_steps())
+    finally:
+        kill_leftovers(marker)
+
+
+def hvdrun_pid(marker):
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            line = cmdline(int(entry))
+            if line.startswith(HVDRUN + " ") and marker in line:
+                return int(entry)
+    return None
+
+
+def allocations():
+    out = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True,
+                         timeout=20, env=slurm_env()).stdout
+    return out.split()
+
+
+@pytest.mark.parametrize("signo,code", [(signal.SIGTERM, 143), (signal.SIGKILL, 137)])
+def test_signal_to_hvdrun_leaves_no_process_on_any_node(signo, code, tmp_path):
+    # Given a running 4-rank job inside an allocation that outlives hvdrun (so Slurm's own
+    # cleanup at the end of the allocation cannot be what stops the ranks),
+    marker = unique_marker()
+    status_file = tmp_path / "hvdrun.status"
+    # The marker reaches only hvdrun's and the ranks' argv (through RANK_SCRIPT), not the
+    # command lines of salloc and of the shell that stays.
+    inner = '"$0" --grace-period-seconds 2 sh -c "$RANK_SCRIPT"; echo $? > %s; sleep 120' % (
+        status_file)
+    proc = subprocess.Popen(SALLOC + ["sh", "-c", inner, HVDRUN], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True,
+                            env=slurm_env(RANK_SCRIPT="sleep 60; : " + marker))
+    try:
+        wait_for(lambda: len(live_pids_with_marker(marker)) >= 4, 60, "4 ranks running")
+        pid = hvdrun_pid(marker)
+        assert pid is not None
+        # When hvdrun gets the signal (SIGKILL: it cannot clean up itself),
+        os.kill(pid, signo)
+        wait_for(status_file.exists, 30, "hvdrun to end")
+        # then it ends with 128+signal, and while the allocation still exists nothing of the
+        # job is left on any node: srun's stdin closed with hvdrun and the agents stopped
+        # their ranks.
+        assert status_file.read_text().strip() == str(code)
+        assert_nothing_left(marker, timeout=30)
+        wait_for(lambda: not job_steps(), 30, "no Slurm step left (%s)" % job_steps())
+        assert allocations(), "the allocation ended early; the test proves nothing"
+    finally:
+        # salloc, the shell and its sleep; the allocation ends with salloc.
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        kill_leftovers(marker)
+        subprocess.run(["scancel", "--user=root"], timeout=20, env=slurm_env())
