@@ -1,0 +1,231 @@
+// Cross-rank mismatches (Horovod's messages, inventory 8.3) and the duplicate in-flight name.
+// Rank 0's request is the "one rank" of a message and rank 1's the "another rank".
+#include <memory>
+
+#include "scenarios.h"
+
+namespace hvd_e2e {
+namespace {
+
+int32_t N() { return Ctx().size; }
+int32_t R() { return Ctx().rank; }
+
+// One mismatch: `enqueue` starts this rank's (deliberately different) op on the handle.
+struct MismatchCase {
+  std::string name;
+  std::string message;  // expected on every rank
+  std::function<hvd_status_t(const hvd_op_options_t&, hvd_handle_t*)> enqueue;
+};
+
+// Allreduce/broadcast/etc. of a fresh float32-or-given tensor; the tensor lives in `keep`.
+std::vector<std::shared_ptr<Tensor>>& Keep() {
+  static std::vector<std::shared_ptr<Tensor>> keep;
+  return keep;
+}
+
+hvd_tensor_t NewTensor(hvd_dtype_t dtype, std::vector<int64_t> shape) {
+  Keep().push_back(std::make_shared<Tensor>(dtype, std::move(shape)));
+  Keep().back()->Fill(1);
+  return Keep().back()->Desc();
+}
+
+hvd_status_t Allreduce(hvd_dtype_t dtype, std::vector<int64_t> shape, hvd_op_options_t o,
+                       hvd_handle_t* h) {
+  hvd_tensor_t t = NewTensor(dtype, std::move(shape));
+  return hvd_allreduce(&t, &t, &o, h);
+}
+
+hvd_status_t Broadcast(std::vector<int64_t> shape, hvd_op_options_t o, hvd_handle_t* h) {
+  hvd_tensor_t t = NewTensor(HVD_FLOAT32, std::move(shape));
+  return hvd_broadcast(&t, &t, &o, h);
+}
+
+std::vector<MismatchCase> Cases() {
+  const bool first = R() == 0;
+  std::vector<MismatchCase> cases;
+  cases.push_back(
+      {"op",
+       "Mismatched operations: One rank did an allreduce, while another rank did an broadcast.",
+       [first](const hvd_op_options_t& o, hvd_handle_t* h) {
+         return first ? Allreduce(HVD_FLOAT32, {4}, o, h) : Broadcast({4}, o, h);
+       }});
+  cases.push_back(
+      {"dtype",
+       "Mismatched data types: One rank had type float32, but another rank had type int32.",
+       [first](const hvd_op_options_t& o, hvd_handle_t* h) {
+         return Allreduce(first ? HVD_FLOAT32 : HVD_INT32, {4}, o, h);
+       }});
+  cases.push_back({"allreduce shape",
+                   "Mismatched allreduce tensor shapes: One rank sent a tensor of shape [2], but "
+                   "another rank sent a tensor of shape [3].",
+                   [](const hvd_op_options_t& o, hvd_handle_t* h) {
+                     return Allreduce(HVD_FLOAT32, {R() + 2}, o, h);
+                   }});
+  cases.push_back({"broadcast shape",
+                   "Mismatched broadcast tensor shapes: One rank sent a tensor of shape [2, 1], "
+                   "but another rank sent a tensor of shape [2, 2].",
+                   [](const hvd_op_options_t& o, hvd_handle_t* h) {
+                     return Broadcast({2, R() + 1}, o, h);
+                   }});
+  cases.push_back({"reducescatter shape",
+                   "Mismatched reducescatter tensor shapes: One rank sent a tensor of shape [4], "
+                   "but another rank sent a tensor of shape [5].",
+                   [](const hvd_op_options_t& o, hvd_handle_t* h) {
+                     hvd_tensor_t t = NewTensor(HVD_FLOAT32, {R() + 4});
+                     return hvd_reducescatter(&t, &o, h);
+                   }});
+  cases.push_back({"allgather dimension",
+                   "Mismatched allgather tensor shapes: One rank sent a tensor with dimension 1 "
+                   "equal to 1, but another rank sent a tensor with dimension 1 equal to 2.",
+                   [](const hvd_op_options_t& o, hvd_handle_t* h) {
+                     hvd_tensor_t t = NewTensor(HVD_FLOAT32, {2, R() + 1});
+                     return hvd_allgather(&t, &o, h);
+                   }});
+  cases.push_back({"allgather rank",
+                   "Mismatched allgather tensor shapes: One rank sent a tensor of rank 1, but "
+                   "another rank sent a tensor of rank 2.",
+                   [first](const hvd_op_options_t& o, hvd_handle_t* h) {
+                     hvd_tensor_t t = NewTensor(
+                         HVD_FLOAT32, first ? std::vector<int64_t>{2} : std::vector<int64_t>{2, 1});
+                     return hvd_allgather(&t, &o, h);
+                   }});
+  cases.push_back({"alltoall dimension",
+                   "Mismatched alltoall tensor shapes: One rank sent a tensor with dimension 1 "
+                   "equal to 1, but another rank sent a tensor with dimension 1 equal to 2.",
+                   [](const hvd_op_options_t& o, hvd_handle_t* h) {
+                     hvd_tensor_t t = NewTensor(HVD_FLOAT32, {N(), R() + 1});
+                     return hvd_alltoall(&t, &o, h);
+                   }});
+  cases.push_back({"broadcast root",
+                   "Mismatched broadcast root ranks: One rank specified root rank 0, but another "
+                   "rank specified root rank 1.",
+                   [first](hvd_op_options_t o, hvd_handle_t* h) {
+                     o.root_rank = first ? 0 : 1;
+                     return Broadcast({3}, o, h);
+                   }});
+  cases.push_back({"prescale",
+                   "Mismatched prescale factors: One rank sent factor 1, but another rank sent "
+                   "factor 2.",
+                   [first](hvd_op_options_t o, hvd_handle_t* h) {
+                     o.prescale_factor = first ? 1.0 : 2.0;
+                     return Allreduce(HVD_FLOAT32, {4}, o, h);
+                   }});
+  cases.push_back({"postscale",
+                   "Mismatched postscale factors: One rank sent factor 0.5, but another rank sent "
+                   "factor 1.",
+                   [first](hvd_op_options_t o, hvd_handle_t* h) {
+                     o.postscale_factor = first ? 0.5 : 1.0;
+                     return Allreduce(HVD_FLOAT64, {4}, o, h);
+                   }});
+  cases.push_back({"allreduce reduce op",
+                   "Mismatched reduction operations: One rank requested Sum, but another rank "
+                   "requested Max.",
+                   [first](hvd_op_options_t o, hvd_handle_t* h) {
+                     o.reduce_op = first ? HVD_OP_SUM : HVD_OP_MAX;
+                     return Allreduce(HVD_INT32, {4}, o, h);
+                   }});
+  cases.push_back({"reducescatter reduce op",
+                   "Mismatched reduction operations: One rank requested Sum, but another rank "
+                   "requested Average.",
+                   [first](hvd_op_options_t o, hvd_handle_t* h) {
+                     o.reduce_op = first ? HVD_OP_SUM : HVD_OP_AVERAGE;
+                     hvd_tensor_t t = NewTensor(HVD_FLOAT32, {2 * N()});
+                     return hvd_reducescatter(&t, &o, h);
+                   }});
+  cases.push_back({"rank-zero allgather", "Rank zero tried to allgather a rank-zero tensor.",
+                   [](const hvd_op_options_t& o, hvd_handle_t* h) {
+                     hvd_tensor_t t = NewTensor(HVD_FLOAT32, {});
+                     return hvd_allgather(&t, &o, h);
+                   }});
+  cases.push_back(
+      {"grouped allreduce member shape",
+       "Mismatched allreduce tensor shapes: One rank sent a tensor of shape [1], but "
+       "another rank sent a tensor of shape [2].",
+       [](const hvd_op_options_t& o, hvd_handle_t* h) {
+         hvd_tensor_t t[2] = {NewTensor(HVD_FLOAT32, {3}), NewTensor(HVD_FLOAT32, {R() + 1})};
+         return hvd_grouped_allreduce(t, t, 2, &o, h);
+       }});
+  return cases;
+}
+
+}  // namespace
+
+void Mismatch() {
+  int k = 0;
+  for (const MismatchCase& c : Cases()) {
+    const std::string what = "mismatched " + c.name;
+    hvd_handle_t h = 0;
+    Require(c.enqueue(Options("mismatch." + std::to_string(k)), &h), what + ": enqueue");
+    const std::string message = WaitFailure(h, HVD_REMOTE_ERROR, what);
+    if (message != c.message) {
+      Fail(what + ": expected message '" + c.message + "', got '" + message + "'");
+    }
+    // The same message on every rank.
+    const std::vector<std::string> all =
+        GatherStrings(message, "mismatch.messages." + std::to_string(k));
+    for (size_t r = 0; r < all.size(); ++r) {
+      if (all[r] != message) {
+        Fail(what + ": rank " + std::to_string(r) + " got message '" + all[r] + "', this rank '" +
+             message + "'");
+      }
+    }
+    if (static_cast<int32_t>(all.size()) != N()) {
+      Fail(what + ": gathered " + std::to_string(all.size()) + " messages for " +
+           std::to_string(N()) + " ranks");
+    }
+    // The runtime is still usable, and the failed name can be used again.
+    SumAllreduce("mismatch." + std::to_string(k), 1, N());
+    ++k;
+  }
+  Keep().clear();
+}
+
+void DuplicateName() {
+  // Rank 0 starts "dup"; the others start theirs only after rank 0's second attempt was
+  // refused (they wait for its broadcast), so "dup" is certainly in flight on rank 0 then.
+  Tensor x(HVD_FLOAT32, {5});
+  x.Fill(R() + 1);
+  hvd_tensor_t d = x.Desc();
+  hvd_op_options_t o = Options("dup");
+  hvd_handle_t first = 0;
+  Tensor flag(HVD_INT32, {1});
+  hvd_tensor_t f = flag.Desc();
+  hvd_op_options_t go = Options("dup.go");
+  hvd_handle_t go_handle = 0;
+  const std::string prefix =
+      "Requested to allreduce, allgather, or broadcast a tensor with the same name as another "
+      "tensor that is currently being processed.";
+  if (R() == 0) {
+    Require(hvd_allreduce(&d, &d, &o, &first), "allreduce 'dup'");
+    Tensor y(HVD_FLOAT32, {5});
+    hvd_tensor_t yd = y.Desc();
+    hvd_handle_t second = -7;
+    hvd_status_t s = hvd_allreduce(&yd, &yd, &o, &second);
+    const std::string message = s == HVD_OK ? "" : hvd_last_error();
+    ExpectStatus(s, HVD_INVALID_ARGUMENT, "second allreduce 'dup' while the first is in flight");
+    if (message.rfind(prefix, 0) != 0) {
+      Fail("duplicate name: expected a message starting '" + prefix + "', got '" + message + "'");
+    }
+    if (second != -7) Fail("duplicate name: the refused call wrote a handle");
+    // A different op with the same name is refused too.
+    hvd_handle_t third = 0;
+    ExpectStatus(hvd_broadcast(&yd, &yd, &o, &third), HVD_INVALID_ARGUMENT,
+                 "broadcast 'dup' while allreduce 'dup' is in flight");
+    int32_t done = 1;
+    Require(hvd_poll(first, &done), "hvd_poll 'dup'");
+    if (done) Fail("allreduce 'dup' completed before the other ranks submitted it");
+    flag.Set(0, 1);
+    Require(hvd_broadcast(&f, &f, &go, &go_handle), "broadcast 'dup.go'");
+    WaitRelease(go_handle, "broadcast 'dup.go'");
+  } else {
+    Require(hvd_broadcast(&f, &f, &go, &go_handle), "broadcast 'dup.go'");
+    WaitRelease(go_handle, "broadcast 'dup.go'");
+    Require(hvd_allreduce(&d, &d, &o, &first), "allreduce 'dup'");
+  }
+  WaitRelease(first, "allreduce 'dup'");
+  ExpectValues("allreduce 'dup'", x, std::vector<double>(5, N() * (N() + 1) / 2.0));
+  // Once completed, the name is free again.
+  SumAllreduce("dup", 2, 2.0 * N());
+}
+
+}  // namespace hvd_e2e

@@ -1,0 +1,68 @@
+// The scenarios of hvd_e2e_worker. Each runs on every rank of the job with the same calls in
+// the same order, computes the expected values from rank and size, and reports differences
+// through worker_check.h. "Initialized" scenarios run between main's hvd_init and hvd_shutdown;
+// the others do their own init/shutdown (and are entered with the runtime shut down).
+#ifndef HVD_TEST_WORKER_E2E_SCENARIOS_H_
+#define HVD_TEST_WORKER_E2E_SCENARIOS_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "worker_check.h"
+
+namespace hvd_e2e {
+
+// An op in flight plus the check to run once it completed; `keep` holds the buffers alive.
+struct Pending {
+  hvd_handle_t handle;
+  std::string what;
+  std::function<void(hvd_handle_t)> check;
+  std::vector<std::shared_ptr<Tensor>> keep;
+};
+
+// Waits for every op (in order), runs its check, releases it.
+void FinishAll(std::vector<Pending>* pending);
+
+// Allreduce/reducescatter inputs: element i of the member at position `pos` of a set of `n`.
+// Sum, Average, Min and Max use s(i) * (b(i) + d(pos)) with sum over positions of d = 0, so an
+// average is exact in every dtype; Product uses values 1..3 (|product| <= 81 for four ranks);
+// bool uses bit `pos` of i. s(i) = -1 for odd i of signed dtypes.
+double ReduceInput(hvd_reduce_op_t op, const DType& d, int32_t pos, int32_t n, int64_t i);
+// The reduction over all n members of ReduceInput (with pre/postscale), computed in double.
+double ReduceExpected(hvd_reduce_op_t op, const DType& d, int32_t n, int64_t i,
+                      double prescale = 1.0, double postscale = 1.0);
+const char* ReduceOpName(hvd_reduce_op_t op);
+
+std::string List(const std::vector<int32_t>& v);
+// Records a difference unless a call returned `want` (immediate results, not handles).
+void ExpectStatus(hvd_status_t got, hvd_status_t want, const std::string& what);
+// A Sum allreduce of float32 [4] filled with `mine` on set `set`; the result must be `want`.
+void SumAllreduce(const std::string& name, double mine, double want, int32_t set = 0);
+// A barrier on the global set. Needed before hvd_shutdown after rank-local checks: a rank's
+// shutdown shuts the runtime down on every rank (as in Horovod), failing the others' calls.
+void GlobalBarrier(const std::string& what);
+
+// collective_scenarios.cc (initialized)
+void Allreduce();
+void Allgather();
+void Broadcast();
+void Alltoall();
+void Reducescatter();
+void Barrier();
+void Grouped();
+void Fused();
+// control_scenarios.cc
+void ProcessSetsStatic();   // own init
+void ProcessSetsDynamic();  // own init (HVD_DYNAMIC_PROCESS_SETS=1)
+// error_scenarios.cc (initialized)
+void Mismatch();
+void DuplicateName();
+// lifecycle_scenarios.cc
+void Join();    // initialized
+void Reinit();  // own init
+
+}  // namespace hvd_e2e
+
+#endif  // HVD_TEST_WORKER_E2E_SCENARIOS_H_
