@@ -3,7 +3,9 @@
 // rank connects with a KvClient, as under hvdrun.
 //
 //   gloo-comm-bench -n 2 [-r rounds] [-s 4096,65536,...] [-o allreduce,rsag,allgather,
-//                    broadcast,barrier,gatherbytes]
+//                    broadcast,barrier,gatherbytes] [-b gloo|tcp]
+//
+// -b tcp times hvd's own TCP communicator (runtime/tcp_communicator.h) instead of Gloo's.
 //
 // rsag = ReduceScatter + Allgatherv called separately (the direct allreduce path, whatever the
 // size). Per size: warm-up, iterations calibrated to ~0.3 s, per-round max over ranks, median.
@@ -23,6 +25,7 @@
 #include "common/kv_client.h"
 #include "launcher/rendezvous_server.h"
 #include "runtime/gloo_communicator.h"
+#include "runtime/tcp_communicator.h"
 
 namespace {
 
@@ -134,10 +137,13 @@ int RunRank(Communicator& comm, const std::vector<std::string>& ops,
 
 int main(int argc, char** argv) {
   int n = 2, rounds = 5;
+  std::string backend = "gloo";
   std::string ops = "allreduce", sizes_arg = "4096,65536,262144,1048576,16777216,67108864";
   int c;
-  while ((c = getopt(argc, argv, "n:r:s:o:")) != -1) {
-    if (c == 'n')
+  while ((c = getopt(argc, argv, "n:r:s:o:b:")) != -1) {
+    if (c == 'b')
+      backend = optarg;
+    else if (c == 'n')
       n = std::atoi(optarg);
     else if (c == 'r')
       rounds = std::atoi(optarg);
@@ -165,12 +171,24 @@ int main(int argc, char** argv) {
       auto kv = hvd::control::KvClient::Connect("127.0.0.1", (*server)->port(), server_options.key,
                                                 server_options.job_id, std::chrono::seconds(10));
       Ok(kv.status());
-      hvd::runtime::GlooOptions options;
-      options.kv = kv->get();
-      options.scope = "bench";
-      options.rank = rank;
-      options.size = n;
-      auto comm = hvd::runtime::CreateGlooCommunicator(options);
+      hvd::Result<std::unique_ptr<Communicator>> comm = hvd::Status::Internal("no backend");
+      if (backend == "tcp") {
+        hvd::runtime::TcpOptions options;
+        options.kv = kv->get();
+        options.scope = "bench";
+        options.rank = rank;
+        options.size = n;
+        options.key = server_options.key;
+        options.job_id = server_options.job_id;
+        comm = hvd::runtime::CreateTcpCommunicator(options);
+      } else {
+        hvd::runtime::GlooOptions options;
+        options.kv = kv->get();
+        options.scope = "bench";
+        options.rank = rank;
+        options.size = n;
+        comm = hvd::runtime::CreateGlooCommunicator(options);
+      }
       Ok(comm.status());
       int rc = RunRank(**comm, Split(ops), sizes, rounds);
       std::fflush(stdout);
