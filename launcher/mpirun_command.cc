@@ -1,6 +1,7 @@
 #include "launcher/mpirun_command.h"
 
 #include <algorithm>
+#include <set>
 
 namespace hvd::launcher {
 namespace {
@@ -21,6 +22,10 @@ std::string SshArgs(const MpirunInputs& in) {
   std::vector<std::string> args;
   if (in.ssh_port) Add(args, {"-p", std::to_string(*in.ssh_port)});
   if (!in.ssh_identity_file.empty()) Add(args, {"-i", in.ssh_identity_file});
+  if (!in.ssh_known_hosts_file.empty()) {
+    Add(args, {"-o", "UserKnownHostsFile=" + in.ssh_known_hosts_file});
+  }
+  if (in.ssh_accept_new_host_keys) Add(args, {"-o", "StrictHostKeyChecking=accept-new"});
   return Join(args, " ");
 }
 
@@ -32,7 +37,28 @@ Status AddWords(std::vector<std::string>& argv, const std::string& text, const c
   return Status::OK();
 }
 
+// The MCA parameters the user sets in `words` (-mca / --mca / -gmca NAME VALUE).
+std::set<std::string> UserMcaParams(const std::vector<std::string>& words) {
+  std::set<std::string> names;
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    if (words[i] == "-mca" || words[i] == "--mca" || words[i] == "-gmca" || words[i] == "--gmca") {
+      names.insert(words[i + 1]);
+    }
+  }
+  return names;
+}
+
+// Appends "-mca name value" unless the user sets `name` in --mpi-args: Open MPI refuses a
+// parameter given twice, and the user's choice wins (e.g. "--mca btl self,tcp").
+void AddMca(std::vector<std::string>& argv, const std::set<std::string>& user,
+            const std::string& name, const std::string& value) {
+  if (user.count(name) == 0) Add(argv, {"-mca", name, value});
+}
+
 Result<std::vector<std::string>> OpenMpiCommand(const MpirunInputs& in) {
+  Result<std::vector<std::string>> user_words = ShellSplit(in.mpi_args);
+  const std::set<std::string> user =
+      user_words.ok() ? UserMcaParams(*user_words) : std::set<std::string>{};
   std::vector<std::string> argv = {"mpirun"};
   if (in.run_as_root) argv.push_back("--allow-run-as-root");
   std::vector<std::string> hosts;
@@ -43,15 +69,20 @@ Result<std::vector<std::string>> OpenMpiCommand(const MpirunInputs& in) {
   } else {
     HVD_RETURN_IF_ERROR(AddWords(argv, in.binding_args, "--binding-args"));
   }
-  if (in.flavor == MpiFlavor::kOpenMpi) Add(argv, {"-mca", "pml", "ob1", "-mca", "btl", "^openib"});
-  if (in.hosts.size() >= kTreeSpawnHosts) {
-    Add(argv, {"-mca", "plm_rsh_no_tree_spawn", "true", "-mca", "plm_rsh_num_concurrent",
-               std::to_string(in.hosts.size())});
+  if (in.flavor == MpiFlavor::kOpenMpi) {
+    AddMca(argv, user, "pml", "ob1");
+    AddMca(argv, user, "btl", "^openib");
   }
-  if (std::string ssh = SshArgs(in); !ssh.empty()) Add(argv, {"-mca", "plm_rsh_args", ssh});
+  if (in.hosts.size() >= kTreeSpawnHosts) {
+    AddMca(argv, user, "plm_rsh_no_tree_spawn", "true");
+    AddMca(argv, user, "plm_rsh_num_concurrent", std::to_string(in.hosts.size()));
+  }
+  if (std::string ssh = SshArgs(in); !ssh.empty()) AddMca(argv, user, "plm_rsh_args", ssh);
   if (!in.nics.empty()) {
-    Add(argv, {"-mca", "btl_tcp_if_include", Join(in.nics, ","), "-x",
-               "NCCL_SOCKET_IFNAME=" + Join(in.nics, ",")});
+    AddMca(argv, user, "btl_tcp_if_include", Join(in.nics, ","));
+    // HVD_GLOO_IFACE: Gloo data under the MPI controller (HVD_CPU_OPERATIONS=gloo) binds there.
+    Add(argv,
+        {"-x", "NCCL_SOCKET_IFNAME=" + Join(in.nics, ","), "-x", "HVD_GLOO_IFACE=" + in.nics[0]});
   }
   if (!in.output_filename.empty()) Add(argv, {"--output-filename", in.output_filename});
   if (in.prefix_timestamp) argv.push_back("--timestamp-output");

@@ -34,6 +34,8 @@ struct MpirunInputs {
   std::string mpi_args;           // appended, split like a shell would
   std::optional<int> ssh_port;
   std::string ssh_identity_file;
+  std::string ssh_known_hosts_file;    // -o UserKnownHostsFile=F for mpirun's ssh
+  bool ssh_accept_new_host_keys = false;  // -o StrictHostKeyChecking=accept-new
   std::string output_filename;
   bool prefix_timestamp = false;
   bool run_as_root = false;            // adds --allow-run-as-root (Open MPI refuses root otherwise)
@@ -43,9 +45,12 @@ struct MpirunInputs {
 
 // The argv of mpirun. Open MPI / Spectrum: [--allow-run-as-root] --tag-output -np N
 // -H h1:s1,h2:s2 -bind-to none -map-by slot -mca pml ob1 -mca btl ^openib [tree-spawn
-// settings for >= 64 hosts] [-mca plm_rsh_args "-p P -i F"] [-mca btl_tcp_if_include nics
-// -x NCCL_SOCKET_IFNAME=nics] [--output-filename D] [--timestamp-output] -x NAME...
-// <mpi_args> command. MPICH / Intel: -l -np N -ppn S -hosts h1,h2 [-bootstrap=ssh
+// settings for >= 64 hosts] [-mca plm_rsh_args "-p P -i F -o UserKnownHostsFile=K
+// -o StrictHostKeyChecking=accept-new"] [-mca btl_tcp_if_include nics
+// -x NCCL_SOCKET_IFNAME=nics -x HVD_GLOO_IFACE=nic1] [--output-filename D]
+// [--timestamp-output] -x NAME...
+// <mpi_args> command; an MCA parameter that mpi_args sets (-mca/--mca NAME VALUE) replaces
+// hvdrun's own "-mca NAME ..." (Open MPI refuses a parameter given twice). MPICH / Intel: -l -np N -ppn S -hosts h1,h2 [-bootstrap=ssh
 // -bootstrap-exec-args "-p P -i F"] [-iface nic -genv NCCL_SOCKET_IFNAME=nic]
 // [-outfile-pattern D] <mpi_args> command (every host needs the same slots; one NIC).
 // Errors: unknown / missing flavour (suggesting --gloo), unequal slots or several NICs for

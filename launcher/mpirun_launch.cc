@@ -35,10 +35,32 @@ std::string MpirunVersion() {
   return out;
 }
 
+// Variables that describe one rank of an hvdrun-launched job. Under mpirun the runtime takes
+// its topology from Open MPI (OMPI_COMM_WORLD_*) and needs no rendezvous server or job key
+// (MPI connects the ranks), so values inherited from an enclosing job must not reach the ranks.
+bool IsPerRankVariable(const std::string& name) {
+  static const char* const kSuffixes[] = {"RANK",       "SIZE",       "LOCAL_RANK", "LOCAL_SIZE",
+                                          "CROSS_RANK", "CROSS_SIZE", "HOSTNAME"};
+  for (const char* prefix : {"HVD_", "HOROVOD_"}) {
+    for (const char* suffix : kSuffixes) {
+      if (name == std::string(prefix) + suffix) return true;
+    }
+  }
+  for (const char* other :
+       {"HVD_RENDEZVOUS_ADDR", "HVD_RENDEZVOUS_PORT", "HOROVOD_GLOO_RENDEZVOUS_ADDR",
+        "HOROVOD_GLOO_RENDEZVOUS_PORT", "HVD_SECRET_FD", "HVD_JOB_ID"}) {
+    if (name == other) return true;
+  }
+  return false;
+}
+
 // The environment mpirun runs with, and the names it exports to every rank.
 EnvMap MpirunEnvironment(const LaunchSpec& spec, const env::Environment& env,
                          std::vector<std::string>* exported) {
-  EnvMap vars = env.all();
+  EnvMap vars;
+  for (const auto& [name, value] : env.all()) {
+    if (!IsPerRankVariable(name)) vars[name] = value;
+  }
   EnvMap job = spec.worker_env;
   job["PYTHONUNBUFFERED"] = "1";
   if (std::optional<std::string> lib = FindRuntimeLibrary(SelfExecutablePath())) {
@@ -53,7 +75,6 @@ EnvMap MpirunEnvironment(const LaunchSpec& spec, const env::Environment& env,
       exported->push_back(name);
     }
   }
-  vars.erase("HVD_SECRET_FD");
   return vars;
 }
 
@@ -120,6 +141,8 @@ int RunMpirunMode(const LaunchSpec& spec, const env::Environment& env, const Job
   in.mpi_args = spec.mpi_args;
   in.ssh_port = spec.ssh_port;
   in.ssh_identity_file = spec.ssh_identity_file;
+  in.ssh_known_hosts_file = spec.ssh_known_hosts_file;
+  in.ssh_accept_new_host_keys = spec.ssh_accept_new_host_keys;
   in.output_filename = spec.output_filename;
   in.prefix_timestamp = spec.prefix_timestamp;
   in.run_as_root = ::geteuid() == 0;

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace hvd::launcher {
 namespace {
 
@@ -117,6 +119,44 @@ TEST(MpirunCommandTest, MpichAndErrors) {
   MpirunInputs quotes = Minimal();
   quotes.mpi_args = "-x 'unterminated";
   EXPECT_THAT(BuildMpirunCommand(quotes).status().message(), HasSubstr("--mpi-args"));
+}
+
+TEST(MpirunCommandTest, SshKnownHostsAndGlooInterfaceReachMpirun) {
+  // Given the cluster's key and known_hosts, accept-new, and one NIC
+  MpirunInputs in = Minimal();
+  in.ssh_identity_file = "/state/id_ed25519";
+  in.ssh_known_hosts_file = "/state/known_hosts";
+  in.ssh_accept_new_host_keys = true;
+  in.nics = {"eth0"};
+  // When the command is built
+  std::vector<std::string> argv = Build(in);
+  // Then mpirun's ssh gets all three as one plm_rsh_args word, and Gloo data under the MPI
+  // controller binds the NIC
+  auto rsh = std::find(argv.begin(), argv.end(), "plm_rsh_args");
+  ASSERT_NE(rsh, argv.end());
+  ASSERT_NE(rsh + 1, argv.end());
+  EXPECT_EQ(*(rsh + 1),
+            "-i /state/id_ed25519 -o UserKnownHostsFile=/state/known_hosts -o "
+            "StrictHostKeyChecking=accept-new");
+  std::string text;
+  for (const std::string& word : argv) text += word + " ";
+  EXPECT_THAT(text, HasSubstr("-mca btl_tcp_if_include eth0 -x NCCL_SOCKET_IFNAME=eth0 "
+                              "-x HVD_GLOO_IFACE=eth0 "));
+}
+
+TEST(MpirunCommandTest, McaParametersInMpiArgsReplaceHvdrunsOwn) {
+  // Given --mpi-args that set btl (as hosts sharing one kernel need) and plm_rsh_args
+  MpirunInputs in = Minimal();
+  in.ssh_identity_file = "/k";
+  in.mpi_args = "--mca btl self,tcp -mca plm_rsh_args '-p 2200' --mca oob_tcp_if_include lo";
+  // When the command is built
+  std::string text;
+  for (const std::string& word : Build(in)) text += word + " ";
+  // Then each parameter appears once, with the user's value; the rest stay
+  EXPECT_EQ(text.find("^openib"), std::string::npos) << text;
+  EXPECT_EQ(text.find("-i /k"), std::string::npos) << text;
+  EXPECT_THAT(text, HasSubstr("-mca pml ob1 --mca btl self,tcp -mca plm_rsh_args -p 2200 "
+                              "--mca oob_tcp_if_include lo python3"));
 }
 
 TEST(MpirunCommandTest, ManyHostsDisableTreeSpawn) {
