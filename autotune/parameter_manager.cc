@@ -56,7 +56,13 @@ ParameterManager::ParameterManager(Options options)
   } else {
     StartNextCategorical();
   }
-  if (stage_ != Stage::kDone && warmup_remaining_ > 0) stage_ = Stage::kWarmup;
+  if (stage_ != Stage::kDone && warmup_remaining_ > 0) {
+    // Warm up at the configured values (so the log shows where the job started); the first
+    // point to measure is applied when warm-up ends.
+    after_warmup_ = {current_, stage_};
+    current_ = options_.initial;
+    stage_ = Stage::kWarmup;
+  }
 }
 
 ParameterManager::~ParameterManager() = default;
@@ -141,9 +147,11 @@ bool ParameterManager::Update(const std::vector<std::string>& tensor_names, int6
 void ParameterManager::OnSample(double score) {
   if (stage_ == Stage::kWarmup) {
     --warmup_remaining_;
-    HVD_LOG_INFO("Autotuner: Warming up ({} remaining)", warmup_remaining_);
+    HVD_LOG_INFO("Autotuner: Warming up ({} remaining), sample {} {} bytes/s", warmup_remaining_,
+                 Describe(current_), score);
     if (warmup_remaining_ <= 0) {
-      stage_ = bayes_knobs_.empty() ? Stage::kCategorical : Stage::kBayesian;
+      current_ = after_warmup_.params;
+      stage_ = after_warmup_.stage;
     }
     return;
   }

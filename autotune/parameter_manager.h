@@ -18,8 +18,9 @@
 // the manager says when the knobs change and to what.
 //
 // Schedule:
-//   1. warm-up: the first `warmup_samples` SAMPLES are discarded (Horovod counts samples,
-//      not observations, despite the docs);
+//   1. warm-up: the first `warmup_samples` SAMPLES, taken at the initial (configured)
+//      values, are discarded -- only logged (Horovod counts samples, not observations,
+//      despite the docs);
 //   2. Bayesian: fusion threshold (MiB, [0, 64]) and cycle time (ms, [1, 100]) searched
 //      jointly; the first observations use Horovod's seed points (4,5) (32,50) (16,25)
 //      (8,10), then Gaussian-process proposals, `bayes_opt_max_samples` observations in
@@ -79,8 +80,8 @@ class ParameterManager {
   // broadcasts it). No-op returning false once tuning is done.
   bool Update(const std::vector<std::string>& tensor_names, int64_t bytes, Clock::time_point now);
 
-  // The knob values to run with now. Valid from construction (already the first point to
-  // measure, so the caller should apply it right away).
+  // The knob values to run with now. Valid from construction (the initial values while
+  // warming up, else already the first point to measure; the caller applies it right away).
   const Params& current() const { return current_; }
   bool tuning() const { return stage_ != Stage::kDone; }
   Stage stage() const { return stage_; }
@@ -105,6 +106,10 @@ class ParameterManager {
   Params current_;
   Stage stage_ = Stage::kDone;
   int warmup_remaining_;
+  struct {
+    Params params;
+    Stage stage = Stage::kDone;
+  } after_warmup_;  // the first point and stage, applied when warm-up ends
 
   // Current sample window.
   std::optional<Clock::time_point> window_start_;

@@ -135,7 +135,15 @@ Status Autotuner::Sync(const std::vector<Response>& executed, Communicator* glob
   }
   p.cache_enabled = cache != 0;
   if (changed) *apply = ToKnobs(p);
-  if (done) active_ = false;
+  if (done) {
+    active_ = false;
+    const TunedKnobs k = ToKnobs(p);
+    // Every rank says what it ended on (the e2e test compares the ranks' lines).
+    HVD_LOG_INFO(
+        "Autotuner: finished; running with fusion_threshold_bytes={} cycle_time_us={} "
+        "cache_enabled={}",
+        k.fusion_threshold_bytes, k.cycle_time.count(), k.cache_enabled ? 1 : 0);
+  }
   return Status::OK();
 }
 

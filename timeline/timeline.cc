@@ -1,5 +1,6 @@
 #include "timeline/timeline.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace hvd::timeline {
@@ -33,10 +34,35 @@ Status Timeline::Start(const std::string& path, const TimelineOptions& options) 
   return Status::OK();
 }
 
+void Timeline::StartCollecting(const TimelineOptions& options) {
+  Stop();
+  std::lock_guard<std::mutex> lock(mu_);
+  collecting_ = true;
+  options_ = options;
+  collected_.clear();
+  collect_dropped_ = 0;
+}
+
+uint64_t Timeline::TakeCollected(std::vector<TimelineEvent>* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  out->clear();
+  out->swap(collected_);
+  const uint64_t dropped = collect_dropped_;
+  collect_dropped_ = 0;
+  return dropped;
+}
+
+void Timeline::AddDropped(uint64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (writer_ && n > 0) writer_->CountDropped(n);
+}
+
 void Timeline::Stop() {
   std::unique_ptr<TimelineWriter> writer;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    collecting_ = false;
+    collected_.clear();
     writer = std::move(writer_);
   }
   if (!writer) return;
@@ -47,7 +73,7 @@ void Timeline::Stop() {
 
 bool Timeline::active() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return writer_ != nullptr;
+  return writer_ != nullptr || collecting_;
 }
 
 uint64_t Timeline::dropped_events() const {
@@ -61,9 +87,9 @@ void Timeline::SetClockOffset(int rank, int64_t offset_us) {
 }
 
 bool Timeline::EmitLocked(char phase, std::string name, const Row& row, int64_t ts,
-                          std::vector<std::pair<std::string, TraceArg>> args) {
+                          std::vector<std::pair<std::string, TraceArg>> args, int64_t dur) {
   return writer_->Enqueue(
-      TraceRecord{phase, std::move(name), row.pid, row.tid, ts, std::move(args)});
+      TraceRecord{phase, std::move(name), row.pid, row.tid, ts, std::move(args), dur});
 }
 
 bool Timeline::EmitMetadataLocked(const char* name, int pid, int tid, TraceArg value) {
@@ -73,27 +99,34 @@ bool Timeline::EmitMetadataLocked(const char* name, int pid, int tid, TraceArg v
   return writer_->Enqueue(std::move(r));
 }
 
-// Finds or creates the row of the event's tensor, writing its metadata first. Returns
-// null if the metadata could not be queued (queue full): the event is then dropped too
-// and the metadata is retried with the tensor's next event.
-Timeline::Row* Timeline::RowForLocked(const TimelineEvent& event) {
+// Finds or creates the row of the event's tensor (or of its QUEUE spans), writing its
+// metadata first. Returns null if the metadata could not be queued (queue full): the event
+// is then dropped too and the metadata is retried with the tensor's next event.
+Timeline::Row* Timeline::RowForLocked(const TimelineEvent& event, bool queue_row) {
   const int rank_key = options_.all_ranks ? event.rank : -1;
-  auto key = std::make_pair(rank_key, event.tensor);
-  auto it = rows_.find(key);
+  auto it = rows_.find(std::tuple<int, std::string_view, bool>(rank_key, event.tensor, queue_row));
   if (it != rows_.end()) return &it->second;
+  auto key = std::make_tuple(rank_key, event.tensor, queue_row);
   auto [id_it, inserted] =
       tensor_ids_.emplace(event.tensor, static_cast<int>(tensor_ids_.size()) + 1);
   const int id = id_it->second;
+  // The tensor's process row must exist before its QUEUE thread row is named.
+  if (queue_row && rows_.find(std::make_tuple(rank_key, event.tensor, false)) == rows_.end() &&
+      RowForLocked(event, false) == nullptr) {
+    return nullptr;
+  }
   Row row;
   if (!options_.all_ranks) {
     row.pid = id;
-    if (!EmitMetadataLocked("process_name", id, 0, event.tensor) ||
-        !EmitMetadataLocked("process_sort_index", id, 0, int64_t{id})) {
-      return nullptr;
-    }
+    row.tid = queue_row ? 1 : 0;
+    const bool ok = queue_row ? EmitMetadataLocked("thread_name", id, 1, std::string("QUEUE")) &&
+                                    EmitMetadataLocked("thread_sort_index", id, 1, int64_t{1})
+                              : EmitMetadataLocked("process_name", id, 0, event.tensor) &&
+                                    EmitMetadataLocked("process_sort_index", id, 0, int64_t{id});
+    if (!ok) return nullptr;
   } else {
     row.pid = event.rank + 1;
-    row.tid = id;
+    row.tid = 2 * id + (queue_row ? 1 : 0);
     if (!rank_rows_named_[event.rank]) {
       if (!EmitMetadataLocked("process_name", row.pid, 0, "rank " + std::to_string(event.rank)) ||
           !EmitMetadataLocked("process_sort_index", row.pid, 0, int64_t{row.pid})) {
@@ -101,8 +134,9 @@ Timeline::Row* Timeline::RowForLocked(const TimelineEvent& event) {
       }
       rank_rows_named_[event.rank] = true;
     }
-    if (!EmitMetadataLocked("thread_name", row.pid, row.tid, event.tensor) ||
-        !EmitMetadataLocked("thread_sort_index", row.pid, row.tid, int64_t{id})) {
+    const std::string name = queue_row ? event.tensor + " QUEUE" : event.tensor;
+    if (!EmitMetadataLocked("thread_name", row.pid, row.tid, name) ||
+        !EmitMetadataLocked("thread_sort_index", row.pid, row.tid, int64_t{row.tid})) {
       return nullptr;
     }
   }
@@ -111,6 +145,15 @@ Timeline::Row* Timeline::RowForLocked(const TimelineEvent& event) {
 
 void Timeline::Record(const TimelineEvent& event) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (collecting_) {
+    if (event.type == EventType::kCycleStart) return;  // rank 0 marks the job's cycles
+    if (collected_.size() >= options_.queue_capacity) {
+      ++collect_dropped_;
+    } else {
+      collected_.push_back(event);
+    }
+    return;
+  }
   if (!writer_) return;
   auto offset = clock_offsets_.find(event.rank);
   const int64_t ts =
@@ -119,9 +162,12 @@ void Timeline::Record(const TimelineEvent& event) {
     if (options_.mark_cycles) EmitLocked('i', "CYCLE_START", Row{}, ts);
     return;
   }
-  Row* row = RowForLocked(event);
+  Row* row = RowForLocked(event, event.type == EventType::kQueue);
   if (row == nullptr) return;
   switch (event.type) {
+    case EventType::kQueue:
+      EmitLocked('X', "QUEUE", *row, ts, {{"op", event.name}}, std::max<int64_t>(0, event.dur_us));
+      break;
     case EventType::kNegotiateStart:
       EmitLocked('B', "NEGOTIATE_" + event.name, *row, ts);
       break;
@@ -206,6 +252,14 @@ void Timeline::End(std::string_view tensor, std::string_view dtype, std::string_
 
 void Timeline::MarkCycleStart() {
   if (active()) Record(LocalEvent(EventType::kCycleStart, "", ""));
+}
+
+void Timeline::Queue(std::string_view tensor, std::string_view op, int64_t enqueued_us) {
+  if (!active()) return;
+  TimelineEvent e = LocalEvent(EventType::kQueue, tensor, op);
+  e.dur_us = e.time_us - enqueued_us;
+  e.time_us = enqueued_us;
+  Record(e);
 }
 
 }  // namespace hvd::timeline

@@ -8,7 +8,9 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "common/status.h"
 #include "timeline/timeline_event.h"
@@ -23,9 +25,19 @@
 //                    rank ... E; then <OP> B with nested activity B/E pairs and a final
 //                    E whose args hold dtype, shape (and bytes when known)
 //
-// In all-ranks mode each RANK is a process row ("rank N") and each tensor a thread row
-// within it, so events gathered from every rank line up; a rank's times are shifted by
-// SetClockOffset(rank, offset) onto the writer's clock. ts is microseconds since Start().
+// QUEUE spans (enqueue -> op start) overlap the coordinator's NEGOTIATE span, so they go on
+// a row of their own: thread 1 ("QUEUE") of the tensor's process, as 'X' complete events
+// whose args hold the op type.
+//
+// In all-ranks mode each RANK is a process row ("rank N", pid N + 1; pid 0 keeps the header)
+// and each tensor two thread rows within it (tid 2k: "<tensor>", tid 2k+1: "<tensor> QUEUE"
+// for the k-th tensor seen), so events gathered from every rank line up; a rank's times are
+// shifted by SetClockOffset(rank, offset) onto the writer's clock. ts is microseconds since
+// Start().
+//
+// Collecting (StartCollecting): no file; Record() keeps the events (bounded by
+// queue_capacity, the rest dropped and counted) for TakeCollected(). Ranks other than 0 of
+// an all-ranks job collect and ship their events to rank 0, whose Timeline writes them.
 //
 // Threading: every method is thread-safe. Record() and the helpers never block on I/O:
 // records go to a TimelineWriter whose bounded queue drops (and counts) events when full.
@@ -49,10 +61,19 @@ class Timeline {
   ~Timeline();
 
   Status Start(const std::string& path, const TimelineOptions& options = {});
+  // Active without a file: events are kept for TakeCollected(). Stops a running file.
+  void StartCollecting(const TimelineOptions& options = {});
   void Stop();
   bool active() const;
   // Events dropped by the current (or, after Stop, the last) file's writer.
   uint64_t dropped_events() const;
+  // Collecting: moves the kept events out; returns how many were dropped since the last call.
+  uint64_t TakeCollected(std::vector<TimelineEvent>* out);
+  // Writing: counts `n` events dropped elsewhere (another rank's collector) in this file's
+  // dropped-events total.
+  void AddDropped(uint64_t n);
+  // This timeline's clock (microseconds since the epoch), e.g. to stamp enqueue times.
+  int64_t Now() const { return clock_(); }
 
   // Offset added to `rank`'s event times (all-ranks mode); 0 unless set. Kept across
   // Start/Stop.
@@ -71,6 +92,8 @@ class Timeline {
   void End(std::string_view tensor, std::string_view dtype, std::string_view shape,
            int64_t bytes = -1);
   void MarkCycleStart();
+  // A QUEUE span of `tensor` (op type `op`) from `enqueued_us` (this clock) to now.
+  void Queue(std::string_view tensor, std::string_view op, int64_t enqueued_us);
 
  private:
   struct Row {
@@ -80,23 +103,27 @@ class Timeline {
   };
 
   TimelineEvent LocalEvent(EventType type, std::string_view tensor, std::string_view name) const;
-  Row* RowForLocked(const TimelineEvent& event);
+  Row* RowForLocked(const TimelineEvent& event, bool queue_row);
   bool EmitLocked(char phase, std::string name, const Row& row, int64_t ts,
-                  std::vector<std::pair<std::string, TraceArg>> args = {});
+                  std::vector<std::pair<std::string, TraceArg>> args = {}, int64_t dur = 0);
   bool EmitMetadataLocked(const char* name, int pid, int tid, TraceArg value);
 
   const Clock clock_;
   const int local_rank_;
 
   mutable std::mutex mu_;
-  std::unique_ptr<TimelineWriter> writer_;  // null when stopped
+  std::unique_ptr<TimelineWriter> writer_;  // null when stopped or collecting
+  bool collecting_ = false;
+  std::vector<TimelineEvent> collected_;
+  uint64_t collect_dropped_ = 0;
   uint64_t last_dropped_ = 0;
   TimelineOptions options_;
   int64_t start_us_ = 0;
   std::map<int, int64_t> clock_offsets_;
-  std::map<std::pair<int, std::string>, Row> rows_;  // key: (rank or -1, tensor)
-  std::map<std::string, int> tensor_ids_;            // tensor -> 1-based index
-  std::map<int, bool> rank_rows_named_;              // all-ranks: rank -> process_name written
+  // (rank or -1, tensor, queue row); transparent, so lookups need no copy of the name
+  std::map<std::tuple<int, std::string, bool>, Row, std::less<>> rows_;
+  std::map<std::string, int> tensor_ids_;  // tensor -> 1-based index
+  std::map<int, bool> rank_rows_named_;    // all-ranks: rank -> process_name written
 };
 
 }  // namespace hvd::timeline

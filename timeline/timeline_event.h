@@ -12,9 +12,10 @@
 // rows: one step of Horovod's per-tensor state machine
 //   NegotiateStart (coordinator) -> NegotiateRankReady* -> NegotiateEnd ->
 //   Start -> (ActivityStart -> ActivityEnd)* -> End
-// plus CycleStart marks. Events carry the rank they happened on and a time on that rank's
-// clock, so a non-coordinator rank can record its own events, ship them to rank 0
-// (EncodeEvents/DecodeEvents) and have them drawn on its own row. Plain value type.
+// plus Queue spans (enqueue -> op start, on a row of their own) and CycleStart marks. Events carry
+// the rank they happened on and a time on that rank's clock, so a non-coordinator rank can record
+// its own events, ship them to rank 0 (EncodeEvents/DecodeEvents) and have them drawn on its own
+// row. Plain value type.
 namespace hvd::timeline {
 
 enum class EventType {
@@ -26,6 +27,8 @@ enum class EventType {
   kActivityEnd,
   kEnd,         // dtype, shape and (when >= 0) bytes go into the record's args
   kCycleStart,  // only drawn when the timeline marks cycles
+  kQueue,       // complete span [time_us, time_us + dur_us): the tensor waited in the queue
+                // from its enqueue to the start of its op; name = op type ("ALLREDUCE")
 };
 
 const char* EventTypeName(EventType type);
@@ -40,9 +43,10 @@ struct TimelineEvent {
   std::string dtype;
   std::string shape;
   int64_t bytes = -1;
+  int64_t dur_us = 0;  // kQueue
 };
 
-// A compact JSON array; the inverse of DecodeEvents.
+// Compact text (one event per line, tab-separated, escaped); the inverse of DecodeEvents.
 std::string EncodeEvents(const std::vector<TimelineEvent>& events);
 // kInvalidArgument (quoting the problem) when `text` was not produced by EncodeEvents.
 Result<std::vector<TimelineEvent>> DecodeEvents(std::string_view text);

@@ -84,6 +84,27 @@ class Walker {
     if (name == "thread_name") thread_names_[{pid, tid}] = (*args)["name"].get<std::string>();
   }
 
+  // A complete event; only QUEUE spans count.
+  void Complete(const nlohmann::json& e, int pid, int tid) {
+    if (e.value("name", "") != "QUEUE") return;
+    auto args = e.find("args");
+    if (args == e.end() || !args->is_object() || !args->contains("op")) return;
+    const std::string op = (*args)["op"].is_string() ? (*args)["op"].get<std::string>() : "";
+    const double dur = e.contains("dur") && e["dur"].is_number() ? e["dur"].get<double>() : 0.0;
+    std::string tensor = TensorName(pid, tid);
+    constexpr std::string_view kQueueSuffix = " QUEUE";
+    if (tensor == "QUEUE") {
+      auto p = process_names_.find(pid);
+      tensor = p == process_names_.end() ? fmt::format("pid {}", pid) : p->second;
+    } else if (tensor.ends_with(kQueueSuffix)) {
+      tensor.resize(tensor.size() - kQueueSuffix.size());
+    }
+    for (SpanStats* s : Stats(pid, tensor, op)) {
+      ++s->queued;
+      s->queue_us += std::max(0.0, dur);
+    }
+  }
+
   void Begin(const nlohmann::json& e, int pid, int tid, double ts) {
     stacks_[{pid, tid}].push_back({e.value("name", ""), ts});
   }
@@ -100,20 +121,20 @@ class Walker {
     const std::string tensor = TensorName(pid, tid);
     if (stack.empty() && span.name.starts_with(kNegotiatePrefix)) {
       const std::string op = span.name.substr(kNegotiatePrefix.size());
-      for (SpanStats* s : Stats(tensor, op)) {
+      for (SpanStats* s : Stats(pid, tensor, op)) {
         ++s->negotiations;
         s->negotiate_us += us;
       }
     } else if (stack.empty()) {
       const int64_t bytes = BytesFromArgs(e);
-      for (SpanStats* s : Stats(tensor, span.name)) {
+      for (SpanStats* s : Stats(pid, tensor, span.name)) {
         ++s->count;
         s->op_us += us;
         s->bytes += bytes;
       }
     } else if (stack.size() == 1) {
       const ActivityKind kind = Classify(span.name);
-      for (SpanStats* s : Stats(tensor, stack.front().name)) {
+      for (SpanStats* s : Stats(pid, tensor, stack.front().name)) {
         (kind == ActivityKind::kTransfer ? s->transfer_us
          : kind == ActivityKind::kMemcpy ? s->memcpy_us
                                          : s->other_activity_us) += us;
@@ -131,8 +152,13 @@ class Walker {
     if (auto p = process_names_.find(pid); p != process_names_.end()) return p->second;
     return fmt::format("pid {} tid {}", pid, tid);
   }
-  std::vector<SpanStats*> Stats(const std::string& tensor, const std::string& op) {
-    return {&out_->by_op[op], &out_->by_tensor[{tensor, op}]};
+  std::vector<SpanStats*> Stats(int pid, const std::string& tensor, const std::string& op) {
+    std::vector<SpanStats*> stats = {&out_->by_op[op], &out_->by_tensor[{tensor, op}]};
+    if (auto p = process_names_.find(pid);
+        p != process_names_.end() && p->second.starts_with("rank ")) {
+      stats.push_back(&out_->by_rank[{p->second, op}]);
+    }
+    return stats;
   }
 
   TimelineSummary* out_;
@@ -187,6 +213,8 @@ Result<TimelineSummary> Summarize(const nlohmann::json& trace) {
       walker.Begin(e, pid, tid, ts);
     } else if (ph == "E") {
       walker.End(e, pid, tid, ts);
+    } else if (ph == "X") {
+      walker.Complete(e, pid, tid);
     }
   }
   walker.Finish();
@@ -215,27 +243,34 @@ Result<TimelineSummary> SummarizeFile(const std::string& path) {
 
 std::string FormatSummary(const TimelineSummary& s) {
   auto line = [](const std::string& label, const SpanStats& st, size_t width) {
-    return fmt::format("{:<{}} {:>7} {:>12.3f} {:>10.3f} {:>14} {:>9.1f}% {:>9.1f}% {:>7.1f}%\n",
-                       label, width, st.count, st.op_us / 1000.0, st.mean_us() / 1000.0, st.bytes,
-                       100 * st.negotiate_share(), 100 * st.transfer_share(),
-                       100 * st.memcpy_share());
+    return fmt::format(
+        "{:<{}} {:>7} {:>12.3f} {:>10.3f} {:>14} {:>9.1f}% {:>9.1f}% {:>7.1f}% {:>10.3f}\n", label,
+        width, st.count, st.op_us / 1000.0, st.mean_us() / 1000.0, st.bytes,
+        100 * st.negotiate_share(), 100 * st.transfer_share(), 100 * st.memcpy_share(),
+        st.queue_us / 1000.0);
   };
   auto header = [](const std::string& label, size_t width) {
-    return fmt::format("{:<{}} {:>7} {:>12} {:>10} {:>14} {:>10} {:>10} {:>8}\n", label, width,
-                       "count", "total_ms", "mean_ms", "bytes", "negotiate", "transfer", "memcpy");
+    return fmt::format("{:<{}} {:>7} {:>12} {:>10} {:>14} {:>10} {:>10} {:>8} {:>10}\n", label,
+                       width, "count", "total_ms", "mean_ms", "bytes", "negotiate", "transfer",
+                       "memcpy", "queue_ms");
+  };
+  auto table = [&](const std::string& title,
+                   const std::map<std::pair<std::string, std::string>, SpanStats>& rows) {
+    size_t width = 20;
+    for (const auto& [key, st] : rows)
+      width = std::max(width, key.first.size() + key.second.size() + 3);
+    std::string out = "\n" + header(title, width);
+    for (const auto& [key, st] : rows) {
+      out += line(fmt::format("{} ({})", key.first, key.second), st, width);
+    }
+    return out;
   };
   size_t op_width = 14;
   for (const auto& [op, st] : s.by_op) op_width = std::max(op_width, op.size());
   std::string out = header("op", op_width);
   for (const auto& [op, st] : s.by_op) out += line(op, st, op_width);
-  size_t tensor_width = 20;
-  for (const auto& [key, st] : s.by_tensor) {
-    tensor_width = std::max(tensor_width, key.first.size() + key.second.size() + 3);
-  }
-  out += "\n" + header("tensor (op)", tensor_width);
-  for (const auto& [key, st] : s.by_tensor) {
-    out += line(fmt::format("{} ({})", key.first, key.second), st, tensor_width);
-  }
+  out += table("tensor (op)", s.by_tensor);
+  if (!s.by_rank.empty()) out += table("rank (op)", s.by_rank);
   if (s.unmatched_ends > 0 || s.open_spans > 0) {
     out += fmt::format("\n{} unmatched end events, {} spans never closed\n", s.unmatched_ends,
                        s.open_spans);

@@ -18,9 +18,13 @@
 //   - any other top-level span is one operation of that type (count, time, bytes);
 //   - spans directly inside an operation are activities: MEMCPY_* is memcpy time, a
 //     backend collective (<BACKEND>_<COLLECTIVE>, e.g. GLOO_ALLREDUCE, NCCL_BCAST,
-//     MPI_ALLGATHER) is transfer time, anything else (QUEUE, WAIT_FOR_DATA, ...) is other.
+//     MPI_ALLGATHER) is transfer time, anything else (WAIT_FOR_DATA, ...) is other;
+//   - complete ('X') QUEUE events (args.op = the op type) are queue time: enqueue to op
+//     start, on a row of their own ("QUEUE" thread of the tensor, or "<tensor> QUEUE").
 // Bytes come from the final E's args: "bytes" when present, else dtype x shape when
-// both parse. Shares are fractions of negotiation + operation time.
+// both parse. Shares are fractions of negotiation + operation time (queue time overlaps
+// negotiation and is reported on its own). All-ranks traces (process rows named "rank N")
+// are also totalled per rank, so a straggler stands out.
 // Pure functions; thread-safe.
 namespace hvd::timeline {
 
@@ -33,6 +37,8 @@ struct SpanStats {
   double transfer_us = 0.0;
   double memcpy_us = 0.0;
   double other_activity_us = 0.0;
+  int64_t queued = 0;  // QUEUE spans
+  double queue_us = 0.0;
 
   double mean_us() const { return count ? op_us / static_cast<double>(count) : 0.0; }
   // Fractions in [0, 1] of negotiate_us + op_us.
@@ -44,6 +50,7 @@ struct SpanStats {
 struct TimelineSummary {
   std::map<std::string, SpanStats> by_op;                              // op type
   std::map<std::pair<std::string, std::string>, SpanStats> by_tensor;  // (tensor, op type)
+  std::map<std::pair<std::string, std::string>, SpanStats> by_rank;    // ("rank N", op type)
   int64_t unmatched_ends = 0;  // E without an open B (e.g. dropped events)
   int64_t open_spans = 0;      // B never closed (e.g. the job was killed)
 };

@@ -2,6 +2,7 @@
 #define HVD_TIMELINE_TIMELINE_WRITER_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -15,15 +16,16 @@
 
 // TimelineWriter owns one trace file and the thread that writes it.
 //
-// Producers hand records to Enqueue(), which never blocks on I/O or on the writer: when
-// the bounded queue is full the record is dropped and counted. The writer thread drains
-// the queue. The file is a JSON array that is complete after every write: each write goes
-// at the position of the previous closing "\n]\n" and ends in its own "\n]\n" (the approach
-// of Horovod's TimelineWriter). A SIGKILL can tear a write only where it crosses a page
-// boundary (the kernel checks for fatal signals between pages), so writes are packed to
-// stay inside one 4 KiB page; only a record that does not fit in the rest of a page is
-// written across the boundary, on its own. A process killed at any other moment leaves a
-// parseable file. Close() drains what is queued, appends a metadata record
+// Producers hand records to Enqueue(), which never blocks on I/O or on the writer (and makes
+// no system call): when the bounded queue is full the record is dropped and counted. The
+// writer thread polls the queue (every 1 ms while busy, up to 16 ms while idle) and drains it. The
+// file is a JSON array that is complete after every write: each write goes at the position of the
+// previous closing "\n]\n" and ends in its own "\n]\n" (the approach of Horovod's TimelineWriter).
+// A SIGKILL can tear a write only where it crosses a page boundary (the kernel checks for fatal
+// signals between pages), so writes are packed to stay inside one 4 KiB page; only a record that
+// does not fit in the rest of a page is written across the boundary, on its own. A process killed
+// at any other moment leaves a parseable file. Close() drains what is queued, appends a metadata
+// record
 // {"name":"hvd_dropped_events","ph":"M","args":{"dropped_events":N}}, logs a warning if
 // N > 0, and closes the file.
 //
@@ -52,6 +54,8 @@ class TimelineWriter {
   void Close();
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  // Adds events dropped before they reached this writer (e.g. on another rank).
+  void CountDropped(uint64_t n) { dropped_.fetch_add(n, std::memory_order_relaxed); }
   uint64_t written() const { return written_.load(std::memory_order_relaxed); }
   const std::string& path() const { return path_; }
   // The first write error, if any (the writer keeps draining after one).
@@ -75,7 +79,8 @@ class TimelineWriter {
   std::mutex producer_mu_;
   bool open_ = false;  // guarded by producer_mu_
   std::atomic<bool> stopping_{false};
-  std::atomic<uint32_t> wake_{0};  // bumped on every push and on stop; the writer waits on it
+  std::mutex stop_mu_;  // with stop_cv_: wakes the polling writer for Close()
+  std::condition_variable stop_cv_;
 
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> written_{0};

@@ -16,7 +16,7 @@ namespace hvd::timeline {
 using TraceArg = std::variant<int64_t, std::string>;
 
 struct TraceRecord {
-  // 'B' begin, 'E' end, 'X' complete (written with dur 0), 'i' instant (global scope),
+  // 'B' begin, 'E' end, 'X' complete (with dur_us), 'i' instant (global scope),
   // 'M' metadata (no ts).
   char phase = 'M';
   std::string name;
@@ -24,6 +24,7 @@ struct TraceRecord {
   int tid = 0;
   int64_t ts_us = 0;  // microseconds since the timeline started
   std::vector<std::pair<std::string, TraceArg>> args;
+  int64_t dur_us = 0;  // 'X' only
 };
 
 // One JSON object, no trailing separator. Invalid UTF-8 in names is replaced, so the

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <barrier>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -106,6 +108,46 @@ TEST_F(TimelineDirTest, RankZeroRecordsNegotiationOpsAndCycles) {
   }
   EXPECT_TRUE(rank_tick);
   EXPECT_TRUE(end_args);
+}
+
+TEST_F(TimelineDirTest, AllRanksModeShipsEveryRanksEventsWithAlignedClocks) {
+  // Given HVD_TIMELINE_ALL_RANKS on 3 thread-ranks, rank 2's clock 3 s ahead
+  const std::string path = Path("all.json");
+  constexpr int64_t kSkewUs = 3'000'000;
+  // When every rank runs a few allreduces and shuts down
+  RunRanks(
+      3,
+      [](int, runtime::Runtime& rt) {
+        for (int step = 0; step < 3; ++step) ASSERT_TRUE(Allreduce(rt, "grad.w").ok());
+      },
+      [&](runtime::RuntimeConfig* c) {
+        c->timeline_path = path;
+        c->timeline_all_ranks = true;
+        if (c->rank == 2) c->timeline_clock_skew_us = kSkewUs;
+      });
+  // Then rank 0's file has a process row per rank, each with its own op spans and QUEUE
+  // spans, and rank 2's spans are shifted back onto rank 0's clock
+  nlohmann::json trace = ParseFile(path);
+  std::map<int, std::string> rows;
+  std::map<int, std::vector<int64_t>> starts;
+  std::map<int, int> queues;
+  for (const auto& e : trace) {
+    if (e.value("name", "") == "process_name") rows[e["pid"]] = e["args"]["name"];
+    if (e.value("ph", "") == "B" && e.value("name", "") == "ALLREDUCE") {
+      starts[e["pid"]].push_back(e["ts"]);
+    }
+    if (e.value("ph", "") == "X" && e.value("name", "") == "QUEUE") ++queues[e["pid"]];
+  }
+  for (int rank = 0; rank < 3; ++rank) {
+    SCOPED_TRACE(rank);
+    EXPECT_EQ(rows[rank + 1], "rank " + std::to_string(rank));
+    ASSERT_EQ(starts[rank + 1].size(), 3u);
+    EXPECT_EQ(queues[rank + 1], 3);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_LT(std::abs(starts[rank + 1][i] - starts[1][i]), 500'000) << "step " << i;
+    }
+  }
+  EXPECT_EQ(trace.back()["args"]["dropped_events"], 0);
 }
 
 TEST_F(TimelineDirTest, NoTimelineMeansNoFileAndTheApiIsRefused) {

@@ -62,6 +62,47 @@ TEST_F(TimelineSummaryTest, MatchesAHandCount) {
   EXPECT_NE(table.find("1 unmatched end events, 1 spans never closed"), std::string::npos) << table;
 }
 
+TEST_F(TimelineSummaryTest, CountsQueueTimeAndTotalsAllRanksTracesPerRank) {
+  // Given an all-ranks trace by hand: grad.w on rank 0 (pid 1) and rank 1 (pid 2), each an
+  // ALLREDUCE of 10 us; rank 0 waited 50 us in the queue (QUEUE row tid 3), rank 1 5 us; plus
+  // a Horovod-layout QUEUE row ("QUEUE" thread of process grad.v) of 7 us
+  const char* trace = R"([
+{"name":"process_name","ph":"M","pid":1,"args":{"name":"rank 0"}},
+{"name":"process_name","ph":"M","pid":2,"args":{"name":"rank 1"}},
+{"name":"process_name","ph":"M","pid":5,"args":{"name":"grad.v"}},
+{"name":"thread_name","ph":"M","pid":1,"tid":2,"args":{"name":"grad.w"}},
+{"name":"thread_name","ph":"M","pid":1,"tid":3,"args":{"name":"grad.w QUEUE"}},
+{"name":"thread_name","ph":"M","pid":2,"tid":2,"args":{"name":"grad.w"}},
+{"name":"thread_name","ph":"M","pid":2,"tid":3,"args":{"name":"grad.w QUEUE"}},
+{"name":"thread_name","ph":"M","pid":5,"tid":1,"args":{"name":"QUEUE"}},
+{"ph":"X","name":"QUEUE","pid":1,"tid":3,"ts":0,"dur":50,"args":{"op":"ALLREDUCE"}},
+{"ph":"X","name":"QUEUE","pid":2,"tid":3,"ts":45,"dur":5,"args":{"op":"ALLREDUCE"}},
+{"ph":"X","name":"QUEUE","pid":5,"tid":1,"ts":0,"dur":7,"args":{"op":"BROADCAST"}},
+{"ph":"B","name":"ALLREDUCE","pid":1,"tid":2,"ts":50},
+{"ph":"B","name":"ALLREDUCE","pid":2,"tid":2,"ts":50},
+{"ph":"E","pid":1,"tid":2,"ts":60,"args":{"dtype":"float32","shape":"[4]","bytes":16}},
+{"ph":"E","pid":2,"tid":2,"ts":60,"args":{"dtype":"float32","shape":"[4]","bytes":16}}
+])";
+  // When summarized
+  Result<TimelineSummary> r = Summarize(nlohmann::json::parse(trace));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Then queue time is per op, per tensor and per rank; the op totals are unchanged by it
+  EXPECT_EQ(r->by_op.at("ALLREDUCE").count, 2);
+  EXPECT_DOUBLE_EQ(r->by_op.at("ALLREDUCE").op_us, 20.0);
+  EXPECT_DOUBLE_EQ(r->by_op.at("ALLREDUCE").queue_us, 55.0);
+  EXPECT_EQ(r->by_op.at("ALLREDUCE").queued, 2);
+  EXPECT_DOUBLE_EQ(r->by_tensor.at({"grad.w", "ALLREDUCE"}).queue_us, 55.0);
+  EXPECT_DOUBLE_EQ(r->by_tensor.at({"grad.v", "BROADCAST"}).queue_us, 7.0);
+  EXPECT_DOUBLE_EQ(r->by_rank.at({"rank 0", "ALLREDUCE"}).queue_us, 50.0);
+  EXPECT_DOUBLE_EQ(r->by_rank.at({"rank 1", "ALLREDUCE"}).queue_us, 5.0);
+  EXPECT_EQ(r->by_rank.at({"rank 1", "ALLREDUCE"}).bytes, 16);
+  EXPECT_EQ(r->by_rank.size(), 2u) << "grad.v is not a rank row";
+  // And the table has the queue column and the per-rank section
+  const std::string table = FormatSummary(*r);
+  EXPECT_NE(table.find("queue_ms"), std::string::npos) << table;
+  EXPECT_NE(table.find("rank 0 (ALLREDUCE)"), std::string::npos) << table;
+}
+
 TEST_F(TimelineSummaryTest, AcceptsTraceEventsObjectAndRejectsOtherShapes) {
   struct Case {
     const char* name;

@@ -172,6 +172,57 @@ TEST_F(TimelineTest, AllRanksModePutsEachRankOnItsOwnRowWithClockOffsets) {
   EXPECT_DOUBLE_EQ(s->by_op.at("ALLREDUCE").op_us, 120.0);
 }
 
+TEST_F(TimelineTest, CollectingKeepsEventsForShippingAndQueueSpansGetTheirOwnRow) {
+  // Given rank 1 collecting (no file) with room for 3 events
+  Timeline collector([] { return kEpoch + 1000; }, /*local_rank=*/1);
+  collector.StartCollecting({.all_ranks = true, .queue_capacity = 3});
+  ASSERT_TRUE(collector.active());
+  // When it records a QUEUE span and an op, and marks a cycle
+  collector.Queue("grad.w", "ALLREDUCE", kEpoch + 400);
+  collector.MarkCycleStart();  // rank 0 marks the job's cycles; not collected
+  collector.Start("grad.w", "ALLREDUCE");
+  collector.End("grad.w", "float32", "[4]", 16);
+  collector.End("grad.w", "float32", "[4]", 16);  // over capacity: dropped
+  // Then the events come out once, with the drop counted
+  std::vector<TimelineEvent> events;
+  EXPECT_EQ(collector.TakeCollected(&events), 1u);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].type, EventType::kQueue);
+  EXPECT_EQ(events[0].time_us, kEpoch + 400);
+  EXPECT_EQ(events[0].dur_us, 600);
+  EXPECT_EQ(events[0].rank, 1);
+  EXPECT_EQ(collector.TakeCollected(&events), 0u);
+  EXPECT_TRUE(events.empty());
+  // And when rank 0 writes them (as shipped), the QUEUE span is a complete event on the
+  // tensor's QUEUE thread row of rank 1's process, and the drop is in the final count
+  Timeline writer([] { return kEpoch; });
+  const std::string path = Path("shipped.json");
+  ASSERT_TRUE(writer.Start(path, {.all_ranks = true}).ok());
+  collector.StartCollecting({.all_ranks = true});
+  collector.Queue("grad.w", "ALLREDUCE", kEpoch + 400);
+  collector.TakeCollected(&events);
+  Result<std::vector<TimelineEvent>> shipped = DecodeEvents(EncodeEvents(events));
+  ASSERT_TRUE(shipped.ok());
+  for (const TimelineEvent& e : *shipped) writer.Record(e);
+  writer.AddDropped(1);
+  writer.Stop();
+  nlohmann::json trace = ParseFile(path);
+  std::map<int, std::string> threads;
+  const nlohmann::json* queue = nullptr;
+  for (const auto& e : trace) {
+    if (e["name"] == "thread_name") threads[e["tid"]] = e["args"]["name"];
+    if (e["name"] == "QUEUE") queue = &e;
+  }
+  ASSERT_NE(queue, nullptr);
+  EXPECT_EQ((*queue)["ph"], "X");
+  EXPECT_EQ((*queue)["pid"], 2);
+  EXPECT_EQ((*queue)["ts"], 400);
+  EXPECT_EQ((*queue)["dur"], 600);
+  EXPECT_EQ((*queue)["args"]["op"], "ALLREDUCE");
+  EXPECT_EQ(threads[(*queue)["tid"].get<int>()], "grad.w QUEUE");
+  EXPECT_EQ(trace.back()["args"]["dropped_events"], 1);
+}
+
 TEST_F(TimelineTest, TinyQueueDropsEventsButFileStaysValid) {
   // Given a timeline whose writer queue holds one record
   Timeline t(FakeClock());
@@ -187,6 +238,32 @@ TEST_F(TimelineTest, TinyQueueDropsEventsButFileStaysValid) {
   EXPECT_EQ(trace.back()["args"]["dropped_events"], t.dropped_events());
   // And the summary copes with the unbalanced spans that dropping leaves
   EXPECT_TRUE(SummarizeFile(path).ok());
+}
+
+TEST(TimelineEventTest, EncodeDecodeRoundTripsAwkwardNames) {
+  TimelineEvent e;
+  e.type = EventType::kEnd;
+  e.rank = 3;
+  e.time_us = -5;
+  e.tensor = "a\tb\nc\\d";
+  e.name = "";
+  e.dtype = "float32";
+  e.shape = "[2, 3]";
+  e.bytes = 24;
+  e.dur_us = 7;
+  Result<std::vector<TimelineEvent>> back = DecodeEvents(EncodeEvents({e, e}));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_EQ((*back)[1].tensor, e.tensor);
+  EXPECT_EQ((*back)[1].time_us, -5);
+  EXPECT_EQ((*back)[1].dur_us, 7);
+  EXPECT_EQ((*back)[1].shape, "[2, 3]");
+  EXPECT_TRUE(DecodeEvents("").ok());
+  EXPECT_EQ(DecodeEvents("end\t0\t1\tt\tn\t-1\t\t\t-1\t0\n").status().code(), StatusCode::kOk);
+  EXPECT_EQ(DecodeEvents("end\t0\tx\tt\tn\t-1\t\t\t-1\t0\n").status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeEvents("end\t0\t1\tt\\q\tn\t-1\t\t\t-1\t0\n").status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(TimelineEventTest, DecodeRejectsMalformedInput) {

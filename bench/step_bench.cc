@@ -1,0 +1,262 @@
+// hvd-step-bench: a training-step workload over the public C API, for the timeline and
+// autotune benchmarks and their end-to-end tests. Run under hvdrun:
+//
+//   hvdrun -np 2 hvd-step-bench --steps 200 --tensors 32 --bytes 16K
+//   hvdrun -np 2 hvd-step-bench --ops --steps 2
+//
+// Steps mode (default): a step enqueues --tensors allreduces of --bytes each (named
+// "grad.<i>", as a framework's gradient hooks would) and waits for all of them; optionally
+// rank --straggler-rank sleeps --straggler-ms before each step. Rank 0 prints
+// "step <i>" after each of the first --print-steps steps and at the end
+//   "steps <N> mean_step_us <all> last_mean_step_us <mean of the last --last steps>"
+// (per-step times are the max over ranks of the step's wall time).
+//
+// Ops mode (--ops): each step runs every collective once -- allreduce (one tensor and a
+// fused group of three), allgather, broadcast, alltoall, reducescatter, barrier -- and the
+// job ends with a join.
+//
+// --skew-rank R --skew-us S sets HVD_TIMELINE_CLOCK_SKEW_US=S on rank R before hvd_init
+// (tests of the all-ranks timeline's clock alignment).
+#include <hvd/c_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void Die(const char* what, hvd_status_t status) {
+  std::fprintf(stderr, "hvd-step-bench: %s: %s: %s\n", what, hvd_status_name(status),
+               hvd_last_error());
+  std::exit(1);
+}
+
+void Check(hvd_status_t status, const char* what) {
+  if (status != HVD_OK) Die(what, status);
+}
+
+struct Config {
+  bool ops = false;
+  int steps = 100;
+  int tensors = 16;
+  size_t bytes = 16 << 10;
+  int straggler_rank = -1;
+  int straggler_ms = 0;
+  int print_steps = 0;
+  int last = 20;
+  int skew_rank = -1;
+  long long skew_us = 0;
+};
+
+[[noreturn]] void Usage() {
+  std::fprintf(stderr,
+               "usage: hvd-step-bench [--ops] [--steps N] [--tensors K] [--bytes 16K]\n"
+               "                      [--straggler-rank R --straggler-ms M] [--print-steps N]\n"
+               "                      [--last N] [--skew-rank R --skew-us S]\n");
+  std::exit(2);
+}
+
+size_t ParseBytes(const std::string& text) {
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  const std::string unit(end);
+  if (end == text.c_str()) Usage();
+  if (unit.empty()) return value;
+  if (unit == "K") return value << 10;
+  if (unit == "M") return value << 20;
+  Usage();
+}
+
+Config ParseArgs(int argc, char** argv) {
+  Config c;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) Usage();
+      return argv[++i];
+    };
+    if (arg == "--ops") {
+      c.ops = true;
+    } else if (arg == "--steps") {
+      c.steps = std::atoi(next().c_str());
+    } else if (arg == "--tensors") {
+      c.tensors = std::atoi(next().c_str());
+    } else if (arg == "--bytes") {
+      c.bytes = ParseBytes(next());
+    } else if (arg == "--straggler-rank") {
+      c.straggler_rank = std::atoi(next().c_str());
+    } else if (arg == "--straggler-ms") {
+      c.straggler_ms = std::atoi(next().c_str());
+    } else if (arg == "--print-steps") {
+      c.print_steps = std::atoi(next().c_str());
+    } else if (arg == "--last") {
+      c.last = std::atoi(next().c_str());
+    } else if (arg == "--skew-rank") {
+      c.skew_rank = std::atoi(next().c_str());
+    } else if (arg == "--skew-us") {
+      c.skew_us = std::atoll(next().c_str());
+    } else {
+      Usage();
+    }
+  }
+  if (c.steps < 1 || c.tensors < 1 || c.bytes < sizeof(float) || c.last < 1) Usage();
+  return c;
+}
+
+hvd_tensor_t Tensor(void* data, hvd_dtype_t dtype, int64_t rows, int64_t cols = 0) {
+  hvd_tensor_t t;
+  std::memset(&t, 0, sizeof(t));
+  t.data = data;
+  t.dtype = dtype;
+  t.ndim = cols > 0 ? 2 : 1;
+  t.shape[0] = rows;
+  t.shape[1] = cols;
+  t.device = HVD_DEVICE_CPU;
+  return t;
+}
+
+hvd_op_options_t Named(const char* name) {
+  hvd_op_options_t options;
+  hvd_op_options_init(&options);
+  options.name = name;
+  return options;
+}
+
+void WaitAndRelease(hvd_handle_t handle, const char* what) {
+  Check(hvd_wait(handle, 60.0), what);
+  int32_t outputs = 0;
+  Check(hvd_num_outputs(handle, &outputs), "hvd_num_outputs");
+  for (int32_t i = 0; i < outputs; ++i) {
+    hvd_tensor_t out;
+    Check(hvd_output(handle, i, &out), "hvd_output");
+    hvd_free(out.data);
+  }
+  Check(hvd_release(handle), "hvd_release");
+}
+
+double MaxOverRanks(double value) {
+  hvd_handle_t handle;
+  hvd_tensor_t t = Tensor(&value, HVD_FLOAT64, 1);
+  hvd_op_options_t options = Named("hvd-step-bench.max");
+  options.reduce_op = HVD_OP_MAX;
+  Check(hvd_allreduce(&t, &t, &options, &handle), "hvd_allreduce(max)");
+  WaitAndRelease(handle, "max over ranks");
+  return value;
+}
+
+// One step of every collective; `size` ranks.
+void OpsStep(int size) {
+  hvd_handle_t h;
+  std::vector<float> single(12, 1.0f);
+  hvd_tensor_t t = Tensor(single.data(), HVD_FLOAT32, 4, 3);
+  hvd_op_options_t o = Named("ar.single");
+  Check(hvd_allreduce(&t, &t, &o, &h), "hvd_allreduce");
+  WaitAndRelease(h, "allreduce");
+
+  std::vector<std::vector<float>> fused(3, std::vector<float>(8, 1.0f));
+  std::vector<hvd_tensor_t> group;
+  for (auto& f : fused) group.push_back(Tensor(f.data(), HVD_FLOAT32, 8));
+  o = Named("ar.fused");  // members "ar.fused.0" .. "ar.fused.2", fused together
+  Check(hvd_grouped_allreduce(group.data(), group.data(), 3, &o, &h), "hvd_grouped_allreduce");
+  WaitAndRelease(h, "grouped allreduce");
+
+  std::vector<float> rows(2 * 2, 2.0f);
+  hvd_tensor_t g = Tensor(rows.data(), HVD_FLOAT32, 2, 2);
+  o = Named("ag.x");
+  Check(hvd_allgather(&g, &o, &h), "hvd_allgather");
+  WaitAndRelease(h, "allgather");
+
+  std::vector<float> bc(5, 3.0f);
+  hvd_tensor_t b = Tensor(bc.data(), HVD_FLOAT32, 5);
+  o = Named("bc.x");
+  o.root_rank = 0;
+  Check(hvd_broadcast(&b, &b, &o, &h), "hvd_broadcast");
+  WaitAndRelease(h, "broadcast");
+
+  std::vector<float> a2a(2 * size, 4.0f);
+  hvd_tensor_t a = Tensor(a2a.data(), HVD_FLOAT32, 2 * size);
+  o = Named("a2a.x");
+  Check(hvd_alltoall(&a, &o, &h), "hvd_alltoall");
+  WaitAndRelease(h, "alltoall");
+
+  std::vector<float> rs(2 * size, 5.0f);
+  hvd_tensor_t r = Tensor(rs.data(), HVD_FLOAT32, 2 * size);
+  o = Named("rs.x");
+  Check(hvd_reducescatter(&r, &o, &h), "hvd_reducescatter");
+  WaitAndRelease(h, "reducescatter");
+
+  Check(hvd_barrier(0, &h), "hvd_barrier");
+  WaitAndRelease(h, "barrier");
+}
+
+void Steps(const Config& c, int rank) {
+  const size_t count = c.bytes / sizeof(float);
+  std::vector<std::vector<float>> grads(c.tensors, std::vector<float>(count, 1.0f));
+  std::vector<std::string> names;
+  for (int i = 0; i < c.tensors; ++i) names.push_back("grad." + std::to_string(i));
+  std::vector<hvd_handle_t> handles(c.tensors);
+  std::vector<double> step_us;
+  for (int step = 0; step < c.steps; ++step) {
+    if (rank == c.straggler_rank) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(c.straggler_ms));
+    }
+    const Clock::time_point t0 = Clock::now();
+    for (int i = 0; i < c.tensors; ++i) {
+      hvd_tensor_t t = Tensor(grads[i].data(), HVD_FLOAT32, static_cast<int64_t>(count));
+      hvd_op_options_t o = Named(names[i].c_str());
+      Check(hvd_allreduce(&t, &t, &o, &handles[i]), "hvd_allreduce");
+    }
+    for (hvd_handle_t h : handles) WaitAndRelease(h, "allreduce");
+    step_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    if (rank == 0 && step < c.print_steps) {
+      std::printf("step %d\n", step);
+      std::fflush(stdout);
+    }
+  }
+  double all = 0, last = 0;
+  const int n = static_cast<int>(step_us.size());
+  const int last_n = std::min(c.last, n);
+  for (int i = 0; i < n; ++i) {
+    all += step_us[i];
+    if (i >= n - last_n) last += step_us[i];
+  }
+  all = MaxOverRanks(all / n);
+  last = MaxOverRanks(last / last_n);
+  if (rank == 0) {
+    std::printf("steps %d mean_step_us %.1f last_mean_step_us %.1f\n", n, all, last);
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Config config = ParseArgs(argc, argv);
+  const char* env_rank = std::getenv("HVD_RANK");
+  if (config.skew_rank >= 0 && env_rank != nullptr && std::atoi(env_rank) == config.skew_rank) {
+    setenv("HVD_TIMELINE_CLOCK_SKEW_US", std::to_string(config.skew_us).c_str(), 1);
+  }
+  Check(hvd_init(), "hvd_init");
+  int32_t rank = 0, size = 1;
+  Check(hvd_rank(&rank), "hvd_rank");
+  Check(hvd_size(&size), "hvd_size");
+  if (config.ops) {
+    for (int step = 0; step < config.steps; ++step) OpsStep(size);
+    hvd_handle_t join;
+    Check(hvd_join(-1, &join), "hvd_join");
+    Check(hvd_wait(join, 60.0), "join");
+    Check(hvd_release(join), "hvd_release");
+    if (rank == 0) std::printf("ops done\n");
+  } else {
+    Steps(config, rank);
+  }
+  Check(hvd_shutdown(), "hvd_shutdown");
+  return 0;
+}

@@ -1,0 +1,78 @@
+"""Autotune end to end through hvdrun: from bad settings (fusion threshold 0, cycle time 100 ms)
+the tuned parameters score higher, the CSV log has Horovod's columns with the best row last,
+every rank ends on the same parameters, and --autotune-cache makes a second run skip tuning."""
+import csv
+import re
+
+import pytest
+
+import jobs
+
+HEADER = ["hierarchical_allreduce", "hierarchical_allgather", "torus_allreduce", "cache_enabled",
+          "cycle_time_ms", "tensor_fusion_threshold", "score"]
+FINAL = re.compile(r"^\[(\d+)\]<stderr>:.*Autotuner: finished; running with "
+                   r"fusion_threshold_bytes=(\d+) cycle_time_us=(\d+) cache_enabled=(\d)$", re.M)
+WARMUP = re.compile(r"Autotuner: Warming up \(\d+ remaining\), sample "
+                    r"\[false, false, false, (true|false), ([\d.]+) ms, ([\d.]+) mb\] ([\d.e+]+)")
+
+
+def tune(tmp_path, log_name):
+    # Bad start: no fusion, 100 ms cycles. HVD_AUTOTUNE_TUNE_SET_KNOBS makes the explicit
+    # values a starting point instead of fixing them.
+    args = ["--autotune", "--autotune-log-file", str(tmp_path / log_name),
+            "--autotune-cache", str(tmp_path / "cache.json"),
+            "--autotune-warmup-samples", "1", "--autotune-steps-per-sample", "2",
+            "--autotune-bayes-opt-max-samples", "6",
+            "--fusion-threshold-mb", "0", "--cycle-time-ms", "100"]
+    return jobs.check(jobs.hvdrun(2, args, ["--steps", "300", "--tensors", "32", "--bytes", "16K"],
+                                  cwd=tmp_path, env_extra={"HVD_AUTOTUNE_TUNE_SET_KNOBS": "1"}))
+
+
+def finals(proc):
+    return {int(m.group(1)): m.groups()[1:] for m in FINAL.finditer(proc.stderr)}
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("autotune")
+    return tmp, tune(tmp, "tune.csv")
+
+
+def test_tuning_beats_the_bad_start_and_every_rank_agrees(first_run):
+    tmp, proc = first_run
+    # Then the log parses with Horovod's columns, one row per observation plus the best
+    with open(tmp / "tune.csv") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == HEADER
+    body = [[float(x) for x in r] for r in rows[1:]]
+    assert len(body) >= 6 + 1 and all(len(r) == 7 for r in body)
+    # And the last row is the best observation
+    best = body[-1]
+    assert best[6] == max(r[6] for r in body[:-1])
+    assert best in body[:-1]
+    # And the warm-up sample was taken at the bad start, and scored lower than the best
+    warm = WARMUP.search(proc.stderr)
+    assert warm, proc.stderr[-3000:]
+    assert float(warm.group(2)) == 100 and float(warm.group(3)) == 0
+    assert best[6] > float(warm.group(4)), (best, warm.group(0))
+    # And every rank ended on the same parameters: the best row's
+    ended = finals(proc)
+    assert set(ended) == {0, 1}, proc.stderr[-3000:]
+    assert ended[0] == ended[1]
+    fusion_bytes, cycle_us, cache = (int(x) for x in ended[0])
+    assert abs(fusion_bytes - best[5] * 1024 * 1024) <= 1
+    assert abs(cycle_us - best[4] * 1000) <= 1
+    assert cache == int(best[3])
+
+
+def test_cached_result_is_reused_without_tuning(first_run):
+    tmp, first = first_run
+    # When the same job runs again with the same cache file
+    proc = tune(tmp, "tune2.csv")
+    # Then the log says the cached result was used, nothing was tuned, and every rank runs
+    # with the first run's parameters
+    assert "using cached autotune result" in proc.stderr
+    with open(tmp / "tune2.csv") as f:
+        rows = list(csv.reader(f))
+    assert rows == [HEADER]
+    assert finals(proc) == finals(first)

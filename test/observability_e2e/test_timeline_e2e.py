@@ -1,0 +1,190 @@
+"""Timeline end to end: `hvdrun --timeline-filename` with every op type, all-ranks mode with a
+skewed clock and a straggler, SIGKILL mid-run, and `hvd-timeline summary` against a hand count
+of the same trace."""
+import os
+import re
+import signal
+import subprocess
+
+import pytest
+
+import jobs
+
+OPS = ["ALLREDUCE", "ALLGATHER", "BROADCAST", "ALLTOALL", "REDUCESCATTER", "BARRIER"]
+# The backend activity of each op is <COMM>_<suffix>, <COMM> the communicator's name.
+BACKEND_SUFFIX = {"ALLREDUCE": "ALLREDUCE", "ALLGATHER": "ALLGATHER", "BROADCAST": "BCAST",
+                  "ALLTOALL": "ALLTOALL", "REDUCESCATTER": "REDUCESCATTER",
+                  "BARRIER": "BARRIER"}
+
+
+@pytest.fixture(scope="module")
+def ops_trace(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ops")
+    path = tmp / "ops.json"
+    jobs.check(jobs.hvdrun(2, ["--timeline", str(path), "--timeline-mark-cycles"],
+                           ["--ops", "--steps", "2"], cwd=tmp))
+    return path, jobs.load_trace(path)
+
+
+def test_every_op_type_has_its_events(ops_trace):
+    # Given a 2-rank job that ran every collective twice and joined, with a timeline
+    _, trace = ops_trace
+    all_spans, open_spans = jobs.spans(trace)
+    # Then the file is balanced: every B has its E, nothing was dropped
+    assert open_spans == 0
+    assert trace[-1]["name"] == "hvd_dropped_events" and trace[-1]["args"]["dropped_events"] == 0
+    names = jobs.row_names(trace)
+    top = {s["name"] for s in all_spans if s["depth"] == 0}
+    # And each op type was negotiated and executed
+    for op in OPS:
+        assert "NEGOTIATE_" + op in top, op
+        assert op in top, op
+    assert "JOIN" in top
+    # And each op nests its backend activity (fused allreduce: the fusion-buffer copies too)
+    nested = {}
+    for s in all_spans:
+        if s["depth"] == 1:
+            parent = [p for p in all_spans if p["pid"] == s["pid"] and p["tid"] == s["tid"]
+                      and p["depth"] == 0 and p["ts"] <= s["ts"] <= p["ts"] + p["dur"]
+                      and not p["name"].startswith("NEGOTIATE_")]
+            assert parent, "activity %r outside an op" % (s,)
+            nested.setdefault(parent[-1]["name"], set()).add(s["name"])
+    for op, suffix in BACKEND_SUFFIX.items():
+        assert any(re.fullmatch(r"[A-Z]+_" + suffix, a) for a in nested.get(op, ())), \
+            (op, nested.get(op))
+    assert {"INIT_FUSION_BUFFER", "MEMCPY_IN_FUSION_BUFFER",
+            "MEMCPY_OUT_FUSION_BUFFER"} <= nested["ALLREDUCE"]
+    for op in ("ALLGATHER", "ALLTOALL", "REDUCESCATTER"):
+        assert "ALLOCATE_OUTPUT" in nested[op], op
+    # And every tensor has its row, with dtype/shape/bytes on the op's end
+    rows = set(names.values())
+    assert {"ar.single", "ar.fused.0", "ar.fused.1", "ar.fused.2", "ag.x", "bc.x", "a2a.x",
+            "rs.x"} <= rows
+    single = [s for s in all_spans if s["name"] == "ALLREDUCE"
+              and names.get((s["pid"], None)) == "ar.single"]
+    assert single and single[0]["end_args"] == {"dtype": "float32", "shape": "[4, 3]",
+                                                "bytes": 48}
+    # And QUEUE spans (enqueue -> op start) sit on each tensor's QUEUE row, for every op type
+    queues = [e for e in trace if e.get("ph") == "X" and e["name"] == "QUEUE"]
+    assert {q["args"]["op"] for q in queues} >= set(OPS)
+    assert all(q["dur"] >= 0 and names[(q["pid"], q["tid"])] == "QUEUE" for q in queues)
+    # And cycles are marked
+    assert any(e.get("name") == "CYCLE_START" and e.get("ph") == "i" for e in trace)
+
+
+def test_summary_matches_a_hand_count(ops_trace):
+    # Given the trace above, counted by hand: per op type, the top-level spans, their time,
+    # bytes, and the QUEUE time
+    path, trace = ops_trace
+    all_spans, _ = jobs.spans(trace)
+    hand = {}
+    for s in all_spans:
+        if s["depth"] != 0 or s["name"].startswith("NEGOTIATE_"):
+            continue
+        h = hand.setdefault(s["name"], {"count": 0, "us": 0.0, "bytes": 0, "queue": 0.0})
+        h["count"] += 1
+        h["us"] += s["dur"]
+        h["bytes"] += s["end_args"].get("bytes", 0)
+    for q in trace:
+        if q.get("ph") == "X" and q["name"] == "QUEUE":
+            hand[q["args"]["op"]]["queue"] += q["dur"]
+    # When the summary tool reads it
+    rows = jobs.summary_rows(jobs.summary(path), "op")
+    # Then its per-op table says the same
+    assert set(rows) == set(hand)
+    for op, h in hand.items():
+        count, total_ms, mean_ms, nbytes, _, _, _, queue_ms = rows[op]
+        assert count == h["count"], op
+        assert abs(total_ms - h["us"] / 1000) < 0.0015, op
+        assert abs(mean_ms - h["us"] / 1000 / h["count"]) < 0.0015, op
+        assert nbytes == h["bytes"], op
+        assert abs(queue_ms - h["queue"] / 1000) < 0.0015, op
+    assert rows["ALLREDUCE"][0] == 2 * 4  # ar.single + 3 fused members, twice
+
+
+def test_all_ranks_mode_aligns_skewed_clocks_and_shows_the_straggler(tmp_path):
+    # Given 3 ranks, rank 1's clock 5 s ahead, rank 2 sleeping 40 ms before every step
+    path = tmp_path / "all.json"
+    skew_us = 5_000_000
+    proc = jobs.check(jobs.hvdrun(
+        3, ["--timeline-filename", str(path), "--timeline-all-ranks"],
+        ["--steps", "8", "--tensors", "3", "--bytes", "4K", "--skew-rank", "1",
+         "--skew-us", str(skew_us), "--straggler-rank", "2", "--straggler-ms", "40"],
+        cwd=tmp_path))
+    # Then rank 0 measured rank 1's offset (about -5 s) and rank 2's (about 0)
+    offsets = {int(m.group(1)): int(m.group(2)) for m in re.finditer(
+        r"timeline: rank (\d+) clock offset (-?\d+) us", proc.stderr)}
+    assert abs(offsets[1] + skew_us) < 50_000 and abs(offsets[2]) < 50_000, offsets
+    trace = jobs.load_trace(path)
+    names = jobs.row_names(trace)
+    # And every rank is its own process row
+    ranks = {names[(pid, None)]: pid for (pid, tid) in names if tid is None and pid > 0}
+    assert set(ranks) == {"rank 0", "rank 1", "rank 2"}
+    all_spans, open_spans = jobs.spans(trace)
+    assert open_spans == 0
+    # And the same allreduce starts at about the same time on every rank (unaligned, rank
+    # 1's would be 5 s late)
+    starts = {}
+    for s in all_spans:
+        if s["name"] == "ALLREDUCE" and s["depth"] == 0:
+            tensor = names[(s["pid"], s["tid"])]
+            starts.setdefault((tensor, s["pid"]), []).append(s["ts"])
+    for tensor in ("grad.0", "grad.1", "grad.2"):
+        base = sorted(starts[(tensor, ranks["rank 0"])])
+        assert len(base) == 8
+        for rank in ("rank 1", "rank 2"):
+            other = sorted(starts[(tensor, ranks[rank])])
+            assert len(other) == 8, (tensor, rank)
+            worst = max(abs(a - b) for a, b in zip(base, other))
+            assert worst < 100_000, (tensor, rank, worst)
+    # And the straggler shows: the others wait in the queue for it, it hardly waits
+    queue = {}
+    for e in trace:
+        if e.get("ph") == "X" and e["name"] == "QUEUE" and e["args"]["op"] == "ALLREDUCE":
+            queue.setdefault(e["pid"], []).append(e["dur"])
+    mean = {pid: sum(d) / len(d) for pid, d in queue.items()}
+    for rank in ("rank 0", "rank 1"):
+        assert mean[ranks[rank]] > mean[ranks["rank 2"]] + 20_000, mean
+    # And the summary has a per-rank table
+    rank_rows = jobs.summary_rows(jobs.summary(path), "rank (op)")
+    assert {"rank 0 (ALLREDUCE)", "rank 1 (ALLREDUCE)", "rank 2 (ALLREDUCE)"} <= set(rank_rows)
+
+
+@pytest.mark.parametrize("all_ranks", [False, True], ids=["rank0", "all-ranks"])
+def test_sigkill_mid_run_leaves_parseable_json(tmp_path, all_ranks):
+    # Given a long job writing a timeline
+    jobs.require_binaries()
+    path = tmp_path / "killed.json"
+    err_path = tmp_path / "stderr.txt"
+    cmd = [jobs.HVDRUN, "-np", "2", "--log-level", "INFO", "--timeline-filename", str(path)]
+    if all_ranks:
+        cmd.append("--timeline-all-ranks")
+    cmd += [jobs.STEP_BENCH, "--steps", "100000000", "--print-steps", "100000000", "--tensors",
+            "4", "--bytes", "1K"]
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=err,
+                                text=True)
+    try:
+        # When rank 0 (the writer) is SIGKILLed after 300 steps
+        for line in proc.stdout:
+            if line.strip().endswith("step 300"):
+                break
+        pids = re.findall(r"started rank 0 on \S+ \(pid (\d+)\)", err_path.read_text())
+        assert pids, err_path.read_text()
+        os.kill(int(pids[0]), signal.SIGKILL)
+        proc.stdout.read()
+        assert proc.wait(timeout=60) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    # Then the file parses and holds the steps recorded before the kill
+    trace = jobs.load_trace(path)
+    names = jobs.row_names(trace)
+    ops = [e for e in trace if e.get("ph") == "B" and e["name"] == "ALLREDUCE"]
+    assert len(ops) > 100
+    if all_ranks:  # rank 1's shipped events are in too
+        rank1 = [pid for (pid, tid), n in names.items() if tid is None and n == "rank 1"]
+        assert rank1 and any(e["pid"] == rank1[0] for e in ops)
+    # And the summary tool reads it
+    assert "ALLREDUCE" in jobs.summary(path)
