@@ -11,6 +11,11 @@
 // allreduce/broadcast buffer, the gathered output of allgather, and the per-rank input of
 // alltoall/reducescatter. Each op is enqueued and waited before the next (a latency chain);
 // --many compares K tensors enqueued together (the runtime may fuse them) with one by one.
+//
+// allocs/op: heap allocations per op in the timed rounds (after the warm-up), counted by
+// alloc_counter.cc over every thread of the process, libhvd's included; the printed value is
+// the median round's maximum over ranks, alloc_B/op the bytes those allocations asked for.
+// The target for the steady-state data path is 0.
 #include <hvd/c_api.h>
 
 #include <algorithm>
@@ -19,7 +24,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
+
+// alloc_counter.cc
+uint64_t HeapAllocations();
+uint64_t HeapAllocatedBytes();
 
 namespace {
 
@@ -196,28 +206,45 @@ double BusFactor(const std::string& op, int n) {
   return static_cast<double>(n - 1) / n;
 }
 
-// Times `fn` (one op): calibrated iterations per round, per-round max over ranks; returns the
-// sorted per-op round times.
+// Per-op results of the timed rounds, each sorted; every value is the max over ranks.
+struct Rounds {
+  std::vector<double> seconds;
+  std::vector<double> allocs;  // heap allocations per op
+  std::vector<double> bytes;   // heap bytes requested per op
+  int iters = 0;
+
+  double MedianAllocs() const { return allocs[allocs.size() / 2]; }
+  double MedianBytes() const { return bytes[bytes.size() / 2]; }
+};
+
+// Times `fn` (one op): calibrated iterations per round, per-round max over ranks.
 template <typename Fn>
-std::vector<double> TimeRounds(const Config& config, Fn&& fn, int* iters_out) {
+Rounds TimeRounds(const Config& config, Fn&& fn) {
   for (int w = 0; w < 2; ++w) fn();
   Clock::time_point c0 = Clock::now();
   for (int w = 0; w < 3; ++w) fn();
   const double estimate =
       MaxOverRanks(std::chrono::duration<double>(Clock::now() - c0).count() / 3);
   const int iters = std::clamp(static_cast<int>(config.round_seconds / estimate), 3, 2000);
-  std::vector<double> rounds;
+  Rounds rounds;
+  rounds.iters = iters;
   for (int r = 0; r < config.rounds; ++r) {
     hvd_handle_t barrier;
     Check(hvd_barrier(0, &barrier), "hvd_barrier");
     WaitAndRelease(barrier, "barrier");
+    const uint64_t a0 = HeapAllocations(), b0 = HeapAllocatedBytes();
     Clock::time_point t0 = Clock::now();
     for (int i = 0; i < iters; ++i) fn();
-    rounds.push_back(
-        MaxOverRanks(std::chrono::duration<double>(Clock::now() - t0).count() / iters));
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
+    const double allocs = static_cast<double>(HeapAllocations() - a0) / iters;
+    const double bytes = static_cast<double>(HeapAllocatedBytes() - b0) / iters;
+    rounds.seconds.push_back(MaxOverRanks(seconds));
+    rounds.allocs.push_back(MaxOverRanks(allocs));
+    rounds.bytes.push_back(MaxOverRanks(bytes));
   }
-  std::sort(rounds.begin(), rounds.end());
-  *iters_out = iters;
+  std::sort(rounds.seconds.begin(), rounds.seconds.end());
+  std::sort(rounds.allocs.begin(), rounds.allocs.end());
+  std::sort(rounds.bytes.begin(), rounds.bytes.end());
   return rounds;
 }
 
@@ -226,19 +253,19 @@ void Sweep(const Config& config, int rank, int size) {
     std::printf(
         "# hvd-bench op=%s n=%d dtype=float32 rounds=%d (time = median round, max over ranks)\n",
         config.op.c_str(), size, config.rounds);
-    std::printf("%12s %8s %12s %12s %11s %11s\n", "bytes", "iters", "time_us", "min_us",
-                "algbw_GB/s", "busbw_GB/s");
+    std::printf("%12s %8s %12s %12s %11s %11s %10s %12s\n", "bytes", "iters", "time_us", "min_us",
+                "algbw_GB/s", "busbw_GB/s", "allocs/op", "alloc_B/op");
   }
   for (size_t bytes : config.sizes) {
     Collective collective(config.op, bytes, size);
-    int iters = 0;
-    std::vector<double> t = TimeRounds(
-        config, [&] { collective.Run(); }, &iters);
+    const Rounds r = TimeRounds(config, [&] { collective.Run(); });
+    const std::vector<double>& t = r.seconds;
     const double median = t[t.size() / 2];
     const double algbw = static_cast<double>(bytes) / median / 1e9;
     if (rank == 0) {
-      std::printf("%12zu %8d %12.1f %12.1f %11.3f %11.3f\n", bytes, iters, median * 1e6,
-                  t.front() * 1e6, algbw, algbw * BusFactor(config.op, size));
+      std::printf("%12zu %8d %12.1f %12.1f %11.3f %11.3f %10.1f %12.0f\n", bytes, r.iters,
+                  median * 1e6, t.front() * 1e6, algbw, algbw * BusFactor(config.op, size),
+                  r.MedianAllocs(), r.MedianBytes());
       std::fflush(stdout);
     }
   }
@@ -268,16 +295,24 @@ void Many(const Config& config, int rank, int size) {
       WaitAndRelease(handles[i], "allreduce");
     }
   };
-  int iters_fused = 0, iters_single = 0;
-  std::vector<double> tf = TimeRounds(config, fused, &iters_fused);
-  std::vector<double> ts = TimeRounds(config, one_by_one, &iters_single);
+  const Rounds rf = TimeRounds(config, fused);
+  const Rounds rs = TimeRounds(config, one_by_one);
   if (rank == 0) {
+    const std::vector<double>&tf = rf.seconds, &ts = rs.seconds;
     const double f = tf[tf.size() / 2], s = ts[ts.size() / 2];
-    std::printf("# hvd-bench many: %d x %zu bytes float32 allreduce, n=%d, rounds=%d\n", k,
-                count * sizeof(float), size, config.rounds);
-    std::printf("%-28s %12s %12s\n", "mode", "time_us", "min_us");
-    std::printf("%-28s %12.1f %12.1f\n", "async (enqueue all, wait)", f * 1e6, tf.front() * 1e6);
-    std::printf("%-28s %12.1f %12.1f\n", "one by one (enqueue+wait)", s * 1e6, ts.front() * 1e6);
+    std::printf(
+        "# hvd-bench many: %d x %zu bytes float32 allreduce, n=%d, rounds=%d "
+        "(allocs per step of %d tensors)\n",
+        k, count * sizeof(float), size, config.rounds, k);
+    std::printf("%-28s %12s %12s %12s %12s %12s\n", "mode", "time_us", "min_us", "allocs/step",
+                "allocs/tensor", "alloc_B/step");
+    for (const auto& [mode, t, r] :
+         {std::tuple<const char*, double, const Rounds*>{"async (enqueue all, wait)", f, &rf},
+          std::tuple<const char*, double, const Rounds*>{"one by one (enqueue+wait)", s, &rs}}) {
+      std::printf("%-28s %12.1f %12.1f %12.1f %12.2f %12.0f\n", mode, t * 1e6,
+                  r->seconds.front() * 1e6, r->MedianAllocs(), r->MedianAllocs() / k,
+                  r->MedianBytes());
+    }
     std::printf("speedup %.1fx\n", s / f);
   }
 }

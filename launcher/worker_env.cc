@@ -24,9 +24,9 @@ EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job) 
   SetBoth(env, "CROSS_RANK", std::to_string(rank.cross_rank));
   SetBoth(env, "CROSS_SIZE", std::to_string(rank.cross_size));
   SetBoth(env, "HOSTNAME", rank.host);
-  const std::string gloo = "gloo";
-  SetBoth(env, "CONTROLLER", gloo);
-  SetBoth(env, "CPU_OPERATIONS", gloo);
+  SetBoth(env, "CONTROLLER", "gloo");  // hvdrun's rendezvous (Horovod's name for it)
+  // Shared memory within a host, hvd's TCP transport across hosts; an exported value wins.
+  SetBoth(env, "CPU_OPERATIONS", "auto");
   env["HVD_RENDEZVOUS_ADDR"] = job.rendezvous_addr;
   env["HVD_RENDEZVOUS_PORT"] = job.rendezvous_port;
   env["HOROVOD_GLOO_RENDEZVOUS_ADDR"] = job.rendezvous_addr;
@@ -67,7 +67,14 @@ EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
                       const discovery::RankInfo& rank, const JobEnvContext& job) {
   EnvMap env = launcher_env;
   for (const auto& [name, value] : worker_env) env[name] = value;
+  // A CPU backend the user exported (e.g. HVD_CPU_OPERATIONS=tcp) wins over the default.
+  std::string cpu_operations;
+  for (const char* name : {"HOROVOD_CPU_OPERATIONS", "HVD_CPU_OPERATIONS"}) {
+    auto it = env.find(name);
+    if (it != env.end() && !it->second.empty()) cpu_operations = it->second;
+  }
   for (auto& [name, value] : RankVariables(rank, job)) env[name] = std::move(value);
+  if (!cpu_operations.empty()) SetBoth(env, "CPU_OPERATIONS", cpu_operations);
   if (job.runtime_library && env.count("HVD_RUNTIME_LIBRARY") == 0) {
     env["HVD_RUNTIME_LIBRARY"] = *job.runtime_library;
   }

@@ -31,6 +31,10 @@ class CommunicatorProvider {
   virtual Result<std::unique_ptr<Communicator>> Create(const GroupSpec& spec) = 0;
   // HVD_BUILT_* bits of the backends in use.
   virtual uint32_t enabled_flags() const = 0;
+  // This rank's cross rank/size when the transport knows them better than the environment
+  // (under mpirun: Horovod's cross communicator over MPI); called once by every rank after
+  // the provider is made. False keeps the configured values.
+  virtual bool CrossTopology(int32_t* /*cross_rank*/, int32_t* /*cross_size*/) { return false; }
 };
 
 // Makes the provider for a configuration; called once per Init (a seam for tests, which
@@ -38,9 +42,11 @@ class CommunicatorProvider {
 using ProviderFactory =
     std::function<Result<std::unique_ptr<CommunicatorProvider>>(const RuntimeConfig&)>;
 
-// The production factory: a single-rank provider when size == 1; otherwise connects to
-// hvdrun's KV server (HVD_RENDEZVOUS_ADDR/PORT, key from HVD_SECRET_FD) and creates Gloo
-// communicators (Unimplemented when built without Gloo).
+// The production factory: a single-rank provider when size == 1; with HVD_CONTROLLER=mpi (the
+// default under mpirun) MPI communicators, carrying the data too unless HVD_CPU_OPERATIONS=gloo
+// (Unimplemented when built without MPI); otherwise connects to hvdrun's KV server
+// (HVD_RENDEZVOUS_ADDR/PORT, key from HVD_SECRET_FD) and creates Gloo (or tcp) communicators;
+// HVD_CPU_OPERATIONS=shm / auto: shared memory for groups on one host (shm_provider.h).
 Result<std::unique_ptr<CommunicatorProvider>> CreateDefaultProvider(const RuntimeConfig& config);
 
 // HVD_BUILT_* bits of the backends compiled in.

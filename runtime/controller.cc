@@ -223,6 +223,7 @@ ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists,
   std::vector<Response> ready = coordinator_->TakeReady();
   if (recording) {
     for (const Response& response : ready) {
+      if (response.type == OpType::kJoin) continue;  // its negotiation was not opened above
       for (const std::string& name : response.names) timeline_->timeline().NegotiateEnd(name);
     }
   }

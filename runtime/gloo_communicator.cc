@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -320,7 +321,7 @@ Status CheckOptions(const GlooOptions& o) {
                                    std::to_string(o.size) + " is not a valid group position");
   }
   if (o.timeout.count() <= 0) return Status::InvalidArgument("gloo: timeout must be positive");
-  if (o.size > 1 && o.kv == nullptr) {
+  if (o.size > 1 && o.kv == nullptr && o.store == nullptr) {
     return Status::InvalidArgument("gloo: a group of " + std::to_string(o.size) +
                                    " needs a rendezvous client");
   }
@@ -353,18 +354,21 @@ Result<std::unique_ptr<Communicator>> CreateGlooCommunicator(const GlooOptions& 
   }
   auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.size);
   context->setTimeout(options.timeout);
-  GlooKvStore store(options.kv, options.scope, options.timeout);
+  std::optional<GlooKvStore> kv_store;
+  if (options.store == nullptr) kv_store.emplace(options.kv, options.scope, options.timeout);
   try {
-    context->connectFullMesh(store, device);
+    context->connectFullMesh(options.store ? *options.store : *kv_store, device);
   } catch (...) {
-    Status from_store = store.first_error();
+    Status from_store = kv_store ? kv_store->first_error() : Status::OK();
     if (!from_store.ok()) return from_store.WithContext(what);
     Status status = GlooExceptionToStatus(std::current_exception(), what, {});
     return status.code() == StatusCode::kRemoteError ? Status::IoError(status.message()) : status;
   }
   // Every rank has read every address once it is connected; let the server drop the keys.
-  Status finished = options.kv->FinishScope(options.scope + "/", options.size);
-  if (!finished.ok()) HVD_LOG_DEBUG("{}: cleanup: {}", what, finished.ToString());
+  if (kv_store) {
+    Status finished = options.kv->FinishScope(options.scope + "/", options.size);
+    if (!finished.ok()) HVD_LOG_DEBUG("{}: cleanup: {}", what, finished.ToString());
+  }
   comm->Attach(std::move(device), std::move(context), options.timeout);
   HVD_RETURN_IF_ERROR(comm->LearnEndpoints());
   return std::unique_ptr<Communicator>(std::move(comm));

@@ -9,6 +9,10 @@
 #include "common/status.h"
 #include "runtime/communicator.h"
 
+namespace gloo::rendezvous {
+class Store;
+}  // namespace gloo::rendezvous
+
 namespace hvd::runtime {
 
 // How to build a Communicator over Gloo's tcp transport for one group of ranks.
@@ -16,6 +20,9 @@ struct GlooOptions {
   // Rendezvous channel to hvdrun; must outlive the call (not the communicator). Unused when
   // size == 1.
   control::KvClient* kv = nullptr;
+  // Or any other rendezvous store (e.g. one over an MPI communicator, gloo_collective_store.h);
+  // used instead of `kv` when set, and must outlive the call.
+  gloo::rendezvous::Store* store = nullptr;
   // Key prefix of this group's rendezvous, unique per group and per (elastic) round, for
   // example "r0/global". Every member passes the same scope.
   std::string scope;

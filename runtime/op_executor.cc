@@ -81,6 +81,9 @@ Status OpExecutor::Execute(const Response& r, std::vector<std::optional<TensorEn
   recording_ = timeline_ != nullptr && timeline_->on() && r.type != OpType::kError;
   if (recording_) {
     const std::string op = TimelineOpName(r.type);
+    for (const auto& e : entries) {
+      if (e && e->enqueued_us > 0) timeline_->timeline().Queue(e->request.name, op, e->enqueued_us);
+    }
     for (const std::string& name : r.names) timeline_->timeline().Start(name, op);
   }
   Status s;
@@ -135,7 +138,10 @@ Status OpExecutor::Allreduce(const Response& r, std::vector<std::optional<Tensor
     ScaleBuffer(e.output, total, r.dtype, post);
     return Status::OK();
   }
+  const bool grows = recording_ && total * elem > buffer_->capacity();
+  if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
   char* buf = static_cast<char*>(buffer_->Get(total * elem));
+  if (grows) ActivityEnd(r);
   ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
   int64_t offset = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -189,6 +195,7 @@ Status OpExecutor::Allgather(const Response& r, std::optional<TensorEntry>& entr
     bytes_per_rank[i] = r.sizes.at(i) * row_bytes;
     rows += r.sizes[i];
   }
+  ActivityStart(r, "ALLOCATE_OUTPUT");
   OutputTensor out{AllocOutput(rows * row_bytes), q.dtype, q.shape, q.device};
   out.shape[0] = rows;
   ActivityStart(r, CommActivity(r, comm));
@@ -222,8 +229,10 @@ Status OpExecutor::Alltoall(const Response& r, std::optional<TensorEntry>& entry
     received[i] = static_cast<int32_t>(recv_rows[i]);
     rows += recv_rows[i];
   }
+  ActivityStart(r, "ALLOCATE_OUTPUT");
   OutputTensor out{AllocOutput(rows * row_bytes), q.dtype, q.shape, q.device};
   out.shape[0] = rows;
+  ActivityStart(r, CommActivity(r, comm));
   Status s = comm->Alltoallv(entry->input, send_bytes, out.data, recv_bytes);
   ActivityEnd(r);
   handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
@@ -247,6 +256,7 @@ Status OpExecutor::Reducescatter(const Response& r, std::optional<TensorEntry>& 
     ScaleBuffer(staged, dim0 * row, q.dtype, r.prescale);
     in = staged;
   }
+  ActivityStart(r, "ALLOCATE_OUTPUT");
   OutputTensor out{AllocOutput(counts[comm->rank()] * elem), q.dtype, q.shape, q.device};
   out.shape[0] = counts[comm->rank()] / (row == 0 ? 1 : row);
   if (row == 0) out.shape[0] = dim0 / n + (comm->rank() < dim0 % n ? 1 : 0);

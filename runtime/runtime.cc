@@ -13,6 +13,10 @@ namespace {
 constexpr std::chrono::microseconds kMinPendingInterval{100};
 constexpr std::chrono::microseconds kIdleStart{1000};
 constexpr std::chrono::microseconds kIdleMax{16000};
+// All-ranks timeline: ranks other than 0 ship their events every this many iterations (and
+// in the shutdown iteration); ping-pong rounds of the start-up clock alignment.
+constexpr int64_t kTimelineShipInterval = 8;
+constexpr int kClockSyncRounds = 8;
 
 }  // namespace
 
@@ -71,8 +75,9 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
       config.cross_size, true};
   ++round_;
   fusion_buffer_ = std::make_unique<FusionBuffer>(config.fusion_threshold_bytes);
-  if (config.rank == 0 && !config.timeline_path.empty()) {
-    timeline_ = std::make_unique<RuntimeTimeline>();
+  if (!config.timeline_path.empty() && (config.rank == 0 || config.timeline_all_ranks)) {
+    timeline_ = std::make_unique<RuntimeTimeline>(config.rank, config.timeline_all_ranks,
+                                                  config.timeline_clock_skew_us);
     if (config.timeline_path != kDynamicTimeline) {
       Status s = timeline_->Start(config.timeline_path, config.timeline_mark_cycles);
       if (!s.ok()) HVD_LOG_ERROR("timeline disabled: {}", s.message());
@@ -88,10 +93,14 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
   if (!provider.ok()) return provider.status();
   provider_ = std::move(provider).value();
   enabled_flags_ = provider_->enabled_flags();
+  provider_->CrossTopology(&topology_.cross_rank, &topology_.cross_size);
   std::vector<int32_t> all(config.size);
   for (int32_t r = 0; r < config.size; ++r) all[r] = r;
   HVD_ASSIGN_OR_RETURN(auto global, MakeController(0, all));
   HVD_RETURN_IF_ERROR(CheckHomogeneous(global->communicator()));
+  if (config.timeline_all_ranks && !config.timeline_path.empty()) {
+    HVD_RETURN_IF_ERROR(AlignTimelineClocks(global->communicator()));
+  }
   sets_.Insert({0, all, global});
   for (const auto& set : process_sets) {
     std::vector<int32_t> ranks = set;
@@ -205,6 +214,10 @@ void Runtime::FailEverything(const Status& status) {
 
 void Runtime::Loop() {
   std::chrono::microseconds interval{0};
+  // Same on every rank (the config comes from the same environment), so the shipments'
+  // GatherBytes match up like the cycles do.
+  const bool ship_timeline = config_.timeline_all_ranks && !config_.timeline_path.empty();
+  int64_t iteration = 0;
   while (true) {
     bool request_shutdown;
     {
@@ -221,6 +234,13 @@ void Runtime::Loop() {
       StopOnError(s);
       break;
     }
+    if (ship_timeline && (++iteration % kTimelineShipInterval == 0 || total.shutdown)) {
+      s = ShipTimeline();
+      if (!s.ok()) {
+        StopOnError(s.WithContext("timeline event shipment"));
+        break;
+      }
+    }
     if (total.shutdown) {
       if (!total.shutdown_reason.empty()) HVD_LOG_ERROR("{}", total.shutdown_reason);
       std::string why = total.shutdown_reason.empty() ? "" : " Reason: " + total.shutdown_reason;
@@ -236,6 +256,38 @@ void Runtime::Loop() {
     }
     interval = NextInterval(total, interval);
   }
+}
+
+// Measures every rank's clock against rank 0's (runtime_timeline.h); rank 0 logs and applies
+// the offsets. A collective on the global communicator, run once at init.
+Status Runtime::AlignTimelineClocks(Communicator* comm) {
+  const timeline::Timeline fallback;
+  const timeline::Timeline& clock = timeline_ ? timeline_->timeline() : fallback;
+  std::vector<int64_t> offsets, rtts;
+  HVD_RETURN_IF_ERROR(EstimateClockOffsets(comm, clock, kClockSyncRounds, &offsets, &rtts)
+                          .WithContext("timeline clock alignment"));
+  if (config_.rank != 0 || !timeline_) return Status::OK();
+  for (size_t r = 1; r < offsets.size(); ++r) {
+    timeline_->SetClockOffset(static_cast<int>(r), offsets[r]);
+    HVD_LOG_INFO("timeline: rank {} clock offset {} us (rank 0 minus rank {}), rtt {} us", r,
+                 offsets[r], r, rtts[r]);
+  }
+  return Status::OK();
+}
+
+// Every rank's collected timeline events to rank 0 (a GatherBytes on the global set).
+Status Runtime::ShipTimeline() {
+  auto global = sets_.Find(0);
+  if (!global || !global->controller) return Status::Internal("timeline: no global process set");
+  std::string shipment = timeline_ ? timeline_->TakeShipment() : std::string();
+  std::vector<std::string> gathered;
+  HVD_RETURN_IF_ERROR(global->controller->communicator()->GatherBytes(shipment, 0, &gathered));
+  if (config_.rank == 0 && timeline_) {
+    for (size_t r = 1; r < gathered.size(); ++r) {
+      timeline_->ReceiveShipment(static_cast<int>(r), gathered[r]);
+    }
+  }
+  return Status::OK();
 }
 
 void Runtime::StopOnError(const Status& s) {

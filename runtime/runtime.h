@@ -101,8 +101,9 @@ class Runtime {
 
   // hvd.start_timeline / stop_timeline: NotInitialized before Init; PreconditionFailed unless
   // HVD_TIMELINE was set at init (a path, or DYNAMIC for API-only). Only global rank 0
-  // writes; on the other ranks both succeed and do nothing. Start while running switches to
-  // the new file.
+  // writes; on the other ranks both succeed and do nothing, except in all-ranks mode where
+  // they start/stop collecting this rank's events for rank 0's file. Start while running
+  // switches to the new file.
   Status StartTimeline(const std::string& path, bool mark_cycles);
   Status StopTimeline();
 
@@ -131,6 +132,8 @@ class Runtime {
   void FailEverything(const Status& status);
   void StopOnError(const Status& status);
   Status SyncAutotune(const CycleResult& total);
+  Status AlignTimelineClocks(Communicator* comm);
+  Status ShipTimeline();
   void ApplyTuning(const TunedKnobs& knobs);
   Result<int32_t> AddProcessSetNow(const std::vector<int32_t>& ranks);
   Status RemoveProcessSetNow(int32_t id);
@@ -165,7 +168,8 @@ class Runtime {
   int64_t round_ = 0;
   std::unique_ptr<CommunicatorProvider> provider_;  // background thread only once running
   std::unique_ptr<FusionBuffer> fusion_buffer_;
-  std::unique_ptr<RuntimeTimeline> timeline_;  // global rank 0 with HVD_TIMELINE set
+  // Global rank 0 with HVD_TIMELINE set; every rank when HVD_TIMELINE_ALL_RANKS is on too.
+  std::unique_ptr<RuntimeTimeline> timeline_;
   std::unique_ptr<OpExecutor> executor_;
   std::unique_ptr<Autotuner> autotuner_;  // every rank when HVD_AUTOTUNE=1
   bool cache_enabled_ = true;             // background thread once running

@@ -1,6 +1,9 @@
 #include "runtime/runtime_config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace hvd::runtime {
@@ -19,7 +22,38 @@ Result<int64_t> IntIn(const env::Environment& env, const char* name, int64_t lo,
 
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 
+// Reads Open MPI's OMPI_COMM_WORLD_<suffix>, which must be an integer in [lo, hi].
+Result<int32_t> OmpiInt(const env::Environment& env, const std::string& suffix, int64_t lo,
+                        int64_t hi) {
+  const std::string name = "OMPI_COMM_WORLD_" + suffix;
+  const std::string text = env.Raw(name).value_or("");
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < lo || v > hi) {
+    return Status::InvalidArgument(name + ": expected an integer in [" + std::to_string(lo) + ", " +
+                                   std::to_string(hi) + "], got '" + text + "'");
+  }
+  return static_cast<int32_t>(v);
+}
+
+// mpirun (Open MPI) started this process and hvdrun did not set the topology: take it from
+// Open MPI's variables (Horovod's MPI mode has no HOROVOD_RANK either).
+Status LoadMpirunTopology(const env::Environment& env, RuntimeConfig* c) {
+  c->launched_by_mpirun = true;
+  HVD_ASSIGN_OR_RETURN(c->size, OmpiInt(env, "SIZE", 1, kMaxInt32));
+  HVD_ASSIGN_OR_RETURN(c->rank, OmpiInt(env, "RANK", 0, c->size - 1));
+  HVD_ASSIGN_OR_RETURN(c->local_size, OmpiInt(env, "LOCAL_SIZE", 1, c->size));
+  HVD_ASSIGN_OR_RETURN(c->local_rank, OmpiInt(env, "LOCAL_RANK", 0, c->local_size - 1));
+  c->cross_size = std::max<int32_t>(1, c->size / c->local_size);
+  c->cross_rank = std::min(c->rank / c->local_size, c->cross_size - 1);
+  HVD_ASSIGN_OR_RETURN(c->hostname, env.GetString("HVD_HOSTNAME"));
+  return Status::OK();
+}
+
 Status LoadTopology(const env::Environment& env, RuntimeConfig* c) {
+  if (!env.IsSet("HVD_RANK") && env.Raw("OMPI_COMM_WORLD_RANK").has_value()) {
+    return LoadMpirunTopology(env, c);
+  }
   HVD_ASSIGN_OR_RETURN(c->size, IntIn(env, "HVD_SIZE", 1, kMaxInt32));
   HVD_ASSIGN_OR_RETURN(c->rank, IntIn(env, "HVD_RANK", 0, c->size - 1));
   HVD_ASSIGN_OR_RETURN(c->local_size, IntIn(env, "HVD_LOCAL_SIZE", 1, c->size));
@@ -36,6 +70,32 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
   HVD_ASSIGN_OR_RETURN(c->secret_fd, IntIn(env, "HVD_SECRET_FD", -1, kMaxInt32));
   HVD_ASSIGN_OR_RETURN(c->job_id, env.GetString("HVD_JOB_ID"));
   HVD_ASSIGN_OR_RETURN(c->gloo_iface, env.GetString("HVD_GLOO_IFACE"));
+  HVD_ASSIGN_OR_RETURN(c->cpu_operations, env.GetString("HVD_CPU_OPERATIONS"));
+  for (char& ch : c->cpu_operations) {
+    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  HVD_ASSIGN_OR_RETURN(c->controller, env.GetString("HVD_CONTROLLER"));
+  for (char& ch : c->controller) {
+    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  if (c->launched_by_mpirun) {
+    if (!env.IsSet("HVD_CONTROLLER")) c->controller = "mpi";
+    if (!env.IsSet("HVD_CPU_OPERATIONS")) c->cpu_operations = "mpi";
+  }
+  if (c->controller != "gloo" && c->controller != "mpi") {
+    return Status::InvalidArgument(env.Get("HVD_CONTROLLER").source +
+                                   ": expected gloo or mpi, got '" + c->controller + "'");
+  }
+  static const char* const kCpuOperations[] = {"auto", "shm", "tcp", "gloo", "mpi"};
+  if (std::find(std::begin(kCpuOperations), std::end(kCpuOperations), c->cpu_operations) ==
+      std::end(kCpuOperations)) {
+    return Status::InvalidArgument(env.Get("HVD_CPU_OPERATIONS").source +
+                                   ": expected auto, shm, tcp, gloo or mpi, got '" +
+                                   c->cpu_operations + "'");
+  }
+  HVD_ASSIGN_OR_RETURN(c->mpi_threads_disable, env.GetBool("HVD_MPI_THREADS_DISABLE"));
+  HVD_ASSIGN_OR_RETURN(c->shm_buffer_bytes,
+                       IntIn(env, "HVD_SHM_BUFFER_BYTES", int64_t{8} << 10, int64_t{1} << 32));
   HVD_ASSIGN_OR_RETURN(c->elastic, env.GetBool("HVD_ELASTIC"));
   HVD_ASSIGN_OR_RETURN(int64_t seconds, IntIn(env, "HVD_GLOO_TIMEOUT_SECONDS", 1, 86400 * 7));
   c->timeout = std::chrono::seconds(seconds);
@@ -78,6 +138,9 @@ Status LoadLogging(const env::Environment& env, RuntimeConfig* c) {
   HVD_ASSIGN_OR_RETURN(c->log_hide_time, env.GetBool("HVD_LOG_HIDE_TIME"));
   HVD_ASSIGN_OR_RETURN(c->timeline_path, env.GetString("HVD_TIMELINE"));
   HVD_ASSIGN_OR_RETURN(c->timeline_mark_cycles, env.GetBool("HVD_TIMELINE_MARK_CYCLES"));
+  HVD_ASSIGN_OR_RETURN(c->timeline_all_ranks, env.GetBool("HVD_TIMELINE_ALL_RANKS"));
+  HVD_ASSIGN_OR_RETURN(c->timeline_clock_skew_us, IntIn(env, "HVD_TIMELINE_CLOCK_SKEW_US",
+                                                        -(int64_t{1} << 40), int64_t{1} << 40));
   return Status::OK();
 }
 
@@ -100,9 +163,11 @@ Status LoadAutotune(const env::Environment& env, RuntimeConfig* c) {
   a.warmup_samples = static_cast<int>(warmup);
   a.steps_per_sample = static_cast<int>(steps);
   a.bayes_opt_max_samples = static_cast<int>(max_samples);
-  a.fusion_threshold_fixed = !env.Get("HVD_FUSION_THRESHOLD").is_default;
-  a.cycle_time_fixed = !env.Get("HVD_CYCLE_TIME").is_default;
-  a.cache_fixed = !env.Get("HVD_CACHE_CAPACITY").is_default;
+  // Explicitly set knobs are fixed (Horovod), unless they are only the starting point.
+  HVD_ASSIGN_OR_RETURN(const bool tune_set, env.GetBool("HVD_AUTOTUNE_TUNE_SET_KNOBS"));
+  a.fusion_threshold_fixed = !tune_set && !env.Get("HVD_FUSION_THRESHOLD").is_default;
+  a.cycle_time_fixed = !tune_set && !env.Get("HVD_CYCLE_TIME").is_default;
+  a.cache_fixed = !tune_set && !env.Get("HVD_CACHE_CAPACITY").is_default;
   return Status::OK();
 }
 

@@ -15,7 +15,11 @@ namespace hvd::runtime {
 // "Configuration"). Tests build one directly, which also allows sub-second stall times.
 // A plain value; not synchronized.
 struct RuntimeConfig {
-  // Topology, as hvdrun exported it.
+  // Topology, as hvdrun exported it (HVD_RANK...), or, when HVD_RANK is unset and Open MPI's
+  // mpirun started this process, from OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}; cross
+  // rank/size are then derived as rank / local_size and size / local_size (exact for
+  // mpirun's by-slot mapping; the MPI provider refines them, backend_registry.h).
+  bool launched_by_mpirun = false;
   int32_t rank = 0;
   int32_t size = 1;
   int32_t local_rank = 0;
@@ -30,6 +34,17 @@ struct RuntimeConfig {
   int32_t secret_fd = -1;
   std::string job_id;
   std::string gloo_iface;
+  // HVD_CPU_OPERATIONS, lower-cased: which transport multi-rank CPU groups use
+  // (backend_registry.cc validates the name).
+  std::string cpu_operations = "gloo";
+  // HVD_SHM_BUFFER_BYTES: staging memory per rank of a shared-memory group (shm_communicator.h).
+  int64_t shm_buffer_bytes = int64_t{4} << 20;
+  // HVD_CONTROLLER, lower-cased: "gloo" (hvdrun's rendezvous) or "mpi". When HVD_CONTROLLER /
+  // HVD_CPU_OPERATIONS are unset and mpirun started the process, both are "mpi" (Horovod's
+  // default with an MPI build).
+  std::string controller = "gloo";
+  // HVD_MPI_THREADS_DISABLE: MPI_THREAD_SINGLE instead of MPI_THREAD_MULTIPLE.
+  bool mpi_threads_disable = false;
   bool elastic = false;
   // Rendezvous and per-collective timeout.
   std::chrono::milliseconds timeout{30000};
@@ -49,6 +64,9 @@ struct RuntimeConfig {
   // HVD_TIMELINE: a file written by global rank 0 from init, or "DYNAMIC" (API only).
   std::string timeline_path;
   bool timeline_mark_cycles = false;
+  // HVD_TIMELINE_ALL_RANKS: every rank's events go into rank 0's file (runtime_timeline.h).
+  bool timeline_all_ranks = false;
+  int64_t timeline_clock_skew_us = 0;  // HVD_TIMELINE_CLOCK_SKEW_US, tests only
 
   // HVD_AUTOTUNE*: global rank 0 tunes fusion threshold, cycle time and the cache switch
   // (runtime/autotuner.h). A knob whose variable was set explicitly is never tuned.

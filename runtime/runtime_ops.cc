@@ -95,6 +95,11 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::vector<TensorEntry>
     // Holding state_mu_ orders this Add before FailEverything's sweep: no entry is orphaned.
     std::lock_guard<std::mutex> lock(state_mu_);
     if (state_ == State::kRunning) {
+      // timeline_ is only reset after the state leaves kRunning (under this lock).
+      if (timeline_ != nullptr && timeline_->on()) {
+        const int64_t now = timeline_->timeline().Now();
+        for (auto& e : entries) e.enqueued_us = now;
+      }
       s = controller->queue().Add(std::move(entries));
       if (s.ok()) wake_ = true;
     } else {

@@ -21,6 +21,7 @@ struct TensorEntry {
   void* output = nullptr;  // allreduce/broadcast: the caller's buffer (may alias input)
   int64_t handle = 0;
   int32_t output_index = 0;  // runtime-allocated output slot within the handle
+  int64_t enqueued_us = 0;   // timeline clock at enqueue (0 = timeline off): QUEUE span
 };
 
 // TensorQueue holds one process set's in-flight tensors of this rank: a name-keyed table

@@ -52,7 +52,7 @@ def test_every_rank_gets_the_documented_environment(tmp_path):
             assert env[prefix + "CROSS_SIZE"] == "1"
             assert env[prefix + "HOSTNAME"] == "localhost"
             assert env[prefix + "CONTROLLER"] == "gloo"
-            assert env[prefix + "CPU_OPERATIONS"] == "gloo"
+            assert env[prefix + "CPU_OPERATIONS"] == "auto"
         assert env["RANK"] == str(rank)
         assert env["WORLD_SIZE"] == "4"
         assert env["LOCAL_RANK"] == str(rank)

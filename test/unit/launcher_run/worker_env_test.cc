@@ -54,7 +54,7 @@ TEST(WorkerEnvTest, SetsRankVariablesWithHorovodAndTorchrunNames) {
   EXPECT_EQ(env["HVD_JOB_ID"], "abc123");
   EXPECT_EQ(env["HVD_SECRET_FD"], "7");
   EXPECT_EQ(env["HVD_CONTROLLER"], "gloo");
-  EXPECT_EQ(env["HOROVOD_CPU_OPERATIONS"], "gloo");
+  EXPECT_EQ(env["HOROVOD_CPU_OPERATIONS"], "auto");
   EXPECT_EQ(env["PYTHONUNBUFFERED"], "1");
   EXPECT_EQ(env["HVD_RUNTIME_LIBRARY"], "/opt/hvd/lib/libhvd.so");
 }
@@ -67,6 +67,16 @@ TEST(WorkerEnvTest, LayersLauncherEnvThenKnobsThenRankVariables) {
   EXPECT_EQ(env["HVD_FUSION_THRESHOLD"], "2");
   EXPECT_EQ(env["HOROVOD_FUSION_THRESHOLD"], "2");
   EXPECT_EQ(env["HVD_RANK"], "3");
+}
+
+TEST(WorkerEnvTest, UserExportedCpuOperationsWins) {
+  // Given HVD_CPU_OPERATIONS=tcp (or Horovod's name) exported to hvdrun
+  EnvMap env = BuildWorkerEnv({{"HVD_CPU_OPERATIONS", "tcp"}}, {}, Rank3(), Job());
+  // Then both names carry it to the worker instead of the default
+  EXPECT_EQ(env["HVD_CPU_OPERATIONS"], "tcp");
+  EXPECT_EQ(env["HOROVOD_CPU_OPERATIONS"], "tcp");
+  env = BuildWorkerEnv({{"HOROVOD_CPU_OPERATIONS", "tcp"}}, {}, Rank3(), Job());
+  EXPECT_EQ(env["HVD_CPU_OPERATIONS"], "tcp");
 }
 
 TEST(WorkerEnvTest, UserSetRuntimeLibraryWins) {

@@ -22,6 +22,67 @@ TEST(RuntimeConfigTest, DefaultsAreASingleRank) {
   EXPECT_TRUE(c->rendezvous_addr.empty());
 }
 
+TEST(RuntimeConfigTest, MpirunTopologyComesFromOpenMpiAndDefaultsToTheMpiBackend) {
+  // Given what Open MPI's mpirun exports for rank 3 of 4 on two hosts of two slots
+  auto c = Load({{"OMPI_COMM_WORLD_RANK", "3"},
+                 {"OMPI_COMM_WORLD_SIZE", "4"},
+                 {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  // Then the topology is Open MPI's and MPI does control and data (Horovod's default)
+  EXPECT_TRUE(c->launched_by_mpirun);
+  EXPECT_EQ(c->rank, 3);
+  EXPECT_EQ(c->size, 4);
+  EXPECT_EQ(c->local_rank, 1);
+  EXPECT_EQ(c->local_size, 2);
+  EXPECT_EQ(c->cross_rank, 1);
+  EXPECT_EQ(c->cross_size, 2);
+  EXPECT_EQ(c->controller, "mpi");
+  EXPECT_EQ(c->cpu_operations, "mpi");
+  // And an explicit choice is kept (Gloo data under the MPI controller)
+  auto gloo = Load({{"OMPI_COMM_WORLD_RANK", "0"},
+                    {"OMPI_COMM_WORLD_SIZE", "2"},
+                    {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                    {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                    {"HOROVOD_CPU_OPERATIONS", "GLOO"}});
+  ASSERT_TRUE(gloo.ok()) << gloo.status().ToString();
+  EXPECT_EQ(gloo->controller, "mpi");
+  EXPECT_EQ(gloo->cpu_operations, "gloo");
+}
+
+TEST(RuntimeConfigTest, HvdrunsTopologyWinsOverOpenMpisAndBadValuesNameTheVariable) {
+  // Given HVD_RANK (hvdrun) and OMPI variables (an enclosing mpirun job)
+  auto c = Load({{"HVD_RANK", "1"}, {"HVD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "7"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->launched_by_mpirun);
+  EXPECT_EQ(c->rank, 1);
+  EXPECT_EQ(c->controller, "gloo");
+  // A malformed Open MPI value and an unknown controller are refused by name
+  auto bad = Load({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "two"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("OMPI_COMM_WORLD_SIZE"), std::string::npos);
+  auto controller = Load({{"HVD_CONTROLLER", "nccl"}});
+  ASSERT_FALSE(controller.ok());
+  EXPECT_NE(controller.status().message().find("HVD_CONTROLLER"), std::string::npos);
+}
+
+TEST(RuntimeConfigTest, CpuOperationsDefaultsToAutoAndUnknownValuesAreRefusedByName) {
+  auto c = Load({});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cpu_operations, "auto");
+  auto upper = Load({{"HOROVOD_CPU_OPERATIONS", "TCP"}});
+  ASSERT_TRUE(upper.ok()) << upper.status().ToString();
+  EXPECT_EQ(upper->cpu_operations, "tcp");
+  // Horovod's ccl does not exist here: an error naming the variable and the choices
+  auto bad = Load({{"HOROVOD_CPU_OPERATIONS", "ccl"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("HOROVOD_CPU_OPERATIONS"), std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("expected auto, shm, tcp, gloo or mpi, got 'ccl'"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 TEST(RuntimeConfigTest, AutotuneKnobsAndWhichKnobsTheUserFixed) {
   // Given HOROVOD_AUTOTUNE with a schedule and an explicit fusion threshold
   auto c = Load({{"HOROVOD_AUTOTUNE", "1"},
