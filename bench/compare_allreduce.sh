@@ -5,9 +5,9 @@
 #
 # HVDRUN: the built hvdrun (default: build/cmd/hvdrun, or $HVD_BUILD_DIR/cmd/hvdrun); hvd-bench
 # is taken from the same build folder (bench/hvd-bench). For n = 2 and 4 it runs
-#   hvd        hvdrun -np N hvd-bench --op allreduce            (default CPU backend: Gloo TCP)
-#   hvd tcp    HVD_CPU_OPERATIONS=tcp hvdrun ...                (hvd's own TCP transport)
-#   hvd shm    HVD_CPU_OPERATIONS=shm hvdrun ...                (hvd's shared-memory transport)
+#   hvd        hvdrun -np N hvd-bench --op allreduce            (default: auto = shared memory here)
+#   hvd tcp    HVD_CPU_OPERATIONS=tcp hvdrun ...                (hvd's TCP transport, used across hosts)
+#   hvd gloo   HVD_CPU_OPERATIONS=gloo hvdrun ...               (libgloo, Horovod's transport)
 #   torch      /usr/bin/python3 bench/torch_gloo_allreduce.py   (torch.distributed Gloo)
 #   MPI vader  mpirun ... --mca pml ob1 --mca btl self,vader    (shared memory)
 #   MPI tcp    mpirun ... --mca btl self,tcp --mca btl_tcp_if_include lo
@@ -25,6 +25,7 @@ bench="$build/bench/hvd-bench"
 sizes=4096,65536,1048576,16777216,67108864
 many=100x16384
 out=${OUT:-$(mktemp -d /tmp/hvd-compare.XXXXXX)}
+mkdir -p "$out"
 [ -x "$hvdrun" ] || { echo "no hvdrun at $hvdrun (build it, or pass its path)" >&2; exit 2; }
 [ -x "$bench" ] || { echo "no hvd-bench at $bench (cmake --build ... --target hvd-bench)" >&2; exit 2; }
 
@@ -34,16 +35,19 @@ mpirun_base="mpirun --allow-run-as-root --oversubscribe --bind-to none --mca pml
 vader="--mca btl self,vader"
 tcp="--mca btl self,tcp --mca btl_tcp_if_include lo"
 
+# hvd_run LABEL [VAR=VALUE]: both hvd-bench modes under hvdrun, outputs named after LABEL.
+hvd_run() {
+  label=$1
+  shift
+  echo "n=$n: $label" >&2
+  env "$@" "$hvdrun" -np "$n" "$bench" --op allreduce --sizes "$sizes" --rounds "$rounds" > "$out/${label}_$n.txt"
+  env "$@" "$hvdrun" -np "$n" "$bench" --many "$many" --rounds "$rounds" > "$out/${label}_many_$n.txt"
+}
+
 for n in 2 4; do
-  echo "n=$n: hvd" >&2
-  "$hvdrun" -np "$n" "$bench" --op allreduce --sizes "$sizes" --rounds "$rounds" > "$out/hvd_$n.txt"
-  "$hvdrun" -np "$n" "$bench" --many "$many" --rounds "$rounds" > "$out/hvd_many_$n.txt"
-  echo "n=$n: hvd tcp" >&2
-  HVD_CPU_OPERATIONS=tcp "$hvdrun" -np "$n" "$bench" --op allreduce --sizes "$sizes" --rounds "$rounds" > "$out/hvdtcp_$n.txt"
-  HVD_CPU_OPERATIONS=tcp "$hvdrun" -np "$n" "$bench" --many "$many" --rounds "$rounds" > "$out/hvdtcp_many_$n.txt"
-  echo "n=$n: hvd shm" >&2
-  HVD_CPU_OPERATIONS=shm "$hvdrun" -np "$n" "$bench" --op allreduce --sizes "$sizes" --rounds "$rounds" > "$out/hvdshm_$n.txt"
-  HVD_CPU_OPERATIONS=shm "$hvdrun" -np "$n" "$bench" --many "$many" --rounds "$rounds" > "$out/hvdshm_many_$n.txt"
+  hvd_run hvd
+  hvd_run hvdtcp HVD_CPU_OPERATIONS=tcp
+  hvd_run hvdgloo HVD_CPU_OPERATIONS=gloo
   echo "n=$n: torch" >&2
   /usr/bin/python3 "$here/torch_gloo_allreduce.py" -n "$n" --sizes "$sizes" --rounds "$rounds" > "$out/torch_$n.txt"
   /usr/bin/python3 "$here/torch_gloo_allreduce.py" -n "$n" --many "$many" --rounds "$rounds" > "$out/torch_many_$n.txt"
@@ -95,35 +99,24 @@ def label(k):
         return f"{k >> 20} MiB" if k >= 1 << 20 else f"{k >> 10} KiB"
     return "100x16K " + ("fused" if k == "many-fused" else "1-by-1")
 
-print("| n | size | hvd | hvd tcp | torch gloo | MPI vader | MPI tcp | torch/hvd | vader/hvd | tcp/hvd |"
-      " hvd/hvd-tcp | torch/hvd-tcp | MPI-tcp/hvd-tcp |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "-"
+
+# hvd = the default transport (shared memory here, all ranks on one host); hvd tcp = what
+# ranks on different hosts use; hvd gloo = libgloo, Horovod's transport.
+print("| n | size | hvd | hvd tcp | hvd gloo | torch gloo | MPI vader | MPI tcp |"
+      " torch/hvd | vader/hvd | torch/hvd-tcp | MPI-tcp/hvd-tcp |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for n in (2, 4):
-    h = hvd(f"{out}/hvd_{n}.txt", f"{out}/hvd_many_{n}.txt")
-    t = hvd(f"{out}/hvdtcp_{n}.txt", f"{out}/hvdtcp_many_{n}.txt")
-    cols = []
-    for name in ("torch", "vader", "tcp"):
-        d = peer(f"{out}/{name}_{n}.txt")
-        d.update(peer(f"{out}/{name}_many_{n}.txt"))
-        cols.append(d)
+    h, t, g = (hvd(f"{out}/{x}_{n}.txt", f"{out}/{x}_many_{n}.txt")
+               for x in ("hvd", "hvdtcp", "hvdgloo"))
+    torch, vader, mtcp = ({**peer(f"{out}/{x}_{n}.txt"), **peer(f"{out}/{x}_many_{n}.txt")}
+                          for x in ("torch", "vader", "tcp"))
     for k in [4096, 65536, 1048576, 16777216, 67108864, "many-fused", "many-single"]:
-        hv = h.get(k)
-        tv = t.get(k)
-        vals = [c.get(k) for c in cols]
-        ratios = [f"{v / hv:.2f}" if v and hv else "-" for v in vals]
-        tcp_ratios = [f"{v / tv:.2f}" if v and tv else "-" for v in (hv, vals[0], vals[2])]
-        print(f"| {n} | {label(k)} | {fmt_us(hv)} | {fmt_us(tv)} | " +
-              " | ".join(fmt_us(v) for v in vals) + " | " + " | ".join(ratios + tcp_ratios) + " |")
-print("\n| n | size | hvd shm | MPI vader | torch gloo | vader/shm | torch/shm |")
-print("|---|---|---|---|---|---|---|")
-for n in (2, 4):
-    m = hvd(f"{out}/hvdshm_{n}.txt", f"{out}/hvdshm_many_{n}.txt")
-    v, t = peer(f"{out}/vader_{n}.txt"), peer(f"{out}/torch_{n}.txt")
-    v.update(peer(f"{out}/vader_many_{n}.txt"))
-    t.update(peer(f"{out}/torch_many_{n}.txt"))
-    for k in [4096, 65536, 1048576, 16777216, 67108864, "many-fused", "many-single"]:
-        mv, vv, tv = m.get(k), v.get(k), t.get(k)
-        ratios = [f"{x / mv:.2f}" if x and mv else "-" for x in (vv, tv)]
-        print(f"| {n} | {label(k)} | {fmt_us(mv)} | {fmt_us(vv)} | {fmt_us(tv)} | " + " | ".join(ratios) + " |")
+        vals = [h.get(k), t.get(k), g.get(k), torch.get(k), vader.get(k), mtcp.get(k)]
+        ratios = [ratio(torch.get(k), h.get(k)), ratio(vader.get(k), h.get(k)),
+                  ratio(torch.get(k), t.get(k)), ratio(mtcp.get(k), t.get(k))]
+        print(f"| {n} | {label(k)} | " + " | ".join(fmt_us(v) for v in vals) + " | " +
+              " | ".join(ratios) + " |")
 print(f"\nraw outputs: {out}")
 PY
