@@ -5,6 +5,23 @@
 
 namespace hvd::runtime {
 
+Status CheckRootArg(const std::string& what, int root, int size) {
+  if (root >= 0 && root < size) return Status::OK();
+  return Status::InvalidArgument(what + ": root " + std::to_string(root) + " is not in [0, " +
+                                 std::to_string(size) + ")");
+}
+
+Status CheckPerRankArg(const std::string& what, const std::vector<int64_t>& per_rank, int size) {
+  if (static_cast<int>(per_rank.size()) != size) {
+    return Status::InvalidArgument(what + ": " + std::to_string(per_rank.size()) +
+                                   " per-rank entries for a group of " + std::to_string(size));
+  }
+  for (int64_t x : per_rank) {
+    if (x < 0) return Status::InvalidArgument(what + ": negative per-rank size");
+  }
+  return Status::OK();
+}
+
 Status Communicator::ReduceScatter(const void* in, void* out,
                                    const std::vector<int64_t>& counts_per_rank, DataType dtype,
                                    ReduceOp op) {

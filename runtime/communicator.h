@@ -58,12 +58,19 @@ class Communicator {
   // Reduces `in` (sum of counts_per_rank elements) across members; member i receives its
   // counts_per_rank[i] elements of the result in `out`. Default: allreduce into a scratch
   // copy, then slice; backends override with a real reduce-scatter.
-  virtual Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
-                               DataType dtype, ReduceOp op);
+  virtual Status ReduceScatter(const void* in, void* out,
+                               const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                               ReduceOp op);
 
   // Fails every blocked and future call with kAborted. Thread-safe.
   virtual void Abort() = 0;
 };
+
+// Argument checks shared by the backends; `what` names the op and the rank in the message.
+// A root outside [0, size) / a per-rank list of the wrong length or with a negative entry is
+// kInvalidArgument.
+Status CheckRootArg(const std::string& what, int root, int size);
+Status CheckPerRankArg(const std::string& what, const std::vector<int64_t>& per_rank, int size);
 
 }  // namespace hvd::runtime
 

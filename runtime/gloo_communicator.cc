@@ -64,8 +64,10 @@ class GlooCommunicator final : public Communicator {
   template <typename Body>
   Status Guard(const std::string& op, Body&& body);
   std::string What(const std::string& op) const;
-  Status CheckRoot(const char* op, int root) const;
-  Status CheckPerRank(const char* op, const std::vector<int64_t>& v) const;
+  Status CheckRoot(const char* op, int root) const { return CheckRootArg(What(op), root, size_); }
+  Status CheckPerRank(const char* op, const std::vector<int64_t>& v) const {
+    return CheckPerRankArg(What(op), v, size_);
+  }
   // Allgather as a bytewise-OR allreduce in which every rank contributes only its own part
   // (zeros elsewhere), on gloo's legacy algorithms; used for the small endpoint exchange, which
   // must work before the failure machinery is set up. Throws.
@@ -146,23 +148,6 @@ Status GlooCommunicator::Guard(const std::string& op, Body&& body) {
   std::lock_guard<std::mutex> lock(abort_mu_);
   sockets_.Shutdown();
   return broken_;
-}
-
-Status GlooCommunicator::CheckRoot(const char* op, int root) const {
-  if (root >= 0 && root < size_) return Status::OK();
-  return Status::InvalidArgument(What(op) + ": root " + std::to_string(root) + " is not in [0, " +
-                                 std::to_string(size_) + ")");
-}
-
-Status GlooCommunicator::CheckPerRank(const char* op, const std::vector<int64_t>& v) const {
-  if (static_cast<int>(v.size()) != size_) {
-    return Status::InvalidArgument(What(op) + ": " + std::to_string(v.size()) +
-                                   " per-rank entries for a group of " + std::to_string(size_));
-  }
-  for (int64_t x : v) {
-    if (x < 0) return Status::InvalidArgument(What(op) + ": negative per-rank size");
-  }
-  return Status::OK();
 }
 
 Status GlooCommunicator::GatherBytes(const std::string& in, int root,

@@ -108,8 +108,10 @@ class MpiCommunicator final : public Communicator {
   // communicator.
   Status Run(const std::string& op, const std::function<int(MPI_Request*)>& post);
   Status Bitwise(std::vector<uint64_t>* bits, MPI_Op op);
-  Status CheckRoot(const char* op, int root) const;
-  Status CheckPerRank(const char* op, const std::vector<int64_t>& v) const;
+  Status CheckRoot(const char* op, int root) const { return CheckRootArg(What(op), root, size_); }
+  Status CheckPerRank(const char* op, const std::vector<int64_t>& v) const {
+    return CheckPerRankArg(What(op), v, size_);
+  }
 
   MPI_Comm comm_;
   MpiSession* const session_;
@@ -129,18 +131,6 @@ Status MpiCommunicator::Run(const std::string& op, const std::function<int(MPI_R
                                : MpiError(rc, What(op));
   if (!s.ok()) broken_ = s;
   return s;
-}
-
-Status MpiCommunicator::CheckRoot(const char* op, int root) const {
-  if (root >= 0 && root < size_) return Status::OK();
-  return Status::InvalidArgument(What(op) + ": root " + std::to_string(root) + " is not in [0, " +
-                                 std::to_string(size_) + ")");
-}
-
-Status MpiCommunicator::CheckPerRank(const char* op, const std::vector<int64_t>& v) const {
-  if (static_cast<int>(v.size()) == size_) return Status::OK();
-  return Status::InvalidArgument(What(op) + ": " + std::to_string(v.size()) +
-                                 " per-rank entries for a group of " + std::to_string(size_));
 }
 
 Status MpiCommunicator::GatherBytes(const std::string& in, int root,

@@ -44,8 +44,10 @@ class ShmCommunicator final : public Communicator {
   void Abort() override { ch_->Abort(); }
 
  private:
-  Status CheckRoot(int root) const;
-  Status CheckPerRank(const std::vector<int64_t>& v) const;
+  Status CheckRoot(int root) const { return CheckRootArg(ch_->What(), root, size_); }
+  Status CheckPerRank(const std::vector<int64_t>& v) const {
+    return CheckPerRankArg(ch_->What(), v, size_);
+  }
   // The data rounds of an alltoall, after the size exchange (see Alltoallv).
   Status AlltoallPieces(const char* in, const std::vector<int64_t>& send_off,
                         const std::vector<int64_t>& send_bytes, char* out,
@@ -60,23 +62,6 @@ class ShmCommunicator final : public Communicator {
   const size_t half_;
   std::vector<char> scratch_;  // reduce-scatter input copy when in/out overlap; grown only
 };
-
-Status ShmCommunicator::CheckRoot(int root) const {
-  if (root >= 0 && root < size_) return Status::OK();
-  return Status::InvalidArgument(ch_->What() + ": root " + std::to_string(root) +
-                                 " is not in [0, " + std::to_string(size_) + ")");
-}
-
-Status ShmCommunicator::CheckPerRank(const std::vector<int64_t>& v) const {
-  if (static_cast<int>(v.size()) != size_) {
-    return Status::InvalidArgument(ch_->What() + ": " + std::to_string(v.size()) +
-                                   " per-rank entries for a group of " + std::to_string(size_));
-  }
-  for (int64_t x : v) {
-    if (x < 0) return Status::InvalidArgument(ch_->What() + ": negative per-rank size");
-  }
-  return Status::OK();
-}
 
 Status ShmCommunicator::GatherBytes(const std::string& in, int root,
                                     std::vector<std::string>* out) {

@@ -99,8 +99,10 @@ class TcpCommunicator final : public Communicator {
   std::string What(const std::string& op) const {
     return "tcp " + op + " on rank " + std::to_string(rank_) + " of " + std::to_string(size_);
   }
-  Status CheckRoot(const char* op, int root) const;
-  Status CheckPerRank(const char* op, const std::vector<int64_t>& v) const;
+  Status CheckRoot(const char* op, int root) const { return CheckRootArg(What(op), root, size_); }
+  Status CheckPerRank(const char* op, const std::vector<int64_t>& v) const {
+    return CheckPerRankArg(What(op), v, size_);
+  }
   Status Bitwise(std::vector<uint64_t>* bits, bool is_and);
   Status Reduce(char* buf, int64_t count, const TcpReducer& red, const std::string& w);
   bool UseDirect(size_t message_bytes) const {
@@ -130,23 +132,6 @@ Status TcpCommunicator::Guard(const std::string& op, Body&& body) {
   // Make the peers notice now rather than at their own timeouts.
   transport_->Shutdown();
   return st;
-}
-
-Status TcpCommunicator::CheckRoot(const char* op, int root) const {
-  if (root >= 0 && root < size_) return Status::OK();
-  return Status::InvalidArgument(What(op) + ": root " + std::to_string(root) + " is not in [0, " +
-                                 std::to_string(size_) + ")");
-}
-
-Status TcpCommunicator::CheckPerRank(const char* op, const std::vector<int64_t>& v) const {
-  if (static_cast<int>(v.size()) != size_) {
-    return Status::InvalidArgument(What(op) + ": " + std::to_string(v.size()) +
-                                   " per-rank entries for a group of " + std::to_string(size_));
-  }
-  for (int64_t x : v) {
-    if (x < 0) return Status::InvalidArgument(What(op) + ": negative per-rank size");
-  }
-  return Status::OK();
 }
 
 Status TcpCommunicator::Reduce(char* buf, int64_t count, const TcpReducer& red,
