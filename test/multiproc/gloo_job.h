@@ -1,35 +1,18 @@
 #ifndef HVD_TEST_MULTIPROC_GLOO_JOB_H_
 #define HVD_TEST_MULTIPROC_GLOO_JOB_H_
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "common/job_key.h"
-#include "launcher/rendezvous_server.h"
 #include "runtime/communicator.h"
+#include "test/multiproc/forked_job.h"
 
 namespace hvd::test {
 
-// What became of one forked rank.
-struct RankOutcome {
-  bool exited = false;  // true: exit_code is valid; false: killed by `signal` (or timed out)
-  int exit_code = -1;
-  int signal = 0;
-};
-
-// GlooJob runs one Gloo group as real forked processes, gloo's MultiProcTest style: the
-// parent (the gtest process) serves a real launcher::RendezvousServer; each child connects a
-// control::KvClient to it, builds its communicator with CreateGlooCommunicator and runs the
-// test body, whose return value is the child's exit code (0 = pass; the body prints why it
-// failed). Children call _exit and never return into gtest.
-//
-// Safety nets: every child arms alarm(child_alarm); the parent waits at most `deadline` and
-// SIGKILLs every remaining child on a deadline or as soon as one child fails unexpectedly.
+// GlooJob runs one Gloo group as real forked processes (ForkedJob): each child builds its
+// communicator with CreateGlooCommunicator over its KvClient and runs the test body.
 class GlooJob {
  public:
   using Body = std::function<int(runtime::Communicator& comm)>;
@@ -44,28 +27,16 @@ class GlooJob {
   };
 
   explicit GlooJob(Options options);
-  ~GlooJob();
 
   // Forks the ranks, waits for all of them; one outcome per rank.
   std::vector<RankOutcome> Run(const Body& body);
 
-  const std::string& error() const { return error_; }
+  const std::string& error() const { return job_.error(); }
 
  private:
-  [[noreturn]] void RunChild(int rank, const Body& body);
-  bool IsVictim(int rank) const;
-  void KillAll(int signal);
-
   Options options_;
-  control::JobKey key_{};
-  std::string job_id_;
-  std::unique_ptr<launcher::RendezvousServer> server_;
-  std::vector<pid_t> children_;
-  std::string error_;
+  ForkedJob job_;
 };
-
-// "rank 2: exit 0" / "rank 1: signal 9", for failure messages.
-std::string Describe(const std::vector<RankOutcome>& outcomes);
 
 }  // namespace hvd::test
 

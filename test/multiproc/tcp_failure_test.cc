@@ -249,7 +249,7 @@ TEST(TcpFailure, WrongKeyAndStrayConnectionsAreRefusedWithoutDisturbingTheJob) {
         return 0;
       });
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
-  for (const TcpOutcome& o : outcomes)
+  for (const RankOutcome& o : outcomes)
     EXPECT_TRUE(o.exited && o.exit_code == 0) << Describe(outcomes);
 }
 

@@ -1,0 +1,134 @@
+#include "test/multiproc/forked_job.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+namespace hvd::test {
+namespace {
+std::atomic<int> g_job_counter{0};
+}
+
+std::string Describe(const std::vector<RankOutcome>& outcomes) {
+  std::string out;
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    out += "process " + std::to_string(i) + ": ";
+    out += outcomes[i].exited ? "exit " + std::to_string(outcomes[i].exit_code)
+                              : "signal " + std::to_string(outcomes[i].signal);
+    out += "; ";
+  }
+  return out;
+}
+
+ForkedJob::ForkedJob(const std::string& name, Options options) : options_(std::move(options)) {
+  for (size_t i = 0; i < key_.size(); ++i) key_[i] = static_cast<uint8_t>(i * 7 + 1);
+  job_id_ = name + "-" + std::to_string(getpid()) + "-" + std::to_string(g_job_counter++);
+  scope_ = "test/" + job_id_;
+  launcher::RendezvousServerOptions server_options;
+  server_options.key = key_;
+  server_options.job_id = job_id_;
+  auto server = launcher::RendezvousServer::Start(server_options);
+  if (!server.ok()) {
+    error_ = server.status().ToString();
+    return;
+  }
+  server_ = std::move(server).value();
+}
+
+ForkedJob::~ForkedJob() { KillAll(); }
+
+uint16_t ForkedJob::kv_port() const { return server_ ? server_->port() : 0; }
+
+bool ForkedJob::IsVictim(int index) const {
+  return std::find(options_.victims.begin(), options_.victims.end(), index) !=
+         options_.victims.end();
+}
+
+void ForkedJob::KillAll() {
+  for (pid_t pid : children_) {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+  children_.clear();
+}
+
+std::vector<RankOutcome> ForkedJob::Run(int count, const ChildBody& body) {
+  std::vector<RankOutcome> outcomes(static_cast<size_t>(count));
+  if (!server_) return outcomes;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pids_.clear();
+  for (int i = 0; i < count; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      alarm(options_.child_alarm);
+      auto kv = control::KvClient::Connect("127.0.0.1", server_->port(), key_, job_id_,
+                                           std::chrono::seconds(10));
+      if (!kv.ok()) {
+        std::fprintf(stderr, "process %d: kv connect: %s\n", i, kv.status().ToString().c_str());
+        _exit(3);
+      }
+      const int code = body(i, **kv);
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(code);
+    }
+    children_.push_back(pid);
+    pids_.push_back(pid);
+  }
+  bool has_survivors = false;
+  for (int i = 0; i < count; ++i) has_survivors = has_survivors || !IsVictim(i);
+  const auto deadline = std::chrono::steady_clock::now() + options_.deadline;
+  int remaining = count;
+  while (remaining > 0) {
+    bool progressed = false;
+    for (int i = 0; i < count; ++i) {
+      const pid_t pid = children_[i];
+      if (pid <= 0) continue;
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) != pid) continue;
+      progressed = true;
+      children_[i] = -1;
+      --remaining;
+      RankOutcome& out = outcomes[i];
+      out.exited = WIFEXITED(status);
+      out.exit_code = out.exited ? WEXITSTATUS(status) : -1;
+      out.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      if (!IsVictim(i) && !(out.exited && out.exit_code == 0)) {
+        error_ = "process " + std::to_string(i) + " failed; killing the others";
+        KillAll();
+        return outcomes;
+      }
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      error_ = "deadline passed; killing the remaining processes";
+      KillAll();
+      return outcomes;
+    }
+    // Survivors are done while a stopped victim lingers: it is ours to reap. (A job of
+    // victims only has no survivors to wait for: its children run until they end.)
+    bool only_victims = remaining > 0 && has_survivors;
+    for (int i = 0; i < count; ++i) {
+      if (children_[i] > 0 && !IsVictim(i)) only_victims = false;
+    }
+    if (only_victims) {
+      for (int i = 0; i < count; ++i) {
+        if (children_[i] > 0) outcomes[i].signal = SIGKILL;
+      }
+      KillAll();
+      return outcomes;
+    }
+    if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  children_.clear();
+  return outcomes;
+}
+
+}  // namespace hvd::test
