@@ -22,6 +22,21 @@ Status CheckPerRankArg(const std::string& what, const std::vector<int64_t>& per_
   return Status::OK();
 }
 
+std::string AllreduceOpName(int64_t count, DataType dtype, ReduceOp op) {
+  return std::string("allreduce (") + DataTypeName(dtype) + " " + ReduceOpName(op) + ", " +
+         std::to_string(count) + " elements)";
+}
+
+Status CheckAllreduceArgs(const std::string& what, const void* buffer, int64_t count, ReduceOp op) {
+  if (count < 0 || (count > 0 && buffer == nullptr)) {
+    return Status::InvalidArgument(what + ": bad buffer");
+  }
+  if (op == ReduceOp::kAdasum) {
+    return Status::Unimplemented(what + ": Adasum is not an elementwise reduction");
+  }
+  return Status::OK();
+}
+
 Status Communicator::ReduceScatter(const void* in, void* out,
                                    const std::vector<int64_t>& counts_per_rank, DataType dtype,
                                    ReduceOp op) {

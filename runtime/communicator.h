@@ -71,6 +71,11 @@ class Communicator {
 // kInvalidArgument.
 Status CheckRootArg(const std::string& what, int root, int size);
 Status CheckPerRankArg(const std::string& what, const std::vector<int64_t>& per_rank, int size);
+// "allreduce (float32 Sum, 1000 elements)": how backends name an allreduce in messages.
+std::string AllreduceOpName(int64_t count, DataType dtype, ReduceOp op);
+// A negative count or a NULL buffer with elements is kInvalidArgument ("<what>: bad buffer");
+// Adasum, which is not elementwise, is kUnimplemented.
+Status CheckAllreduceArgs(const std::string& what, const void* buffer, int64_t count, ReduceOp op);
 
 }  // namespace hvd::runtime
 

@@ -217,14 +217,8 @@ void GlooCommunicator::RunWidth(void* buffer, size_t count, DataType dtype, Redu
 }
 
 Status GlooCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
-  const std::string op_name = std::string("allreduce (") + DataTypeName(dtype) + " " +
-                              ReduceOpName(op) + ", " + std::to_string(count) + " elements)";
-  if (count < 0 || (count > 0 && buffer == nullptr)) {
-    return Status::InvalidArgument(What(op_name) + ": bad buffer");
-  }
-  if (op == ReduceOp::kAdasum) {
-    return Status::Unimplemented(What(op_name) + ": Adasum is not an elementwise reduction");
-  }
+  const std::string op_name = AllreduceOpName(count, dtype, op);
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(What(op_name), buffer, count, op));
   if (count == 0) return Guard(op_name, [] {});
   if (count > INT_MAX) {
     return Status::InvalidArgument(What(op_name) + ": more than INT_MAX elements per call");

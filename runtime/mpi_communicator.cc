@@ -185,14 +185,8 @@ Status MpiCommunicator::Bitwise(std::vector<uint64_t>* bits, MPI_Op op) {
 }
 
 Status MpiCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
-  const std::string what = std::string("allreduce (") + DataTypeName(dtype) + " " +
-                           ReduceOpName(op) + ", " + std::to_string(count) + " elements)";
-  if (count < 0 || (count > 0 && buffer == nullptr)) {
-    return Status::InvalidArgument(What(what) + ": bad buffer");
-  }
-  if (op == ReduceOp::kAdasum) {
-    return Status::Unimplemented(What(what) + ": Adasum is not an elementwise reduction");
-  }
+  const std::string what = AllreduceOpName(count, dtype, op);
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(What(what), buffer, count, op));
   if (count > INT_MAX) {
     return Status::InvalidArgument(What(what) + ": more than INT_MAX elements per call");
   }

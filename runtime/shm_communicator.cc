@@ -171,14 +171,8 @@ Status ShmCommunicator::Barrier() {
 }
 
 Status ShmCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
-  HVD_RETURN_IF_ERROR(ch_->Start(std::string("allreduce (") + DataTypeName(dtype) + " " +
-                                 ReduceOpName(op) + ", " + std::to_string(count) + " elements)"));
-  if (count < 0 || (count > 0 && buffer == nullptr)) {
-    return Status::InvalidArgument(ch_->What() + ": bad buffer");
-  }
-  if (op == ReduceOp::kAdasum) {
-    return Status::Unimplemented(ch_->What() + ": Adasum is not an elementwise reduction");
-  }
+  HVD_RETURN_IF_ERROR(ch_->Start(AllreduceOpName(count, dtype, op)));
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(ch_->What(), buffer, count, op));
   if (count == 0 || size_ == 1) return Status::OK();
   return ShmAllreduce(*ch_, static_cast<char*>(buffer), count, dtype, op);
 }

@@ -151,14 +151,8 @@ Status TcpCommunicator::Bitwise(std::vector<uint64_t>* bits, bool is_and) {
 }
 
 Status TcpCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
-  const std::string op_name = std::string("allreduce (") + DataTypeName(dtype) + " " +
-                              ReduceOpName(op) + ", " + std::to_string(count) + " elements)";
-  if (count < 0 || (count > 0 && buffer == nullptr)) {
-    return Status::InvalidArgument(What(op_name) + ": bad buffer");
-  }
-  if (op == ReduceOp::kAdasum) {
-    return Status::Unimplemented(What(op_name) + ": Adasum is not an elementwise reduction");
-  }
+  const std::string op_name = AllreduceOpName(count, dtype, op);
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(What(op_name), buffer, count, op));
   TcpReducer red;
   red.elem = DataTypeSize(dtype);
   red.fn = [dtype, op](void* dst, const void* src, int64_t n) {
