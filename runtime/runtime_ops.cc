@@ -33,6 +33,9 @@ Status CheckTensor(const TensorSpec& t, const char* what) {
   return Status::OK();
 }
 
+// The request for one tensor. Only reducing ops carry the caller's reduce op and scale
+// factors; the others keep Request's neutral defaults (Sum, 1.0), so validation on rank 0
+// never compares options that do not apply.
 Request BaseRequest(OpType type, const std::string& name, const TensorSpec& t, const OpOptions& o) {
   Request r;
   r.type = type;
@@ -40,9 +43,23 @@ Request BaseRequest(OpType type, const std::string& name, const TensorSpec& t, c
   r.dtype = t.dtype;
   r.shape = t.shape;
   r.device = t.device;
-  r.reduce_op = o.reduce_op;
-  r.prescale = o.prescale;
-  r.postscale = o.postscale;
+  if (type == OpType::kAllreduce || type == OpType::kReducescatter) {
+    r.reduce_op = o.reduce_op;
+    r.prescale = o.prescale;
+    r.postscale = o.postscale;
+  }
+  return r;
+}
+
+// The request for member `i` of `n` tensors enqueued under `base`: a grouped op names its
+// members "<base>.<i>" and marks them as one group; otherwise the tensor is `base` itself.
+Request MemberRequest(OpType type, const std::string& base, size_t i, size_t n, bool grouped,
+                      const TensorSpec& t, const OpOptions& o) {
+  Request r = BaseRequest(type, grouped ? base + "." + std::to_string(i) : base, t, o);
+  if (grouped) {
+    r.group = base;
+    r.group_size = static_cast<int32_t>(n);
+  }
   return r;
 }
 
@@ -134,12 +151,8 @@ Result<int64_t> Runtime::EnqueueAllreduce(const std::vector<TensorSpec>& inputs,
     if (outputs[i].shape != inputs[i].shape || outputs[i].dtype != inputs[i].dtype) {
       return Status::InvalidArgument("allreduce output must have the input's dtype and shape");
     }
-    const std::string name = grouped ? base + "." + std::to_string(i) : base;
-    entries[i].request = BaseRequest(OpType::kAllreduce, name, inputs[i], o);
-    if (grouped) {
-      entries[i].request.group = base;
-      entries[i].request.group_size = static_cast<int32_t>(inputs.size());
-    }
+    entries[i].request =
+        MemberRequest(OpType::kAllreduce, base, i, inputs.size(), grouped, inputs[i], o);
     entries[i].input = inputs[i].data;
     entries[i].output = outputs[i].data;
   }
@@ -155,14 +168,8 @@ Result<int64_t> Runtime::EnqueueAllgather(const std::vector<TensorSpec>& inputs,
   std::vector<TensorEntry> entries(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "allgather input"));
-    const std::string name = grouped ? base + "." + std::to_string(i) : base;
-    entries[i].request = BaseRequest(OpType::kAllgather, name, inputs[i], o);
-    entries[i].request.reduce_op = ReduceOp::kSum;
-    entries[i].request.prescale = entries[i].request.postscale = 1.0;
-    if (grouped) {
-      entries[i].request.group = base;
-      entries[i].request.group_size = static_cast<int32_t>(inputs.size());
-    }
+    entries[i].request =
+        MemberRequest(OpType::kAllgather, base, i, inputs.size(), grouped, inputs[i], o);
     entries[i].input = inputs[i].data;
     entries[i].output_index = static_cast<int32_t>(i);
   }
@@ -187,8 +194,6 @@ Result<int64_t> Runtime::EnqueueBroadcast(const TensorSpec& input, const TensorS
   TensorEntry e;
   e.request = BaseRequest(OpType::kBroadcast, o.name.empty() ? GeneratedName("broadcast") : o.name,
                           input, o);
-  e.request.reduce_op = ReduceOp::kSum;
-  e.request.prescale = e.request.postscale = 1.0;
   e.request.root = static_cast<int32_t>(it - ranks.begin());
   e.input = input.data;
   e.output = output.data;
@@ -204,8 +209,6 @@ Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOption
   TensorEntry e;
   e.request =
       BaseRequest(OpType::kAlltoall, o.name.empty() ? GeneratedName("alltoall") : o.name, input, o);
-  e.request.reduce_op = ReduceOp::kSum;
-  e.request.prescale = e.request.postscale = 1.0;
   if (!input.shape.empty() && o.has_splits) {
     if (static_cast<int64_t>(o.splits.size()) != n) {
       return Status::InvalidArgument("alltoall: got " + std::to_string(o.splits.size()) +
@@ -245,12 +248,8 @@ Result<int64_t> Runtime::EnqueueReducescatter(const std::vector<TensorSpec>& inp
   std::vector<TensorEntry> entries(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "reducescatter input"));
-    const std::string name = grouped ? base + "." + std::to_string(i) : base;
-    entries[i].request = BaseRequest(OpType::kReducescatter, name, inputs[i], o);
-    if (grouped) {
-      entries[i].request.group = base;
-      entries[i].request.group_size = static_cast<int32_t>(inputs.size());
-    }
+    entries[i].request =
+        MemberRequest(OpType::kReducescatter, base, i, inputs.size(), grouped, inputs[i], o);
     entries[i].input = inputs[i].data;
     entries[i].output_index = static_cast<int32_t>(i);
   }
