@@ -12,6 +12,7 @@
 #include "runtime/data_type.h"
 #include "runtime/reduction.h"
 #include "test/multiproc/gloo_job.h"
+#include "test/multiproc/known_values.h"
 
 namespace hvd::test {
 namespace {
@@ -20,107 +21,7 @@ using runtime::Communicator;
 using runtime::DataType;
 using runtime::ReduceOp;
 
-constexpr DataType kAllTypes[] = {DataType::kUInt8,   DataType::kInt8,     DataType::kUInt16,
-                                  DataType::kInt16,   DataType::kInt32,    DataType::kInt64,
-                                  DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
-                                  DataType::kFloat64, DataType::kBool};
 constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
-
-// Rank r's element i: small integers (exact in every type, products of 3 ranks fit in int8);
-// bool alternates.
-double Value(DataType dtype, int rank, size_t i) {
-  if (dtype == DataType::kBool) return static_cast<double>((rank + i) % 2);
-  return static_cast<double>((rank + i) % 3 + 1);
-}
-
-double Combine(DataType dtype, ReduceOp op, double a, double b) {
-  if (dtype == DataType::kBool) {
-    const bool x = a != 0, y = b != 0;
-    return (op == ReduceOp::kMin || op == ReduceOp::kProduct) ? (x && y) : (x || y);
-  }
-  switch (op) {
-    case ReduceOp::kMin:
-      return std::min(a, b);
-    case ReduceOp::kMax:
-      return std::max(a, b);
-    case ReduceOp::kProduct:
-      return a * b;
-    default:
-      return a + b;
-  }
-}
-
-void Store(DataType dtype, void* base, size_t i, double v) {
-  switch (dtype) {
-    case DataType::kUInt8:
-      static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v);
-      break;
-    case DataType::kBool:
-      static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v);
-      break;
-    case DataType::kInt8:
-      static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v);
-      break;
-    case DataType::kUInt16:
-      static_cast<uint16_t*>(base)[i] = static_cast<uint16_t>(v);
-      break;
-    case DataType::kInt16:
-      static_cast<int16_t*>(base)[i] = static_cast<int16_t>(v);
-      break;
-    case DataType::kInt32:
-      static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v);
-      break;
-    case DataType::kInt64:
-      static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v);
-      break;
-    case DataType::kFloat16:
-      static_cast<uint16_t*>(base)[i] = runtime::FloatToHalf(static_cast<float>(v));
-      break;
-    case DataType::kBFloat16:
-      static_cast<uint16_t*>(base)[i] = runtime::FloatToBFloat16(static_cast<float>(v));
-      break;
-    case DataType::kFloat32:
-      static_cast<float*>(base)[i] = static_cast<float>(v);
-      break;
-    case DataType::kFloat64:
-      static_cast<double*>(base)[i] = v;
-      break;
-  }
-}
-
-double Load(DataType dtype, const void* base, size_t i) {
-  switch (dtype) {
-    case DataType::kUInt8:
-      return static_cast<const uint8_t*>(base)[i];
-    case DataType::kBool:
-      return static_cast<const uint8_t*>(base)[i];
-    case DataType::kInt8:
-      return static_cast<const int8_t*>(base)[i];
-    case DataType::kUInt16:
-      return static_cast<const uint16_t*>(base)[i];
-    case DataType::kInt16:
-      return static_cast<const int16_t*>(base)[i];
-    case DataType::kInt32:
-      return static_cast<const int32_t*>(base)[i];
-    case DataType::kInt64:
-      return static_cast<double>(static_cast<const int64_t*>(base)[i]);
-    case DataType::kFloat16:
-      return runtime::HalfToFloat(static_cast<const uint16_t*>(base)[i]);
-    case DataType::kBFloat16:
-      return runtime::BFloat16ToFloat(static_cast<const uint16_t*>(base)[i]);
-    case DataType::kFloat32:
-      return static_cast<const float*>(base)[i];
-    case DataType::kFloat64:
-      return static_cast<const double*>(base)[i];
-  }
-  return 0;
-}
-
-double Expected(DataType dtype, ReduceOp op, int size, size_t i) {
-  double acc = Value(dtype, 0, i);
-  for (int r = 1; r < size; ++r) acc = Combine(dtype, op, acc, Value(dtype, r, i));
-  return acc;
-}
 
 #define CHILD_CHECK(cond, ...)                                \
   do {                                                        \
