@@ -174,7 +174,9 @@ TEST_F(TimelineDirTest, DynamicStartStopAndRestartIntoANewFile) {
   RunRanks(
       2,
       [&](int rank, runtime::Runtime& rt) {
+        // Init alone creates nothing (both ranks look before either starts the timeline)
         EXPECT_FALSE(std::filesystem::exists(first));
+        sync.arrive_and_wait();
         // When the timeline is started, an op runs, it is stopped, another op runs, and it
         // is restarted into a second file (rank 1 names its own path: it must not write)
         const std::string mine = rank == 0 ? first : Path("rank1.json");
