@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <span>
 #include <string>
 
 #include "common/env_registry.h"
@@ -86,36 +87,54 @@ hvd::Result<TensorSpec> ToSpec(const hvd_tensor_t* t) {
   TensorSpec s;
   s.data = t->data;
   s.dtype = static_cast<DataType>(t->dtype);
-  s.shape.assign(t->shape, t->shape + t->ndim);
+  s.shape = hvd::runtime::TensorShape(t->shape, static_cast<size_t>(t->ndim));
   s.device = t->device;
   return s;
 }
 
-hvd::Result<std::vector<TensorSpec>> ToSpecs(const hvd_tensor_t* t, int32_t count) {
+// A grouped call's descriptors, converted into `*out` (the caller's reused scratch).
+Status ToSpecs(const hvd_tensor_t* t, int32_t count, std::vector<TensorSpec>* out) {
   if (t == nullptr || count <= 0) {
     return Status::InvalidArgument("tensor list must be non-NULL with count > 0");
   }
-  std::vector<TensorSpec> out;
+  out->clear();
   for (int32_t i = 0; i < count; ++i) {
     HVD_ASSIGN_OR_RETURN(TensorSpec s, ToSpec(&t[i]));
-    out.push_back(std::move(s));
+    out->push_back(s);
   }
-  return out;
+  return Status::OK();
 }
 
-OpOptions ToOptions(const hvd_op_options_t* o) {
+// Per-thread scratch of the enqueue calls: converting a call's descriptors and options
+// allocates nothing once the thread has made a similar call (bench/README.md).
+struct CallScratch {
+  std::vector<TensorSpec> inputs, outputs;
+  OpOptions options;
+};
+
+CallScratch& Scratch() {
+  thread_local CallScratch scratch;
+  return scratch;
+}
+
+const OpOptions& ToOptions(const hvd_op_options_t* o) {
   hvd_op_options_t defaults;
   hvd_op_options_init(&defaults);
   if (o == nullptr) o = &defaults;
-  OpOptions out;
-  if (o->name != nullptr) out.name = o->name;
+  OpOptions& out = Scratch().options;
+  if (o->name != nullptr) {
+    out.name.assign(o->name);
+  } else {
+    out.name.clear();
+  }
   out.reduce_op = static_cast<ReduceOp>(o->reduce_op);
   out.prescale = o->prescale_factor;
   out.postscale = o->postscale_factor;
   out.root_rank = o->root_rank;
   out.process_set_id = o->process_set_id;
-  if (o->splits != nullptr) {
-    out.has_splits = true;
+  out.has_splits = o->splits != nullptr;
+  out.splits.clear();
+  if (out.has_splits) {
     out.splits.assign(o->splits, o->splits + std::max<int32_t>(o->num_splits, 0));
   }
   return out;
@@ -225,16 +244,20 @@ hvd_status_t hvd_allreduce(const hvd_tensor_t* input, hvd_tensor_t* output,
   return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
     HVD_ASSIGN_OR_RETURN(TensorSpec in, ToSpec(input));
     HVD_ASSIGN_OR_RETURN(TensorSpec out, ToSpec(output));
-    return Default().EnqueueAllreduce({in}, {out}, ToOptions(options), false);
+    return Default().EnqueueAllreduce(std::span(&in, 1), std::span(&out, 1), ToOptions(options),
+                                      false);
   });
 }
 
 hvd_status_t hvd_grouped_allreduce(const hvd_tensor_t* inputs, hvd_tensor_t* outputs, int32_t count,
                                    const hvd_op_options_t* options, hvd_handle_t* handle) {
   return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
-    HVD_ASSIGN_OR_RETURN(std::vector<TensorSpec> in, ToSpecs(inputs, count));
-    HVD_ASSIGN_OR_RETURN(std::vector<TensorSpec> out, ToSpecs(outputs, count));
-    return Default().EnqueueAllreduce(in, out, ToOptions(options), true);
+    CallScratch& scratch = Scratch();
+    HVD_RETURN_IF_ERROR(ToSpecs(inputs, count, &scratch.inputs));
+    HVD_RETURN_IF_ERROR(ToSpecs(outputs, count, &scratch.outputs));
+    return Default().EnqueueAllreduce(std::span<const TensorSpec>(scratch.inputs),
+                                      std::span<const TensorSpec>(scratch.outputs),
+                                      ToOptions(options), true);
   });
 }
 
@@ -242,15 +265,17 @@ hvd_status_t hvd_allgather(const hvd_tensor_t* input, const hvd_op_options_t* op
                            hvd_handle_t* handle) {
   return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
     HVD_ASSIGN_OR_RETURN(TensorSpec in, ToSpec(input));
-    return Default().EnqueueAllgather({in}, ToOptions(options), false);
+    return Default().EnqueueAllgather(std::span(&in, 1), ToOptions(options), false);
   });
 }
 
 hvd_status_t hvd_grouped_allgather(const hvd_tensor_t* inputs, int32_t count,
                                    const hvd_op_options_t* options, hvd_handle_t* handle) {
   return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
-    HVD_ASSIGN_OR_RETURN(std::vector<TensorSpec> in, ToSpecs(inputs, count));
-    return Default().EnqueueAllgather(in, ToOptions(options), true);
+    CallScratch& scratch = Scratch();
+    HVD_RETURN_IF_ERROR(ToSpecs(inputs, count, &scratch.inputs));
+    return Default().EnqueueAllgather(std::span<const TensorSpec>(scratch.inputs),
+                                      ToOptions(options), true);
   });
 }
 
@@ -275,15 +300,17 @@ hvd_status_t hvd_reducescatter(const hvd_tensor_t* input, const hvd_op_options_t
                                hvd_handle_t* handle) {
   return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
     HVD_ASSIGN_OR_RETURN(TensorSpec in, ToSpec(input));
-    return Default().EnqueueReducescatter({in}, ToOptions(options), false);
+    return Default().EnqueueReducescatter(std::span(&in, 1), ToOptions(options), false);
   });
 }
 
 hvd_status_t hvd_grouped_reducescatter(const hvd_tensor_t* inputs, int32_t count,
                                        const hvd_op_options_t* options, hvd_handle_t* handle) {
   return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
-    HVD_ASSIGN_OR_RETURN(std::vector<TensorSpec> in, ToSpecs(inputs, count));
-    return Default().EnqueueReducescatter(in, ToOptions(options), true);
+    CallScratch& scratch = Scratch();
+    HVD_RETURN_IF_ERROR(ToSpecs(inputs, count, &scratch.inputs));
+    return Default().EnqueueReducescatter(std::span<const TensorSpec>(scratch.inputs),
+                                          ToOptions(options), true);
   });
 }
 

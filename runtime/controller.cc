@@ -55,143 +55,141 @@ bool Controller::MinePending() const {
   return queue_.size() > 0 || !waiting_.empty() || (coordinator_ && !coordinator_->empty());
 }
 
-void Controller::Classify(std::chrono::steady_clock::time_point now, std::vector<Request>* to_send,
-                          std::vector<uint64_t>* hit_bits, std::vector<uint64_t>* invalid_bits) {
-  std::vector<Request> fresh;
-  queue_.PopRequests(&fresh);
-  for (auto& r : fresh) waiting_.push_back({std::move(r), now});
+void Controller::Classify(std::chrono::steady_clock::time_point now) {
+  fresh_.clear();
+  queue_.PopRequests(&fresh_);
+  for (const Request* r : fresh_) waiting_.push_back({r, now});
   const bool aging = config_.stall_check_enabled && config_.stall_check_time.count() > 0;
-  std::vector<Waiting> keep;
-  for (auto& w : waiting_) {
+  size_t kept = 0;
+  for (const Waiting& w : waiting_) {
     uint32_t bit = 0;
     auto state = ResponseCache::State::kMiss;
-    if (Cacheable(w.request.type) && cache_enabled_ && cache_.capacity() > 0) {
-      state = cache_.Lookup(w.request, &bit);
+    if (Cacheable(w.request->type) && cache_enabled_ && cache_.capacity() > 0) {
+      state = cache_.Lookup(*w.request, &bit);
     }
     const bool aged = aging && now - w.since > config_.stall_check_time;
     if (state == ResponseCache::State::kHit && !aged) {
-      SetBit(hit_bits, bit);
-      keep.push_back(std::move(w));
+      SetBit(&hit_bits_, bit);
+      waiting_[kept++] = w;
       continue;
     }
-    if (state == ResponseCache::State::kInvalid) SetBit(invalid_bits, bit);
-    to_send->push_back(std::move(w.request));
+    if (state == ResponseCache::State::kInvalid) SetBit(&invalid_bits_, bit);
+    to_send_.push_back(w.request);
   }
-  waiting_ = std::move(keep);
+  waiting_.resize(kept);
 }
 
-Result<Controller::Agreement> Controller::Agree(bool request_shutdown, bool has_uncached,
-                                                std::vector<uint64_t> hit_bits,
-                                                std::vector<uint64_t> invalid_bits) {
+Result<uint64_t> Controller::Agree(bool request_shutdown) {
   const bool has_invalid =
-      std::any_of(invalid_bits.begin(), invalid_bits.end(), [](uint64_t w) { return w != 0; });
+      std::any_of(invalid_bits_.begin(), invalid_bits_.end(), [](uint64_t w) { return w != 0; });
   const bool pending = MinePending();
   uint64_t word = 0;
   if (!request_shutdown && stall_reason_.empty()) word |= kNoShutdown;
-  if (!has_uncached) word |= kNoUncached;
+  if (to_send_.empty()) word |= kNoUncached;
   if (!has_invalid) word |= kNoInvalid;
   if (!pending) word |= kNothingPending;
   if (pending) word |= kHavePending;
   // A rank with a join in flight has "joined": it has no more tensors of its own.
   if (!joined_) word |= kNoJoined;
-  std::vector<uint64_t> bits(1 + cache_words_);
-  bits[0] = word;
-  std::copy(hit_bits.begin(), hit_bits.end(), bits.begin() + 1);
-  HVD_RETURN_IF_ERROR(comm_->BitwiseAnd(&bits));
-  Agreement a;
-  a.status_word = bits[0];
-  a.common.assign(bits.begin() + 1, bits.end());
-  if ((a.status_word & kNoInvalid) == 0) {
-    HVD_RETURN_IF_ERROR(comm_->BitwiseOr(&invalid_bits));
+  agree_bits_.resize(1 + cache_words_);
+  agree_bits_[0] = word;
+  std::copy(hit_bits_.begin(), hit_bits_.end(), agree_bits_.begin() + 1);
+  HVD_RETURN_IF_ERROR(comm_->BitwiseAnd(&agree_bits_));
+  const uint64_t agreed = agree_bits_[0];
+  common_.assign(agree_bits_.begin() + 1, agree_bits_.end());
+  if ((agreed & kNoInvalid) == 0) {
+    HVD_RETURN_IF_ERROR(comm_->BitwiseOr(&invalid_bits_));
     for (int w = 0; w < cache_words_; ++w) {
-      for (uint64_t m = invalid_bits[w]; m != 0; m &= m - 1) {
+      for (uint64_t m = invalid_bits_[w]; m != 0; m &= m - 1) {
         cache_.Erase(static_cast<uint32_t>(w * 64 + std::countr_zero(m)));
       }
-      a.common[w] &= ~invalid_bits[w];
+      common_[w] &= ~invalid_bits_[w];
     }
   }
-  return a;
+  return agreed;
 }
 
-std::vector<Response> Controller::TakeCommonHits(const std::vector<uint64_t>& common) {
-  std::vector<Response> out;
+void Controller::TakeCommonHits() {
+  hits_.clear();
   for (int w = 0; w < cache_words_; ++w) {
-    for (uint64_t m = common[w]; m != 0; m &= m - 1) {
+    for (uint64_t m = common_[w]; m != 0; m &= m - 1) {
       const uint32_t bit = static_cast<uint32_t>(w * 64 + std::countr_zero(m));
       if (!cache_.Has(bit)) continue;
-      out.push_back(cache_.Get(bit));
+      hits_.push_back(cache_.Get(bit));
       cache_.Touch(bit);
-      const std::string& name = out.back().names[0];
+      const std::string& name = hits_.back().names[0];
       if (coordinator_ && Recording()) {
-        timeline_->timeline().NegotiateStart(name, TimelineOpName(out.back().type));
+        timeline_->timeline().NegotiateStart(name, TimelineOpName(hits_.back().type));
         timeline_->timeline().NegotiateEnd(name);
       }
       auto it = std::find_if(waiting_.begin(), waiting_.end(),
-                             [&](const Waiting& x) { return x.request.name == name; });
+                             [&](const Waiting& x) { return x.request->name == name; });
       if (it != waiting_.end()) waiting_.erase(it);
     }
   }
-  return out;
 }
 
 Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
   const auto now = std::chrono::steady_clock::now();
-  std::vector<Request> to_send;
-  std::vector<uint64_t> hit_bits(cache_words_), invalid_bits(cache_words_);
-  Classify(now, &to_send, &hit_bits, &invalid_bits);
+  to_send_.clear();
+  hit_bits_.assign(cache_words_, 0);
+  invalid_bits_.assign(cache_words_, 0);
+  Classify(now);
   if (stall_ && stall_reason_.empty() && !coordinator_->empty()) {
     // Checked every cycle (cheap: it rate-limits itself); a shutdown verdict raises this
     // rank's shutdown flag in the AND round below, so every member learns it this cycle.
     stall_reason_ = stall_->Check(now, coordinator_->Pending());
   }
-  for (const Request& r : to_send) joined_ = joined_ || r.type == OpType::kJoin;
-  auto agreed =
-      Agree(request_shutdown, !to_send.empty(), std::move(hit_bits), std::move(invalid_bits));
+  for (const Request* r : to_send_) joined_ = joined_ || r->type == OpType::kJoin;
+  auto agreed = Agree(request_shutdown);
   if (!agreed.ok()) {
     return agreed.status().WithContext("negotiation in process set " + std::to_string(id_));
   }
-  const uint64_t word = agreed->status_word;
+  const uint64_t word = *agreed;
   CycleResult result;
   result.any_pending = (word & kNothingPending) == 0;
   result.all_pending = (word & kHavePending) != 0;
   const bool any_joined = (word & kNoJoined) == 0;
   const bool slow =
       (word & (kNoShutdown | kNoUncached)) != (kNoShutdown | kNoUncached) || any_joined;
-  ResponseList list;
   if (!slow) {
-    list.responses = PlanFusion(TakeCommonHits(agreed->common), fusion_);
+    // Fast path: nothing but common hits; every rank plans the same fusion of them.
+    TakeCommonHits();
+    PlanFusion(hits_, fusion_, &fusion_scratch_, &fused_);
+    HVD_RETURN_IF_ERROR(Process(fused_, false, &result));
   } else {
     if (any_joined) {  // hits cannot become common while a rank has joined: send them all
-      for (auto& w : waiting_) to_send.push_back(std::move(w.request));
+      for (const Waiting& w : waiting_) to_send_.push_back(w.request);
       waiting_.clear();
-      std::fill(agreed->common.begin(), agreed->common.end(), 0);
+      std::fill(common_.begin(), common_.end(), 0);
     }
-    auto negotiated =
-        Negotiate(std::move(to_send), request_shutdown, TakeCommonHits(agreed->common));
+    TakeCommonHits();
+    auto negotiated = Negotiate(request_shutdown);
     if (!negotiated.ok()) {
       return negotiated.status().WithContext("negotiation in process set " + std::to_string(id_));
     }
-    list = std::move(negotiated).value();
+    HVD_RETURN_IF_ERROR(Process(negotiated->responses, !any_joined, &result));
+    result.shutdown = negotiated->shutdown;
+    result.shutdown_reason = std::move(negotiated->shutdown_reason);
   }
-  HVD_RETURN_IF_ERROR(Process(list, slow && !any_joined, &result));
-  result.shutdown = list.shutdown;
-  result.shutdown_reason = list.shutdown_reason;
   result.mine_pending = MinePending();
   return result;
 }
 
-Result<ResponseList> Controller::Negotiate(std::vector<Request> to_send, bool request_shutdown,
-                                           std::vector<Response> cached) {
+Result<ResponseList> Controller::Negotiate(bool request_shutdown) {
   RequestList mine;
-  for (auto& r : to_send) r.rank = comm_->rank();
-  mine.requests = std::move(to_send);
+  mine.requests.reserve(to_send_.size());
+  for (const Request* r : to_send_) {
+    mine.requests.push_back(*r);
+    mine.requests.back().rank = comm_->rank();
+  }
   mine.shutdown = request_shutdown;
   std::vector<std::string> gathered;
   HVD_RETURN_IF_ERROR(comm_->GatherBytes(EncodeRequestList(mine), 0, &gathered));
   std::string encoded;
   if (comm_->rank() == 0) {
     bool malformed = false;
-    ResponseList out = CoordinateLocked(gathered, std::move(cached), &malformed);
+    ResponseList out = CoordinateLocked(gathered, &malformed);
     if (malformed) HVD_LOG_ERROR("process set {}: dropped a malformed request list", id_);
     encoded = EncodeResponseList(out);
   }
@@ -199,8 +197,7 @@ Result<ResponseList> Controller::Negotiate(std::vector<Request> to_send, bool re
   return DecodeResponseList(encoded);
 }
 
-ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists,
-                                          std::vector<Response> cached, bool* malformed) {
+ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists, bool* malformed) {
   const auto now = std::chrono::steady_clock::now();
   ResponseList out;
   const bool recording = Recording();
@@ -227,9 +224,11 @@ ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists,
       for (const std::string& name : response.names) timeline_->timeline().NegotiateEnd(name);
     }
   }
-  cached.insert(cached.end(), std::make_move_iterator(ready.begin()),
-                std::make_move_iterator(ready.end()));
-  out.responses = PlanFusion(std::move(cached), fusion_);
+  // The common hits go first, then what became ready, fused together.
+  std::vector<Response> all(hits_.begin(), hits_.end());
+  all.insert(all.end(), std::make_move_iterator(ready.begin()),
+             std::make_move_iterator(ready.end()));
+  out.responses = PlanFusion(std::move(all), fusion_);
   if (!stall_reason_.empty()) {
     out.shutdown = true;
     out.shutdown_reason = stall_reason_;
@@ -237,35 +236,46 @@ ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists,
   return out;
 }
 
-void Controller::PutInCache(const Response& response,
-                            const std::vector<std::optional<TensorEntry>>& entries) {
+void Controller::PutInCache(const Response& response) {
   if (!Cacheable(response.type) || !cache_enabled_ || cache_.capacity() == 0) return;
   if (response.names.size() == 1) {
-    if (entries[0]) cache_.Put(response, entries[0]->request);
+    if (entries_[0]) cache_.Put(response, entries_[0]->request);
     return;
   }
   for (size_t i = 0; i < response.names.size(); ++i) {
-    if (!entries[i]) continue;
+    if (!entries_[i]) continue;
     Response single = response;
     single.names = {response.names[i]};
     single.sizes = {response.sizes[i]};
-    cache_.Put(single, entries[i]->request);
+    cache_.Put(single, entries_[i]->request);
   }
 }
 
-Status Controller::Process(const ResponseList& list, bool put_in_cache, CycleResult* result) {
-  for (const Response& response : list.responses) {
+Status Controller::Process(std::span<const Response> responses, bool put_in_cache,
+                           CycleResult* result) {
+  for (const Response& response : responses) {
     result->progress = true;
     if (response.type == OpType::kJoin || response.type == OpType::kProcessSetAdd ||
         response.type == OpType::kProcessSetRemove) {
       HVD_RETURN_IF_ERROR(ProcessControl(response));
       continue;
     }
-    std::vector<std::optional<TensorEntry>> entries;
-    entries.reserve(response.names.size());
-    for (const std::string& name : response.names) entries.push_back(queue_.Take(name));
-    if (put_in_cache) PutInCache(response, entries);
-    HVD_RETURN_IF_ERROR(executor_->Execute(response, entries, comm_.get()));
+    entries_.clear();
+    for (const std::string& name : response.names) {
+      taken_.push_back(queue_.Take(name));
+      entries_.push_back(taken_.back().empty() ? nullptr : &taken_.back().mapped());
+    }
+    if (put_in_cache) PutInCache(response);
+    Status outcome;
+    Status s = executor_->Execute(response, entries_, comm_.get(), &outcome);
+    finished_.clear();
+    for (const TensorEntry* e : entries_) {
+      if (e) finished_.push_back(e->handle);
+    }
+    entries_.clear();
+    queue_.Recycle(&taken_);
+    for (int64_t handle : finished_) handles_->FinishPart(handle, outcome);
+    HVD_RETURN_IF_ERROR(s);
     if (report_executed_ && response.type != OpType::kError) result->executed.push_back(response);
   }
   return Status::OK();
@@ -282,7 +292,8 @@ void Controller::ApplyTuning(int64_t fusion_threshold_bytes, bool cache_enabled)
 }
 
 Status Controller::ProcessControl(const Response& response) {
-  std::optional<TensorEntry> entry = queue_.Take(response.names.at(0));
+  taken_.push_back(queue_.Take(response.names.at(0)));
+  TensorEntry* entry = taken_.back().empty() ? nullptr : &taken_.back().mapped();
   Status status;
   int64_t value = -1;
   if (response.type == OpType::kJoin) {
@@ -306,12 +317,13 @@ Status Controller::ProcessControl(const Response& response) {
     handles_->SetIntResult(entry->handle, value);
     handles_->FinishPart(entry->handle, status);
   }
+  queue_.Recycle(&taken_);
   return Status::OK();
 }
 
 void Controller::FailAll(const Status& status) {
-  for (TensorEntry& e : queue_.TakeAll()) handles_->FinishPart(e.handle, status);
   waiting_.clear();
+  for (TensorEntry& e : queue_.TakeAll()) handles_->FinishPart(e.handle, status);
 }
 
 }  // namespace hvd::runtime

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +15,7 @@
 #include "runtime/handle_manager.h"
 #include "runtime/op_executor.h"
 #include "runtime/response_cache.h"
+#include "runtime/reuse_vector.h"
 #include "runtime/runtime_config.h"
 #include "runtime/runtime_timeline.h"
 #include "runtime/stall_inspector.h"
@@ -105,26 +106,21 @@ class Controller {
 
  private:
   struct Waiting {
-    Request request;
+    const Request* request;  // in queue_'s table until taken (tensor_queue.h)
     std::chrono::steady_clock::time_point since;
   };
-  struct Agreement {
-    uint64_t status_word = 0;
-    std::vector<uint64_t> common;  // cache bits set on every rank
-  };
 
-  void Classify(std::chrono::steady_clock::time_point now, std::vector<Request>* to_send,
-                std::vector<uint64_t>* hit_bits, std::vector<uint64_t>* invalid_bits);
-  Result<Agreement> Agree(bool request_shutdown, bool has_uncached, std::vector<uint64_t> hit_bits,
-                          std::vector<uint64_t> invalid_bits);
-  std::vector<Response> TakeCommonHits(const std::vector<uint64_t>& common);
-  Result<ResponseList> Negotiate(std::vector<Request> to_send, bool request_shutdown,
-                                 std::vector<Response> cached);
-  ResponseList CoordinateLocked(const std::vector<std::string>& lists, std::vector<Response> cached,
-                                bool* malformed);
-  Status Process(const ResponseList& list, bool put_in_cache, CycleResult* result);
+  // Fills to_send_, hit_bits_ and invalid_bits_.
+  void Classify(std::chrono::steady_clock::time_point now);
+  // The AND (and when needed OR) rounds; returns the agreed status word, common_ the bits.
+  Result<uint64_t> Agree(bool request_shutdown);
+  // Fills hits_ with the cached responses of the common bits, in bit order.
+  void TakeCommonHits();
+  Result<ResponseList> Negotiate(bool request_shutdown);
+  ResponseList CoordinateLocked(const std::vector<std::string>& lists, bool* malformed);
+  Status Process(std::span<const Response> responses, bool put_in_cache, CycleResult* result);
   Status ProcessControl(const Response& response);
-  void PutInCache(const Response& response, const std::vector<std::optional<TensorEntry>>& entries);
+  void PutInCache(const Response& response);
   bool MinePending() const;
   bool Recording() const { return timeline_ != nullptr && timeline_->on(); }
 
@@ -142,6 +138,16 @@ class Controller {
   std::unique_ptr<Coordinator> coordinator_;  // set rank 0 only
   std::unique_ptr<StallInspector> stall_;     // set rank 0 only
   std::vector<Waiting> waiting_;
+  // Per-cycle scratch, kept between cycles so a steady-state cycle allocates nothing.
+  std::vector<const Request*> fresh_;
+  std::vector<const Request*> to_send_;
+  std::vector<uint64_t> hit_bits_, invalid_bits_, agree_bits_, common_;
+  ReuseVector<Response> hits_;   // the common cache hits of this cycle
+  ReuseVector<Response> fused_;  // hits_ after fusion (fast path)
+  FusionScratch fusion_scratch_;
+  std::vector<TensorQueue::Taken> taken_;  // the entries of the response being run
+  std::vector<TensorEntry*> entries_;      // taken_'s entries (null: none on this rank)
+  std::vector<int64_t> finished_;          // their handles, completed after recycling
   std::string stall_reason_;
   bool joined_ = false;  // this rank's join is in flight
   bool cache_enabled_ = true;

@@ -1,7 +1,5 @@
 #include "runtime/fusion_planner.h"
 
-#include <deque>
-
 namespace hvd::runtime {
 namespace {
 
@@ -15,26 +13,15 @@ bool Compatible(const Response& a, const Response& b, const FusionOptions& optio
   return !options.disable_group_fusion || a.group == b.group;
 }
 
-// Collapses adjacent members of one group into a single (already fused) response.
-std::deque<Response> GroupUnits(std::vector<Response> responses) {
-  std::deque<Response> units;
-  for (auto& r : responses) {
-    if (!units.empty() && Fusable(r) && !r.group.empty() && units.back().group == r.group &&
-        Fusable(units.back()) && units.back().dtype == r.dtype) {
-      Response& u = units.back();
-      u.names.insert(u.names.end(), r.names.begin(), r.names.end());
-      u.sizes.insert(u.sizes.end(), r.sizes.begin(), r.sizes.end());
-      continue;
-    }
-    units.push_back(std::move(r));
-  }
-  return units;
+// True when `r` continues the group unit that starts with `first`.
+bool SameGroupUnit(const Response& first, const Response& r) {
+  return Fusable(r) && !r.group.empty() && first.group == r.group && Fusable(first) &&
+         first.dtype == r.dtype;
 }
 
-void Append(Response* into, const Response& from) {
-  into->names.insert(into->names.end(), from.names.begin(), from.names.end());
+void AppendMembers(Response* into, const Response& from) {
+  into->names.append(from.names.begin(), from.names.end());
   into->sizes.insert(into->sizes.end(), from.sizes.begin(), from.sizes.end());
-  if (into->group != from.group) into->group.clear();
 }
 
 bool StopsFusion(const Response& r) {
@@ -50,39 +37,65 @@ int64_t ResponseBytes(const Response& response) {
   return n * static_cast<int64_t>(DataTypeSize(response.dtype));
 }
 
-std::vector<Response> PlanFusion(std::vector<Response> responses, const FusionOptions& options) {
-  std::deque<Response> pending = GroupUnits(std::move(responses));
-  std::vector<Response> out;
-  const int64_t threshold = options.threshold_bytes;
-  while (!pending.empty()) {
-    Response current = std::move(pending.front());
-    pending.pop_front();
-    if (Fusable(current) && threshold > 0) {
-      int64_t bytes = ResponseBytes(current);
-      int64_t skipped_bytes = 0;
-      std::deque<Response> skipped;
-      while (!pending.empty() && !StopsFusion(pending.front())) {
-        Response& next = pending.front();
-        int64_t next_bytes = ResponseBytes(next);
-        if (Compatible(current, next, options) && bytes + next_bytes <= threshold) {
-          bytes += next_bytes;
-          Append(&current, next);
-          pending.pop_front();
-          continue;
-        }
-        skipped_bytes += next_bytes;
-        if (bytes + skipped_bytes > threshold) break;
-        skipped.push_back(std::move(next));
-        pending.pop_front();
-      }
-      while (!skipped.empty()) {
-        pending.push_front(std::move(skipped.back()));
-        skipped.pop_back();
-      }
+// Units are runs of adjacent members of one group (a group moves as one, never split) or
+// single responses. Taking units in order, each unplaced unit starts an output response;
+// later compatible units join it while the total fits the threshold, and incompatible ones
+// are skipped (left for a later output, order kept) while the skipped bytes plus the total
+// still fit. This is the deque formulation of Horovod's look-ahead, done with done-flags.
+void PlanFusion(std::span<const Response> in, const FusionOptions& options, FusionScratch* scratch,
+                ReuseVector<Response>* out) {
+  out->clear();
+  auto& units = scratch->units;
+  units.clear();
+  for (uint32_t i = 0; i < in.size(); ++i) {
+    if (!units.empty() && SameGroupUnit(in[units.back().first], in[i])) {
+      units.back().second = i + 1;
+      continue;
     }
-    out.push_back(std::move(current));
+    units.emplace_back(i, i + 1);
   }
-  return out;
+  auto unit_bytes = [&](size_t u) {
+    int64_t bytes = 0;
+    for (uint32_t k = units[u].first; k < units[u].second; ++k) bytes += ResponseBytes(in[k]);
+    return bytes;
+  };
+  auto append_unit = [&](Response* into, size_t u) {
+    for (uint32_t k = units[u].first; k < units[u].second; ++k) AppendMembers(into, in[k]);
+  };
+  scratch->done.assign(units.size(), 0);
+  const int64_t threshold = options.threshold_bytes;
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (scratch->done[u]) continue;
+    scratch->done[u] = 1;
+    Response& current = out->Next();
+    current = in[units[u].first];
+    for (uint32_t k = units[u].first + 1; k < units[u].second; ++k) AppendMembers(&current, in[k]);
+    if (!Fusable(current) || threshold <= 0) continue;
+    int64_t bytes = unit_bytes(u);
+    int64_t skipped_bytes = 0;
+    for (size_t v = u + 1; v < units.size(); ++v) {
+      if (scratch->done[v]) continue;
+      const Response& next = in[units[v].first];
+      if (StopsFusion(next)) break;
+      const int64_t next_bytes = unit_bytes(v);
+      if (Compatible(current, next, options) && bytes + next_bytes <= threshold) {
+        bytes += next_bytes;
+        append_unit(&current, v);
+        if (current.group != next.group) current.group.clear();
+        scratch->done[v] = 1;
+        continue;
+      }
+      skipped_bytes += next_bytes;
+      if (bytes + skipped_bytes > threshold) break;
+    }
+  }
+}
+
+std::vector<Response> PlanFusion(std::vector<Response> responses, const FusionOptions& options) {
+  FusionScratch scratch;
+  ReuseVector<Response> out;
+  PlanFusion(responses, options, &scratch, &out);
+  return out.ToVector();
 }
 
 }  // namespace hvd::runtime

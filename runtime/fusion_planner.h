@@ -2,9 +2,12 @@
 #define HVD_RUNTIME_FUSION_PLANNER_H_
 
 #include <cstdint>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "runtime/message.h"
+#include "runtime/reuse_vector.h"
 
 namespace hvd::runtime {
 
@@ -21,6 +24,16 @@ struct FusionOptions {
 // `group`, adjacent in the input) move as one unit, so a group is never split. Pure function;
 // every rank running it on the same input gets the same output.
 std::vector<Response> PlanFusion(std::vector<Response> responses, const FusionOptions& options);
+
+// What PlanFusion keeps between calls so that planning allocates nothing in steady state.
+struct FusionScratch {
+  std::vector<std::pair<uint32_t, uint32_t>> units;  // [first, last) input index of each unit
+  std::vector<char> done;                            // unit already placed in the output
+};
+
+// The same plan written into `out` (cleared first; its slots' buffers are reused).
+void PlanFusion(std::span<const Response> responses, const FusionOptions& options,
+                FusionScratch* scratch, ReuseVector<Response>* out);
 
 // Bytes of an allreduce-like response (sum of element counts times the dtype size).
 int64_t ResponseBytes(const Response& response);

@@ -22,12 +22,24 @@ HandleManager::~HandleManager() {
 
 int64_t HandleManager::Create(int32_t parts, int32_t num_outputs) {
   std::lock_guard<std::mutex> lock(mu_);
-  int64_t h = next_handle_++;
-  State& s = states_[h];
-  s.parts_left = parts;
-  s.done = parts == 0;
-  s.outputs.resize(num_outputs);
-  s.taken.assign(num_outputs, false);
+  const int64_t h = next_handle_++;
+  State* s;
+  if (spare_.empty()) {
+    s = &states_[h];
+  } else {
+    // A released handle's node (its vectors keep their capacity): no allocation.
+    Node node = std::move(spare_.back());
+    spare_.pop_back();
+    node.key() = h;
+    s = &states_.insert(std::move(node)).position->second;
+  }
+  s->parts_left = parts;
+  s->done = parts == 0;
+  s->status = Status::OK();
+  s->outputs.resize(num_outputs);
+  s->taken.assign(num_outputs, false);
+  s->received_splits.clear();
+  s->int_result = -1;
   return h;
 }
 
@@ -144,8 +156,10 @@ Status HandleManager::Release(int64_t handle) {
   HVD_ASSIGN_OR_RETURN(State * s, DoneStateLocked(handle));
   for (size_t i = 0; i < s->outputs.size(); ++i) {
     if (!s->taken[i]) std::free(s->outputs[i].data);
+    s->outputs[i].data = nullptr;
   }
-  states_.erase(handle);
+  s->outputs.clear();
+  spare_.push_back(states_.extract(handle));
   return Status::OK();
 }
 

@@ -24,7 +24,8 @@ struct OutputTensor {
 
 // HandleManager owns the state behind every hvd_handle_t: completion, status, outputs. A
 // handle covers `parts` tensor entries (a grouped op has several) and completes when the last
-// part finished; its status is the first error reported. Thread-safe: the background thread
+// part finished; its status is the first error reported. Handle ids are never reused.
+// Thread-safe: the background thread
 // completes parts while framework threads poll/wait/release.
 class HandleManager {
  public:
@@ -68,7 +69,12 @@ class HandleManager {
   std::mutex mu_;
   std::condition_variable done_cv_;
   int64_t next_handle_ = 1;
-  std::unordered_map<int64_t, State> states_;
+  using States = std::unordered_map<int64_t, State>;
+  using Node = States::node_type;
+  States states_;
+  // Released handles' nodes, reused by Create so that steady state allocates nothing; never
+  // more than the most handles ever live at once.
+  std::vector<Node> spare_;
 };
 
 }  // namespace hvd::runtime

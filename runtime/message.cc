@@ -132,9 +132,9 @@ void PutResponse(Writer* w, const Response& r) {
 bool GetResponse(Reader* rd, Response* r) {
   uint32_t n;
   if (!rd->GetEnum(&r->type, kMaxOpType) || !rd->GetCount(&n, 4)) return false;
-  r->names.resize(n);
-  for (auto& name : r->names) {
-    if (!rd->GetString(&name)) return false;
+  r->names.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!rd->GetString(&r->names.Next())) return false;
   }
   return rd->GetString(&r->error) &&
          rd->GetEnum(&r->dtype, static_cast<int32_t>(DataType::kBFloat16)) &&
@@ -175,6 +175,22 @@ const char* OpTypeName(OpType type) {
       return "error";
   }
   return "unknown";
+}
+
+void Request::Clear() {
+  rank = 0;
+  type = OpType::kAllreduce;
+  name.clear();
+  dtype = DataType::kFloat32;
+  shape.clear();
+  root = 0;
+  reduce_op = ReduceOp::kSum;
+  prescale = 1.0;
+  postscale = 1.0;
+  device = -1;
+  group.clear();
+  group_size = 0;
+  args.clear();
 }
 
 int64_t Request::NumElements() const {

@@ -7,6 +7,7 @@
 
 #include "common/status.h"
 #include "runtime/data_type.h"
+#include "runtime/reuse_vector.h"
 
 // The coordinator's wire messages: each rank sends a RequestList to the set's rank 0, which
 // answers every member with one ResponseList. The encoding is a flat little-endian byte
@@ -48,13 +49,15 @@ struct Request {
   std::vector<int64_t> args;  // alltoall: splits; process-set add: ranks; remove: {id}
 
   int64_t NumElements() const;
+  // Back to the defaults above, keeping the strings' and vectors' buffers for reuse.
+  void Clear();
 };
 
 // Rank 0's decision for one tensor (or, after fusion, several allreduced together).
 struct Response {
   OpType type = OpType::kAllreduce;
-  std::vector<std::string> names;
-  std::string error;  // kError only
+  ReuseVector<std::string> names;  // keeps its strings' buffers when refilled (reuse_vector.h)
+  std::string error;               // kError only
   DataType dtype = DataType::kFloat32;
   ReduceOp reduce_op = ReduceOp::kSum;
   double prescale = 1.0;

@@ -32,13 +32,7 @@ Status Failed(const Response& r, const Status& s) {
 
 }  // namespace
 
-void OpExecutor::Finish(std::vector<std::optional<TensorEntry>>& entries, const Status& status) {
-  for (auto& e : entries) {
-    if (e) handles_->FinishPart(e->handle, status);
-  }
-}
-
-void OpExecutor::ActivityStart(const Response& r, const std::string& activity) {
+void OpExecutor::ActivityStart(const Response& r, std::string_view activity) {
   if (!recording_) return;
   for (const std::string& name : r.names) timeline_->timeline().ActivityStart(name, activity);
 }
@@ -55,8 +49,7 @@ std::string OpExecutor::CommActivity(const Response& r, const Communicator* comm
   return std::string(comm->name()) + "_" + op;
 }
 
-void OpExecutor::RecordEnd(const Response& r,
-                           const std::vector<std::optional<TensorEntry>>& entries) {
+void OpExecutor::RecordEnd(const Response& r, std::span<TensorEntry* const> entries) {
   if (r.type == OpType::kBarrier) {
     for (const std::string& name : r.names) timeline_->timeline().End(name, "", "[]", 0);
     return;
@@ -76,8 +69,12 @@ void OpExecutor::RecordEnd(const Response& r,
   }
 }
 
-Status OpExecutor::Execute(const Response& r, std::vector<std::optional<TensorEntry>>& entries,
-                           Communicator* comm) {
+Status OpExecutor::Execute(const Response& r, std::span<TensorEntry* const> entries,
+                           Communicator* comm, Status* outcome) {
+  if (entries.empty()) {  // a response names at least one tensor; never index an empty list
+    *outcome = Status::Internal(std::string(OpTypeName(r.type)) + " response without tensors");
+    return Status::OK();
+  }
   recording_ = timeline_ != nullptr && timeline_->on() && r.type != OpType::kError;
   if (recording_) {
     const std::string op = TimelineOpName(r.type);
@@ -92,16 +89,16 @@ Status OpExecutor::Execute(const Response& r, std::vector<std::optional<TensorEn
       s = Allreduce(r, entries, comm);
       break;
     case OpType::kBroadcast:
-      s = Broadcast(r, entries.at(0), comm);
+      s = Broadcast(r, entries.front(), comm);
       break;
     case OpType::kAllgather:
-      s = Allgather(r, entries.at(0), comm);
+      s = Allgather(r, entries.front(), comm);
       break;
     case OpType::kAlltoall:
-      s = Alltoall(r, entries.at(0), comm);
+      s = Alltoall(r, entries.front(), comm);
       break;
     case OpType::kReducescatter:
-      s = Reducescatter(r, entries.at(0), comm);
+      s = Reducescatter(r, entries.front(), comm);
       break;
     case OpType::kBarrier:
       ActivityStart(r, CommActivity(r, comm));
@@ -109,20 +106,19 @@ Status OpExecutor::Execute(const Response& r, std::vector<std::optional<TensorEn
       ActivityEnd(r);
       break;
     case OpType::kError:
-      Finish(entries, Status::RemoteError(r.error));
+      *outcome = Status::RemoteError(r.error);
       return Status::OK();
     default:
-      Finish(entries,
-             Status::Internal(std::string("unexpected response type ") + OpTypeName(r.type)));
+      *outcome = Status::Internal(std::string("unexpected response type ") + OpTypeName(r.type));
       return Status::OK();
   }
   if (recording_) RecordEnd(r, entries);
   if (!s.ok()) s = Failed(r, s);
-  Finish(entries, s);
+  *outcome = s;
   return s;
 }
 
-Status OpExecutor::Allreduce(const Response& r, std::vector<std::optional<TensorEntry>>& entries,
+Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> entries,
                              Communicator* comm) {
   const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
   const int64_t total = std::accumulate(r.sizes.begin(), r.sizes.end(), int64_t{0});
@@ -171,8 +167,7 @@ Status OpExecutor::Allreduce(const Response& r, std::vector<std::optional<Tensor
   return Status::OK();
 }
 
-Status OpExecutor::Broadcast(const Response& r, std::optional<TensorEntry>& entry,
-                             Communicator* comm) {
+Status OpExecutor::Broadcast(const Response& r, TensorEntry* entry, Communicator* comm) {
   if (!entry) return Status::Internal("broadcast without a local tensor");
   const int64_t bytes = r.sizes.at(0) * static_cast<int64_t>(DataTypeSize(r.dtype));
   if (comm->rank() == r.root && entry->output != entry->input && bytes > 0) {
@@ -184,8 +179,7 @@ Status OpExecutor::Broadcast(const Response& r, std::optional<TensorEntry>& entr
   return s;
 }
 
-Status OpExecutor::Allgather(const Response& r, std::optional<TensorEntry>& entry,
-                             Communicator* comm) {
+Status OpExecutor::Allgather(const Response& r, TensorEntry* entry, Communicator* comm) {
   if (!entry) return Status::Internal("allgather without a local tensor");
   const Request& q = entry->request;
   const int64_t row_bytes = RowElements(q.shape) * static_cast<int64_t>(DataTypeSize(q.dtype));
@@ -205,8 +199,7 @@ Status OpExecutor::Allgather(const Response& r, std::optional<TensorEntry>& entr
   return s;
 }
 
-Status OpExecutor::Alltoall(const Response& r, std::optional<TensorEntry>& entry,
-                            Communicator* comm) {
+Status OpExecutor::Alltoall(const Response& r, TensorEntry* entry, Communicator* comm) {
   if (!entry) return Status::Internal("alltoall without a local tensor");
   const Request& q = entry->request;
   const int n = comm->size();
@@ -240,8 +233,7 @@ Status OpExecutor::Alltoall(const Response& r, std::optional<TensorEntry>& entry
   return s;
 }
 
-Status OpExecutor::Reducescatter(const Response& r, std::optional<TensorEntry>& entry,
-                                 Communicator* comm) {
+Status OpExecutor::Reducescatter(const Response& r, TensorEntry* entry, Communicator* comm) {
   if (!entry) return Status::Internal("reducescatter without a local tensor");
   const Request& q = entry->request;
   const int n = comm->size();

@@ -1,7 +1,7 @@
 #ifndef HVD_RUNTIME_OP_EXECUTOR_H_
 #define HVD_RUNTIME_OP_EXECUTOR_H_
 
-#include <optional>
+#include <span>
 #include <vector>
 
 #include "common/status.h"
@@ -15,8 +15,10 @@
 namespace hvd::runtime {
 
 // OpExecutor runs one negotiated (possibly fused) response on a process set's communicator
-// and completes the local entries' handles. `entries[i]` belongs to response.names[i]; it is
-// empty on a rank that has joined (it then contributes zeros to allreduce). Allreduce
+// and sets `*outcome` to the status the local entries' handles complete with; the caller
+// completes them (after recycling the entries, so a woken caller's next enqueue finds them
+// free). Outputs are attached to the handles here. `entries[i]` belongs to response.names[i]; it is
+// null on a rank that has joined (it then contributes zeros to allreduce). Allreduce
 // Average is Sum followed by a 1/size post-scale; fused allreduces are staged through the
 // persistent FusionBuffer. Runtime-allocated outputs are malloc'ed and handed to the handle.
 //
@@ -25,29 +27,27 @@ namespace hvd::runtime {
 // MEMCPY_OUT_FUSION_BUFFER) and an End with dtype, shape and bytes. Checked once per
 // response; nothing is built when off.
 //
-// A non-OK return means the communicator failed (peer died, timeout, abort): the caller must
-// fail the entries and stop. Errors that concern only these tensors complete their handles
-// and return OK. Background thread only.
+// A non-OK return (also in *outcome) means the communicator failed (peer died, timeout,
+// abort): the caller must fail the entries and stop. Errors that concern only these tensors
+// (an error response) are only in *outcome; the return is OK. Background thread only.
 class OpExecutor {
  public:
   OpExecutor(FusionBuffer* buffer, HandleManager* handles, RuntimeTimeline* timeline = nullptr)
       : buffer_(buffer), handles_(handles), timeline_(timeline) {}
 
-  Status Execute(const Response& response, std::vector<std::optional<TensorEntry>>& entries,
-                 Communicator* comm);
+  Status Execute(const Response& response, std::span<TensorEntry* const> entries,
+                 Communicator* comm, Status* outcome);
 
  private:
-  Status Allreduce(const Response& r, std::vector<std::optional<TensorEntry>>& entries,
-                   Communicator* comm);
-  Status Broadcast(const Response& r, std::optional<TensorEntry>& entry, Communicator* comm);
-  Status Allgather(const Response& r, std::optional<TensorEntry>& entry, Communicator* comm);
-  Status Alltoall(const Response& r, std::optional<TensorEntry>& entry, Communicator* comm);
-  Status Reducescatter(const Response& r, std::optional<TensorEntry>& entry, Communicator* comm);
-  void Finish(std::vector<std::optional<TensorEntry>>& entries, const Status& status);
+  Status Allreduce(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm);
+  Status Broadcast(const Response& r, TensorEntry* entry, Communicator* comm);
+  Status Allgather(const Response& r, TensorEntry* entry, Communicator* comm);
+  Status Alltoall(const Response& r, TensorEntry* entry, Communicator* comm);
+  Status Reducescatter(const Response& r, TensorEntry* entry, Communicator* comm);
   // Timeline helpers; no-ops unless recording_ (set per response by Execute).
-  void ActivityStart(const Response& r, const std::string& activity);
+  void ActivityStart(const Response& r, std::string_view activity);
   void ActivityEnd(const Response& r);
-  void RecordEnd(const Response& r, const std::vector<std::optional<TensorEntry>>& entries);
+  void RecordEnd(const Response& r, std::span<TensorEntry* const> entries);
   std::string CommActivity(const Response& r, const Communicator* comm) const;
 
   FusionBuffer* buffer_;

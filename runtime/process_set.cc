@@ -22,6 +22,14 @@ std::optional<ProcessSetInfo> ProcessSetTable::Find(int32_t id) const {
   return it->second;
 }
 
+bool ProcessSetTable::FindController(int32_t id, std::shared_ptr<Controller>* controller) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sets_.find(id);
+  if (it == sets_.end()) return false;
+  *controller = it->second.controller;
+  return true;
+}
+
 std::optional<int32_t> ProcessSetTable::FindByRanks(const std::vector<int32_t>& ranks) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, info] : sets_) {
@@ -40,12 +48,17 @@ std::shared_ptr<Controller> ProcessSetTable::Remove(int32_t id) {
 }
 
 std::vector<std::shared_ptr<Controller>> ProcessSetTable::Controllers() const {
-  std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::shared_ptr<Controller>> out;
-  for (const auto& [id, info] : sets_) {
-    if (info.controller) out.push_back(info.controller);
-  }
+  Controllers(&out);
   return out;
+}
+
+void ProcessSetTable::Controllers(std::vector<std::shared_ptr<Controller>>* out) const {
+  out->clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, info] : sets_) {
+    if (info.controller) out->push_back(info.controller);
+  }
 }
 
 std::vector<int32_t> ProcessSetTable::Ids() const {

@@ -29,10 +29,15 @@ class ProcessSetTable {
   int32_t NextId();
   void Insert(ProcessSetInfo info);
   std::optional<ProcessSetInfo> Find(int32_t id) const;
+  // False when `id` is not registered; else `*controller` is this rank's (null: not a member).
+  // Unlike Find, copies nothing but the pointer (the enqueue path).
+  bool FindController(int32_t id, std::shared_ptr<Controller>* controller) const;
   std::optional<int32_t> FindByRanks(const std::vector<int32_t>& ranks) const;
   std::shared_ptr<Controller> Remove(int32_t id);
   // Controllers of the sets this rank belongs to, in id order (global first).
   std::vector<std::shared_ptr<Controller>> Controllers() const;
+  // The same into `*out` (cleared first; its capacity is reused by the background thread).
+  void Controllers(std::vector<std::shared_ptr<Controller>>* out) const;
   std::vector<int32_t> Ids() const;
   void Clear();
 

@@ -86,10 +86,8 @@ void ResponseCache::Erase(uint32_t bit) {
 
 void ResponseCache::Touch(uint32_t bit) {
   if (!Has(bit)) return;
-  Entry& e = entries_[bit];
-  lru_.erase(e.lru_pos);
-  lru_.push_front(bit);
-  e.lru_pos = lru_.begin();
+  // Relinks the existing list node (no allocation; lru_pos stays valid).
+  lru_.splice(lru_.begin(), lru_, entries_[bit].lru_pos);
 }
 
 }  // namespace hvd::runtime

@@ -230,6 +230,7 @@ void Runtime::Loop() {
     if (timeline_ != nullptr) timeline_->MarkCycleStart();
     CycleResult total;
     Status s = RunIteration(request_shutdown, &total);
+    cycle_controllers_.clear();  // hold no set's controller between iterations
     if (!s.ok()) {
       StopOnError(s);
       break;
@@ -337,7 +338,8 @@ Status Runtime::RunIteration(bool request_shutdown, CycleResult* total) {
   // so a set it just added or removed is seen identically by every member.
   bool global = true;
   for (int pass = 0; pass < 2; ++pass) {
-    for (const auto& controller : sets_.Controllers()) {
+    sets_.Controllers(&cycle_controllers_);
+    for (const auto& controller : cycle_controllers_) {
       if ((controller->id() == 0) != global) continue;
       auto r = controller->RunCycle(global && (request_shutdown || !set_shutdown_reason_.empty()));
       if (!r.ok()) return r.status();

@@ -1,13 +1,18 @@
 #ifndef HVD_RUNTIME_RUNTIME_H_
 #define HVD_RUNTIME_RUNTIME_H_
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -24,11 +29,37 @@
 
 namespace hvd::runtime {
 
+// A tensor's dimensions, stored inline like hvd_tensor_t's (at most kMaxDims), so describing
+// a tensor never allocates. A count above kMaxDims is kept (and refused by the enqueue
+// checks); only the first kMaxDims values are stored.
+class TensorShape {
+ public:
+  static constexpr size_t kMaxDims = 8;
+  TensorShape() = default;
+  TensorShape(std::initializer_list<int64_t> dims) : TensorShape(dims.begin(), dims.size()) {}
+  TensorShape(const int64_t* dims, size_t n) : ndim_(n) {
+    std::copy(dims, dims + std::min(n, kMaxDims), dims_.begin());
+  }
+  explicit TensorShape(const std::vector<int64_t>& dims) : TensorShape(dims.data(), dims.size()) {}
+
+  size_t size() const { return ndim_; }
+  const int64_t* begin() const { return dims_.data(); }
+  const int64_t* end() const { return dims_.data() + std::min(ndim_, kMaxDims); }
+  int64_t operator[](size_t i) const { return dims_[i]; }
+  friend bool operator==(const TensorShape& a, const TensorShape& b) {
+    return a.ndim_ == b.ndim_ && std::equal(a.begin(), a.end(), b.begin());
+  }
+
+ private:
+  std::array<int64_t, kMaxDims> dims_{};
+  size_t ndim_ = 0;
+};
+
 // A caller's tensor: dense row-major host (or device) memory.
 struct TensorSpec {
   void* data = nullptr;
   DataType dtype = DataType::kFloat32;
-  std::vector<int64_t> shape;
+  TensorShape shape;
   int32_t device = -1;
 };
 
@@ -80,16 +111,32 @@ class Runtime {
   Result<Topology> topology() const;
   uint32_t enabled_flags() const;
 
+  // The span forms are the C API's (no allocation on the caller's side); the vector forms
+  // are conveniences for C++ callers and tests.
+  Result<int64_t> EnqueueAllreduce(std::span<const TensorSpec> inputs,
+                                   std::span<const TensorSpec> outputs, const OpOptions& options,
+                                   bool grouped);
   Result<int64_t> EnqueueAllreduce(const std::vector<TensorSpec>& inputs,
                                    const std::vector<TensorSpec>& outputs, const OpOptions& options,
+                                   bool grouped) {
+    return EnqueueAllreduce(std::span<const TensorSpec>(inputs),
+                            std::span<const TensorSpec>(outputs), options, grouped);
+  }
+  Result<int64_t> EnqueueAllgather(std::span<const TensorSpec> inputs, const OpOptions& options,
                                    bool grouped);
   Result<int64_t> EnqueueAllgather(const std::vector<TensorSpec>& inputs, const OpOptions& options,
-                                   bool grouped);
+                                   bool grouped) {
+    return EnqueueAllgather(std::span<const TensorSpec>(inputs), options, grouped);
+  }
   Result<int64_t> EnqueueBroadcast(const TensorSpec& input, const TensorSpec& output,
                                    const OpOptions& options);
   Result<int64_t> EnqueueAlltoall(const TensorSpec& input, const OpOptions& options);
+  Result<int64_t> EnqueueReducescatter(std::span<const TensorSpec> inputs, const OpOptions& options,
+                                       bool grouped);
   Result<int64_t> EnqueueReducescatter(const std::vector<TensorSpec>& inputs,
-                                       const OpOptions& options, bool grouped);
+                                       const OpOptions& options, bool grouped) {
+    return EnqueueReducescatter(std::span<const TensorSpec>(inputs), options, grouped);
+  }
   Result<int64_t> EnqueueBarrier(int32_t process_set_id);
   Result<int64_t> EnqueueJoin(int32_t device);
 
@@ -139,10 +186,11 @@ class Runtime {
   Status RemoveProcessSetNow(int32_t id);
 
   Result<std::shared_ptr<Controller>> ControllerFor(int32_t process_set_id) const;
-  Result<int64_t> Submit(Controller* controller, std::vector<TensorEntry> entries,
+  Result<int64_t> Submit(Controller* controller, std::span<TensorEntry> entries,
                          int32_t num_outputs);
   Result<int64_t> SubmitControl(Request request);
-  std::string GeneratedName(const char* op);
+  // `name`, or when empty a generated "<op>.noname.<n>" written into `*scratch`.
+  std::string_view NameOrGenerated(const std::string& name, const char* op, std::string* scratch);
 
   ProviderFactory factory_;
   HandleManager handles_;
@@ -174,6 +222,7 @@ class Runtime {
   std::unique_ptr<Autotuner> autotuner_;  // every rank when HVD_AUTOTUNE=1
   bool cache_enabled_ = true;             // background thread once running
   ProcessSetTable sets_;
+  std::vector<std::shared_ptr<Controller>> cycle_controllers_;  // background thread's scratch
   std::thread thread_;
   std::atomic<int64_t> name_counter_{0};
   std::atomic<uint32_t> enabled_flags_{0};

@@ -1,5 +1,6 @@
 // Runtime's enqueue side: validation of each call and hand-off to the set's tensor queue.
 #include <algorithm>
+#include <charconv>
 #include <numeric>
 
 #include "runtime/runtime.h"
@@ -33,34 +34,62 @@ Status CheckTensor(const TensorSpec& t, const char* what) {
   return Status::OK();
 }
 
+// Appends the decimal digits of `n` to `*out` (no temporary string).
+void AppendNumber(std::string* out, int64_t n) {
+  char digits[24];
+  auto end = std::to_chars(digits, digits + sizeof(digits), n).ptr;
+  out->append(digits, end);
+}
+
+// Per-thread scratch for building one call's entries. Reused from call to call (the queue
+// copies the entries into its own recycled storage), so the enqueue path allocates nothing
+// once a thread has made a call of the same shape before.
+struct EnqueueScratch {
+  ReuseVector<TensorEntry> entries;
+  std::string name;  // a generated base name
+};
+
+EnqueueScratch& Scratch() {
+  thread_local EnqueueScratch scratch;
+  scratch.entries.clear();
+  return scratch;
+}
+
+// A cleared entry in the next slot of `entries` (its buffers kept).
+TensorEntry& NewEntry(EnqueueScratch& scratch) {
+  TensorEntry& e = scratch.entries.Next();
+  e.Clear();
+  return e;
+}
+
 // The request for one tensor. Only reducing ops carry the caller's reduce op and scale
 // factors; the others keep Request's neutral defaults (Sum, 1.0), so validation on rank 0
 // never compares options that do not apply.
-Request BaseRequest(OpType type, const std::string& name, const TensorSpec& t, const OpOptions& o) {
-  Request r;
-  r.type = type;
-  r.name = name;
-  r.dtype = t.dtype;
-  r.shape = t.shape;
-  r.device = t.device;
+void FillRequest(Request* r, OpType type, std::string_view name, const TensorSpec& t,
+                 const OpOptions& o) {
+  r->type = type;
+  r->name.assign(name);
+  r->dtype = t.dtype;
+  r->shape.assign(t.shape.begin(), t.shape.end());
+  r->device = t.device;
   if (type == OpType::kAllreduce || type == OpType::kReducescatter) {
-    r.reduce_op = o.reduce_op;
-    r.prescale = o.prescale;
-    r.postscale = o.postscale;
+    r->reduce_op = o.reduce_op;
+    r->prescale = o.prescale;
+    r->postscale = o.postscale;
   }
-  return r;
 }
 
 // The request for member `i` of `n` tensors enqueued under `base`: a grouped op names its
 // members "<base>.<i>" and marks them as one group; otherwise the tensor is `base` itself.
-Request MemberRequest(OpType type, const std::string& base, size_t i, size_t n, bool grouped,
-                      const TensorSpec& t, const OpOptions& o) {
-  Request r = BaseRequest(type, grouped ? base + "." + std::to_string(i) : base, t, o);
+void FillMember(Request* r, OpType type, std::string_view base, size_t i, size_t n, bool grouped,
+                const TensorSpec& t, const OpOptions& o) {
+  FillRequest(r, type, base, t, o);
   if (grouped) {
-    r.group = base;
-    r.group_size = static_cast<int32_t>(n);
+    r->name.push_back('.');
+    AppendNumber(&r->name, static_cast<int64_t>(i));
+    r->group.assign(base);
+    r->group_size = static_cast<int32_t>(n);
   }
-  return r;
 }
 
 Status CheckReduceOp(ReduceOp op, bool reducescatter) {
@@ -80,8 +109,13 @@ Status CheckReduceOp(ReduceOp op, bool reducescatter) {
 
 }  // namespace
 
-std::string Runtime::GeneratedName(const char* op) {
-  return std::string(op) + ".noname." + std::to_string(++name_counter_);
+std::string_view Runtime::NameOrGenerated(const std::string& name, const char* op,
+                                          std::string* scratch) {
+  if (!name.empty()) return name;
+  scratch->assign(op);
+  scratch->append(".noname.");
+  AppendNumber(scratch, ++name_counter_);
+  return *scratch;
 }
 
 Result<std::shared_ptr<Controller>> Runtime::ControllerFor(int32_t process_set_id) const {
@@ -90,20 +124,20 @@ Result<std::shared_ptr<Controller>> Runtime::ControllerFor(int32_t process_set_i
     if (state_ == State::kStopped) return Status::NotInitialized(kNotInitializedMessage);
     if (state_ == State::kShutDown) return Status::Aborted(kShutDownMessage);
   }
-  auto info = sets_.Find(process_set_id);
-  if (!info) {
+  std::shared_ptr<Controller> controller;
+  if (!sets_.FindController(process_set_id, &controller)) {
     return Status::InvalidArgument("process set " + std::to_string(process_set_id) +
                                    " is not registered");
   }
-  if (!info->controller) {
+  if (!controller) {
     return Status::InvalidArgument("rank " + std::to_string(config_.rank) +
                                    " is not a member of process set " +
                                    std::to_string(process_set_id));
   }
-  return info->controller;
+  return controller;
 }
 
-Result<int64_t> Runtime::Submit(Controller* controller, std::vector<TensorEntry> entries,
+Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> entries,
                                 int32_t num_outputs) {
   const int64_t handle = handles_.Create(static_cast<int32_t>(entries.size()), num_outputs);
   for (auto& e : entries) e.handle = handle;
@@ -117,7 +151,7 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::vector<TensorEntry>
         const int64_t now = timeline_->timeline().Now();
         for (auto& e : entries) e.enqueued_us = now;
       }
-      s = controller->queue().Add(std::move(entries));
+      s = controller->queue().Add(entries);
       if (s.ok()) wake_ = true;
     } else {
       s = state_ == State::kStopped ? Status::NotInitialized(kNotInitializedMessage)
@@ -134,46 +168,46 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::vector<TensorEntry>
   return handle;
 }
 
-Result<int64_t> Runtime::EnqueueAllreduce(const std::vector<TensorSpec>& inputs,
-                                          const std::vector<TensorSpec>& outputs,
-                                          const OpOptions& o, bool grouped) {
+Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
+                                          std::span<const TensorSpec> outputs, const OpOptions& o,
+                                          bool grouped) {
   HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(o.process_set_id));
   HVD_RETURN_IF_ERROR(CheckReduceOp(o.reduce_op, false));
   if (inputs.empty() || inputs.size() != outputs.size()) {
     return Status::InvalidArgument("allreduce needs as many outputs as inputs (at least one)");
   }
-  const std::string base =
-      o.name.empty() ? GeneratedName(grouped ? "grouped_allreduce" : "allreduce") : o.name;
-  std::vector<TensorEntry> entries(inputs.size());
+  EnqueueScratch& scratch = Scratch();
+  const std::string_view base =
+      NameOrGenerated(o.name, grouped ? "grouped_allreduce" : "allreduce", &scratch.name);
   for (size_t i = 0; i < inputs.size(); ++i) {
     HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "allreduce input"));
     HVD_RETURN_IF_ERROR(CheckTensor(outputs[i], "allreduce output"));
     if (outputs[i].shape != inputs[i].shape || outputs[i].dtype != inputs[i].dtype) {
       return Status::InvalidArgument("allreduce output must have the input's dtype and shape");
     }
-    entries[i].request =
-        MemberRequest(OpType::kAllreduce, base, i, inputs.size(), grouped, inputs[i], o);
-    entries[i].input = inputs[i].data;
-    entries[i].output = outputs[i].data;
+    TensorEntry& e = NewEntry(scratch);
+    FillMember(&e.request, OpType::kAllreduce, base, i, inputs.size(), grouped, inputs[i], o);
+    e.input = inputs[i].data;
+    e.output = outputs[i].data;
   }
-  return Submit(controller.get(), std::move(entries), 0);
+  return Submit(controller.get(), scratch.entries, 0);
 }
 
-Result<int64_t> Runtime::EnqueueAllgather(const std::vector<TensorSpec>& inputs, const OpOptions& o,
+Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, const OpOptions& o,
                                           bool grouped) {
   HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(o.process_set_id));
   if (inputs.empty()) return Status::InvalidArgument("allgather needs at least one tensor");
-  const std::string base =
-      o.name.empty() ? GeneratedName(grouped ? "grouped_allgather" : "allgather") : o.name;
-  std::vector<TensorEntry> entries(inputs.size());
+  EnqueueScratch& scratch = Scratch();
+  const std::string_view base =
+      NameOrGenerated(o.name, grouped ? "grouped_allgather" : "allgather", &scratch.name);
   for (size_t i = 0; i < inputs.size(); ++i) {
     HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "allgather input"));
-    entries[i].request =
-        MemberRequest(OpType::kAllgather, base, i, inputs.size(), grouped, inputs[i], o);
-    entries[i].input = inputs[i].data;
-    entries[i].output_index = static_cast<int32_t>(i);
+    TensorEntry& e = NewEntry(scratch);
+    FillMember(&e.request, OpType::kAllgather, base, i, inputs.size(), grouped, inputs[i], o);
+    e.input = inputs[i].data;
+    e.output_index = static_cast<int32_t>(i);
   }
-  return Submit(controller.get(), std::move(entries), static_cast<int32_t>(inputs.size()));
+  return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()));
 }
 
 Result<int64_t> Runtime::EnqueueBroadcast(const TensorSpec& input, const TensorSpec& output,
@@ -191,25 +225,25 @@ Result<int64_t> Runtime::EnqueueBroadcast(const TensorSpec& input, const TensorS
                                    " is not a member of process set " +
                                    std::to_string(o.process_set_id));
   }
-  TensorEntry e;
-  e.request = BaseRequest(OpType::kBroadcast, o.name.empty() ? GeneratedName("broadcast") : o.name,
-                          input, o);
+  EnqueueScratch& scratch = Scratch();
+  TensorEntry& e = NewEntry(scratch);
+  FillRequest(&e.request, OpType::kBroadcast, NameOrGenerated(o.name, "broadcast", &scratch.name),
+              input, o);
   e.request.root = static_cast<int32_t>(it - ranks.begin());
   e.input = input.data;
   e.output = output.data;
-  std::vector<TensorEntry> entries;
-  entries.push_back(std::move(e));
-  return Submit(controller.get(), std::move(entries), 0);
+  return Submit(controller.get(), scratch.entries, 0);
 }
 
 Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOptions& o) {
   HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(o.process_set_id));
   HVD_RETURN_IF_ERROR(CheckTensor(input, "alltoall input"));
   const int64_t n = controller->set_size();
-  TensorEntry e;
-  e.request =
-      BaseRequest(OpType::kAlltoall, o.name.empty() ? GeneratedName("alltoall") : o.name, input, o);
-  if (!input.shape.empty() && o.has_splits) {
+  EnqueueScratch& scratch = Scratch();
+  TensorEntry& e = NewEntry(scratch);
+  FillRequest(&e.request, OpType::kAlltoall, NameOrGenerated(o.name, "alltoall", &scratch.name),
+              input, o);
+  if (input.shape.size() > 0 && o.has_splits) {
     if (static_cast<int64_t>(o.splits.size()) != n) {
       return Status::InvalidArgument("alltoall: got " + std::to_string(o.splits.size()) +
                                      " splits for a process set of " + std::to_string(n) +
@@ -226,64 +260,58 @@ Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOption
                                      std::to_string(input.shape[0]));
     }
     e.request.args.assign(o.splits.begin(), o.splits.end());
-  } else if (!input.shape.empty() && input.shape[0] % n != 0) {
+  } else if (input.shape.size() > 0 && input.shape[0] % n != 0) {
     return Status::InvalidArgument("alltoall: the first dimension (" +
                                    std::to_string(input.shape[0]) +
                                    ") must be divisible by the number of ranks (" +
                                    std::to_string(n) + ") when splits are not given");
   }
   e.input = input.data;
-  std::vector<TensorEntry> entries;
-  entries.push_back(std::move(e));
-  return Submit(controller.get(), std::move(entries), 1);
+  return Submit(controller.get(), scratch.entries, 1);
 }
 
-Result<int64_t> Runtime::EnqueueReducescatter(const std::vector<TensorSpec>& inputs,
+Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs,
                                               const OpOptions& o, bool grouped) {
   HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(o.process_set_id));
   HVD_RETURN_IF_ERROR(CheckReduceOp(o.reduce_op, true));
   if (inputs.empty()) return Status::InvalidArgument("reducescatter needs at least one tensor");
-  const std::string base =
-      o.name.empty() ? GeneratedName(grouped ? "grouped_reducescatter" : "reducescatter") : o.name;
-  std::vector<TensorEntry> entries(inputs.size());
+  EnqueueScratch& scratch = Scratch();
+  const std::string_view base =
+      NameOrGenerated(o.name, grouped ? "grouped_reducescatter" : "reducescatter", &scratch.name);
   for (size_t i = 0; i < inputs.size(); ++i) {
     HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "reducescatter input"));
-    entries[i].request =
-        MemberRequest(OpType::kReducescatter, base, i, inputs.size(), grouped, inputs[i], o);
-    entries[i].input = inputs[i].data;
-    entries[i].output_index = static_cast<int32_t>(i);
+    TensorEntry& e = NewEntry(scratch);
+    FillMember(&e.request, OpType::kReducescatter, base, i, inputs.size(), grouped, inputs[i], o);
+    e.input = inputs[i].data;
+    e.output_index = static_cast<int32_t>(i);
   }
-  return Submit(controller.get(), std::move(entries), static_cast<int32_t>(inputs.size()));
+  return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()));
 }
 
 Result<int64_t> Runtime::EnqueueBarrier(int32_t process_set_id) {
   HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(process_set_id));
-  TensorEntry e;
+  EnqueueScratch& scratch = Scratch();
+  TensorEntry& e = NewEntry(scratch);
   e.request.type = OpType::kBarrier;
   e.request.name = "barrier";
-  std::vector<TensorEntry> entries;
-  entries.push_back(std::move(e));
-  return Submit(controller.get(), std::move(entries), 0);
+  return Submit(controller.get(), scratch.entries, 0);
 }
 
 Result<int64_t> Runtime::EnqueueJoin(int32_t device) {
   HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(0));
-  TensorEntry e;
+  EnqueueScratch& scratch = Scratch();
+  TensorEntry& e = NewEntry(scratch);
   e.request.type = OpType::kJoin;
   e.request.name = "join";
   e.request.device = device;
-  std::vector<TensorEntry> entries;
-  entries.push_back(std::move(e));
-  return Submit(controller.get(), std::move(entries), 0);
+  return Submit(controller.get(), scratch.entries, 0);
 }
 
 Result<int64_t> Runtime::SubmitControl(Request request) {
   HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(0));
-  TensorEntry e;
-  e.request = std::move(request);
-  std::vector<TensorEntry> entries;
-  entries.push_back(std::move(e));
-  return Submit(controller.get(), std::move(entries), 0);
+  EnqueueScratch& scratch = Scratch();
+  NewEntry(scratch).request = std::move(request);
+  return Submit(controller.get(), scratch.entries, 0);
 }
 
 Result<int32_t> Runtime::AddProcessSet(std::vector<int32_t> ranks) {

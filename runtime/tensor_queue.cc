@@ -7,7 +7,7 @@ const char kDuplicateNameError[] =
     "tensor that is currently being processed.  If you want to request another tensor, use a "
     "different tensor name.";
 
-Status TensorQueue::Add(std::vector<TensorEntry> entries) {
+Status TensorQueue::Add(std::span<const TensorEntry> entries) {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < entries.size(); ++i) {
     const std::string& name = entries[i].request.name;
@@ -17,27 +17,41 @@ Status TensorQueue::Add(std::vector<TensorEntry> entries) {
       return Status::InvalidArgument(std::string(kDuplicateNameError) + " (tensor '" + name + "')");
     }
   }
-  for (auto& e : entries) {
-    fresh_.push_back(e.request);
-    std::string name = e.request.name;
-    table_.emplace(std::move(name), std::move(e));
+  for (const TensorEntry& e : entries) {
+    Table::iterator it;
+    if (spare_.empty()) {
+      it = table_.emplace(e.request.name, e).first;
+    } else {
+      Taken node = std::move(spare_.back());
+      spare_.pop_back();
+      node.key() = e.request.name;
+      node.mapped() = e;
+      it = table_.insert(std::move(node)).position;
+    }
+    fresh_.push_back(&it->second.request);
   }
   return Status::OK();
 }
 
-void TensorQueue::PopRequests(std::vector<Request>* out) {
+void TensorQueue::PopRequests(std::vector<const Request*>* out) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& r : fresh_) out->push_back(std::move(r));
+  out->insert(out->end(), fresh_.begin(), fresh_.end());
   fresh_.clear();
 }
 
-std::optional<TensorEntry> TensorQueue::Take(const std::string& name) {
+TensorQueue::Taken TensorQueue::Take(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = table_.find(name);
-  if (it == table_.end()) return std::nullopt;
-  TensorEntry e = std::move(it->second);
-  table_.erase(it);
-  return e;
+  if (it == table_.end()) return {};
+  return table_.extract(it);
+}
+
+void TensorQueue::Recycle(std::vector<Taken>* taken) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Taken& node : *taken) {
+    if (!node.empty()) spare_.push_back(std::move(node));
+  }
+  taken->clear();
 }
 
 std::vector<TensorEntry> TensorQueue::TakeAll() {

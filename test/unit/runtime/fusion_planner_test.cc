@@ -17,7 +17,7 @@ Response Allreduce(const std::string& name, int64_t elements, DataType dtype = D
 
 std::vector<std::vector<std::string>> Names(const std::vector<Response>& fused) {
   std::vector<std::vector<std::string>> out;
-  for (const auto& r : fused) out.push_back(r.names);
+  for (const auto& r : fused) out.push_back(r.names.ToVector());
   return out;
 }
 

@@ -51,7 +51,7 @@ runtime::TensorSpec Spec(void* data, runtime::DataType dtype, std::vector<int64_
   runtime::TensorSpec t;
   t.data = data;
   t.dtype = dtype;
-  t.shape = std::move(shape);
+  t.shape = runtime::TensorShape(shape);
   return t;
 }
 
