@@ -7,12 +7,15 @@
 // without -Bsymbolic and without a static libstdc++), libgloo, libstdc++ and libc itself. So
 // the counters see every allocation of every thread, the runtime's background thread included.
 // Each allocation counts once (operator new counts through malloc). Thread-safe (relaxed atomics).
+#include <execinfo.h>
 #include <malloc.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <new>
 
 extern "C" {
@@ -28,9 +31,26 @@ namespace {
 std::atomic<uint64_t> g_allocations{0};
 std::atomic<uint64_t> g_bytes{0};
 
+// HeapTraceArm: backtraces still to print; t_tracing stops the tracer tracing itself.
+std::atomic<int> g_trace_left{0};
+thread_local bool t_tracing = false;
+
+void Trace(size_t bytes) {
+  if (g_trace_left.fetch_sub(1, std::memory_order_relaxed) <= 0) return;
+  t_tracing = true;
+  char head[96];
+  const int n = std::snprintf(head, sizeof(head), "--- allocation of %zu bytes (thread %d)\n",
+                              bytes, static_cast<int>(gettid()));
+  (void)!write(2, head, static_cast<size_t>(n));
+  void* frames[32];
+  backtrace_symbols_fd(frames, backtrace(frames, 32), 2);
+  t_tracing = false;
+}
+
 inline void Count(size_t bytes) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   g_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  if (g_trace_left.load(std::memory_order_relaxed) > 0 && !t_tracing) Trace(bytes);
 }
 
 void* NewOrThrow(size_t size) {
@@ -56,6 +76,16 @@ void* AlignedNewOrThrow(size_t size, std::align_val_t alignment) {
 // Heap allocations (count, bytes) made by this process so far, all threads.
 uint64_t HeapAllocations() { return g_allocations.load(std::memory_order_relaxed); }
 uint64_t HeapAllocatedBytes() { return g_bytes.load(std::memory_order_relaxed); }
+
+// Prints a backtrace (symbol names: link with -rdynamic, or resolve the addresses with
+// addr2line) to stderr for each of the next `count` allocations of any thread; 0 disarms.
+void HeapTraceArm(int count) {
+  if (count > 0) {
+    void* warm[1];
+    backtrace(warm, 1);  // the first call loads libgcc_s (allocates): not while armed
+  }
+  g_trace_left.store(count, std::memory_order_relaxed);
+}
 
 extern "C" {
 

@@ -30,6 +30,7 @@
 // alloc_counter.cc
 uint64_t HeapAllocations();
 uint64_t HeapAllocatedBytes();
+void HeapTraceArm(int count);
 
 namespace {
 
@@ -64,13 +65,27 @@ struct Config {
   int many_count = 0;
   size_t many_bytes = 0;
   double round_seconds = 0.3;
+  int trace_allocs = 0;    // print a backtrace of the first N allocations of the timed rounds
+  double max_allocs = -1;  // --max-allocs-per-op: fail when a median round allocates more
 };
+
+// Set when a result broke --max-allocs-per-op; main then exits 3.
+bool g_allocs_exceeded = false;
+
+void CheckAllocs(const Config& config, const char* what, double allocs) {
+  if (config.max_allocs < 0 || allocs <= config.max_allocs) return;
+  std::fprintf(stderr,
+               "hvd-bench: %s: %.1f heap allocations per op exceed --max-allocs-per-op %g\n", what,
+               allocs, config.max_allocs);
+  g_allocs_exceeded = true;
+}
 
 void Usage() {
   std::fprintf(stderr,
                "usage: hvd-bench [--op allreduce|allgather|broadcast|alltoall|reducescatter]\n"
                "                 [--sizes 4K:64M | --sizes 4K,64K,1M] [--factor F] [--rounds R]\n"
-               "                 [--many KxSIZE] [--round-seconds S]\n");
+               "                 [--many KxSIZE] [--round-seconds S] [--trace-allocs N]\n"
+               "                 [--max-allocs-per-op N]\n");
   std::exit(2);
 }
 
@@ -94,6 +109,10 @@ Config ParseArgs(int argc, char** argv) {
       config.rounds = std::atoi(value().c_str());
     else if (arg == "--round-seconds")
       config.round_seconds = std::atof(value().c_str());
+    else if (arg == "--trace-allocs")
+      config.trace_allocs = std::atoi(value().c_str());
+    else if (arg == "--max-allocs-per-op")
+      config.max_allocs = std::atof(value().c_str());
     else if (arg == "--many") {
       std::string spec = value();
       size_t x = spec.find('x');
@@ -233,9 +252,11 @@ Rounds TimeRounds(const Config& config, Fn&& fn) {
     Check(hvd_barrier(0, &barrier), "hvd_barrier");
     WaitAndRelease(barrier, "barrier");
     const uint64_t a0 = HeapAllocations(), b0 = HeapAllocatedBytes();
+    if (r == 0) HeapTraceArm(config.trace_allocs);
     Clock::time_point t0 = Clock::now();
     for (int i = 0; i < iters; ++i) fn();
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
+    HeapTraceArm(0);
     const double allocs = static_cast<double>(HeapAllocations() - a0) / iters;
     const double bytes = static_cast<double>(HeapAllocatedBytes() - b0) / iters;
     rounds.seconds.push_back(MaxOverRanks(seconds));
@@ -268,6 +289,7 @@ void Sweep(const Config& config, int rank, int size) {
                   r.MedianAllocs(), r.MedianBytes());
       std::fflush(stdout);
     }
+    CheckAllocs(config, ("size " + std::to_string(bytes)).c_str(), r.MedianAllocs());
   }
 }
 
@@ -315,6 +337,8 @@ void Many(const Config& config, int rank, int size) {
     }
     std::printf("speedup %.1fx\n", s / f);
   }
+  CheckAllocs(config, "many, enqueue all then wait", rf.MedianAllocs() / k);
+  CheckAllocs(config, "many, one by one", rs.MedianAllocs() / k);
 }
 
 }  // namespace
@@ -331,5 +355,5 @@ int main(int argc, char** argv) {
     Sweep(config, rank, size);
   }
   Check(hvd_shutdown(), "hvd_shutdown");
-  return 0;
+  return g_allocs_exceeded ? 3 : 0;
 }
