@@ -2,13 +2,18 @@
 // algorithm thresholds. Forks N ranks; the parent serves a launcher::RendezvousServer and each
 // rank connects with a KvClient, as under hvdrun.
 //
-//   gloo-comm-bench -n 2 [-r rounds] [-s 4096,65536,...] [-o allreduce,rsag,allgather,
-//                    broadcast,barrier,gatherbytes] [-b gloo|tcp]
+//   gloo-comm-bench -n 2 [-r rounds] [-s 4096,65536,...] [-o allreduce,rsag,reducescatter,
+//                    allgather,broadcast,alltoall,bitand,bitor,barrier,gatherbytes,idle]
+//                    [-b gloo|tcp]
 //
 // -b tcp times hvd's own TCP communicator (runtime/tcp_communicator.h) instead of Gloo's.
 //
 // rsag = ReduceScatter + Allgatherv called separately (the direct allreduce path, whatever the
-// size). Per size: warm-up, iterations calibrated to ~0.3 s, per-round max over ranks, median.
+// size); bitand/bitor = BitwiseAnd/BitwiseOr of bytes/8 words (the coordinator's per-cycle
+// response-cache vectors). Per size: warm-up, iterations calibrated to ~0.3 s, per-round max
+// over ranks, median. allocs/op: heap allocations per op in the timed rounds, counted by
+// alloc_counter.cc over every thread of the rank's process (gloo's event loop included); the
+// median round's maximum over ranks. The steady-state target is 0.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +31,9 @@
 #include "launcher/rendezvous_server.h"
 #include "runtime/gloo_communicator.h"
 #include "runtime/tcp_communicator.h"
+
+// alloc_counter.cc
+uint64_t HeapAllocations();
 
 namespace {
 
@@ -73,12 +81,14 @@ int RunRank(Communicator& comm, const std::vector<std::string>& ops,
       continue;
     }
     if (comm.rank() == 0) {
-      std::printf("## %s n=%d\n%10s %6s %10s %10s %10s\n", op.c_str(), n, "bytes", "iters",
-                  "med_us", "min_us", "busbw_GB/s");
+      std::printf("## %s n=%d\n%10s %6s %10s %10s %10s %10s\n", op.c_str(), n, "bytes", "iters",
+                  "med_us", "min_us", "busbw_GB/s", "allocs/op");
     }
     for (size_t bytes : sizes) {
       const int64_t count = static_cast<int64_t>(bytes / 4);
       std::vector<int64_t> counts(n, count / n), part_bytes(n, (count / n) * 4);
+      const std::vector<int64_t> all_bytes(n, count * 4), split_bytes(n, (count / n) * 4);
+      std::vector<uint64_t> bits(bytes / 8, ~uint64_t{0});
       std::string text(bytes, 'x');
       std::vector<std::string> gathered;
       auto once = [&] {
@@ -88,8 +98,17 @@ int RunRank(Communicator& comm, const std::vector<std::string>& ops,
           float* mine = buf.data() + comm.rank() * (count / n);
           Ok(comm.ReduceScatter(buf.data(), mine, counts, DataType::kFloat32, ReduceOp::kSum));
           Ok(comm.Allgatherv(mine, buf.data(), part_bytes));
+        } else if (op == "reducescatter") {
+          Ok(comm.ReduceScatter(buf.data(), out.data(), counts, DataType::kFloat32,
+                                ReduceOp::kSum));
         } else if (op == "allgather") {
-          Ok(comm.Allgatherv(buf.data(), out.data(), std::vector<int64_t>(n, count * 4)));
+          Ok(comm.Allgatherv(buf.data(), out.data(), all_bytes));
+        } else if (op == "alltoall") {
+          Ok(comm.Alltoallv(buf.data(), split_bytes, out.data(), split_bytes));
+        } else if (op == "bitand") {
+          Ok(comm.BitwiseAnd(&bits));
+        } else if (op == "bitor") {
+          Ok(comm.BitwiseOr(&bits));
         } else if (op == "broadcast") {
           Ok(comm.Broadcast(buf.data(), count * 4, 0));
         } else if (op == "barrier") {
@@ -110,22 +129,27 @@ int RunRank(Communicator& comm, const std::vector<std::string>& ops,
                      iters, est);
         _exit(5);
       }
-      std::vector<double> rt;
+      std::vector<double> rt, allocs;
+      rt.reserve(rounds);
+      allocs.reserve(rounds);
       for (int r = 0; r < rounds; ++r) {
         Ok(comm.Barrier());
+        const uint64_t a0 = HeapAllocations();
         Clock::time_point t0 = Clock::now();
         for (int i = 0; i < iters; ++i) once();
-        rt.push_back(
-            MaxOverRanks(comm, std::chrono::duration<double>(Clock::now() - t0).count() / iters));
+        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
+        const double per_op = static_cast<double>(HeapAllocations() - a0) / iters;
+        rt.push_back(MaxOverRanks(comm, seconds));
+        allocs.push_back(MaxOverRanks(comm, per_op));
       }
       std::sort(rt.begin(), rt.end());
+      std::sort(allocs.begin(), allocs.end());
       const double med = rt[rt.size() / 2];
-      const double factor = op == "allreduce" || op == "rsag" ? 2.0 * (n - 1) / n
-                            : op == "broadcast"               ? 1.0
-                                                              : (n - 1.0) / n;
+      const bool reduces = op == "allreduce" || op == "rsag" || op == "bitand" || op == "bitor";
+      const double factor = reduces ? 2.0 * (n - 1) / n : op == "broadcast" ? 1.0 : (n - 1.0) / n;
       if (comm.rank() == 0) {
-        std::printf("%10zu %6d %10.1f %10.1f %10.3f\n", bytes, iters, med * 1e6, rt[0] * 1e6,
-                    bytes / med / 1e9 * factor);
+        std::printf("%10zu %6d %10.1f %10.1f %10.3f %10.2f\n", bytes, iters, med * 1e6, rt[0] * 1e6,
+                    bytes / med / 1e9 * factor, allocs[allocs.size() / 2]);
         std::fflush(stdout);
       }
     }

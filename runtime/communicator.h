@@ -2,6 +2,7 @@
 #define HVD_RUNTIME_COMMUNICATOR_H_
 
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -66,16 +67,52 @@ class Communicator {
   virtual void Abort() = 0;
 };
 
-// Argument checks shared by the backends; `what` names the op and the rank in the message.
-// A root outside [0, size) / a per-rank list of the wrong length or with a negative entry is
+// Argument checks shared by the backends. `what` names the op and the rank in the message:
+// a std::string, or a callable returning one that is called only when the check fails, so a
+// valid call builds no string (the steady state allocates nothing). A root outside
+// [0, size) / a per-rank list of the wrong length or with a negative entry is
 // kInvalidArgument.
-Status CheckRootArg(const std::string& what, int root, int size);
-Status CheckPerRankArg(const std::string& what, const std::vector<int64_t>& per_rank, int size);
+template <typename What>
+Status CheckRootArg(const What& what, int root, int size);
+template <typename What>
+Status CheckPerRankArg(const What& what, const std::vector<int64_t>& per_rank, int size);
 // "allreduce (float32 Sum, 1000 elements)": how backends name an allreduce in messages.
 std::string AllreduceOpName(int64_t count, DataType dtype, ReduceOp op);
 // A negative count or a NULL buffer with elements is kInvalidArgument ("<what>: bad buffer");
 // Adasum, which is not elementwise, is kUnimplemented.
-Status CheckAllreduceArgs(const std::string& what, const void* buffer, int64_t count, ReduceOp op);
+template <typename What>
+Status CheckAllreduceArgs(const What& what, const void* buffer, int64_t count, ReduceOp op);
+
+namespace internal {
+inline std::string Name(const std::string& what) { return what; }
+template <typename F>
+requires std::invocable<const F&> std::string Name(const F& what) { return what(); }
+Status RootArgError(const std::string& what, int root, int size);
+Status PerRankArgError(const std::string& what, const std::vector<int64_t>& per_rank, int size);
+Status AllreduceArgError(const std::string& what, const void* buffer, int64_t count, ReduceOp op);
+}  // namespace internal
+
+template <typename What>
+Status CheckRootArg(const What& what, int root, int size) {
+  if (root >= 0 && root < size) return Status::OK();
+  return internal::RootArgError(internal::Name(what), root, size);
+}
+
+template <typename What>
+Status CheckPerRankArg(const What& what, const std::vector<int64_t>& per_rank, int size) {
+  bool ok = static_cast<int>(per_rank.size()) == size;
+  for (int64_t x : per_rank) ok = ok && x >= 0;
+  if (ok) return Status::OK();
+  return internal::PerRankArgError(internal::Name(what), per_rank, size);
+}
+
+template <typename What>
+Status CheckAllreduceArgs(const What& what, const void* buffer, int64_t count, ReduceOp op) {
+  if (count >= 0 && (count == 0 || buffer != nullptr) && op != ReduceOp::kAdasum) {
+    return Status::OK();
+  }
+  return internal::AllreduceArgError(internal::Name(what), buffer, count, op);
+}
 
 }  // namespace hvd::runtime
 

@@ -3,6 +3,7 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstring>
@@ -60,13 +61,22 @@ class GlooCommunicator final : public Communicator {
 
  private:
   // Runs `body` unless the communicator is already aborted or broken; converts whatever gloo
-  // throws into a Status, and on failure breaks the communicator.
+  // throws into a Status, and on failure breaks the communicator. `name()` returns the op's
+  // name for messages; it is called only on the error path, so that a successful call builds
+  // no string.
+  template <typename Name, typename Body>
+  Status GuardNamed(const Name& name, Body&& body);
   template <typename Body>
-  Status Guard(const std::string& op, Body&& body);
+  Status Guard(const char* op, Body&& body) {
+    return GuardNamed([op] { return std::string(op); }, std::forward<Body>(body));
+  }
   std::string What(const std::string& op) const;
-  Status CheckRoot(const char* op, int root) const { return CheckRootArg(What(op), root, size_); }
+  // The shared argument checks (communicator.h), whose messages are built only on failure.
+  Status CheckRoot(const char* op, int root) const {
+    return CheckRootArg([&] { return What(op); }, root, size_);
+  }
   Status CheckPerRank(const char* op, const std::vector<int64_t>& v) const {
-    return CheckPerRankArg(What(op), v, size_);
+    return CheckPerRankArg([&] { return What(op); }, v, size_);
   }
   // Allgather as a bytewise-OR allreduce in which every rank contributes only its own part
   // (zeros elsewhere), on gloo's legacy algorithms; used for the small endpoint exchange, which
@@ -132,18 +142,18 @@ std::string GlooCommunicator::What(const std::string& op) const {
   return "gloo " + op + " on rank " + std::to_string(rank_) + " of " + std::to_string(size_);
 }
 
-template <typename Body>
-Status GlooCommunicator::Guard(const std::string& op, Body&& body) {
-  if (aborted_.load()) return Status::Aborted(What(op) + ": the communicator was aborted");
-  if (!broken_.ok()) return broken_.WithContext(What(op) + ": communicator failed earlier");
+template <typename Name, typename Body>
+Status GlooCommunicator::GuardNamed(const Name& name, Body&& body) {
+  if (aborted_.load()) return Status::Aborted(What(name()) + ": the communicator was aborted");
+  if (!broken_.ok()) return broken_.WithContext(What(name()) + ": communicator failed earlier");
   if (size_ == 1) return Status::OK();
   try {
     body();
     return Status::OK();
   } catch (...) {
-    broken_ = GlooExceptionToStatus(std::current_exception(), What(op), sockets_.peer_names());
+    broken_ = GlooExceptionToStatus(std::current_exception(), What(name()), sockets_.peer_names());
   }
-  if (aborted_.load()) broken_ = Status::Aborted(What(op) + ": the communicator was aborted");
+  if (aborted_.load()) broken_ = Status::Aborted(What(name()) + ": the communicator was aborted");
   // Make the peers notice now rather than at their own timeouts.
   std::lock_guard<std::mutex> lock(abort_mu_);
   sockets_.Shutdown();
@@ -217,13 +227,13 @@ void GlooCommunicator::RunWidth(void* buffer, size_t count, DataType dtype, Redu
 }
 
 Status GlooCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
-  const std::string op_name = AllreduceOpName(count, dtype, op);
-  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(What(op_name), buffer, count, op));
-  if (count == 0) return Guard(op_name, [] {});
+  const auto op_name = [&] { return AllreduceOpName(count, dtype, op); };
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs([&] { return What(op_name()); }, buffer, count, op));
+  if (count == 0) return GuardNamed(op_name, [] {});
   if (count > INT_MAX) {
-    return Status::InvalidArgument(What(op_name) + ": more than INT_MAX elements per call");
+    return Status::InvalidArgument(What(op_name()) + ": more than INT_MAX elements per call");
   }
-  return Guard(op_name, [&] { RunLegacy(buffer, static_cast<size_t>(count), dtype, op); });
+  return GuardNamed(op_name, [&] { RunLegacy(buffer, static_cast<size_t>(count), dtype, op); });
 }
 
 Status GlooCommunicator::Allgatherv(const void* in, void* out,
@@ -274,17 +284,19 @@ Status GlooCommunicator::ReduceScatter(const void* in, void* out,
   // Reduce-scatter as a legacy allreduce on a scratch copy, then this rank's slice: gloo's
   // legacy reduce-scatter is not shipped, and a pairwise one over unbound buffers measured
   // 10-50x slower than halving-doubling here (bench/README.md).
-  return Guard(std::string("reducescatter (") + DataTypeName(dtype) + " " + ReduceOpName(op) + ")",
-               [&] {
-                 const size_t bytes = static_cast<size_t>(total) * elem;
-                 if (reduce_scatter_scratch_.size() < bytes) reduce_scatter_scratch_.resize(bytes);
-                 if (bytes > 0) std::memcpy(reduce_scatter_scratch_.data(), in, bytes);
-                 RunLegacy(reduce_scatter_scratch_.data(), static_cast<size_t>(total), dtype, op);
-                 const size_t mine = static_cast<size_t>(counts_per_rank[rank_]) * elem;
-                 if (mine > 0) {
-                   std::memcpy(out, reduce_scatter_scratch_.data() + offset * elem, mine);
-                 }
-               });
+  const auto op_name = [&] {
+    return std::string("reducescatter (") + DataTypeName(dtype) + " " + ReduceOpName(op) + ")";
+  };
+  return GuardNamed(op_name, [&] {
+    const size_t bytes = static_cast<size_t>(total) * elem;
+    if (reduce_scatter_scratch_.size() < bytes) reduce_scatter_scratch_.resize(bytes);
+    if (bytes > 0) std::memcpy(reduce_scatter_scratch_.data(), in, bytes);
+    RunLegacy(reduce_scatter_scratch_.data(), static_cast<size_t>(total), dtype, op);
+    const size_t mine = static_cast<size_t>(counts_per_rank[rank_]) * elem;
+    if (mine > 0) {
+      std::memcpy(out, reduce_scatter_scratch_.data() + offset * elem, mine);
+    }
+  });
 }
 
 void GlooCommunicator::Abort() {

@@ -27,20 +27,21 @@ bool MpiFinalized() {
 }
 
 // Waits for `request` until done, `aborted`, or `deadline`; OK, kAborted, kTimeout or the
-// MPI error.
+// MPI error. what() names the call in those errors (built only for them).
+template <typename Name>
 Status WaitRequest(MPI_Request* request, const std::atomic<bool>& aborted,
-                   Clock::time_point deadline, const std::string& what) {
+                   Clock::time_point deadline, const Name& what) {
   const auto start = Clock::now();
   auto nap = kFirstNap;
   while (true) {
     int done = 0;
     int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) return MpiError(rc, what);
+    if (rc != MPI_SUCCESS) return MpiError(rc, what());
     if (done) return Status::OK();
-    if (aborted.load()) return Status::Aborted(what + ": the communicator was aborted");
+    if (aborted.load()) return Status::Aborted(what() + ": the communicator was aborted");
     const auto now = Clock::now();
     if (now >= deadline) {
-      return Status::Timeout(what + ": the peers did not arrive within the timeout " +
+      return Status::Timeout(what() + ": the peers did not arrive within the timeout " +
                              "(HVD_GLOO_TIMEOUT_SECONDS)");
     }
     if (now - start > kSpin) {
@@ -50,15 +51,17 @@ Status WaitRequest(MPI_Request* request, const std::atomic<bool>& aborted,
   }
 }
 
-// Per-rank byte counts and displacements as MPI's ints; InvalidArgument past INT_MAX.
+// Per-rank byte counts and displacements as MPI's ints (into the vectors' existing capacity);
+// InvalidArgument past INT_MAX, naming what().
+template <typename Name>
 Status ToCounts(const std::vector<int64_t>& bytes, std::vector<int>* counts,
-                std::vector<int>* displs, const std::string& what) {
+                std::vector<int>* displs, const Name& what) {
   counts->resize(bytes.size());
   displs->resize(bytes.size());
   int64_t offset = 0;
   for (size_t i = 0; i < bytes.size(); ++i) {
     if (bytes[i] < 0 || bytes[i] > INT_MAX || offset > INT_MAX) {
-      return Status::InvalidArgument(what + ": per-rank sizes must be in [0, 2 GiB) in total");
+      return Status::InvalidArgument(what() + ": per-rank sizes must be in [0, 2 GiB) in total");
     }
     (*counts)[i] = static_cast<int>(bytes[i]);
     (*displs)[i] = static_cast<int>(offset);
@@ -67,6 +70,9 @@ Status ToCounts(const std::vector<int64_t>& bytes, std::vector<int>* counts,
   return Status::OK();
 }
 
+// A successful collective allocates nothing once its shape has been seen: names and error
+// context are built only on the error path, per-rank tables live in reused members, and the
+// posting lambdas are passed as templates (no std::function).
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(MPI_Comm comm, MpiSession* session, std::chrono::milliseconds timeout)
@@ -104,13 +110,21 @@ class MpiCommunicator final : public Communicator {
   std::string What(const std::string& op) const {
     return "mpi " + op + " on rank " + std::to_string(rank_) + " of " + std::to_string(size_);
   }
-  // Starts one nonblocking collective with `post` and waits for it; any failure breaks the
-  // communicator.
-  Status Run(const std::string& op, const std::function<int(MPI_Request*)>& post);
+  // Starts one nonblocking collective with post(MPI_Request*) and waits for it; any failure
+  // breaks the communicator. name() is the op's name, called only on the error path.
+  template <typename Name, typename Post>
+  Status RunNamed(const Name& name, const Post& post);
+  template <typename Post>
+  Status Run(const char* op, const Post& post) {
+    return RunNamed([op] { return std::string(op); }, post);
+  }
   Status Bitwise(std::vector<uint64_t>* bits, MPI_Op op);
-  Status CheckRoot(const char* op, int root) const { return CheckRootArg(What(op), root, size_); }
+  // The shared argument checks (communicator.h), whose messages are built only on failure.
+  Status CheckRoot(const char* op, int root) const {
+    return CheckRootArg([&] { return What(op); }, root, size_);
+  }
   Status CheckPerRank(const char* op, const std::vector<int64_t>& v) const {
-    return CheckPerRankArg(What(op), v, size_);
+    return CheckPerRankArg([&] { return What(op); }, v, size_);
   }
 
   MPI_Comm comm_;
@@ -120,15 +134,22 @@ class MpiCommunicator final : public Communicator {
   int size_ = 1;
   std::atomic<bool> aborted_{false};
   Status broken_;  // first failure; touched only by the calling thread
+  // Reused per-call tables (capacity kept): counts and displacements (the send side's for
+  // alltoallv), the receive side's, and the byte-string gather's lengths and buffer.
+  std::vector<int> counts_, displs_, counts2_, displs2_;
+  std::vector<int64_t> lengths_;
+  std::string gathered_;
 };
 
-Status MpiCommunicator::Run(const std::string& op, const std::function<int(MPI_Request*)>& post) {
-  if (aborted_.load()) return Status::Aborted(What(op) + ": the communicator was aborted");
-  if (!broken_.ok()) return broken_.WithContext(What(op) + ": communicator failed earlier");
+template <typename Name, typename Post>
+Status MpiCommunicator::RunNamed(const Name& name, const Post& post) {
+  const auto what = [&] { return What(name()); };
+  if (aborted_.load()) return Status::Aborted(what() + ": the communicator was aborted");
+  if (!broken_.ok()) return broken_.WithContext(what() + ": communicator failed earlier");
   MPI_Request request = MPI_REQUEST_NULL;
   int rc = post(&request);
-  Status s = rc == MPI_SUCCESS ? WaitRequest(&request, aborted_, Clock::now() + timeout_, What(op))
-                               : MpiError(rc, What(op));
+  Status s = rc == MPI_SUCCESS ? WaitRequest(&request, aborted_, Clock::now() + timeout_, what)
+                               : MpiError(rc, what());
   if (!s.ok()) broken_ = s;
   return s;
 }
@@ -137,28 +158,29 @@ Status MpiCommunicator::GatherBytes(const std::string& in, int root,
                                     std::vector<std::string>* out) {
   HVD_RETURN_IF_ERROR(CheckRoot("gather", root));
   int64_t mine = static_cast<int64_t>(in.size());
-  std::vector<int64_t> lengths(rank_ == root ? size_ : 0);
+  lengths_.resize(rank_ == root ? size_ : 0);
   HVD_RETURN_IF_ERROR(Run("gather (lengths)", [&](MPI_Request* r) {
-    return MPI_Igather(&mine, 1, MPI_INT64_T, lengths.data(), 1, MPI_INT64_T, root, comm_, r);
+    return MPI_Igather(&mine, 1, MPI_INT64_T, lengths_.data(), 1, MPI_INT64_T, root, comm_, r);
   }));
-  std::vector<int> counts, displs;
-  std::string all;
+  counts_.clear();
+  displs_.clear();
+  gathered_.clear();
   if (rank_ == root) {
     // Control messages are small; a root that cannot take them breaks the group (peers then
     // time out) rather than returning with its peers inside the gather.
-    Status s = ToCounts(lengths, &counts, &displs, What("gather"));
+    Status s = ToCounts(lengths_, &counts_, &displs_, [&] { return What("gather"); });
     if (!s.ok()) return broken_ = s;
-    all.resize(static_cast<size_t>(displs.back()) + counts.back());
+    gathered_.resize(static_cast<size_t>(displs_.back()) + counts_.back());
   } else if (mine > INT_MAX) {
     return broken_ = Status::InvalidArgument(What("gather") + ": message over 2 GiB");
   }
   HVD_RETURN_IF_ERROR(Run("gather", [&](MPI_Request* r) {
-    return MPI_Igatherv(in.data(), static_cast<int>(mine), MPI_BYTE, all.data(), counts.data(),
-                        displs.data(), MPI_BYTE, root, comm_, r);
+    return MPI_Igatherv(in.data(), static_cast<int>(mine), MPI_BYTE, gathered_.data(),
+                        counts_.data(), displs_.data(), MPI_BYTE, root, comm_, r);
   }));
   if (rank_ == root) {
     out->resize(size_);
-    for (int i = 0; i < size_; ++i) (*out)[i] = all.substr(displs[i], counts[i]);
+    for (int i = 0; i < size_; ++i) (*out)[i].assign(gathered_, displs_[i], counts_[i]);
   }
   return Status::OK();
 }
@@ -185,15 +207,15 @@ Status MpiCommunicator::Bitwise(std::vector<uint64_t>* bits, MPI_Op op) {
 }
 
 Status MpiCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
-  const std::string what = AllreduceOpName(count, dtype, op);
-  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(What(what), buffer, count, op));
+  const auto what = [&] { return AllreduceOpName(count, dtype, op); };
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs([&] { return What(what()); }, buffer, count, op));
   if (count > INT_MAX) {
-    return Status::InvalidArgument(What(what) + ": more than INT_MAX elements per call");
+    return Status::InvalidArgument(What(what()) + ": more than INT_MAX elements per call");
   }
   Result<MPI_Op> mpi_op = session_->Op(dtype, op);
-  if (!mpi_op.ok()) return mpi_op.status().WithContext(What(what));
-  if (count == 0) return Run(what, [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); });
-  return Run(what, [&](MPI_Request* r) {
+  if (!mpi_op.ok()) return mpi_op.status().WithContext(What(what()));
+  if (count == 0) return RunNamed(what, [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); });
+  return RunNamed(what, [&](MPI_Request* r) {
     return MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(count), session_->Type(dtype),
                           *mpi_op, comm_, r);
   });
@@ -202,12 +224,12 @@ Status MpiCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, R
 Status MpiCommunicator::Allgatherv(const void* in, void* out,
                                    const std::vector<int64_t>& bytes_per_rank) {
   HVD_RETURN_IF_ERROR(CheckPerRank("allgather", bytes_per_rank));
-  std::vector<int> counts, displs;
-  HVD_RETURN_IF_ERROR(ToCounts(bytes_per_rank, &counts, &displs, What("allgather")));
+  HVD_RETURN_IF_ERROR(
+      ToCounts(bytes_per_rank, &counts_, &displs_, [&] { return What("allgather"); }));
   char* base = static_cast<char*>(out);
-  const void* send = in == base + displs[rank_] ? MPI_IN_PLACE : in;
+  const void* send = in == base + displs_[rank_] ? MPI_IN_PLACE : in;
   return Run("allgather", [&](MPI_Request* r) {
-    return MPI_Iallgatherv(send, counts[rank_], MPI_BYTE, out, counts.data(), displs.data(),
+    return MPI_Iallgatherv(send, counts_[rank_], MPI_BYTE, out, counts_.data(), displs_.data(),
                            MPI_BYTE, comm_, r);
   });
 }
@@ -231,12 +253,12 @@ Status MpiCommunicator::Alltoallv(const void* in, const std::vector<int64_t>& se
                                   const std::vector<int64_t>& recv_bytes) {
   HVD_RETURN_IF_ERROR(CheckPerRank("alltoall", send_bytes));
   HVD_RETURN_IF_ERROR(CheckPerRank("alltoall", recv_bytes));
-  std::vector<int> scounts, sdispls, rcounts, rdispls;
-  HVD_RETURN_IF_ERROR(ToCounts(send_bytes, &scounts, &sdispls, What("alltoall")));
-  HVD_RETURN_IF_ERROR(ToCounts(recv_bytes, &rcounts, &rdispls, What("alltoall")));
+  const auto what = [&] { return What("alltoall"); };
+  HVD_RETURN_IF_ERROR(ToCounts(send_bytes, &counts_, &displs_, what));
+  HVD_RETURN_IF_ERROR(ToCounts(recv_bytes, &counts2_, &displs2_, what));
   return Run("alltoall", [&](MPI_Request* r) {
-    return MPI_Ialltoallv(in, scounts.data(), sdispls.data(), MPI_BYTE, out, rcounts.data(),
-                          rdispls.data(), MPI_BYTE, comm_, r);
+    return MPI_Ialltoallv(in, counts_.data(), displs_.data(), MPI_BYTE, out, counts2_.data(),
+                          displs2_.data(), MPI_BYTE, comm_, r);
   });
 }
 
@@ -244,16 +266,16 @@ Status MpiCommunicator::ReduceScatter(const void* in, void* out,
                                       const std::vector<int64_t>& counts_per_rank, DataType dtype,
                                       ReduceOp op) {
   HVD_RETURN_IF_ERROR(CheckPerRank("reducescatter", counts_per_rank));
-  const std::string what =
-      std::string("reducescatter (") + DataTypeName(dtype) + " " + ReduceOpName(op) + ")";
-  if (op == ReduceOp::kAdasum) return Status::Unimplemented(What(what) + ": Adasum");
-  std::vector<int> counts, displs;
-  HVD_RETURN_IF_ERROR(ToCounts(counts_per_rank, &counts, &displs, What(what)));
+  const auto what = [&] {
+    return std::string("reducescatter (") + DataTypeName(dtype) + " " + ReduceOpName(op) + ")";
+  };
+  if (op == ReduceOp::kAdasum) return Status::Unimplemented(What(what()) + ": Adasum");
+  HVD_RETURN_IF_ERROR(ToCounts(counts_per_rank, &counts_, &displs_, [&] { return What(what()); }));
   Result<MPI_Op> mpi_op = session_->Op(dtype, op);
-  if (!mpi_op.ok()) return mpi_op.status().WithContext(What(what));
+  if (!mpi_op.ok()) return mpi_op.status().WithContext(What(what()));
   const void* send = in == out ? MPI_IN_PLACE : in;
-  return Run(what, [&](MPI_Request* r) {
-    return MPI_Ireduce_scatter(send, out, counts.data(), session_->Type(dtype), *mpi_op, comm_, r);
+  return RunNamed(what, [&](MPI_Request* r) {
+    return MPI_Ireduce_scatter(send, out, counts_.data(), session_->Type(dtype), *mpi_op, comm_, r);
   });
 }
 
@@ -278,9 +300,9 @@ Result<std::unique_ptr<MpiCommunicatorFactory>> MpiCommunicatorFactory::Create(
   MPI_Request request = MPI_REQUEST_NULL;
   int rc = MPI_Comm_idup(MPI_COMM_WORLD, &factory->base_, &request);
   const std::atomic<bool> never_aborted{false};
-  Status s = rc == MPI_SUCCESS ? WaitRequest(&request, never_aborted, Clock::now() + timeout,
-                                             "duplicating MPI_COMM_WORLD")
-                               : MpiError(rc, "duplicating MPI_COMM_WORLD");
+  const auto what = [] { return std::string("duplicating MPI_COMM_WORLD"); };
+  Status s = rc == MPI_SUCCESS ? WaitRequest(&request, never_aborted, Clock::now() + timeout, what)
+                               : MpiError(rc, what());
   if (!s.ok()) {
     factory->base_ = MPI_COMM_NULL;  // leaked with the pending request
     return s;
@@ -305,7 +327,8 @@ Result<std::unique_ptr<Communicator>> MpiCommunicatorFactory::CreateGroup(
     rc = MPI_Comm_idup(base_, &comm, &request);
     const std::atomic<bool> never_aborted{false};
     if (rc == MPI_SUCCESS) {
-      HVD_RETURN_IF_ERROR(WaitRequest(&request, never_aborted, Clock::now() + timeout_, what));
+      HVD_RETURN_IF_ERROR(
+          WaitRequest(&request, never_aborted, Clock::now() + timeout_, [&] { return what; }));
     }
   } else {
     // Only the members take part (no deadline: MPI has no nonblocking form of this call).

@@ -1,6 +1,7 @@
 #include "runtime/shm_channel.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -8,16 +9,24 @@
 #include <algorithm>
 #include <climits>
 
+#include "runtime/communicator.h"
+
 namespace hvd::runtime {
 namespace {
 
 // How often a sleeping waiter re-checks the awaited peer's process and failure flag.
 constexpr std::chrono::milliseconds kLivenessInterval{50};
-// Busy-wait iterations (~25 ns each here) before sleeping when every member can have its own
-// core: ~10 us catches a peer that is running; longer spins measured no better under load.
-// With more members than cores a spinner only steals the core its peer needs.
-constexpr int kSpinDedicated = 400;
-constexpr int kSpinOversubscribed = 16;
+// How long a waiter spins while the awaited peer may be running on another CPU, when every
+// member can have its own CPU. A peer missed by the spin costs a futex sleep plus a wake-up of
+// this thread's CPU: ~5 us on one CPU but 50-100 us across the vCPUs of the 2-vCPU VMs this
+// project is measured on (a sleeping vCPU is woken through the hypervisor). Chunked rounds
+// arrive tens of us apart, so a 10 us spin missed most of them. Bounded, and never spent on a
+// peer that cannot be running (see Spin).
+constexpr std::chrono::microseconds kSpinDedicated{50};
+// With more members than CPUs a spinner may hold the CPU its peer needs: barely spin.
+constexpr std::chrono::microseconds kSpinOversubscribed{1};
+// Polls of the awaited word between clock reads while spinning (~35 ns each here).
+constexpr int kSpinBatch = 32;
 
 bool Reached(uint32_t value, uint32_t target) { return static_cast<int32_t>(value - target) >= 0; }
 
@@ -41,7 +50,7 @@ void FutexWake(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
-int SpinLimit(int size) {
+std::chrono::nanoseconds SpinBudget(int size) {
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   return cpus > 0 && size <= cpus ? kSpinDedicated : kSpinOversubscribed;
 }
@@ -54,7 +63,7 @@ ShmChannel::ShmChannel(std::unique_ptr<ShmSegment> segment, int rank,
       rank_(rank),
       size_(segment_->size()),
       timeout_(timeout),
-      spin_limit_(SpinLimit(size_)) {}
+      spin_budget_(SpinBudget(size_)) {}
 
 ShmChannel::~ShmChannel() {
   std::lock_guard<std::mutex> lock(abort_mu_);
@@ -62,11 +71,26 @@ ShmChannel::~ShmChannel() {
 }
 
 std::string ShmChannel::What() const {
-  return "shm " + op_ + " on rank " + std::to_string(rank_) + " of " + std::to_string(size_);
+  std::string call = op_;
+  if (reduction_) {
+    call = count_ >= 0 ? AllreduceOpName(count_, dtype_, reduce_)
+                       : call + " (" + DataTypeName(dtype_) + " " + ReduceOpName(reduce_) + ")";
+  }
+  return "shm " + call + " on rank " + std::to_string(rank_) + " of " + std::to_string(size_);
 }
 
-Status ShmChannel::Start(std::string op) {
-  op_ = std::move(op);
+Status ShmChannel::Start(const char* op, DataType dtype, ReduceOp reduce, int64_t count) {
+  HVD_RETURN_IF_ERROR(Start(op));
+  reduction_ = true;
+  dtype_ = dtype;
+  reduce_ = reduce;
+  count_ = count;
+  return Status::OK();
+}
+
+Status ShmChannel::Start(const char* op) {
+  op_ = op;
+  reduction_ = false;
   if (aborted_.load()) return Status::Aborted(What() + ": the communicator was aborted");
   if (!broken_.ok()) return broken_.WithContext(What() + ": communicator failed earlier");
   deadline_ = std::chrono::steady_clock::now() + timeout_;
@@ -101,23 +125,34 @@ Status ShmChannel::WaitAllPosted() {
 
 void ShmChannel::SetProgress(uint32_t value) {
   ShmMember& me = segment_->member(rank_);
+  me.cpu.store(sched_getcpu(), std::memory_order_relaxed);
   me.progress.store(value);
   if (me.waiters.load() != 0) FutexWake(&me.progress);
 }
 
 Status ShmChannel::WaitFor(int k, uint32_t target) {
-  const std::atomic<uint32_t>& word = segment_->member(k).progress;
-  for (int i = 0; i < spin_limit_; ++i) {
-    if (Reached(word.load(std::memory_order_acquire), target)) return Status::OK();
-    CpuRelax();
-  }
+  const ShmMember& peer = segment_->member(k);
+  if (Reached(peer.progress.load(std::memory_order_acquire), target)) return Status::OK();
+  if (Spin(peer, target)) return Status::OK();
   return SleepOn(k, target);
+}
+
+bool ShmChannel::Spin(const ShmMember& peer, uint32_t target) const {
+  if (peer.cpu.load(std::memory_order_relaxed) == sched_getcpu()) return false;
+  const auto until = std::chrono::steady_clock::now() + spin_budget_;
+  while (true) {
+    for (int i = 0; i < kSpinBatch; ++i) {
+      if (Reached(peer.progress.load(std::memory_order_acquire), target)) return true;
+      CpuRelax();
+    }
+    if (std::chrono::steady_clock::now() >= until) return false;
+  }
 }
 
 Status ShmChannel::SleepOn(int k, uint32_t target) {
   using Clock = std::chrono::steady_clock;
   ShmMember& peer = segment_->member(k);
-  const std::string who = "rank " + std::to_string(k);
+  auto who = [k] { return "rank " + std::to_string(k); };
   auto next_check = Clock::now() + kLivenessInterval;
   while (true) {
     if (Reached(peer.progress.load(), target)) return Status::OK();
@@ -125,17 +160,17 @@ Status ShmChannel::SleepOn(int k, uint32_t target) {
     const uint32_t failed = peer.failed.load();
     if (failed != kShmHealthy) {
       return Fail(Status::RemoteError(
-          What() + ": " + who +
+          What() + ": " + who() +
           (failed == kShmAborted ? " aborted its communicator" : " failed in a collective")));
     }
     const auto now = Clock::now();
     if (now >= deadline_) {
-      return Fail(Status::Timeout(What() + ": " + who + " did not arrive within " +
+      return Fail(Status::Timeout(What() + ": " + who() + " did not arrive within " +
                                   std::to_string(timeout_.count()) + " ms"));
     }
     if (now >= next_check) {
       if (segment_->PeerExited(k)) {
-        return Fail(Status::RemoteError(What() + ": " + who + " (pid " +
+        return Fail(Status::RemoteError(What() + ": " + who() + " (pid " +
                                         std::to_string(peer.pid.load()) + ") exited"));
       }
       next_check = now + kLivenessInterval;

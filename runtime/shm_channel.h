@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "runtime/data_type.h"
 #include "runtime/shm_segment.h"
 
 namespace hvd::runtime {
@@ -24,11 +25,19 @@ namespace hvd::runtime {
 //   reads:   WaitPosted(k) (progress_k >= 2t+1), then reads PeerHalf(k);
 //   End:     sets progress = 2t+2 ("done reading round t").
 // With two halves a member writes round t+1 while slow peers still read round t, so chunked
-// operations pipeline. Waits spin briefly, then sleep on the peer's futex word (FUTEX_WAIT on
-// the shared mapping) in slices of at most kLivenessInterval, checking in between the call's
-// deadline (kTimeout), Abort (kAborted), the awaited peer's `failed` flag and whether its
-// process still exists (kRemoteError naming the rank). Any failure marks this member failed in
-// the segment and wakes every sleeper, so peers waiting on it fail within milliseconds.
+// operations pipeline.
+//
+// Waiting. A wait first spins, bounded in time, but only while the awaited peer can be running:
+// each member records in `cpu` the CPU it last published from, and a peer last seen on the
+// waiter's own CPU cannot run until the waiter gets off it, so the waiter sleeps at once. Then
+// it sleeps on the peer's futex word (FUTEX_WAIT on the shared mapping) in slices of at most
+// kLivenessInterval, checking in between the call's deadline (kTimeout), Abort (kAborted), the
+// awaited peer's `failed` flag and whether its process still exists (kRemoteError naming the
+// rank). Any failure marks this member failed in the segment and wakes every sleeper, so peers
+// waiting on it fail within milliseconds.
+//
+// Steady state allocates nothing: a call's description is kept as its parts and formatted
+// (What) only for an error message.
 //
 // Threading: one thread makes the calls; Abort() may come from any thread.
 class ShmChannel {
@@ -40,9 +49,12 @@ class ShmChannel {
   int size() const { return size_; }
   size_t half_bytes() const { return segment_->half_bytes(); }
 
-  // Starts one collective call named `op` (for error messages) and arms its deadline. Fails if
-  // the channel is aborted or broken.
-  Status Start(std::string op);
+  // Starts one collective call named `op` (a string literal, for error messages) and arms its
+  // deadline. Fails if the channel is aborted or broken. The second form names a reduction:
+  // "<op> (<dtype> <reduce>)", or AllreduceOpName's "allreduce (..., N elements)" when
+  // `count` >= 0.
+  Status Start(const char* op);
+  Status Start(const char* op, DataType dtype, ReduceOp reduce, int64_t count = -1);
   // Starts round t; when `write`, first waits until this member's half for round t is free and
   // returns it through `mine`.
   Status Begin(bool write, char** mine = nullptr);
@@ -61,6 +73,9 @@ class ShmChannel {
  private:
   // Waits until member k's progress reaches `target` (wrapping comparison).
   Status WaitFor(int k, uint32_t target);
+  // Spins up to spin_budget_ for the wait above, unless member k is not running (see the class
+  // comment); true when the target was reached.
+  bool Spin(const ShmMember& peer, uint32_t target) const;
   Status SleepOn(int k, uint32_t target);
   void SetProgress(uint32_t value);
   void WakeAll();
@@ -69,9 +84,14 @@ class ShmChannel {
   const int rank_;
   const int size_;
   const std::chrono::milliseconds timeout_;
-  const int spin_limit_;
+  const std::chrono::nanoseconds spin_budget_;
   uint32_t round_ = 0;
-  std::string op_;
+  // The current call, for What().
+  const char* op_ = "";
+  bool reduction_ = false;
+  DataType dtype_ = DataType::kUInt8;
+  ReduceOp reduce_ = ReduceOp::kSum;
+  int64_t count_ = -1;
   std::chrono::steady_clock::time_point deadline_;
   Status broken_;  // first failure; touched only by the calling thread
   std::atomic<bool> aborted_{false};

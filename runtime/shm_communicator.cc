@@ -19,11 +19,20 @@ size_t Min(size_t a, int64_t b) {
 
 // ShmCommunicator: see CreateShmCommunicator. Every collective is a sequence of ShmChannel
 // rounds whose count depends only on arguments all members share (or on sizes exchanged in
-// the first round), so every member counts rounds identically.
+// the first round), so every member counts rounds identically. A call with valid arguments
+// makes no heap allocation (beyond growing the caller's output strings of the byte-string
+// ops): per-member bookkeeping lives in vectors sized once here.
 class ShmCommunicator final : public Communicator {
  public:
   explicit ShmCommunicator(std::unique_ptr<ShmChannel> channel)
-      : ch_(std::move(channel)), rank_(ch_->rank()), size_(ch_->size()), half_(ch_->half_bytes()) {}
+      : ch_(std::move(channel)),
+        rank_(ch_->rank()),
+        size_(ch_->size()),
+        half_(ch_->half_bytes()),
+        lens_(size_),
+        offsets_(size_),
+        recv_offsets_(size_),
+        theirs_(size_) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -44,9 +53,15 @@ class ShmCommunicator final : public Communicator {
   void Abort() override { ch_->Abort(); }
 
  private:
-  Status CheckRoot(int root) const { return CheckRootArg(ch_->What(), root, size_); }
+  // The shared checks (communicator.h); the message is built only when one fails.
+  Status CheckRoot(int root) const {
+    return CheckRootArg([this] { return ch_->What(); }, root, size_);
+  }
   Status CheckPerRank(const std::vector<int64_t>& v) const {
-    return CheckPerRankArg(ch_->What(), v, size_);
+    return CheckPerRankArg([this] { return ch_->What(); }, v, size_);
+  }
+  Status CheckAllreduce(const void* buffer, int64_t count, ReduceOp op) const {
+    return CheckAllreduceArgs([this] { return ch_->What(); }, buffer, count, op);
   }
   // The data rounds of an alltoall, after the size exchange (see Alltoallv).
   Status AlltoallPieces(const char* in, const std::vector<int64_t>& send_off,
@@ -61,6 +76,11 @@ class ShmCommunicator final : public Communicator {
   const int size_;
   const size_t half_;
   std::vector<char> scratch_;  // reduce-scatter input copy when in/out overlap; grown only
+  // Per-member scratch of one call, size_ entries each.
+  std::vector<uint64_t> lens_;         // GatherBytes: each member's length
+  std::vector<int64_t> offsets_;       // Allgatherv: output offsets; Alltoallv: send offsets
+  std::vector<int64_t> recv_offsets_;  // Alltoallv
+  std::vector<int64_t> theirs_;        // Alltoallv: one peer's send sizes
 };
 
 Status ShmCommunicator::GatherBytes(const std::string& in, int root,
@@ -68,7 +88,7 @@ Status ShmCommunicator::GatherBytes(const std::string& in, int root,
   HVD_RETURN_IF_ERROR(ch_->Start("gather"));
   HVD_RETURN_IF_ERROR(CheckRoot(root));
   const bool is_root = rank_ == root;
-  std::vector<uint64_t> lens(size_, 0);
+  std::vector<uint64_t>& lens = lens_;
   uint64_t max_len = 0, offset = 0;
   for (bool first = true; first || offset < max_len; first = false) {
     const size_t header = first ? sizeof(uint64_t) : 0;
@@ -86,7 +106,8 @@ Status ShmCommunicator::GatherBytes(const std::string& in, int root,
         max_len = std::max(max_len, lens[k]);
       }
       if (is_root) {
-        out->assign(size_, std::string());
+        // Every byte is overwritten below: reuse the caller's strings and their capacity.
+        out->resize(size_);
         for (int k = 0; k < size_; ++k) (*out)[k].resize(lens[k]);
       }
     }
@@ -171,8 +192,8 @@ Status ShmCommunicator::Barrier() {
 }
 
 Status ShmCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
-  HVD_RETURN_IF_ERROR(ch_->Start(AllreduceOpName(count, dtype, op)));
-  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(ch_->What(), buffer, count, op));
+  HVD_RETURN_IF_ERROR(ch_->Start("allreduce", dtype, op, count));
+  HVD_RETURN_IF_ERROR(CheckAllreduce(buffer, count, op));
   if (count == 0 || size_ == 1) return Status::OK();
   return ShmAllreduce(*ch_, static_cast<char*>(buffer), count, dtype, op);
 }
@@ -181,10 +202,10 @@ Status ShmCommunicator::Allgatherv(const void* in, void* out,
                                    const std::vector<int64_t>& bytes_per_rank) {
   HVD_RETURN_IF_ERROR(ch_->Start("allgather"));
   HVD_RETURN_IF_ERROR(CheckPerRank(bytes_per_rank));
-  std::vector<int64_t> offset(size_, 0);
+  std::vector<int64_t>& offset = offsets_;
   int64_t max_bytes = 0;
   for (int k = 0; k < size_; ++k) {
-    if (k > 0) offset[k] = offset[k - 1] + bytes_per_rank[k - 1];
+    offset[k] = k == 0 ? 0 : offset[k - 1] + bytes_per_rank[k - 1];
     max_bytes = std::max(max_bytes, bytes_per_rank[k]);
   }
   const auto* src = static_cast<const char*>(in);
@@ -233,8 +254,7 @@ Status ShmCommunicator::Broadcast(void* buffer, int64_t bytes, int root) {
 Status ShmCommunicator::ReduceScatter(const void* in, void* out,
                                       const std::vector<int64_t>& counts_per_rank, DataType dtype,
                                       ReduceOp op) {
-  HVD_RETURN_IF_ERROR(ch_->Start(std::string("reducescatter (") + DataTypeName(dtype) + " " +
-                                 ReduceOpName(op) + ")"));
+  HVD_RETURN_IF_ERROR(ch_->Start("reducescatter", dtype, op));
   HVD_RETURN_IF_ERROR(CheckPerRank(counts_per_rank));
   if (op == ReduceOp::kAdasum) {
     return Status::Unimplemented(ch_->What() + ": Adasum is not elementwise");
@@ -266,7 +286,9 @@ Status ShmCommunicator::Alltoallv(const void* in, const std::vector<int64_t>& se
                                    " bytes to itself but expects " +
                                    std::to_string(recv_bytes[rank_]));
   }
-  std::vector<int64_t> send_off(size_, 0), recv_off(size_, 0);
+  std::vector<int64_t>& send_off = offsets_;
+  std::vector<int64_t>& recv_off = recv_offsets_;
+  send_off[0] = recv_off[0] = 0;
   for (int k = 1; k < size_; ++k) {
     send_off[k] = send_off[k - 1] + send_bytes[k - 1];
     recv_off[k] = recv_off[k - 1] + recv_bytes[k - 1];
@@ -286,7 +308,7 @@ Status ShmCommunicator::Alltoallv(const void* in, const std::vector<int64_t>& se
   HVD_RETURN_IF_ERROR(ch_->WaitAllPosted());
   int64_t max_piece = 0;
   for (int k = 0; k < size_; ++k) {
-    std::vector<int64_t> theirs(size_);
+    std::vector<int64_t>& theirs = theirs_;
     std::memcpy(theirs.data(), ch_->PeerHalf(k), sizeof(int64_t) * static_cast<size_t>(size_));
     for (int64_t b : theirs) max_piece = std::max(max_piece, b);
     if (theirs[rank_] != recv_bytes[k]) {

@@ -17,7 +17,7 @@
 namespace hvd::runtime {
 namespace {
 
-constexpr uint64_t kMagic = 0x31304d4853647668ULL;  // "hvdSHM01"
+constexpr uint64_t kMagic = 0x32304d4853647668ULL;  // "hvdSHM02"
 constexpr size_t kPage = 4096;
 constexpr size_t kMembersOffset = 128;
 constexpr int kNoLiveness = -2;  // pidfds_ entry: the member's pid is not visible here
@@ -193,6 +193,7 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::Open(const Options& o) {
              header->half_bytes != o.half_bytes) {
     return Status::InvalidArgument(what + ": segment " + name + " does not match this group");
   }
+  seg->members_[o.rank].cpu.store(-1);  // not seen yet: peers spin
   seg->members_[o.rank].pid.store(static_cast<int32_t>(getpid()));
   Status status = Register(o, name);
   // Every member has mapped the segment (or the group failed): drop the name either way.

@@ -15,12 +15,14 @@
 namespace hvd::runtime {
 
 // One member's control words in the segment. `progress` is the futex word peers sleep on; it
-// is written only by its owner and sits alone on its cache line. `waiters` counts peers asleep
-// on `progress` (the owner skips FUTEX_WAKE when it is zero); `failed` is nonzero once the
-// owner's communicator broke or was aborted (ShmFailure); `pid` identifies the owner for the
-// liveness check.
+// is written only by its owner and shares its cache line only with `cpu`, the CPU the owner
+// last published from (written with progress, read by waiters deciding whether to spin). `waiters`
+// counts peers asleep on `progress` (the owner skips FUTEX_WAKE when it is zero); `failed` is
+// nonzero once the owner's communicator broke or was aborted (ShmFailure); `pid` identifies the
+// owner for the liveness check.
 struct ShmMember {
   alignas(64) std::atomic<uint32_t> progress;
+  std::atomic<int32_t> cpu;
   alignas(64) std::atomic<uint32_t> waiters;
   std::atomic<uint32_t> failed;
   std::atomic<int32_t> pid;

@@ -43,18 +43,28 @@ TcpReducer BitwiseReducer(bool is_and) {
   return r;
 }
 
-// Splits `count` elements into `n` contiguous segments as evenly as possible (bytes).
-std::vector<size_t> EvenSegments(int64_t count, int n, size_t elem) {
-  std::vector<size_t> seg(n);
+// Splits `count` elements into `n` contiguous segments as evenly as possible (bytes), into
+// *seg (its capacity is reused).
+void EvenSegments(int64_t count, int n, size_t elem, std::vector<size_t>* seg) {
+  seg->resize(n);
   for (int i = 0; i < n; ++i) {
     const int64_t c = count / n + (i < count % n ? 1 : 0);
-    seg[i] = static_cast<size_t>(c) * elem;
+    (*seg)[i] = static_cast<size_t>(c) * elem;
   }
-  return seg;
+}
+
+TcpReducer ElementwiseReducer(DataType dtype, ReduceOp op) {
+  TcpReducer r;
+  r.elem = DataTypeSize(dtype);
+  // Two enums: std::function stores this closure inline (no allocation).
+  r.fn = [dtype, op](void* dst, const void* src, int64_t n) { ReduceInto(dst, src, n, dtype, op); };
+  return r;
 }
 
 // TcpCommunicator: see CreateTcpCommunicator. Collectives run on the caller's thread, one at
-// a time; Abort() may come from any thread (the transport is thread-safe for it).
+// a time; Abort() may come from any thread (the transport is thread-safe for it). A successful
+// collective allocates nothing once its shape has been seen: op names and error context are
+// built only on the error path, per-rank tables live in reused members.
 class TcpCommunicator final : public Communicator {
  public:
   TcpCommunicator(int rank, int size, std::unique_ptr<TcpTransport> transport,
@@ -63,7 +73,13 @@ class TcpCommunicator final : public Communicator {
         size_(size),
         timeout_(timeout),
         transport_(std::move(transport)),
-        algo_(transport_.get(), rank, size) {}
+        algo_(transport_.get(), rank, size) {
+    sizes_.reserve(size);
+    sizes2_.reserve(size);
+    // The largest message UseDirect() accepts.
+    algo_.ExpectDirectMessages(
+        std::max(kDirectReduceAlways, kDirectReduceTraffic / static_cast<size_t>(size - 1)));
+  }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -71,18 +87,17 @@ class TcpCommunicator final : public Communicator {
 
   Status GatherBytes(const std::string& in, int root, std::vector<std::string>* out) override {
     HVD_RETURN_IF_ERROR(CheckRoot("gather", root));
-    return Guard("gather",
-                 [&](const std::string& w) { return algo_.GatherBytes(in, root, out, w); });
+    return Guard("gather", [&](const TcpWhat& w) { return algo_.GatherBytes(in, root, out, w); });
   }
   Status BroadcastBytes(std::string* data, int root) override {
     HVD_RETURN_IF_ERROR(CheckRoot("broadcast", root));
     return Guard("broadcast bytes",
-                 [&](const std::string& w) { return algo_.BroadcastBytes(data, root, w); });
+                 [&](const TcpWhat& w) { return algo_.BroadcastBytes(data, root, w); });
   }
   Status BitwiseAnd(std::vector<uint64_t>* bits) override { return Bitwise(bits, true); }
   Status BitwiseOr(std::vector<uint64_t>* bits) override { return Bitwise(bits, false); }
   Status Barrier() override {
-    return Guard("barrier", [&](const std::string& w) { return algo_.Barrier(w); });
+    return Guard("barrier", [&](const TcpWhat& w) { return algo_.Barrier(w); });
   }
   Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
@@ -94,17 +109,26 @@ class TcpCommunicator final : public Communicator {
   void Abort() override { transport_->Abort(); }
 
  private:
+  // Runs body(what) unless the communicator is aborted or broken; a failure breaks it.
   template <typename Body>
-  Status Guard(const std::string& op, Body&& body);
+  Status Guard(const TcpWhat& what, Body&& body);
+  template <typename Body>
+  Status Guard(const char* op, Body&& body) {
+    const auto name = [&] { return What(op); };
+    return Guard(TcpWhat(name), std::forward<Body>(body));
+  }
   std::string What(const std::string& op) const {
     return "tcp " + op + " on rank " + std::to_string(rank_) + " of " + std::to_string(size_);
   }
-  Status CheckRoot(const char* op, int root) const { return CheckRootArg(What(op), root, size_); }
+  // The shared argument checks (communicator.h), whose messages are built only on failure.
+  Status CheckRoot(const char* op, int root) const {
+    return CheckRootArg([&] { return What(op); }, root, size_);
+  }
   Status CheckPerRank(const char* op, const std::vector<int64_t>& v) const {
-    return CheckPerRankArg(What(op), v, size_);
+    return CheckPerRankArg([&] { return What(op); }, v, size_);
   }
   Status Bitwise(std::vector<uint64_t>* bits, bool is_and);
-  Status Reduce(char* buf, int64_t count, const TcpReducer& red, const std::string& w);
+  Status Reduce(char* buf, int64_t count, const TcpReducer& red, const TcpWhat& w);
   bool UseDirect(size_t message_bytes) const {
     return message_bytes <= kDirectReduceAlways ||
            message_bytes * static_cast<size_t>(size_ - 1) <= kDirectReduceTraffic;
@@ -117,33 +141,34 @@ class TcpCommunicator final : public Communicator {
   TcpAlgorithms algo_;
   Status broken_;                   // first failure; touched only by the calling thread
   std::vector<char> rs_workspace_;  // reduce-scatter's copy of the input; grown, never shrunk
+  std::vector<size_t> sizes_;       // per-rank byte counts of the current call
+  std::vector<size_t> sizes2_;      // alltoallv's receive side
 };
 
 template <typename Body>
-Status TcpCommunicator::Guard(const std::string& op, Body&& body) {
-  const std::string what = What(op);
-  if (transport_->aborted()) return Status::Aborted(what + ": the communicator was aborted");
-  if (!broken_.ok()) return broken_.WithContext(what + ": communicator failed earlier");
+Status TcpCommunicator::Guard(const TcpWhat& what, Body&& body) {
+  if (transport_->aborted()) return Status::Aborted(what() + ": the communicator was aborted");
+  if (!broken_.ok()) return broken_.WithContext(what() + ": communicator failed earlier");
   algo_.set_deadline(TcpTransport::Clock::now() + timeout_);
   Status st = body(what);
   if (st.ok()) return st;
-  if (transport_->aborted()) st = Status::Aborted(what + ": the communicator was aborted");
+  if (transport_->aborted()) st = Status::Aborted(what() + ": the communicator was aborted");
   broken_ = st;
   // Make the peers notice now rather than at their own timeouts.
   transport_->Shutdown();
   return st;
 }
 
-Status TcpCommunicator::Reduce(char* buf, int64_t count, const TcpReducer& red,
-                               const std::string& w) {
+Status TcpCommunicator::Reduce(char* buf, int64_t count, const TcpReducer& red, const TcpWhat& w) {
   const size_t bytes = static_cast<size_t>(count) * red.elem;
   if (UseDirect(bytes)) return algo_.DirectAllreduce(buf, bytes, red, w);
-  return algo_.Ring(buf, EvenSegments(count, size_, red.elem), red, /*allgather=*/true, w);
+  EvenSegments(count, size_, red.elem, &sizes_);
+  return algo_.Ring(buf, sizes_, red, /*allgather=*/true, w);
 }
 
 Status TcpCommunicator::Bitwise(std::vector<uint64_t>* bits, bool is_and) {
   const TcpReducer red = BitwiseReducer(is_and);
-  return Guard(is_and ? "bitwise and" : "bitwise or", [&](const std::string& w) {
+  return Guard(is_and ? "bitwise and" : "bitwise or", [&](const TcpWhat& w) {
     if (bits->empty()) return Status::OK();
     return Reduce(reinterpret_cast<char*>(bits->data()), static_cast<int64_t>(bits->size()), red,
                   w);
@@ -151,14 +176,10 @@ Status TcpCommunicator::Bitwise(std::vector<uint64_t>* bits, bool is_and) {
 }
 
 Status TcpCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
-  const std::string op_name = AllreduceOpName(count, dtype, op);
-  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(What(op_name), buffer, count, op));
-  TcpReducer red;
-  red.elem = DataTypeSize(dtype);
-  red.fn = [dtype, op](void* dst, const void* src, int64_t n) {
-    ReduceInto(dst, src, n, dtype, op);
-  };
-  return Guard(op_name, [&](const std::string& w) {
+  const auto name = [&] { return What(AllreduceOpName(count, dtype, op)); };
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(name, buffer, count, op));
+  const TcpReducer red = ElementwiseReducer(dtype, op);
+  return Guard(TcpWhat(name), [&](const TcpWhat& w) {
     if (count == 0) return Status::OK();
     return Reduce(static_cast<char*>(buffer), count, red, w);
   });
@@ -171,13 +192,10 @@ Status TcpCommunicator::ReduceScatter(const void* in, void* out,
   if (op == ReduceOp::kAdasum) {
     return Status::Unimplemented(What("reducescatter") + ": Adasum is not elementwise");
   }
-  const size_t elem = DataTypeSize(dtype);
-  TcpReducer red;
-  red.elem = elem;
-  red.fn = [dtype, op](void* dst, const void* src, int64_t n) {
-    ReduceInto(dst, src, n, dtype, op);
-  };
-  std::vector<size_t> seg(size_);
+  const TcpReducer red = ElementwiseReducer(dtype, op);
+  const size_t elem = red.elem;
+  std::vector<size_t>& seg = sizes_;
+  seg.resize(size_);
   size_t total = 0, offset = 0, largest = 0;
   for (int r = 0; r < size_; ++r) {
     seg[r] = static_cast<size_t>(counts_per_rank[r]) * elem;
@@ -185,25 +203,29 @@ Status TcpCommunicator::ReduceScatter(const void* in, void* out,
     total += seg[r];
     largest = std::max(largest, seg[r]);
   }
-  return Guard(std::string("reducescatter (") + DataTypeName(dtype) + " " + ReduceOpName(op) + ")",
-               [&](const std::string& w) {
-                 if (total == 0) return Status::OK();
-                 const char* src = static_cast<const char*>(in);
-                 if (UseDirect(largest)) {
-                   return algo_.DirectReduceScatter(src, static_cast<char*>(out), seg, red, w);
-                 }
-                 if (rs_workspace_.size() < total) rs_workspace_.resize(total);
-                 std::memcpy(rs_workspace_.data(), src, total);
-                 HVD_RETURN_IF_ERROR(algo_.Ring(rs_workspace_.data(), seg, red, false, w));
-                 if (seg[rank_] > 0) std::memcpy(out, rs_workspace_.data() + offset, seg[rank_]);
-                 return Status::OK();
-               });
+  const auto name = [&] {
+    return What(std::string("reducescatter (") + DataTypeName(dtype) + " " + ReduceOpName(op) +
+                ")");
+  };
+  return Guard(TcpWhat(name), [&](const TcpWhat& w) {
+    if (total == 0) return Status::OK();
+    const char* src = static_cast<const char*>(in);
+    if (UseDirect(largest)) {
+      return algo_.DirectReduceScatter(src, static_cast<char*>(out), seg, red, w);
+    }
+    if (rs_workspace_.size() < total) rs_workspace_.resize(total);
+    std::memcpy(rs_workspace_.data(), src, total);
+    HVD_RETURN_IF_ERROR(algo_.Ring(rs_workspace_.data(), seg, red, false, w));
+    if (seg[rank_] > 0) std::memcpy(out, rs_workspace_.data() + offset, seg[rank_]);
+    return Status::OK();
+  });
 }
 
 Status TcpCommunicator::Allgatherv(const void* in, void* out,
                                    const std::vector<int64_t>& bytes_per_rank) {
   HVD_RETURN_IF_ERROR(CheckPerRank("allgather", bytes_per_rank));
-  std::vector<size_t> parts(size_);
+  std::vector<size_t>& parts = sizes_;
+  parts.resize(size_);
   size_t total = 0, offset = 0;
   for (int r = 0; r < size_; ++r) {
     parts[r] = static_cast<size_t>(bytes_per_rank[r]);
@@ -214,7 +236,7 @@ Status TcpCommunicator::Allgatherv(const void* in, void* out,
   if (parts[rank_] > 0 && dst + offset != in) std::memmove(dst + offset, in, parts[rank_]);
   const bool ring = size_ > 2 && total > kDirectMoveBytes;
   return Guard("allgather",
-               [&](const std::string& w) { return algo_.Allgatherv(dst, parts, ring, w); });
+               [&](const TcpWhat& w) { return algo_.Allgatherv(dst, parts, ring, w); });
 }
 
 Status TcpCommunicator::Broadcast(void* buffer, int64_t bytes, int root) {
@@ -224,7 +246,7 @@ Status TcpCommunicator::Broadcast(void* buffer, int64_t bytes, int root) {
   }
   const size_t n = static_cast<size_t>(bytes);
   const bool chain = size_ > 2 && n * static_cast<size_t>(size_ - 1) > kDirectMoveBytes;
-  return Guard("broadcast", [&](const std::string& w) {
+  return Guard("broadcast", [&](const TcpWhat& w) {
     if (n == 0) return Status::OK();
     return algo_.Broadcast(static_cast<char*>(buffer), n, root, chain, w);
   });
@@ -234,10 +256,11 @@ Status TcpCommunicator::Alltoallv(const void* in, const std::vector<int64_t>& se
                                   const std::vector<int64_t>& recv_bytes) {
   HVD_RETURN_IF_ERROR(CheckPerRank("alltoall", send_bytes));
   HVD_RETURN_IF_ERROR(CheckPerRank("alltoall", recv_bytes));
-  std::vector<size_t> s(send_bytes.begin(), send_bytes.end());
-  std::vector<size_t> r(recv_bytes.begin(), recv_bytes.end());
-  return Guard("alltoall", [&](const std::string& w) {
-    return algo_.Alltoallv(static_cast<const char*>(in), s, static_cast<char*>(out), r, w);
+  sizes_.assign(send_bytes.begin(), send_bytes.end());
+  sizes2_.assign(recv_bytes.begin(), recv_bytes.end());
+  return Guard("alltoall", [&](const TcpWhat& w) {
+    return algo_.Alltoallv(static_cast<const char*>(in), sizes_, static_cast<char*>(out), sizes2_,
+                           w);
   });
 }
 

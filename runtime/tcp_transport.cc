@@ -1,6 +1,5 @@
 #include "runtime/tcp_transport.h"
 
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -69,6 +68,7 @@ TcpTransport::TcpTransport(int rank, std::vector<int> fds, std::vector<std::stri
     : rank_(rank), fds_(std::move(fds)), peer_names_(std::move(peer_names)) {
   abort_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   HVD_CHECK(abort_fd_ >= 0) << "eventfd: " << std::strerror(errno);
+  pfds_.reserve(fds_.size() + 1);  // the abort eventfd and at most one entry per peer
 }
 
 TcpTransport::~TcpTransport() {
@@ -206,15 +206,16 @@ Status TcpTransport::PumpRecv(TcpStream& s, size_t index, const TcpReducer* redu
 }
 
 Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer,
-                         Clock::time_point deadline, const std::string& what) {
-  if (aborted_.load()) return Status::Aborted(what + ": the communicator was aborted");
+                         Clock::time_point deadline, const TcpWhat& what) {
+  if (aborted_.load()) return Status::Aborted(what() + ": the communicator was aborted");
   for (TcpStream& s : streams) {
     HVD_CHECK(s.peer >= 0 && s.peer < static_cast<int>(fds_.size()) && s.peer != rank_)
         << "stream to bad peer " << s.peer;
     if (s.grow != nullptr) s.pieces.assign(1, {reinterpret_cast<char*>(s.header_), 8, false});
-    HVD_RETURN_IF_ERROR(Settle(s).WithContext(what + ": " + peer_names_[s.peer]));
+    Status st = Settle(s);
+    if (!st.ok()) return st.WithContext(what() + ": " + peer_names_[s.peer]);
   }
-  std::vector<pollfd> pfds;
+  std::vector<pollfd>& pfds = pfds_;
   while (true) {
     bool moved = false;
     bool all_done = true;
@@ -222,7 +223,7 @@ Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer
       TcpStream& s = streams[i];
       if (s.finished()) continue;
       Status st = s.send ? PumpSend(s, &moved) : PumpRecv(s, i, reducer, &moved);
-      if (!st.ok()) return st.WithContext(what);
+      if (!st.ok()) return st.WithContext(what());
       all_done = all_done && s.finished();
     }
     if (all_done) return Status::OK();
@@ -244,10 +245,11 @@ Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer
     }
     const int ready = poll(pfds.data(), pfds.size(), PollTimeoutMs(deadline));
     if (ready < 0 && errno != EINTR) {
-      return Status::Internal(what + ": poll: " + std::strerror(errno));
+      const int err = errno;
+      return Status::Internal(what() + ": poll: " + std::strerror(err));
     }
     if (aborted_.load() || (pfds[0].revents & POLLIN) != 0) {
-      return Status::Aborted(what + ": the communicator was aborted");
+      return Status::Aborted(what() + ": the communicator was aborted");
     }
     if (ready == 0 && Clock::now() >= deadline) {
       std::string owing;
@@ -256,7 +258,7 @@ Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer
         if (!owing.empty()) owing += ", ";
         owing += (s.send ? "sending to " : "receiving from ") + peer_names_[s.peer];
       }
-      return Status::Timeout(what + ": timed out while " + owing);
+      return Status::Timeout(what() + ": timed out while " + owing);
     }
   }
 }

@@ -1,6 +1,8 @@
 #ifndef HVD_RUNTIME_TCP_TRANSPORT_H_
 #define HVD_RUNTIME_TCP_TRANSPORT_H_
 
+#include <poll.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -40,6 +42,18 @@ struct TcpStream {
 
   size_t processed() const { return done_; }
   bool finished() const { return piece_ == pieces.size(); }
+  // Makes this a fresh, empty stream with peer `to`, keeping the capacity of `pieces` (so that
+  // a reused stream allocates nothing once its plans have been seen).
+  void Reset(int to, bool sending) {
+    peer = to;
+    send = sending;
+    pieces.clear();
+    ready = SIZE_MAX;
+    source = nullptr;
+    grow = nullptr;
+    max_grow = size_t{1} << 30;
+    piece_ = offset_ = done_ = pending_ = 0;
+  }
 
   // Progress, owned by TcpTransport::Run.
   size_t piece_ = 0;    // current piece
@@ -53,6 +67,25 @@ struct TcpStream {
 struct TcpReducer {
   size_t elem = 1;
   std::function<void(void* dst, const void* src, int64_t count)> fn;
+};
+
+// Names the running collective in error messages ("tcp barrier on rank 0 of 2"). The text is
+// built only when an error needs it, so a successful collective allocates nothing. Refers to
+// the callable it was made from (not owned), which must outlive it: make one per call, on the
+// stack, and pass it down by reference.
+class TcpWhat {
+ public:
+  template <typename Fn>
+  explicit TcpWhat(const Fn& fn)
+      : fn_(&fn),
+        call_([](const void* f) -> std::string { return (*static_cast<const Fn*>(f))(); }) {}
+  template <typename Fn>
+  explicit TcpWhat(const Fn&& fn) = delete;  // would dangle
+  std::string operator()() const { return call_(fn_); }
+
+ private:
+  const void* fn_;
+  std::string (*call_)(const void*);
 };
 
 // TcpTransport owns the connected, authenticated sockets of one group (one per peer; none for
@@ -72,8 +105,9 @@ class TcpTransport {
 
   // Moves every stream to completion. Errors: kRemoteError naming the peer (closed / reset),
   // kTimeout naming the peers still owing bytes, kAborted after Abort(); `what` prefixes them.
+  // Allocates nothing once the streams' scratch and poll set have grown to their largest use.
   Status Run(std::span<TcpStream> streams, const TcpReducer* reducer, Clock::time_point deadline,
-             const std::string& what);
+             const TcpWhat& what);
 
   // Wakes a blocked Run (which fails with kAborted) and shuts every socket down so that peers
   // fail fast. Idempotent.
@@ -98,6 +132,7 @@ class TcpTransport {
   std::atomic<bool> aborted_{false};
   std::mutex shutdown_mu_;
   std::vector<std::vector<char>> scratch_;  // one per receive stream slot, grown on demand
+  std::vector<pollfd> pfds_;                // Run's poll set; keeps its capacity
 };
 
 }  // namespace hvd::runtime
