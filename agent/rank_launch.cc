@@ -7,10 +7,12 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "common/job_key.h"
+#include "launcher/cpu_binding.h"
 #include "launcher/exec_search.h"
 #include "launcher/network_interface.h"
 
@@ -30,6 +32,7 @@ struct ChildPlan {
   int stderr_fd = -1;
   int error_fd = -1;
   pid_t parent = 0;
+  std::optional<cpu_set_t> cpus;  // bind the rank here (launcher/cpu_binding.h)
 };
 
 // Runs in the forked child: async-signal-safe calls only.
@@ -42,6 +45,7 @@ struct ChildPlan {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (plan.cpus) ::sched_setaffinity(0, sizeof(*plan.cpus), &*plan.cpus);  // best effort
   ::dup2(plan.stdin_fd, 0);
   ::dup2(plan.stdout_fd, 1);
   ::dup2(plan.stderr_fd, 2);
@@ -110,9 +114,14 @@ LaunchOutcome LaunchRank(const launcher::RemoteRankRequest& request,
       launcher::ExecCandidates(request.argv[0], MergeEnvironment(agent_env, request, -1));
   for (const std::string& arg : request.argv) plan.argv.push_back(const_cast<char*>(arg.c_str()));
   plan.argv.push_back(nullptr);
-  for (const auto& [name, value] : MergeEnvironment(agent_env, request, key_fd)) {
-    plan.env_storage.push_back(name + "=" + value);
+  const std::map<std::string, std::string> env = MergeEnvironment(agent_env, request, key_fd);
+  for (const auto& [name, value] : env) plan.env_storage.push_back(name + "=" + value);
+  auto cpus = launcher::RankCpuSet(env, launcher::AllowedCpus());
+  if (!cpus.ok()) {
+    if (key_fd >= 0) ::close(key_fd);
+    return Failure(kExitAgentError, cpus.status().message());
   }
+  plan.cpus = *cpus;
   for (std::string& entry : plan.env_storage) plan.envp.push_back(entry.data());
   plan.envp.push_back(nullptr);
 

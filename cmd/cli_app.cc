@@ -138,7 +138,8 @@ void AddElasticAndTimeline(Builder* b) {
   b->Flag("--timeline-mark-cycles,!--no-timeline-mark-cycles",
           "Mark background cycles in the timeline.");
   b->Flag("--timeline-all-ranks,!--no-timeline-all-ranks",
-          "Record every rank's activity, not only rank 0's.");
+          "One row per rank in rank 0's file: the other ranks ship their events to rank 0, "
+          "clocks aligned at start-up (costs ~30 % on small fused ops).");
   b->Group("Stall check");
   b->Flag("--stall-check,!--no-stall-check",
           "Report tensors some ranks have not submitted (on by default).");
@@ -159,6 +160,9 @@ void AddLibraryAndLogging(Builder* b) {
   b->Value("--thread-affinity", "CORES",
            "Core id (or comma list, one per local rank) for the background thread.");
   b->Value("--gloo-timeout-seconds", "SECONDS", "Rendezvous and collective timeout (default 30).");
+  b->Value("--bind-to", "core|none",
+           "core (default): bind each local rank to an even share of the CPUs (none when ranks "
+           "outnumber CPUs); none: leave placement to the kernel.");
   b->Group("Logging");
   b->Value("--log-level", "LEVEL", "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL.");
   b->Flag("--log-with-timestamp,!--log-without-timestamp",

@@ -85,6 +85,7 @@ std::vector<KnobPtr> Knobs::All() {
           &num_nccl_streams,
           &thread_affinity,
           &gloo_timeout_seconds,
+          &bind_to,
           &tcp,
           &log_level,
           &log_with_timestamp};
@@ -120,6 +121,10 @@ Status ValidateKnobs(Knobs* k) {
   HVD_RETURN_IF_ERROR(NonNegative(k->cycle_time_ms));
   HVD_RETURN_IF_ERROR(CheckNoise(k->autotune_gaussian_process_noise));
   HVD_RETURN_IF_ERROR(CheckAffinity(k->thread_affinity));
+  if (k->bind_to.value && *k->bind_to.value != "core" && *k->bind_to.value != "none") {
+    return Status::InvalidArgument(k->bind_to.Where() + ": expected core or none, got '" +
+                                   *k->bind_to.value + "'");
+  }
   return CanonicalLevel(&k->log_level);
 }
 

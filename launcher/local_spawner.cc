@@ -11,8 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <optional>
 #include <utility>
 
+#include "launcher/cpu_binding.h"
 #include "launcher/exec_search.h"
 #include "launcher/exit_codes.h"
 
@@ -76,6 +78,7 @@ struct ChildPlan {
   int error_fd = -1;
   int inherited_fd = -1;
   pid_t parent = 0;
+  std::optional<cpu_set_t> cpus;  // bind the rank here (launcher/cpu_binding.h)
 };
 
 void FillArgvEnvp(const SpawnRequest& request, ChildPlan& plan) {
@@ -108,6 +111,8 @@ void MarkCloseOnExec(unsigned first, unsigned last) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Best effort: a mask the kernel refuses (CPUs gone meanwhile) leaves the rank unbound.
+  if (plan.cpus) ::sched_setaffinity(0, sizeof(*plan.cpus), &*plan.cpus);
   ::dup2(plan.stdin_fd, 0);
   ::dup2(plan.stdout_fd, 1);
   ::dup2(plan.stderr_fd, 2);
@@ -242,9 +247,12 @@ struct RankPipes {
 
 Result<SpawnedRank> LocalSpawner::Spawn(const SpawnRequest& request) {
   if (request.argv.empty()) return Status::InvalidArgument("no command to run");
+  ChildPlan plan;
+  if (!request.outlives_launcher) {  // srun: its tasks run elsewhere, bound by their agent
+    HVD_ASSIGN_OR_RETURN(plan.cpus, RankCpuSet(request.env, AllowedCpus()));
+  }
   RankPipes pipes;
   HVD_RETURN_IF_ERROR(pipes.Open(request.stdin_pipe));
-  ChildPlan plan;
   plan.candidates = ExecCandidates(request.argv[0], request.env);
   FillArgvEnvp(request, plan);
   plan.stdin_fd = pipes.in_read.get();

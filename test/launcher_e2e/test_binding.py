@@ -1,0 +1,62 @@
+"""hvdrun --bind-to: each local rank gets an even share of hvdrun's CPUs (launcher/cpu_binding.h)."""
+import os
+
+from hvdrun_harness import run
+
+SHOW_CPUS = "grep Cpus_allowed_list /proc/self/status | cut -f2"
+
+
+def parse_cpu_list(text):
+    cpus = set()
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def rank_cpus(args, env=None):
+    result = run(args + ["sh", "-c", SHOW_CPUS], env=env)
+    assert result.returncode == 0, result.stderr.decode()
+    by_rank = {}
+    for line in result.stdout.decode().splitlines():
+        prefix, _, cpus = line.partition("<stdout>:")
+        by_rank[int(prefix.strip("[]"))] = parse_cpu_list(cpus)
+    return by_rank
+
+
+def test_local_ranks_get_disjoint_even_shares_that_cover_the_cpus():
+    mine = os.sched_getaffinity(0)
+    n = min(2, len(mine))
+    by_rank = rank_cpus(["-np", str(n), "-H", "localhost:%d" % n])
+    assert sorted(by_rank) == list(range(n))
+    union = set().union(*by_rank.values())
+    assert union == mine
+    assert sum(len(c) for c in by_rank.values()) == len(mine)  # disjoint
+    sizes = sorted(len(c) for c in by_rank.values())
+    assert sizes[-1] - sizes[0] <= 1
+
+
+def test_more_ranks_than_cpus_are_not_bound():
+    mine = os.sched_getaffinity(0)
+    n = len(mine) + 1
+    by_rank = rank_cpus(["-np", str(n), "-H", "localhost:%d" % n])
+    assert all(cpus == mine for cpus in by_rank.values()), by_rank
+
+
+def test_bind_to_none_flag_and_variable_leave_placement_to_the_kernel():
+    mine = os.sched_getaffinity(0)
+    by_rank = rank_cpus(["-np", "2", "-H", "localhost:2", "--bind-to", "none"])
+    assert all(cpus == mine for cpus in by_rank.values()), by_rank
+    env = dict(os.environ, HVD_BIND_TO="none")
+    by_rank = rank_cpus(["-np", "2", "-H", "localhost:2"], env=env)
+    assert all(cpus == mine for cpus in by_rank.values()), by_rank
+
+
+def test_bad_values_are_refused_naming_the_flag_or_the_variable():
+    result = run(["-np", "2", "--bind-to", "socket", "true"])
+    assert result.returncode == 64, result.stderr.decode()
+    assert "--bind-to" in result.stderr.decode() and "socket" in result.stderr.decode()
+    env = dict(os.environ, HVD_BIND_TO="cores")
+    result = run(["-np", "2", "true"], env=env)
+    assert result.returncode != 0
+    assert "HVD_BIND_TO" in result.stderr.decode() and "cores" in result.stderr.decode()
