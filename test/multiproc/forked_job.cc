@@ -29,20 +29,11 @@ ForkedJob::ForkedJob(const std::string& name, Options options) : options_(std::m
   for (size_t i = 0; i < key_.size(); ++i) key_[i] = static_cast<uint8_t>(i * 7 + 1);
   job_id_ = name + "-" + std::to_string(getpid()) + "-" + std::to_string(g_job_counter++);
   scope_ = "test/" + job_id_;
-  launcher::RendezvousServerOptions server_options;
-  server_options.key = key_;
-  server_options.job_id = job_id_;
-  auto server = launcher::RendezvousServer::Start(server_options);
-  if (!server.ok()) {
-    error_ = server.status().ToString();
-    return;
-  }
-  server_ = std::move(server).value();
 }
 
 ForkedJob::~ForkedJob() { KillAll(); }
 
-uint16_t ForkedJob::kv_port() const { return server_ ? server_->port() : 0; }
+uint16_t ForkedJob::kv_port() const { return server_ ? server_->port() : 0; }  // during Run
 
 bool ForkedJob::IsVictim(int index) const {
   return std::find(options_.victims.begin(), options_.victims.end(), index) !=
@@ -61,16 +52,32 @@ void ForkedJob::KillAll() {
 
 std::vector<RankOutcome> ForkedJob::Run(int count, const ChildBody& body) {
   std::vector<RankOutcome> outcomes(static_cast<size_t>(count));
-  if (!server_) return outcomes;
+  server_.reset();  // no server thread may be running while we fork
   std::fflush(stdout);
   std::fflush(stderr);
   pids_.clear();
+  // Fork first, start the server after: a child forked while the server's thread holds a lock
+  // (OpenSSL's, the logger's, ...) would deadlock on it in its own handshake. Each child waits
+  // for the server's port on a pipe.
+  std::vector<int> port_pipes;
   for (int i = 0; i < count; ++i) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+      error_ = "pipe failed";
+      KillAll();
+      return outcomes;
+    }
     const pid_t pid = fork();
     if (pid == 0) {
       alarm(options_.child_alarm);
-      auto kv = control::KvClient::Connect("127.0.0.1", server_->port(), key_, job_id_,
-                                           std::chrono::seconds(10));
+      close(fds[1]);
+      for (int fd : port_pipes) close(fd);
+      uint16_t port = 0;
+      if (read(fds[0], &port, sizeof(port)) != static_cast<ssize_t>(sizeof(port)) || port == 0) {
+        _exit(3);  // the parent could not start the server (it reports why)
+      }
+      auto kv =
+          control::KvClient::Connect("127.0.0.1", port, key_, job_id_, std::chrono::seconds(10));
       if (!kv.ok()) {
         std::fprintf(stderr, "process %d: kv connect: %s\n", i, kv.status().ToString().c_str());
         _exit(3);
@@ -80,9 +87,26 @@ std::vector<RankOutcome> ForkedJob::Run(int count, const ChildBody& body) {
       std::fflush(stderr);
       _exit(code);
     }
+    close(fds[0]);
+    port_pipes.push_back(fds[1]);
     children_.push_back(pid);
     pids_.push_back(pid);
   }
+  launcher::RendezvousServerOptions server_options;
+  server_options.key = key_;
+  server_options.job_id = job_id_;
+  auto server = launcher::RendezvousServer::Start(server_options);
+  const uint16_t port = server.ok() ? (*server)->port() : 0;
+  for (int fd : port_pipes) {
+    (void)!write(fd, &port, sizeof(port));
+    close(fd);
+  }
+  if (!server.ok()) {
+    error_ = server.status().ToString();
+    KillAll();
+    return outcomes;
+  }
+  server_ = std::move(server).value();
   bool has_survivors = false;
   for (int i = 0; i < count; ++i) has_survivors = has_survivors || !IsVictim(i);
   const auto deadline = std::chrono::steady_clock::now() + options_.deadline;

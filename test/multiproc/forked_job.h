@@ -29,7 +29,9 @@ std::string Describe(const std::vector<RankOutcome>& outcomes);
 // gloo's MultiProcTest style: the parent (the gtest process) serves a real
 // launcher::RendezvousServer; each child connects its own control::KvClient to it and runs the
 // body, whose return value is the child's exit code (0 = pass; the body prints why it failed).
-// Children _exit and never return into gtest.
+// Children _exit and never return into gtest. Each Run forks its children before it starts
+// that run's server (its port reaches them over a pipe): forking while the server thread
+// held a lock made a child hang in its handshake, rarely.
 //
 // Safety nets: every child arms alarm(child_alarm); the parent waits at most `deadline` and
 // SIGKILLs every remaining child on a deadline or as soon as a non-victim fails; when only
