@@ -7,6 +7,7 @@
 #include "autotune/autotune_cache.h"
 #include "autotune/parameter_manager.h"
 #include "common/logging.h"
+#include "runtime/fusion_planner.h"
 
 namespace hvd::runtime {
 namespace {
@@ -102,11 +103,16 @@ std::string Autotuner::Step(const std::vector<Response>& executed) {
   int64_t bytes = 0;
   for (const Response& r : executed) {
     if (!IsData(r.type)) continue;
-    const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+    bytes += ResponseBytes(r);  // allgather: every rank's rows (fusion_planner.h)
+    // The cache signature's per-tensor count: elements for allreduce-like responses; for an
+    // allgather (sizes name-major, one block of set-size dims 0 per name) this tensor's block.
+    const size_t per_name = r.names.empty() ? 0 : r.sizes.size() / r.names.size();
     for (size_t i = 0; i < r.names.size(); ++i) {
       names.push_back(r.names[i]);
-      const int64_t count = i < r.sizes.size() ? r.sizes[i] : 0;
-      bytes += count * elem;
+      int64_t count = 0;
+      for (size_t k = i * per_name; k < (i + 1) * per_name && k < r.sizes.size(); ++k) {
+        count += r.sizes[k];
+      }
       if (!cache_checked_) tensors_[r.names[i]] = {DataTypeName(r.dtype), {count}};
     }
   }

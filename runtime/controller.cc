@@ -60,23 +60,56 @@ void Controller::Classify(std::chrono::steady_clock::time_point now) {
   queue_.PopRequests(&fresh_);
   for (const Request* r : fresh_) waiting_.push_back({r, now});
   const bool aging = config_.stall_check_enabled && config_.stall_check_time.count() > 0;
-  size_t kept = 0;
+  using State = ResponseCache::State;
+  lookups_.clear();
+  bool grouped_miss = false, grouped_hit = false;
   for (const Waiting& w : waiting_) {
     uint32_t bit = 0;
-    auto state = ResponseCache::State::kMiss;
+    auto state = State::kMiss;
     if (Cacheable(w.request->type) && cache_enabled_ && cache_.capacity() > 0) {
       state = cache_.Lookup(*w.request, &bit);
     }
-    const bool aged = aging && now - w.since > config_.stall_check_time;
-    if (state == ResponseCache::State::kHit && !aged) {
+    // An aged hit is sent uncached so the stall inspector sees it; its entry stays valid.
+    if (state == State::kHit && aging && now - w.since > config_.stall_check_time) {
+      state = State::kMiss;
+    }
+    if (!w.request->group.empty()) {
+      grouped_hit = grouped_hit || state == State::kHit;
+      grouped_miss = grouped_miss || state != State::kHit;
+    }
+    lookups_.push_back({state, bit});
+  }
+  if (grouped_miss && grouped_hit) InvalidateBrokenGroups();
+  size_t kept = 0;
+  for (size_t i = 0; i < waiting_.size(); ++i) {
+    const auto [state, bit] = lookups_[i];
+    if (state == State::kHit) {
       SetBit(&hit_bits_, bit);
-      waiting_[kept++] = w;
+      waiting_[kept++] = waiting_[i];
       continue;
     }
-    if (state == ResponseCache::State::kInvalid) SetBit(&invalid_bits_, bit);
-    to_send_.push_back(w.request);
+    if (state == State::kInvalid) SetBit(&invalid_bits_, bit);
+    to_send_.push_back(waiting_[i].request);
   }
   waiting_.resize(kept);
+}
+
+// Rank 0 releases a group only when every member was negotiated (coordinator.h), so a group
+// goes to it whole or not at all: when one member must be sent, its mates' cache hits become
+// invalid (erased on every rank by the OR round) and are sent with it. A group's members are
+// enqueued together, so they are all in waiting_ in the same cycle. Rare: runs only when some
+// grouped requests are hits and others are not.
+void Controller::InvalidateBrokenGroups() {
+  using State = ResponseCache::State;
+  for (size_t i = 0; i < waiting_.size(); ++i) {
+    const std::string& group = waiting_[i].request->group;
+    if (group.empty() || lookups_[i].first == State::kHit) continue;
+    for (size_t j = 0; j < waiting_.size(); ++j) {
+      if (lookups_[j].first == State::kHit && waiting_[j].request->group == group) {
+        lookups_[j].first = State::kInvalid;
+      }
+    }
+  }
 }
 
 Result<uint64_t> Controller::Agree(bool request_shutdown) {
@@ -246,7 +279,15 @@ void Controller::PutInCache(const Response& response) {
     if (!entries_[i]) continue;
     Response single = response;
     single.names = {response.names[i]};
-    single.sizes = {response.sizes[i]};
+    if (response.type == OpType::kAllgather) {
+      // Name-major blocks of set-size dims 0, and one row size per name.
+      const size_t n = response.sizes.size() / response.names.size();
+      single.sizes.assign(response.sizes.begin() + i * n, response.sizes.begin() + (i + 1) * n);
+      single.row_elements.clear();
+      if (i < response.row_elements.size()) single.row_elements = {response.row_elements[i]};
+    } else {
+      single.sizes = {response.sizes[i]};
+    }
     cache_.Put(single, entries_[i]->request);
   }
 }

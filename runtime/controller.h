@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -49,7 +50,8 @@ struct CycleResult {
 // each cycle is a sequence of collectives on the set's communicator):
 //  1. Requests enqueued since the last cycle join the waiting list. Each is classified
 //     against the response cache: HIT (same name and parameters), INVALID (same name,
-//     different parameters) or MISS; barrier, join and process-set ops are never cached.
+//     different parameters) or MISS; barrier, join and process-set ops are never cached. A
+//     group goes to rank 0 whole: a member that is not a HIT makes its mates' HITs INVALID.
 //  2. BitwiseAnd over [status word | one bit per cache entry]. The status word holds inverted
 //     flags (shutdown requested, uncached request queued, invalid entry seen, something
 //     pending, a rank has joined) so AND computes "any rank"; plus "I have pending" so AND
@@ -112,6 +114,8 @@ class Controller {
 
   // Fills to_send_, hit_bits_ and invalid_bits_.
   void Classify(std::chrono::steady_clock::time_point now);
+  // Turns the cache hits of every group with a member that is not a hit into invalid entries.
+  void InvalidateBrokenGroups();
   // The AND (and when needed OR) rounds; returns the agreed status word, common_ the bits.
   Result<uint64_t> Agree(bool request_shutdown);
   // Fills hits_ with the cached responses of the common bits, in bit order.
@@ -141,6 +145,7 @@ class Controller {
   // Per-cycle scratch, kept between cycles so a steady-state cycle allocates nothing.
   std::vector<const Request*> fresh_;
   std::vector<const Request*> to_send_;
+  std::vector<std::pair<ResponseCache::State, uint32_t>> lookups_;  // per waiting_ entry
   std::vector<uint64_t> hit_bits_, invalid_bits_, agree_bits_, common_;
   ReuseVector<Response> hits_;   // the common cache hits of this cycle
   ReuseVector<Response> fused_;  // hits_ after fusion (fast path)

@@ -3,25 +3,39 @@
 namespace hvd::runtime {
 namespace {
 
-bool Fusable(const Response& r) { return r.type == OpType::kAllreduce; }
+// Set size of an allgather response whose per-member fields line up; 0 otherwise.
+size_t GatherSetSize(const Response& r) {
+  const size_t names = r.names.size();
+  if (names == 0 || r.row_elements.size() != names || r.sizes.size() % names != 0) return 0;
+  return r.sizes.size() / names;
+}
 
+bool Fusable(const Response& r) {
+  return r.type == OpType::kAllreduce || (r.type == OpType::kAllgather && GatherSetSize(r) > 0);
+}
+
+// Reduce op and scale factors matter to allreduce only; an allgather carries the defaults.
 bool Compatible(const Response& a, const Response& b, const FusionOptions& options) {
-  if (a.type != b.type || a.dtype != b.dtype || a.device != b.device ||
-      a.reduce_op != b.reduce_op || a.prescale != b.prescale || a.postscale != b.postscale) {
+  if (a.type != b.type || a.dtype != b.dtype || a.device != b.device) return false;
+  if (a.type == OpType::kAllreduce &&
+      (a.reduce_op != b.reduce_op || a.prescale != b.prescale || a.postscale != b.postscale)) {
     return false;
   }
+  if (a.type == OpType::kAllgather && GatherSetSize(a) != GatherSetSize(b)) return false;
   return !options.disable_group_fusion || a.group == b.group;
 }
 
 // True when `r` continues the group unit that starts with `first`.
 bool SameGroupUnit(const Response& first, const Response& r) {
   return Fusable(r) && !r.group.empty() && first.group == r.group && Fusable(first) &&
-         first.dtype == r.dtype;
+         first.type == r.type && first.dtype == r.dtype;
 }
 
 void AppendMembers(Response* into, const Response& from) {
   into->names.append(from.names.begin(), from.names.end());
   into->sizes.insert(into->sizes.end(), from.sizes.begin(), from.sizes.end());
+  into->row_elements.insert(into->row_elements.end(), from.row_elements.begin(),
+                            from.row_elements.end());
 }
 
 bool StopsFusion(const Response& r) {
@@ -32,9 +46,20 @@ bool StopsFusion(const Response& r) {
 }  // namespace
 
 int64_t ResponseBytes(const Response& response) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(response.dtype));
+  const size_t set_size = response.type == OpType::kAllgather ? GatherSetSize(response) : 0;
+  if (set_size > 0) {
+    int64_t bytes = 0;
+    for (size_t i = 0; i < response.names.size(); ++i) {
+      int64_t rows = 0;
+      for (size_t r = 0; r < set_size; ++r) rows += response.sizes[i * set_size + r];
+      bytes += rows * response.row_elements[i] * elem;
+    }
+    return bytes;
+  }
   int64_t n = 0;
   for (int64_t s : response.sizes) n += s;
-  return n * static_cast<int64_t>(DataTypeSize(response.dtype));
+  return n * elem;
 }
 
 // Units are runs of adjacent members of one group (a group moves as one, never split) or

@@ -126,6 +126,7 @@ void PutResponse(Writer* w, const Response& r) {
   w->Put<int32_t>(r.device);
   w->PutString(r.group);
   w->PutVector(r.sizes);
+  w->PutVector(r.row_elements);
   w->Put<int32_t>(r.last_joined_rank);
 }
 
@@ -141,7 +142,7 @@ bool GetResponse(Reader* rd, Response* r) {
          rd->GetEnum(&r->reduce_op, static_cast<int32_t>(ReduceOp::kProduct)) &&
          rd->Get(&r->prescale) && rd->Get(&r->postscale) && rd->Get(&r->root) &&
          rd->Get(&r->device) && rd->GetString(&r->group) && rd->GetVector(&r->sizes) &&
-         rd->Get(&r->last_joined_rank);
+         rd->GetVector(&r->row_elements) && rd->Get(&r->last_joined_rank);
 }
 
 Status Malformed(const char* what, size_t bytes) {

@@ -53,7 +53,8 @@ struct Request {
   void Clear();
 };
 
-// Rank 0's decision for one tensor (or, after fusion, several allreduced together).
+// Rank 0's decision for one tensor (or, after fusion, several allreduced or allgathered
+// together).
 struct Response {
   OpType type = OpType::kAllreduce;
   ReuseVector<std::string> names;  // keeps its strings' buffers when refilled (reuse_vector.h)
@@ -68,6 +69,9 @@ struct Response {
   // allreduce/broadcast/reducescatter/alltoall: element count per name; allgather: dim 0 of
   // each member (names.size() * set size, name-major); process-set add: the ranks.
   std::vector<int64_t> sizes;
+  // allgather: elements of one row (the product of dims 1..n, the same on every rank) per
+  // name, so a fused allgather's bytes are known without the tensors; empty for other ops.
+  std::vector<int64_t> row_elements;
   int32_t last_joined_rank = -1;  // join
 };
 

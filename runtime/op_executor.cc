@@ -30,6 +30,46 @@ Status Failed(const Response& r, const Status& s) {
                               "' failed: " + s.message());
 }
 
+// A fused allgather's response must describe its entries: one block of set-size dims 0 and a
+// row size per member, matching this rank's tensors.
+Status CheckFusedGather(const Response& r, std::span<TensorEntry* const> entries, size_t n,
+                        size_t me) {
+  const size_t m = entries.size();
+  if (r.names.size() != m || r.row_elements.size() != m || r.sizes.size() != m * n) {
+    return Status::Internal("fused allgather response does not match its " + std::to_string(m) +
+                            " tensors on " + std::to_string(n) + " ranks");
+  }
+  for (size_t i = 0; i < m; ++i) {
+    const TensorEntry* e = entries[i];
+    if (!e) return Status::Internal("allgather without a local tensor");
+    if (e->request.shape.empty() || e->request.shape[0] != r.sizes[i * n + me] ||
+        RowElements(e->request.shape) != r.row_elements[i]) {
+      return Status::Internal("allgather of '" + r.names[i] + "': local shape " +
+                              ShapeText(e->request.shape) + " differs from the negotiated one");
+    }
+  }
+  return Status::OK();
+}
+
+// Copies member i's rows of every rank, in rank order, from the gathered blocks in `buf` (rank
+// k's block at the sum of block_bytes[0..k)) into outputs[i].
+void UnpackGathered(const Response& r, size_t n, const char* buf,
+                    const std::vector<int64_t>& block_bytes, std::vector<int64_t>* cursor,
+                    const std::vector<char*>& outputs) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  cursor->assign(n, 0);
+  for (size_t k = 1; k < n; ++k) (*cursor)[k] = (*cursor)[k - 1] + block_bytes[k - 1];
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    char* out = outputs[i];
+    for (size_t k = 0; k < n; ++k) {
+      const int64_t bytes = r.sizes[i * n + k] * r.row_elements[i] * elem;
+      if (bytes > 0) std::memcpy(out, buf + (*cursor)[k], bytes);
+      out += bytes;
+      (*cursor)[k] += bytes;
+    }
+  }
+}
+
 }  // namespace
 
 void OpExecutor::ActivityStart(const Response& r, std::string_view activity) {
@@ -92,7 +132,8 @@ Status OpExecutor::Execute(const Response& r, std::span<TensorEntry* const> entr
       s = Broadcast(r, entries.front(), comm);
       break;
     case OpType::kAllgather:
-      s = Allgather(r, entries.front(), comm);
+      s = entries.size() == 1 ? Allgather(r, entries.front(), comm)
+                              : FusedAllgather(r, entries, comm);
       break;
     case OpType::kAlltoall:
       s = Alltoall(r, entries.front(), comm);
@@ -196,6 +237,61 @@ Status OpExecutor::Allgather(const Response& r, TensorEntry* entry, Communicator
   Status s = comm->Allgatherv(entry->input, out.data, bytes_per_rank);
   ActivityEnd(r);
   handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
+  return s;
+}
+
+// The fusion buffer holds the gathered blocks of every rank (in rank order) and, after them
+// at a 64-byte boundary, this rank's packed block: separate regions, because no backend
+// promises that Allgatherv may read its input from inside its output. Rank k's block is its
+// rows of member 0, then of member 1, ... Outputs are attached even when the gather fails, as
+// on the single-tensor path.
+Status OpExecutor::FusedAllgather(const Response& r, std::span<TensorEntry* const> entries,
+                                  Communicator* comm) {
+  const size_t n = static_cast<size_t>(comm->size()), me = static_cast<size_t>(comm->rank());
+  const size_t m = entries.size();
+  HVD_RETURN_IF_ERROR(CheckFusedGather(r, entries, n, me));
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  block_bytes_.assign(n, 0);
+  for (size_t i = 0; i < m; ++i) {
+    for (size_t k = 0; k < n; ++k) block_bytes_[k] += r.sizes[i * n + k] * r.row_elements[i] * elem;
+  }
+  ActivityStart(r, "ALLOCATE_OUTPUT");
+  outputs_.clear();
+  for (size_t i = 0; i < m; ++i) {
+    int64_t rows = 0;
+    for (size_t k = 0; k < n; ++k) rows += r.sizes[i * n + k];
+    outputs_.push_back(static_cast<char*>(AllocOutput(rows * r.row_elements[i] * elem)));
+  }
+  ActivityEnd(r);
+  const int64_t total = std::accumulate(block_bytes_.begin(), block_bytes_.end(), int64_t{0});
+  const int64_t in_offset = (total + 63) / 64 * 64;
+  const bool grows = recording_ && in_offset + block_bytes_[me] > buffer_->capacity();
+  if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
+  char* buf = static_cast<char*>(buffer_->Get(in_offset + block_bytes_[me]));
+  if (grows) ActivityEnd(r);
+  ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
+  char* in = buf + in_offset;
+  for (size_t i = 0; i < m; ++i) {
+    const int64_t bytes = r.sizes[i * n + me] * r.row_elements[i] * elem;
+    if (bytes > 0) std::memcpy(in, entries[i]->input, bytes);
+    in += bytes;
+  }
+  ActivityEnd(r);
+  ActivityStart(r, CommActivity(r, comm));
+  Status s = comm->Allgatherv(buf + in_offset, buf, block_bytes_);
+  ActivityEnd(r);
+  if (s.ok()) {
+    ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
+    UnpackGathered(r, n, buf, block_bytes_, &cursor_, outputs_);
+    ActivityEnd(r);
+  }
+  for (size_t i = 0; i < m; ++i) {
+    const TensorEntry& e = *entries[i];
+    OutputTensor out{outputs_[i], e.request.dtype, e.request.shape, e.request.device};
+    out.shape[0] = 0;
+    for (size_t k = 0; k < n; ++k) out.shape[0] += r.sizes[i * n + k];
+    handles_->SetOutput(e.handle, e.output_index, std::move(out));
+  }
   return s;
 }
 

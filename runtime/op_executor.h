@@ -20,12 +20,15 @@ namespace hvd::runtime {
 // free). Outputs are attached to the handles here. `entries[i]` belongs to response.names[i]; it is
 // null on a rank that has joined (it then contributes zeros to allreduce). Allreduce
 // Average is Sum followed by a 1/size post-scale; fused allreduces are staged through the
-// persistent FusionBuffer. Runtime-allocated outputs are malloc'ed and handed to the handle.
+// persistent FusionBuffer. A fused allgather is one Allgatherv over the FusionBuffer: every
+// rank packs its members' rows into its block, and each member's rows of every rank (in rank
+// order) are copied out into that member's own output. Runtime-allocated outputs are
+// malloc'ed and handed to the handle.
 //
 // Timeline (when `timeline` is non-null and on): each tensor of the response gets an <OP> span
-// holding the activities (MEMCPY_IN_FUSION_BUFFER, <COMM>_<OP> e.g. GLOO_ALLREDUCE,
-// MEMCPY_OUT_FUSION_BUFFER) and an End with dtype, shape and bytes. Checked once per
-// response; nothing is built when off.
+// holding the activities (ALLOCATE_OUTPUT, MEMCPY_IN_FUSION_BUFFER, <COMM>_<OP> e.g.
+// GLOO_ALLREDUCE, MEMCPY_OUT_FUSION_BUFFER) and an End with dtype, shape and bytes. Checked once
+// per response; nothing is built when off.
 //
 // A non-OK return (also in *outcome) means the communicator failed (peer died, timeout,
 // abort): the caller must fail the entries and stop. Errors that concern only these tensors
@@ -42,6 +45,8 @@ class OpExecutor {
   Status Allreduce(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm);
   Status Broadcast(const Response& r, TensorEntry* entry, Communicator* comm);
   Status Allgather(const Response& r, TensorEntry* entry, Communicator* comm);
+  Status FusedAllgather(const Response& r, std::span<TensorEntry* const> entries,
+                        Communicator* comm);
   Status Alltoall(const Response& r, TensorEntry* entry, Communicator* comm);
   Status Reducescatter(const Response& r, TensorEntry* entry, Communicator* comm);
   // Timeline helpers; no-ops unless recording_ (set per response by Execute).
@@ -54,6 +59,10 @@ class OpExecutor {
   HandleManager* handles_;
   RuntimeTimeline* timeline_;  // null unless this is global rank 0
   bool recording_ = false;
+  // FusedAllgather's per-rank block bytes and unpack cursors, kept so it allocates nothing
+  // but the outputs.
+  std::vector<int64_t> block_bytes_, cursor_;
+  std::vector<char*> outputs_;
 };
 
 }  // namespace hvd::runtime

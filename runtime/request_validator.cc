@@ -136,6 +136,9 @@ Response Fill(const std::vector<Request>& requests, int set_size) {
   if (first.type == OpType::kAllgather) {
     resp.sizes.assign(set_size, 0);
     for (const Request& r : requests) resp.sizes[r.rank] = r.shape.empty() ? 0 : r.shape[0];
+    int64_t row = 1;  // dims 1..n agree on every rank (CheckShapes)
+    for (size_t d = 1; d < first.shape.size(); ++d) row *= first.shape[d];
+    resp.row_elements = {row};
   } else if (first.type == OpType::kProcessSetAdd || first.type == OpType::kProcessSetRemove) {
     resp.sizes = first.args;
   } else {

@@ -12,7 +12,8 @@ namespace hvd::runtime {
 // reducescatter; rank and non-first dims for allgather/alltoall), 0-d tensors where a first
 // dimension is needed, device, root rank, scale factors or reduce op yield a kError response
 // whose message follows Horovod's wording. `any_joined` forbids ops that cannot run while a
-// rank has joined. `set_size` is the number of members. Pure function.
+// rank has joined. `set_size` is the number of members. An allgather response carries every
+// rank's dim 0 in `sizes` and the elements of one row in `row_elements`. Pure function.
 Response ConstructResponse(const std::vector<Request>& requests, bool any_joined, int set_size);
 
 }  // namespace hvd::runtime

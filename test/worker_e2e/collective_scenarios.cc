@@ -88,6 +88,80 @@ void EnqueueAllgather(std::vector<Pending>* pending, const DType& d, int64_t (*r
   pending->push_back(std::move(p));
 }
 
+// ---- fused allgather ------------------------------------------------------------------------
+
+// Element (row, col) of rank r's part of fused allgather tensor t: small integers, exact in
+// every dtype, negative in column 1 of signed ones, and different between neighbouring tensors.
+double FusedGatherValue(const DType& d, int32_t r, int t, int64_t row, int64_t col) {
+  if (d.id == HVD_BOOL) return static_cast<double>((r + t + row + col) % 2);
+  const double v = static_cast<double>((r * 16 + row * 4 + col + 3 * t) % 100);
+  return d.is_signed && col == 1 ? -v : v;
+}
+
+// Rows rank r sends of tensor t in a round: 0 to 2, by rank and tensor; from round 2 on the
+// odd tensors change their rows on every rank (cached responses go invalid and renegotiate).
+int64_t FusedGatherRows(int32_t r, int t, int round) {
+  return (r + t + (round >= 2 && t % 2 ? 1 : 0)) % 3;
+}
+
+// This rank's input of tensor t (`cols` columns) and, in `want`/`shape`, the gathered result.
+std::shared_ptr<Tensor> FusedGatherInput(const DType& d, int t, int round, int64_t cols,
+                                         std::vector<double>* want, std::vector<int64_t>* shape) {
+  auto in = Make(d.id, {FusedGatherRows(R(), t, round), cols});
+  for (int64_t j = 0; j < in->shape()[0]; ++j) {
+    for (int64_t c = 0; c < cols; ++c) in->Set(j * cols + c, FusedGatherValue(d, R(), t, j, c));
+  }
+  int64_t total = 0;
+  for (int32_t r = 0; r < N(); ++r) {
+    for (int64_t j = 0; j < FusedGatherRows(r, t, round); ++j) {
+      for (int64_t c = 0; c < cols; ++c) want->push_back(FusedGatherValue(d, r, t, j, c));
+    }
+    total += FusedGatherRows(r, t, round);
+  }
+  *shape = {total, cols};
+  return in;
+}
+
+void EnqueueFusedGather(std::vector<Pending>* pending, const DType& d, int t, int round,
+                        int64_t cols) {
+  std::vector<double> want;
+  std::vector<int64_t> shape;
+  auto in = FusedGatherInput(d, t, round, cols, &want, &shape);
+  const std::string what =
+      "fused allgather #" + std::to_string(t) + " round " + std::to_string(round) + " " + d.name;
+  hvd_op_options_t o = Options("fused.ag." + std::to_string(t));
+  hvd_tensor_t a = in->Desc();
+  Pending p;
+  Require(hvd_allgather(&a, &o, &p.handle), what);
+  p.what = what;
+  p.keep = {in};
+  p.check = [=](hvd_handle_t h) { ExpectOutput(h, 0, what, d.id, shape, want); };
+  pending->push_back(std::move(p));
+}
+
+// A grouped allgather of four float64 members (tensors 50..53, 1 to 4 columns).
+void EnqueueFusedGatherGroup(std::vector<Pending>* pending, int round) {
+  Pending p;
+  p.what = "fused grouped allgather round " + std::to_string(round);
+  std::vector<hvd_tensor_t> descs;
+  std::vector<std::vector<double>> wants(4);
+  std::vector<std::vector<int64_t>> shapes(4);
+  for (int m = 0; m < 4; ++m) {
+    p.keep.push_back(
+        FusedGatherInput(DTypeOf(HVD_FLOAT64), 50 + m, round, m + 1, &wants[m], &shapes[m]));
+    descs.push_back(p.keep.back()->Desc());
+  }
+  hvd_op_options_t o = Options("fused.ag.grouped");
+  Require(hvd_grouped_allgather(descs.data(), 4, &o, &p.handle), p.what);
+  const std::string what = p.what;
+  p.check = [=](hvd_handle_t h) {
+    for (int m = 0; m < 4; ++m) {
+      ExpectOutput(h, m, what + " member " + std::to_string(m), HVD_FLOAT64, shapes[m], wants[m]);
+    }
+  };
+  pending->push_back(std::move(p));
+}
+
 // ---- broadcast ------------------------------------------------------------------------------
 
 double BroadcastValue(const DType& d, int32_t root, int64_t k) {
@@ -463,6 +537,26 @@ void Fused() {
       };
       pending.push_back(std::move(p));
     }
+    FinishAll(&pending);
+  }
+}
+
+void FusedAllgather() {
+  // 50 small allgathers enqueued before the first wait (float32, then int64, int8, bool and
+  // float16 runs, so each run fuses on its own), plus a grouped allgather of four float64
+  // members; four rounds: the second from the response cache, the third with changed rows
+  // (renegotiated), the fourth from the cache again.
+  for (int round = 0; round < 4; ++round) {
+    std::vector<Pending> pending;
+    for (int t = 0; t < 50; ++t) {
+      const hvd_dtype_t dtype = t < 30   ? HVD_FLOAT32
+                                : t < 38 ? HVD_INT64
+                                : t < 44 ? HVD_INT8
+                                : t < 47 ? HVD_BOOL
+                                         : HVD_FLOAT16;
+      EnqueueFusedGather(&pending, DTypeOf(dtype), t, round, t % 3 + 1);
+    }
+    EnqueueFusedGatherGroup(&pending, round);
     FinishAll(&pending);
   }
 }

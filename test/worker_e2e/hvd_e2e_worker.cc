@@ -31,6 +31,7 @@ const Scenario kScenarios[] = {
     {"barrier", hvd_e2e::Barrier, false},
     {"grouped", hvd_e2e::Grouped, false},
     {"fused", hvd_e2e::Fused, false},
+    {"fused_allgather", hvd_e2e::FusedAllgather, false},
     {"process_sets_static", hvd_e2e::ProcessSetsStatic, true},
     {"process_sets_dynamic", hvd_e2e::ProcessSetsDynamic, true},
     {"mismatch", hvd_e2e::Mismatch, false},

@@ -53,6 +53,7 @@ void Reducescatter();
 void Barrier();
 void Grouped();
 void Fused();
+void FusedAllgather();
 // control_scenarios.cc
 void ProcessSetsStatic();   // own init
 void ProcessSetsDynamic();  // own init (HVD_DYNAMIC_PROCESS_SETS=1)

@@ -195,6 +195,86 @@ TEST(CollectivesTest, AllgatherWithDifferentFirstDimensions) {
   });
 }
 
+// `count` allgathers: float32 but every fifth int64 (so two fused responses, by look-ahead),
+// 1 to 4 columns, and 0 to 2 rows that differ by rank and tensor (some ranks send none).
+std::vector<GatherCase> ManyGathers(const std::string& prefix, int count) {
+  std::vector<GatherCase> cases;
+  for (int t = 0; t < count; ++t) {
+    GatherCase c;
+    c.name = prefix + "." + std::to_string(t);
+    c.dtype = t % 5 == 4 ? DataType::kInt64 : DataType::kFloat32;
+    c.cols = t % 4 + 1;
+    c.rows = [t](int r) -> int64_t { return (r + t) % 3; };
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+TEST(CollectivesTest, ManyAllgathersEnqueuedTogetherFuseAndRepeatThroughTheCache) {
+  for (int size : {2, 3}) {
+    // Given `size` ranks, each enqueueing 20 allgathers at once, four steps in a row (steps
+    // after the first are common cache hits, fused on every rank without rank 0)
+    std::vector<int64_t> allocations(size);
+    RunRanks(
+        size,
+        [&](int rank, runtime::Runtime& rt) {
+          for (int step = 0; step < 4; ++step) {
+            // Then every output holds every rank's rows in rank order
+            AllgatherAndCheck(rt, rank, size, ManyGathers("many", 20));
+          }
+          allocations[rank] = rt.fusion_allocations();
+        },
+        [](runtime::RuntimeConfig* c) {
+          c->cycle_time = std::chrono::milliseconds(5);  // the batch lands in one cycle
+          c->fusion_threshold_bytes = 1 << 20;
+        });
+    // And they ran fused through the fusion buffer, which was allocated once
+    for (int r = 0; r < size; ++r) EXPECT_EQ(allocations[r], 1) << "rank " << r << " of " << size;
+  }
+}
+
+TEST(CollectivesTest, FusedAllgathersSplitAtTheThreshold) {
+  // Given a 64-byte threshold, five float32 allgathers of 48 gathered bytes (1 + 2 + 3 rows of
+  // 2) that cannot pair up and five int32 ones of 24 bytes (a row of 2 per rank) that fuse at
+  // most two at a time, three steps on 3 ranks
+  std::vector<GatherCase> cases;
+  for (int t = 0; t < 10; ++t) {
+    GatherCase c;
+    c.name = "split." + std::to_string(t);
+    c.dtype = t < 5 ? DataType::kFloat32 : DataType::kInt32;
+    c.cols = 2;
+    c.rows = [t](int r) -> int64_t { return t < 5 ? r + 1 : 1; };
+    cases.push_back(std::move(c));
+  }
+  RunRanks(
+      3,
+      [&](int rank, runtime::Runtime& rt) {
+        // Then every output is correct
+        for (int step = 0; step < 3; ++step) AllgatherAndCheck(rt, rank, 3, cases);
+      },
+      [](runtime::RuntimeConfig* c) {
+        c->cycle_time = std::chrono::milliseconds(5);
+        c->fusion_threshold_bytes = 64;
+      });
+}
+
+TEST(CollectivesTest, GroupedAllgatherOfOneDtypeIsOneFusedGather) {
+  // Given a grouped allgather of three float64 members with rank-dependent rows (one empty on
+  // rank 0), on 3 ranks, three times (the second and third through the cache)
+  std::vector<GatherCase> cases(3);
+  cases[0] = {"grouped.ag", DataType::kFloat64, 2, [](int r) -> int64_t { return r + 1; }};
+  cases[1] = {"grouped.ag.1", DataType::kFloat64, 1, [](int r) -> int64_t { return r; }};
+  cases[2] = {"grouped.ag.2", DataType::kFloat64, 3, [](int) -> int64_t { return 2; }};
+  std::vector<int64_t> allocations(3);
+  RunRanks(3, [&](int rank, runtime::Runtime& rt) {
+    // Then each member's output is correct
+    for (int step = 0; step < 3; ++step) AllgatherAndCheck(rt, rank, 3, cases, true);
+    allocations[rank] = rt.fusion_allocations();
+  });
+  // And the group always ran as one gather through the fusion buffer
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(allocations[r], 1) << "rank " << r;
+}
+
 TEST(CollectivesTest, BroadcastFromAnyRoot) {
   RunRanks(3, [](int rank, runtime::Runtime& rt) {
     for (int root = 0; root < 3; ++root) {

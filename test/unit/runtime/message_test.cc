@@ -79,6 +79,57 @@ TEST(MessageTest, EveryTruncationIsAnErrorNotACrash) {
   EXPECT_FALSE(DecodeRequestList(bytes + "x").ok()) << "trailing bytes";
 }
 
+Response FusedAllgatherResponse() {
+  Response r;
+  r.type = OpType::kAllgather;
+  r.names = {"ag.a", "ag.b"};
+  r.dtype = DataType::kFloat64;
+  r.sizes = {1, 2, 3, 0, 5, 6};  // two names x three ranks, name-major
+  r.row_elements = {4, 1};
+  return r;
+}
+
+TEST(MessageTest, AllgatherRowElementsRoundTrip) {
+  // Given a fused allgather response (rows per rank and elements per row of each member)
+  ResponseList list;
+  list.responses = {FusedAllgatherResponse(), Response()};
+  // When it goes through the wire format
+  auto decoded = DecodeResponseList(EncodeResponseList(list));
+  // Then both per-member fields come back, and other responses keep an empty row list
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_EQ(decoded->responses.size(), 2u);
+  EXPECT_EQ(decoded->responses[0].sizes, (std::vector<int64_t>{1, 2, 3, 0, 5, 6}));
+  EXPECT_EQ(decoded->responses[0].row_elements, (std::vector<int64_t>{4, 1}));
+  EXPECT_TRUE(decoded->responses[1].row_elements.empty());
+}
+
+TEST(MessageTest, EveryResponseTruncationIsAnErrorNotACrash) {
+  // Given an encoded response list whose last field before the join rank is row_elements
+  ResponseList list;
+  list.responses = {FusedAllgatherResponse()};
+  const std::string bytes = EncodeResponseList(list);
+  // Then every proper prefix and a trailing byte are rejected
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_FALSE(DecodeResponseList(bytes.substr(0, n)).ok()) << "prefix of " << n << " bytes";
+  }
+  EXPECT_FALSE(DecodeResponseList(bytes + "x").ok()) << "trailing bytes";
+}
+
+TEST(MessageTest, HugeRowElementsCountIsRejected) {
+  // Given a response whose row_elements count claims more entries than there are bytes
+  ResponseList list;
+  list.responses = {FusedAllgatherResponse()};
+  std::string bytes = EncodeResponseList(list);
+  const size_t count_at = bytes.size() - 4 - 2 * 8 - 4;  // before {4, 1} and the join rank
+  ASSERT_EQ(bytes[count_at], 2);
+  bytes[count_at] = '\x03';
+  std::string huge = bytes;
+  huge[count_at + 3] = '\x7f';
+  // Then decoding fails cleanly
+  EXPECT_FALSE(DecodeResponseList(bytes).ok());
+  EXPECT_FALSE(DecodeResponseList(huge).ok());
+}
+
 TEST(MessageTest, MalformedInputsAreRejected) {
   // Given a response list with a huge element count and one with a bad enum value
   ResponseList list;

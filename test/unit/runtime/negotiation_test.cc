@@ -149,6 +149,86 @@ TEST(NegotiationTest, ChangedShapeUnderACachedNameRenegotiates) {
   });
 }
 
+// Ten float32 allgathers; rank 1 sends 3 rows of every odd tensor once `changed`.
+std::vector<GatherCase> Gathers(bool changed) {
+  std::vector<GatherCase> cases;
+  for (int t = 0; t < 10; ++t) {
+    GatherCase c;
+    c.name = "reshaped.ag." + std::to_string(t);
+    c.cols = 2;
+    c.rows = [t, changed](int r) -> int64_t {
+      return changed && r == 1 && t % 2 ? 3 : (r + t) % 3;
+    };
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+TEST(NegotiationTest, ChangedRowsUnderCachedFusedAllgathersRenegotiate) {
+  for (int64_t capacity : {1024, 4, 0}) {
+    // Given 3 ranks gathering ten tensors together, twice the same (the second time from the
+    // cache), then with rank 1 sending more rows of half of them, twice; with a roomy cache, one
+    // that evicts, and none
+    RunRanks(
+        3,
+        [](int rank, runtime::Runtime& rt) {
+          for (int step = 0; step < 4; ++step) {
+            // Then only rank 1's cache entries are invalid, every rank renegotiates them, and
+            // each step's outputs hold the rows every rank sent that step
+            AllgatherAndCheck(rt, rank, 3, Gathers(step >= 2));
+          }
+          ExpectWorks(rt, "reshaped.ag.after");
+        },
+        [capacity](runtime::RuntimeConfig* c) {
+          c->cache_capacity = capacity;
+          c->cycle_time = std::chrono::milliseconds(5);
+        });
+  }
+}
+
+TEST(NegotiationTest, GroupWithOneChangedMemberUnderTheCacheRenegotiatesWhole) {
+  // Given a grouped allgather of three members, twice the same (the second time all members
+  // are cache hits), then with only rank 1's rows of member 1 changed: its entry goes invalid
+  // while the other members are still hits
+  RunRanks(3, [](int rank, runtime::Runtime& rt) {
+    std::vector<GatherCase> cases(3);
+    for (int m = 0; m < 3; ++m) {
+      cases[m].name = "regroup.ag." + std::to_string(m);
+      cases[m].cols = 2;
+    }
+    for (int step = 0; step < 4; ++step) {
+      const bool changed = step >= 2;
+      cases[0].rows = [](int r) -> int64_t { return r; };
+      cases[1].rows = [changed](int r) -> int64_t { return changed && r == 1 ? 4 : 1; };
+      cases[2].rows = [](int) -> int64_t { return 2; };
+      // Then the group is negotiated as a whole again (rank 0 never waits for members that
+      // were run from the cache) and every step's outputs are right
+      AllgatherAndCheck(rt, rank, 3, cases, true);
+    }
+  });
+}
+
+TEST(NegotiationTest, GroupedAllreduceWithOneResizedMemberUnderTheCacheRenegotiatesWhole) {
+  // Given a grouped allreduce of [2] and [3] floats, twice (then cache hits), then with the
+  // second member resized to [5] on every rank
+  RunRanks(2, [](int rank, runtime::Runtime& rt) {
+    for (int step = 0; step < 4; ++step) {
+      std::vector<float> a(2, 1.0f), b(step >= 2 ? 5 : 3, 2.0f);
+      runtime::OpOptions o;
+      o.name = "regroup.ar";
+      auto sa = Spec(a.data(), DataType::kFloat32, {static_cast<int64_t>(a.size())});
+      auto sb = Spec(b.data(), DataType::kFloat32, {static_cast<int64_t>(b.size())});
+      auto h = rt.EnqueueAllreduce({sa, sb}, {sa, sb}, o, true);
+      ASSERT_TRUE(h.ok()) << h.status().ToString();
+      // Then the whole group renegotiates and completes with the sums
+      Status s = WaitAndRelease(rt, *h);
+      ASSERT_TRUE(s.ok()) << "step " << step << ": " << s.ToString();
+      EXPECT_EQ(a, std::vector<float>(2, 2.0f));
+      EXPECT_EQ(b, std::vector<float>(b.size(), 4.0f));
+    }
+  });
+}
+
 TEST(NegotiationTest, StaticProcessSets) {
   RunRanks(3,
            [](int rank, runtime::Runtime& rt) {

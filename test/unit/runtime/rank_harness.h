@@ -2,6 +2,7 @@
 #define HVD_TEST_UNIT_RUNTIME_RANK_HARNESS_H_
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "runtime/runtime.h"
@@ -25,6 +26,20 @@ void RunRanks(int size, const RankBody& body, const ConfigTweak& tweak = nullptr
 Status WaitAndRelease(runtime::Runtime& rt, int64_t handle, double seconds = 30);
 
 runtime::TensorSpec Spec(void* data, runtime::DataType dtype, std::vector<int64_t> shape);
+
+// One tensor of an allgather batch: rank r contributes rows(r) rows of `cols` elements.
+struct GatherCase {
+  std::string name;
+  runtime::DataType dtype = runtime::DataType::kFloat32;  // float32/64 or int32/64
+  int64_t cols = 1;
+  std::function<int64_t(int rank)> rows;
+};
+
+// Enqueues every case at once (a handle each, or one grouped handle named cases[0].name when
+// `grouped`), waits, and checks each output's shape and values (element i of rank r's part of
+// case t is r * 1000 + t * 16 + i, so i < 16) with gtest expectations.
+void AllgatherAndCheck(runtime::Runtime& rt, int rank, int size,
+                       const std::vector<GatherCase>& cases, bool grouped = false);
 
 }  // namespace hvd::testing
 

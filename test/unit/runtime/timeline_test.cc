@@ -110,6 +110,59 @@ TEST_F(TimelineDirTest, RankZeroRecordsNegotiationOpsAndCycles) {
   EXPECT_TRUE(end_args);
 }
 
+// The B-event names on the row of tensor `name`, in trace order.
+std::vector<std::string> RowActivities(const nlohmann::json& trace, const std::string& name) {
+  int64_t pid = -1;
+  for (const auto& e : trace) {
+    if (e.value("name", "") == "process_name" && e.contains("args") &&
+        e["args"].value("name", "") == name) {
+      pid = e.value("pid", int64_t{-1});
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& e : trace) {
+    if (e.value("ph", "") == "B" && e.value("pid", int64_t{-2}) == pid) {
+      out.push_back(e.value("name", ""));
+    }
+  }
+  return out;
+}
+
+TEST_F(TimelineDirTest, FusedAllgatherRecordsTheFusionBufferActivities) {
+  // Given a timeline and a grouped allgather of two float32 members (one fused gather), twice
+  const std::string path = Path("fused_allgather.json");
+  RunRanks(
+      2,
+      [](int rank, runtime::Runtime& rt) {
+        std::vector<GatherCase> cases(2);  // the members are "tl.ag.0" and "tl.ag.1"
+        for (int m = 0; m < 2; ++m) {
+          cases[m].name = m == 0 ? "tl.ag" : "tl.ag.1";
+          cases[m].cols = 2;
+          cases[m].rows = [m](int r) -> int64_t { return r + m + 1; };
+        }
+        for (int step = 0; step < 2; ++step) AllgatherAndCheck(rt, rank, 2, cases, true);
+      },
+      [&](runtime::RuntimeConfig* c) { c->timeline_path = path; });
+  // Then each member's ALLGATHER span holds the output allocation, the copies through the
+  // fusion buffer around one backend gather, and ends with the member's own shape
+  nlohmann::json trace = ParseFile(path);
+  for (const char* member : {"tl.ag.0", "tl.ag.1"}) {
+    std::vector<std::string> got = RowActivities(trace, member);
+    std::erase(got, "INIT_FUSION_BUFFER");  // only when the buffer grows
+    const std::vector<std::string> step = {"NEGOTIATE_ALLGATHER", "ALLGATHER",
+                                           "ALLOCATE_OUTPUT",     "MEMCPY_IN_FUSION_BUFFER",
+                                           "FAKE_ALLGATHER",      "MEMCPY_OUT_FUSION_BUFFER"};
+    ASSERT_GE(got.size(), step.size()) << member;
+    EXPECT_EQ(std::vector<std::string>(got.begin(), got.begin() + step.size()), step) << member;
+  }
+  std::set<std::string> shapes;
+  for (const auto& e : trace) {
+    if (e.value("ph", "") == "E" && e.contains("args")) shapes.insert(e["args"].value("shape", ""));
+  }
+  EXPECT_TRUE(shapes.count("[1, 2]")) << "tl.ag.0's input shape on rank 0";
+  EXPECT_TRUE(shapes.count("[2, 2]")) << "tl.ag.1's input shape on rank 0";
+}
+
 TEST_F(TimelineDirTest, AllRanksModeShipsEveryRanksEventsWithAlignedClocks) {
   // Given HVD_TIMELINE_ALL_RANKS on 3 thread-ranks, rank 2's clock 3 s ahead
   const std::string path = Path("all.json");
