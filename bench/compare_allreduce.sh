@@ -5,7 +5,7 @@
 #
 # HVDRUN: the built hvdrun (default: build/cmd/hvdrun, or $HVD_BUILD_DIR/cmd/hvdrun); hvd-bench
 # is taken from the same build folder (bench/hvd-bench). For n = 2 and 4 it runs
-#   hvd        hvdrun -np N hvd-bench --op allreduce            (default: auto = shared memory here)
+#   hvd        hvdrun -np N --bind-to core hvd-bench --op allreduce (auto = shared memory here)
 #   hvd tcp    HVD_CPU_OPERATIONS=tcp hvdrun ...                (hvd's TCP transport, used across hosts)
 #   hvd gloo   HVD_CPU_OPERATIONS=gloo hvdrun ...               (libgloo, Horovod's transport)
 #   torch      /usr/bin/python3 bench/torch_gloo_allreduce.py   (torch.distributed Gloo)
@@ -20,6 +20,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 hvdrun=${1:-${HVD_BUILD_DIR:-$root/build}/cmd/hvdrun}
 rounds=${2:-5}
+# hvd's ranks are bound to CPUs (hvdrun --bind-to core): latency-bound runs like these are
+# ~10x faster for small ops on few cores (docs/runtime.md "Rank placement"). BIND=none to
+# measure the default placement.
+bind=${BIND:-core}
 build=$(cd "$(dirname "$hvdrun")/.." && pwd)
 bench="$build/bench/hvd-bench"
 sizes=4096,65536,1048576,16777216,67108864
@@ -40,8 +44,8 @@ hvd_run() {
   label=$1
   shift
   echo "n=$n: $label" >&2
-  env "$@" "$hvdrun" -np "$n" "$bench" --op allreduce --sizes "$sizes" --rounds "$rounds" > "$out/${label}_$n.txt"
-  env "$@" "$hvdrun" -np "$n" "$bench" --many "$many" --rounds "$rounds" > "$out/${label}_many_$n.txt"
+  env "$@" "$hvdrun" -np "$n" --bind-to "$bind" "$bench" --op allreduce --sizes "$sizes" --rounds "$rounds" > "$out/${label}_$n.txt"
+  env "$@" "$hvdrun" -np "$n" --bind-to "$bind" "$bench" --many "$many" --rounds "$rounds" > "$out/${label}_many_$n.txt"
 }
 
 for n in 2 4; do

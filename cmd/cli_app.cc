@@ -161,8 +161,8 @@ void AddLibraryAndLogging(Builder* b) {
            "Core id (or comma list, one per local rank) for the background thread.");
   b->Value("--gloo-timeout-seconds", "SECONDS", "Rendezvous and collective timeout (default 30).");
   b->Value("--bind-to", "core|none",
-           "core (default): bind each local rank to an even share of the CPUs (none when ranks "
-           "outnumber CPUs); none: leave placement to the kernel.");
+           "none (default): the kernel places ranks; core: bind each local rank to an even share "
+           "of the CPUs (small ops ~10x faster on few cores, training ~15 % slower there).");
   b->Group("Logging");
   b->Value("--log-level", "LEVEL", "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL.");
   b->Flag("--log-with-timestamp,!--log-without-timestamp",

@@ -81,7 +81,7 @@ struct Knobs {
   Knob<std::string> thread_affinity{"--thread-affinity", "library_options.thread_affinity"};
   Knob<int64_t> gloo_timeout_seconds{"--gloo-timeout-seconds",
                                      "library_options.gloo_timeout_seconds"};
-  // core (default) | none: launcher/cpu_binding.h. hvd extension.
+  // none (default) | core: launcher/cpu_binding.h. hvd extension.
   Knob<std::string> bind_to{"--bind-to", "library_options.bind_to"};
   Knob<bool> tcp{"--tcp", nullptr};
   // logging (true = timestamps shown; the flag users type is --log-without-timestamp)

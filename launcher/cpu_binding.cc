@@ -46,7 +46,7 @@ Result<std::optional<cpu_set_t>> RankCpuSet(const std::map<std::string, std::str
     return Status::InvalidArgument(std::string(kBindToVar) + ": unknown value '" + policy->second +
                                    "' (core or none)");
   }
-  if (policy != env.end() && policy->second == "none") return std::optional<cpu_set_t>();
+  if (policy == env.end() || policy->second == "none") return std::optional<cpu_set_t>();
   const std::optional<int> local_rank = IntVar(env, "HVD_LOCAL_RANK");
   const std::optional<int> local_size = IntVar(env, "HVD_LOCAL_SIZE");
   if (!local_rank || !local_size) return std::optional<cpu_set_t>();

@@ -10,20 +10,21 @@
 
 #include "common/status.h"
 
-// Where a local rank runs. With HVD_BIND_TO=core (the default; `hvdrun --bind-to core`) each
-// of a host's N local ranks is bound, with every thread it starts, to an even share of the
-// CPUs its launcher (hvdrun, or hvd-agent on another host) may use: local rank r gets CPUs
-// [r*C/N, (r+1)*C/N) of those C CPUs. Open MPI's mpirun does the same by default for two ranks.
+// Where a local rank runs. By default (HVD_BIND_TO=none, as horovodrun) placement is left to
+// the kernel. With HVD_BIND_TO=core (`hvdrun --bind-to core`) each of a host's N local ranks
+// is bound, with every thread it starts, to an even share of the CPUs its launcher (hvdrun, or
+// hvd-agent on another host) may use: local rank r gets CPUs [r*C/N, (r+1)*C/N) of those C
+// CPUs, as mpirun --bind-to core does.
 //
-// Why: a rank's framework thread and its runtime thread hand every small op to each other,
-// and the ranks' runtime threads meet in shared memory. When the scheduler spreads one rank's
-// two threads over two CPUs, each hand-off wakes a halted (virtual) CPU: ~100 us per 4 KiB
-// allreduce instead of ~13 us, and the placement tends to stay (docs/runtime.md). Bound, a
-// rank's threads share its CPUs and the ranks' runtime threads meet across CPUs.
+// The trade-off, measured on a 2-vCPU VM (docs/runtime.md "Rank placement"): a rank's
+// framework thread and its runtime thread hand every small op to each other; unbound, the
+// scheduler often spreads them over two CPUs and each hand-off wakes a halted vCPU, so a 4 KiB
+// allreduce takes ~90 us instead of ~10 us bound. But a training step that overlaps compute
+// and communication runs ~15 % faster unbound (the kernel balances both ranks' compute and
+// reduction threads over all CPUs), hence the default. Bind for latency-bound jobs.
 //
-// No binding (placement left to the kernel) with HVD_BIND_TO=none, when there are more local
-// ranks than CPUs (sharing is then unavoidable and pinning would only add imbalance), when
-// the local rank/size are unknown, or when the launcher's CPU mask cannot be read.
+// Never bound when there are more local ranks than CPUs, when the local rank/size are unknown,
+// or when the launcher's CPU mask cannot be read.
 namespace hvd::launcher {
 
 // The variable naming the policy, read from a rank's environment.

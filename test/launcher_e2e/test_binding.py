@@ -27,7 +27,7 @@ def rank_cpus(args, env=None):
 def test_local_ranks_get_disjoint_even_shares_that_cover_the_cpus():
     mine = os.sched_getaffinity(0)
     n = min(2, len(mine))
-    by_rank = rank_cpus(["-np", str(n), "-H", "localhost:%d" % n])
+    by_rank = rank_cpus(["-np", str(n), "-H", "localhost:%d" % n, "--bind-to", "core"])
     assert sorted(by_rank) == list(range(n))
     union = set().union(*by_rank.values())
     assert union == mine
@@ -39,17 +39,22 @@ def test_local_ranks_get_disjoint_even_shares_that_cover_the_cpus():
 def test_more_ranks_than_cpus_are_not_bound():
     mine = os.sched_getaffinity(0)
     n = len(mine) + 1
-    by_rank = rank_cpus(["-np", str(n), "-H", "localhost:%d" % n])
+    by_rank = rank_cpus(["-np", str(n), "-H", "localhost:%d" % n, "--bind-to", "core"])
     assert all(cpus == mine for cpus in by_rank.values()), by_rank
 
 
-def test_bind_to_none_flag_and_variable_leave_placement_to_the_kernel():
+def test_default_and_none_leave_placement_to_the_kernel_and_the_variable_binds():
     mine = os.sched_getaffinity(0)
-    by_rank = rank_cpus(["-np", "2", "-H", "localhost:2", "--bind-to", "none"])
-    assert all(cpus == mine for cpus in by_rank.values()), by_rank
-    env = dict(os.environ, HVD_BIND_TO="none")
-    by_rank = rank_cpus(["-np", "2", "-H", "localhost:2"], env=env)
-    assert all(cpus == mine for cpus in by_rank.values()), by_rank
+    for args in ([], ["--bind-to", "none"]):
+        by_rank = rank_cpus(["-np", "2", "-H", "localhost:2"] + args)
+        assert all(cpus == mine for cpus in by_rank.values()), (args, by_rank)
+    if len(mine) >= 2:
+        env = dict(os.environ, HVD_BIND_TO="core")
+        by_rank = rank_cpus(["-np", "2", "-H", "localhost:2"], env=env)
+        assert by_rank[0].isdisjoint(by_rank[1]), by_rank
+        # the flag wins over the variable
+        by_rank = rank_cpus(["-np", "2", "-H", "localhost:2", "--bind-to", "none"], env=env)
+        assert all(cpus == mine for cpus in by_rank.values()), by_rank
 
 
 def test_bad_values_are_refused_naming_the_flag_or_the_variable():

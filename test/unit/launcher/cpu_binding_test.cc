@@ -25,7 +25,9 @@ TEST(CpuBindingTest, NoShareWhenRanksOutnumberCpusOrTheRankIsOutOfRange) {
 TEST(CpuBindingTest, PolicyFromTheRanksEnvironment) {
   const std::vector<int> allowed = {0, 1, 2, 3};
   std::map<std::string, std::string> env = {{"HVD_LOCAL_RANK", "1"}, {"HVD_LOCAL_SIZE", "2"}};
-  auto set = RankCpuSet(env, allowed);  // default: core
+  EXPECT_FALSE(RankCpuSet(env, allowed)->has_value());  // default: none
+  env["HVD_BIND_TO"] = "core";
+  auto set = RankCpuSet(env, allowed);
   ASSERT_TRUE(set.ok());
   ASSERT_TRUE(set->has_value());
   EXPECT_EQ(CPU_COUNT(&**set), 2);
