@@ -7,6 +7,8 @@
 // without -Bsymbolic and without a static libstdc++), libgloo, libstdc++ and libc itself. So
 // the counters see every allocation of every thread, the runtime's background thread included.
 // Each allocation counts once (operator new counts through malloc). Thread-safe (relaxed atomics).
+#include "alloc_counter.h"
+
 #include <execinfo.h>
 #include <malloc.h>
 #include <unistd.h>

@@ -27,13 +27,11 @@
 #include <thread>
 #include <vector>
 
+#include "bench/alloc_counter.h"
 #include "common/kv_client.h"
 #include "launcher/rendezvous_server.h"
 #include "runtime/gloo_communicator.h"
 #include "runtime/tcp_communicator.h"
-
-// alloc_counter.cc
-uint64_t HeapAllocations();
 
 namespace {
 

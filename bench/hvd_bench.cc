@@ -27,10 +27,7 @@
 #include <tuple>
 #include <vector>
 
-// alloc_counter.cc
-uint64_t HeapAllocations();
-uint64_t HeapAllocatedBytes();
-void HeapTraceArm(int count);
+#include "alloc_counter.h"
 
 namespace {
 

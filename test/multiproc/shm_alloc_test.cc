@@ -13,11 +13,8 @@
 #include <vector>
 
 #include "runtime/data_type.h"
+#include "test/multiproc/alloc_check.h"
 #include "test/multiproc/shm_job.h"
-
-// bench/alloc_counter.cc
-uint64_t HeapAllocations();
-uint64_t HeapAllocatedBytes();
 
 namespace hvd::test {
 namespace {
@@ -26,17 +23,9 @@ using runtime::Communicator;
 using runtime::DataType;
 using runtime::ReduceOp;
 
-constexpr int kWarmups = 3;
-constexpr int kCalls = 20;
-
-struct Op {
-  const char* name;
-  std::function<Status()> run;
-};
-
 // Every op on fixed buffers: `small` elements for the one-round allreduce and `large` (more
 // than a staging half when the job's buffer is small) for the chunked paths.
-std::vector<Op> EveryOp(Communicator& comm, int64_t small, int64_t large) {
+std::vector<CountedOp> EveryOp(Communicator& comm, int64_t small, int64_t large) {
   const int n = comm.size(), me = comm.rank();
   auto f_small = std::make_shared<std::vector<float>>(small, 1.0f);
   auto f_large = std::make_shared<std::vector<float>>(large, 1.0f);
@@ -81,28 +70,6 @@ std::vector<Op> EveryOp(Communicator& comm, int64_t small, int64_t large) {
   };
 }
 
-// Runs every op kWarmups + kCalls times and prints, per op, the allocations per steady-state
-// call; returns 1 if any op allocated or failed (after running them all, so the members' call
-// sequences stay matched).
-int CountAllocations(Communicator& comm, int64_t small, int64_t large) {
-  int failures = 0;
-  for (const Op& op : EveryOp(comm, small, large)) {
-    Status status;
-    for (int i = 0; i < kWarmups && status.ok(); ++i) status = op.run();
-    const uint64_t before = HeapAllocations(), bytes_before = HeapAllocatedBytes();
-    for (int i = 0; i < kCalls && status.ok(); ++i) status = op.run();
-    const double per_call = static_cast<double>(HeapAllocations() - before) / kCalls;
-    const double bytes = static_cast<double>(HeapAllocatedBytes() - bytes_before) / kCalls;
-    if (!status.ok() || per_call != 0 || comm.rank() == 0) {
-      std::fprintf(stderr, "rank %d of %d: %-22s %6.2f allocations/call (%.0f B) %s\n", comm.rank(),
-                   comm.size(), op.name, per_call, bytes,
-                   status.ok() ? "" : status.ToString().c_str());
-    }
-    if (!status.ok() || per_call != 0) ++failures;
-  }
-  return failures == 0 ? 0 : 1;
-}
-
 // (ranks, staging bytes per rank): with 64 KiB the large buffers take many chunks.
 class ShmAllocTest : public ::testing::TestWithParam<std::tuple<int, size_t>> {};
 
@@ -116,7 +83,8 @@ TEST_P(ShmAllocTest, SteadyStateOpsDoNotAllocate) {
   options.child_alarm = 90;
   ShmJob job(options);
   ASSERT_TRUE(job.error().empty()) << job.error();
-  auto outcomes = job.Run([](Communicator& comm) { return CountAllocations(comm, 1024, 300000); });
+  auto outcomes = job.Run(
+      [](Communicator& comm) { return CountAllocations(comm, EveryOp(comm, 1024, 300000)); });
   ASSERT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
   for (const auto& out : outcomes) {
     EXPECT_TRUE(out.exited && out.exit_code == 0)

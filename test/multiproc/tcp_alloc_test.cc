@@ -12,10 +12,8 @@
 #include <vector>
 
 #include "runtime/data_type.h"
+#include "test/multiproc/alloc_check.h"
 #include "test/multiproc/tcp_job.h"
-
-// bench/alloc_counter.cc
-uint64_t HeapAllocations();
 
 namespace hvd::test {
 namespace {
@@ -23,40 +21,6 @@ namespace {
 using runtime::Communicator;
 using runtime::DataType;
 using runtime::ReduceOp;
-
-constexpr int kWarmUp = 3;
-constexpr int kCounted = 20;
-
-struct Op {
-  const char* name;
-  std::function<Status()> run;
-};
-
-// Runs each op kWarmUp times, then kCounted times under the counter; prints every op that
-// allocated (or failed) and returns nonzero if any did. All ranks run the same sequence.
-int CountAllocations(Communicator& comm, const std::vector<Op>& ops) {
-  int failures = 0;
-  for (const Op& op : ops) {
-    for (int i = 0; i < kWarmUp; ++i) {
-      Status st = op.run();
-      if (!st.ok()) {
-        std::fprintf(stderr, "rank %d: %s: %s\n", comm.rank(), op.name, st.ToString().c_str());
-        return 1;
-      }
-    }
-    bool ok = true;
-    const uint64_t before = HeapAllocations();
-    for (int i = 0; i < kCounted; ++i) ok = op.run().ok() && ok;
-    const uint64_t allocations = HeapAllocations() - before;
-    if (!ok || allocations != 0) {
-      std::fprintf(stderr, "rank %d of %d: %s: %" PRIu64 " heap allocations in %d calls%s\n",
-                   comm.rank(), comm.size(), op.name, allocations, kCounted,
-                   ok ? "" : " (and a call failed)");
-      ++failures;
-    }
-  }
-  return failures == 0 ? 0 : 1;
-}
 
 class TcpAllocations : public ::testing::TestWithParam<int> {};
 
@@ -74,7 +38,7 @@ TEST_P(TcpAllocations, SteadyStateCollectivesAllocateNothing) {
     std::string text(100, 'x');
     std::vector<std::string> gathered;
     int64_t growing = 0;  // a fused batch, say: each call larger than any before (4..92 KiB)
-    const std::vector<Op> ops = {
+    const std::vector<CountedOp> ops = {
         {"allreduce 4 KiB",
          [&] { return comm.Allreduce(buf.data(), small, DataType::kFloat32, ReduceOp::kSum); }},
         {"allreduce 1 MiB",
