@@ -239,8 +239,9 @@ void Steps(const Config& c, int rank) {
 
 int main(int argc, char** argv) {
   const Config config = ParseArgs(argc, argv);
-  const char* env_rank = std::getenv("HVD_RANK");
-  if (config.skew_rank >= 0 && env_rank != nullptr && std::atoi(env_rank) == config.skew_rank) {
+  int32_t launch_rank = 0;
+  Check(hvd_launch_topology(&launch_rank, nullptr), "hvd_launch_topology");
+  if (config.skew_rank >= 0 && launch_rank == config.skew_rank) {
     setenv("HVD_TIMELINE_CLOCK_SKEW_US", std::to_string(config.skew_us).c_str(), 1);
   }
   Check(hvd_init(), "hvd_init");

@@ -205,6 +205,16 @@ hvd_status_t hvd_init_with_process_sets(const int32_t* set_ranks, const int32_t*
   });
 }
 
+hvd_status_t hvd_launch_topology(int32_t* rank, int32_t* size) {
+  return Guard([&] {
+    auto config = hvd::runtime::LoadRuntimeConfig(hvd::env::Environment::FromProcess());
+    if (!config.ok()) return Report(config.status());
+    if (rank != nullptr) *rank = config->rank;
+    if (size != nullptr) *size = config->size;
+    return HVD_OK;
+  });
+}
+
 hvd_status_t hvd_shutdown(void) {
   return Guard([] { return Report(Default().Shutdown()); });
 }

@@ -183,8 +183,8 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--exit-code")) exit_code = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--iterations")) iterations = std::atoi(argv[i + 1]);
   }
-  const char* size_text = std::getenv("OMPI_COMM_WORLD_SIZE");
-  const int world = size_text ? std::atoi(size_text) : 1;
+  int32_t world = 1;
+  Check(hvd_launch_topology(nullptr, &world), "hvd_launch_topology");
   const int32_t set_ranks[2] = {0, world - 1};
   const int32_t set_sizes[1] = {2};
   Check(world >= 2 ? hvd_init_with_process_sets(set_ranks, set_sizes, 1) : hvd_init(), "init");

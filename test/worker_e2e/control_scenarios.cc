@@ -143,11 +143,7 @@ void CheckMembership(int32_t id, const std::vector<int32_t>& want, const std::st
 void ProcessSetsStatic() {
   std::vector<int32_t> evens, odds;
   int32_t size = 0;
-  {
-    // The size is needed before init: from the environment hvdrun sets.
-    const char* s = std::getenv("HVD_SIZE");
-    size = s ? std::atoi(s) : 1;
-  }
+  Require(hvd_launch_topology(nullptr, &size), "hvd_launch_topology");  // needed before init
   for (int32_t r = 0; r < size; ++r) (r % 2 ? odds : evens).push_back(r);
   std::vector<int32_t> flat = evens;
   flat.insert(flat.end(), odds.begin(), odds.end());

@@ -43,11 +43,11 @@ typedef enum {
   HVD_OK = 0,
   HVD_INVALID_ARGUMENT = 1,
   HVD_TIMEOUT = 2,
-  HVD_REMOTE_ERROR = 3,   /* the collective failed because of another rank (mismatch, peer died) */
-  HVD_ABORTED = 4,        /* the runtime was shut down or aborted */
+  HVD_REMOTE_ERROR = 3, /* the collective failed because of another rank (mismatch, peer died) */
+  HVD_ABORTED = 4,      /* the runtime was shut down or aborted */
   HVD_INTERNAL = 5,
   HVD_NOT_INITIALIZED = 6,
-  HVD_IN_PROGRESS = 7,    /* hvd_wait timed out before completion; the op goes on */
+  HVD_IN_PROGRESS = 7, /* hvd_wait timed out before completion; the op goes on */
   HVD_PRECONDITION_FAILED = 8,
   HVD_NOT_FOUND = 9,
   HVD_UNIMPLEMENTED = 10,
@@ -113,6 +113,11 @@ HVD_EXPORT hvd_status_t hvd_init(void);
  * set_ranks[offset_i .. offset_i + set_sizes[i]), offsets being the running sum of sizes. */
 HVD_EXPORT hvd_status_t hvd_init_with_process_sets(const int32_t* set_ranks,
                                                    const int32_t* set_sizes, int32_t num_sets);
+/* The global rank and size the launcher (hvdrun, or mpirun) gave this process, read from
+ * its environment exactly as hvd_init() will read them; callable before hvd_init(), e.g. to
+ * build the ranks of hvd_init_with_process_sets(). Either pointer may be NULL. A malformed
+ * variable is HVD_INVALID_ARGUMENT naming it. Outside a launcher: rank 0, size 1. */
+HVD_EXPORT hvd_status_t hvd_launch_topology(int32_t* rank, int32_t* size);
 HVD_EXPORT hvd_status_t hvd_shutdown(void);
 HVD_EXPORT hvd_status_t hvd_abort(const char* reason);
 HVD_EXPORT hvd_status_t hvd_is_initialized(int32_t* initialized);
@@ -174,8 +179,8 @@ HVD_EXPORT hvd_status_t hvd_num_outputs(hvd_handle_t handle, int32_t* count);
 HVD_EXPORT hvd_status_t hvd_output(hvd_handle_t handle, int32_t index, hvd_tensor_t* out);
 HVD_EXPORT void hvd_free(void* data);
 /* alltoall: rows of dim 0 received from each member of the set (capacity >= set size). */
-HVD_EXPORT hvd_status_t hvd_received_splits(hvd_handle_t handle, int32_t* splits,
-                                            int32_t capacity, int32_t* count);
+HVD_EXPORT hvd_status_t hvd_received_splits(hvd_handle_t handle, int32_t* splits, int32_t capacity,
+                                            int32_t* count);
 HVD_EXPORT hvd_status_t hvd_join_result(hvd_handle_t handle, int32_t* last_joined_rank);
 /* Frees the handle and any output not taken. Releasing an incomplete handle is
  * HVD_PRECONDITION_FAILED. */

@@ -46,6 +46,8 @@ int main(void) {
   hvd_handle_t h = 0;
   int32_t size = 0, v = 0, initialized = 1;
 
+  EXPECT(hvd_launch_topology(&v, &size) == HVD_OK && v == 0 && size == 1);
+  EXPECT(hvd_launch_topology(NULL, NULL) == HVD_OK);
   EXPECT(hvd_size(&size) == HVD_NOT_INITIALIZED);
   EXPECT(strstr(hvd_last_error(), "has not been initialized") != NULL);
   EXPECT(hvd_init() == HVD_OK);
