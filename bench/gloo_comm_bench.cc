@@ -6,7 +6,7 @@
 //                    allgather,broadcast,alltoall,bitand,bitor,barrier,gatherbytes,idle]
 //                    [-b gloo|tcp]
 //
-// -b tcp times hvd's own TCP communicator (runtime/tcp_communicator.h) instead of Gloo's.
+// -b tcp times hvd's own TCP communicator (runtime/transports/tcp/tcp_communicator.h) instead of Gloo's.
 //
 // rsag = ReduceScatter + Allgatherv called separately (the direct allreduce path, whatever the
 // size); bitand/bitor = BitwiseAnd/BitwiseOr of bytes/8 words (the coordinator's per-cycle
@@ -30,8 +30,8 @@
 #include "bench/alloc_counter.h"
 #include "common/kv_client.h"
 #include "launcher/rendezvous_server.h"
-#include "runtime/gloo_communicator.h"
-#include "runtime/tcp_communicator.h"
+#include "runtime/transports/gloo/gloo_communicator.h"
+#include "runtime/transports/tcp/tcp_communicator.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 
 #include "common/env_registry.h"
 #include "common/logging.h"
-#include "runtime/backend_registry.h"
-#include "runtime/runtime.h"
+#include "runtime/core/runtime.h"
+#include "runtime/transports/backend_registry.h"
 
 namespace {
 

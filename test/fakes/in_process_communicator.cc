@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/check.h"
-#include "runtime/reduction.h"
+#include "runtime/transports/reduction.h"
 
 namespace hvd::testing {
 

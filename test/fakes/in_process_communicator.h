@@ -7,8 +7,8 @@
 #include <mutex>
 #include <string>
 
-#include "runtime/backend_registry.h"
-#include "runtime/communicator.h"
+#include "runtime/transports/backend_registry.h"
+#include "runtime/transports/communicator.h"
 
 namespace hvd::testing {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runtime/communicator.h"
+#include "runtime/transports/communicator.h"
 
 namespace hvd::test {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "runtime/reduction.h"
+#include "runtime/transports/reduction.h"
 
 namespace hvd::test {
 

@@ -3,7 +3,7 @@
 
 #include <cstddef>
 
-#include "runtime/data_type.h"
+#include "runtime/transports/data_type.h"
 
 namespace hvd::test {
 

@@ -1,0 +1,156 @@
+#include "runtime/core/autotuner.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "autotune/autotune_cache.h"
+#include "autotune/parameter_manager.h"
+#include "common/logging.h"
+#include "runtime/core/fusion_planner.h"
+
+namespace hvd::runtime {
+namespace {
+
+constexpr double kBytesPerMb = 1024.0 * 1024.0;
+
+bool IsData(OpType type) {
+  return type == OpType::kAllreduce || type == OpType::kAllgather || type == OpType::kBroadcast ||
+         type == OpType::kAlltoall || type == OpType::kReducescatter;
+}
+
+std::string Encode(bool changed, bool done, const autotune::Params& p) {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "%d %d %d %.17g %.17g", changed ? 1 : 0, done ? 1 : 0,
+                p.cache_enabled ? 1 : 0, p.cycle_time_ms, p.fusion_threshold_mb);
+  return buf;
+}
+
+}  // namespace
+
+TunedKnobs Autotuner::ToKnobs(const autotune::Params& p) {
+  TunedKnobs k;
+  k.fusion_threshold_bytes = std::llround(p.fusion_threshold_mb * kBytesPerMb);
+  k.cycle_time = std::chrono::microseconds(std::llround(p.cycle_time_ms * 1000.0));
+  k.cache_enabled = p.cache_enabled;
+  return k;
+}
+
+Autotuner::Autotuner(const RuntimeConfig& config, bool coordinator)
+    : options_(config.autotune),
+      size_(config.size),
+      local_size_(config.local_size),
+      coordinator_(coordinator) {
+  if (!coordinator_) return;
+  autotune::ParameterManager::Options o;
+  o.initial.fusion_threshold_mb = static_cast<double>(config.fusion_threshold_bytes) / kBytesPerMb;
+  o.initial.cycle_time_ms = static_cast<double>(config.cycle_time.count()) / 1000.0;
+  o.initial.cache_enabled = config.cache_capacity > 0;
+  if (options_.fusion_threshold_fixed) o.fixed.set(size_t(autotune::Knob::kFusionThreshold));
+  if (options_.cycle_time_fixed) o.fixed.set(size_t(autotune::Knob::kCycleTime));
+  if (options_.cache_fixed) o.fixed.set(size_t(autotune::Knob::kCacheEnabled));
+  o.available = config.cache_capacity > 0 ? autotune::MakeKnobSet({autotune::Knob::kCacheEnabled})
+                                          : autotune::KnobSet();
+  o.warmup_samples = options_.warmup_samples;
+  o.steps_per_sample = options_.steps_per_sample;
+  o.bayes_opt_max_samples = options_.bayes_opt_max_samples;
+  o.gaussian_process_noise = options_.gaussian_process_noise;
+  if (!options_.log_path.empty()) {
+    log_.open(options_.log_path, std::ios::out | std::ios::trunc);
+    if (!log_) HVD_LOG_WARNING("autotune: cannot write the log {}", options_.log_path);
+    o.log_sink = [this](const std::string& line) {
+      if (log_) log_ << line << '\n' << std::flush;
+    };
+  }
+  manager_ = std::make_unique<autotune::ParameterManager>(std::move(o));
+}
+
+Autotuner::~Autotuner() = default;
+
+void Autotuner::CheckCache(bool* changed) {
+  cache_checked_ = true;
+  if (options_.cache_path.empty() || tensors_.empty()) return;
+  autotune::ModelSignature signature(size_, local_size_);
+  for (const auto& [name, t] : tensors_) signature.AddTensor(name, t.first, t.second);
+  const std::string digest = signature.Digest();
+  auto cached = autotune::LoadCachedParams(options_.cache_path, digest);
+  if (!cached.ok()) {
+    if (cached.status().code() != StatusCode::kNotFound) {
+      HVD_LOG_WARNING("autotune: {}", cached.status().message());
+    }
+    return;
+  }
+  HVD_LOG_INFO("using cached autotune result {} for model {} from {}",
+               autotune::Describe(cached->params), digest, options_.cache_path);
+  cached_ = cached->params;
+  *changed = true;
+}
+
+void Autotuner::StoreBest() {
+  finished_ = true;
+  if (options_.cache_path.empty() || cached_ || tensors_.empty()) return;
+  autotune::ModelSignature signature(size_, local_size_);
+  for (const auto& [name, t] : tensors_) signature.AddTensor(name, t.first, t.second);
+  Status s = autotune::StoreCachedParams(options_.cache_path, signature.Digest(),
+                                         {manager_->best(), manager_->best_score()});
+  if (!s.ok()) HVD_LOG_WARNING("autotune: {}", s.message());
+}
+
+std::string Autotuner::Step(const std::vector<Response>& executed) {
+  bool changed = first_;
+  first_ = false;
+  std::vector<std::string> names;
+  int64_t bytes = 0;
+  for (const Response& r : executed) {
+    if (!IsData(r.type)) continue;
+    bytes += ResponseBytes(r);  // allgather: every rank's rows (fusion_planner.h)
+    // The cache signature's per-tensor count: elements for allreduce-like responses; for an
+    // allgather (sizes name-major, one block of set-size dims 0 per name) this tensor's block.
+    const size_t per_name = r.names.empty() ? 0 : r.sizes.size() / r.names.size();
+    for (size_t i = 0; i < r.names.size(); ++i) {
+      names.push_back(r.names[i]);
+      int64_t count = 0;
+      for (size_t k = i * per_name; k < (i + 1) * per_name && k < r.sizes.size(); ++k) {
+        count += r.sizes[k];
+      }
+      if (!cache_checked_) tensors_[r.names[i]] = {DataTypeName(r.dtype), {count}};
+    }
+  }
+  if (!names.empty() && !cached_) {
+    changed = manager_->Update(names, bytes, std::chrono::steady_clock::now()) || changed;
+    if (!cache_checked_ && manager_->stage() != autotune::ParameterManager::Stage::kWarmup) {
+      CheckCache(&changed);
+    }
+  }
+  const bool done = cached_.has_value() || !manager_->tuning();
+  if (done && !finished_) StoreBest();
+  const autotune::Params& p = cached_ ? *cached_ : (done ? manager_->best() : manager_->current());
+  return Encode(changed || done, done, p);
+}
+
+Status Autotuner::Sync(const std::vector<Response>& executed, Communicator* global,
+                       std::optional<TunedKnobs>* apply) {
+  std::string message;
+  if (coordinator_) message = Step(executed);
+  HVD_RETURN_IF_ERROR(global->BroadcastBytes(&message, 0));
+  int changed = 0, done = 0, cache = 1;
+  autotune::Params p;
+  std::istringstream in(message);
+  if (!(in >> changed >> done >> cache >> p.cycle_time_ms >> p.fusion_threshold_mb)) {
+    return Status::Internal("autotune: malformed parameter message '" + message + "'");
+  }
+  p.cache_enabled = cache != 0;
+  if (changed) *apply = ToKnobs(p);
+  if (done) {
+    active_ = false;
+    const TunedKnobs k = ToKnobs(p);
+    // Every rank says what it ended on (the e2e test compares the ranks' lines).
+    HVD_LOG_INFO(
+        "Autotuner: finished; running with fusion_threshold_bytes={} cycle_time_us={} "
+        "cache_enabled={}",
+        k.fusion_threshold_bytes, k.cycle_time.count(), k.cache_enabled ? 1 : 0);
+  }
+  return Status::OK();
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,370 @@
+#include "runtime/core/controller.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "common/logging.h"
+
+namespace hvd::runtime {
+namespace {
+
+// Inverted status flags of the AND round (set = "not on this rank").
+constexpr uint64_t kNoShutdown = 1u << 0;
+constexpr uint64_t kNoUncached = 1u << 1;
+constexpr uint64_t kNoInvalid = 1u << 2;
+constexpr uint64_t kNothingPending = 1u << 3;
+constexpr uint64_t kNoJoined = 1u << 4;
+// Not inverted: AND yields "every rank has pending work".
+constexpr uint64_t kHavePending = 1u << 5;
+
+bool Cacheable(OpType type) {
+  return type == OpType::kAllreduce || type == OpType::kAllgather || type == OpType::kBroadcast ||
+         type == OpType::kAlltoall || type == OpType::kReducescatter;
+}
+
+void SetBit(std::vector<uint64_t>* words, uint32_t bit) {
+  (*words)[bit / 64] |= uint64_t{1} << (bit % 64);
+}
+
+}  // namespace
+
+Controller::Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_t my_global_rank,
+                       std::unique_ptr<Communicator> comm, const RuntimeConfig& config,
+                       HandleManager* handles, OpExecutor* executor, ProcessSetHooks* hooks,
+                       RuntimeTimeline* timeline)
+    : id_(set_id),
+      ranks_(std::move(global_ranks)),
+      comm_(std::move(comm)),
+      config_(config),
+      handles_(handles),
+      executor_(executor),
+      hooks_(hooks),
+      timeline_(timeline),
+      cache_(config.cache_capacity),
+      cache_words_(static_cast<int>((config.cache_capacity + 63) / 64)) {
+  fusion_.threshold_bytes = config.fusion_threshold_bytes;
+  fusion_.disable_group_fusion = config.disable_group_fusion;
+  if (comm_->rank() == 0) {
+    coordinator_ = std::make_unique<Coordinator>(comm_->size());
+    stall_ = std::make_unique<StallInspector>(config.stall_check_enabled, config.stall_check_time,
+                                              config.stall_shutdown_time, ranks_);
+  }
+}
+
+bool Controller::MinePending() const {
+  return queue_.size() > 0 || !waiting_.empty() || (coordinator_ && !coordinator_->empty());
+}
+
+void Controller::Classify(std::chrono::steady_clock::time_point now) {
+  fresh_.clear();
+  queue_.PopRequests(&fresh_);
+  for (const Request* r : fresh_) waiting_.push_back({r, now});
+  const bool aging = config_.stall_check_enabled && config_.stall_check_time.count() > 0;
+  using State = ResponseCache::State;
+  lookups_.clear();
+  bool grouped_miss = false, grouped_hit = false;
+  for (const Waiting& w : waiting_) {
+    uint32_t bit = 0;
+    auto state = State::kMiss;
+    if (Cacheable(w.request->type) && cache_enabled_ && cache_.capacity() > 0) {
+      state = cache_.Lookup(*w.request, &bit);
+    }
+    // An aged hit is sent uncached so the stall inspector sees it; its entry stays valid.
+    if (state == State::kHit && aging && now - w.since > config_.stall_check_time) {
+      state = State::kMiss;
+    }
+    if (!w.request->group.empty()) {
+      grouped_hit = grouped_hit || state == State::kHit;
+      grouped_miss = grouped_miss || state != State::kHit;
+    }
+    lookups_.push_back({state, bit});
+  }
+  if (grouped_miss && grouped_hit) InvalidateBrokenGroups();
+  size_t kept = 0;
+  for (size_t i = 0; i < waiting_.size(); ++i) {
+    const auto [state, bit] = lookups_[i];
+    if (state == State::kHit) {
+      SetBit(&hit_bits_, bit);
+      waiting_[kept++] = waiting_[i];
+      continue;
+    }
+    if (state == State::kInvalid) SetBit(&invalid_bits_, bit);
+    to_send_.push_back(waiting_[i].request);
+  }
+  waiting_.resize(kept);
+}
+
+// Rank 0 releases a group only when every member was negotiated (coordinator.h), so a group
+// goes to it whole or not at all: when one member must be sent, its mates' cache hits become
+// invalid (erased on every rank by the OR round) and are sent with it. A group's members are
+// enqueued together, so they are all in waiting_ in the same cycle. Rare: runs only when some
+// grouped requests are hits and others are not.
+void Controller::InvalidateBrokenGroups() {
+  using State = ResponseCache::State;
+  for (size_t i = 0; i < waiting_.size(); ++i) {
+    const std::string& group = waiting_[i].request->group;
+    if (group.empty() || lookups_[i].first == State::kHit) continue;
+    for (size_t j = 0; j < waiting_.size(); ++j) {
+      if (lookups_[j].first == State::kHit && waiting_[j].request->group == group) {
+        lookups_[j].first = State::kInvalid;
+      }
+    }
+  }
+}
+
+Result<uint64_t> Controller::Agree(bool request_shutdown) {
+  const bool has_invalid =
+      std::any_of(invalid_bits_.begin(), invalid_bits_.end(), [](uint64_t w) { return w != 0; });
+  const bool pending = MinePending();
+  uint64_t word = 0;
+  if (!request_shutdown && stall_reason_.empty()) word |= kNoShutdown;
+  if (to_send_.empty()) word |= kNoUncached;
+  if (!has_invalid) word |= kNoInvalid;
+  if (!pending) word |= kNothingPending;
+  if (pending) word |= kHavePending;
+  // A rank with a join in flight has "joined": it has no more tensors of its own.
+  if (!joined_) word |= kNoJoined;
+  agree_bits_.resize(1 + cache_words_);
+  agree_bits_[0] = word;
+  std::copy(hit_bits_.begin(), hit_bits_.end(), agree_bits_.begin() + 1);
+  HVD_RETURN_IF_ERROR(comm_->BitwiseAnd(&agree_bits_));
+  const uint64_t agreed = agree_bits_[0];
+  common_.assign(agree_bits_.begin() + 1, agree_bits_.end());
+  if ((agreed & kNoInvalid) == 0) {
+    HVD_RETURN_IF_ERROR(comm_->BitwiseOr(&invalid_bits_));
+    for (int w = 0; w < cache_words_; ++w) {
+      for (uint64_t m = invalid_bits_[w]; m != 0; m &= m - 1) {
+        cache_.Erase(static_cast<uint32_t>(w * 64 + std::countr_zero(m)));
+      }
+      common_[w] &= ~invalid_bits_[w];
+    }
+  }
+  return agreed;
+}
+
+void Controller::TakeCommonHits() {
+  hits_.clear();
+  for (int w = 0; w < cache_words_; ++w) {
+    for (uint64_t m = common_[w]; m != 0; m &= m - 1) {
+      const uint32_t bit = static_cast<uint32_t>(w * 64 + std::countr_zero(m));
+      if (!cache_.Has(bit)) continue;
+      hits_.push_back(cache_.Get(bit));
+      cache_.Touch(bit);
+      const std::string& name = hits_.back().names[0];
+      if (coordinator_ && Recording()) {
+        timeline_->timeline().NegotiateStart(name, TimelineOpName(hits_.back().type));
+        timeline_->timeline().NegotiateEnd(name);
+      }
+      auto it = std::find_if(waiting_.begin(), waiting_.end(),
+                             [&](const Waiting& x) { return x.request->name == name; });
+      if (it != waiting_.end()) waiting_.erase(it);
+    }
+  }
+}
+
+Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
+  const auto now = std::chrono::steady_clock::now();
+  to_send_.clear();
+  hit_bits_.assign(cache_words_, 0);
+  invalid_bits_.assign(cache_words_, 0);
+  Classify(now);
+  if (stall_ && stall_reason_.empty() && !coordinator_->empty()) {
+    // Checked every cycle (cheap: it rate-limits itself); a shutdown verdict raises this
+    // rank's shutdown flag in the AND round below, so every member learns it this cycle.
+    stall_reason_ = stall_->Check(now, coordinator_->Pending());
+  }
+  for (const Request* r : to_send_) joined_ = joined_ || r->type == OpType::kJoin;
+  auto agreed = Agree(request_shutdown);
+  if (!agreed.ok()) {
+    return agreed.status().WithContext("negotiation in process set " + std::to_string(id_));
+  }
+  const uint64_t word = *agreed;
+  CycleResult result;
+  result.any_pending = (word & kNothingPending) == 0;
+  result.all_pending = (word & kHavePending) != 0;
+  const bool any_joined = (word & kNoJoined) == 0;
+  const bool slow =
+      (word & (kNoShutdown | kNoUncached)) != (kNoShutdown | kNoUncached) || any_joined;
+  if (!slow) {
+    // Fast path: nothing but common hits; every rank plans the same fusion of them.
+    TakeCommonHits();
+    PlanFusion(hits_, fusion_, &fusion_scratch_, &fused_);
+    HVD_RETURN_IF_ERROR(Process(fused_, false, &result));
+  } else {
+    if (any_joined) {  // hits cannot become common while a rank has joined: send them all
+      for (const Waiting& w : waiting_) to_send_.push_back(w.request);
+      waiting_.clear();
+      std::fill(common_.begin(), common_.end(), 0);
+    }
+    TakeCommonHits();
+    auto negotiated = Negotiate(request_shutdown);
+    if (!negotiated.ok()) {
+      return negotiated.status().WithContext("negotiation in process set " + std::to_string(id_));
+    }
+    HVD_RETURN_IF_ERROR(Process(negotiated->responses, !any_joined, &result));
+    result.shutdown = negotiated->shutdown;
+    result.shutdown_reason = std::move(negotiated->shutdown_reason);
+  }
+  result.mine_pending = MinePending();
+  return result;
+}
+
+Result<ResponseList> Controller::Negotiate(bool request_shutdown) {
+  RequestList mine;
+  mine.requests.reserve(to_send_.size());
+  for (const Request* r : to_send_) {
+    mine.requests.push_back(*r);
+    mine.requests.back().rank = comm_->rank();
+  }
+  mine.shutdown = request_shutdown;
+  std::vector<std::string> gathered;
+  HVD_RETURN_IF_ERROR(comm_->GatherBytes(EncodeRequestList(mine), 0, &gathered));
+  std::string encoded;
+  if (comm_->rank() == 0) {
+    bool malformed = false;
+    ResponseList out = CoordinateLocked(gathered, &malformed);
+    if (malformed) HVD_LOG_ERROR("process set {}: dropped a malformed request list", id_);
+    encoded = EncodeResponseList(out);
+  }
+  HVD_RETURN_IF_ERROR(comm_->BroadcastBytes(&encoded, 0));
+  return DecodeResponseList(encoded);
+}
+
+ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists, bool* malformed) {
+  const auto now = std::chrono::steady_clock::now();
+  ResponseList out;
+  const bool recording = Recording();
+  for (size_t r = 0; r < lists.size(); ++r) {
+    auto decoded = DecodeRequestList(lists[r]);
+    if (!decoded.ok()) {
+      *malformed = true;
+      continue;
+    }
+    out.shutdown = out.shutdown || decoded->shutdown;
+    for (Request& q : decoded->requests) {
+      q.rank = static_cast<int32_t>(r);  // trust the position, not the payload
+      const bool fresh = coordinator_->Add(q, now);
+      if (recording && q.type != OpType::kJoin) {
+        if (fresh) timeline_->timeline().NegotiateStart(q.name, TimelineOpName(q.type));
+        timeline_->timeline().NegotiateRankReady(q.name, q.rank);
+      }
+    }
+  }
+  std::vector<Response> ready = coordinator_->TakeReady();
+  if (recording) {
+    for (const Response& response : ready) {
+      if (response.type == OpType::kJoin) continue;  // its negotiation was not opened above
+      for (const std::string& name : response.names) timeline_->timeline().NegotiateEnd(name);
+    }
+  }
+  // The common hits go first, then what became ready, fused together.
+  std::vector<Response> all(hits_.begin(), hits_.end());
+  all.insert(all.end(), std::make_move_iterator(ready.begin()),
+             std::make_move_iterator(ready.end()));
+  out.responses = PlanFusion(std::move(all), fusion_);
+  if (!stall_reason_.empty()) {
+    out.shutdown = true;
+    out.shutdown_reason = stall_reason_;
+  }
+  return out;
+}
+
+void Controller::PutInCache(const Response& response) {
+  if (!Cacheable(response.type) || !cache_enabled_ || cache_.capacity() == 0) return;
+  if (response.names.size() == 1) {
+    if (entries_[0]) cache_.Put(response, entries_[0]->request);
+    return;
+  }
+  for (size_t i = 0; i < response.names.size(); ++i) {
+    if (!entries_[i]) continue;
+    Response single = response;
+    single.names = {response.names[i]};
+    if (response.type == OpType::kAllgather) {
+      // Name-major blocks of set-size dims 0, and one row size per name.
+      const size_t n = response.sizes.size() / response.names.size();
+      single.sizes.assign(response.sizes.begin() + i * n, response.sizes.begin() + (i + 1) * n);
+      single.row_elements.clear();
+      if (i < response.row_elements.size()) single.row_elements = {response.row_elements[i]};
+    } else {
+      single.sizes = {response.sizes[i]};
+    }
+    cache_.Put(single, entries_[i]->request);
+  }
+}
+
+Status Controller::Process(std::span<const Response> responses, bool put_in_cache,
+                           CycleResult* result) {
+  for (const Response& response : responses) {
+    result->progress = true;
+    if (response.type == OpType::kJoin || response.type == OpType::kProcessSetAdd ||
+        response.type == OpType::kProcessSetRemove) {
+      HVD_RETURN_IF_ERROR(ProcessControl(response));
+      continue;
+    }
+    entries_.clear();
+    for (const std::string& name : response.names) {
+      taken_.push_back(queue_.Take(name));
+      entries_.push_back(taken_.back().empty() ? nullptr : &taken_.back().mapped());
+    }
+    if (put_in_cache) PutInCache(response);
+    Status outcome;
+    Status s = executor_->Execute(response, entries_, comm_.get(), &outcome);
+    finished_.clear();
+    for (const TensorEntry* e : entries_) {
+      if (e) finished_.push_back(e->handle);
+    }
+    entries_.clear();
+    queue_.Recycle(&taken_);
+    for (int64_t handle : finished_) handles_->FinishPart(handle, outcome);
+    HVD_RETURN_IF_ERROR(s);
+    if (report_executed_ && response.type != OpType::kError) result->executed.push_back(response);
+  }
+  return Status::OK();
+}
+
+void Controller::ApplyTuning(int64_t fusion_threshold_bytes, bool cache_enabled) {
+  fusion_.threshold_bytes = fusion_threshold_bytes;
+  if (cache_enabled != cache_enabled_) {
+    // Start from an empty cache: while it was off, one rank may have sent a tensor uncached
+    // that another rank would now classify as a hit, and neither would ever match.
+    cache_ = ResponseCache(cache_.capacity());
+    cache_enabled_ = cache_enabled;
+  }
+}
+
+Status Controller::ProcessControl(const Response& response) {
+  taken_.push_back(queue_.Take(response.names.at(0)));
+  TensorEntry* entry = taken_.back().empty() ? nullptr : &taken_.back().mapped();
+  Status status;
+  int64_t value = -1;
+  if (response.type == OpType::kJoin) {
+    joined_ = false;
+    value = response.last_joined_rank;
+    if (Recording()) {
+      timeline_->timeline().Start(response.names.at(0), "JOIN");
+      timeline_->timeline().End(response.names.at(0), "", "[]");
+    }
+  } else if (hooks_ == nullptr) {
+    status = Status::Internal("process sets can only be changed through the global set");
+  } else if (response.type == OpType::kProcessSetAdd) {
+    std::vector<int32_t> ranks(response.sizes.begin(), response.sizes.end());
+    auto id = hooks_->AddProcessSet(ranks);
+    status = id.ok() ? Status::OK() : id.status();
+    value = id.ok() ? *id : -1;
+  } else {
+    status = hooks_->RemoveProcessSet(static_cast<int32_t>(response.sizes.at(0)));
+  }
+  if (entry) {
+    handles_->SetIntResult(entry->handle, value);
+    handles_->FinishPart(entry->handle, status);
+  }
+  queue_.Recycle(&taken_);
+  return Status::OK();
+}
+
+void Controller::FailAll(const Status& status) {
+  waiting_.clear();
+  for (TensorEntry& e : queue_.TakeAll()) handles_->FinishPart(e.handle, status);
+}
+
+}  // namespace hvd::runtime

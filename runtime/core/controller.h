@@ -1,0 +1,165 @@
+#ifndef HVD_RUNTIME_CORE_CONTROLLER_H_
+#define HVD_RUNTIME_CORE_CONTROLLER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/core/coordinator.h"
+#include "runtime/core/fusion_planner.h"
+#include "runtime/core/handle_manager.h"
+#include "runtime/core/op_executor.h"
+#include "runtime/core/response_cache.h"
+#include "runtime/core/reuse_vector.h"
+#include "runtime/core/runtime_timeline.h"
+#include "runtime/core/stall_inspector.h"
+#include "runtime/core/tensor_queue.h"
+#include "runtime/runtime_config.h"
+#include "runtime/transports/communicator.h"
+
+namespace hvd::runtime {
+
+// Callbacks the global set's controller makes when a negotiated add/remove_process_set
+// completes (on every rank at the same point of the same cycle).
+class ProcessSetHooks {
+ public:
+  virtual ~ProcessSetHooks() = default;
+  virtual Result<int32_t> AddProcessSet(const std::vector<int32_t>& ranks) = 0;
+  virtual Status RemoveProcessSet(int32_t id) = 0;
+};
+
+// What one cycle learned, for the runtime's pacing and shutdown decisions.
+struct CycleResult {
+  bool progress = false;      // executed at least one response
+  bool any_pending = false;   // some member has work in flight
+  bool all_pending = false;   // every member has work in flight
+  bool mine_pending = false;  // this rank has work in flight
+  bool shutdown = false;      // the set agreed to shut down
+  std::string shutdown_reason;
+  std::vector<Response> executed;  // data responses run, when set_report_executed(true)
+};
+
+// Controller negotiates and executes the collectives of one process set on this rank.
+//
+// Cycle protocol (every member runs RunCycle the same number of times, in lockstep, because
+// each cycle is a sequence of collectives on the set's communicator):
+//  1. Requests enqueued since the last cycle join the waiting list. Each is classified
+//     against the response cache: HIT (same name and parameters), INVALID (same name,
+//     different parameters) or MISS; barrier, join and process-set ops are never cached. A
+//     group goes to rank 0 whole: a member that is not a HIT makes its mates' HITs INVALID.
+//  2. BitwiseAnd over [status word | one bit per cache entry]. The status word holds inverted
+//     flags (shutdown requested, uncached request queued, invalid entry seen, something
+//     pending, a rank has joined) so AND computes "any rank"; plus "I have pending" so AND
+//     computes "every rank". Cache bits set on every rank are the common hits.
+//  3. If any rank saw INVALID: BitwiseOr of the invalid bits; every rank erases those entries
+//     (hits on them are re-sent uncached next cycle), so bit positions stay identical.
+//  4. Fast path (no uncached request, no shutdown, no joined rank anywhere): every rank
+//     builds the responses of the common hits in bit order, fuses them and executes. No rank
+//     0 round trip.
+//  5. Slow path: every rank sends its uncached requests (all requests once a rank has joined)
+//     with GatherBytes to set rank 0. Rank 0 records them in its Coordinator, validates the
+//     ready ones (inventory 8.3), prepends the common hits, fuses, runs the stall inspector
+//     and BroadcastBytes the ResponseList (with the shutdown flag). Every rank then puts the
+//     per-tensor responses into its cache in list order (skipped while a rank has joined)
+//     and executes the list in order.
+// Non-common hits stay waiting; a hit waiting longer than the stall check time is re-sent
+// uncached so the stall inspector can name the missing ranks.
+//
+// Timeline (global rank 0 only, `timeline` non-null): the coordinator records NEGOTIATE_<OP>
+// start when it first hears of a tensor, a tick per rank as each request arrives, and the
+// end when the tensor is ready; a common cache hit records start and end together (nothing
+// else is seen of it). Join responses get a JOIN span; the executor records the other ops.
+//
+// Threading: RunCycle/FailAll run on the runtime's background thread; queue() is
+// thread-safe for enqueuing framework threads; communicator()->Abort() may be called from any
+// thread.
+class Controller {
+ public:
+  Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_t my_global_rank,
+             std::unique_ptr<Communicator> comm, const RuntimeConfig& config,
+             HandleManager* handles, OpExecutor* executor, ProcessSetHooks* hooks,
+             RuntimeTimeline* timeline = nullptr);
+
+  int32_t id() const { return id_; }
+  const std::vector<int32_t>& ranks() const { return ranks_; }
+  int set_rank() const { return comm_->rank(); }
+  int set_size() const { return comm_->size(); }
+  Communicator* communicator() { return comm_.get(); }
+  TensorQueue& queue() { return queue_; }
+  const ResponseCache& cache() const { return cache_; }
+  const StallInspector* stall_inspector() const { return stall_.get(); }
+
+  // One negotiation + execution cycle. A non-OK status is a communicator failure; the
+  // caller must then FailAll and stop using this controller.
+  Result<CycleResult> RunCycle(bool request_shutdown);
+  // Completes every in-flight entry of this rank with `status`.
+  void FailAll(const Status& status);
+  // Autotune: new fusion threshold and cache switch. Every member must apply the same values
+  // between the same two cycles (the cache bits must stay identical); switching the cache
+  // empties it. Background thread.
+  void ApplyTuning(int64_t fusion_threshold_bytes, bool cache_enabled);
+  // Autotune (rank 0): copy the executed responses into CycleResult::executed.
+  void set_report_executed(bool on) { report_executed_ = on; }
+
+ private:
+  struct Waiting {
+    const Request* request;  // in queue_'s table until taken (tensor_queue.h)
+    std::chrono::steady_clock::time_point since;
+  };
+
+  // Fills to_send_, hit_bits_ and invalid_bits_.
+  void Classify(std::chrono::steady_clock::time_point now);
+  // Turns the cache hits of every group with a member that is not a hit into invalid entries.
+  void InvalidateBrokenGroups();
+  // The AND (and when needed OR) rounds; returns the agreed status word, common_ the bits.
+  Result<uint64_t> Agree(bool request_shutdown);
+  // Fills hits_ with the cached responses of the common bits, in bit order.
+  void TakeCommonHits();
+  Result<ResponseList> Negotiate(bool request_shutdown);
+  ResponseList CoordinateLocked(const std::vector<std::string>& lists, bool* malformed);
+  Status Process(std::span<const Response> responses, bool put_in_cache, CycleResult* result);
+  Status ProcessControl(const Response& response);
+  void PutInCache(const Response& response);
+  bool MinePending() const;
+  bool Recording() const { return timeline_ != nullptr && timeline_->on(); }
+
+  int32_t id_;
+  std::vector<int32_t> ranks_;
+  std::unique_ptr<Communicator> comm_;
+  RuntimeConfig config_;
+  HandleManager* handles_;
+  OpExecutor* executor_;
+  ProcessSetHooks* hooks_;
+  RuntimeTimeline* timeline_;  // null unless this is global rank 0
+  FusionOptions fusion_;
+  TensorQueue queue_;
+  ResponseCache cache_;
+  std::unique_ptr<Coordinator> coordinator_;  // set rank 0 only
+  std::unique_ptr<StallInspector> stall_;     // set rank 0 only
+  std::vector<Waiting> waiting_;
+  // Per-cycle scratch, kept between cycles so a steady-state cycle allocates nothing.
+  std::vector<const Request*> fresh_;
+  std::vector<const Request*> to_send_;
+  std::vector<std::pair<ResponseCache::State, uint32_t>> lookups_;  // per waiting_ entry
+  std::vector<uint64_t> hit_bits_, invalid_bits_, agree_bits_, common_;
+  ReuseVector<Response> hits_;   // the common cache hits of this cycle
+  ReuseVector<Response> fused_;  // hits_ after fusion (fast path)
+  FusionScratch fusion_scratch_;
+  std::vector<TensorQueue::Taken> taken_;  // the entries of the response being run
+  std::vector<TensorEntry*> entries_;      // taken_'s entries (null: none on this rank)
+  std::vector<int64_t> finished_;          // their handles, completed after recycling
+  std::string stall_reason_;
+  bool joined_ = false;  // this rank's join is in flight
+  bool cache_enabled_ = true;
+  bool report_executed_ = false;
+  int cache_words_;
+};
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_CORE_CONTROLLER_H_

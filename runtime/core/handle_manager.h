@@ -1,0 +1,82 @@
+#ifndef HVD_RUNTIME_CORE_HANDLE_MANAGER_H_
+#define HVD_RUNTIME_CORE_HANDLE_MANAGER_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/transports/data_type.h"
+
+namespace hvd::runtime {
+
+// A runtime-allocated output (allgather/alltoall/reducescatter). `data` is malloc'ed and owned
+// by the handle until TakeOutput hands it to the caller (who frees it with free()).
+struct OutputTensor {
+  void* data = nullptr;
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;
+  int32_t device = -1;
+};
+
+// HandleManager owns the state behind every hvd_handle_t: completion, status, outputs. A
+// handle covers `parts` tensor entries (a grouped op has several) and completes when the last
+// part finished; its status is the first error reported. Handle ids are never reused.
+// Thread-safe: the background thread
+// completes parts while framework threads poll/wait/release.
+class HandleManager {
+ public:
+  HandleManager() = default;
+  ~HandleManager();
+  HandleManager(const HandleManager&) = delete;
+  HandleManager& operator=(const HandleManager&) = delete;
+
+  int64_t Create(int32_t parts, int32_t num_outputs);
+  // Attaches results before FinishPart; ignored for unknown handles.
+  void SetOutput(int64_t handle, int32_t index, OutputTensor output);
+  void SetReceivedSplits(int64_t handle, std::vector<int32_t> splits);
+  void SetIntResult(int64_t handle, int64_t value);
+  void FinishPart(int64_t handle, const Status& status);
+
+  // kNotFound for unknown handles.
+  Result<bool> Poll(int64_t handle);
+  // The op's status once done; kInProgress at the deadline (timeout < 0: none).
+  Status Wait(int64_t handle, std::chrono::duration<double> timeout);
+  Result<int32_t> NumOutputs(int64_t handle);
+  Result<OutputTensor> TakeOutput(int64_t handle, int32_t index);
+  Result<std::vector<int32_t>> ReceivedSplits(int64_t handle);
+  Result<int64_t> IntResult(int64_t handle);
+  // kPreconditionFailed while incomplete.
+  Status Release(int64_t handle);
+  size_t live_handles();
+
+ private:
+  struct State {
+    int32_t parts_left = 0;
+    bool done = false;
+    Status status;
+    std::vector<OutputTensor> outputs;
+    std::vector<bool> taken;
+    std::vector<int32_t> received_splits;
+    int64_t int_result = -1;
+  };
+  // Returns the completed state, or a status explaining why it is not available.
+  Result<State*> DoneStateLocked(int64_t handle);
+
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  int64_t next_handle_ = 1;
+  using States = std::unordered_map<int64_t, State>;
+  using Node = States::node_type;
+  States states_;
+  // Released handles' nodes, reused by Create so that steady state allocates nothing; never
+  // more than the most handles ever live at once.
+  std::vector<Node> spare_;
+};
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_CORE_HANDLE_MANAGER_H_

@@ -1,0 +1,359 @@
+#include "runtime/core/op_executor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+
+#include "runtime/transports/reduction.h"
+
+namespace hvd::runtime {
+namespace {
+
+// Elements of one row (all dims but the first); 1 for a vector.
+int64_t RowElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (size_t d = 1; d < shape.size(); ++d) n *= shape[d];
+  return n;
+}
+
+double PostscaleFor(const Response& r, int size) {
+  return r.reduce_op == ReduceOp::kAverage ? r.postscale / size : r.postscale;
+}
+
+ReduceOp BackendOp(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
+
+// malloc(0) may return NULL; outputs always get a real pointer.
+void* AllocOutput(int64_t bytes) { return std::malloc(bytes > 0 ? static_cast<size_t>(bytes) : 1); }
+
+Status Failed(const Response& r, const Status& s) {
+  return Status(s.code(), std::string(OpTypeName(r.type)) + " of '" + r.names.front() +
+                              "' failed: " + s.message());
+}
+
+// A fused allgather's response must describe its entries: one block of set-size dims 0 and a
+// row size per member, matching this rank's tensors.
+Status CheckFusedGather(const Response& r, std::span<TensorEntry* const> entries, size_t n,
+                        size_t me) {
+  const size_t m = entries.size();
+  if (r.names.size() != m || r.row_elements.size() != m || r.sizes.size() != m * n) {
+    return Status::Internal("fused allgather response does not match its " + std::to_string(m) +
+                            " tensors on " + std::to_string(n) + " ranks");
+  }
+  for (size_t i = 0; i < m; ++i) {
+    const TensorEntry* e = entries[i];
+    if (!e) return Status::Internal("allgather without a local tensor");
+    if (e->request.shape.empty() || e->request.shape[0] != r.sizes[i * n + me] ||
+        RowElements(e->request.shape) != r.row_elements[i]) {
+      return Status::Internal("allgather of '" + r.names[i] + "': local shape " +
+                              ShapeText(e->request.shape) + " differs from the negotiated one");
+    }
+  }
+  return Status::OK();
+}
+
+// Copies member i's rows of every rank, in rank order, from the gathered blocks in `buf` (rank
+// k's block at the sum of block_bytes[0..k)) into outputs[i].
+void UnpackGathered(const Response& r, size_t n, const char* buf,
+                    const std::vector<int64_t>& block_bytes, std::vector<int64_t>* cursor,
+                    const std::vector<char*>& outputs) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  cursor->assign(n, 0);
+  for (size_t k = 1; k < n; ++k) (*cursor)[k] = (*cursor)[k - 1] + block_bytes[k - 1];
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    char* out = outputs[i];
+    for (size_t k = 0; k < n; ++k) {
+      const int64_t bytes = r.sizes[i * n + k] * r.row_elements[i] * elem;
+      if (bytes > 0) std::memcpy(out, buf + (*cursor)[k], bytes);
+      out += bytes;
+      (*cursor)[k] += bytes;
+    }
+  }
+}
+
+}  // namespace
+
+void OpExecutor::ActivityStart(const Response& r, std::string_view activity) {
+  if (!recording_) return;
+  for (const std::string& name : r.names) timeline_->timeline().ActivityStart(name, activity);
+}
+
+void OpExecutor::ActivityEnd(const Response& r) {
+  if (!recording_) return;
+  for (const std::string& name : r.names) timeline_->timeline().ActivityEnd(name);
+}
+
+std::string OpExecutor::CommActivity(const Response& r, const Communicator* comm) const {
+  if (!recording_) return {};
+  std::string op = TimelineOpName(r.type);
+  if (r.type == OpType::kBroadcast) op = "BCAST";
+  return std::string(comm->name()) + "_" + op;
+}
+
+void OpExecutor::RecordEnd(const Response& r, std::span<TensorEntry* const> entries) {
+  if (r.type == OpType::kBarrier) {
+    for (const std::string& name : r.names) timeline_->timeline().End(name, "", "[]", 0);
+    return;
+  }
+  const char* dtype = DataTypeName(r.dtype);
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  for (size_t i = 0; i < r.names.size(); ++i) {
+    std::vector<int64_t> shape;
+    if (i < entries.size() && entries[i]) {
+      shape = entries[i]->request.shape;
+    } else if (r.type == OpType::kAllreduce && i < r.sizes.size()) {
+      shape = {r.sizes[i]};  // a joined rank 0 has no local tensor
+    }
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    timeline_->timeline().End(r.names[i], dtype, ShapeText(shape), count * elem);
+  }
+}
+
+Status OpExecutor::Execute(const Response& r, std::span<TensorEntry* const> entries,
+                           Communicator* comm, Status* outcome) {
+  if (entries.empty()) {  // a response names at least one tensor; never index an empty list
+    *outcome = Status::Internal(std::string(OpTypeName(r.type)) + " response without tensors");
+    return Status::OK();
+  }
+  recording_ = timeline_ != nullptr && timeline_->on() && r.type != OpType::kError;
+  if (recording_) {
+    const std::string op = TimelineOpName(r.type);
+    for (const auto& e : entries) {
+      if (e && e->enqueued_us > 0) timeline_->timeline().Queue(e->request.name, op, e->enqueued_us);
+    }
+    for (const std::string& name : r.names) timeline_->timeline().Start(name, op);
+  }
+  Status s;
+  switch (r.type) {
+    case OpType::kAllreduce:
+      s = Allreduce(r, entries, comm);
+      break;
+    case OpType::kBroadcast:
+      s = Broadcast(r, entries.front(), comm);
+      break;
+    case OpType::kAllgather:
+      s = entries.size() == 1 ? Allgather(r, entries.front(), comm)
+                              : FusedAllgather(r, entries, comm);
+      break;
+    case OpType::kAlltoall:
+      s = Alltoall(r, entries.front(), comm);
+      break;
+    case OpType::kReducescatter:
+      s = Reducescatter(r, entries.front(), comm);
+      break;
+    case OpType::kBarrier:
+      ActivityStart(r, CommActivity(r, comm));
+      s = comm->Barrier();
+      ActivityEnd(r);
+      break;
+    case OpType::kError:
+      *outcome = Status::RemoteError(r.error);
+      return Status::OK();
+    default:
+      *outcome = Status::Internal(std::string("unexpected response type ") + OpTypeName(r.type));
+      return Status::OK();
+  }
+  if (recording_) RecordEnd(r, entries);
+  if (!s.ok()) s = Failed(r, s);
+  *outcome = s;
+  return s;
+}
+
+Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> entries,
+                             Communicator* comm) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  const int64_t total = std::accumulate(r.sizes.begin(), r.sizes.end(), int64_t{0});
+  const double post = PostscaleFor(r, comm->size());
+  if (entries.size() == 1 && entries[0]) {  // single tensor: reduce in the caller's output
+    TensorEntry& e = *entries[0];
+    if (e.output != e.input && total > 0) std::memcpy(e.output, e.input, total * elem);
+    ScaleBuffer(e.output, total, r.dtype, r.prescale);
+    ActivityStart(r, CommActivity(r, comm));
+    Status s = comm->Allreduce(e.output, total, r.dtype, BackendOp(r.reduce_op));
+    ActivityEnd(r);
+    HVD_RETURN_IF_ERROR(s);
+    ScaleBuffer(e.output, total, r.dtype, post);
+    return Status::OK();
+  }
+  const bool grows = recording_ && total * elem > buffer_->capacity();
+  if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
+  char* buf = static_cast<char*>(buffer_->Get(total * elem));
+  if (grows) ActivityEnd(r);
+  ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
+  int64_t offset = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const int64_t bytes = r.sizes[i] * elem;
+    if (entries[i]) {
+      std::memcpy(buf + offset, entries[i]->input, bytes);
+    } else {
+      std::memset(buf + offset, 0, bytes);  // a joined rank contributes zeros
+    }
+    offset += bytes;
+  }
+  ActivityEnd(r);
+  ScaleBuffer(buf, total, r.dtype, r.prescale);
+  ActivityStart(r, CommActivity(r, comm));
+  Status s = comm->Allreduce(buf, total, r.dtype, BackendOp(r.reduce_op));
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
+  ScaleBuffer(buf, total, r.dtype, post);
+  ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
+  offset = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const int64_t bytes = r.sizes[i] * elem;
+    if (entries[i]) std::memcpy(entries[i]->output, buf + offset, bytes);
+    offset += bytes;
+  }
+  ActivityEnd(r);
+  return Status::OK();
+}
+
+Status OpExecutor::Broadcast(const Response& r, TensorEntry* entry, Communicator* comm) {
+  if (!entry) return Status::Internal("broadcast without a local tensor");
+  const int64_t bytes = r.sizes.at(0) * static_cast<int64_t>(DataTypeSize(r.dtype));
+  if (comm->rank() == r.root && entry->output != entry->input && bytes > 0) {
+    std::memcpy(entry->output, entry->input, bytes);
+  }
+  ActivityStart(r, CommActivity(r, comm));
+  Status s = comm->Broadcast(entry->output, bytes, r.root);
+  ActivityEnd(r);
+  return s;
+}
+
+Status OpExecutor::Allgather(const Response& r, TensorEntry* entry, Communicator* comm) {
+  if (!entry) return Status::Internal("allgather without a local tensor");
+  const Request& q = entry->request;
+  const int64_t row_bytes = RowElements(q.shape) * static_cast<int64_t>(DataTypeSize(q.dtype));
+  std::vector<int64_t> bytes_per_rank(comm->size());
+  int64_t rows = 0;
+  for (int i = 0; i < comm->size(); ++i) {
+    bytes_per_rank[i] = r.sizes.at(i) * row_bytes;
+    rows += r.sizes[i];
+  }
+  ActivityStart(r, "ALLOCATE_OUTPUT");
+  OutputTensor out{AllocOutput(rows * row_bytes), q.dtype, q.shape, q.device};
+  out.shape[0] = rows;
+  ActivityStart(r, CommActivity(r, comm));
+  Status s = comm->Allgatherv(entry->input, out.data, bytes_per_rank);
+  ActivityEnd(r);
+  handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
+  return s;
+}
+
+// The fusion buffer holds the gathered blocks of every rank (in rank order) and, after them
+// at a 64-byte boundary, this rank's packed block: separate regions, because no backend
+// promises that Allgatherv may read its input from inside its output. Rank k's block is its
+// rows of member 0, then of member 1, ... Outputs are attached even when the gather fails, as
+// on the single-tensor path.
+Status OpExecutor::FusedAllgather(const Response& r, std::span<TensorEntry* const> entries,
+                                  Communicator* comm) {
+  const size_t n = static_cast<size_t>(comm->size()), me = static_cast<size_t>(comm->rank());
+  const size_t m = entries.size();
+  HVD_RETURN_IF_ERROR(CheckFusedGather(r, entries, n, me));
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  block_bytes_.assign(n, 0);
+  for (size_t i = 0; i < m; ++i) {
+    for (size_t k = 0; k < n; ++k) block_bytes_[k] += r.sizes[i * n + k] * r.row_elements[i] * elem;
+  }
+  ActivityStart(r, "ALLOCATE_OUTPUT");
+  outputs_.clear();
+  for (size_t i = 0; i < m; ++i) {
+    int64_t rows = 0;
+    for (size_t k = 0; k < n; ++k) rows += r.sizes[i * n + k];
+    outputs_.push_back(static_cast<char*>(AllocOutput(rows * r.row_elements[i] * elem)));
+  }
+  ActivityEnd(r);
+  const int64_t total = std::accumulate(block_bytes_.begin(), block_bytes_.end(), int64_t{0});
+  const int64_t in_offset = (total + 63) / 64 * 64;
+  const bool grows = recording_ && in_offset + block_bytes_[me] > buffer_->capacity();
+  if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
+  char* buf = static_cast<char*>(buffer_->Get(in_offset + block_bytes_[me]));
+  if (grows) ActivityEnd(r);
+  ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
+  char* in = buf + in_offset;
+  for (size_t i = 0; i < m; ++i) {
+    const int64_t bytes = r.sizes[i * n + me] * r.row_elements[i] * elem;
+    if (bytes > 0) std::memcpy(in, entries[i]->input, bytes);
+    in += bytes;
+  }
+  ActivityEnd(r);
+  ActivityStart(r, CommActivity(r, comm));
+  Status s = comm->Allgatherv(buf + in_offset, buf, block_bytes_);
+  ActivityEnd(r);
+  if (s.ok()) {
+    ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
+    UnpackGathered(r, n, buf, block_bytes_, &cursor_, outputs_);
+    ActivityEnd(r);
+  }
+  for (size_t i = 0; i < m; ++i) {
+    const TensorEntry& e = *entries[i];
+    OutputTensor out{outputs_[i], e.request.dtype, e.request.shape, e.request.device};
+    out.shape[0] = 0;
+    for (size_t k = 0; k < n; ++k) out.shape[0] += r.sizes[i * n + k];
+    handles_->SetOutput(e.handle, e.output_index, std::move(out));
+  }
+  return s;
+}
+
+Status OpExecutor::Alltoall(const Response& r, TensorEntry* entry, Communicator* comm) {
+  if (!entry) return Status::Internal("alltoall without a local tensor");
+  const Request& q = entry->request;
+  const int n = comm->size();
+  std::vector<int64_t> send_rows(n), recv_rows(n);
+  for (int i = 0; i < n; ++i) {
+    send_rows[i] = q.args.empty() ? q.shape[0] / n : q.args.at(i);
+  }
+  const std::vector<int64_t> eight(n, sizeof(int64_t));
+  ActivityStart(r, CommActivity(r, comm));
+  Status splits = comm->Alltoallv(send_rows.data(), eight, recv_rows.data(), eight);
+  if (!splits.ok()) ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(splits);
+  const int64_t row_bytes = RowElements(q.shape) * static_cast<int64_t>(DataTypeSize(q.dtype));
+  std::vector<int64_t> send_bytes(n), recv_bytes(n);
+  std::vector<int32_t> received(n);
+  int64_t rows = 0;
+  for (int i = 0; i < n; ++i) {
+    send_bytes[i] = send_rows[i] * row_bytes;
+    recv_bytes[i] = recv_rows[i] * row_bytes;
+    received[i] = static_cast<int32_t>(recv_rows[i]);
+    rows += recv_rows[i];
+  }
+  ActivityStart(r, "ALLOCATE_OUTPUT");
+  OutputTensor out{AllocOutput(rows * row_bytes), q.dtype, q.shape, q.device};
+  out.shape[0] = rows;
+  ActivityStart(r, CommActivity(r, comm));
+  Status s = comm->Alltoallv(entry->input, send_bytes, out.data, recv_bytes);
+  ActivityEnd(r);
+  handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
+  handles_->SetReceivedSplits(entry->handle, std::move(received));
+  return s;
+}
+
+Status OpExecutor::Reducescatter(const Response& r, TensorEntry* entry, Communicator* comm) {
+  if (!entry) return Status::Internal("reducescatter without a local tensor");
+  const Request& q = entry->request;
+  const int n = comm->size();
+  const int64_t dim0 = q.shape.at(0), row = RowElements(q.shape);
+  std::vector<int64_t> counts(n);
+  for (int i = 0; i < n; ++i) counts[i] = (dim0 / n + (i < dim0 % n ? 1 : 0)) * row;
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(q.dtype));
+  const void* in = entry->input;
+  if (r.prescale != 1.0) {  // scale a staged copy; the caller's input is read-only
+    void* staged = buffer_->Get(dim0 * row * elem);
+    std::memcpy(staged, entry->input, dim0 * row * elem);
+    ScaleBuffer(staged, dim0 * row, q.dtype, r.prescale);
+    in = staged;
+  }
+  ActivityStart(r, "ALLOCATE_OUTPUT");
+  OutputTensor out{AllocOutput(counts[comm->rank()] * elem), q.dtype, q.shape, q.device};
+  out.shape[0] = counts[comm->rank()] / (row == 0 ? 1 : row);
+  if (row == 0) out.shape[0] = dim0 / n + (comm->rank() < dim0 % n ? 1 : 0);
+  ActivityStart(r, CommActivity(r, comm));
+  Status s = comm->ReduceScatter(in, out.data, counts, q.dtype, BackendOp(r.reduce_op));
+  ActivityEnd(r);
+  if (s.ok()) ScaleBuffer(out.data, counts[comm->rank()], q.dtype, PostscaleFor(r, n));
+  handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
+  return s;
+}
+
+}  // namespace hvd::runtime

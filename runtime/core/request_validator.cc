@@ -1,0 +1,170 @@
+#include "runtime/core/request_validator.h"
+
+#include <sstream>
+
+#include "common/check.h"
+
+namespace hvd::runtime {
+namespace {
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::ostringstream s;
+  s << "[";
+  for (size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
+  s << "]";
+  return s.str();
+}
+
+std::string DeviceString(int32_t device) {
+  return device < 0 ? "CPU" : "GPU " + std::to_string(device);
+}
+
+std::string Num(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// Returns "" when every request agrees on the op-independent fields.
+std::string CheckCommon(const Request& first, const Request& r) {
+  if (r.type != first.type) {
+    return std::string("Mismatched operations: One rank did an ") + OpTypeName(first.type) +
+           ", while another rank did an " + OpTypeName(r.type) + ".";
+  }
+  if (r.dtype != first.dtype) {
+    return std::string("Mismatched data types: One rank had type ") + DataTypeName(first.dtype) +
+           ", but another rank had type " + DataTypeName(r.dtype) + ".";
+  }
+  if (r.device != first.device) {
+    return "Mismatched CPU/GPU device selection: One rank specified device " +
+           DeviceString(first.device) + ", but another rank specified device " +
+           DeviceString(r.device) + ".";
+  }
+  if (r.prescale != first.prescale) {
+    return "Mismatched prescale factors: One rank sent factor " + Num(first.prescale) +
+           ", but another rank sent factor " + Num(r.prescale) + ".";
+  }
+  if (r.postscale != first.postscale) {
+    return "Mismatched postscale factors: One rank sent factor " + Num(first.postscale) +
+           ", but another rank sent factor " + Num(r.postscale) + ".";
+  }
+  return "";
+}
+
+std::string CheckShapes(const Request& first, const Request& r) {
+  const char* op = OpTypeName(first.type);
+  switch (first.type) {
+    case OpType::kAllreduce:
+    case OpType::kBroadcast:
+    case OpType::kReducescatter:
+      if (r.shape != first.shape) {
+        return std::string("Mismatched ") + op +
+               " tensor shapes: One rank sent a tensor of shape " + ShapeString(first.shape) +
+               ", but another rank sent a tensor of shape " + ShapeString(r.shape) + ".";
+      }
+      return "";
+    case OpType::kAllgather:
+    case OpType::kAlltoall:
+      if (r.shape.size() != first.shape.size()) {
+        return std::string("Mismatched ") + op + " tensor shapes: One rank sent a tensor of rank " +
+               std::to_string(first.shape.size()) + ", but another rank sent a tensor of rank " +
+               std::to_string(r.shape.size()) + ".";
+      }
+      for (size_t d = 1; d < r.shape.size(); ++d) {
+        if (r.shape[d] != first.shape[d]) {
+          return std::string("Mismatched ") + op + " tensor shapes: One rank sent a tensor with " +
+                 "dimension " + std::to_string(d) + " equal to " + std::to_string(first.shape[d]) +
+                 ", but another rank sent a tensor with dimension " + std::to_string(d) +
+                 " equal to " + std::to_string(r.shape[d]) + ".";
+        }
+      }
+      return "";
+    default:
+      return "";
+  }
+}
+
+std::string CheckOpSpecific(const Request& first, const Request& r) {
+  if (first.type == OpType::kBroadcast && r.root != first.root) {
+    return "Mismatched broadcast root ranks: One rank specified root rank " +
+           std::to_string(first.root) + ", but another rank specified root rank " +
+           std::to_string(r.root) + ".";
+  }
+  if ((first.type == OpType::kAllreduce || first.type == OpType::kReducescatter) &&
+      r.reduce_op != first.reduce_op) {
+    return std::string("Mismatched reduction operations: One rank requested ") +
+           ReduceOpName(first.reduce_op) + ", but another rank requested " +
+           ReduceOpName(r.reduce_op) + ".";
+  }
+  return "";
+}
+
+std::string CheckJoinAndRank(const Request& first, bool any_joined) {
+  const bool needs_dim0 = first.type == OpType::kAllgather || first.type == OpType::kAlltoall ||
+                          first.type == OpType::kReducescatter;
+  if (needs_dim0 && first.shape.empty()) {
+    return std::string("Rank zero tried to ") + OpTypeName(first.type) + " a rank-zero tensor.";
+  }
+  if (!any_joined) return "";
+  switch (first.type) {
+    case OpType::kAllgather:
+      return "Allgather is not supported with Join at this time. Specify sparse_to_dense=True if "
+             "using DistributedOptimizer";
+    case OpType::kBroadcast:
+      return "Broadcast is not supported with Join at this time.";
+    case OpType::kAlltoall:
+      return "Alltoall is not supported with Join at this time.";
+    case OpType::kReducescatter:
+      return "Reducescatter is not supported with Join at this time.";
+    default:
+      return "";
+  }
+}
+
+Response Fill(const std::vector<Request>& requests, int set_size) {
+  const Request& first = requests.front();
+  Response resp;
+  resp.type = first.type;
+  resp.names = {first.name};
+  resp.dtype = first.dtype;
+  resp.reduce_op = first.reduce_op;
+  resp.prescale = first.prescale;
+  resp.postscale = first.postscale;
+  resp.root = first.root;
+  resp.device = first.device;
+  resp.group = first.group;
+  if (first.type == OpType::kAllgather) {
+    resp.sizes.assign(set_size, 0);
+    for (const Request& r : requests) resp.sizes[r.rank] = r.shape.empty() ? 0 : r.shape[0];
+    int64_t row = 1;  // dims 1..n agree on every rank (CheckShapes)
+    for (size_t d = 1; d < first.shape.size(); ++d) row *= first.shape[d];
+    resp.row_elements = {row};
+  } else if (first.type == OpType::kProcessSetAdd || first.type == OpType::kProcessSetRemove) {
+    resp.sizes = first.args;
+  } else {
+    resp.sizes = {first.NumElements()};
+  }
+  return resp;
+}
+
+}  // namespace
+
+Response ConstructResponse(const std::vector<Request>& requests, bool any_joined, int set_size) {
+  HVD_CHECK(!requests.empty());
+  const Request& first = requests.front();
+  std::string error = CheckJoinAndRank(first, any_joined);
+  for (size_t i = 1; i < requests.size() && error.empty(); ++i) {
+    error = CheckCommon(first, requests[i]);
+    if (error.empty()) error = CheckShapes(first, requests[i]);
+    if (error.empty()) error = CheckOpSpecific(first, requests[i]);
+  }
+  if (error.empty()) return Fill(requests, set_size);
+  Response resp;
+  resp.type = OpType::kError;
+  resp.names = {first.name};
+  resp.error = error;
+  resp.group = first.group;
+  return resp;
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,21 @@
+#ifndef HVD_RUNTIME_CORE_REQUEST_VALIDATOR_H_
+#define HVD_RUNTIME_CORE_REQUEST_VALIDATOR_H_
+
+#include <vector>
+
+#include "runtime/core/message.h"
+
+namespace hvd::runtime {
+
+// Builds rank 0's response for one tensor from the requests of every rank that submitted it
+// (inventory 8.3): mismatched op type, dtype, shape (full shape for allreduce/broadcast/
+// reducescatter; rank and non-first dims for allgather/alltoall), 0-d tensors where a first
+// dimension is needed, device, root rank, scale factors or reduce op yield a kError response
+// whose message follows Horovod's wording. `any_joined` forbids ops that cannot run while a
+// rank has joined. `set_size` is the number of members. An allgather response carries every
+// rank's dim 0 in `sizes` and the elements of one row in `row_elements`. Pure function.
+Response ConstructResponse(const std::vector<Request>& requests, bool any_joined, int set_size);
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_CORE_REQUEST_VALIDATOR_H_

@@ -1,0 +1,63 @@
+#ifndef HVD_RUNTIME_CORE_RESPONSE_CACHE_H_
+#define HVD_RUNTIME_CORE_RESPONSE_CACHE_H_
+
+#include <cstdint>
+#include <list>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/core/message.h"
+
+namespace hvd::runtime {
+
+// ResponseCache remembers the per-tensor responses of recently negotiated collectives so a
+// repeated request (same name, same parameters) skips the trip to rank 0: each entry owns a
+// bit position, and ranks agree on what is ready by ANDing bit vectors (controller.h).
+//
+// Every rank must mutate its cache identically (Put/Erase/Touch in the same order with the
+// same arguments) so bit positions agree; the controller guarantees that. Capacity 0 disables
+// the cache. LRU eviction reuses the victim's bit and warns once. Background thread only.
+class ResponseCache {
+ public:
+  enum class State { kMiss, kHit, kInvalid };
+
+  explicit ResponseCache(int64_t capacity);
+
+  int64_t capacity() const { return capacity_; }
+  size_t size() const { return by_name_.size(); }
+  // kHit: same name and parameters (bit set); kInvalid: same name, different parameters.
+  State Lookup(const Request& request, uint32_t* bit) const;
+  // Stores (or replaces) the entry for response.names[0]; `params` is this rank's request.
+  void Put(const Response& response, const Request& params);
+  const Response& Get(uint32_t bit) const;
+  const Request& Params(uint32_t bit) const;
+  bool Has(uint32_t bit) const;
+  void Erase(uint32_t bit);
+  // Marks the entry most recently used.
+  void Touch(uint32_t bit);
+  int64_t evictions() const { return evictions_; }
+
+ private:
+  struct Entry {
+    Response response;
+    Request params;
+    std::list<uint32_t>::iterator lru_pos;
+    bool used = false;
+  };
+
+  int64_t capacity_;
+  std::vector<Entry> entries_;       // indexed by bit
+  std::list<uint32_t> lru_;          // front = most recently used
+  std::vector<uint32_t> free_bits_;  // descending, so the lowest bit is used first
+  std::unordered_map<std::string, uint32_t> by_name_;
+  int64_t evictions_ = 0;
+  bool warned_ = false;
+};
+
+// True when two requests for the same name may share a cached response.
+bool SameParams(const Request& a, const Request& b);
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_CORE_RESPONSE_CACHE_H_

@@ -1,0 +1,240 @@
+#ifndef HVD_RUNTIME_CORE_RUNTIME_H_
+#define HVD_RUNTIME_CORE_RUNTIME_H_
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/core/autotuner.h"
+#include "runtime/core/controller.h"
+#include "runtime/core/fusion_buffer.h"
+#include "runtime/core/handle_manager.h"
+#include "runtime/core/op_executor.h"
+#include "runtime/core/process_set.h"
+#include "runtime/core/runtime_timeline.h"
+#include "runtime/runtime_config.h"
+#include "runtime/transports/backend_registry.h"
+
+namespace hvd::runtime {
+
+// A tensor's dimensions, stored inline like hvd_tensor_t's (at most kMaxDims), so describing
+// a tensor never allocates. A count above kMaxDims is kept (and refused by the enqueue
+// checks); only the first kMaxDims values are stored.
+class TensorShape {
+ public:
+  static constexpr size_t kMaxDims = 8;
+  TensorShape() = default;
+  TensorShape(std::initializer_list<int64_t> dims) : TensorShape(dims.begin(), dims.size()) {}
+  TensorShape(const int64_t* dims, size_t n) : ndim_(n) {
+    std::copy(dims, dims + std::min(n, kMaxDims), dims_.begin());
+  }
+  explicit TensorShape(const std::vector<int64_t>& dims) : TensorShape(dims.data(), dims.size()) {}
+
+  size_t size() const { return ndim_; }
+  const int64_t* begin() const { return dims_.data(); }
+  const int64_t* end() const { return dims_.data() + std::min(ndim_, kMaxDims); }
+  int64_t operator[](size_t i) const { return dims_[i]; }
+  friend bool operator==(const TensorShape& a, const TensorShape& b) {
+    return a.ndim_ == b.ndim_ && std::equal(a.begin(), a.end(), b.begin());
+  }
+
+ private:
+  std::array<int64_t, kMaxDims> dims_{};
+  size_t ndim_ = 0;
+};
+
+// A caller's tensor: dense row-major host (or device) memory.
+struct TensorSpec {
+  void* data = nullptr;
+  DataType dtype = DataType::kFloat32;
+  TensorShape shape;
+  int32_t device = -1;
+};
+
+struct OpOptions {
+  std::string name;  // "" = generated "<op>.noname.<n>" (must then be called in the same order)
+  ReduceOp reduce_op = ReduceOp::kSum;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  int32_t root_rank = 0;  // broadcast: global rank
+  int32_t process_set_id = 0;
+  bool has_splits = false;
+  std::vector<int32_t> splits;  // alltoall
+};
+
+struct Topology {
+  int32_t rank = 0, size = 1, local_rank = 0, local_size = 1, cross_rank = 0, cross_size = 1;
+  bool homogeneous = true;
+};
+
+// Runtime is one rank's collective runtime: Init rendezvouses and starts ONE background
+// thread; Enqueue* validate and queue a tensor and return a handle at once; the background
+// thread runs one coordination cycle per process set (controller.h) whenever work was
+// enqueued, or at a backed-off interval otherwise, so idle ranks still join their peers'
+// cycles (pacing in runtime.cc). A communicator failure (dead peer, timeout, abort) fails
+// every in-flight handle with that status and leaves the runtime shut down: later enqueues
+// fail with Horovod's shut-down message until Shutdown() and a new Init().
+//
+// There are no process globals: tests run several Runtime objects as ranks in one process,
+// injecting a ProviderFactory. Thread-safe: any thread may call any method; Init/Shutdown/
+// Abort are serialized against each other.
+class Runtime {
+ public:
+  explicit Runtime(ProviderFactory factory = CreateDefaultProvider);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // No-op when already running. `process_sets` are registered as ids 1..n on every rank.
+  Status Init(const RuntimeConfig& config,
+              const std::vector<std::vector<int32_t>>& process_sets = {});
+  // Agrees with the peers to stop (their pending ops fail too), joins the background thread
+  // and fails whatever is left with kAborted. Re-Init afterwards is supported.
+  Status Shutdown();
+  // Fails everything in flight now with kAborted(reason) and aborts the communicators, which
+  // breaks the peers' collectives. Shutdown() is still needed before a re-Init.
+  Status Abort(const std::string& reason);
+  bool initialized() const;
+
+  Result<Topology> topology() const;
+  uint32_t enabled_flags() const;
+
+  // The span forms are the C API's (no allocation on the caller's side); the vector forms
+  // are conveniences for C++ callers and tests.
+  Result<int64_t> EnqueueAllreduce(std::span<const TensorSpec> inputs,
+                                   std::span<const TensorSpec> outputs, const OpOptions& options,
+                                   bool grouped);
+  Result<int64_t> EnqueueAllreduce(const std::vector<TensorSpec>& inputs,
+                                   const std::vector<TensorSpec>& outputs, const OpOptions& options,
+                                   bool grouped) {
+    return EnqueueAllreduce(std::span<const TensorSpec>(inputs),
+                            std::span<const TensorSpec>(outputs), options, grouped);
+  }
+  Result<int64_t> EnqueueAllgather(std::span<const TensorSpec> inputs, const OpOptions& options,
+                                   bool grouped);
+  Result<int64_t> EnqueueAllgather(const std::vector<TensorSpec>& inputs, const OpOptions& options,
+                                   bool grouped) {
+    return EnqueueAllgather(std::span<const TensorSpec>(inputs), options, grouped);
+  }
+  Result<int64_t> EnqueueBroadcast(const TensorSpec& input, const TensorSpec& output,
+                                   const OpOptions& options);
+  Result<int64_t> EnqueueAlltoall(const TensorSpec& input, const OpOptions& options);
+  Result<int64_t> EnqueueReducescatter(std::span<const TensorSpec> inputs, const OpOptions& options,
+                                       bool grouped);
+  Result<int64_t> EnqueueReducescatter(const std::vector<TensorSpec>& inputs,
+                                       const OpOptions& options, bool grouped) {
+    return EnqueueReducescatter(std::span<const TensorSpec>(inputs), options, grouped);
+  }
+  Result<int64_t> EnqueueBarrier(int32_t process_set_id);
+  Result<int64_t> EnqueueJoin(int32_t device);
+
+  // Blocking; every rank must make the same calls in the same order.
+  Result<int32_t> AddProcessSet(std::vector<int32_t> ranks);
+  Status RemoveProcessSet(int32_t id);
+  Result<std::vector<int32_t>> ProcessSetRanks(int32_t id) const;
+  Result<std::vector<int32_t>> ProcessSetIds() const;
+
+  // hvd.start_timeline / stop_timeline: NotInitialized before Init; PreconditionFailed unless
+  // HVD_TIMELINE was set at init (a path, or DYNAMIC for API-only). Only global rank 0
+  // writes; on the other ranks both succeed and do nothing, except in all-ranks mode where
+  // they start/stop collecting this rank's events for rank 0's file. Start while running
+  // switches to the new file.
+  Status StartTimeline(const std::string& path, bool mark_cycles);
+  Status StopTimeline();
+
+  // The fusion threshold, cycle time and cache switch in force (autotune changes them on
+  // every rank in the same iteration), and whether tuning is still running.
+  TunedKnobs tuned_knobs() const;
+  bool autotuning() const;
+
+  HandleManager& handles() { return handles_; }
+  // Fusion-buffer (re)allocations so far (steady state must not add any).
+  int64_t fusion_allocations();
+
+ private:
+  enum class State { kStopped, kRunning, kShutDown };
+  class Hooks;
+  friend class Hooks;
+
+  Status StartLocked(const RuntimeConfig& config,
+                     const std::vector<std::vector<int32_t>>& process_sets);
+  Result<std::shared_ptr<Controller>> MakeController(int32_t id, std::vector<int32_t> ranks);
+  Status CheckHomogeneous(Communicator* comm);
+  void StopLocked();
+  void Loop();
+  Status RunIteration(bool request_shutdown, CycleResult* total);
+  std::chrono::microseconds NextInterval(const CycleResult& r, std::chrono::microseconds prev);
+  void FailEverything(const Status& status);
+  void StopOnError(const Status& status);
+  Status SyncAutotune(const CycleResult& total);
+  Status AlignTimelineClocks(Communicator* comm);
+  Status ShipTimeline();
+  void ApplyTuning(const TunedKnobs& knobs);
+  Result<int32_t> AddProcessSetNow(const std::vector<int32_t>& ranks);
+  Status RemoveProcessSetNow(int32_t id);
+
+  Result<std::shared_ptr<Controller>> ControllerFor(int32_t process_set_id) const;
+  Result<int64_t> Submit(Controller* controller, std::span<TensorEntry> entries,
+                         int32_t num_outputs);
+  Result<int64_t> SubmitControl(Request request);
+  // `name`, or when empty a generated "<op>.noname.<n>" written into `*scratch`.
+  std::string_view NameOrGenerated(const std::string& name, const char* op, std::string* scratch);
+
+  ProviderFactory factory_;
+  HandleManager handles_;
+  std::unique_ptr<Hooks> hooks_;
+
+  std::mutex lifecycle_mu_;  // serializes Init/Shutdown/Abort; taken before state_mu_
+
+  mutable std::mutex state_mu_;
+  std::condition_variable wake_cv_;
+  State state_ = State::kStopped;
+  bool wake_ = false;
+  bool shutdown_requested_ = false;
+  bool abort_requested_ = false;
+  std::string abort_reason_;
+  Status failure_;                   // why the loop stopped
+  std::string set_shutdown_reason_;  // background thread: a process set asked to stop
+  TunedKnobs knobs_;                 // mirror of the tuned config_ fields for tuned_knobs()
+  bool autotuning_ = false;
+
+  // Written by Init before the thread starts; read-only while running.
+  RuntimeConfig config_;
+  Topology topology_;
+  int64_t round_ = 0;
+  std::unique_ptr<CommunicatorProvider> provider_;  // background thread only once running
+  std::unique_ptr<FusionBuffer> fusion_buffer_;
+  // Global rank 0 with HVD_TIMELINE set; every rank when HVD_TIMELINE_ALL_RANKS is on too.
+  std::unique_ptr<RuntimeTimeline> timeline_;
+  std::unique_ptr<OpExecutor> executor_;
+  std::unique_ptr<Autotuner> autotuner_;  // every rank when HVD_AUTOTUNE=1
+  bool cache_enabled_ = true;             // background thread once running
+  ProcessSetTable sets_;
+  std::vector<std::shared_ptr<Controller>> cycle_controllers_;  // background thread's scratch
+  std::thread thread_;
+  std::atomic<int64_t> name_counter_{0};
+  std::atomic<uint32_t> enabled_flags_{0};
+};
+
+// Horovod's messages for a runtime that is shut down / not initialized.
+extern const char kShutDownMessage[];
+extern const char kNotInitializedMessage[];
+extern const char kTimelineDisabledMessage[];
+// HVD_TIMELINE value that enables the start/stop API without opening a file at init.
+extern const char kDynamicTimeline[];
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_CORE_RUNTIME_H_

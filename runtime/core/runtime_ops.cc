@@ -1,0 +1,381 @@
+// Runtime's enqueue side: validation of each call and hand-off to the set's tensor queue.
+#include <algorithm>
+#include <charconv>
+#include <numeric>
+
+#include "runtime/core/runtime.h"
+
+namespace hvd::runtime {
+namespace {
+
+Status CheckTensor(const TensorSpec& t, const char* what) {
+  const int32_t dtype = static_cast<int32_t>(t.dtype);
+  if (dtype < 0 || dtype > static_cast<int32_t>(DataType::kBFloat16)) {
+    return Status::InvalidArgument(std::string(what) + ": unknown dtype " + std::to_string(dtype));
+  }
+  if (t.shape.size() > 8) {
+    return Status::InvalidArgument(std::string(what) + ": more than 8 dimensions");
+  }
+  int64_t n = 1;
+  for (int64_t d : t.shape) {
+    if (d < 0) return Status::InvalidArgument(std::string(what) + ": negative dimension");
+    n *= d;
+  }
+  if (t.device >= 0) {
+    // The executor works on host memory; a device pointer would be dereferenced on the host.
+    return Status::InvalidArgument(std::string(what) + ": GPU tensors (device " +
+                                   std::to_string(t.device) +
+                                   ") are not supported by this libhvd; move the tensor to "
+                                   "the CPU");
+  }
+  if (n > 0 && t.data == nullptr) {
+    return Status::InvalidArgument(std::string(what) + ": data is NULL");
+  }
+  return Status::OK();
+}
+
+// Appends the decimal digits of `n` to `*out` (no temporary string).
+void AppendNumber(std::string* out, int64_t n) {
+  char digits[24];
+  auto end = std::to_chars(digits, digits + sizeof(digits), n).ptr;
+  out->append(digits, end);
+}
+
+// Per-thread scratch for building one call's entries. Reused from call to call (the queue
+// copies the entries into its own recycled storage), so the enqueue path allocates nothing
+// once a thread has made a call of the same shape before.
+struct EnqueueScratch {
+  ReuseVector<TensorEntry> entries;
+  std::string name;  // a generated base name
+};
+
+EnqueueScratch& Scratch() {
+  thread_local EnqueueScratch scratch;
+  scratch.entries.clear();
+  return scratch;
+}
+
+// A cleared entry in the next slot of `entries` (its buffers kept).
+TensorEntry& NewEntry(EnqueueScratch& scratch) {
+  TensorEntry& e = scratch.entries.Next();
+  e.Clear();
+  return e;
+}
+
+// The request for one tensor. Only reducing ops carry the caller's reduce op and scale
+// factors; the others keep Request's neutral defaults (Sum, 1.0), so validation on rank 0
+// never compares options that do not apply.
+void FillRequest(Request* r, OpType type, std::string_view name, const TensorSpec& t,
+                 const OpOptions& o) {
+  r->type = type;
+  r->name.assign(name);
+  r->dtype = t.dtype;
+  r->shape.assign(t.shape.begin(), t.shape.end());
+  r->device = t.device;
+  if (type == OpType::kAllreduce || type == OpType::kReducescatter) {
+    r->reduce_op = o.reduce_op;
+    r->prescale = o.prescale;
+    r->postscale = o.postscale;
+  }
+}
+
+// The request for member `i` of `n` tensors enqueued under `base`: a grouped op names its
+// members "<base>.<i>" and marks them as one group; otherwise the tensor is `base` itself.
+void FillMember(Request* r, OpType type, std::string_view base, size_t i, size_t n, bool grouped,
+                const TensorSpec& t, const OpOptions& o) {
+  FillRequest(r, type, base, t, o);
+  if (grouped) {
+    r->name.push_back('.');
+    AppendNumber(&r->name, static_cast<int64_t>(i));
+    r->group.assign(base);
+    r->group_size = static_cast<int32_t>(n);
+  }
+}
+
+Status CheckReduceOp(ReduceOp op, bool reducescatter) {
+  const int32_t v = static_cast<int32_t>(op);
+  if (v < 0 || v > static_cast<int32_t>(ReduceOp::kProduct)) {
+    return Status::InvalidArgument("unknown reduce op " + std::to_string(v));
+  }
+  if (op == ReduceOp::kAdasum) {
+    return Status::Unimplemented("Adasum is not supported by this runtime's CPU backends");
+  }
+  if (reducescatter && op != ReduceOp::kSum && op != ReduceOp::kAverage) {
+    return Status::InvalidArgument(
+        std::string("Reducescatter only supports Sum and Average, not ") + ReduceOpName(op));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string_view Runtime::NameOrGenerated(const std::string& name, const char* op,
+                                          std::string* scratch) {
+  if (!name.empty()) return name;
+  scratch->assign(op);
+  scratch->append(".noname.");
+  AppendNumber(scratch, ++name_counter_);
+  return *scratch;
+}
+
+Result<std::shared_ptr<Controller>> Runtime::ControllerFor(int32_t process_set_id) const {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (state_ == State::kStopped) return Status::NotInitialized(kNotInitializedMessage);
+    if (state_ == State::kShutDown) return Status::Aborted(kShutDownMessage);
+  }
+  std::shared_ptr<Controller> controller;
+  if (!sets_.FindController(process_set_id, &controller)) {
+    return Status::InvalidArgument("process set " + std::to_string(process_set_id) +
+                                   " is not registered");
+  }
+  if (!controller) {
+    return Status::InvalidArgument("rank " + std::to_string(config_.rank) +
+                                   " is not a member of process set " +
+                                   std::to_string(process_set_id));
+  }
+  return controller;
+}
+
+Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> entries,
+                                int32_t num_outputs) {
+  const int64_t handle = handles_.Create(static_cast<int32_t>(entries.size()), num_outputs);
+  for (auto& e : entries) e.handle = handle;
+  Status s;
+  {
+    // Holding state_mu_ orders this Add before FailEverything's sweep: no entry is orphaned.
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (state_ == State::kRunning) {
+      // timeline_ is only reset after the state leaves kRunning (under this lock).
+      if (timeline_ != nullptr && timeline_->on()) {
+        const int64_t now = timeline_->timeline().Now();
+        for (auto& e : entries) e.enqueued_us = now;
+      }
+      s = controller->queue().Add(entries);
+      if (s.ok()) wake_ = true;
+    } else {
+      s = state_ == State::kStopped ? Status::NotInitialized(kNotInitializedMessage)
+                                    : Status::Aborted(kShutDownMessage);
+    }
+  }
+  if (!s.ok()) {
+    handles_.FinishPart(handle, s);
+    while (!handles_.Poll(handle).value()) handles_.FinishPart(handle, s);
+    (void)handles_.Release(handle);
+    return s;
+  }
+  wake_cv_.notify_one();
+  return handle;
+}
+
+Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
+                                          std::span<const TensorSpec> outputs, const OpOptions& o,
+                                          bool grouped) {
+  HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(o.process_set_id));
+  HVD_RETURN_IF_ERROR(CheckReduceOp(o.reduce_op, false));
+  if (inputs.empty() || inputs.size() != outputs.size()) {
+    return Status::InvalidArgument("allreduce needs as many outputs as inputs (at least one)");
+  }
+  EnqueueScratch& scratch = Scratch();
+  const std::string_view base =
+      NameOrGenerated(o.name, grouped ? "grouped_allreduce" : "allreduce", &scratch.name);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "allreduce input"));
+    HVD_RETURN_IF_ERROR(CheckTensor(outputs[i], "allreduce output"));
+    if (outputs[i].shape != inputs[i].shape || outputs[i].dtype != inputs[i].dtype) {
+      return Status::InvalidArgument("allreduce output must have the input's dtype and shape");
+    }
+    TensorEntry& e = NewEntry(scratch);
+    FillMember(&e.request, OpType::kAllreduce, base, i, inputs.size(), grouped, inputs[i], o);
+    e.input = inputs[i].data;
+    e.output = outputs[i].data;
+  }
+  return Submit(controller.get(), scratch.entries, 0);
+}
+
+Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, const OpOptions& o,
+                                          bool grouped) {
+  HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(o.process_set_id));
+  if (inputs.empty()) return Status::InvalidArgument("allgather needs at least one tensor");
+  EnqueueScratch& scratch = Scratch();
+  const std::string_view base =
+      NameOrGenerated(o.name, grouped ? "grouped_allgather" : "allgather", &scratch.name);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "allgather input"));
+    TensorEntry& e = NewEntry(scratch);
+    FillMember(&e.request, OpType::kAllgather, base, i, inputs.size(), grouped, inputs[i], o);
+    e.input = inputs[i].data;
+    e.output_index = static_cast<int32_t>(i);
+  }
+  return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()));
+}
+
+Result<int64_t> Runtime::EnqueueBroadcast(const TensorSpec& input, const TensorSpec& output,
+                                          const OpOptions& o) {
+  HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(o.process_set_id));
+  HVD_RETURN_IF_ERROR(CheckTensor(input, "broadcast input"));
+  HVD_RETURN_IF_ERROR(CheckTensor(output, "broadcast output"));
+  if (output.shape != input.shape || output.dtype != input.dtype) {
+    return Status::InvalidArgument("broadcast output must have the input's dtype and shape");
+  }
+  const auto& ranks = controller->ranks();
+  auto it = std::find(ranks.begin(), ranks.end(), o.root_rank);
+  if (it == ranks.end()) {
+    return Status::InvalidArgument("broadcast root rank " + std::to_string(o.root_rank) +
+                                   " is not a member of process set " +
+                                   std::to_string(o.process_set_id));
+  }
+  EnqueueScratch& scratch = Scratch();
+  TensorEntry& e = NewEntry(scratch);
+  FillRequest(&e.request, OpType::kBroadcast, NameOrGenerated(o.name, "broadcast", &scratch.name),
+              input, o);
+  e.request.root = static_cast<int32_t>(it - ranks.begin());
+  e.input = input.data;
+  e.output = output.data;
+  return Submit(controller.get(), scratch.entries, 0);
+}
+
+Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOptions& o) {
+  HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(o.process_set_id));
+  HVD_RETURN_IF_ERROR(CheckTensor(input, "alltoall input"));
+  const int64_t n = controller->set_size();
+  EnqueueScratch& scratch = Scratch();
+  TensorEntry& e = NewEntry(scratch);
+  FillRequest(&e.request, OpType::kAlltoall, NameOrGenerated(o.name, "alltoall", &scratch.name),
+              input, o);
+  if (input.shape.size() > 0 && o.has_splits) {
+    if (static_cast<int64_t>(o.splits.size()) != n) {
+      return Status::InvalidArgument("alltoall: got " + std::to_string(o.splits.size()) +
+                                     " splits for a process set of " + std::to_string(n) +
+                                     " ranks");
+    }
+    int64_t sum = 0;
+    for (int32_t s : o.splits) {
+      if (s < 0) return Status::InvalidArgument("alltoall: splits must be non-negative");
+      sum += s;
+    }
+    if (sum != input.shape[0]) {
+      return Status::InvalidArgument("alltoall: splits sum to " + std::to_string(sum) +
+                                     " but the first dimension is " +
+                                     std::to_string(input.shape[0]));
+    }
+    e.request.args.assign(o.splits.begin(), o.splits.end());
+  } else if (input.shape.size() > 0 && input.shape[0] % n != 0) {
+    return Status::InvalidArgument("alltoall: the first dimension (" +
+                                   std::to_string(input.shape[0]) +
+                                   ") must be divisible by the number of ranks (" +
+                                   std::to_string(n) + ") when splits are not given");
+  }
+  e.input = input.data;
+  return Submit(controller.get(), scratch.entries, 1);
+}
+
+Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs,
+                                              const OpOptions& o, bool grouped) {
+  HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(o.process_set_id));
+  HVD_RETURN_IF_ERROR(CheckReduceOp(o.reduce_op, true));
+  if (inputs.empty()) return Status::InvalidArgument("reducescatter needs at least one tensor");
+  EnqueueScratch& scratch = Scratch();
+  const std::string_view base =
+      NameOrGenerated(o.name, grouped ? "grouped_reducescatter" : "reducescatter", &scratch.name);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "reducescatter input"));
+    TensorEntry& e = NewEntry(scratch);
+    FillMember(&e.request, OpType::kReducescatter, base, i, inputs.size(), grouped, inputs[i], o);
+    e.input = inputs[i].data;
+    e.output_index = static_cast<int32_t>(i);
+  }
+  return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()));
+}
+
+Result<int64_t> Runtime::EnqueueBarrier(int32_t process_set_id) {
+  HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(process_set_id));
+  EnqueueScratch& scratch = Scratch();
+  TensorEntry& e = NewEntry(scratch);
+  e.request.type = OpType::kBarrier;
+  e.request.name = "barrier";
+  return Submit(controller.get(), scratch.entries, 0);
+}
+
+Result<int64_t> Runtime::EnqueueJoin(int32_t device) {
+  HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(0));
+  EnqueueScratch& scratch = Scratch();
+  TensorEntry& e = NewEntry(scratch);
+  e.request.type = OpType::kJoin;
+  e.request.name = "join";
+  e.request.device = device;
+  return Submit(controller.get(), scratch.entries, 0);
+}
+
+Result<int64_t> Runtime::SubmitControl(Request request) {
+  HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(0));
+  EnqueueScratch& scratch = Scratch();
+  NewEntry(scratch).request = std::move(request);
+  return Submit(controller.get(), scratch.entries, 0);
+}
+
+Result<int32_t> Runtime::AddProcessSet(std::vector<int32_t> ranks) {
+  HVD_RETURN_IF_ERROR(ControllerFor(0).status());
+  if (!config_.dynamic_process_sets) {
+    return Status::PreconditionFailed(
+        "Adding process sets after init requires HVD_DYNAMIC_PROCESS_SETS=1 (or "
+        "hvd.init(process_sets=\"dynamic\"))");
+  }
+  std::sort(ranks.begin(), ranks.end());
+  HVD_RETURN_IF_ERROR(ValidateProcessSetRanks(ranks, config_.size));
+  if (auto existing = sets_.FindByRanks(ranks)) {
+    return Status::InvalidArgument("a process set with these ranks already exists (id " +
+                                   std::to_string(*existing) + ")");
+  }
+  Request r;
+  r.type = OpType::kProcessSetAdd;
+  r.name = "process_set.add";
+  for (int32_t x : ranks) r.name += "." + std::to_string(x);
+  r.args.assign(ranks.begin(), ranks.end());
+  HVD_ASSIGN_OR_RETURN(int64_t handle, SubmitControl(std::move(r)));
+  Status s = handles_.Wait(handle, std::chrono::duration<double>(-1));
+  auto id = handles_.IntResult(handle);
+  (void)handles_.Release(handle);
+  HVD_RETURN_IF_ERROR(s);
+  return static_cast<int32_t>(id.ok() ? *id : -1);
+}
+
+Status Runtime::RemoveProcessSet(int32_t id) {
+  HVD_RETURN_IF_ERROR(ControllerFor(0).status());
+  if (!config_.dynamic_process_sets) {
+    return Status::PreconditionFailed("Removing process sets requires HVD_DYNAMIC_PROCESS_SETS=1");
+  }
+  if (id == 0) return Status::InvalidArgument("the global process set (id 0) cannot be removed");
+  if (!sets_.Find(id)) {
+    return Status::NotFound("process set " + std::to_string(id) + " is not registered");
+  }
+  Request r;
+  r.type = OpType::kProcessSetRemove;
+  r.name = "process_set.remove." + std::to_string(id);
+  r.args = {id};
+  HVD_ASSIGN_OR_RETURN(int64_t handle, SubmitControl(std::move(r)));
+  Status s = handles_.Wait(handle, std::chrono::duration<double>(-1));
+  (void)handles_.Release(handle);
+  return s;
+}
+
+Result<std::vector<int32_t>> Runtime::ProcessSetRanks(int32_t id) const {
+  if (!initialized()) return Status::NotInitialized(kNotInitializedMessage);
+  auto info = sets_.Find(id);
+  if (!info) return Status::NotFound("process set " + std::to_string(id) + " is not registered");
+  return info->ranks;
+}
+
+Result<std::vector<int32_t>> Runtime::ProcessSetIds() const {
+  if (!initialized()) return Status::NotInitialized(kNotInitializedMessage);
+  return sets_.Ids();
+}
+
+Result<Topology> Runtime::topology() const {
+  if (!initialized()) return Status::NotInitialized(kNotInitializedMessage);
+  return topology_;
+}
+
+uint32_t Runtime::enabled_flags() const { return enabled_flags_.load(); }
+
+}  // namespace hvd::runtime

@@ -1,0 +1,133 @@
+#include "runtime/core/runtime_timeline.h"
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <limits>
+
+#include "common/logging.h"
+
+namespace hvd::runtime {
+
+RuntimeTimeline::RuntimeTimeline(int rank, bool all_ranks, int64_t clock_skew_us)
+    : rank_(rank),
+      all_ranks_(all_ranks),
+      timeline_(
+          clock_skew_us == 0
+              ? timeline::Timeline::Clock(timeline::Timeline::SystemClockMicros)
+              : [clock_skew_us] { return timeline::Timeline::SystemClockMicros() + clock_skew_us; },
+          rank) {}
+
+Status RuntimeTimeline::Start(const std::string& path, bool mark_cycles) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_.store(false, std::memory_order_relaxed);
+  timeline::TimelineOptions options;
+  options.mark_cycles = mark_cycles;
+  options.all_ranks = all_ranks_;
+  if (rank_ == 0) {
+    Status s = timeline_.Start(path, options);
+    if (!s.ok()) return s;
+  } else {
+    timeline_.StartCollecting(options);
+  }
+  mark_cycles_.store(mark_cycles, std::memory_order_relaxed);
+  on_.store(true, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+void RuntimeTimeline::Stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_.store(false, std::memory_order_relaxed);
+  timeline_.Stop();
+}
+
+void RuntimeTimeline::MarkCycleStart() {
+  if (rank_ == 0 && on() && mark_cycles_.load(std::memory_order_relaxed)) {
+    timeline_.MarkCycleStart();
+  }
+}
+
+// A shipment is "<dropped events>\n<EncodeEvents array>".
+std::string RuntimeTimeline::TakeShipment() {
+  if (rank_ == 0) return {};
+  std::vector<timeline::TimelineEvent> events;
+  const uint64_t dropped = timeline_.TakeCollected(&events);
+  if (events.empty() && dropped == 0) return {};
+  return std::to_string(dropped) + "\n" + timeline::EncodeEvents(events);
+}
+
+void RuntimeTimeline::ReceiveShipment(int rank, std::string_view shipment) {
+  if (rank_ != 0 || shipment.empty() || !on()) return;
+  const size_t newline = shipment.find('\n');
+  uint64_t dropped = 0;
+  if (newline == std::string_view::npos ||
+      std::from_chars(shipment.data(), shipment.data() + newline, dropped).ec != std::errc()) {
+    HVD_LOG_WARNING("timeline: ignored a malformed event shipment from rank {}", rank);
+    return;
+  }
+  auto events = timeline::DecodeEvents(shipment.substr(newline + 1));
+  if (!events.ok()) {
+    HVD_LOG_WARNING("timeline: ignored events from rank {}: {}", rank, events.status().message());
+    return;
+  }
+  for (timeline::TimelineEvent& e : *events) {
+    e.rank = rank;  // trust the position, not the payload
+    timeline_.Record(e);
+  }
+  timeline_.AddDropped(dropped);
+}
+
+void RuntimeTimeline::SetClockOffset(int rank, int64_t offset_us) {
+  timeline_.SetClockOffset(rank, offset_us);
+}
+
+Status EstimateClockOffsets(Communicator* comm, const timeline::Timeline& clock, int rounds,
+                            std::vector<int64_t>* offsets_us, std::vector<int64_t>* rtts_us) {
+  const int n = comm->size();
+  const bool root = comm->rank() == 0;
+  offsets_us->assign(root ? n : 0, 0);
+  rtts_us->assign(root ? n : 0, root ? std::numeric_limits<int64_t>::max() : 0);
+  if (root && n > 0) (*rtts_us)[0] = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::string ping = root ? std::to_string(clock.Now()) : std::string();
+    HVD_RETURN_IF_ERROR(comm->BroadcastBytes(&ping, 0));
+    const int64_t t2 = clock.Now();
+    std::string pong;
+    if (!root) pong = std::to_string(t2) + " " + std::to_string(clock.Now());
+    std::vector<std::string> pongs;
+    HVD_RETURN_IF_ERROR(comm->GatherBytes(pong, 0, &pongs));
+    if (!root) continue;
+    const int64_t t4 = clock.Now();
+    const int64_t t1 = std::stoll(ping);
+    for (int r = 1; r < n && r < static_cast<int>(pongs.size()); ++r) {
+      long long r2 = 0, r3 = 0;
+      if (std::sscanf(pongs[r].c_str(), "%lld %lld", &r2, &r3) != 2) {
+        return Status::Internal("timeline clock sync: malformed reply from rank " +
+                                std::to_string(r));
+      }
+      const int64_t rtt = (t4 - t1) - (r3 - r2);
+      if (rtt < (*rtts_us)[r]) {
+        (*rtts_us)[r] = rtt;
+        (*offsets_us)[r] = -(((r2 - t1) + (r3 - t4)) / 2);
+      }
+    }
+  }
+  return Status::OK();
+}
+
+std::string TimelineOpName(OpType type) {
+  std::string name = OpTypeName(type);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,78 @@
+#ifndef HVD_RUNTIME_CORE_TENSOR_QUEUE_H_
+#define HVD_RUNTIME_CORE_TENSOR_QUEUE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/core/message.h"
+
+namespace hvd::runtime {
+
+// One enqueued tensor of this rank: its request plus where to read and write.
+struct TensorEntry {
+  Request request;
+  const void* input = nullptr;
+  void* output = nullptr;  // allreduce/broadcast: the caller's buffer (may alias input)
+  int64_t handle = 0;
+  int32_t output_index = 0;  // runtime-allocated output slot within the handle
+  int64_t enqueued_us = 0;   // timeline clock at enqueue (0 = timeline off): QUEUE span
+
+  // Back to the defaults, keeping the request's buffers for reuse.
+  void Clear() {
+    request.Clear();
+    input = nullptr;
+    output = nullptr;
+    handle = 0;
+    output_index = 0;
+    enqueued_us = 0;
+  }
+};
+
+// TensorQueue holds one process set's in-flight tensors of this rank: a name-keyed table
+// (names are unique while in flight) and the requests not yet seen by the coordinator.
+//
+// Steady state without allocation: a taken entry is handed back with Recycle once its op has
+// run, and the next Add copies into that recycled table node (key, request name, shape and
+// all keep their buffers). The spare nodes never outnumber the most entries ever in flight.
+//
+// Thread-safe: framework threads Add, the background thread pops, takes and recycles. The
+// request pointers PopRequests hands out point into table nodes; they stay valid (and the
+// request unchanged) until that entry is taken, which only the background thread does.
+class TensorQueue {
+ public:
+  using Table = std::unordered_map<std::string, TensorEntry>;
+  // An entry taken out of the table (empty when there was none); `mapped()` is the entry.
+  using Taken = Table::node_type;
+
+  // Copies all entries in atomically (a group is all or nothing). A name already in flight is
+  // InvalidArgument with Horovod's duplicate-name message; nothing is added then.
+  Status Add(std::span<const TensorEntry> entries);
+  // Appends the requests added since the last call, in enqueue order.
+  void PopRequests(std::vector<const Request*>* out);
+  // Removes the entry for `name`; an empty Taken if there is none (a joined rank has none).
+  Taken Take(const std::string& name);
+  // Gives taken entries back for reuse (empty ones are skipped); leaves `taken` empty.
+  void Recycle(std::vector<Taken>* taken);
+  // Removes and returns every entry (shutdown / failure).
+  std::vector<TensorEntry> TakeAll();
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  Table table_;
+  std::vector<const Request*> fresh_;
+  std::vector<Taken> spare_;
+};
+
+// Horovod's message for a name reused while in flight.
+extern const char kDuplicateNameError[];
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_CORE_TENSOR_QUEUE_H_

@@ -1,0 +1,57 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_BACKEND_REGISTRY_H_
+#define HVD_RUNTIME_TRANSPORTS_BACKEND_REGISTRY_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/runtime_config.h"
+#include "runtime/transports/communicator.h"
+
+namespace hvd::runtime {
+
+// Which group a communicator spans. `scope` namespaces its rendezvous keys
+// ("<round>/global", "<round>/ps/<id>"); `ranks` are the members' global ranks in group
+// order; `rank_in_group` is this process's position among them.
+struct GroupSpec {
+  std::string scope;
+  std::vector<int32_t> ranks;
+  int32_t rank_in_group = 0;
+};
+
+// Creates communicators for one initialized runtime (one per process set this rank belongs
+// to). Used from the thread running Init and then the background thread, one call at a time;
+// all members of a group call Create for it in the same order.
+class CommunicatorProvider {
+ public:
+  virtual ~CommunicatorProvider() = default;
+  virtual Result<std::unique_ptr<Communicator>> Create(const GroupSpec& spec) = 0;
+  // HVD_BUILT_* bits of the backends in use.
+  virtual uint32_t enabled_flags() const = 0;
+  // This rank's cross rank/size when the transport knows them better than the environment
+  // (under mpirun: Horovod's cross communicator over MPI); called once by every rank after
+  // the provider is made. False keeps the configured values.
+  virtual bool CrossTopology(int32_t* /*cross_rank*/, int32_t* /*cross_size*/) { return false; }
+};
+
+// Makes the provider for a configuration; called once per Init (a seam for tests, which
+// inject an in-process fake).
+using ProviderFactory =
+    std::function<Result<std::unique_ptr<CommunicatorProvider>>(const RuntimeConfig&)>;
+
+// The production factory: a single-rank provider when size == 1; with HVD_CONTROLLER=mpi (the
+// default under mpirun) MPI communicators, carrying the data too unless HVD_CPU_OPERATIONS=gloo
+// (Unimplemented when built without MPI); otherwise connects to hvdrun's KV server
+// (HVD_RENDEZVOUS_ADDR/PORT, key from HVD_SECRET_FD) and creates Gloo (or tcp) communicators;
+// HVD_CPU_OPERATIONS=shm / auto: shared memory for groups on one host (shm_provider.h).
+Result<std::unique_ptr<CommunicatorProvider>> CreateDefaultProvider(const RuntimeConfig& config);
+
+// HVD_BUILT_* bits of the backends compiled in.
+uint32_t BuildFlags();
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_BACKEND_REGISTRY_H_

@@ -1,0 +1,119 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_COMMUNICATOR_H_
+#define HVD_RUNTIME_TRANSPORTS_COMMUNICATOR_H_
+
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/transports/data_type.h"
+
+namespace hvd::runtime {
+
+// Communicator is the seam between the coordinator and a transport (Gloo TCP, shared memory,
+// MPI, NCCL, or the in-process fake used by tests). One Communicator spans one group of ranks
+// (the global set or a process set); ranks here are positions 0..size()-1 within the group.
+//
+// Contract: every member calls the same sequence of collectives with matching arguments.
+// Calls are made from one thread (the runtime's background thread) and block until done or
+// until the communicator's timeout; a dead peer, a socket error or a timeout is a non-OK
+// Status (kRemoteError / kTimeout / kIoError) naming the op and, when known, the peer -- never
+// an exception and never a hang. After Abort() (callable from any thread) every pending and
+// future call fails promptly with kAborted.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Short backend name for logs and the timeline ("GLOO", "MPI", "SHM", "FAKE").
+  virtual const char* name() const = 0;
+
+  // ---- control plane (small messages) ----
+  // Gathers a variable-length byte string from every member at `root`; `out` is filled only on
+  // the root, indexed by group rank.
+  virtual Status GatherBytes(const std::string& in, int root, std::vector<std::string>* out) = 0;
+  // Broadcasts a variable-length byte string from `root` (resized on the others).
+  virtual Status BroadcastBytes(std::string* data, int root) = 0;
+  // In-place elementwise AND / OR over all members (response-cache bit vectors).
+  virtual Status BitwiseAnd(std::vector<uint64_t>* bits) = 0;
+  virtual Status BitwiseOr(std::vector<uint64_t>* bits) = 0;
+  virtual Status Barrier() = 0;
+
+  // ---- data plane ----
+  // In-place allreduce of `count` elements. Average is not a backend op: the caller passes
+  // kSum and post-scales.
+  virtual Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) = 0;
+  // Member i contributes bytes_per_rank[i] bytes (`in` holds this member's part); `out`
+  // receives the concatenation in group-rank order.
+  virtual Status Allgatherv(const void* in, void* out,
+                            const std::vector<int64_t>& bytes_per_rank) = 0;
+  virtual Status Broadcast(void* buffer, int64_t bytes, int root) = 0;
+  // send_bytes[i] bytes go to member i, taken consecutively from `in`; recv_bytes[i] bytes
+  // from member i land consecutively in `out`.
+  virtual Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                           const std::vector<int64_t>& recv_bytes) = 0;
+  // Reduces `in` (sum of counts_per_rank elements) across members; member i receives its
+  // counts_per_rank[i] elements of the result in `out`. Default: allreduce into a scratch
+  // copy, then slice; backends override with a real reduce-scatter.
+  virtual Status ReduceScatter(const void* in, void* out,
+                               const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                               ReduceOp op);
+
+  // Fails every blocked and future call with kAborted. Thread-safe.
+  virtual void Abort() = 0;
+};
+
+// Argument checks shared by the backends. `what` names the op and the rank in the message:
+// a std::string, or a callable returning one that is called only when the check fails, so a
+// valid call builds no string (the steady state allocates nothing). A root outside
+// [0, size) / a per-rank list of the wrong length or with a negative entry is
+// kInvalidArgument.
+template <typename What>
+Status CheckRootArg(const What& what, int root, int size);
+template <typename What>
+Status CheckPerRankArg(const What& what, const std::vector<int64_t>& per_rank, int size);
+// "allreduce (float32 Sum, 1000 elements)": how backends name an allreduce in messages.
+std::string AllreduceOpName(int64_t count, DataType dtype, ReduceOp op);
+// A negative count or a NULL buffer with elements is kInvalidArgument ("<what>: bad buffer");
+// Adasum, which is not elementwise, is kUnimplemented.
+template <typename What>
+Status CheckAllreduceArgs(const What& what, const void* buffer, int64_t count, ReduceOp op);
+
+namespace internal {
+inline std::string Name(const std::string& what) { return what; }
+template <typename F>
+requires std::invocable<const F&> std::string Name(const F& what) { return what(); }
+Status RootArgError(const std::string& what, int root, int size);
+Status PerRankArgError(const std::string& what, const std::vector<int64_t>& per_rank, int size);
+Status AllreduceArgError(const std::string& what, const void* buffer, int64_t count, ReduceOp op);
+}  // namespace internal
+
+template <typename What>
+Status CheckRootArg(const What& what, int root, int size) {
+  if (root >= 0 && root < size) return Status::OK();
+  return internal::RootArgError(internal::Name(what), root, size);
+}
+
+template <typename What>
+Status CheckPerRankArg(const What& what, const std::vector<int64_t>& per_rank, int size) {
+  bool ok = static_cast<int>(per_rank.size()) == size;
+  for (int64_t x : per_rank) ok = ok && x >= 0;
+  if (ok) return Status::OK();
+  return internal::PerRankArgError(internal::Name(what), per_rank, size);
+}
+
+template <typename What>
+Status CheckAllreduceArgs(const What& what, const void* buffer, int64_t count, ReduceOp op) {
+  if (count >= 0 && (count == 0 || buffer != nullptr) && op != ReduceOp::kAdasum) {
+    return Status::OK();
+  }
+  return internal::AllreduceArgError(internal::Name(what), buffer, count, op);
+}
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_COMMUNICATOR_H_

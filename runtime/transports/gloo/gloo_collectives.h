@@ -1,0 +1,54 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_GLOO_GLOO_COLLECTIVES_H_
+#define HVD_RUNTIME_TRANSPORTS_GLOO_GLOO_COLLECTIVES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/transports/gloo/gloo_transfers.h"
+
+namespace hvd::runtime {
+
+// Direct (pairwise) data-movement collectives over GlooTransfers: every rank posts all its
+// receives and sends at once and completes them as they land, so each collective costs one
+// message latency and moves the minimal number of bytes per rank. (Reductions do not come
+// here: gloo's unbound-buffer transfers measured far slower than its legacy algorithms on
+// the project machine, see gloo_legacy_allreducer.h.)
+//
+// GlooCollectives owns the scratch memory these need (grown, never shrunk, so a steady state
+// allocates nothing). Not thread-safe except Abort() via GlooTransfers; every method throws
+// gloo exceptions for the communicator to translate and calls transfers.StartOp() itself.
+class GlooCollectives {
+ public:
+  explicit GlooCollectives(GlooTransfers* transfers);
+
+  // `out` receives the concatenation in rank order; `in` may alias this rank's slot of `out`.
+  void Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank);
+  void Broadcast(void* buffer, size_t bytes, int root);
+  void Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                 const std::vector<int64_t>& recv_bytes);
+
+  // Control plane: variable-length byte strings. One fixed-size block carries the length
+  // and up to kInlineBytes of payload; only longer strings need a second message.
+  void GatherBytes(const std::string& in, int root, std::vector<std::string>* out);
+  void BroadcastBytes(std::string* data, int root);
+
+ private:
+  static constexpr size_t kBlockBytes = 4096;
+  static constexpr size_t kInlineBytes = kBlockBytes - sizeof(uint64_t);
+
+  char* Scratch(size_t bytes);
+
+  GlooTransfers* const transfers_;
+  const int rank_;
+  const int size_;
+  std::vector<char> scratch_;
+  std::vector<char> block_;       // this rank's control block
+  std::vector<int64_t> offsets_;  // per-rank offsets, reused
+  std::vector<int64_t> counts_;   // per-rank offsets, reused
+};
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_GLOO_GLOO_COLLECTIVES_H_

@@ -1,0 +1,368 @@
+#include "runtime/transports/gloo/gloo_communicator.h"
+
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include "common/logging.h"
+#include "runtime/transports/gloo/gloo_collectives.h"
+#include "runtime/transports/gloo/gloo_failure.h"
+#include "runtime/transports/gloo/gloo_legacy_allreducer.h"
+#include "runtime/transports/gloo/gloo_reduction.h"
+#include "runtime/transports/gloo/gloo_store.h"
+#include "runtime/transports/gloo/gloo_transfers.h"
+
+namespace hvd::runtime {
+namespace {
+
+// Allreduces below this many bytes take gloo's legacy ring, larger ones its halving-doubling
+// (gloo_legacy_allreducer.h). Measured on the 2-core project machine: ring wins below
+// ~256 KiB-1 MiB, halving-doubling above (bench/README.md, perf-anchors B.3).
+constexpr size_t kHalvingDoublingBytes = size_t{512} << 10;
+
+// GlooCommunicator: see CreateGlooCommunicator. All collectives run on the caller's thread;
+// Abort() may come from any thread and is serialized with destruction by abort_mu_.
+class GlooCommunicator final : public Communicator {
+ public:
+  GlooCommunicator(int rank, int size) : rank_(rank), size_(size) {}
+  ~GlooCommunicator() override;
+
+  // Takes over a connected context (size > 1).
+  void Attach(std::shared_ptr<gloo::transport::Device> device,
+              std::shared_ptr<gloo::Context> context, std::chrono::milliseconds timeout);
+  // Exchanges device addresses so that failures can shut every connection down.
+  Status LearnEndpoints();
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* name() const override { return "GLOO"; }
+
+  Status GatherBytes(const std::string& in, int root, std::vector<std::string>* out) override;
+  Status BroadcastBytes(std::string* data, int root) override;
+  Status BitwiseAnd(std::vector<uint64_t>* bits) override;
+  Status BitwiseOr(std::vector<uint64_t>* bits) override;
+  Status Barrier() override;
+  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
+  Status Broadcast(void* buffer, int64_t bytes, int root) override;
+  Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                   const std::vector<int64_t>& recv_bytes) override;
+  Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
+                       DataType dtype, ReduceOp op) override;
+  void Abort() override;
+
+ private:
+  // Runs `body` unless the communicator is already aborted or broken; converts whatever gloo
+  // throws into a Status, and on failure breaks the communicator. `name()` returns the op's
+  // name for messages; it is called only on the error path, so that a successful call builds
+  // no string.
+  template <typename Name, typename Body>
+  Status GuardNamed(const Name& name, Body&& body);
+  template <typename Body>
+  Status Guard(const char* op, Body&& body) {
+    return GuardNamed([op] { return std::string(op); }, std::forward<Body>(body));
+  }
+  std::string What(const std::string& op) const;
+  // The shared argument checks (communicator.h), whose messages are built only on failure.
+  Status CheckRoot(const char* op, int root) const {
+    return CheckRootArg([&] { return What(op); }, root, size_);
+  }
+  Status CheckPerRank(const char* op, const std::vector<int64_t>& v) const {
+    return CheckPerRankArg([&] { return What(op); }, v, size_);
+  }
+  // Allgather as a bytewise-OR allreduce in which every rank contributes only its own part
+  // (zeros elsewhere), on gloo's legacy algorithms; used for the small endpoint exchange, which
+  // must work before the failure machinery is set up. Throws.
+  void GatherByOr(const void* in, void* out, const std::vector<int64_t>& bytes);
+  // Allreduce through gloo's legacy algorithms (throws).
+  void RunLegacy(void* buffer, size_t count, DataType dtype, ReduceOp op);
+  template <typename S>
+  void RunWidth(void* buffer, size_t count, DataType dtype, ReduceOp op);
+
+  const int rank_;
+  const int size_;
+  std::atomic<bool> aborted_{false};
+  Status broken_;  // first failure; touched only by the calling thread
+  std::mutex abort_mu_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::shared_ptr<gloo::Context> context_;
+  GlooSockets sockets_;  // set up in Attach, then read-only
+  std::unique_ptr<GlooTransfers> transfers_;
+  std::unique_ptr<GlooCollectives> collectives_;
+  std::unique_ptr<GlooLegacyAllreducer> ring_;
+  std::vector<char> reduce_scatter_scratch_;  // grown, never shrunk
+  uint64_t barrier_word_ = 0;
+};
+
+GlooCommunicator::~GlooCommunicator() {
+  std::lock_guard<std::mutex> lock(abort_mu_);
+  // Teardown may touch broken pairs; gloo's destructors are allowed to throw.
+  try {
+    ring_.reset();
+    collectives_.reset();
+    transfers_.reset();
+    context_.reset();
+    device_.reset();
+  } catch (const std::exception& e) {
+    HVD_LOG_DEBUG("gloo teardown on rank {}: {}", rank_, e.what());
+  } catch (...) {
+  }
+}
+
+void GlooCommunicator::Attach(std::shared_ptr<gloo::transport::Device> device,
+                              std::shared_ptr<gloo::Context> context,
+                              std::chrono::milliseconds timeout) {
+  std::lock_guard<std::mutex> lock(abort_mu_);
+  device_ = std::move(device);
+  context_ = std::move(context);
+  transfers_ = std::make_unique<GlooTransfers>(context_, timeout);
+  collectives_ = std::make_unique<GlooCollectives>(transfers_.get());
+  ring_ = std::make_unique<GlooLegacyAllreducer>(context_, kHalvingDoublingBytes);
+}
+
+Status GlooCommunicator::LearnEndpoints() {
+  std::vector<sockaddr_storage> all(size_);
+  const sockaddr_storage mine = GlooSockets::DeviceAddress(*context_);
+  const std::vector<int64_t> bytes(size_, sizeof(sockaddr_storage));
+  HVD_RETURN_IF_ERROR(Guard("endpoint exchange", [&] { GatherByOr(&mine, all.data(), bytes); }));
+  std::lock_guard<std::mutex> lock(abort_mu_);
+  sockets_.SetDeviceAddresses(rank_, std::move(all));
+  return Status::OK();
+}
+
+std::string GlooCommunicator::What(const std::string& op) const {
+  return "gloo " + op + " on rank " + std::to_string(rank_) + " of " + std::to_string(size_);
+}
+
+template <typename Name, typename Body>
+Status GlooCommunicator::GuardNamed(const Name& name, Body&& body) {
+  if (aborted_.load()) return Status::Aborted(What(name()) + ": the communicator was aborted");
+  if (!broken_.ok()) return broken_.WithContext(What(name()) + ": communicator failed earlier");
+  if (size_ == 1) return Status::OK();
+  try {
+    body();
+    return Status::OK();
+  } catch (...) {
+    broken_ = GlooExceptionToStatus(std::current_exception(), What(name()), sockets_.peer_names());
+  }
+  if (aborted_.load()) broken_ = Status::Aborted(What(name()) + ": the communicator was aborted");
+  // Make the peers notice now rather than at their own timeouts.
+  std::lock_guard<std::mutex> lock(abort_mu_);
+  sockets_.Shutdown();
+  return broken_;
+}
+
+Status GlooCommunicator::GatherBytes(const std::string& in, int root,
+                                     std::vector<std::string>* out) {
+  HVD_RETURN_IF_ERROR(CheckRoot("gather", root));
+  if (size_ == 1) {
+    out->assign(1, in);
+    return Guard("gather", [] {});
+  }
+  return Guard("gather", [&] { collectives_->GatherBytes(in, root, out); });
+}
+
+Status GlooCommunicator::BroadcastBytes(std::string* data, int root) {
+  HVD_RETURN_IF_ERROR(CheckRoot("broadcast", root));
+  return Guard("broadcast", [&] { collectives_->BroadcastBytes(data, root); });
+}
+
+Status GlooCommunicator::BitwiseAnd(std::vector<uint64_t>* bits) {
+  if (bits->empty()) return Guard("bitwise and", [] {});
+  return Guard("bitwise and",
+               [&] { ring_->Run<uint64_t>(bits->data(), bits->size(), GlooBitwiseAnd()); });
+}
+
+Status GlooCommunicator::BitwiseOr(std::vector<uint64_t>* bits) {
+  if (bits->empty()) return Guard("bitwise or", [] {});
+  return Guard("bitwise or",
+               [&] { ring_->Run<uint64_t>(bits->data(), bits->size(), GlooBitwiseOr()); });
+}
+
+Status GlooCommunicator::Barrier() {
+  return Guard("barrier", [&] { ring_->Run<uint64_t>(&barrier_word_, 1, GlooBitwiseOr()); });
+}
+
+void GlooCommunicator::GatherByOr(const void* in, void* out, const std::vector<int64_t>& bytes) {
+  int64_t total = 0, offset = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) offset = total;
+    total += bytes[r];
+  }
+  if (total == 0) return;
+  if (total > INT_MAX) throw std::length_error("allgather of more than INT_MAX bytes");
+  char* base = static_cast<char*>(out);
+  const size_t mine = static_cast<size_t>(bytes[rank_]);
+  if (mine > 0 && base + offset != in) std::memmove(base + offset, in, mine);
+  std::memset(base, 0, static_cast<size_t>(offset));
+  std::memset(base + offset + mine, 0, static_cast<size_t>(total - offset) - mine);
+  ring_->Run<uint8_t>(reinterpret_cast<uint8_t*>(base), static_cast<size_t>(total),
+                      GlooBytewiseOr());
+}
+
+void GlooCommunicator::RunLegacy(void* buffer, size_t count, DataType dtype, ReduceOp op) {
+  switch (DataTypeSize(dtype)) {
+    case 1:
+      return RunWidth<uint8_t>(buffer, count, dtype, op);
+    case 2:
+      return RunWidth<uint16_t>(buffer, count, dtype, op);
+    case 4:
+      return RunWidth<uint32_t>(buffer, count, dtype, op);
+    default:
+      return RunWidth<uint64_t>(buffer, count, dtype, op);
+  }
+}
+
+template <typename S>
+void GlooCommunicator::RunWidth(void* buffer, size_t count, DataType dtype, ReduceOp op) {
+  ring_->Run<S>(static_cast<S*>(buffer), count, GlooReductionFor<S>(dtype, op));
+}
+
+Status GlooCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
+  const auto op_name = [&] { return AllreduceOpName(count, dtype, op); };
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs([&] { return What(op_name()); }, buffer, count, op));
+  if (count == 0) return GuardNamed(op_name, [] {});
+  if (count > INT_MAX) {
+    return Status::InvalidArgument(What(op_name()) + ": more than INT_MAX elements per call");
+  }
+  return GuardNamed(op_name, [&] { RunLegacy(buffer, static_cast<size_t>(count), dtype, op); });
+}
+
+Status GlooCommunicator::Allgatherv(const void* in, void* out,
+                                    const std::vector<int64_t>& bytes_per_rank) {
+  HVD_RETURN_IF_ERROR(CheckPerRank("allgather", bytes_per_rank));
+  if (size_ == 1 && bytes_per_rank[0] > 0 && in != out) {
+    std::memmove(out, in, static_cast<size_t>(bytes_per_rank[0]));
+  }
+  return Guard("allgather", [&] { collectives_->Allgatherv(in, out, bytes_per_rank); });
+}
+
+Status GlooCommunicator::Broadcast(void* buffer, int64_t bytes, int root) {
+  HVD_RETURN_IF_ERROR(CheckRoot("broadcast", root));
+  if (bytes < 0) return Status::InvalidArgument(What("broadcast") + ": negative size");
+  return Guard("broadcast",
+               [&] { collectives_->Broadcast(buffer, static_cast<size_t>(bytes), root); });
+}
+
+Status GlooCommunicator::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes,
+                                   void* out, const std::vector<int64_t>& recv_bytes) {
+  HVD_RETURN_IF_ERROR(CheckPerRank("alltoall", send_bytes));
+  HVD_RETURN_IF_ERROR(CheckPerRank("alltoall", recv_bytes));
+  if (size_ == 1 && send_bytes[0] > 0 && in != out) {
+    std::memmove(out, in, static_cast<size_t>(std::min(send_bytes[0], recv_bytes[0])));
+  }
+  return Guard("alltoall", [&] { collectives_->Alltoallv(in, send_bytes, out, recv_bytes); });
+}
+
+Status GlooCommunicator::ReduceScatter(const void* in, void* out,
+                                       const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                                       ReduceOp op) {
+  HVD_RETURN_IF_ERROR(CheckPerRank("reducescatter", counts_per_rank));
+  if (op == ReduceOp::kAdasum) {
+    return Status::Unimplemented(What("reducescatter") + ": Adasum is not elementwise");
+  }
+  if (size_ == 1 && counts_per_rank[0] > 0 && in != out) {
+    std::memmove(out, in, static_cast<size_t>(counts_per_rank[0]) * DataTypeSize(dtype));
+  }
+  const size_t elem = DataTypeSize(dtype);
+  int64_t total = 0, offset = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) offset = total;
+    total += counts_per_rank[r];
+  }
+  if (total > INT_MAX) {
+    return Status::InvalidArgument(What("reducescatter") + ": more than INT_MAX elements");
+  }
+  // Reduce-scatter as a legacy allreduce on a scratch copy, then this rank's slice: gloo's
+  // legacy reduce-scatter is not shipped, and a pairwise one over unbound buffers measured
+  // 10-50x slower than halving-doubling here (bench/README.md).
+  const auto op_name = [&] {
+    return std::string("reducescatter (") + DataTypeName(dtype) + " " + ReduceOpName(op) + ")";
+  };
+  return GuardNamed(op_name, [&] {
+    const size_t bytes = static_cast<size_t>(total) * elem;
+    if (reduce_scatter_scratch_.size() < bytes) reduce_scatter_scratch_.resize(bytes);
+    if (bytes > 0) std::memcpy(reduce_scatter_scratch_.data(), in, bytes);
+    RunLegacy(reduce_scatter_scratch_.data(), static_cast<size_t>(total), dtype, op);
+    const size_t mine = static_cast<size_t>(counts_per_rank[rank_]) * elem;
+    if (mine > 0) {
+      std::memcpy(out, reduce_scatter_scratch_.data() + offset * elem, mine);
+    }
+  });
+}
+
+void GlooCommunicator::Abort() {
+  aborted_.store(true);
+  std::lock_guard<std::mutex> lock(abort_mu_);
+  if (transfers_) transfers_->Abort();
+  sockets_.Shutdown();
+}
+
+Status CheckOptions(const GlooOptions& o) {
+  if (o.size < 1 || o.rank < 0 || o.rank >= o.size) {
+    return Status::InvalidArgument("gloo: rank " + std::to_string(o.rank) + " / size " +
+                                   std::to_string(o.size) + " is not a valid group position");
+  }
+  if (o.timeout.count() <= 0) return Status::InvalidArgument("gloo: timeout must be positive");
+  if (o.size > 1 && o.kv == nullptr && o.store == nullptr) {
+    return Status::InvalidArgument("gloo: a group of " + std::to_string(o.size) +
+                                   " needs a rendezvous client");
+  }
+  if (o.size > 1 && o.scope.empty()) return Status::InvalidArgument("gloo: empty scope");
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Communicator>> CreateGlooCommunicator(const GlooOptions& options) {
+  HVD_RETURN_IF_ERROR(CheckOptions(options));
+  auto comm = std::make_unique<GlooCommunicator>(options.rank, options.size);
+  if (options.size == 1) return std::unique_ptr<Communicator>(std::move(comm));
+
+  const std::string what = "gloo rendezvous of scope '" + options.scope + "' as rank " +
+                           std::to_string(options.rank) + " of " + std::to_string(options.size);
+  std::shared_ptr<gloo::transport::Device> device;
+  try {
+    gloo::transport::tcp::attr attr;
+    if (options.iface.empty()) {
+      attr.hostname = "127.0.0.1";
+    } else {
+      attr.iface = options.iface;
+    }
+    device = gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(what + ": cannot use interface '" +
+                                   (options.iface.empty() ? "127.0.0.1" : options.iface) +
+                                   "': " + e.what());
+  }
+  auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.size);
+  context->setTimeout(options.timeout);
+  std::optional<GlooKvStore> kv_store;
+  if (options.store == nullptr) kv_store.emplace(options.kv, options.scope, options.timeout);
+  try {
+    context->connectFullMesh(options.store ? *options.store : *kv_store, device);
+  } catch (...) {
+    Status from_store = kv_store ? kv_store->first_error() : Status::OK();
+    if (!from_store.ok()) return from_store.WithContext(what);
+    Status status = GlooExceptionToStatus(std::current_exception(), what, {});
+    return status.code() == StatusCode::kRemoteError ? Status::IoError(status.message()) : status;
+  }
+  // Every rank has read every address once it is connected; let the server drop the keys.
+  if (kv_store) {
+    Status finished = options.kv->FinishScope(options.scope + "/", options.size);
+    if (!finished.ok()) HVD_LOG_DEBUG("{}: cleanup: {}", what, finished.ToString());
+  }
+  comm->Attach(std::move(device), std::move(context), options.timeout);
+  HVD_RETURN_IF_ERROR(comm->LearnEndpoints());
+  return std::unique_ptr<Communicator>(std::move(comm));
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,28 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_REDUCTION_H_
+#define HVD_RUNTIME_TRANSPORTS_REDUCTION_H_
+
+#include <cstdint>
+
+#include "runtime/transports/data_type.h"
+
+// Elementwise kernels on host memory shared by the ops, the single-rank communicator and test
+// fakes. float16/bfloat16 are computed in float. Pure functions, thread-safe.
+namespace hvd::runtime {
+
+// dst[i] = op(dst[i], src[i]) for `count` elements. kAverage reduces as kSum (the caller
+// post-scales); kAdasum is not an elementwise op and must not reach here. For bool, Sum/Max
+// are logical or, Product/Min logical and.
+void ReduceInto(void* dst, const void* src, int64_t count, DataType dtype, ReduceOp op);
+
+// buffer[i] *= factor, computed in double (float for 16-bit floats) and converted back
+// (integers truncate toward zero, as Horovod's ScaleBuffer). A factor of exactly 1 is a no-op.
+void ScaleBuffer(void* buffer, int64_t count, DataType dtype, double factor);
+
+float HalfToFloat(uint16_t h);
+uint16_t FloatToHalf(float f);
+float BFloat16ToFloat(uint16_t b);
+uint16_t FloatToBFloat16(float f);
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_REDUCTION_H_

@@ -1,0 +1,103 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_SHM_SHM_CHANNEL_H_
+#define HVD_RUNTIME_TRANSPORTS_SHM_SHM_CHANNEL_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/status.h"
+#include "runtime/transports/data_type.h"
+#include "runtime/transports/shm/shm_segment.h"
+
+namespace hvd::runtime {
+
+// ShmChannel runs the round protocol every shared-memory collective is built from.
+//
+// Protocol. Each member owns a futex word `progress` and two staging halves. Round t (counted
+// identically by every member, because every member makes the same sequence of calls) uses
+// half t % 2. A member
+//   Begin:   waits until every peer has finished reading round t-2 (progress >= 2t-2), since
+//            that round used the same half; then writes its contribution into its half;
+//   Publish: sets progress = 2t+1 ("round t is posted"), waking sleepers;
+//   reads:   WaitPosted(k) (progress_k >= 2t+1), then reads PeerHalf(k);
+//   End:     sets progress = 2t+2 ("done reading round t").
+// With two halves a member writes round t+1 while slow peers still read round t, so chunked
+// operations pipeline.
+//
+// Waiting. A wait first spins, bounded in time, but only while the awaited peer can be running:
+// each member records in `cpu` the CPU it last published from, and a peer last seen on the
+// waiter's own CPU cannot run until the waiter gets off it, so the waiter sleeps at once. Then
+// it sleeps on the peer's futex word (FUTEX_WAIT on the shared mapping) in slices of at most
+// kLivenessInterval, checking in between the call's deadline (kTimeout), Abort (kAborted), the
+// awaited peer's `failed` flag and whether its process still exists (kRemoteError naming the
+// rank). Any failure marks this member failed in the segment and wakes every sleeper, so peers
+// waiting on it fail within milliseconds.
+//
+// Steady state allocates nothing: a call's description is kept as its parts and formatted
+// (What) only for an error message.
+//
+// Threading: one thread makes the calls; Abort() may come from any thread.
+class ShmChannel {
+ public:
+  ShmChannel(std::unique_ptr<ShmSegment> segment, int rank, std::chrono::milliseconds timeout);
+  ~ShmChannel();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  size_t half_bytes() const { return segment_->half_bytes(); }
+
+  // Starts one collective call named `op` (a string literal, for error messages) and arms its
+  // deadline. Fails if the channel is aborted or broken. The second form names a reduction:
+  // "<op> (<dtype> <reduce>)", or AllreduceOpName's "allreduce (..., N elements)" when
+  // `count` >= 0.
+  Status Start(const char* op);
+  Status Start(const char* op, DataType dtype, ReduceOp reduce, int64_t count = -1);
+  // Starts round t; when `write`, first waits until this member's half for round t is free and
+  // returns it through `mine`.
+  Status Begin(bool write, char** mine = nullptr);
+  void Publish();
+  Status WaitPosted(int peer);
+  Status WaitAllPosted();
+  const char* PeerHalf(int peer) const { return segment_->half(peer, round_ & 1); }
+  void End();
+
+  // Records `status` as the channel's failure, tells the peers, and returns it.
+  Status Fail(Status status);
+  // A failure description of this call for precondition errors (no effect on the channel).
+  std::string What() const;
+  void Abort();
+
+ private:
+  // Waits until member k's progress reaches `target` (wrapping comparison).
+  Status WaitFor(int k, uint32_t target);
+  // Spins up to spin_budget_ for the wait above, unless member k is not running (see the class
+  // comment); true when the target was reached.
+  bool Spin(const ShmMember& peer, uint32_t target) const;
+  Status SleepOn(int k, uint32_t target);
+  void SetProgress(uint32_t value);
+  void WakeAll();
+
+  std::unique_ptr<ShmSegment> segment_;
+  const int rank_;
+  const int size_;
+  const std::chrono::milliseconds timeout_;
+  const std::chrono::nanoseconds spin_budget_;
+  uint32_t round_ = 0;
+  // The current call, for What().
+  const char* op_ = "";
+  bool reduction_ = false;
+  DataType dtype_ = DataType::kUInt8;
+  ReduceOp reduce_ = ReduceOp::kSum;
+  int64_t count_ = -1;
+  std::chrono::steady_clock::time_point deadline_;
+  Status broken_;  // first failure; touched only by the calling thread
+  std::atomic<bool> aborted_{false};
+  std::mutex abort_mu_;  // serializes Abort with destruction of segment_
+};
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_SHM_SHM_CHANNEL_H_

@@ -1,0 +1,377 @@
+#include "runtime/transports/shm/shm_communicator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "runtime/transports/shm/shm_channel.h"
+#include "runtime/transports/shm/shm_reductions.h"
+#include "runtime/transports/shm/shm_segment.h"
+
+namespace hvd::runtime {
+namespace {
+
+constexpr size_t kCacheLine = 64;
+
+size_t Min(size_t a, int64_t b) {
+  return std::min(a, static_cast<size_t>(std::max<int64_t>(b, 0)));
+}
+
+// ShmCommunicator: see CreateShmCommunicator. Every collective is a sequence of ShmChannel
+// rounds whose count depends only on arguments all members share (or on sizes exchanged in
+// the first round), so every member counts rounds identically. A call with valid arguments
+// makes no heap allocation (beyond growing the caller's output strings of the byte-string
+// ops): per-member bookkeeping lives in vectors sized once here.
+class ShmCommunicator final : public Communicator {
+ public:
+  explicit ShmCommunicator(std::unique_ptr<ShmChannel> channel)
+      : ch_(std::move(channel)),
+        rank_(ch_->rank()),
+        size_(ch_->size()),
+        half_(ch_->half_bytes()),
+        lens_(size_),
+        offsets_(size_),
+        recv_offsets_(size_),
+        theirs_(size_) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* name() const override { return "SHM"; }
+
+  Status GatherBytes(const std::string& in, int root, std::vector<std::string>* out) override;
+  Status BroadcastBytes(std::string* data, int root) override;
+  Status BitwiseAnd(std::vector<uint64_t>* bits) override;
+  Status BitwiseOr(std::vector<uint64_t>* bits) override;
+  Status Barrier() override;
+  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
+  Status Broadcast(void* buffer, int64_t bytes, int root) override;
+  Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                   const std::vector<int64_t>& recv_bytes) override;
+  Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
+                       DataType dtype, ReduceOp op) override;
+  void Abort() override { ch_->Abort(); }
+
+ private:
+  // The shared checks (communicator.h); the message is built only when one fails.
+  Status CheckRoot(int root) const {
+    return CheckRootArg([this] { return ch_->What(); }, root, size_);
+  }
+  Status CheckPerRank(const std::vector<int64_t>& v) const {
+    return CheckPerRankArg([this] { return ch_->What(); }, v, size_);
+  }
+  Status CheckAllreduce(const void* buffer, int64_t count, ReduceOp op) const {
+    return CheckAllreduceArgs([this] { return ch_->What(); }, buffer, count, op);
+  }
+  // The data rounds of an alltoall, after the size exchange (see Alltoallv).
+  Status AlltoallPieces(const char* in, const std::vector<int64_t>& send_off,
+                        const std::vector<int64_t>& send_bytes, char* out,
+                        const std::vector<int64_t>& recv_off,
+                        const std::vector<int64_t>& recv_bytes, size_t sub, int64_t rounds);
+  template <typename Combine>
+  Status Bitwise(const char* op, std::vector<uint64_t>* bits, Combine combine);
+
+  std::unique_ptr<ShmChannel> ch_;
+  const int rank_;
+  const int size_;
+  const size_t half_;
+  std::vector<char> scratch_;  // reduce-scatter input copy when in/out overlap; grown only
+  // Per-member scratch of one call, size_ entries each.
+  std::vector<uint64_t> lens_;         // GatherBytes: each member's length
+  std::vector<int64_t> offsets_;       // Allgatherv: output offsets; Alltoallv: send offsets
+  std::vector<int64_t> recv_offsets_;  // Alltoallv
+  std::vector<int64_t> theirs_;        // Alltoallv: one peer's send sizes
+};
+
+Status ShmCommunicator::GatherBytes(const std::string& in, int root,
+                                    std::vector<std::string>* out) {
+  HVD_RETURN_IF_ERROR(ch_->Start("gather"));
+  HVD_RETURN_IF_ERROR(CheckRoot(root));
+  const bool is_root = rank_ == root;
+  std::vector<uint64_t>& lens = lens_;
+  uint64_t max_len = 0, offset = 0;
+  for (bool first = true; first || offset < max_len; first = false) {
+    const size_t header = first ? sizeof(uint64_t) : 0;
+    char* mine = nullptr;
+    HVD_RETURN_IF_ERROR(ch_->Begin(true, &mine));
+    const uint64_t len = in.size();
+    if (first) std::memcpy(mine, &len, sizeof(len));
+    const size_t room = half_ - header;
+    if (offset < len) std::memcpy(mine + header, in.data() + offset, Min(room, len - offset));
+    ch_->Publish();
+    if (first || is_root) HVD_RETURN_IF_ERROR(ch_->WaitAllPosted());
+    if (first) {
+      for (int k = 0; k < size_; ++k) {
+        std::memcpy(&lens[k], ch_->PeerHalf(k), sizeof(uint64_t));
+        max_len = std::max(max_len, lens[k]);
+      }
+      if (is_root) {
+        // Every byte is overwritten below: reuse the caller's strings and their capacity.
+        out->resize(size_);
+        for (int k = 0; k < size_; ++k) (*out)[k].resize(lens[k]);
+      }
+    }
+    for (int k = 0; is_root && k < size_; ++k) {
+      if (offset < lens[k]) {
+        std::memcpy(&(*out)[k][offset], ch_->PeerHalf(k) + header, Min(room, lens[k] - offset));
+      }
+    }
+    ch_->End();
+    offset += room;
+  }
+  return Status::OK();
+}
+
+Status ShmCommunicator::BroadcastBytes(std::string* data, int root) {
+  HVD_RETURN_IF_ERROR(ch_->Start("broadcast"));
+  HVD_RETURN_IF_ERROR(CheckRoot(root));
+  const bool is_root = rank_ == root;
+  uint64_t len = is_root ? data->size() : 0, offset = 0;
+  for (bool first = true; first || offset < len; first = false) {
+    const size_t header = first ? sizeof(uint64_t) : 0;
+    const size_t room = half_ - header;
+    char* mine = nullptr;
+    HVD_RETURN_IF_ERROR(ch_->Begin(is_root, &mine));
+    if (is_root) {
+      if (first) std::memcpy(mine, &len, sizeof(len));
+      if (offset < len) std::memcpy(mine + header, data->data() + offset, Min(room, len - offset));
+    }
+    ch_->Publish();
+    if (!is_root) {
+      HVD_RETURN_IF_ERROR(ch_->WaitPosted(root));
+      const char* src = ch_->PeerHalf(root);
+      if (first) {
+        std::memcpy(&len, src, sizeof(len));
+        data->resize(len);
+      }
+      if (offset < len) std::memcpy(&(*data)[offset], src + header, Min(room, len - offset));
+    }
+    ch_->End();
+    offset += room;
+  }
+  return Status::OK();
+}
+
+template <typename Combine>
+Status ShmCommunicator::Bitwise(const char* op, std::vector<uint64_t>* bits, Combine combine) {
+  HVD_RETURN_IF_ERROR(ch_->Start(op));
+  const size_t words_per_round = half_ / sizeof(uint64_t);
+  for (size_t lo = 0; lo < bits->size(); lo += words_per_round) {
+    const size_t n = std::min(words_per_round, bits->size() - lo);
+    uint64_t* mine_words = bits->data() + lo;
+    char* mine = nullptr;
+    HVD_RETURN_IF_ERROR(ch_->Begin(true, &mine));
+    std::memcpy(mine, mine_words, n * sizeof(uint64_t));
+    ch_->Publish();
+    for (int k = 0; k < size_; ++k) {
+      if (k == rank_) continue;
+      HVD_RETURN_IF_ERROR(ch_->WaitPosted(k));
+      const auto* peer = reinterpret_cast<const uint64_t*>(ch_->PeerHalf(k));
+      for (size_t i = 0; i < n; ++i) mine_words[i] = combine(mine_words[i], peer[i]);
+    }
+    ch_->End();
+  }
+  return Status::OK();
+}
+
+Status ShmCommunicator::BitwiseAnd(std::vector<uint64_t>* bits) {
+  return Bitwise("bitwise and", bits, [](uint64_t a, uint64_t b) { return a & b; });
+}
+
+Status ShmCommunicator::BitwiseOr(std::vector<uint64_t>* bits) {
+  return Bitwise("bitwise or", bits, [](uint64_t a, uint64_t b) { return a | b; });
+}
+
+Status ShmCommunicator::Barrier() {
+  HVD_RETURN_IF_ERROR(ch_->Start("barrier"));
+  HVD_RETURN_IF_ERROR(ch_->Begin(false));
+  ch_->Publish();
+  HVD_RETURN_IF_ERROR(ch_->WaitAllPosted());
+  ch_->End();
+  return Status::OK();
+}
+
+Status ShmCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
+  HVD_RETURN_IF_ERROR(ch_->Start("allreduce", dtype, op, count));
+  HVD_RETURN_IF_ERROR(CheckAllreduce(buffer, count, op));
+  if (count == 0 || size_ == 1) return Status::OK();
+  return ShmAllreduce(*ch_, static_cast<char*>(buffer), count, dtype, op);
+}
+
+Status ShmCommunicator::Allgatherv(const void* in, void* out,
+                                   const std::vector<int64_t>& bytes_per_rank) {
+  HVD_RETURN_IF_ERROR(ch_->Start("allgather"));
+  HVD_RETURN_IF_ERROR(CheckPerRank(bytes_per_rank));
+  std::vector<int64_t>& offset = offsets_;
+  int64_t max_bytes = 0;
+  for (int k = 0; k < size_; ++k) {
+    offset[k] = k == 0 ? 0 : offset[k - 1] + bytes_per_rank[k - 1];
+    max_bytes = std::max(max_bytes, bytes_per_rank[k]);
+  }
+  const auto* src = static_cast<const char*>(in);
+  char* dst = static_cast<char*>(out);
+  const int64_t step = static_cast<int64_t>(half_);
+  for (int64_t at = 0; at < max_bytes; at += step) {
+    char* mine = nullptr;
+    HVD_RETURN_IF_ERROR(ch_->Begin(true, &mine));
+    if (at < bytes_per_rank[rank_])
+      std::memcpy(mine, src + at, Min(half_, bytes_per_rank[rank_] - at));
+    ch_->Publish();
+    for (int k = 0; k < size_; ++k) {
+      if (k == rank_ || at >= bytes_per_rank[k]) continue;
+      HVD_RETURN_IF_ERROR(ch_->WaitPosted(k));
+      std::memcpy(dst + offset[k] + at, ch_->PeerHalf(k), Min(half_, bytes_per_rank[k] - at));
+    }
+    ch_->End();
+  }
+  if (bytes_per_rank[rank_] > 0 && dst + offset[rank_] != src) {
+    std::memmove(dst + offset[rank_], src, static_cast<size_t>(bytes_per_rank[rank_]));
+  }
+  return Status::OK();
+}
+
+Status ShmCommunicator::Broadcast(void* buffer, int64_t bytes, int root) {
+  HVD_RETURN_IF_ERROR(ch_->Start("broadcast"));
+  HVD_RETURN_IF_ERROR(CheckRoot(root));
+  if (bytes < 0) return Status::InvalidArgument(ch_->What() + ": negative size");
+  char* buf = static_cast<char*>(buffer);
+  const bool is_root = rank_ == root;
+  for (int64_t at = 0; at < bytes; at += static_cast<int64_t>(half_)) {
+    const size_t n = Min(half_, bytes - at);
+    char* mine = nullptr;
+    HVD_RETURN_IF_ERROR(ch_->Begin(is_root, &mine));
+    if (is_root) std::memcpy(mine, buf + at, n);
+    ch_->Publish();
+    if (!is_root) {
+      HVD_RETURN_IF_ERROR(ch_->WaitPosted(root));
+      std::memcpy(buf + at, ch_->PeerHalf(root), n);
+    }
+    ch_->End();
+  }
+  return Status::OK();
+}
+
+Status ShmCommunicator::ReduceScatter(const void* in, void* out,
+                                      const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                                      ReduceOp op) {
+  HVD_RETURN_IF_ERROR(ch_->Start("reducescatter", dtype, op));
+  HVD_RETURN_IF_ERROR(CheckPerRank(counts_per_rank));
+  if (op == ReduceOp::kAdasum) {
+    return Status::Unimplemented(ch_->What() + ": Adasum is not elementwise");
+  }
+  const size_t elem = DataTypeSize(dtype);
+  int64_t total = 0, mine_lo = 0;
+  for (int k = 0; k < size_; ++k) {
+    if (k == rank_) mine_lo = total;
+    total += counts_per_rank[k];
+  }
+  const auto* src = static_cast<const char*>(in);
+  char* dst = static_cast<char*>(out);
+  const size_t in_bytes = static_cast<size_t>(total) * elem;
+  if (dst < src + in_bytes && src < dst + counts_per_rank[rank_] * static_cast<int64_t>(elem)) {
+    if (scratch_.size() < in_bytes) scratch_.resize(in_bytes);
+    std::memcpy(scratch_.data(), src, in_bytes);
+    src = scratch_.data();
+  }
+  return ShmReduceScatter(*ch_, src, total, dst, mine_lo, counts_per_rank[rank_], dtype, op);
+}
+
+Status ShmCommunicator::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                                  const std::vector<int64_t>& recv_bytes) {
+  HVD_RETURN_IF_ERROR(ch_->Start("alltoall"));
+  HVD_RETURN_IF_ERROR(CheckPerRank(send_bytes));
+  HVD_RETURN_IF_ERROR(CheckPerRank(recv_bytes));
+  if (send_bytes[rank_] != recv_bytes[rank_]) {
+    return Status::InvalidArgument(ch_->What() + ": sends " + std::to_string(send_bytes[rank_]) +
+                                   " bytes to itself but expects " +
+                                   std::to_string(recv_bytes[rank_]));
+  }
+  std::vector<int64_t>& send_off = offsets_;
+  std::vector<int64_t>& recv_off = recv_offsets_;
+  send_off[0] = recv_off[0] = 0;
+  for (int k = 1; k < size_; ++k) {
+    send_off[k] = send_off[k - 1] + send_bytes[k - 1];
+    recv_off[k] = recv_off[k - 1] + recv_bytes[k - 1];
+  }
+  // Round 0 exchanges every member's send sizes; each later round carries one sub-slot per
+  // destination in every half.
+  const size_t sub = half_ / static_cast<size_t>(size_) / kCacheLine * kCacheLine;
+  if (sub == 0 || sizeof(int64_t) * static_cast<size_t>(size_) > half_) {
+    return Status::InvalidArgument(ch_->What() + ": HVD_SHM_BUFFER_BYTES too small");
+  }
+  const auto* src = static_cast<const char*>(in);
+  char* dst = static_cast<char*>(out);
+  char* mine = nullptr;
+  HVD_RETURN_IF_ERROR(ch_->Begin(true, &mine));
+  std::memcpy(mine, send_bytes.data(), sizeof(int64_t) * static_cast<size_t>(size_));
+  ch_->Publish();
+  HVD_RETURN_IF_ERROR(ch_->WaitAllPosted());
+  int64_t max_piece = 0;
+  for (int k = 0; k < size_; ++k) {
+    std::vector<int64_t>& theirs = theirs_;
+    std::memcpy(theirs.data(), ch_->PeerHalf(k), sizeof(int64_t) * static_cast<size_t>(size_));
+    for (int64_t b : theirs) max_piece = std::max(max_piece, b);
+    if (theirs[rank_] != recv_bytes[k]) {
+      return ch_->Fail(Status::InvalidArgument(
+          ch_->What() + ": rank " + std::to_string(k) + " sends " + std::to_string(theirs[rank_]) +
+          " bytes here but " + std::to_string(recv_bytes[k]) + " are expected"));
+    }
+  }
+  ch_->End();
+  const int64_t rounds = (max_piece + static_cast<int64_t>(sub) - 1) / static_cast<int64_t>(sub);
+  HVD_RETURN_IF_ERROR(
+      AlltoallPieces(src, send_off, send_bytes, dst, recv_off, recv_bytes, sub, rounds));
+  if (send_bytes[rank_] > 0) {
+    std::memmove(dst + recv_off[rank_], src + send_off[rank_],
+                 static_cast<size_t>(send_bytes[rank_]));
+  }
+  return Status::OK();
+}
+
+Status ShmCommunicator::AlltoallPieces(const char* in, const std::vector<int64_t>& send_off,
+                                       const std::vector<int64_t>& send_bytes, char* out,
+                                       const std::vector<int64_t>& recv_off,
+                                       const std::vector<int64_t>& recv_bytes, size_t sub,
+                                       int64_t rounds) {
+  for (int64_t t = 0; t < rounds; ++t) {
+    const int64_t at = t * static_cast<int64_t>(sub);
+    char* mine = nullptr;
+    HVD_RETURN_IF_ERROR(ch_->Begin(true, &mine));
+    for (int j = 0; j < size_; ++j) {
+      if (j != rank_ && at < send_bytes[j]) {
+        std::memcpy(mine + j * sub, in + send_off[j] + at, Min(sub, send_bytes[j] - at));
+      }
+    }
+    ch_->Publish();
+    for (int k = 0; k < size_; ++k) {
+      if (k == rank_ || at >= recv_bytes[k]) continue;
+      HVD_RETURN_IF_ERROR(ch_->WaitPosted(k));
+      std::memcpy(out + recv_off[k] + at, ch_->PeerHalf(k) + rank_ * sub,
+                  Min(sub, recv_bytes[k] - at));
+    }
+    ch_->End();
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& options) {
+  if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
+    return Status::InvalidArgument("shm: rank " + std::to_string(options.rank) + " / size " +
+                                   std::to_string(options.size) + " is not a valid group position");
+  }
+  ShmSegment::Options seg;
+  seg.kv = options.kv;
+  seg.scope = options.scope;
+  seg.job_id = options.job_id;
+  seg.rank = options.rank;
+  seg.size = options.size;
+  seg.half_bytes = std::max<size_t>(4096, options.buffer_bytes / 2 / 4096 * 4096);
+  seg.timeout = options.timeout;
+  HVD_ASSIGN_OR_RETURN(auto segment, ShmSegment::Open(seg));
+  auto channel = std::make_unique<ShmChannel>(std::move(segment), options.rank, options.timeout);
+  return std::unique_ptr<Communicator>(new ShmCommunicator(std::move(channel)));
+}
+
+}  // namespace hvd::runtime

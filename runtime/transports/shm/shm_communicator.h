@@ -1,0 +1,50 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_SHM_SHM_COMMUNICATOR_H_
+#define HVD_RUNTIME_TRANSPORTS_SHM_SHM_COMMUNICATOR_H_
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "common/kv_client.h"
+#include "common/status.h"
+#include "runtime/transports/communicator.h"
+
+namespace hvd::runtime {
+
+// How to build a shared-memory communicator for a group whose members all run on this host.
+struct ShmOptions {
+  // Rendezvous channel to hvdrun; must outlive the call (not the communicator).
+  control::KvClient* kv = nullptr;
+  // Key prefix of this group's rendezvous, unique per group and per (elastic) round.
+  std::string scope;
+  std::string job_id;  // with scope, names the short-lived /dev/shm entry
+  int rank = 0;
+  int size = 1;
+  // Staging memory per member (HVD_SHM_BUFFER_BYTES), split into two halves that alternate
+  // between rounds; rounded down to whole pages, at least two. Larger operations are chunked.
+  size_t buffer_bytes = size_t{4} << 20;
+  // Deadline of the rendezvous and of every collective.
+  std::chrono::milliseconds timeout{30000};
+};
+
+// Maps one shared-memory segment for the group (shm_segment.h; nothing is left in /dev/shm
+// once this returns, even if the job is killed later) and returns the Communicator (calling
+// contract: communicator.h). Members synchronize through futex-backed sequence counters
+// (shm_channel.h): no busy waiting beyond a short spin, every wait bounded by the timeout, a
+// dead or failed peer is kRemoteError naming its rank, Abort() is kAborted.
+//
+// Algorithms, all deterministic so every member gets bit-identical results:
+//  - allreduce up to kShmDirectBytes (shm_reductions.h): each member posts its whole input
+//    and reduces all inputs itself in rank order 0..N-1 (one round);
+//  - larger allreduce, chunked through the staging halves: each member reduces its 1/N slice of
+//    the chunk in rank order 0..N-1 (reduce-scatter round), then posts the slice and copies the
+//    others' slices (allgather round); consecutive chunks overlap;
+//  - reduce-scatter: per chunk of the input, each member reduces the part of its own segment in
+//    rank order; allgather(v), broadcast, alltoall(v) and the byte-string gather/broadcast copy
+//    through the halves in as many rounds as the largest contribution needs.
+Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& options);
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_SHM_SHM_COMMUNICATOR_H_

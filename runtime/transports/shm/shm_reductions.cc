@@ -1,0 +1,112 @@
+#include "runtime/transports/shm/shm_reductions.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/transports/reduction.h"
+
+namespace hvd::runtime {
+namespace {
+
+constexpr int64_t kCacheLine = 64;
+
+// dst = in_0 op in_1 op ... op in_{N-1}, where in_k is `src_offset` bytes into member k's half
+// of the current (posted) round. `dst_has_input0`: dst already holds member 0's values.
+Status ReduceInRankOrder(ShmChannel& ch, char* dst, int64_t src_offset, int64_t count,
+                         DataType dtype, ReduceOp op, bool dst_has_input0) {
+  const size_t bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
+  for (int k = dst_has_input0 ? 1 : 0; k < ch.size(); ++k) {
+    HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
+    const char* src = ch.PeerHalf(k) + src_offset;
+    if (k == 0) {
+      std::memcpy(dst, src, bytes);
+    } else {
+      ReduceInto(dst, src, count, dtype, op);
+    }
+  }
+  return Status::OK();
+}
+
+Status AllreduceDirect(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op) {
+  char* mine = nullptr;
+  HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
+  std::memcpy(mine, buf, static_cast<size_t>(count) * DataTypeSize(dtype));
+  ch.Publish();
+  HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, buf, 0, count, dtype, op, ch.rank() == 0));
+  ch.End();
+  return Status::OK();
+}
+
+// One chunk of `n` elements at `base`, split into per-member slices of `per` elements.
+Status AllreduceOneChunk(ShmChannel& ch, char* base, int64_t n, int64_t per, DataType dtype,
+                         ReduceOp op) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  auto lo = [&](int k) { return std::min<int64_t>(n, per * k); };
+  auto len = [&](int k) { return std::min<int64_t>(n, lo(k) + per) - lo(k); };
+  const int me = ch.rank();
+  char* slice = base + lo(me) * elem;
+  // Reduce-scatter round: this member reduces its slice of the chunk, straight into `buf`.
+  char* mine = nullptr;
+  HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
+  std::memcpy(mine, base, static_cast<size_t>(n * elem));
+  ch.Publish();
+  if (len(me) > 0) {
+    HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, slice, lo(me) * elem, len(me), dtype, op, me == 0));
+  }
+  ch.End();
+  // Allgather round: post the reduced slice, copy the others'.
+  HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
+  std::memcpy(mine + lo(me) * elem, slice, static_cast<size_t>(len(me) * elem));
+  ch.Publish();
+  for (int k = 0; k < ch.size(); ++k) {
+    if (k == me || len(k) == 0) continue;
+    HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
+    std::memcpy(base + lo(k) * elem, ch.PeerHalf(k) + lo(k) * elem,
+                static_cast<size_t>(len(k) * elem));
+  }
+  ch.End();
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  const int64_t half = static_cast<int64_t>(ch.half_bytes());
+  if (count * elem <= std::min(kShmDirectBytes, half)) {
+    return AllreduceDirect(ch, buf, count, dtype, op);
+  }
+  const int64_t chunk = half / elem;
+  const int64_t align = std::max<int64_t>(1, kCacheLine / elem);  // slices start on a line
+  const int size = ch.size();
+  for (int64_t off = 0; off < count; off += chunk) {
+    const int64_t n = std::min(chunk, count - off);
+    const int64_t per = ((n + size - 1) / size + align - 1) / align * align;
+    HVD_RETURN_IF_ERROR(AllreduceOneChunk(ch, buf + off * elem, n, per, dtype, op));
+  }
+  return Status::OK();
+}
+
+Status ShmReduceScatter(ShmChannel& ch, const char* in, int64_t total, char* out, int64_t mine_lo,
+                        int64_t mine_count, DataType dtype, ReduceOp op) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  const int64_t chunk = static_cast<int64_t>(ch.half_bytes()) / elem;
+  const int64_t mine_hi = mine_lo + mine_count;
+  for (int64_t lo = 0; lo < total; lo += chunk) {
+    const int64_t hi = std::min(total, lo + chunk);
+    char* mine = nullptr;
+    HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
+    std::memcpy(mine, in + lo * elem, static_cast<size_t>((hi - lo) * elem));
+    ch.Publish();
+    // The part of this member's segment inside the chunk, if any.
+    const int64_t x = std::max(lo, mine_lo), y = std::min(hi, mine_hi);
+    if (x < y) {
+      HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, out + (x - mine_lo) * elem, (x - lo) * elem, y - x,
+                                            dtype, op, false));
+    }
+    ch.End();
+  }
+  return Status::OK();
+}
+
+}  // namespace hvd::runtime

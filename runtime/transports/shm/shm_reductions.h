@@ -1,0 +1,30 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_SHM_SHM_REDUCTIONS_H_
+#define HVD_RUNTIME_TRANSPORTS_SHM_SHM_REDUCTIONS_H_
+
+#include <cstdint>
+
+#include "common/status.h"
+#include "runtime/transports/data_type.h"
+#include "runtime/transports/shm/shm_channel.h"
+
+// The reducing collectives of the shared-memory communicator, as rounds on a ShmChannel whose
+// call the caller has started (ShmChannel::Start) and whose arguments it has validated. Every
+// element is reduced by exactly one member, in rank order 0..N-1, then copied, so all members
+// get bit-identical results. Same threading as ShmChannel.
+namespace hvd::runtime {
+
+// Allreduces up to this size take one round in which every member reduces everything: one
+// synchronization instead of two beats reading N inputs for small buffers.
+constexpr int64_t kShmDirectBytes = int64_t{64} << 10;
+
+// In-place allreduce of `count` elements (count > 0, kAdasum excluded).
+Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op);
+
+// Reduces `in` (`total` elements, identical length on every member) and writes elements
+// [mine_lo, mine_lo + mine_count) of the result to `out`, which must not overlap `in`.
+Status ShmReduceScatter(ShmChannel& ch, const char* in, int64_t total, char* out, int64_t mine_lo,
+                        int64_t mine_count, DataType dtype, ReduceOp op);
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_SHM_SHM_REDUCTIONS_H_

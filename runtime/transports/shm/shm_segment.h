@@ -1,0 +1,86 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_SHM_SHM_SEGMENT_H_
+#define HVD_RUNTIME_TRANSPORTS_SHM_SHM_SEGMENT_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/kv_client.h"
+#include "common/status.h"
+
+namespace hvd::runtime {
+
+// One member's control words in the segment. `progress` is the futex word peers sleep on; it
+// is written only by its owner and shares its cache line only with `cpu`, the CPU the owner
+// last published from (written with progress, read by waiters deciding whether to spin). `waiters`
+// counts peers asleep on `progress` (the owner skips FUTEX_WAKE when it is zero); `failed` is
+// nonzero once the owner's communicator broke or was aborted (ShmFailure); `pid` identifies the
+// owner for the liveness check.
+struct ShmMember {
+  alignas(64) std::atomic<uint32_t> progress;
+  std::atomic<int32_t> cpu;
+  alignas(64) std::atomic<uint32_t> waiters;
+  std::atomic<uint32_t> failed;
+  std::atomic<int32_t> pid;
+};
+
+// Values of ShmMember::failed.
+enum ShmFailure : uint32_t { kShmHealthy = 0, kShmBroken = 1, kShmAborted = 2 };
+
+// ShmSegment is one group's shared-memory mapping: a header, one ShmMember per member, and per
+// member two staging halves of `half_bytes` each (page aligned). Made by Open; the name exists
+// in /dev/shm only between member 0's shm_open and the moment every member has mapped it, so a
+// killed job leaves nothing behind. Immutable after Open except through the atomics and the
+// staging memory, whose protocol belongs to ShmChannel. Not copyable; unmaps on destruction.
+class ShmSegment {
+ public:
+  struct Options {
+    control::KvClient* kv = nullptr;  // borrowed for the call
+    std::string scope;                // the group's key prefix, unique per group and round
+    std::string job_id;
+    int rank = 0;
+    int size = 1;
+    size_t half_bytes = size_t{1} << 20;
+    std::chrono::milliseconds timeout{30000};
+  };
+
+  // Member 0 creates and sizes the segment and publishes its name under "<scope>/shm/name";
+  // the others map it and register; once "<scope>/shm/ready" is set, member 0 unlinks the name.
+  // kTimeout when a member does not arrive in time; kIoError when shared memory fails.
+  static Result<std::unique_ptr<ShmSegment>> Open(const Options& options);
+
+  ~ShmSegment();
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+
+  int size() const { return size_; }
+  size_t half_bytes() const { return half_bytes_; }
+  ShmMember& member(int k) const { return members_[k]; }
+  char* half(int k, int which) const {
+    return slots_ + (static_cast<size_t>(k) * 2 + static_cast<size_t>(which)) * half_bytes_;
+  }
+  // True once member k's process has exited (pidfd readable, or kill(pid, 0) says ESRCH);
+  // always false for a member whose pid was not visible at setup.
+  bool PeerExited(int k) const;
+
+ private:
+  ShmSegment(void* base, size_t bytes, int size, size_t half_bytes);
+  void OpenPidfds();
+
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  int size_ = 0;
+  size_t half_bytes_ = 0;
+  ShmMember* members_ = nullptr;
+  char* slots_ = nullptr;
+  // pidfd per member; -1: use kill(pid, 0) instead; -2: pid not visible (other pid namespace).
+  std::vector<int> pidfds_;
+};
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_SHM_SHM_SEGMENT_H_

@@ -1,0 +1,236 @@
+#include "runtime/transports/tcp/tcp_algorithms.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace hvd::runtime {
+namespace {
+
+// (*off)[i] = bytes[0] + ... + bytes[i-1], for i in [0, bytes.size()]; reuses *off's capacity.
+const std::vector<size_t>& Offsets(const std::vector<size_t>& bytes, std::vector<size_t>* off) {
+  off->assign(bytes.size() + 1, 0);
+  for (size_t i = 0; i < bytes.size(); ++i) (*off)[i + 1] = (*off)[i] + bytes[i];
+  return *off;
+}
+
+void EncodeLength(uint64_t v, uint8_t out[8]) {
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+}  // namespace
+
+TcpAlgorithms::TcpAlgorithms(TcpTransport* transport, int rank, int size)
+    : t_(transport),
+      rank_(rank),
+      size_(size),
+      streams_(static_cast<size_t>(2 * std::max(size - 1, 1))) {
+  offsets_.reserve(size + 1);
+  offsets2_.reserve(size + 1);
+}
+
+TcpStream& TcpAlgorithms::AddStream(int peer, bool send) {
+  HVD_CHECK(used_ < streams_.size()) << "a plan of more than " << streams_.size() << " streams";
+  TcpStream& s = streams_[used_++];
+  s.Reset(peer, send);
+  return s;
+}
+
+TcpStream& TcpAlgorithms::AddStream(int peer, bool send, TcpPiece piece) {
+  TcpStream& s = AddStream(peer, send);
+  s.pieces.push_back(piece);
+  return s;
+}
+
+Status TcpAlgorithms::Run(const TcpReducer* red, const TcpWhat& what) {
+  const size_t n = used_;
+  used_ = 0;
+  return t_->Run(std::span<TcpStream>(streams_.data(), n), red, deadline_, what);
+}
+
+char* TcpAlgorithms::Scratch(size_t bytes) {
+  if (scratch_.size() < bytes) scratch_.resize(std::max(bytes, scratch_floor_));
+  return scratch_.data();
+}
+
+Status TcpAlgorithms::DirectAllreduce(char* buf, size_t bytes, const TcpReducer& red,
+                                      const TcpWhat& what) {
+  char* slots = Scratch(bytes * size_);
+  for (int j = 0; j < size_; ++j) {
+    if (j == rank_) continue;
+    AddStream(j, true, {buf, bytes, false});
+    AddStream(j, false, {slots + j * bytes, bytes, false});
+  }
+  HVD_RETURN_IF_ERROR(Run(nullptr, what));
+  // a0 op a1 op ... in rank order, accumulated in rank 0's slot (or in place on rank 0).
+  const int64_t count = static_cast<int64_t>(bytes / red.elem);
+  char* acc = rank_ == 0 ? buf : slots;
+  for (int j = 1; j < size_; ++j) red.fn(acc, j == rank_ ? buf : slots + j * bytes, count);
+  if (acc != buf) std::memcpy(buf, acc, bytes);
+  return Status::OK();
+}
+
+Status TcpAlgorithms::Ring(char* buf, const std::vector<size_t>& seg_bytes, const TcpReducer& red,
+                           bool allgather, const TcpWhat& what) {
+  const int n = size_;
+  const std::vector<size_t>& off = Offsets(seg_bytes, &offsets_);
+  auto seg = [&](int i, bool reduce) {
+    i = ((i % n) + n) % n;
+    return TcpPiece{buf + off[i], seg_bytes[i], reduce};
+  };
+  // Reduce-scatter step i sends segment r-1-i and folds segment r-2-i arriving from the left
+  // into the local copy; what arrives (reduced) is exactly what is sent next, so the send
+  // stream may run ahead of the receive stream by its first segment only. The allgather then
+  // forwards segment r (now complete) and every complete segment arriving from the left.
+  TcpStream& out = AddStream((rank_ + 1) % n, true);
+  TcpStream& in = AddStream((rank_ - 1 + n) % n, false);
+  for (int i = 0; i < n - 1; ++i) {
+    out.pieces.push_back(seg(rank_ - 1 - i, false));
+    in.pieces.push_back(seg(rank_ - 2 - i, true));
+  }
+  if (allgather) {
+    for (int j = 0; j < n - 1; ++j) {
+      out.pieces.push_back(seg(rank_ - j, false));
+      in.pieces.push_back(seg(rank_ - 1 - j, false));
+    }
+  }
+  out.ready = seg_bytes[(rank_ - 1 + n) % n];
+  out.source = &in;
+  return Run(&red, what);
+}
+
+Status TcpAlgorithms::DirectReduceScatter(const char* in, char* out,
+                                          const std::vector<size_t>& seg_bytes,
+                                          const TcpReducer& red, const TcpWhat& what) {
+  const std::vector<size_t>& off = Offsets(seg_bytes, &offsets_);
+  const size_t mine = seg_bytes[rank_];
+  char* slots = Scratch(mine * size_);
+  if (mine > 0) std::memcpy(slots + rank_ * mine, in + off[rank_], mine);
+  for (int j = 0; j < size_; ++j) {
+    if (j == rank_) continue;
+    AddStream(j, true, {const_cast<char*>(in) + off[j], seg_bytes[j], false});
+    AddStream(j, false, {slots + j * mine, mine, false});
+  }
+  HVD_RETURN_IF_ERROR(Run(nullptr, what));
+  if (mine == 0) return Status::OK();
+  const int64_t count = static_cast<int64_t>(mine / red.elem);
+  for (int j = 1; j < size_; ++j) red.fn(slots, slots + j * mine, count);
+  std::memcpy(out, slots, mine);
+  return Status::OK();
+}
+
+Status TcpAlgorithms::Allgatherv(char* out, const std::vector<size_t>& part_bytes, bool ring,
+                                 const TcpWhat& what) {
+  const int n = size_;
+  const std::vector<size_t>& off = Offsets(part_bytes, &offsets_);
+  auto part = [&](int i) {
+    i = ((i % n) + n) % n;
+    return TcpPiece{out + off[i], part_bytes[i], false};
+  };
+  if (!ring) {
+    for (int j = 0; j < n; ++j) {
+      if (j == rank_) continue;
+      AddStream(j, true, part(rank_));
+      AddStream(j, false, part(j));
+    }
+    return Run(nullptr, what);
+  }
+  TcpStream& send = AddStream((rank_ + 1) % n, true);
+  TcpStream& recv = AddStream((rank_ - 1 + n) % n, false);
+  for (int j = 0; j < n - 1; ++j) {
+    send.pieces.push_back(part(rank_ - j));
+    recv.pieces.push_back(part(rank_ - 1 - j));
+  }
+  send.ready = part_bytes[rank_];
+  send.source = &recv;
+  return Run(nullptr, what);
+}
+
+Status TcpAlgorithms::Broadcast(char* buf, size_t bytes, int root, bool chain,
+                                const TcpWhat& what) {
+  const int n = size_;
+  if (!chain) {
+    if (rank_ != root) {
+      AddStream(root, false, {buf, bytes, false});
+    } else {
+      for (int j = 0; j < n; ++j) {
+        if (j != root) AddStream(j, true, {buf, bytes, false});
+      }
+    }
+    return Run(nullptr, what);
+  }
+  // A pipelined chain root -> root+1 -> ...: each rank forwards what has arrived.
+  const int pos = (rank_ - root + n) % n;
+  TcpStream* from_left = nullptr;
+  if (pos > 0) from_left = &AddStream((rank_ - 1 + n) % n, false, {buf, bytes, false});
+  if (pos < n - 1) {
+    TcpStream& to_right = AddStream((rank_ + 1) % n, true, {buf, bytes, false});
+    if (from_left != nullptr) {
+      to_right.ready = 0;
+      to_right.source = from_left;
+    }
+  }
+  return Run(nullptr, what);
+}
+
+Status TcpAlgorithms::Alltoallv(const char* in, const std::vector<size_t>& send_bytes, char* out,
+                                const std::vector<size_t>& recv_bytes, const TcpWhat& what) {
+  const std::vector<size_t>& soff = Offsets(send_bytes, &offsets_);
+  const std::vector<size_t>& roff = Offsets(recv_bytes, &offsets2_);
+  const size_t self = std::min(send_bytes[rank_], recv_bytes[rank_]);
+  if (self > 0 && out + roff[rank_] != in + soff[rank_]) {
+    std::memmove(out + roff[rank_], in + soff[rank_], self);
+  }
+  for (int j = 0; j < size_; ++j) {
+    if (j == rank_) continue;
+    AddStream(j, true, {const_cast<char*>(in) + soff[j], send_bytes[j], false});
+    AddStream(j, false, {out + roff[j], recv_bytes[j], false});
+  }
+  return Run(nullptr, what);
+}
+
+Status TcpAlgorithms::GatherBytes(const std::string& in, int root, std::vector<std::string>* out,
+                                  const TcpWhat& what) {
+  uint8_t header[8];
+  if (rank_ != root) {
+    EncodeLength(in.size(), header);
+    TcpStream& s = AddStream(root, true, {reinterpret_cast<char*>(header), 8, false});
+    s.pieces.push_back({const_cast<char*>(in.data()), in.size(), false});
+    return Run(nullptr, what);
+  }
+  // assign() keeps the strings' capacity: a repeated gather of similar sizes allocates nothing.
+  out->assign(size_, std::string());
+  (*out)[root] = in;
+  for (int j = 0; j < size_; ++j) {
+    if (j == root) continue;
+    AddStream(j, false).grow = &(*out)[j];
+  }
+  return Run(nullptr, what);
+}
+
+Status TcpAlgorithms::BroadcastBytes(std::string* data, int root, const TcpWhat& what) {
+  uint8_t header[8];
+  if (rank_ != root) {
+    AddStream(root, false).grow = data;
+    return Run(nullptr, what);
+  }
+  EncodeLength(data->size(), header);
+  for (int j = 0; j < size_; ++j) {
+    if (j == root) continue;
+    TcpStream& s = AddStream(j, true, {reinterpret_cast<char*>(header), 8, false});
+    s.pieces.push_back({data->data(), data->size(), false});
+  }
+  return Run(nullptr, what);
+}
+
+Status TcpAlgorithms::Barrier(const TcpWhat& what) {
+  char* slots = Scratch(size_);
+  char token = 'b';
+  for (int j = 0; j < size_; ++j) {
+    if (j == rank_) continue;
+    AddStream(j, true, {&token, 1, false});
+    AddStream(j, false, {slots + j, 1, false});
+  }
+  return Run(nullptr, what);
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,78 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_TCP_TCP_ALGORITHMS_H_
+#define HVD_RUNTIME_TRANSPORTS_TCP_TCP_ALGORITHMS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/transports/tcp/tcp_transport.h"
+
+namespace hvd::runtime {
+
+// The collective algorithms of the TCP communicator, as stream plans over a TcpTransport.
+// One call at a time per transport. `what` names the call in every error. Every reduction
+// combines each element in one fixed order (ascending rank for the direct paths, the ring order
+// for the ring), so every rank ends with the same bits.
+//
+// Plans are built in reused slots (streams, their piece lists, offset tables, scratch) that
+// keep their capacity, so a collective whose shape has been seen before allocates nothing.
+class TcpAlgorithms {
+ public:
+  TcpAlgorithms(TcpTransport* transport, int rank, int size);
+
+  void set_deadline(TcpTransport::Clock::time_point deadline) { deadline_ = deadline; }
+  // Direct reductions (DirectAllreduce, DirectReduceScatter) of messages up to `bytes` per rank
+  // will be asked for: the first one sizes the scratch for all of them, so that a later, larger
+  // message (a fused batch, say) does not grow it in the steady state.
+  void ExpectDirectMessages(size_t bytes) { scratch_floor_ = bytes * size_; }
+
+  // Every rank sends its `bytes` to every peer; result = a0 op a1 op ... op a(n-1).
+  Status DirectAllreduce(char* buf, size_t bytes, const TcpReducer& red, const TcpWhat& what);
+  // Pipelined ring over segments seg_bytes[i] (element multiples) laid out in order in `buf`:
+  // reduce-scatter leaves rank r owning the reduced segment r; with `allgather` every rank
+  // then receives every reduced segment.
+  Status Ring(char* buf, const std::vector<size_t>& seg_bytes, const TcpReducer& red,
+              bool allgather, const TcpWhat& what);
+  // Rank r receives the reduction of everybody's segment r of `in` into `out` (direct).
+  Status DirectReduceScatter(const char* in, char* out, const std::vector<size_t>& seg_bytes,
+                             const TcpReducer& red, const TcpWhat& what);
+  // `out` holds this rank's part at its offset already; receives every other part.
+  Status Allgatherv(char* out, const std::vector<size_t>& part_bytes, bool ring,
+                    const TcpWhat& what);
+  Status Broadcast(char* buf, size_t bytes, int root, bool chain, const TcpWhat& what);
+  Status Alltoallv(const char* in, const std::vector<size_t>& send_bytes, char* out,
+                   const std::vector<size_t>& recv_bytes, const TcpWhat& what);
+  Status GatherBytes(const std::string& in, int root, std::vector<std::string>* out,
+                     const TcpWhat& what);
+  Status BroadcastBytes(std::string* data, int root, const TcpWhat& what);
+  // Zero-byte-payload exchange with every peer (1 byte each way).
+  Status Barrier(const TcpWhat& what);
+
+ private:
+  // The next stream of the plan being built: a reset slot of streams_ (its piece list keeps
+  // its capacity), optionally with one piece.
+  TcpStream& AddStream(int peer, bool send);
+  TcpStream& AddStream(int peer, bool send, TcpPiece piece);
+  // Runs the streams added since the last Run.
+  Status Run(const TcpReducer* red, const TcpWhat& what);
+  char* Scratch(size_t bytes);
+
+  TcpTransport* const t_;
+  const int rank_;
+  const int size_;
+  TcpTransport::Clock::time_point deadline_{};
+  // 2 * (size - 1) slots, the most any plan uses, allocated once: a stream's `source` may
+  // point at another slot.
+  std::vector<TcpStream> streams_;
+  size_t used_ = 0;               // slots of the plan being built
+  std::vector<size_t> offsets_;   // prefix sums of the plan's per-rank sizes
+  std::vector<size_t> offsets2_;  // the second table (alltoallv's receive side)
+  std::vector<char> scratch_;     // grown (to at least scratch_floor_), never shrunk
+  size_t scratch_floor_ = 0;
+};
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_TCP_TCP_ALGORITHMS_H_

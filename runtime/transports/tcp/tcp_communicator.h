@@ -1,0 +1,52 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_TCP_TCP_COMMUNICATOR_H_
+#define HVD_RUNTIME_TRANSPORTS_TCP_TCP_COMMUNICATOR_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "common/job_key.h"
+#include "common/kv_client.h"
+#include "common/status.h"
+#include "runtime/transports/communicator.h"
+
+namespace hvd::runtime {
+
+// How to build hvd's own TCP communicator for one group of ranks.
+struct TcpOptions {
+  // Rendezvous channel to hvdrun; must outlive the call (not the communicator).
+  control::KvClient* kv = nullptr;
+  // Key prefix of this group's rendezvous, unique per group and per (elastic) round.
+  std::string scope;
+  int rank = 0;
+  int size = 1;
+  // Data interface (HVD_GLOO_IFACE); empty: the local address of the route to `route_to`
+  // (the rendezvous server's address), else 127.0.0.1.
+  std::string iface;
+  std::string route_to;
+  std::string hostname;  // this rank's host, for peers' error messages
+  // The job key and id authenticate every data connection (tcp_handshake.h).
+  control::JobKey key{};
+  std::string job_id;
+  // Deadline of the rendezvous and of every collective.
+  std::chrono::milliseconds timeout{30000};
+};
+
+// Rendezvouses through options.kv under options.scope, connects an authenticated full mesh of
+// TCP sockets (tcp_mesh.h) and returns the Communicator (calling contract: communicator.h).
+//
+// Algorithms (tcp_communicator.cc): small reductions, bitwise and/or, barrier and small
+// reduce-scatters exchange directly with every peer and reduce in rank order; large ones run
+// a pipelined ring (reduce-scatter streamed through a cache-sized scratch, then allgather,
+// sending to the right while receiving from the left). Every element is reduced in one fixed
+// order, so all ranks get bit-identical results. Broadcast: direct when small, a pipelined
+// chain when large; allgather(v): direct or ring; alltoall(v): all pairs at once; byte-string
+// gather/broadcast: length-prefixed direct messages. Any failure breaks the communicator
+// (that call and every later one return it) and shuts its sockets down so peers fail fast:
+// a dead peer is kRemoteError naming its rank and host, a missed deadline kTimeout, Abort()
+// kAborted.
+Result<std::unique_ptr<Communicator>> CreateTcpCommunicator(const TcpOptions& options);
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_TCP_TCP_COMMUNICATOR_H_

@@ -1,0 +1,87 @@
+#include "runtime/transports/tcp/tcp_handshake.h"
+
+#include <openssl/rand.h>
+
+#include <cstring>
+#include <string_view>
+
+#include "common/check.h"
+
+namespace hvd::runtime {
+namespace {
+
+constexpr char kMagic[8] = {'H', 'V', 'D', 'T', 'C', 'P', '\0', '\0'};
+constexpr uint32_t kVersion = 1;
+
+void PutU32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+uint32_t GetU32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(p[i]) << (8 * i);
+  return v;
+}
+
+// Length-prefixed job id and scope, then the ordered rank pair and the group size.
+std::string ContextBytes(const HandshakeContext& ctx, const Hello& hello) {
+  std::string out;
+  uint8_t word[4];
+  for (std::string_view s : {std::string_view(ctx.job_id), std::string_view(ctx.scope)}) {
+    PutU32(word, static_cast<uint32_t>(s.size()));
+    out.append(reinterpret_cast<const char*>(word), 4);
+    out.append(s);
+  }
+  for (uint32_t v : {hello.from, hello.to, hello.size}) {
+    PutU32(word, v);
+    out.append(reinterpret_cast<const char*>(word), 4);
+  }
+  return out;
+}
+
+}  // namespace
+
+Nonce NewNonce() {
+  Nonce nonce{};
+  HVD_CHECK(RAND_bytes(nonce.data(), static_cast<int>(nonce.size())) == 1)
+      << "OpenSSL RAND_bytes failed";
+  return nonce;
+}
+
+std::array<uint8_t, kHelloBytes> EncodeHello(const Hello& hello) {
+  std::array<uint8_t, kHelloBytes> out{};
+  std::memcpy(out.data(), kMagic, sizeof(kMagic));
+  PutU32(out.data() + 8, kVersion);
+  PutU32(out.data() + 12, hello.from);
+  PutU32(out.data() + 16, hello.to);
+  PutU32(out.data() + 20, hello.size);
+  std::memcpy(out.data() + 24, hello.nonce.data(), kNonceBytes);
+  return out;
+}
+
+std::optional<Hello> DecodeHello(const uint8_t* bytes) {
+  if (std::memcmp(bytes, kMagic, sizeof(kMagic)) != 0 || GetU32(bytes + 8) != kVersion) {
+    return std::nullopt;
+  }
+  Hello hello;
+  hello.from = GetU32(bytes + 12);
+  hello.to = GetU32(bytes + 16);
+  hello.size = GetU32(bytes + 20);
+  std::memcpy(hello.nonce.data(), bytes + 24, kNonceBytes);
+  return hello;
+}
+
+control::MacTag AcceptorTag(const HandshakeContext& ctx, const Hello& hello, const Nonce& nonce_a) {
+  const std::string context = ContextBytes(ctx, hello);
+  return control::HmacSha256(ctx.key, {control::AsBytes("hvd-tcp-accept"),
+                                       control::AsBytes(context), hello.nonce, nonce_a});
+}
+
+control::MacTag ConnectorTag(const HandshakeContext& ctx, const Hello& hello,
+                             const Nonce& nonce_a) {
+  const std::string context = ContextBytes(ctx, hello);
+  return control::HmacSha256(ctx.key, {control::AsBytes("hvd-tcp-connect"),
+                                       control::AsBytes(context), nonce_a, hello.nonce});
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,428 @@
+#include "runtime/transports/tcp/tcp_mesh.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "common/logging.h"
+
+namespace hvd::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Asked of the kernel for both directions (capped by net.core.[rw]mem_max): a ring step keeps
+// several MiB in flight on a fast link.
+constexpr int kSocketBufferBytes = 4 << 20;
+// Half-open handshakes beyond this many are dropped oldest first (stray connections).
+constexpr size_t kMaxPendingHandshakes = 64;
+
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) reset(o.release());
+    return *this;
+  }
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_;
+};
+
+int RemainingMs(Clock::time_point deadline) {
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
+}
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+void TuneSocket(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  int bytes = kSocketBufferBytes;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+}
+
+std::string NumericHost(const sockaddr_storage& addr) {
+  char host[NI_MAXHOST] = {};
+  getnameinfo(reinterpret_cast<const sockaddr*>(&addr), sizeof(addr), host, sizeof(host), nullptr,
+              0, NI_NUMERICHOST);
+  return host;
+}
+
+Result<sockaddr_storage> BindAddress(const TcpMeshOptions& o) {
+  sockaddr_storage out{};
+  if (!o.iface.empty()) {
+    ifaddrs* list = nullptr;
+    if (getifaddrs(&list) != 0) return Status::IoError(Errno("getifaddrs"));
+    bool found = false;
+    for (int family : {AF_INET, AF_INET6}) {
+      for (ifaddrs* ifa = list; ifa != nullptr && !found; ifa = ifa->ifa_next) {
+        if (ifa->ifa_addr == nullptr || ifa->ifa_addr->sa_family != family) continue;
+        if (o.iface != ifa->ifa_name) continue;
+        std::memcpy(&out, ifa->ifa_addr,
+                    family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
+        found = true;
+      }
+    }
+    freeifaddrs(list);
+    if (!found) {
+      return Status::InvalidArgument("HVD_GLOO_IFACE '" + o.iface +
+                                     "': no such interface with an IP address on this host");
+    }
+    return out;
+  }
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&out);
+  v4->sin_family = AF_INET;
+  v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (o.route_to.empty()) return out;
+  // The source address of the route to the rendezvous server: a connected UDP socket sends
+  // nothing but lets the kernel pick it.
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* ai = nullptr;
+  if (getaddrinfo(o.route_to.c_str(), "9", &hints, &ai) != 0 || ai == nullptr) return out;
+  Fd probe(socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_storage local{};
+  socklen_t len = sizeof(local);
+  if (probe.get() >= 0 && connect(probe.get(), ai->ai_addr, ai->ai_addrlen) == 0 &&
+      getsockname(probe.get(), reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+    out = local;
+    reinterpret_cast<sockaddr_in*>(&out)->sin_port = 0;  // same offset for sin6_port
+  }
+  freeaddrinfo(ai);
+  return out;
+}
+
+// Moves exactly `n` bytes on a non-blocking socket before `deadline`.
+Status Transfer(int fd, bool write, void* buf, size_t n, Clock::time_point deadline,
+                const std::string& peer) {
+  size_t done = 0;
+  char* p = static_cast<char*>(buf);
+  while (done < n) {
+    ssize_t r = write ? send(fd, p + done, n - done, MSG_NOSIGNAL | MSG_DONTWAIT)
+                      : recv(fd, p + done, n - done, MSG_DONTWAIT);
+    if (r > 0) {
+      done += static_cast<size_t>(r);
+      continue;
+    }
+    if (r == 0) return Status::IoError(peer + " closed the connection during the handshake");
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return Status::IoError(Errno(peer));
+    pollfd pfd{fd, static_cast<short>(write ? POLLOUT : POLLIN), 0};
+    int ready = poll(&pfd, 1, RemainingMs(deadline));
+    if (ready == 0) return Status::Timeout("handshake with " + peer + " timed out");
+    if (ready < 0 && errno != EINTR) return Status::IoError(Errno("poll"));
+  }
+  return Status::OK();
+}
+
+struct PeerAddress {
+  std::string host;
+  std::string port;
+  std::string hostname;
+  std::string Name(int rank) const {
+    return "rank " + std::to_string(rank) + " (" + hostname + " " + host + ":" + port + ")";
+  }
+};
+
+Result<PeerAddress> LookUp(const TcpMeshOptions& o, int peer, Clock::time_point deadline) {
+  auto left = std::chrono::milliseconds(std::max(1, RemainingMs(deadline)));
+  HVD_ASSIGN_OR_RETURN(std::string value,
+                       o.kv->Wait(o.scope + "/tcp/" + std::to_string(peer), left));
+  std::istringstream in(value);
+  PeerAddress a;
+  if (!(in >> a.host >> a.port >> a.hostname)) {
+    return Status::RemoteError("malformed address of rank " + std::to_string(peer) + ": '" + value +
+                               "'");
+  }
+  return a;
+}
+
+Result<Fd> ConnectTo(const PeerAddress& a, const std::string& name, Clock::time_point deadline) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+  addrinfo* ai = nullptr;
+  if (int rc = getaddrinfo(a.host.c_str(), a.port.c_str(), &hints, &ai); rc != 0) {
+    return Status::IoError(name + ": bad address: " + gai_strerror(rc));
+  }
+  Fd fd(socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  int rc = fd.get() < 0 ? -1 : 0;
+  if (rc == 0) {
+    TuneSocket(fd.get());
+    rc = connect(fd.get(), ai->ai_addr, ai->ai_addrlen);
+  }
+  freeaddrinfo(ai);
+  if (rc != 0 && errno != EINPROGRESS) return Status::IoError(Errno("connecting to " + name));
+  pollfd pfd{fd.get(), POLLOUT, 0};
+  while (rc != 0) {
+    int ready = poll(&pfd, 1, RemainingMs(deadline));
+    if (ready == 0) return Status::Timeout("connecting to " + name + " timed out");
+    if (ready < 0 && errno == EINTR) continue;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) {
+      return Status::IoError("connecting to " + name + ": " + std::strerror(err));
+    }
+    rc = 0;
+  }
+  return fd;
+}
+
+Status ConnectorHandshake(int fd, const TcpMeshOptions& o, int peer, const std::string& name,
+                          Clock::time_point deadline) {
+  Hello hello{static_cast<uint32_t>(o.rank), static_cast<uint32_t>(peer),
+              static_cast<uint32_t>(o.size), NewNonce()};
+  auto hello_bytes = EncodeHello(hello);
+  HVD_RETURN_IF_ERROR(Transfer(fd, true, hello_bytes.data(), hello_bytes.size(), deadline, name));
+  uint8_t reply[kReplyBytes];
+  Status st = Transfer(fd, false, reply, sizeof(reply), deadline, name);
+  if (!st.ok()) {
+    return Status::PermissionDenied(name + " did not accept this rank's data connection (" +
+                                    st.message() + "); do all ranks share the job key and scope?");
+  }
+  Nonce nonce_a;
+  std::memcpy(nonce_a.data(), reply, kNonceBytes);
+  if (!control::MacEquals(AcceptorTag(o.auth, hello, nonce_a),
+                          {reply + kNonceBytes, control::kMacBytes})) {
+    return Status::PermissionDenied(name + " failed authentication (not this job's key)");
+  }
+  control::MacTag proof = ConnectorTag(o.auth, hello, nonce_a);
+  HVD_RETURN_IF_ERROR(Transfer(fd, true, proof.data(), proof.size(), deadline, name));
+  uint8_t ok = 0;
+  st = Transfer(fd, false, &ok, 1, deadline, name);
+  if (!st.ok() || ok != kHandshakeOk) {
+    return Status::PermissionDenied(name + " refused this rank's authentication");
+  }
+  return Status::OK();
+}
+
+// One incoming connection being authenticated.
+struct Pending {
+  Fd fd;
+  std::string from;  // "addr:port"
+  uint8_t buf[kHelloBytes] = {};
+  size_t have = 0;
+  bool got_hello = false;
+  Hello hello;
+  Nonce nonce_a{};
+};
+
+class Acceptor {
+ public:
+  Acceptor(const TcpMeshOptions& o, int listen_fd, TcpMesh* mesh)
+      : o_(o), listen_fd_(listen_fd), mesh_(mesh) {}
+
+  Status Run(Clock::time_point deadline) {
+    int missing = o_.size - 1 - o_.rank;
+    std::vector<pollfd> pfds;
+    while (missing > 0) {
+      pfds.assign(1, {listen_fd_, POLLIN, 0});
+      for (const Pending& p : pending_) pfds.push_back({p.fd.get(), POLLIN, 0});
+      int ready = poll(pfds.data(), pfds.size(), RemainingMs(deadline));
+      if (ready < 0 && errno != EINTR) return Status::IoError(Errno("poll"));
+      if (ready == 0) {
+        std::string who;
+        for (int r = o_.rank + 1; r < o_.size; ++r) {
+          if (mesh_->fds[r] < 0) who += (who.empty() ? "" : ", ") + std::to_string(r);
+        }
+        return Status::Timeout("waiting for data connections from rank(s) " + who);
+      }
+      for (size_t i = pfds.size() - 1; i >= 1; --i) {
+        if (pfds[i].revents == 0) continue;
+        if (Step(pending_[i - 1])) --missing;
+        if (pending_[i - 1].fd.get() < 0) pending_.erase(pending_.begin() + (i - 1));
+      }
+      if (pfds[0].revents != 0) AcceptAll();
+    }
+    return Status::OK();
+  }
+
+ private:
+  void AcceptAll() {
+    while (true) {
+      sockaddr_storage addr{};
+      socklen_t len = sizeof(addr);
+      int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) return;
+      if (pending_.size() >= kMaxPendingHandshakes) {
+        Refuse(pending_.front(), "too many unauthenticated connections");
+        pending_.erase(pending_.begin());
+      }
+      Pending p;
+      p.fd.reset(fd);
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      p.from = NumericHost(addr) + ":" +
+               std::to_string(ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port));
+      pending_.push_back(std::move(p));
+    }
+  }
+
+  void Refuse(Pending& p, const std::string& why) {
+    HVD_LOG_WARNING("tcp communicator '{}' rank {}: refused a data connection from {}: {}",
+                    o_.scope, o_.rank, p.from, why);
+    p.fd.reset();
+  }
+
+  // Reads what arrived; returns true when the connection became an authenticated rank's.
+  bool Step(Pending& p) {
+    const size_t want = p.got_hello ? kProofBytes : kHelloBytes;
+    ssize_t r = recv(p.fd.get(), p.buf + p.have, want - p.have, MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      Refuse(p, "closed before authenticating");
+      return false;
+    }
+    if (r < 0) return false;
+    p.have += static_cast<size_t>(r);
+    if (p.have < want) return false;
+    p.have = 0;
+    if (!p.got_hello) {
+      OnHello(p);
+      return false;
+    }
+    if (!control::MacEquals(ConnectorTag(o_.auth, p.hello, p.nonce_a), {p.buf, kProofBytes})) {
+      Refuse(p, "authentication failed (wrong job key, job or scope) for claimed rank " +
+                    std::to_string(p.hello.from));
+      return false;
+    }
+    const int from = static_cast<int>(p.hello.from);
+    if (mesh_->fds[from] >= 0) {
+      Refuse(p, "rank " + std::to_string(from) + " is already connected");
+      return false;
+    }
+    uint8_t ok = kHandshakeOk;
+    if (send(p.fd.get(), &ok, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+      Refuse(p, "could not confirm the handshake");
+      return false;
+    }
+    TuneSocket(p.fd.get());
+    mesh_->fds[from] = p.fd.release();
+    mesh_->peer_names[from] = "rank " + std::to_string(from) + " (" + p.from + ")";
+    return true;
+  }
+
+  void OnHello(Pending& p) {
+    auto hello = DecodeHello(p.buf);
+    if (!hello) return Refuse(p, "not an hvd data connection");
+    if (hello->to != static_cast<uint32_t>(o_.rank) ||
+        hello->size != static_cast<uint32_t>(o_.size) ||
+        hello->from <= static_cast<uint32_t>(o_.rank) ||
+        hello->from >= static_cast<uint32_t>(o_.size)) {
+      return Refuse(p, "unexpected ranks (from " + std::to_string(hello->from) + " to " +
+                           std::to_string(hello->to) + " of " + std::to_string(hello->size) + ")");
+    }
+    p.hello = *hello;
+    p.got_hello = true;
+    p.nonce_a = NewNonce();
+    uint8_t reply[kReplyBytes];
+    std::memcpy(reply, p.nonce_a.data(), kNonceBytes);
+    control::MacTag tag = AcceptorTag(o_.auth, p.hello, p.nonce_a);
+    std::memcpy(reply + kNonceBytes, tag.data(), tag.size());
+    if (send(p.fd.get(), reply, sizeof(reply), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+        static_cast<ssize_t>(sizeof(reply))) {
+      Refuse(p, "could not send the challenge");
+    }
+  }
+
+  const TcpMeshOptions& o_;
+  const int listen_fd_;
+  TcpMesh* mesh_;
+  std::vector<Pending> pending_;
+};
+
+Result<Fd> Listen(const sockaddr_storage& addr, std::string* published) {
+  const socklen_t len = addr.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  Fd fd(socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) return Status::IoError(Errno("socket"));
+  TuneSocket(fd.get());
+  if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+    return Status::InvalidArgument(Errno("binding the data listener to " + NumericHost(addr)));
+  }
+  if (listen(fd.get(), SOMAXCONN) != 0) return Status::IoError(Errno("listen"));
+  sockaddr_storage bound{};
+  socklen_t bound_len = sizeof(bound);
+  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &bound_len);
+  const uint16_t port = ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  *published = NumericHost(bound) + " " + std::to_string(port);
+  return fd;
+}
+
+}  // namespace
+
+Result<TcpMesh> ConnectTcpMesh(const TcpMeshOptions& o) {
+  const auto deadline = Clock::now() + o.timeout;
+  TcpMesh mesh;
+  mesh.fds.assign(o.size, -1);
+  mesh.peer_names.resize(o.size);
+  // Closes whatever was connected unless the whole mesh forms.
+  struct CloseUnlessFormed {
+    TcpMesh* mesh;
+    bool formed = false;
+    ~CloseUnlessFormed() {
+      for (int fd : mesh->fds) {
+        if (!formed && fd >= 0) close(fd);
+      }
+    }
+  } guard{&mesh};
+  HVD_ASSIGN_OR_RETURN(sockaddr_storage addr, BindAddress(o));
+  std::string published;
+  HVD_ASSIGN_OR_RETURN(Fd listener, Listen(addr, &published));
+  std::string hostname = o.hostname.empty() ? "?" : o.hostname;
+  std::replace(hostname.begin(), hostname.end(), ' ', '_');
+  HVD_RETURN_IF_ERROR(
+      o.kv->Set(o.scope + "/tcp/" + std::to_string(o.rank), published + " " + hostname));
+
+  // Lower ranks first (each of them is already accepting), then accept the higher ones.
+  for (int peer = 0; peer < o.rank; ++peer) {
+    auto address = LookUp(o, peer, deadline);
+    if (!address.ok()) return address.status();
+    const std::string name = address->Name(peer);
+    auto fd = ConnectTo(*address, name, deadline);
+    if (!fd.ok()) return fd.status();
+    Status st = ConnectorHandshake(fd->get(), o, peer, name, deadline);
+    if (!st.ok()) return st;
+    mesh.fds[peer] = fd->release();
+    mesh.peer_names[peer] = name;
+  }
+  Acceptor acceptor(o, listener.get(), &mesh);
+  Status st = acceptor.Run(deadline);
+  if (!st.ok()) return st;
+  // Name accepted peers by their published address and host.
+  for (int peer = o.rank + 1; peer < o.size; ++peer) {
+    auto address = LookUp(o, peer, deadline);
+    if (address.ok()) mesh.peer_names[peer] = address->Name(peer);
+  }
+  guard.formed = true;
+  return mesh;
+}
+
+}  // namespace hvd::runtime

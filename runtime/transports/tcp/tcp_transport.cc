@@ -1,0 +1,266 @@
+#include "runtime/transports/tcp/tcp_transport.h"
+
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/check.h"
+
+namespace hvd::runtime {
+namespace {
+
+// Scratch per reducing receive stream: big enough to amortise a syscall, small enough to stay
+// in L2 between the kernel's copy and the reduction.
+constexpr size_t kScratchBytes = size_t{256} << 10;
+// At most this much per stream per pass, so that one busy direction cannot starve the other.
+constexpr size_t kPumpBudget = size_t{1} << 20;
+constexpr int kMaxIov = 8;
+
+bool WouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+
+int PollTimeoutMs(TcpTransport::Clock::time_point deadline) {
+  auto left = deadline - TcpTransport::Clock::now();
+  if (left <= std::chrono::nanoseconds::zero()) return 0;
+  auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+  return static_cast<int>(std::min<int64_t>(ms, 1 << 30));
+}
+
+// Skips finished (and empty) pieces; a grow stream learns its body length from the header.
+Status Settle(TcpStream& s) {
+  while (s.piece_ < s.pieces.size() && s.offset_ == s.pieces[s.piece_].bytes) {
+    ++s.piece_;
+    s.offset_ = 0;
+    if (s.grow != nullptr && s.piece_ == 1 && s.pieces.size() == 1) {
+      uint64_t len = 0;
+      for (int i = 0; i < 8; ++i) len |= static_cast<uint64_t>(s.header_[i]) << (8 * i);
+      if (len > s.max_grow) {
+        return Status::RemoteError("announced a message of " + std::to_string(len) +
+                                   " bytes (limit " + std::to_string(s.max_grow) + ")");
+      }
+      s.grow->resize(static_cast<size_t>(len));
+      s.pieces.push_back({s.grow->data(), static_cast<size_t>(len), false});
+    }
+  }
+  return Status::OK();
+}
+
+void Advance(TcpStream& s, size_t n) {
+  s.done_ += n;
+  while (n > 0) {
+    const size_t take = std::min(n, s.pieces[s.piece_].bytes - s.offset_);
+    s.offset_ += take;
+    n -= take;
+    if (s.offset_ == s.pieces[s.piece_].bytes && n > 0) {
+      ++s.piece_;
+      s.offset_ = 0;
+    }
+  }
+}
+
+}  // namespace
+
+TcpTransport::TcpTransport(int rank, std::vector<int> fds, std::vector<std::string> peer_names)
+    : rank_(rank), fds_(std::move(fds)), peer_names_(std::move(peer_names)) {
+  abort_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  HVD_CHECK(abort_fd_ >= 0) << "eventfd: " << std::strerror(errno);
+  pfds_.reserve(fds_.size() + 1);  // the abort eventfd and at most one entry per peer
+}
+
+TcpTransport::~TcpTransport() {
+  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  for (int fd : fds_) {
+    if (fd >= 0) close(fd);
+  }
+  close(abort_fd_);
+}
+
+void TcpTransport::Abort() {
+  aborted_.store(true);
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(abort_fd_, &one, sizeof(one));
+  Shutdown();
+}
+
+void TcpTransport::Shutdown() {
+  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  for (int fd : fds_) {
+    if (fd >= 0) shutdown(fd, SHUT_RDWR);
+  }
+}
+
+Status TcpTransport::PeerError(int peer, const char* what, int err) const {
+  std::string msg = peer_names_[peer] + " " + what;
+  if (err != 0) msg += std::string(": ") + std::strerror(err);
+  if (aborted_.load()) return Status::Aborted("the communicator was aborted (" + msg + ")");
+  return Status::RemoteError(msg);
+}
+
+size_t TcpTransport::SendLimit(const TcpStream& s) const {
+  if (s.source == nullptr) return s.ready;
+  return s.ready + s.source->processed();
+}
+
+Status TcpTransport::PumpSend(TcpStream& s, bool* moved) {
+  size_t budget = kPumpBudget;
+  while (!s.finished() && budget > 0) {
+    const size_t limit = SendLimit(s);
+    if (s.done_ >= limit) return Status::OK();
+    const size_t allow = std::min(limit - s.done_, budget);
+    iovec iov[kMaxIov];
+    int n = 0;
+    size_t want = 0;
+    size_t off = s.offset_;
+    for (size_t p = s.piece_; p < s.pieces.size() && n < kMaxIov && want < allow; ++p, off = 0) {
+      const size_t len = std::min(s.pieces[p].bytes - off, allow - want);
+      if (len == 0) continue;
+      iov[n++] = {s.pieces[p].data + off, len};
+      want += len;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(n);
+    const ssize_t sent = sendmsg(fds_[s.peer], &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      if (WouldBlock(errno)) return Status::OK();
+      return PeerError(s.peer, "failed while sending", errno);
+    }
+    Advance(s, static_cast<size_t>(sent));
+    HVD_RETURN_IF_ERROR(Settle(s));
+    budget -= std::min(budget, static_cast<size_t>(sent));
+    *moved = true;
+  }
+  return Status::OK();
+}
+
+Status TcpTransport::ReduceScratch(TcpStream& s, char* scratch, const TcpReducer* reducer) {
+  const size_t elem = reducer->elem;
+  const size_t n = s.pending_ / elem * elem;
+  if (n == 0) return Status::OK();
+  TcpPiece& piece = s.pieces[s.piece_];
+  reducer->fn(piece.data + s.offset_, scratch, static_cast<int64_t>(n / elem));
+  s.pending_ -= n;
+  if (s.pending_ > 0) std::memmove(scratch, scratch + n, s.pending_);
+  Advance(s, n);
+  return Settle(s);
+}
+
+Status TcpTransport::PumpRecv(TcpStream& s, size_t index, const TcpReducer* reducer, bool* moved) {
+  size_t budget = kPumpBudget;
+  while (!s.finished() && budget > 0) {
+    const TcpPiece& piece = s.pieces[s.piece_];
+    ssize_t got = 0;
+    if (piece.reduce) {
+      HVD_CHECK(reducer != nullptr && piece.bytes % reducer->elem == 0)
+          << "reducing stream without a reducer or with a partial element";
+      if (scratch_.size() <= index) scratch_.resize(index + 1);
+      std::vector<char>& scratch = scratch_[index];
+      if (scratch.size() < kScratchBytes) scratch.resize(kScratchBytes);
+      const size_t want =
+          std::min(kScratchBytes - s.pending_, piece.bytes - s.offset_ - s.pending_);
+      got = recv(fds_[s.peer], scratch.data() + s.pending_, want, MSG_DONTWAIT);
+      if (got > 0) {
+        s.pending_ += static_cast<size_t>(got);
+        HVD_RETURN_IF_ERROR(ReduceScratch(s, scratch.data(), reducer));
+      }
+    } else {
+      iovec iov[kMaxIov];
+      int n = 0;
+      size_t want = 0;
+      size_t off = s.offset_;
+      for (size_t p = s.piece_; p < s.pieces.size() && n < kMaxIov && want < budget; ++p, off = 0) {
+        if (s.pieces[p].reduce) break;
+        if (s.grow != nullptr && p == 0) {  // the length header alone: it sizes the body
+          iov[n++] = {s.pieces[p].data + off, s.pieces[p].bytes - off};
+          break;
+        }
+        const size_t len = std::min(s.pieces[p].bytes - off, budget - want);
+        if (len == 0) continue;
+        iov[n++] = {s.pieces[p].data + off, len};
+        want += len;
+      }
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<size_t>(n);
+      got = recvmsg(fds_[s.peer], &msg, MSG_DONTWAIT);
+      if (got > 0) {
+        Advance(s, static_cast<size_t>(got));
+        HVD_RETURN_IF_ERROR(Settle(s));
+      }
+    }
+    if (got == 0) return PeerError(s.peer, "closed the connection", 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      if (WouldBlock(errno)) return Status::OK();
+      return PeerError(s.peer, "failed while receiving", errno);
+    }
+    budget -= std::min(budget, static_cast<size_t>(got));
+    *moved = true;
+  }
+  return Status::OK();
+}
+
+Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer,
+                         Clock::time_point deadline, const TcpWhat& what) {
+  if (aborted_.load()) return Status::Aborted(what() + ": the communicator was aborted");
+  for (TcpStream& s : streams) {
+    HVD_CHECK(s.peer >= 0 && s.peer < static_cast<int>(fds_.size()) && s.peer != rank_)
+        << "stream to bad peer " << s.peer;
+    if (s.grow != nullptr) s.pieces.assign(1, {reinterpret_cast<char*>(s.header_), 8, false});
+    Status st = Settle(s);
+    if (!st.ok()) return st.WithContext(what() + ": " + peer_names_[s.peer]);
+  }
+  std::vector<pollfd>& pfds = pfds_;
+  while (true) {
+    bool moved = false;
+    bool all_done = true;
+    for (size_t i = 0; i < streams.size(); ++i) {
+      TcpStream& s = streams[i];
+      if (s.finished()) continue;
+      Status st = s.send ? PumpSend(s, &moved) : PumpRecv(s, i, reducer, &moved);
+      if (!st.ok()) return st.WithContext(what());
+      all_done = all_done && s.finished();
+    }
+    if (all_done) return Status::OK();
+    if (moved) continue;
+
+    pfds.clear();
+    pfds.push_back({abort_fd_, POLLIN, 0});
+    for (const TcpStream& s : streams) {
+      if (s.finished()) continue;
+      short events = s.send ? (s.done_ < SendLimit(s) ? POLLOUT : 0) : POLLIN;
+      if (events == 0) continue;
+      auto it = std::find_if(pfds.begin(), pfds.end(),
+                             [&](const pollfd& p) { return p.fd == fds_[s.peer]; });
+      if (it == pfds.end()) {
+        pfds.push_back({fds_[s.peer], events, 0});
+      } else {
+        it->events = static_cast<short>(it->events | events);
+      }
+    }
+    const int ready = poll(pfds.data(), pfds.size(), PollTimeoutMs(deadline));
+    if (ready < 0 && errno != EINTR) {
+      const int err = errno;
+      return Status::Internal(what() + ": poll: " + std::strerror(err));
+    }
+    if (aborted_.load() || (pfds[0].revents & POLLIN) != 0) {
+      return Status::Aborted(what() + ": the communicator was aborted");
+    }
+    if (ready == 0 && Clock::now() >= deadline) {
+      std::string owing;
+      for (const TcpStream& s : streams) {
+        if (s.finished()) continue;
+        if (!owing.empty()) owing += ", ";
+        owing += (s.send ? "sending to " : "receiving from ") + peer_names_[s.peer];
+      }
+      return Status::Timeout(what() + ": timed out while " + owing);
+    }
+  }
+}
+
+}  // namespace hvd::runtime

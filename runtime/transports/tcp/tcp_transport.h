@@ -1,0 +1,140 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_TCP_TCP_TRANSPORT_H_
+#define HVD_RUNTIME_TRANSPORTS_TCP_TCP_TRANSPORT_H_
+
+#include <poll.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hvd::runtime {
+
+// One contiguous part of a stream. On a receive stream with `reduce` set, the arriving bytes
+// are combined into `data` (dst = op(dst, incoming)) through a small cache-resident scratch
+// instead of overwriting it.
+struct TcpPiece {
+  char* data = nullptr;
+  size_t bytes = 0;
+  bool reduce = false;
+};
+
+// One direction of traffic with one peer during one collective: the concatenation of
+// `pieces`, moved in order. A send stream may be throttled by a receive stream of the same
+// run (pipelining: forward what has arrived / been reduced): it may send at most
+// `ready + source->processed()` bytes. A receive stream with `grow` set first reads an 8-byte
+// little-endian length (at most `max_grow`), resizes *grow and receives that many bytes into it.
+struct TcpStream {
+  int peer = -1;
+  bool send = false;
+  std::vector<TcpPiece> pieces;
+  size_t ready = SIZE_MAX;
+  const TcpStream* source = nullptr;
+  std::string* grow = nullptr;
+  size_t max_grow = size_t{1} << 30;
+
+  size_t processed() const { return done_; }
+  bool finished() const { return piece_ == pieces.size(); }
+  // Makes this a fresh, empty stream with peer `to`, keeping the capacity of `pieces` (so that
+  // a reused stream allocates nothing once its plans have been seen).
+  void Reset(int to, bool sending) {
+    peer = to;
+    send = sending;
+    pieces.clear();
+    ready = SIZE_MAX;
+    source = nullptr;
+    grow = nullptr;
+    max_grow = size_t{1} << 30;
+    piece_ = offset_ = done_ = pending_ = 0;
+  }
+
+  // Progress, owned by TcpTransport::Run.
+  size_t piece_ = 0;    // current piece
+  size_t offset_ = 0;   // bytes of the current piece sent / received and processed
+  size_t done_ = 0;     // total bytes sent / processed
+  size_t pending_ = 0;  // reduce pieces: bytes received into scratch, not yet reduced
+  uint8_t header_[8] = {};
+};
+
+// Combines `count` elements: dst[i] = op(dst[i], src[i]).
+struct TcpReducer {
+  size_t elem = 1;
+  std::function<void(void* dst, const void* src, int64_t count)> fn;
+};
+
+// Names the running collective in error messages ("tcp barrier on rank 0 of 2"). The text is
+// built only when an error needs it, so a successful collective allocates nothing. Refers to
+// the callable it was made from (not owned), which must outlive it: make one per call, on the
+// stack, and pass it down by reference.
+class TcpWhat {
+ public:
+  template <typename Fn>
+  explicit TcpWhat(const Fn& fn)
+      : fn_(&fn),
+        call_([](const void* f) -> std::string { return (*static_cast<const Fn*>(f))(); }) {}
+  template <typename Fn>
+  explicit TcpWhat(const Fn&& fn) = delete;  // would dangle
+  std::string operator()() const { return call_(fn_); }
+
+ private:
+  const void* fn_;
+  std::string (*call_)(const void*);
+};
+
+// TcpTransport owns the connected, authenticated sockets of one group (one per peer; none for
+// this rank) and moves streams over them: non-blocking sockets driven by poll(), every wait
+// bounded by the caller's deadline, no busy spin and no extra threads. Run() is called from
+// one thread at a time; Abort() and Shutdown() from any thread.
+class TcpTransport {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `fds[r]` is the socket to group rank r (-1 for self); `peer_names[r]` names it in errors
+  // ("rank 1 (host-b 10.0.0.2:41234)"). Takes ownership of the descriptors.
+  TcpTransport(int rank, std::vector<int> fds, std::vector<std::string> peer_names);
+  ~TcpTransport();
+  TcpTransport(const TcpTransport&) = delete;
+  TcpTransport& operator=(const TcpTransport&) = delete;
+
+  // Moves every stream to completion. Errors: kRemoteError naming the peer (closed / reset),
+  // kTimeout naming the peers still owing bytes, kAborted after Abort(); `what` prefixes them.
+  // Allocates nothing once the streams' scratch and poll set have grown to their largest use.
+  Status Run(std::span<TcpStream> streams, const TcpReducer* reducer, Clock::time_point deadline,
+             const TcpWhat& what);
+
+  // Wakes a blocked Run (which fails with kAborted) and shuts every socket down so that peers
+  // fail fast. Idempotent.
+  void Abort();
+  // Shuts every socket down (peers see EOF); used after a failure.
+  void Shutdown();
+  bool aborted() const { return aborted_.load(); }
+  const std::string& peer_name(int r) const { return peer_names_[r]; }
+
+ private:
+  // Move as many bytes as the socket takes now; *moved is set when any byte moved.
+  Status PumpSend(TcpStream& s, bool* moved);
+  Status PumpRecv(TcpStream& s, size_t index, const TcpReducer* reducer, bool* moved);
+  Status ReduceScratch(TcpStream& s, char* scratch, const TcpReducer* reducer);
+  size_t SendLimit(const TcpStream& s) const;
+  Status PeerError(int peer, const char* what, int err) const;
+
+  const int rank_;
+  std::vector<int> fds_;
+  std::vector<std::string> peer_names_;
+  int abort_fd_ = -1;  // eventfd
+  std::atomic<bool> aborted_{false};
+  std::mutex shutdown_mu_;
+  std::vector<std::vector<char>> scratch_;  // one per receive stream slot, grown on demand
+  std::vector<pollfd> pfds_;                // Run's poll set; keeps its capacity
+};
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_TCP_TCP_TRANSPORT_H_

@@ -1,0 +1,172 @@
+// Correctness of every Communicator op of the Gloo backend, for every dtype and reduction,
+// with 2 and 3 real processes (see gloo_job.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "runtime/transports/data_type.h"
+#include "runtime/transports/reduction.h"
+#include "test/multiproc/gloo/gloo_job.h"
+#include "test/multiproc/known_values.h"
+
+namespace hvd::test {
+namespace {
+
+using runtime::Communicator;
+using runtime::DataType;
+using runtime::ReduceOp;
+
+constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
+
+#define CHILD_CHECK(cond, ...)                                \
+  do {                                                        \
+    if (!(cond)) {                                            \
+      std::fprintf(stderr, "rank %d: ", comm.rank());         \
+      std::fprintf(stderr, __VA_ARGS__);                      \
+      std::fprintf(stderr, " [%s:%d]\n", __FILE__, __LINE__); \
+      return 1;                                               \
+    }                                                         \
+  } while (0)
+
+#define CHILD_OK(expr)                                                   \
+  do {                                                                   \
+    Status s_ = (expr);                                                  \
+    CHILD_CHECK(s_.ok(), "%s failed: %s", #expr, s_.ToString().c_str()); \
+  } while (0)
+
+// Every dtype x op at counts that take the ring (small) and halving-doubling (>= 512 KiB).
+int AllreduceEverything(Communicator& comm) {
+  for (size_t count : {size_t{1}, size_t{1000}, size_t{300000}}) {
+    for (DataType dtype : kAllTypes) {
+      const size_t elem = runtime::DataTypeSize(dtype);
+      std::vector<char> buf(count * elem);
+      for (ReduceOp op : kAllOps) {
+        for (size_t i = 0; i < count; ++i)
+          Store(dtype, buf.data(), i, Value(dtype, comm.rank(), i));
+        CHILD_OK(comm.Allreduce(buf.data(), static_cast<int64_t>(count), dtype, op));
+        for (size_t i = 0; i < count; ++i) {
+          const double want = Expected(dtype, op, comm.size(), i);
+          const double got = Load(dtype, buf.data(), i);
+          CHILD_CHECK(got == want, "allreduce %s %s count %zu [%zu]: got %g want %g",
+                      runtime::DataTypeName(dtype), runtime::ReduceOpName(op), count, i, got, want);
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+int ReduceScatterEverything(Communicator& comm) {
+  const int n = comm.size();
+  std::vector<int64_t> counts(n);
+  for (int r = 0; r < n; ++r) counts[r] = 100000 + 7 * r;  // uneven, spans several pieces
+  const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  const int64_t offset = std::accumulate(counts.begin(), counts.begin() + comm.rank(), int64_t{0});
+  for (DataType dtype : kAllTypes) {
+    const size_t elem = runtime::DataTypeSize(dtype);
+    std::vector<char> in(total * elem), out(counts[comm.rank()] * elem);
+    for (ReduceOp op : kAllOps) {
+      for (int64_t i = 0; i < total; ++i) Store(dtype, in.data(), i, Value(dtype, comm.rank(), i));
+      CHILD_OK(comm.ReduceScatter(in.data(), out.data(), counts, dtype, op));
+      for (int64_t i = 0; i < counts[comm.rank()]; ++i) {
+        const double want = Expected(dtype, op, n, offset + i);
+        CHILD_CHECK(Load(dtype, out.data(), i) == want, "reducescatter %s %s [%lld]",
+                    runtime::DataTypeName(dtype), runtime::ReduceOpName(op),
+                    static_cast<long long>(i));
+      }
+    }
+  }
+  return 0;
+}
+
+int DataMovement(Communicator& comm) {
+  const int n = comm.size(), me = comm.rank();
+  // Allgatherv: rank r contributes r*1000+1 bytes of value r+1 (one rank large).
+  std::vector<int64_t> parts(n);
+  for (int r = 0; r < n; ++r) parts[r] = r == 1 ? (3 << 20) : r * 1000 + 1;
+  const int64_t total = std::accumulate(parts.begin(), parts.end(), int64_t{0});
+  std::vector<char> mine(parts[me], static_cast<char>(me + 1)), all(total, 0);
+  CHILD_OK(comm.Allgatherv(mine.data(), all.data(), parts));
+  for (int r = 0, at = 0; r < n; at += parts[r], ++r) {
+    for (int64_t i = 0; i < parts[r]; ++i) CHILD_CHECK(all[at + i] == r + 1, "allgatherv");
+  }
+  // Broadcast from the last rank, small and large.
+  for (int64_t bytes : {int64_t{5}, int64_t{5} << 20}) {
+    std::vector<char> b(bytes, me == n - 1 ? 'x' : 'y');
+    CHILD_OK(comm.Broadcast(b.data(), bytes, n - 1));
+    CHILD_CHECK(b.front() == 'x' && b.back() == 'x', "broadcast %lld", (long long)bytes);
+  }
+  // Alltoallv: rank s sends s+d+1 bytes of value 10*s+d to rank d.
+  std::vector<int64_t> send(n), recv(n);
+  for (int d = 0; d < n; ++d) send[d] = me + d + 1, recv[d] = d + me + 1;
+  std::vector<char> in, out(std::accumulate(recv.begin(), recv.end(), int64_t{0}));
+  for (int d = 0; d < n; ++d) in.insert(in.end(), send[d], static_cast<char>(10 * me + d));
+  CHILD_OK(comm.Alltoallv(in.data(), send, out.data(), recv));
+  for (int s = 0, at = 0; s < n; at += recv[s], ++s) {
+    for (int64_t i = 0; i < recv[s]; ++i) CHILD_CHECK(out[at + i] == 10 * s + me, "alltoallv");
+  }
+  return 0;
+}
+
+int ControlPlane(Communicator& comm) {
+  const int n = comm.size(), me = comm.rank();
+  for (int root = 0; root < n; ++root) {
+    std::string in = me == 1 ? std::string(10000, 'a' + me) : std::string(me + 1, 'a' + me);
+    std::vector<std::string> out;
+    CHILD_OK(comm.GatherBytes(in, root, &out));
+    if (me == root) {
+      CHILD_CHECK(static_cast<int>(out.size()) == n, "gather size");
+      for (int r = 0; r < n; ++r) {
+        const size_t want = r == 1 ? 10000 : r + 1;
+        CHILD_CHECK(out[r] == std::string(want, 'a' + r), "gather from %d", r);
+      }
+    }
+    for (size_t len : {size_t{0}, size_t{17}, size_t{9000}}) {
+      std::string data = me == root ? std::string(len, 'z') : "junk";
+      CHILD_OK(comm.BroadcastBytes(&data, root));
+      CHILD_CHECK(data == std::string(len, 'z'), "broadcast bytes %zu", len);
+    }
+  }
+  std::vector<uint64_t> bits = {~uint64_t{0} ^ (uint64_t{1} << me), uint64_t{1} << me};
+  std::vector<uint64_t> ors = bits;
+  CHILD_OK(comm.BitwiseAnd(&bits));
+  CHILD_OK(comm.BitwiseOr(&ors));
+  const uint64_t mask = (uint64_t{1} << n) - 1;
+  CHILD_CHECK(bits[0] == ~mask && bits[1] == 0, "bitwise and");
+  CHILD_CHECK(ors[1] == mask && ors[0] == ~uint64_t{0}, "bitwise or");
+  for (int i = 0; i < 3; ++i) CHILD_OK(comm.Barrier());
+  CHILD_CHECK(std::string(comm.name()) == "GLOO", "name");
+  return 0;
+}
+
+class GlooCollectivesTest : public ::testing::TestWithParam<int> {
+ protected:
+  void RunAll(const GlooJob::Body& body) {
+    GlooJob::Options options;
+    options.size = GetParam();
+    options.deadline = std::chrono::seconds(100);
+    GlooJob job(options);
+    ASSERT_EQ(job.error(), "");
+    std::vector<RankOutcome> outcomes = job.Run(body);
+    EXPECT_EQ(job.error(), "") << Describe(outcomes);
+    for (const RankOutcome& o : outcomes) {
+      EXPECT_TRUE(o.exited && o.exit_code == 0) << Describe(outcomes);
+    }
+  }
+};
+
+TEST_P(GlooCollectivesTest, AllreduceEveryDtypeAndOp) { RunAll(AllreduceEverything); }
+TEST_P(GlooCollectivesTest, ReduceScatterEveryDtypeAndOp) { RunAll(ReduceScatterEverything); }
+TEST_P(GlooCollectivesTest, AllgatherBroadcastAlltoall) { RunAll(DataMovement); }
+TEST_P(GlooCollectivesTest, ControlPlane) { RunAll(ControlPlane); }
+
+INSTANTIATE_TEST_SUITE_P(Ranks, GlooCollectivesTest, ::testing::Values(2, 3),
+                         [](const auto& info) { return "n" + std::to_string(info.param); });
+
+}  // namespace
+}  // namespace hvd::test

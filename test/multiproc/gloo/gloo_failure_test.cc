@@ -1,0 +1,160 @@
+// Failure behaviour of the Gloo backend with real processes: a rank killed or stopped
+// mid-loop, and Abort() from another thread. Survivors must get a non-OK Status within the
+// communicator timeout and exit normally (no std::terminate, no hang).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "test/multiproc/gloo/gloo_job.h"
+
+namespace hvd::test {
+namespace {
+
+using runtime::Communicator;
+using runtime::DataType;
+using runtime::ReduceOp;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kCommTimeout = std::chrono::milliseconds(5000);
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Every rank runs allreduces of `count` floats; `victim` sends itself `signal` at iteration
+// 20. Survivors must fail within the timeout with one of `accepted`, then fail fast again.
+GlooJob::Body LoopUntilFailure(int victim, int signal, size_t count,
+                               std::vector<StatusCode> accepted) {
+  return [=](Communicator& comm) -> int {
+    std::vector<float> buf(count, 1.0f);
+    Status status;
+    Clock::time_point last_ok = Clock::now();
+    for (int i = 0; i < 100000 && status.ok(); ++i) {
+      if (i == 20 && comm.rank() == victim) raise(signal);
+      status = comm.Allreduce(buf.data(), static_cast<int64_t>(count), DataType::kFloat32,
+                              ReduceOp::kSum);
+      if (status.ok()) last_ok = Clock::now();
+    }
+    const double waited = Seconds(Clock::now() - last_ok);
+    bool code_ok = false;
+    for (StatusCode c : accepted) code_ok |= status.code() == c;
+    if (!code_ok || waited > Seconds(kCommTimeout) + 3.0) {
+      std::fprintf(stderr, "rank %d: got %s after %.2f s\n", comm.rank(), status.ToString().c_str(),
+                   waited);
+      return 1;
+    }
+    std::fprintf(stderr, "rank %d: failed as expected after %.2f s: %s\n", comm.rank(), waited,
+                 status.ToString().c_str());
+    const Clock::time_point again = Clock::now();
+    Status next = comm.Barrier();
+    if (next.ok() || Seconds(Clock::now() - again) > 0.5) {
+      std::fprintf(stderr, "rank %d: call after failure: %s\n", comm.rank(),
+                   next.ToString().c_str());
+      return 1;
+    }
+    return 0;
+  };
+}
+
+void ExpectSurvivorsPass(int size, int victim, const GlooJob::Body& body, int victim_signal) {
+  GlooJob::Options options;
+  options.size = size;
+  options.comm_timeout = kCommTimeout;
+  options.deadline = std::chrono::seconds(40);
+  options.victims = {victim};
+  GlooJob job(options);
+  ASSERT_EQ(job.error(), "");
+  std::vector<RankOutcome> outcomes = job.Run(body);
+  EXPECT_EQ(job.error(), "") << Describe(outcomes);
+  for (int r = 0; r < size; ++r) {
+    if (r == victim) {
+      EXPECT_FALSE(outcomes[r].exited) << Describe(outcomes);
+      EXPECT_EQ(outcomes[r].signal, victim_signal) << Describe(outcomes);
+    } else {
+      EXPECT_TRUE(outcomes[r].exited && outcomes[r].exit_code == 0) << Describe(outcomes);
+    }
+  }
+}
+
+TEST(GlooFailureTest, KilledRankFailsSurvivorsOnRingPath) {
+  ExpectSurvivorsPass(
+      3, 1, LoopUntilFailure(1, SIGKILL, 1024, {StatusCode::kRemoteError, StatusCode::kTimeout}),
+      SIGKILL);
+}
+
+TEST(GlooFailureTest, KilledRankFailsSurvivorsOnHalvingDoublingPath) {
+  ExpectSurvivorsPass(
+      3, 2, LoopUntilFailure(2, SIGKILL, 1 << 20, {StatusCode::kRemoteError, StatusCode::kTimeout}),
+      SIGKILL);
+}
+
+TEST(GlooFailureTest, StoppedRankTimesOutSurvivor) {
+  ExpectSurvivorsPass(2, 1, LoopUntilFailure(1, SIGSTOP, 1024, {StatusCode::kTimeout}), SIGKILL);
+}
+
+TEST(GlooFailureTest, StoppedRankFailsSurvivorsOfThree) {
+  // With three ranks only a direct neighbour of the stopped one times out; it then shuts its
+  // connections down, so the third rank may see the dropped connection first.
+  ExpectSurvivorsPass(
+      3, 0, LoopUntilFailure(0, SIGSTOP, 1 << 20, {StatusCode::kTimeout, StatusCode::kRemoteError}),
+      SIGKILL);
+}
+
+// Rank 0 blocks in an op rank 1 joins only late; another thread aborts it. Rank 1 then finds
+// its connections dropped: the same op fails fast there. (Ops must match across ranks: gloo's
+// event loop terminates the process when a legacy-buffer message of the wrong size arrives.)
+GlooJob::Body AbortPending(bool ring_path) {
+  return [=](Communicator& comm) -> int {
+    std::vector<float> buf(ring_path ? 16 : 1 << 20, 1.0f);
+    auto op = [&] {
+      return ring_path ? comm.Allreduce(buf.data(), static_cast<int64_t>(buf.size()),
+                                        DataType::kFloat32, ReduceOp::kSum)
+                       : comm.Broadcast(buf.data(), 4 * buf.size(), 1);
+    };
+    if (comm.rank() == 0) {
+      std::thread aborter([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        comm.Abort();
+      });
+      const Clock::time_point start = Clock::now();
+      Status status = op();
+      const double waited = Seconds(Clock::now() - start);
+      aborter.join();
+      std::fprintf(stderr, "rank 0: %s after %.2f s\n", status.ToString().c_str(), waited);
+      if (status.code() != StatusCode::kAborted || waited > 2.0) return 1;
+      Status later = comm.Barrier();
+      return later.code() == StatusCode::kAborted ? 0 : 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    const Clock::time_point start = Clock::now();
+    Status status = op();
+    const double waited = Seconds(Clock::now() - start);
+    std::fprintf(stderr, "rank 1: %s after %.2f s\n", status.ToString().c_str(), waited);
+    return !status.ok() && waited < 2.0 ? 0 : 1;
+  };
+}
+
+TEST(GlooFailureTest, AbortUnblocksPendingRingAllreduce) {
+  GlooJob::Options options;
+  options.comm_timeout = kCommTimeout;
+  options.deadline = std::chrono::seconds(30);
+  GlooJob job(options);
+  ASSERT_EQ(job.error(), "");
+  std::vector<RankOutcome> outcomes = job.Run(AbortPending(true));
+  EXPECT_EQ(job.error(), "") << Describe(outcomes);
+}
+
+TEST(GlooFailureTest, AbortUnblocksPendingBroadcast) {
+  GlooJob::Options options;
+  options.comm_timeout = kCommTimeout;
+  options.deadline = std::chrono::seconds(30);
+  GlooJob job(options);
+  ASSERT_EQ(job.error(), "");
+  std::vector<RankOutcome> outcomes = job.Run(AbortPending(false));
+  EXPECT_EQ(job.error(), "") << Describe(outcomes);
+}
+
+}  // namespace
+}  // namespace hvd::test

@@ -1,0 +1,294 @@
+// Correctness of the shared-memory communicator with real forked processes: every op, several
+// dtypes and reduce ops, uneven sizes and sizes larger than the staging halves, at 2/3/4 ranks.
+// Each rank regenerates every rank's input, computes the expected result itself by reducing in
+// rank order 0..N-1 (ReduceInto), and demands bit-identical output -- which also proves all
+// ranks agree bit for bit.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/transports/reduction.h"
+#include "runtime/transports/shm/shm_provider.h"
+#include "test/multiproc/shm/shm_job.h"
+
+namespace hvd::test {
+namespace {
+
+using runtime::Communicator;
+using runtime::DataType;
+using runtime::ReduceOp;
+
+const DataType kDtypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kUInt16,
+                            DataType::kInt16,   DataType::kInt32,   DataType::kInt64,
+                            DataType::kFloat16, DataType::kFloat32, DataType::kFloat64,
+                            DataType::kBool,    DataType::kBFloat16};
+const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
+
+// Deterministic input of `rank` for one case: small values, so products and sums stay exact
+// for integers, and random fractions for floats (order-sensitive sums).
+std::vector<char> Input(DataType dtype, int64_t count, int rank, uint32_t seed) {
+  std::mt19937 gen(seed * 7919u + static_cast<uint32_t>(rank) * 104729u + 17u);
+  std::uniform_int_distribution<int> small(-3, 3);
+  std::uniform_real_distribution<double> real(-2.0, 2.0);
+  const size_t elem = runtime::DataTypeSize(dtype);
+  std::vector<char> out(static_cast<size_t>(count) * elem);
+  for (int64_t i = 0; i < count; ++i) {
+    char* p = out.data() + i * elem;
+    const int s = small(gen);
+    const double r = real(gen);
+    switch (dtype) {
+      case DataType::kUInt8:
+        *reinterpret_cast<uint8_t*>(p) = static_cast<uint8_t>(s + 3);
+        break;
+      case DataType::kInt8:
+        *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(s);
+        break;
+      case DataType::kUInt16:
+        *reinterpret_cast<uint16_t*>(p) = static_cast<uint16_t>(s + 3);
+        break;
+      case DataType::kInt16:
+        *reinterpret_cast<int16_t*>(p) = static_cast<int16_t>(s);
+        break;
+      case DataType::kInt32:
+        *reinterpret_cast<int32_t*>(p) = s;
+        break;
+      case DataType::kInt64:
+        *reinterpret_cast<int64_t*>(p) = s;
+        break;
+      case DataType::kFloat16:
+        *reinterpret_cast<uint16_t*>(p) = runtime::FloatToHalf(static_cast<float>(r));
+        break;
+      case DataType::kBFloat16:
+        *reinterpret_cast<uint16_t*>(p) = runtime::FloatToBFloat16(static_cast<float>(r));
+        break;
+      case DataType::kFloat32:
+        *reinterpret_cast<float*>(p) = static_cast<float>(r);
+        break;
+      case DataType::kFloat64:
+        *reinterpret_cast<double*>(p) = r;
+        break;
+      case DataType::kBool:
+        *reinterpret_cast<uint8_t*>(p) = s > 0 ? 1 : 0;
+        break;
+    }
+  }
+  return out;
+}
+
+// inputs of ranks 0..n-1 reduced in rank order.
+std::vector<char> Expected(DataType dtype, ReduceOp op, int64_t count, int n, uint32_t seed) {
+  std::vector<char> acc = Input(dtype, count, 0, seed);
+  for (int k = 1; k < n; ++k) {
+    std::vector<char> in = Input(dtype, count, k, seed);
+    runtime::ReduceInto(acc.data(), in.data(), count, dtype, op);
+  }
+  return acc;
+}
+
+int Fail(const Communicator& comm, const std::string& what) {
+  std::fprintf(stderr, "rank %d: %s\n", comm.rank(), what.c_str());
+  return 1;
+}
+
+std::string Case(DataType dtype, ReduceOp op, int64_t count) {
+  return std::string(runtime::DataTypeName(dtype)) + " " + runtime::ReduceOpName(op) + " x" +
+         std::to_string(count);
+}
+
+int AllreduceEverything(Communicator& comm) {
+  const int64_t counts[] = {1, 7, 1000, 9000, 70001};
+  uint32_t seed = 1;
+  for (DataType dtype : kDtypes) {
+    for (ReduceOp op : kOps) {
+      for (int64_t count : counts) {
+        ++seed;
+        std::vector<char> buf = Input(dtype, count, comm.rank(), seed);
+        Status s = comm.Allreduce(buf.data(), count, dtype, op);
+        if (!s.ok()) return Fail(comm, Case(dtype, op, count) + ": " + s.ToString());
+        if (buf != Expected(dtype, op, count, comm.size(), seed)) {
+          return Fail(comm, Case(dtype, op, count) + ": result differs from rank-order reference");
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+int ReduceScatterEverything(Communicator& comm) {
+  uint32_t seed = 5000;
+  for (DataType dtype :
+       {DataType::kFloat32, DataType::kFloat16, DataType::kInt64, DataType::kBFloat16}) {
+    for (ReduceOp op : kOps) {
+      for (int64_t unit : {int64_t{0}, int64_t{3}, int64_t{40000}}) {
+        ++seed;
+        std::vector<int64_t> counts(comm.size());
+        int64_t total = 0, mine = 0;
+        for (int k = 0; k < comm.size(); ++k) {
+          counts[k] = unit * (k + 1) + (k == 1 ? 5 : 0);
+          if (k == comm.rank()) mine = total;
+          total += counts[k];
+        }
+        std::vector<char> in = Input(dtype, total, comm.rank(), seed);
+        const size_t elem = runtime::DataTypeSize(dtype);
+        std::vector<char> out(static_cast<size_t>(counts[comm.rank()]) * elem + 1);
+        Status s = comm.ReduceScatter(in.data(), out.data(), counts, dtype, op);
+        if (!s.ok())
+          return Fail(comm, "reducescatter " + Case(dtype, op, total) + ": " + s.ToString());
+        std::vector<char> want = Expected(dtype, op, total, comm.size(), seed);
+        if (std::memcmp(out.data(), want.data() + mine * elem, out.size() - 1) != 0) {
+          return Fail(comm, "reducescatter " + Case(dtype, op, total) + ": wrong slice");
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+std::vector<char> Bytes(int from, int to, int64_t n) {
+  std::vector<char> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<char>(from * 31 + to * 7 + i * 13);
+  return v;
+}
+
+int DataMovement(Communicator& comm) {
+  const int n = comm.size(), me = comm.rank();
+  for (int64_t unit : {int64_t{0}, int64_t{5}, int64_t{50000}}) {
+    std::vector<int64_t> sizes(n);
+    std::vector<char> want;
+    for (int k = 0; k < n; ++k) {
+      sizes[k] = k == 1 ? 0 : unit * (k + 1) + k;
+      auto part = Bytes(k, -1, sizes[k]);
+      want.insert(want.end(), part.begin(), part.end());
+    }
+    std::vector<char> out(want.size());
+    auto in = Bytes(me, -1, sizes[me]);
+    Status s = comm.Allgatherv(in.data(), out.data(), sizes);
+    if (!s.ok() || out != want)
+      return Fail(comm, "allgatherv unit " + std::to_string(unit) + ": " + s.ToString());
+    for (int root = 0; root < n; ++root) {
+      std::vector<char> buf =
+          me == root ? Bytes(root, 9, unit * 3 + 1) : std::vector<char>(unit * 3 + 1);
+      s = comm.Broadcast(buf.data(), static_cast<int64_t>(buf.size()), root);
+      if (!s.ok() || buf != Bytes(root, 9, unit * 3 + 1))
+        return Fail(comm, "broadcast: " + s.ToString());
+    }
+    // Alltoallv: member i sends (i + j) * unit + j bytes to member j.
+    std::vector<int64_t> send(n), recv(n);
+    std::vector<char> send_buf, recv_want;
+    for (int j = 0; j < n; ++j) {
+      send[j] = (me + j) * unit + j;
+      recv[j] = (j + me) * unit + me;
+      auto piece = Bytes(me, j, send[j]);
+      send_buf.insert(send_buf.end(), piece.begin(), piece.end());
+      auto from = Bytes(j, me, recv[j]);
+      recv_want.insert(recv_want.end(), from.begin(), from.end());
+    }
+    std::vector<char> recv_buf(recv_want.size());
+    s = comm.Alltoallv(send_buf.data(), send, recv_buf.data(), recv);
+    if (!s.ok() || recv_buf != recv_want) return Fail(comm, "alltoallv: " + s.ToString());
+  }
+  return 0;
+}
+
+int ControlPlane(Communicator& comm) {
+  const int n = comm.size(), me = comm.rank();
+  for (size_t len : {size_t{0}, size_t{10}, size_t{100000}}) {
+    for (int root = 0; root < n; ++root) {
+      const std::string mine =
+          std::string(len * static_cast<size_t>(me + 1), static_cast<char>('a' + me));
+      std::vector<std::string> all;
+      Status s = comm.GatherBytes(mine, root, &all);
+      if (!s.ok()) return Fail(comm, "gather: " + s.ToString());
+      if (me == root) {
+        if (static_cast<int>(all.size()) != n) return Fail(comm, "gather: wrong count");
+        for (int k = 0; k < n; ++k) {
+          if (all[k] != std::string(len * static_cast<size_t>(k + 1), static_cast<char>('a' + k))) {
+            return Fail(comm, "gather: wrong string from rank " + std::to_string(k));
+          }
+        }
+      }
+      std::string data = me == root ? std::string(len + 3, static_cast<char>('A' + root)) : "junk";
+      s = comm.BroadcastBytes(&data, root);
+      if (!s.ok() || data != std::string(len + 3, static_cast<char>('A' + root))) {
+        return Fail(comm, "broadcast bytes: " + s.ToString());
+      }
+    }
+  }
+  for (size_t words : {size_t{0}, size_t{3}, size_t{9000}}) {
+    std::vector<uint64_t> a(words), o(words);
+    for (size_t i = 0; i < words; ++i) a[i] = o[i] = (uint64_t{1} << me) | (i << 8);
+    Status s = comm.BitwiseAnd(&a);
+    if (s.ok()) s = comm.BitwiseOr(&o);
+    if (!s.ok()) return Fail(comm, "bitwise: " + s.ToString());
+    const uint64_t all_bits = (uint64_t{1} << n) - 1;
+    for (size_t i = 0; i < words; ++i) {
+      if (a[i] != (n == 1 ? a[i] : (i << 8)) || o[i] != (all_bits | (i << 8))) {
+        return Fail(comm, "bitwise: wrong word " + std::to_string(i));
+      }
+    }
+  }
+  for (int i = 0; i < 50; ++i) {
+    Status s = comm.Barrier();
+    if (!s.ok()) return Fail(comm, "barrier: " + s.ToString());
+  }
+  return 0;
+}
+
+// (ranks, staging bytes per rank): 64 KiB forces every large case through many chunks.
+class ShmCollectivesTest : public ::testing::TestWithParam<std::tuple<int, size_t>> {
+ protected:
+  void RunAll(const ShmJob::Body& body) {
+    ShmJob::Options options;
+    options.size = std::get<0>(GetParam());
+    options.buffer_bytes = std::get<1>(GetParam());
+    ShmJob job(options);
+    ASSERT_TRUE(job.error().empty()) << job.error();
+    auto outcomes = job.Run(body);
+    ASSERT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+    for (const auto& out : outcomes)
+      ASSERT_TRUE(out.exited && out.exit_code == 0) << Describe(outcomes);
+    EXPECT_TRUE(LeftoverSegments(job.pids()).empty());
+  }
+};
+
+TEST_P(ShmCollectivesTest, AllreduceEveryDtypeAndOp) { RunAll(AllreduceEverything); }
+TEST_P(ShmCollectivesTest, ReduceScatterEveryDtypeAndOp) { RunAll(ReduceScatterEverything); }
+TEST_P(ShmCollectivesTest, AllgatherBroadcastAlltoall) { RunAll(DataMovement); }
+TEST_P(ShmCollectivesTest, ControlPlane) { RunAll(ControlPlane); }
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ShmCollectivesTest,
+                         ::testing::Combine(::testing::Values(2, 3, 4),
+                                            ::testing::Values(size_t{64} << 10, size_t{4} << 20)));
+
+// Given members that report host names a, a, b (local size < size), when they decide whether
+// the group shares a host, then all say no; with a, a, a all say yes.
+TEST(ShmProvider, HostIdentityDecidesSameHost) {
+  for (bool mixed : {true, false}) {
+    ShmJob::Options options;
+    options.size = 3;
+    ShmJob job(options);
+    auto outcomes = job.RunRaw([&](int rank, control::KvClient& kv, const std::string& scope) {
+      runtime::RuntimeConfig config;
+      config.rank = rank;
+      config.size = 3;
+      config.local_size = 2;
+      config.hostname = (mixed && rank == 2) ? "b" : "a";
+      runtime::GroupSpec spec{scope, {0, 1, 2}, rank};
+      auto same = runtime::GroupOnOneHost(&kv, config, spec);
+      if (!same.ok() || *same == mixed) {
+        std::fprintf(stderr, "rank %d: %s\n", rank,
+                     same.ok() ? "wrong answer" : same.status().ToString().c_str());
+        return 1;
+      }
+      return 0;
+    });
+    ASSERT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+  }
+}
+
+}  // namespace
+}  // namespace hvd::test

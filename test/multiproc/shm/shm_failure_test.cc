@@ -1,0 +1,190 @@
+// Failure behaviour of the shared-memory communicator with real processes: a member SIGKILLed
+// or SIGSTOPped mid-loop, Abort() from another thread, and /dev/shm left clean. Survivors must
+// get a non-OK Status within the communicator timeout and exit normally.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "runtime/transports/shm/shm_communicator.h"
+#include "test/multiproc/shm/shm_job.h"
+
+namespace hvd::test {
+namespace {
+
+using runtime::Communicator;
+using runtime::DataType;
+using runtime::ReduceOp;
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Every member runs allreduces of `count` floats; `victim` sends itself `signal` at iteration
+// 20. Survivors must fail with `want` naming a rank within `within` seconds, then fail fast
+// again on the next call.
+ShmJob::Body LoopUntilFailure(int victim, int signal, size_t count, StatusCode want,
+                              double within) {
+  return [=](Communicator& comm) -> int {
+    std::vector<float> buf(count, 1.0f);
+    Status status;
+    Clock::time_point last_ok = Clock::now();
+    for (int i = 0; i < 1000000 && status.ok(); ++i) {
+      if (i == 20 && comm.rank() == victim) raise(signal);
+      status = comm.Allreduce(buf.data(), static_cast<int64_t>(count), DataType::kFloat32,
+                              ReduceOp::kSum);
+      if (status.ok()) last_ok = Clock::now();
+    }
+    const double waited = Seconds(Clock::now() - last_ok);
+    if (status.code() != want || waited > within ||
+        status.message().find("rank ") == std::string::npos) {
+      std::fprintf(stderr, "rank %d: got %s after %.3f s\n", comm.rank(), status.ToString().c_str(),
+                   waited);
+      return 1;
+    }
+    std::fprintf(stderr, "rank %d: failed as expected after %.3f s: %s\n", comm.rank(), waited,
+                 status.ToString().c_str());
+    const Clock::time_point again = Clock::now();
+    Status next = comm.Barrier();
+    if (next.ok() || Seconds(Clock::now() - again) > 0.1) {
+      std::fprintf(stderr, "rank %d: call after failure: %s\n", comm.rank(),
+                   next.ToString().c_str());
+      return 1;
+    }
+    return 0;
+  };
+}
+
+void ExpectSurvivorsOk(const std::vector<RankOutcome>& outcomes, int victim) {
+  for (int r = 0; r < static_cast<int>(outcomes.size()); ++r) {
+    if (r == victim) continue;
+    EXPECT_TRUE(outcomes[r].exited && outcomes[r].exit_code == 0) << Describe(outcomes);
+  }
+}
+
+class ShmKillTest : public ::testing::TestWithParam<std::tuple<int, size_t>> {};
+
+// Given a group mid-way through a loop of allreduces (small: one round; large: chunked), when
+// one member is SIGKILLed, then every survivor gets kRemoteError naming a rank within ~1 s
+// (liveness is checked every 50 ms) -- far below the 20 s timeout -- and /dev/shm is clean.
+TEST_P(ShmKillTest, SigkillOfOneMemberIsRemoteErrorOnTheOthers) {
+  const int size = std::get<0>(GetParam());
+  const int victim = size - 1;
+  ShmJob::Options options;
+  options.size = size;
+  options.comm_timeout = std::chrono::milliseconds(20000);
+  options.buffer_bytes = size_t{256} << 10;
+  options.victims = {victim};
+  ShmJob job(options);
+  auto outcomes = job.Run(
+      LoopUntilFailure(victim, SIGKILL, std::get<1>(GetParam()), StatusCode::kRemoteError, 1.5));
+  EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+  EXPECT_EQ(outcomes[victim].signal, SIGKILL) << Describe(outcomes);
+  ExpectSurvivorsOk(outcomes, victim);
+  EXPECT_TRUE(LeftoverSegments(job.pids()).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, ShmKillTest,
+                         ::testing::Combine(::testing::Values(2, 4),
+                                            ::testing::Values(size_t{1000}, size_t{1} << 20)));
+
+// Given a member that stops (SIGSTOP) and never returns, the others time out (kTimeout) after
+// the 1 s communicator timeout, not later.
+TEST(ShmFailure, StoppedMemberIsTimeout) {
+  ShmJob::Options options;
+  options.size = 3;
+  options.comm_timeout = std::chrono::milliseconds(1000);
+  options.victims = {1};
+  ShmJob job(options);
+  auto outcomes = job.Run(LoopUntilFailure(1, SIGSTOP, 1000, StatusCode::kTimeout, 2.5));
+  EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+  ExpectSurvivorsOk(outcomes, 1);
+}
+
+// Given rank 0 blocked in an allreduce its peer has not joined yet, when another thread calls
+// Abort(), then the call returns kAborted promptly, and the peer, arriving later, gets
+// kRemoteError ("aborted its communicator") at once instead of waiting for its timeout.
+TEST(ShmFailure, AbortFromAnotherThreadFailsBothSides) {
+  ShmJob::Options options;
+  options.size = 2;
+  options.comm_timeout = std::chrono::milliseconds(20000);
+  ShmJob job(options);
+  auto outcomes = job.Run([](Communicator& comm) -> int {
+    Status s;
+    Clock::time_point start = Clock::now();
+    if (comm.rank() == 0) {
+      std::thread aborter([&comm] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        comm.Abort();
+      });
+      std::vector<float> buf(100, 1.0f);
+      s = comm.Allreduce(buf.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+      aborter.join();
+      if (s.code() != StatusCode::kAborted) return 1;
+      if (comm.Barrier().code() != StatusCode::kAborted) return 2;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(800));
+      start = Clock::now();
+      // Rank 0 posted its first round before it was aborted, so the failure shows up at the
+      // latest in the second call.
+      for (int i = 0; i < 2 && s.ok(); ++i) s = comm.Barrier();
+      if (s.code() != StatusCode::kRemoteError) return 1;
+    }
+    const double took = Seconds(Clock::now() - start);
+    std::fprintf(stderr, "rank %d: %.3f s: %s\n", comm.rank(), took, s.ToString().c_str());
+    return took < (comm.rank() == 0 ? 1.0 : 0.3) ? 0 : 3;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+}
+
+// Given a job whose members are all SIGKILLed right after the communicator exists, /dev/shm
+// holds no segment of theirs (the name is unlinked before CreateShmCommunicator returns).
+TEST(ShmFailure, KilledJobLeavesNothingInDevShm) {
+  ShmJob::Options options;
+  options.size = 3;
+  options.victims = {0, 1, 2};
+  ShmJob job(options);
+  auto outcomes = job.Run([](Communicator& comm) -> int {
+    (void)comm.Barrier();
+    raise(SIGKILL);
+    return 1;
+  });
+  for (const auto& out : outcomes) EXPECT_EQ(out.signal, SIGKILL) << Describe(outcomes);
+  EXPECT_TRUE(LeftoverSegments(job.pids()).empty());
+}
+
+// Given staging too large for /dev/shm, when the group is created, then member 0 fails with
+// kIoError pointing at /dev/shm and HVD_SHM_BUFFER_BYTES, and the others learn it at once
+// (kRemoteError) instead of waiting out their 20 s timeout.
+TEST(ShmFailure, SegmentTooLargeForDevShmFailsEveryMemberFast) {
+  ShmJob::Options options;
+  options.size = 3;
+  ShmJob job(options);
+  auto outcomes = job.RunRaw([&](int rank, control::KvClient& kv, const std::string& scope) {
+    runtime::ShmOptions o;
+    o.kv = &kv;
+    o.scope = scope;
+    o.job_id = job.job_id();
+    o.rank = rank;
+    o.size = 3;
+    o.buffer_bytes = size_t{1} << 42;  // 4 TiB per member
+    o.timeout = std::chrono::milliseconds(20000);
+    const Clock::time_point start = Clock::now();
+    auto comm = runtime::CreateShmCommunicator(o);
+    const double took = Seconds(Clock::now() - start);
+    const StatusCode want = rank == 0 ? StatusCode::kIoError : StatusCode::kRemoteError;
+    std::fprintf(stderr, "rank %d: %.3f s: %s\n", rank, took, comm.status().ToString().c_str());
+    if (comm.ok() || comm.status().code() != want || took > 5.0 ||
+        comm.status().message().find("/dev/shm") == std::string::npos) {
+      return 1;
+    }
+    return 0;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+  EXPECT_TRUE(LeftoverSegments(job.pids()).empty());
+}
+
+}  // namespace
+}  // namespace hvd::test

@@ -1,0 +1,62 @@
+#include "test/multiproc/shm/shm_job.h"
+
+#include <dirent.h>
+
+#include <cstdio>
+
+#include "runtime/transports/shm/shm_communicator.h"
+
+namespace hvd::test {
+
+ShmJob::ShmJob(Options options)
+    : options_(std::move(options)),
+      job_("shm-multiproc", {options_.deadline, options_.child_alarm, options_.victims}) {}
+
+std::vector<RankOutcome> ShmJob::Run(const Body& body) {
+  const Options& o = options_;
+  return RunRaw([&](int rank, control::KvClient& kv, const std::string& scope) {
+    runtime::ShmOptions options;
+    options.kv = &kv;
+    options.scope = scope;
+    options.job_id = job_.job_id();
+    options.rank = rank;
+    options.size = o.size;
+    options.buffer_bytes = o.buffer_bytes;
+    options.timeout = o.comm_timeout;
+    auto comm = runtime::CreateShmCommunicator(options);
+    if (!comm.ok()) {
+      std::fprintf(stderr, "rank %d: create: %s\n", rank, comm.status().ToString().c_str());
+      return 4;
+    }
+    const int code = body(**comm);
+    // A passing body also proves teardown is clean.
+    if (code != 0) (void)comm->release();
+    return code;
+  });
+}
+
+std::vector<RankOutcome> ShmJob::RunRaw(const RawBody& body) {
+  return job_.Run(options_.size,
+                  [&](int rank, control::KvClient& kv) { return body(rank, kv, job_.scope()); });
+}
+
+std::vector<std::string> LeftoverSegments(const std::vector<pid_t>& pids) {
+  std::vector<std::string> found;
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return found;
+  while (dirent* e = readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name.rfind("hvd-", 0) != 0) continue;
+    for (pid_t pid : pids) {
+      const std::string suffix = "-" + std::to_string(pid);
+      if (name.size() > suffix.size() &&
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        found.push_back(name);
+      }
+    }
+  }
+  closedir(dir);
+  return found;
+}
+
+}  // namespace hvd::test

@@ -1,0 +1,53 @@
+#ifndef HVD_TEST_MULTIPROC_SHM_SHM_JOB_H_
+#define HVD_TEST_MULTIPROC_SHM_SHM_JOB_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/kv_client.h"
+#include "runtime/transports/communicator.h"
+#include "test/multiproc/forked_job.h"
+
+namespace hvd::test {
+
+// ShmJob runs one group of forked ranks (ForkedJob), but the body gets the rank's KvClient and
+// builds whatever it needs; Run() does the common case of a shared-memory communicator.
+class ShmJob {
+ public:
+  using RawBody = std::function<int(int rank, control::KvClient& kv, const std::string& scope)>;
+  using Body = std::function<int(runtime::Communicator& comm)>;
+
+  struct Options {
+    int size = 2;
+    std::chrono::milliseconds comm_timeout{5000};
+    std::chrono::seconds deadline{120};
+    unsigned child_alarm = 150;
+    size_t buffer_bytes = size_t{4} << 20;
+    std::vector<int> victims;  // ranks expected to die or be stopped
+  };
+
+  explicit ShmJob(Options options);
+
+  std::vector<RankOutcome> RunRaw(const RawBody& body);
+  std::vector<RankOutcome> Run(const Body& body);
+
+  const std::string& error() const { return job_.error(); }
+  const std::string& job_id() const { return job_.job_id(); }
+  // Pids of the children of the last run (also after they were reaped).
+  const std::vector<pid_t>& pids() const { return job_.pids(); }
+
+ private:
+  Options options_;
+  ForkedJob job_;
+};
+
+// Entries of /dev/shm that a shared-memory segment of one of `pids` would have.
+std::vector<std::string> LeftoverSegments(const std::vector<pid_t>& pids);
+
+}  // namespace hvd::test
+
+#endif  // HVD_TEST_MULTIPROC_SHM_SHM_JOB_H_

@@ -1,0 +1,259 @@
+// Correctness of every Communicator op of hvd's TCP communicator, for every dtype and
+// reduction, small (direct) and large (ring / chain) paths, uneven sizes, 2/3/4 real
+// processes (see tcp_job.h), and bit-identical results across ranks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/transports/data_type.h"
+#include "runtime/transports/reduction.h"
+#include "test/multiproc/known_values.h"
+#include "test/multiproc/tcp/tcp_job.h"
+
+namespace hvd::test {
+namespace {
+
+using runtime::Communicator;
+using runtime::DataType;
+using runtime::ReduceOp;
+
+constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct,
+                                ReduceOp::kAverage};
+
+#define CHILD_CHECK(cond, ...)                                                      \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
+      std::fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                                            \
+      std::fprintf(stderr, "\n");                                                   \
+      return 1;                                                                     \
+    }                                                                               \
+  } while (0)
+
+#define CHILD_OK(expr)                                   \
+  do {                                                   \
+    Status _st = (expr);                                 \
+    CHILD_CHECK(_st.ok(), "%s", _st.ToString().c_str()); \
+  } while (0)
+
+uint64_t Fnv(const void* data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const uint8_t*>(data)[i]) * 1099511628211ull;
+  return h;
+}
+
+// Every rank's `bytes` must be the same: gathered at rank 0 and compared there.
+int SameEverywhere(Communicator& comm, const void* data, size_t n, const char* what) {
+  const uint64_t h = Fnv(data, n);
+  std::vector<std::string> all;
+  CHILD_OK(comm.GatherBytes(std::string(reinterpret_cast<const char*>(&h), sizeof(h)), 0, &all));
+  if (comm.rank() == 0) {
+    for (size_t r = 1; r < all.size(); ++r) {
+      CHILD_CHECK(all[r] == all[0], "%s: rank %zu's result differs from rank 0's", what, r);
+    }
+  }
+  return 0;
+}
+
+class TcpCollectives : public ::testing::TestWithParam<int> {};
+
+TEST_P(TcpCollectives, AllreduceEveryTypeAndOpMatchesKnownValues) {
+  // Given N ranks with known small-integer inputs
+  TcpJob job(TcpJobOptions(GetParam()));
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run([](Communicator& comm) {
+    for (DataType dtype : kAllTypes) {
+      for (ReduceOp op : kAllOps) {
+        // 1 and 5 elements: direct; 7001 / 40009 elements: the ring for wider types, uneven
+        for (size_t count : {size_t{1}, size_t{5}, size_t{7001}, size_t{40009}}) {
+          std::vector<char> buf(count * runtime::DataTypeSize(dtype));
+          for (size_t i = 0; i < count; ++i)
+            Store(dtype, buf.data(), i, Value(dtype, comm.rank(), i));
+          // When every rank allreduces
+          CHILD_OK(comm.Allreduce(buf.data(), static_cast<int64_t>(count), dtype, op));
+          // Then every element is the rank-order reduction
+          for (size_t i = 0; i < count; ++i) {
+            const double want = Expected(dtype, op, comm.size(), i);
+            const double got = Load(dtype, buf.data(), i);
+            CHILD_CHECK(got == want, "%s %s count %zu element %zu: got %g want %g",
+                        runtime::DataTypeName(dtype), runtime::ReduceOpName(op), count, i, got,
+                        want);
+          }
+        }
+      }
+    }
+    CHILD_OK(comm.Allreduce(nullptr, 0, DataType::kFloat32, ReduceOp::kSum));
+    return 0;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
+}
+
+TEST_P(TcpCollectives, FloatResultsAreBitIdenticalOnEveryRank) {
+  // Given random floats, whose sum depends on the order of additions
+  TcpJob job(TcpJobOptions(GetParam()));
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run([](Communicator& comm) {
+    std::mt19937 gen(1234 + comm.rank());
+    std::normal_distribution<float> dist(0.0f, 100.0f);
+    for (DataType dtype :
+         {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64}) {
+      for (size_t count : {size_t{3}, size_t{1000}, size_t{262147}}) {
+        std::vector<char> buf(count * runtime::DataTypeSize(dtype));
+        for (size_t i = 0; i < count; ++i) Store(dtype, buf.data(), i, dist(gen));
+        CHILD_OK(comm.Allreduce(buf.data(), static_cast<int64_t>(count), dtype, ReduceOp::kSum));
+        if (int rc = SameEverywhere(comm, buf.data(), buf.size(), runtime::DataTypeName(dtype))) {
+          return rc;
+        }
+      }
+    }
+    return 0;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
+}
+
+TEST_P(TcpCollectives, LargeAllreduceAndReduceScatter) {
+  TcpJob job(TcpJobOptions(GetParam()));
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run([](Communicator& comm) {
+    const int n = comm.size();
+    // 16 MiB + an odd tail of float32, summed: element i is sum_r (r + i % 1000).
+    const size_t count = (size_t{4} << 20) + 13;
+    std::vector<float> buf(count);
+    for (size_t i = 0; i < count; ++i) buf[i] = static_cast<float>(comm.rank() + i % 1000);
+    CHILD_OK(comm.Allreduce(buf.data(), static_cast<int64_t>(count), DataType::kFloat32,
+                            ReduceOp::kSum));
+    for (size_t i = 0; i < count; ++i) {
+      const float want = static_cast<float>(n * (n - 1) / 2 + n * static_cast<int>(i % 1000));
+      CHILD_CHECK(buf[i] == want, "element %zu: got %g want %g", i, buf[i], want);
+    }
+    // Reduce-scatter, uneven (one rank gets nothing), small (direct) and large (ring).
+    for (int64_t scale : {int64_t{1}, int64_t{50000}}) {
+      std::vector<int64_t> counts(n);
+      int64_t total = 0;
+      for (int r = 0; r < n; ++r) total += counts[r] = (r == 1 ? 0 : (r + 3) * scale + r);
+      std::vector<int32_t> in(total);
+      for (int64_t i = 0; i < total; ++i)
+        in[i] = static_cast<int32_t>((i * 7 + comm.rank()) % 1001);
+      std::vector<int32_t> out(counts[comm.rank()] + 1, -5);
+      CHILD_OK(comm.ReduceScatter(in.data(), out.data(), counts, DataType::kInt32, ReduceOp::kMax));
+      int64_t off = 0;
+      for (int r = 0; r < comm.rank(); ++r) off += counts[r];
+      for (int64_t i = 0; i < counts[comm.rank()]; ++i) {
+        int32_t want = 0;
+        for (int r = 0; r < n; ++r)
+          want = std::max(want, static_cast<int32_t>(((off + i) * 7 + r) % 1001));
+        CHILD_CHECK(out[i] == want, "reducescatter scale %ld element %ld: got %d want %d",
+                    static_cast<long>(scale), static_cast<long>(i), out[i], want);
+      }
+      CHILD_CHECK(out[counts[comm.rank()]] == -5, "reducescatter wrote past its part");
+    }
+    return 0;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
+}
+
+TEST_P(TcpCollectives, BroadcastAllgatherAlltoallAndControlOps) {
+  TcpJob job(TcpJobOptions(GetParam()));
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run([](Communicator& comm) {
+    const int n = comm.size();
+    const int me = comm.rank();
+    // Broadcast: small (direct) and 3 MB (chain for n > 2), from the last and the first rank.
+    for (size_t bytes : {size_t{100}, size_t{3'000'001}}) {
+      for (int root : {n - 1, 0}) {
+        std::vector<uint8_t> buf(bytes, 0);
+        if (me == root) {
+          for (size_t i = 0; i < bytes; ++i) buf[i] = static_cast<uint8_t>(i * 13 + root);
+        }
+        CHILD_OK(comm.Broadcast(buf.data(), static_cast<int64_t>(bytes), root));
+        for (size_t i = 0; i < bytes; ++i) {
+          CHILD_CHECK(buf[i] == static_cast<uint8_t>(i * 13 + root), "broadcast byte %zu", i);
+        }
+      }
+    }
+    // Allgatherv: uneven, rank 1 empty; small and large (ring for n > 2).
+    for (int64_t scale : {int64_t{1}, int64_t{300000}}) {
+      std::vector<int64_t> parts(n);
+      int64_t total = 0;
+      for (int r = 0; r < n; ++r) total += parts[r] = (r == 1 ? 0 : (r + 1) * scale + 17);
+      std::vector<uint8_t> mine(parts[me]);
+      for (size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<uint8_t>(i + 31 * me);
+      std::vector<uint8_t> out(total);
+      CHILD_OK(comm.Allgatherv(mine.data(), out.data(), parts));
+      int64_t off = 0;
+      for (int r = 0; r < n; ++r) {
+        for (int64_t i = 0; i < parts[r]; ++i) {
+          CHILD_CHECK(out[off + i] == static_cast<uint8_t>(i + 31 * r), "allgather part %d", r);
+        }
+        off += parts[r];
+      }
+    }
+    // Alltoallv: rank a sends (a+1)*(b+2)*k bytes to b.
+    for (int64_t k : {int64_t{10}, int64_t{20000}}) {
+      std::vector<int64_t> send(n), recv(n);
+      int64_t stotal = 0, rtotal = 0;
+      for (int j = 0; j < n; ++j) {
+        stotal += send[j] = (me + 1) * (j + 2) * k;
+        rtotal += recv[j] = (j + 1) * (me + 2) * k;
+      }
+      std::vector<uint8_t> in(stotal), out(rtotal);
+      int64_t off = 0;
+      for (int j = 0; j < n; ++j) {
+        for (int64_t i = 0; i < send[j]; ++i) in[off + i] = static_cast<uint8_t>(me * 16 + j + i);
+        off += send[j];
+      }
+      CHILD_OK(comm.Alltoallv(in.data(), send, out.data(), recv));
+      off = 0;
+      for (int j = 0; j < n; ++j) {
+        for (int64_t i = 0; i < recv[j]; ++i) {
+          CHILD_CHECK(out[off + i] == static_cast<uint8_t>(j * 16 + me + i), "alltoall from %d", j);
+        }
+        off += recv[j];
+      }
+    }
+    // Byte strings: empty, small and 1 MB, gathered at rank 1 % n; broadcast from the last.
+    for (size_t len : {size_t{0}, size_t{3}, size_t{1} << 20}) {
+      const int root = 1 % n;
+      std::string mine(len * me, static_cast<char>('a' + me));
+      std::vector<std::string> all;
+      CHILD_OK(comm.GatherBytes(mine, root, &all));
+      if (me == root) {
+        CHILD_CHECK(static_cast<int>(all.size()) == n, "gather size %zu", all.size());
+        for (int r = 0; r < n; ++r) {
+          CHILD_CHECK(all[r] == std::string(len * r, static_cast<char>('a' + r)), "gather %d", r);
+        }
+      }
+      std::string data = me == n - 1 ? std::string(len * 2, 'z') : std::string("stale");
+      CHILD_OK(comm.BroadcastBytes(&data, n - 1));
+      CHILD_CHECK(data == std::string(len * 2, 'z'), "broadcast bytes of %zu", len * 2);
+    }
+    // Bitwise and/or: 20 words (direct) and 6000 words (ring).
+    for (size_t words : {size_t{20}, size_t{6000}}) {
+      std::vector<uint64_t> a(words), o(words);
+      for (size_t i = 0; i < words; ++i) {
+        a[i] = ~(uint64_t{1} << ((i + me) % 64));
+        o[i] = uint64_t{1} << ((i + me) % 64);
+      }
+      CHILD_OK(comm.BitwiseAnd(&a));
+      CHILD_OK(comm.BitwiseOr(&o));
+      for (size_t i = 0; i < words; ++i) {
+        uint64_t bits = 0;
+        for (int r = 0; r < n; ++r) bits |= uint64_t{1} << ((i + r) % 64);
+        CHILD_CHECK(a[i] == ~bits && o[i] == bits, "bitwise word %zu", i);
+      }
+    }
+    for (int i = 0; i < 10; ++i) CHILD_OK(comm.Barrier());
+    return 0;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, TcpCollectives, ::testing::Values(2, 3, 4));
+
+}  // namespace
+}  // namespace hvd::test

@@ -1,0 +1,194 @@
+// Failure paths: stalls, aborts, dead peers, shutdown and re-initialization. Nothing may hang:
+// every wait here has a deadline well inside the test timeout.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "runtime/transports/single_rank_communicator.h"
+#include "test/unit/runtime/core/rank_harness.h"
+
+namespace hvd::testing {
+namespace {
+
+using runtime::DataType;
+using Clock = std::chrono::steady_clock;
+
+Result<int64_t> EnqueueOnes(runtime::Runtime& rt, std::vector<float>* buf,
+                            const std::string& name) {
+  runtime::OpOptions o;
+  o.name = name;
+  auto spec = Spec(buf->data(), DataType::kFloat32, {static_cast<int64_t>(buf->size())});
+  return rt.EnqueueAllreduce({spec}, {spec}, o, false);
+}
+
+TEST(FailureTest, NotInitializedUsesHorovodsMessage) {
+  runtime::Runtime rt;
+  std::vector<float> buf(1);
+  auto h = EnqueueOnes(rt, &buf, "x");
+  EXPECT_EQ(h.status().code(), StatusCode::kNotInitialized);
+  EXPECT_EQ(h.status().message(), "Horovod has not been initialized; use hvd.init().");
+  EXPECT_EQ(rt.topology().status().code(), StatusCode::kNotInitialized);
+}
+
+TEST(FailureTest, SingleRankInitShutdownAndReinit) {
+  runtime::Runtime rt;  // production factory: size 1 needs no rendezvous
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(rt.Init(TestConfig(0, 1)).ok());
+    std::vector<float> buf = {2.0f};
+    auto h = EnqueueOnes(rt, &buf, "reinit");
+    ASSERT_TRUE(h.ok());
+    ASSERT_TRUE(WaitAndRelease(rt, *h).ok());
+    EXPECT_EQ(buf[0], 2.0f);
+    ASSERT_TRUE(rt.Shutdown().ok());
+    EXPECT_FALSE(rt.initialized());
+  }
+}
+
+TEST(FailureTest, MultiRankReinitAfterShutdown) {
+  InProcessWorld world(std::chrono::seconds(20));
+  for (int round = 0; round < 2; ++round) {
+    RunRanks(
+        2,
+        [](int rank, runtime::Runtime& rt) {
+          std::vector<float> buf(2, 1.0f);
+          auto h = EnqueueOnes(rt, &buf, "again");
+          ASSERT_TRUE(h.ok());
+          ASSERT_TRUE(WaitAndRelease(rt, *h).ok());
+          EXPECT_EQ(buf[0], 2.0f);
+        },
+        nullptr, &world);
+  }
+}
+
+TEST(FailureTest, ShutdownOnOneRankShutsDownItsPeers) {
+  RunRanks(2, [](int rank, runtime::Runtime& rt) {
+    if (rank == 0) {
+      ASSERT_TRUE(rt.Shutdown().ok());
+      return;
+    }
+    std::vector<float> buf(1, 1.0f);
+    auto h = EnqueueOnes(rt, &buf, "orphan");
+    if (h.ok()) {
+      Status s = WaitAndRelease(rt, *h, 20);
+      EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+    }
+    // Later enqueues fail with Horovod's shut-down message.
+    Status later;
+    for (int i = 0; i < 200 && later.ok(); ++i) {
+      auto again = EnqueueOnes(rt, &buf, "later");
+      later = again.ok() ? WaitAndRelease(rt, *again, 20) : again.status();
+    }
+    EXPECT_EQ(later.code(), StatusCode::kAborted);
+    EXPECT_NE(later.message().find("Horovod has been shut down"), std::string::npos);
+  });
+}
+
+TEST(FailureTest, StallWarnsThenShutsDown) {
+  std::vector<int64_t> warnings(2);
+  RunRanks(
+      2,
+      [&](int rank, runtime::Runtime& rt) {
+        if (rank == 1) {
+          // Rank 1 never submits "lonely"; it only waits for the shutdown to reach it.
+          std::vector<float> buf(1);
+          for (int i = 0; i < 100; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            if (!EnqueueOnes(rt, &buf, "probe." + std::to_string(i)).ok()) break;
+          }
+          return;
+        }
+        std::vector<float> buf(1, 1.0f);
+        auto start = Clock::now();
+        auto h = EnqueueOnes(rt, &buf, "lonely");
+        ASSERT_TRUE(h.ok());
+        Status s = WaitAndRelease(rt, *h, 20);
+        EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+        EXPECT_NE(s.message().find("Horovod has been shut down"), std::string::npos);
+        EXPECT_NE(s.message().find("1!: [lonely]"), std::string::npos) << s.message();
+        EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+      },
+      [](runtime::RuntimeConfig* c) {
+        c->stall_check_time = std::chrono::milliseconds(200);
+        c->stall_shutdown_time = std::chrono::milliseconds(600);
+      });
+}
+
+TEST(FailureTest, AbortingTheTransportFailsEveryPendingHandleOnEveryRank) {
+  InProcessWorld world(std::chrono::seconds(20));
+  std::atomic<int> enqueued{0};
+  std::thread aborter([&] {
+    while (enqueued.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    world.AbortAll();
+  });
+  RunRanks(
+      2,
+      [&](int rank, runtime::Runtime& rt) {
+        // Each rank submits a tensor the other never submits: both stay pending.
+        std::vector<float> buf(1, 1.0f);
+        auto h = EnqueueOnes(rt, &buf, "pending." + std::to_string(rank));
+        ASSERT_TRUE(h.ok());
+        ++enqueued;
+        auto start = Clock::now();
+        Status s = WaitAndRelease(rt, *h, 10);
+        EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+        EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+        auto later = EnqueueOnes(rt, &buf, "later");
+        EXPECT_EQ(later.status().code(), StatusCode::kAborted);
+        EXPECT_NE(later.status().message().find("Horovod has been shut down"), std::string::npos);
+      },
+      nullptr, &world);
+  aborter.join();
+}
+
+TEST(FailureTest, RuntimeAbortFailsLocalHandlesAndBreaksThePeers) {
+  RunRanks(2, [](int rank, runtime::Runtime& rt) {
+    std::vector<float> buf(1, 1.0f);
+    auto h = EnqueueOnes(rt, &buf, "never." + std::to_string(rank));
+    ASSERT_TRUE(h.ok());
+    if (rank == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      ASSERT_TRUE(rt.Abort("user abort").ok());
+      Status s = WaitAndRelease(rt, *h, 5);
+      EXPECT_EQ(s.code(), StatusCode::kAborted);
+      EXPECT_NE(s.message().find("user abort"), std::string::npos);
+    } else {
+      Status s = WaitAndRelease(rt, *h, 10);
+      EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+    }
+  });
+}
+
+TEST(FailureTest, MissingPeerTimesOutAtInit) {
+  InProcessWorld world(std::chrono::milliseconds(300));
+  runtime::Runtime rt(world.Factory());
+  auto start = Clock::now();
+  Status s = rt.Init(TestConfig(0, 2));  // rank 1 never shows up
+  EXPECT_EQ(s.code(), StatusCode::kTimeout) << s.ToString();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  EXPECT_FALSE(rt.initialized());
+}
+
+TEST(FailureTest, PeerAbortFailsThePendingOpsOfTheSurvivor) {
+  InProcessWorld world(std::chrono::milliseconds(500));
+  runtime::Runtime r0(world.Factory()), r1(world.Factory());
+  std::thread t1([&] { ASSERT_TRUE(r1.Init(TestConfig(1, 2)).ok()); });
+  ASSERT_TRUE(r0.Init(TestConfig(0, 2)).ok());
+  t1.join();
+  // Given rank 0 waiting for a tensor rank 1 never submits
+  std::vector<float> buf(1, 1.0f);
+  auto h = EnqueueOnes(r0, &buf, "to_dead_peer");
+  ASSERT_TRUE(h.ok());
+  Status s = WaitAndRelease(r0, *h, 0.2);
+  EXPECT_EQ(s.code(), StatusCode::kInProgress);  // still waiting for rank 1's tensor
+  // When rank 1 aborts (its transport breaks the shared group)
+  ASSERT_TRUE(r1.Abort("rank 1 dies").ok());
+  // Then rank 0's handle fails promptly
+  s = WaitAndRelease(r0, *h, 10);
+  EXPECT_TRUE(s.code() == StatusCode::kAborted || s.code() == StatusCode::kTimeout) << s.ToString();
+  (void)r0.Shutdown();
+  (void)r1.Shutdown();
+}
+
+}  // namespace
+}  // namespace hvd::testing

@@ -1,0 +1,158 @@
+#include "runtime/core/message.h"
+
+#include <gtest/gtest.h>
+
+namespace hvd::runtime {
+namespace {
+
+Request SampleRequest() {
+  Request r;
+  r.rank = 3;
+  r.type = OpType::kAlltoall;
+  r.name = "alltoall.layer1";
+  r.dtype = DataType::kBFloat16;
+  r.shape = {4, 5, 6};
+  r.root = 2;
+  r.reduce_op = ReduceOp::kMax;
+  r.prescale = 0.5;
+  r.postscale = 4.0;
+  r.device = 1;
+  r.group = "g";
+  r.group_size = 2;
+  r.args = {1, 2, 1};
+  return r;
+}
+
+TEST(MessageTest, RequestListRoundTrips) {
+  RequestList list;
+  list.requests = {SampleRequest(), Request()};
+  list.shutdown = true;
+  auto decoded = DecodeRequestList(EncodeRequestList(list));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_EQ(decoded->requests.size(), 2u);
+  const Request& r = decoded->requests[0];
+  EXPECT_EQ(r.rank, 3);
+  EXPECT_EQ(r.type, OpType::kAlltoall);
+  EXPECT_EQ(r.name, "alltoall.layer1");
+  EXPECT_EQ(r.dtype, DataType::kBFloat16);
+  EXPECT_EQ(r.shape, (std::vector<int64_t>{4, 5, 6}));
+  EXPECT_EQ(r.root, 2);
+  EXPECT_EQ(r.reduce_op, ReduceOp::kMax);
+  EXPECT_EQ(r.prescale, 0.5);
+  EXPECT_EQ(r.postscale, 4.0);
+  EXPECT_EQ(r.device, 1);
+  EXPECT_EQ(r.group, "g");
+  EXPECT_EQ(r.group_size, 2);
+  EXPECT_EQ(r.args, (std::vector<int64_t>{1, 2, 1}));
+  EXPECT_TRUE(decoded->shutdown);
+}
+
+TEST(MessageTest, ResponseListRoundTrips) {
+  ResponseList list;
+  Response a;
+  a.type = OpType::kError;
+  a.names = {"x", "y"};
+  a.error = "Mismatched data types";
+  a.sizes = {7, 8};
+  a.last_joined_rank = 2;
+  list.responses = {a, Response()};
+  list.shutdown = true;
+  list.shutdown_reason = "stall";
+  auto decoded = DecodeResponseList(EncodeResponseList(list));
+  ASSERT_TRUE(decoded.ok());
+  ASSERT_EQ(decoded->responses.size(), 2u);
+  EXPECT_EQ(decoded->responses[0].names, a.names);
+  EXPECT_EQ(decoded->responses[0].error, a.error);
+  EXPECT_EQ(decoded->responses[0].sizes, a.sizes);
+  EXPECT_EQ(decoded->responses[0].last_joined_rank, 2);
+  EXPECT_EQ(decoded->shutdown_reason, "stall");
+}
+
+TEST(MessageTest, EveryTruncationIsAnErrorNotACrash) {
+  RequestList list;
+  list.requests = {SampleRequest()};
+  const std::string bytes = EncodeRequestList(list);
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    auto decoded = DecodeRequestList(bytes.substr(0, n));
+    EXPECT_FALSE(decoded.ok()) << "prefix of " << n << " bytes";
+  }
+  EXPECT_FALSE(DecodeRequestList(bytes + "x").ok()) << "trailing bytes";
+}
+
+Response FusedAllgatherResponse() {
+  Response r;
+  r.type = OpType::kAllgather;
+  r.names = {"ag.a", "ag.b"};
+  r.dtype = DataType::kFloat64;
+  r.sizes = {1, 2, 3, 0, 5, 6};  // two names x three ranks, name-major
+  r.row_elements = {4, 1};
+  return r;
+}
+
+TEST(MessageTest, AllgatherRowElementsRoundTrip) {
+  // Given a fused allgather response (rows per rank and elements per row of each member)
+  ResponseList list;
+  list.responses = {FusedAllgatherResponse(), Response()};
+  // When it goes through the wire format
+  auto decoded = DecodeResponseList(EncodeResponseList(list));
+  // Then both per-member fields come back, and other responses keep an empty row list
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_EQ(decoded->responses.size(), 2u);
+  EXPECT_EQ(decoded->responses[0].sizes, (std::vector<int64_t>{1, 2, 3, 0, 5, 6}));
+  EXPECT_EQ(decoded->responses[0].row_elements, (std::vector<int64_t>{4, 1}));
+  EXPECT_TRUE(decoded->responses[1].row_elements.empty());
+}
+
+TEST(MessageTest, EveryResponseTruncationIsAnErrorNotACrash) {
+  // Given an encoded response list whose last field before the join rank is row_elements
+  ResponseList list;
+  list.responses = {FusedAllgatherResponse()};
+  const std::string bytes = EncodeResponseList(list);
+  // Then every proper prefix and a trailing byte are rejected
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_FALSE(DecodeResponseList(bytes.substr(0, n)).ok()) << "prefix of " << n << " bytes";
+  }
+  EXPECT_FALSE(DecodeResponseList(bytes + "x").ok()) << "trailing bytes";
+}
+
+TEST(MessageTest, HugeRowElementsCountIsRejected) {
+  // Given a response whose row_elements count claims more entries than there are bytes
+  ResponseList list;
+  list.responses = {FusedAllgatherResponse()};
+  std::string bytes = EncodeResponseList(list);
+  const size_t count_at = bytes.size() - 4 - 2 * 8 - 4;  // before {4, 1} and the join rank
+  ASSERT_EQ(bytes[count_at], 2);
+  bytes[count_at] = '\x03';
+  std::string huge = bytes;
+  huge[count_at + 3] = '\x7f';
+  // Then decoding fails cleanly
+  EXPECT_FALSE(DecodeResponseList(bytes).ok());
+  EXPECT_FALSE(DecodeResponseList(huge).ok());
+}
+
+TEST(MessageTest, MalformedInputsAreRejected) {
+  // Given a response list with a huge element count and one with a bad enum value
+  ResponseList list;
+  list.responses = {Response()};
+  std::string bytes = EncodeResponseList(list);
+  std::string huge = bytes;
+  huge[2 + 4] = '\xff';  // response count after version, shutdown, empty reason length
+  huge[2 + 5] = '\xff';
+  huge[2 + 6] = '\xff';
+  huge[2 + 7] = '\x7f';
+  std::string bad_type = bytes;
+  bad_type[2 + 4 + 4] = 99;  // first response's type
+  std::string bad_version = bytes;
+  bad_version[0] = 9;
+  // Then decoding fails cleanly
+  EXPECT_FALSE(DecodeResponseList(huge).ok());
+  EXPECT_FALSE(DecodeResponseList(bad_type).ok());
+  EXPECT_FALSE(DecodeResponseList(bad_version).ok());
+  EXPECT_FALSE(DecodeResponseList("").ok());
+  auto status = DecodeResponseList(bad_version).status();
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("malformed response list"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hvd::runtime

@@ -1,0 +1,324 @@
+// Coordinator behaviour across thread-ranks: validation errors reach every rank and the
+// runtime stays usable; duplicate names; cache invalidation; process sets.
+#include <gtest/gtest.h>
+
+#include "test/unit/runtime/core/rank_harness.h"
+
+namespace hvd::testing {
+namespace {
+
+using runtime::DataType;
+using runtime::ReduceOp;
+
+// Enqueues an allreduce of `n` floats (value rank+1) and returns the handle's status.
+Status Allreduce(runtime::Runtime& rt, const std::string& name, int64_t n,
+                 DataType dt = DataType::kFloat32, runtime::OpOptions o = {}) {
+  std::vector<double> buf(static_cast<size_t>(n) + 1, 1.0);
+  o.name = name;
+  auto spec = Spec(buf.data(), dt, {n});
+  auto h = rt.EnqueueAllreduce({spec}, {spec}, o, false);
+  if (!h.ok()) return h.status();
+  return WaitAndRelease(rt, *h);
+}
+
+void ExpectWorks(runtime::Runtime& rt, const std::string& name) {
+  std::vector<float> buf(4, 1.0f);
+  runtime::OpOptions o;
+  o.name = name;
+  auto spec = Spec(buf.data(), DataType::kFloat32, {4});
+  auto h = rt.EnqueueAllreduce({spec}, {spec}, o, false);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  Status s = WaitAndRelease(rt, *h);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+struct MismatchCase {
+  std::string label;
+  std::function<Status(int rank, runtime::Runtime&)> op;
+  std::string message;
+};
+
+TEST(NegotiationTest, EveryMismatchReachesAllRanksAndTheNextOpWorks) {
+  std::vector<MismatchCase> cases = {
+      {"dtype",
+       [](int r, runtime::Runtime& rt) {
+         return Allreduce(rt, "m.dtype", 2, r == 0 ? DataType::kFloat32 : DataType::kInt32);
+       },
+       "Mismatched data types: One rank had type float32, but another rank had type int32."},
+      {"shape", [](int r, runtime::Runtime& rt) { return Allreduce(rt, "m.shape", 2 + r); },
+       "Mismatched allreduce tensor shapes"},
+      {"op",
+       [](int r, runtime::Runtime& rt) {
+         runtime::OpOptions o;
+         o.reduce_op = r == 0 ? ReduceOp::kSum : ReduceOp::kMax;
+         return Allreduce(rt, "m.op", 2, DataType::kFloat32, o);
+       },
+       "Mismatched reduction operations: One rank requested Sum, but another rank requested Max."},
+      {"prescale",
+       [](int r, runtime::Runtime& rt) {
+         runtime::OpOptions o;
+         o.prescale = 1.0 + r;
+         return Allreduce(rt, "m.prescale", 2, DataType::kFloat32, o);
+       },
+       "Mismatched prescale factors"},
+      {"postscale",
+       [](int r, runtime::Runtime& rt) {
+         runtime::OpOptions o;
+         o.postscale = 1.0 + r;
+         return Allreduce(rt, "m.postscale", 2, DataType::kFloat32, o);
+       },
+       "Mismatched postscale factors"},
+      {"root",
+       [](int r, runtime::Runtime& rt) {
+         std::vector<float> buf(2);
+         runtime::OpOptions o;
+         o.name = "m.root";
+         o.root_rank = r;
+         auto spec = Spec(buf.data(), DataType::kFloat32, {2});
+         auto h = rt.EnqueueBroadcast(spec, spec, o);
+         return h.ok() ? WaitAndRelease(rt, *h) : h.status();
+       },
+       "Mismatched broadcast root ranks"},
+      {"optype",
+       [](int r, runtime::Runtime& rt) {
+         std::vector<float> buf(2);
+         runtime::OpOptions o;
+         o.name = "m.optype";
+         auto spec = Spec(buf.data(), DataType::kFloat32, {2});
+         auto h = r == 0 ? rt.EnqueueAllreduce({spec}, {spec}, o, false)
+                         : rt.EnqueueAllgather({spec}, o, false);
+         return h.ok() ? WaitAndRelease(rt, *h) : h.status();
+       },
+       "Mismatched operations: One rank did an allreduce, while another rank did an allgather."},
+      {"scalar allgather",
+       [](int r, runtime::Runtime& rt) {
+         float x = 1;
+         runtime::OpOptions o;
+         o.name = "m.scalar";
+         auto h = rt.EnqueueAllgather({Spec(&x, DataType::kFloat32, {})}, o, false);
+         return h.ok() ? WaitAndRelease(rt, *h) : h.status();
+       },
+       "Rank zero tried to allgather a rank-zero tensor."},
+  };
+  RunRanks(3, [&](int rank, runtime::Runtime& rt) {
+    for (const auto& c : cases) {
+      Status s = c.op(rank, rt);
+      EXPECT_EQ(s.code(), StatusCode::kRemoteError) << c.label << ": " << s.ToString();
+      EXPECT_NE(s.message().find(c.message), std::string::npos) << c.label << ": " << s.message();
+      ExpectWorks(rt, "after." + c.label);
+    }
+  });
+}
+
+TEST(NegotiationTest, DuplicateInFlightNameFailsOnlyOnThatRank) {
+  RunRanks(2, [](int rank, runtime::Runtime& rt) {
+    std::vector<float> a(2, 1.0f), b(2, 1.0f);
+    runtime::OpOptions o;
+    o.name = "dup";
+    auto sa = Spec(a.data(), DataType::kFloat32, {2});
+    auto sb = Spec(b.data(), DataType::kFloat32, {2});
+    if (rank == 0) {
+      auto first = rt.EnqueueAllreduce({sa}, {sa}, o, false);
+      ASSERT_TRUE(first.ok());
+      auto second = rt.EnqueueAllreduce({sb}, {sb}, o, false);
+      ASSERT_FALSE(second.ok());
+      EXPECT_NE(second.status().message().find("same name as another tensor that is currently "
+                                               "being processed"),
+                std::string::npos);
+      ASSERT_TRUE(WaitAndRelease(rt, *first).ok());
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      auto h = rt.EnqueueAllreduce({sa}, {sa}, o, false);
+      ASSERT_TRUE(h.ok());
+      ASSERT_TRUE(WaitAndRelease(rt, *h).ok());
+    }
+    EXPECT_EQ(a[0], 2.0f);
+  });
+}
+
+TEST(NegotiationTest, ChangedShapeUnderACachedNameRenegotiates) {
+  RunRanks(2, [](int rank, runtime::Runtime& rt) {
+    for (int n : {4, 4, 4, 6, 6, 3}) {
+      Status s = Allreduce(rt, "reshaped", n);
+      EXPECT_TRUE(s.ok()) << n << ": " << s.ToString();
+    }
+    // One rank changes shape, the other does not: an error on both, then both recover.
+    Status s = Allreduce(rt, "reshaped", rank == 0 ? 3 : 5);
+    EXPECT_EQ(s.code(), StatusCode::kRemoteError) << s.ToString();
+    ExpectWorks(rt, "reshaped.after");
+  });
+}
+
+// Ten float32 allgathers; rank 1 sends 3 rows of every odd tensor once `changed`.
+std::vector<GatherCase> Gathers(bool changed) {
+  std::vector<GatherCase> cases;
+  for (int t = 0; t < 10; ++t) {
+    GatherCase c;
+    c.name = "reshaped.ag." + std::to_string(t);
+    c.cols = 2;
+    c.rows = [t, changed](int r) -> int64_t {
+      return changed && r == 1 && t % 2 ? 3 : (r + t) % 3;
+    };
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+TEST(NegotiationTest, ChangedRowsUnderCachedFusedAllgathersRenegotiate) {
+  for (int64_t capacity : {1024, 4, 0}) {
+    // Given 3 ranks gathering ten tensors together, twice the same (the second time from the
+    // cache), then with rank 1 sending more rows of half of them, twice; with a roomy cache, one
+    // that evicts, and none
+    RunRanks(
+        3,
+        [](int rank, runtime::Runtime& rt) {
+          for (int step = 0; step < 4; ++step) {
+            // Then only rank 1's cache entries are invalid, every rank renegotiates them, and
+            // each step's outputs hold the rows every rank sent that step
+            AllgatherAndCheck(rt, rank, 3, Gathers(step >= 2));
+          }
+          ExpectWorks(rt, "reshaped.ag.after");
+        },
+        [capacity](runtime::RuntimeConfig* c) {
+          c->cache_capacity = capacity;
+          c->cycle_time = std::chrono::milliseconds(5);
+        });
+  }
+}
+
+TEST(NegotiationTest, GroupWithOneChangedMemberUnderTheCacheRenegotiatesWhole) {
+  // Given a grouped allgather of three members, twice the same (the second time all members
+  // are cache hits), then with only rank 1's rows of member 1 changed: its entry goes invalid
+  // while the other members are still hits
+  RunRanks(3, [](int rank, runtime::Runtime& rt) {
+    std::vector<GatherCase> cases(3);
+    for (int m = 0; m < 3; ++m) {
+      cases[m].name = "regroup.ag." + std::to_string(m);
+      cases[m].cols = 2;
+    }
+    for (int step = 0; step < 4; ++step) {
+      const bool changed = step >= 2;
+      cases[0].rows = [](int r) -> int64_t { return r; };
+      cases[1].rows = [changed](int r) -> int64_t { return changed && r == 1 ? 4 : 1; };
+      cases[2].rows = [](int) -> int64_t { return 2; };
+      // Then the group is negotiated as a whole again (rank 0 never waits for members that
+      // were run from the cache) and every step's outputs are right
+      AllgatherAndCheck(rt, rank, 3, cases, true);
+    }
+  });
+}
+
+TEST(NegotiationTest, GroupedAllreduceWithOneResizedMemberUnderTheCacheRenegotiatesWhole) {
+  // Given a grouped allreduce of [2] and [3] floats, twice (then cache hits), then with the
+  // second member resized to [5] on every rank
+  RunRanks(2, [](int rank, runtime::Runtime& rt) {
+    for (int step = 0; step < 4; ++step) {
+      std::vector<float> a(2, 1.0f), b(step >= 2 ? 5 : 3, 2.0f);
+      runtime::OpOptions o;
+      o.name = "regroup.ar";
+      auto sa = Spec(a.data(), DataType::kFloat32, {static_cast<int64_t>(a.size())});
+      auto sb = Spec(b.data(), DataType::kFloat32, {static_cast<int64_t>(b.size())});
+      auto h = rt.EnqueueAllreduce({sa, sb}, {sa, sb}, o, true);
+      ASSERT_TRUE(h.ok()) << h.status().ToString();
+      // Then the whole group renegotiates and completes with the sums
+      Status s = WaitAndRelease(rt, *h);
+      ASSERT_TRUE(s.ok()) << "step " << step << ": " << s.ToString();
+      EXPECT_EQ(a, std::vector<float>(2, 2.0f));
+      EXPECT_EQ(b, std::vector<float>(b.size(), 4.0f));
+    }
+  });
+}
+
+TEST(NegotiationTest, StaticProcessSets) {
+  RunRanks(3,
+           [](int rank, runtime::Runtime& rt) {
+             auto ids = rt.ProcessSetIds();
+             ASSERT_TRUE(ids.ok());
+             EXPECT_EQ(*ids, (std::vector<int32_t>{0, 1, 2}));
+             // Set 1 = {0, 1}, set 2 = {1, 2}: each member sums its set's ranks.
+             for (int32_t set : {1, 2}) {
+               auto ranks = rt.ProcessSetRanks(set);
+               ASSERT_TRUE(ranks.ok());
+               bool member = std::find(ranks->begin(), ranks->end(), rank) != ranks->end();
+               std::vector<float> buf = {static_cast<float>(rank)};
+               runtime::OpOptions o;
+               o.name = "ps";
+               o.process_set_id = set;
+               o.reduce_op = ReduceOp::kAverage;
+               auto spec = Spec(buf.data(), DataType::kFloat32, {1});
+               auto h = rt.EnqueueAllreduce({spec}, {spec}, o, false);
+               if (!member) {
+                 EXPECT_EQ(h.status().code(), StatusCode::kInvalidArgument);
+                 continue;
+               }
+               ASSERT_TRUE(h.ok());
+               Status s = WaitAndRelease(rt, *h);
+               ASSERT_TRUE(s.ok()) << s.ToString();
+               EXPECT_EQ(buf[0], set == 1 ? 0.5f : 1.5f);
+             }
+             // A rank that shuts down shuts its peers down: leave together.
+             auto b = rt.EnqueueBarrier(0);
+             ASSERT_TRUE(b.ok());
+             EXPECT_TRUE(WaitAndRelease(rt, *b).ok());
+           },
+           nullptr, nullptr, {{0, 1}, {1, 2}});
+}
+
+TEST(NegotiationTest, DynamicProcessSetsAddAndRemove) {
+  RunRanks(
+      3,
+      [](int rank, runtime::Runtime& rt) {
+        auto id = rt.AddProcessSet({2, 0});
+        ASSERT_TRUE(id.ok()) << id.status().ToString();
+        EXPECT_EQ(*id, 1);
+        auto ranks = rt.ProcessSetRanks(*id);
+        EXPECT_EQ(*ranks, (std::vector<int32_t>{0, 2}));
+        if (rank != 1) {
+          std::vector<int32_t> buf = {rank};
+          runtime::OpOptions o;
+          o.name = "dyn";
+          o.process_set_id = *id;
+          auto spec = Spec(buf.data(), DataType::kInt32, {1});
+          auto h = rt.EnqueueAllreduce({spec}, {spec}, o, false);
+          ASSERT_TRUE(h.ok());
+          ASSERT_TRUE(WaitAndRelease(rt, *h).ok());
+          EXPECT_EQ(buf[0], 2);
+        }
+        auto again = rt.AddProcessSet({0, 2});
+        EXPECT_EQ(again.status().code(), StatusCode::kInvalidArgument);
+        ASSERT_TRUE(rt.RemoveProcessSet(*id).ok());
+        EXPECT_EQ(rt.ProcessSetRanks(*id).status().code(), StatusCode::kNotFound);
+        ExpectWorks(rt, "after.remove");
+      },
+      [](runtime::RuntimeConfig* c) { c->dynamic_process_sets = true; });
+}
+
+TEST(NegotiationTest, DynamicProcessSetsNeedTheFlag) {
+  RunRanks(2, [](int rank, runtime::Runtime& rt) {
+    auto id = rt.AddProcessSet({0});
+    EXPECT_EQ(id.status().code(), StatusCode::kPreconditionFailed);
+  });
+}
+
+TEST(NegotiationTest, CacheDisabledStillWorks) {
+  RunRanks(
+      2,
+      [](int rank, runtime::Runtime& rt) {
+        for (int i = 0; i < 5; ++i) ExpectWorks(rt, "nocache");
+      },
+      [](runtime::RuntimeConfig* c) { c->cache_capacity = 0; });
+}
+
+TEST(NegotiationTest, TinyCacheEvictsAndStaysConsistent) {
+  RunRanks(
+      2,
+      [](int rank, runtime::Runtime& rt) {
+        for (int step = 0; step < 4; ++step) {
+          for (int t = 0; t < 5; ++t) ExpectWorks(rt, "evict." + std::to_string(t));
+        }
+      },
+      [](runtime::RuntimeConfig* c) { c->cache_capacity = 2; });
+}
+
+}  // namespace
+}  // namespace hvd::testing

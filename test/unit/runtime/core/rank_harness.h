@@ -1,0 +1,46 @@
+#ifndef HVD_TEST_UNIT_RUNTIME_CORE_RANK_HARNESS_H_
+#define HVD_TEST_UNIT_RUNTIME_CORE_RANK_HARNESS_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/core/runtime.h"
+#include "test/fakes/in_process_communicator.h"
+
+namespace hvd::testing {
+
+// A config for thread-rank `rank` of `size` with test-friendly defaults.
+runtime::RuntimeConfig TestConfig(int rank, int size);
+
+using ConfigTweak = std::function<void(runtime::RuntimeConfig*)>;
+using RankBody = std::function<void(int rank, runtime::Runtime& rt)>;
+
+// Runs `body` on `size` threads, each one rank with its own Runtime on `world` (a fresh one
+// when null): Init (must succeed), body, Shutdown.
+void RunRanks(int size, const RankBody& body, const ConfigTweak& tweak = nullptr,
+              InProcessWorld* world = nullptr,
+              const std::vector<std::vector<int32_t>>& process_sets = {});
+
+// Waits up to `seconds` and returns the handle's status; releases it unless keep.
+Status WaitAndRelease(runtime::Runtime& rt, int64_t handle, double seconds = 30);
+
+runtime::TensorSpec Spec(void* data, runtime::DataType dtype, std::vector<int64_t> shape);
+
+// One tensor of an allgather batch: rank r contributes rows(r) rows of `cols` elements.
+struct GatherCase {
+  std::string name;
+  runtime::DataType dtype = runtime::DataType::kFloat32;  // float32/64 or int32/64
+  int64_t cols = 1;
+  std::function<int64_t(int rank)> rows;
+};
+
+// Enqueues every case at once (a handle each, or one grouped handle named cases[0].name when
+// `grouped`), waits, and checks each output's shape and values (element i of rank r's part of
+// case t is r * 1000 + t * 16 + i, so i < 16) with gtest expectations.
+void AllgatherAndCheck(runtime::Runtime& rt, int rank, int size,
+                       const std::vector<GatherCase>& cases, bool grouped = false);
+
+}  // namespace hvd::testing
+
+#endif  // HVD_TEST_UNIT_RUNTIME_CORE_RANK_HARNESS_H_

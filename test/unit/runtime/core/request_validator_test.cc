@@ -1,0 +1,58 @@
+#include "runtime/core/request_validator.h"
+
+#include <gtest/gtest.h>
+
+namespace hvd::runtime {
+namespace {
+
+Request Req(int rank, std::vector<int64_t> shape, OpType type = OpType::kAllreduce) {
+  Request r;
+  r.rank = rank;
+  r.name = "t";
+  r.type = type;
+  r.shape = std::move(shape);
+  return r;
+}
+
+TEST(RequestValidatorTest, MatchingAllreduceGivesElementCount) {
+  Response r = ConstructResponse({Req(0, {2, 3}), Req(1, {2, 3})}, false, 2);
+  EXPECT_EQ(r.type, OpType::kAllreduce);
+  EXPECT_EQ(r.sizes, (std::vector<int64_t>{6}));
+}
+
+TEST(RequestValidatorTest, AllgatherRecordsEveryFirstDimension) {
+  Response r = ConstructResponse(
+      {Req(0, {1, 4}, OpType::kAllgather), Req(1, {3, 4}, OpType::kAllgather)}, false, 2);
+  ASSERT_EQ(r.type, OpType::kAllgather) << r.error;
+  EXPECT_EQ(r.sizes, (std::vector<int64_t>{1, 3}));
+  Response bad = ConstructResponse(
+      {Req(0, {1, 4}, OpType::kAllgather), Req(1, {1, 5}, OpType::kAllgather)}, false, 2);
+  EXPECT_EQ(bad.error,
+            "Mismatched allgather tensor shapes: One rank sent a tensor with dimension 1 equal "
+            "to 4, but another rank sent a tensor with dimension 1 equal to 5.");
+}
+
+TEST(RequestValidatorTest, DeviceMismatch) {
+  Request gpu = Req(1, {2});
+  gpu.device = 0;
+  Response r = ConstructResponse({Req(0, {2}), gpu}, false, 2);
+  EXPECT_EQ(r.type, OpType::kError);
+  EXPECT_EQ(r.error,
+            "Mismatched CPU/GPU device selection: One rank specified device CPU, but another "
+            "rank specified device GPU 0.");
+}
+
+TEST(RequestValidatorTest, OpsThatCannotRunWithJoinedRanks) {
+  Response r = ConstructResponse({Req(0, {2}, OpType::kBroadcast)}, true, 2);
+  EXPECT_EQ(r.error, "Broadcast is not supported with Join at this time.");
+  Response ok = ConstructResponse({Req(0, {2})}, true, 2);
+  EXPECT_EQ(ok.type, OpType::kAllreduce);
+}
+
+TEST(RequestValidatorTest, ScalarReducescatterIsRejected) {
+  Response r = ConstructResponse({Req(0, {}, OpType::kReducescatter)}, false, 1);
+  EXPECT_EQ(r.error, "Rank zero tried to reducescatter a rank-zero tensor.");
+}
+
+}  // namespace
+}  // namespace hvd::runtime
