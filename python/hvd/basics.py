@@ -1,16 +1,17 @@
 """Lifecycle, topology and build information: the framework-independent half of the API.
 
-Importing this module loads libhvd through hvd._hvd_c (see ``runtime_library_candidates``).
+Importing this module loads libhvd (hvd._runtime).
 Every function here is the same object in hvd.torch and hvd.numpy.
 """
 import atexit
 import os
-import warnings
 from typing import Callable, List, Optional, Sequence
 
 from hvd import _hvd_c as _c
-
-NOT_INITIALIZED_MESSAGE = "Horovod has not been initialized; use hvd.init()."
+from hvd import process_sets as _ps
+# Re-exported: scripts and tests read hvd.basics.runtime_library and friends.
+from hvd._runtime import (NOT_INITIALIZED_MESSAGE, runtime_library,  # noqa: F401
+                          runtime_library_candidates, translate_error)
 
 # Horovod's reduce-op constants (numbered as horovod_reduce_op_*()).
 Average = _c.OP_AVERAGE
@@ -20,46 +21,12 @@ Min = _c.OP_MIN
 Max = _c.OP_MAX
 Product = _c.OP_PRODUCT
 
-
-def runtime_library_candidates() -> List[str]:
-    """Paths tried, in order, to load libhvd: $HVD_RUNTIME_LIBRARY (set by hvdrun to the
-    runtime it was built with), then the copy installed beside this package."""
-    candidates = []
-    named = os.environ.get("HVD_RUNTIME_LIBRARY", "")
-    if named:
-        candidates.append(named)
-    lib_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib")
-    candidates += [os.path.join(lib_dir, "libhvd.so.0"), os.path.join(lib_dir, "libhvd.so")]
-    return candidates
-
-
-def _load_runtime() -> str:
-    candidates = runtime_library_candidates()
-    path = _c.load(candidates)
-    named = os.environ.get("HVD_RUNTIME_LIBRARY", "")
-    if named and path != named:
-        warnings.warn(f"HVD_RUNTIME_LIBRARY={named!r} could not be loaded; using {path!r}",
-                      RuntimeWarning)
-    return path
-
-
-runtime_library = _load_runtime()
-
 _shutdown_callbacks: List[Callable[[], None]] = []
 
 
 def on_shutdown(callback: Callable[[], None]) -> None:
     """Registers `callback` to run after every shutdown() (framework bindings drop handles)."""
     _shutdown_callbacks.append(callback)
-
-
-def translate_error(error: "_c.Error") -> Exception:
-    """Maps a failed libhvd call outside a collective to the exception Horovod raises."""
-    if error.status == _c.NOT_INITIALIZED:
-        return ValueError(NOT_INITIALIZED_MESSAGE)
-    if error.status in (_c.INVALID_ARGUMENT, _c.PRECONDITION_FAILED, _c.NOT_FOUND):
-        return ValueError(str(error))
-    return RuntimeError(str(error))
 
 
 def _query(getter: Callable[[], int]) -> int:
@@ -78,8 +45,6 @@ def init(comm: Optional[Sequence[int]] = None, process_sets=None) -> None:
     process_sets: None, a list of ``ProcessSet`` registered statically, or ``"dynamic"`` to
     allow ``add_process_set``/``remove_process_set`` later (HOROVOD_DYNAMIC_PROCESS_SETS=1).
     """
-    from hvd import process_sets as _ps
-
     if comm is not None and not isinstance(comm, (list, tuple, range)):
         raise NotImplementedError(
             "init(comm=<MPI communicator>) needs the MPI controller, which hvd does not offer; "

@@ -5,6 +5,9 @@ updates), ``restore()`` rolls back to the last commit after a failed collective,
 makes every rank equal to rank 0. ``run_fn`` wraps the training function in the
 retry loop. hvd's launcher has no host-update notification channel to workers yet, so
 ``check_host_updates`` only ever sees updates delivered through ``on_hosts_updated``.
+
+This module needs no framework: the PyTorch pieces (``run``, ``TorchState``,
+``ElasticSampler``) live in hvd.torch.elastic, which builds on this one, never the other way.
 """
 import enum
 import functools
@@ -101,18 +104,6 @@ class ObjectState(State):
     def _set_attrs(self) -> None:
         for attr, value in self._saved_state.items():
             setattr(self, attr, value)
-
-
-_TORCH_NAMES = ("run", "TorchState", "ElasticSampler")
-
-
-def __getattr__(name: str) -> Any:
-    """hvd.elastic.run / TorchState / ElasticSampler are the torch ones (imported lazily, so
-    this module does not need torch)."""
-    if name in _TORCH_NAMES:
-        from hvd.torch import elastic as torch_elastic
-        return getattr(torch_elastic, name)
-    raise AttributeError(f"module 'hvd.elastic' has no attribute {name!r}")
 
 
 def elastic_enabled() -> bool:

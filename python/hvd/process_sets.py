@@ -7,7 +7,7 @@ registered at init; ``add_process_set``/``remove_process_set`` afterwards need
 from typing import Dict, List, Optional, Sequence, Union
 
 from hvd import _hvd_c as _c
-from hvd.basics import translate_error
+from hvd._runtime import translate_error
 
 
 class ProcessSet:

@@ -84,3 +84,15 @@ def test_size_one_without_hvdrun():
     result = _run(code, unset, PACKAGE_ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[:2] == ["1", "0"]
+
+
+@pytest.mark.parametrize("module", ["hvd", "hvd.basics", "hvd.process_sets", "hvd.elastic",
+                                    "hvd.exceptions", "hvd.serialization", "hvd.numpy"])
+def test_framework_independent_modules_never_import_torch(module):
+    # Given a fresh interpreter, when a framework-independent module is imported, then neither
+    # torch nor hvd.torch has been imported (the hvd package has no circle through hvd.torch).
+    code = (f"import sys, {module}; "
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('hvd.torch')))")
+    result = _run(code, {}, PACKAGE_ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", result.stdout
