@@ -54,6 +54,14 @@ void ScaleTyped(void* buffer, int64_t count, double factor) {
   for (int64_t i = 0; i < count; ++i) b[i] = static_cast<T>(static_cast<double>(b[i]) * factor);
 }
 
+// float32 scales in float32 by the factor rounded to float, as Horovod (and torch's
+// `tensor * factor`) do; the float64 product rounded once differs in the last bit.
+void ScaleFloat(void* buffer, int64_t count, double factor) {
+  float* b = static_cast<float*>(buffer);
+  const float f = static_cast<float>(factor);
+  for (int64_t i = 0; i < count; ++i) b[i] *= f;
+}
+
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
 void Scale16(void* buffer, int64_t count, double factor) {
   uint16_t* b = static_cast<uint16_t*>(buffer);
@@ -173,7 +181,7 @@ void ScaleBuffer(void* buffer, int64_t count, DataType dtype, double factor) {
     case DataType::kInt64:
       return ScaleTyped<int64_t>(buffer, count, factor);
     case DataType::kFloat32:
-      return ScaleTyped<float>(buffer, count, factor);
+      return ScaleFloat(buffer, count, factor);
     case DataType::kFloat64:
       return ScaleTyped<double>(buffer, count, factor);
     case DataType::kBool:

@@ -14,8 +14,9 @@ namespace hvd::runtime {
 // are logical or, Product/Min logical and.
 void ReduceInto(void* dst, const void* src, int64_t count, DataType dtype, ReduceOp op);
 
-// buffer[i] *= factor, computed in double (float for 16-bit floats) and converted back
-// (integers truncate toward zero, as Horovod's ScaleBuffer). A factor of exactly 1 is a no-op.
+// buffer[i] *= factor as Horovod's ScaleBuffer computes it: integers in double, truncated
+// toward zero; float64 in double; float32, float16 and bfloat16 in float with the factor
+// rounded to float. A factor of exactly 1 is a no-op.
 void ScaleBuffer(void* buffer, int64_t count, DataType dtype, double factor);
 
 float HalfToFloat(uint16_t h);

@@ -484,8 +484,11 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
 
 
 def _reducescatter_grad_scale(op, process_set, prescale_factor, postscale_factor) -> float:
+    """Horovod's convention: the gradient is allgather(grad) times size() for Sum and times 1
+    for Average (as the gradient of an allreduce is the allreduce of the gradient), times both
+    scale factors."""
     scale = float(prescale_factor) * float(postscale_factor)
-    return scale / process_set.size() if op == Average else scale
+    return scale * process_set.size() if op == Sum else scale
 
 
 class HorovodReducescatter(torch.autograd.Function):
@@ -505,7 +508,8 @@ class HorovodReducescatter(torch.autograd.Function):
 def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
                   process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
     """Reduce-scatter of `tensor` (Sum or Average). Differentiable: the gradient is the
-    allgather of the gradient, scaled as the forward pass."""
+    allgather of the gradient, times size() for Sum (Horovod's convention) and the scale
+    factors."""
     compressed, ctx = compression.compress(tensor)
     reduced = HorovodReducescatter.apply(compressed, name, op, process_set, prescale_factor,
                                          postscale_factor)
