@@ -399,7 +399,7 @@ hvd_status_t hvd_join_result(hvd_handle_t handle, int32_t* last_joined_rank) {
 }
 
 hvd_status_t hvd_release(hvd_handle_t handle) {
-  return Guard([&] { return Report(Default().handles().Release(handle)); });
+  return Guard([&] { return Report(Default().ReleaseHandle(handle)); });
 }
 
 hvd_status_t hvd_add_process_set(const int32_t* ranks, int32_t count, int32_t* id) {

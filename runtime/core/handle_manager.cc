@@ -40,6 +40,8 @@ int64_t HandleManager::Create(int32_t parts, int32_t num_outputs) {
   s->taken.assign(num_outputs, false);
   s->received_splits.clear();
   s->int_result = -1;
+  s->set_id = -1;
+  s->names.clear();
   return h;
 }
 
@@ -151,9 +153,11 @@ Result<int64_t> HandleManager::IntResult(int64_t handle) {
   return s->int_result;
 }
 
-Status HandleManager::Release(int64_t handle) {
+Status HandleManager::Release(int64_t handle, ReuseVector<std::string>* names, int32_t* set_id) {
   std::lock_guard<std::mutex> lock(mu_);
   HVD_ASSIGN_OR_RETURN(State * s, DoneStateLocked(handle));
+  if (names) *names = s->names;
+  if (set_id) *set_id = s->set_id;
   for (size_t i = 0; i < s->outputs.size(); ++i) {
     if (!s->taken[i]) std::free(s->outputs[i].data);
     s->outputs[i].data = nullptr;

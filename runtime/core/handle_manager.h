@@ -5,10 +5,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/core/reuse_vector.h"
 #include "runtime/transports/data_type.h"
 
 namespace hvd::runtime {
@@ -22,11 +24,12 @@ struct OutputTensor {
   int32_t device = -1;
 };
 
-// HandleManager owns the state behind every hvd_handle_t: completion, status, outputs. A
+// HandleManager owns the state behind every hvd_handle_t: completion, status, outputs, and the
+// tensor names the handle keeps reserved in its process set's queue until it is released. A
 // handle covers `parts` tensor entries (a grouped op has several) and completes when the last
 // part finished; its status is the first error reported. Handle ids are never reused.
-// Thread-safe: the background thread
-// completes parts while framework threads poll/wait/release.
+// Thread-safe: the background thread completes parts while framework threads
+// poll/wait/release.
 class HandleManager {
  public:
   HandleManager() = default;
@@ -40,6 +43,17 @@ class HandleManager {
   void SetReceivedSplits(int64_t handle, std::vector<int32_t> splits);
   void SetIntResult(int64_t handle, int64_t value);
   void FinishPart(int64_t handle, const Status& status);
+  // Records the names `handle` reserved in process set `set_id`'s queue (TensorQueue::Add),
+  // handed back by Release so the caller can unreserve them.
+  template <typename Names>
+  void SetReservedNames(int64_t handle, int32_t set_id, const Names& names) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = states_.find(handle);
+    if (it == states_.end()) return;
+    it->second.set_id = set_id;
+    it->second.names.clear();
+    for (const auto& name : names) it->second.names.push_back(name);
+  }
 
   // kNotFound for unknown handles.
   Result<bool> Poll(int64_t handle);
@@ -49,8 +63,10 @@ class HandleManager {
   Result<OutputTensor> TakeOutput(int64_t handle, int32_t index);
   Result<std::vector<int32_t>> ReceivedSplits(int64_t handle);
   Result<int64_t> IntResult(int64_t handle);
-  // kPreconditionFailed while incomplete.
-  Status Release(int64_t handle);
+  // kPreconditionFailed while incomplete. When given, `names`/`set_id` receive the names the
+  // handle reserved (empty / -1 when none).
+  Status Release(int64_t handle, ReuseVector<std::string>* names = nullptr,
+                 int32_t* set_id = nullptr);
   size_t live_handles();
 
  private:
@@ -62,6 +78,8 @@ class HandleManager {
     std::vector<bool> taken;
     std::vector<int32_t> received_splits;
     int64_t int_result = -1;
+    int32_t set_id = -1;
+    ReuseVector<std::string> names;  // reserved in set `set_id`'s queue until Release
   };
   // Returns the completed state, or a status explaining why it is not available.
   Result<State*> DoneStateLocked(int64_t handle);

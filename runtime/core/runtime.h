@@ -160,6 +160,9 @@ class Runtime {
   bool autotuning() const;
 
   HandleManager& handles() { return handles_; }
+  // Releases a completed handle (HandleManager::Release) and frees the tensor names it kept
+  // reserved in its process set's queue: only now may another op use them.
+  Status ReleaseHandle(int64_t handle);
   // Fusion-buffer (re)allocations so far (steady state must not add any).
   int64_t fusion_allocations();
 

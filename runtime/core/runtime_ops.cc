@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <charconv>
 #include <numeric>
+#include <ranges>
 
 #include "runtime/core/runtime.h"
 
@@ -152,7 +153,14 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> e
         for (auto& e : entries) e.enqueued_us = now;
       }
       s = controller->queue().Add(entries);
-      if (s.ok()) wake_ = true;
+      if (s.ok()) {
+        handles_.SetReservedNames(
+            handle, controller->id(),
+            std::views::transform(entries, [](const TensorEntry& e) -> const std::string& {
+              return e.request.name;
+            }));
+        wake_ = true;
+      }
     } else {
       s = state_ == State::kStopped ? Status::NotInitialized(kNotInitializedMessage)
                                     : Status::Aborted(kShutDownMessage);
@@ -166,6 +174,18 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> e
   }
   wake_cv_.notify_one();
   return handle;
+}
+
+Status Runtime::ReleaseHandle(int64_t handle) {
+  // Per-thread, so releasing allocates nothing once a thread released a handle of this shape.
+  thread_local ReuseVector<std::string> names;
+  int32_t set_id = -1;
+  HVD_RETURN_IF_ERROR(handles_.Release(handle, &names, &set_id));
+  std::shared_ptr<Controller> controller;
+  if (!names.empty() && sets_.FindController(set_id, &controller) && controller) {
+    controller->queue().Unreserve(names);
+  }
+  return Status::OK();
 }
 
 Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
@@ -335,7 +355,7 @@ Result<int32_t> Runtime::AddProcessSet(std::vector<int32_t> ranks) {
   HVD_ASSIGN_OR_RETURN(int64_t handle, SubmitControl(std::move(r)));
   Status s = handles_.Wait(handle, std::chrono::duration<double>(-1));
   auto id = handles_.IntResult(handle);
-  (void)handles_.Release(handle);
+  (void)ReleaseHandle(handle);
   HVD_RETURN_IF_ERROR(s);
   return static_cast<int32_t>(id.ok() ? *id : -1);
 }
@@ -355,7 +375,7 @@ Status Runtime::RemoveProcessSet(int32_t id) {
   r.args = {id};
   HVD_ASSIGN_OR_RETURN(int64_t handle, SubmitControl(std::move(r)));
   Status s = handles_.Wait(handle, std::chrono::duration<double>(-1));
-  (void)handles_.Release(handle);
+  (void)ReleaseHandle(handle);
   return s;
 }
 

@@ -13,7 +13,7 @@ Status TensorQueue::Add(std::span<const TensorEntry> entries) {
     const std::string& name = entries[i].request.name;
     bool repeated = false;
     for (size_t j = 0; j < i; ++j) repeated |= entries[j].request.name == name;
-    if (repeated || table_.count(name) != 0) {
+    if (repeated || reserved_.count(name) != 0) {
       return Status::InvalidArgument(std::string(kDuplicateNameError) + " (tensor '" + name + "')");
     }
   }
@@ -29,6 +29,14 @@ Status TensorQueue::Add(std::span<const TensorEntry> entries) {
       it = table_.insert(std::move(node)).position;
     }
     fresh_.push_back(&it->second.request);
+    if (spare_names_.empty()) {
+      reserved_.insert(e.request.name);
+    } else {
+      Names::node_type node = std::move(spare_names_.back());
+      spare_names_.pop_back();
+      node.value() = e.request.name;
+      reserved_.insert(std::move(node));
+    }
   }
   return Status::OK();
 }

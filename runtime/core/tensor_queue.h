@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/status.h"
@@ -34,8 +35,11 @@ struct TensorEntry {
   }
 };
 
-// TensorQueue holds one process set's in-flight tensors of this rank: a name-keyed table
-// (names are unique while in flight) and the requests not yet seen by the coordinator.
+// TensorQueue holds one process set's in-flight tensors of this rank: a name-keyed table, the
+// requests not yet seen by the coordinator, and the reserved names. A name is reserved from
+// Add until Unreserve, which the runtime calls when the op's handle is released (its result
+// collected), not when the op has run: so "two ops in flight under one name" fails the same
+// way on every rank however fast the first op completes (Horovod relies on its cycle time).
 //
 // Steady state without allocation: a taken entry is handed back with Recycle once its op has
 // run, and the next Add copies into that recycled table node (key, request name, shape and
@@ -50,9 +54,19 @@ class TensorQueue {
   // An entry taken out of the table (empty when there was none); `mapped()` is the entry.
   using Taken = Table::node_type;
 
-  // Copies all entries in atomically (a group is all or nothing). A name already in flight is
-  // InvalidArgument with Horovod's duplicate-name message; nothing is added then.
+  // Copies all entries in atomically (a group is all or nothing) and reserves their names. A
+  // name still reserved is InvalidArgument with Horovod's duplicate-name message; nothing is
+  // added then.
   Status Add(std::span<const TensorEntry> entries);
+  // Frees names reserved by Add (unknown names are ignored).
+  template <typename Names>
+  void Unreserve(const Names& names) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& name : names) {
+      auto it = reserved_.find(name);
+      if (it != reserved_.end()) spare_names_.push_back(reserved_.extract(it));
+    }
+  }
   // Appends the requests added since the last call, in enqueue order.
   void PopRequests(std::vector<const Request*>* out);
   // Removes the entry for `name`; an empty Taken if there is none (a joined rank has none).
@@ -68,6 +82,10 @@ class TensorQueue {
   Table table_;
   std::vector<const Request*> fresh_;
   std::vector<Taken> spare_;
+  using Names = std::unordered_set<std::string>;
+  Names reserved_;
+  // Unreserved names' nodes, reused by Add (steady state without allocation).
+  std::vector<Names::node_type> spare_names_;
 };
 
 // Horovod's message for a name reused while in flight.

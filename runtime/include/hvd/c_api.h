@@ -183,7 +183,9 @@ HVD_EXPORT hvd_status_t hvd_received_splits(hvd_handle_t handle, int32_t* splits
                                             int32_t* count);
 HVD_EXPORT hvd_status_t hvd_join_result(hvd_handle_t handle, int32_t* last_joined_rank);
 /* Frees the handle and any output not taken. Releasing an incomplete handle is
- * HVD_PRECONDITION_FAILED. */
+ * HVD_PRECONDITION_FAILED. An op's tensor names stay reserved until its handle is released:
+ * enqueueing another op under a name whose handle is not released yet is
+ * HVD_INVALID_ARGUMENT (Horovod's duplicate-name error), on every rank alike. */
 HVD_EXPORT hvd_status_t hvd_release(hvd_handle_t handle);
 
 /* ---- process sets --------------------------------------------------------------------- */

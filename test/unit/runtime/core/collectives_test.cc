@@ -190,7 +190,7 @@ TEST(CollectivesTest, AllgatherWithDifferentFirstDimensions) {
         for (int64_t i = 0; i < (r + 1) * 2; ++i) EXPECT_EQ(Get(out->data, dt, k++), r * 10 + i);
       }
       std::free(out->data);
-      ASSERT_TRUE(rt.handles().Release(*h).ok());
+      ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
     }
   });
 }
@@ -306,7 +306,7 @@ TEST(CollectivesTest, AlltoallEqualAndExplicitSplits) {
     const float* got = static_cast<const float*>(out->data);
     for (int r = 0; r < kSize; ++r) EXPECT_EQ(got[r], r * 10.0f + rank);
     std::free(out->data);
-    ASSERT_TRUE(rt.handles().Release(*h).ok());
+    ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
 
     // Explicit splits: rank r sends (j + 1) rows to rank j; rows of 2 int64.
     std::vector<int64_t> rows_in(2 * 6);
@@ -329,7 +329,7 @@ TEST(CollectivesTest, AlltoallEqualAndExplicitSplits) {
     EXPECT_EQ(rows[0], 0 * 100 + first_row * 2);
     EXPECT_EQ(rows[2 * (rank + 1)], 1 * 100 + first_row * 2);
     std::free(out->data);
-    ASSERT_TRUE(rt.handles().Release(*h).ok());
+    ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
   });
 }
 
@@ -357,7 +357,7 @@ TEST(CollectivesTest, ReducescatterUnevenRowsSumAndAverage) {
         EXPECT_NEAR(static_cast<const float*>(out->data)[i], want, 1e-5);
       }
       std::free(out->data);
-      ASSERT_TRUE(rt.handles().Release(*h).ok());
+      ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
     }
   });
 }
@@ -423,7 +423,7 @@ TEST(CollectivesTest, GroupedAllgatherAndReducescatterGiveOneOutputPerTensor) {
     EXPECT_EQ(rt.handles().TakeOutput(*h, 0).status().code(), StatusCode::kPreconditionFailed);
     std::free(first->data);
     std::free(second->data);
-    ASSERT_TRUE(rt.handles().Release(*h).ok());
+    ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
 
     std::vector<float> x = {1, 2}, y = {3, 4, 5, 6};
     runtime::OpOptions r;
@@ -441,7 +441,7 @@ TEST(CollectivesTest, GroupedAllgatherAndReducescatterGiveOneOutputPerTensor) {
     EXPECT_EQ(static_cast<const float*>(ry->data)[1], 2.0f * y[rank * 2 + 1]);
     std::free(rx->data);
     std::free(ry->data);
-    ASSERT_TRUE(rt.handles().Release(*h).ok());
+    ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
   });
 }
 
@@ -471,7 +471,7 @@ TEST(CollectivesTest, BarrierAndJoin) {
     auto last = rt.handles().IntResult(*j);
     ASSERT_TRUE(last.ok());
     EXPECT_EQ(*last, 2);
-    ASSERT_TRUE(rt.handles().Release(*j).ok());
+    ASSERT_TRUE(rt.ReleaseHandle(*j).ok());
   });
 }
 

@@ -136,6 +136,30 @@ TEST(NegotiationTest, DuplicateInFlightNameFailsOnlyOnThatRank) {
   });
 }
 
+TEST(NegotiationTest, NameStaysReservedUntilItsHandleIsReleasedOnEveryRank) {
+  // Regression (Horovod's duplicate-name test failed on some ranks only): whether the first op
+  // has already run or not, a second op under its name fails until the first handle is
+  // released, on every rank alike; afterwards the name is free again.
+  RunRanks(2, [](int rank, runtime::Runtime& rt) {
+    std::vector<float> a(2, 1.0f), b(2, 1.0f);
+    runtime::OpOptions o;
+    o.name = "reserved";
+    auto sa = Spec(a.data(), DataType::kFloat32, {2});
+    auto sb = Spec(b.data(), DataType::kFloat32, {2});
+    auto first = rt.EnqueueAllreduce({sa}, {sa}, o, false);
+    ASSERT_TRUE(first.ok());
+    ASSERT_TRUE(rt.handles().Wait(*first, std::chrono::seconds(30)).ok());  // it has run
+    auto refused = rt.EnqueueAllreduce({sb}, {sb}, o, false);
+    ASSERT_FALSE(refused.ok()) << "rank " << rank;
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+    ASSERT_TRUE(rt.ReleaseHandle(*first).ok());
+    auto again = rt.EnqueueAllreduce({sb}, {sb}, o, false);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    ASSERT_TRUE(WaitAndRelease(rt, *again).ok());
+    EXPECT_EQ(b[0], 2.0f);
+  });
+}
+
 TEST(NegotiationTest, ChangedShapeUnderACachedNameRenegotiates) {
   RunRanks(2, [](int rank, runtime::Runtime& rt) {
     for (int n : {4, 4, 4, 6, 6, 3}) {

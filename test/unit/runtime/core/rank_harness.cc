@@ -44,7 +44,7 @@ void RunRanks(int size, const RankBody& body, const ConfigTweak& tweak, InProces
 
 Status WaitAndRelease(runtime::Runtime& rt, int64_t handle, double seconds) {
   Status s = rt.handles().Wait(handle, std::chrono::duration<double>(seconds));
-  if (s.code() != StatusCode::kInProgress) (void)rt.handles().Release(handle);
+  if (s.code() != StatusCode::kInProgress) (void)rt.ReleaseHandle(handle);
   return s;
 }
 
@@ -144,7 +144,7 @@ void AllgatherAndCheck(runtime::Runtime& rt, int rank, int size,
     }
     ExpectGathered(rt, h, grouped ? static_cast<int32_t>(t) : 0, t, cases[t], size);
   }
-  for (int64_t h : handles) EXPECT_TRUE(rt.handles().Release(h).ok());
+  for (int64_t h : handles) EXPECT_TRUE(rt.ReleaseHandle(h).ok());
 }
 
 }  // namespace hvd::testing

@@ -96,6 +96,34 @@ TEST(TensorQueueTest, DuplicateNamesAreRefusedWithNothingAdded) {
   EXPECT_EQ(queue.size(), 1u);
 }
 
+TEST(TensorQueueTest, NamesStayReservedAfterTheEntryRanUntilUnreserved) {
+  TensorQueue queue;
+  TensorEntry a = Entry("held", {1});
+  ASSERT_TRUE(queue.Add(std::span(&a, 1)).ok());
+  std::vector<TensorQueue::Taken> taken;
+  taken.push_back(queue.Take("held"));  // the op ran
+  queue.Recycle(&taken);
+  EXPECT_EQ(queue.Add(std::span(&a, 1)).code(), StatusCode::kInvalidArgument);
+  const std::vector<std::string> names = {"held"};
+  queue.Unreserve(names);
+  EXPECT_TRUE(queue.Add(std::span(&a, 1)).ok());
+}
+
+TEST(HandleManagerTest, ReleaseHandsBackTheReservedNames) {
+  HandleManager handles;
+  const int64_t h = handles.Create(2, 0);
+  const std::vector<std::string> names = {"g.0", "g.1"};
+  handles.SetReservedNames(h, 3, names);
+  handles.FinishPart(h, Status::OK());
+  EXPECT_EQ(handles.Release(h).code(), StatusCode::kPreconditionFailed);  // not done yet
+  handles.FinishPart(h, Status::OK());
+  ReuseVector<std::string> released;
+  int32_t set_id = -1;
+  ASSERT_TRUE(handles.Release(h, &released, &set_id).ok());
+  EXPECT_EQ(set_id, 3);
+  EXPECT_EQ(released.ToVector(), names);
+}
+
 TEST(HandleManagerTest, ReleasedStateIsReusedButHandlesAreNot) {
   HandleManager handles;
   const int64_t h1 = handles.Create(1, 1);
