@@ -49,4 +49,12 @@ if(HVD_WITH_NCCL)
     set(HVD_HAVE_NCCL ON)
   endif()
 endif()
-message(STATUS "hvd backends: gloo=${HVD_HAVE_GLOO} mpi=${HVD_HAVE_MPI} nccl=${HVD_HAVE_NCCL}")
+# What the build reports as built (hvdrun -cb, hvd.nccl_built()/cuda_built()) is what it can
+# run: finding NCCL is not enough, the NCCL backend (runtime/transports/nccl/) must be compiled
+# in. Until that backend exists, NCCL and CUDA are reported as not built.
+set(HVD_BUILT_NCCL_BACKEND OFF)
+if(HVD_HAVE_NCCL AND EXISTS ${PROJECT_SOURCE_DIR}/runtime/transports/nccl/CMakeLists.txt)
+  set(HVD_BUILT_NCCL_BACKEND ON)
+endif()
+message(STATUS "hvd backends: gloo=${HVD_HAVE_GLOO} mpi=${HVD_HAVE_MPI} "
+               "nccl found=${HVD_HAVE_NCCL} nccl backend=${HVD_BUILT_NCCL_BACKEND}")

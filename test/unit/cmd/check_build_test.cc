@@ -6,20 +6,26 @@
 namespace hvd::cmd {
 namespace {
 
-using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-TEST(CheckBuildTest, HorovodLayout) {
+std::string Box(bool built, const char* name) {
+  return std::string("    [") + (built ? "X" : " ") + "] " + name + "\n";
+}
+
+TEST(CheckBuildTest, ReportsExactlyWhatThisBuildContains) {
+  // Given this build's configuration (CMake passes it in), -cb prints Horovod's layout with
+  // an X exactly where the backend is compiled in. NCCL is found on the development machines
+  // but has no backend yet: it must read "[ ] NCCL" until runtime/transports/nccl/ exists.
   const std::string text = CheckBuildText();
   EXPECT_THAT(text, StartsWith("hvd v"));
-  EXPECT_THAT(text, HasSubstr("\n\nAvailable Frameworks:\n    [ ] TensorFlow\n    ["));
-  EXPECT_THAT(text, ContainsRegex("\n    \\[[X ]\\] PyTorch\n    \\[ \\] MXNet\n\n"));
-  EXPECT_THAT(text,
-              ContainsRegex("Available Controllers:\n    \\[[X ]\\] MPI\n    \\[[X ]\\] Gloo\n"));
-  EXPECT_THAT(text,
-              ContainsRegex("Available Tensor Operations:\n    \\[[X ]\\] NCCL\n    \\[ \\] "
-                            "DDL\n    \\[ \\] CCL\n    \\[[X ]\\] MPI\n    \\[[X ]\\] Gloo\n"));
+  EXPECT_THAT(text, HasSubstr("\n\nAvailable Frameworks:\n" + Box(false, "TensorFlow") +
+                              Box(HVD_EXPECT_PYTHON, "PyTorch") + Box(false, "MXNet") + "\n"));
+  EXPECT_THAT(text, HasSubstr("Available Controllers:\n" + Box(HVD_EXPECT_MPI, "MPI") +
+                              Box(HVD_EXPECT_GLOO, "Gloo") + "\n"));
+  EXPECT_THAT(text, HasSubstr("Available Tensor Operations:\n" + Box(HVD_EXPECT_NCCL, "NCCL") +
+                              Box(false, "DDL") + Box(false, "CCL") + Box(HVD_EXPECT_MPI, "MPI") +
+                              Box(HVD_EXPECT_GLOO, "Gloo")));
 }
 
 TEST(CheckBuildTest, Version) { EXPECT_THAT(VersionText(), StartsWith("hvdrun ")); }
