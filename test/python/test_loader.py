@@ -87,7 +87,7 @@ def test_size_one_without_hvdrun():
 
 
 @pytest.mark.parametrize("module", ["hvd", "hvd.basics", "hvd.process_sets", "hvd.elastic",
-                                    "hvd.exceptions", "hvd.serialization", "hvd.numpy"])
+                                    "hvd.exceptions", "hvd.numpy"])
 def test_framework_independent_modules_never_import_torch(module):
     # Given a fresh interpreter, when a framework-independent module is imported, then neither
     # torch nor hvd.torch has been imported (the hvd package has no circle through hvd.torch).

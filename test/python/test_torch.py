@@ -3,7 +3,9 @@
 Runs at any size: plain `python3 -m pytest` (one rank) or `hvdrun -np N python3 -m pytest`.
 Inputs depend on the rank, so a wrong reduction, a mixed-up root or a misplaced slice shows.
 """
+import dataclasses
 import itertools
+import threading
 
 import pytest
 import torch
@@ -461,6 +463,12 @@ def test_join_contributes_zeros(hvd):
 
 # ---- object and state broadcast ----------------------------------------------------------
 
+@dataclasses.dataclass
+class _Config:
+    lr: float
+    layers: list
+
+
 def test_broadcast_object_and_allgather_object(hvd):
     obj = {"rank": hvd.rank(), "values": [1.5, None, (True, "x" * hvd.rank())],
            "tensor": torch.arange(3) * hvd.rank(), 7: {1, 2}}
@@ -470,12 +478,38 @@ def test_broadcast_object_and_allgather_object(hvd):
         assert torch.equal(got["tensor"], torch.arange(3) * root) and got[7] == {1, 2}
     gathered = hvd.allgather_object({"r": hvd.rank()})
     assert gathered == [{"r": r} for r in range(hvd.size())]
-    # An object that cannot be sent fails on every rank instead of leaving the others waiting.
+    # An object that cannot be pickled fails on every rank instead of leaving the others waiting.
     with pytest.raises(TypeError):
-        hvd.broadcast_object(lambda: 0, root_rank=hvd.size() - 1)
+        hvd.broadcast_object(threading.Lock() if hvd.rank() == hvd.size() - 1 else None,
+                             root_rank=hvd.size() - 1, name="unpicklable_root")
     with pytest.raises(TypeError):
-        hvd.allgather_object(object() if hvd.rank() == 0 else 1, name="unencodable")
+        hvd.allgather_object(threading.Lock() if hvd.rank() == 0 else 1, name="unpicklable")
     assert hvd.broadcast_object("still works", root_rank=0) == "still works"
+
+
+def test_objects_travel_as_horovod_pickles_them(hvd):
+    # What Horovod scripts broadcast: numpy arrays in a dict, a dataclass, an argparse
+    # Namespace, a lambda and an instance of a class defined in a function (cloudpickle).
+    import argparse
+
+    import numpy as np
+
+    class Local:
+        def __init__(self, value):
+            self.value = value
+
+    rank = hvd.rank()
+    objs = {"arrays": {"w": np.arange(4) * rank, "b": np.float32(rank)},
+            "config": _Config(lr=0.1 * rank, layers=[rank, 2]),
+            "args": argparse.Namespace(batch_size=32 + rank, model="resnet"),
+            "fn": lambda x: x + rank, "local": Local(rank)}
+    got = hvd.broadcast_object(objs, root_rank=0)
+    assert np.array_equal(got["arrays"]["w"], np.arange(4) * 0)
+    assert got["config"] == _Config(lr=0.0, layers=[0, 2])
+    assert got["args"].batch_size == 32 and got["args"].model == "resnet"
+    assert got["fn"](5) == 5 and got["local"].value == 0
+    everyone = hvd.allgather_object(_Config(lr=rank, layers=[]))
+    assert [c.lr for c in everyone] == list(range(hvd.size()))
 
 
 def _rank_dependent_model(rank):

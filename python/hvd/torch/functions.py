@@ -1,18 +1,25 @@
 """Model/optimizer state broadcast and object collectives (Horovod's horovod.torch.functions).
 
-broadcast_object/allgather_object send objects through hvd.serialization (data only, never
-pickle), so a rank cannot make another rank run code. See docs/python.md.
+broadcast_object/allgather_object carry any object cloudpickle (or, without it, pickle) can
+serialize, as Horovod's and torch.distributed's do: the bytes only ever travel between the
+authenticated members of one job. See docs/python.md.
 """
+import io
+import pickle
 from typing import Any, List, Optional, Tuple
 
 import torch
 
-from hvd import serialization
+try:  # Horovod pickles with cloudpickle: lambdas, local classes and functions travel too
+    import cloudpickle as _pickler
+except ImportError:  # pragma: no cover - python3-cloudpickle is in scripts/packages.txt
+    _pickler = pickle
+
 from hvd.basics import rank
 from hvd.process_sets import ProcessSet, global_process_set
 from hvd.torch.mpi_ops import allgather, broadcast_, broadcast_async_, synchronize
 
-# Sent in place of a size when an object cannot be encoded, so that no rank waits forever.
+# Sent in place of a size when an object cannot be pickled, so that no rank waits forever.
 _UNENCODABLE = -1
 
 
@@ -83,18 +90,25 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int, 
                     state_dict["state"][pid][key] = scalars[f"state.{pid}.{key}"]
 
 
-def _encode(obj: Any) -> Tuple[Optional[torch.Tensor], Optional[TypeError]]:
+def _encode(obj: Any) -> Tuple[Optional[torch.Tensor], Optional[Exception]]:
     try:
-        return torch.frombuffer(bytearray(serialization.dumps(obj)), dtype=torch.uint8), None
-    except TypeError as error:
+        buffer = io.BytesIO()
+        _pickler.dump(obj, buffer)
+    except Exception as error:  # pickling runs user code (__reduce__): any error is possible
         return None, error
+    return torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8), None
+
+
+def _decode(data: bytes) -> Any:
+    return pickle.loads(data)  # cloudpickle's output is standard pickle
 
 
 def broadcast_object(obj: Any, root_rank: int = 0, name: Optional[str] = None,
                      process_set: ProcessSet = global_process_set) -> Any:
     """Returns `root_rank`'s `obj` on every rank (the root gets its own object back).
 
-    If the root cannot encode `obj` (see hvd.serialization), every rank raises TypeError.
+    If the root cannot pickle `obj`, the root raises the pickling error and every other rank
+    raises TypeError naming the root; no rank is left waiting.
     """
     if name is None:
         name = type(obj).__name__
@@ -110,16 +124,16 @@ def broadcast_object(obj: Any, root_rank: int = 0, name: Optional[str] = None,
         return obj
     broadcast_(size, root_rank, name + ".sz", process_set)
     if int(size[0]) == _UNENCODABLE:
-        raise TypeError(f"broadcast_object: rank {root_rank} could not encode its object")
+        raise TypeError(f"broadcast_object: rank {root_rank} could not pickle its object")
     data = torch.empty(int(size[0]), dtype=torch.uint8)
     broadcast_(data, root_rank, name + ".t", process_set)
-    return serialization.loads(data.numpy().tobytes())
+    return _decode(data.numpy().tobytes())
 
 
 def allgather_object(obj: Any, name: Optional[str] = None,
                      process_set: ProcessSet = global_process_set) -> List[Any]:
-    """Returns the list of every rank's `obj`, in rank order. If any rank cannot encode its
-    object, every rank raises TypeError."""
+    """Returns the list of every rank's `obj`, in rank order. If any rank cannot pickle its
+    object, that rank raises the pickling error and every other rank raises TypeError."""
     if name is None:
         name = type(obj).__name__
     data, error = _encode(obj)
@@ -131,11 +145,11 @@ def allgather_object(obj: Any, name: Optional[str] = None,
             raise error
         failed = [process_set.ranks[i] if process_set.ranks else i
                   for i, s in enumerate(sizes) if s == _UNENCODABLE]
-        raise TypeError(f"allgather_object: rank(s) {failed} could not encode their object")
+        raise TypeError(f"allgather_object: rank(s) {failed} could not pickle their object")
     gathered = allgather(data, name=name + ".t", process_set=process_set).numpy().tobytes()
     objects = []
     offset = 0
     for size in sizes:
-        objects.append(serialization.loads(gathered[offset:offset + size]))
+        objects.append(_decode(gathered[offset:offset + size]))
         offset += size
     return objects
