@@ -1,1 +1,5 @@
-"""Compatibility package: ``import horovod.torch as hvd`` runs on hvd (see hvd.torch)."""
+"""Compatibility package: ``import horovod.torch as hvd`` runs on hvd (see hvd.torch), and
+``horovod.run`` launches a function on N ranks through hvdrun (see hvd.runner)."""
+from horovod.runner import run
+
+__all__ = ["run"]

@@ -1,4 +1,4 @@
-"""horovod.common.util helpers that Horovod's tests import."""
+"""horovod.common.util helpers that Horovod's tests and scripts import."""
 import contextlib
 import os
 from typing import Iterator
@@ -18,3 +18,23 @@ def env(**kwargs: str) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+# Horovod's framework extensions and the hvd module that provides each.
+_EXTENSIONS = {"horovod.torch": "hvd.torch"}
+
+
+def check_extension(ext_name: str, ext_env_var: str, pkg_path: str, *args: str) -> None:
+    """Horovod's check that a framework extension was built: returns when it can be used and
+    raises ImportError (Horovod's message) otherwise. hvd provides horovod.torch only; its
+    runtime is found as hvd._hvd_c finds it (docs/python.md)."""
+    module = _EXTENSIONS.get(ext_name)
+    if module is not None:
+        try:
+            import hvd._runtime  # noqa: F401  (loads libhvd; the extension is usable)
+            return
+        except ImportError as error:
+            raise ImportError(f"Extension {ext_name} has not been built: {error}") from error
+    raise ImportError(
+        f"Extension {ext_name} has not been built. If this is not expected, reinstall Horovod "
+        f"with {ext_env_var}=1 to debug the build error.")

@@ -18,6 +18,7 @@ import torch
 from hvd import _hvd_c as _c
 from hvd.basics import (Adasum, Average, Max, Min, Product, Sum, on_shutdown, rank,
                         translate_error)
+from hvd.basics import is_homogeneous  # noqa: F401  (Horovod scripts call mpi_ops.is_homogeneous)
 from hvd.exceptions import HorovodInternalError
 from hvd.process_sets import ProcessSet, global_process_set, operation_name
 from hvd.torch.compression import Compression

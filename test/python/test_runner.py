@@ -1,0 +1,49 @@
+"""horovod.run / hvd.runner.run: a function launched on N ranks through the real hvdrun, its
+return values collected in rank order; and horovod.common.util.check_extension."""
+import pytest
+
+import horovod
+import horovod.runner
+from horovod.common.util import check_extension
+
+
+def _rank_and_sum(offset, scale=1):
+    import torch
+
+    import hvd.torch as hvd
+    hvd.init()
+    total = hvd.allreduce(torch.tensor([float(hvd.rank() + offset)]), op=hvd.Sum).item()
+    return {"rank": hvd.rank(), "size": hvd.size(), "sum": total * scale}
+
+
+def test_run_returns_every_ranks_value_in_rank_order():
+    results = horovod.run(_rank_and_sum, args=(10,), kwargs={"scale": 2}, num_proc=3)
+    assert [r["rank"] for r in results] == [0, 1, 2]
+    assert all(r["size"] == 3 and r["sum"] == 2 * (10 + 11 + 12) for r in results)
+
+
+def test_run_carries_closures_and_accepts_horovods_deprecated_np():
+    base = 7
+    with pytest.warns(DeprecationWarning):
+        results = horovod.runner.run(lambda: base + 1, np=2)
+    assert results == [8, 8]
+
+
+def _fail_on_rank_one():
+    import os
+    if os.environ["HVD_RANK"] == "1":
+        raise ValueError("rank one refuses")
+    return "ok"
+
+
+def test_a_failing_rank_fails_the_run_naming_hvdruns_exit():
+    with pytest.raises(RuntimeError, match=r"hvdrun exited 1"):
+        horovod.run(_fail_on_rank_one, num_proc=2)
+
+
+def test_check_extension():
+    check_extension("horovod.torch", "HOROVOD_WITH_PYTORCH", __file__, "mpi_lib_v2")
+    with pytest.raises(ImportError, match="Extension horovod.tensorflow has not been built. "
+                                          "If this is not expected, reinstall Horovod with "
+                                          "HOROVOD_WITH_TENSORFLOW=1"):
+        check_extension("horovod.tensorflow", "HOROVOD_WITH_TENSORFLOW", __file__, "mpi_lib")
