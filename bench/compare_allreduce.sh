@@ -5,7 +5,7 @@
 #
 # HVDRUN: the built hvdrun (default: build/cmd/hvdrun, or $HVD_BUILD_DIR/cmd/hvdrun); hvd-bench
 # is taken from the same build folder (bench/hvd-bench). For n = 2 and 4 it runs
-#   hvd        hvdrun -np N --bind-to core hvd-bench --op allreduce (auto = shared memory here)
+#   hvd        hvdrun -np N hvd-bench --op allreduce            (auto = shared memory here)
 #   hvd tcp    HVD_CPU_OPERATIONS=tcp hvdrun ...                (hvd's TCP transport, used across hosts)
 #   hvd gloo   HVD_CPU_OPERATIONS=gloo hvdrun ...               (libgloo, Horovod's transport)
 #   torch      /usr/bin/python3 bench/torch_gloo_allreduce.py   (torch.distributed Gloo)
@@ -14,16 +14,21 @@
 # over 4 KiB .. 64 MiB, then the 100 x 16 KiB fusion case, and prints time per op (median
 # round, max over ranks) and the peer/hvd ratios (> 1: hvd is faster). Raw outputs stay in
 # $OUT (default: a fresh folder under /tmp). Takes about 5 minutes.
+#
+# Every side runs with the same placement, PLACEMENT (default none, each launcher's default):
+#   none  hvdrun --bind-to none, mpirun --bind-to none, torch ranks unbound
+#   core  local rank r of n bound to CPUs [r*C/n, (r+1)*C/n) by each launcher: hvdrun
+#         --bind-to core, mpirun --bind-to core --map-by core, torch ranks sched_setaffinity;
+#         with more ranks than CPUs nobody binds (as hvdrun's rule).
+# The header line records the date, the machine, the load and the placement.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 hvdrun=${1:-${HVD_BUILD_DIR:-$root/build}/cmd/hvdrun}
 rounds=${2:-5}
-# hvd's ranks are bound to CPUs (hvdrun --bind-to core): latency-bound runs like these are
-# ~10x faster for small ops on few cores (docs/runtime.md "Rank placement"). BIND=none to
-# measure the default placement.
-bind=${BIND:-core}
+placement=${PLACEMENT:-none}
+case "$placement" in none|core) ;; *) echo "PLACEMENT must be none or core" >&2; exit 2 ;; esac
 build=$(cd "$(dirname "$hvdrun")/.." && pwd)
 bench="$build/bench/hvd-bench"
 sizes=4096,65536,1048576,16777216,67108864
@@ -35,7 +40,16 @@ mkdir -p "$out"
 
 mpi="$out/mpi_allreduce"
 mpicc -O2 -o "$mpi" "$here/mpi_allreduce.c"
-mpirun_base="mpirun --allow-run-as-root --oversubscribe --bind-to none --mca pml ob1"
+cpus=$(nproc)
+# mpi_bind N: mpirun's placement flags for N ranks under $placement.
+mpi_bind() {
+  if [ "$placement" = core ] && [ "$1" -le "$cpus" ]; then
+    echo "--bind-to core --map-by core"
+  else
+    echo "--bind-to none"
+  fi
+}
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $cpus CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), placement $placement" | tee "$out/header.txt"
 vader="--mca btl self,vader"
 tcp="--mca btl self,tcp --mca btl_tcp_if_include lo"
 
@@ -44,8 +58,8 @@ hvd_run() {
   label=$1
   shift
   echo "n=$n: $label" >&2
-  env "$@" "$hvdrun" -np "$n" --bind-to "$bind" "$bench" --op allreduce --sizes "$sizes" --rounds "$rounds" > "$out/${label}_$n.txt"
-  env "$@" "$hvdrun" -np "$n" --bind-to "$bind" "$bench" --many "$many" --rounds "$rounds" > "$out/${label}_many_$n.txt"
+  env "$@" "$hvdrun" -np "$n" --bind-to "$placement" "$bench" --op allreduce --sizes "$sizes" --rounds "$rounds" > "$out/${label}_$n.txt"
+  env "$@" "$hvdrun" -np "$n" --bind-to "$placement" "$bench" --many "$many" --rounds "$rounds" > "$out/${label}_many_$n.txt"
 }
 
 for n in 2 4; do
@@ -53,9 +67,10 @@ for n in 2 4; do
   hvd_run hvdtcp HVD_CPU_OPERATIONS=tcp
   hvd_run hvdgloo HVD_CPU_OPERATIONS=gloo
   echo "n=$n: torch" >&2
-  /usr/bin/python3 "$here/torch_gloo_allreduce.py" -n "$n" --sizes "$sizes" --rounds "$rounds" > "$out/torch_$n.txt"
-  /usr/bin/python3 "$here/torch_gloo_allreduce.py" -n "$n" --many "$many" --rounds "$rounds" > "$out/torch_many_$n.txt"
+  /usr/bin/python3 "$here/torch_gloo_allreduce.py" -n "$n" --bind "$placement" --sizes "$sizes" --rounds "$rounds" > "$out/torch_$n.txt"
+  /usr/bin/python3 "$here/torch_gloo_allreduce.py" -n "$n" --bind "$placement" --many "$many" --rounds "$rounds" > "$out/torch_many_$n.txt"
   echo "n=$n: MPI" >&2
+  mpirun_base="mpirun --allow-run-as-root --oversubscribe $(mpi_bind "$n") --mca pml ob1"
   # shellcheck disable=SC2086
   $mpirun_base $vader -np "$n" "$mpi" "$rounds" "$sizes" > "$out/vader_$n.txt"
   $mpirun_base $vader -np "$n" "$mpi" "$rounds" many "$many" > "$out/vader_many_$n.txt"
@@ -122,5 +137,6 @@ for n in (2, 4):
                   ratio(torch.get(k), t.get(k)), ratio(mtcp.get(k), t.get(k))]
         print(f"| {n} | {label(k)} | " + " | ".join(fmt_us(v) for v in vals) + " | " +
               " | ".join(ratios) + " |")
+print(open(f"{out}/header.txt").read().strip())
 print(f"\nraw outputs: {out}")
 PY

@@ -49,7 +49,18 @@ def timed(fn, rounds, round_seconds=0.3):
     return iters, times
 
 
+def bind(rank, n):
+    """hvdrun --bind-to core's rule: local rank r of n gets CPUs [r*C/n, (r+1)*C/n) of the
+    allowed C; nobody is bound when ranks outnumber CPUs."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if n > len(cpus):
+        return
+    os.sched_setaffinity(0, cpus[rank * len(cpus) // n:(rank + 1) * len(cpus) // n])
+
+
 def worker(rank, n, port, args):
+    if args.bind == "core":
+        bind(rank, n)
     torch.set_num_threads(1)
     store = dist.TCPStore("127.0.0.1", port, n, rank == 0)
     dist.init_process_group("gloo", store=store, rank=rank, world_size=n)
@@ -96,6 +107,8 @@ def main():
     parser.add_argument("--sizes", default="4096,65536,1048576,16777216,67108864")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--many", default="")
+    parser.add_argument("--bind", choices=["none", "core"], default="none",
+                        help="core: bind each rank as hvdrun --bind-to core does")
     args = parser.parse_args()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

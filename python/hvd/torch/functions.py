@@ -10,11 +10,6 @@ from typing import Any, List, Optional, Tuple
 
 import torch
 
-try:  # Horovod pickles with cloudpickle: lambdas, local classes and functions travel too
-    import cloudpickle as _pickler
-except ImportError:  # pragma: no cover - python3-cloudpickle is in scripts/packages.txt
-    _pickler = pickle
-
 from hvd.basics import rank
 from hvd.process_sets import ProcessSet, global_process_set
 from hvd.torch.mpi_ops import allgather, broadcast_, broadcast_async_, synchronize
@@ -90,10 +85,20 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int, 
                     state_dict["state"][pid][key] = scalars[f"state.{pid}.{key}"]
 
 
+def _pickler():
+    """Horovod pickles with cloudpickle (lambdas, local classes and functions travel too);
+    imported on first use, not at `import hvd.torch` (it costs start-up time)."""
+    try:
+        import cloudpickle
+        return cloudpickle
+    except ImportError:  # pragma: no cover - python3-cloudpickle is in scripts/packages.txt
+        return pickle
+
+
 def _encode(obj: Any) -> Tuple[Optional[torch.Tensor], Optional[Exception]]:
     try:
         buffer = io.BytesIO()
-        _pickler.dump(obj, buffer)
+        _pickler().dump(obj, buffer)
     except Exception as error:  # pickling runs user code (__reduce__): any error is possible
         return None, error
     return torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8), None
