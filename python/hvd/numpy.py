@@ -26,12 +26,18 @@ _NUMPY_TO_HVD = {
 _HVD_TO_NUMPY = {code: dtype for dtype, code in _NUMPY_TO_HVD.items()}
 
 
-def _prepare(array) -> tuple:
+def _contiguous(array) -> tuple:
+    """(a C-contiguous array with the data of `array`, its dtype code)."""
     array = np.ascontiguousarray(array)
-    code = _NUMPY_TO_HVD.get(array.dtype.newbyteorder("="))
-    if code is None or not array.dtype.isnative:
+    code = _NUMPY_TO_HVD.get(array.dtype)
+    if code is None:
         raise ValueError(f"numpy dtype {array.dtype} is not supported")
-    return array, (array.ctypes.data, code, tuple(array.shape), _c.DEVICE_CPU)
+    return array, code
+
+
+def _prepare(array) -> tuple:
+    array, code = _contiguous(array)
+    return array, (array.ctypes.data, code, array.shape, _c.DEVICE_CPU)
 
 
 def _run(call, *args):
@@ -51,13 +57,19 @@ def allreduce(array, op: int = Average, name: Optional[str] = None,
               prescale_factor: float = 1.0, postscale_factor: float = 1.0,
               process_set: ProcessSet = global_process_set) -> np.ndarray:
     """Element-wise reduction of `array` over the ranks of `process_set`; a new array."""
-    data, desc = _prepare(array)
+    data, code = _contiguous(array)
     output = np.empty_like(data)
-    out_desc = (output.ctypes.data,) + desc[1:]
-    handle = _run(_c.allreduce, desc, out_desc, operation_name("allreduce", name, process_set),
-                  op, float(prescale_factor), float(postscale_factor),
-                  process_set.process_set_id)
-    _c.release(handle)
+    try:
+        # Enqueue, wait and release in one runtime call (hvd._hvd_c.allreduce_now), the
+        # arrays' memory read through the buffer protocol.
+        _c.allreduce_now(data, output, code, data.shape,
+                         operation_name("allreduce", name, process_set), op,
+                         float(prescale_factor), float(postscale_factor),
+                         process_set.process_set_id)
+    except _c.Error as error:
+        if error.in_wait:
+            raise HorovodInternalError(str(error)) from None
+        raise translate_error(error) from None
     return output
 
 

@@ -43,7 +43,7 @@ const RuntimeApi& Api() {
   return g_api;
 }
 
-[[noreturn]] void Raise(hvd_status_t status, const std::string& message) {
+[[noreturn]] void Raise(hvd_status_t status, const std::string& message, bool in_wait = false) {
   std::string text = message;
   if (text.empty()) {
     const char* name = g_api.status_name != nullptr ? g_api.status_name(status) : nullptr;
@@ -51,6 +51,8 @@ const RuntimeApi& Api() {
   }
   py::object error = py::reinterpret_borrow<py::object>(g_error_type)(text);
   error.attr("status") = static_cast<int>(status);
+  // True when the operation itself failed (hvd_wait), false when enqueueing it was refused.
+  error.attr("in_wait") = in_wait;
   PyErr_SetObject(g_error_type, error.ptr());
   throw py::error_already_set();
 }
@@ -194,12 +196,90 @@ void Wait(hvd_handle_t handle) {
       return;
     }
     if (status != HVD_IN_PROGRESS) {
-      Raise(status, message);
+      Raise(status, message, /*in_wait=*/true);
     }
     if (PyErr_CheckSignals() != 0) {
       throw py::error_already_set();
     }
   }
+}
+
+// The memory behind `obj`: an int is an address (torch's data_ptr()); anything else must
+// export a C-contiguous buffer (a numpy array), read through the buffer protocol. The caller
+// keeps `obj` alive for as long as the address is used.
+uintptr_t AddressOf(py::handle obj, bool writable) {
+  if (PyLong_Check(obj.ptr())) {
+    const uintptr_t address = PyLong_AsUnsignedLongLong(obj.ptr());
+    if (PyErr_Occurred()) throw py::error_already_set();
+    return address;
+  }
+  Py_buffer view;
+  const int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+  if (PyObject_GetBuffer(obj.ptr(), &view, flags) != 0) throw py::error_already_set();
+  const auto address = reinterpret_cast<uintptr_t>(view.buf);
+  PyBuffer_Release(&view);
+  return address;
+}
+
+// A tensor from the synchronous fast path's plain arguments: the shape is any sequence of
+// ints (torch.Size, tuple), read without building a std::vector.
+hvd_tensor_t PlainTensor(uintptr_t address, int dtype, py::handle shape) {
+  hvd_tensor_t tensor{};
+  const Py_ssize_t ndim = PySequence_Size(shape.ptr());
+  if (ndim < 0) throw py::error_already_set();
+  if (ndim > HVD_MAX_DIMS) {
+    throw py::value_error("tensor has " + std::to_string(ndim) +
+                          " dimensions; hvd supports at most " + std::to_string(HVD_MAX_DIMS));
+  }
+  for (Py_ssize_t i = 0; i < ndim; ++i) {
+    py::object item = py::reinterpret_steal<py::object>(PySequence_GetItem(shape.ptr(), i));
+    if (!item) throw py::error_already_set();
+    tensor.shape[i] = PyLong_AsLongLong(item.ptr());
+    if (tensor.shape[i] == -1 && PyErr_Occurred()) throw py::error_already_set();
+  }
+  tensor.data = reinterpret_cast<void*>(address);
+  tensor.dtype = static_cast<hvd_dtype_t>(dtype);
+  tensor.ndim = static_cast<int32_t>(ndim);
+  tensor.device = HVD_DEVICE_CPU;
+  return tensor;
+}
+
+// The synchronous collectives' fast path (hvd.torch.allreduce, allreduce_, hvd.numpy):
+// enqueue, wait and release in one call, the GIL released once for the enqueue and then per
+// wait slice (Ctrl-C is noticed between slices, as in Wait). Errors carry `in_wait`. When the
+// wait is interrupted the handle stays in flight and is not released (its name stays
+// reserved), as with an interrupted synchronize().
+void AllreduceNow(py::handle in, py::handle out, int dtype, py::handle shape, py::handle name,
+                  int op, double prescale, double postscale, int32_t process_set_id) {
+  hvd_tensor_t input = PlainTensor(AddressOf(in, false), dtype, shape);
+  hvd_tensor_t output = input;
+  output.data = reinterpret_cast<void*>(AddressOf(out, true));
+  hvd_op_options_t options;
+  Api().op_options_init(&options);
+  options.name = name.is_none() ? nullptr : PyUnicode_AsUTF8(name.ptr());
+  if (!name.is_none() && options.name == nullptr) throw py::error_already_set();
+  options.process_set_id = process_set_id;
+  options.reduce_op = static_cast<hvd_reduce_op_t>(op);
+  options.prescale_factor = prescale;
+  options.postscale_factor = postscale;
+  hvd_handle_t handle = 0;
+  hvd_status_t status;
+  std::string message;
+  {
+    py::gil_scoped_release release;
+    status = g_api.allreduce(&input, &output, &options, &handle);
+    if (status == HVD_OK) status = g_api.wait(handle, kWaitSliceSeconds);
+    if (status != HVD_OK && status != HVD_IN_PROGRESS) message = g_api.last_error();
+  }
+  if (handle == 0) Raise(status, message);  // refused at enqueue
+  while (status == HVD_IN_PROGRESS) {
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // the handle stays in flight
+    py::gil_scoped_release release;
+    status = g_api.wait(handle, kWaitSliceSeconds);
+    if (status != HVD_OK && status != HVD_IN_PROGRESS) message = g_api.last_error();
+  }
+  (void)g_api.release(handle);
+  if (status != HVD_OK) Raise(status, message, /*in_wait=*/true);
 }
 
 // Calls `call(&value)` through Check and returns the value it wrote.
@@ -277,6 +357,11 @@ void BindLifecycle(py::module_& m) {
 
 void BindCollectives(py::module_& m) {
   using OptName = std::optional<std::string>;
+  m.def("allreduce_now", &AllreduceNow, py::arg("input"), py::arg("output"), py::arg("dtype"),
+        py::arg("shape"), py::arg("name"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
+        py::arg("process_set_id"),
+        "Allreduce of CPU memory `input` into `output` (addresses, or C-contiguous buffers such "
+        "as numpy arrays; may be the same) and wait: enqueue, wait and release in one call");
   m.def("allreduce", [](const TensorDesc& in, const TensorDesc& out, OptName name, int op,
                         double prescale, double postscale, int32_t process_set_id) {
     hvd_tensor_t input = ToTensor(in), output = ToTensor(out);

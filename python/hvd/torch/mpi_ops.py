@@ -98,13 +98,41 @@ def _target(prefix: str, name: Optional[str], process_set: ProcessSet) -> Tuple[
     return operation_name(prefix, name, process_set), set_id
 
 
+def _op_error(error: "_c.Error") -> Exception:
+    """The exception for a failed call: ValueError (translate_error) when enqueueing was
+    refused for a caller error, HorovodInternalError when the operation itself failed."""
+    refused = (_c.NOT_INITIALIZED, _c.INVALID_ARGUMENT, _c.PRECONDITION_FAILED)
+    if not getattr(error, "in_wait", False) and error.status in refused:
+        return translate_error(error)
+    return HorovodInternalError(str(error))
+
+
 def _enqueue(call: Callable[..., Handle], *args: Any) -> Handle:
     try:
         return call(*args)
     except _c.Error as error:
-        if error.status in (_c.NOT_INITIALIZED, _c.INVALID_ARGUMENT, _c.PRECONDITION_FAILED):
-            raise translate_error(error) from None
-        raise HorovodInternalError(str(error)) from None
+        raise _op_error(error) from None
+
+
+def _plain_code(tensor) -> Optional[int]:
+    """The dtype code of a dense, contiguous CPU tensor (the synchronous fast path); None for
+    anything else, which takes the general path (and its checks and error messages)."""
+    if (isinstance(tensor, torch.Tensor) and tensor.is_cpu and
+            tensor.layout is torch.strided and tensor.is_contiguous()):
+        return _TORCH_TO_HVD.get(tensor.dtype)
+    return None
+
+
+def _allreduce_now(tensor: torch.Tensor, output: torch.Tensor, code: int, name, op,
+                   prescale_factor, postscale_factor, process_set: ProcessSet) -> None:
+    """allreduce of `tensor` into `output` (contiguous, same dtype and shape; may be `tensor`)
+    and wait, in one runtime call: no handle, no descriptor tuples."""
+    op_name, set_id = _target("allreduce", name, process_set)
+    try:
+        _c.allreduce_now(tensor.data_ptr(), output.data_ptr(), code, tensor.shape, op_name, op,
+                         float(prescale_factor), float(postscale_factor), set_id)
+    except _c.Error as error:
+        raise _op_error(error) from None
 
 
 def _register(handle: Handle, keep: Tuple[Any, ...], finish: Callable[[Handle], Any]) -> Handle:
@@ -203,6 +231,15 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Reduces `tensor` over all ranks of `process_set` (Average by default) into a new
     tensor. Differentiable: the gradient is the allreduce of the gradient with the same op."""
+    if compression is Compression.none and not (tensor.requires_grad and
+                                                torch.is_grad_enabled()):
+        code = _plain_code(tensor)
+        if code is not None:  # no graph to record: skip autograd, one runtime call
+            op = _resolve_op(average, op)
+            output = torch.empty_like(tensor)
+            _allreduce_now(tensor, output, code, name, op, prescale_factor, postscale_factor,
+                           process_set)
+            return output
     compressed, ctx = compression.compress(tensor)
     reduced = HorovodAllreduce.apply(compressed, average, name, op, prescale_factor,
                                      postscale_factor, process_set)
@@ -212,6 +249,11 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                postscale_factor=1.0, process_set=global_process_set):
     """In-place allreduce; returns `tensor`."""
+    code = _plain_code(tensor)
+    if code is not None:
+        _allreduce_now(tensor, tensor, code, name, _resolve_op(average, op), prescale_factor,
+                       postscale_factor, process_set)
+        return tensor
     return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
                                         postscale_factor, process_set))
 
