@@ -93,6 +93,23 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
                                    ": expected auto, shm, tcp, gloo or mpi, got '" +
                                    c->cpu_operations + "'");
   }
+  HVD_ASSIGN_OR_RETURN(std::string hierarchical, env.GetString("HVD_HIERARCHICAL_ALLREDUCE"));
+  if (hierarchical.empty() || hierarchical == "auto") {
+    c->hierarchical_allreduce = "auto";
+  } else {
+    HVD_ASSIGN_OR_RETURN(
+        bool on, env::ParseBool(hierarchical, env.Get("HVD_HIERARCHICAL_ALLREDUCE").source));
+    c->hierarchical_allreduce = on ? "on" : "off";
+  }
+  HVD_ASSIGN_OR_RETURN(c->hierarchical_allgather, env.GetBool("HVD_HIERARCHICAL_ALLGATHER"));
+  const bool hierarchical_forced = c->hierarchical_allreduce == "on" || c->hierarchical_allgather;
+  if (hierarchical_forced && c->cpu_operations != "auto") {
+    return Status::InvalidArgument(
+        "hierarchical collectives (HVD_HIERARCHICAL_ALLREDUCE/ALLGATHER=1, hvdrun "
+        "--hierarchical-allreduce/--hierarchical-allgather) need HVD_CPU_OPERATIONS=auto "
+        "(shared memory within a host, TCP across hosts), not '" +
+        c->cpu_operations + "'");
+  }
   HVD_ASSIGN_OR_RETURN(c->mpi_threads_disable, env.GetBool("HVD_MPI_THREADS_DISABLE"));
   HVD_ASSIGN_OR_RETURN(c->shm_buffer_bytes,
                        IntIn(env, "HVD_SHM_BUFFER_BYTES", int64_t{8} << 10, int64_t{1} << 32));

@@ -37,6 +37,10 @@ struct RuntimeConfig {
   // HVD_CPU_OPERATIONS, lower-cased: which transport multi-rank CPU groups use
   // (backend_registry.cc validates the name).
   std::string cpu_operations = "gloo";
+  // HVD_HIERARCHICAL_ALLREDUCE: "auto", "on" or "off"; HVD_HIERARCHICAL_ALLGATHER. Groups that
+  // span hosts use them under HVD_CPU_OPERATIONS=auto (shm_provider.h).
+  std::string hierarchical_allreduce = "auto";
+  bool hierarchical_allgather = false;
   // HVD_SHM_BUFFER_BYTES: staging memory per rank of a shared-memory group (shm_communicator.h).
   int64_t shm_buffer_bytes = int64_t{4} << 20;
   // HVD_CONTROLLER, lower-cased: "gloo" (hvdrun's rendezvous) or "mpi". When HVD_CONTROLLER /

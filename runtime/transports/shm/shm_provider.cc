@@ -1,20 +1,22 @@
 #include "runtime/transports/shm/shm_provider.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "common/logging.h"
+#include "runtime/transports/hierarchical_communicator.h"
+#include "runtime/transports/host_layout.h"
 #include "runtime/transports/shm/shm_communicator.h"
 #include "runtime/transports/single_rank_communicator.h"
 
 namespace hvd::runtime {
 
-Result<bool> GroupOnOneHost(control::KvClient* kv, const RuntimeConfig& config,
-                            const GroupSpec& spec) {
-  if (config.local_size == config.size) return true;
+Result<std::vector<std::string>> ExchangeHosts(control::KvClient* kv, const RuntimeConfig& config,
+                                               const GroupSpec& spec) {
+  std::vector<std::string> hosts(spec.ranks.size(), config.hostname);
+  if (config.local_size == config.size) return hosts;
   const std::string prefix = spec.scope + "/hostid/";
   HVD_RETURN_IF_ERROR(kv->Set(prefix + std::to_string(spec.rank_in_group), config.hostname));
-  bool same = true;
-  std::string hosts;
   for (size_t i = 0; i < spec.ranks.size(); ++i) {
     auto host = kv->Wait(prefix + std::to_string(i), config.timeout);
     if (!host.ok()) {
@@ -22,13 +24,11 @@ Result<bool> GroupOnOneHost(control::KvClient* kv, const RuntimeConfig& config,
                                        ": exchanging host identities for group '" + spec.scope +
                                        "'");
     }
-    if (*host != config.hostname) same = false;
-    hosts += (i == 0 ? "" : ", ") + *host;
+    hosts[i] = *host;
   }
   Status finished = kv->FinishScope(prefix, static_cast<int>(spec.ranks.size()));
   if (!finished.ok()) HVD_LOG_DEBUG("host identity cleanup: {}", finished.ToString());
-  if (!same) HVD_LOG_DEBUG("group '{}' spans hosts {}", spec.scope, hosts);
-  return same;
+  return hosts;
 }
 
 ShmProvider::ShmProvider(std::unique_ptr<control::KvClient> kv, const RuntimeConfig& config,
@@ -37,14 +37,20 @@ ShmProvider::ShmProvider(std::unique_ptr<control::KvClient> kv, const RuntimeCon
 
 Result<std::unique_ptr<Communicator>> ShmProvider::Create(const GroupSpec& spec) {
   if (spec.ranks.size() == 1) return std::unique_ptr<Communicator>(new SingleRankCommunicator());
-  HVD_ASSIGN_OR_RETURN(bool local, GroupOnOneHost(kv_.get(), config_, spec));
-  if (!local) {
-    if (fallback_) return fallback_->Create(spec);
+  HVD_ASSIGN_OR_RETURN(std::vector<std::string> hosts, ExchangeHosts(kv_.get(), config_, spec));
+  const bool one_host = std::all_of(hosts.begin(), hosts.end(),
+                                    [&](const std::string& h) { return h == hosts.front(); });
+  if (one_host) return CreateShm(spec);
+  if (!fallback_) {
     return Status::InvalidArgument(
         "HVD_CPU_OPERATIONS=shm: the group '" + spec.scope + "' has members on other hosts than " +
         config_.hostname +
-        "; shared memory needs one host (use HVD_CPU_OPERATIONS=auto to fall back to Gloo)");
+        "; shared memory needs one host (use HVD_CPU_OPERATIONS=auto to fall back to TCP)");
   }
+  return CreateSpanning(spec, hosts);
+}
+
+Result<std::unique_ptr<Communicator>> ShmProvider::CreateShm(const GroupSpec& spec) {
   ShmOptions options;
   options.kv = kv_.get();
   options.scope = spec.scope;
@@ -54,6 +60,44 @@ Result<std::unique_ptr<Communicator>> ShmProvider::Create(const GroupSpec& spec)
   options.buffer_bytes = static_cast<size_t>(config_.shm_buffer_bytes);
   options.timeout = config_.timeout;
   return CreateShmCommunicator(options);
+}
+
+// A group on several hosts: hierarchical when it applies, else `fallback_` over the whole
+// group. Creation order (flat, local, cross) is the same on every member.
+Result<std::unique_ptr<Communicator>> ShmProvider::CreateSpanning(
+    const GroupSpec& spec, const std::vector<std::string>& hosts) {
+  const HostLayout layout = ComputeHostLayout(hosts, spec.rank_in_group);
+  HierarchicalOps ops;
+  ops.allreduce = config_.hierarchical_allreduce != "off";
+  ops.allgather = config_.hierarchical_allgather;
+  const bool forced = config_.hierarchical_allreduce == "on" || ops.allgather;
+  if (!layout.uniform && forced) {
+    return Status::InvalidArgument(
+        "hierarchical collectives (HVD_HIERARCHICAL_ALLREDUCE/ALLGATHER=1) need the group '" +
+        spec.scope +
+        "' spread evenly over its hosts in rank order (ranks 0..L-1 on the first host, L..2L-1 "
+        "on the next, ...), but it runs as: " +
+        layout.summary);
+  }
+  if (!layout.uniform || layout.local_size < 2 || !(ops.allreduce || ops.allgather)) {
+    return fallback_->Create(spec);
+  }
+  HVD_ASSIGN_OR_RETURN(auto flat, fallback_->Create(spec));
+  GroupSpec local;
+  local.scope = spec.scope + "/local" + std::to_string(layout.host_index);
+  local.rank_in_group = layout.local_rank;
+  for (int32_t i : layout.local_members) local.ranks.push_back(spec.ranks[i]);
+  HVD_ASSIGN_OR_RETURN(auto local_comm, CreateShm(local));
+  GroupSpec cross;
+  cross.scope = spec.scope + "/cross" + std::to_string(layout.local_rank);
+  cross.rank_in_group = layout.host_index;
+  for (int32_t i : layout.cross_members) cross.ranks.push_back(spec.ranks[i]);
+  HVD_ASSIGN_OR_RETURN(auto cross_comm, fallback_->Create(cross));
+  HVD_LOG_DEBUG("group '{}': hierarchical ({}), {} hosts x {} ranks", spec.scope,
+                ops.allgather ? "allreduce, allgather" : "allreduce", layout.hosts,
+                layout.local_size);
+  return MakeHierarchicalCommunicator(std::move(flat), std::move(local_comm), std::move(cross_comm),
+                                      ops);
 }
 
 uint32_t ShmProvider::enabled_flags() const { return fallback_ ? fallback_->enabled_flags() : 0; }

@@ -264,9 +264,9 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ShmCollectivesTest,
                          ::testing::Combine(::testing::Values(2, 3, 4),
                                             ::testing::Values(size_t{64} << 10, size_t{4} << 20)));
 
-// Given members that report host names a, a, b (local size < size), when they decide whether
-// the group shares a host, then all say no; with a, a, a all say yes.
-TEST(ShmProvider, HostIdentityDecidesSameHost) {
+// Given members that report host names a, a, b (local size < size), when they exchange host
+// identities, then every member gets the same list, in group order.
+TEST(ShmProvider, HostIdentitiesAreExchangedInGroupOrder) {
   for (bool mixed : {true, false}) {
     ShmJob::Options options;
     options.size = 3;
@@ -278,10 +278,11 @@ TEST(ShmProvider, HostIdentityDecidesSameHost) {
       config.local_size = 2;
       config.hostname = (mixed && rank == 2) ? "b" : "a";
       runtime::GroupSpec spec{scope, {0, 1, 2}, rank};
-      auto same = runtime::GroupOnOneHost(&kv, config, spec);
-      if (!same.ok() || *same == mixed) {
+      auto hosts = runtime::ExchangeHosts(&kv, config, spec);
+      const std::vector<std::string> expected = {"a", "a", mixed ? "b" : "a"};
+      if (!hosts.ok() || *hosts != expected) {
         std::fprintf(stderr, "rank %d: %s\n", rank,
-                     same.ok() ? "wrong answer" : same.status().ToString().c_str());
+                     hosts.ok() ? "wrong hosts" : hosts.status().ToString().c_str());
         return 1;
       }
       return 0;

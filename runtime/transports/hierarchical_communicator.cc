@@ -1,0 +1,125 @@
+#include "runtime/transports/hierarchical_communicator.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace hvd::runtime {
+namespace {
+
+// Allreduces up to this size take the two-step path (see the header).
+constexpr int64_t kDirectBytes = int64_t{64} << 10;
+
+class HierarchicalCommunicator final : public Communicator {
+ public:
+  HierarchicalCommunicator(std::unique_ptr<Communicator> flat, std::unique_ptr<Communicator> local,
+                           std::unique_ptr<Communicator> cross, HierarchicalOps ops)
+      : flat_(std::move(flat)),
+        local_(std::move(local)),
+        cross_(std::move(cross)),
+        ops_(ops),
+        counts_(local_->size()),
+        bytes_(local_->size()),
+        host_bytes_(cross_->size()) {}
+
+  int rank() const override { return flat_->rank(); }
+  int size() const override { return flat_->size(); }
+  const char* name() const override { return "HIER"; }
+
+  Status GatherBytes(const std::string& in, int root, std::vector<std::string>* out) override {
+    return flat_->GatherBytes(in, root, out);
+  }
+  Status BroadcastBytes(std::string* data, int root) override {
+    return flat_->BroadcastBytes(data, root);
+  }
+  Status BitwiseAnd(std::vector<uint64_t>* bits) override { return flat_->BitwiseAnd(bits); }
+  Status BitwiseOr(std::vector<uint64_t>* bits) override { return flat_->BitwiseOr(bits); }
+  Status Barrier() override { return flat_->Barrier(); }
+
+  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
+  Status Broadcast(void* buffer, int64_t bytes, int root) override {
+    return flat_->Broadcast(buffer, bytes, root);
+  }
+  Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                   const std::vector<int64_t>& recv_bytes) override {
+    return flat_->Alltoallv(in, send_bytes, out, recv_bytes);
+  }
+  Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
+                       DataType dtype, ReduceOp op) override {
+    return flat_->ReduceScatter(in, out, counts_per_rank, dtype, op);
+  }
+  void Abort() override {
+    flat_->Abort();
+    local_->Abort();
+    cross_->Abort();
+  }
+
+ private:
+  std::unique_ptr<Communicator> flat_;
+  std::unique_ptr<Communicator> local_;
+  std::unique_ptr<Communicator> cross_;
+  const HierarchicalOps ops_;
+  // Per-call scratch, sized once (steady state allocates nothing).
+  std::vector<int64_t> counts_;      // elements of each local rank's slice
+  std::vector<int64_t> bytes_;       // per local rank / per host, bytes
+  std::vector<int64_t> host_bytes_;  // Allgatherv: each host's block
+  std::vector<char> slice_;          // this member's slice; grown only
+};
+
+Status HierarchicalCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype,
+                                           ReduceOp op) {
+  if (!ops_.allreduce) return flat_->Allreduce(buffer, count, dtype, op);
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(
+      [&] { return "hierarchical " + AllreduceOpName(count, dtype, op); }, buffer, count, op));
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  const int l = local_->size();
+  if (count * elem <= kDirectBytes || count < l) {
+    HVD_RETURN_IF_ERROR(local_->Allreduce(buffer, count, dtype, op));
+    return cross_->Allreduce(buffer, count, dtype, op);
+  }
+  for (int i = 0; i < l; ++i) {
+    counts_[i] = count / l + (i < count % l ? 1 : 0);
+    bytes_[i] = counts_[i] * elem;
+  }
+  const int me = local_->rank();
+  if (slice_.size() < static_cast<size_t>(bytes_[me])) slice_.resize(bytes_[me]);
+  HVD_RETURN_IF_ERROR(local_->ReduceScatter(buffer, slice_.data(), counts_, dtype, op));
+  HVD_RETURN_IF_ERROR(cross_->Allreduce(slice_.data(), counts_[me], dtype, op));
+  return local_->Allgatherv(slice_.data(), buffer, bytes_);
+}
+
+Status HierarchicalCommunicator::Allgatherv(const void* in, void* out,
+                                            const std::vector<int64_t>& bytes_per_rank) {
+  if (!ops_.allgather) return flat_->Allgatherv(in, out, bytes_per_rank);
+  HVD_RETURN_IF_ERROR(CheckPerRankArg("hierarchical allgather", bytes_per_rank, size()));
+  // Host-major order: host h's members are group positions [h*l, (h+1)*l).
+  const int l = local_->size(), hosts = cross_->size(), host = cross_->rank();
+  int64_t host_offset = 0;
+  for (int h = 0; h < hosts; ++h) {
+    host_bytes_[h] = 0;
+    for (int i = 0; i < l; ++i) host_bytes_[h] += bytes_per_rank[h * l + i];
+    if (h < host) host_offset += host_bytes_[h];
+  }
+  for (int i = 0; i < l; ++i) bytes_[i] = bytes_per_rank[host * l + i];
+  char* block = static_cast<char*>(out) + host_offset;
+  HVD_RETURN_IF_ERROR(local_->Allgatherv(in, block, bytes_));
+  if (local_->rank() == 0) {
+    // In place: this host's block is already where the gather puts it.
+    HVD_RETURN_IF_ERROR(cross_->Allgatherv(block, out, host_bytes_));
+  }
+  int64_t total = 0;
+  for (int64_t b : host_bytes_) total += b;
+  return local_->Broadcast(out, total, 0);
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> MakeHierarchicalCommunicator(std::unique_ptr<Communicator> flat,
+                                                           std::unique_ptr<Communicator> local,
+                                                           std::unique_ptr<Communicator> cross,
+                                                           HierarchicalOps ops) {
+  return std::make_unique<HierarchicalCommunicator>(std::move(flat), std::move(local),
+                                                    std::move(cross), ops);
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,39 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_HIERARCHICAL_COMMUNICATOR_H_
+#define HVD_RUNTIME_TRANSPORTS_HIERARCHICAL_COMMUNICATOR_H_
+
+#include <memory>
+
+#include "runtime/transports/communicator.h"
+
+namespace hvd::runtime {
+
+// Which collectives go through the hierarchy; the others use the flat communicator.
+struct HierarchicalOps {
+  bool allreduce = true;
+  bool allgather = false;
+};
+
+// Creates a Communicator for a group spread evenly over several hosts in host-major rank order
+// (HostLayout::uniform): `flat` spans the whole group (control plane and the collectives
+// that stay flat), `local` this member's host (shared memory), `cross` the members with this
+// member's local rank on every host, in host order (TCP). Allreduce then moves each byte
+// across hosts once per host instead of once per rank:
+//   large: reduce-scatter within the host (local rank i gets slice i of the host's sum),
+//          allreduce of the slices across hosts (L parallel cross groups, 1/L of the data
+//          each), allgather within the host;
+//   small (<= 64 KiB, or fewer elements than local ranks): allreduce within the host, then
+//          every cross group allreduces the whole host sum (same inputs, same algorithm, so
+//          all groups get bit-identical results and no final step is needed).
+// Allgatherv (when `ops.allgather`): gather within the host into the host's block, gather the
+// host blocks across hosts over local rank 0's cross group, broadcast within the host.
+// Every member gets bit-identical results (each element is reduced by one member, in rank
+// order, and the cross reductions are deterministic). name() is "HIER". Abort() aborts all
+// three. Same threading contract as Communicator; no allocation per call in steady state.
+std::unique_ptr<Communicator> MakeHierarchicalCommunicator(std::unique_ptr<Communicator> flat,
+                                                           std::unique_ptr<Communicator> local,
+                                                           std::unique_ptr<Communicator> cross,
+                                                           HierarchicalOps ops);
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_HIERARCHICAL_COMMUNICATOR_H_

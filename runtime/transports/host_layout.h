@@ -1,0 +1,33 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_HOST_LAYOUT_H_
+#define HVD_RUNTIME_TRANSPORTS_HOST_LAYOUT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hvd::runtime {
+
+// Where the members of one group run, as seen by member `me`: the input to the choice between
+// one transport for the whole group and the hierarchical composition (shared memory within a
+// host, TCP between hosts; hierarchical_communicator.h). A plain value.
+struct HostLayout {
+  int hosts = 1;       // distinct hosts, numbered in order of first appearance
+  int host_index = 0;  // this member's host
+  int local_rank = 0;  // this member's position among its host's members (group order)
+  int local_size = 1;  // members on this member's host
+  // Every host runs the same number of members, and member i runs on host i / local_size
+  // (host-major order): the hierarchical algorithm's precondition.
+  bool uniform = true;
+  std::vector<int32_t> local_members;  // group positions on this host, ascending
+  std::vector<int32_t> cross_members;  // group position of local rank `local_rank` per host
+  // "h1 x2, h2 x2": the hosts and their member counts, for messages.
+  std::string summary;
+};
+
+// The layout for member `me` of a group whose member i runs on host `host_of[i]` (host
+// identities as hvdrun assigned them). Pure; `me` must index `host_of`.
+HostLayout ComputeHostLayout(const std::vector<std::string>& host_of, int me);
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_HOST_LAYOUT_H_

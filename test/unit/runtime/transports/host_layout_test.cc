@@ -1,0 +1,46 @@
+#include "runtime/transports/host_layout.h"
+
+#include <gtest/gtest.h>
+
+namespace hvd::runtime {
+namespace {
+
+TEST(HostLayoutTest, EvenHostMajorGroupIsUniform) {
+  const std::vector<std::string> hosts = {"a", "a", "b", "b", "c", "c"};
+  const HostLayout l = ComputeHostLayout(hosts, 3);
+  EXPECT_TRUE(l.uniform);
+  EXPECT_EQ(l.hosts, 3);
+  EXPECT_EQ(l.host_index, 1);
+  EXPECT_EQ(l.local_rank, 1);
+  EXPECT_EQ(l.local_size, 2);
+  EXPECT_EQ(l.local_members, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(l.cross_members, (std::vector<int32_t>{1, 3, 5}));
+  EXPECT_EQ(l.summary, "a x2, b x2, c x2");
+}
+
+TEST(HostLayoutTest, UnevenOrInterleavedGroupsAreNotUniform) {
+  // Given 3 + 1 members, or 2 + 2 interleaved (a, b, a, b), the hierarchy does not apply.
+  const HostLayout uneven = ComputeHostLayout({"a", "a", "a", "b"}, 3);
+  EXPECT_FALSE(uneven.uniform);
+  EXPECT_EQ(uneven.local_size, 1);
+  EXPECT_TRUE(uneven.cross_members.empty());
+  EXPECT_EQ(uneven.summary, "a x3, b x1");
+  const HostLayout interleaved = ComputeHostLayout({"a", "b", "a", "b"}, 2);
+  EXPECT_FALSE(interleaved.uniform);
+  EXPECT_EQ(interleaved.local_members, (std::vector<int32_t>{0, 2}));
+  EXPECT_EQ(interleaved.local_rank, 1);
+}
+
+TEST(HostLayoutTest, OneHostAndOneRankPerHost) {
+  const HostLayout one = ComputeHostLayout({"a", "a", "a"}, 2);
+  EXPECT_EQ(one.hosts, 1);
+  EXPECT_TRUE(one.uniform);
+  EXPECT_EQ(one.cross_members, (std::vector<int32_t>{2}));
+  const HostLayout spread = ComputeHostLayout({"a", "b", "c"}, 1);
+  EXPECT_TRUE(spread.uniform);
+  EXPECT_EQ(spread.local_size, 1);
+  EXPECT_EQ(spread.cross_members, (std::vector<int32_t>{0, 1, 2}));
+}
+
+}  // namespace
+}  // namespace hvd::runtime
