@@ -22,6 +22,29 @@ TEST(RuntimeConfigTest, DefaultsAreASingleRank) {
   EXPECT_TRUE(c->rendezvous_addr.empty());
 }
 
+TEST(RuntimeConfigTest, HierarchicalAllreduceIsAutoUnlessSetAndNeedsTheAutoTransport) {
+  auto unset = Load({});
+  ASSERT_TRUE(unset.ok()) << unset.status().ToString();
+  EXPECT_EQ(unset->hierarchical_allreduce, "auto");
+  EXPECT_FALSE(unset->hierarchical_allgather);
+  for (auto [value, expected] : {std::pair{"1", "on"}, std::pair{"true", "on"},
+                                 std::pair{"0", "off"}, std::pair{"auto", "auto"}}) {
+    auto c = Load({{"HOROVOD_HIERARCHICAL_ALLREDUCE", value}, {"HVD_CPU_OPERATIONS", "auto"}});
+    ASSERT_TRUE(c.ok()) << value << ": " << c.status().ToString();
+    EXPECT_EQ(c->hierarchical_allreduce, expected) << value;
+  }
+  auto bad = Load({{"HVD_HIERARCHICAL_ALLREDUCE", "sometimes"}});
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("HVD_HIERARCHICAL_ALLREDUCE"), std::string::npos)
+      << bad.status().message();
+  // Forcing the hierarchy with another transport is refused, naming the transport.
+  auto tcp = Load({{"HVD_HIERARCHICAL_ALLREDUCE", "1"}, {"HVD_CPU_OPERATIONS", "tcp"}});
+  EXPECT_EQ(tcp.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(tcp.status().message().find("not 'tcp'"), std::string::npos) << tcp.status().message();
+  auto gather = Load({{"HVD_HIERARCHICAL_ALLGATHER", "1"}, {"HVD_CPU_OPERATIONS", "gloo"}});
+  EXPECT_EQ(gather.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(RuntimeConfigTest, MpirunTopologyComesFromOpenMpiAndDefaultsToTheMpiBackend) {
   // Given what Open MPI's mpirun exports for rank 3 of 4 on two hosts of two slots
   auto c = Load({{"OMPI_COMM_WORLD_RANK", "3"},
