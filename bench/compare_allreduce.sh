@@ -78,48 +78,11 @@ for n in 2 4; do
   $mpirun_base $tcp -np "$n" "$mpi" "$rounds" many "$many" > "$out/tcp_many_$n.txt"
 done
 
-/usr/bin/python3 - "$out" <<'PY'
-import re, sys
+/usr/bin/python3 - "$out" "$here" <<'PY'
+import sys
 out = sys.argv[1]
-
-def peer(path):
-    res = {}
-    for line in open(path):
-        f = line.split()
-        if len(f) == 3 and f[0] == "RESULT":
-            res[int(f[1])] = float(f[2])
-        elif len(f) == 4 and f[0] == "RESULT":
-            res[f[1]] = float(f[3])
-    return res
-
-def lines(path):
-    # hvdrun prefixes forwarded output with "[rank]<stdout>:".
-    return [re.sub(r"^\[\d+\]<std(out|err)>:", "", l) for l in open(path)]
-
-def hvd(path, many_path):
-    res = {}
-    for line in lines(path):
-        f = line.split()
-        if len(f) >= 6 and f[0].isdigit():
-            res[int(f[0])] = float(f[2])
-    for line in lines(many_path):
-        m = re.match(r"(async|one by one).*?\)\s+([\d.]+)", line)
-        if m:
-            res["many-fused" if m.group(1) == "async" else "many-single"] = float(m.group(2))
-    return res
-
-def fmt_us(v):
-    if v is None:
-        return "-"
-    return f"{v:.1f} us" if v < 1000 else f"{v / 1000:.2f} ms"
-
-def label(k):
-    if isinstance(k, int):
-        return f"{k >> 20} MiB" if k >= 1 << 20 else f"{k >> 10} KiB"
-    return "100x16K " + ("fused" if k == "many-fused" else "1-by-1")
-
-def ratio(a, b):
-    return f"{a / b:.2f}" if a and b else "-"
+sys.path.insert(0, sys.argv[2])
+from allreduce_results import MANY, SIZES, fmt_us, hvd, label, peer, ratio
 
 # hvd = the default transport (shared memory here, all ranks on one host); hvd tcp = what
 # ranks on different hosts use; hvd gloo = libgloo, Horovod's transport.
@@ -131,7 +94,7 @@ for n in (2, 4):
                for x in ("hvd", "hvdtcp", "hvdgloo"))
     torch, vader, mtcp = ({**peer(f"{out}/{x}_{n}.txt"), **peer(f"{out}/{x}_many_{n}.txt")}
                           for x in ("torch", "vader", "tcp"))
-    for k in [4096, 65536, 1048576, 16777216, 67108864, "many-fused", "many-single"]:
+    for k in SIZES + MANY:
         vals = [h.get(k), t.get(k), g.get(k), torch.get(k), vader.get(k), mtcp.get(k)]
         ratios = [ratio(torch.get(k), h.get(k)), ratio(vader.get(k), h.get(k)),
                   ratio(torch.get(k), t.get(k)), ratio(mtcp.get(k), t.get(k))]

@@ -1,0 +1,61 @@
+"""Parsing and formatting shared by the allreduce comparison scripts (compare_allreduce.sh,
+compare_allreduce_hosts.sh): hvd-bench output under hvdrun, and the peers' RESULT lines."""
+import re
+
+SIZES = [4096, 65536, 1048576, 16777216, 67108864]
+MANY = ["many-fused", "many-single"]
+
+
+def peer(path):
+    """RESULT <bytes> <us> and RESULT many-<kind> <k> <us> lines of a peer's output."""
+    res = {}
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return res
+    for line in lines:
+        f = re.sub(r"^\[[\d,]+\]<std(out|err)>:", "", line).split()
+        if len(f) == 3 and f[0] == "RESULT":
+            res[int(f[1])] = float(f[2])
+        elif len(f) == 4 and f[0] == "RESULT":
+            res[f[1]] = float(f[3])
+    return res
+
+
+def _lines(path):
+    # hvdrun prefixes forwarded output with "[rank]<stdout>:".
+    try:
+        return [re.sub(r"^\[\d+\]<std(out|err)>:", "", l) for l in open(path)]
+    except OSError:
+        return []
+
+
+def hvd(path, many_path=None):
+    """hvd-bench's size table (time = median round, max over ranks) and --many lines."""
+    res = {}
+    for line in _lines(path):
+        f = line.split()
+        if len(f) >= 6 and f[0].isdigit():
+            res[int(f[0])] = float(f[2])
+    for line in _lines(many_path) if many_path else []:
+        m = re.match(r"(async|one by one).*?\)\s+([\d.]+)", line)
+        if m:
+            res["many-fused" if m.group(1) == "async" else "many-single"] = float(m.group(2))
+    return res
+
+
+def fmt_us(v):
+    if v is None:
+        return "-"
+    return f"{v:.1f} µs" if v < 1000 else f"{v / 1000:.2f} ms"
+
+
+def label(k):
+    if isinstance(k, int):
+        return f"{k >> 20} MiB" if k >= 1 << 20 else f"{k >> 10} KiB"
+    return "100×16 KiB " + ("fused" if k == "many-fused" else "one by one")
+
+
+def ratio(a, b):
+    """a / b, formatted; > 1 means b (hvd) is faster."""
+    return f"{a / b:.2f}" if a and b else "-"

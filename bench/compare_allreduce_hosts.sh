@@ -1,0 +1,86 @@
+#!/bin/sh
+# compare_allreduce_hosts.sh - float32 SUM allreduce across hosts: hvd vs Open MPI over the same
+# network, one table. The hosts are the netns test cluster (scripts/cluster/up.sh 2: two
+# network namespaces joined by veths through a bridge), brought up and torn down here under
+# /tmp/hvd-global.lock (the cluster is machine-wide).
+#
+#   bench/compare_allreduce_hosts.sh [HVDRUN] [ROUNDS]
+#
+# For 2 hosts x 1 rank and 2 hosts x 2 ranks, every side unbound, same hosts:
+#   hvd        hvdrun -H ... hvd-bench (auto: hvd's TCP across hosts; on 2x2 the hierarchy,
+#              shared memory within a host and TCP between)
+#   hvd flat   the same with --no-hierarchical-allreduce (2x2: one TCP group of 4)
+#   MPI tcp    mpirun -H ... --mca btl self,tcp, TCP pinned to the cluster network. Open MPI's
+#              shared-memory BTL cannot run here (the namespace hosts share /dev/shm and one
+#              kernel host name, so vader's segments collide), so within a host MPI uses TCP
+#              over loopback: on 2x2 this favours hvd; 2x1 is network only, like for like.
+# Prints time per op (median round, max over ranks) and MPI/hvd ratios (> 1: hvd faster).
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+hvdrun=${1:-${HVD_BUILD_DIR:-$root/build}/cmd/hvdrun}
+rounds=${2:-5}
+build=$(cd "$(dirname "$hvdrun")/.." && pwd)
+bench="$build/bench/hvd-bench"
+sizes=4096,65536,1048576,16777216,67108864
+many=100x16384
+out=${OUT:-$(mktemp -d /tmp/hvd-compare-hosts.XXXXXX)}
+state=/run/hvd-cluster
+[ -x "$hvdrun" ] || { echo "no hvdrun at $hvdrun" >&2; exit 2; }
+[ -x "$bench" ] || { echo "no hvd-bench at $bench" >&2; exit 2; }
+
+mpi="$out/mpi_allreduce"
+mpicc -O2 -o "$mpi" "$here/mpi_allreduce.c"
+ssh_args="-i $state/id_ed25519 --ssh-known-hosts $state/known_hosts"
+mpi_net="--mca btl self,tcp --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24"
+mpi_rsh="-i $state/id_ed25519 -o UserKnownHostsFile=$state/known_hosts"
+
+run_all() {
+  for layout in "2 hvd-h1:1,hvd-h2:1" "4 hvd-h1:2,hvd-h2:2"; do
+    n=${layout%% *}
+    hosts=${layout#* }
+    echo "n=$n ($hosts): hvd" >&2
+    # shellcheck disable=SC2086
+    "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --sizes "$sizes" --rounds "$rounds" > "$out/hvd_$n.txt"
+    "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --many "$many" --rounds "$rounds" > "$out/hvd_many_$n.txt"
+    if [ "$n" = 4 ]; then
+      echo "n=$n: hvd flat" >&2
+      "$hvdrun" -np "$n" -H "$hosts" $ssh_args --no-hierarchical-allreduce "$bench" --sizes "$sizes" --rounds "$rounds" > "$out/flat_$n.txt"
+      "$hvdrun" -np "$n" -H "$hosts" $ssh_args --no-hierarchical-allreduce "$bench" --many "$many" --rounds "$rounds" > "$out/flat_many_$n.txt"
+    fi
+    echo "n=$n: MPI" >&2
+    # shellcheck disable=SC2086
+    mpirun --allow-run-as-root -np "$n" -H "$hosts" --bind-to none --map-by slot --mca pml ob1 \
+      --mca plm_rsh_args "$mpi_rsh" $mpi_net "$mpi" "$rounds" "$sizes" > "$out/mpi_$n.txt"
+    mpirun --allow-run-as-root -np "$n" -H "$hosts" --bind-to none --map-by slot --mca pml ob1 \
+      --mca plm_rsh_args "$mpi_rsh" $mpi_net "$mpi" "$rounds" many "$many" > "$out/mpi_many_$n.txt"
+  done
+}
+
+(
+  flock 9
+  "$root/scripts/cluster/up.sh" 2 > "$out/cluster.log"
+  trap '"$root/scripts/cluster/down.sh" >> "$out/cluster.log" 2>&1' EXIT
+  echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), 2 netns hosts, unbound" > "$out/header.txt"
+  run_all
+) 9> /tmp/hvd-global.lock
+
+/usr/bin/python3 - "$out" "$here" <<'PY'
+import sys
+out = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from allreduce_results import MANY, SIZES, fmt_us, hvd, label, peer, ratio
+
+print("| hosts x ranks | size | hvd | hvd flat TCP | MPI tcp | MPI/hvd | MPI/hvd-flat |")
+print("|---|---|---|---|---|---|---|")
+for n, layout in ((2, "2 x 1"), (4, "2 x 2")):
+    h = hvd(f"{out}/hvd_{n}.txt", f"{out}/hvd_many_{n}.txt")
+    f = hvd(f"{out}/flat_{n}.txt", f"{out}/flat_many_{n}.txt")
+    m = {**peer(f"{out}/mpi_{n}.txt"), **peer(f"{out}/mpi_many_{n}.txt")}
+    for k in SIZES + MANY:
+        print(f"| {layout} | {label(k)} | {fmt_us(h.get(k))} | {fmt_us(f.get(k))} | "
+              f"{fmt_us(m.get(k))} | {ratio(m.get(k), h.get(k))} | {ratio(m.get(k), f.get(k))} |")
+print(open(f"{out}/header.txt").read().strip())
+print(f"\nraw outputs: {out}")
+PY
