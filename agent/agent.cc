@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "agent/rank_launch.h"
+#include "common/job_key.h"
 
 namespace hvd::agent {
 namespace {
@@ -37,14 +39,29 @@ std::vector<int> ReadSignals(int signal_fd) {
 
 bool IsTerminationSignal(int s) { return s == SIGTERM || s == SIGINT || s == SIGHUP; }
 
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "?";
+  return name;
+}
+
 }  // namespace
 
 Agent::Agent(Io io, std::map<std::string, std::string> login_env)
     : io_(io), login_env_(std::move(login_env)) {}
 
+Agent::~Agent() {
+  for (auto& [id, rank] : ranks_) CloseRankPipes(rank);
+  if (key_fd_ >= 0) ::close(key_fd_);
+}
+
 void Agent::Diagnose(const std::string& message) {
   std::string line = "hvd-agent: " + message + "\n";
-  ssize_t ignored = ::write(io_.stderr_fd, line.data(), line.size());
+  ssize_t ignored = ::write(io_.diag_fd, line.data(), line.size());
   (void)ignored;
 }
 
@@ -52,169 +69,236 @@ int Agent::Run() {
   int signal_fd = OpenSignalFd();
   if (signal_fd < 0) {
     Diagnose(std::string("signalfd failed: ") + strerror(errno));
-    return W_EXITCODE(kExitAgentError, 0);
+    return kExitAgentError;
   }
-  // Orphans of the rank re-parent to us, so they can be reaped and never linger.
+  // Orphans of the ranks re-parent to us, so they can be reaped and never linger.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  launcher::RemoteRankRequest request;
-  int status = 0;
-  if (!ReadStartFrame(signal_fd, &request, &status)) {
-    ::close(signal_fd);
-    return status;
-  }
-  grace_period_s_ = request.grace_period_s;
-  LaunchOutcome outcome = LaunchRank(request, login_env_);
-  if (auto* failure = std::get_if<LaunchFailure>(&outcome)) {
-    Diagnose(failure->message);
-    ::close(signal_fd);
-    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
-    return W_EXITCODE(failure->exit_code, 0);
-  }
-  const LaunchedRank& rank = std::get<LaunchedRank>(outcome);
-  rank_pid_ = rank.pid;
-  out_ = OutputRelay(rank.stdout_fd, io_.stdout_fd);
-  err_ = OutputRelay(rank.stderr_fd, io_.stderr_fd);
-  Supervise(signal_fd);
+  if (ReadHello(signal_fd)) Loop(signal_fd);
   ::close(signal_fd);
-  return rank_status_;
+  return exit_code_;
 }
 
-bool Agent::ReadStartFrame(int signal_fd, launcher::RemoteRankRequest* request, int* status) {
+bool Agent::ReadHello(int signal_fd) {
   for (;;) {
-    Result<std::optional<launcher::AgentMessage>> next = reader_.Next();
+    Result<std::optional<launcher::LauncherMessage>> next = reader_.Next();
     if (!next.ok()) {
       Diagnose(next.status().message());
-      *status = W_EXITCODE(kExitAgentError, 0);
+      exit_code_ = kExitAgentError;
       return false;
     }
     if (next->has_value()) {
-      *request = std::get<launcher::RemoteRankRequest>(std::move(**next));
+      ApplyHello(std::get<launcher::AgentHello>(std::move(**next)));
       return true;
     }
     pollfd fds[2] = {{io_.control_fd, POLLIN, 0}, {signal_fd, POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0 && errno != EINTR) {
       Diagnose(std::string("poll failed: ") + strerror(errno));
-      *status = W_EXITCODE(kExitAgentError, 0);
+      exit_code_ = kExitAgentError;
       return false;
     }
     for (int s : ReadSignals(signal_fd)) {
       if (IsTerminationSignal(s)) {
-        *status = s;  // as if killed by it: nothing was started yet
+        exit_code_ = 128 + s;
         return false;
       }
     }
     if (fds[0].revents == 0) continue;
     char buffer[65536];
     ssize_t n = ::read(io_.control_fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) {
-      Diagnose("the launcher closed the connection before sending the start request");
-      *status = W_EXITCODE(kExitAgentError, 0);
+      Diagnose("the launcher closed the connection before sending its hello");
+      exit_code_ = kExitAgentError;
       return false;
     }
     reader_.Feed(std::string_view(buffer, static_cast<size_t>(n)));
   }
 }
 
-void Agent::BeginTermination() {
-  if (terminating_ || reaped_) return;
-  terminating_ = true;
-  ::killpg(rank_pid_, SIGTERM);
-  kill_deadline_ =
-      Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(grace_period_s_ * 1000.0));
+void Agent::ApplyHello(const launcher::AgentHello& hello) {
+  hello_ = hello;
+  if (hello.job_key) {
+    Result<int> fd = control::WriteKeyToMemfd(*hello.job_key);
+    if (fd.ok()) {
+      key_fd_ = *fd;  // inherited by every rank; never close-on-exec
+    } else {
+      setup_error_ = fd.status().message();
+    }
+  }
+  if (!hello.cwd.empty() && ::chdir(hello.cwd.c_str()) != 0) {
+    setup_error_ = "cannot change to directory '" + hello.cwd + "': " + strerror(errno);
+  }
+  launcher::AgentReady ready;
+  ready.hostname = HostName();
+  ready.pid = static_cast<uint32_t>(::getpid());
+  out_ += launcher::EncodeReady(ready);
+  Clock::time_point now = Clock::now();
+  last_heard_ = now;
+  next_heartbeat_ = now + Millis(hello.heartbeat_interval_s);
+}
+
+void Agent::Loop(int signal_fd) {
+  DrainFrames();  // what arrived together with the Hello
+  std::vector<pollfd> fds;
+  std::vector<std::pair<uint32_t, int>> owners;  // rank id and stream of each pipe entry
+  for (;;) {
+    Clock::time_point now = Clock::now();
+    CheckTimers(now);
+    ReportFinishedRanks(now);
+    FlushOutput();
+    if (Done(now)) break;
+    fds.assign({{signal_fd, POLLIN, 0},
+                {control_open_ ? io_.control_fd : -1, POLLIN, 0},
+                {!out_.empty() && !out_broken_ ? io_.out_fd : -1, POLLOUT, 0}});
+    owners.clear();
+    const bool room = out_.size() < kOutputHighWater || launcher_gone_ || out_broken_;
+    for (auto& [id, rank] : ranks_) {
+      for (int which = 0; which < 2 && room; ++which) {
+        if (rank.fds[which] < 0) continue;
+        fds.push_back({rank.fds[which], POLLIN, 0});
+        owners.emplace_back(id, which);
+      }
+    }
+    int rc = ::poll(fds.data(), fds.size(), PollTimeoutMs(now));
+    if (rc < 0 && errno != EINTR) {
+      Diagnose(std::string("poll failed: ") + strerror(errno));
+      control_open_ = false;
+      Shutdown(kExitAgentError, "");
+      continue;
+    }
+    if (rc <= 0) continue;
+    if (fds[0].revents != 0) OnSignals(signal_fd);
+    if (fds[1].revents != 0) OnControlReadable();
+    for (size_t i = 3; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      auto it = ranks_.find(owners[i - 3].first);
+      if (it != ranks_.end()) PumpRank(it->first, it->second, owners[i - 3].second);
+    }
+  }
+  for (auto& [id, rank] : ranks_) ::killpg(rank.pid, SIGKILL);
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
 }
 
 void Agent::OnControlReadable() {
-  char buffer[4096];
+  char buffer[65536];
   ssize_t n = ::read(io_.control_fd, buffer, sizeof(buffer));
-  if (n < 0 && errno == EINTR) return;
-  if (n <= 0) {
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) {  // the launcher closed the channel (or it is gone): end the session
     control_open_ = false;
-    BeginTermination();
+    Shutdown(0, "");
     return;
   }
+  last_heard_ = Clock::now();
   reader_.Feed(std::string_view(buffer, static_cast<size_t>(n)));
+  DrainFrames();
+}
+
+// Acts on every complete frame received so far.
+void Agent::DrainFrames() {
   for (;;) {
-    Result<std::optional<launcher::AgentMessage>> next = reader_.Next();
+    Result<std::optional<launcher::LauncherMessage>> next = reader_.Next();
     if (!next.ok()) {
-      Diagnose(next.status().message() + "; terminating the rank");
+      Diagnose(next.status().message() + "; terminating every rank");
       control_open_ = false;
-      BeginTermination();
+      Shutdown(kExitAgentError, "");
       return;
     }
     if (!next->has_value()) return;
-    if (auto* signal = std::get_if<launcher::AgentSignal>(&**next)) {
-      if (!reaped_) ::killpg(rank_pid_, signal->signo);
+    OnMessage(std::move(**next));
+  }
+}
+
+void Agent::OnMessage(launcher::LauncherMessage message) {
+  if (auto* start = std::get_if<launcher::AgentStart>(&message)) {
+    if (shutting_down_) {
+      FailStart(start->id, kExitAgentError, "the agent is shutting down");
+    } else {
+      StartRank(*start);
     }
+  } else if (auto* signal = std::get_if<launcher::AgentSignal>(&message)) {
+    SignalRank(signal->id, signal->signo);
+  } else if (auto* stop = std::get_if<launcher::AgentStop>(&message)) {
+    auto it = ranks_.find(stop->id);
+    if (it != ranks_.end()) StopRank(it->second);
   }
 }
 
 void Agent::OnSignals(int signal_fd) {
   for (int s : ReadSignals(signal_fd)) {
-    if (IsTerminationSignal(s)) BeginTermination();
+    if (IsTerminationSignal(s)) Shutdown(128 + s, "");
   }
-  // SIGCHLDs coalesce: reap everything (the rank and any orphan we inherited as subreaper).
-  for (;;) {
-    int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) break;
-    if (pid == rank_pid_) {
-      reaped_ = true;
-      rank_status_ = status;
-      ::killpg(rank_pid_, SIGKILL);  // nothing the rank started outlives it
-      drain_deadline_ = Clock::now() + kDrainTime;
+  // SIGCHLDs coalesce: reap everything (ranks and orphans we inherited as subreaper).
+  ReapChildren();
+}
+
+void Agent::Shutdown(int exit_code, const std::string& why) {
+  if (!why.empty()) Diagnose(why);
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  exit_code_ = exit_code;
+  for (auto& [id, rank] : ranks_) StopRank(rank);
+}
+
+void Agent::CheckTimers(Clock::time_point now) {
+  const double timeout = hello_.heartbeat_timeout_s;
+  if (timeout > 0 && control_open_ && !launcher_gone_ && now - last_heard_ > Millis(timeout)) {
+    launcher_gone_ = true;
+    Shutdown(1, "no sign of life from hvdrun for " + std::to_string(timeout) +
+                    " s (HVD_HEARTBEAT_TIMEOUT_SECONDS); terminating every rank");
+  }
+  if (hello_.heartbeat_interval_s > 0 && !launcher_gone_ && now >= next_heartbeat_) {
+    out_ += launcher::EncodeAgentHeartbeat();
+    next_heartbeat_ = now + Millis(hello_.heartbeat_interval_s);
+  }
+  for (auto& [id, rank] : ranks_) {
+    if (rank.terminating && !rank.killed && !rank.reaped && now >= rank.kill_deadline) {
+      ::killpg(rank.pid, SIGKILL);
+      rank.killed = true;
     }
+  }
+  if (shutting_down_ && ranks_.empty() && flush_deadline_ == Clock::time_point()) {
+    flush_deadline_ = now + kFlushTime;
   }
 }
 
-bool Agent::Finished(Clock::time_point now) {
-  if (!reaped_) return false;
-  if (now >= drain_deadline_) {
-    // A process that escaped the group still holds the pipes: stop waiting for their end.
-    out_.CloseInput();
-    err_.CloseInput();
-    if (!control_open_) return true;  // nobody is reading what is left
-  }
-  return !out_.input_open() && !err_.input_open() && out_.flushed() && err_.flushed();
+bool Agent::Done(Clock::time_point now) const {
+  if (!shutting_down_ || !ranks_.empty()) return false;
+  return out_.empty() || out_broken_ || launcher_gone_ || now >= flush_deadline_;
 }
 
 int Agent::PollTimeoutMs(Clock::time_point now) const {
   Clock::time_point next = Clock::time_point::max();
-  if (terminating_ && !killed_ && !reaped_) next = kill_deadline_;
-  if (reaped_) next = std::min(next, drain_deadline_);
+  if (hello_.heartbeat_interval_s > 0 && !launcher_gone_) next = next_heartbeat_;
+  if (hello_.heartbeat_timeout_s > 0 && control_open_ && !launcher_gone_) {
+    next = std::min(
+        next, last_heard_ + Millis(hello_.heartbeat_timeout_s) + std::chrono::milliseconds(1));
+  }
+  for (const auto& [id, rank] : ranks_) {
+    if (rank.terminating && !rank.killed && !rank.reaped) next = std::min(next, rank.kill_deadline);
+    if (rank.reaped) next = std::min(next, rank.drain_deadline);
+  }
+  if (flush_deadline_ != Clock::time_point()) next = std::min(next, flush_deadline_);
   if (next == Clock::time_point::max()) return -1;
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
   return static_cast<int>(std::clamp<int64_t>(ms + 1, 0, 60000));
 }
 
-void Agent::Supervise(int signal_fd) {
-  for (;;) {
-    Clock::time_point now = Clock::now();
-    if (terminating_ && !killed_ && !reaped_ && now >= kill_deadline_) {
-      ::killpg(rank_pid_, SIGKILL);
-      killed_ = true;
+void Agent::FlushOutput() {
+  while (!out_.empty() && !out_broken_) {
+    ssize_t n = ::write(io_.out_fd, out_.data(), out_.size());
+    if (n > 0) {
+      out_.erase(0, static_cast<size_t>(n));
+      continue;
     }
-    if (Finished(now)) break;
-    pollfd fds[4];
-    fds[0] = {signal_fd, POLLIN, 0};
-    fds[1] = {control_open_ ? io_.control_fd : -1, POLLIN, 0};
-    out_.PreparePoll(&fds[2]);
-    err_.PreparePoll(&fds[3]);
-    int rc = ::poll(fds, 4, PollTimeoutMs(now));
-    if (rc < 0 && errno != EINTR) {
-      Diagnose(std::string("poll failed: ") + strerror(errno));
-      BeginTermination();
-      control_open_ = false;
-    }
-    if (rc <= 0) continue;
-    if (fds[0].revents != 0) OnSignals(signal_fd);
-    if (fds[1].revents != 0) OnControlReadable();
-    if (fds[2].revents != 0) out_.Pump();
-    if (fds[3].revents != 0) err_.Pump();
-  }
-  ::killpg(rank_pid_, SIGKILL);
-  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    int error = errno;
+    out_broken_ = true;
+    out_.clear();
+    launcher_gone_ = true;
+    Shutdown(
+        1, std::string("cannot write to hvdrun (") + strerror(error) + "); terminating every rank");
   }
 }
 

@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "common/job_key.h"
 #include "launcher/cpu_binding.h"
 #include "launcher/exec_search.h"
 #include "launcher/network_interface.h"
@@ -87,40 +86,27 @@ void FillInterface(std::map<std::string, std::string>& env) {
 }  // namespace
 
 std::map<std::string, std::string> MergeEnvironment(
-    const std::map<std::string, std::string>& agent_env, const launcher::RemoteRankRequest& request,
-    int key_fd) {
+    const std::map<std::string, std::string>& agent_env,
+    const std::map<std::string, std::string>& request_env, int key_fd) {
   std::map<std::string, std::string> env = agent_env;
-  for (const auto& [name, value] : request.env) env[name] = value;
+  for (const auto& [name, value] : request_env) env[name] = value;
   FillInterface(env);
   env.erase("HVD_SECRET_FD");
   if (key_fd >= 0) env["HVD_SECRET_FD"] = std::to_string(key_fd);
   return env;
 }
 
-LaunchOutcome LaunchRank(const launcher::RemoteRankRequest& request,
-                         const std::map<std::string, std::string>& agent_env) {
-  if (!request.cwd.empty() && ::chdir(request.cwd.c_str()) != 0) {
-    return Failure(kExitAgentError,
-                   "cannot change to directory '" + request.cwd + "': " + Errno(errno));
-  }
-  int key_fd = -1;
-  if (request.job_key) {
-    Result<int> fd = control::WriteKeyToMemfd(*request.job_key);
-    if (!fd.ok()) return Failure(kExitAgentError, fd.status().message());
-    key_fd = *fd;  // stays open in the agent for the rank's lifetime; inherited by the rank
-  }
+LaunchOutcome LaunchRank(const launcher::AgentStart& request,
+                         const std::map<std::string, std::string>& agent_env, int key_fd) {
   ChildPlan plan;
   plan.candidates =
-      launcher::ExecCandidates(request.argv[0], MergeEnvironment(agent_env, request, -1));
+      launcher::ExecCandidates(request.argv[0], MergeEnvironment(agent_env, request.env, -1));
   for (const std::string& arg : request.argv) plan.argv.push_back(const_cast<char*>(arg.c_str()));
   plan.argv.push_back(nullptr);
-  const std::map<std::string, std::string> env = MergeEnvironment(agent_env, request, key_fd);
+  const std::map<std::string, std::string> env = MergeEnvironment(agent_env, request.env, key_fd);
   for (const auto& [name, value] : env) plan.env_storage.push_back(name + "=" + value);
   auto cpus = launcher::RankCpuSet(env, launcher::AllowedCpus());
-  if (!cpus.ok()) {
-    if (key_fd >= 0) ::close(key_fd);
-    return Failure(kExitAgentError, cpus.status().message());
-  }
+  if (!cpus.ok()) return Failure(kExitAgentError, cpus.status().message());
   plan.cpus = *cpus;
   for (std::string& entry : plan.env_storage) plan.envp.push_back(entry.data());
   plan.envp.push_back(nullptr);

@@ -8,8 +8,8 @@
 #include <variant>
 
 #include "common/status.h"
+#include "launcher/agent_protocol.h"
 #include "launcher/exec_search.h"
-#include "launcher/remote_protocol.h"
 
 namespace hvd::agent {
 
@@ -34,20 +34,20 @@ struct LaunchFailure {
 };
 
 // The rank's environment: `agent_env` (the remote login environment) overlaid with the
-// request's, without HVD_SECRET_FD; with a job key, HVD_SECRET_FD names `key_fd`. When the
+// request's, without HVD_SECRET_FD; with a job key (key_fd >= 0), HVD_SECRET_FD names it. When the
 // rendezvous address is not loopback and no HVD_GLOO_IFACE was sent, HVD_GLOO_IFACE (and
 // HOROVOD_GLOO_IFACE, and NCCL_SOCKET_IFNAME unless sent) name this host's interface toward
 // that address.
 std::map<std::string, std::string> MergeEnvironment(
-    const std::map<std::string, std::string>& agent_env, const launcher::RemoteRankRequest& request,
-    int key_fd);
+    const std::map<std::string, std::string>& agent_env,
+    const std::map<std::string, std::string>& request_env, int key_fd);
 
-// Changes to the request's cwd, puts the job key in a sealed memfd, and forks/execs the
-// rank with stdin on /dev/null. The exec outcome is known before this returns.
+// Forks/execs the rank in the agent's working directory with stdin on /dev/null, inheriting
+// `key_fd` (the job key's memfd, -1 = none). The exec outcome is known before this returns.
 // Called from the agent's only thread; async-signal-safe calls only in the child.
 using LaunchOutcome = std::variant<LaunchedRank, LaunchFailure>;
-LaunchOutcome LaunchRank(const launcher::RemoteRankRequest& request,
-                         const std::map<std::string, std::string>& agent_env);
+LaunchOutcome LaunchRank(const launcher::AgentStart& request,
+                         const std::map<std::string, std::string>& agent_env, int key_fd);
 
 }  // namespace hvd::agent
 

@@ -170,6 +170,10 @@ Status ReadJobControl(const CLI::App& app, const env::Environment& env, ParsedCo
                        Seconds(app, env, "--elastic-timeout", "HVD_ELASTIC_TIMEOUT", out));
   HVD_ASSIGN_OR_RETURN(spec->grace_period_s, Seconds(app, env, "--grace-period-seconds",
                                                      "HVD_GRACE_PERIOD_SECONDS", out));
+  env::Lookup heartbeat = env.Get("HVD_HEARTBEAT_TIMEOUT_SECONDS");
+  HVD_ASSIGN_OR_RETURN(spec->heartbeat_timeout_s,
+                       env::ParseFloat(heartbeat.value, heartbeat.source));
+  if (spec->heartbeat_timeout_s < 0) return OutOfRange(heartbeat.source, ">= 0", heartbeat.value);
   spec->output_filename = LastValue(app, "--output-filename").value_or("");
   spec->prefix_timestamp = Given(app, "--prefix-output-with-timestamp");
   spec->verbose = Given(app, "--verbose");

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "launcher/multi_host.h"
-#include "launcher/remote_spawner.h"
+#include "launcher/ssh_agent_link.h"
 
 namespace hvd::launcher {
 namespace {
@@ -88,20 +88,21 @@ std::string FormatDryRun(const LaunchSpec& spec, const JobPlan& plan, const JobE
     if (plan.IsRemote(host) && plan.srun) {
       Result<std::string> agent = LocalAgentPath();
       text += "\nhost " + host + " (Slurm job " + plan.srun->job_id +
-              " step per rank; argv, environment and job key go over srun's stdin)\n";
-      for (const auto& rank : plan.ranks) {
-        if (rank.host != host) continue;
-        text += "  rank " + std::to_string(rank.rank) + " command: " +
-                ShellJoin(SrunRankArgv(*plan.srun, host, rank.rank,
-                                       agent.ok() ? *agent : "<hvd-agent: not found>")) +
-                "\n";
-      }
+              " step running one hvd-agent for the host's ranks; argv, environment and job key "
+              "go over srun's stdin)\n";
+      text += "  agent command: " +
+              ShellJoin(
+                  SrunAgentArgv(*plan.srun, host, agent.ok() ? *agent : "<hvd-agent: not found>")) +
+              "\n";
       text += "  the agent runs: " + ShellJoin(spec.command) + "\n";
     } else if (plan.IsRemote(host)) {
       Result<std::string> agent = LocalAgentPath();
-      text += "\nhost " + host + " (ssh; argv, environment and job key go over the channel)\n";
-      text += "  remote command: " +
-              RemoteSpawner::RemoteCommand(agent.ok() ? *agent : "<hvd-agent: not found>") + "\n";
+      text += "\nhost " + host +
+              " (ssh, one session running one hvd-agent for the host's ranks; argv, environment "
+              "and job key go over the channel)\n";
+      text +=
+          "  remote command: " + SshAgentCommand(agent.ok() ? *agent : "<hvd-agent: not found>") +
+          "\n";
       text += "  the agent runs: " + ShellJoin(spec.command) + "\n";
     } else {
       text += "\nhost " + host + " (local fork/exec)\n";

@@ -46,6 +46,8 @@ struct LaunchSpec {
   // ---- job control and output
   double start_timeout_s = 30;
   double grace_period_s = 5;  // SIGTERM -> SIGKILL
+  // HVD_HEARTBEAT_TIMEOUT_SECONDS: a remote host silent this long is lost (0 = never).
+  double heartbeat_timeout_s = 5;
   std::string output_filename;
   bool prefix_timestamp = false;
   bool verbose = false;

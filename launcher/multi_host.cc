@@ -1,23 +1,51 @@
 #include "launcher/multi_host.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "launcher/console.h"
+#include "launcher/dry_run.h"
 #include "launcher/remote_agent_path.h"
 #include "launcher/runtime_library.h"
-#include "launcher/ssh_check.h"
+#include "launcher/ssh_agent_link.h"
 
 namespace hvd::launcher {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr double kMaxConnectTimeoutS = 10;  // per attempt, as Horovod's ssh ConnectTimeout
 constexpr int kConnectAttempts = 3;
+constexpr double kMaxHeartbeatIntervalS = 1;
+// A srun that has not ended this long after its agent's stdin closed is cancelled.
+constexpr std::chrono::seconds kSrunStopAfter{10};
 
 std::string Join(const std::vector<std::string>& words, const std::string& separator) {
   std::string out;
   for (const std::string& word : words) out += (out.empty() ? "" : separator) + word;
   return out;
+}
+
+Clock::time_point StartDeadline(const LaunchSpec& spec) {
+  return Clock::now() +
+         std::chrono::milliseconds(static_cast<int64_t>(spec.start_timeout_s * 1000));
+}
+
+std::string Elapsed(Clock::time_point since) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f s",
+                std::chrono::duration<double>(Clock::now() - since).count());
+  return text;
+}
+
+Status ChooseJobNetwork(const LaunchSpec& spec, const JobPlan& plan, MultiHostSetup& setup) {
+  HVD_ASSIGN_OR_RETURN(setup.network, ChooseNetwork(plan.remote_hosts, spec.network_interfaces));
+  PrintStep(spec.verbose, "Common interface found: " + setup.network.interface.name + " (" +
+                              setup.network.interface.address + ", " + setup.network.reason + ")");
+  return Status::OK();
 }
 
 }  // namespace
@@ -34,6 +62,19 @@ SshOptions SshOptionsFor(const LaunchSpec& spec, const env::Environment& env) {
   return options;
 }
 
+AgentSession::Options AgentSessionOptions(const LaunchSpec& spec, const control::JobKey& key) {
+  AgentSession::Options options;
+  options.hello.job_key = key;
+  options.hello.grace_period_s = spec.grace_period_s;
+  options.hello.heartbeat_timeout_s = spec.heartbeat_timeout_s;
+  options.hello.heartbeat_interval_s =
+      spec.heartbeat_timeout_s > 0 ? std::min(kMaxHeartbeatIntervalS, spec.heartbeat_timeout_s / 5)
+                                   : 0;
+  char cwd[4096];
+  if (::getcwd(cwd, sizeof(cwd)) != nullptr) options.hello.cwd = cwd;
+  return options;
+}
+
 Result<std::string> LocalAgentPath() {
   std::string self = SelfExecutablePath();
   if (std::optional<std::string> agent = FindAgentBinary(self)) return *agent;
@@ -42,7 +83,7 @@ Result<std::string> LocalAgentPath() {
 }
 
 Result<MultiHostSetup> PrepareMultiHost(const LaunchSpec& spec, const env::Environment& env,
-                                        const JobPlan& plan) {
+                                        const JobPlan& plan, const control::JobKey& key) {
   MultiHostSetup setup;
   setup.ssh = SshOptionsFor(spec, env);
   HVD_ASSIGN_OR_RETURN(setup.agent_path, LocalAgentPath());
@@ -51,35 +92,40 @@ Result<MultiHostSetup> PrepareMultiHost(const LaunchSpec& spec, const env::Envir
     PrintStep(spec.verbose, "Remote host found: " + host);
   }
   PrintStep(spec.verbose, "Checking ssh on all remote hosts.");
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(static_cast<int64_t>(spec.start_timeout_s * 1000));
-  std::vector<std::string> failures;
-  for (const SshCheckResult& result : CheckSshHosts(plan.remote_hosts, setup.ssh, deadline)) {
-    if (result.status.ok()) continue;
-    const std::string& message = result.status.message();
-    failures.push_back(
-        message.find(result.host) != std::string::npos ? message : result.host + ": " + message);
-  }
-  if (!failures.empty()) {
-    return Status::IoError("SSH check failed for " + std::to_string(failures.size()) + " of " +
-                           std::to_string(plan.remote_hosts.size()) + " remote hosts:\n  " +
-                           Join(failures, "\n  "));
-  }
+  const Clock::time_point begin = Clock::now();
+  AgentLinkFactory connect = [ssh = setup.ssh, agent = setup.agent_path](
+                                 const std::string& host, Clock::time_point deadline) {
+    return ConnectSshAgent(SshTarget{host, ssh}, agent, deadline);
+  };
+  HVD_ASSIGN_OR_RETURN(setup.agents,
+                       AgentFleet::Open(plan.remote_hosts, connect, AgentSessionOptions(spec, key),
+                                        StartDeadline(spec)));
   PrintStep(spec.verbose, "SSH was successful into all the remote hosts.");
-  HVD_ASSIGN_OR_RETURN(setup.network, ChooseNetwork(plan.remote_hosts, spec.network_interfaces));
-  PrintStep(spec.verbose, "Common interface found: " + setup.network.interface.name + " (" +
-                              setup.network.interface.address + ", " + setup.network.reason + ")");
+  PrintStep(spec.verbose, "hvd-agent running on " + std::to_string(plan.remote_hosts.size()) +
+                              " remote hosts after " + Elapsed(begin));
+  HVD_RETURN_IF_ERROR(ChooseJobNetwork(spec, plan, setup));
   return setup;
 }
 
-Result<MultiHostSetup> PrepareSrunHosts(const LaunchSpec& spec, const JobPlan& plan) {
+Result<MultiHostSetup> PrepareSrunHosts(const LaunchSpec& spec, const env::Environment& env,
+                                        const JobPlan& plan, const control::JobKey& key) {
   MultiHostSetup setup;
   HVD_ASSIGN_OR_RETURN(setup.agent_path, LocalAgentPath());
-  PrintStep(spec.verbose, "Inside Slurm job " + plan.srun->job_id + ": remote ranks start with " +
+  PrintStep(spec.verbose, "Inside Slurm job " + plan.srun->job_id + ": hvd-agent starts with " +
                               plan.srun->srun_path + " on " + Join(plan.remote_hosts, ", "));
-  HVD_ASSIGN_OR_RETURN(setup.network, ChooseNetwork(plan.remote_hosts, spec.network_interfaces));
-  PrintStep(spec.verbose, "Common interface found: " + setup.network.interface.name + " (" +
-                              setup.network.interface.address + ", " + setup.network.reason + ")");
+  const Clock::time_point begin = Clock::now();
+  AgentLinkFactory connect = [launch = *plan.srun, agent = setup.agent_path, srun_env = env.all(),
+                              verbose = spec.verbose](const std::string& host, Clock::time_point) {
+    std::vector<std::string> argv = SrunAgentArgv(launch, host, agent);
+    PrintStep(verbose, "hvd-agent on " + host + ": " + ShellJoin(argv));
+    return StartProcessAgent(argv, srun_env, "srun step on " + host, kSrunStopAfter);
+  };
+  HVD_ASSIGN_OR_RETURN(setup.agents,
+                       AgentFleet::Open(plan.remote_hosts, connect, AgentSessionOptions(spec, key),
+                                        StartDeadline(spec)));
+  PrintStep(spec.verbose, "hvd-agent running on " + std::to_string(plan.remote_hosts.size()) +
+                              " nodes after " + Elapsed(begin));
+  HVD_RETURN_IF_ERROR(ChooseJobNetwork(spec, plan, setup));
   return setup;
 }
 

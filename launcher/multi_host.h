@@ -1,10 +1,13 @@
 #ifndef HVD_LAUNCHER_MULTI_HOST_H_
 #define HVD_LAUNCHER_MULTI_HOST_H_
 
+#include <memory>
 #include <string>
 
 #include "common/env_registry.h"
+#include "common/job_key.h"
 #include "common/status.h"
+#include "launcher/agent_fleet.h"
 #include "launcher/job_plan.h"
 #include "launcher/launch_spec.h"
 #include "launcher/network_interface.h"
@@ -15,8 +18,9 @@ namespace hvd::launcher {
 // What a job with remote hosts needs before its ranks start.
 struct MultiHostSetup {
   SshOptions ssh;
-  std::string agent_path;  // hvd-agent, expected at the same path on every host
-  NetworkChoice network;   // where the rendezvous server listens, MASTER_ADDR
+  std::string agent_path;              // hvd-agent, expected at the same path on every host
+  NetworkChoice network;               // where the rendezvous server listens, MASTER_ADDR
+  std::unique_ptr<AgentFleet> agents;  // one running hvd-agent per remote host
 };
 
 // The SSH options of a job: user/home/agent socket from `env`, -p, -i, --ssh-known-hosts,
@@ -24,18 +28,25 @@ struct MultiHostSetup {
 // timeout) and transient failures are retried within the start timeout.
 SshOptions SshOptionsFor(const LaunchSpec& spec, const env::Environment& env);
 
+// What every agent session of the job is told: the job key, the grace period, the
+// heartbeat (timeout spec.heartbeat_timeout_s, interval a fifth of it, at most 1 s) and
+// hvdrun's working directory.
+AgentSession::Options AgentSessionOptions(const LaunchSpec& spec, const control::JobKey& key);
+
 // The hvd-agent next to this hvdrun; NotFound with the places looked at otherwise.
 Result<std::string> LocalAgentPath();
 
-// For a plan with remote hosts: finds hvd-agent, checks SSH to every remote host in
-// parallel (Horovod's "Checking ssh on all remote hosts." lines with --verbose) and chooses
-// the network. Errors name every failing host. Prints only --verbose steps.
+// For a plan with remote hosts reached over SSH: finds hvd-agent, starts one agent per remote
+// host (AgentFleet: bounded parallel connections, all or nothing; Horovod's "Checking ssh on
+// all remote hosts." lines with --verbose) and chooses the network. Errors name every failing
+// host with its reason. Prints only --verbose steps.
 Result<MultiHostSetup> PrepareMultiHost(const LaunchSpec& spec, const env::Environment& env,
-                                        const JobPlan& plan);
+                                        const JobPlan& plan, const control::JobKey& key);
 
-// For a plan whose remote ranks start with srun (plan.srun): finds hvd-agent and chooses
-// the network as PrepareMultiHost does; there is no SSH to check (ssh stays default).
-Result<MultiHostSetup> PrepareSrunHosts(const LaunchSpec& spec, const JobPlan& plan);
+// For a plan whose remote hosts are nodes of the Slurm allocation (plan.srun): the same, with
+// one srun step per node running its agent (SrunAgentArgv) instead of SSH.
+Result<MultiHostSetup> PrepareSrunHosts(const LaunchSpec& spec, const env::Environment& env,
+                                        const JobPlan& plan, const control::JobKey& key);
 
 }  // namespace hvd::launcher
 

@@ -13,7 +13,7 @@
 #include "launcher/exit_codes.h"
 #include "launcher/multi_host.h"
 #include "launcher/remote_agent_path.h"
-#include "launcher/remote_process.h"
+#include "launcher/ssh_agent_link.h"
 #include "launcher/ssh_session.h"
 
 namespace hvd::launcher {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "launcher/remote_protocol.h"
+#include "launcher/agent_protocol.h"
 
 namespace hvd::launcher {
 

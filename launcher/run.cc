@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/job_key.h"
+#include "launcher/agent_spawner.h"
 #include "launcher/console.h"
 #include "launcher/dry_run.h"
 #include "launcher/exit_codes.h"
@@ -21,11 +22,9 @@
 #include "launcher/mpirun_launch.h"
 #include "launcher/multi_host.h"
 #include "launcher/preflight.h"
-#include "launcher/remote_spawner.h"
 #include "launcher/rendezvous_server.h"
 #include "launcher/runtime_library.h"
 #include "launcher/signal_channel.h"
-#include "launcher/srun_spawner.h"
 #include "launcher/worker_env.h"
 
 namespace hvd::launcher {
@@ -134,36 +133,6 @@ std::vector<SpawnRequest> BuildRequests(const LaunchSpec& spec, const env::Envir
   return requests;
 }
 
-RemoteSpawner::Options SpawnerOptions(const LaunchSpec& spec,
-                                      const std::optional<MultiHostSetup>& setup,
-                                      const control::JobKey& key) {
-  RemoteSpawner::Options options;
-  if (setup) {
-    options.ssh = setup->ssh;
-    options.agent_path = setup->agent_path;
-  }
-  char cwd[4096];
-  if (::getcwd(cwd, sizeof(cwd)) != nullptr) options.cwd = cwd;
-  options.job_key = key;
-  options.grace_period_s = spec.grace_period_s;
-  return options;
-}
-
-SrunSpawner::Options SrunSpawnerOptions(const LaunchSpec& spec, const env::Environment& env,
-                                        const JobPlan& plan, const MultiHostSetup& setup,
-                                        const control::JobKey& key) {
-  SrunSpawner::Options options;
-  options.launch = *plan.srun;
-  options.agent_path = setup.agent_path;
-  char cwd[4096];
-  if (::getcwd(cwd, sizeof(cwd)) != nullptr) options.cwd = cwd;
-  options.job_key = key;
-  options.grace_period_s = spec.grace_period_s;
-  options.srun_env = env.all();
-  options.verbose = spec.verbose;
-  return options;
-}
-
 int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan& plan,
              const JobEnvContext& job, int secret_fd, SignalChannel& signals,
              RankSpawner& spawner) {
@@ -208,20 +177,21 @@ Result<std::unique_ptr<RendezvousServer>> StartServer(const LaunchSpec& spec,
 }
 
 int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& plan) {
-  // Before any thread exists: the rendezvous server's I/O thread and the SSH threads
-  // inherit the blocked mask.
+  // Before any thread exists: the rendezvous server's I/O thread and the agent sessions'
+  // threads inherit the blocked mask.
   Result<SignalChannel> signals = SignalChannel::Open();
   if (!signals.ok()) return Fail(kExitInternal, signals.status());
+  Result<control::JobKey> key = control::GenerateJobKey();
+  if (!key.ok()) return Fail(kExitInternal, key.status());
+  // One hvd-agent per remote host, all running before anything starts anywhere.
   std::optional<MultiHostSetup> setup;
   if (!plan.remote_hosts.empty()) {
-    Result<MultiHostSetup> prepared =
-        plan.srun ? PrepareSrunHosts(spec, plan) : PrepareMultiHost(spec, env, plan);
+    Result<MultiHostSetup> prepared = plan.srun ? PrepareSrunHosts(spec, env, plan, *key)
+                                                : PrepareMultiHost(spec, env, plan, *key);
     if (!prepared.ok()) return Fail(kExitLaunchFailed, prepared.status());
     setup = std::move(*prepared);
   }
   const std::string address = setup ? setup->network.interface.address : kLocalAddress;
-  Result<control::JobKey> key = control::GenerateJobKey();
-  if (!key.ok()) return Fail(kExitInternal, key.status());
   Result<int> secret_fd = control::WriteKeyToMemfd(*key);
   if (!secret_fd.ok()) return Fail(kExitLaunchFailed, secret_fd.status());
   FdCloser close_secret{*secret_fd};
@@ -236,14 +206,10 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
 
   int code;
   {
-    if (plan.srun) {
-      SrunSpawner spawner(SrunSpawnerOptions(spec, env, plan, *setup, *key));
-      code = RunRanks(spec, env, plan, job, *secret_fd, *signals, spawner);
-    } else {
-      RemoteSpawner spawner(SpawnerOptions(spec, setup, *key));
-      code = RunRanks(spec, env, plan, job, *secret_fd, *signals, spawner);
-    }
-  }  // remote ranks are gone before the rendezvous server stops
+    AgentSpawner spawner(setup ? setup->agents.get() : nullptr);
+    code = RunRanks(spec, env, plan, job, *secret_fd, *signals, spawner);
+  }
+  if (setup) setup->agents.reset();  // remote ranks are gone before the rendezvous server stops
   (*server)->Stop();
   return code;
 }

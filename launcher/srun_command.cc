@@ -54,8 +54,8 @@ std::optional<SrunLaunch> DetectSrunLaunch(const std::vector<std::string>& remot
   return SrunLaunch{*srun, *job_id};
 }
 
-std::vector<std::string> SrunRankArgv(const SrunLaunch& launch, const std::string& host, int rank,
-                                      const std::string& agent_path) {
+std::vector<std::string> SrunAgentArgv(const SrunLaunch& launch, const std::string& host,
+                                       const std::string& agent_path) {
   return {launch.srun_path,
           "--jobid=" + launch.job_id,
           "--nodes=1",
@@ -63,7 +63,7 @@ std::vector<std::string> SrunRankArgv(const SrunLaunch& launch, const std::strin
           "--ntasks-per-node=1",
           "--nodelist=" + host,
           "--overlap",
-          "--job-name=hvd-rank-" + std::to_string(rank),
+          "--job-name=hvd-agent",
           "--mpi=none",
           "--unbuffered",
           "--quiet",

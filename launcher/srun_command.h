@@ -7,9 +7,10 @@
 
 #include "common/env_registry.h"
 
-// Inside a Slurm allocation, hvdrun starts each rank on another host as its own one-task job
-// step, `srun ... hvd-agent`, and speaks the hvd-agent protocol (launcher/remote_protocol.h)
-// over srun's stdin exactly as it does over an SSH channel. Pure functions; thread-safe.
+// Inside a Slurm allocation, hvdrun starts one hvd-agent on each other node as a one-task job
+// step, `srun ... hvd-agent`, and speaks the hvd-agent protocol (launcher/agent_protocol.h)
+// over srun's stdin and stdout exactly as it does over an SSH channel. Pure functions;
+// thread-safe.
 namespace hvd::launcher {
 
 // How remote ranks of a job start when it runs inside a Slurm allocation.
@@ -27,13 +28,14 @@ std::optional<SrunLaunch> DetectSrunLaunch(const std::vector<std::string>& remot
                                            const env::Environment& env,
                                            std::string* why_not = nullptr);
 
-// The command that starts one rank on `host`: a one-task step on that node only, allowed
-// to share the allocation's CPUs, memory and GPUs with the job's other steps (--overlap, so
-// N ranks are N concurrent steps), without CPU binding or MPI plugin set-up, with output
-// passed through unbuffered and srun's own informational lines suppressed. The step is named
-// hvd-rank-<rank> (squeue -s). The agent gets argv, environment and the job key on stdin.
-std::vector<std::string> SrunRankArgv(const SrunLaunch& launch, const std::string& host, int rank,
-                                      const std::string& agent_path);
+// The command that starts the agent of `host`: a one-task step on that node only, allowed
+// to share the allocation's CPUs, memory and GPUs with the job's other steps (--overlap),
+// without CPU binding or MPI plugin set-up, with output passed through unbuffered (the
+// agent's stdout carries binary frames) and srun's own informational lines suppressed. The
+// step is named hvd-agent (squeue -s). The agent gets the ranks' argv, environment and the
+// job key on stdin; the agent forks that node's ranks itself.
+std::vector<std::string> SrunAgentArgv(const SrunLaunch& launch, const std::string& host,
+                                       const std::string& agent_path);
 
 }  // namespace hvd::launcher
 

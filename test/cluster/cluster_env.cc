@@ -64,28 +64,32 @@ launcher::SshTarget ClusterEnv::Target(const std::string& host) const {
   return t;
 }
 
-RankResult CollectRank(launcher::RemoteProcess& process, std::chrono::seconds limit) {
+RankResult CollectRank(launcher::SpawnedRank& rank, std::chrono::seconds limit) {
   RankResult r;
   auto deadline = std::chrono::steady_clock::now() + limit;
-  int fds[2] = {process.stdout_fd(), process.stderr_fd()};
+  int* fds[2] = {&rank.stdout_fd, &rank.stderr_fd};
   std::string* sinks[2] = {&r.out, &r.err};
-  bool open[2] = {true, true};
-  while ((open[0] || open[1]) && std::chrono::steady_clock::now() < deadline) {
-    pollfd p[2] = {{open[0] ? fds[0] : -1, POLLIN, 0}, {open[1] ? fds[1] : -1, POLLIN, 0}};
+  while ((*fds[0] >= 0 || *fds[1] >= 0) && std::chrono::steady_clock::now() < deadline) {
+    pollfd p[2] = {{*fds[0], POLLIN, 0}, {*fds[1], POLLIN, 0}};
     if (::poll(p, 2, 100) <= 0) continue;
     for (int i = 0; i < 2; ++i) {
-      if (!open[i] || p[i].revents == 0) continue;
+      if (*fds[i] < 0 || p[i].revents == 0) continue;
       char buffer[4096];
-      ssize_t n = ::read(fds[i], buffer, sizeof(buffer));
+      ssize_t n = ::read(*fds[i], buffer, sizeof(buffer));
       if (n > 0) {
         sinks[i]->append(buffer, static_cast<size_t>(n));
       } else if (n == 0) {
-        open[i] = false;
+        ::close(*fds[i]);
+        *fds[i] = -1;
       }
     }
   }
-  Result<int> status = process.Wait(deadline);
-  r.wait_status = status.ok() ? *status : -1;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd e{rank.handle->exit_event_fd(), POLLIN, 0};
+    if (::poll(&e, 1, 100) == 1) break;
+  }
+  r.wait_status = rank.handle->TryWait().value_or(-1);
+  r.transport_error = rank.handle->TransportError();
   return r;
 }
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/remote_process.h"
+#include "launcher/rank_spawner.h"
 #include "launcher/ssh_options.h"
 
 namespace hvd::test {
@@ -26,13 +26,15 @@ struct ClusterEnv {
   launcher::SshTarget Target(const std::string& host) const;
 };
 
-// Output and exit status of one remote rank, read until both streams end (bounded).
+// Output and exit status of one remote rank, read until both streams end and its exit event
+// fires (bounded); closes the rank's pipes.
 struct RankResult {
   std::string out;
   std::string err;
   int wait_status = -1;
+  std::string transport_error;
 };
-RankResult CollectRank(launcher::RemoteProcess& process, std::chrono::seconds limit);
+RankResult CollectRank(launcher::SpawnedRank& rank, std::chrono::seconds limit);
 
 // Reads one line from the rank's stdout (bounded); "" at EOF or timeout.
 std::string ReadLine(int fd, std::chrono::seconds limit);

@@ -1,4 +1,5 @@
-// SshSession and StartRemoteRank against the namespaced sshds of scripts/cluster/up.sh.
+// SshSession, ConnectSshAgent and AgentSession (one hvd-agent per host, every rank of the host
+// over its one SSH connection) against the namespaced sshds of scripts/cluster/up.sh.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -8,19 +9,23 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iostream>
 #include <random>
 #include <thread>
 
-#include "launcher/remote_process.h"
+#include "launcher/agent_fleet.h"
+#include "launcher/agent_session.h"
+#include "launcher/ssh_agent_link.h"
 #include "launcher/ssh_session.h"
 #include "test/cluster/cluster_env.h"
 
 namespace hvd::test {
 namespace {
 
-using launcher::RemoteRankRequest;
+using launcher::AgentSession;
+using launcher::SpawnedRank;
 using launcher::SshSession;
-using launcher::StartRemoteRank;
 using Clock = std::chrono::steady_clock;
 using std::chrono::seconds;
 
@@ -31,6 +36,24 @@ std::string Marker(const char* what) {
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+std::string Cmdline(int pid) { return ReadFile("/proc/" + std::to_string(pid) + "/cmdline"); }
+
+// Processes in host `ns` whose command line contains `needle`.
+int CountInHost(const std::string& ns, const std::string& needle) {
+  int n = 0;
+  for (int pid : NetnsPids(ns)) n += Contains(Cmdline(pid), needle) ? 1 : 0;
+  return n;
+}
+
+bool WaitUntil(const std::function<bool()>& done, seconds limit) {
+  auto deadline = Clock::now() + limit;
+  while (!done()) {
+    if (Clock::now() >= deadline) return false;
+    usleep(50000);
+  }
+  return true;
 }
 
 class SshClusterTest : public ::testing::Test {
@@ -46,19 +69,33 @@ class SshClusterTest : public ::testing::Test {
     if (!scratch_.empty()) std::filesystem::remove_all(scratch_);
   }
 
-  RemoteRankRequest Request(std::vector<std::string> argv) const {
-    RemoteRankRequest r;
-    r.argv = std::move(argv);
-    r.agent_path = cluster_.agent_path;
-    r.cwd = "/tmp";
-    r.grace_period_s = 1;
-    return r;
+  AgentSession::Options Options(double heartbeat_timeout_s = 0) const {
+    AgentSession::Options o;
+    o.hello.cwd = "/tmp";
+    o.hello.grace_period_s = 1;
+    o.hello.heartbeat_timeout_s = heartbeat_timeout_s;
+    o.hello.heartbeat_interval_s = heartbeat_timeout_s / 5;
+    return o;
   }
-  std::unique_ptr<launcher::RemoteProcess> Start(const std::string& host,
-                                                 const RemoteRankRequest& request) {
-    auto process = StartRemoteRank(cluster_.Target(host), request, Clock::now() + seconds(20));
-    EXPECT_TRUE(process.ok()) << process.status().ToString();
-    return process.ok() ? std::move(*process) : nullptr;
+  Result<std::unique_ptr<AgentSession>> TryOpen(const std::string& host,
+                                                AgentSession::Options options,
+                                                const std::string& agent_path) {
+    auto deadline = Clock::now() + seconds(20);
+    auto link = launcher::ConnectSshAgent(cluster_.Target(host), agent_path, deadline);
+    if (!link.ok()) return link.status();
+    options.host = host;
+    return AgentSession::Open(std::move(*link), options, deadline);
+  }
+  std::unique_ptr<AgentSession> Open(const std::string& host, double heartbeat_timeout_s = 0) {
+    auto session = TryOpen(host, Options(heartbeat_timeout_s), cluster_.agent_path);
+    EXPECT_TRUE(session.ok()) << session.status().ToString();
+    return session.ok() ? std::move(*session) : nullptr;
+  }
+  SpawnedRank Start(AgentSession& session, uint32_t id, std::vector<std::string> argv,
+                    std::map<std::string, std::string> env = {}) {
+    auto rank = session.StartRank(id, argv, env);
+    EXPECT_TRUE(rank.ok()) << rank.status().ToString();
+    return rank.ok() ? std::move(*rank) : SpawnedRank();
   }
   std::string WriteFile(const std::string& name, const std::string& text) {
     std::string path = scratch_ + "/" + name;
@@ -70,28 +107,36 @@ class SshClusterTest : public ::testing::Test {
   std::string scratch_;
 };
 
-TEST_F(SshClusterTest, EchoRunsOnTheRemoteHost) {
-  auto process = Start("hvd-h1", Request({"sh", "-c", "echo hello; hostname -I; echo oops >&2"}));
-  ASSERT_TRUE(process);
-  RankResult r = CollectRank(*process, seconds(20));
-  EXPECT_EQ(r.wait_status, 0) << r.err;
-  EXPECT_TRUE(Contains(r.out, "hello\n")) << r.out;
-  EXPECT_TRUE(Contains(r.out, cluster_.addrs[0])) << "ran outside hvd-h1: " << r.out;
-  EXPECT_EQ(r.err, "oops\n");
-  EXPECT_TRUE(process->transport_status().ok());
-  pollfd exited{process->exit_event_fd(), POLLIN, 0};
-  EXPECT_EQ(::poll(&exited, 1, 0), 1) << "exit_event_fd not readable after the exit";
-  EXPECT_EQ(process->TryWait(), std::optional<int>(0));
+TEST_F(SshClusterTest, EveryRankOfAHostGoesOverOneConnectionToOneAgent) {
+  // Given one session to hvd-h1 running four ranks
+  auto session = Open("hvd-h1");
+  ASSERT_TRUE(session);
+  const std::string marker = Marker("one");
+  std::vector<SpawnedRank> ranks;
+  for (uint32_t r = 0; r < 4; ++r) {
+    ranks.push_back(Start(*session, r,
+                          {"sh", "-c", "echo rank $0 $(hostname -I); echo err$0 >&2; sleep 1",
+                           std::to_string(r), marker}));
+  }
+  // Then hvd-h1 runs exactly one agent for them
+  EXPECT_TRUE(WaitUntil([&] { return CountInHost("hvd-h1", marker) == 4; }, seconds(10)));
+  EXPECT_EQ(CountInHost("hvd-h1", "hvd-agent"), 1);
+  // And each rank's output and status are its own, from hvd-h1
+  for (uint32_t r = 0; r < 4; ++r) {
+    RankResult result = CollectRank(ranks[r], seconds(20));
+    EXPECT_EQ(result.wait_status, 0) << result.err;
+    EXPECT_EQ(result.out, "rank " + std::to_string(r) + " " + cluster_.addrs[0] + "\n");
+    EXPECT_EQ(result.err, "err" + std::to_string(r) + "\n");
+  }
 }
 
 TEST_F(SshClusterTest, ExitCodeAndSignalPropagate) {
-  auto exited = Start("hvd-h2", Request({"sh", "-c", "exit 3"}));
-  auto killed = Start("hvd-h2", Request({"sh", "-c", "kill -SEGV $$"}));
-  ASSERT_TRUE(exited && killed);
-  int status = CollectRank(*exited, seconds(20)).wait_status;
-  ASSERT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 3);
-  status = CollectRank(*killed, seconds(20)).wait_status;
+  auto session = Open("hvd-h2");
+  ASSERT_TRUE(session);
+  SpawnedRank exited = Start(*session, 0, {"sh", "-c", "exit 3"});
+  SpawnedRank killed = Start(*session, 1, {"sh", "-c", "kill -SEGV $$"});
+  EXPECT_EQ(CollectRank(exited, seconds(20)).wait_status, W_EXITCODE(3, 0));
+  int status = CollectRank(killed, seconds(20)).wait_status;
   ASSERT_TRUE(WIFSIGNALED(status)) << status;
   EXPECT_EQ(WTERMSIG(status), SIGSEGV);
 }
@@ -99,110 +144,130 @@ TEST_F(SshClusterTest, ExitCodeAndSignalPropagate) {
 TEST_F(SshClusterTest, EnvironmentAndKeyArriveButNeverOnACommandLine) {
   // Given a secret-looking variable and a job key
   const std::string value = Marker("env");
-  RemoteRankRequest request =
-      Request({"sh", "-c", "echo $HVD_TEST_SECRET; echo $HVD_SECRET_FD; exec sleep 30"});
-  request.env["HVD_TEST_SECRET"] = value;
+  AgentSession::Options options = Options();
   control::JobKey key{};
   key.fill(0x5a);
-  request.job_key = key;
-  // When the rank runs on hvd-h1
-  auto process = Start("hvd-h1", request);
-  ASSERT_TRUE(process);
-  EXPECT_EQ(ReadLine(process->stdout_fd(), seconds(20)), value);
-  EXPECT_FALSE(ReadLine(process->stdout_fd(), seconds(5)).empty()) << "HVD_SECRET_FD unset";
+  options.hello.job_key = key;
+  auto session = TryOpen("hvd-h1", options, cluster_.agent_path);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  // When a rank runs on hvd-h1
+  SpawnedRank rank =
+      Start(**session, 0, {"sh", "-c", "echo $HVD_TEST_SECRET; echo $HVD_SECRET_FD; exec sleep 30"},
+            {{"HVD_TEST_SECRET", value}});
+  EXPECT_EQ(ReadLine(rank.stdout_fd, seconds(20)), value);
+  EXPECT_FALSE(ReadLine(rank.stdout_fd, seconds(5)).empty()) << "HVD_SECRET_FD unset";
   // Then no process's command line on any host carries the value (ps shows nothing)
   EXPECT_TRUE(PidsWithCmdline(value).empty());
   EXPECT_TRUE(PidsWithCmdline(std::string(8, '\x5a')).empty());
-  process->Close();
-  EXPECT_TRUE(process->Wait(Clock::now() + seconds(10)).ok());
+  (*session)->Close();
+  EXPECT_TRUE(WIFSIGNALED(CollectRank(rank, seconds(10)).wait_status));
 }
 
 TEST_F(SshClusterTest, SignalReachesTheRemoteRank) {
-  auto process = Start("hvd-h1", Request({"sh", "-c",
-                                          "trap 'echo got USR1; exit 7' USR1; echo ready; "
-                                          "while :; do sleep 0.1; done"}));
-  ASSERT_TRUE(process);
-  ASSERT_EQ(ReadLine(process->stdout_fd(), seconds(20)), "ready");
-  ASSERT_TRUE(process->Signal(SIGUSR1).ok());
-  RankResult r = CollectRank(*process, seconds(20));
+  auto session = Open("hvd-h1");
+  ASSERT_TRUE(session);
+  SpawnedRank rank = Start(*session, 0,
+                           {"sh", "-c",
+                            "trap 'echo got USR1; exit 7' USR1; echo ready; "
+                            "while :; do sleep 0.1; done"});
+  ASSERT_EQ(ReadLine(rank.stdout_fd, seconds(20)), "ready");
+  rank.handle->Signal(SIGUSR1);
+  RankResult r = CollectRank(rank, seconds(20));
   EXPECT_TRUE(Contains(r.out, "got USR1")) << r.out;
-  ASSERT_TRUE(WIFEXITED(r.wait_status)) << r.wait_status;
-  EXPECT_EQ(WEXITSTATUS(r.wait_status), 7);
-  EXPECT_FALSE(process->Signal(SIGUSR1).ok()) << "signalling a finished rank";
+  EXPECT_EQ(r.wait_status, W_EXITCODE(7, 0));
 }
 
-TEST_F(SshClusterTest, CloseKillsTheRemoteProcessGroup) {
-  // Given a rank with a background grandchild, both tagged with a marker argument
+TEST_F(SshClusterTest, CloseKillsEveryRemoteProcessGroup) {
+  // Given two ranks with background grandchildren, tagged with a marker argument
   const std::string marker = Marker("group");
-  auto process = Start("hvd-h1", Request({"sh", "-c", "sleep 1000 & echo $!; wait", marker}));
-  ASSERT_TRUE(process);
-  ASSERT_FALSE(ReadLine(process->stdout_fd(), seconds(20)).empty());
+  auto session = Open("hvd-h1");
+  ASSERT_TRUE(session);
+  SpawnedRank a = Start(*session, 0, {"sh", "-c", "sleep 1000 & echo $!; wait", marker});
+  SpawnedRank b = Start(*session, 1, {"sh", "-c", "sleep 1000 & echo $!; wait", marker});
+  ASSERT_FALSE(ReadLine(a.stdout_fd, seconds(20)).empty());
+  ASSERT_FALSE(ReadLine(b.stdout_fd, seconds(20)).empty());
   ASSERT_FALSE(PidsWithCmdline(marker).empty());
-  // When the launcher closes the rank
+  // When the launcher closes the session
   auto start = Clock::now();
-  process->Close();
-  RankResult r = CollectRank(*process, seconds(20));
-  // Then the agent reports SIGTERM and nothing of the rank is left in hvd-h1
+  session->Close();
+  RankResult ra = CollectRank(a, seconds(20)), rb = CollectRank(b, seconds(20));
+  // Then the agent reports SIGTERM for both and nothing of them is left in hvd-h1
   EXPECT_LT(Clock::now() - start, seconds(10));
-  EXPECT_TRUE(WIFSIGNALED(r.wait_status) && WTERMSIG(r.wait_status) == SIGTERM) << r.wait_status;
+  EXPECT_TRUE(WIFSIGNALED(ra.wait_status) && WTERMSIG(ra.wait_status) == SIGTERM);
+  EXPECT_TRUE(WIFSIGNALED(rb.wait_status) && WTERMSIG(rb.wait_status) == SIGTERM);
   EXPECT_TRUE(PidsWithCmdline(marker).empty());
-  for (int pid : NetnsPids("hvd-h1")) {
-    EXPECT_FALSE(Contains(ReadFile("/proc/" + std::to_string(pid) + "/cmdline"), "sleep"))
-        << "pid " << pid << " survived in hvd-h1";
-  }
+  session.reset();
+  EXPECT_TRUE(WaitUntil([&] { return CountInHost("hvd-h1", "hvd-agent") == 0; }, seconds(10)));
 }
 
-TEST_F(SshClusterTest, DroppingTheHandleAlsoCleansUp) {
+TEST_F(SshClusterTest, DroppingTheSessionAlsoCleansUp) {
   const std::string marker = Marker("drop");
   {
-    auto process = Start("hvd-h2", Request({"sh", "-c", "echo up; exec sleep 1000", marker}));
-    ASSERT_TRUE(process);
-    ASSERT_EQ(ReadLine(process->stdout_fd(), seconds(20)), "up");
+    auto session = Open("hvd-h2");
+    ASSERT_TRUE(session);
+    SpawnedRank rank = Start(*session, 0, {"sh", "-c", "echo up; exec sleep 1000", marker});
+    ASSERT_EQ(ReadLine(rank.stdout_fd, seconds(20)), "up");
+    ::close(rank.stdout_fd);
+    ::close(rank.stderr_fd);
   }
-  auto deadline = Clock::now() + seconds(10);
-  while (!PidsWithCmdline(marker).empty() && Clock::now() < deadline) usleep(50000);
-  EXPECT_TRUE(PidsWithCmdline(marker).empty());
+  EXPECT_TRUE(WaitUntil([&] { return PidsWithCmdline(marker).empty(); }, seconds(10)));
 }
 
-TEST_F(SshClusterTest, LostConnectionIsReportedAndTheRemoteRankDies) {
-  // Given a running rank on hvd-h2
+TEST_F(SshClusterTest, LostConnectionIsReportedAndTheRemoteRanksDie) {
+  // Given running ranks on hvd-h2
   const std::string marker = Marker("lost");
-  auto process = Start("hvd-h2", Request({"sh", "-c", "echo up; exec sleep 1000", marker}));
-  ASSERT_TRUE(process);
-  ASSERT_EQ(ReadLine(process->stdout_fd(), seconds(20)), "up");
+  auto session = Open("hvd-h2");
+  ASSERT_TRUE(session);
+  SpawnedRank rank = Start(*session, 0, {"sh", "-c", "echo up; exec sleep 1000", marker});
+  ASSERT_EQ(ReadLine(rank.stdout_fd, seconds(20)), "up");
   // When its SSH connection dies (sshd's per-connection processes are killed)
   for (int pid : NetnsPids("hvd-h2")) {
-    if (Contains(ReadFile("/proc/" + std::to_string(pid) + "/cmdline"), "sshd: root")) {
-      ::kill(pid, SIGKILL);
-    }
+    if (Contains(Cmdline(pid), "sshd: root")) ::kill(pid, SIGKILL);
   }
   // Then the launcher side reports a lost connection (exit 255, like ssh) naming the host,
   // and the agent, seeing the end of its stdin, takes the rank down
-  RankResult r = CollectRank(*process, seconds(20));
-  ASSERT_TRUE(WIFEXITED(r.wait_status)) << r.wait_status;
-  EXPECT_EQ(WEXITSTATUS(r.wait_status), 255);
-  EXPECT_EQ(process->transport_status().code(), StatusCode::kIoError);
-  EXPECT_TRUE(Contains(process->transport_status().message(), "hvd-h2"))
-      << process->transport_status().message();
-  auto deadline = Clock::now() + seconds(10);
-  while (!PidsWithCmdline(marker).empty() && Clock::now() < deadline) usleep(50000);
-  EXPECT_TRUE(PidsWithCmdline(marker).empty());
+  RankResult r = CollectRank(rank, seconds(20));
+  EXPECT_EQ(r.wait_status, W_EXITCODE(255, 0));
+  EXPECT_TRUE(Contains(r.transport_error, "hvd-h2")) << r.transport_error;
+  EXPECT_TRUE(WaitUntil([&] { return PidsWithCmdline(marker).empty(); }, seconds(10)));
 }
 
-TEST_F(SshClusterTest, ParallelStartsOnBothHosts) {
-  std::vector<std::thread> threads;
-  std::vector<RankResult> results(4);
-  for (int i = 0; i < 4; ++i) {
-    threads.emplace_back([&, i] {
-      auto process = Start(cluster_.hosts[i % 2], Request({"echo", "rank" + std::to_string(i)}));
-      if (process) results[i] = CollectRank(*process, seconds(30));
-    });
+// Sets a host's veth down (the host vanishes without closing its sockets) and always back up.
+class CutOff {
+ public:
+  explicit CutOff(int k) : link_("hvd-v" + std::to_string(k)) {
+    EXPECT_EQ(std::system(("ip link set " + link_ + " down").c_str()), 0);
   }
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < 4; ++i) {
-    EXPECT_EQ(results[i].out, "rank" + std::to_string(i) + "\n");
-    EXPECT_EQ(results[i].wait_status, 0);
+  ~CutOff() { (void)std::system(("ip link set " + link_ + " up").c_str()); }
+
+ private:
+  std::string link_;
+};
+
+TEST_F(SshClusterTest, HostCutOffIsLostWithinTheHeartbeatTimeoutOnBothSides) {
+  // Given a rank on hvd-h2 under a 2 s heartbeat timeout
+  const std::string marker = Marker("cut");
+  auto session = Open("hvd-h2", /*heartbeat_timeout_s=*/2);
+  ASSERT_TRUE(session);
+  SpawnedRank rank = Start(*session, 0, {"sh", "-c", "echo up; exec sleep 1000", marker});
+  ASSERT_EQ(ReadLine(rank.stdout_fd, seconds(20)), "up");
+  RankResult r;
+  std::chrono::milliseconds took;
+  {
+    // When hvd-h2's link goes down
+    CutOff cut(2);
+    auto begin = Clock::now();
+    r = CollectRank(rank, seconds(20));
+    took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - begin);
+    // Then the launcher declares it lost within the timeout (plus one heartbeat of slack)
+    EXPECT_EQ(r.wait_status, W_EXITCODE(255, 0));
+    EXPECT_TRUE(Contains(r.transport_error, "host hvd-h2 lost: no sign of life"))
+        << r.transport_error;
+    EXPECT_LT(took, std::chrono::milliseconds(2600));
+    // And the cut-off agent, hearing nothing either, stops its rank on its own
+    EXPECT_TRUE(WaitUntil([&] { return PidsWithCmdline(marker).empty(); }, seconds(10)));
   }
+  std::cout << "lost after " << took.count() << " ms\n";
 }
 
 TEST_F(SshClusterTest, ChangedHostKeyIsAnErrorNamingTheHost) {
@@ -299,15 +364,33 @@ TEST_F(SshClusterTest, BadIdentityFilesGetClearErrors) {
       << rejected.status().message();
 }
 
-TEST_F(SshClusterTest, MissingAgentBinaryExits127) {
-  RemoteRankRequest request = Request({"true"});
-  request.agent_path = "/no/such/hvd-agent";
-  auto process = Start("hvd-h1", request);
-  ASSERT_TRUE(process);
-  RankResult r = CollectRank(*process, seconds(20));
-  ASSERT_TRUE(WIFEXITED(r.wait_status)) << r.wait_status;
-  EXPECT_EQ(WEXITSTATUS(r.wait_status), 127);
-  EXPECT_TRUE(Contains(r.err, "/no/such/hvd-agent")) << r.err;
+TEST_F(SshClusterTest, MissingAgentBinaryIsAnAgentErrorWithTheShellsMessage) {
+  auto session = TryOpen("hvd-h1", Options(), "/no/such/hvd-agent");
+  ASSERT_FALSE(session.ok());
+  EXPECT_TRUE(Contains(session.status().message(), "/no/such/hvd-agent"))
+      << session.status().message();
+  EXPECT_TRUE(Contains(session.status().message(), "exit code 127")) << session.status().message();
+}
+
+TEST_F(SshClusterTest, FleetOpensBothHostsAndFailsWholeOnAnUnreachableOne) {
+  launcher::AgentLinkFactory connect = [&](const std::string& host, Clock::time_point deadline) {
+    launcher::SshTarget target = cluster_.Target(host);
+    target.options.connect_timeout_s = 2;
+    return launcher::ConnectSshAgent(target, cluster_.agent_path, deadline);
+  };
+  auto good = launcher::AgentFleet::Open({"hvd-h1", "hvd-h2"}, connect, Options(),
+                                         Clock::now() + seconds(20));
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_NE((*good)->session("hvd-h2"), nullptr);
+  good->reset();
+  auto bad = launcher::AgentFleet::Open({"hvd-h1", "10.77.0.99", "hvd-h2"}, connect, Options(),
+                                        Clock::now() + seconds(20));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(
+      Contains(bad.status().message(), "\n  10.77.0.99: timeout: ssh to root@10.77.0.99:22"))
+      << bad.status().message();
+  EXPECT_FALSE(Contains(bad.status().message(), "hvd-h1:"));
+  EXPECT_TRUE(WaitUntil([&] { return CountInHost("hvd-h1", "hvd-agent") == 0; }, seconds(10)));
 }
 
 }  // namespace

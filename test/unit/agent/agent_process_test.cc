@@ -1,4 +1,5 @@
-// Drives the real hvd-agent binary over pipes, as sshd would, without SSH.
+// Drives the real hvd-agent binary over pipes with raw frames, as sshd would, without SSH:
+// what the agent does on its own (bad input, a silent launcher, signals).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -7,9 +8,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <string>
+#include <variant>
+#include <vector>
 
-#include "launcher/remote_protocol.h"
+#include "launcher/agent_protocol.h"
 
 namespace hvd::launcher {
 namespace {
@@ -56,18 +60,30 @@ class AgentProcess {
     if (stdin_ >= 0) ::close(stdin_);
     stdin_ = -1;
   }
-  // Reads one line of the rank's stdout (bounded: 10 s).
+  // Reads the agent's frames until a rank's output contains a newline; returns that output
+  // up to the newline (bounded: 10 s). Keeps what was read for Frames().
   std::string ReadLine() {
-    std::string line;
-    char c;
+    AgentFrameReader reader;
     auto deadline = Clock::now() + std::chrono::seconds(10);
+    std::string text;
     while (Clock::now() < deadline) {
+      reader.Feed(out_);
+      for (;;) {
+        auto next = reader.Next();
+        if (!next.ok() || !next->has_value()) break;
+        if (auto* o = std::get_if<AgentOutput>(&**next)) text += o->data;
+      }
+      if (size_t nl = text.find('\n'); nl != std::string::npos) return text.substr(0, nl);
+      text.clear();
+      reader = AgentFrameReader();
       pollfd p{stdout_, POLLIN, 0};
       if (::poll(&p, 1, 100) <= 0) continue;
-      if (::read(stdout_, &c, 1) != 1 || c == '\n') break;
-      line += c;
+      char buffer[4096];
+      ssize_t n = ::read(stdout_, buffer, sizeof(buffer));
+      if (n > 0) out_.append(buffer, static_cast<size_t>(n));
     }
-    return line;
+    ADD_FAILURE() << "no line; " << out_.size() << " bytes of frames, stderr: " << err_;
+    return "";
   }
   // Collects all output and the exit status; fails the test after 10 s.
   int Finish() {
@@ -98,6 +114,19 @@ class AgentProcess {
     ADD_FAILURE() << "agent did not exit";
     return -1;
   }
+  // The agent's frames on stdout, decoded.
+  std::vector<AgentMessage> Frames() const {
+    AgentFrameReader reader;
+    reader.Feed(out_);
+    std::vector<AgentMessage> frames;
+    for (;;) {
+      auto next = reader.Next();
+      EXPECT_TRUE(next.ok()) << next.status().ToString();
+      if (!next.ok() || !next->has_value()) return frames;
+      frames.push_back(std::move(**next));
+    }
+  }
+  void Signal(int signo) { ::kill(pid_, signo); }
   const std::string& out() const { return out_; }
   const std::string& err() const { return err_; }
 
@@ -108,107 +137,86 @@ class AgentProcess {
   std::string out_, err_;
 };
 
-RemoteRankRequest Shell(const std::string& script) {
-  RemoteRankRequest r;
-  r.argv = {"/bin/sh", "-c", script};
-  r.grace_period_s = 0.5;
-  return r;
+AgentHello Hello(double heartbeat_timeout_s = 0, std::string cwd = "") {
+  AgentHello h;
+  h.grace_period_s = 0.5;
+  h.heartbeat_timeout_s = heartbeat_timeout_s;
+  h.heartbeat_interval_s = heartbeat_timeout_s > 0 ? 0.1 : 0;
+  h.cwd = std::move(cwd);
+  return h;
+}
+
+std::string Start(uint32_t id, const std::string& script) {
+  AgentStart s;
+  s.id = id;
+  s.argv = {"/bin/sh", "-c", script};
+  return EncodeStart(s);
 }
 
 bool ProcessExists(pid_t pid) { return ::kill(pid, 0) == 0; }
 
-TEST(AgentProcessTest, RelaysOutputAndExitCode) {
+TEST(AgentProcessTest, AnswersHelloWithReadyThenReportsEachRank) {
   AgentProcess agent;
-  RemoteRankRequest r = Shell("echo out $GREETING; pwd; echo err >&2; exit 3");
-  r.env["GREETING"] = "hello";
-  r.cwd = "/tmp";
-  agent.Send(EncodeStartFrame(r));
-  int status = agent.Finish();
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 3);
-  EXPECT_EQ(agent.out(), "out hello\n/tmp\n");
-  EXPECT_EQ(agent.err(), "err\n");
-}
-
-TEST(AgentProcessTest, JobKeyArrivesInAMemfdNamedByHvdSecretFd) {
-  AgentProcess agent;
-  RemoteRankRequest r = Shell("od -An -tx1 -v /proc/self/fd/$HVD_SECRET_FD | tr -d ' \\n'");
-  control::JobKey key{};
-  for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(0xa0 + i);
-  r.job_key = key;
-  agent.Send(EncodeStartFrame(r));
-  ASSERT_EQ(agent.Finish(), 0) << agent.err();
-  std::string expected;
-  char hex[3];
-  for (uint8_t b : key) {
-    snprintf(hex, sizeof(hex), "%02x", b);
-    expected += hex;
+  agent.Send(EncodeHello(Hello()) + Start(1, "echo one") + Start(2, "exit 4"));
+  ASSERT_EQ(agent.ReadLine(), "one");
+  agent.CloseStdin();
+  EXPECT_EQ(agent.Finish(), 0) << agent.err();
+  std::vector<AgentMessage> frames = agent.Frames();
+  ASSERT_FALSE(frames.empty());
+  EXPECT_GT(std::get<AgentReady>(frames[0]).pid, 0u);
+  std::map<uint32_t, int> exits;
+  for (const AgentMessage& m : frames) {
+    if (auto* e = std::get_if<AgentExit>(&m)) exits[e->id] = e->wait_status;
   }
-  EXPECT_EQ(agent.out(), expected);
+  EXPECT_EQ(exits, (std::map<uint32_t, int>{{1, 0}, {2, W_EXITCODE(4, 0)}}));
 }
 
-TEST(AgentProcessTest, SignalFrameReachesTheRankAndTheAgentDiesTheSameWay) {
+TEST(AgentProcessTest, MissingDirectoryFailsEveryStartNamingIt) {
   AgentProcess agent;
-  agent.Send(EncodeStartFrame(Shell("echo ready; exec sleep 30")));
-  ASSERT_EQ(agent.ReadLine(), "ready");
-  agent.Send(EncodeSignalFrame(SIGUSR1));
-  int status = agent.Finish();
-  ASSERT_TRUE(WIFSIGNALED(status)) << status;
-  EXPECT_EQ(WTERMSIG(status), SIGUSR1);
+  agent.Send(EncodeHello(Hello(0, "/no/such/dir")) + Start(0, "true"));
+  EXPECT_EQ(agent.ReadLine(),
+            "hvd-agent: cannot change to directory '/no/such/dir': No such "
+            "file or directory");
+  agent.CloseStdin();
+  EXPECT_EQ(agent.Finish(), 0);
+  bool exited = false;
+  for (const AgentMessage& m : agent.Frames()) {
+    if (auto* e = std::get_if<AgentExit>(&m)) exited = e->wait_status == W_EXITCODE(125, 0);
+  }
+  EXPECT_TRUE(exited);
 }
 
-TEST(AgentProcessTest, EndOfStdinKillsTheWholeProcessGroup) {
-  // Given a rank that started a background grandchild
+TEST(AgentProcessTest, SilentLauncherStopsEveryRankAndWhatItStarted) {
+  // Given a rank with a background grandchild and a 1 s heartbeat timeout
   AgentProcess agent;
-  agent.Send(EncodeStartFrame(Shell("sleep 30 & echo $!; wait")));
+  agent.Send(EncodeHello(Hello(1)) + Start(0, "sleep 30 & echo $!; wait"));
   pid_t grandchild = std::stoi(agent.ReadLine());
   ASSERT_TRUE(ProcessExists(grandchild));
-  // When the launcher's side of stdin goes away
-  auto start = Clock::now();
-  agent.CloseStdin();
+  // When the launcher sends nothing more (stdin stays open, as over a dead connection)
+  auto begin = Clock::now();
   int status = agent.Finish();
-  // Then the agent ends promptly and nothing of the rank is left
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  // Then the agent gives up on it, stops the rank and exits 1, within timeout + grace
+  EXPECT_EQ(status, W_EXITCODE(1, 0));
+  EXPECT_LT(Clock::now() - begin, std::chrono::seconds(4));
+  EXPECT_NE(agent.err().find("no sign of life from hvdrun"), std::string::npos) << agent.err();
   EXPECT_FALSE(ProcessExists(grandchild));
+  size_t heartbeats = 0;
+  for (const AgentMessage& m : agent.Frames()) {
+    heartbeats += std::holds_alternative<AgentHeartbeat>(m) ? 1 : 0;
+  }
+  EXPECT_GE(heartbeats, 5u) << "the agent sends its own heartbeats every 0.1 s";
 }
 
-TEST(AgentProcessTest, RankIgnoringSigtermGetsSigkillAfterTheGracePeriod) {
+TEST(AgentProcessTest, SigtermToTheAgentStopsItsRanks) {
   AgentProcess agent;
-  agent.Send(EncodeStartFrame(Shell("trap '' TERM; echo ready; while :; do sleep 1; done")));
-  ASSERT_EQ(agent.ReadLine(), "ready");
-  auto start = Clock::now();
-  agent.CloseStdin();
-  int status = agent.Finish();
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
-  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(400));
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  agent.Send(EncodeHello(Hello()) + Start(0, "echo $$; exec sleep 30"));
+  pid_t rank = std::stoi(agent.ReadLine());
+  agent.Signal(SIGTERM);
+  EXPECT_EQ(agent.Finish(), W_EXITCODE(128 + SIGTERM, 0));
+  EXPECT_FALSE(ProcessExists(rank));
 }
 
-TEST(AgentProcessTest, MissingProgramExits127WithAClearMessage) {
-  AgentProcess agent;
-  RemoteRankRequest r;
-  r.argv = {"no-such-program-hvd"};
-  agent.Send(EncodeStartFrame(r));
-  int status = agent.Finish();
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 127);
-  EXPECT_NE(agent.err().find("cannot execute 'no-such-program-hvd'"), std::string::npos)
-      << agent.err();
-}
-
-TEST(AgentProcessTest, MissingDirectoryIsNamed) {
-  AgentProcess agent;
-  RemoteRankRequest r = Shell("true");
-  r.cwd = "/no/such/dir";
-  agent.Send(EncodeStartFrame(r));
-  int status = agent.Finish();
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 125);
-  EXPECT_NE(agent.err().find("/no/such/dir"), std::string::npos) << agent.err();
-}
-
-TEST(AgentProcessTest, GarbageInsteadOfAStartFrameIsRejected) {
+TEST(AgentProcessTest, GarbageInsteadOfAHelloIsRejected) {
   AgentProcess agent;
   agent.Send("GET / HTTP/1.0\r\n\r\n");
   int status = agent.Finish();

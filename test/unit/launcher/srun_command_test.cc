@@ -91,18 +91,18 @@ TEST(DetectSrunLaunch, BadNodeListFallsBackToSshQuotingIt) {
   EXPECT_NE(why.find("node[1-"), std::string::npos) << why;
 }
 
-TEST(SrunRankArgv, OneTaskOverlappingStepOnTheNamedNodeRunningTheAgent) {
+TEST(SrunAgentArgv, OneTaskOverlappingStepOnTheNamedNodeRunningTheAgent) {
   SrunLaunch launch{"/usr/bin/srun", "42"};
   std::vector<std::string> expected = {
       "/usr/bin/srun",       "--jobid=42",       "--nodes=1", "--ntasks=1",
-      "--ntasks-per-node=1", "--nodelist=node2", "--overlap", "--job-name=hvd-rank-3",
+      "--ntasks-per-node=1", "--nodelist=node2", "--overlap", "--job-name=hvd-agent",
       "--mpi=none",          "--unbuffered",     "--quiet",   "/opt/hvd/bin/hvd-agent"};
-  EXPECT_EQ(SrunRankArgv(launch, "node2", 3, "/opt/hvd/bin/hvd-agent"), expected);
+  EXPECT_EQ(SrunAgentArgv(launch, "node2", "/opt/hvd/bin/hvd-agent"), expected);
 }
 
-TEST(SrunRankArgv, CarriesNoRankEnvironmentOrKey) {
+TEST(SrunAgentArgv, CarriesNoRankEnvironmentOrKey) {
   SrunLaunch launch{"/usr/bin/srun", "42"};
-  for (const std::string& word : SrunRankArgv(launch, "node1", 0, "/a/hvd-agent")) {
+  for (const std::string& word : SrunAgentArgv(launch, "node1", "/a/hvd-agent")) {
     EXPECT_EQ(word.find("HVD_"), std::string::npos) << word;
     EXPECT_EQ(word.find("--export"), std::string::npos) << word;
   }

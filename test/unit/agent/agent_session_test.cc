@@ -1,0 +1,272 @@
+// AgentSession against the real hvd-agent started as a local child over pipes
+// (StartProcessAgent): the launcher's side of the protocol end to end, without SSH.
+#include "launcher/agent_session.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+
+#include "launcher/agent_fleet.h"
+
+namespace hvd::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ::testing::HasSubstr;
+
+// Everything a rank wrote and how it ended.
+struct RankResult {
+  std::string out, err;
+  int status = -1;
+  std::string transport;
+};
+
+// Reads the rank's pipes until both end and its exit event fires (bounded by `limit`).
+RankResult Collect(SpawnedRank& rank, std::chrono::seconds limit = std::chrono::seconds(15)) {
+  RankResult r;
+  auto deadline = Clock::now() + limit;
+  int fds[2] = {rank.stdout_fd, rank.stderr_fd};
+  std::string* sinks[2] = {&r.out, &r.err};
+  while ((fds[0] >= 0 || fds[1] >= 0) && Clock::now() < deadline) {
+    pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+    ::poll(p, 2, 100);
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i] < 0 || p[i].revents == 0) continue;
+      char buffer[4096];
+      ssize_t n = ::read(fds[i], buffer, sizeof(buffer));
+      if (n > 0) {
+        sinks[i]->append(buffer, static_cast<size_t>(n));
+      } else if (n == 0) {
+        ::close(fds[i]);
+        fds[i] = -1;
+      }
+    }
+  }
+  EXPECT_TRUE(fds[0] < 0 && fds[1] < 0) << "rank output did not end";
+  pollfd e = {rank.handle->exit_event_fd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&e, 1, static_cast<int>(limit.count() * 1000)), 1) << "no exit event";
+  std::optional<int> status = rank.handle->TryWait();
+  EXPECT_TRUE(status.has_value());
+  r.status = status.value_or(-1);
+  r.transport = rank.handle->TransportError();
+  return r;
+}
+
+std::string ReadLine(int fd) {
+  std::string line;
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char c;
+    if (::read(fd, &c, 1) != 1 || c == '\n') break;
+    line += c;
+  }
+  return line;
+}
+
+bool ProcessExists(pid_t pid) { return ::kill(pid, 0) == 0; }
+
+class AgentSessionTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<AgentSession> Open(double heartbeat_timeout_s = 0, double grace_s = 0.5) {
+    auto link = StartProcessAgent({HVD_AGENT_PATH}, {{"PATH", "/usr/bin:/bin"}}, "local agent",
+                                  std::chrono::seconds(5));
+    EXPECT_TRUE(link.ok()) << link.status().ToString();
+    if (!link.ok()) return nullptr;
+    AgentSession::Options options;
+    options.host = "testhost";
+    control::JobKey key{};
+    for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(0xa0 + i);
+    options.hello.job_key = key;
+    options.hello.grace_period_s = grace_s;
+    options.hello.heartbeat_timeout_s = heartbeat_timeout_s;
+    options.hello.heartbeat_interval_s = heartbeat_timeout_s / 5;
+    options.hello.cwd = "/tmp";
+    auto session =
+        AgentSession::Open(std::move(*link), options, Clock::now() + std::chrono::seconds(10));
+    EXPECT_TRUE(session.ok()) << session.status().ToString();
+    return session.ok() ? std::move(*session) : nullptr;
+  }
+
+  SpawnedRank Start(AgentSession& session, uint32_t id, const std::string& script,
+                    std::map<std::string, std::string> env = {}) {
+    auto rank = session.StartRank(id, {"/bin/sh", "-c", script}, env);
+    EXPECT_TRUE(rank.ok()) << rank.status().ToString();
+    return rank.ok() ? std::move(*rank) : SpawnedRank();
+  }
+};
+
+TEST_F(AgentSessionTest, RanksOnOneAgentKeepTheirOwnOutputAndExitStatus) {
+  // Given one agent running three ranks at once
+  auto session = Open();
+  ASSERT_TRUE(session);
+  EXPECT_EQ(session->ready().pid > 0, true);
+  SpawnedRank a =
+      Start(*session, 0, "echo out $GREETING; pwd; echo err >&2; exit 3", {{"GREETING", "hello"}});
+  SpawnedRank b = Start(*session, 1, "for i in 1 2 3; do echo b$i; done");
+  SpawnedRank c = Start(*session, 2, "kill -SEGV $$");
+  // When they finish
+  RankResult ra = Collect(a), rb = Collect(b), rc = Collect(c);
+  // Then each stream and status is the rank's own, in the job's cwd
+  EXPECT_EQ(ra.out, "out hello\n/tmp\n");
+  EXPECT_EQ(ra.err, "err\n");
+  EXPECT_EQ(ra.status, W_EXITCODE(3, 0));
+  EXPECT_EQ(rb.out, "b1\nb2\nb3\n");
+  EXPECT_EQ(rb.status, 0);
+  EXPECT_TRUE(WIFSIGNALED(rc.status) && WTERMSIG(rc.status) == SIGSEGV) << rc.status;
+  EXPECT_EQ(ra.transport, "");
+}
+
+TEST_F(AgentSessionTest, JobKeyArrivesInAMemfdNamedByHvdSecretFd) {
+  auto session = Open();
+  ASSERT_TRUE(session);
+  SpawnedRank rank =
+      Start(*session, 0, "od -An -tx1 -v /proc/self/fd/$HVD_SECRET_FD | tr -d ' \\n'",
+            {{"HVD_SECRET_FD", "99"}});
+  RankResult r = Collect(rank);
+  std::string expected;
+  char hex[3];
+  for (size_t i = 0; i < 32; ++i) {
+    snprintf(hex, sizeof(hex), "%02x", static_cast<unsigned>(0xa0 + i));
+    expected += hex;
+  }
+  EXPECT_EQ(r.out, expected) << r.err;
+}
+
+TEST_F(AgentSessionTest, RanksComeAndGoOnALiveSession) {
+  // Given a session whose first rank has finished
+  auto session = Open();
+  ASSERT_TRUE(session);
+  SpawnedRank first = Start(*session, 4, "echo first");
+  EXPECT_EQ(Collect(first).out, "first\n");
+  // When a rank is started later, the same id is reused, and a running one is stopped alone
+  SpawnedRank again = Start(*session, 4, "echo again");
+  SpawnedRank sleeper = Start(*session, 5, "echo up; exec sleep 30");
+  EXPECT_FALSE(session->StartRank(5, {"true"}, {}).ok()) << "id 5 is running";
+  ASSERT_EQ(ReadLine(sleeper.stdout_fd), "up");
+  SpawnedRank other = Start(*session, 6, "echo up; exec sleep 30");
+  ASSERT_EQ(ReadLine(other.stdout_fd), "up");
+  session->Stop(5);
+  // Then each is reported on its own, and the other rank is untouched
+  EXPECT_EQ(Collect(again).out, "again\n");
+  RankResult stopped = Collect(sleeper);
+  EXPECT_TRUE(WIFSIGNALED(stopped.status) && WTERMSIG(stopped.status) == SIGTERM);
+  EXPECT_FALSE(other.handle->TryWait().has_value());
+  other.handle->Signal(SIGUSR1);
+  RankResult signalled = Collect(other);
+  EXPECT_TRUE(WIFSIGNALED(signalled.status) && WTERMSIG(signalled.status) == SIGUSR1);
+}
+
+TEST_F(AgentSessionTest, CloseStopsEveryRankAndWhatItStarted) {
+  auto session = Open();
+  ASSERT_TRUE(session);
+  SpawnedRank a = Start(*session, 0, "sleep 30 & echo $!; wait");
+  SpawnedRank b = Start(*session, 1, "trap '' TERM; echo $$; while :; do sleep 1; done");
+  pid_t grandchild = std::stoi(ReadLine(a.stdout_fd));
+  pid_t stubborn = std::stoi(ReadLine(b.stdout_fd));
+  ASSERT_TRUE(ProcessExists(grandchild) && ProcessExists(stubborn));
+  auto begin = Clock::now();
+  session->Close();
+  RankResult ra = Collect(a), rb = Collect(b);
+  EXPECT_TRUE(WIFSIGNALED(ra.status) && WTERMSIG(ra.status) == SIGTERM) << ra.status;
+  EXPECT_TRUE(WIFSIGNALED(rb.status) && WTERMSIG(rb.status) == SIGKILL) << rb.status;
+  EXPECT_LT(Clock::now() - begin, std::chrono::seconds(5));
+  EXPECT_FALSE(ProcessExists(grandchild));
+  EXPECT_FALSE(ProcessExists(stubborn));
+  EXPECT_FALSE(session->StartRank(2, {"true"}, {}).ok());
+  session.reset();  // returns promptly: the agent has already ended
+}
+
+TEST_F(AgentSessionTest, MissingProgramIsExit127WithItsMessage) {
+  auto session = Open();
+  ASSERT_TRUE(session);
+  auto rank = session->StartRank(0, {"no-such-program-hvd"}, {});
+  ASSERT_TRUE(rank.ok());
+  RankResult r = Collect(*rank);
+  EXPECT_EQ(r.status, W_EXITCODE(127, 0));
+  EXPECT_THAT(r.err, HasSubstr("cannot execute 'no-such-program-hvd'"));
+}
+
+TEST_F(AgentSessionTest, SilentAgentIsDeclaredLostWithinTheTimeout) {
+  // Given a session with a 1 s heartbeat timeout and a running rank
+  auto session = Open(/*heartbeat_timeout_s=*/1);
+  ASSERT_TRUE(session);
+  SpawnedRank rank = Start(*session, 3, "echo up; exec sleep 30");
+  ASSERT_EQ(ReadLine(rank.stdout_fd), "up");
+  // When the agent stops answering (as a host cut off the network does)
+  pid_t agent = static_cast<pid_t>(session->ready().pid);
+  ::kill(agent, SIGSTOP);
+  auto begin = Clock::now();
+  RankResult r = Collect(rank);
+  auto took = Clock::now() - begin;
+  ::kill(agent, SIGCONT);
+  // Then the rank ends as lost (255), naming the host, within about the timeout
+  EXPECT_EQ(r.status, W_EXITCODE(255, 0));
+  EXPECT_THAT(r.transport, HasSubstr("host testhost lost: no sign of life"));
+  EXPECT_GE(took, std::chrono::milliseconds(700));
+  EXPECT_LT(took, std::chrono::milliseconds(2500));
+  EXPECT_FALSE(session->status().ok());
+}
+
+TEST_F(AgentSessionTest, KilledAgentEndsItsRanksAsLost) {
+  auto session = Open();
+  ASSERT_TRUE(session);
+  SpawnedRank rank = Start(*session, 0, "echo $$; exec sleep 30");
+  pid_t pid = std::stoi(ReadLine(rank.stdout_fd));
+  ::kill(static_cast<pid_t>(session->ready().pid), SIGKILL);
+  RankResult r = Collect(rank);
+  EXPECT_EQ(r.status, W_EXITCODE(255, 0));
+  EXPECT_THAT(r.transport, HasSubstr("lost hvd-agent on testhost: local agent ended (SIGKILL"));
+  auto deadline = Clock::now() + std::chrono::seconds(5);  // PR_SET_PDEATHSIG
+  while (ProcessExists(pid) && Clock::now() < deadline) ::usleep(10000);
+  EXPECT_FALSE(ProcessExists(pid));
+}
+
+TEST(AgentFleetTest, OneFailingHostStartsNothingAndNamesTheReason) {
+  // Given three hosts of which one cannot be connected and one has no agent binary
+  AgentLinkFactory connect = [](const std::string& host,
+                                Clock::time_point) -> Result<std::unique_ptr<AgentLink>> {
+    if (host == "down") return Status::Timeout("ssh to root@down:22: TCP connect got no answer");
+    std::string agent = host == "noagent" ? "/no/such/hvd-agent" : HVD_AGENT_PATH;
+    return StartProcessAgent({"/bin/sh", "-c", "exec \"$0\"", agent}, {}, "sh on " + host,
+                             std::chrono::seconds(5));
+  };
+  AgentSession::Options options;
+  auto fleet = AgentFleet::Open({"good", "down", "noagent"}, connect, options,
+                                Clock::now() + std::chrono::seconds(10), 2);
+  // Then the whole fleet fails with one line per failing host
+  ASSERT_FALSE(fleet.ok());
+  const std::string& m = fleet.status().message();
+  EXPECT_THAT(m, HasSubstr("cannot reach 2 of 3 remote hosts; nothing was started"));
+  EXPECT_THAT(m, HasSubstr("\n  down: timeout: ssh to root@down:22"));
+  EXPECT_THAT(m, HasSubstr("\n  noagent: agent: lost hvd-agent on noagent: sh on noagent ended "
+                           "(exit code 127)"));
+  EXPECT_THAT(m, HasSubstr("/no/such/hvd-agent"));  // the shell's own message
+  EXPECT_THAT(m, ::testing::Not(HasSubstr("good:")));
+}
+
+TEST(AgentFleetTest, ReasonsOfSshFailures) {
+  EXPECT_EQ(ConnectFailureReason(Status::PermissionDenied("HOST KEY OF x HAS CHANGED")),
+            "host key");
+  EXPECT_EQ(ConnectFailureReason(Status::PermissionDenied("host root@x:22 is not in /k")),
+            "host key");
+  EXPECT_EQ(ConnectFailureReason(Status::PermissionDenied("public-key authentication failed")),
+            "auth");
+  EXPECT_EQ(ConnectFailureReason(Status::InvalidArgument("ssh identity file '/k' is missing")),
+            "auth");
+  EXPECT_EQ(ConnectFailureReason(Status::IoError("Connection refused (is sshd listening?)")),
+            "refused");
+  EXPECT_EQ(ConnectFailureReason(Status::Timeout("no answer")), "timeout");
+  EXPECT_EQ(ConnectFailureReason(Status::IoError("No route to host")), "unreachable");
+  EXPECT_EQ(ConnectFailureReason(Status::InvalidArgument("cannot resolve host name 'x'")), "name");
+}
+
+}  // namespace
+}  // namespace hvd::launcher
