@@ -116,6 +116,12 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
   HVD_ASSIGN_OR_RETURN(c->elastic, env.GetBool("HVD_ELASTIC"));
   HVD_ASSIGN_OR_RETURN(int64_t seconds, IntIn(env, "HVD_GLOO_TIMEOUT_SECONDS", 1, 86400 * 7));
   c->timeout = std::chrono::seconds(seconds);
+  HVD_ASSIGN_OR_RETURN(double heartbeat, env.GetFloat("HVD_HEARTBEAT_TIMEOUT_SECONDS"));
+  if (!(heartbeat >= 0 && heartbeat <= 86400)) {
+    return Status::InvalidArgument(env.Get("HVD_HEARTBEAT_TIMEOUT_SECONDS").source + ": " +
+                                   std::to_string(heartbeat) + " s is out of range [0, 86400]");
+  }
+  c->heartbeat_timeout = std::chrono::milliseconds(std::llround(heartbeat * 1000.0));
   if (!c->rendezvous_addr.empty() && c->rendezvous_port == 0) {
     return Status::InvalidArgument("HVD_RENDEZVOUS_PORT must be set when HVD_RENDEZVOUS_ADDR is");
   }

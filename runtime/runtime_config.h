@@ -52,6 +52,9 @@ struct RuntimeConfig {
   bool elastic = false;
   // Rendezvous and per-collective timeout.
   std::chrono::milliseconds timeout{30000};
+  // HVD_HEARTBEAT_TIMEOUT_SECONDS: a peer of the tcp transport that acknowledges nothing for
+  // this long is dead (TCP keepalive + TCP_USER_TIMEOUT); 0 = off.
+  std::chrono::milliseconds heartbeat_timeout{5000};
 
   // Coordinator.
   int64_t fusion_threshold_bytes = 128 * 1024 * 1024;

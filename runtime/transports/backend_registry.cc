@@ -88,6 +88,7 @@ class TcpProvider : public CommunicatorProvider {
     options.key = key_;
     options.job_id = config_.job_id;
     options.timeout = config_.timeout;
+    options.heartbeat_timeout = config_.heartbeat_timeout;
     return CreateTcpCommunicator(options);
   }
   uint32_t enabled_flags() const override { return 0; }

@@ -174,3 +174,73 @@ def test_lost_connection_is_named_and_the_remote_rank_is_killed():
         if proc.poll() is None:
             proc.kill()
         kill_leftovers(marker)
+
+
+def agents_on(host):
+    return [pid for pid in netns_pids(host) if "hvd-agent" in cmdline(pid)]
+
+
+def read_lines(stream, count, timeout):
+    lines = []
+    deadline = time.monotonic() + timeout
+    while len(lines) < count and time.monotonic() < deadline:
+        line = stream.readline()
+        if not line:
+            break
+        lines.append(line.decode())
+    return lines
+
+
+def test_one_agent_per_host_runs_every_rank_of_that_host():
+    # Given 8 ranks, 4 on each host, each printing its rank and host address
+    marker = unique_marker()
+    proc = start(SSH + ["-np", "8", "-H", "hvd-h1:4,hvd-h2:4", "sh", "-c",
+                        'echo "$HVD_RANK $(hostname -I)"; sleep 60; : ' + marker])
+    try:
+        lines = read_lines(proc.stdout, 8, 40)
+        # Then every rank's line arrives, prefixed, from its planned host
+        assert sorted(lines) == sorted("[%d]<stdout>:%d %s \n" % (r, r, ADDRS["hvd-h%d" % (1 + r // 4)])
+                                       for r in range(8)), lines
+        # And each host runs exactly one hvd-agent, over one SSH session
+        for host in ADDRS:
+            assert len(agents_on(host)) == 1, [cmdline(p) for p in netns_pids(host)]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+        assert_hosts_clean(marker)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_leftovers(marker)
+
+
+def test_sigkill_of_hvdrun_leaves_nothing_on_any_host():
+    marker = unique_marker()
+    proc = start(SSH + ["-np", "4", "-H", "localhost:1,hvd-h1:1,hvd-h2:2", "sh", "-c",
+                        "echo up; sleep 60; : " + marker])
+    try:
+        assert len(read_lines(proc.stdout, 4, 40)) == 4
+        proc.kill()
+        proc.wait(timeout=10)
+        # The kernel closes hvdrun's SSH connections; each agent sees the end of its stdin
+        # and stops its ranks (SIGTERM, SIGKILL after the grace period).
+        assert_hosts_clean(marker, timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_leftovers(marker)
+
+
+def test_unreachable_host_among_reachable_ones_starts_nothing_anywhere(tmp_path):
+    flag = tmp_path / "ran"
+    begin = time.monotonic()
+    result = run(SSH + ["-np", "3", "-H", "hvd-h1:1,10.77.0.99:1,hvd-h2:1", "--start-timeout", "3",
+                        "sh", "-c", "touch %s; sleep 30" % flag], timeout=30)
+    err = result.stderr.decode()
+    assert result.returncode == 69, err
+    assert "cannot reach 1 of 3 remote hosts; nothing was started:" in err, err
+    # One line names the host and its reason; the reachable hosts are not blamed
+    assert "\n  10.77.0.99: timeout: ssh to root@10.77.0.99:22" in err, err
+    assert "hvd-h1:" not in err and "hvd-h2:" not in err, err
+    assert time.monotonic() - begin < 15
+    assert not flag.exists()
+    wait_for(lambda: not job_processes_on_hosts(), 10, "agents on the reachable hosts to end")

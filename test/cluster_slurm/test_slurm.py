@@ -1,5 +1,6 @@
 """hvdrun inside a real Slurm allocation on the namespace cluster (scripts/cluster/up.sh 2 +
-scripts/cluster/slurm-up.sh): ranks on hvd-h1/hvd-h2 start as srun steps under hvd-agent.
+scripts/cluster/slurm-up.sh): one srun step per node runs that node's hvd-agent, which starts
+the node's ranks.
 
 salloc and sbatch run from this machine (the bridge address); the nodes are told apart by
 SLURMD_NODENAME, since every namespace shares one kernel host name. Every wait is bounded.
@@ -95,7 +96,8 @@ def test_hvdrun_without_hosts_plans_from_slurm_and_starts_ranks_with_srun():
         "[0]<stdout>:0/4 0 hvd-h1 hvd-h1", "[1]<stdout>:1/4 1 hvd-h1 hvd-h1",
         "[2]<stdout>:2/4 0 hvd-h2 hvd-h2", "[3]<stdout>:3/4 1 hvd-h2 hvd-h2"], result.stdout
     assert "hosts from Slurm allocation (SLURM_JOB_NODELIST=hvd-h[1-2])" in result.stderr
-    assert "--nodelist=hvd-h2 --overlap --job-name=hvd-rank-3" in result.stderr, result.stderr
+    assert "--nodelist=hvd-h2 --overlap --job-name=hvd-agent" in result.stderr, result.stderr
+    assert "hvd-agent running on 2 nodes" in result.stderr, result.stderr
 
 
 def test_job_key_and_rank_environment_are_not_on_srun_command_lines():
@@ -106,6 +108,9 @@ def test_job_key_and_rank_environment_are_not_on_srun_command_lines():
                             env=slurm_env())
     try:
         wait_for(lambda: len(live_pids_with_marker(marker)) >= 4, 60, "4 ranks running")
+        # One step per node, each running one agent for the node's two ranks.
+        steps = [step for step in job_steps() if step.endswith(" hvd-agent")]
+        assert len(steps) == 2, job_steps()
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
                 continue

@@ -289,6 +289,7 @@ Result<std::unique_ptr<Communicator>> CreateTcpCommunicator(const TcpOptions& op
   mesh_options.hostname = options.hostname;
   mesh_options.auth = {options.key, options.job_id, options.scope};
   mesh_options.timeout = options.timeout;
+  mesh_options.heartbeat_timeout = options.heartbeat_timeout;
   auto mesh = ConnectTcpMesh(mesh_options);
   if (!mesh.ok()) {
     return mesh.status().WithContext("tcp rendezvous of scope '" + options.scope + "' as rank " +
@@ -301,6 +302,7 @@ Result<std::unique_ptr<Communicator>> CreateTcpCommunicator(const TcpOptions& op
     HVD_LOG_DEBUG("tcp scope '{}': cleanup: {}", options.scope, finished.ToString());
   auto transport = std::make_unique<TcpTransport>(options.rank, std::move(mesh->fds),
                                                   std::move(mesh->peer_names));
+  transport->set_heartbeat_timeout(options.heartbeat_timeout);
   return std::unique_ptr<Communicator>(
       new TcpCommunicator(options.rank, options.size, std::move(transport), options.timeout));
 }

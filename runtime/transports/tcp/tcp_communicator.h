@@ -30,6 +30,9 @@ struct TcpOptions {
   std::string job_id;
   // Deadline of the rendezvous and of every collective.
   std::chrono::milliseconds timeout{30000};
+  // Dead-peer detection on every connection: TCP keepalive when idle (TcpMeshOptions),
+  // acknowledgements of data in flight (TcpTransport::set_heartbeat_timeout); 0 = off.
+  std::chrono::milliseconds heartbeat_timeout{0};
 };
 
 // Rendezvouses through options.kv under options.scope, connects an authenticated full mesh of

@@ -68,6 +68,21 @@ void TuneSocket(int fd) {
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
 
+// Keepalive of an established connection (TcpMeshOptions::heartbeat_timeout): the first
+// probe after one idle second, then one a second; the kernel fails the connection with
+// ETIMEDOUT when `timeout` has passed without an answer.
+void KeepAlive(int fd, std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) return;
+  int one = 1;
+  int idle = 1;
+  int interval = 1;
+  int count = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000 - idle));
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+}
+
 std::string NumericHost(const sockaddr_storage& addr) {
   char host[NI_MAXHOST] = {};
   getnameinfo(reinterpret_cast<const sockaddr*>(&addr), sizeof(addr), host, sizeof(host), nullptr,
@@ -325,6 +340,7 @@ class Acceptor {
       return false;
     }
     TuneSocket(p.fd.get());
+    KeepAlive(p.fd.get(), o_.heartbeat_timeout);
     mesh_->fds[from] = p.fd.release();
     mesh_->peer_names[from] = "rank " + std::to_string(from) + " (" + p.from + ")";
     return true;
@@ -410,6 +426,7 @@ Result<TcpMesh> ConnectTcpMesh(const TcpMeshOptions& o) {
     if (!fd.ok()) return fd.status();
     Status st = ConnectorHandshake(fd->get(), o, peer, name, deadline);
     if (!st.ok()) return st;
+    KeepAlive(fd->get(), o.heartbeat_timeout);
     mesh.fds[peer] = fd->release();
     mesh.peer_names[peer] = name;
   }

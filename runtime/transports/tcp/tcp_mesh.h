@@ -23,6 +23,12 @@ struct TcpMeshOptions {
   std::string hostname;   // published so that peers can name this rank in errors
   HandshakeContext auth;  // job key, job id, scope
   std::chrono::milliseconds timeout{30000};
+  // An idle connection whose peer answers no TCP keepalive probe for about this long fails
+  // with ETIMEDOUT (probes every second after one idle second; 0 = no keepalive). A live but
+  // busy peer is never timed out: its kernel answers. Data in flight is watched by
+  // TcpTransport (set_heartbeat_timeout), not by TCP_USER_TIMEOUT, which would also abort a
+  // live peer that keeps its receive window closed for that long.
+  std::chrono::milliseconds heartbeat_timeout{0};
 };
 
 // The connected, authenticated full mesh of one group: fds[r] is the non-blocking socket to

@@ -1,5 +1,7 @@
 #include "runtime/transports/tcp/tcp_transport.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -7,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "common/check.h"
@@ -20,6 +23,8 @@ constexpr size_t kScratchBytes = size_t{256} << 10;
 // At most this much per stream per pass, so that one busy direction cannot starve the other.
 constexpr size_t kPumpBudget = size_t{1} << 20;
 constexpr int kMaxIov = 8;
+// How often a waiting Run asks the kernel whether its peers still acknowledge.
+constexpr std::chrono::seconds kLivenessCheckInterval{1};
 
 bool WouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 
@@ -28,6 +33,17 @@ int PollTimeoutMs(TcpTransport::Clock::time_point deadline) {
   if (left <= std::chrono::nanoseconds::zero()) return 0;
   auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
   return static_cast<int>(std::min<int64_t>(ms, 1 << 30));
+}
+
+// The peer of `fd` has had sent data or window probes unanswered for at least `timeout`.
+bool PeerSilent(int fd, std::chrono::milliseconds timeout) {
+  tcp_info info{};
+  socklen_t len = sizeof(info);
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
+  // A live peer that keeps its window closed answers every probe (probes drops back to 0);
+  // two unanswered probes are not that.
+  const bool waiting = info.tcpi_unacked > 0 || info.tcpi_probes >= 2;
+  return waiting && info.tcpi_last_ack_recv >= static_cast<uint32_t>(timeout.count());
 }
 
 // Skips finished (and empty) pieces; a grow stream learns its body length from the header.
@@ -205,6 +221,18 @@ Status TcpTransport::PumpRecv(TcpStream& s, size_t index, const TcpReducer* redu
   return Status::OK();
 }
 
+Status TcpTransport::CheckPeersAlive(std::span<TcpStream> streams) const {
+  for (const TcpStream& s : streams) {
+    if (s.finished() || !PeerSilent(fds_[s.peer], heartbeat_timeout_)) continue;
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%.1f s", heartbeat_timeout_.count() / 1000.0);
+    return Status::RemoteError(peer_names_[s.peer] + " acknowledged nothing for " + seconds +
+                               " (HVD_HEARTBEAT_TIMEOUT_SECONDS): its host is down or "
+                               "unreachable");
+  }
+  return Status::OK();
+}
+
 Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer,
                          Clock::time_point deadline, const TcpWhat& what) {
   if (aborted_.load()) return Status::Aborted(what() + ": the communicator was aborted");
@@ -216,6 +244,8 @@ Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer
     if (!st.ok()) return st.WithContext(what() + ": " + peer_names_[s.peer]);
   }
   std::vector<pollfd>& pfds = pfds_;
+  const bool watch = heartbeat_timeout_.count() > 0;
+  Clock::time_point next_check = Clock::now() + kLivenessCheckInterval;
   while (true) {
     bool moved = false;
     bool all_done = true;
@@ -243,13 +273,19 @@ Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer
         it->events = static_cast<short>(it->events | events);
       }
     }
-    const int ready = poll(pfds.data(), pfds.size(), PollTimeoutMs(deadline));
+    const int ready = poll(pfds.data(), pfds.size(),
+                           PollTimeoutMs(watch ? std::min(deadline, next_check) : deadline));
     if (ready < 0 && errno != EINTR) {
       const int err = errno;
       return Status::Internal(what() + ": poll: " + std::strerror(err));
     }
     if (aborted_.load() || (pfds[0].revents & POLLIN) != 0) {
       return Status::Aborted(what() + ": the communicator was aborted");
+    }
+    if (watch && Clock::now() >= next_check) {
+      Status alive = CheckPeersAlive(streams);
+      if (!alive.ok()) return alive.WithContext(what());
+      next_check = Clock::now() + kLivenessCheckInterval;
     }
     if (ready == 0 && Clock::now() >= deadline) {
       std::string owing;

@@ -109,6 +109,13 @@ class TcpTransport {
   Status Run(std::span<TcpStream> streams, const TcpReducer* reducer, Clock::time_point deadline,
              const TcpWhat& what);
 
+  // Dead-peer detection for data in flight (0 = off, the default): while Run waits, once a
+  // second it asks the kernel (TCP_INFO) about every peer it still owes or expects bytes; a
+  // peer with sent data unacknowledged, or window probes unanswered, for `timeout` is dead
+  // (kRemoteError naming it). Idle connections are covered by the mesh's TCP keepalive.
+  // Call before the first Run.
+  void set_heartbeat_timeout(std::chrono::milliseconds timeout) { heartbeat_timeout_ = timeout; }
+
   // Wakes a blocked Run (which fails with kAborted) and shuts every socket down so that peers
   // fail fast. Idempotent.
   void Abort();
@@ -124,12 +131,14 @@ class TcpTransport {
   Status ReduceScratch(TcpStream& s, char* scratch, const TcpReducer* reducer);
   size_t SendLimit(const TcpStream& s) const;
   Status PeerError(int peer, const char* what, int err) const;
+  Status CheckPeersAlive(std::span<TcpStream> streams) const;
 
   const int rank_;
   std::vector<int> fds_;
   std::vector<std::string> peer_names_;
   int abort_fd_ = -1;  // eventfd
   std::atomic<bool> aborted_{false};
+  std::chrono::milliseconds heartbeat_timeout_{0};
   std::mutex shutdown_mu_;
   std::vector<std::vector<char>> scratch_;  // one per receive stream slot, grown on demand
   std::vector<pollfd> pfds_;                // Run's poll set; keeps its capacity

@@ -98,6 +98,29 @@ TEST(TcpFailure, StoppedMemberIsATimeout) {
   EXPECT_TRUE(outcomes[0].exited && outcomes[0].exit_code == 0) << Describe(outcomes);
 }
 
+TEST(TcpFailure, SlowReaderIsNotADeadPeer) {
+  // Given dead-peer detection at 1 s, and rank 1 that keeps its receive window closed for 3 s
+  // while rank 0 pushes a 64 MiB broadcast at it (more than the socket buffers hold)
+  TcpJob::Options options = TcpJobOptions(2, std::chrono::seconds(20));
+  options.heartbeat_timeout = std::chrono::seconds(1);
+  TcpJob job(options);
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run([](Communicator& comm) {
+    std::vector<char> buf(64 << 20, comm.rank() == 0 ? 'x' : 'y');
+    if (comm.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(3));
+    const auto start = Clock::now();
+    Status st = comm.Broadcast(buf.data(), static_cast<int64_t>(buf.size()), 0);
+    std::fprintf(stderr, "rank %d after %.3f s: %s\n", comm.rank(), Seconds(start),
+                 st.ToString().c_str());
+    // Then the broadcast completes: a live peer answers window probes, it is not "dead"
+    // (TCP_USER_TIMEOUT would have reset the connection here)
+    return st.ok() && buf[buf.size() - 1] == 'x' ? 0 : 1;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
+  EXPECT_TRUE(outcomes[0].exited && outcomes[0].exit_code == 0) << Describe(outcomes);
+  EXPECT_TRUE(outcomes[1].exited && outcomes[1].exit_code == 0) << Describe(outcomes);
+}
+
 TEST(TcpFailure, AbortFromAnotherThreadUnblocksACall) {
   // Given rank 0 blocked in a barrier that rank 1 has not joined, timeout 30 s
   TcpJob job(TcpJobOptions(2, std::chrono::seconds(30)));

@@ -27,6 +27,7 @@ std::vector<RankOutcome> TcpJob::Run(const Body& body, const Extra& extra) {
     options.key = job_.key();
     options.job_id = job_.job_id();
     options.timeout = options_.comm_timeout;
+    options.heartbeat_timeout = options_.heartbeat_timeout;
     auto comm = runtime::CreateTcpCommunicator(options);
     if (!comm.ok()) {
       std::fprintf(stderr, "rank %d: create: %s\n", rank, comm.status().ToString().c_str());

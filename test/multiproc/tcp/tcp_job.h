@@ -13,8 +13,8 @@
 
 namespace hvd::test {
 
-// TcpJob runs one group of the TCP communicator (runtime/transports/tcp/tcp_communicator.h) as real forked
-// processes (ForkedJob): each child optionally runs `before_create`, builds its communicator
+// TcpJob runs one group of the TCP communicator (runtime/transports/tcp/tcp_communicator.h) as real
+// forked processes (ForkedJob): each child optionally runs `before_create`, builds its communicator
 // with CreateTcpCommunicator and runs the body. An optional `extra` process (an intruder, for
 // instance) gets its own KvClient and runs alongside the ranks.
 class TcpJob {
@@ -26,6 +26,7 @@ class TcpJob {
   struct Options {
     int size = 2;
     std::chrono::milliseconds comm_timeout{10000};
+    std::chrono::milliseconds heartbeat_timeout{0};  // TcpOptions::heartbeat_timeout
     std::chrono::seconds deadline{90};
     unsigned child_alarm = 120;
     // Ranks expected to die (SIGKILL) or be stopped; their death does not kill the others.
