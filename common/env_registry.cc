@@ -71,7 +71,7 @@ const std::vector<VarSpec> kVars = {
   {"HVD_START_TIMEOUT", "HOROVOD_START_TIMEOUT", kInt, "30", kLauncher, "seconds to start every rank (and for ranks to rendezvous)"},
   {"HVD_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT", kInt, "600", kLauncher, "seconds an elastic job waits for enough slots"},
   {"HVD_GRACE_PERIOD_SECONDS", "", kFloat, "5", kLauncher, "seconds between SIGTERM and SIGKILL when ending a job"},
-  {"HVD_HEARTBEAT_TIMEOUT_SECONDS", "", kFloat, "5", kBoth, "a peer silent this long is lost: hvdrun <-> hvd-agent heartbeats, and TCP keepalive on the tcp transport's connections (0 = never)"},
+  {"HVD_HEARTBEAT_TIMEOUT_SECONDS", "", kFloat, "5", kBoth, "a host silent this long is lost: hvdrun <-> hvd-agent heartbeats, and the tcp transport's dead-peer check (0 = never)"},
 };
 // clang-format on
 

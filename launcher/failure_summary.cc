@@ -4,12 +4,25 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "launcher/exit_codes.h"
 #include "launcher/wait_status.h"
 
 namespace hvd::launcher {
 namespace {
+
+// A lost connection or host that was not the first failure (the survivors of a vanished host
+// may fail on their own before hvdrun's heartbeat says so): named in the headline too.
+std::optional<std::string> OtherTransportError(const JobOutcome& outcome,
+                                               const RankOutcome& first) {
+  for (const RankOutcome& rank : outcome.ranks) {
+    if (&rank == &first || !rank.transport_error) continue;
+    if (first.transport_error && rank.host == first.host) continue;
+    return *rank.transport_error;
+  }
+  return std::nullopt;
+}
 
 std::string Headline(const JobOutcome& outcome) {
   if (outcome.launcher_signal == SIGPIPE) {
@@ -27,6 +40,7 @@ std::string Headline(const JobOutcome& outcome) {
     std::string why = rank.exec_error        ? *rank.exec_error
                       : rank.transport_error ? *rank.transport_error
                                              : DescribeWaitStatus(rank.wait_status);
+    if (std::optional<std::string> also = OtherTransportError(outcome, rank)) why += "; " + *also;
     return "job failed: rank " + std::to_string(rank.rank) + " on " + rank.host +
            " failed first: " + why + "; hvdrun exits " + std::to_string(ExitCodeOf(outcome));
   }

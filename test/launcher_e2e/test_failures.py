@@ -159,7 +159,7 @@ def test_unreachable_remote_host_fails_before_anything_starts(tmp_path):
                   "touch", str(flag)])
     assert result.returncode == 69
     err = result.stderr.decode()
-    assert "192.0.2.1" in err and "SSH check failed" in err, err
+    assert "\n  192.0.2.1: " in err and "remote hosts; nothing was started" in err, err
     assert not flag.exists()
 
 

@@ -65,6 +65,23 @@ TEST(FailureSummaryTest, NamesFirstFailureAndShowsItsStderrTail) {
   EXPECT_EQ(text.find("last stderr lines of rank 0"), std::string::npos) << text;
 }
 
+TEST(FailureSummaryTest, LostHostIsNamedEvenWhenASurvivorFailedFirst) {
+  // Given a survivor that failed (its collective saw the peer vanish) before hvdrun's
+  // heartbeat declared the peer's host lost
+  JobOutcome outcome;
+  RankOutcome lost = Finished(1, Exited(255), /*stopped=*/true);
+  lost.host = "h2";
+  lost.transport_error = "host h2 lost: no sign of life from its hvd-agent for 5 s";
+  outcome.ranks = {Finished(0, Exited(1)), lost};
+  outcome.first_failed_rank = 0;
+  // Then the headline names both
+  std::string text = FormatFailureSummary(outcome, [](int) { return std::vector<std::string>{}; });
+  EXPECT_NE(text.find("rank 0 on localhost failed first: exit code 1; host h2 lost: no sign of "
+                      "life from its hvd-agent for 5 s; hvdrun exits 1"),
+            std::string::npos)
+      << text;
+}
+
 TEST(FailureSummaryTest, LauncherSignalHeadline) {
   JobOutcome outcome;
   outcome.launcher_signal = SIGINT;
