@@ -5,9 +5,9 @@
 #   sbatch -N 4 --ntasks-per-node=8 configs/slurm_job.sh python3 train.py --epochs 10
 #
 # hvdrun needs no -np or -H here: it plans one rank per Slurm task from SLURM_JOB_NODELIST and
-# SLURM_TASKS_PER_NODE, runs the ranks of the node this script runs on itself, and starts
-# every other rank as a one-task `srun` step under hvd-agent (argv, environment and the job
-# key travel over srun's stdin, never on a command line). Output lines are prefixed
+# SLURM_TASKS_PER_NODE, runs the ranks of the node this script runs on itself, and on every
+# other node starts one `srun` step running hvd-agent, which starts that node's ranks (argv,
+# environment and the job key travel over srun's stdin, never on a command line). Output lines are prefixed
 # "[rank]<stdout>:" as usual; the exit code is the first failing rank's. Any hvdrun flag can
 # be added (e.g. --output-filename logs/ or --verbose, which prints each srun command).
 #

@@ -106,17 +106,20 @@ Result<std::unique_ptr<AgentFleet>> AgentFleet::Open(const std::vector<std::stri
 }
 
 AgentFleet::~AgentFleet() {
+  std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [host, session] : sessions_) session->Close();
-  sessions_.clear();
+  sessions_.clear();  // each waits for its agent; all were closed together
 }
 
 AgentSession* AgentFleet::session(const std::string& host) const {
+  std::lock_guard<std::mutex> lock(mutex_);
   auto it = sessions_.find(host);
   return it == sessions_.end() ? nullptr : it->second.get();
 }
 
 Status AgentFleet::Add(std::unique_ptr<AgentSession> session) {
   const std::string host = session->host();
+  std::lock_guard<std::mutex> lock(mutex_);
   if (!sessions_.emplace(host, std::move(session)).second) {
     return Status::InvalidArgument("host " + host + " already has an hvd-agent session");
   }

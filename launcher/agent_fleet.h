@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,7 @@ using AgentLinkFactory = std::function<Result<std::unique_ptr<AgentLink>>(
 // The destructor closes every session first, so all agents stop their ranks concurrently,
 // then waits for each (one grace period in all, not one per host).
 //
-// Threading: Open and the destructor from one thread; session() is thread-safe once open.
+// Threading: session() and Add() are thread-safe; sessions stay until the fleet is destroyed.
 class AgentFleet {
  public:
   static constexpr int kDefaultMaxParallel = 32;
@@ -51,6 +52,7 @@ class AgentFleet {
   Status Add(std::unique_ptr<AgentSession> session);
 
  private:
+  mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<AgentSession>> sessions_;
 };
 

@@ -32,14 +32,17 @@ class AgentLink {
   virtual std::string EndReason() = 0;
   // "root@hvd-h2:22", "srun step on hvd-h2": for messages.
   virtual std::string Describe() const = 0;
+  // The agent is unreachable (its host was declared lost): the destructor should not wait for
+  // it to end by itself.
+  virtual void GiveUp() {}
 };
 
 // A link to a local child process whose stdin, stdout and stderr are pipes: `argv` run with
 // `env` as its complete environment, leading its own process group, with no parent-death
 // signal (it ends when its stdin closes, even after hvdrun is SIGKILLed: the kernel closes the
 // pipe). The destructor closes its stdin and, should the process still run `stop_after`
-// later, sends it SIGTERM, then SIGKILL after 5 s, and reaps it. For srun (one step running
-// hvd-agent on a node) and for tests (hvd-agent started directly).
+// later (at once after GiveUp), sends it SIGTERM, then SIGKILL after 5 s, and reaps it. For srun
+// (one step running hvd-agent on a node) and for tests (hvd-agent started directly).
 Result<std::unique_ptr<AgentLink>> StartProcessAgent(const std::vector<std::string>& argv,
                                                      const std::map<std::string, std::string>& env,
                                                      std::string description,

@@ -134,6 +134,7 @@ AgentSession::~AgentSession() {
   }
   core_->Wake();
   if (core_->thread.joinable()) core_->thread.join();
+  if (core_->lost) core_->link->GiveUp();
   core_->link.reset();  // disconnects SSH / reaps srun now; handles may live on
 }
 

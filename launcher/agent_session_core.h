@@ -81,6 +81,7 @@ struct AgentSession::Core {
   AgentFrameReader reader;
   std::string outgoing;
   bool to_agent_closed = false;
+  bool lost = false;  // the heartbeat timed out: the agent cannot be reached
   bool diag_open = true;
   std::string diag_partial;
   Clock::time_point last_heard;

@@ -93,6 +93,7 @@ bool AgentSession::Core::Step(Clock::time_point now) {
     if (backpressured) {
       last_heard = now;  // holding back is our choice, not the agent's silence
     } else if (now - last_heard > Millis(hello.heartbeat_timeout_s)) {
+      lost = true;
       End(Status::IoError("host " + options.host +
                           " lost: no sign of life from its hvd-agent for " +
                           Seconds(hello.heartbeat_timeout_s) + " (HVD_HEARTBEAT_TIMEOUT_SECONDS)"));

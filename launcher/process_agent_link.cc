@@ -79,6 +79,7 @@ class ProcessAgentLink : public AgentLink {
     return description_ + " ended (" + DescribeWaitStatus(*status_) + ")";
   }
   std::string Describe() const override { return description_; }
+  void GiveUp() override { stop_after_ = std::chrono::milliseconds(0); }
 
  private:
   // Reaps the process if it has ended (or waits for it when `block`); true once reaped.
@@ -99,7 +100,7 @@ class ProcessAgentLink : public AgentLink {
   const int stdout_fd_;
   const int stderr_fd_;
   const std::string description_;
-  const std::chrono::milliseconds stop_after_;
+  std::chrono::milliseconds stop_after_;
   std::optional<int> status_;
 };
 

@@ -114,18 +114,19 @@ def test_connection_problems_name_the_host_and_are_bounded(tmp_path):
     flag = tmp_path / "ran"
     cases = [
         (["-i", KEY, "--ssh-known-hosts", wrong_key_known_hosts(tmp_path),
-          "-H", "hvd-h1:1"], "hvd-h1", "HOST KEY"),
-        (SSH + ["-H", "10.77.0.99:1"], "10.77.0.99", "no answer"),
+          "-H", "hvd-h1:1"], "hvd-h1", "host key", "HOST KEY"),
+        (SSH + ["-H", "10.77.0.99:1"], "10.77.0.99", "timeout", "no answer"),
         (["-i", str(tmp_path / "missing_key"), "--ssh-known-hosts", KNOWN_HOSTS,
-          "-H", "hvd-h1:1"], "hvd-h1", "missing_key"),
-        (SSH + ["-p", "2222", "-H", "hvd-h2:1"], "hvd-h2", "refused"),
+          "-H", "hvd-h1:1"], "hvd-h1", "auth", "missing_key"),
+        (SSH + ["-p", "2222", "-H", "hvd-h2:1"], "hvd-h2", "refused", "refused"),
     ]
-    for args, host, why in cases:
+    for args, host, reason, why in cases:
         begin = time.monotonic()
         result = run(args + ["--start-timeout", "3", "touch", str(flag)], timeout=30)
         err = result.stderr.decode()
         assert result.returncode == 69, (args, err)
-        assert host in err and why in err, (args, err)
+        # One line: the host, the reason, then the error itself
+        assert "\n  %s: %s: " % (host, reason) in err and why in err, (args, err)
         assert time.monotonic() - begin < 15, (args, err)
         assert not flag.exists()
 

@@ -231,3 +231,35 @@ def test_signal_to_hvdrun_leaves_no_process_on_any_node(signo, code, tmp_path):
         proc.wait(timeout=30)
         kill_leftovers(marker)
         subprocess.run(["scancel", "--user=root"], timeout=20, env=slurm_env())
+
+
+def test_node_cut_off_mid_job_is_named_and_leaves_nothing(tmp_path):
+    # Given a running 4-rank job, two ranks per node
+    marker = unique_marker()
+    proc = subprocess.Popen(SALLOC + [HVDRUN, "--grace-period-seconds", "2", "sh", "-c",
+                                      "echo up; sleep 60; : " + marker],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=slurm_env())
+    cut = None
+    try:
+        wait_for(lambda: len(live_pids_with_marker(marker)) >= 4, 60, "4 ranks running")
+        # When hvd-h2's link goes down (its step's agent stops answering)
+        cut = time.monotonic()
+        subprocess.run(["ip", "link", "set", "hvd-v2", "down"], check=True)
+        out, err = proc.communicate(timeout=90)
+        # Then hvdrun names the lost node within the heartbeat timeout and fails the job
+        assert proc.returncode == 255, err
+        assert "host hvd-h2 lost: no sign of life from its hvd-agent" in err, err
+        assert "rank 2 on hvd-h2 failed first" in err, err
+    finally:
+        if cut is not None:
+            subprocess.run(["ip", "link", "set", "hvd-v2", "up"], check=True)
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=60)
+    try:
+        # And once the link is back nothing is left: the cut-off agent stopped its ranks
+        assert_nothing_left(marker, timeout=60)
+        wait_for(lambda: not job_steps(), 60, "no Slurm step left (%s)" % job_steps())
+    finally:
+        kill_leftovers(marker)
