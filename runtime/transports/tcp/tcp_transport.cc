@@ -24,7 +24,7 @@ constexpr size_t kScratchBytes = size_t{256} << 10;
 constexpr size_t kPumpBudget = size_t{1} << 20;
 constexpr int kMaxIov = 8;
 // How often a waiting Run asks the kernel whether its peers still acknowledge.
-constexpr std::chrono::seconds kLivenessCheckInterval{1};
+constexpr std::chrono::milliseconds kLivenessCheckInterval{250};
 
 bool WouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 

@@ -109,8 +109,8 @@ class TcpTransport {
   Status Run(std::span<TcpStream> streams, const TcpReducer* reducer, Clock::time_point deadline,
              const TcpWhat& what);
 
-  // Dead-peer detection for data in flight (0 = off, the default): while Run waits, once a
-  // second it asks the kernel (TCP_INFO) about every peer it still owes or expects bytes; a
+  // Dead-peer detection for data in flight (0 = off, the default): while Run waits, four times
+  // a second it asks the kernel (TCP_INFO) about every peer it still owes or expects bytes; a
   // peer with sent data unacknowledged, or window probes unanswered, for `timeout` is dead
   // (kRemoteError naming it). Idle connections are covered by the mesh's TCP keepalive.
   // Call before the first Run.
