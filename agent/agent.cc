@@ -176,7 +176,18 @@ void Agent::Loop(int signal_fd) {
     }
   }
   for (auto& [id, rank] : ranks_) ::killpg(rank.pid, SIGKILL);
-  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  ReapRemaining();
+}
+
+// As subreaper the agent inherits what its ranks left; a process SIGKILLed with its group may
+// have closed its pipes without being a zombie yet. Reap until none is left (bounded).
+void Agent::ReapRemaining() {
+  Clock::time_point deadline = Clock::now() + kReapTime;
+  for (;;) {
+    pid_t pid = ::waitpid(-1, nullptr, WNOHANG);
+    if (pid > 0) continue;
+    if ((pid < 0 && errno == ECHILD) || Clock::now() >= deadline) return;
+    ::usleep(2000);
   }
 }
 

@@ -45,6 +45,8 @@ class Agent {
   static constexpr size_t kOutputHighWater = size_t{1} << 20;
   // How long a shut-down agent keeps trying to deliver its last frames.
   static constexpr std::chrono::milliseconds kFlushTime{2000};
+  // How long the exiting agent waits for what its ranks left behind to be reaped.
+  static constexpr std::chrono::milliseconds kReapTime{1000};
 
   Agent(Io io, std::map<std::string, std::string> login_env);
   ~Agent();
@@ -82,6 +84,7 @@ class Agent {
   bool Done(Clock::time_point now) const;
   void FlushOutput();
   void Diagnose(const std::string& message);
+  void ReapRemaining();
 
   // agent_ranks.cc: the rank table.
   void StartRank(const launcher::AgentStart& start);

@@ -71,10 +71,14 @@ RankSlot::~RankSlot() {
 AgentSession::Core::Core(std::unique_ptr<AgentLink> l, Options o)
     : link(std::move(l)), options(std::move(o)) {
   wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  HVD_CHECK(wake_fd >= 0) << "eventfd: " << strerror(errno);
+  end_event_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  HVD_CHECK(wake_fd >= 0 && end_event_fd >= 0) << "eventfd: " << strerror(errno);
 }
 
-AgentSession::Core::~Core() { ::close(wake_fd); }
+AgentSession::Core::~Core() {
+  ::close(wake_fd);
+  ::close(end_event_fd);
+}
 
 void AgentSession::Core::Wake() {
   uint64_t one = 1;
@@ -209,6 +213,8 @@ void AgentSession::Close() {
 const std::string& AgentSession::host() const { return core_->options.host; }
 
 const AgentReady& AgentSession::ready() const { return core_->ready; }
+
+int AgentSession::end_event_fd() const { return core_->end_event_fd; }
 
 Status AgentSession::status() const {
   std::lock_guard<std::mutex> lock(core_->mu);

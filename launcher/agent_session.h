@@ -78,6 +78,10 @@ class AgentSession {
   // OK while the agent is connected; afterwards why the session ended (OK after a clean
   // Close()).
   Status status() const;
+  // Readable once the session has ended (the agent exited, the connection dropped, or the host
+  // was lost: status() says which), with or without ranks running; for a caller's poll loop
+  // (an elastic driver watching its hosts).
+  int end_event_fd() const;
 
   struct Core;  // shared with the I/O thread and the handles (agent_session_io.cc)
 

@@ -64,6 +64,7 @@ struct AgentSession::Core {
   const Options options;
   AgentReady ready;
   int wake_fd = -1;
+  int end_event_fd = -1;  // eventfd, written once by End()
   std::thread thread;
 
   mutable std::mutex mu;

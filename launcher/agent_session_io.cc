@@ -306,6 +306,9 @@ void AgentSession::Core::End(Status why) {
   std::lock_guard<std::mutex> lock(mu);
   ended = true;
   end_status = std::move(why);
+  uint64_t one = 1;
+  ssize_t ignored = ::write(end_event_fd, &one, sizeof(one));
+  (void)ignored;
   cv.notify_all();
 }
 

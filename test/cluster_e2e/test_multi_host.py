@@ -192,10 +192,12 @@ def read_lines(stream, count, timeout):
     return lines
 
 
-def test_one_agent_per_host_runs_every_rank_of_that_host():
+def test_one_agent_per_host_runs_every_rank_of_that_host(tmp_path):
     # Given 8 ranks, 4 on each host, each printing its rank and host address
     marker = unique_marker()
-    proc = start(SSH + ["-np", "8", "-H", "hvd-h1:4,hvd-h2:4", "sh", "-c",
+    logs = tmp_path / "logs"
+    proc = start(SSH + ["-np", "8", "-H", "hvd-h1:4,hvd-h2:4", "--output-filename", str(logs),
+                        "sh", "-c",
                         'echo "$HVD_RANK $(hostname -I)"; sleep 60; : ' + marker])
     try:
         lines = read_lines(proc.stdout, 8, 40)
@@ -208,6 +210,10 @@ def test_one_agent_per_host_runs_every_rank_of_that_host():
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 130
         assert_hosts_clean(marker)
+        # --output-filename got each remote rank's raw output
+        for r in range(8):
+            assert (logs / ("rank.%d" % r) / "stdout").read_text() == \
+                "%d %s \n" % (r, ADDRS["hvd-h%d" % (1 + r // 4)])
     finally:
         if proc.poll() is None:
             proc.kill()

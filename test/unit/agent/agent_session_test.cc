@@ -213,6 +213,8 @@ TEST_F(AgentSessionTest, SilentAgentIsDeclaredLostWithinTheTimeout) {
   EXPECT_GE(took, std::chrono::milliseconds(700));
   EXPECT_LT(took, std::chrono::milliseconds(2500));
   EXPECT_FALSE(session->status().ok());
+  pollfd ended{session->end_event_fd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&ended, 1, 0), 1) << "end_event_fd not readable after the loss";
 }
 
 TEST_F(AgentSessionTest, KilledAgentEndsItsRanksAsLost) {
