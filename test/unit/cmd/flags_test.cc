@@ -145,6 +145,17 @@ TEST(FlagsTest, LauncherDefaultsComeFromTheEnvironmentUnlessFlagged) {
   EXPECT_TRUE(flagged.spec.log_with_timestamp);
 }
 
+TEST(FlagsTest, HeartbeatTimeoutComesFromTheEnvironmentAndBadValuesNameIt) {
+  EXPECT_EQ(MustParse({"c"}).spec.heartbeat_timeout_s, 5);
+  EXPECT_EQ(MustParse({"c"}, {{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "2.5"}}).spec.heartbeat_timeout_s,
+            2.5);
+  EXPECT_EQ(MustParse({"c"}, {{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "0"}}).spec.heartbeat_timeout_s, 0);
+  EXPECT_THAT(ParseError({"c"}, {{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "soon"}}),
+              HasSubstr("HVD_HEARTBEAT_TIMEOUT_SECONDS: expected a number, got 'soon'"));
+  EXPECT_THAT(ParseError({"c"}, {{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "-1"}}),
+              HasSubstr("HVD_HEARTBEAT_TIMEOUT_SECONDS"));
+}
+
 TEST(FlagsTest, BadLogLevelInTheEnvironmentIsAWarning) {
   ParsedCommandLine p = MustParse({"c"}, {{"HVD_LOG_LEVEL", "chatty"}});
   EXPECT_EQ(p.spec.log_level, "WARNING");

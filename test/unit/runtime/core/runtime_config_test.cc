@@ -20,6 +20,10 @@ TEST(RuntimeConfigTest, DefaultsAreASingleRank) {
   EXPECT_EQ(c->stall_check_time, std::chrono::seconds(60));
   EXPECT_EQ(c->stall_shutdown_time, std::chrono::seconds(600));
   EXPECT_TRUE(c->rendezvous_addr.empty());
+  EXPECT_EQ(c->heartbeat_timeout, std::chrono::milliseconds(5000));
+  auto fast = Load({{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "2.5"}});
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  EXPECT_EQ(fast->heartbeat_timeout, std::chrono::milliseconds(2500));
 }
 
 TEST(RuntimeConfigTest, HierarchicalAllreduceIsAutoUnlessSetAndNeedsTheAutoTransport) {
@@ -164,6 +168,8 @@ TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
       {{{"HVD_LOG_LEVEL", "loud"}}, "HVD_LOG_LEVEL"},
       {{{"HVD_STALL_CHECK_TIME_SECONDS", "x"}}, "HVD_STALL_CHECK_TIME_SECONDS"},
       {{{"HVD_RENDEZVOUS_ADDR", "10.0.0.1"}}, "HVD_RENDEZVOUS_PORT"},
+      {{{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "soon"}}, "HVD_HEARTBEAT_TIMEOUT_SECONDS"},
+      {{{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "-1"}}, "HVD_HEARTBEAT_TIMEOUT_SECONDS"},
   };
   for (const auto& c : cases) {
     auto r = Load(c.vars);
