@@ -226,9 +226,15 @@ def test_signal_to_hvdrun_leaves_no_process_on_any_node(signo, code, tmp_path):
         wait_for(lambda: not job_steps(), 30, "no Slurm step left (%s)" % job_steps())
         assert allocations(), "the allocation ended early; the test proves nothing"
     finally:
-        # salloc, the shell and its sleep; the allocation ends with salloc.
+        # salloc, then the shell salloc started (its own process group) and its sleep; the
+        # allocation ends with salloc.
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+        for pid in live_pids_with_marker(str(status_file)):
+            try:
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
+            except OSError:
+                pass
         kill_leftovers(marker)
         subprocess.run(["scancel", "--user=root"], timeout=20, env=slurm_env())
 
