@@ -53,7 +53,8 @@ struct RuntimeConfig {
   // Rendezvous and per-collective timeout.
   std::chrono::milliseconds timeout{30000};
   // HVD_HEARTBEAT_TIMEOUT_SECONDS: a peer of the tcp transport that acknowledges nothing for
-  // this long is dead (TCP keepalive + TCP_USER_TIMEOUT); 0 = off.
+  // this long is dead (TCP keepalive while idle, unacknowledged data while in a collective;
+  // not TCP_USER_TIMEOUT, which also resets live slow readers); 0 = off.
   std::chrono::milliseconds heartbeat_timeout{5000};
 
   // Coordinator.
