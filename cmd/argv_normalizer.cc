@@ -38,7 +38,10 @@ std::optional<size_t> Exact(const std::vector<Spelling>& spellings, std::string_
   return std::nullopt;
 }
 
-// "--name[=value]": exact spelling, else a prefix that names a single option.
+// "--name[=value]": exact spellings only. Unlike argparse, a long option is never matched by
+// a prefix: an abbreviation silently changes meaning when a flag is added (horovodrun read
+// "--elastic" as "--elastic-timeout"). The error suggests the options the prefix would have
+// named, so a typed abbreviation is easy to fix.
 Result<Match> MatchLong(const std::vector<Spelling>& spellings, const std::string& token) {
   size_t eq = token.find('=');
   std::string name = token.substr(0, eq);
@@ -46,23 +49,20 @@ Result<Match> MatchLong(const std::vector<Spelling>& spellings, const std::strin
   if (eq != std::string::npos) attached = token.substr(eq + 1);
   if (auto shape = Exact(spellings, name)) return Match{*shape, name, attached};
 
-  std::set<size_t> shapes;
   std::set<std::string> candidates;
   for (const auto& s : spellings) {
-    if (s.text.size() > 2 && s.text.starts_with("--") && s.text.starts_with(name)) {
-      shapes.insert(s.shape);
+    if (name.size() > 2 && s.text.starts_with("--") && s.text.starts_with(name)) {
       candidates.insert(s.text);
     }
   }
-  if (shapes.empty() || name.size() <= 2) {
-    return Status::InvalidArgument("unrecognized argument: " + token);
-  }
-  if (shapes.size() > 1) {
+  std::string message = "unrecognized argument: " + name;
+  if (!candidates.empty()) {
     std::string list;
     for (const auto& c : candidates) list += (list.empty() ? "" : ", ") + c;
-    return Status::InvalidArgument("ambiguous option: " + name + " could match " + list);
+    message += " (long options are never abbreviated; did you mean " +
+               std::string(candidates.size() == 1 ? "" : "one of ") + list + "?)";
   }
-  return Match{*shapes.begin(), name, attached};
+  return Status::InvalidArgument(message);
 }
 
 // "-np", "-np=4", "-p22", "-p 22".

@@ -10,8 +10,8 @@
 // rules, which CLI11 does not have, and splits off the command.
 //
 //  - single-dash multi-letter options (-np, -cb, -hostfile, -prefix-timestamp);
-//  - unique prefixes of long options (--slots -> --slots-per-host); an ambiguous prefix is
-//    an error listing the candidates; an exact spelling always wins over a longer one;
+//  - long options only by their exact spellings: never by a prefix, unlike argparse (an
+//    abbreviation is an "unrecognized argument" error that suggests the full spellings);
 //  - the command starts at the first token that is not an option or an option's value, or
 //    after "--"; nothing after that point is looked at, so the command keeps its own flags.
 //
@@ -33,8 +33,8 @@ struct NormalizedArgv {
 };
 
 // `argv` excludes the program name. Errors name the offending token, e.g.
-// "unrecognized argument: --foo" or "ambiguous option: --hier could match
-// --hierarchical-allgather, --hierarchical-allreduce".
+// "unrecognized argument: --foo" or "unrecognized argument: --hier (long options are never
+// abbreviated; did you mean one of --hierarchical-allgather, --hierarchical-allreduce?)".
 Result<NormalizedArgv> NormalizeArgv(const std::vector<std::string>& argv,
                                      const std::vector<OptionShape>& shapes);
 

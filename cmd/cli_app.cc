@@ -122,9 +122,17 @@ void AddParamsAndAutotune(Builder* b) {
 
 void AddElasticAndTimeline(Builder* b) {
   b->Group("Elastic");
-  b->Value("--min-np,--min-num-proc", "N", "Minimum processes; turns on elastic mode.");
-  b->Value("--max-np,--max-num-proc", "N", "Maximum processes (default: no limit).");
-  b->Value("--slots-per-host", "N", "Slots for discovered hosts that do not give a count.");
+  b->Flag("--elastic",
+          "Elastic job: ranks that fail are replaced or dropped and training goes on; also "
+          "turned on by --min-np or --host-discovery-script.");
+  b->Value("--min-np,--min-num-proc", "N",
+           "Minimum processes (default: -np); turns on elastic mode.");
+  b->Value("--max-np,--max-num-proc", "N",
+           "Maximum processes (default: no limit); needs elastic mode.");
+  b->Value("--slots-per-host,--slots", "N",
+           "Slots for discovered hosts that do not give a count (default 1).");
+  b->Value("--host-discovery-interval", "SECONDS",
+           "Run the discovery script this often (env HVD_HOST_DISCOVERY_INTERVAL, default 1).");
   b->Value("--elastic-timeout", "SECONDS",
            "Wait for enough slots after a failure (env HVD_ELASTIC_TIMEOUT, default 600).");
   b->Value("--reset-limit", "N", "Fail the job after this many resets.");

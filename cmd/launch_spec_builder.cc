@@ -37,7 +37,7 @@ Result<std::optional<int>> BoundedInt(const CLI::App& app, const char* flag, int
 // Seconds from the flag, else from `var` in the environment, else the registry default.
 Result<double> Seconds(const CLI::App& app, const env::Environment& env, const char* flag,
                        const char* var, ParsedCommandLine* out) {
-  if (std::optional<std::string> text = LastValue(app, flag)) {
+  if (std::optional<std::string> text = *flag ? LastValue(app, flag) : std::nullopt) {
     HVD_ASSIGN_OR_RETURN(double v, env::ParseFloat(*text, flag));
     if (v < 0) return OutOfRange(flag, ">= 0", *text);
     out->settings[var] = {*text, "command line"};
@@ -68,6 +68,7 @@ Status ReadWhere(const CLI::App& app, LaunchSpec* spec) {
   spec->hosts = LastValue(app, "--hosts").value_or("");
   spec->hostfile = LastValue(app, "--hostfile").value_or("");
   spec->host_discovery_script = LastValue(app, "--host-discovery-script").value_or("");
+  spec->elastic_flag = Given(app, "--elastic");
   HVD_ASSIGN_OR_RETURN(spec->min_num_proc, BoundedInt(app, "--min-np", 1));
   HVD_ASSIGN_OR_RETURN(spec->max_num_proc, BoundedInt(app, "--max-np", 1));
   HVD_ASSIGN_OR_RETURN(spec->slots_per_host, BoundedInt(app, "--slots-per-host", 1));
@@ -77,6 +78,65 @@ Status ReadWhere(const CLI::App& app, LaunchSpec* spec) {
                       std::to_string(*spec->max_num_proc));
   }
   return ReadCooldown(app, spec);
+}
+
+// Elastic-only flags make sense only in elastic mode, and -np / --min-np / --max-np must
+// nest. -np (processes to start with) and --min-np default to each other; with neither, a
+// fixed host list starts on all its slots (launcher/elastic_run.cc) and a discovery script
+// is an error, since nothing says how many hosts to wait for.
+Status CheckElastic(const CLI::App& app, LaunchSpec* spec) {
+  if (!spec->elastic()) {
+    for (const char* flag :
+         {"--max-np", "--slots-per-host", "--reset-limit", "--blacklist-cooldown-range",
+          "--host-discovery-interval", "--elastic-timeout"}) {
+      if (Given(app, flag)) {
+        return Status::InvalidArgument(std::string(flag) +
+                                       " applies to elastic jobs only: add --min-np N, "
+                                       "--host-discovery-script SCRIPT or --elastic");
+      }
+    }
+    return Status::OK();
+  }
+  if (spec->controller == Controller::kMpi || spec->controller == Controller::kJsrun) {
+    return Status::InvalidArgument(
+        "elastic mode runs ranks under hvdrun's own launcher; it cannot be combined with " +
+        std::string(spec->controller == Controller::kMpi ? "--mpi" : "--jsrun"));
+  }
+  if (!spec->num_proc) spec->num_proc = spec->min_num_proc;
+  if (!spec->min_num_proc) spec->min_num_proc = spec->num_proc;
+  if (!spec->num_proc && !spec->host_discovery_script.empty()) {
+    return Status::InvalidArgument(
+        "--host-discovery-script needs -np N or --min-np N: how many processes to start with");
+  }
+  if (spec->num_proc && *spec->num_proc < *spec->min_num_proc) {
+    return OutOfRange("-np", ">= --min-np (" + std::to_string(*spec->min_num_proc) + ")",
+                      std::to_string(*spec->num_proc));
+  }
+  if (spec->num_proc && spec->max_num_proc && *spec->max_num_proc < *spec->num_proc) {
+    return OutOfRange("--max-np", ">= -np (" + std::to_string(*spec->num_proc) + ")",
+                      std::to_string(*spec->max_num_proc));
+  }
+  return Status::OK();
+}
+
+Status ReadElasticTimes(const CLI::App& app, const env::Environment& env, ParsedCommandLine* out) {
+  LaunchSpec* spec = &out->spec;
+  HVD_ASSIGN_OR_RETURN(spec->elastic_timeout_s,
+                       Seconds(app, env, "--elastic-timeout", "HVD_ELASTIC_TIMEOUT", out));
+  HVD_ASSIGN_OR_RETURN(spec->discovery_interval_s, Seconds(app, env, "--host-discovery-interval",
+                                                           "HVD_HOST_DISCOVERY_INTERVAL", out));
+  HVD_ASSIGN_OR_RETURN(spec->discovery_timeout_s,
+                       Seconds(app, env, "", "HVD_HOST_DISCOVERY_TIMEOUT", out));
+  if (spec->discovery_interval_s <= 0) {
+    return OutOfRange("--host-discovery-interval", "> 0",
+                      std::to_string(spec->discovery_interval_s));
+  }
+  if (spec->discovery_timeout_s <= 0) {
+    return OutOfRange("HVD_HOST_DISCOVERY_TIMEOUT", "> 0",
+                      std::to_string(spec->discovery_timeout_s));
+  }
+  if (spec->elastic()) out->settings["HVD_ELASTIC"] = {"1", "command line"};
+  return Status::OK();
 }
 
 // --network-interfaces a,b and any number of --network-interface c: their union, in order.
@@ -166,8 +226,7 @@ Status ReadJobControl(const CLI::App& app, const env::Environment& env, ParsedCo
   LaunchSpec* spec = &out->spec;
   HVD_ASSIGN_OR_RETURN(spec->start_timeout_s,
                        Seconds(app, env, "--start-timeout", "HVD_START_TIMEOUT", out));
-  HVD_ASSIGN_OR_RETURN(spec->elastic_timeout_s,
-                       Seconds(app, env, "--elastic-timeout", "HVD_ELASTIC_TIMEOUT", out));
+  HVD_RETURN_IF_ERROR(ReadElasticTimes(app, env, out));
   HVD_ASSIGN_OR_RETURN(spec->grace_period_s, Seconds(app, env, "--grace-period-seconds",
                                                      "HVD_GRACE_PERIOD_SECONDS", out));
   env::Lookup heartbeat = env.Get("HVD_HEARTBEAT_TIMEOUT_SECONDS");
@@ -197,6 +256,7 @@ Status BuildLaunchSpec(const CLI::App& app, const env::Environment& env, const K
   HVD_RETURN_IF_ERROR(ReadWhere(app, &out->spec));
   HVD_RETURN_IF_ERROR(ReadRemote(app, out));
   ReadController(app, knobs, config_controller, out);
+  HVD_RETURN_IF_ERROR(CheckElastic(app, &out->spec));
   HVD_RETURN_IF_ERROR(ReadJobControl(app, env, out));
   ReadLogging(env, knobs, out);
   WriteWorkerEnv(knobs, out);

@@ -9,6 +9,7 @@
 #include "cmd/print_config.h"
 #include "common/env_registry.h"
 #include "common/logging.h"
+#include "launcher/elastic_summary.h"
 #include "launcher/exit_codes.h"
 #include "launcher/run.h"
 
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   for (const std::string& warning : cli.warnings) HVD_LOG_WARNING("{}", warning);
   if (cli.print_config) {
     std::cout << hvd::cmd::FormatConfigTable(cli.settings, env);
+    if (cli.spec.elastic()) std::cout << "\n" << hvd::launcher::DescribeElastic(cli.spec);
     return hvd::launcher::kExitOk;
   }
   return hvd::launcher::Run(cli.spec, env);

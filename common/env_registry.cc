@@ -31,6 +31,7 @@ const std::vector<VarSpec> kVars = {
   {"HVD_CONTROLLER", "HOROVOD_CONTROLLER", kString, "gloo", kRuntime, "control plane: gloo or mpi"},
   {"HVD_CPU_OPERATIONS", "HOROVOD_CPU_OPERATIONS", kString, "auto", kRuntime, "CPU data backend: gloo, tcp (hvd's own TCP transport), mpi, shm (shared memory; every group on one host) or auto (the default: shm for groups on one host, tcp across hosts)"},
   {"HVD_ELASTIC", "HOROVOD_ELASTIC", kBool, "0", kRuntime, "elastic mode (re-rendezvous after failures)"},
+  {"HVD_ELASTIC_WORKER_ID", "", kInt, "-1", kRuntime, "elastic: this worker's number in hvdrun's elastic driver (its mailbox for rank assignments)"},
   // --- Runtime knobs ------------------------------------------------------------------------
   {"HVD_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", kInt, "134217728", kRuntime, "tensor fusion buffer size in bytes; 0 disables fusion"},
   {"HVD_CYCLE_TIME", "HOROVOD_CYCLE_TIME", kFloat, "1.0", kRuntime, "background cycle time in milliseconds (an idle loop wakes on enqueue)"},
@@ -69,7 +70,9 @@ const std::vector<VarSpec> kVars = {
   {"HVD_LOG_HIDE_TIME", "HOROVOD_LOG_HIDE_TIME", kBool, "0", kBoth, "omit timestamps from log lines"},
   // --- Launcher ----------------------------------------------------------------------------
   {"HVD_START_TIMEOUT", "HOROVOD_START_TIMEOUT", kInt, "30", kLauncher, "seconds to start every rank (and for ranks to rendezvous)"},
-  {"HVD_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT", kInt, "600", kLauncher, "seconds an elastic job waits for enough slots"},
+  {"HVD_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT", kFloat, "600", kLauncher, "seconds an elastic job waits for enough slots (--min-np) before it fails"},
+  {"HVD_HOST_DISCOVERY_INTERVAL", "", kFloat, "1", kLauncher, "seconds between runs of the elastic --host-discovery-script"},
+  {"HVD_HOST_DISCOVERY_TIMEOUT", "", kFloat, "10", kLauncher, "seconds a --host-discovery-script run may take before it is killed (its last good host set stays)"},
   {"HVD_GRACE_PERIOD_SECONDS", "", kFloat, "5", kLauncher, "seconds between SIGTERM and SIGKILL when ending a job"},
   {"HVD_HEARTBEAT_TIMEOUT_SECONDS", "", kFloat, "5", kBoth, "a host silent this long is lost: hvdrun <-> hvd-agent heartbeats, and the tcp transport's dead-peer check (0 = never)"},
 };

@@ -13,10 +13,6 @@ Status CheckBuiltFeatures(const LaunchSpec& spec) {
   if (spec.command.empty() && !spec.check) {
     return Status::InvalidArgument("no command given: usage is hvdrun [options] <program> [args]");
   }
-  if (spec.elastic()) {
-    return Status::Unimplemented(
-        "elastic mode (--min-np / --max-np / --host-discovery-script) is not built yet");
-  }
   if (spec.controller == Controller::kJsrun) {
     return Status::Unimplemented("launching through jsrun (--jsrun) is not built yet; use --gloo");
   }

@@ -30,7 +30,7 @@ struct JobPlan {
 
 // Validates `spec` against what this build can do, resolves the allocation and plans the
 // ranks. Every error is a usage error (nothing has started) whose message names the input:
-// no command; a feature not built yet (elastic mode, --jsrun); a bad host list; more
+// no command; a feature not built yet (--jsrun); a bad host list; more
 // processes than slots. Hosts that are not this machine are listed in remote_hosts, and
 // whether srun starts them is decided here.
 Result<JobPlan> PlanJob(const LaunchSpec& spec, const env::Environment& env);

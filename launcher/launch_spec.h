@@ -16,18 +16,24 @@ enum class Controller { kDefault, kGloo, kMpi, kJsrun };
 // Built by cmd/ (flags.cc, config_file.cc); consumed by launcher::Run. Plain data.
 struct LaunchSpec {
   // ---- what to run and where
-  std::vector<std::string> command;   // program and its arguments
-  std::optional<int> num_proc;        // -np; may come from the allocation (Slurm/LSF)
-  std::string hosts;                  // -H text, unparsed ("" = not given)
-  std::string hostfile;               // --hostfile path ("" = not given)
-  std::string host_discovery_script;  // elastic
-  std::optional<int> min_num_proc;    // elastic
-  std::optional<int> max_num_proc;    // elastic
-  std::optional<int> slots_per_host;  // elastic discovery default slots
-  std::optional<int> reset_limit;     // elastic
-  double elastic_timeout_s = 600;     // elastic
-  std::optional<std::pair<int, int>> blacklist_cooldown_range;  // elastic, seconds
-  bool elastic() const { return min_num_proc.has_value() || !host_discovery_script.empty(); }
+  std::vector<std::string> command;  // program and its arguments
+  std::optional<int> num_proc;       // -np; may come from the allocation (Slurm/LSF)
+  std::string hosts;                 // -H text, unparsed ("" = not given)
+  std::string hostfile;              // --hostfile path ("" = not given)
+  // ---- elastic (launcher/elastic_driver.h); on with --elastic, --min-np or a discovery script
+  bool elastic_flag = false;          // --elastic
+  std::string host_discovery_script;  // run through /bin/sh -c
+  std::optional<int> min_num_proc;    // default: num_proc
+  std::optional<int> max_num_proc;    // default: no limit
+  std::optional<int> slots_per_host;  // slots for discovery lines without ":N" (default 1)
+  std::optional<int> reset_limit;
+  double elastic_timeout_s = 600;   // below --min-np for this long: the job fails
+  double discovery_interval_s = 1;  // between discovery-script runs
+  double discovery_timeout_s = 10;  // a discovery-script run is killed after this
+  std::optional<std::pair<int, int>> blacklist_cooldown_range;  // seconds; none = forever
+  bool elastic() const {
+    return elastic_flag || min_num_proc.has_value() || !host_discovery_script.empty();
+  }
 
   // ---- remote hosts
   std::optional<int> ssh_port;

@@ -15,6 +15,7 @@
 #include "launcher/agent_spawner.h"
 #include "launcher/console.h"
 #include "launcher/dry_run.h"
+#include "launcher/elastic_run.h"
 #include "launcher/exit_codes.h"
 #include "launcher/failure_summary.h"
 #include "launcher/job_controller.h"
@@ -217,6 +218,7 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
 }  // namespace
 
 int Run(const LaunchSpec& spec, const env::Environment& env) {
+  if (spec.elastic()) return RunElastic(spec, env);
   Result<JobPlan> plan = PlanJob(spec, env);
   if (!plan.ok()) {
     PrintToUser("error: " + plan.status().message());

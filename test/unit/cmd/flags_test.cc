@@ -70,7 +70,7 @@ TEST(FlagsTest, HostKeyFlags) {
       MustParse({"--ssh-known-hosts", "/etc/hvd/known_hosts", "--ssh-accept-new-host-keys", "c"});
   EXPECT_EQ(p.spec.ssh_known_hosts_file, "/etc/hvd/known_hosts");
   EXPECT_TRUE(p.spec.ssh_accept_new_host_keys);
-  EXPECT_EQ(MustParse({"--ssh-known=kh", "c"}).spec.ssh_known_hosts_file, "kh");
+  EXPECT_EQ(MustParse({"--ssh-known-hosts=kh", "c"}).spec.ssh_known_hosts_file, "kh");
 }
 
 TEST(FlagsTest, CheckNeedsNoCommand) {
@@ -243,11 +243,74 @@ TEST(FlagsTest, ValidationNamesFlagAndValue) {
   }
 }
 
-TEST(FlagsTest, AbbreviationsAndAmbiguity) {
-  EXPECT_EQ(MustParse({"--slots", "2", "c"}).spec.slots_per_host, 2);
-  EXPECT_EQ(MustParse({"--start", "7", "c"}).spec.start_timeout_s, 7);
-  EXPECT_THAT(ParseError({"--hier", "c"}), HasSubstr("ambiguous option: --hier could match"));
+TEST(FlagsTest, AbbreviationsAreUsageErrors) {
+  EXPECT_THAT(ParseError({"--start", "7", "c"}),
+              HasSubstr("unrecognized argument: --start (long options are never abbreviated; "
+                        "did you mean --start-timeout?)"));
+  EXPECT_THAT(ParseError({"--hier", "c"}), HasSubstr("unrecognized argument: --hier"));
   EXPECT_THAT(ParseError({"--bogus", "c"}), HasSubstr("unrecognized argument: --bogus"));
+}
+
+TEST(FlagsTest, ElasticModeSwitches) {
+  EXPECT_FALSE(MustParse({"-np", "2", "c"}).spec.elastic());
+  ParsedCommandLine e = MustParse({"--elastic", "-np", "2", "c"});
+  EXPECT_TRUE(e.spec.elastic());
+  EXPECT_EQ(e.spec.num_proc, 2);
+  EXPECT_EQ(e.spec.min_num_proc, 2);  // defaults to -np
+  EXPECT_EQ(e.settings.at("HVD_ELASTIC").value, "1");
+  ParsedCommandLine m = MustParse({"--min-np", "3", "c"});
+  EXPECT_TRUE(m.spec.elastic());
+  EXPECT_EQ(m.spec.num_proc, 3);  // defaults to --min-np
+  EXPECT_TRUE(MustParse({"-np", "1", "--host-discovery-script", "./h.sh", "c"}).spec.elastic());
+}
+
+TEST(FlagsTest, ElasticFlagsWithoutElasticModeSayWhatIsMissing) {
+  for (std::vector<std::string> argv :
+       std::vector<std::vector<std::string>>{{"--max-np", "4"},
+                                             {"--slots", "2"},
+                                             {"--reset-limit", "1"},
+                                             {"--blacklist-cooldown-range", "1", "2"},
+                                             {"--host-discovery-interval", "0.5"},
+                                             {"--elastic-timeout", "5"}}) {
+    const std::string flag = argv[0] == "--slots" ? "--slots-per-host" : argv[0];
+    argv.push_back("c");
+    EXPECT_EQ(ParseError(argv), flag +
+                                    " applies to elastic jobs only: add --min-np N, "
+                                    "--host-discovery-script SCRIPT or --elastic");
+  }
+}
+
+TEST(FlagsTest, ElasticProcessCountsMustNest) {
+  EXPECT_EQ(ParseError({"--host-discovery-script", "./h.sh", "c"}),
+            "--host-discovery-script needs -np N or --min-np N: how many processes to start "
+            "with");
+  EXPECT_EQ(ParseError({"-np", "2", "--min-np", "3", "c"}), "-np: must be >= --min-np (3), got 2");
+  EXPECT_EQ(ParseError({"--elastic", "-np", "4", "--max-np", "3", "c"}),
+            "--max-np: must be >= -np (4), got 3");
+  EXPECT_EQ(ParseError({"--elastic", "-np", "2", "--mpi", "c"}),
+            "elastic mode runs ranks under hvdrun's own launcher; it cannot be combined with "
+            "--mpi");
+  EXPECT_THAT(ParseError({"--elastic", "-np", "2", "--host-discovery-interval", "0", "c"}),
+              HasSubstr("--host-discovery-interval: must be > 0"));
+  EXPECT_THAT(ParseError({"--elastic", "-np", "2", "--elastic-timeout", "x", "c"}),
+              HasSubstr("--elastic-timeout"));
+}
+
+TEST(FlagsTest, ElasticTimesComeFromTheEnvironmentToo) {
+  ParsedCommandLine p =
+      MustParse({"--elastic", "-np", "2", "c"}, {{"HOROVOD_ELASTIC_TIMEOUT", "7"},
+                                                 {"HVD_HOST_DISCOVERY_INTERVAL", "0.25"},
+                                                 {"HVD_HOST_DISCOVERY_TIMEOUT", "3"}});
+  EXPECT_EQ(p.spec.elastic_timeout_s, 7);
+  EXPECT_EQ(p.spec.discovery_interval_s, 0.25);
+  EXPECT_EQ(p.spec.discovery_timeout_s, 3);
+  ParsedCommandLine defaults = MustParse({"--elastic", "-np", "2", "c"});
+  EXPECT_EQ(defaults.spec.elastic_timeout_s, 600);
+  EXPECT_EQ(defaults.spec.discovery_interval_s, 1);
+  EXPECT_EQ(defaults.spec.discovery_timeout_s, 10);
+  EXPECT_EQ(MustParse({"--elastic", "-np", "2", "--host-discovery-interval", "0.1", "c"})
+                .spec.discovery_interval_s,
+            0.1);
 }
 
 TEST(FlagsTest, RepeatedFlagsLastWins) {
