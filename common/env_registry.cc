@@ -70,7 +70,7 @@ const std::vector<VarSpec> kVars = {
   {"HVD_LOG_HIDE_TIME", "HOROVOD_LOG_HIDE_TIME", kBool, "0", kBoth, "omit timestamps from log lines"},
   // --- Launcher ----------------------------------------------------------------------------
   {"HVD_START_TIMEOUT", "HOROVOD_START_TIMEOUT", kInt, "30", kLauncher, "seconds to start every rank (and for ranks to rendezvous)"},
-  {"HVD_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT", kFloat, "600", kLauncher, "seconds an elastic job waits for enough slots (--min-np) before it fails"},
+  {"HVD_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT", kFloat, "600", kBoth, "seconds an elastic job waits for enough slots (--min-np) before it fails"},
   {"HVD_HOST_DISCOVERY_INTERVAL", "", kFloat, "1", kLauncher, "seconds between runs of the elastic --host-discovery-script"},
   {"HVD_HOST_DISCOVERY_TIMEOUT", "", kFloat, "10", kLauncher, "seconds a --host-discovery-script run may take before it is killed (its last good host set stays)"},
   {"HVD_GRACE_PERIOD_SECONDS", "", kFloat, "5", kLauncher, "seconds between SIGTERM and SIGKILL when ending a job"},

@@ -64,6 +64,18 @@ bool KvStore::Delete(const std::string& ns, const std::string& key) {
   return data_.erase({ns, key}) > 0;
 }
 
+size_t KvStore::DeletePrefix(const std::string& ns, const std::string& prefix) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t deleted = 0;
+  auto it = data_.lower_bound({ns, prefix});
+  while (it != data_.end() && it->first.first == ns &&
+         it->first.second.compare(0, prefix.size(), prefix) == 0) {
+    it = data_.erase(it);
+    ++deleted;
+  }
+  return deleted;
+}
+
 Result<bool> KvStore::FinishScope(const std::string& ns, const std::string& prefix,
                                   int64_t expected, uint64_t caller) {
   if (expected < 1) {

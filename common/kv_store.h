@@ -34,6 +34,8 @@ class KvStore {
   Result<int64_t> Add(const std::string& ns, const std::string& key, int64_t delta);
   // True when the key existed.
   bool Delete(const std::string& ns, const std::string& key);
+  // Deletes every key of `ns` that starts with `prefix`; returns how many. Waiters stay.
+  size_t DeletePrefix(const std::string& ns, const std::string& prefix);
   // Records that `caller` finished with `prefix` (Horovod's DELETE-to-finish). Once `expected`
   // distinct callers have, deletes every key starting with `prefix` and forgets the scope;
   // returns true then. InvalidArgument when `expected` < 1 or differs from an earlier caller's.

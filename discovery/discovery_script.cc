@@ -42,24 +42,36 @@ constexpr int kMaxFdToClose = 65536;
   ::_exit(127);
 }
 
+// How often a run checks DiscoveryScriptOptions::cancel.
+constexpr int kCancelCheckMs = 50;
+
 struct Captured {
   std::string out;
   std::string err;  // the last kStderrKept bytes
   bool timed_out = false;
   bool flooded = false;
+  bool cancelled = false;
 };
 
-// Reads both pipes until they close, the deadline passes or stdout exceeds the cap.
-void Capture(int out_fd, int err_fd, Clock::time_point deadline, size_t max_out, Captured* c) {
+// Reads both pipes until they close, the deadline passes, stdout exceeds the cap or the run
+// is cancelled.
+void Capture(int out_fd, int err_fd, Clock::time_point deadline, size_t max_out,
+             const std::atomic<bool>* cancel, Captured* c) {
   pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
   char buf[16384];
   while (fds[0].fd >= 0 || fds[1].fd >= 0) {
+    if (cancel != nullptr && cancel->load()) {
+      c->cancelled = true;
+      return;
+    }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       c->timed_out = true;
       return;
     }
-    int ready = ::poll(fds, 2, static_cast<int>(left.count()) + 1);
+    int wait_ms = static_cast<int>(left.count()) + 1;
+    if (cancel != nullptr) wait_ms = std::min(wait_ms, kCancelCheckMs);
+    int ready = ::poll(fds, 2, wait_ms);
     if (ready < 0 && errno != EINTR) return;
     for (int i = 0; i < 2 && ready > 0; ++i) {
       if (fds[i].fd < 0 || fds[i].revents == 0) continue;
@@ -154,10 +166,12 @@ Result<std::vector<HostSlots>> RunDiscoveryScript(const DiscoveryScriptOptions& 
   }
   ::setpgid(pid, pid);
   Captured captured;
-  Capture(out_pipe[0], err_pipe[0], deadline, options.max_output_bytes, &captured);
+  Capture(out_pipe[0], err_pipe[0], deadline, options.max_output_bytes, options.cancel, &captured);
   ::close(out_pipe[0]);
   ::close(err_pipe[0]);
-  int status = Reap(pid, deadline, captured.timed_out || captured.flooded, &captured.timed_out);
+  int status = Reap(pid, deadline, captured.timed_out || captured.flooded || captured.cancelled,
+                    &captured.timed_out);
+  if (captured.cancelled) return Status::Aborted(name + " was stopped: the job is ending");
   if (captured.flooded) {
     return Status::InvalidArgument(name + " printed more than " +
                                    std::to_string(options.max_output_bytes) +

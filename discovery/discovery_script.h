@@ -1,6 +1,7 @@
 #ifndef HVD_DISCOVERY_DISCOVERY_SCRIPT_H_
 #define HVD_DISCOVERY_DISCOVERY_SCRIPT_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <optional>
@@ -20,6 +21,8 @@ struct DiscoveryScriptOptions {
   std::chrono::milliseconds timeout{10000};
   // More stdout than this is bad output: the script is killed and the run fails.
   size_t max_output_bytes = size_t{1} << 20;
+  // When set and it becomes true, the run stops early (the script is killed): kAborted.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // Runs the elastic job's --host-discovery-script once and parses its stdout

@@ -1,19 +1,71 @@
 #include "launcher/elastic_run.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <random>
 #include <string>
 
+#include "common/elastic_messages.h"
+#include "common/job_key.h"
 #include "discovery/allocation.h"
+#include "discovery/discovery_script.h"
 #include "discovery/host_spec.h"
 #include "discovery/rank_plan.h"
 #include "launcher/console.h"
 #include "launcher/dry_run.h"
+#include "launcher/elastic_job.h"
 #include "launcher/elastic_summary.h"
 #include "launcher/exit_codes.h"
+#include "launcher/local_spawner.h"
+#include "launcher/runtime_library.h"
 
 namespace hvd::launcher {
 namespace {
+
+constexpr const char* kLocalAddress = "127.0.0.1";
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+std::string RandomJobId() {
+  std::random_device device;
+  std::uniform_int_distribution<uint32_t> word;
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%08x%08x", word(device), word(device));
+  return buf;
+}
+
+int TotalSlots(const std::vector<discovery::HostSlots>& hosts) {
+  int slots = 0;
+  for (const discovery::HostSlots& h : hosts) slots += h.slots;
+  return slots;
+}
+
+discovery::DiscoveryScriptOptions ScriptOptions(const LaunchSpec& spec) {
+  discovery::DiscoveryScriptOptions options;
+  options.command = spec.host_discovery_script;
+  options.default_slots = spec.slots_per_host.value_or(1);
+  options.timeout = Millis(spec.discovery_timeout_s);
+  return options;
+}
+
+// The first host list: the discovery script's first run (a failure ends the job at once,
+// with the script's own words: Horovod's fatal first discovery), or the fixed hosts.
+Result<std::vector<discovery::HostSlots>> FirstHosts(const LaunchSpec& spec,
+                                                     const env::Environment& env) {
+  if (!spec.host_discovery_script.empty()) {
+    Result<std::vector<discovery::HostSlots>> hosts =
+        discovery::RunDiscoveryScript(ScriptOptions(spec));
+    if (!hosts.ok()) return hosts.status().WithContext("the first host discovery failed");
+    return hosts;
+  }
+  HVD_ASSIGN_OR_RETURN(discovery::Allocation allocation,
+                       discovery::ResolveAllocation(spec.hosts, spec.hostfile, spec.num_proc, env));
+  return allocation.hosts;
+}
 
 int PrintDryRun(const LaunchSpec& spec, const env::Environment& env) {
   std::string text = "hvdrun dry run: nothing is started\n\n" + DescribeElastic(spec);
@@ -26,8 +78,7 @@ int PrintDryRun(const LaunchSpec& spec, const env::Environment& env) {
     }
     JobPlan plan;
     plan.allocation = *allocation;
-    int slots = 0;
-    for (const discovery::HostSlots& host : allocation->hosts) slots += host.slots;
+    int slots = TotalSlots(allocation->hosts);
     if (spec.max_num_proc) slots = std::min(slots, *spec.max_num_proc);
     Result<std::vector<discovery::RankInfo>> ranks =
         discovery::PlanRanks(allocation->hosts, std::max(slots, spec.num_proc.value_or(slots)));
@@ -46,6 +97,98 @@ int PrintDryRun(const LaunchSpec& spec, const env::Environment& env) {
   return kExitOk;
 }
 
+ElasticDriverOptions DriverOptions(const LaunchSpec& spec,
+                                   const std::vector<discovery::HostSlots>& first_hosts) {
+  ElasticDriverOptions options;
+  int slots = TotalSlots(first_hosts);
+  if (spec.max_num_proc) slots = std::min(slots, *spec.max_num_proc);
+  options.start_np = spec.num_proc.value_or(std::max(slots, 1));
+  options.min_np = spec.min_num_proc.value_or(options.start_np);
+  options.max_np = spec.max_num_proc;
+  options.reset_limit = spec.reset_limit;
+  options.elastic_timeout = std::chrono::duration_cast<ElasticClock::duration>(
+      std::chrono::duration<double>(spec.elastic_timeout_s));
+  options.start_timeout = std::chrono::duration_cast<ElasticClock::duration>(
+      std::chrono::duration<double>(spec.start_timeout_s));
+  options.grace_period = std::chrono::duration_cast<ElasticClock::duration>(
+      std::chrono::duration<double>(spec.grace_period_s));
+  options.cooldown_range_s = spec.blacklist_cooldown_range;
+  options.seed = std::random_device()();
+  return options;
+}
+
+struct FdCloser {
+  int fd;
+  ~FdCloser() { ::close(fd); }
+};
+
+int Launch(const LaunchSpec& spec, const env::Environment& env,
+           const std::vector<discovery::HostSlots>& first_hosts) {
+  // Before any thread exists (see SignalChannel).
+  Result<SignalChannel> signals = SignalChannel::Open();
+  if (!signals.ok()) {
+    PrintToUser(signals.status().message());
+    return kExitInternal;
+  }
+  Result<control::JobKey> key = control::GenerateJobKey();
+  Result<int> secret_fd = key.ok() ? control::WriteKeyToMemfd(*key) : key.status();
+  if (!secret_fd.ok()) {
+    PrintToUser(secret_fd.status().message());
+    return kExitLaunchFailed;
+  }
+  FdCloser close_secret{*secret_fd};
+  JobEnvContext job;
+  job.rendezvous_addr = job.master_addr = kLocalAddress;
+  job.job_id = RandomJobId();
+  job.secret_fd = std::to_string(*secret_fd);
+  job.master_port = "0";
+  job.runtime_library = FindRuntimeLibrary(SelfExecutablePath());
+  ReadyQueue ready;
+  RendezvousServerOptions server_options;
+  server_options.bind_address = kLocalAddress;
+  server_options.key = *key;
+  server_options.job_id = job.job_id;
+  server_options.observed_prefix = control::elastic::kReadyPrefix;
+  server_options.on_observed_set = [&ready](const std::string& k, const std::string& v) {
+    ready.Push(k, v);
+  };
+  auto server = RendezvousServer::Start(server_options);
+  if (!server.ok()) {
+    PrintToUser("cannot start the rendezvous server: " + server.status().message());
+    return kExitLaunchFailed;
+  }
+  job.rendezvous_port = std::to_string((*server)->port());
+  PrintStep(spec.verbose, "elastic job " + job.job_id + ": rendezvous server on " +
+                              (*server)->address() + ":" + job.rendezvous_port);
+  std::unique_ptr<DiscoveryPoller> poller;
+  if (!spec.host_discovery_script.empty()) {
+    poller =
+        std::make_unique<DiscoveryPoller>(ScriptOptions(spec), Millis(spec.discovery_interval_s));
+    if (Status s = poller->Start(); !s.ok()) {
+      PrintToUser(s.message());
+      return kExitLaunchFailed;
+    }
+  }
+  OutputForwarder::Options output_options;
+  output_options.size = 0;
+  output_options.name_width_size =
+      std::max(spec.num_proc.value_or(1), spec.max_num_proc.value_or(1));
+  output_options.prefix_timestamp = spec.prefix_timestamp;
+  output_options.output_dir = spec.output_filename;
+  OutputForwarder output(output_options);
+  LocalSpawner spawner;
+  ElasticJobContext context{&spec,  &env,         job,       *secret_fd, server->get(),
+                            &ready, poller.get(), &*signals, &spawner,   &output};
+  int code;
+  {
+    ElasticJob elastic_job(context, DriverOptions(spec, first_hosts));
+    code = elastic_job.Run(first_hosts);
+  }
+  if (poller) poller->Stop();
+  (*server)->Stop();
+  return code;
+}
+
 }  // namespace
 
 int RunElastic(const LaunchSpec& spec, const env::Environment& env) {
@@ -53,10 +196,18 @@ int RunElastic(const LaunchSpec& spec, const env::Environment& env) {
     PrintToUser("error: --check does not apply to elastic jobs (their hosts change at run time)");
     return kExitUsage;
   }
+  if (spec.command.empty()) {
+    PrintToUser("error: no command given: usage is hvdrun [options] <program> [args]");
+    return kExitUsage;
+  }
   if (spec.dry_run) return PrintDryRun(spec, env);
-  PrintToUser(
-      "error: elastic mode (--elastic / --min-np / --host-discovery-script) is not built yet");
-  return kExitUsage;
+  if (spec.verbose) PrintToUser(DescribeElastic(spec));
+  Result<std::vector<discovery::HostSlots>> first_hosts = FirstHosts(spec, env);
+  if (!first_hosts.ok()) {
+    PrintToUser("error: " + first_hosts.status().message());
+    return spec.host_discovery_script.empty() ? kExitUsage : kExitLaunchFailed;
+  }
+  return Launch(spec, env, *first_hosts);
 }
 
 }  // namespace hvd::launcher

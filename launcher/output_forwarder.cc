@@ -76,11 +76,22 @@ std::string OutputForwarder::RankDirName(int rank, int size) {
   return "rank." + number;
 }
 
-Status OutputForwarder::OpenFiles() {
+Status OutputForwarder::OpenFiles() { return OpenFilesFrom(0); }
+
+Status OutputForwarder::Grow(int size) {
+  if (size <= options_.size) return Status::OK();
+  const int first = options_.size;
+  ranks_.resize(static_cast<size_t>(size));
+  options_.size = size;
+  return OpenFilesFrom(first);
+}
+
+Status OutputForwarder::OpenFilesFrom(int first) {
   if (options_.output_dir.empty()) return Status::OK();
-  for (int rank = 0; rank < options_.size; ++rank) {
+  const int width_size = std::max(options_.size, options_.name_width_size);
+  for (int rank = first; rank < options_.size; ++rank) {
     std::filesystem::path dir =
-        std::filesystem::path(options_.output_dir) / RankDirName(rank, options_.size);
+        std::filesystem::path(options_.output_dir) / RankDirName(rank, width_size);
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) {

@@ -36,6 +36,9 @@ class OutputForwarder {
     int stdout_fd = 1;
     int stderr_fd = 2;
     size_t stderr_tail_lines = 5;
+    // Directory names are padded to the width of max(size, name_width_size) - 1, so a job
+    // that grows (Grow) keeps one width.
+    int name_width_size = 0;
   };
 
   explicit OutputForwarder(Options options);
@@ -45,6 +48,9 @@ class OutputForwarder {
 
   // Creates the per-rank files; a no-op without an output directory. Errors name the path.
   Status OpenFiles();
+  // Makes room for ranks up to `size` - 1 (elastic jobs number their workers as they start
+  // them) and creates their files.
+  Status Grow(int size);
 
   // Forwards bytes a rank wrote to `stream`.
   void Write(int rank, Stream stream, std::string_view bytes);
@@ -72,6 +78,7 @@ class OutputForwarder {
     std::deque<std::string> tail;
   };
 
+  Status OpenFilesFrom(int first);
   Channel& ChannelOf(int rank, Stream stream);
   void EmitLine(int rank, Stream stream, std::string_view body, std::string_view terminator);
   void RememberStderrLine(int rank, std::string_view body);

@@ -36,6 +36,7 @@ struct RendezvousServer::Impl {
   std::thread thread;
   // Touched only on the I/O thread.
   std::unordered_map<uint64_t, std::weak_ptr<RendezvousConnection>> connections;
+  std::vector<std::pair<std::string, std::string>> aborted_prefixes;
   uint64_t next_connection_id = 1;
   asio::io_context io{1};
   asio::ip::tcp::acceptor acceptor{io};
@@ -113,13 +114,13 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(RendezvousServ
   // Children spawned by the launcher must not inherit the listening socket.
   ::fcntl(acceptor.native_handle(), F_SETFD, FD_CLOEXEC);
   impl->bound_port = acceptor.local_endpoint(ec).port();
-  impl->context =
-      ConnectionContext{&impl->options,
-                        control::HelloKey(impl->options.key),
-                        &impl->store,
-                        &impl->counters,
-                        opts.bind_address + ":" + std::to_string(impl->bound_port),
-                        [raw = impl.get()](uint64_t id) { raw->connections.erase(id); }};
+  impl->context = ConnectionContext{&impl->options,
+                                    control::HelloKey(impl->options.key),
+                                    &impl->store,
+                                    &impl->counters,
+                                    opts.bind_address + ":" + std::to_string(impl->bound_port),
+                                    [raw = impl.get()](uint64_t id) { raw->connections.erase(id); },
+                                    &impl->aborted_prefixes};
   impl->Accept();
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] {
@@ -148,6 +149,19 @@ void RendezvousServer::Set(const std::string& key, std::string value) {
 
 std::optional<std::string> RendezvousServer::Get(const std::string& key) const {
   return impl_->store.Get(impl_->options.job_id, key);
+}
+
+void RendezvousServer::AbortPrefix(const std::string& prefix, const std::string& reason) {
+  Impl* raw = impl_.get();
+  asio::post(raw->io, [raw, prefix, reason] {
+    raw->aborted_prefixes.emplace_back(prefix, reason);
+    raw->store.DeletePrefix(raw->options.job_id, prefix);
+    std::vector<std::shared_ptr<RendezvousConnection>> live;
+    for (auto& [id, weak] : raw->connections) {
+      if (auto connection = weak.lock()) live.push_back(std::move(connection));
+    }
+    for (auto& connection : live) connection->AbortWait(prefix, reason);
+  });
 }
 
 void RendezvousServer::Stop() {

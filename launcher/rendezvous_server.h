@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,10 @@ struct RendezvousServerOptions {
   // arrived its body must follow within it; otherwise the connection is dropped.
   std::chrono::milliseconds handshake_timeout{5000};
   uint32_t max_frame_bytes = control::kDefaultMaxFrameBytes;
+  // Called on the I/O thread after a client set a key starting with `observed_prefix` (the
+  // elastic driver's ready reports); must not block. Empty = no observer.
+  std::string observed_prefix;
+  std::function<void(const std::string& key, const std::string& value)> on_observed_set;
 };
 
 // hvdrun's rendezvous / key-value server: the server side of the authenticated control
@@ -58,6 +63,13 @@ class RendezvousServer {
   // wakes waiting clients like a client's set does.
   void Set(const std::string& key, std::string value);
   std::optional<std::string> Get(const std::string& key) const;
+
+  // Gives up on every key of options.job_id's namespace that starts with `prefix` (an elastic
+  // round that will never form): deletes them, answers every pending wait on such a key with
+  // kAborted(`reason`), and answers every later set, get, add, delete or wait on one the same
+  // way, so no client blocks on them again. Runs on the I/O thread, ordered before whatever
+  // this thread does on the server afterwards (a Set's wake-ups included); returns at once.
+  void AbortPrefix(const std::string& prefix, const std::string& reason);
 
   // Idempotent: stops accepting, tells clients with a pending wait that the server is
   // shutting down (kAborted), closes every connection and joins the I/O thread.

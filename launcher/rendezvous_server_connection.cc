@@ -208,12 +208,35 @@ void RendezvousConnection::OnRequest() {
   HandleRequest(*request);
 }
 
+namespace {
+
+// The reason of the aborted prefix `key` falls under (RendezvousServer::AbortPrefix), if any.
+const std::string* AbortedReason(const ConnectionContext& context, const std::string& key) {
+  if (context.aborted_prefixes == nullptr) return nullptr;
+  for (const auto& [prefix, reason] : *context.aborted_prefixes) {
+    if (key.starts_with(prefix)) return &reason;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 void RendezvousConnection::HandleRequest(const KvRequest& request) {
   control::KvStore& store = *context_->store;
   KvResponse response;
+  if (request.op != FrameType::kFinishScope) {
+    if (const std::string* reason = AbortedReason(*context_, request.key)) {
+      Respond({StatusCode::kAborted, *reason + " (key '" + request.key + "')", "", 0});
+      return ReadHeader();
+    }
+  }
+  const RendezvousServerOptions& options = *context_->options;
   switch (request.op) {
     case FrameType::kSet:
       store.Set(job_id_, request.key, request.value);
+      if (options.on_observed_set && request.key.starts_with(options.observed_prefix)) {
+        options.on_observed_set(request.key, request.value);
+      }
       break;
     case FrameType::kGet:
       if (auto value = store.Get(job_id_, request.key)) {
@@ -366,6 +389,16 @@ void RendezvousConnection::Shutdown() {
   }
   waiting_ = false;
   Close();
+}
+
+void RendezvousConnection::AbortWait(const std::string& prefix, const std::string& reason) {
+  if (state_ != State::kReady || !waiting_ || !wait_key_.starts_with(prefix)) return;
+  // When CancelWait loses the race, the set's posted FinishWait answers instead.
+  if (!context_->store->CancelWait(waiter_id_)) return;
+  waiting_ = false;
+  wait_timer_.cancel();
+  Respond({StatusCode::kAborted, reason + " (key '" + wait_key_ + "')", "", 0});
+  ReadHeader();
 }
 
 void RendezvousConnection::Close() {

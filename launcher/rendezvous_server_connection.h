@@ -8,6 +8,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 // After a standard header on purpose: Asio decides between aligned_alloc and operator new from
 // a libstdc++ macro, and a TU that includes Asio first makes a different (ODR-violating)
@@ -39,6 +41,8 @@ struct ConnectionContext {
   RendezvousCounters* counters;
   std::string server_name;                    // "address:port", for log lines
   std::function<void(uint64_t id)> on_close;  // runs on the I/O thread
+  // RendezvousServer::AbortPrefix's (prefix, reason) pairs; read and written on the I/O thread.
+  const std::vector<std::pair<std::string, std::string>>* aborted_prefixes = nullptr;
 };
 
 // Speaks the server side of common/frame.h on one socket: hello -> server hello -> auth ->
@@ -53,6 +57,9 @@ class RendezvousConnection : public std::enable_shared_from_this<RendezvousConne
   void Start();
   // Server shutdown: a pending wait is answered kAborted (best effort), then the socket closes.
   void Shutdown();
+  // RendezvousServer::AbortPrefix: a pending wait on a key under `prefix` is answered
+  // kAborted(`reason`).
+  void AbortWait(const std::string& prefix, const std::string& reason);
 
  private:
   enum class State { kHello, kAuth, kReady, kClosed };

@@ -12,6 +12,7 @@
 #include "common/env_registry.h"
 #include "common/logging.h"
 #include "runtime/core/runtime.h"
+#include "runtime/elastic_session.h"
 #include "runtime/transports/backend_registry.h"
 
 namespace {
@@ -30,6 +31,12 @@ thread_local std::string t_last_error;
 Runtime& Default() {
   static Runtime* runtime = new Runtime();
   return *runtime;
+}
+
+// The default runtime's link to hvdrun's elastic driver (elastic workers only); leaked too.
+hvd::runtime::ElasticSession& Elastic() {
+  static auto* session = new hvd::runtime::ElasticSession();
+  return *session;
 }
 
 hvd_status_t Report(const Status& s) {
@@ -156,6 +163,9 @@ hvd_status_t InitWith(const std::vector<std::vector<int32_t>>& sets) {
   if (!config.ok()) return Report(config.status());
   hvd::log::Configure(config->log_level, !config->log_hide_time,
                       "hvd rank " + std::to_string(config->rank));
+  if (hvd::runtime::IsElasticWorker(*config)) {
+    return Report(Elastic().Init(Default(), *config, sets));
+  }
   return Report(Default().Init(*config, sets));
 }
 
@@ -212,6 +222,30 @@ hvd_status_t hvd_launch_topology(int32_t* rank, int32_t* size) {
     if (rank != nullptr) *rank = config->rank;
     if (size != nullptr) *size = config->size;
     return HVD_OK;
+  });
+}
+
+hvd_status_t hvd_elastic_round(int64_t* round, int32_t* joined, int64_t* hosts_timestamp) {
+  return Guard([&] {
+    if (round == nullptr || joined == nullptr || hosts_timestamp == nullptr) {
+      return NullArg("round/joined/hosts_timestamp");
+    }
+    auto a = Elastic().current();
+    if (!a.ok()) return Report(a.status());
+    *round = a->round;
+    *joined = a->joined ? 1 : 0;
+    *hosts_timestamp = a->hosts_timestamp;
+    return HVD_OK;
+  });
+}
+
+hvd_status_t hvd_elastic_host_update(int64_t* timestamp, int32_t* flags) {
+  return Guard([&] {
+    if (timestamp == nullptr || flags == nullptr) return NullArg("timestamp/flags");
+    int f = 0;
+    Status s = Elastic().HostUpdate(timestamp, &f);
+    *flags = f;
+    return Report(s);
   });
 }
 

@@ -50,6 +50,15 @@ struct RuntimeConfig {
   // HVD_MPI_THREADS_DISABLE: MPI_THREAD_SINGLE instead of MPI_THREAD_MULTIPLE.
   bool mpi_threads_disable = false;
   bool elastic = false;
+  // HVD_ELASTIC_WORKER_ID: set by hvdrun's elastic driver; -1 = not one of its workers. Such
+  // a worker gets its rank, size and round from the driver at every init
+  // (runtime/elastic_session.h), not from HVD_RANK / HVD_SIZE.
+  int64_t elastic_worker_id = -1;
+  // HVD_ELASTIC_TIMEOUT: how long an elastic worker's init waits for the driver's answer.
+  std::chrono::milliseconds elastic_timeout{600000};
+  // The elastic round (key prefix of this init's rendezvous, "<round>/"); 0 = not elastic:
+  // each init of the process takes the next local number.
+  int64_t rendezvous_round = 0;
   // Rendezvous and per-collective timeout.
   std::chrono::milliseconds timeout{30000};
   // HVD_HEARTBEAT_TIMEOUT_SECONDS: a peer of the tcp transport that acknowledges nothing for

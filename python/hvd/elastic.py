@@ -3,8 +3,15 @@
 ``State`` holds what must survive a reset: ``commit()`` saves it (and checks for host
 updates), ``restore()`` rolls back to the last commit after a failed collective, ``sync()``
 makes every rank equal to rank 0. ``run_fn`` wraps the training function in the
-retry loop. hvd's launcher has no host-update notification channel to workers yet, so
-``check_host_updates`` only ever sees updates delivered through ``on_hosts_updated``.
+retry loop.
+
+Host updates: under ``hvdrun --elastic`` rank 0 asks hvdrun's elastic driver (over the job's
+authenticated control channel, one request) for its latest host change in every
+``check_host_updates()``, and broadcasts what it saw, so every rank raises
+``HostsUpdatedInterrupt`` at the same commit. Updates delivered through ``on_hosts_updated``
+(Horovod's notification-service callback) are honoured too. After every (re-)init the state
+starts from the host-change timestamp its round already reflects, so a worker that joins, or
+a round formed for another reason, does not react to a change that is already in force.
 
 This module needs no framework: the PyTorch pieces (``run``, ``TorchState``,
 ``ElasticSampler``) live in hvd.torch.elastic, which builds on this one, never the other way.
@@ -53,6 +60,10 @@ class State:
         self.check_host_updates()
 
     def check_host_updates(self) -> None:
+        if self._rank() == 0:
+            driver_update = _driver_host_update()
+            if driver_update is not None and driver_update[0] > self._last_updated_timestamp:
+                self._host_messages.put((driver_update[0], HostUpdateResult(driver_update[1])))
         last_updated = prev_timestamp = self._last_updated_timestamp
         all_update = HostUpdateResult.no_update
         while not self._host_messages.empty():
@@ -111,6 +122,41 @@ def elastic_enabled() -> bool:
     return os.environ.get("HVD_ELASTIC", os.environ.get("HOROVOD_ELASTIC", "")) == "1"
 
 
+def _driver_worker() -> bool:
+    return elastic_enabled() and os.environ.get("HVD_ELASTIC_WORKER_ID", "") != ""
+
+
+def _driver_host_update():
+    """(timestamp, flags) of hvdrun's latest host change; None outside its elastic driver."""
+    if not _driver_worker():
+        return None
+    from hvd import _hvd_c as _c  # loads libhvd; only workers under hvdrun get here
+    return _c.elastic_host_update()
+
+
+def _driver_round():
+    """(round, joined, hosts_timestamp) of the round this worker is in; None outside one."""
+    if not _driver_worker():
+        return None
+    from hvd import _hvd_c as _c
+    try:
+        return _c.elastic_round()
+    except _c.Error:
+        return None
+
+
+def _enter_round(state: State) -> bool:
+    """Aligns `state` with the round just joined; returns True when a member is new (then
+    everyone syncs from rank 0, even survivors of a pure removal: Horovod #3494)."""
+    current = _driver_round()
+    if current is None:
+        return False
+    _, joined, hosts_timestamp = current
+    state._host_messages = queue.Queue()
+    state._last_updated_timestamp = max(state._last_updated_timestamp, hosts_timestamp)
+    return joined
+
+
 def run_fn(func: Callable, reset: Callable[[], None]) -> Callable:
     """Wraps ``func(state, ...)``: syncs the state, runs func, and on a failed collective
     restores the last commit. Under the elastic driver (HVD_ELASTIC=1) it then resets the
@@ -119,6 +165,7 @@ def run_fn(func: Callable, reset: Callable[[], None]) -> Callable:
     @functools.wraps(func)
     def wrapper(state: State, *args: Any, **kwargs: Any) -> Any:
         skip_sync = False
+        _enter_round(state)
         while True:
             try:
                 if not skip_sync:
@@ -135,6 +182,8 @@ def run_fn(func: Callable, reset: Callable[[], None]) -> Callable:
             except HostsUpdatedInterrupt as interrupt:
                 skip_sync = interrupt.skip_sync
             reset()
+            if _enter_round(state):
+                skip_sync = False
             state.on_reset()
 
     return wrapper

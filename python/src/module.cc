@@ -346,6 +346,18 @@ void BindLifecycle(py::module_& m) {
   m.def("cross_rank", [] { return GetInt(Api().cross_rank); });
   m.def("cross_size", [] { return GetInt(Api().cross_size); });
   m.def("is_homogeneous", [] { return GetInt(Api().is_homogeneous) != 0; });
+  m.def("elastic_round", [] {
+    int64_t round = 0, hosts_timestamp = 0;
+    int32_t joined = 0;
+    Check([&] { return Api().elastic_round(&round, &joined, &hosts_timestamp); });
+    return py::make_tuple(round, joined != 0, hosts_timestamp);
+  });
+  m.def("elastic_host_update", [] {
+    int64_t timestamp = 0;
+    int32_t flags = 0;
+    Check([&] { return Api().elastic_host_update(&timestamp, &flags); });
+    return py::make_tuple(timestamp, flags);
+  });
   m.def("start_timeline", [](const std::string& path, bool mark_cycles) {
     Check([&] { return Api().start_timeline(path.c_str(), mark_cycles ? 1 : 0); });
   });

@@ -34,6 +34,8 @@ std::string ResolveAll(void* library, RuntimeApi* api) {
   HVD_RESOLVE(cross_rank);
   HVD_RESOLVE(cross_size);
   HVD_RESOLVE(is_homogeneous);
+  HVD_RESOLVE(elastic_round);
+  HVD_RESOLVE(elastic_host_update);
   HVD_RESOLVE(allreduce);
   HVD_RESOLVE(grouped_allreduce);
   HVD_RESOLVE(allgather);
@@ -82,8 +84,8 @@ LoadResult LoadRuntime(const std::vector<std::string>& candidates, RuntimeApi* a
     RuntimeApi candidate{};
     std::string missing = ResolveAll(library, &candidate);
     if (!missing.empty()) {
-      result.error += "  " + path + ": does not export " + missing +
-                      " (not a libhvd matching hvd/c_api.h)\n";
+      result.error +=
+          "  " + path + ": does not export " + missing + " (not a libhvd matching hvd/c_api.h)\n";
       dlclose(library);
       continue;
     }

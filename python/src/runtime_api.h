@@ -31,6 +31,8 @@ struct RuntimeApi {
   decltype(&::hvd_cross_rank) cross_rank;
   decltype(&::hvd_cross_size) cross_size;
   decltype(&::hvd_is_homogeneous) is_homogeneous;
+  decltype(&::hvd_elastic_round) elastic_round;
+  decltype(&::hvd_elastic_host_update) elastic_host_update;
   decltype(&::hvd_allreduce) allreduce;
   decltype(&::hvd_grouped_allreduce) grouped_allreduce;
   decltype(&::hvd_allgather) allgather;

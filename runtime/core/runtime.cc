@@ -73,7 +73,9 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
   topology_ = {
       config.rank,       config.size, config.local_rank, config.local_size, config.cross_rank,
       config.cross_size, true};
-  ++round_;
+  // Elastic rounds are numbered by hvdrun's driver, the same on every member; otherwise all
+  // ranks re-init together and count alike.
+  round_ = config.rendezvous_round > 0 ? config.rendezvous_round : round_ + 1;
   fusion_buffer_ = std::make_unique<FusionBuffer>(config.fusion_threshold_bytes);
   if (!config.timeline_path.empty() && (config.rank == 0 || config.timeline_all_ranks)) {
     timeline_ = std::make_unique<RuntimeTimeline>(config.rank, config.timeline_all_ranks,

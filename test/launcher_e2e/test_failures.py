@@ -163,10 +163,31 @@ def test_unreachable_remote_host_fails_before_anything_starts(tmp_path):
     assert not flag.exists()
 
 
-def test_elastic_flags_are_a_clear_not_built_error():
-    result = run(["--min-np", "1", "--max-np", "2", "-np", "1", "true"])
+def test_elastic_usage_errors_start_nothing(tmp_path):
+    flag = tmp_path / "ran"
+    # horovodrun (argparse) reads "--elastic -np 2" as "--elastic-timeout -np 2"; not here.
+    result = run(["--elastic-t", "5", "-np", "1", "touch", str(flag)])
     assert result.returncode == 64
-    assert "not built yet" in result.stderr.decode()
+    assert "unrecognized argument: --elastic-t (long options are never abbreviated; did you " \
+           "mean --elastic-timeout?)" in result.stderr.decode()
+    result = run(["--max-np", "2", "-np", "1", "touch", str(flag)])
+    assert result.returncode == 64
+    assert "--max-np applies to elastic jobs only: add --min-np N, --host-discovery-script " \
+           "SCRIPT or --elastic" in result.stderr.decode()
+    assert not flag.exists()
+
+
+def test_elastic_dry_run_prints_the_elastic_plan(tmp_path):
+    flag = tmp_path / "ran"
+    result = run(["--dry-run", "--elastic", "-np", "2", "--max-np", "3", "-H",
+                  "localhost:2,127.0.0.1:2", "touch", str(flag)])
+    assert result.returncode == 0, result.stderr.decode()
+    out = result.stdout.decode()
+    assert "elastic job (hvdrun's elastic driver)" in out
+    assert "maximum:      3 processes (--max-np)" in out
+    assert "fixed: localhost:2,127.0.0.1:2 (-H)" in out
+    assert "2     127.0.0.1  0" in out, out  # the first plan fills up to --max-np
+    assert not flag.exists()
 
 
 def test_dry_run_prints_plan_and_commands_and_starts_nothing(tmp_path):

@@ -119,6 +119,19 @@ HVD_EXPORT hvd_status_t hvd_init_with_process_sets(const int32_t* set_ranks,
  * variable is HVD_INVALID_ARGUMENT naming it. Outside a launcher: rank 0, size 1. */
 HVD_EXPORT hvd_status_t hvd_launch_topology(int32_t* rank, int32_t* size);
 HVD_EXPORT hvd_status_t hvd_shutdown(void);
+/* Elastic workers (started by `hvdrun --elastic`): hvd_init() gets rank and size from hvdrun's
+ * elastic driver instead of the environment, and a removed worker's hvd_init() fails with
+ * HVD_ABORTED ("... has been removed from the elastic job: ..."). hvd_elastic_round gives the
+ * driver's number of the round this process is in, whether one of its members is new (then
+ * every member must take the state from rank 0) and the host-change timestamp the round
+ * already reflects; HVD_PRECONDITION_FAILED outside an
+ * elastic round. hvd_elastic_host_update gives the driver's latest host change: *timestamp
+ * 0 = none yet, *flags HVD_HOSTS_REMOVED | HVD_HOSTS_ADDED (one request to hvdrun). */
+#define HVD_HOSTS_REMOVED 1
+#define HVD_HOSTS_ADDED 2
+HVD_EXPORT hvd_status_t hvd_elastic_round(int64_t* round, int32_t* joined,
+                                          int64_t* hosts_timestamp);
+HVD_EXPORT hvd_status_t hvd_elastic_host_update(int64_t* timestamp, int32_t* flags);
 HVD_EXPORT hvd_status_t hvd_abort(const char* reason);
 HVD_EXPORT hvd_status_t hvd_is_initialized(int32_t* initialized);
 /* Message of the last call on this thread that did not return HVD_OK; "" if none. */

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <future>
+#include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/kv_client.h"
@@ -255,6 +257,66 @@ TEST(RendezvousServerStart, BusyPortIsAnIoErrorNamingTheAddress) {
   EXPECT_EQ(second.status().code(), StatusCode::kIoError);
   EXPECT_NE(second.status().message().find("127.0.0.1:" + std::to_string(options.port)),
             std::string::npos);
+}
+
+// The elastic driver gives up on a round that never formed: whoever waits on its keys, or
+// touches them later, hears why at once instead of waiting out the timeout.
+TEST_F(RendezvousServerTest, AbortPrefixAnswersPendingAndLaterRequests) {
+  auto waiter = Connect();
+  auto other = Connect();
+  ASSERT_NE(waiter, nullptr);
+  ASSERT_NE(other, nullptr);
+  ASSERT_TRUE(other->Set("3/global/a", "x").ok());
+  ASSERT_TRUE(other->Set("4/global/a", "y").ok());
+  auto pending = std::async(std::launch::async,
+                            [&] { return waiter->Wait("3/global/b", milliseconds(30000)); });
+  // The wait must be parked before the abort for this test to mean anything.
+  auto deadline = Clock::now() + milliseconds(5000);
+  while (server_->stats().requests < 3 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  const auto started = Clock::now();
+  server_->AbortPrefix("3/", "round 3 was superseded");
+  Result<std::string> woken = pending.get();
+  EXPECT_LT(Clock::now() - started, milliseconds(2000));
+  ASSERT_FALSE(woken.ok());
+  EXPECT_EQ(woken.status().code(), StatusCode::kAborted);
+  EXPECT_NE(woken.status().message().find("round 3 was superseded (key '3/global/b')"),
+            std::string::npos)
+      << woken.status().message();
+  Result<std::string> later = other->Wait("3/global/c", milliseconds(30000));
+  EXPECT_EQ(later.status().code(), StatusCode::kAborted);
+  EXPECT_EQ(other->Set("3/global/d", "z").code(), StatusCode::kAborted);
+  EXPECT_EQ(other->Get("3/global/a").status().code(), StatusCode::kAborted);
+  EXPECT_FALSE(server_->Get("3/global/a").has_value()) << "the round's keys are deleted";
+  Result<std::string> kept = other->Get("4/global/a");
+  ASSERT_TRUE(kept.ok()) << "other rounds are untouched";
+  EXPECT_EQ(*kept, "y");
+  EXPECT_TRUE(waiter->Set("4/global/b", "w").ok()) << "the waiter's connection is still usable";
+}
+
+TEST(RendezvousServerObserverTest, ReportsClientSetsUnderThePrefix) {
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> seen;
+  RendezvousServerOptions options;
+  options.key = TestKey(1);
+  options.job_id = "job-1";
+  options.observed_prefix = "elastic/ready/";
+  options.on_observed_set = [&](const std::string& key, const std::string& value) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.emplace_back(key, value);
+  };
+  auto server = RendezvousServer::Start(options);
+  ASSERT_TRUE(server.ok());
+  auto client = control::KvClient::Connect("127.0.0.1", (*server)->port(), TestKey(1), "job-1",
+                                           milliseconds(5000));
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Set("elastic/ready/3", "2").ok());
+  ASSERT_TRUE((*client)->Set("elastic/mail/3/1", "x").ok());
+  (*server)->Set("elastic/ready/4", "launcher sets are not reported");
+  (*server)->Stop();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, std::string>>{{"elastic/ready/3", "2"}}));
 }
 
 }  // namespace

@@ -1,0 +1,86 @@
+#include "common/elastic_messages.h"
+
+#include <charconv>
+#include <vector>
+
+namespace hvd::control::elastic {
+namespace {
+
+std::vector<std::string_view> Words(std::string_view text, size_t max_words) {
+  std::vector<std::string_view> words;
+  while (!text.empty() && words.size() + 1 < max_words) {
+    size_t space = text.find(' ');
+    words.push_back(text.substr(0, space));
+    if (space == std::string_view::npos) return words;
+    text.remove_prefix(space + 1);
+  }
+  if (!text.empty()) words.push_back(text);
+  return words;
+}
+
+template <typename T>
+bool Number(std::string_view word, T* out) {
+  auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), *out);
+  return ec == std::errc() && end == word.data() + word.size();
+}
+
+Status Malformed(std::string_view what, std::string_view text) {
+  return Status::InvalidArgument("malformed elastic " + std::string(what) + " '" +
+                                 std::string(text) + "'");
+}
+
+}  // namespace
+
+std::string MailKey(int64_t worker, int64_t n) {
+  return "elastic/mail/" + std::to_string(worker) + "/" + std::to_string(n);
+}
+
+std::string ReadyKey(int64_t worker) { return kReadyPrefix + std::to_string(worker); }
+
+std::string RoundPrefix(int64_t round) { return std::to_string(round) + "/"; }
+
+std::string EncodeMessage(const Message& m) {
+  if (m.removed) return "removed " + m.reason;
+  const Assignment& a = m.assignment;
+  return "assign " + std::to_string(a.round) + " " + std::to_string(a.rank) + " " +
+         std::to_string(a.size) + " " + std::to_string(a.local_rank) + " " +
+         std::to_string(a.local_size) + " " + std::to_string(a.cross_rank) + " " +
+         std::to_string(a.cross_size) + " " + (a.joined ? "1" : "0") + " " +
+         std::to_string(a.hosts_timestamp) + " " + a.host;
+}
+
+Result<Message> DecodeMessage(std::string_view text) {
+  Message m;
+  if (text.starts_with("removed ")) {
+    m.removed = true;
+    m.reason = std::string(text.substr(8));
+    return m;
+  }
+  std::vector<std::string_view> w = Words(text, 11);
+  Assignment& a = m.assignment;
+  int joined = 0;
+  if (w.size() != 11 || w[0] != "assign" || !Number(w[1], &a.round) || !Number(w[2], &a.rank) ||
+      !Number(w[3], &a.size) || !Number(w[4], &a.local_rank) || !Number(w[5], &a.local_size) ||
+      !Number(w[6], &a.cross_rank) || !Number(w[7], &a.cross_size) || !Number(w[8], &joined) ||
+      !Number(w[9], &a.hosts_timestamp) || w[10].empty() || a.round < 1 || a.size < 1 ||
+      a.rank < 0 || a.rank >= a.size) {
+    return Malformed("message", text);
+  }
+  a.joined = joined != 0;
+  a.host = std::string(w[10]);
+  return m;
+}
+
+std::string EncodeHostUpdate(int64_t timestamp, int flags) {
+  return std::to_string(timestamp) + " " + std::to_string(flags);
+}
+
+Status DecodeHostUpdate(std::string_view text, int64_t* timestamp, int* flags) {
+  std::vector<std::string_view> w = Words(text, 2);
+  if (w.size() != 2 || !Number(w[0], timestamp) || !Number(w[1], flags)) {
+    return Malformed("host update", text);
+  }
+  return Status::OK();
+}
+
+}  // namespace hvd::control::elastic

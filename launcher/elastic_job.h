@@ -1,0 +1,132 @@
+#ifndef HVD_LAUNCHER_ELASTIC_JOB_H_
+#define HVD_LAUNCHER_ELASTIC_JOB_H_
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/env_registry.h"
+#include "launcher/discovery_poller.h"
+#include "launcher/elastic_driver.h"
+#include "launcher/launch_spec.h"
+#include "launcher/output_forwarder.h"
+#include "launcher/rank_spawner.h"
+#include "launcher/rendezvous_server.h"
+#include "launcher/signal_channel.h"
+#include "launcher/worker_env.h"
+
+namespace hvd::launcher {
+
+// Worker ready reports, handed from the rendezvous server's I/O thread (its observer) to the
+// job's event loop; event_fd() is readable while some are queued. Thread-safe.
+class ReadyQueue {
+ public:
+  ReadyQueue();
+  ~ReadyQueue();
+  ReadyQueue(const ReadyQueue&) = delete;
+  ReadyQueue& operator=(const ReadyQueue&) = delete;
+
+  int event_fd() const { return event_fd_; }
+  // From the server's observer: key "elastic/ready/<id>", value "<cursor>"; others ignored.
+  void Push(const std::string& key, const std::string& value);
+  std::vector<std::pair<int, int64_t>> TakeAll();
+
+ private:
+  int event_fd_ = -1;
+  std::mutex mu_;
+  std::vector<std::pair<int, int64_t>> queued_;
+};
+
+// Everything an elastic job's event loop needs from the launch.
+struct ElasticJobContext {
+  const LaunchSpec* spec = nullptr;
+  const env::Environment* env = nullptr;
+  JobEnvContext job;  // rendezvous address, port, job id, secret fd, runtime library
+  int secret_fd = -1;
+  RendezvousServer* server = nullptr;
+  ReadyQueue* ready = nullptr;
+  DiscoveryPoller* poller = nullptr;  // null with a fixed host list
+  SignalChannel* signals = nullptr;
+  RankSpawner* spawner = nullptr;
+  OutputForwarder* output = nullptr;
+};
+
+// The event loop of an elastic job: it carries out the ElasticDriver's decisions with
+// processes (RankSpawner) and the rendezvous server, and feeds it what happens: worker exits
+// (SIGCHLD or a remote rank's exit event), ready reports (ReadyQueue), discovery results
+// (DiscoveryPoller; a failing run is a warning naming it and the last good host set stays),
+// timers, and hvdrun's own signals (SIGINT/SIGTERM/SIGHUP stop every worker: SIGTERM, then
+// SIGKILL after the grace period or at a second signal). Worker output is forwarded as in a
+// static job, prefixed with the worker's number ("[3]<stdout>:"), which is its rank in the
+// first round. One poll() loop, no spinning. Threading: Run() is called once, from the thread
+// that owns the signal channel and lives as long as the job (the spawner's contract).
+class ElasticJob : public ElasticActions {
+ public:
+  ElasticJob(ElasticJobContext context, ElasticDriverOptions options);
+  ~ElasticJob() override;
+
+  // Feeds the first host list, runs until every worker is gone and returns hvdrun's exit
+  // code; the reason of a failure has been printed.
+  int Run(const std::vector<discovery::HostSlots>& first_hosts);
+
+  // ElasticActions
+  void Spawn(int id, const std::string& host, int slot, int rank, int size) override;
+  void Send(int id, int64_t n, const control::elastic::Message& message) override;
+  void NotifyHosts(int64_t timestamp, int flags) override;
+  void AbortRound(int64_t round) override;
+  void Terminate(int id) override;
+  void Step(const std::string& message) override;
+  void Warn(const std::string& message) override;
+
+ private:
+  using Clock = ElasticClock;
+  struct Proc {
+    pid_t pid = -1;
+    int fds[2] = {-1, -1};
+    std::unique_ptr<RankHandle> handle;
+    std::string host;
+    bool exited = false;
+    int wait_status = 0;
+    bool stopped = false;  // hvdrun signalled it
+    bool removed = false;  // the driver removed it from the job
+    std::optional<Clock::time_point> kill_at;
+  };
+
+  void Loop();
+  int PollTimeoutMs() const;
+  void BuildPollSet(std::vector<pollfd>& fds, std::vector<std::pair<int, int>>& owners) const;
+  void OnSignals();
+  void OnLauncherSignal(int signo);
+  void OnDiscovery();
+  void OnReady();
+  void ReapExited();
+  void OnHandleEvent(int id);
+  void WorkerExited(int id, int wait_status);
+  bool ReadStream(int id, int which);
+  void CloseStream(int id, int which);
+  void DrainAndClose(int id);
+  void KillOverdue();
+  bool AnyAlive() const;
+  int Finish();
+
+  ElasticJobContext context_;
+  ElasticDriver driver_;
+  std::map<int, Proc> procs_;
+  std::optional<int> launcher_signal_;
+  bool killed_ = false;
+  std::string last_discovery_warning_;
+  // Workers that never started (spawn or exec failure): reported to the driver from the loop,
+  // never from inside one of its calls.
+  std::vector<std::pair<int, int>> deferred_exits_;
+};
+
+}  // namespace hvd::launcher
+
+#endif  // HVD_LAUNCHER_ELASTIC_JOB_H_

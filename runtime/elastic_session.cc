@@ -1,0 +1,114 @@
+#include "runtime/elastic_session.h"
+
+#include "common/job_key.h"
+#include "common/logging.h"
+
+namespace hvd::runtime {
+namespace {
+
+namespace elastic = control::elastic;
+
+// Consecutive rounds a worker may fail to form for reasons other than the driver giving up
+// on them, before Init reports the error (the driver counts each round as a reset, so
+// --reset-limit bounds this too).
+constexpr int kMaxFormationFailures = 3;
+
+RuntimeConfig Apply(const RuntimeConfig& base, const elastic::Assignment& a) {
+  RuntimeConfig config = base;
+  config.rank = a.rank;
+  config.size = a.size;
+  config.local_rank = a.local_rank;
+  config.local_size = a.local_size;
+  config.cross_rank = a.cross_rank;
+  config.cross_size = a.cross_size;
+  config.rendezvous_round = a.round;
+  return config;
+}
+
+std::string WorkerName(const RuntimeConfig& config) {
+  return config.hostname + " [worker " + std::to_string(config.elastic_worker_id) + "]";
+}
+
+}  // namespace
+
+bool IsElasticWorker(const RuntimeConfig& config) {
+  return config.elastic && config.elastic_worker_id >= 0 && !config.rendezvous_addr.empty();
+}
+
+Result<elastic::Message> ElasticSession::NextMessageLocked(const RuntimeConfig& base) {
+  if (!kv_) {
+    if (base.secret_fd < 0) {
+      return Status::InvalidArgument(
+          "HVD_SECRET_FD is not set: elastic workers are started by "
+          "hvdrun, which passes the job key");
+    }
+    HVD_ASSIGN_OR_RETURN(control::JobKey key, control::ReadKeyFromFd(base.secret_fd));
+    auto kv = control::KvClient::Connect(base.rendezvous_addr,
+                                         static_cast<uint16_t>(base.rendezvous_port), key,
+                                         base.job_id, base.timeout);
+    if (!kv.ok()) return kv.status().WithContext("connecting to hvdrun's elastic driver");
+    kv_ = std::move(kv).value();
+  }
+  const int64_t id = base.elastic_worker_id;
+  HVD_RETURN_IF_ERROR(kv_->Set(elastic::ReadyKey(id), std::to_string(cursor_))
+                          .WithContext("reporting to hvdrun's elastic driver"));
+  Result<std::string> text = kv_->Wait(elastic::MailKey(id, cursor_ + 1), base.elastic_timeout);
+  if (!text.ok()) {
+    return text.status().WithContext(WorkerName(base) +
+                                     ": waiting for a rank from hvdrun's elastic driver");
+  }
+  ++cursor_;
+  return elastic::DecodeMessage(*text);
+}
+
+Status ElasticSession::Init(Runtime& runtime, const RuntimeConfig& base,
+                            const std::vector<std::vector<int32_t>>& process_sets) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (runtime.initialized()) return Status::OK();
+  int failures = 0;
+  while (true) {
+    HVD_ASSIGN_OR_RETURN(elastic::Message message, NextMessageLocked(base));
+    if (message.removed) {
+      current_.reset();
+      return Status::Aborted(WorkerName(base) +
+                             " has been removed from the elastic job: " + message.reason);
+    }
+    const elastic::Assignment& a = message.assignment;
+    Status s = runtime.Init(Apply(base, a), process_sets);
+    if (s.ok()) {
+      current_ = a;
+      HVD_LOG_DEBUG("elastic round {}: rank {} of {}", a.round, a.rank, a.size);
+      return s;
+    }
+    if (s.code() != StatusCode::kAborted && ++failures >= kMaxFormationFailures) {
+      return s.WithContext("elastic round " + std::to_string(a.round));
+    }
+    HVD_LOG_WARNING("elastic round {} did not form ({}); waiting for the next one", a.round,
+                    s.message());
+  }
+}
+
+Result<elastic::Assignment> ElasticSession::current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!current_) return Status::PreconditionFailed("not in an elastic round");
+  return *current_;
+}
+
+Status ElasticSession::HostUpdate(int64_t* timestamp, int* flags) {
+  std::unique_ptr<control::KvClient>* kv;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!kv_) return Status::PreconditionFailed("not an elastic worker, or not initialized");
+    kv = &kv_;
+  }
+  *timestamp = 0;
+  *flags = 0;
+  Result<std::string> text = (*kv)->Get(control::elastic::kHostsKey);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) return Status::OK();
+    return text.status().WithContext("asking hvdrun's elastic driver for host updates");
+  }
+  return control::elastic::DecodeHostUpdate(*text, timestamp, flags);
+}
+
+}  // namespace hvd::runtime
