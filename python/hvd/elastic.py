@@ -24,6 +24,9 @@ from typing import Any, Callable, Dict, List
 
 from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 
+# In the error hvd.init() raises when hvdrun's elastic driver removed this worker.
+_REMOVED = "has been removed from the elastic job"
+
 
 class HostUpdateResult(enum.IntFlag):
     no_update = 0
@@ -181,7 +184,12 @@ def run_fn(func: Callable, reset: Callable[[], None]) -> Callable:
                 skip_sync = False
             except HostsUpdatedInterrupt as interrupt:
                 skip_sync = interrupt.skip_sync
-            reset()
+            try:
+                reset()
+            except RuntimeError as error:
+                if _REMOVED in str(error):  # the driver left this worker out: just leave
+                    raise SystemExit(f"hvd.elastic: {error}") from None
+                raise
             if _enter_round(state):
                 skip_sync = False
             state.on_reset()

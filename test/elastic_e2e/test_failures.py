@@ -1,0 +1,147 @@
+"""Elastic jobs whose workers fail (F02-F06, F09-F11), by exception and by SIGKILL, and a
+SIGKILLed hvdrun in the middle of a reset."""
+import os
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from elastic_harness import (HVDRUN, PYTHON, TRAIN, assert_state_recovered, discovery_script,
+                             hvdrun, kill_marked, live_marked, require_hvdrun, rounds_by_worker)
+
+TWO_HOSTS = ["localhost:2", "127.0.0.1:2"]
+
+
+def with_discovery(tmp_path, worker_args, hvd_extra=(), np=4, min_np=2):
+    script = discovery_script(tmp_path / "discover.sh", tmp_path / "log.jsonl",
+                              [(None, TWO_HOSTS)])
+    return hvdrun(["-np", str(np), "--min-np", str(min_np), "--host-discovery-script", script,
+                   "--host-discovery-interval", "0.05"] + list(hvd_extra), worker_args,
+                  tmp_path)
+
+
+def with_fixed_hosts(tmp_path, worker_args, hvd_extra=(), np=4, min_np=2):
+    return hvdrun(["-np", str(np), "--min-np", str(min_np), "-H", ",".join(TWO_HOSTS)] +
+                  list(hvd_extra), worker_args, tmp_path)
+
+
+def assert_single_failure(run, mode):
+    assert run.returncode == 0, run.describe()
+    assert run.sizes() == [4, 2, 2], run.describe()
+    assert [l["rendezvous"] for l in run.log] == [1, 2, 2]
+    assert run.log[1]["hostname"] == "127.0.0.1" and run.log[1]["start_rank"] == 2
+    failure = "SIGKILL (signal 9)" if mode == "kill" else "exit code 1"
+    assert ("worker 0 (rank 0 of round 1) on localhost failed: %s; host localhost is "
+            "blacklisted for good" % failure) in run.err, run.describe()
+    assert "removing worker 1 from the job: host localhost is blacklisted" in run.err
+    assert rounds_by_worker(run)[2] == [(0, 2, 2), (1, 3, 2)]
+    assert_state_recovered(run)
+
+
+# F02: rank 0 fails at epoch 1, batch 0; its host is blacklisted (its other worker drained),
+# the two workers on 127.0.0.1 go on as ranks 0 and 1 from the last commit.
+@pytest.mark.parametrize("mode", ["exception", "kill"])
+def test_f02_single_rank_failure_with_discovery(tmp_path, mode):
+    run = with_discovery(tmp_path, ["--exit-schedule", '{"1,0": [0]}', "--exit-mode", mode])
+    assert_single_failure(run, mode)
+
+
+# F03: the same with a fixed host list (fault tolerance without scaling).
+@pytest.mark.parametrize("mode", ["exception", "kill"])
+def test_f03_fault_tolerance_without_discovery(tmp_path, mode):
+    run = with_fixed_hosts(tmp_path, ["--exit-schedule", '{"1,0": [0]}', "--exit-mode", mode])
+    assert_single_failure(run, mode)
+
+
+# F04: every worker fails.
+def test_f04_all_ranks_fail(tmp_path):
+    run = with_discovery(tmp_path, ["--exit-schedule", '{"1,0": [0, 1, 2, 3]}'])
+    assert run.returncode == 1, run.describe()
+    assert "every worker of round 1 failed; the first failure: worker" in run.err, run.describe()
+    assert run.sizes() == [4]
+
+
+# F05: one worker per host fails: both hosts are blacklisted, the other two are drained.
+def test_f05_all_hosts_blacklisted(tmp_path):
+    run = with_discovery(tmp_path, ["--exit-schedule", '{"1,0": [0, 2]}', "--exit-mode", "kill"])
+    assert run.returncode == 137, run.describe()
+    assert "all hosts are blacklisted (127.0.0.1, localhost): no host is left" in run.err or \
+        "all hosts are blacklisted (localhost, 127.0.0.1): no host is left" in run.err, \
+        run.describe()
+
+
+# F06: below --min-np for --elastic-timeout ends the job (exit 124).
+def test_f06_min_np_timeout(tmp_path):
+    started = time.monotonic()
+    run = with_discovery(tmp_path, ["--exit-schedule", '{"1,0": [0]}'],
+                         ["--elastic-timeout", "1"], np=4, min_np=4)
+    assert run.returncode == 124, run.describe()
+    assert ("Timed out waiting for the minimum number of slots: after 1 s (--elastic-timeout) "
+            "only 2 workers can run, fewer than --min-np 4 (blacklisted: localhost)") in run.err
+    assert time.monotonic() - started < 60
+
+
+# F09: the workers of one host fail before their first rendezvous: the job starts on the
+# other host.
+def test_f09_host_fails_before_the_first_rendezvous(tmp_path):
+    run = with_fixed_hosts(tmp_path, ["--fail-before-init-on", "127.0.0.1"], np=2, min_np=2)
+    assert run.returncode == 0, run.describe()
+    assert run.sizes() == [2, 2, 2], run.describe()
+    assert "host 127.0.0.1 is blacklisted" in run.err
+    assert [l["rendezvous"] for l in run.log] == [1, 1, 1]
+
+
+# F10: one worker of a host fails, the host's other worker is stuck (it never re-initializes):
+# the host is drained, the others go on without waiting, the stuck one is stopped.
+def test_f10_a_failed_slot_drains_its_host(tmp_path):
+    run = with_fixed_hosts(tmp_path, ["--exit-schedule", '{"1,0": [0, 1]}',
+                                      "--block-start-rank", "1"],
+                           ["--grace-period-seconds", "1"])
+    assert run.returncode == 0, run.describe()
+    assert run.sizes() == [4, 2, 2], run.describe()
+    assert "stopping worker 1: it is not needed any more" in run.err, run.describe()
+    assert_state_recovered(run)
+
+
+# F11 (Horovod #3852): a worker that exits 0 does not stop the others; they re-form without
+# it (its host is not blacklisted) and finish.
+def test_f11_one_worker_exiting_0_does_not_stop_the_others(tmp_path):
+    run = with_discovery(tmp_path, ["--exit-schedule", '{"1,0": [3]}', "--exit-mode", "exit0"])
+    assert run.returncode == 0, run.describe()
+    assert run.sizes() == [4, 3, 3], run.describe()
+    assert "exited 0: the job is finishing" in run.err
+    assert "host 127.0.0.1 is blacklisted" not in run.err, run.describe()
+    assert_state_recovered(run)
+
+
+# kill -9 of hvdrun while the survivors re-form: nothing of the job survives it.
+def test_sigkill_of_hvdrun_mid_reset_leaves_nothing(tmp_path):
+    require_hvdrun()
+    marker = "hvd-elastic-e2e-" + uuid.uuid4().hex
+    env = dict(os.environ, HVD_ELASTIC_TEST_MARKER=marker, OMP_NUM_THREADS="1")
+    logfile, events = str(tmp_path / "log.jsonl"), str(tmp_path / "events.jsonl")
+    proc = subprocess.Popen(
+        [HVDRUN, "--verbose", "-np", "4", "--min-np", "2", "-H", ",".join(TWO_HOSTS), PYTHON,
+         TRAIN, "--logfile", logfile, "--events", events, "--epochs", "50",
+         "--exit-schedule", '{"1,0": [0]}'],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        err = b""
+        while b"round 2:" not in err and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if not line:
+                break
+            err += line
+        assert b"round 2:" in err, err.decode(errors="replace")
+        proc.kill()
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while live_marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not live_marked(marker), "processes left after hvdrun was killed"
+    finally:
+        proc.kill()
+        kill_marked(marker)
