@@ -79,3 +79,27 @@ def test_shared_memory_reforms_as_the_slot_count_changes(tmp_path):
     assert run.sizes() == [2, 3, 2], run.describe()
     assert "removing worker 2 from the job: host localhost now has 2 slot(s)" in run.err
     assert_state_recovered(run)
+
+
+# Horovod #3494: a host is removed (the survivors would skip the state sync) but the
+# survivors are below --min-np, so the round waits until a new host joins; the new worker
+# syncs from rank 0, and so must the survivors, or the broadcast deadlocks.
+def test_removal_below_min_np_then_a_new_host_syncs_everyone(tmp_path):
+    counter = tmp_path / "runs"
+    script = tmp_path / "discover.sh"
+    # One epoch logged: localhost is gone; 127.0.0.2 appears 20 runs (1 s) later.
+    script.write_text(
+        "#!/bin/sh\nn=$(cat %s 2>/dev/null | wc -l)\n"
+        "if [ $n -eq 0 ]; then echo localhost:1; echo 127.0.0.1:1; exit 0; fi\n"
+        "echo x >> %s\necho 127.0.0.1:1\n"
+        "if [ $(wc -l < %s) -gt 20 ]; then echo 127.0.0.2:1; fi\n" %
+        (tmp_path / "log.jsonl", counter, counter))
+    script.chmod(0o755)
+    run = hvdrun(["-np", "2", "--min-np", "2", "--host-discovery-script", str(script),
+                  "--host-discovery-interval", "0.05"],
+                 ["--epochs", "3", "--wait-for-update-after", "0"], tmp_path, timeout=120)
+    assert run.returncode == 0, run.describe()
+    assert run.sizes() == [2, 2, 2], run.describe()
+    assert [l["hostname"] for l in run.log] == ["localhost", "127.0.0.1", "127.0.0.1"]
+    assert [l["round"] for l in run.log] == [1, 2, 2]
+    assert_state_recovered(run)
