@@ -31,6 +31,9 @@ class StateHandler:
         self.value = value
         self.save()
 
+    def reset(self) -> None:
+        """After every re-init (the number of ranks may have changed)."""
+
 
 class _StateDictHandler(StateHandler):
     """A handler for objects with state_dict()/load_state_dict(): saves a deep copy."""
@@ -60,6 +63,10 @@ class SamplerStateHandler(_StateDictHandler):
     def sync(self) -> None:
         self.value.load_state_dict(broadcast_object(self.value.state_dict(),
                                                     name="ElasticSampler.state"))
+
+    def reset(self) -> None:
+        # Re-shard the rest of the epoch over the new ranks, also when the sync is skipped.
+        self.value.reset()
 
 
 _handler_registry = [
@@ -122,6 +129,10 @@ class TorchState(ObjectState):
         for handler in self._handlers.values():
             handler.sync()
         super().sync()
+
+    def reset(self) -> None:
+        for handler in self._handlers.values():
+            handler.reset()
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(self, name) and name in self._handlers:
