@@ -26,6 +26,48 @@ std::string Join(const std::vector<std::string>& items) {
   return out;
 }
 
+// Rank, size, local and cross rank and size of members on `hosts` (one entry per member,
+// in rank order; a host's members are adjacent), as PlanRanks numbers them.
+std::vector<elastic::Assignment> Layout(const std::vector<std::string>& hosts) {
+  std::vector<std::pair<std::string, int>> blocks;  // host, members
+  for (const std::string& host : hosts) {
+    if (blocks.empty() || blocks.back().first != host) blocks.emplace_back(host, 0);
+    ++blocks.back().second;
+  }
+  std::vector<elastic::Assignment> layout;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    for (int l = 0; l < blocks[b].second; ++l) {
+      elastic::Assignment a;
+      a.rank = static_cast<int32_t>(layout.size());
+      a.size = static_cast<int32_t>(hosts.size());
+      a.local_rank = l;
+      a.local_size = blocks[b].second;
+      a.cross_rank = 0;
+      a.cross_size = 0;
+      for (size_t c = 0; c < blocks.size(); ++c) {
+        if (blocks[c].second <= l) continue;
+        if (c < b) ++a.cross_rank;
+        ++a.cross_size;
+      }
+      a.host = blocks[b].first;
+      layout.push_back(a);
+    }
+  }
+  return layout;
+}
+
+// "0-1 on localhost, 2 on 127.0.0.1"
+std::string DescribeLayout(const std::vector<elastic::Assignment>& layout) {
+  std::string text;
+  for (const elastic::Assignment& a : layout) {
+    if (a.local_rank != 0) continue;
+    text += (text.empty() ? "" : ", ") + std::to_string(a.rank) +
+            (a.local_size > 1 ? "-" + std::to_string(a.rank + a.local_size - 1) : "") + " on " +
+            a.host;
+  }
+  return text;
+}
+
 }  // namespace
 
 ElasticDriver::ElasticDriver(ElasticDriverOptions options, ElasticActions* actions)
@@ -337,7 +379,7 @@ void ElasticDriver::MaybeFormRound(TimePoint now) {
   FormRound(std::move(ready), now);
 }
 
-void ElasticDriver::FormRound(std::vector<Worker*> members, TimePoint now) {
+void ElasticDriver::OrderMembers(std::vector<Worker*>& members) const {
   // Hosts with survivors first, by their lowest previous rank (rank 0 keeps the state); then
   // hosts of new workers in first-seen order. Within a host: survivors by rank, then slots.
   auto host_order = [&](const std::string& host) {
@@ -351,59 +393,39 @@ void ElasticDriver::FormRound(std::vector<Worker*> members, TimePoint now) {
     }
     return std::make_pair(best, seen);
   };
-  std::sort(members.begin(), members.end(), [&](Worker* a, Worker* b) {
-    auto ka = std::make_tuple(host_order(a->host), a->round > 0 ? 0 : 1,
-                              a->round > 0 ? a->rank : a->slot);
-    auto kb = std::make_tuple(host_order(b->host), b->round > 0 ? 0 : 1,
-                              b->round > 0 ? b->rank : b->slot);
-    return ka < kb;
-  });
+  auto key = [&](const Worker* w) {
+    return std::make_tuple(host_order(w->host), w->round > 0 ? 0 : 1,
+                           w->round > 0 ? w->rank : w->slot);
+  };
+  std::sort(members.begin(), members.end(),
+            [&](const Worker* a, const Worker* b) { return key(a) < key(b); });
   if (options_.max_np && static_cast<int>(members.size()) > *options_.max_np) {
     members.resize(static_cast<size_t>(*options_.max_np));
   }
+}
+
+void ElasticDriver::FormRound(std::vector<Worker*> members, TimePoint now) {
+  OrderMembers(members);
   if (round_ > 0) {
     ++reset_count_;
     actions_->AbortRound(round_);
   }
   ++round_;
-  // Hosts in rank order with their member counts, for local and cross ranks.
-  std::vector<std::pair<std::string, int>> blocks;
-  for (Worker* w : members) {
-    if (blocks.empty() || blocks.back().first != w->host) blocks.emplace_back(w->host, 0);
-    ++blocks.back().second;
-  }
+  std::vector<std::string> hosts;
+  for (Worker* w : members) hosts.push_back(w->host);
+  std::vector<elastic::Assignment> layout = Layout(hosts);
   const bool joined =
       std::any_of(members.begin(), members.end(), [](Worker* w) { return w->round == 0; });
-  std::string layout;
-  size_t index = 0;
-  for (size_t b = 0; b < blocks.size(); ++b) {
-    const auto& [host, local_size] = blocks[b];
-    layout += (layout.empty() ? "" : ", ") + std::to_string(index) +
-              (local_size > 1 ? "-" + std::to_string(index + local_size - 1) : "") + " on " + host;
-    for (int l = 0; l < local_size; ++l, ++index) {
-      Worker* w = members[index];
-      elastic::Message message;
-      elastic::Assignment& a = message.assignment;
-      a.round = round_;
-      a.rank = static_cast<int32_t>(index);
-      a.size = static_cast<int32_t>(members.size());
-      a.local_rank = l;
-      a.local_size = local_size;
-      a.cross_rank = 0;
-      a.cross_size = 0;
-      for (size_t c = 0; c < blocks.size(); ++c) {
-        if (blocks[c].second > l) {
-          if (c < b) ++a.cross_rank;
-          ++a.cross_size;
-        }
-      }
-      a.joined = joined;
-      a.hosts_timestamp = hosts_timestamp_;
-      a.host = w->host;
-      actions_->Send(w->id, ++w->sent, message);
-      w->round = round_;
-      w->rank = a.rank;
-    }
+  for (size_t i = 0; i < members.size(); ++i) {
+    Worker* w = members[i];
+    elastic::Message message;
+    message.assignment = layout[i];
+    message.assignment.round = round_;
+    message.assignment.joined = joined;
+    message.assignment.hosts_timestamp = hosts_timestamp_;
+    actions_->Send(w->id, ++w->sent, message);
+    w->round = round_;
+    w->rank = static_cast<int>(i);
   }
   members_.clear();
   for (Worker* w : members) members_.insert(w->id);
@@ -415,7 +437,7 @@ void ElasticDriver::FormRound(std::vector<Worker*> members, TimePoint now) {
     if (w.alive && w.removed && !w.terminate_at) w.terminate_at = now + options_.grace_period;
   }
   actions_->Step("round " + std::to_string(round_) + ": " + std::to_string(members.size()) +
-                 " ranks (" + layout + ")" +
+                 " ranks (" + DescribeLayout(layout) + ")" +
                  (round_ > 1 ? "; reset " + std::to_string(reset_count_) : ""));
 }
 

@@ -145,6 +145,7 @@ class ElasticDriver {
   void SpawnFree(TimePoint now);
   void MaybeAnnounceNewWorkers(TimePoint now);
   void MaybeFormRound(TimePoint now);
+  void OrderMembers(std::vector<Worker*>& members) const;
   void FormRound(std::vector<Worker*> members, TimePoint now);
   void Remove(Worker& worker, const std::string& why, TimePoint now);
   void Notify(int flags);
