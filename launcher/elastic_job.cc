@@ -28,6 +28,7 @@ constexpr int kMaxDrainReads = 256;
 constexpr int kSignalOwner = -1;
 constexpr int kReadyOwner = -2;
 constexpr int kDiscoveryOwner = -3;
+constexpr int kAgentsOwner = -4;
 constexpr int kExitEvent = 2;  // stream index of a remote worker's exit event
 
 Stream StreamOf(int which) { return which == 0 ? Stream::kStdout : Stream::kStderr; }
@@ -120,6 +121,8 @@ void ElasticJob::Loop() {
         OnReady();
       } else if (owner == kDiscoveryOwner) {
         OnDiscovery();
+      } else if (owner == kAgentsOwner) {
+        OnAgents();
       } else if (which == kExitEvent) {
         OnHandleEvent(owner);
       } else if (!ReadStream(owner, which)) {
@@ -151,6 +154,10 @@ void ElasticJob::BuildPollSet(std::vector<pollfd>& fds,
   if (context_.poller != nullptr) {
     fds.push_back({context_.poller->event_fd(), POLLIN, 0});
     owners.emplace_back(kDiscoveryOwner, 0);
+  }
+  if (context_.agents != nullptr) {
+    fds.push_back({context_.agents->event_fd(), POLLIN, 0});
+    owners.emplace_back(kAgentsOwner, 0);
   }
   for (const auto& [id, p] : procs_) {
     for (int which = 0; which < 2; ++which) {
@@ -193,7 +200,7 @@ void ElasticJob::OnLauncherSignal(int signo) {
     if (p.exited) continue;
     if (p.handle) {
       p.handle->Signal(SIGKILL);
-    } else {
+    } else if (p.pid > 0) {
       ::kill(-p.pid, SIGKILL);
     }
   }
@@ -220,7 +227,7 @@ void ElasticJob::OnReady() {
 
 void ElasticJob::ReapExited() {
   for (auto& [id, p] : procs_) {
-    if (p.exited || p.handle) continue;
+    if (p.exited || p.handle || p.pid <= 0) continue;
     int status = 0;
     pid_t pid;
     do {
@@ -292,7 +299,7 @@ void ElasticJob::KillOverdue() {
     p.kill_at.reset();
     if (p.handle) {
       p.handle->Signal(SIGKILL);
-    } else {
+    } else if (p.pid > 0) {
       ::kill(-p.pid, SIGKILL);
     }
   }
@@ -309,17 +316,23 @@ void ElasticJob::Spawn(int id, const std::string& host, int slot, int rank, int 
   request.host = host;
   request.argv = spec.command;
   request.inherited_fd = context_.secret_fd;
-  request.env = BuildWorkerEnv(context_.env->all(), spec.worker_env, info, job);
+  request.remote = !IsLocalHost(host);
+  if (request.remote) {
+    job.gloo_iface.clear();  // each host's agent picks its own interface (as in static jobs)
+    job.nccl_socket_ifname.clear();
+    if (!spec.network_interfaces.empty()) {
+      job.gloo_iface = context_.job.gloo_iface;
+      job.nccl_socket_ifname = context_.job.nccl_socket_ifname;
+    }
+  }
+  request.env = request.remote
+                    ? BuildRemoteWorkerEnv(context_.env->all(), spec.worker_env, info, job)
+                    : BuildWorkerEnv(context_.env->all(), spec.worker_env, info, job);
   request.env["HVD_ELASTIC"] = request.env["HOROVOD_ELASTIC"] = "1";
   request.env["HVD_ELASTIC_WORKER_ID"] = std::to_string(id);
   Proc& p = procs_[id];
   p.host = host;
-  if (!IsLocalHost(host)) {
-    PrintToUser("cannot start worker " + std::to_string(id) + " on " + host +
-                ": elastic jobs run workers on this machine only so far");
-    deferred_exits_.emplace_back(id, W_EXITCODE(kExitLaunchFailed, 0));
-    return;
-  }
+  if (request.remote) return SpawnRemote(id, request);
   Result<SpawnedRank> spawned = context_.spawner->Spawn(request);
   if (!spawned.ok()) {
     PrintToUser("cannot start worker " + std::to_string(id) + " on " + host + ": " +
@@ -335,6 +348,60 @@ void ElasticJob::Spawn(int id, const std::string& host, int slot, int rank, int 
   if (spawned->exec_error) {
     PrintToUser("worker " + std::to_string(id) + " on " + host + ": " + *spawned->exec_error);
     deferred_exits_.emplace_back(id, spawned->exec_wait_status);
+  }
+}
+
+void ElasticJob::SpawnRemote(int id, const SpawnRequest& request) {
+  if (context_.agents == nullptr) {
+    PrintToUser("cannot start worker " + std::to_string(id) + " on " + request.host +
+                ": hvdrun listens on loopback only because no host of the first host set was "
+                "remote; give --network-interface NIC to let remote hosts join later");
+    deferred_exits_.emplace_back(id, W_EXITCODE(kExitLaunchFailed, 0));
+    return;
+  }
+  if (AgentSession* session = context_.agents->session(request.host)) {
+    return StartOnAgent(id, request, *session);
+  }
+  awaiting_agent_[request.host].emplace_back(id, request);
+  context_.agents->Connect(request.host);
+}
+
+void ElasticJob::StartOnAgent(int id, const SpawnRequest& request, AgentSession& session) {
+  Result<SpawnedRank> spawned =
+      session.StartRank(static_cast<uint32_t>(id), request.argv, request.env);
+  if (!spawned.ok()) {
+    PrintToUser("cannot start worker " + std::to_string(id) + " on " + request.host + ": " +
+                spawned.status().message());
+    deferred_exits_.emplace_back(id, W_EXITCODE(kExitLaunchFailed, 0));
+    return;
+  }
+  Proc& p = procs_.at(id);
+  p.fds[0] = spawned->stdout_fd;
+  p.fds[1] = spawned->stderr_fd;
+  p.handle = std::move(spawned->handle);
+  PrintStep(context_.spec->verbose,
+            "worker " + std::to_string(id) + " started on " + request.host + " (hvd-agent)");
+}
+
+void ElasticJob::OnAgents() {
+  for (auto& [host, status] : context_.agents->TakeFinished()) {
+    std::vector<std::pair<int, SpawnRequest>> waiting = std::move(awaiting_agent_[host]);
+    awaiting_agent_.erase(host);
+    AgentSession* session = status.ok() ? context_.agents->session(host) : nullptr;
+    if (session == nullptr) {
+      PrintToUser("cannot reach host " + host + ": " + status.message());
+    } else {
+      PrintStep(context_.spec->verbose, "hvd-agent running on " + host);
+    }
+    for (auto& [id, request] : waiting) {
+      if (procs_.at(id).stopped) {
+        deferred_exits_.emplace_back(id, W_EXITCODE(0, SIGTERM));
+      } else if (session != nullptr) {
+        StartOnAgent(id, request, *session);
+      } else {
+        deferred_exits_.emplace_back(id, W_EXITCODE(kExitLaunchFailed, 0));
+      }
+    }
   }
 }
 
@@ -363,7 +430,7 @@ void ElasticJob::Terminate(int id) {
     p.handle->Signal(signo);
   } else if (p.pid > 0) {
     ::kill(-p.pid, signo);
-  }
+  }  // else it waits for its host's agent and is reported stopped when that answers
   if (signo == SIGTERM) p.kill_at = Clock::now() + SecondsOf(context_.spec->grace_period_s);
 }
 

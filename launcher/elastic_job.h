@@ -14,6 +14,7 @@
 
 #include "common/env_registry.h"
 #include "launcher/discovery_poller.h"
+#include "launcher/elastic_agents.h"
 #include "launcher/elastic_driver.h"
 #include "launcher/launch_spec.h"
 #include "launcher/output_forwarder.h"
@@ -50,6 +51,9 @@ struct ElasticJobContext {
   const env::Environment* env = nullptr;
   JobEnvContext job;  // rendezvous address, port, job id, secret fd, runtime library
   int secret_fd = -1;
+  // Remote hosts' workers start through their hvd-agent; null when the rendezvous server
+  // listens on loopback only (no remote host can join).
+  ElasticAgents* agents = nullptr;
   RendezvousServer* server = nullptr;
   ReadyQueue* ready = nullptr;
   DiscoveryPoller* poller = nullptr;  // null with a fixed host list
@@ -63,7 +67,9 @@ struct ElasticJobContext {
 // (SIGCHLD or a remote rank's exit event), ready reports (ReadyQueue), discovery results
 // (DiscoveryPoller; a failing run is a warning naming it and the last good host set stays),
 // timers, and hvdrun's own signals (SIGINT/SIGTERM/SIGHUP stop every worker: SIGTERM, then
-// SIGKILL after the grace period or at a second signal). Worker output is forwarded as in a
+// SIGKILL after the grace period or at a second signal). Workers on other hosts start through
+// the host's hvd-agent (ElasticAgents; a host that cannot be reached fails its workers, which
+// blacklists it). Worker output is forwarded as in a
 // static job, prefixed with the worker's number ("[3]<stdout>:"), which is its rank in the
 // first round. One poll() loop, no spinning. Threading: Run() is called once, from the thread
 // that owns the signal channel and lives as long as the job (the spawner's contract).
@@ -105,6 +111,9 @@ class ElasticJob : public ElasticActions {
   void OnSignals();
   void OnLauncherSignal(int signo);
   void OnDiscovery();
+  void OnAgents();
+  void SpawnRemote(int id, const SpawnRequest& request);
+  void StartOnAgent(int id, const SpawnRequest& request, AgentSession& session);
   void OnReady();
   void ReapExited();
   void OnHandleEvent(int id);
@@ -125,6 +134,8 @@ class ElasticJob : public ElasticActions {
   // Workers that never started (spawn or exec failure): reported to the driver from the loop,
   // never from inside one of its calls.
   std::vector<std::pair<int, int>> deferred_exits_;
+  // Workers waiting for their host's agent to connect, by host.
+  std::map<std::string, std::vector<std::pair<int, SpawnRequest>>> awaiting_agent_;
 };
 
 }  // namespace hvd::launcher

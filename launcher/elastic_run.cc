@@ -18,8 +18,12 @@
 #include "launcher/elastic_job.h"
 #include "launcher/elastic_summary.h"
 #include "launcher/exit_codes.h"
+#include "launcher/local_host.h"
 #include "launcher/local_spawner.h"
+#include "launcher/multi_host.h"
+#include "launcher/network_interface.h"
 #include "launcher/runtime_library.h"
+#include "launcher/ssh_agent_link.h"
 
 namespace hvd::launcher {
 namespace {
@@ -122,6 +126,50 @@ struct FdCloser {
   ~FdCloser() { ::close(fd); }
 };
 
+// Where the rendezvous server listens and, when remote hosts may join, their agents. Remote
+// hosts need an address they can reach: chosen toward the remote hosts of the first host set
+// or from --network-interface; without either the job stays on loopback (this machine only).
+struct ElasticNetwork {
+  std::string address = kLocalAddress;
+  std::unique_ptr<ElasticAgents> agents;
+};
+
+Result<ElasticNetwork> PrepareNetwork(const LaunchSpec& spec, const env::Environment& env,
+                                      const std::vector<discovery::HostSlots>& first_hosts,
+                                      const control::JobKey& key, JobEnvContext& job) {
+  ElasticNetwork network;
+  std::vector<std::string> remote;
+  for (const discovery::HostSlots& h : first_hosts) {
+    if (!IsLocalHost(h.host)) remote.push_back(h.host);
+  }
+  if (remote.empty() && spec.network_interfaces.empty()) return network;
+  HVD_ASSIGN_OR_RETURN(NetworkChoice choice, ChooseNetwork(remote, spec.network_interfaces));
+  PrintStep(spec.verbose, "elastic job network: " + choice.interface.name + " (" +
+                              choice.interface.address + ", " + choice.reason + ")");
+  network.address = choice.interface.address;
+  job.gloo_iface = choice.interface.name;
+  job.nccl_socket_ifname = choice.interface.name;
+  if (!spec.network_interfaces.empty()) {
+    job.nccl_socket_ifname.clear();
+    for (const std::string& nic : spec.network_interfaces) {
+      job.nccl_socket_ifname += (job.nccl_socket_ifname.empty() ? "" : ",") + nic;
+    }
+  }
+  HVD_ASSIGN_OR_RETURN(std::string agent_path, LocalAgentPath());
+  AgentLinkFactory connect = [ssh = SshOptionsFor(spec, env), agent_path](
+                                 const std::string& host,
+                                 std::chrono::steady_clock::time_point deadline) {
+    return ConnectSshAgent(SshTarget{host, ssh}, agent_path, deadline);
+  };
+  network.agents = std::make_unique<ElasticAgents>(
+      connect, AgentSessionOptions(spec, key),
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(spec.start_timeout_s)));
+  HVD_RETURN_IF_ERROR(network.agents->Init());
+  for (const std::string& host : remote) network.agents->Connect(host);  // ahead of the spawns
+  return network;
+}
+
 int Launch(const LaunchSpec& spec, const env::Environment& env,
            const std::vector<discovery::HostSlots>& first_hosts) {
   // Before any thread exists (see SignalChannel).
@@ -138,14 +186,19 @@ int Launch(const LaunchSpec& spec, const env::Environment& env,
   }
   FdCloser close_secret{*secret_fd};
   JobEnvContext job;
-  job.rendezvous_addr = job.master_addr = kLocalAddress;
+  Result<ElasticNetwork> network = PrepareNetwork(spec, env, first_hosts, *key, job);
+  if (!network.ok()) {
+    PrintToUser(network.status().message());
+    return kExitLaunchFailed;
+  }
+  job.rendezvous_addr = job.master_addr = network->address;
   job.job_id = RandomJobId();
   job.secret_fd = std::to_string(*secret_fd);
   job.master_port = "0";
   job.runtime_library = FindRuntimeLibrary(SelfExecutablePath());
   ReadyQueue ready;
   RendezvousServerOptions server_options;
-  server_options.bind_address = kLocalAddress;
+  server_options.bind_address = network->address;
   server_options.key = *key;
   server_options.job_id = job.job_id;
   server_options.observed_prefix = control::elastic::kReadyPrefix;
@@ -177,13 +230,24 @@ int Launch(const LaunchSpec& spec, const env::Environment& env,
   output_options.output_dir = spec.output_filename;
   OutputForwarder output(output_options);
   LocalSpawner spawner;
-  ElasticJobContext context{&spec,  &env,         job,       *secret_fd, server->get(),
-                            &ready, poller.get(), &*signals, &spawner,   &output};
+  ElasticJobContext context;
+  context.spec = &spec;
+  context.env = &env;
+  context.job = job;
+  context.secret_fd = *secret_fd;
+  context.agents = network->agents.get();
+  context.server = server->get();
+  context.ready = &ready;
+  context.poller = poller.get();
+  context.signals = &*signals;
+  context.spawner = &spawner;
+  context.output = &output;
   int code;
   {
     ElasticJob elastic_job(context, DriverOptions(spec, first_hosts));
     code = elastic_job.Run(first_hosts);
   }
+  network->agents.reset();  // remote workers are gone before the rendezvous server stops
   if (poller) poller->Stop();
   (*server)->Stop();
   return code;
