@@ -324,6 +324,13 @@ void ElasticDriver::SpawnFree(TimePoint now) {
 }
 
 void ElasticDriver::MaybeAnnounceNewWorkers(TimePoint now) {
+  if (round_ > 0 && finishing_) {
+    // A finishing job takes no one in: workers that never joined are let go.
+    for (Worker* w : Live()) {
+      if (w->round == 0) Remove(*w, "the job is finishing (a worker exited 0)", now);
+    }
+    return;
+  }
   if (round_ == 0 || announced_new_) return;
   size_t pending = 0, ready = 0;
   for (Worker* w : Live()) {

@@ -108,9 +108,8 @@ void ElasticJob::Loop() {
     BuildPollSet(fds, owners);
     int ready = ::poll(fds.data(), fds.size(), PollTimeoutMs());
     if (ready < 0 && errno != EINTR) {
-      PrintToUser(std::string("poll failed, stopping every worker: ") + strerror(errno));
-      OnLauncherSignal(SIGKILL);
-      OnLauncherSignal(SIGKILL);
+      PrintToUser(std::string("poll failed, killing every worker: ") + strerror(errno));
+      return KillAndReapAll();
     }
     for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
@@ -289,6 +288,24 @@ void ElasticJob::DrainAndClose(int id) {
       if (::poll(&p, 1, 0) <= 0 || !ReadStream(id, which)) break;
     }
     CloseStream(id, which);
+  }
+}
+
+// The last resort when the event loop itself fails: nothing may outlive hvdrun.
+void ElasticJob::KillAndReapAll() {
+  if (!launcher_signal_) launcher_signal_ = SIGKILL;
+  for (auto& [id, p] : procs_) {
+    if (p.exited) continue;
+    int status = W_EXITCODE(0, SIGKILL);
+    if (p.handle) {
+      p.handle->Close();
+    } else if (p.pid > 0) {
+      ::kill(-p.pid, SIGKILL);
+      while (::waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+    p.exited = true;
+    p.wait_status = status;
   }
 }
 

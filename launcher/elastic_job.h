@@ -122,6 +122,7 @@ class ElasticJob : public ElasticActions {
   void CloseStream(int id, int which);
   void DrainAndClose(int id);
   void KillOverdue();
+  void KillAndReapAll();
   bool AnyAlive() const;
   int Finish();
 

@@ -41,6 +41,30 @@ def test_a_failing_rank_fails_the_run_naming_hvdruns_exit():
         horovod.run(_fail_on_rank_one, num_proc=2)
 
 
+def _elastic_rank_and_size(tmp):
+    import os
+
+    import hvd.torch as hvd
+
+    @hvd.elastic.run
+    def train(state):
+        if os.environ["HVD_ELASTIC_WORKER_ID"] == "0" and not os.path.exists(tmp):
+            open(tmp, "w").close()
+            os._exit(1)  # the first worker fails once; its host is blacklisted
+        hvd.allreduce(__import__("torch").ones(1), name="step")
+        return (hvd.rank(), hvd.size())
+
+    hvd.init()
+    return train(hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, step=0))
+
+
+# Horovod's test_elastic_run: results come back by the ranks of the last round.
+def test_elastic_run_returns_the_values_of_the_last_round(tmp_path):
+    results = horovod.run(_elastic_rank_and_size, args=(str(tmp_path / "failed"),), num_proc=3,
+                          min_num_proc=2, hosts="localhost:1,127.0.0.1:2")
+    assert results == [(0, 2), (1, 2)]
+
+
 def test_check_extension():
     check_extension("horovod.torch", "HOROVOD_WITH_PYTORCH", __file__, "mpi_lib_v2")
     with pytest.raises(ImportError, match="Extension horovod.tensorflow has not been built. "

@@ -1,7 +1,8 @@
 """One rank of hvd.runner.run: ``python -m hvd.runner.task <func.pkl> <result dir>``.
 
 Unpickles (func, args, kwargs), calls it, and writes the pickled return value to
-``<result dir>/result.<rank>`` (rank from HVD_RANK, which hvdrun sets; 0 without it). An
+``<result dir>/result.<rank>`` (the runtime's rank when func left it initialized, as in an
+elastic job whose ranks change; else HVD_RANK, which hvdrun sets; 0 without it). An
 exception propagates, so the rank exits non-zero and hvdrun reports it.
 """
 import os
@@ -22,6 +23,9 @@ def main(argv) -> int:
         func, args, kwargs = pickle.load(f)
     result = func(*args, **kwargs)
     rank = int(os.environ.get("HVD_RANK", os.environ.get("HOROVOD_RANK", "0")))
+    basics = sys.modules.get("hvd.basics")
+    if basics is not None and basics.is_initialized():
+        rank = basics.rank()  # an elastic job's rank changes with every round
     partial = os.path.join(argv[2], f".result.{rank}.partial")
     with open(partial, "wb") as f:
         _pickler.dump(result, f)

@@ -175,6 +175,20 @@ TEST_F(ElasticDriverTest, AWorkerExitingZeroDoesNotStopTheOthers) {
   EXPECT_EQ(driver_->end()->exit_code, 0);
 }
 
+// Workers started for a new host that have not joined yet are let go once the job is
+// finishing.
+TEST_F(ElasticDriverTest, AFinishingJobLetsPendingWorkersGo) {
+  StartRound1({{"a", 2, {}}}, 2, 1);
+  Hosts({{"a", 2, {}}, {"b", 1, {}}});
+  ASSERT_THAT(rec_.spawn_order, ElementsAre(0, 1, 2));
+  driver_->OnExit(1, kExit0, now_);
+  EXPECT_TRUE(rec_.Removed(2));
+  EXPECT_THAT(rec_.mail[2].back().reason, HasSubstr("the job is finishing"));
+  Ready({0});
+  ASSERT_EQ(driver_->round(), 2);
+  EXPECT_EQ(rec_.Assigned(0).size, 1);
+}
+
 // F01: hosts added then removed. New workers start at once; the members are interrupted only
 // when all new workers are ready, and a removal lets the survivors skip nothing but the sync.
 TEST_F(ElasticDriverTest, ScaleUpThenDown) {
