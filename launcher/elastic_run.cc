@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <random>
 #include <string>
 
 #include "common/elastic_messages.h"
@@ -18,6 +17,7 @@
 #include "launcher/elastic_job.h"
 #include "launcher/elastic_summary.h"
 #include "launcher/exit_codes.h"
+#include "launcher/job_id.h"
 #include "launcher/local_host.h"
 #include "launcher/local_spawner.h"
 #include "launcher/multi_host.h"
@@ -28,18 +28,8 @@
 namespace hvd::launcher {
 namespace {
 
-constexpr const char* kLocalAddress = "127.0.0.1";
-
 std::chrono::milliseconds Millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
-}
-
-std::string RandomJobId() {
-  std::random_device device;
-  std::uniform_int_distribution<uint32_t> word;
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%08x%08x", word(device), word(device));
-  return buf;
 }
 
 int TotalSlots(const std::vector<discovery::HostSlots>& hosts) {
@@ -130,7 +120,7 @@ struct FdCloser {
 // hosts need an address they can reach: chosen toward the remote hosts of the first host set
 // or from --network-interface; without either the job stays on loopback (this machine only).
 struct ElasticNetwork {
-  std::string address = kLocalAddress;
+  std::string address = kLoopbackAddress;
   std::unique_ptr<ElasticAgents> agents;
 };
 
@@ -192,7 +182,7 @@ int Launch(const LaunchSpec& spec, const env::Environment& env,
     return kExitLaunchFailed;
   }
   job.rendezvous_addr = job.master_addr = network->address;
-  job.job_id = RandomJobId();
+  job.job_id = NewJobId();
   job.secret_fd = std::to_string(*secret_fd);
   job.master_port = "0";
   job.runtime_library = FindRuntimeLibrary(SelfExecutablePath());

@@ -8,7 +8,6 @@
 
 #include <cstdio>
 #include <memory>
-#include <random>
 #include <string>
 
 #include "common/job_key.h"
@@ -19,6 +18,7 @@
 #include "launcher/exit_codes.h"
 #include "launcher/failure_summary.h"
 #include "launcher/job_controller.h"
+#include "launcher/job_id.h"
 #include "launcher/job_plan.h"
 #include "launcher/mpirun_launch.h"
 #include "launcher/multi_host.h"
@@ -30,17 +30,6 @@
 
 namespace hvd::launcher {
 namespace {
-
-// When every rank runs on this machine the control plane stays on loopback.
-constexpr const char* kLocalAddress = "127.0.0.1";
-
-std::string RandomJobId() {
-  std::random_device device;
-  std::uniform_int_distribution<uint32_t> word;
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%08x%08x", word(device), word(device));
-  return buf;
-}
 
 // A port that was free a moment ago, for torchrun's MASTER_PORT (the rank that binds it
 // may race with another program, as with torchrun's own choice).
@@ -81,8 +70,9 @@ int Fail(int code, const Status& status) {
 JobEnvContext DryRunContext(const JobPlan& plan) {
   JobEnvContext job;
   job.size = static_cast<int>(plan.ranks.size());
-  const std::string address =
-      plan.remote_hosts.empty() ? kLocalAddress : "<address toward the remote hosts, see --check>";
+  const std::string address = plan.remote_hosts.empty()
+                                  ? kLoopbackAddress
+                                  : "<address toward the remote hosts, see --check>";
   job.rendezvous_addr = address;
   job.rendezvous_port = "<rendezvous port, chosen at launch>";
   job.master_addr = address;
@@ -161,7 +151,7 @@ Result<std::unique_ptr<RendezvousServer>> StartServer(const LaunchSpec& spec,
                                                       const std::string& address,
                                                       const control::JobKey& key,
                                                       JobEnvContext& job) {
-  job.job_id = RandomJobId();
+  job.job_id = NewJobId();
   RendezvousServerOptions server_options;
   server_options.bind_address = address;
   server_options.key = key;
@@ -192,7 +182,7 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
     if (!prepared.ok()) return Fail(kExitLaunchFailed, prepared.status());
     setup = std::move(*prepared);
   }
-  const std::string address = setup ? setup->network.interface.address : kLocalAddress;
+  const std::string address = setup ? setup->network.interface.address : kLoopbackAddress;
   Result<int> secret_fd = control::WriteKeyToMemfd(*key);
   if (!secret_fd.ok()) return Fail(kExitLaunchFailed, secret_fd.status());
   FdCloser close_secret{*secret_fd};
