@@ -2,6 +2,8 @@
 while the others wait in a collective makes that collective fail on every survivor, in
 bounded time and without an abort; hvd.shutdown(); hvd.init() in the same process then
 re-forms the communicators with the new rank and size, and collectives are right again."""
+import re
+
 import pytest
 
 from elastic_harness import NUMPY_WORKER, hvdrun
@@ -39,6 +41,8 @@ def test_f27_a_dead_peer_fails_the_collective_and_the_survivors_reform(tmp_path,
         assert kinds == ["start", "failed", "reformed", "checked"], run.describe()
         failed, reformed, checked = events[worker][1:]
         assert failed["seconds"] < NO_HANG_S, failed
-        assert "rank 2" in failed["message"] or "peer" in failed["message"], failed
+        # The error names the peer it saw go: the victim, or a survivor that had already
+        # failed and closed its connections to re-form (a race that both outcomes win).
+        assert re.search(r"rank [12]\b|peer", failed["message"]), failed
         assert (reformed["rank"], reformed["size"]) == (worker, 2), reformed
         assert checked["ok"], checked
