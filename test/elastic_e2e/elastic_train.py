@@ -5,7 +5,7 @@ TorchState, and two logs the tests read.
 --logfile   rank 0 appends one JSON line per finished epoch: epoch, commits, hostname,
             start_rank (HVD_RANK when the worker started), rank, size, rendezvous (entries
             into the training function), round (hvdrun's round) and the model's hash.
---events    every rank appends "commit" (after each commit) and "resume" (on entering the
+--events    every rank appends "commit" (each time the state is saved) and "resume" (on entering the
             training function, after the state sync) lines with the model's hash, so a test
             can check that the state after a recovery is exactly the last committed one.
 
@@ -143,7 +143,6 @@ def train(state):
             state.batch += 1
             state.commits += 1
             state.commit()
-            event("commit", state)
         if hvd.rank() == 0:
             append(args.logfile, {"epoch": state.epoch, "commits": state.commits,
                                   "hostname": hostname, "start_rank": start_rank,
@@ -155,11 +154,25 @@ def train(state):
         state.batch = 0
         state.commits += 1
         state.commit()
-        event("commit", state)
         if finished in wait_after:
             wait_for_host_update(state)
 
 
-state = hvd.elastic.TorchState(model, optimizer, epoch=0, batch=0, commits=0, rendezvous=0)
+class LoggedState(hvd.elastic.TorchState):
+    """A TorchState that logs a "commit" event each time it is saved. commit() is save() followed
+    by a collective (check_host_updates); when that collective fails, the state just saved is
+    the one restored, so the event must be written at the save, not after commit() returns
+    (logging after commit() missed exactly that state when a host was cut mid-commit)."""
+
+    log_saves = False
+
+    def save(self):
+        super().save()
+        if self.log_saves:
+            event("commit", self)
+
+
+state = LoggedState(model, optimizer, epoch=0, batch=0, commits=0, rendezvous=0)
+state.log_saves = True
 train(state)
 print(f"worker {worker} done: rank {hvd.rank()} of {hvd.size()}", flush=True)
