@@ -95,8 +95,11 @@ def test_job_key_is_not_in_any_argv_or_environment(tmp_path):
 import os, sys, time
 d = sys.argv[-1]
 key = os.pread(int(os.environ["HVD_SECRET_FD"]), 32, 0)
-open(os.path.join(d, "key.tmp"), "w").write(key.hex())
-os.rename(os.path.join(d, "key.tmp"), os.path.join(d, "key"))
+# Every rank writes its own temporary file: both ranks hold the same key, and a
+# shared "key.tmp" would let one rank's rename pull the file from under the other.
+tmp = os.path.join(d, "key.%d.tmp" % os.getpid())
+open(tmp, "w").write(key.hex())
+os.rename(tmp, os.path.join(d, "key"))
 deadline = time.monotonic() + 30
 while not os.path.exists(os.path.join(d, "go")) and time.monotonic() < deadline:
     time.sleep(0.02)
