@@ -22,16 +22,12 @@ namespace {
 
 namespace elastic = control::elastic;
 
-constexpr size_t kReadChunk = 64 * 1024;
-constexpr int kMaxDrainReads = 256;
 // Poll-set owners that are not workers.
 constexpr int kSignalOwner = -1;
 constexpr int kReadyOwner = -2;
 constexpr int kDiscoveryOwner = -3;
 constexpr int kAgentsOwner = -4;
 constexpr int kExitEvent = 2;  // stream index of a remote worker's exit event
-
-Stream StreamOf(int which) { return which == 0 ? Stream::kStdout : Stream::kStderr; }
 
 ElasticClock::duration SecondsOf(double s) {
   return std::chrono::duration_cast<ElasticClock::duration>(std::chrono::duration<double>(s));
@@ -124,8 +120,8 @@ void ElasticJob::Loop() {
         OnAgents();
       } else if (which == kExitEvent) {
         OnHandleEvent(owner);
-      } else if (!ReadStream(owner, which)) {
-        CloseStream(owner, which);
+      } else if (!context_.output->ReadPipe(owner, which, procs_.at(owner).fds)) {
+        context_.output->ClosePipe(owner, which, procs_.at(owner).fds);
       }
     }
     if (context_.output->console_closed() && !launcher_signal_) OnLauncherSignal(SIGPIPE);
@@ -251,44 +247,10 @@ void ElasticJob::WorkerExited(int id, int wait_status) {
   if (p.exited) return;
   p.exited = true;
   p.wait_status = wait_status;
-  DrainAndClose(id);
+  context_.output->DrainAndClosePipes(id, procs_.at(id).fds);
   PrintStep(context_.spec->verbose,
             "worker " + std::to_string(id) + " finished: " + DescribeWaitStatus(wait_status));
   if (!launcher_signal_) driver_.OnExit(id, wait_status, Clock::now());
-}
-
-bool ElasticJob::ReadStream(int id, int which) {
-  char buf[kReadChunk];
-  int fd = procs_.at(id).fds[which];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n > 0) {
-      context_.output->Write(id, StreamOf(which), std::string_view(buf, static_cast<size_t>(n)));
-      return true;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    return n < 0 && errno == EAGAIN;
-  }
-}
-
-void ElasticJob::CloseStream(int id, int which) {
-  int& fd = procs_.at(id).fds[which];
-  if (fd < 0) return;
-  ::close(fd);
-  fd = -1;
-  context_.output->Finish(id, StreamOf(which));
-}
-
-void ElasticJob::DrainAndClose(int id) {
-  for (int which = 0; which < 2; ++which) {
-    int fd = procs_.at(id).fds[which];
-    if (fd < 0) continue;
-    for (int i = 0; i < kMaxDrainReads; ++i) {
-      pollfd p = {fd, POLLIN, 0};
-      if (::poll(&p, 1, 0) <= 0 || !ReadStream(id, which)) break;
-    }
-    CloseStream(id, which);
-  }
 }
 
 // The last resort when the event loop itself fails: nothing may outlive hvdrun.

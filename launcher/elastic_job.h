@@ -118,9 +118,6 @@ class ElasticJob : public ElasticActions {
   void ReapExited();
   void OnHandleEvent(int id);
   void WorkerExited(int id, int wait_status);
-  bool ReadStream(int id, int which);
-  void CloseStream(int id, int which);
-  void DrainAndClose(int id);
   void KillOverdue();
   void KillAndReapAll();
   bool AnyAlive() const;

@@ -16,16 +16,11 @@
 namespace hvd::launcher {
 namespace {
 
-constexpr size_t kReadChunk = 64 * 1024;
-// Bounds the drain after a rank exits, in case something it left behind keeps writing.
-constexpr int kMaxDrainReads = 256;
 // Poll-set owners that are not ranks.
 constexpr int kSignalOwner = -1;
 constexpr int kStdinOwner = -2;
 // Poll-set stream index of a remote rank's exit event.
 constexpr int kExitEvent = 2;
-
-Stream StreamOf(int which) { return which == 0 ? Stream::kStdout : Stream::kStderr; }
 
 std::chrono::steady_clock::duration Seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -167,8 +162,8 @@ void JobController::EventLoop() {
         stdin_pump_->OnReady();
       } else if (which == kExitEvent) {
         OnHandleEvent(owner);
-      } else if (!ReadStream(owner, which)) {
-        CloseStream(owner, which);
+      } else if (!output_.ReadPipe(owner, which, states_[static_cast<size_t>(owner)].fds)) {
+        output_.ClosePipe(owner, which, states_[static_cast<size_t>(owner)].fds);
       }
     }
     if (ready > 0 && fds[0].revents != 0) HandleSignals();
@@ -252,7 +247,7 @@ void JobController::OnRankExit(int rank, int wait_status) {
   outcome.finished = true;
   outcome.wait_status = wait_status;
   if (stdin_pump_ && stdin_rank_ == rank) stdin_pump_->Close();
-  DrainAndClose(rank);
+  output_.DrainAndClosePipes(rank, states_[static_cast<size_t>(rank)].fds);
   PrintStep(options_.verbose,
             "rank " + std::to_string(rank) + " finished: " + DescribeWaitStatus(wait_status));
   if (WaitStatusIsSuccess(wait_status) || outcome_.first_failed_rank == rank) return;
@@ -263,41 +258,6 @@ void JobController::OnRankExit(int rank, int wait_status) {
   if (!outcome_.first_failed_rank && !terminating_) {
     outcome_.first_failed_rank = rank;
     BeginTermination();
-  }
-}
-
-bool JobController::ReadStream(int rank, int which) {
-  char buf[kReadChunk];
-  int fd = states_[static_cast<size_t>(rank)].fds[which];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n > 0) {
-      output_.Write(rank, StreamOf(which), std::string_view(buf, static_cast<size_t>(n)));
-      return true;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    return n < 0 && errno == EAGAIN;
-  }
-}
-
-void JobController::CloseStream(int rank, int which) {
-  int& fd = states_[static_cast<size_t>(rank)].fds[which];
-  if (fd < 0) return;
-  ::close(fd);
-  fd = -1;
-  output_.Finish(rank, StreamOf(which));
-}
-
-// The rank's exit status is known, so everything it wrote is already in the pipe.
-void JobController::DrainAndClose(int rank) {
-  for (int which = 0; which < 2; ++which) {
-    int fd = states_[static_cast<size_t>(rank)].fds[which];
-    if (fd < 0) continue;
-    for (int i = 0; i < kMaxDrainReads; ++i) {
-      pollfd p = {fd, POLLIN, 0};
-      if (::poll(&p, 1, 0) <= 0 || !ReadStream(rank, which)) break;
-    }
-    CloseStream(rank, which);
   }
 }
 

@@ -70,10 +70,7 @@ class JobController {
   void OnRankExit(int rank, int wait_status);
   void OnHandleEvent(int rank);
   void SignalRank(int rank, int signo);
-  // Reads what is available; returns false at end of stream.
-  bool ReadStream(int rank, int which);
-  void CloseStream(int rank, int which);
-  void DrainAndClose(int rank);
+  // Fail-fast: signals every running rank to stop (SIGTERM, SIGKILL after the grace period).
   void BeginTermination();
   void SignalRunning(int signo);
   void SweepProcessGroups();

@@ -187,4 +187,45 @@ std::vector<std::string> OutputForwarder::StderrTail(int rank) const {
   return {tail.begin(), tail.end()};
 }
 
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+// Bounds the drain after a rank exits, in case something it left behind keeps writing.
+constexpr int kMaxDrainReads = 256;
+
+Stream StreamOf(int which) { return which == 0 ? Stream::kStdout : Stream::kStderr; }
+
+}  // namespace
+
+bool OutputForwarder::ReadPipe(int rank, int which, const int (&fds)[2]) {
+  char buf[kReadChunk];
+  while (true) {
+    ssize_t n = ::read(fds[which], buf, sizeof(buf));
+    if (n > 0) {
+      Write(rank, StreamOf(which), std::string_view(buf, static_cast<size_t>(n)));
+      return true;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && errno == EAGAIN;
+  }
+}
+
+void OutputForwarder::ClosePipe(int rank, int which, int (&fds)[2]) {
+  if (fds[which] < 0) return;
+  ::close(fds[which]);
+  fds[which] = -1;
+  Finish(rank, StreamOf(which));
+}
+
+void OutputForwarder::DrainAndClosePipes(int rank, int (&fds)[2]) {
+  for (int which = 0; which < 2; ++which) {
+    if (fds[which] < 0) continue;
+    for (int i = 0; i < kMaxDrainReads; ++i) {
+      pollfd p = {fds[which], POLLIN, 0};
+      if (::poll(&p, 1, 0) <= 0 || !ReadPipe(rank, which, fds)) break;
+    }
+    ClosePipe(rank, which, fds);
+  }
+}
+
 }  // namespace hvd::launcher

@@ -57,6 +57,16 @@ class OutputForwarder {
   // The stream reached its end: flushes a pending partial line.
   void Finish(int rank, Stream stream);
 
+  // A rank's output pipes as the event loops hold them: fds[0] its stdout, fds[1] its stderr,
+  // non-blocking, -1 once closed. ReadPipe forwards what one read() of fds[which] returns and
+  // is false at end of file or on an error (ClosePipe it then). ClosePipe closes fds[which]
+  // if open, sets it to -1 and finishes the stream. DrainAndClosePipes, for a rank whose exit
+  // status is known (so all it wrote is in the pipes), forwards what is left (a bounded number
+  // of reads) and closes both.
+  bool ReadPipe(int rank, int which, const int (&fds)[2]);
+  void ClosePipe(int rank, int which, int (&fds)[2]);
+  void DrainAndClosePipes(int rank, int (&fds)[2]);
+
   // The last stderr lines of `rank`, oldest first, each cut to a readable length.
   std::vector<std::string> StderrTail(int rank) const;
 
