@@ -16,7 +16,14 @@
 // alloc_counter.cc over every thread of the process, libhvd's included; the printed value is
 // the median round's maximum over ranks, alloc_B/op the bytes those allocations asked for.
 // The target for the steady-state data path is 0.
+//
+// --device cuda (builds with the GPU path): the tensors live on CUDA device local_rank mod the
+// visible devices, so the numbers are hvd's GPU path as a C program sees it (NCCL when every
+// rank has its own GPU, host staging otherwise; docs/gpu.md).
 #include <hvd/c_api.h>
+#if HVD_BENCH_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -64,7 +71,11 @@ struct Config {
   double round_seconds = 0.3;
   int trace_allocs = 0;    // print a backtrace of the first N allocations of the timed rounds
   double max_allocs = -1;  // --max-allocs-per-op: fail when a median round allocates more
+  bool cuda = false;       // --device cuda
 };
+
+// The CUDA device of this rank's tensors under --device cuda; HVD_DEVICE_CPU otherwise.
+int32_t g_device = HVD_DEVICE_CPU;
 
 // Set when a result broke --max-allocs-per-op; main then exits 3.
 bool g_allocs_exceeded = false;
@@ -82,7 +93,7 @@ void Usage() {
                "usage: hvd-bench [--op allreduce|allgather|broadcast|alltoall|reducescatter]\n"
                "                 [--sizes 4K:64M | --sizes 4K,64K,1M] [--factor F] [--rounds R]\n"
                "                 [--many KxSIZE] [--round-seconds S] [--trace-allocs N]\n"
-               "                 [--max-allocs-per-op N]\n");
+               "                 [--max-allocs-per-op N] [--device cpu|cuda]\n");
   std::exit(2);
 }
 
@@ -110,7 +121,17 @@ Config ParseArgs(int argc, char** argv) {
       config.trace_allocs = std::atoi(value().c_str());
     else if (arg == "--max-allocs-per-op")
       config.max_allocs = std::atof(value().c_str());
-    else if (arg == "--many") {
+    else if (arg == "--device") {
+      const std::string device = value();
+      if (device != "cpu" && device != "cuda") Usage();
+      config.cuda = device == "cuda";
+#if !HVD_BENCH_CUDA
+      if (config.cuda) {
+        std::fprintf(stderr, "hvd-bench: --device cuda: this build has no GPU path (hvdrun -cb)\n");
+        std::exit(2);
+      }
+#endif
+    } else if (arg == "--many") {
       std::string spec = value();
       size_t x = spec.find('x');
       if (x == std::string::npos) Usage();
@@ -121,7 +142,7 @@ Config ParseArgs(int argc, char** argv) {
       Usage();
     }
   }
-  if (config.rounds < 1 || factor < 2) Usage();
+  if (config.rounds < 1 || factor < 2 || (config.cuda && config.many_count > 0)) Usage();
   size_t colon = sizes.find(':');
   if (colon != std::string::npos) {
     size_t lo = ParseBytes(sizes.substr(0, colon)), hi = ParseBytes(sizes.substr(colon + 1));
@@ -140,14 +161,14 @@ Config ParseArgs(int argc, char** argv) {
   return config;
 }
 
-hvd_tensor_t Tensor(void* data, hvd_dtype_t dtype, int64_t count) {
+hvd_tensor_t Tensor(void* data, hvd_dtype_t dtype, int64_t count, int32_t device = HVD_DEVICE_CPU) {
   hvd_tensor_t t;
   std::memset(&t, 0, sizeof(t));
   t.data = data;
   t.dtype = dtype;
   t.ndim = 1;
   t.shape[0] = count;
-  t.device = HVD_DEVICE_CPU;
+  t.device = device;
   return t;
 }
 
@@ -186,13 +207,33 @@ class Collective {
       input = std::max<size_t>(input / (sizeof(float) * size), 1) * sizeof(float) * size;
     }
     buffer_.assign(input / sizeof(float), 1.0f);
+#if HVD_BENCH_CUDA
+    if (g_device != HVD_DEVICE_CPU) {
+      const size_t bytes_in = buffer_.size() * sizeof(float);
+      if (cudaMalloc(&device_data_, bytes_in) != cudaSuccess ||
+          cudaMemcpy(device_data_, buffer_.data(), bytes_in, cudaMemcpyHostToDevice) !=
+              cudaSuccess) {
+        std::fprintf(stderr, "hvd-bench: cannot place %zu bytes on CUDA device %d\n", bytes_in,
+                     g_device);
+        std::exit(1);
+      }
+    }
+#endif
   }
+  ~Collective() {
+#if HVD_BENCH_CUDA
+    if (device_data_ != nullptr) cudaFree(device_data_);
+#endif
+  }
+  Collective(const Collective&) = delete;
+  Collective& operator=(const Collective&) = delete;
 
   void Run() {
     hvd_op_options_t options;
     hvd_op_options_init(&options);
     options.name = name_.c_str();
-    hvd_tensor_t t = Tensor(buffer_.data(), HVD_FLOAT32, static_cast<int64_t>(buffer_.size()));
+    void* data = device_data_ != nullptr ? device_data_ : buffer_.data();
+    hvd_tensor_t t = Tensor(data, HVD_FLOAT32, static_cast<int64_t>(buffer_.size()), g_device);
     hvd_handle_t handle;
     if (op_ == "allreduce")
       Check(hvd_allreduce(&t, &t, &options, &handle), "hvd_allreduce");
@@ -214,6 +255,7 @@ class Collective {
   std::string op_;
   std::string name_;
   std::vector<float> buffer_;
+  void* device_data_ = nullptr;  // --device cuda: buffer_'s copy on g_device
 };
 
 double BusFactor(const std::string& op, int n) {
@@ -269,8 +311,9 @@ Rounds TimeRounds(const Config& config, Fn&& fn) {
 void Sweep(const Config& config, int rank, int size) {
   if (rank == 0) {
     std::printf(
-        "# hvd-bench op=%s n=%d dtype=float32 rounds=%d (time = median round, max over ranks)\n",
-        config.op.c_str(), size, config.rounds);
+        "# hvd-bench op=%s n=%d dtype=float32 device=%s rounds=%d (time = median round, max "
+        "over ranks)\n",
+        config.op.c_str(), size, config.cuda ? "cuda" : "cpu", config.rounds);
     std::printf("%12s %8s %12s %12s %11s %11s %10s %12s\n", "bytes", "iters", "time_us", "min_us",
                 "algbw_GB/s", "busbw_GB/s", "allocs/op", "alloc_B/op");
   }
@@ -346,6 +389,19 @@ int main(int argc, char** argv) {
   int32_t rank = 0, size = 1;
   Check(hvd_rank(&rank), "hvd_rank");
   Check(hvd_size(&size), "hvd_size");
+#if HVD_BENCH_CUDA
+  if (config.cuda) {
+    int32_t local_rank = 0;
+    int count = 0;
+    Check(hvd_local_rank(&local_rank), "hvd_local_rank");
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+      std::fprintf(stderr, "hvd-bench: --device cuda: no CUDA device visible\n");
+      return 2;
+    }
+    g_device = local_rank % count;
+    cudaSetDevice(g_device);
+  }
+#endif
   if (config.many_count > 0) {
     Many(config, rank, size);
   } else {

@@ -40,21 +40,36 @@ if(HVD_WITH_MPI)
   endif()
 endif()
 
+# The GPU path (runtime/transports/nccl/) needs the CUDA runtime and NCCL; NCCL_ROOT (a prefix
+# with include/nccl.h and lib/libnccl.so, e.g. pip's nvidia/nccl) points at another NCCL.
 set(HVD_HAVE_NCCL OFF)
 if(HVD_WITH_NCCL)
   find_package(CUDAToolkit QUIET)
-  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
-  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64 /usr/local/cuda/lib)
+  find_path(NCCL_INCLUDE_DIR nccl.h
+    HINTS ${NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+  find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
+    HINTS ${NCCL_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64 /usr/local/cuda/lib)
+  # nccl_group.cc needs NCCL 2.13 (ncclRedOpCreatePreMulSum 2.11, ncclGetLastError 2.13): an
+  # older one leaves the GPU path out instead of breaking the build.
+  set(HVD_NCCL_VERSION_CODE 0)
+  if(NCCL_INCLUDE_DIR)
+    file(STRINGS ${NCCL_INCLUDE_DIR}/nccl.h _nccl_code REGEX "^#define NCCL_VERSION_CODE [0-9]+")
+    string(REGEX MATCH "[0-9]+$" HVD_NCCL_VERSION_CODE "${_nccl_code}")
+    if(NOT HVD_NCCL_VERSION_CODE)
+      set(HVD_NCCL_VERSION_CODE 0)
+    endif()
+  endif()
   if(CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
-    set(HVD_HAVE_NCCL ON)
+    if(HVD_NCCL_VERSION_CODE GREATER_EQUAL 21300)
+      set(HVD_HAVE_NCCL ON)
+    else()
+      message(STATUS "NCCL at ${NCCL_INCLUDE_DIR} is version code ${HVD_NCCL_VERSION_CODE}; hvd's "
+                     "GPU path needs 21300 (2.13) or newer: building without it")
+    endif()
   endif()
 endif()
-# What the build reports as built (hvdrun -cb, hvd.nccl_built()/cuda_built()) is what it can
-# run: finding NCCL is not enough, the NCCL backend (runtime/transports/nccl/) must be compiled
-# in. Until that backend exists, NCCL and CUDA are reported as not built.
-set(HVD_BUILT_NCCL_BACKEND OFF)
-if(HVD_HAVE_NCCL AND EXISTS ${PROJECT_SOURCE_DIR}/runtime/transports/nccl/CMakeLists.txt)
-  set(HVD_BUILT_NCCL_BACKEND ON)
-endif()
+# What the build reports as built (hvdrun -cb, hvd.nccl_built()/cuda_built()) is exactly what
+# it compiled: CUDA tensors and NCCL come together, with the GPU path.
+set(HVD_BUILT_NCCL_BACKEND ${HVD_HAVE_NCCL})
 message(STATUS "hvd backends: gloo=${HVD_HAVE_GLOO} mpi=${HVD_HAVE_MPI} "
-               "nccl found=${HVD_HAVE_NCCL} nccl backend=${HVD_BUILT_NCCL_BACKEND}")
+               "gpu (cuda+nccl)=${HVD_BUILT_NCCL_BACKEND} ${NCCL_LIBRARY}")

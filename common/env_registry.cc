@@ -58,6 +58,8 @@ const std::vector<VarSpec> kVars = {
   {"HVD_STALL_CHECK_TIME_SECONDS", "HOROVOD_STALL_CHECK_TIME_SECONDS", kInt, "60", kRuntime, "seconds before a stalled tensor is reported"},
   {"HVD_STALL_SHUTDOWN_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", kInt, "600", kRuntime, "seconds before a stall shuts the job down (0 = never; Horovod's default is 0)"},
   {"HVD_MPI_THREADS_DISABLE", "HOROVOD_MPI_THREADS_DISABLE", kBool, "0", kRuntime, "initialise MPI with MPI_THREAD_SINGLE"},
+  {"HVD_GPU_OPERATIONS", "HOROVOD_GPU_OPERATIONS", kString, "auto", kRuntime, "GPU tensors: auto (the default: NCCL when every rank of a process set has a GPU of its own, else staged through host memory and the CPU transport), nccl (an error when ranks share a GPU) or cpu (always staged); Horovod's NCCL, MPI and GLOO are accepted"},
+  {"HVD_GPU_ALLREDUCE", "HOROVOD_GPU_ALLREDUCE", kString, "", kRuntime, "Horovod's per-op GPU knob, read as HVD_GPU_OPERATIONS when that is unset"},
   {"HVD_NUM_NCCL_STREAMS", "HOROVOD_NUM_NCCL_STREAMS", kInt, "1", kRuntime, "NCCL streams per device"},
   {"HVD_THREAD_AFFINITY", "HOROVOD_THREAD_AFFINITY", kString, "", kRuntime, "comma list of core ids for the background thread, one per local rank"},
   {"HVD_BIND_TO", "", kString, "none", kLauncher, "placement of local ranks: none (the kernel's) or core (each bound to an even share of the launcher's CPUs, unless ranks outnumber CPUs: lower small-op latency, lower training throughput on few cores)"},
@@ -128,7 +130,8 @@ std::optional<std::string> Environment::Raw(std::string_view name) const {
 
 Lookup Environment::Get(std::string_view name) const {
   const VarSpec* spec = FindVar(name);
-  HVD_CHECK(spec != nullptr) << "environment variable " << name << " is not declared in env_registry.cc";
+  HVD_CHECK(spec != nullptr) << "environment variable " << name
+                             << " is not declared in env_registry.cc";
   if (auto v = Raw(spec->name)) return {*v, spec->name, false};
   if (spec->horovod_alias[0] != '\0') {
     if (auto v = Raw(spec->horovod_alias)) return {*v, spec->horovod_alias, false};
@@ -157,7 +160,8 @@ Result<bool> Environment::GetBool(std::string_view name) const {
 
 Result<int64_t> ParseInt(std::string_view text, std::string_view what) {
   std::string t = Trim(text);
-  if (t.empty()) return Status::InvalidArgument(std::string(what) + ": expected an integer, got ''");
+  if (t.empty())
+    return Status::InvalidArgument(std::string(what) + ": expected an integer, got ''");
   errno = 0;
   char* end = nullptr;
   long long v = std::strtoll(t.c_str(), &end, 10);
@@ -188,7 +192,8 @@ Result<bool> ParseBool(std::string_view text, std::string_view what) {
   char* end = nullptr;
   long long v = std::strtoll(t.c_str(), &end, 10);
   if (errno == 0 && end != nullptr && *end == '\0') return v != 0;
-  return Status::InvalidArgument(std::string(what) + ": expected a boolean (1/0, true/false), got '" +
+  return Status::InvalidArgument(std::string(what) +
+                                 ": expected a boolean (1/0, true/false), got '" +
                                  std::string(text) + "'");
 }
 

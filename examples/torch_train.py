@@ -3,6 +3,7 @@
 
     hvdrun -np 2 python3 examples/torch_train.py --checkpoint /tmp/model.pt
     python3 examples/torch_train.py                 # one process, no hvdrun
+    hvdrun -np 2 python3 examples/torch_train.py --cuda   # on GPUs (local rank i on GPU i mod n)
 
 The task: 4-class classification of 20-dimensional points labelled by a fixed random
 teacher network (the same on every rank: fixed seed). Each rank trains on its shard of every
@@ -39,11 +40,12 @@ def metric_average(value: float, name: str) -> float:
     return hvd.allreduce(torch.tensor(value, dtype=torch.float64), name=name).item()
 
 
-def evaluate(model: nn.Module, loader: DataLoader) -> float:
+def evaluate(model: nn.Module, loader: DataLoader, device: torch.device) -> float:
     model.eval()
     correct, total = 0, 0
     with torch.no_grad():
         for points, labels in loader:
+            points, labels = points.to(device), labels.to(device)
             correct += (model(points).argmax(dim=1) == labels).sum().item()
             total += labels.numel()
     model.train()
@@ -63,9 +65,15 @@ def main() -> int:
     parser.add_argument("--resume", action="store_true", help="resume from --checkpoint")
     parser.add_argument("--min-accuracy", type=float, default=0.0,
                         help="exit 1 if the final test accuracy is below this")
+    parser.add_argument("--cuda", action="store_true",
+                        help="train on the GPU local_rank() mod the visible GPUs")
     args = parser.parse_args()
 
     hvd.init()
+    device = torch.device("cpu")
+    if args.cuda:
+        torch.cuda.set_device(hvd.local_rank() % torch.cuda.device_count())
+        device = torch.device("cuda", torch.cuda.current_device())
     torch.manual_seed(42)
     torch.set_num_threads(1)
 
@@ -79,12 +87,12 @@ def main() -> int:
     test_loader = DataLoader(test_set, batch_size=256, sampler=test_sampler)
 
     model = nn.Sequential(nn.Linear(FEATURES, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
-                          nn.Linear(64, CLASSES))
+                          nn.Linear(64, CLASSES)).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * hvd.size(), momentum=0.9)
 
     start_epoch = 0
     if args.resume and args.checkpoint and hvd.rank() == 0 and os.path.exists(args.checkpoint):
-        checkpoint = torch.load(args.checkpoint)
+        checkpoint = torch.load(args.checkpoint, map_location=device)
         model.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         start_epoch = checkpoint["epoch"] + 1
@@ -93,7 +101,7 @@ def main() -> int:
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
 
-    accuracy = evaluate(model, test_loader)
+    accuracy = evaluate(model, test_loader, device)
     if hvd.rank() == 0:
         print(f"ranks {hvd.size()}  epoch {start_epoch}  before training  "
               f"test accuracy {accuracy:.4f}", flush=True)
@@ -101,6 +109,7 @@ def main() -> int:
         train_sampler.set_epoch(epoch)
         total_loss, batches = 0.0, 0
         for points, labels in train_loader:
+            points, labels = points.to(device), labels.to(device)
             optimizer.zero_grad()
             loss = F.cross_entropy(model(points), labels)
             loss.backward()
@@ -108,7 +117,7 @@ def main() -> int:
             total_loss += loss.item()
             batches += 1
         train_loss = metric_average(total_loss / max(batches, 1), "train_loss")
-        accuracy = evaluate(model, test_loader)
+        accuracy = evaluate(model, test_loader, device)
         if hvd.rank() == 0:
             print(f"ranks {hvd.size()}  epoch {epoch + 1}  train loss {train_loss:.4f}  "
                   f"test accuracy {accuracy:.4f}", flush=True)

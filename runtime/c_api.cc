@@ -139,6 +139,7 @@ const OpOptions& ToOptions(const hvd_op_options_t* o) {
   out.postscale = o->postscale_factor;
   out.root_rank = o->root_rank;
   out.process_set_id = o->process_set_id;
+  out.stream = o->cuda_stream;
   out.has_splits = o->splits != nullptr;
   out.splits.clear();
   if (out.has_splits) {
@@ -192,6 +193,7 @@ void hvd_op_options_init(hvd_op_options_t* options) {
   options->process_set_id = 0;
   options->splits = nullptr;
   options->num_splits = 0;
+  options->cuda_stream = nullptr;
 }
 
 hvd_status_t hvd_init(void) {
@@ -378,7 +380,7 @@ hvd_status_t hvd_poll(hvd_handle_t handle, int32_t* done) {
 
 hvd_status_t hvd_wait(hvd_handle_t handle, double timeout_seconds) {
   return Guard([&] {
-    return Report(Default().handles().Wait(handle, std::chrono::duration<double>(timeout_seconds)));
+    return Report(Default().Wait(handle, std::chrono::duration<double>(timeout_seconds)));
   });
 }
 
@@ -505,6 +507,12 @@ hvd_status_t hvd_stop_timeline(void) {
 hvd_status_t hvd_build_flags(uint32_t* flags) {
   if (flags == nullptr) return NullArg("flags");
   *flags = hvd::runtime::BuildFlags();
+  return HVD_OK;
+}
+
+hvd_status_t hvd_nccl_version(int32_t* version) {
+  if (version == nullptr) return NullArg("version");
+  *version = hvd::runtime::NcclVersionCode();
   return HVD_OK;
 }
 

@@ -201,6 +201,24 @@ Status LoadAutotune(const env::Environment& env, RuntimeConfig* c) {
   return Status::OK();
 }
 
+// HVD_GPU_OPERATIONS, or Horovod's HOROVOD_GPU_ALLREDUCE when only that is set: NCCL -> nccl,
+// MPI/GLOO (a CPU transport) -> cpu.
+Status LoadGpu(const env::Environment& env, RuntimeConfig* c) {
+  const char* var = "HVD_GPU_OPERATIONS";
+  if (!env.IsSet(var) && env.IsSet("HVD_GPU_ALLREDUCE")) var = "HVD_GPU_ALLREDUCE";
+  HVD_ASSIGN_OR_RETURN(std::string mode, env.GetString(var));
+  for (char& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (mode.empty()) mode = "auto";
+  if (mode == "mpi" || mode == "gloo") mode = "cpu";
+  if (mode != "auto" && mode != "nccl" && mode != "cpu") {
+    return Status::InvalidArgument(
+        env.Get(var).source + ": expected auto, nccl or cpu (Horovod's NCCL, MPI, GLOO), got '" +
+        mode + "'");
+  }
+  c->gpu_operations = mode;
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<RuntimeConfig> LoadRuntimeConfig(const env::Environment& env) {
@@ -211,6 +229,7 @@ Result<RuntimeConfig> LoadRuntimeConfig(const env::Environment& env) {
   HVD_RETURN_IF_ERROR(LoadStall(env, &c));
   HVD_RETURN_IF_ERROR(LoadLogging(env, &c));
   HVD_RETURN_IF_ERROR(LoadAutotune(env, &c));
+  HVD_RETURN_IF_ERROR(LoadGpu(env, &c));
   return c;
 }
 

@@ -41,6 +41,10 @@ struct RuntimeConfig {
   // span hosts use them under HVD_CPU_OPERATIONS=auto (shm_provider.h).
   std::string hierarchical_allreduce = "auto";
   bool hierarchical_allgather = false;
+  // HVD_GPU_OPERATIONS (or HOROVOD_GPU_ALLREDUCE), normalised: "auto" (NCCL for a process set
+  // whose members each have a GPU of their own, else host staging), "nccl" or "cpu" (GPU
+  // tensors staged through host memory and the CPU transport). gpu_backend.h.
+  std::string gpu_operations = "auto";
   // HVD_SHM_BUFFER_BYTES: staging memory per rank of a shared-memory group (shm_communicator.h).
   int64_t shm_buffer_bytes = int64_t{4} << 20;
   // HVD_CONTROLLER, lower-cased: "gloo" (hvdrun's rendezvous) or "mpi". When HVD_CONTROLLER /

@@ -153,8 +153,10 @@ def gloo_built() -> bool:
     return bool(_c.build_flags() & _c.BUILT_GLOO)
 
 
-def nccl_built() -> bool:
-    return bool(_c.build_flags() & _c.BUILT_NCCL)
+def nccl_built() -> int:
+    """NCCL_VERSION_CODE of the NCCL this build's GPU path uses (e.g. 22809 for 2.28.9), 0
+    without one: Horovod's answer (its tests compare it with 2700)."""
+    return _c.nccl_version()
 
 
 def cuda_built() -> bool:

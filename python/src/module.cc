@@ -126,6 +126,11 @@ std::vector<hvd_tensor_t> ToTensors(const std::vector<TensorDesc>& descs) {
 }
 
 // Options with the lifetime of one enqueue call; `name` and `splits` are owned here.
+// The CUDA stream set_cuda_stream() named for this thread's next collective (0: the default
+// stream); the next Options takes it and clears it. hvd.torch sets it last before the enqueue
+// (after every check that can raise), so it is not left for a later call.
+thread_local uintptr_t g_cuda_stream = 0;
+
 struct Options {
   std::optional<std::string> name;
   std::vector<int32_t> splits;
@@ -135,6 +140,8 @@ struct Options {
     Api().op_options_init(&raw);
     raw.name = name ? name->c_str() : nullptr;
     raw.process_set_id = process_set_id;
+    raw.cuda_stream = reinterpret_cast<void*>(g_cuda_stream);
+    g_cuda_stream = 0;
   }
   void SetReduction(int op, double prescale, double postscale) {
     raw.reduce_op = static_cast<hvd_reduce_op_t>(op);
@@ -250,8 +257,10 @@ hvd_tensor_t PlainTensor(uintptr_t address, int dtype, py::handle shape) {
 // wait is interrupted the handle stays in flight and is not released (its name stays
 // reserved), as with an interrupted synchronize().
 void AllreduceNow(py::handle in, py::handle out, int dtype, py::handle shape, py::handle name,
-                  int op, double prescale, double postscale, int32_t process_set_id) {
+                  int op, double prescale, double postscale, int32_t process_set_id, int32_t device,
+                  uintptr_t stream) {
   hvd_tensor_t input = PlainTensor(AddressOf(in, false), dtype, shape);
+  input.device = device;
   hvd_tensor_t output = input;
   output.data = reinterpret_cast<void*>(AddressOf(out, true));
   hvd_op_options_t options;
@@ -262,6 +271,7 @@ void AllreduceNow(py::handle in, py::handle out, int dtype, py::handle shape, py
   options.reduce_op = static_cast<hvd_reduce_op_t>(op);
   options.prescale_factor = prescale;
   options.postscale_factor = postscale;
+  options.cuda_stream = reinterpret_cast<void*>(stream);
   hvd_handle_t handle = 0;
   hvd_status_t status;
   std::string message;
@@ -363,17 +373,24 @@ void BindLifecycle(py::module_& m) {
   });
   m.def("stop_timeline", [] { Check([] { return Api().stop_timeline(); }); });
   m.def("build_flags", [] { return Out<uint32_t>(Api().build_flags); });
+  m.def("nccl_version", [] { return Out<int32_t>(Api().nccl_version); });
   m.def("enabled_flags", [] { return Out<uint32_t>(Api().enabled_flags); });
   m.def("version", [] { return std::string(Api().version()); });
 }
 
 void BindCollectives(py::module_& m) {
   using OptName = std::optional<std::string>;
+  m.def(
+      "set_cuda_stream", [](uintptr_t stream) { g_cuda_stream = stream; }, py::arg("stream"),
+      "The cudaStream_t (an address; 0 = the default stream) producing the GPU tensors of this "
+      "thread's next collective call; that call takes it");
   m.def("allreduce_now", &AllreduceNow, py::arg("input"), py::arg("output"), py::arg("dtype"),
         py::arg("shape"), py::arg("name"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
-        py::arg("process_set_id"),
-        "Allreduce of CPU memory `input` into `output` (addresses, or C-contiguous buffers such "
-        "as numpy arrays; may be the same) and wait: enqueue, wait and release in one call");
+        py::arg("process_set_id"), py::arg("device") = static_cast<int32_t>(HVD_DEVICE_CPU),
+        py::arg("stream") = static_cast<uintptr_t>(0),
+        "Allreduce of `input` into `output` (addresses, or C-contiguous buffers such as numpy "
+        "arrays; may be the same; on CUDA device `device` with producer stream `stream` when "
+        "device >= 0) and wait: enqueue, wait and release in one call");
   m.def("allreduce", [](const TensorDesc& in, const TensorDesc& out, OptName name, int op,
                         double prescale, double postscale, int32_t process_set_id) {
     hvd_tensor_t input = ToTensor(in), output = ToTensor(out);

@@ -64,6 +64,7 @@ std::string ResolveAll(void* library, RuntimeApi* api) {
   HVD_RESOLVE(start_timeline);
   HVD_RESOLVE(stop_timeline);
   HVD_RESOLVE(build_flags);
+  HVD_RESOLVE(nccl_version);
   HVD_RESOLVE(enabled_flags);
   HVD_RESOLVE(version);
 #undef HVD_RESOLVE

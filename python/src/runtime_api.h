@@ -61,6 +61,7 @@ struct RuntimeApi {
   decltype(&::hvd_start_timeline) start_timeline;
   decltype(&::hvd_stop_timeline) stop_timeline;
   decltype(&::hvd_build_flags) build_flags;
+  decltype(&::hvd_nccl_version) nccl_version;
   decltype(&::hvd_enabled_flags) enabled_flags;
   decltype(&::hvd_version) version;
 };

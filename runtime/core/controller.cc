@@ -308,14 +308,14 @@ Status Controller::Process(std::span<const Response> responses, bool put_in_cach
     }
     if (put_in_cache) PutInCache(response);
     Status outcome;
-    Status s = executor_->Execute(response, entries_, comm_.get(), &outcome);
+    Status s = executor_->Execute(response, entries_, comm_.get(), &outcome, &gpu_);
     finished_.clear();
     for (const TensorEntry* e : entries_) {
       if (e) finished_.push_back(e->handle);
     }
     entries_.clear();
     queue_.Recycle(&taken_);
-    for (int64_t handle : finished_) handles_->FinishPart(handle, outcome);
+    handles_->FinishParts(finished_, outcome);
     HVD_RETURN_IF_ERROR(s);
     if (report_executed_ && response.type != OpType::kError) result->executed.push_back(response);
   }

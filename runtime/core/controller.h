@@ -131,6 +131,7 @@ class Controller {
   int32_t id_;
   std::vector<int32_t> ranks_;
   std::unique_ptr<Communicator> comm_;
+  GpuSetState gpu_;  // this set's NCCL group, made at its first GPU op
   RuntimeConfig config_;
   HandleManager* handles_;
   OpExecutor* executor_;

@@ -35,6 +35,7 @@ int64_t HandleManager::Create(int32_t parts, int32_t num_outputs) {
   }
   s->parts_left = parts;
   s->done = parts == 0;
+  if (!s->done) in_flight_.fetch_add(1, std::memory_order_relaxed);
   s->status = Status::OK();
   s->outputs.resize(num_outputs);
   s->taken.assign(num_outputs, false);
@@ -70,16 +71,25 @@ void HandleManager::SetIntResult(int64_t handle, int64_t value) {
 }
 
 void HandleManager::FinishPart(int64_t handle, const Status& status) {
+  FinishParts(std::span<const int64_t>(&handle, 1), status);
+}
+
+void HandleManager::FinishParts(std::span<const int64_t> handles, const Status& status) {
+  bool any_done = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = states_.find(handle);
-    if (it == states_.end() || it->second.done) return;
-    State& s = it->second;
-    if (!status.ok() && s.status.ok()) s.status = status;
-    if (--s.parts_left > 0) return;
-    s.done = true;
+    for (int64_t handle : handles) {
+      auto it = states_.find(handle);
+      if (it == states_.end() || it->second.done) continue;
+      State& s = it->second;
+      if (!status.ok() && s.status.ok()) s.status = status;
+      if (--s.parts_left > 0) continue;
+      s.done = true;
+      any_done = true;
+      in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    }
   }
-  done_cv_.notify_all();
+  if (any_done) done_cv_.notify_all();
 }
 
 Result<bool> HandleManager::Poll(int64_t handle) {
@@ -106,6 +116,14 @@ Status HandleManager::Wait(int64_t handle, std::chrono::duration<double> timeout
   it = states_.find(handle);
   if (it == states_.end()) return Unknown(handle);
   return it->second.status;
+}
+
+bool HandleManager::WaitDone(int64_t handle, std::chrono::steady_clock::duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return done_cv_.wait_for(lock, timeout, [&] {
+    auto found = states_.find(handle);
+    return found == states_.end() || found->second.done;
+  });
 }
 
 Result<HandleManager::State*> HandleManager::DoneStateLocked(int64_t handle) {

@@ -1,10 +1,12 @@
 #ifndef HVD_RUNTIME_CORE_HANDLE_MANAGER_H_
 #define HVD_RUNTIME_CORE_HANDLE_MANAGER_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,6 +45,10 @@ class HandleManager {
   void SetReceivedSplits(int64_t handle, std::vector<int32_t> splits);
   void SetIntResult(int64_t handle, int64_t value);
   void FinishPart(int64_t handle, const Status& status);
+  // FinishPart for each handle of one executed response, under one lock with one wake-up:
+  // a thread waiting on the first of 100 fused tensors wakes once, not once per tensor (each
+  // wake-up could switch it in and out on a shared CPU).
+  void FinishParts(std::span<const int64_t> handles, const Status& status);
   // Records the names `handle` reserved in process set `set_id`'s queue (TensorQueue::Add),
   // handed back by Release so the caller can unreserve them.
   template <typename Names>
@@ -57,6 +63,14 @@ class HandleManager {
 
   // kNotFound for unknown handles.
   Result<bool> Poll(int64_t handle);
+  // Waits up to `timeout` for `handle` to complete; true once it has (or is unknown). Unlike
+  // Wait it builds no status, so a caller waiting in slices allocates nothing.
+  bool WaitDone(int64_t handle, std::chrono::steady_clock::duration timeout);
+  // Wakes every thread in Wait/WaitDone to look again (a waiting caller that runs the
+  // runtime's iterations when no other thread does: one just finished).
+  void WakeWaiters() { done_cv_.notify_all(); }
+  // Handles created and not yet completed (a hint: it changes under the caller's feet).
+  int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
   // The op's status once done; kInProgress at the deadline (timeout < 0: none).
   Status Wait(int64_t handle, std::chrono::duration<double> timeout);
   Result<int32_t> NumOutputs(int64_t handle);
@@ -86,6 +100,7 @@ class HandleManager {
 
   std::mutex mu_;
   std::condition_variable done_cv_;
+  std::atomic<int64_t> in_flight_{0};
   int64_t next_handle_ = 1;
   using States = std::unordered_map<int64_t, State>;
   using Node = States::node_type;

@@ -7,6 +7,13 @@
 #include "runtime/transports/reduction.h"
 
 namespace hvd::runtime {
+
+double PostscaleFor(const Response& r, int size) {
+  return r.reduce_op == ReduceOp::kAverage ? r.postscale / size : r.postscale;
+}
+
+ReduceOp BackendOp(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
+
 namespace {
 
 // Elements of one row (all dims but the first); 1 for a vector.
@@ -15,12 +22,6 @@ int64_t RowElements(const std::vector<int64_t>& shape) {
   for (size_t d = 1; d < shape.size(); ++d) n *= shape[d];
   return n;
 }
-
-double PostscaleFor(const Response& r, int size) {
-  return r.reduce_op == ReduceOp::kAverage ? r.postscale / size : r.postscale;
-}
-
-ReduceOp BackendOp(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
 
 // malloc(0) may return NULL; outputs always get a real pointer.
 void* AllocOutput(int64_t bytes) { return std::malloc(bytes > 0 ? static_cast<size_t>(bytes) : 1); }
@@ -110,12 +111,29 @@ void OpExecutor::RecordEnd(const Response& r, std::span<TensorEntry* const> entr
 }
 
 Status OpExecutor::Execute(const Response& r, std::span<TensorEntry* const> entries,
-                           Communicator* comm, Status* outcome) {
+                           Communicator* comm, Status* outcome, GpuSetState* gpu) {
   if (entries.empty()) {  // a response names at least one tensor; never index an empty list
     *outcome = Status::Internal(std::string(OpTypeName(r.type)) + " response without tensors");
     return Status::OK();
   }
-  recording_ = timeline_ != nullptr && timeline_->on() && r.type != OpType::kError;
+  switch (r.type) {
+    case OpType::kAllreduce:
+    case OpType::kBroadcast:
+    case OpType::kAllgather:
+    case OpType::kAlltoall:
+    case OpType::kReducescatter:
+    case OpType::kBarrier:
+      break;
+    case OpType::kError:
+      ReleaseReady(entries);
+      *outcome = Status::RemoteError(r.error);
+      return Status::OK();
+    default:
+      ReleaseReady(entries);
+      *outcome = Status::Internal(std::string("unexpected response type ") + OpTypeName(r.type));
+      return Status::OK();
+  }
+  recording_ = timeline_ != nullptr && timeline_->on();
   if (recording_) {
     const std::string op = TimelineOpName(r.type);
     for (const auto& e : entries) {
@@ -123,40 +141,35 @@ Status OpExecutor::Execute(const Response& r, std::span<TensorEntry* const> entr
     }
     for (const std::string& name : r.names) timeline_->timeline().Start(name, op);
   }
-  Status s;
-  switch (r.type) {
-    case OpType::kAllreduce:
-      s = Allreduce(r, entries, comm);
-      break;
-    case OpType::kBroadcast:
-      s = Broadcast(r, entries.front(), comm);
-      break;
-    case OpType::kAllgather:
-      s = entries.size() == 1 ? Allgather(r, entries.front(), comm)
-                              : FusedAllgather(r, entries, comm);
-      break;
-    case OpType::kAlltoall:
-      s = Alltoall(r, entries.front(), comm);
-      break;
-    case OpType::kReducescatter:
-      s = Reducescatter(r, entries.front(), comm);
-      break;
-    case OpType::kBarrier:
-      ActivityStart(r, CommActivity(r, comm));
-      s = comm->Barrier();
-      ActivityEnd(r);
-      break;
-    case OpType::kError:
-      *outcome = Status::RemoteError(r.error);
-      return Status::OK();
-    default:
-      *outcome = Status::Internal(std::string("unexpected response type ") + OpTypeName(r.type));
-      return Status::OK();
-  }
+  Status s = r.device >= 0 && r.type != OpType::kBarrier ? RunGpu(r, entries, comm, gpu)
+                                                         : Run(r, entries, comm);
   if (recording_) RecordEnd(r, entries);
   if (!s.ok()) s = Failed(r, s);
   *outcome = s;
   return s;
+}
+
+Status OpExecutor::Run(const Response& r, std::span<TensorEntry* const> entries,
+                       Communicator* comm) {
+  switch (r.type) {
+    case OpType::kAllreduce:
+      return Allreduce(r, entries, comm);
+    case OpType::kBroadcast:
+      return Broadcast(r, entries.front(), comm);
+    case OpType::kAllgather:
+      return entries.size() == 1 ? Allgather(r, entries.front(), comm)
+                                 : FusedAllgather(r, entries, comm);
+    case OpType::kAlltoall:
+      return Alltoall(r, entries.front(), comm);
+    case OpType::kReducescatter:
+      return Reducescatter(r, entries.front(), comm);
+    default: {
+      ActivityStart(r, CommActivity(r, comm));
+      Status s = comm->Barrier();
+      ActivityEnd(r);
+      return s;
+    }
+  }
 }
 
 Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> entries,

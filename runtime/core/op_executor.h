@@ -1,7 +1,11 @@
 #ifndef HVD_RUNTIME_CORE_OP_EXECUTOR_H_
 #define HVD_RUNTIME_CORE_OP_EXECUTOR_H_
 
+#include <atomic>
+#include <memory>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -11,8 +15,16 @@
 #include "runtime/core/runtime_timeline.h"
 #include "runtime/core/tensor_queue.h"
 #include "runtime/transports/communicator.h"
+#include "runtime/transports/gpu_backend.h"
 
 namespace hvd::runtime {
+
+// A process set's GPU state, owned by its Controller: whether its GPU ops run on NCCL, decided
+// with the set's members at its first GPU op (GpuBackend::CreateGroup), and the NCCL group.
+struct GpuSetState {
+  bool decided = false;
+  std::unique_ptr<GpuGroup> group;  // null: GPU tensors are staged through host memory
+};
 
 // OpExecutor runs one negotiated (possibly fused) response on a process set's communicator
 // and sets `*outcome` to the status the local entries' handles complete with; the caller
@@ -30,18 +42,56 @@ namespace hvd::runtime {
 // GLOO_ALLREDUCE, MEMCPY_OUT_FUSION_BUFFER) and an End with dtype, shape and bytes. Checked once
 // per response; nothing is built when off.
 //
+// GPU tensors (response.device >= 0; op_executor_gpu.cc): the executor first makes hvd's
+// stream wait for each tensor's producer (the entry's `ready` event), then runs allreduce and
+// broadcast on the set's NCCL group when it has one and NCCL can do the op, and everything
+// else staged: device->pinned host copies, the CPU path above on the host copies, host->device
+// copies of the results (a single large allreduce in chunks, so the copies overlap the
+// transfer). Runtime-allocated outputs of GPU ops are host memory (OutputTensor::device -1);
+// the framework binding moves them to the device. Timeline activities NCCL_ALLREDUCE,
+// NCCL_BCAST, MEMCPY_D2H, MEMCPY_H2D and <COMM>_STAGED_ALLREDUCE.
+//
 // A non-OK return (also in *outcome) means the communicator failed (peer died, timeout,
 // abort): the caller must fail the entries and stop. Errors that concern only these tensors
 // (an error response) are only in *outcome; the return is OK. Background thread only.
+// The factor after the backend's sum: Average is Sum then postscale / size.
+double PostscaleFor(const Response& r, int size);
+// What the backend runs for `op` (Average is not a backend op).
+ReduceOp BackendOp(ReduceOp op);
+
 class OpExecutor {
  public:
-  OpExecutor(FusionBuffer* buffer, HandleManager* handles, RuntimeTimeline* timeline = nullptr)
-      : buffer_(buffer), handles_(handles), timeline_(timeline) {}
+  // `join_device`: the device of this rank's hvd_join (written by the framework thread, -1 for
+  // none); a rank that joined before its first GPU op runs its GPU work there.
+  OpExecutor(FusionBuffer* buffer, HandleManager* handles, RuntimeTimeline* timeline = nullptr,
+             GpuBackend* gpu = nullptr, std::string gpu_operations = "auto",
+             const std::atomic<int>* join_device = nullptr)
+      : buffer_(buffer),
+        handles_(handles),
+        timeline_(timeline),
+        gpu_(gpu),
+        gpu_operations_(std::move(gpu_operations)),
+        join_device_(join_device) {}
 
+  // `gpu` is the set's GpuSetState (null: GPU responses are staged).
   Status Execute(const Response& response, std::span<TensorEntry* const> entries,
-                 Communicator* comm, Status* outcome);
+                 Communicator* comm, Status* outcome, GpuSetState* gpu = nullptr);
 
  private:
+  // The CPU path of a data response (host memory).
+  Status Run(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm);
+  // op_executor_gpu.cc
+  Status RunGpu(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
+                GpuSetState* state);
+  Status NcclAllreduce(const Response& r, std::span<TensorEntry* const> entries, GpuGroup* group,
+                       double scale);
+  Status Staged(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
+                int device);
+  // `entry` is null on a joined rank, which reduces zeros in the same chunks.
+  Status StagedAllreduce(const Response& r, TensorEntry* entry, Communicator* comm, int device);
+  // Gives the producers' ready events of `entries` back to the GPU backend (an op that fails
+  // before RunGpu waited for them).
+  void ReleaseReady(std::span<TensorEntry* const> entries);
   Status Allreduce(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm);
   Status Broadcast(const Response& r, TensorEntry* entry, Communicator* comm);
   Status Allgather(const Response& r, TensorEntry* entry, Communicator* comm);
@@ -58,11 +108,23 @@ class OpExecutor {
   FusionBuffer* buffer_;
   HandleManager* handles_;
   RuntimeTimeline* timeline_;  // null unless this is global rank 0
+  GpuBackend* gpu_;
+  std::string gpu_operations_;
+  const std::atomic<int>* join_device_;
+  int last_device_ = -1;  // the device of this rank's last GPU op (a joined rank has none)
   bool recording_ = false;
   // FusedAllgather's per-rank block bytes and unpack cursors, kept so it allocates nothing
   // but the outputs.
   std::vector<int64_t> block_bytes_, cursor_;
   std::vector<char*> outputs_;
+  // Staged GPU ops: each entry's slice of the pinned buffer and its own pointers meanwhile.
+  std::vector<int64_t> staged_offsets_, staged_bytes_;
+  std::vector<std::pair<const void*, void*>> device_ptrs_;
+  std::vector<int> markers_;
+  // NCCL allreduce arguments.
+  std::vector<const void*> gpu_inputs_;
+  std::vector<void*> gpu_outputs_;
+  std::vector<int64_t> gpu_counts_;
 };
 
 }  // namespace hvd::runtime

@@ -35,7 +35,8 @@ std::string CheckCommon(const Request& first, const Request& r) {
     return std::string("Mismatched data types: One rank had type ") + DataTypeName(first.dtype) +
            ", but another rank had type " + DataTypeName(r.dtype) + ".";
   }
-  if (r.device != first.device) {
+  // CPU against GPU, as Horovod: each rank's GPU is its own (local_rank's) device.
+  if ((r.device >= 0) != (first.device >= 0)) {
     return "Mismatched CPU/GPU device selection: One rank specified device " +
            DeviceString(first.device) + ", but another rank specified device " +
            DeviceString(r.device) + ".";

@@ -72,6 +72,7 @@ struct OpOptions {
   int32_t process_set_id = 0;
   bool has_splits = false;
   std::vector<int32_t> splits;  // alltoall
+  void* stream = nullptr;       // GPU tensors: the producer's CUDA stream (null = default)
 };
 
 struct Topology {
@@ -160,6 +161,15 @@ class Runtime {
   bool autotuning() const;
 
   HandleManager& handles() { return handles_; }
+  // hvd_wait: waits until `handle` completes or `timeout` passes (negative: no limit), with
+  // HandleManager::Wait's results. While it waits, the calling thread runs the background
+  // loop's iterations itself whenever no other thread is running one (see "Who runs the
+  // cycles" in runtime.cc): a synchronous op then costs no hand-off to the background thread
+  // and back. An iteration the caller runs is not cut short at `timeout`: the call returns
+  // when it ends, which a peer that stopped answering delays up to the communicators'
+  // timeout (HVD_GLOO_TIMEOUT_SECONDS; the iteration then fails the runtime, as it would on
+  // the background thread). kNotFound for an unknown handle.
+  Status Wait(int64_t handle, std::chrono::duration<double> timeout);
   // Releases a completed handle (HandleManager::Release) and frees the tensor names it kept
   // reserved in its process set's queue: only now may another op use them.
   Status ReleaseHandle(int64_t handle);
@@ -177,6 +187,18 @@ class Runtime {
   Status CheckHomogeneous(Communicator* comm);
   void StopLocked();
   void Loop();
+  // One iteration of the loop (every process set's cycle, timeline shipment, autotune sync),
+  // run with cycle_mu_ held by whichever thread holds it. False when the loop must stop: the
+  // runtime failed or shut down (the handles are failed by then).
+  bool IterateLocked(bool request_shutdown, CycleResult* total);
+  // Runs one iteration in the calling thread if no other thread is running one and the loop
+  // still runs: kRan if it did, kBusy while another thread runs one, kNotAllowed when callers
+  // may not drive (any more): a GPU tensor was enqueued, the loop stopped or is stopping.
+  enum class Drive { kRan, kBusy, kNotAllowed };
+  Drive TryDrive();
+  // After a caller ran iterations: wakes the background thread if this rank still has work
+  // in flight.
+  void HandBack();
   Status RunIteration(bool request_shutdown, CycleResult* total);
   std::chrono::microseconds NextInterval(const CycleResult& r, std::chrono::microseconds prev);
   void FailEverything(const Status& status);
@@ -189,6 +211,8 @@ class Runtime {
   Status RemoveProcessSetNow(int32_t id);
 
   Result<std::shared_ptr<Controller>> ControllerFor(int32_t process_set_id) const;
+  Status MarkDevice(TensorEntry* e, const TensorSpec& in, const TensorSpec* out,
+                    const OpOptions& o);
   Result<int64_t> Submit(Controller* controller, std::span<TensorEntry> entries,
                          int32_t num_outputs);
   Result<int64_t> SubmitControl(Request request);
@@ -222,10 +246,29 @@ class Runtime {
   // Global rank 0 with HVD_TIMELINE set; every rank when HVD_TIMELINE_ALL_RANKS is on too.
   std::unique_ptr<RuntimeTimeline> timeline_;
   std::unique_ptr<OpExecutor> executor_;
+  // The GPU path (null without CUDA): made at the first Init, kept until the Runtime is
+  // destroyed, because framework threads use it while enqueueing.
+  std::unique_ptr<GpuBackend> gpu_;
+  std::atomic<int> join_device_{-1};      // hvd_join's device (OpExecutor's join_device)
   std::unique_ptr<Autotuner> autotuner_;  // every rank when HVD_AUTOTUNE=1
   bool cache_enabled_ = true;             // background thread once running
   ProcessSetTable sets_;
-  std::vector<std::shared_ptr<Controller>> cycle_controllers_;  // background thread's scratch
+  // Held while an iteration runs, by the background thread or a waiting caller (TryDrive); it
+  // guards everything the cycles touch, and the fields below.
+  std::mutex cycle_mu_;
+  bool loop_stopped_ = false;  // no more iterations (set by whoever saw the loop end)
+  uint64_t iterations_ = 0;    // iterations run, by any thread
+  CycleResult last_result_;    // the last iteration's progress/pending flags (for intervals)
+  int64_t shipments_due_ = 0;  // iterations since the last timeline shipment
+  // Callers may run iterations: not under MPI without thread support, nor with more local ranks
+  // than CPUs (set at init); and not once a GPU tensor was enqueued (gpu_used_: the GPU path
+  // keeps its CUDA context on the background thread).
+  std::atomic<bool> callers_drive_{false};
+  std::atomic<bool> gpu_used_{false};
+  // Callers inside Wait that run iterations; while there is one, the background thread leaves
+  // the iterations to them instead of contending for cycle_mu_.
+  std::atomic<int> drivers_{0};
+  std::vector<std::shared_ptr<Controller>> cycle_controllers_;  // scratch, under cycle_mu_
   std::thread thread_;
   std::atomic<int64_t> name_counter_{0};
   std::atomic<uint32_t> enabled_flags_{0};

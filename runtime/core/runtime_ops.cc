@@ -22,12 +22,8 @@ Status CheckTensor(const TensorSpec& t, const char* what) {
     if (d < 0) return Status::InvalidArgument(std::string(what) + ": negative dimension");
     n *= d;
   }
-  if (t.device >= 0) {
-    // The executor works on host memory; a device pointer would be dereferenced on the host.
-    return Status::InvalidArgument(std::string(what) + ": GPU tensors (device " +
-                                   std::to_string(t.device) +
-                                   ") are not supported by this libhvd; move the tensor to "
-                                   "the CPU");
+  if (t.device < -1) {
+    return Status::InvalidArgument(std::string(what) + ": bad device " + std::to_string(t.device));
   }
   if (n > 0 && t.data == nullptr) {
     return Status::InvalidArgument(std::string(what) + ": data is NULL");
@@ -119,6 +115,34 @@ std::string_view Runtime::NameOrGenerated(const std::string& name, const char* o
   return *scratch;
 }
 
+// GPU tensors: the input (and an output other than it) must be memory of the named device, and
+// the entry gets the event that orders the runtime's reads after the producer's stream.
+Status Runtime::MarkDevice(TensorEntry* e, const TensorSpec& in, const TensorSpec* out,
+                           const OpOptions& o) {
+  if (in.device < 0 && (out == nullptr || out->device < 0)) return Status::OK();
+  if (gpu_ == nullptr) {
+    return Status::InvalidArgument("'" + e->request.name + "': GPU tensors (CUDA device " +
+                                   std::to_string(std::max(in.device, out ? out->device : -1)) +
+                                   ") need a libhvd built with CUDA and NCCL (hvdrun -cb); move "
+                                   "the tensor to the CPU");
+  }
+  if (out != nullptr && out->device != in.device) {
+    return Status::InvalidArgument("'" + e->request.name + "': output on device " +
+                                   std::to_string(out->device) + " but input on device " +
+                                   std::to_string(in.device));
+  }
+  gpu_used_.store(true, std::memory_order_relaxed);   // from now on only Loop runs the cycles
+  const int64_t elements = e->request.NumElements();  // FillRequest copied in.shape
+  if (out != nullptr && out->data != in.data && elements > 0) {
+    HVD_RETURN_IF_ERROR(
+        gpu_->CheckMemory(out->device, out->data).WithContext("'" + e->request.name + "' output"));
+  }
+  auto ready = gpu_->MarkReady(in.device, elements > 0 ? in.data : nullptr, o.stream);
+  if (!ready.ok()) return ready.status().WithContext("'" + e->request.name + "'");
+  e->ready = *ready;
+  return Status::OK();
+}
+
 Result<std::shared_ptr<Controller>> Runtime::ControllerFor(int32_t process_set_id) const {
   {
     std::lock_guard<std::mutex> lock(state_mu_);
@@ -167,6 +191,9 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> e
     }
   }
   if (!s.ok()) {
+    for (auto& e : entries) {
+      if (e.ready != nullptr && gpu_ != nullptr) gpu_->ReleaseEvent(e.ready);
+    }
     handles_.FinishPart(handle, s);
     while (!handles_.Poll(handle).value()) handles_.FinishPart(handle, s);
     (void)handles_.Release(handle);
@@ -209,6 +236,7 @@ Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
     FillMember(&e.request, OpType::kAllreduce, base, i, inputs.size(), grouped, inputs[i], o);
     e.input = inputs[i].data;
     e.output = outputs[i].data;
+    HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], &outputs[i], o));
   }
   return Submit(controller.get(), scratch.entries, 0);
 }
@@ -226,6 +254,7 @@ Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, co
     FillMember(&e.request, OpType::kAllgather, base, i, inputs.size(), grouped, inputs[i], o);
     e.input = inputs[i].data;
     e.output_index = static_cast<int32_t>(i);
+    HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], nullptr, o));
   }
   return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()));
 }
@@ -252,6 +281,7 @@ Result<int64_t> Runtime::EnqueueBroadcast(const TensorSpec& input, const TensorS
   e.request.root = static_cast<int32_t>(it - ranks.begin());
   e.input = input.data;
   e.output = output.data;
+  HVD_RETURN_IF_ERROR(MarkDevice(&e, input, &output, o));
   return Submit(controller.get(), scratch.entries, 0);
 }
 
@@ -287,6 +317,7 @@ Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOption
                                    std::to_string(n) + ") when splits are not given");
   }
   e.input = input.data;
+  HVD_RETURN_IF_ERROR(MarkDevice(&e, input, nullptr, o));
   return Submit(controller.get(), scratch.entries, 1);
 }
 
@@ -304,6 +335,7 @@ Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs
     FillMember(&e.request, OpType::kReducescatter, base, i, inputs.size(), grouped, inputs[i], o);
     e.input = inputs[i].data;
     e.output_index = static_cast<int32_t>(i);
+    HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], nullptr, o));
   }
   return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()));
 }
@@ -324,6 +356,7 @@ Result<int64_t> Runtime::EnqueueJoin(int32_t device) {
   e.request.type = OpType::kJoin;
   e.request.name = "join";
   e.request.device = device;
+  if (device >= 0) join_device_.store(device, std::memory_order_relaxed);
   return Submit(controller.get(), scratch.entries, 0);
 }
 

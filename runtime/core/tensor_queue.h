@@ -23,6 +23,8 @@ struct TensorEntry {
   int64_t handle = 0;
   int32_t output_index = 0;  // runtime-allocated output slot within the handle
   int64_t enqueued_us = 0;   // timeline clock at enqueue (0 = timeline off): QUEUE span
+  // GPU tensors (request.device >= 0): GpuBackend::MarkReady's event on the producer's stream.
+  void* ready = nullptr;
 
   // Back to the defaults, keeping the request's buffers for reuse.
   void Clear() {
@@ -32,6 +34,7 @@ struct TensorEntry {
     handle = 0;
     output_index = 0;
     enqueued_us = 0;
+    ready = nullptr;
   }
 };
 

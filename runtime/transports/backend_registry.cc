@@ -3,6 +3,7 @@
 #include "common/job_key.h"
 #include "common/kv_client.h"
 #include "runtime/include/hvd/c_api.h"
+#include "runtime/transports/host_layout.h"
 #include "runtime/transports/shm/shm_provider.h"
 #include "runtime/transports/single_rank_communicator.h"
 #include "runtime/transports/tcp/tcp_communicator.h"
@@ -25,6 +26,9 @@
 #include "runtime/transports/gloo/gloo_communicator.h"
 #else
 #define HVD_GLOO_TRANSPORT 0
+#endif
+#if HVD_HAVE_NCCL
+#include "runtime/transports/nccl/cuda_backend.h"
 #endif
 #if HVD_HAVE_MPI
 #include "runtime/transports/mpi/mpi_provider.h"
@@ -89,6 +93,8 @@ class TcpProvider : public CommunicatorProvider {
     options.job_id = config_.job_id;
     options.timeout = config_.timeout;
     options.heartbeat_timeout = config_.heartbeat_timeout;
+    // A CPU for every rank of this host: waits may poll busily for a while (tcp_transport.h).
+    if (CpuPerRank(config_.local_size)) options.busy_poll = std::chrono::microseconds(50);
     return CreateTcpCommunicator(options);
   }
   uint32_t enabled_flags() const override { return 0; }
@@ -224,6 +230,22 @@ uint32_t BuildFlags() {
   if (HVD_HAVE_MPI) flags |= HVD_BUILT_MPI;
   if (HVD_HAVE_NCCL) flags |= HVD_BUILT_NCCL | HVD_BUILT_CUDA;
   return flags;
+}
+
+int32_t NcclVersionCode() {
+#if HVD_HAVE_NCCL
+  return NcclBuiltVersion();
+#else
+  return 0;
+#endif
+}
+
+std::unique_ptr<GpuBackend> CreateGpuBackend() {
+#if HVD_HAVE_NCCL
+  return MakeCudaBackend();
+#else
+  return nullptr;
+#endif
 }
 
 }  // namespace hvd::runtime

@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "runtime/runtime_config.h"
 #include "runtime/transports/communicator.h"
+#include "runtime/transports/gpu_backend.h"
 
 namespace hvd::runtime {
 
@@ -51,6 +52,12 @@ Result<std::unique_ptr<CommunicatorProvider>> CreateDefaultProvider(const Runtim
 
 // HVD_BUILT_* bits of the backends compiled in.
 uint32_t BuildFlags();
+// NCCL_VERSION_CODE the GPU path was compiled against; 0 without it.
+int32_t NcclVersionCode();
+
+// The GPU path of a runtime (gpu_backend.h), or null in a build without CUDA and NCCL (GPU
+// tensors are then refused at enqueue). Touches no device.
+std::unique_ptr<GpuBackend> CreateGpuBackend();
 
 }  // namespace hvd::runtime
 

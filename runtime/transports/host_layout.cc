@@ -1,5 +1,7 @@
 #include "runtime/transports/host_layout.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 namespace hvd::runtime {
@@ -40,6 +42,11 @@ HostLayout ComputeHostLayout(const std::vector<std::string>& host_of, int me) {
     l.summary += (h == 0 ? "" : ", ") + names[h] + " x" + std::to_string(counts[h]);
   }
   return l;
+}
+
+bool CpuPerRank(int ranks_on_host) {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > 0 && ranks_on_host <= cpus;
 }
 
 }  // namespace hvd::runtime

@@ -28,6 +28,11 @@ struct HostLayout {
 // identities as hvdrun assigned them). Pure; `me` must index `host_of`.
 HostLayout ComputeHostLayout(const std::vector<std::string>& host_of, int me);
 
+// True when this host has at least one online CPU for each of `ranks_on_host` busy ranks: then
+// a waiter may spin or poll busily for a while, since the peer it waits for has a CPU of its
+// own (shared-memory waits, tcp busy polling, callers running the runtime's cycles).
+bool CpuPerRank(int ranks_on_host);
+
 }  // namespace hvd::runtime
 
 #endif  // HVD_RUNTIME_TRANSPORTS_HOST_LAYOUT_H_

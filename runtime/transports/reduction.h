@@ -13,6 +13,9 @@ namespace hvd::runtime {
 // post-scales); kAdasum is not an elementwise op and must not reach here. For bool, Sum/Max
 // are logical or, Product/Min logical and.
 void ReduceInto(void* dst, const void* src, int64_t count, DataType dtype, ReduceOp op);
+// dst[i] = op(a[i], b[i]): the same, with the first operand elsewhere (saves a copy when the
+// result goes to a third buffer). dst may be a or b, but must not partly overlap either.
+void Reduce(void* dst, const void* a, const void* b, int64_t count, DataType dtype, ReduceOp op);
 
 // buffer[i] *= factor as Horovod's ScaleBuffer computes it: integers in double, truncated
 // toward zero; float64 in double; float32, float16 and bfloat16 in float with the factor

@@ -4,7 +4,7 @@ import pytest
 
 import horovod
 import horovod.runner
-from horovod.common.util import check_extension
+from horovod.common.util import check_extension, gpu_available
 
 
 def _rank_and_sum(offset, scale=1):
@@ -63,6 +63,13 @@ def test_elastic_run_returns_the_values_of_the_last_round(tmp_path):
     results = horovod.run(_elastic_rank_and_size, args=(str(tmp_path / "failed"),), num_proc=3,
                           min_num_proc=2, hosts="localhost:1,127.0.0.1:2")
     assert results == [(0, 2), (1, 2)]
+
+
+def test_gpu_available():
+    import torch
+    from hvd.basics import cuda_built
+    assert gpu_available("torch") == (cuda_built() and torch.cuda.is_available())
+    assert gpu_available("tensorflow") is False
 
 
 def test_check_extension():

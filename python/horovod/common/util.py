@@ -38,3 +38,22 @@ def check_extension(ext_name: str, ext_env_var: str, pkg_path: str, *args: str) 
     raise ImportError(
         f"Extension {ext_name} has not been built. If this is not expected, reinstall Horovod "
         f"with {ext_env_var}=1 to debug the build error.")
+
+
+def gpu_available(ext_base_name: str, verbose: bool = False) -> bool:
+    """Horovod's check that the framework sees a GPU hvd can use: for "torch", a CUDA device
+    is visible and this hvd was built with its GPU path (docs/gpu.md); False for frameworks
+    hvd does not provide. `verbose` prints why not."""
+    why = ""
+    if ext_base_name != "torch":
+        why = f"hvd provides no {ext_base_name} extension"
+    else:
+        import torch
+        from hvd.basics import cuda_built
+        if not cuda_built():
+            why = "this hvd was built without CUDA and NCCL (hvdrun -cb)"
+        elif not torch.cuda.is_available():
+            why = "torch sees no CUDA device"
+    if why and verbose:
+        print(f"gpu_available({ext_base_name!r}): False: {why}")
+    return not why

@@ -1,22 +1,25 @@
 """Collective operations on torch tensors (Horovod's horovod.torch.mpi_ops).
 
-Tensors are handed to libhvd as descriptors of their CPU memory. Each ``*_async`` call
+Tensors are handed to libhvd as descriptors of their memory (host, or a CUDA device with the
+producer's current stream, which the runtime waits on through an event). Each ``*_async`` call
 returns an integer handle; ``_handle_map`` keeps the tensors the runtime reads or writes
 alive until ``synchronize`` (or ``poll`` + ``synchronize``) completes the handle. Outputs
 whose size depends on other ranks (allgather, alltoall, reducescatter) are runtime buffers
-wrapped by torch.frombuffer without a copy and freed with the last tensor that views them.
+wrapped by torch.frombuffer without a copy and freed with the last tensor that views them;
+for CUDA inputs they are host memory that is moved to the input's device.
 
 Names are prefixed as Horovod does ("allreduce.<name>"); unnamed operations are named
 "<op>.noname.<set id>.<n>" with n counted per process set, which requires the members of a
 set to issue their unnamed operations on it in the same order (as in Horovod).
 """
+import functools
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
 from hvd import _hvd_c as _c
-from hvd.basics import (Adasum, Average, Max, Min, Product, Sum, on_shutdown, rank,
+from hvd.basics import (Adasum, Average, Max, Min, Product, Sum, cuda_built, on_shutdown, rank,
                         translate_error)
 from hvd.basics import is_homogeneous  # noqa: F401  (Horovod scripts call mpi_ops.is_homogeneous)
 from hvd.exceptions import HorovodInternalError
@@ -64,14 +67,30 @@ def _forget(handle: Handle) -> None:
         pass  # already gone (shutdown) or never completed; nothing left to free here
 
 
+# The build does not change while the process runs: ask libhvd once (the per-tensor checks).
+_cuda_built = functools.cache(cuda_built)
+
+
+def _current_stream(index: int) -> int:
+    """The address of `index`'s current CUDA stream (torch's raw accessor where it has one: a
+    Stream object costs microseconds per call)."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
 def _prepare(tensor: torch.Tensor) -> Tuple[torch.Tensor, Descriptor]:
-    """A contiguous CPU view (or copy) of `tensor`'s data and its descriptor."""
+    """A contiguous view (or copy) of `tensor`'s data and its descriptor. For a CUDA tensor
+    the device's current stream is handed to the next runtime call, which orders its reads
+    after the work queued there."""
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"expected a torch.Tensor, got {type(tensor).__name__}")
     if tensor.device.type == "cuda":
-        raise NotImplementedError("CUDA tensors are not supported by this build yet; "
-                                  "move the tensor to the CPU (tensor.cpu())")
-    if tensor.device.type != "cpu":
+        if not _cuda_built():
+            raise NotImplementedError("this hvd was built without CUDA and NCCL (hvdrun -cb); "
+                                      "move the tensor to the CPU (tensor.cpu())")
+    elif tensor.device.type != "cpu":
         raise NotImplementedError(f"{tensor.device.type} tensors are not supported")
     if tensor.is_sparse:
         raise ValueError("sparse tensors are not supported here; use sparse_allreduce_async or "
@@ -82,7 +101,10 @@ def _prepare(tensor: torch.Tensor) -> Tuple[torch.Tensor, Descriptor]:
     data = tensor.detach()
     if not data.is_contiguous():
         data = data.contiguous()
-    return data, (data.data_ptr(), code, tuple(data.shape), _c.DEVICE_CPU)
+    device = data.device.index if data.is_cuda else _c.DEVICE_CPU
+    if data.is_cuda:  # last, after every check that can raise (it is for the next enqueue)
+        _c.set_cuda_stream(_current_stream(device))
+    return data, (data.data_ptr(), code, tuple(data.shape), device)
 
 
 def _set_id(process_set: ProcessSet) -> int:
@@ -115,10 +137,11 @@ def _enqueue(call: Callable[..., Handle], *args: Any) -> Handle:
 
 
 def _plain_code(tensor) -> Optional[int]:
-    """The dtype code of a dense, contiguous CPU tensor (the synchronous fast path); None for
-    anything else, which takes the general path (and its checks and error messages)."""
-    if (isinstance(tensor, torch.Tensor) and tensor.is_cpu and
-            tensor.layout is torch.strided and tensor.is_contiguous()):
+    """The dtype code of a dense, contiguous CPU tensor, or CUDA tensor in a build with the GPU
+    path (the synchronous fast path); None for anything else, which takes the general path (and
+    its checks and error messages)."""
+    if (isinstance(tensor, torch.Tensor) and tensor.layout is torch.strided and
+            (tensor.is_cpu or (tensor.is_cuda and _cuda_built())) and tensor.is_contiguous()):
         return _TORCH_TO_HVD.get(tensor.dtype)
     return None
 
@@ -128,9 +151,13 @@ def _allreduce_now(tensor: torch.Tensor, output: torch.Tensor, code: int, name, 
     """allreduce of `tensor` into `output` (contiguous, same dtype and shape; may be `tensor`)
     and wait, in one runtime call: no handle, no descriptor tuples."""
     op_name, set_id = _target("allreduce", name, process_set)
+    device, stream = _c.DEVICE_CPU, 0
+    if tensor.is_cuda:
+        device = tensor.device.index
+        stream = _current_stream(device)
     try:
         _c.allreduce_now(tensor.data_ptr(), output.data_ptr(), code, tensor.shape, op_name, op,
-                         float(prescale_factor), float(postscale_factor), set_id)
+                         float(prescale_factor), float(postscale_factor), set_id, device, stream)
     except _c.Error as error:
         raise _op_error(error) from None
 
@@ -164,16 +191,23 @@ def _copy_back(target: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
     return target
 
 
-def _output_tensor(handle: Handle, index: int) -> torch.Tensor:
+def _output_tensor(handle: Handle, index: int, device: Optional[torch.device] = None) -> torch.Tensor:
+    """Output `index` of a completed handle; on `device` when given (the input's CUDA device:
+    the runtime returns host memory)."""
     buffer = _c.output(handle, index)
     dtype = _HVD_TO_TORCH[buffer.dtype]
     if buffer.nbytes == 0:
-        return torch.empty(buffer.shape, dtype=dtype)
-    return torch.frombuffer(buffer, dtype=dtype).view(buffer.shape)
+        host = torch.empty(buffer.shape, dtype=dtype)
+    else:
+        host = torch.frombuffer(buffer, dtype=dtype).view(buffer.shape)
+    if device is not None and device.type == "cuda":
+        return host.to(device)
+    return host
 
 
-def _all_outputs(handle: Handle) -> List[torch.Tensor]:
-    return [_output_tensor(handle, i) for i in range(_c.num_outputs(handle))]
+def _outputs_on(device: torch.device) -> Callable[[Handle], List[torch.Tensor]]:
+    return lambda handle: [_output_tensor(handle, i, device)
+                           for i in range(_c.num_outputs(handle))]
 
 
 # ---- allreduce ----------------------------------------------------------------------------
@@ -198,7 +232,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
                     postscale_factor=1.0, process_set=global_process_set) -> Handle:
     """Starts an allreduce of `tensor` into a new tensor; returns a handle for synchronize()."""
     op = _resolve_op(average, op)
-    output = torch.empty(tensor.shape, dtype=tensor.dtype)
+    output = torch.empty(tensor.shape, dtype=tensor.dtype, device=tensor.device)
     return _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor,
                             process_set)
 
@@ -280,7 +314,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
                             postscale_factor=1.0, process_set=global_process_set) -> Handle:
     """Allreduces a list of tensors as one fused group; synchronize() returns a list."""
     op = _resolve_op(average, op)
-    outputs = [torch.empty(t.shape, dtype=t.dtype) for t in tensors]
+    outputs = [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in tensors]
     return _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor,
                                     postscale_factor, process_set)
 
@@ -351,7 +385,7 @@ def allgather_async(tensor, name=None, process_set=global_process_set) -> Handle
     """Starts concatenating `tensor` from every rank along dim 0 (first dims may differ)."""
     data, desc = _prepare(tensor)
     handle = _enqueue(_c.allgather, desc, *_target("allgather", name, process_set))
-    return _register(handle, (data,), lambda h: _output_tensor(h, 0))
+    return _register(handle, (data,), lambda h: _output_tensor(h, 0, tensor.device))
 
 
 class HorovodAllgather(torch.autograd.Function):
@@ -380,7 +414,7 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set) 
     prepared = [_prepare(t) for t in tensors]
     handle = _enqueue(_c.grouped_allgather, [d for _, d in prepared],
                       *_target("grouped_allgather", name, process_set))
-    return _register(handle, (prepared,), _all_outputs)
+    return _register(handle, (prepared,), _outputs_on(tensors[0].device))
 
 
 class HorovodGroupedAllgather(torch.autograd.Function):
@@ -422,7 +456,7 @@ def _broadcast_async(tensor, output, root_rank, name, process_set) -> Handle:
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set) -> Handle:
     """Starts broadcasting `tensor` from global rank `root_rank` into a new tensor."""
-    output = torch.empty(tensor.shape, dtype=tensor.dtype)
+    output = torch.empty(tensor.shape, dtype=tensor.dtype, device=tensor.device)
     return _broadcast_async(tensor, output, root_rank, name, process_set)
 
 
@@ -477,7 +511,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
 
     def finish(h: Handle):
         received = _c.received_splits(h, process_set.size())
-        return _output_tensor(h, 0), torch.tensor(received, dtype=torch.int32)
+        return _output_tensor(h, 0, tensor.device), torch.tensor(received, dtype=torch.int32)
 
     return _register(handle, (data,), finish)
 
@@ -523,7 +557,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     op_name, set_id = _target("reducescatter", name, process_set)
     handle = _enqueue(_c.reducescatter, desc, op_name, op, float(prescale_factor),
                       float(postscale_factor), set_id)
-    return _register(handle, (data,), lambda h: _output_tensor(h, 0))
+    return _register(handle, (data,), lambda h: _output_tensor(h, 0, tensor.device))
 
 
 def _reducescatter_grad_scale(op, process_set, prescale_factor, postscale_factor) -> float:
@@ -566,7 +600,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     op_name, set_id = _target("grouped_reducescatter", name, process_set)
     handle = _enqueue(_c.grouped_reducescatter, [d for _, d in prepared], op_name, op,
                       float(prescale_factor), float(postscale_factor), set_id)
-    return _register(handle, (prepared,), _all_outputs)
+    return _register(handle, (prepared,), _outputs_on(tensors[0].device))
 
 
 class HorovodGroupedReducescatter(torch.autograd.Function):

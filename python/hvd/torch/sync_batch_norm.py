@@ -63,7 +63,7 @@ class _SyncBatchNorm(torch.autograd.Function):
         channels = x.shape[1]
         local_count = float(x.numel() // channels)
         stats = torch.cat([_channel_sum(x), _channel_sum(x * x),
-                           torch.tensor([local_count], dtype=x.dtype)])
+                           torch.tensor([local_count], dtype=x.dtype, device=x.device)])
         stats = allreduce(stats, op=Sum, name=None)
         total = stats[-1]
         if total.item() <= 1:

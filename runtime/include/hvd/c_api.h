@@ -21,6 +21,12 @@
  * descriptor (which may alias the input: in place). Outputs whose size depends on the other
  * ranks (allgather, alltoall, reducescatter) are allocated by the runtime; hvd_output() hands
  * over ownership of one such buffer, to be freed with hvd_free().
+ *
+ * GPU tensors (device >= 0; builds with HVD_BUILT_CUDA): data is memory of that CUDA device
+ * (checked at enqueue). The runtime reads inputs after the work queued on options->cuda_stream
+ * before the call (an event, no device synchronize); a handle completes once allreduce and
+ * broadcast results are written on the device. Runtime-allocated outputs of GPU ops
+ * (allgather, alltoall, reducescatter) are host memory, described with HVD_DEVICE_CPU.
  */
 #ifndef HVD_C_API_H_
 #define HVD_C_API_H_
@@ -81,6 +87,8 @@ typedef enum {
 
 #define HVD_MAX_DIMS 8
 #define HVD_DEVICE_CPU (-1)
+/* A CUDA device ordinal as a descriptor's device (builds with HVD_BUILT_CUDA). */
+#define HVD_DEVICE_CUDA(ordinal) ((int32_t)(ordinal))
 
 /* A tensor descriptor. The data is dense, row-major (contiguous). */
 typedef struct {
@@ -88,7 +96,7 @@ typedef struct {
   hvd_dtype_t dtype;
   int32_t ndim; /* 0 = scalar */
   int64_t shape[HVD_MAX_DIMS];
-  int32_t device; /* HVD_DEVICE_CPU, or a CUDA device ordinal */
+  int32_t device; /* HVD_DEVICE_CPU, or HVD_DEVICE_CUDA(ordinal) */
 } hvd_tensor_t;
 
 typedef int64_t hvd_handle_t;
@@ -103,6 +111,10 @@ typedef struct {
   int32_t process_set_id;    /* 0 = all ranks */
   const int32_t* splits;     /* NULL; alltoall: rows of dim 0 sent to each member of the set */
   int32_t num_splits;        /* 0 */
+  /* NULL (the legacy default stream); GPU tensors: the cudaStream_t whose work produces the
+   * inputs (and may still use the outputs). The runtime waits for an event it records there at
+   * enqueue, not for the whole device; the handle completes once the results are on the GPU. */
+  void* cuda_stream;
 } hvd_op_options_t;
 
 HVD_EXPORT void hvd_op_options_init(hvd_op_options_t* options);
@@ -182,7 +194,11 @@ HVD_EXPORT hvd_status_t hvd_join(int32_t device, hvd_handle_t* handle);
 /* *done = 1 when the handle completed (successfully or not). */
 HVD_EXPORT hvd_status_t hvd_poll(hvd_handle_t handle, int32_t* done);
 /* Waits up to timeout_seconds (< 0: no limit). Returns the op's own status once complete,
- * HVD_IN_PROGRESS if still running at the deadline, HVD_NOT_FOUND for an unknown handle. */
+ * HVD_IN_PROGRESS if still running at the deadline, HVD_NOT_FOUND for an unknown handle.
+ * While no other thread runs the runtime's cycle, the waiting thread runs it itself (no
+ * hand-off to the background thread for a synchronous op); a cycle it started ends before the
+ * call returns, even past the deadline: microseconds normally, at most the collective timeout
+ * (HVD_GLOO_TIMEOUT_SECONDS) when a peer stopped answering. */
 HVD_EXPORT hvd_status_t hvd_wait(hvd_handle_t handle, double timeout_seconds);
 /* Number of runtime-allocated outputs of a completed handle (allgather/alltoall/
  * reducescatter: one per input tensor). */
@@ -228,6 +244,9 @@ HVD_EXPORT hvd_status_t hvd_stop_timeline(void);
 #define HVD_BUILT_NCCL 0x4u
 #define HVD_BUILT_CUDA 0x8u
 HVD_EXPORT hvd_status_t hvd_build_flags(uint32_t* flags);
+/* NCCL_VERSION_CODE of the NCCL the GPU path was built against (22809 for 2.28.9), 0 in a
+ * build without it: what Horovod's nccl_built() returns. */
+HVD_EXPORT hvd_status_t hvd_nccl_version(int32_t* version);
 /* Backends in use after init: HVD_BUILT_* bits. */
 HVD_EXPORT hvd_status_t hvd_enabled_flags(uint32_t* flags);
 HVD_EXPORT const char* hvd_version(void);

@@ -29,12 +29,13 @@ namespace hvd::runtime {
 //
 // Waiting. A wait first spins, bounded in time, but only while the awaited peer can be running:
 // each member records in `cpu` the CPU it last published from, and a peer last seen on the
-// waiter's own CPU cannot run until the waiter gets off it, so the waiter sleeps at once. Then
-// it sleeps on the peer's futex word (FUTEX_WAIT on the shared mapping) in slices of at most
-// kLivenessInterval, checking in between the call's deadline (kTimeout), Abort (kAborted), the
-// awaited peer's `failed` flag and whether its process still exists (kRemoteError naming the
-// rank). Any failure marks this member failed in the segment and wakes every sleeper, so peers
-// waiting on it fail within milliseconds.
+// waiter's own CPU cannot run until the waiter gets off it, so the waiter sleeps at once. With
+// more members than CPUs it never spins: it yields the CPU between polls for a bounded time
+// (the peer it waits for may need this very CPU). Then it sleeps on the peer's futex word
+// (FUTEX_WAIT on the shared mapping) in slices of at most kLivenessInterval, checking in between
+// the call's deadline (kTimeout), Abort (kAborted), the awaited peer's `failed` flag and whether
+// its process still exists (kRemoteError naming the rank). Any failure marks this member failed in
+// the segment and wakes every sleeper, so peers waiting on it fail within milliseconds.
 //
 // Steady state allocates nothing: a call's description is kept as its parts and formatted
 // (What) only for an error message.
@@ -73,8 +74,8 @@ class ShmChannel {
  private:
   // Waits until member k's progress reaches `target` (wrapping comparison).
   Status WaitFor(int k, uint32_t target);
-  // Spins up to spin_budget_ for the wait above, unless member k is not running (see the class
-  // comment); true when the target was reached.
+  // Spins (or, oversubscribed, yields) a bounded time for the wait above, unless member k is
+  // not running (see the class comment); true when the target was reached.
   bool Spin(const ShmMember& peer, uint32_t target) const;
   Status SleepOn(int k, uint32_t target);
   void SetProgress(uint32_t value);
@@ -84,7 +85,7 @@ class ShmChannel {
   const int rank_;
   const int size_;
   const std::chrono::milliseconds timeout_;
-  const std::chrono::nanoseconds spin_budget_;
+  const bool oversubscribed_;  // more members than CPUs: yield while waiting, never spin
   uint32_t round_ = 0;
   // The current call, for What().
   const char* op_ = "";

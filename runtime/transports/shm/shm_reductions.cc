@@ -10,19 +10,28 @@ namespace {
 
 constexpr int64_t kCacheLine = 64;
 
-// dst = in_0 op in_1 op ... op in_{N-1}, where in_k is `src_offset` bytes into member k's half
-// of the current (posted) round. `dst_has_input0`: dst already holds member 0's values.
-Status ReduceInRankOrder(ShmChannel& ch, char* dst, int64_t src_offset, int64_t count,
-                         DataType dtype, ReduceOp op, bool dst_has_input0) {
-  const size_t bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
-  for (int k = dst_has_input0 ? 1 : 0; k < ch.size(); ++k) {
+// dst = in_0 op in_1 op ... op in_{N-1}, in rank order (so every member's result is the same
+// bits), where in_k is `src_offset` bytes into member k's half of the current (posted) round,
+// except that this member's own input is read from `own` (its buffer, which may be dst itself).
+// The first step combines in_0 and in_1 straight into dst: no copy of in_0 first, which made
+// every member but 0 do a pass more than member 0 and left member 0 waiting.
+Status ReduceInRankOrder(ShmChannel& ch, char* dst, const char* own, int64_t src_offset,
+                         int64_t count, DataType dtype, ReduceOp op) {
+  const int me = ch.rank();
+  auto input = [&](int k) -> const char* { return k == me ? own : ch.PeerHalf(k) + src_offset; };
+  if (ch.size() == 1) {
+    if (dst != own) std::memcpy(dst, own, static_cast<size_t>(count) * DataTypeSize(dtype));
+    return Status::OK();
+  }
+  HVD_RETURN_IF_ERROR(ch.WaitPosted(0));
+  HVD_RETURN_IF_ERROR(ch.WaitPosted(1));
+  Reduce(dst, input(0), input(1), count, dtype, op);
+  for (int k = 2; k < ch.size(); ++k) {
     HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
-    const char* src = ch.PeerHalf(k) + src_offset;
-    if (k == 0) {
-      std::memcpy(dst, src, bytes);
-    } else {
-      ReduceInto(dst, src, count, dtype, op);
-    }
+    // Once written, dst no longer holds this member's input (when own is dst): its posted copy
+    // does.
+    const char* in = k == me && own != dst ? own : ch.PeerHalf(k) + src_offset;
+    ReduceInto(dst, in, count, dtype, op);
   }
   return Status::OK();
 }
@@ -32,7 +41,7 @@ Status AllreduceDirect(ShmChannel& ch, char* buf, int64_t count, DataType dtype,
   HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
   std::memcpy(mine, buf, static_cast<size_t>(count) * DataTypeSize(dtype));
   ch.Publish();
-  HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, buf, 0, count, dtype, op, ch.rank() == 0));
+  HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, buf, buf, 0, count, dtype, op));
   ch.End();
   return Status::OK();
 }
@@ -51,7 +60,7 @@ Status AllreduceOneChunk(ShmChannel& ch, char* base, int64_t n, int64_t per, Dat
   std::memcpy(mine, base, static_cast<size_t>(n * elem));
   ch.Publish();
   if (len(me) > 0) {
-    HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, slice, lo(me) * elem, len(me), dtype, op, me == 0));
+    HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, slice, slice, lo(me) * elem, len(me), dtype, op));
   }
   ch.End();
   // Allgather round: post the reduced slice, copy the others'.
@@ -101,8 +110,8 @@ Status ShmReduceScatter(ShmChannel& ch, const char* in, int64_t total, char* out
     // The part of this member's segment inside the chunk, if any.
     const int64_t x = std::max(lo, mine_lo), y = std::min(hi, mine_hi);
     if (x < y) {
-      HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, out + (x - mine_lo) * elem, (x - lo) * elem, y - x,
-                                            dtype, op, false));
+      HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, out + (x - mine_lo) * elem, in + x * elem,
+                                            (x - lo) * elem, y - x, dtype, op));
     }
     ch.End();
   }

@@ -33,6 +33,8 @@ struct TcpOptions {
   // Dead-peer detection on every connection: TCP keepalive when idle (TcpMeshOptions),
   // acknowledgements of data in flight (TcpTransport::set_heartbeat_timeout); 0 = off.
   std::chrono::milliseconds heartbeat_timeout{0};
+  // Non-blocking retries before a wait sleeps (TcpTransport::set_busy_poll); 0 = none.
+  std::chrono::microseconds busy_poll{0};
 };
 
 // Rendezvouses through options.kv under options.scope, connects an authenticated full mesh of

@@ -246,6 +246,7 @@ Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer
   std::vector<pollfd>& pfds = pfds_;
   const bool watch = heartbeat_timeout_.count() > 0;
   Clock::time_point next_check = Clock::now() + kLivenessCheckInterval;
+  Clock::time_point busy_until = Clock::time_point::min();  // min: not polling busily now
   while (true) {
     bool moved = false;
     bool all_done = true;
@@ -257,7 +258,15 @@ Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer
       all_done = all_done && s.finished();
     }
     if (all_done) return Status::OK();
-    if (moved) continue;
+    if (moved) {
+      busy_until = Clock::time_point::min();
+      continue;
+    }
+    if (busy_poll_.count() > 0) {  // set_busy_poll
+      const auto now = Clock::now();
+      if (busy_until == Clock::time_point::min()) busy_until = now + busy_poll_;
+      if (now < busy_until && !aborted_.load()) continue;
+    }
 
     pfds.clear();
     pfds.push_back({abort_fd_, POLLIN, 0});

@@ -82,5 +82,26 @@ TEST(PacingTest, SmallAllreduceLatency) {
   EXPECT_LT(Median(us[0]), 2000.0);
 }
 
+TEST(PacingTest, WaitOnAnUnknownHandleLeavesTheCyclesToTheLoop) {
+  // A waiting caller stands in for the background thread while it waits (Runtime::Wait); a
+  // wait that ends early, on a handle that does not exist, must hand the cycles back: the batch
+  // after it is run by the background thread (a caller with two ops in flight never drives),
+  // and Shutdown joins that thread. Before the fix the loop stood aside for good.
+  RunRanks(1, [](int, runtime::Runtime& rt) {
+    EXPECT_EQ(rt.Wait(987654321, std::chrono::seconds(1)).code(), StatusCode::kNotFound);
+    std::vector<float> a(256, 1.0f), b(256, 2.0f);
+    runtime::OpOptions o;
+    o.name = "first";
+    auto h1 = rt.EnqueueAllreduce({Spec(a.data(), runtime::DataType::kFloat32, {256})},
+                                  {Spec(a.data(), runtime::DataType::kFloat32, {256})}, o, false);
+    o.name = "second";
+    auto h2 = rt.EnqueueAllreduce({Spec(b.data(), runtime::DataType::kFloat32, {256})},
+                                  {Spec(b.data(), runtime::DataType::kFloat32, {256})}, o, false);
+    ASSERT_TRUE(h1.ok() && h2.ok());
+    EXPECT_TRUE(WaitAndRelease(rt, *h1, 5).ok()) << "the background thread ran no cycle";
+    EXPECT_TRUE(WaitAndRelease(rt, *h2, 5).ok());
+  });
+}
+
 }  // namespace
 }  // namespace hvd::testing

@@ -43,7 +43,7 @@ void RunRanks(int size, const RankBody& body, const ConfigTweak& tweak, InProces
 }
 
 Status WaitAndRelease(runtime::Runtime& rt, int64_t handle, double seconds) {
-  Status s = rt.handles().Wait(handle, std::chrono::duration<double>(seconds));
+  Status s = rt.Wait(handle, std::chrono::duration<double>(seconds));
   if (s.code() != StatusCode::kInProgress) (void)rt.ReleaseHandle(handle);
   return s;
 }
@@ -139,7 +139,7 @@ void AllgatherAndCheck(runtime::Runtime& rt, int rank, int size,
   for (size_t t = 0; t < cases.size(); ++t) {
     const int64_t h = grouped ? handles[0] : handles[t];
     if (!grouped || t == 0) {
-      Status s = rt.handles().Wait(h, std::chrono::seconds(30));
+      Status s = rt.Wait(h, std::chrono::seconds(30));
       ASSERT_TRUE(s.ok()) << cases[t].name << ": " << s.ToString();
     }
     ExpectGathered(rt, h, grouped ? static_cast<int32_t>(t) : 0, t, cases[t], size);

@@ -42,6 +42,16 @@ TEST(RequestValidatorTest, DeviceMismatch) {
             "rank specified device GPU 0.");
 }
 
+// Each rank's GPU is its own device (local rank i on GPU i): only CPU against GPU is an error.
+TEST(RequestValidatorTest, DifferentGpusOfTheRanksAgree) {
+  Request a = Req(0, {2}), b = Req(1, {2});
+  a.device = 0;
+  b.device = 1;
+  Response r = ConstructResponse({a, b}, false, 2);
+  EXPECT_EQ(r.type, OpType::kAllreduce) << r.error;
+  EXPECT_EQ(r.device, 0);
+}
+
 TEST(RequestValidatorTest, OpsThatCannotRunWithJoinedRanks) {
   Response r = ConstructResponse({Req(0, {2}, OpType::kBroadcast)}, true, 2);
   EXPECT_EQ(r.error, "Broadcast is not supported with Join at this time.");

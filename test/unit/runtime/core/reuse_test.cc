@@ -148,4 +148,23 @@ TEST(HandleManagerTest, ReleasedStateIsReusedButHandlesAreNot) {
 }
 
 }  // namespace
+TEST(HandleManagerTest, FinishPartsCompletesEveryHandleAndCountsWhatIsInFlight) {
+  HandleManager handles;
+  const int64_t a = handles.Create(1, 0), b = handles.Create(2, 0), c = handles.Create(1, 0);
+  EXPECT_TRUE(*handles.Poll(handles.Create(0, 0)));  // no parts: done at once, not in flight
+  EXPECT_EQ(handles.in_flight(), 3);
+  const std::vector<int64_t> executed = {a, b, c};
+  handles.FinishParts(executed, Status::Aborted("fused op failed"));
+  EXPECT_TRUE(*handles.Poll(a));
+  EXPECT_FALSE(*handles.Poll(b));  // one of its two parts is still to come
+  EXPECT_TRUE(*handles.Poll(c));
+  EXPECT_EQ(handles.Wait(c, std::chrono::seconds(1)).code(), StatusCode::kAborted);
+  EXPECT_EQ(handles.in_flight(), 1);
+  EXPECT_FALSE(handles.WaitDone(b, std::chrono::milliseconds(1)));
+  handles.FinishPart(b, Status::OK());
+  EXPECT_TRUE(handles.WaitDone(b, std::chrono::milliseconds(1)));
+  EXPECT_EQ(handles.Wait(b, std::chrono::seconds(1)).code(), StatusCode::kAborted);  // first
+  EXPECT_EQ(handles.in_flight(), 0);
+}
+
 }  // namespace hvd::runtime

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace hvd::runtime {
 namespace {
 
@@ -24,6 +26,30 @@ TEST(RuntimeConfigTest, DefaultsAreASingleRank) {
   auto fast = Load({{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "2.5"}});
   ASSERT_TRUE(fast.ok()) << fast.status().ToString();
   EXPECT_EQ(fast->heartbeat_timeout, std::chrono::milliseconds(2500));
+}
+
+TEST(RuntimeConfigTest, GpuOperationsTakeHorovodsNamesAndRejectOthers) {
+  auto unset = Load({});
+  ASSERT_TRUE(unset.ok()) << unset.status().ToString();
+  EXPECT_EQ(unset->gpu_operations, "auto");
+  for (auto [var, value, expected] : {std::tuple{"HVD_GPU_OPERATIONS", "NCCL", "nccl"},
+                                      std::tuple{"HOROVOD_GPU_OPERATIONS", "MPI", "cpu"},
+                                      std::tuple{"HOROVOD_GPU_ALLREDUCE", "GLOO", "cpu"},
+                                      std::tuple{"HOROVOD_GPU_ALLREDUCE", "nccl", "nccl"},
+                                      std::tuple{"HVD_GPU_OPERATIONS", "cpu", "cpu"}}) {
+    auto c = Load({{var, value}});
+    ASSERT_TRUE(c.ok()) << var << "=" << value << ": " << c.status().ToString();
+    EXPECT_EQ(c->gpu_operations, expected) << var << "=" << value;
+  }
+  // HVD_GPU_OPERATIONS wins over Horovod's per-op knob.
+  auto both = Load({{"HVD_GPU_OPERATIONS", "cpu"}, {"HOROVOD_GPU_ALLREDUCE", "NCCL"}});
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->gpu_operations, "cpu");
+  auto bad = Load({{"HOROVOD_GPU_OPERATIONS", "ddl"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("HOROVOD_GPU_OPERATIONS"), std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("'ddl'"), std::string::npos);
 }
 
 TEST(RuntimeConfigTest, HierarchicalAllreduceIsAutoUnlessSetAndNeedsTheAutoTransport) {

@@ -1,0 +1,132 @@
+"""GPU allreduce benchmark, side by side in one run (run under hvdrun on a GPU machine).
+
+    hvdrun -np 1 python3 bench/gpu_allreduce.py      # NCCL path vs a bare ncclAllReduce
+    hvdrun -np 2 python3 bench/gpu_allreduce.py      # staged path vs torch.distributed Gloo
+
+-np 1: hvd.allreduce_ of a CUDA tensor (NCCL; enqueue, negotiation, completion) against a bare
+ncclAllReduce of the same buffer through CuPy's NCCL binding plus a stream synchronize, in
+nccl-tests' columns (size, count, time, algbw, busbw; busbw = algbw at one rank).
+
+-np >= 2 (ranks share the GPU, so hvd stages through host memory): hvd against
+torch.distributed's Gloo backend on the same CUDA tensors in the same processes, and against
+the sum of its parts measured here: device->host copy + hvd's CPU allreduce of the same bytes +
+host->device copy (pinned). Medians of --iters runs after --warmup; float32 sum.
+"""
+import argparse
+import os
+import statistics
+import time
+
+import torch
+
+import hvd.torch as hvd
+
+
+def median_us(fn, warmup, iters):
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(iters):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        samples.append((time.perf_counter() - start) * 1e6)
+    return statistics.median(samples)
+
+
+def stamp():
+    """Where and when: the device and the UTC time, for the table's header."""
+    return f"{torch.cuda.get_device_name()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+
+
+def agreed(value):
+    """The slowest rank's time: a collective is as fast as its last member."""
+    return float(hvd.allreduce(torch.tensor([value]), op=hvd.Max, name="bench.max")[0])
+
+
+def one_rank(sizes, args):
+    import cupy
+    from cupy.cuda import nccl
+    comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    print(f"# hvd NCCL path vs bare ncclAllReduce, 1 rank, {stamp()}")
+    print(f"{'size(B)':>12} {'count':>10} {'bare(us)':>10} {'algbw':>8} {'hvd(us)':>10} "
+          f"{'algbw':>8} {'busbw':>8} {'hvd-bare(us)':>13} {'cpu op(us)':>11}")
+    for size in sizes:
+        count = size // 4
+        x = torch.ones(count, device="cuda")
+        ptr = x.data_ptr()
+
+        def bare():
+            comm.allReduce(ptr, ptr, count, nccl.NCCL_FLOAT32, nccl.NCCL_SUM, stream.ptr)
+            stream.synchronize()
+
+        def ours():
+            hvd.allreduce_(x, op=hvd.Sum, name="bench")
+
+        # The same call on a one-element CPU tensor: what hvd's Python layer and runtime cost
+        # before any GPU work (at one rank the CPU allreduce itself moves nothing).
+        c = torch.ones(1)
+
+        def cpu_op():
+            hvd.synchronize(hvd.allreduce_async_(c, op=hvd.Sum, name="cpu"))
+
+        b = median_us(bare, args.warmup, args.iters)
+        h = median_us(ours, args.warmup, args.iters)
+        k = median_us(cpu_op, args.warmup, args.iters)
+        print(f"{size:>12} {count:>10} {b:>10.1f} {size / b / 1e3:>8.2f} {h:>10.1f} "
+              f"{size / h / 1e3:>8.2f} {size / h / 1e3:>8.2f} {h - b:>13.1f} {k:>11.1f}")
+
+
+def many_ranks(sizes, args):
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}",
+                            rank=hvd.rank(), world_size=hvd.size())
+    n = hvd.size()
+    if hvd.rank() == 0:
+        print(f"# staged GPU allreduce, {n} ranks sharing one GPU, {stamp()}, float32 sum, "
+              "median us")
+        print(f"{'size':>8} {'hvd gpu':>10} {'torch gloo':>11} {'d2h+cpu+h2d':>12} "
+              f"{'gloo/hvd':>9} {'hvd/parts':>10}")
+    for size in sizes:
+        count = size // 4
+        x = torch.ones(count, device="cuda")
+        host = torch.ones(count).pin_memory()
+        cpu = torch.ones(count)
+        t_hvd = agreed(median_us(lambda: hvd.allreduce_(x, op=hvd.Sum, name="g"),
+                                 args.warmup, args.iters))
+        t_gloo = agreed(median_us(lambda: dist.all_reduce(x), args.warmup, args.iters))
+        t_d2h = agreed(median_us(lambda: host.copy_(x, non_blocking=True), args.warmup,
+                                 args.iters))
+        t_h2d = agreed(median_us(lambda: x.copy_(host, non_blocking=True), args.warmup,
+                                 args.iters))
+        t_cpu = agreed(median_us(lambda: hvd.allreduce_(cpu, op=hvd.Sum, name="c"),
+                                 args.warmup, args.iters))
+        parts = t_d2h + t_cpu + t_h2d
+        if hvd.rank() == 0:
+            label = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
+            print(f"{label:>8} {t_hvd:>10.1f} {t_gloo:>11.1f} {parts:>12.1f} "
+                  f"{t_gloo / t_hvd:>9.2f} {t_hvd / parts:>10.2f}")
+    dist.destroy_process_group()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="4096,65536,1048576,16777216,67108864")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--port", type=int, default=int(os.environ.get("BENCH_PORT", "29531")))
+    args = parser.parse_args()
+    hvd.init()
+    torch.cuda.set_device(hvd.local_rank() % torch.cuda.device_count())
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if hvd.size() == 1:
+        one_rank(sizes, args)
+    else:
+        many_ranks(sizes, args)
+    hvd.shutdown()
+
+
+if __name__ == "__main__":
+    main()

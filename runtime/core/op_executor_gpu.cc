@@ -1,0 +1,208 @@
+// OpExecutor's GPU path (op_executor.h): NCCL for what the set's NCCL group can run, host
+// staging through the set's CPU communicator for everything else.
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/core/op_executor.h"
+#include "runtime/transports/reduction.h"
+
+namespace hvd::runtime {
+namespace {
+
+// A staged single allreduce moves in chunks of at least this many bytes (and at most
+// GpuBackend::kMaxMarkers chunks), so device->host copies of chunk i+1 and host->device copies
+// of chunk i-1 overlap the CPU transport's work on chunk i.
+constexpr int64_t kStageChunkBytes = int64_t{4} << 20;
+
+int64_t Align64(int64_t n) { return (n + 63) / 64 * 64; }
+
+}  // namespace
+
+Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entries,
+                          Communicator* comm, GpuSetState* state) {
+  if (gpu_ == nullptr) return Status::Internal("a GPU response in a libhvd without CUDA");
+  // The thread running the cycle keeps its current device (it may be a framework thread).
+  struct KeepDevice {
+    GpuBackend* gpu;
+    int device;
+    ~KeepDevice() { gpu->RestoreDevice(device); }
+  } keep{gpu_, gpu_->CurrentDevice()};
+  auto local = std::find_if(entries.begin(), entries.end(), [](auto* e) { return e != nullptr; });
+  int device = last_device_;
+  if (local != entries.end()) {
+    device = (*local)->request.device;
+  } else if (device < 0) {  // joined before its first GPU op: hvd_join's device, else 0
+    device =
+        join_device_ != nullptr ? std::max(join_device_->load(std::memory_order_relaxed), 0) : 0;
+  }
+  last_device_ = device;
+  // hvd's stream waits for every producer before it touches a tensor; all events go back.
+  Status waited;
+  for (TensorEntry* e : entries) {
+    if (e == nullptr || e->ready == nullptr) continue;
+    Status s = gpu_->WaitReady(device, e->ready);
+    e->ready = nullptr;
+    if (waited.ok()) waited = s;
+  }
+  HVD_RETURN_IF_ERROR(waited);
+  if (state != nullptr && !state->decided) {
+    ActivityStart(r, "GPU_INIT");
+    auto group = gpu_->CreateGroup(comm, device, gpu_operations_);
+    ActivityEnd(r);
+    HVD_RETURN_IF_ERROR(group.status());
+    state->group = std::move(group).value();
+    state->decided = true;
+  }
+  GpuGroup* group = state != nullptr ? state->group.get() : nullptr;
+  if (group != nullptr && r.type == OpType::kAllreduce) {
+    const double post = PostscaleFor(r, comm->size());
+    const bool scaled = r.prescale != 1.0 || post != 1.0;
+    if (group->CanAllreduce(r.dtype, BackendOp(r.reduce_op), scaled)) {
+      return NcclAllreduce(r, entries, group, r.prescale * post);
+    }
+  }
+  if (group != nullptr && r.type == OpType::kBroadcast && entries.front() != nullptr) {
+    const TensorEntry& e = *entries.front();
+    const int64_t bytes = e.request.NumElements() * static_cast<int64_t>(DataTypeSize(r.dtype));
+    if (recording_) ActivityStart(r, std::string(group->name()) + "_BCAST");
+    Status s = group->Broadcast(e.input, e.output, bytes, r.root);
+    ActivityEnd(r);
+    return s;
+  }
+  // Decided by the response alone, so a joined rank (no entry) makes the same CPU collectives.
+  if (r.type == OpType::kAllreduce && r.sizes.size() == 1) {
+    return StagedAllreduce(r, entries[0], comm, device);
+  }
+  return Staged(r, entries, comm, device);
+}
+
+void OpExecutor::ReleaseReady(std::span<TensorEntry* const> entries) {
+  if (gpu_ == nullptr) return;
+  for (TensorEntry* e : entries) {
+    if (e == nullptr || e->ready == nullptr) continue;
+    gpu_->ReleaseEvent(e->ready);
+    e->ready = nullptr;
+  }
+}
+
+Status OpExecutor::NcclAllreduce(const Response& r, std::span<TensorEntry* const> entries,
+                                 GpuGroup* group, double scale) {
+  gpu_inputs_.clear();
+  gpu_outputs_.clear();
+  gpu_counts_.assign(r.sizes.begin(), r.sizes.end());
+  for (TensorEntry* e : entries) {  // a joined rank (null) contributes zeros
+    gpu_inputs_.push_back(e != nullptr ? e->input : nullptr);
+    gpu_outputs_.push_back(e != nullptr ? e->output : nullptr);
+  }
+  if (recording_) ActivityStart(r, std::string(group->name()) + "_ALLREDUCE");
+  Status s = group->Allreduce(gpu_inputs_, gpu_outputs_, gpu_counts_, r.dtype,
+                              BackendOp(r.reduce_op), scale);
+  ActivityEnd(r);
+  return s;
+}
+
+// One allreduce through host memory in chunks: all device->host copies are issued at once,
+// each followed by a marker; chunk i is reduced once its marker passed, and its result copied
+// back while chunk i+1 is reduced. The chunking depends only on the response, so every rank
+// makes the same CPU collectives; a joined rank (null entry) reduces zeros in the same chunks.
+Status OpExecutor::StagedAllreduce(const Response& r, TensorEntry* entry, Communicator* comm,
+                                   int device) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  const int64_t count = r.sizes[0];
+  HVD_ASSIGN_OR_RETURN(void* staging, gpu_->HostBuffer(0, count * elem));
+  char* host = static_cast<char*>(staging);
+  const int64_t per_chunk =
+      std::max<int64_t>(std::max<int64_t>(kStageChunkBytes / elem, 1),
+                        (count + GpuBackend::kMaxMarkers - 1) / GpuBackend::kMaxMarkers);
+  const auto* in = entry != nullptr ? static_cast<const char*>(entry->input) : nullptr;
+  auto* out = entry != nullptr ? static_cast<char*>(entry->output) : nullptr;
+  // The activity names are built only when recording: the steady state allocates nothing.
+  if (recording_) ActivityStart(r, std::string(comm->name()) + "_STAGED_ALLREDUCE");
+  Status s;
+  markers_.clear();
+  if (in == nullptr && count > 0) std::memset(host, 0, count * elem);
+  for (int64_t first = 0; s.ok() && in != nullptr && first < count; first += per_chunk) {
+    const int64_t n = std::min(per_chunk, count - first);
+    s = gpu_->CopyToHost(host + first * elem, in + first * elem, n * elem, device);
+    if (s.ok()) {
+      auto marker = gpu_->Marker(device);
+      s = marker.status();
+      if (s.ok()) markers_.push_back(*marker);
+    }
+  }
+  const double post = PostscaleFor(r, comm->size());
+  size_t chunk = 0;
+  for (int64_t first = 0; s.ok() && first < count; first += per_chunk, ++chunk) {
+    const int64_t n = std::min(per_chunk, count - first);
+    char* part = host + first * elem;
+    if (in != nullptr) {
+      s = gpu_->WaitMarker(device, markers_[chunk]);
+      if (!s.ok()) break;
+      ScaleBuffer(part, n, r.dtype, r.prescale);
+    }
+    s = comm->Allreduce(part, n, r.dtype, BackendOp(r.reduce_op));
+    if (!s.ok() || out == nullptr) continue;
+    ScaleBuffer(part, n, r.dtype, post);
+    s = gpu_->CopyToDevice(out + first * elem, part, n * elem, device);
+  }
+  Status synced = gpu_->Sync(device);  // no copy may still touch the staging buffer
+  ActivityEnd(r);
+  return s.ok() ? synced : s;
+}
+
+// Every other GPU op: the local tensors are copied into one pinned buffer, the CPU path runs on
+// those copies (its runtime-allocated outputs are host memory), and allreduce/broadcast
+// results are copied back to the tensors' own outputs.
+Status OpExecutor::Staged(const Response& r, std::span<TensorEntry* const> entries,
+                          Communicator* comm, int device) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  staged_offsets_.clear();
+  staged_bytes_.clear();
+  int64_t total = 0;
+  for (TensorEntry* e : entries) {
+    const int64_t bytes = e != nullptr ? e->request.NumElements() * elem : 0;
+    staged_offsets_.push_back(total);
+    staged_bytes_.push_back(bytes);
+    total += Align64(bytes);
+  }
+  HVD_ASSIGN_OR_RETURN(void* staging, gpu_->HostBuffer(1, total));
+  char* host = static_cast<char*>(staging);
+  // A broadcast's non-root ranks send nothing: their staging is overwritten.
+  const bool send = r.type != OpType::kBroadcast || comm->rank() == r.root;
+  ActivityStart(r, "MEMCPY_D2H");
+  Status s;
+  for (size_t i = 0; s.ok() && send && i < entries.size(); ++i) {
+    if (entries[i] == nullptr) continue;
+    s = gpu_->CopyToHost(host + staged_offsets_[i], entries[i]->input, staged_bytes_[i], device);
+  }
+  Status synced = gpu_->Sync(device);
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
+  HVD_RETURN_IF_ERROR(synced);
+  device_ptrs_.clear();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    TensorEntry* e = entries[i];
+    device_ptrs_.emplace_back(e ? e->input : nullptr, e ? e->output : nullptr);
+    if (e == nullptr) continue;
+    e->input = e->output = host + staged_offsets_[i];
+    e->request.device = -1;  // outputs the CPU path allocates are host memory
+  }
+  s = Run(r, entries, comm);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i] == nullptr) continue;
+    entries[i]->input = device_ptrs_[i].first;
+    entries[i]->output = device_ptrs_[i].second;
+    entries[i]->request.device = device;
+  }
+  if (!s.ok() || (r.type != OpType::kAllreduce && r.type != OpType::kBroadcast)) return s;
+  ActivityStart(r, "MEMCPY_H2D");
+  for (size_t i = 0; s.ok() && i < entries.size(); ++i) {
+    if (entries[i] == nullptr) continue;
+    s = gpu_->CopyToDevice(entries[i]->output, host + staged_offsets_[i], staged_bytes_[i], device);
+  }
+  synced = gpu_->Sync(device);
+  ActivityEnd(r);
+  return s.ok() ? synced : s;
+}
+
+}  // namespace hvd::runtime

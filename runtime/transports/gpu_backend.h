@@ -1,0 +1,100 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_GPU_BACKEND_H_
+#define HVD_RUNTIME_TRANSPORTS_GPU_BACKEND_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "common/status.h"
+#include "runtime/transports/communicator.h"
+#include "runtime/transports/data_type.h"
+
+namespace hvd::runtime {
+
+// GpuGroup: one process set's GPU collectives on this rank (an NCCL communicator over the
+// set's members, each on its own device). Made by GpuBackend::CreateGroup when every member of
+// the set has a GPU of its own; otherwise the runtime stages GPU tensors through host memory
+// and the set's CPU Communicator (op_executor_gpu.cc). Background thread only, except Abort.
+//
+// Every call is collective over the set, like Communicator's, and returns once the device
+// finished the work: a peer that never joins, a NCCL error or the runtime's timeout abort the
+// NCCL communicator (ncclCommAbort) and return a non-OK Status with NCCL's message; the group
+// is unusable afterwards (the runtime then fails the set like any communicator failure).
+class GpuGroup {
+ public:
+  virtual ~GpuGroup() = default;
+  virtual const char* name() const = 0;  // "NCCL": the timeline's activity prefix
+  // Can Allreduce take this op? `scaled`: the op has a prescale or postscale factor other
+  // than 1 (NCCL: Sum/Min/Max/Product unscaled; scaled only floating-point Sum, as NCCL's
+  // pre-multiplied sum of both factors' product). Otherwise the op is staged.
+  virtual bool CanAllreduce(DataType dtype, ReduceOp op, bool scaled) const = 0;
+  // Allreduce of tensors[i] (counts[i] elements, device memory) into outputs[i] (may alias),
+  // multiplied by `scale`; several tensors are fused through a device buffer.
+  virtual Status Allreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
+                           std::span<const int64_t> counts, DataType dtype, ReduceOp op,
+                           double scale) = 0;
+  // Broadcast of `bytes` from set rank `root`'s `input` into every member's `output`.
+  virtual Status Broadcast(const void* input, void* output, int64_t bytes, int root) = 0;
+  // Thread-safe: a call in flight (or the next one) fails promptly with kAborted.
+  virtual void Abort() = 0;
+};
+
+// GpuBackend: the runtime's access to CUDA devices, behind an interface so that runtime/core
+// builds and runs without CUDA (CreateGpuBackend() is null in a build without CUDA/NCCL).
+// Creating it touches no device: CUDA is initialised by the first GPU tensor.
+class GpuBackend {
+ public:
+  virtual ~GpuBackend() = default;
+
+  // Any thread: OK when `data` is memory of CUDA device `device` (InvalidArgument naming the
+  // address and where it is otherwise).
+  virtual Status CheckMemory(int device, const void* data) = 0;
+  // Framework thread, at enqueue: CheckMemory(device, data) unless `data` is null, then records
+  // an event on `stream` (the producer's stream; null = the legacy default stream) after the
+  // work that writes the tensor. Returns the event, which the background thread waits for
+  // (WaitReady) before it touches the tensor: the framework's stream order is kept without a
+  // device-wide synchronize. The event is the backend's.
+  virtual Result<void*> MarkReady(int device, const void* data, void* stream) = 0;
+  // Background thread. Makes the backend's stream of `device` wait for `event` (MarkReady)
+  // and gives the event back to the backend's pool. Null events are ignored.
+  virtual Status WaitReady(int device, void* event) = 0;
+  // Returns an event that will not be waited for (its op failed before it ran). Any thread.
+  virtual void ReleaseEvent(void* event) = 0;
+
+  // Background thread. Asynchronous copies on the backend's stream of `device`; `host` must
+  // be memory from HostBuffer for the copy to overlap. Sync waits for every copy issued.
+  virtual Status CopyToHost(void* host, const void* device_data, int64_t bytes, int device) = 0;
+  virtual Status CopyToDevice(void* device_data, const void* host, int64_t bytes, int device) = 0;
+  // A marker after the copies issued so far on `device`'s stream; WaitMarker blocks until the
+  // device passed it. Markers are numbered from 1 per Sync; at most kMaxMarkers between Syncs.
+  static constexpr int kMaxMarkers = 64;
+  virtual Result<int> Marker(int device) = 0;
+  virtual Status WaitMarker(int device, int marker) = 0;
+  virtual Status Sync(int device) = 0;
+  // Pinned host staging memory, slot `slot` (0..3), at least `bytes`; kept and grown.
+  virtual Result<void*> HostBuffer(int slot, int64_t bytes) = 0;
+
+  // Collective over `cpu`'s members (all call it for the same set at the same point): decides
+  // whether the set's GPU ops run on NCCL and if so bootstraps its communicator, the
+  // ncclUniqueId travelling over `cpu` (hvd's authenticated channels). `mode` is
+  // HVD_GPU_OPERATIONS: "auto" (NCCL when every member has a GPU of its own), "nccl" (an error
+  // naming the shared GPU otherwise) or "cpu" (never). Null result: stage through the host.
+  virtual Result<std::unique_ptr<GpuGroup>> CreateGroup(Communicator* cpu, int device,
+                                                        const std::string& mode) = 0;
+  // Any thread: the calling thread's current CUDA device (-1 when it cannot be read), and
+  // setting it back to what CurrentDevice returned. A GPU response runs on whichever thread
+  // runs the cycle (a waiting caller may, Runtime::Wait); RunGpu leaves that thread's current
+  // device as it found it.
+  virtual int CurrentDevice() = 0;
+  virtual void RestoreDevice(int device) = 0;
+  // Thread-safe: every group's call in flight fails with kAborted, until the next Start.
+  virtual void Abort() = 0;
+  // At every runtime init: clears an earlier Abort; `timeout` bounds each NCCL call.
+  virtual void Start(std::chrono::milliseconds timeout) = 0;
+};
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_GPU_BACKEND_H_

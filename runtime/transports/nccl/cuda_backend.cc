@@ -1,0 +1,235 @@
+#include "runtime/transports/nccl/cuda_backend.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "runtime/transports/nccl/nccl_group.h"
+
+namespace hvd::runtime {
+namespace {
+
+std::string Hex(const void* p) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%p", p);
+  return text;
+}
+
+}  // namespace
+
+Status CudaError(const std::string& what, cudaError_t err) {
+  return Status::Internal(what + ": CUDA error " + cudaGetErrorName(err) + " (" +
+                          cudaGetErrorString(err) + ")");
+}
+
+ScopedDevice::ScopedDevice(int device) {
+  cudaError_t err = cudaGetDevice(&previous_);
+  if (err == cudaSuccess && previous_ != device) err = cudaSetDevice(device);
+  if (err != cudaSuccess) {
+    previous_ = -1;
+    status_ = CudaError("selecting CUDA device " + std::to_string(device), err);
+  }
+}
+
+ScopedDevice::~ScopedDevice() {
+  int now = -1;
+  if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) {
+    cudaSetDevice(previous_);
+  }
+}
+
+int CudaBackend::CurrentDevice() {
+  int device = -1;
+  return cudaGetDevice(&device) == cudaSuccess ? device : -1;
+}
+
+void CudaBackend::RestoreDevice(int device) {
+  int now = -1;
+  if (device >= 0 && cudaGetDevice(&now) == cudaSuccess && now != device) cudaSetDevice(device);
+}
+
+CudaBackend::~CudaBackend() {
+  // Errors are ignored: at process exit CUDA may already be unloading.
+  for (auto& [event, device] : events_) {
+    cudaSetDevice(device);
+    cudaEventDestroy(event);
+  }
+  for (auto& [device, state] : devices_) {
+    cudaSetDevice(device);
+    for (cudaEvent_t e : state.markers) {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
+    if (state.stream != nullptr) cudaStreamDestroy(state.stream);
+  }
+  for (void* p : host_) {
+    if (p != nullptr) cudaFreeHost(p);
+  }
+}
+
+Status CudaBackend::CheckMemory(int device, const void* data) {
+  cudaPointerAttributes attr{};
+  cudaError_t err = cudaPointerGetAttributes(&attr, data);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // not sticky; clear it for the framework
+    return Status::InvalidArgument("tensor data at " + Hex(data) + " (CUDA device " +
+                                   std::to_string(device) + "): " + cudaGetErrorString(err));
+  }
+  const bool on_device = attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+  if (on_device && attr.device == device) return Status::OK();
+  return Status::InvalidArgument(
+      "tensor data at " + Hex(data) + " is not memory of CUDA device " + std::to_string(device) +
+      (on_device ? " (it is on device " + std::to_string(attr.device) + ")"
+                 : " (it is host memory)"));
+}
+
+Result<void*> CudaBackend::MarkReady(int device, const void* data, void* stream) {
+  if (data != nullptr) HVD_RETURN_IF_ERROR(CheckMemory(device, data));
+  ScopedDevice scoped(device);
+  HVD_RETURN_IF_ERROR(scoped.status());
+  cudaEvent_t event = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& pool = free_events_[device];
+    if (!pool.empty()) {
+      event = pool.back();
+      pool.pop_back();
+    }
+  }
+  if (event == nullptr) {
+    cudaError_t err = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    if (err != cudaSuccess) return CudaError("creating a CUDA event", err);
+    std::lock_guard<std::mutex> lock(mu_);
+    events_[event] = device;
+  }
+  cudaError_t err = cudaEventRecord(event, static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) {
+    ReleaseEvent(event);
+    return CudaError("recording an event on the tensor's stream " + Hex(stream), err);
+  }
+  return static_cast<void*>(event);
+}
+
+void CudaBackend::ReleaseEvent(void* event) {
+  if (event == nullptr) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = events_.find(static_cast<cudaEvent_t>(event));
+  if (it != events_.end()) free_events_[it->second].push_back(it->first);
+}
+
+Result<CudaBackend::DeviceState*> CudaBackend::State(int device) {
+  cudaError_t err = cudaSetDevice(device);  // the background thread's own device
+  if (err != cudaSuccess) return CudaError("selecting CUDA device " + std::to_string(device), err);
+  DeviceState& s = devices_[device];
+  if (s.stream == nullptr) {
+    err = cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking);
+    if (err != cudaSuccess) return CudaError("creating hvd's CUDA stream", err);
+    for (cudaEvent_t& e : s.markers) {
+      err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+      if (err != cudaSuccess) return CudaError("creating a CUDA event", err);
+    }
+  }
+  return &s;
+}
+
+Result<cudaStream_t> CudaBackend::Stream(int device) {
+  HVD_ASSIGN_OR_RETURN(DeviceState * s, State(device));
+  return s->stream;
+}
+
+Status CudaBackend::WaitReady(int device, void* event) {
+  if (event == nullptr) return Status::OK();
+  auto s = State(device);
+  Status status = s.status();
+  if (status.ok()) {
+    cudaError_t err = cudaStreamWaitEvent((*s)->stream, static_cast<cudaEvent_t>(event), 0);
+    if (err != cudaSuccess) status = CudaError("waiting for the tensor's producer", err);
+  }
+  ReleaseEvent(event);
+  return status;
+}
+
+Status CudaBackend::Copy(void* to, const void* from, int64_t bytes, int device, cudaMemcpyKind kind,
+                         const char* what) {
+  if (bytes <= 0) return Status::OK();
+  HVD_ASSIGN_OR_RETURN(DeviceState * s, State(device));
+  cudaError_t err = cudaMemcpyAsync(to, from, static_cast<size_t>(bytes), kind, s->stream);
+  if (err != cudaSuccess) return CudaError(what, err);
+  return Status::OK();
+}
+
+Status CudaBackend::CopyToHost(void* host, const void* device_data, int64_t bytes, int device) {
+  return Copy(host, device_data, bytes, device, cudaMemcpyDeviceToHost,
+              "copying a GPU tensor to the host");
+}
+
+Status CudaBackend::CopyToDevice(void* device_data, const void* host, int64_t bytes, int device) {
+  return Copy(device_data, host, bytes, device, cudaMemcpyHostToDevice,
+              "copying a result to the GPU");
+}
+
+Result<int> CudaBackend::Marker(int device) {
+  HVD_ASSIGN_OR_RETURN(DeviceState * s, State(device));
+  if (s->next_marker >= kMaxMarkers) return Status::Internal("too many copy markers");
+  const int marker = s->next_marker++;
+  cudaError_t err = cudaEventRecord(s->markers[marker], s->stream);
+  if (err != cudaSuccess) return CudaError("recording a copy marker", err);
+  return marker + 1;
+}
+
+Status CudaBackend::WaitMarker(int device, int marker) {
+  HVD_ASSIGN_OR_RETURN(DeviceState * s, State(device));
+  if (marker < 1 || marker > s->next_marker) return Status::Internal("unknown copy marker");
+  cudaError_t err = cudaEventSynchronize(s->markers[marker - 1]);
+  if (err != cudaSuccess) return CudaError("waiting for a copy", err);
+  return Status::OK();
+}
+
+Status CudaBackend::Sync(int device) {
+  HVD_ASSIGN_OR_RETURN(DeviceState * s, State(device));
+  s->next_marker = 0;
+  cudaError_t err = cudaStreamSynchronize(s->stream);
+  if (err != cudaSuccess) return CudaError("waiting for hvd's CUDA stream", err);
+  return Status::OK();
+}
+
+Result<void*> CudaBackend::HostBuffer(int slot, int64_t bytes) {
+  if (slot < 0 || slot >= static_cast<int>(host_.size())) return Status::Internal("bad slot");
+  if (bytes <= host_bytes_[slot] && host_[slot] != nullptr) return host_[slot];
+  const int64_t grown = std::max<int64_t>({bytes, host_bytes_[slot] * 3 / 2, int64_t{1} << 20});
+  if (host_[slot] != nullptr) cudaFreeHost(host_[slot]);
+  host_[slot] = nullptr;
+  host_bytes_[slot] = 0;
+  cudaError_t err = cudaHostAlloc(&host_[slot], static_cast<size_t>(grown), cudaHostAllocPortable);
+  if (err != cudaSuccess) {
+    host_[slot] = nullptr;
+    return CudaError("allocating " + std::to_string(grown) + " bytes of pinned host memory", err);
+  }
+  host_bytes_[slot] = grown;
+  return host_[slot];
+}
+
+void CudaBackend::Register(NcclGroup* group) {
+  std::lock_guard<std::mutex> lock(mu_);
+  groups_.insert(group);
+}
+
+void CudaBackend::Unregister(NcclGroup* group) {
+  std::lock_guard<std::mutex> lock(mu_);
+  groups_.erase(group);
+}
+
+void CudaBackend::Abort() {
+  aborted_ = true;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (NcclGroup* g : groups_) g->Abort();
+}
+
+Result<std::unique_ptr<GpuGroup>> CudaBackend::CreateGroup(Communicator* cpu, int device,
+                                                           const std::string& mode) {
+  return CreateNcclGroup(this, cpu, device, mode);
+}
+
+std::unique_ptr<GpuBackend> MakeCudaBackend() { return std::make_unique<CudaBackend>(); }
+
+int32_t NcclBuiltVersion() { return NCCL_VERSION_CODE; }
+
+}  // namespace hvd::runtime

@@ -1,0 +1,105 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_NCCL_CUDA_BACKEND_H_
+#define HVD_RUNTIME_TRANSPORTS_NCCL_CUDA_BACKEND_H_
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/transports/gpu_backend.h"
+
+namespace hvd::runtime {
+
+// "<what>: <CUDA's name and message for err>".
+Status CudaError(const std::string& what, cudaError_t err);
+
+// Sets the calling thread's current CUDA device for its lifetime and restores the previous one:
+// the framework threads that enqueue keep the device their framework chose.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device);
+  ~ScopedDevice();
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+  const Status& status() const { return status_; }
+
+ private:
+  int previous_ = -1;
+  Status status_;
+};
+
+class NcclGroup;
+
+// The CUDA half of the GPU path (gpu_backend.h): per device one non-blocking stream that every
+// copy and NCCL call of the runtime runs on, a pool of events for MarkReady, the markers of the
+// pipelined staging, and pinned staging buffers. Its NCCL groups register themselves so that
+// Abort reaches them.
+class CudaBackend final : public GpuBackend {
+ public:
+  CudaBackend() = default;
+  ~CudaBackend() override;
+
+  Status CheckMemory(int device, const void* data) override;
+  Result<void*> MarkReady(int device, const void* data, void* stream) override;
+  Status WaitReady(int device, void* event) override;
+  void ReleaseEvent(void* event) override;
+  Status CopyToHost(void* host, const void* device_data, int64_t bytes, int device) override;
+  Status CopyToDevice(void* device_data, const void* host, int64_t bytes, int device) override;
+  Result<int> Marker(int device) override;
+  Status WaitMarker(int device, int marker) override;
+  Status Sync(int device) override;
+  Result<void*> HostBuffer(int slot, int64_t bytes) override;
+  Result<std::unique_ptr<GpuGroup>> CreateGroup(Communicator* cpu, int device,
+                                                const std::string& mode) override;
+  int CurrentDevice() override;
+  void RestoreDevice(int device) override;
+  void Abort() override;
+  void Start(std::chrono::milliseconds timeout) override {
+    timeout_ = timeout;
+    aborted_ = false;
+  }
+
+  // For NcclGroup: the runtime stream of `device` (made on first use; background thread).
+  Result<cudaStream_t> Stream(int device);
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  bool aborted() const { return aborted_.load(); }
+  void Register(NcclGroup* group);
+  void Unregister(NcclGroup* group);
+
+ private:
+  struct DeviceState {
+    cudaStream_t stream = nullptr;
+    std::array<cudaEvent_t, kMaxMarkers> markers{};
+    int next_marker = 0;
+  };
+  Result<DeviceState*> State(int device);
+  // An asynchronous copy on `device`'s stream; errors say `what`.
+  Status Copy(void* to, const void* from, int64_t bytes, int device, cudaMemcpyKind kind,
+              const char* what);
+
+  std::chrono::milliseconds timeout_{30000};
+  std::atomic<bool> aborted_{false};
+  std::map<int, DeviceState> devices_;  // background thread
+  std::array<void*, 4> host_{};
+  std::array<int64_t, 4> host_bytes_{};
+  std::mutex mu_;                                        // guards the event pool and groups_
+  std::map<int, std::vector<cudaEvent_t>> free_events_;  // by device
+  std::map<cudaEvent_t, int> events_;                    // every event made, with its device
+  std::set<NcclGroup*> groups_;
+};
+
+// The backend the registry hands the runtime (backend_registry.cc).
+std::unique_ptr<GpuBackend> MakeCudaBackend();
+// NCCL_VERSION_CODE of the nccl.h this was compiled with.
+int32_t NcclBuiltVersion();
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_NCCL_CUDA_BACKEND_H_

@@ -1,0 +1,341 @@
+#include "runtime/transports/nccl/nccl_group.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <thread>
+
+#include "runtime/transports/nccl/cuda_backend.h"
+
+namespace hvd::runtime {
+namespace {
+
+bool NcclType(DataType dtype, ncclDataType_t* out) {
+  switch (dtype) {
+    case DataType::kUInt8:
+      *out = ncclUint8;
+      return true;
+    case DataType::kInt8:
+      *out = ncclInt8;
+      return true;
+    case DataType::kInt32:
+      *out = ncclInt32;
+      return true;
+    case DataType::kInt64:
+      *out = ncclInt64;
+      return true;
+    case DataType::kFloat16:
+      *out = ncclFloat16;
+      return true;
+    case DataType::kFloat32:
+      *out = ncclFloat32;
+      return true;
+    case DataType::kFloat64:
+      *out = ncclFloat64;
+      return true;
+    case DataType::kBFloat16:
+      *out = ncclBfloat16;
+      return true;
+    default:
+      return false;  // int16, uint16 and bool have no NCCL type: staged
+  }
+}
+
+bool NcclOp(ReduceOp op, ncclRedOp_t* out) {
+  switch (op) {
+    case ReduceOp::kSum:
+      *out = ncclSum;
+      return true;
+    case ReduceOp::kMin:
+      *out = ncclMin;
+      return true;
+    case ReduceOp::kMax:
+      *out = ncclMax;
+      return true;
+    case ReduceOp::kProduct:
+      *out = ncclProd;
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsFloat(DataType dtype) {
+  return dtype == DataType::kFloat16 || dtype == DataType::kFloat32 ||
+         dtype == DataType::kFloat64 || dtype == DataType::kBFloat16;
+}
+
+// NCCL's pre-multiplied sum by `scale`, its scalar in the tensor's own type.
+ncclResult_t ScaledSum(DataType dtype, ncclDataType_t type, double scale, ncclComm_t comm,
+                       ncclRedOp_t* op) {
+  union {
+    __half h;
+    __nv_bfloat16 b;
+    float f;
+    double d;
+  } scalar;
+  switch (dtype) {
+    case DataType::kFloat16:
+      scalar.h = __float2half(static_cast<float>(scale));
+      break;
+    case DataType::kBFloat16:
+      scalar.b = __float2bfloat16(static_cast<float>(scale));
+      break;
+    case DataType::kFloat32:
+      scalar.f = static_cast<float>(scale);
+      break;
+    default:
+      scalar.d = scale;
+      break;
+  }
+  return ncclRedOpCreatePreMulSum(op, &scalar, type, ncclScalarHostImmediate, comm);
+}
+
+std::string Identity(const std::string& mode, int device) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  char bus[64] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), device) != cudaSuccess) {
+    std::snprintf(bus, sizeof(bus), "device-%d", device);
+  }
+  return mode + "\n" + host + "\n" + bus;
+}
+
+}  // namespace
+
+std::string DecideGpuPath(const std::vector<std::string>& identities) {
+  std::string mode0;
+  std::map<std::string, size_t> owner;  // "<host>\n<bus>" -> first rank using it
+  std::string shared;
+  for (size_t r = 0; r < identities.size(); ++r) {
+    const std::string& id = identities[r];
+    const size_t cut = id.find('\n');
+    const std::string mode = id.substr(0, cut);
+    const std::string where = cut == std::string::npos ? "" : id.substr(cut + 1);
+    if (r == 0) mode0 = mode;
+    if (mode != mode0) {
+      return "EHVD_GPU_OPERATIONS differs between ranks: set rank 0 has '" + mode0 +
+             "', set rank " + std::to_string(r) + " has '" + mode + "'";
+    }
+    auto [it, fresh] = owner.emplace(where, r);
+    if (!fresh && shared.empty()) {
+      std::string gpu = where;
+      std::replace(gpu.begin(), gpu.end(), '\n', ' ');
+      shared = "set ranks " + std::to_string(it->second) + " and " + std::to_string(r) +
+               " share the GPU " + gpu;
+    }
+  }
+  if (mode0 == "cpu") return "S";
+  if (shared.empty()) return "N";
+  if (mode0 == "nccl") {
+    return "EHVD_GPU_OPERATIONS=nccl needs a GPU per rank, but " + shared +
+           " (NCCL refuses two ranks on one device); use HVD_GPU_OPERATIONS=auto or cpu to "
+           "stage through host memory";
+  }
+  return "S";
+}
+
+NcclGroup::NcclGroup(CudaBackend* backend, ncclComm_t comm, int device)
+    : backend_(backend), comm_(comm), device_(device) {
+  backend_->Register(this);
+}
+
+NcclGroup::~NcclGroup() {
+  backend_->Unregister(this);
+  cudaSetDevice(device_);
+  // Abort, not destroy: destroying may wait for peers that are gone; aborting frees locally.
+  AbortComm();
+  if (done_ != nullptr) cudaEventDestroy(done_);
+  if (fusion_ != nullptr) cudaFree(fusion_);
+}
+
+bool NcclGroup::CanAllreduce(DataType dtype, ReduceOp op, bool scaled) const {
+  ncclDataType_t type;
+  ncclRedOp_t nop;
+  if (!NcclType(dtype, &type) || !NcclOp(op, &nop)) return false;
+  return !scaled || (op == ReduceOp::kSum && IsFloat(dtype));
+}
+
+void NcclGroup::AbortComm() {
+  if (comm_ != nullptr) ncclCommAbort(comm_);
+  comm_ = nullptr;
+}
+
+Status NcclGroup::NcclFailure(const char* what, ncclResult_t result) {
+  const char* last = ncclGetLastError(comm_);
+  std::string message = std::string("NCCL ") + what + " failed: " + ncclGetErrorString(result);
+  if (last != nullptr && *last != '\0') message += std::string(" (") + last + ")";
+  AbortComm();
+  return result == ncclRemoteError ? Status::RemoteError(message) : Status::Internal(message);
+}
+
+Status NcclGroup::Wait(cudaStream_t stream, const char* what) {
+  if (done_ == nullptr) {
+    cudaError_t err = cudaEventCreateWithFlags(&done_, cudaEventDisableTiming);
+    if (err != cudaSuccess) return CudaError("creating a CUDA event", err);
+  }
+  cudaError_t err = cudaEventRecord(done_, stream);
+  if (err != cudaSuccess) {
+    AbortComm();  // the work queued on the communicator is in an unknown state
+    return CudaError(std::string("NCCL ") + what, err);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + backend_->timeout();
+  for (int spins = 0;; ++spins) {
+    err = cudaEventQuery(done_);
+    if (err == cudaSuccess) return Status::OK();
+    if (err != cudaErrorNotReady) {
+      AbortComm();
+      return CudaError(std::string("NCCL ") + what, err);
+    }
+    // Spin briefly (small ops finish in microseconds), checking for errors every 64 queries
+    // (the checks cost more than a query); then sleep in short steps, checking after each.
+    if (spins > 4000) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    } else if (spins % 64 != 63) {
+      continue;
+    }
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &async);
+    if (async != ncclSuccess && async != ncclInProgress) return NcclFailure(what, async);
+    if (abort_requested_ || backend_->aborted()) {
+      AbortComm();
+      return Status::Aborted(std::string("NCCL ") + what + " aborted");
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      AbortComm();
+      return Status::Timeout(std::string("NCCL ") + what + " did not finish within " +
+                             std::to_string(backend_->timeout().count() / 1000) +
+                             " s (HVD_GLOO_TIMEOUT_SECONDS); a peer is gone or stuck");
+    }
+  }
+}
+
+Result<void*> NcclGroup::Fusion(int64_t bytes) {
+  if (bytes <= fusion_bytes_ && fusion_ != nullptr) return fusion_;
+  if (fusion_ != nullptr) cudaFree(fusion_);
+  fusion_ = nullptr;
+  fusion_bytes_ = 0;
+  const int64_t grown = std::max<int64_t>(bytes, int64_t{1} << 20);
+  cudaError_t err = cudaMalloc(&fusion_, static_cast<size_t>(grown));
+  if (err != cudaSuccess) {
+    fusion_ = nullptr;
+    return CudaError("allocating the " + std::to_string(grown) + "-byte device fusion buffer", err);
+  }
+  fusion_bytes_ = grown;
+  return fusion_;
+}
+
+Status NcclGroup::Allreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
+                            std::span<const int64_t> counts, DataType dtype, ReduceOp op,
+                            double scale) {
+  if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
+  ncclDataType_t type;
+  ncclRedOp_t nop;
+  if (!NcclType(dtype, &type) || !NcclOp(op, &nop)) {
+    return Status::Internal("NCCL allreduce of an unsupported type or op");
+  }
+  HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
+  const bool scaled = scale != 1.0;
+  if (scaled) {
+    ncclResult_t r = ScaledSum(dtype, type, scale, comm_, &nop);
+    if (r != ncclSuccess) return NcclFailure("scaled sum", r);
+  }
+  ncclResult_t r = ncclSuccess;
+  Status enqueued = Enqueue(inputs, outputs, counts, static_cast<int64_t>(DataTypeSize(dtype)),
+                            type, nop, stream, &r);
+  if (scaled) ncclRedOpDestroy(nop, comm_);  // legal once the last use is enqueued
+  if (r != ncclSuccess) return NcclFailure("allreduce", r);
+  HVD_RETURN_IF_ERROR(enqueued);
+  return Wait(stream, "allreduce");
+}
+
+// One tensor: straight from input to output. Several (or a joined rank's zeros): through the
+// device fusion buffer.
+Status NcclGroup::Enqueue(std::span<const void* const> inputs, std::span<void* const> outputs,
+                          std::span<const int64_t> counts, int64_t elem, ncclDataType_t type,
+                          ncclRedOp_t op, cudaStream_t stream, ncclResult_t* result) {
+  if (inputs.size() == 1 && inputs[0] != nullptr) {
+    *result = ncclAllReduce(inputs[0], outputs[0], static_cast<size_t>(counts[0]), type, op, comm_,
+                            stream);
+    return Status::OK();
+  }
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  HVD_ASSIGN_OR_RETURN(void* fusion, Fusion(total * elem));
+  char* buf = static_cast<char*>(fusion);
+  int64_t offset = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const size_t bytes = static_cast<size_t>(counts[i] * elem);
+    cudaError_t err = inputs[i] != nullptr ? cudaMemcpyAsync(buf + offset, inputs[i], bytes,
+                                                             cudaMemcpyDeviceToDevice, stream)
+                                           : cudaMemsetAsync(buf + offset, 0, bytes, stream);
+    if (err != cudaSuccess) return CudaError("filling the device fusion buffer", err);
+    offset += static_cast<int64_t>(bytes);
+  }
+  *result = ncclAllReduce(buf, buf, static_cast<size_t>(total), type, op, comm_, stream);
+  if (*result != ncclSuccess) return Status::OK();
+  offset = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const size_t bytes = static_cast<size_t>(counts[i] * elem);
+    if (outputs[i] != nullptr) {
+      cudaError_t err =
+          cudaMemcpyAsync(outputs[i], buf + offset, bytes, cudaMemcpyDeviceToDevice, stream);
+      if (err != cudaSuccess) return CudaError("emptying the device fusion buffer", err);
+    }
+    offset += static_cast<int64_t>(bytes);
+  }
+  return Status::OK();
+}
+
+Status NcclGroup::Broadcast(const void* input, void* output, int64_t bytes, int root) {
+  if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
+  HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
+  ncclResult_t r =
+      ncclBroadcast(input, output, static_cast<size_t>(bytes), ncclUint8, root, comm_, stream);
+  if (r != ncclSuccess) return NcclFailure("broadcast", r);
+  return Wait(stream, "broadcast");
+}
+
+Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communicator* cpu,
+                                                  int device, const std::string& mode) {
+  cudaError_t err = cudaSetDevice(device);
+  if (err != cudaSuccess) return CudaError("selecting CUDA device " + std::to_string(device), err);
+  std::vector<std::string> identities;
+  HVD_RETURN_IF_ERROR(cpu->GatherBytes(Identity(mode, device), 0, &identities));
+  std::string decision;
+  if (cpu->rank() == 0) {
+    decision = DecideGpuPath(identities);
+    if (decision == "N") {
+      ncclUniqueId id;
+      ncclResult_t r = ncclGetUniqueId(&id);
+      if (r != ncclSuccess) {
+        decision = std::string("EncclGetUniqueId failed: ") + ncclGetErrorString(r);
+      } else {
+        decision.append(id.internal, sizeof(id.internal));
+      }
+    }
+  }
+  HVD_RETURN_IF_ERROR(cpu->BroadcastBytes(&decision, 0));
+  if (decision.empty() || decision[0] == 'E') {
+    return Status::InvalidArgument(decision.empty() ? "no GPU path decision" : decision.substr(1));
+  }
+  if (decision[0] == 'S') return std::unique_ptr<GpuGroup>();
+  ncclUniqueId id;
+  if (decision.size() != 1 + sizeof(id.internal)) return Status::Internal("bad NCCL unique id");
+  std::memcpy(id.internal, decision.data() + 1, sizeof(id.internal));
+  ncclComm_t comm = nullptr;
+  ncclResult_t r = ncclCommInitRank(&comm, cpu->size(), id, cpu->rank());
+  if (r != ncclSuccess) {
+    return Status::Internal(std::string("creating the NCCL communicator failed: ") +
+                            ncclGetErrorString(r));
+  }
+  return std::unique_ptr<GpuGroup>(std::make_unique<NcclGroup>(backend, comm, device));
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,70 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_NCCL_NCCL_GROUP_H_
+#define HVD_RUNTIME_TRANSPORTS_NCCL_NCCL_GROUP_H_
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/transports/gpu_backend.h"
+
+namespace hvd::runtime {
+
+class CudaBackend;
+
+// Which way a process set's GPU ops go, decided by its rank 0 from every member's
+// "<HVD_GPU_OPERATIONS>\n<host>\n<PCI bus id>" (in set-rank order): 'N' NCCL (every member has a
+// GPU of its own), 'S' staged through the host, or 'E' followed by an error message (the modes
+// differ, or nccl was asked for with a shared GPU). Pure, so a unit test checks it without a GPU.
+std::string DecideGpuPath(const std::vector<std::string>& identities);
+
+// The NCCL communicator of one process set (gpu_backend.h GpuGroup). Its calls run on the
+// backend's stream of its device and wait for completion by polling an event, so that a NCCL
+// error (ncclCommGetAsyncError), hvd_abort or the runtime's timeout end the wait with
+// ncclCommAbort instead of a hang.
+class NcclGroup final : public GpuGroup {
+ public:
+  NcclGroup(CudaBackend* backend, ncclComm_t comm, int device);
+  ~NcclGroup() override;
+
+  const char* name() const override { return "NCCL"; }
+  bool CanAllreduce(DataType dtype, ReduceOp op, bool scaled) const override;
+  Status Allreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
+                   std::span<const int64_t> counts, DataType dtype, ReduceOp op,
+                   double scale) override;
+  Status Broadcast(const void* input, void* output, int64_t bytes, int root) override;
+  void Abort() override { abort_requested_ = true; }
+
+ private:
+  // Waits for the work enqueued on `stream`; on a failure aborts the communicator.
+  Status Wait(cudaStream_t stream, const char* what);
+  Status NcclFailure(const char* what, ncclResult_t result);
+  // Aborts the communicator once; the group is then unusable (comm_ null).
+  void AbortComm();
+  Result<void*> Fusion(int64_t bytes);
+  // Enqueues the allreduce (and fusion copies) on `stream`: NCCL's result in *result, a CUDA
+  // failure as the Status.
+  Status Enqueue(std::span<const void* const> inputs, std::span<void* const> outputs,
+                 std::span<const int64_t> counts, int64_t elem, ncclDataType_t type, ncclRedOp_t op,
+                 cudaStream_t stream, ncclResult_t* result);
+
+  CudaBackend* backend_;
+  ncclComm_t comm_;  // null once aborted
+  int device_;
+  cudaEvent_t done_ = nullptr;
+  void* fusion_ = nullptr;
+  int64_t fusion_bytes_ = 0;
+  std::atomic<bool> abort_requested_{false};
+};
+
+// CudaBackend::CreateGroup: the decision exchange over `cpu` and, for NCCL, the communicator's
+// bootstrap (rank 0's ncclUniqueId sent over `cpu`). Null: stage through the host.
+Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communicator* cpu,
+                                                  int device, const std::string& mode);
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_NCCL_NCCL_GROUP_H_

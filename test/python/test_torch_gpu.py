@@ -1,0 +1,223 @@
+"""hvd.torch on CUDA tensors (ctest label gpu): every collective gives on the GPU what it gives
+on the CPU, at -np 1 (NCCL) and -np 2/4 on one GPU (staged through host memory), with the
+framework's stream order kept. Skips (exit 77) with the reason when no GPU is visible or the
+build has no GPU path.
+"""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device visible (torch.cuda.is_available() is False)",
+                allow_module_level=True)
+
+DTYPES = [torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16, torch.bfloat16,
+          torch.float32, torch.float64]
+FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def g(hvd):
+    if not hvd.cuda_built():
+        pytest.skip("this hvd was built without the GPU path (hvdrun -cb shows no NCCL)")
+    torch.cuda.set_device(hvd.local_rank() % torch.cuda.device_count())
+    return hvd
+
+
+def make(dtype, shape, rank, offset=0):
+    base = (torch.arange(int(torch.tensor(shape).prod())) + offset) % 3 + 1 + rank
+    return base.to(dtype).reshape(shape)
+
+
+def same(gpu, cpu):
+    assert gpu.is_cuda and gpu.dtype == cpu.dtype and gpu.shape == cpu.shape
+    tol = {torch.float16: 1e-2, torch.bfloat16: 5e-2}.get(cpu.dtype, 1e-6)
+    torch.testing.assert_close(gpu.cpu().to(torch.float64), cpu.to(torch.float64), rtol=tol,
+                               atol=tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["Sum", "Min", "Max", "Product", "Average"])
+def test_allreduce_matches_cpu(g, dtype, op):
+    if op == "Average" and dtype not in FLOATS:
+        pytest.skip("Average of integers truncates differently by design")
+    x = make(dtype, (3, 5), g.rank())
+    cpu = g.allreduce(x, op=getattr(g, op), name=f"cpu.{dtype}.{op}")
+    gpu = g.allreduce(x.cuda(), op=getattr(g, op), name=f"gpu.{dtype}.{op}")
+    same(gpu, cpu)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int32])
+def test_allreduce_scale_factors_match_cpu(g, dtype):
+    x = make(dtype, (64,), g.rank())
+    kw = dict(prescale_factor=0.5, postscale_factor=3.0)
+    for op in (g.Sum, g.Average):
+        cpu = g.allreduce(x, op=op, **kw)
+        gpu = g.allreduce(x.cuda(), op=op, **kw)
+        same(gpu, cpu)
+
+
+def test_large_allreduce_in_place_is_chunked_and_exact(g):
+    # 24 MiB: the staged path pipelines it in chunks; every element must come back.
+    n = 6 << 20
+    x = torch.arange(n, dtype=torch.float32, device="cuda") % 97 + g.rank()
+    g.allreduce_(x, op=g.Sum, name="big")
+    expected = (torch.arange(n, dtype=torch.float64) % 97) * g.size() + sum(range(g.size()))
+    torch.testing.assert_close(x.cpu().to(torch.float64), expected)
+
+
+def test_grouped_and_fused_allreduce(g):
+    xs = [make(torch.float32, (s,), g.rank(), s) for s in (1, 7, 1000, 33)]
+    cpu = g.grouped_allreduce(xs, op=g.Sum)
+    gpu = g.grouped_allreduce([x.cuda() for x in xs], op=g.Sum)
+    for a, b in zip(gpu, cpu):
+        same(a, b)
+    handles = [g.allreduce_async(x.cuda(), op=g.Sum, name=f"fused.{i}") for i, x in enumerate(xs)]
+    for h, b in zip(handles, cpu):
+        same(g.synchronize(h), b)
+
+
+def test_stream_order_is_kept(g):
+    # The input is written by work queued on a side stream and not finished when allreduce is
+    # called: the runtime must wait for that stream's event, not read stale memory.
+    side = torch.cuda.Stream()
+    a = torch.randn(2048, 2048, device="cuda")
+    with torch.cuda.stream(side):
+        x = torch.zeros(1 << 20, device="cuda")
+        for _ in range(20):
+            a = a @ a / 2048.0
+        x.add_(1.0 + g.rank())
+        out = g.allreduce(x, op=g.Sum, name="ordered")
+    side.synchronize()
+    assert torch.all(out == float(sum(r + 1 for r in range(g.size())))).item()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_allgather_broadcast_alltoall_match_cpu(g, dtype):
+    x = make(dtype, (g.rank() + 1, 3), g.rank())
+    same(g.allgather(x.cuda()), g.allgather(x))
+    y = make(dtype, (4, 2), g.rank())
+    root = g.size() - 1
+    same(g.broadcast(y.cuda(), root), g.broadcast(y, root))
+    z = y.cuda()
+    g.broadcast_(z, 0)
+    same(z, g.broadcast(y, 0))
+    rows = torch.cat([make(dtype, (g.size(), 2), g.rank())])
+    same(g.alltoall(rows.cuda()), g.alltoall(rows))
+
+
+def test_reducescatter_and_grouped_match_cpu(g):
+    x = make(torch.float32, (2 * g.size() + 1, 3), g.rank())
+    for op in (g.Sum, g.Average):
+        same(g.reducescatter(x.cuda(), op=op), g.reducescatter(x, op=op))
+    xs = [x, make(torch.float32, (g.size(), 2), g.rank())]
+    for a, b in zip(g.grouped_reducescatter([t.cuda() for t in xs], op=g.Sum),
+                    g.grouped_reducescatter(xs, op=g.Sum)):
+        same(a, b)
+    for a, b in zip(g.grouped_allgather([t.cuda() for t in xs]), g.grouped_allgather(xs)):
+        same(a, b)
+
+
+def test_process_set_on_gpu(g):
+    if g.size() < 2:
+        pytest.skip("needs 2 ranks")
+    ps = g.add_process_set(list(range(1, g.size())))  # not the global set
+    if ps.included():
+        x = make(torch.float32, (10,), g.rank())
+        same(g.allreduce(x.cuda(), op=g.Sum, process_set=ps), g.allreduce(x, op=g.Sum,
+                                                                           process_set=ps))
+    g.remove_process_set(ps)
+
+
+def _train(g, device, steps=5):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                torch.nn.Linear(16, 1)).to(device)
+    opt = g.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                 named_parameters=model.named_parameters(),
+                                 compression=g.Compression.fp16)
+    g.broadcast_parameters(model.state_dict(), root_rank=0)
+    g.broadcast_optimizer_state(opt, root_rank=0)
+    gen = torch.Generator().manual_seed(1 + g.rank())
+    for _ in range(steps):
+        data = torch.randn(4, 8, generator=gen).to(device)
+        opt.zero_grad()
+        model(data).pow(2).mean().backward()
+        opt.step()
+    return [p.detach().cpu() for p in model.parameters()]
+
+
+def test_distributed_optimizer_on_gpu_matches_cpu(g):
+    for a, b in zip(_train(g, "cuda"), _train(g, "cpu")):
+        torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-4)
+
+
+def test_sync_batch_norm_on_gpu_matches_cpu(g):
+    x = make(torch.float32, (4, 3, 5), g.rank(), offset=2)
+    outs = []
+    for device in ("cpu", "cuda"):
+        bn = g.SyncBatchNorm(3).to(device)
+        inp = x.detach().clone().to(device).requires_grad_()
+        out = bn(inp)
+        out.sum().backward()
+        outs.append((out.detach().cpu(), inp.grad.cpu(), bn.running_mean.cpu()))
+    for a, b in zip(*outs):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_host_memory_described_as_gpu_memory_is_refused(g):
+    from hvd import _hvd_c as c
+    host = torch.ones(4)
+    with pytest.raises(c.Error, match="is not memory of CUDA device 0 .it is host memory."):
+        c.allreduce((host.data_ptr(), c.FLOAT32, (4,), 0), (host.data_ptr(), c.FLOAT32, (4,), 0),
+                    "bad.pointer", g.Sum, 1.0, 1.0, 0)
+
+
+# ---- launched from the -np 1 run: paths, errors, a dead peer ---------------------------------
+
+def _hvdrun(args, timeout, env=None):
+    hvdrun = os.environ.get("HVD_TEST_HVDRUN")
+    if not hvdrun:
+        pytest.skip("HVD_TEST_HVDRUN not set")
+    started = time.monotonic()
+    proc = subprocess.run([hvdrun] + args, capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **(env or {})))
+    return proc, time.monotonic() - started
+
+
+SCRIPT = os.path.join(HERE, "gpu_worker.py")
+
+
+def test_nccl_at_one_rank_and_staging_at_two_show_in_the_timeline(g, tmp_path):
+    if g.size() != 1:
+        pytest.skip("launches its own jobs from the -np 1 run")
+    for np, activity in ((1, "NCCL_ALLREDUCE"), (2, "STAGED_ALLREDUCE")):
+        timeline = tmp_path / f"timeline{np}.json"
+        proc, _ = _hvdrun(["-np", str(np), "--timeline-filename", str(timeline), sys.executable,
+                           SCRIPT, "allreduce"], 120)
+        assert proc.returncode == 0, proc.stderr
+        assert activity in timeline.read_text(), (np, activity)
+
+
+def test_nccl_forced_on_a_shared_gpu_is_a_clear_error(g):
+    if g.size() != 1:
+        pytest.skip("launches its own jobs from the -np 1 run")
+    proc, _ = _hvdrun(["-np", "2", sys.executable, SCRIPT, "allreduce"], 120,
+                      env={"HVD_GPU_OPERATIONS": "nccl"})
+    assert proc.returncode != 0
+    assert "share the GPU" in proc.stderr and "HVD_GPU_OPERATIONS=nccl" in proc.stderr, \
+        proc.stderr
+
+
+def test_killed_peer_fails_the_survivor_within_seconds(g):
+    if g.size() != 1:
+        pytest.skip("launches its own jobs from the -np 1 run")
+    proc, took = _hvdrun(["-np", "2", sys.executable, SCRIPT, "kill-peer"], 120)
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert took < 30, f"the job took {took:.1f} s to end"
+    assert "rank 1" in proc.stderr, proc.stderr
