@@ -13,6 +13,7 @@
 #include "discovery/discovery_script.h"
 #include "discovery/host_spec.h"
 #include "discovery/rank_plan.h"
+#include "discovery/slurm.h"
 #include "launcher/console.h"
 #include "launcher/dry_run.h"
 #include "launcher/elastic_job.h"
@@ -24,6 +25,7 @@
 #include "launcher/multi_host.h"
 #include "launcher/network_interface.h"
 #include "launcher/runtime_library.h"
+#include "launcher/srun_command.h"
 #include "launcher/ssh_agent_link.h"
 
 namespace hvd::launcher {
@@ -125,6 +127,43 @@ struct ElasticNetwork {
   std::unique_ptr<ElasticAgents> agents;
 };
 
+// How the driver reaches a remote host's hvd-agent. Inside a Slurm allocation whose nodes hold
+// the first remote hosts: a srun step per node, and a host the discovery script adds later
+// must be a node of the allocation too (ranks move only within it; another host fails to
+// connect with that reason, and the driver drops it like any unreachable host). Otherwise SSH.
+Result<AgentLinkFactory> ElasticConnector(const LaunchSpec& spec, const env::Environment& env,
+                                          const std::vector<std::string>& remote,
+                                          const std::string& agent_path) {
+  std::string why_not;
+  std::optional<SrunLaunch> srun = DetectSrunLaunch(remote, env, &why_not);
+  if (!srun) {
+    if (!why_not.empty()) PrintStep(spec.verbose, why_not);
+    return AgentLinkFactory(
+        [ssh = SshOptionsFor(spec, env), agent_path](
+            const std::string& host, std::chrono::steady_clock::time_point deadline) {
+          return ConnectSshAgent(SshTarget{host, ssh}, agent_path, deadline);
+        });
+  }
+  std::optional<std::string> nodelist = env.Raw("SLURM_JOB_NODELIST");
+  if (!nodelist) nodelist = env.Raw("SLURM_NODELIST");
+  HVD_ASSIGN_OR_RETURN(std::vector<std::string> nodes,
+                       discovery::ExpandSlurmHostlist(nodelist.value_or("")));
+  PrintStep(spec.verbose, "Inside Slurm job " + srun->job_id + ": hvd-agent starts with " +
+                              srun->srun_path + " on each node that gets workers");
+  AgentLinkFactory through_srun = SrunAgentConnector(*srun, agent_path, env, spec.verbose);
+  return AgentLinkFactory(
+      [through_srun, nodes, job = srun->job_id, listed = *nodelist](
+          const std::string& host,
+          std::chrono::steady_clock::time_point deadline) -> Result<std::unique_ptr<AgentLink>> {
+        if (std::find(nodes.begin(), nodes.end(), host) == nodes.end()) {
+          return Status::PreconditionFailed(
+              "host " + host + " is not a node of Slurm job " + job + " (" + listed +
+              "): inside an allocation elastic workers start only on its nodes");
+        }
+        return through_srun(host, deadline);
+      });
+}
+
 Result<ElasticNetwork> PrepareNetwork(const LaunchSpec& spec, const env::Environment& env,
                                       const std::vector<discovery::HostSlots>& first_hosts,
                                       const control::JobKey& key, JobEnvContext& job) {
@@ -147,11 +186,7 @@ Result<ElasticNetwork> PrepareNetwork(const LaunchSpec& spec, const env::Environ
     }
   }
   HVD_ASSIGN_OR_RETURN(std::string agent_path, LocalAgentPath());
-  AgentLinkFactory connect = [ssh = SshOptionsFor(spec, env), agent_path](
-                                 const std::string& host,
-                                 std::chrono::steady_clock::time_point deadline) {
-    return ConnectSshAgent(SshTarget{host, ssh}, agent_path, deadline);
-  };
+  HVD_ASSIGN_OR_RETURN(AgentLinkFactory connect, ElasticConnector(spec, env, remote, agent_path));
   network.agents = std::make_unique<ElasticAgents>(
       connect, AgentSessionOptions(spec, key),
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(

@@ -107,6 +107,16 @@ Result<MultiHostSetup> PrepareMultiHost(const LaunchSpec& spec, const env::Envir
   return setup;
 }
 
+AgentLinkFactory SrunAgentConnector(const SrunLaunch& launch, const std::string& agent_path,
+                                    const env::Environment& env, bool verbose) {
+  return [launch, agent_path, srun_env = env.all(), verbose](const std::string& host,
+                                                             Clock::time_point) {
+    std::vector<std::string> argv = SrunAgentArgv(launch, host, agent_path);
+    PrintStep(verbose, "hvd-agent on " + host + ": " + ShellJoin(argv));
+    return StartProcessAgent(argv, srun_env, "srun step on " + host, kSrunStopAfter);
+  };
+}
+
 Result<MultiHostSetup> PrepareSrunHosts(const LaunchSpec& spec, const env::Environment& env,
                                         const JobPlan& plan, const control::JobKey& key) {
   MultiHostSetup setup;
@@ -114,12 +124,7 @@ Result<MultiHostSetup> PrepareSrunHosts(const LaunchSpec& spec, const env::Envir
   PrintStep(spec.verbose, "Inside Slurm job " + plan.srun->job_id + ": hvd-agent starts with " +
                               plan.srun->srun_path + " on " + Join(plan.remote_hosts, ", "));
   const Clock::time_point begin = Clock::now();
-  AgentLinkFactory connect = [launch = *plan.srun, agent = setup.agent_path, srun_env = env.all(),
-                              verbose = spec.verbose](const std::string& host, Clock::time_point) {
-    std::vector<std::string> argv = SrunAgentArgv(launch, host, agent);
-    PrintStep(verbose, "hvd-agent on " + host + ": " + ShellJoin(argv));
-    return StartProcessAgent(argv, srun_env, "srun step on " + host, kSrunStopAfter);
-  };
+  AgentLinkFactory connect = SrunAgentConnector(*plan.srun, setup.agent_path, env, spec.verbose);
   HVD_ASSIGN_OR_RETURN(setup.agents,
                        AgentFleet::Open(plan.remote_hosts, connect, AgentSessionOptions(spec, key),
                                         StartDeadline(spec)));

@@ -11,6 +11,7 @@
 #include "launcher/job_plan.h"
 #include "launcher/launch_spec.h"
 #include "launcher/network_interface.h"
+#include "launcher/srun_command.h"
 #include "launcher/ssh_options.h"
 
 namespace hvd::launcher {
@@ -42,6 +43,11 @@ Result<std::string> LocalAgentPath();
 // host with its reason. Prints only --verbose steps.
 Result<MultiHostSetup> PrepareMultiHost(const LaunchSpec& spec, const env::Environment& env,
                                         const JobPlan& plan, const control::JobKey& key);
+
+// Connects to `host`'s hvd-agent through a one-task srun step on that node (SrunAgentArgv),
+// the step's stdin/stdout carrying the agent protocol; --verbose prints each srun command.
+AgentLinkFactory SrunAgentConnector(const SrunLaunch& launch, const std::string& agent_path,
+                                    const env::Environment& env, bool verbose);
 
 // For a plan whose remote hosts are nodes of the Slurm allocation (plan.srun): the same, with
 // one srun step per node running its agent (SrunAgentArgv) instead of SSH.

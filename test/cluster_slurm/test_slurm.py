@@ -269,3 +269,67 @@ def test_node_cut_off_mid_job_is_named_and_leaves_nothing(tmp_path):
         wait_for(lambda: not job_steps(), 60, "no Slurm step left (%s)" % job_steps())
     finally:
         kill_leftovers(marker)
+
+
+# ---- elastic jobs inside the allocation ---------------------------------------------------
+sys.path.insert(0, os.path.join(REPO, "test", "elastic_e2e"))
+import elastic_harness  # noqa: E402
+
+TRAIN = elastic_harness.TRAIN
+
+
+def elastic_salloc(tmp_path, args, worker_args, timeout=300):
+    """salloc -N2 -n4 hvdrun --verbose <args> python3 elastic_train.py ...: a Run."""
+    logfile, events = tmp_path / "log.jsonl", tmp_path / "events.jsonl"
+    marker = "hvd-slurm-elastic-%d-%s" % (os.getpid(), tmp_path.name)
+    cmd = (SALLOC + [HVDRUN, "--verbose"] + list(args) +
+           ["/usr/bin/python3", TRAIN, "--logfile", str(logfile), "--events", str(events)] +
+           list(worker_args))
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              env=slurm_env(OMP_NUM_THREADS="1", HVD_ELASTIC_TEST_MARKER=marker))
+    finally:
+        elastic_harness.kill_marked(marker)
+
+    class Done:  # what elastic_harness.Run reads
+        returncode = proc.returncode
+
+    run = elastic_harness.Run(Done, proc.stdout, proc.stderr, str(logfile), str(events))
+    return run, marker
+
+
+def test_elastic_job_drops_a_failed_node_and_goes_on_within_the_allocation(tmp_path):
+    # Given an elastic job on both nodes of the allocation (hosts from SLURM_JOB_NODELIST, two
+    # workers per node, each node's agent started by a srun step),
+    # when the worker with start rank 3 (on hvd-h2) fails at epoch 1,
+    run, marker = elastic_salloc(tmp_path, ["--elastic", "-np", "4", "--min-np", "2"],
+                                 ["--epochs", "3", "--exit-schedule", '{"1,0": [3]}'])
+    # then hvd-h2 is blacklisted and the two workers on hvd-h1 finish the job, resuming from
+    # exactly the committed state; no agent went over SSH.
+    assert run.returncode == 0, run.describe()
+    assert run.sizes() == [4, 2, 2], run.describe()
+    assert "Inside Slurm job" in run.err and "--nodelist=hvd-h2 --overlap" in run.err, run.err
+    assert "host hvd-h2 is blacklisted" in run.err, run.err
+    elastic_harness.assert_state_recovered(run)
+    wait_for(lambda: not elastic_harness.live_marked(marker), 20, "no worker left")
+    wait_for(lambda: not node_job_processes(), 20,
+             "no job process on any node (%s)" % node_job_processes())
+    wait_for(lambda: not job_steps(), 30, "no Slurm step left (%s)" % job_steps())
+
+
+def test_elastic_discovery_of_a_host_outside_the_allocation_is_refused(tmp_path):
+    # Given an elastic job on the allocation's nodes whose discovery script, after the first
+    # epoch, also lists a host that is not a node of the allocation,
+    script = elastic_harness.discovery_script(
+        tmp_path / "discover.sh", tmp_path / "log.jsonl",
+        [(0, ["hvd-h1:2", "hvd-h2:1"]), (None, ["hvd-h1:2", "hvd-h2:1", "hvd-elsewhere:1"])])
+    run, marker = elastic_salloc(
+        tmp_path, ["-np", "3", "--min-np", "3", "--max-np", "4", "--host-discovery-script",
+                   script], ["--epochs", "2", "--wait-for-update-after", "0",
+                             "--update-wait", "20"])
+    # then no worker starts there (the reason names the host and the job), and the job trains
+    # on the allocation's nodes.
+    assert run.returncode == 0, run.describe()
+    assert "host hvd-elsewhere is not a node of Slurm job" in run.err, run.err
+    assert set(run.sizes()) == {3}, run.describe()
+    wait_for(lambda: not job_steps(), 30, "no Slurm step left (%s)" % job_steps())
