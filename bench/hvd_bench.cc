@@ -232,6 +232,7 @@ class Collective {
     hvd_op_options_t options;
     hvd_op_options_init(&options);
     options.name = name_.c_str();
+    options.wait_now = 1;  // synchronous, as MPI_Allreduce
     void* data = device_data_ != nullptr ? device_data_ : buffer_.data();
     hvd_tensor_t t = Tensor(data, HVD_FLOAT32, static_cast<int64_t>(buffer_.size()), g_device);
     hvd_handle_t handle;
@@ -340,20 +341,21 @@ void Many(const Config& config, int rank, int size) {
   std::vector<std::string> names;
   for (int i = 0; i < k; ++i) names.push_back("hvd-bench.many." + std::to_string(i));
   std::vector<hvd_handle_t> handles(k);
-  auto enqueue = [&](int i) {
+  auto enqueue = [&](int i, bool wait_now) {
     hvd_op_options_t options;
     hvd_op_options_init(&options);
     options.name = names[i].c_str();
+    options.wait_now = wait_now ? 1 : 0;
     hvd_tensor_t t = Tensor(tensors[i].data(), HVD_FLOAT32, static_cast<int64_t>(count));
     Check(hvd_allreduce(&t, &t, &options, &handles[i]), "hvd_allreduce");
   };
   auto fused = [&] {
-    for (int i = 0; i < k; ++i) enqueue(i);
+    for (int i = 0; i < k; ++i) enqueue(i, false);
     for (int i = 0; i < k; ++i) WaitAndRelease(handles[i], "allreduce");
   };
   auto one_by_one = [&] {
     for (int i = 0; i < k; ++i) {
-      enqueue(i);
+      enqueue(i, true);
       WaitAndRelease(handles[i], "allreduce");
     }
   };

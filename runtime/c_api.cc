@@ -140,6 +140,7 @@ const OpOptions& ToOptions(const hvd_op_options_t* o) {
   out.root_rank = o->root_rank;
   out.process_set_id = o->process_set_id;
   out.stream = o->cuda_stream;
+  out.wait_now = o->wait_now != 0;
   out.has_splits = o->splits != nullptr;
   out.splits.clear();
   if (out.has_splits) {

@@ -272,6 +272,7 @@ void AllreduceNow(py::handle in, py::handle out, int dtype, py::handle shape, py
   options.prescale_factor = prescale;
   options.postscale_factor = postscale;
   options.cuda_stream = reinterpret_cast<void*>(stream);
+  options.wait_now = 1;  // waited for below: this thread runs the cycle itself
   hvd_handle_t handle = 0;
   hvd_status_t status;
   std::string message;

@@ -73,6 +73,7 @@ struct OpOptions {
   bool has_splits = false;
   std::vector<int32_t> splits;  // alltoall
   void* stream = nullptr;       // GPU tensors: the producer's CUDA stream (null = default)
+  bool wait_now = false;        // the caller waits on the handle at once (hvd_op_options_t)
 };
 
 struct Topology {
@@ -196,6 +197,12 @@ class Runtime {
   // may not drive (any more): a GPU tensor was enqueued, the loop stopped or is stopping.
   enum class Drive { kRan, kBusy, kNotAllowed };
   Drive TryDrive();
+  // Whether a waiting caller may run iterations at all (see callers_drive_, gpu_used_).
+  bool CallersMayDrive() const {
+    return callers_drive_ && !gpu_used_.load(std::memory_order_relaxed);
+  }
+  // Wakes the background thread if an enqueue left work for it without waking it.
+  void WakeLoopIfPending();
   // After a caller ran iterations: wakes the background thread if this rank still has work
   // in flight.
   void HandBack();
@@ -213,8 +220,11 @@ class Runtime {
   Result<std::shared_ptr<Controller>> ControllerFor(int32_t process_set_id) const;
   Status MarkDevice(TensorEntry* e, const TensorSpec& in, const TensorSpec* out,
                     const OpOptions& o);
+  // Queues `entries` under one new handle and wakes the background thread, unless
+  // `wait_now` and a waiting caller may run the cycle itself (Wait then wakes the thread if it
+  // does not).
   Result<int64_t> Submit(Controller* controller, std::span<TensorEntry> entries,
-                         int32_t num_outputs);
+                         int32_t num_outputs, bool wait_now = false);
   Result<int64_t> SubmitControl(Request request);
   // `name`, or when empty a generated "<op>.noname.<n>" written into `*scratch`.
   std::string_view NameOrGenerated(const std::string& name, const char* op, std::string* scratch);

@@ -163,7 +163,7 @@ Result<std::shared_ptr<Controller>> Runtime::ControllerFor(int32_t process_set_i
 }
 
 Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> entries,
-                                int32_t num_outputs) {
+                                int32_t num_outputs, bool wait_now) {
   const int64_t handle = handles_.Create(static_cast<int32_t>(entries.size()), num_outputs);
   for (auto& e : entries) e.handle = handle;
   Status s;
@@ -199,7 +199,9 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> e
     (void)handles_.Release(handle);
     return s;
   }
-  wake_cv_.notify_one();
+  // A synchronous caller drives its own cycle (Runtime::Wait): waking the background thread
+  // would cost a futex wake (and on a VM an inter-processor interrupt) per op for nothing.
+  if (!(wait_now && CallersMayDrive())) wake_cv_.notify_one();
   return handle;
 }
 
@@ -238,7 +240,7 @@ Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
     e.output = outputs[i].data;
     HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], &outputs[i], o));
   }
-  return Submit(controller.get(), scratch.entries, 0);
+  return Submit(controller.get(), scratch.entries, 0, o.wait_now);
 }
 
 Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, const OpOptions& o,
@@ -256,7 +258,7 @@ Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, co
     e.output_index = static_cast<int32_t>(i);
     HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], nullptr, o));
   }
-  return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()));
+  return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()), o.wait_now);
 }
 
 Result<int64_t> Runtime::EnqueueBroadcast(const TensorSpec& input, const TensorSpec& output,
@@ -282,7 +284,7 @@ Result<int64_t> Runtime::EnqueueBroadcast(const TensorSpec& input, const TensorS
   e.input = input.data;
   e.output = output.data;
   HVD_RETURN_IF_ERROR(MarkDevice(&e, input, &output, o));
-  return Submit(controller.get(), scratch.entries, 0);
+  return Submit(controller.get(), scratch.entries, 0, o.wait_now);
 }
 
 Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOptions& o) {
@@ -318,7 +320,7 @@ Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOption
   }
   e.input = input.data;
   HVD_RETURN_IF_ERROR(MarkDevice(&e, input, nullptr, o));
-  return Submit(controller.get(), scratch.entries, 1);
+  return Submit(controller.get(), scratch.entries, 1, o.wait_now);
 }
 
 Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs,
@@ -337,7 +339,7 @@ Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs
     e.output_index = static_cast<int32_t>(i);
     HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], nullptr, o));
   }
-  return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()));
+  return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()), o.wait_now);
 }
 
 Result<int64_t> Runtime::EnqueueBarrier(int32_t process_set_id) {

@@ -115,6 +115,11 @@ typedef struct {
    * inputs (and may still use the outputs). The runtime waits for an event it records there at
    * enqueue, not for the whole device; the handle completes once the results are on the GPU. */
   void* cuda_stream;
+  /* 0; 1: the caller calls hvd_wait on the handle at once (a synchronous collective). The
+   * runtime then does not wake its background thread for this op: the waiting caller runs the
+   * cycle itself (no thread hand-off). Harmless if the caller does not: the background thread
+   * takes the op at its next cycle, or when hvd_wait or another enqueue comes. */
+  int32_t wait_now;
 } hvd_op_options_t;
 
 HVD_EXPORT void hvd_op_options_init(hvd_op_options_t* options);

@@ -58,6 +58,7 @@ int main(void) {
   opts.name = "c.allreduce";
   opts.reduce_op = HVD_OP_AVERAGE;
   opts.postscale_factor = 2.0;
+  opts.wait_now = 1; /* waited for at once below */
   EXPECT(hvd_allreduce(&tin, &tout, &opts, &h) == HVD_OK);
   EXPECT(hvd_wait(h, 10.0) == HVD_OK);
   EXPECT(out[0] == 2 && out[3] == 8);

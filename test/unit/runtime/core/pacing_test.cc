@@ -103,5 +103,34 @@ TEST(PacingTest, WaitOnAnUnknownHandleLeavesTheCyclesToTheLoop) {
   });
 }
 
+TEST(PacingTest, AWaitNowOpCompletesWhetherTheCallerWaitsOrPolls) {
+  // wait_now tells the runtime the caller waits at once, so the enqueue does not wake the
+  // background thread. Rank 0 waits (and runs the cycle itself); rank 1 only polls, as a
+  // caller misusing the flag would: its background thread must still take the op at its next
+  // cycle, so both complete with the right sum.
+  RunRanks(2, [](int rank, runtime::Runtime& rt) {
+    std::vector<float> buf(64, static_cast<float>(rank + 1));
+    auto spec = Spec(buf.data(), runtime::DataType::kFloat32, {64});
+    runtime::OpOptions o;
+    o.name = "wait_now";
+    o.wait_now = true;
+    for (int i = 0; i < 20; ++i) {
+      std::fill(buf.begin(), buf.end(), static_cast<float>(rank + 1));
+      auto h = rt.EnqueueAllreduce({spec}, {spec}, o, false);
+      ASSERT_TRUE(h.ok());
+      if (rank == 0) {
+        ASSERT_TRUE(WaitAndRelease(rt, *h, 10).ok());
+      } else {
+        const auto deadline = Clock::now() + std::chrono::seconds(10);
+        while (!rt.handles().Poll(*h).value() && Clock::now() < deadline) {
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+        ASSERT_TRUE(WaitAndRelease(rt, *h, 0).ok()) << "a polled wait_now op never ran";
+      }
+      EXPECT_EQ(buf[0], 3.0f);
+    }
+  });
+}
+
 }  // namespace
 }  // namespace hvd::testing
