@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "common/logging.h"
-#include "runtime/transports/host_layout.h"
 
 namespace hvd::runtime {
 namespace {
@@ -121,9 +120,12 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
     loop_stopped_ = false;
     shipments_due_ = 0;
     last_result_ = CycleResult();
-    // With more local ranks than CPUs, driven iterations lost: 4 ranks on 2 vCPUs took 367-393
-    // us per 4 KiB allreduce against 107-202 us left to the background threads.
-    callers_drive_ = !config_.mpi_threads_disable && CpuPerRank(config_.local_size);
+    // Also with more local ranks than CPUs: once a synchronous op no longer wakes the
+    // background thread (wait_now), each rank has one runnable thread instead of two. 4 ranks on
+    // 2 vCPUs, paired runs: 4 KiB 20-23 us driven against 75-87 left to the background threads
+    // (Open MPI vader 30), 100 x 16 KiB one by one 2.1-4.5 ms against 12-31 ms. (Before
+    // wait_now, driving lost there: 367-393 us against 107-202.)
+    callers_drive_ = !config_.mpi_threads_disable;
   }
   std::lock_guard<std::mutex> lock(state_mu_);
   state_ = State::kRunning;

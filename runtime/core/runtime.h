@@ -270,9 +270,9 @@ class Runtime {
   uint64_t iterations_ = 0;    // iterations run, by any thread
   CycleResult last_result_;    // the last iteration's progress/pending flags (for intervals)
   int64_t shipments_due_ = 0;  // iterations since the last timeline shipment
-  // Callers may run iterations: not under MPI without thread support, nor with more local ranks
-  // than CPUs (set at init); and not once a GPU tensor was enqueued (gpu_used_: the GPU path
-  // keeps its CUDA context on the background thread).
+  // Callers may run iterations: not under MPI without thread support (set at init), and not
+  // once a GPU tensor was enqueued (gpu_used_: GPU ops stay on the background thread, which
+  // keeps the streams and the NCCL communicators' device current).
   std::atomic<bool> callers_drive_{false};
   std::atomic<bool> gpu_used_{false};
   // Callers inside Wait that run iterations; while there is one, the background thread leaves
