@@ -26,6 +26,7 @@ bench="$build/bench/hvd-bench"
 sizes=4096,65536,1048576,16777216,67108864
 many=100x16384
 out=${OUT:-$(mktemp -d /tmp/hvd-compare-hosts.XXXXXX)}
+mkdir -p "$out"
 state=/run/hvd-cluster
 [ -x "$hvdrun" ] || { echo "no hvdrun at $hvdrun" >&2; exit 2; }
 [ -x "$bench" ] || { echo "no hvd-bench at $bench" >&2; exit 2; }
