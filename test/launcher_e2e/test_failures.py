@@ -190,6 +190,21 @@ def test_elastic_dry_run_prints_the_elastic_plan(tmp_path):
     assert not flag.exists()
 
 
+def test_elastic_print_config_shows_the_elastic_settings_and_starts_nothing(tmp_path):
+    flag = tmp_path / "ran"
+    result = run(["--print-config", "--min-np", "1", "-np", "2", "--max-np", "4",
+                  "--elastic-timeout", "42", "-H", "localhost:4", "touch", str(flag)])
+    assert result.returncode == 0, result.stderr.decode()
+    out = result.stdout.decode()
+    assert "elastic job (hvdrun's elastic driver)" in out, out
+    assert "minimum:      1 process (--min-np); fewer for 42 s (--elastic-timeout)" in out, out
+    assert "maximum:      4 processes (--max-np)" in out, out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("HVD_")}
+    assert rows["HVD_ELASTIC"][2:4] == ["1", "command"], rows["HVD_ELASTIC"]
+    assert rows["HVD_ELASTIC_TIMEOUT"][2] == "42", rows["HVD_ELASTIC_TIMEOUT"]
+    assert not flag.exists()
+
+
 def test_dry_run_prints_plan_and_commands_and_starts_nothing(tmp_path):
     flag = tmp_path / "ran"
     result = run(["--dry-run", "-np", "3", "-H", "localhost:2,127.0.0.1:1",
