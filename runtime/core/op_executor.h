@@ -19,6 +19,11 @@
 
 namespace hvd::runtime {
 
+// The factor after the backend's sum: Average is Sum then postscale / size.
+double PostscaleFor(const Response& r, int size);
+// What the backend runs for `op` (Average is not a backend op).
+ReduceOp BackendOp(ReduceOp op);
+
 // A process set's GPU state, owned by its Controller: whether its GPU ops run on NCCL, decided
 // with the set's members at its first GPU op (GpuBackend::CreateGroup), and the NCCL group.
 struct GpuSetState {
@@ -54,11 +59,6 @@ struct GpuSetState {
 // A non-OK return (also in *outcome) means the communicator failed (peer died, timeout,
 // abort): the caller must fail the entries and stop. Errors that concern only these tensors
 // (an error response) are only in *outcome; the return is OK. Background thread only.
-// The factor after the backend's sum: Average is Sum then postscale / size.
-double PostscaleFor(const Response& r, int size);
-// What the backend runs for `op` (Average is not a backend op).
-ReduceOp BackendOp(ReduceOp op);
-
 class OpExecutor {
  public:
   // `join_device`: the device of this rank's hvd_join (written by the framework thread, -1 for
