@@ -64,21 +64,30 @@ HVD_ALWAYS_INLINE void Loop(T* d, const T* a, const T* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = Apply<Op>(a[i], b[i]);
 }
 
+// Calls loop(std::integral_constant<ReduceOp, op>): the runtime op becomes the loops' template
+// parameter in one place. Everything inlines, so inside a target_clones entry point the loop
+// is compiled for that clone's target.
+template <typename F>
+HVD_ALWAYS_INLINE void ByOp(ReduceOp op, F&& loop) {
+  switch (op) {
+    case ReduceOp::kMin:
+      return loop(std::integral_constant<ReduceOp, ReduceOp::kMin>{});
+    case ReduceOp::kMax:
+      return loop(std::integral_constant<ReduceOp, ReduceOp::kMax>{});
+    case ReduceOp::kProduct:
+      return loop(std::integral_constant<ReduceOp, ReduceOp::kProduct>{});
+    default:
+      return loop(std::integral_constant<ReduceOp, ReduceOp::kSum>{});
+  }
+}
+
 template <typename T>
 HVD_ALWAYS_INLINE void Typed(void* dst, const void* a, const void* b, int64_t n, ReduceOp op) {
   T* d = static_cast<T*>(dst);
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
-  switch (op) {
-    case ReduceOp::kMin:
-      return Loop<T, ReduceOp::kMin>(d, x, y, n);
-    case ReduceOp::kMax:
-      return Loop<T, ReduceOp::kMax>(d, x, y, n);
-    case ReduceOp::kProduct:
-      return Loop<T, ReduceOp::kProduct>(d, x, y, n);
-    default:
-      return Loop<T, ReduceOp::kSum>(d, x, y, n);
-  }
+  ByOp(
+      op, [&](auto o) __attribute__((always_inline)) { Loop<T, decltype(o)::value>(d, x, y, n); });
 }
 
 HVD_KERNEL void ReduceU8(void* d, const void* a, const void* b, int64_t n, ReduceOp op) {
@@ -236,32 +245,14 @@ void ReduceHalf(void* dst, const void* a, const void* b, int64_t n, ReduceOp op)
   auto* d = static_cast<uint16_t*>(dst);
   const auto* x = static_cast<const uint16_t*>(a);
   const auto* y = static_cast<const uint16_t*>(b);
-  switch (op) {
-    case ReduceOp::kMin:
-      return LoopHalf<ReduceOp::kMin>(d, x, y, n);
-    case ReduceOp::kMax:
-      return LoopHalf<ReduceOp::kMax>(d, x, y, n);
-    case ReduceOp::kProduct:
-      return LoopHalf<ReduceOp::kProduct>(d, x, y, n);
-    default:
-      return LoopHalf<ReduceOp::kSum>(d, x, y, n);
-  }
+  ByOp(op, [&](auto o) { LoopHalf<decltype(o)::value>(d, x, y, n); });
 }
 
 void ReduceBf16(void* dst, const void* a, const void* b, int64_t n, ReduceOp op) {
   auto* d = static_cast<uint16_t*>(dst);
   const auto* x = static_cast<const uint16_t*>(a);
   const auto* y = static_cast<const uint16_t*>(b);
-  switch (op) {
-    case ReduceOp::kMin:
-      return LoopBf16<ReduceOp::kMin>(d, x, y, n);
-    case ReduceOp::kMax:
-      return LoopBf16<ReduceOp::kMax>(d, x, y, n);
-    case ReduceOp::kProduct:
-      return LoopBf16<ReduceOp::kProduct>(d, x, y, n);
-    default:
-      return LoopBf16<ReduceOp::kSum>(d, x, y, n);
-  }
+  ByOp(op, [&](auto o) { LoopBf16<decltype(o)::value>(d, x, y, n); });
 }
 
 template <typename T>
