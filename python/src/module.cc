@@ -127,8 +127,10 @@ std::vector<hvd_tensor_t> ToTensors(const std::vector<TensorDesc>& descs) {
 
 // Options with the lifetime of one enqueue call; `name` and `splits` are owned here.
 // The CUDA stream set_cuda_stream() named for this thread's next collective (0: the default
-// stream); the next Options takes it and clears it. hvd.torch sets it last before the enqueue
-// (after every check that can raise), so it is not left for a later call.
+// stream); the next Options takes it and clears it. hvd.torch sets it at the end of _prepare;
+// if a later argument check raises before the enqueue, the stream is taken by this thread's
+// next Options instead, which is harmless: CPU ops ignore it, and a CUDA op's own _prepare
+// has set its stream by then.
 thread_local uintptr_t g_cuda_stream = 0;
 
 struct Options {

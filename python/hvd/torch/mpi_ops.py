@@ -102,7 +102,7 @@ def _prepare(tensor: torch.Tensor) -> Tuple[torch.Tensor, Descriptor]:
     if not data.is_contiguous():
         data = data.contiguous()
     device = data.device.index if data.is_cuda else _c.DEVICE_CPU
-    if data.is_cuda:  # last, after every check that can raise (it is for the next enqueue)
+    if data.is_cuda:  # after _prepare's own checks (it is for the next enqueue; module.cc)
         _c.set_cuda_stream(_current_stream(device))
     return data, (data.data_ptr(), code, tuple(data.shape), device)
 
