@@ -18,7 +18,20 @@ constexpr std::string_view kTail = "\n]\n";
 // Writes are packed so that none crosses a multiple of this (the smallest page size, so
 // also every folio boundary): the kernel only stops a write for a fatal signal between
 // pages, so such a write lands completely or not at all.
-constexpr size_t kPageBytes = 4096;
+constexpr int64_t kPageBytes = 4096;
+// The region of spaces the records are written into: first this much, then as much again as
+// the file holds, at most kMaxGrowth at a time.
+constexpr int64_t kFirstRegion = 64 << 10;
+constexpr int64_t kMaxGrowth = 4 << 20;
+
+int64_t PageStart(int64_t offset) { return offset / kPageBytes * kPageBytes; }
+
+// Where the closing "\n]\n" goes for spaces that reach at least `end`: in the last bytes of a
+// page, so that writing it (or the spaces over it) never crosses a page boundary.
+int64_t TailFor(int64_t end) {
+  return PageStart(end + static_cast<int64_t>(kTail.size()) + kPageBytes - 1) -
+         static_cast<int64_t>(kTail.size());
+}
 
 // Writes all of `data` at `offset`, retrying short writes and EINTR.
 bool PwriteAll(int fd, std::string_view data, int64_t offset) {
@@ -54,6 +67,8 @@ Status TimelineWriter::Open(const std::string& path, const std::vector<TraceReco
     any_record_ = true;
   }
   tail_offset_ = static_cast<int64_t>(body.size());
+  region_end_ = TailFor(tail_offset_ + kFirstRegion);
+  body.resize(static_cast<size_t>(region_end_), ' ');
   body += kTail;
   if (!PwriteAll(fd_, body, 0)) {
     Status s = Status::IoError(
@@ -110,19 +125,21 @@ Status TimelineWriter::write_status() const {
   return write_status_;
 }
 
+void TimelineWriter::Fail() {
+  failed_ = true;
+  std::lock_guard<std::mutex> lock(status_mu_);
+  write_status_ = Status::IoError(
+      fmt::format("cannot write timeline file '{}': {}", path_, std::strerror(errno)));
+  HVD_LOG_ERROR("{}; further timeline events are discarded", write_status_.message());
+}
+
 void TimelineWriter::Flush() {
   if (chunk_.empty()) return;
   if (!failed_) {
-    std::string data = chunk_;
-    data += kTail;
-    if (PwriteAll(fd_, data, tail_offset_)) {
+    if (PwriteAll(fd_, chunk_, tail_offset_)) {
       tail_offset_ += static_cast<int64_t>(chunk_.size());
     } else {
-      failed_ = true;
-      std::lock_guard<std::mutex> lock(status_mu_);
-      write_status_ = Status::IoError(
-          fmt::format("cannot write timeline file '{}': {}", path_, std::strerror(errno)));
-      HVD_LOG_ERROR("{}; further timeline events are discarded", write_status_.message());
+      Fail();
     }
   }
   written_.fetch_add(chunk_records_, std::memory_order_relaxed);
@@ -130,19 +147,41 @@ void TimelineWriter::Flush() {
   chunk_records_ = 0;
 }
 
-// Packs records into writes that stay inside one kPageBytes page of the file (see the
-// class comment); a record that cannot fit in what is left of a page goes alone.
+// New spaces and closing bracket past the old one first (a tear there only leaves spaces after
+// the old bracket: still valid), then the old bracket becomes spaces (3 bytes inside one page).
+// Between the two the file has two closing brackets (the class comment's one window).
+void TimelineWriter::Grow(int64_t end) {
+  const int64_t old_tail = region_end_;
+  const int64_t old_eof = old_tail + static_cast<int64_t>(kTail.size());
+  const int64_t growth = std::clamp(old_eof, kFirstRegion, kMaxGrowth);
+  region_end_ = TailFor(std::max(end, old_tail + growth));
+  std::string more(static_cast<size_t>(region_end_ - old_eof), ' ');
+  more += kTail;
+  if (failed_) return;  // nothing more is written
+  if (!PwriteAll(fd_, more, old_eof) || !PwriteAll(fd_, std::string(kTail.size(), ' '), old_tail)) {
+    Fail();
+  }
+}
+
+// Packs records into writes that stay inside one kPageBytes page of the file (see the class
+// comment): a record that cannot fit in what is left of a page starts at the next one.
 void TimelineWriter::Append(const TraceRecord& record) {
   std::string piece = (any_record_ ? ",\n" : "\n") + ToJson(record);
   any_record_ = true;
-  auto fits = [&] {
-    const size_t used = static_cast<size_t>(tail_offset_ % kPageBytes) + chunk_.size();
-    return used + piece.size() + kTail.size() <= kPageBytes;
-  };
-  if (!fits()) Flush();
+  const int64_t size = static_cast<int64_t>(piece.size());
+  int64_t at = tail_offset_ + static_cast<int64_t>(chunk_.size());
+  if (at % kPageBytes + size > kPageBytes) {
+    Flush();
+    // Only a record longer than a page is written across a boundary (from a page start).
+    tail_offset_ = PageStart(tail_offset_ + kPageBytes - 1);
+    at = tail_offset_;
+  }
+  if (at + size > region_end_) {
+    Flush();
+    Grow(at + size);
+  }
   chunk_ += piece;
   ++chunk_records_;
-  if (chunk_.size() == piece.size() && !fits()) Flush();  // straddles a page boundary
 }
 
 // Polls the queue: 1 ms after a batch, backing off to 16 ms while idle. Waking the writer

@@ -18,14 +18,20 @@
 //
 // Producers hand records to Enqueue(), which never blocks on I/O or on the writer (and makes
 // no system call): when the bounded queue is full the record is dropped and counted. The
-// writer thread polls the queue (every 1 ms while busy, up to 16 ms while idle) and drains it. The
-// file is a JSON array that is complete after every write: each write goes at the position of the
-// previous closing "\n]\n" and ends in its own "\n]\n" (the approach of Horovod's TimelineWriter).
-// A SIGKILL can tear a write only where it crosses a page boundary (the kernel checks for fatal
-// signals between pages), so writes are packed to stay inside one 4 KiB page; only a record that
-// does not fit in the rest of a page is written across the boundary, on its own. A process killed
-// at any other moment leaves a parseable file. Close() drains what is queued, appends a metadata
-// record
+// writer thread polls the queue (every 1 ms while busy, up to 16 ms while idle) and drains it.
+//
+// The file is a JSON array that is complete at every moment: "[" and the records, then a region
+// of spaces (whitespace inside the array) ending in the closing "\n]\n". Records are written
+// into the spaces, so a write never touches the closing bracket. A SIGKILL can tear a write only
+// where it crosses a page boundary (the kernel checks for fatal signals between pages), so
+// every write stays inside one 4 KiB page: a record that does not fit in the rest of a page
+// starts at the next page (the rest stays spaces). When the spaces run out the region grows:
+// spaces and a new "\n]\n" are written past the end, then the old closing bracket becomes
+// spaces. Between those two writes (once per growth: the region doubles from 64 KiB up to
+// steps of 4 MiB) the file has two closing brackets; that is the one moment a SIGKILL leaves a
+// file a strict JSON parser refuses (everything up to the first "]" is intact). Only a single
+// record longer than a page still crosses a boundary. Close() drains what is queued, appends a
+// metadata record
 // {"name":"hvd_dropped_events","ph":"M","args":{"dropped_events":N}}, logs a warning if
 // N > 0, and closes the file.
 //
@@ -65,11 +71,15 @@ class TimelineWriter {
   void Loop();
   void Append(const TraceRecord& record);
   void Flush();
+  // Makes the spaces reach at least `end` (see the class comment).
+  void Grow(int64_t end);
+  void Fail();
 
   SpscQueue<TraceRecord> queue_;
   std::string path_;
   int fd_ = -1;
-  int64_t tail_offset_ = 0;  // where the closing "\n]\n" starts
+  int64_t tail_offset_ = 0;  // where the next record goes (the records end here)
+  int64_t region_end_ = 0;   // where the closing "\n]\n" starts: spaces from tail_offset_
   bool any_record_ = false;  // writer thread only (and Open before the thread starts)
   bool failed_ = false;      // writer thread only: a write failed, later records are discarded
   std::string chunk_;        // writer thread only: records to write at tail_offset_
