@@ -188,6 +188,24 @@ Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> en
     ScaleBuffer(e.output, total, r.dtype, post);
     return Status::OK();
   }
+  if (r.prescale == 1.0 && comm->allreduces_pieces()) {
+    // The transport reads the inputs and writes the outputs where they are (shared memory):
+    // no copy into the fusion buffer and back, which for many small tensors cost as much as
+    // the collective.
+    pieces_.clear();
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const TensorEntry* e = entries[i];
+      pieces_.push_back({e ? e->input : nullptr, e ? e->output : nullptr, r.sizes[i]});
+    }
+    ActivityStart(r, CommActivity(r, comm));
+    Status s = comm->AllreducePieces(pieces_, r.dtype, BackendOp(r.reduce_op));
+    ActivityEnd(r);
+    HVD_RETURN_IF_ERROR(s);
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (entries[i]) ScaleBuffer(entries[i]->output, r.sizes[i], r.dtype, post);
+    }
+    return Status::OK();
+  }
   const bool grows = recording_ && total * elem > buffer_->capacity();
   if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
   char* buf = static_cast<char*>(buffer_->Get(total * elem));

@@ -37,10 +37,11 @@ struct GpuSetState {
 // free). Outputs are attached to the handles here. `entries[i]` belongs to response.names[i]; it is
 // null on a rank that has joined (it then contributes zeros to allreduce). Allreduce
 // Average is Sum followed by a 1/size post-scale; fused allreduces are staged through the
-// persistent FusionBuffer. A fused allgather is one Allgatherv over the FusionBuffer: every
-// rank packs its members' rows into its block, and each member's rows of every rank (in rank
-// order) are copied out into that member's own output. Runtime-allocated outputs are
-// malloc'ed and handed to the handle.
+// persistent FusionBuffer, unless the transport takes the tensors in place
+// (Communicator::allreduces_pieces, shared memory) and there is no prescale. A fused allgather is
+// one Allgatherv over the FusionBuffer: every rank packs its members' rows into its block, and each
+// member's rows of every rank (in rank order) are copied out into that member's own output.
+// Runtime-allocated outputs are malloc'ed and handed to the handle.
 //
 // Timeline (when `timeline` is non-null and on): each tensor of the response gets an <OP> span
 // holding the activities (ALLOCATE_OUTPUT, MEMCPY_IN_FUSION_BUFFER, <COMM>_<OP> e.g.
@@ -121,6 +122,8 @@ class OpExecutor {
   std::vector<int64_t> staged_offsets_, staged_bytes_;
   std::vector<std::pair<const void*, void*>> device_ptrs_;
   std::vector<int> markers_;
+  // A fused allreduce on a transport that takes its tensors in place.
+  std::vector<AllreducePiece> pieces_;
   // NCCL allreduce arguments.
   std::vector<const void*> gpu_inputs_;
   std::vector<void*> gpu_outputs_;

@@ -35,6 +35,13 @@ std::string AllreduceOpName(int64_t count, DataType dtype, ReduceOp op) {
          std::to_string(count) + " elements)";
 }
 
+Status Communicator::AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
+                                     ReduceOp op) {
+  (void)pieces;
+  return Status::Unimplemented(std::string(name()) + ": allreduce of " + DataTypeName(dtype) + " " +
+                               ReduceOpName(op) + " pieces in place is not supported");
+}
+
 Status Communicator::ReduceScatter(const void* in, void* out,
                                    const std::vector<int64_t>& counts_per_rank, DataType dtype,
                                    ReduceOp op) {

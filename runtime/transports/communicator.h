@@ -5,6 +5,7 @@
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,15 @@
 #include "runtime/transports/data_type.h"
 
 namespace hvd::runtime {
+
+// One tensor of a fused allreduce (Communicator::AllreducePieces): `count` elements read from
+// `in` and written to `out`, which may be the same memory. A null `in` contributes zeros (a
+// rank that has joined); a null `out` drops the piece's result.
+struct AllreducePiece {
+  const void* in;
+  void* out;
+  int64_t count;
+};
 
 // Communicator is the seam between the coordinator and a transport (Gloo TCP, shared memory,
 // MPI, NCCL, or the in-process fake used by tests). One Communicator spans one group of ranks
@@ -47,6 +57,14 @@ class Communicator {
   // In-place allreduce of `count` elements. Average is not a backend op: the caller passes
   // kSum and post-scales.
   virtual Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) = 0;
+  // Allreduce of the pieces' concatenation (the same elements on every member), reading the
+  // inputs and writing the outputs where they are: no copy into one buffer and back. Results
+  // are bit-identical to Allreduce of the packed buffer. Only transports whose
+  // allreduces_pieces() is true implement it (the default returns kUnimplemented); for the
+  // others the caller packs the pieces into its fusion buffer and calls Allreduce.
+  virtual bool allreduces_pieces() const { return false; }
+  virtual Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
+                                 ReduceOp op);
   // Member i contributes bytes_per_rank[i] bytes (`in` holds this member's part); `out`
   // receives the concatenation in group-rank order.
   virtual Status Allgatherv(const void* in, void* out,

@@ -34,6 +34,11 @@ class SplitCommunicator final : public Communicator {
   Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
     return data_->Allreduce(buffer, count, dtype, op);
   }
+  bool allreduces_pieces() const override { return data_->allreduces_pieces(); }
+  Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
+                         ReduceOp op) override {
+    return data_->AllreducePieces(pieces, dtype, op);
+  }
   Status Allgatherv(const void* in, void* out,
                     const std::vector<int64_t>& bytes_per_rank) override {
     return data_->Allgatherv(in, out, bytes_per_rank);

@@ -40,7 +40,8 @@ def test_every_op_type_has_its_events(ops_trace):
         assert "NEGOTIATE_" + op in top, op
         assert op in top, op
     assert "JOIN" in top
-    # And each op nests its backend activity (fused allreduce: the fusion-buffer copies too)
+    # And each op nests its backend activity (the fusion-buffer copies of a fused allreduce:
+    # test_fused_allreduce_copies_only_where_the_transport_needs_them)
     nested = {}
     for s in all_spans:
         if s["depth"] == 1:
@@ -52,8 +53,6 @@ def test_every_op_type_has_its_events(ops_trace):
     for op, suffix in BACKEND_SUFFIX.items():
         assert any(re.fullmatch(r"[A-Z]+_" + suffix, a) for a in nested.get(op, ())), \
             (op, nested.get(op))
-    assert {"INIT_FUSION_BUFFER", "MEMCPY_IN_FUSION_BUFFER",
-            "MEMCPY_OUT_FUSION_BUFFER"} <= nested["ALLREDUCE"]
     for op in ("ALLGATHER", "ALLTOALL", "REDUCESCATTER"):
         assert "ALLOCATE_OUTPUT" in nested[op], op
     # And every tensor has its row, with dtype/shape/bytes on the op's end
@@ -70,6 +69,28 @@ def test_every_op_type_has_its_events(ops_trace):
     assert all(q["dur"] >= 0 and names[(q["pid"], q["tid"])] == "QUEUE" for q in queues)
     # And cycles are marked
     assert any(e.get("name") == "CYCLE_START" and e.get("ph") == "i" for e in trace)
+
+
+@pytest.mark.parametrize("transport,copies", [("shm", False), ("tcp", True)])
+def test_fused_allreduce_copies_only_where_the_transport_needs_them(tmp_path, transport, copies):
+    # Given a 2-rank job whose fused allreduces run on shared memory (which reads and writes
+    # the tensors in place) or on TCP (which allreduces the packed fusion buffer)
+    path = tmp_path / "fused.json"
+    jobs.check(jobs.hvdrun(2, ["--timeline", str(path)], ["--ops", "--steps", "2"],
+                           cwd=tmp_path, env_extra={"HVD_CPU_OPERATIONS": transport}))
+    all_spans, open_spans = jobs.spans(jobs.load_trace(path))
+    assert open_spans == 0
+    names = jobs.row_names(jobs.load_trace(path))
+    fused = [s for s in all_spans if s["depth"] == 0 and s["name"] == "ALLREDUCE"
+             and names.get((s["pid"], None), "").startswith("ar.fused.")]
+    assert fused
+    nested = {s["name"] for s in all_spans if s["depth"] == 1 and any(
+        p["pid"] == s["pid"] and p["tid"] == s["tid"] and p["ts"] <= s["ts"] <= p["ts"] + p["dur"]
+        for p in fused)}
+    # Then the op nests the transport's allreduce, and the fusion-buffer copies only on TCP
+    assert transport.upper() + "_ALLREDUCE" in nested, nested
+    memcpy = {"MEMCPY_IN_FUSION_BUFFER", "MEMCPY_OUT_FUSION_BUFFER"}
+    assert (memcpy <= nested) if copies else not (memcpy & nested), nested
 
 
 def test_summary_matches_a_hand_count(ops_trace):

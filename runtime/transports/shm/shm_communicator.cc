@@ -44,6 +44,9 @@ class ShmCommunicator final : public Communicator {
   Status BitwiseOr(std::vector<uint64_t>* bits) override;
   Status Barrier() override;
   Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  bool allreduces_pieces() const override { return true; }
+  Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
+                         ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buffer, int64_t bytes, int root) override;
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
@@ -76,6 +79,9 @@ class ShmCommunicator final : public Communicator {
   const int size_;
   const size_t half_;
   std::vector<char> scratch_;  // reduce-scatter input copy when in/out overlap; grown only
+  // AllreducePieces: the pieces' first elements (grown only) and a reduced slice.
+  std::vector<int64_t> starts_;
+  std::vector<char> slice_;
   // Per-member scratch of one call, size_ entries each.
   std::vector<uint64_t> lens_;         // GatherBytes: each member's length
   std::vector<int64_t> offsets_;       // Allgatherv: output offsets; Alltoallv: send offsets
@@ -196,6 +202,29 @@ Status ShmCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, R
   HVD_RETURN_IF_ERROR(CheckAllreduce(buffer, count, op));
   if (count == 0 || size_ == 1) return Status::OK();
   return ShmAllreduce(*ch_, static_cast<char*>(buffer), count, dtype, op);
+}
+
+Status ShmCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
+                                        ReduceOp op) {
+  starts_.resize(pieces.size() + 1);
+  starts_[0] = 0;
+  bool ok = true;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const AllreducePiece& p = pieces[i];
+    ok = ok && p.count >= 0;
+    starts_[i + 1] = starts_[i] + std::max<int64_t>(p.count, 0);
+  }
+  const int64_t count = starts_.back();
+  HVD_RETURN_IF_ERROR(ch_->Start("allreduce", dtype, op, count));
+  if (!ok) return Status::InvalidArgument(ch_->What() + ": a piece has a negative count");
+  // The pieces' buffers are not checked (a null input is a joined rank's zeros): `this`
+  // stands in for the buffer so only the op is.
+  HVD_RETURN_IF_ERROR(CheckAllreduce(this, count, op));
+  const PieceView view(pieces, std::span<const int64_t>(starts_.data(), pieces.size() + 1),
+                       static_cast<int64_t>(DataTypeSize(dtype)));
+  if (count == 0) return Status::OK();
+  if (slice_.empty()) slice_.resize(ShmPiecesScratchBytes(*ch_));
+  return ShmAllreducePieces(*ch_, view, dtype, op, slice_.data());
 }
 
 Status ShmCommunicator::Allgatherv(const void* in, void* out,

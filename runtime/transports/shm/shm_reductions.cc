@@ -77,7 +77,103 @@ Status AllreduceOneChunk(ShmChannel& ch, char* base, int64_t n, int64_t per, Dat
   return Status::OK();
 }
 
+// The per-member slice length of a chunk of `n` elements (slices start on a cache line).
+int64_t SliceElements(int64_t n, int size, int64_t elem) {
+  const int64_t align = std::max<int64_t>(1, kCacheLine / elem);
+  return ((n + size - 1) / size + align - 1) / align * align;
+}
+
 }  // namespace
+
+template <typename F>
+void PieceView::ForEach(int64_t lo, int64_t n, F&& f) const {
+  const int64_t hi = lo + n;
+  // The last piece starting at or before lo (zero-length pieces share starts; they are skipped).
+  size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end() - 1, lo) -
+                                 starts_.begin());
+  i = i == 0 ? 0 : i - 1;
+  for (int64_t at = lo; at < hi && i < pieces_.size(); ++i) {
+    const int64_t end = std::min(hi, starts_[i + 1]);
+    if (end <= at) continue;
+    f(pieces_[i], at - starts_[i], at - lo, end - at);
+    at = end;
+  }
+}
+
+void PieceView::Gather(int64_t lo, int64_t n, char* dst) const {
+  ForEach(lo, n, [&](const AllreducePiece& p, int64_t in_piece, int64_t in_range, int64_t len) {
+    char* to = dst + in_range * elem_;
+    const size_t bytes = static_cast<size_t>(len * elem_);
+    if (p.in != nullptr) {
+      std::memcpy(to, static_cast<const char*>(p.in) + in_piece * elem_, bytes);
+    } else {
+      std::memset(to, 0, bytes);
+    }
+  });
+}
+
+void PieceView::Scatter(int64_t lo, int64_t n, const char* src) const {
+  ForEach(lo, n, [&](const AllreducePiece& p, int64_t in_piece, int64_t in_range, int64_t len) {
+    if (p.out == nullptr) return;
+    std::memcpy(static_cast<char*>(p.out) + in_piece * elem_, src + in_range * elem_,
+                static_cast<size_t>(len * elem_));
+  });
+}
+
+size_t ShmPiecesScratchBytes(const ShmChannel& ch) {
+  const int64_t half = static_cast<int64_t>(ch.half_bytes());
+  // The largest slice over every element size (1-byte elements align slices to 64 elements).
+  return static_cast<size_t>(
+      std::max(std::min(kShmDirectBytes, half), SliceElements(half, ch.size(), 1)));
+}
+
+Status ShmAllreducePieces(ShmChannel& ch, const PieceView& pieces, DataType dtype, ReduceOp op,
+                          char* scratch) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  const int64_t half = static_cast<int64_t>(ch.half_bytes());
+  const int64_t count = pieces.count();
+  const int me = ch.rank();
+  char* mine = nullptr;
+  if (count * elem <= std::min(kShmDirectBytes, half)) {
+    // AllreduceDirect: every member reduces everything, here into scratch, then to the outputs.
+    HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
+    pieces.Gather(0, count, mine);
+    ch.Publish();
+    HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, scratch, mine, 0, count, dtype, op));
+    ch.End();
+    pieces.Scatter(0, count, scratch);
+    return Status::OK();
+  }
+  // ShmAllreduce's chunks and AllreduceOneChunk's two rounds, with the pieces in place of buf.
+  const int64_t chunk = half / elem;
+  const int size = ch.size();
+  for (int64_t off = 0; off < count; off += chunk) {
+    const int64_t n = std::min(chunk, count - off);
+    const int64_t per = SliceElements(n, size, elem);
+    auto lo = [&](int k) { return std::min<int64_t>(n, per * k); };
+    auto len = [&](int k) { return std::min<int64_t>(n, lo(k) + per) - lo(k); };
+    HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
+    pieces.Gather(off, n, mine);
+    ch.Publish();
+    if (len(me) > 0) {
+      // This member's own input is its posted copy (the pieces may be written meanwhile).
+      HVD_RETURN_IF_ERROR(
+          ReduceInRankOrder(ch, scratch, mine + lo(me) * elem, lo(me) * elem, len(me), dtype, op));
+    }
+    ch.End();
+    HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
+    std::memcpy(mine + lo(me) * elem, scratch, static_cast<size_t>(len(me) * elem));
+    ch.Publish();
+    pieces.Scatter(off + lo(me), len(me), scratch);
+    for (int k = 0; k < size; ++k) {
+      if (k == me || len(k) == 0) continue;
+      HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
+      pieces.Scatter(off + lo(k), len(k), ch.PeerHalf(k) + lo(k) * elem);
+    }
+    ch.End();
+  }
+  return Status::OK();
+}
 
 Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op) {
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
@@ -86,11 +182,10 @@ Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, Re
     return AllreduceDirect(ch, buf, count, dtype, op);
   }
   const int64_t chunk = half / elem;
-  const int64_t align = std::max<int64_t>(1, kCacheLine / elem);  // slices start on a line
   const int size = ch.size();
   for (int64_t off = 0; off < count; off += chunk) {
     const int64_t n = std::min(chunk, count - off);
-    const int64_t per = ((n + size - 1) / size + align - 1) / align * align;
+    const int64_t per = SliceElements(n, size, elem);
     HVD_RETURN_IF_ERROR(AllreduceOneChunk(ch, buf + off * elem, n, per, dtype, op));
   }
   return Status::OK();
