@@ -47,6 +47,9 @@ class Runtime::Hooks : public ProcessSetHooks {
 Runtime::Runtime(ProviderFactory factory)
     : factory_(std::move(factory)), hooks_(std::make_unique<Hooks>(this)) {}
 
+Runtime::Runtime(ProviderFactory factory, std::unique_ptr<GpuBackend> gpu)
+    : factory_(std::move(factory)), hooks_(std::make_unique<Hooks>(this)), gpu_(std::move(gpu)) {}
+
 Runtime::~Runtime() { (void)Shutdown(); }
 
 bool Runtime::initialized() const {

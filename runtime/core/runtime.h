@@ -95,6 +95,8 @@ struct Topology {
 class Runtime {
  public:
   explicit Runtime(ProviderFactory factory = CreateDefaultProvider);
+  // With this GPU backend instead of CreateGpuBackend()'s (tests: a fake that counts events).
+  Runtime(ProviderFactory factory, std::unique_ptr<GpuBackend> gpu);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;

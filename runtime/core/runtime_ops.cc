@@ -52,6 +52,31 @@ EnqueueScratch& Scratch() {
   return scratch;
 }
 
+// Gives the CUDA events of the entries marked so far (MarkDevice) back to the GPU backend
+// when an enqueue fails before Submit, which owns them from then on (and releases them itself
+// if it fails): a grouped enqueue whose later member fails a check must not keep the earlier
+// members' events.
+class MarkedEvents {
+ public:
+  MarkedEvents(GpuBackend* gpu, EnqueueScratch& scratch) : gpu_(gpu), scratch_(scratch) {}
+  MarkedEvents(const MarkedEvents&) = delete;
+  MarkedEvents& operator=(const MarkedEvents&) = delete;
+  ~MarkedEvents() {
+    if (submitted_ || gpu_ == nullptr) return;
+    for (TensorEntry& e : scratch_.entries) {
+      if (e.ready != nullptr) gpu_->ReleaseEvent(e.ready);
+      e.ready = nullptr;
+    }
+  }
+  // Call right before Submit.
+  void Submitting() { submitted_ = true; }
+
+ private:
+  GpuBackend* gpu_;
+  EnqueueScratch& scratch_;
+  bool submitted_ = false;
+};
+
 // A cleared entry in the next slot of `entries` (its buffers kept).
 TensorEntry& NewEntry(EnqueueScratch& scratch) {
   TensorEntry& e = scratch.entries.Next();
@@ -226,6 +251,7 @@ Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
     return Status::InvalidArgument("allreduce needs as many outputs as inputs (at least one)");
   }
   EnqueueScratch& scratch = Scratch();
+  MarkedEvents marked(gpu_.get(), scratch);
   const std::string_view base =
       NameOrGenerated(o.name, grouped ? "grouped_allreduce" : "allreduce", &scratch.name);
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -240,6 +266,7 @@ Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
     e.output = outputs[i].data;
     HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], &outputs[i], o));
   }
+  marked.Submitting();
   return Submit(controller.get(), scratch.entries, 0, o.wait_now);
 }
 
@@ -248,6 +275,7 @@ Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, co
   HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(o.process_set_id));
   if (inputs.empty()) return Status::InvalidArgument("allgather needs at least one tensor");
   EnqueueScratch& scratch = Scratch();
+  MarkedEvents marked(gpu_.get(), scratch);
   const std::string_view base =
       NameOrGenerated(o.name, grouped ? "grouped_allgather" : "allgather", &scratch.name);
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -258,6 +286,7 @@ Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, co
     e.output_index = static_cast<int32_t>(i);
     HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], nullptr, o));
   }
+  marked.Submitting();
   return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()), o.wait_now);
 }
 
@@ -329,6 +358,7 @@ Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs
   HVD_RETURN_IF_ERROR(CheckReduceOp(o.reduce_op, true));
   if (inputs.empty()) return Status::InvalidArgument("reducescatter needs at least one tensor");
   EnqueueScratch& scratch = Scratch();
+  MarkedEvents marked(gpu_.get(), scratch);
   const std::string_view base =
       NameOrGenerated(o.name, grouped ? "grouped_reducescatter" : "reducescatter", &scratch.name);
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -339,6 +369,7 @@ Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs
     e.output_index = static_cast<int32_t>(i);
     HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], nullptr, o));
   }
+  marked.Submitting();
   return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()), o.wait_now);
 }
 
