@@ -189,9 +189,9 @@ Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> en
     return Status::OK();
   }
   if (r.prescale == 1.0 && comm->allreduces_pieces()) {
-    // The transport reads the inputs and writes the outputs where they are (shared memory):
-    // no copy into the fusion buffer and back, which for many small tensors cost as much as
-    // the collective.
+    // The transport reads the inputs and writes the outputs where they are (shared memory,
+    // hvd's TCP): no copy into the fusion buffer and back, which for large fused batches cost
+    // as much as the collective.
     pieces_.clear();
     for (size_t i = 0; i < entries.size(); ++i) {
       const TensorEntry* e = entries[i];

@@ -71,10 +71,10 @@ def test_every_op_type_has_its_events(ops_trace):
     assert any(e.get("name") == "CYCLE_START" and e.get("ph") == "i" for e in trace)
 
 
-@pytest.mark.parametrize("transport,copies", [("shm", False), ("tcp", True)])
+@pytest.mark.parametrize("transport,copies", [("shm", False), ("tcp", False), ("gloo", True)])
 def test_fused_allreduce_copies_only_where_the_transport_needs_them(tmp_path, transport, copies):
-    # Given a 2-rank job whose fused allreduces run on shared memory (which reads and writes
-    # the tensors in place) or on TCP (which allreduces the packed fusion buffer)
+    # Given a 2-rank job whose fused allreduces run on shared memory or hvd's TCP (which read
+    # and write the tensors in place) or on Gloo (which allreduces the packed fusion buffer)
     path = tmp_path / "fused.json"
     jobs.check(jobs.hvdrun(2, ["--timeline", str(path)], ["--ops", "--steps", "2"],
                            cwd=tmp_path, env_extra={"HVD_CPU_OPERATIONS": transport}))
@@ -87,7 +87,7 @@ def test_fused_allreduce_copies_only_where_the_transport_needs_them(tmp_path, tr
     nested = {s["name"] for s in all_spans if s["depth"] == 1 and any(
         p["pid"] == s["pid"] and p["tid"] == s["tid"] and p["ts"] <= s["ts"] <= p["ts"] + p["dur"]
         for p in fused)}
-    # Then the op nests the transport's allreduce, and the fusion-buffer copies only on TCP
+    # Then the op nests the transport's allreduce, and the fusion-buffer copies only on Gloo
     assert transport.upper() + "_ALLREDUCE" in nested, nested
     memcpy = {"MEMCPY_IN_FUSION_BUFFER", "MEMCPY_OUT_FUSION_BUFFER"}
     assert (memcpy <= nested) if copies else not (memcpy & nested), nested

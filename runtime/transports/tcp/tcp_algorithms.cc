@@ -71,11 +71,22 @@ Status TcpAlgorithms::DirectAllreduce(char* buf, size_t bytes, const TcpReducer&
 
 Status TcpAlgorithms::Ring(char* buf, const std::vector<size_t>& seg_bytes, const TcpReducer& red,
                            bool allgather, const TcpWhat& what) {
+  size_t total = 0;
+  for (size_t b : seg_bytes) total += b;
+  const TcpPiece whole{buf, total, false};
+  return Ring(std::span<const TcpPiece>(&whole, 1), seg_bytes, red, allgather, what);
+}
+
+Status TcpAlgorithms::Ring(std::span<const TcpPiece> parts, const std::vector<size_t>& seg_bytes,
+                           const TcpReducer& red, bool allgather, const TcpWhat& what) {
   const int n = size_;
+  parts_.assign(parts.begin(), parts.end());
+  part_starts_.assign(parts.size() + 1, 0);
+  for (size_t i = 0; i < parts.size(); ++i) part_starts_[i + 1] = part_starts_[i] + parts[i].bytes;
   const std::vector<size_t>& off = Offsets(seg_bytes, &offsets_);
-  auto seg = [&](int i, bool reduce) {
+  auto seg = [&](TcpStream& s, int i, bool reduce) {
     i = ((i % n) + n) % n;
-    return TcpPiece{buf + off[i], seg_bytes[i], reduce};
+    AppendRange(s, off[i], seg_bytes[i], reduce);
   };
   // Reduce-scatter step i sends segment r-1-i and folds segment r-2-i arriving from the left
   // into the local copy; what arrives (reduced) is exactly what is sent next, so the send
@@ -84,18 +95,32 @@ Status TcpAlgorithms::Ring(char* buf, const std::vector<size_t>& seg_bytes, cons
   TcpStream& out = AddStream((rank_ + 1) % n, true);
   TcpStream& in = AddStream((rank_ - 1 + n) % n, false);
   for (int i = 0; i < n - 1; ++i) {
-    out.pieces.push_back(seg(rank_ - 1 - i, false));
-    in.pieces.push_back(seg(rank_ - 2 - i, true));
+    seg(out, rank_ - 1 - i, false);
+    seg(in, rank_ - 2 - i, true);
   }
   if (allgather) {
     for (int j = 0; j < n - 1; ++j) {
-      out.pieces.push_back(seg(rank_ - j, false));
-      in.pieces.push_back(seg(rank_ - 1 - j, false));
+      seg(out, rank_ - j, false);
+      seg(in, rank_ - 1 - j, false);
     }
   }
   out.ready = seg_bytes[(rank_ - 1 + n) % n];
   out.source = &in;
   return Run(&red, what);
+}
+
+void TcpAlgorithms::AppendRange(TcpStream& s, size_t lo, size_t n, bool reduce) {
+  const size_t hi = lo + n;
+  // The last part starting at or before lo; empty parts are skipped.
+  size_t i = static_cast<size_t>(
+      std::upper_bound(part_starts_.begin(), part_starts_.end() - 1, lo) - part_starts_.begin());
+  i = i == 0 ? 0 : i - 1;
+  for (size_t at = lo; at < hi && i < parts_.size(); ++i) {
+    const size_t end = std::min(hi, part_starts_[i + 1]);
+    if (end <= at) continue;
+    s.pieces.push_back({parts_[i].data + (at - part_starts_[i]), end - at, reduce});
+    at = end;
+  }
 }
 
 Status TcpAlgorithms::DirectReduceScatter(const char* in, char* out,

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ class TcpAlgorithms {
   // then receives every reduced segment.
   Status Ring(char* buf, const std::vector<size_t>& seg_bytes, const TcpReducer& red,
               bool allgather, const TcpWhat& what);
+  // The same ring over the concatenation of `parts` (each part's bytes an element multiple)
+  // instead of one buffer: a fused allreduce runs on the tensors themselves.
+  Status Ring(std::span<const TcpPiece> parts, const std::vector<size_t>& seg_bytes,
+              const TcpReducer& red, bool allgather, const TcpWhat& what);
   // Rank r receives the reduction of everybody's segment r of `in` into `out` (direct).
   Status DirectReduceScatter(const char* in, char* out, const std::vector<size_t>& seg_bytes,
                              const TcpReducer& red, const TcpWhat& what);
@@ -57,6 +62,8 @@ class TcpAlgorithms {
   TcpStream& AddStream(int peer, bool send, TcpPiece piece);
   // Runs the streams added since the last Run.
   Status Run(const TcpReducer* red, const TcpWhat& what);
+  // Appends to `s` the bytes [lo, lo + n) of the concatenation of parts_, as pieces.
+  void AppendRange(TcpStream& s, size_t lo, size_t n, bool reduce);
   char* Scratch(size_t bytes);
 
   TcpTransport* const t_;
@@ -70,6 +77,9 @@ class TcpAlgorithms {
   std::vector<size_t> offsets_;   // prefix sums of the plan's per-rank sizes
   std::vector<size_t> offsets2_;  // the second table (alltoallv's receive side)
   std::vector<char> scratch_;     // grown (to at least scratch_floor_), never shrunk
+  // The ring's buffer as parts (one for a contiguous buffer) and their byte offsets.
+  std::vector<TcpPiece> parts_;
+  std::vector<size_t> part_starts_;
   size_t scratch_floor_ = 0;
 };
 

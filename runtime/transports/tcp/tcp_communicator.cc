@@ -100,6 +100,9 @@ class TcpCommunicator final : public Communicator {
     return Guard("barrier", [&](const TcpWhat& w) { return algo_.Barrier(w); });
   }
   Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  bool allreduces_pieces() const override { return true; }
+  Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
+                         ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buffer, int64_t bytes, int root) override;
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
@@ -143,6 +146,10 @@ class TcpCommunicator final : public Communicator {
   std::vector<char> rs_workspace_;  // reduce-scatter's copy of the input; grown, never shrunk
   std::vector<size_t> sizes_;       // per-rank byte counts of the current call
   std::vector<size_t> sizes2_;      // alltoallv's receive side
+  // AllreducePieces: the ring's parts (the outputs), and the packed copy of the small or
+  // holed ones; grown, never shrunk.
+  std::vector<TcpPiece> parts_;
+  std::vector<char> packed_;
 };
 
 template <typename Body>
@@ -182,6 +189,59 @@ Status TcpCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, R
   return Guard(TcpWhat(name), [&](const TcpWhat& w) {
     if (count == 0) return Status::OK();
     return Reduce(static_cast<char*>(buffer), count, red, w);
+  });
+}
+
+Status TcpCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
+                                        ReduceOp op) {
+  int64_t count = 0;
+  bool counts_ok = true, whole = true;  // whole: every piece has its input and its output
+  for (const AllreducePiece& p : pieces) {
+    counts_ok = counts_ok && p.count >= 0;
+    count += std::max<int64_t>(p.count, 0);
+    whole = whole && (p.count == 0 || (p.in != nullptr && p.out != nullptr));
+  }
+  const auto name = [&] { return What(AllreduceOpName(count, dtype, op)); };
+  if (!counts_ok) return Status::InvalidArgument(name() + ": a piece has a negative count");
+  // The pieces' buffers are not checked here (a null input is a joined rank's zeros).
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(name, this, count, op));
+  const TcpReducer red = ElementwiseReducer(dtype, op);
+  const size_t elem = red.elem;
+  return Guard(TcpWhat(name), [&](const TcpWhat& w) {
+    if (count == 0) return Status::OK();
+    const size_t bytes = static_cast<size_t>(count) * elem;
+    if (!whole || UseDirect(bytes)) {
+      // Small (one direct round: a copy costs nothing next to it) or with holes: packed.
+      if (packed_.size() < bytes) packed_.resize(bytes);
+      size_t at = 0;
+      for (const AllreducePiece& p : pieces) {
+        const size_t b = static_cast<size_t>(p.count) * elem;
+        if (p.in != nullptr) {
+          std::memcpy(packed_.data() + at, p.in, b);
+        } else {
+          std::memset(packed_.data() + at, 0, b);
+        }
+        at += b;
+      }
+      HVD_RETURN_IF_ERROR(Reduce(packed_.data(), count, red, w));
+      at = 0;
+      for (const AllreducePiece& p : pieces) {
+        const size_t b = static_cast<size_t>(p.count) * elem;
+        if (p.out != nullptr && b > 0) std::memcpy(p.out, packed_.data() + at, b);
+        at += b;
+      }
+      return Status::OK();
+    }
+    // The ring runs on the outputs, each first holding its input.
+    parts_.clear();
+    for (const AllreducePiece& p : pieces) {
+      const size_t b = static_cast<size_t>(p.count) * elem;
+      if (b == 0) continue;
+      if (p.out != p.in) std::memcpy(p.out, p.in, b);
+      parts_.push_back({static_cast<char*>(p.out), b, false});
+    }
+    EvenSegments(count, size_, elem, &sizes_);
+    return algo_.Ring(parts_, sizes_, red, /*allgather=*/true, w);
   });
 }
 

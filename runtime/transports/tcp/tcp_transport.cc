@@ -22,7 +22,7 @@ namespace {
 constexpr size_t kScratchBytes = size_t{256} << 10;
 // At most this much per stream per pass, so that one busy direction cannot starve the other.
 constexpr size_t kPumpBudget = size_t{1} << 20;
-constexpr int kMaxIov = 8;
+constexpr int kMaxIov = 64;  // pieces per sendmsg/recvmsg (a fused batch has many)
 // How often a waiting Run asks the kernel whether its peers still acknowledge.
 constexpr std::chrono::milliseconds kLivenessCheckInterval{250};
 
@@ -156,14 +156,20 @@ Status TcpTransport::PumpSend(TcpStream& s, bool* moved) {
 
 Status TcpTransport::ReduceScratch(TcpStream& s, char* scratch, const TcpReducer* reducer) {
   const size_t elem = reducer->elem;
-  const size_t n = s.pending_ / elem * elem;
-  if (n == 0) return Status::OK();
-  TcpPiece& piece = s.pieces[s.piece_];
-  reducer->fn(piece.data + s.offset_, scratch, static_cast<int64_t>(n / elem));
-  s.pending_ -= n;
-  if (s.pending_ > 0) std::memmove(scratch, scratch + n, s.pending_);
-  Advance(s, n);
-  return Settle(s);
+  // The whole elements received, folded into as many consecutive reduce pieces as they cover
+  // (piece sizes are element multiples, so an element never straddles two pieces).
+  size_t used = 0;
+  while (s.pending_ - used >= elem && !s.finished() && s.pieces[s.piece_].reduce) {
+    TcpPiece& piece = s.pieces[s.piece_];
+    const size_t n = std::min((s.pending_ - used) / elem * elem, piece.bytes - s.offset_);
+    reducer->fn(piece.data + s.offset_, scratch + used, static_cast<int64_t>(n / elem));
+    used += n;
+    Advance(s, n);
+    HVD_RETURN_IF_ERROR(Settle(s));
+  }
+  s.pending_ -= used;
+  if (s.pending_ > 0 && used > 0) std::memmove(scratch, scratch + used, s.pending_);
+  return Status::OK();
 }
 
 Status TcpTransport::PumpRecv(TcpStream& s, size_t index, const TcpReducer* reducer, bool* moved) {
@@ -177,8 +183,14 @@ Status TcpTransport::PumpRecv(TcpStream& s, size_t index, const TcpReducer* redu
       if (scratch_.size() <= index) scratch_.resize(index + 1);
       std::vector<char>& scratch = scratch_[index];
       if (scratch.size() < kScratchBytes) scratch.resize(kScratchBytes);
-      const size_t want =
-          std::min(kScratchBytes - s.pending_, piece.bytes - s.offset_ - s.pending_);
+      // Up to a scratch-full across consecutive reduce pieces (a fused allreduce's tensors):
+      // one recv for many small pieces.
+      size_t avail = 0;
+      for (size_t p = s.piece_; p < s.pieces.size() && s.pieces[p].reduce && avail < kScratchBytes;
+           ++p) {
+        avail += s.pieces[p].bytes - (p == s.piece_ ? s.offset_ : 0);
+      }
+      const size_t want = std::min(kScratchBytes, avail) - s.pending_;
       got = recv(fds_[s.peer], scratch.data() + s.pending_, want, MSG_DONTWAIT);
       if (got > 0) {
         s.pending_ += static_cast<size_t>(got);

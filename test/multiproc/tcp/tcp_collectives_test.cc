@@ -13,6 +13,7 @@
 #include "runtime/transports/data_type.h"
 #include "runtime/transports/reduction.h"
 #include "test/multiproc/known_values.h"
+#include "test/multiproc/pieces_check.h"
 #include "test/multiproc/tcp/tcp_job.h"
 
 namespace hvd::test {
@@ -154,6 +155,15 @@ TEST_P(TcpCollectives, LargeAllreduceAndReduceScatter) {
     }
     return 0;
   });
+  EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
+}
+
+// A fused allreduce in place (AllreducePieces: the ring over the tensors themselves, the
+// packed path for small totals and for joined ranks' holes) gives the packed allreduce's bits.
+TEST_P(TcpCollectives, AllreducePiecesEqualPackedAllreduce) {
+  TcpJob job(TcpJobOptions(GetParam()));
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run(CheckAllreducePiecesMatchPacked);
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
 }
 

@@ -1,0 +1,19 @@
+#ifndef HVD_TEST_MULTIPROC_PIECES_CHECK_H_
+#define HVD_TEST_MULTIPROC_PIECES_CHECK_H_
+
+#include "runtime/transports/communicator.h"
+
+namespace hvd::test {
+
+// For a communicator with allreduces_pieces(), in a forked rank: runs AllreducePieces over
+// several layouts (one piece; many small ones; pieces across the transport's small-message and
+// chunk limits; zero-length pieces; in place and not; in some layouts a piece without input on
+// rank 1 (a joined rank's zeros) and one whose result is dropped), dtypes and ops, and demands
+// that every output holds exactly the bits Allreduce gives for the same elements packed into
+// one buffer, that inputs which are not outputs stay untouched, and that a dropped piece is not
+// written. Returns 0, or prints the first difference and returns 1.
+int CheckAllreducePiecesMatchPacked(runtime::Communicator& comm);
+
+}  // namespace hvd::test
+
+#endif  // HVD_TEST_MULTIPROC_PIECES_CHECK_H_
