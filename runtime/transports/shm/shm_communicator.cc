@@ -206,22 +206,14 @@ Status ShmCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, R
 
 Status ShmCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
                                         ReduceOp op) {
-  starts_.resize(pieces.size() + 1);
-  starts_[0] = 0;
-  bool ok = true;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    const AllreducePiece& p = pieces[i];
-    ok = ok && p.count >= 0;
-    starts_[i + 1] = starts_[i] + std::max<int64_t>(p.count, 0);
-  }
+  const bool ok = PieceView::Index(pieces, &starts_);
   const int64_t count = starts_.back();
   HVD_RETURN_IF_ERROR(ch_->Start("allreduce", dtype, op, count));
   if (!ok) return Status::InvalidArgument(ch_->What() + ": a piece has a negative count");
   // The pieces' buffers are not checked (a null input is a joined rank's zeros): `this`
   // stands in for the buffer so only the op is.
   HVD_RETURN_IF_ERROR(CheckAllreduce(this, count, op));
-  const PieceView view(pieces, std::span<const int64_t>(starts_.data(), pieces.size() + 1),
-                       static_cast<int64_t>(DataTypeSize(dtype)));
+  const PieceView view(pieces, starts_, static_cast<int64_t>(DataTypeSize(dtype)));
   if (count == 0) return Status::OK();
   if (slice_.empty()) slice_.resize(ShmPiecesScratchBytes(*ch_));
   return ShmAllreducePieces(*ch_, view, dtype, op, slice_.data());

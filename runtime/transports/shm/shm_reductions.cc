@@ -85,41 +85,6 @@ int64_t SliceElements(int64_t n, int size, int64_t elem) {
 
 }  // namespace
 
-template <typename F>
-void PieceView::ForEach(int64_t lo, int64_t n, F&& f) const {
-  const int64_t hi = lo + n;
-  // The last piece starting at or before lo (zero-length pieces share starts; they are skipped).
-  size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end() - 1, lo) -
-                                 starts_.begin());
-  i = i == 0 ? 0 : i - 1;
-  for (int64_t at = lo; at < hi && i < pieces_.size(); ++i) {
-    const int64_t end = std::min(hi, starts_[i + 1]);
-    if (end <= at) continue;
-    f(pieces_[i], at - starts_[i], at - lo, end - at);
-    at = end;
-  }
-}
-
-void PieceView::Gather(int64_t lo, int64_t n, char* dst) const {
-  ForEach(lo, n, [&](const AllreducePiece& p, int64_t in_piece, int64_t in_range, int64_t len) {
-    char* to = dst + in_range * elem_;
-    const size_t bytes = static_cast<size_t>(len * elem_);
-    if (p.in != nullptr) {
-      std::memcpy(to, static_cast<const char*>(p.in) + in_piece * elem_, bytes);
-    } else {
-      std::memset(to, 0, bytes);
-    }
-  });
-}
-
-void PieceView::Scatter(int64_t lo, int64_t n, const char* src) const {
-  ForEach(lo, n, [&](const AllreducePiece& p, int64_t in_piece, int64_t in_range, int64_t len) {
-    if (p.out == nullptr) return;
-    std::memcpy(static_cast<char*>(p.out) + in_piece * elem_, src + in_range * elem_,
-                static_cast<size_t>(len * elem_));
-  });
-}
-
 size_t ShmPiecesScratchBytes(const ShmChannel& ch) {
   const int64_t half = static_cast<int64_t>(ch.half_bytes());
   // The largest slice over every element size (1-byte elements align slices to 64 elements).

@@ -2,10 +2,9 @@
 #define HVD_RUNTIME_TRANSPORTS_SHM_SHM_REDUCTIONS_H_
 
 #include <cstdint>
-#include <span>
 
 #include "common/status.h"
-#include "runtime/transports/communicator.h"
+#include "runtime/transports/allreduce_pieces.h"
 #include "runtime/transports/data_type.h"
 #include "runtime/transports/shm/shm_channel.h"
 
@@ -21,30 +20,6 @@ constexpr int64_t kShmDirectBytes = int64_t{64} << 10;
 
 // In-place allreduce of `count` elements (count > 0, kAdasum excluded).
 Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op);
-
-// The pieces of a fused allreduce seen as one buffer of elements. `starts` has one entry per
-// piece plus one: starts[i] is piece i's first element, the last entry the total.
-class PieceView {
- public:
-  PieceView(std::span<const AllreducePiece> pieces, std::span<const int64_t> starts,
-            int64_t elem_bytes)
-      : pieces_(pieces), starts_(starts), elem_(elem_bytes) {}
-  int64_t count() const { return starts_.back(); }
-  // Copies elements [lo, lo + n) of the inputs to `dst` (zeros for a piece without input).
-  void Gather(int64_t lo, int64_t n, char* dst) const;
-  // Copies `n` elements from `src` to elements [lo, lo + n) of the outputs.
-  void Scatter(int64_t lo, int64_t n, const char* src) const;
-
- private:
-  // Calls f(piece, first element within the piece, first element within [lo, lo + n), length)
-  // for each piece overlapping [lo, lo + n), in order.
-  template <typename F>
-  void ForEach(int64_t lo, int64_t n, F&& f) const;
-
-  std::span<const AllreducePiece> pieces_;
-  std::span<const int64_t> starts_;
-  int64_t elem_;
-};
 
 // ShmAllreduce of the pieces' concatenation (count() > 0): the inputs are copied straight into
 // the channel's halves and the results straight out to the outputs, with the same rounds, chunks

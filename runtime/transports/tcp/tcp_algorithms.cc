@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/transports/allreduce_pieces.h"
+
 namespace hvd::runtime {
 namespace {
 
@@ -110,17 +112,10 @@ Status TcpAlgorithms::Ring(std::span<const TcpPiece> parts, const std::vector<si
 }
 
 void TcpAlgorithms::AppendRange(TcpStream& s, size_t lo, size_t n, bool reduce) {
-  const size_t hi = lo + n;
-  // The last part starting at or before lo; empty parts are skipped.
-  size_t i = static_cast<size_t>(
-      std::upper_bound(part_starts_.begin(), part_starts_.end() - 1, lo) - part_starts_.begin());
-  i = i == 0 ? 0 : i - 1;
-  for (size_t at = lo; at < hi && i < parts_.size(); ++i) {
-    const size_t end = std::min(hi, part_starts_[i + 1]);
-    if (end <= at) continue;
-    s.pieces.push_back({parts_[i].data + (at - part_starts_[i]), end - at, reduce});
-    at = end;
-  }
+  ForEachOverlap(std::span<const size_t>(part_starts_), lo, n,
+                 [&](size_t i, size_t in_part, size_t, size_t len) {
+                   s.pieces.push_back({parts_[i].data + in_part, len, reduce});
+                 });
 }
 
 Status TcpAlgorithms::DirectReduceScatter(const char* in, char* out,

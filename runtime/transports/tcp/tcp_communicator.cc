@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/logging.h"
+#include "runtime/transports/allreduce_pieces.h"
 #include "runtime/transports/reduction.h"
 #include "runtime/transports/tcp/tcp_algorithms.h"
 #include "runtime/transports/tcp/tcp_mesh.h"
@@ -146,8 +147,9 @@ class TcpCommunicator final : public Communicator {
   std::vector<char> rs_workspace_;  // reduce-scatter's copy of the input; grown, never shrunk
   std::vector<size_t> sizes_;       // per-rank byte counts of the current call
   std::vector<size_t> sizes2_;      // alltoallv's receive side
-  // AllreducePieces: the ring's parts (the outputs), and the packed copy of the small or
-  // holed ones; grown, never shrunk.
+  // AllreducePieces: the pieces' first elements, the ring's parts (the outputs), and the
+  // packed copy of the small or holed ones; grown, never shrunk.
+  std::vector<int64_t> starts_;
   std::vector<TcpPiece> parts_;
   std::vector<char> packed_;
 };
@@ -194,13 +196,8 @@ Status TcpCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, R
 
 Status TcpCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
                                         ReduceOp op) {
-  int64_t count = 0;
-  bool counts_ok = true, whole = true;  // whole: every piece has its input and its output
-  for (const AllreducePiece& p : pieces) {
-    counts_ok = counts_ok && p.count >= 0;
-    count += std::max<int64_t>(p.count, 0);
-    whole = whole && (p.count == 0 || (p.in != nullptr && p.out != nullptr));
-  }
+  const bool counts_ok = PieceView::Index(pieces, &starts_);
+  const int64_t count = starts_.back();
   const auto name = [&] { return What(AllreduceOpName(count, dtype, op)); };
   if (!counts_ok) return Status::InvalidArgument(name() + ": a piece has a negative count");
   // The pieces' buffers are not checked here (a null input is a joined rank's zeros).
@@ -210,26 +207,16 @@ Status TcpCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, 
   return Guard(TcpWhat(name), [&](const TcpWhat& w) {
     if (count == 0) return Status::OK();
     const size_t bytes = static_cast<size_t>(count) * elem;
+    const bool whole = std::all_of(pieces.begin(), pieces.end(), [](const AllreducePiece& p) {
+      return p.count == 0 || (p.in != nullptr && p.out != nullptr);
+    });
     if (!whole || UseDirect(bytes)) {
       // Small (one direct round: a copy costs nothing next to it) or with holes: packed.
       if (packed_.size() < bytes) packed_.resize(bytes);
-      size_t at = 0;
-      for (const AllreducePiece& p : pieces) {
-        const size_t b = static_cast<size_t>(p.count) * elem;
-        if (p.in != nullptr) {
-          std::memcpy(packed_.data() + at, p.in, b);
-        } else {
-          std::memset(packed_.data() + at, 0, b);
-        }
-        at += b;
-      }
+      const PieceView view(pieces, starts_, static_cast<int64_t>(elem));
+      view.Gather(0, count, packed_.data());
       HVD_RETURN_IF_ERROR(Reduce(packed_.data(), count, red, w));
-      at = 0;
-      for (const AllreducePiece& p : pieces) {
-        const size_t b = static_cast<size_t>(p.count) * elem;
-        if (p.out != nullptr && b > 0) std::memcpy(p.out, packed_.data() + at, b);
-        at += b;
-      }
+      view.Scatter(0, count, packed_.data());
       return Status::OK();
     }
     // The ring runs on the outputs, each first holding its input.
