@@ -155,9 +155,9 @@ void TimelineWriter::Grow(int64_t end) {
   const int64_t old_eof = old_tail + static_cast<int64_t>(kTail.size());
   const int64_t growth = std::clamp(old_eof, kFirstRegion, kMaxGrowth);
   region_end_ = TailFor(std::max(end, old_tail + growth));
+  if (failed_) return;  // nothing more is written
   std::string more(static_cast<size_t>(region_end_ - old_eof), ' ');
   more += kTail;
-  if (failed_) return;  // nothing more is written
   if (!PwriteAll(fd_, more, old_eof) || !PwriteAll(fd_, std::string(kTail.size(), ' '), old_tail)) {
     Fail();
   }
