@@ -4,16 +4,20 @@
 #   bench/compare_allreduce.sh [HVDRUN] [ROUNDS]
 #
 # HVDRUN: the built hvdrun (default: build/cmd/hvdrun, or $HVD_BUILD_DIR/cmd/hvdrun); hvd-bench
-# is taken from the same build folder (bench/hvd-bench). For n = 2 and 4 it runs
+# is taken from the same build folder (bench/hvd-bench). For each n of NPS (default "2 4"; the
+# 16-core GPU machine: NPS="2 4 8 16", docs/gpu-machine.md) it runs
 #   hvd        hvdrun -np N hvd-bench --op allreduce            (auto = shared memory here)
 #   hvd tcp    HVD_CPU_OPERATIONS=tcp hvdrun ...                (hvd's TCP transport, used across hosts)
 #   hvd gloo   HVD_CPU_OPERATIONS=gloo hvdrun ...               (libgloo, Horovod's transport)
-#   torch      /usr/bin/python3 bench/torch_gloo_allreduce.py   (torch.distributed Gloo)
+#   torch      $PYTHON bench/torch_gloo_allreduce.py            (torch.distributed Gloo)
 #   MPI vader  mpirun ... --mca pml ob1 --mca btl self,vader    (shared memory)
 #   MPI tcp    mpirun ... --mca btl self,tcp --mca btl_tcp_if_include lo
 # over 4 KiB .. 64 MiB, then the 100 x 16 KiB fusion case, and prints time per op (median
 # round, max over ranks) and the peer/hvd ratios (> 1: hvd is faster). Raw outputs stay in
-# $OUT (default: a fresh folder under /tmp). Takes about 5 minutes.
+# $OUT (default: a fresh folder under /tmp). Takes about 5 minutes for n = 2 and 4 here.
+# SIDES (default "hvd hvdtcp hvdgloo torch vader tcp") picks the columns to run (a skipped
+# one prints "-"); PYTHON is the interpreter with torch (default /usr/bin/python3, Debian's,
+# where it exists, else python3).
 #
 # Every side runs with the same placement, PLACEMENT (default none, each launcher's default):
 #   none  hvdrun --bind-to none, mpirun --bind-to none, torch ranks unbound
@@ -28,6 +32,16 @@ root=$(dirname "$here")
 hvdrun=${1:-${HVD_BUILD_DIR:-$root/build}/cmd/hvdrun}
 rounds=${2:-5}
 placement=${PLACEMENT:-none}
+nps=${NPS:-2 4}
+sides=" ${SIDES:-hvd hvdtcp hvdgloo torch vader tcp} "
+if [ -z "${PYTHON:-}" ]; then
+  if [ -x /usr/bin/python3 ]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
+fi
+# has SIDE: whether SIDES names it.
+has() { case "$sides" in *" $1 "*) return 0 ;; esac; return 1; }
+for n in $nps; do
+  case "$n" in ''|*[!0-9]*) echo "NPS must list rank counts, got '$nps'" >&2; exit 2 ;; esac
+done
 case "$placement" in none|core) ;; *) echo "PLACEMENT must be none or core" >&2; exit 2 ;; esac
 build=$(cd "$(dirname "$hvdrun")/.." && pwd)
 bench="$build/bench/hvd-bench"
@@ -39,7 +53,7 @@ mkdir -p "$out"
 [ -x "$bench" ] || { echo "no hvd-bench at $bench (cmake --build ... --target hvd-bench)" >&2; exit 2; }
 
 mpi="$out/mpi_allreduce"
-mpicc -O2 -o "$mpi" "$here/mpi_allreduce.c"
+if has vader || has tcp; then mpicc -O2 -o "$mpi" "$here/mpi_allreduce.c"; fi
 cpus=$(nproc)
 # mpi_bind N: mpirun's placement flags for N ranks under $placement.
 mpi_bind() {
@@ -57,31 +71,40 @@ tcp="--mca btl self,tcp --mca btl_tcp_if_include lo"
 hvd_run() {
   label=$1
   shift
+  has "$label" || return 0
   echo "n=$n: $label" >&2
   env "$@" "$hvdrun" -np "$n" --bind-to "$placement" "$bench" --op allreduce --sizes "$sizes" --rounds "$rounds" > "$out/${label}_$n.txt"
   env "$@" "$hvdrun" -np "$n" --bind-to "$placement" "$bench" --many "$many" --rounds "$rounds" > "$out/${label}_many_$n.txt"
 }
 
-for n in 2 4; do
+for n in $nps; do
   hvd_run hvd
   hvd_run hvdtcp HVD_CPU_OPERATIONS=tcp
   hvd_run hvdgloo HVD_CPU_OPERATIONS=gloo
-  echo "n=$n: torch" >&2
-  /usr/bin/python3 "$here/torch_gloo_allreduce.py" -n "$n" --bind "$placement" --sizes "$sizes" --rounds "$rounds" > "$out/torch_$n.txt"
-  /usr/bin/python3 "$here/torch_gloo_allreduce.py" -n "$n" --bind "$placement" --many "$many" --rounds "$rounds" > "$out/torch_many_$n.txt"
-  echo "n=$n: MPI" >&2
+  if has torch; then
+    echo "n=$n: torch" >&2
+    "$PYTHON" "$here/torch_gloo_allreduce.py" -n "$n" --bind "$placement" --sizes "$sizes" --rounds "$rounds" > "$out/torch_$n.txt"
+    "$PYTHON" "$here/torch_gloo_allreduce.py" -n "$n" --bind "$placement" --many "$many" --rounds "$rounds" > "$out/torch_many_$n.txt"
+  fi
   mpirun_base="mpirun --allow-run-as-root --oversubscribe $(mpi_bind "$n") --mca pml ob1"
-  # shellcheck disable=SC2086
-  $mpirun_base $vader -np "$n" "$mpi" "$rounds" "$sizes" > "$out/vader_$n.txt"
-  $mpirun_base $vader -np "$n" "$mpi" "$rounds" many "$many" > "$out/vader_many_$n.txt"
-  $mpirun_base $tcp -np "$n" "$mpi" "$rounds" "$sizes" > "$out/tcp_$n.txt"
-  $mpirun_base $tcp -np "$n" "$mpi" "$rounds" many "$many" > "$out/tcp_many_$n.txt"
+  for btl in vader tcp; do
+    has "$btl" || continue
+    echo "n=$n: MPI $btl" >&2
+    if [ "$btl" = vader ]; then flags=$vader; else flags=$tcp; fi
+    # shellcheck disable=SC2086
+    $mpirun_base $flags -np "$n" "$mpi" "$rounds" "$sizes" > "$out/${btl}_$n.txt"
+    # shellcheck disable=SC2086
+    $mpirun_base $flags -np "$n" "$mpi" "$rounds" many "$many" > "$out/${btl}_many_$n.txt"
+  done
 done
 
-/usr/bin/python3 - "$out" "$here" <<'PY'
+python3=/usr/bin/python3
+[ -x "$python3" ] || python3=python3
+"$python3" - "$out" "$here" $nps <<'PY'
 import sys
 out = sys.argv[1]
 sys.path.insert(0, sys.argv[2])
+nps = [int(n) for n in sys.argv[3:]]
 from allreduce_results import MANY, SIZES, fmt_us, hvd, label, peer, ratio
 
 # hvd = the default transport (shared memory here, all ranks on one host); hvd tcp = what
@@ -89,7 +112,7 @@ from allreduce_results import MANY, SIZES, fmt_us, hvd, label, peer, ratio
 print("| n | size | hvd | hvd tcp | hvd gloo | torch gloo | MPI vader | MPI tcp |"
       " torch/hvd | vader/hvd | torch/hvd-tcp | MPI-tcp/hvd-tcp |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-for n in (2, 4):
+for n in nps:
     h, t, g = (hvd(f"{out}/{x}_{n}.txt", f"{out}/{x}_many_{n}.txt")
                for x in ("hvd", "hvdtcp", "hvdgloo"))
     torch, vader, mtcp = ({**peer(f"{out}/{x}_{n}.txt"), **peer(f"{out}/{x}_many_{n}.txt")}
