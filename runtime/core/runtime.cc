@@ -385,8 +385,8 @@ Status Runtime::Wait(int64_t handle, std::chrono::duration<double> timeout) {
   }
   // Leaves driver mode: work this rank still has in flight (other ops, unmatched by peers), and
   // enqueues that did not wake the background thread meanwhile, are that thread's again. Run on
-  // every way out, and as soon as this caller may no longer drive (a GPU tensor was enqueued,
-  // the loop stopped): the background thread stands aside while drivers_ counts this caller.
+  // every way out, and as soon as this caller may no longer drive (the loop stopped): the
+  // background thread stands aside while drivers_ counts this caller.
   auto stop_driving = [&] {
     if (!drive) return;
     drive = false;

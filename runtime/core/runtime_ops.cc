@@ -156,7 +156,6 @@ Status Runtime::MarkDevice(TensorEntry* e, const TensorSpec& in, const TensorSpe
                                    std::to_string(out->device) + " but input on device " +
                                    std::to_string(in.device));
   }
-  gpu_used_.store(true, std::memory_order_relaxed);   // from now on only Loop runs the cycles
   const int64_t elements = e->request.NumElements();  // FillRequest copied in.shape
   if (out != nullptr && out->data != in.data && elements > 0) {
     HVD_RETURN_IF_ERROR(

@@ -16,7 +16,8 @@ namespace hvd::runtime {
 // GpuGroup: one process set's GPU collectives on this rank (an NCCL communicator over the
 // set's members, each on its own device). Made by GpuBackend::CreateGroup when every member of
 // the set has a GPU of its own; otherwise the runtime stages GPU tensors through host memory
-// and the set's CPU Communicator (op_executor_gpu.cc). Background thread only, except Abort.
+// and the set's CPU Communicator (op_executor_gpu.cc). Called by the thread running the cycle
+// (the background thread or a waiting caller, one at a time), except Abort.
 //
 // Every call is collective over the set, like Communicator's, and returns once the device
 // finished the work: a peer that never joins, a NCCL error or the runtime's timeout abort the
@@ -53,17 +54,17 @@ class GpuBackend {
   virtual Status CheckMemory(int device, const void* data) = 0;
   // Framework thread, at enqueue: CheckMemory(device, data) unless `data` is null, then records
   // an event on `stream` (the producer's stream; null = the legacy default stream) after the
-  // work that writes the tensor. Returns the event, which the background thread waits for
+  // work that writes the tensor. Returns the event, which the cycle thread waits for
   // (WaitReady) before it touches the tensor: the framework's stream order is kept without a
   // device-wide synchronize. The event is the backend's.
   virtual Result<void*> MarkReady(int device, const void* data, void* stream) = 0;
-  // Background thread. Makes the backend's stream of `device` wait for `event` (MarkReady)
-  // and gives the event back to the backend's pool. Null events are ignored.
+  // Cycle thread (the one running the cycle). Makes the backend's stream of `device` wait for
+  // `event` (MarkReady) and gives the event back to the backend's pool. Null events are ignored.
   virtual Status WaitReady(int device, void* event) = 0;
   // Returns an event that will not be waited for (its op failed before it ran). Any thread.
   virtual void ReleaseEvent(void* event) = 0;
 
-  // Background thread. Asynchronous copies on the backend's stream of `device`; `host` must
+  // Cycle thread. Asynchronous copies on the backend's stream of `device`; `host` must
   // be memory from HostBuffer for the copy to overlap. Sync waits for every copy issued.
   virtual Status CopyToHost(void* host, const void* device_data, int64_t bytes, int device) = 0;
   virtual Status CopyToDevice(void* device_data, const void* host, int64_t bytes, int device) = 0;

@@ -116,7 +116,8 @@ void CudaBackend::ReleaseEvent(void* event) {
 }
 
 Result<CudaBackend::DeviceState*> CudaBackend::State(int device) {
-  cudaError_t err = cudaSetDevice(device);  // the background thread's own device
+  // The cycle thread's device from here on; OpExecutor::RunGpu gives it its own back.
+  cudaError_t err = cudaSetDevice(device);
   if (err != cudaSuccess) return CudaError("selecting CUDA device " + std::to_string(device), err);
   DeviceState& s = devices_[device];
   if (s.stream == nullptr) {

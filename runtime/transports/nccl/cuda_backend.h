@@ -66,7 +66,7 @@ class CudaBackend final : public GpuBackend {
     aborted_ = false;
   }
 
-  // For NcclGroup: the runtime stream of `device` (made on first use; background thread).
+  // For NcclGroup: the runtime stream of `device` (made on first use; cycle thread).
   Result<cudaStream_t> Stream(int device);
   std::chrono::milliseconds timeout() const { return timeout_; }
   bool aborted() const { return aborted_.load(); }
@@ -86,7 +86,7 @@ class CudaBackend final : public GpuBackend {
 
   std::chrono::milliseconds timeout_{30000};
   std::atomic<bool> aborted_{false};
-  std::map<int, DeviceState> devices_;  // background thread
+  std::map<int, DeviceState> devices_;  // cycle thread (one at a time: cycle_mu_)
   std::array<void*, 4> host_{};
   std::array<int64_t, 4> host_bytes_{};
   std::mutex mu_;                                        // guards the event pool and groups_

@@ -148,7 +148,8 @@ NcclGroup::NcclGroup(CudaBackend* backend, ncclComm_t comm, int device)
 
 NcclGroup::~NcclGroup() {
   backend_->Unregister(this);
-  cudaSetDevice(device_);
+  // Destroyed on whichever thread clears the process set (hvd.shutdown's): keep its device.
+  ScopedDevice scoped(device_);
   // Abort, not destroy: destroying may wait for peers that are gone; aborting frees locally.
   AbortComm();
   if (done_ != nullptr) cudaEventDestroy(done_);

@@ -1,10 +1,14 @@
-// The GPU path's parts that need no GPU: the NCCL-or-staging decision of a process set and the
-// enqueue-time checks of GPU tensors. The GPU itself is exercised by test/python/test_torch_gpu.py
-// (ctest label gpu).
+// The GPU path's parts that need no GPU: the NCCL-or-staging decision of a process set, the
+// enqueue-time checks of GPU tensors, and (with fake backends) which thread runs a GPU op. The GPU
+// itself is exercised by test/python/test_torch_gpu.py (ctest label gpu).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/core/runtime.h"
@@ -150,6 +154,104 @@ TEST(GpuPathTest, AGroupedEnqueueThatFailsGivesBackTheEarlierMembersEvents) {
   }
   EXPECT_EQ(gpu->marked, 3);  // the first member of each group got its event
   EXPECT_EQ(gpu->outstanding, 0);
+  EXPECT_TRUE(rt.Shutdown().ok());
+}
+
+// A GPU backend whose "device memory" is host memory: staged ops run for real (copies are
+// memcpys). Models CUDA's per-thread current device (a copy selects its device, as
+// CudaBackend::State does) and records which threads ran the copies.
+class StagingGpu final : public GpuBackend {
+ public:
+  static int& Current() {
+    thread_local int current = 0;
+    return current;
+  }
+  std::vector<std::thread::id> copy_threads() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return copy_threads_;
+  }
+
+  Status CheckMemory(int, const void*) override { return Status::OK(); }
+  Result<void*> MarkReady(int, const void*, void*) override { return static_cast<void*>(&event_); }
+  Status WaitReady(int, void*) override { return Status::OK(); }
+  void ReleaseEvent(void*) override {}
+  Status CopyToHost(void* host, const void* device_data, int64_t bytes, int device) override {
+    return Copy(host, device_data, bytes, device);
+  }
+  Status CopyToDevice(void* device_data, const void* host, int64_t bytes, int device) override {
+    return Copy(device_data, host, bytes, device);
+  }
+  Result<int> Marker(int) override { return ++markers_; }
+  Status WaitMarker(int, int) override { return Status::OK(); }
+  Status Sync(int) override {
+    markers_ = 0;
+    return Status::OK();
+  }
+  Result<void*> HostBuffer(int slot, int64_t bytes) override {
+    auto& b = host_[slot];
+    if (b.size() < static_cast<size_t>(bytes)) b.resize(static_cast<size_t>(bytes));
+    return static_cast<void*>(b.data());
+  }
+  Result<std::unique_ptr<GpuGroup>> CreateGroup(Communicator*, int, const std::string&) override {
+    return std::unique_ptr<GpuGroup>();  // stage through the host
+  }
+  int CurrentDevice() override { return Current(); }
+  void RestoreDevice(int device) override { Current() = device; }
+  void Abort() override {}
+  void Start(std::chrono::milliseconds) override {}
+
+ private:
+  Status Copy(void* dst, const void* src, int64_t bytes, int device) {
+    Current() = device;
+    std::memcpy(dst, src, static_cast<size_t>(bytes));
+    std::lock_guard<std::mutex> lock(mu_);
+    copy_threads_.push_back(std::this_thread::get_id());
+    return Status::OK();
+  }
+  std::mutex mu_;
+  std::vector<std::thread::id> copy_threads_;
+  int markers_ = 0;
+  std::vector<char> host_[4];
+  char event_ = 0;
+};
+
+// Given lone synchronous allreduces of a GPU tensor (as hvd.torch's allreduce_ makes), when the
+// caller waits, then it runs the ops' cycles itself — the staging copies happen on its thread,
+// no hand-off to the background thread and back (two thread wake-ups per op) — and its current
+// device is what it was before (the op's device 1 was selected meanwhile). The background
+// thread may still take an op now and then (its idle timer fires while the op is queued), so
+// the test asks for most ops on the caller's thread; before 2026-11-23 it ran none.
+TEST(GpuPathTest, ACallerWaitingOnALoneGpuOpRunsItsCycleAndKeepsItsDevice) {
+  auto owned = std::make_unique<StagingGpu>();
+  StagingGpu* gpu = owned.get();
+  Runtime rt(CreateDefaultProvider, std::move(owned));
+  ASSERT_TRUE(rt.Init(RuntimeConfig{}).ok());
+  StagingGpu::Current() = 3;
+  constexpr int kRounds = 20;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<float> data = {1.0f, 2.0f, 3.0f, 4.0f}, out(4, 0.0f);
+    TensorSpec in;
+    in.data = data.data();
+    in.dtype = DataType::kFloat32;
+    in.shape = TensorShape(std::vector<int64_t>{4});
+    in.device = 1;
+    TensorSpec to = in;
+    to.data = out.data();
+    OpOptions o;
+    o.name = "sync.grad";
+    o.reduce_op = ReduceOp::kSum;
+    o.wait_now = true;
+    auto h = rt.EnqueueAllreduce({in}, {to}, o, false);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    ASSERT_TRUE(rt.Wait(*h, std::chrono::duration<double>(30)).ok());
+    ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
+    EXPECT_EQ(out, data);  // one rank: the sum is the input, copied through the host
+    EXPECT_EQ(StagingGpu::Current(), 3);
+  }
+  const auto threads = gpu->copy_threads();
+  ASSERT_EQ(threads.size(), 2u * kRounds);  // a device->host and a host->device copy per op
+  const auto mine = std::count(threads.begin(), threads.end(), std::this_thread::get_id());
+  EXPECT_GE(mine, kRounds) << mine << " of " << threads.size() << " copies on the caller's thread";
   EXPECT_TRUE(rt.Shutdown().ok());
 }
 
