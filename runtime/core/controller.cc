@@ -148,11 +148,11 @@ void Controller::TakeCommonHits() {
     for (uint64_t m = common_[w]; m != 0; m &= m - 1) {
       const uint32_t bit = static_cast<uint32_t>(w * 64 + std::countr_zero(m));
       if (!cache_.Has(bit)) continue;
-      hits_.push_back(cache_.Get(bit));
+      hits_.push_back(&cache_.Get(bit));
       cache_.Touch(bit);
-      const std::string& name = hits_.back().names[0];
+      const std::string& name = hits_.back()->names[0];
       if (coordinator_ && Recording()) {
-        timeline_->timeline().NegotiateStart(name, TimelineOpName(hits_.back().type));
+        timeline_->timeline().NegotiateStart(name, TimelineOpName(hits_.back()->type));
         timeline_->timeline().NegotiateEnd(name);
       }
       auto it = std::find_if(waiting_.begin(), waiting_.end(),
@@ -258,7 +258,9 @@ ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists,
     }
   }
   // The common hits go first, then what became ready, fused together.
-  std::vector<Response> all(hits_.begin(), hits_.end());
+  std::vector<Response> all;
+  all.reserve(hits_.size() + ready.size());
+  for (const Response* hit : hits_) all.push_back(*hit);
   all.insert(all.end(), std::make_move_iterator(ready.begin()),
              std::make_move_iterator(ready.end()));
   out.responses = PlanFusion(std::move(all), fusion_);

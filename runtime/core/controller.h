@@ -148,7 +148,9 @@ class Controller {
   std::vector<const Request*> to_send_;
   std::vector<std::pair<ResponseCache::State, uint32_t>> lookups_;  // per waiting_ entry
   std::vector<uint64_t> hit_bits_, invalid_bits_, agree_bits_, common_;
-  ReuseVector<Response> hits_;   // the common cache hits of this cycle
+  // The common cache hits of this cycle: the cache's own entries, valid until the cache
+  // changes (Process puts new ones in only after the hits were planned or sent).
+  std::vector<const Response*> hits_;
   ReuseVector<Response> fused_;  // hits_ after fusion (fast path)
   FusionScratch fusion_scratch_;
   std::vector<TensorQueue::Taken> taken_;  // the entries of the response being run

@@ -67,13 +67,17 @@ int64_t ResponseBytes(const Response& response) {
 // later compatible units join it while the total fits the threshold, and incompatible ones
 // are skipped (left for a later output, order kept) while the skipped bytes plus the total
 // still fit. This is the deque formulation of Horovod's look-ahead, done with done-flags.
-void PlanFusion(std::span<const Response> in, const FusionOptions& options, FusionScratch* scratch,
-                ReuseVector<Response>* out) {
+namespace {
+
+// PlanFusion over `n` responses, the i-th being in(i).
+template <typename In>
+void Plan(size_t n, In in, const FusionOptions& options, FusionScratch* scratch,
+          ReuseVector<Response>* out) {
   out->clear();
   auto& units = scratch->units;
   units.clear();
-  for (uint32_t i = 0; i < in.size(); ++i) {
-    if (!units.empty() && SameGroupUnit(in[units.back().first], in[i])) {
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!units.empty() && SameGroupUnit(in(units.back().first), in(i))) {
       units.back().second = i + 1;
       continue;
     }
@@ -81,11 +85,11 @@ void PlanFusion(std::span<const Response> in, const FusionOptions& options, Fusi
   }
   auto unit_bytes = [&](size_t u) {
     int64_t bytes = 0;
-    for (uint32_t k = units[u].first; k < units[u].second; ++k) bytes += ResponseBytes(in[k]);
+    for (uint32_t k = units[u].first; k < units[u].second; ++k) bytes += ResponseBytes(in(k));
     return bytes;
   };
   auto append_unit = [&](Response* into, size_t u) {
-    for (uint32_t k = units[u].first; k < units[u].second; ++k) AppendMembers(into, in[k]);
+    for (uint32_t k = units[u].first; k < units[u].second; ++k) AppendMembers(into, in(k));
   };
   scratch->done.assign(units.size(), 0);
   const int64_t threshold = options.threshold_bytes;
@@ -93,14 +97,14 @@ void PlanFusion(std::span<const Response> in, const FusionOptions& options, Fusi
     if (scratch->done[u]) continue;
     scratch->done[u] = 1;
     Response& current = out->Next();
-    current = in[units[u].first];
-    for (uint32_t k = units[u].first + 1; k < units[u].second; ++k) AppendMembers(&current, in[k]);
+    current = in(units[u].first);
+    for (uint32_t k = units[u].first + 1; k < units[u].second; ++k) AppendMembers(&current, in(k));
     if (!Fusable(current) || threshold <= 0) continue;
     int64_t bytes = unit_bytes(u);
     int64_t skipped_bytes = 0;
     for (size_t v = u + 1; v < units.size(); ++v) {
       if (scratch->done[v]) continue;
-      const Response& next = in[units[v].first];
+      const Response& next = in(units[v].first);
       if (StopsFusion(next)) break;
       const int64_t next_bytes = unit_bytes(v);
       if (Compatible(current, next, options) && bytes + next_bytes <= threshold) {
@@ -114,6 +118,20 @@ void PlanFusion(std::span<const Response> in, const FusionOptions& options, Fusi
       if (bytes + skipped_bytes > threshold) break;
     }
   }
+}
+
+}  // namespace
+
+void PlanFusion(std::span<const Response> in, const FusionOptions& options, FusionScratch* scratch,
+                ReuseVector<Response>* out) {
+  Plan(
+      in.size(), [&](size_t i) -> const Response& { return in[i]; }, options, scratch, out);
+}
+
+void PlanFusion(std::span<const Response* const> in, const FusionOptions& options,
+                FusionScratch* scratch, ReuseVector<Response>* out) {
+  Plan(
+      in.size(), [&](size_t i) -> const Response& { return *in[i]; }, options, scratch, out);
 }
 
 std::vector<Response> PlanFusion(std::vector<Response> responses, const FusionOptions& options) {

@@ -35,6 +35,9 @@ struct FusionScratch {
 // The same plan written into `out` (cleared first; its slots' buffers are reused).
 void PlanFusion(std::span<const Response> responses, const FusionOptions& options,
                 FusionScratch* scratch, ReuseVector<Response>* out);
+// The same over responses held elsewhere (the response cache's entries: no copy of each).
+void PlanFusion(std::span<const Response* const> responses, const FusionOptions& options,
+                FusionScratch* scratch, ReuseVector<Response>* out);
 
 // Bytes a response moves: allgather, the gathered total (sum over members of every rank's
 // dim 0 times the row's elements); otherwise the sum of element counts; times the dtype size.

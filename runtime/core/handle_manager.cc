@@ -99,6 +99,18 @@ Result<bool> HandleManager::Poll(int64_t handle) {
   return it->second.done;
 }
 
+bool HandleManager::Finished(int64_t handle, Status* status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = states_.find(handle);
+  if (it == states_.end()) {
+    *status = Unknown(handle);
+    return true;
+  }
+  if (!it->second.done) return false;
+  *status = it->second.status;
+  return true;
+}
+
 Status HandleManager::Wait(int64_t handle, std::chrono::duration<double> timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = states_.find(handle);

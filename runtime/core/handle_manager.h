@@ -63,6 +63,9 @@ class HandleManager {
 
   // kNotFound for unknown handles.
   Result<bool> Poll(int64_t handle);
+  // True once `handle` completed, with its status in `*status`, or when it is unknown
+  // (kNotFound); false while in flight. One lookup: a waiter's poll and its result together.
+  bool Finished(int64_t handle, Status* status);
   // Waits up to `timeout` for `handle` to complete; true once it has (or is unknown). Unlike
   // Wait it builds no status, so a caller waiting in slices allocates nothing.
   bool WaitDone(int64_t handle, std::chrono::steady_clock::duration timeout);

@@ -13,6 +13,7 @@ void ProcessSetTable::Insert(ProcessSetInfo info) {
   std::lock_guard<std::mutex> lock(mu_);
   int32_t id = info.id;
   sets_[id] = std::move(info);
+  version_.fetch_add(1, std::memory_order_release);
 }
 
 std::optional<ProcessSetInfo> ProcessSetTable::Find(int32_t id) const {
@@ -44,6 +45,7 @@ std::shared_ptr<Controller> ProcessSetTable::Remove(int32_t id) {
   if (it == sets_.end()) return nullptr;
   std::shared_ptr<Controller> c = std::move(it->second.controller);
   sets_.erase(it);
+  version_.fetch_add(1, std::memory_order_release);
   return c;
 }
 
@@ -72,6 +74,7 @@ void ProcessSetTable::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
   sets_.clear();
   next_id_ = 1;
+  version_.fetch_add(1, std::memory_order_release);
 }
 
 Status ValidateProcessSetRanks(const std::vector<int32_t>& ranks, int32_t world_size) {

@@ -1,6 +1,7 @@
 #ifndef HVD_RUNTIME_CORE_PROCESS_SET_H_
 #define HVD_RUNTIME_CORE_PROCESS_SET_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -40,9 +41,13 @@ class ProcessSetTable {
   void Controllers(std::vector<std::shared_ptr<Controller>>* out) const;
   std::vector<int32_t> Ids() const;
   void Clear();
+  // Changes with every Insert, Remove and Clear: a snapshot from Controllers is current while
+  // this is what it was when the snapshot was taken.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
 
  private:
   mutable std::mutex mu_;
+  std::atomic<uint64_t> version_{0};
   std::map<int32_t, ProcessSetInfo> sets_;
   int32_t next_id_ = 1;
 };

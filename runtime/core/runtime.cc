@@ -393,14 +393,9 @@ Status Runtime::Wait(int64_t handle, std::chrono::duration<double> timeout) {
     drivers_.fetch_sub(1);
     HandBack();
   };
-  Status status = Status::OK();
-  while (true) {
-    Result<bool> done = handles_.Poll(handle);
-    if (!done.ok()) {
-      status = done.status();  // an unknown handle
-      break;
-    }
-    if (*done) break;
+  Status status;
+  bool finished = false;
+  while (!(finished = handles_.Finished(handle, &status))) {
     const auto now = Clock::now();
     if (!forever && now >= deadline) break;
     if (drive) {
@@ -409,11 +404,11 @@ Status Runtime::Wait(int64_t handle, std::chrono::duration<double> timeout) {
       if (d == Drive::kNotAllowed) stop_driving();
     }
     const auto slice = forever ? kSlice : std::min<Clock::duration>(kSlice, deadline - now);
-    if (handles_.WaitDone(handle, slice)) break;
+    handles_.WaitDone(handle, slice);
   }
   stop_driving();
-  HVD_RETURN_IF_ERROR(status);
-  return handles_.Wait(handle, std::chrono::seconds(0));
+  // At the deadline: kInProgress with HandleManager::Wait's message.
+  return finished ? status : handles_.Wait(handle, std::chrono::seconds(0));
 }
 
 // Measures every rank's clock against rank 0's (runtime_timeline.h); rank 0 logs and applies
@@ -494,8 +489,13 @@ Status Runtime::RunIteration(bool request_shutdown, CycleResult* total) {
   // The global set (id 0, first in id order) runs first; the snapshot is taken again after it
   // so a set it just added or removed is seen identically by every member.
   bool global = true;
+  uint64_t version = 0;
   for (int pass = 0; pass < 2; ++pass) {
-    sets_.Controllers(&cycle_controllers_);
+    // The second pass needs a new snapshot only when the global set's cycle changed the table.
+    if (pass == 0 || sets_.version() != version) {
+      version = sets_.version();
+      sets_.Controllers(&cycle_controllers_);
+    }
     for (const auto& controller : cycle_controllers_) {
       if ((controller->id() == 0) != global) continue;
       auto r = controller->RunCycle(global && (request_shutdown || !set_shutdown_reason_.empty()));

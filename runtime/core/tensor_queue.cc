@@ -29,6 +29,7 @@ Status TensorQueue::Add(std::span<const TensorEntry> entries) {
       it = table_.insert(std::move(node)).position;
     }
     fresh_.push_back(&it->second.request);
+    size_.store(table_.size(), std::memory_order_release);
     if (spare_names_.empty()) {
       reserved_.insert(e.request.name);
     } else {
@@ -51,7 +52,9 @@ TensorQueue::Taken TensorQueue::Take(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = table_.find(name);
   if (it == table_.end()) return {};
-  return table_.extract(it);
+  Taken taken = table_.extract(it);
+  size_.store(table_.size(), std::memory_order_release);
+  return taken;
 }
 
 void TensorQueue::Recycle(std::vector<Taken>* taken) {
@@ -68,13 +71,9 @@ std::vector<TensorEntry> TensorQueue::TakeAll() {
   all.reserve(table_.size());
   for (auto& [name, e] : table_) all.push_back(std::move(e));
   table_.clear();
+  size_.store(0, std::memory_order_release);
   fresh_.clear();
   return all;
-}
-
-size_t TensorQueue::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return table_.size();
 }
 
 }  // namespace hvd::runtime

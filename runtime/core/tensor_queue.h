@@ -1,6 +1,7 @@
 #ifndef HVD_RUNTIME_CORE_TENSOR_QUEUE_H_
 #define HVD_RUNTIME_CORE_TENSOR_QUEUE_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -78,11 +79,13 @@ class TensorQueue {
   void Recycle(std::vector<Taken>* taken);
   // Removes and returns every entry (shutdown / failure).
   std::vector<TensorEntry> TakeAll();
-  size_t size() const;
+  // Entries in the table; lock-free (a snapshot that may change right after).
+  size_t size() const { return size_.load(std::memory_order_acquire); }
 
  private:
   mutable std::mutex mu_;
   Table table_;
+  std::atomic<size_t> size_{0};  // table_.size(), written under mu_
   std::vector<const Request*> fresh_;
   std::vector<Taken> spare_;
   using Names = std::unordered_set<std::string>;
