@@ -94,7 +94,12 @@ class TcpProvider : public CommunicatorProvider {
     options.timeout = config_.timeout;
     options.heartbeat_timeout = config_.heartbeat_timeout;
     // A CPU for every rank of this host: waits may poll busily for a while (tcp_transport.h).
-    if (CpuPerRank(config_.local_size)) options.busy_poll = std::chrono::microseconds(50);
+    // More ranks than CPUs: they poll a while too, yielding the CPU between tries, as the shm
+    // channel does. 4 ranks on the 2-vCPU VM (2026-11-23, three runs each): 4 KiB 230-268 ->
+    // 106-169 us, 64 KiB 371-412 -> 172-321 us, 1 MiB 2.0-2.2 -> 1.24-1.70 ms, 100 x 16 KiB one
+    // by one 29.5-30.9 -> 12.8-16.7 ms; 50 us budgets gained less, 200-400 us the same.
+    options.busy_poll = std::chrono::microseconds(CpuPerRank(config_.local_size) ? 50 : 100);
+    options.busy_yield = !CpuPerRank(config_.local_size);
     return CreateTcpCommunicator(options);
   }
   uint32_t enabled_flags() const override { return 0; }

@@ -350,7 +350,7 @@ Result<std::unique_ptr<Communicator>> CreateTcpCommunicator(const TcpOptions& op
   auto transport = std::make_unique<TcpTransport>(options.rank, std::move(mesh->fds),
                                                   std::move(mesh->peer_names));
   transport->set_heartbeat_timeout(options.heartbeat_timeout);
-  transport->set_busy_poll(options.busy_poll);
+  transport->set_busy_poll(options.busy_poll, options.busy_yield);
   return std::unique_ptr<Communicator>(
       new TcpCommunicator(options.rank, options.size, std::move(transport), options.timeout));
 }

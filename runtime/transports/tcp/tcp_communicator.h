@@ -33,8 +33,10 @@ struct TcpOptions {
   // Dead-peer detection on every connection: TCP keepalive when idle (TcpMeshOptions),
   // acknowledgements of data in flight (TcpTransport::set_heartbeat_timeout); 0 = off.
   std::chrono::milliseconds heartbeat_timeout{0};
-  // Non-blocking retries before a wait sleeps (TcpTransport::set_busy_poll); 0 = none.
+  // Non-blocking retries before a wait sleeps (TcpTransport::set_busy_poll); 0 = none; with
+  // busy_yield, each retry yields the CPU first.
   std::chrono::microseconds busy_poll{0};
+  bool busy_yield = false;
 };
 
 // Rendezvouses through options.kv under options.scope, connects an authenticated full mesh of

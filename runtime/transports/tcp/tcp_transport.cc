@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -277,7 +278,10 @@ Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer
     if (busy_poll_.count() > 0) {  // set_busy_poll
       const auto now = Clock::now();
       if (busy_until == Clock::time_point::min()) busy_until = now + busy_poll_;
-      if (now < busy_until && !aborted_.load()) continue;
+      if (now < busy_until && !aborted_.load()) {
+        if (busy_yield_) sched_yield();
+        continue;
+      }
     }
 
     pfds.clear();

@@ -118,10 +118,15 @@ class TcpTransport {
   // When no stream can move, Run retries the sockets without blocking for this long before it
   // sleeps in poll() (0 = sleep at once, the default). A reply within it costs no sleep and no
   // wake-up of a halted CPU, which on a VM goes through the hypervisor: 2 ranks over loopback
-  // on the 2-vCPU VM, 4 KiB 148-180 -> 40-76 us, 64 KiB 245-277 -> 78-127 us with 50 us. Only
-  // worth it with a CPU per rank (the spinner would hold the CPU its peer needs). Call before
-  // the first Run.
-  void set_busy_poll(std::chrono::microseconds budget) { busy_poll_ = budget; }
+  // on the 2-vCPU VM, 4 KiB 148-180 -> 40-76 us, 64 KiB 245-277 -> 78-127 us with 50 us. A
+  // plain spin is only worth it with a CPU per rank (the spinner would hold the CPU its peer
+  // needs). With `yield`, each retry first gives the CPU away (sched_yield): with more ranks
+  // than CPUs the peer this rank waits for may be queued on this very CPU (backend_registry.cc
+  // has the numbers). Call before the first Run.
+  void set_busy_poll(std::chrono::microseconds budget, bool yield = false) {
+    busy_poll_ = budget;
+    busy_yield_ = yield;
+  }
 
   // Wakes a blocked Run (which fails with kAborted) and shuts every socket down so that peers
   // fail fast. Idempotent.
@@ -147,6 +152,7 @@ class TcpTransport {
   std::atomic<bool> aborted_{false};
   std::chrono::milliseconds heartbeat_timeout_{0};
   std::chrono::microseconds busy_poll_{0};
+  bool busy_yield_ = false;
   std::mutex shutdown_mu_;
   std::vector<std::vector<char>> scratch_;  // one per receive stream slot, grown on demand
   std::vector<pollfd> pfds_;                // Run's poll set; keeps its capacity
