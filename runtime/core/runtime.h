@@ -274,7 +274,8 @@ class Runtime {
   // too: OpExecutor::RunGpu selects the op's device and gives the running thread its own
   // current device back, NCCL communicators and hvd's streams are usable from any thread,
   // and cycle_mu_ keeps one rank's NCCL calls one at a time. A synchronous GPU op thus costs
-  // no thread hand-off (two wake-ups: ~20 us on the GPU machine's VM, 2026-11-22).
+  // no thread hand-off (two wake-ups: most of the 20-31 us the NCCL path added over a bare
+  // ncclAllReduce on the GPU machine's VM, 2026-11-22, docs/gpu.md).
   std::atomic<bool> callers_drive_{false};
   // Callers inside Wait that run iterations; while there is one, the background thread leaves
   // the iterations to them instead of contending for cycle_mu_.
