@@ -73,7 +73,7 @@ out = sys.argv[1]
 sys.path.insert(0, sys.argv[2])
 from allreduce_results import MANY, SIZES, fmt_us, hvd, label, peer, ratio
 
-print("| hosts x ranks | size | hvd | hvd flat TCP | MPI tcp | MPI/hvd | MPI/hvd-flat |")
+print("| hosts x ranks | size | hvd | hvd flat TCP | MPI tcp | MPI/hvd | MPI/hvd flat |")
 print("|---|---|---|---|---|---|---|")
 for n, layout in ((2, "2 x 1"), (4, "2 x 2")):
     h = hvd(f"{out}/hvd_{n}.txt", f"{out}/hvd_many_{n}.txt")
