@@ -98,9 +98,8 @@ for n in $nps; do
   done
 done
 
-python3=/usr/bin/python3
-[ -x "$python3" ] || python3=python3
-"$python3" - "$out" "$here" $nps <<'PY'
+# shellcheck disable=SC2086
+"$PYTHON" - "$out" "$here" $nps <<'PY'
 import sys
 out = sys.argv[1]
 sys.path.insert(0, sys.argv[2])

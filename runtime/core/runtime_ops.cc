@@ -52,8 +52,18 @@ EnqueueScratch& Scratch() {
   return scratch;
 }
 
-// Gives the CUDA events of the entries marked so far (MarkDevice) back to the GPU backend
-// when an enqueue fails before Submit, which owns them from then on (and releases them itself
+// Gives the entries' CUDA events (MarkDevice) back to the GPU backend: they will not be waited
+// for, as their op failed before it was queued.
+void ReleaseReadyEvents(GpuBackend* gpu, std::span<TensorEntry> entries) {
+  if (gpu == nullptr) return;
+  for (TensorEntry& e : entries) {
+    if (e.ready != nullptr) gpu->ReleaseEvent(e.ready);
+    e.ready = nullptr;
+  }
+}
+
+// Gives the CUDA events of the entries marked so far back (ReleaseReadyEvents) when an
+// enqueue fails before Submit, which owns them from then on (and releases them itself
 // if it fails): a grouped enqueue whose later member fails a check must not keep the earlier
 // members' events.
 class MarkedEvents {
@@ -62,11 +72,7 @@ class MarkedEvents {
   MarkedEvents(const MarkedEvents&) = delete;
   MarkedEvents& operator=(const MarkedEvents&) = delete;
   ~MarkedEvents() {
-    if (submitted_ || gpu_ == nullptr) return;
-    for (TensorEntry& e : scratch_.entries) {
-      if (e.ready != nullptr) gpu_->ReleaseEvent(e.ready);
-      e.ready = nullptr;
-    }
+    if (!submitted_) ReleaseReadyEvents(gpu_, scratch_.entries);
   }
   // Call right before Submit.
   void Submitting() { submitted_ = true; }
@@ -215,9 +221,7 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> e
     }
   }
   if (!s.ok()) {
-    for (auto& e : entries) {
-      if (e.ready != nullptr && gpu_ != nullptr) gpu_->ReleaseEvent(e.ready);
-    }
+    ReleaseReadyEvents(gpu_.get(), entries);
     handles_.FinishPart(handle, s);
     while (!handles_.Poll(handle).value()) handles_.FinishPart(handle, s);
     (void)handles_.Release(handle);

@@ -77,8 +77,9 @@ class TcpAlgorithms {
   std::vector<size_t> offsets_;   // prefix sums of the plan's per-rank sizes
   std::vector<size_t> offsets2_;  // the second table (alltoallv's receive side)
   std::vector<char> scratch_;     // grown (to at least scratch_floor_), never shrunk
-  // The ring's buffer as parts (one for a contiguous buffer) and their byte offsets.
-  std::vector<TcpPiece> parts_;
+  // The current Ring's buffer as parts (one for a contiguous buffer; the caller's, valid
+  // during that call only) and their byte offsets.
+  std::span<const TcpPiece> parts_;
   std::vector<size_t> part_starts_;
   size_t scratch_floor_ = 0;
 };
