@@ -4,6 +4,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "runtime/transports/allreduce_pieces.h"
 #include "runtime/transports/reduction.h"
 
 namespace hvd::runtime {
@@ -188,15 +189,15 @@ Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> en
     ScaleBuffer(e.output, total, r.dtype, post);
     return Status::OK();
   }
+  pieces_.clear();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const TensorEntry* e = entries[i];  // null: a joined rank, which contributes zeros
+    pieces_.push_back({e ? e->input : nullptr, e ? e->output : nullptr, r.sizes[i]});
+  }
   if (r.prescale == 1.0 && comm->allreduces_pieces()) {
     // The transport reads the inputs and writes the outputs where they are (shared memory,
     // hvd's TCP): no copy into the fusion buffer and back, which for large fused batches cost
     // as much as the collective.
-    pieces_.clear();
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const TensorEntry* e = entries[i];
-      pieces_.push_back({e ? e->input : nullptr, e ? e->output : nullptr, r.sizes[i]});
-    }
     ActivityStart(r, CommActivity(r, comm));
     Status s = comm->AllreducePieces(pieces_, r.dtype, BackendOp(r.reduce_op));
     ActivityEnd(r);
@@ -210,17 +211,10 @@ Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> en
   if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
   char* buf = static_cast<char*>(buffer_->Get(total * elem));
   if (grows) ActivityEnd(r);
+  PieceView::Index(pieces_, &piece_starts_);  // the counts come from the response: not negative
+  const PieceView view(pieces_, piece_starts_, elem);
   ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
-  int64_t offset = 0;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const int64_t bytes = r.sizes[i] * elem;
-    if (entries[i]) {
-      std::memcpy(buf + offset, entries[i]->input, bytes);
-    } else {
-      std::memset(buf + offset, 0, bytes);  // a joined rank contributes zeros
-    }
-    offset += bytes;
-  }
+  view.Gather(0, total, buf);
   ActivityEnd(r);
   ScaleBuffer(buf, total, r.dtype, r.prescale);
   ActivityStart(r, CommActivity(r, comm));
@@ -229,12 +223,7 @@ Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> en
   HVD_RETURN_IF_ERROR(s);
   ScaleBuffer(buf, total, r.dtype, post);
   ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
-  offset = 0;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const int64_t bytes = r.sizes[i] * elem;
-    if (entries[i]) std::memcpy(entries[i]->output, buf + offset, bytes);
-    offset += bytes;
-  }
+  view.Scatter(0, total, buf);
   ActivityEnd(r);
   return Status::OK();
 }

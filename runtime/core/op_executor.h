@@ -122,8 +122,9 @@ class OpExecutor {
   std::vector<int64_t> staged_offsets_, staged_bytes_;
   std::vector<std::pair<const void*, void*>> device_ptrs_;
   std::vector<int> markers_;
-  // A fused allreduce on a transport that takes its tensors in place.
+  // A fused allreduce's tensors, and their first elements when packed into the fusion buffer.
   std::vector<AllreducePiece> pieces_;
+  std::vector<int64_t> piece_starts_;
   // NCCL allreduce arguments.
   std::vector<const void*> gpu_inputs_;
   std::vector<void*> gpu_outputs_;
