@@ -113,6 +113,8 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
   HVD_ASSIGN_OR_RETURN(c->mpi_threads_disable, env.GetBool("HVD_MPI_THREADS_DISABLE"));
   HVD_ASSIGN_OR_RETURN(c->shm_buffer_bytes,
                        IntIn(env, "HVD_SHM_BUFFER_BYTES", int64_t{8} << 10, int64_t{1} << 32));
+  HVD_ASSIGN_OR_RETURN(c->shm_single_copy_bytes,
+                       IntIn(env, "HVD_SHM_SINGLE_COPY_BYTES", 0, int64_t{1} << 62));
   HVD_ASSIGN_OR_RETURN(c->elastic, env.GetBool("HVD_ELASTIC"));
   HVD_ASSIGN_OR_RETURN(c->elastic_worker_id, IntIn(env, "HVD_ELASTIC_WORKER_ID", -1, kMaxInt32));
   HVD_ASSIGN_OR_RETURN(double elastic_s, env.GetFloat("HVD_ELASTIC_TIMEOUT"));

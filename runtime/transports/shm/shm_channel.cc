@@ -3,11 +3,15 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstdio>
+#include <cstring>
 
 #include "runtime/transports/communicator.h"
 #include "runtime/transports/host_layout.h"
@@ -53,6 +57,12 @@ void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nano
 
 void FutexWake(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+std::string ToHex(uint64_t v) {
+  char digits[17];
+  std::snprintf(digits, sizeof(digits), "%llx", static_cast<unsigned long long>(v));
+  return digits;
 }
 
 }  // namespace
@@ -112,6 +122,72 @@ void ShmChannel::Publish() { SetProgress(2 * round_ + 1); }
 void ShmChannel::End() {
   SetProgress(2 * round_ + 2);
   ++round_;
+}
+
+Status ShmChannel::WaitAllDone() {
+  for (int k = 0; k < size_; ++k) {
+    if (k != rank_) HVD_RETURN_IF_ERROR(WaitFor(k, 2 * round_));
+  }
+  return Status::OK();
+}
+
+Status ShmChannel::ProbeSingleCopy(int64_t wanted_bytes) {
+  HVD_RETURN_IF_ERROR(Start("single-copy probe"));
+  // Round 1: each member posts the address of its half as it sees it; the others read 8 bytes
+  // there through process_vm_readv and compare them with the same bytes seen in the mapping.
+  char* mine = nullptr;
+  HVD_RETURN_IF_ERROR(Begin(true, &mine));
+  const uint64_t own = reinterpret_cast<uintptr_t>(mine);
+  std::memcpy(mine, &own, sizeof(own));
+  Publish();
+  HVD_RETURN_IF_ERROR(WaitAllPosted());
+  int64_t verdict = std::max<int64_t>(wanted_bytes, 0);
+  for (int k = 0; k < size_ && verdict > 0; ++k) {
+    if (k == rank_) continue;
+    const int pid = segment_->VisiblePid(k);
+    uint64_t theirs = 0, read = ~uint64_t{0};
+    std::memcpy(&theirs, PeerHalf(k), sizeof(theirs));
+    iovec local{&read, sizeof(read)};
+    iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(theirs)), sizeof(read)};
+    if (pid <= 0 || process_vm_readv(pid, &local, 1, &remote, 1, 0) != sizeof(read) ||
+        read != theirs) {
+      verdict = 0;
+    }
+  }
+  End();
+  // Round 2: 0 if any member says 0, else the largest size wanted.
+  HVD_RETURN_IF_ERROR(Begin(true, &mine));
+  std::memcpy(mine, &verdict, sizeof(verdict));
+  Publish();
+  HVD_RETURN_IF_ERROR(WaitAllPosted());
+  int64_t agreed = verdict;
+  for (int k = 0; k < size_; ++k) {
+    int64_t theirs = 0;
+    std::memcpy(&theirs, PeerHalf(k), sizeof(theirs));
+    agreed = theirs == 0 || agreed == 0 ? 0 : std::max(agreed, theirs);
+  }
+  End();
+  single_copy_bytes_ = agreed;
+  return Status::OK();
+}
+
+Status ShmChannel::ReadPeer(int k, void* local, uint64_t remote, size_t bytes) {
+  auto* to = static_cast<char*>(local);
+  while (bytes > 0) {
+    iovec l{to, bytes};
+    iovec r{reinterpret_cast<void*>(static_cast<uintptr_t>(remote)), bytes};
+    const ssize_t n = process_vm_readv(segment_->VisiblePid(k), &l, 1, &r, 1, 0);
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EFAULT;
+      return Fail(Status::RemoteError(What() + ": reading " + std::to_string(bytes) +
+                                      " bytes of rank " + std::to_string(k) + "'s buffer at 0x" +
+                                      ToHex(remote) + " failed: " + std::strerror(err)));
+    }
+    to += n;
+    remote += static_cast<uint64_t>(n);
+    bytes -= static_cast<size_t>(n);
+  }
+  return Status::OK();
 }
 
 Status ShmChannel::WaitPosted(int peer) {

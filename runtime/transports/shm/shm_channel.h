@@ -64,6 +64,22 @@ class ShmChannel {
   Status WaitAllPosted();
   const char* PeerHalf(int peer) const { return segment_->half(peer, round_ & 1); }
   void End();
+  // After End(): waits until every peer has ended that round too (read what it needed of this
+  // member's memory).
+  Status WaitAllDone();
+
+  // Single copy (cross-memory attach). Every member calls ProbeSingleCopy once, right after
+  // construction (two rounds), with the size from which it wants allreduces to use it (0:
+  // never): each member tries process_vm_readv on every peer's staging memory and checks what it
+  // read, and the members agree on the answer, so single_copy_bytes() is the same on every
+  // member: 0 when any member does not want it or may not read another's memory (a ptrace
+  // restriction such as Yama's ptrace_scope or a seccomp policy, another pid namespace, a kernel
+  // without it), else the largest wanted size.
+  Status ProbeSingleCopy(int64_t wanted_bytes);
+  int64_t single_copy_bytes() const { return single_copy_bytes_; }
+  // Copies `bytes` at `remote` in member k's address space to `local` (process_vm_readv). A
+  // failure (the peer passed a bad address, or exited) fails the channel, naming both.
+  Status ReadPeer(int k, void* local, uint64_t remote, size_t bytes);
 
   // Records `status` as the channel's failure, tells the peers, and returns it.
   Status Fail(Status status);
@@ -87,6 +103,7 @@ class ShmChannel {
   const std::chrono::milliseconds timeout_;
   const bool oversubscribed_;  // more members than CPUs: yield while waiting, never spin
   uint32_t round_ = 0;
+  int64_t single_copy_bytes_ = 0;
   // The current call, for What().
   const char* op_ = "";
   bool reduction_ = false;

@@ -26,6 +26,7 @@ class ShmCommunicator final : public Communicator {
  public:
   explicit ShmCommunicator(std::unique_ptr<ShmChannel> channel)
       : ch_(std::move(channel)),
+        single_copy_bytes_(ch_->single_copy_bytes()),
         rank_(ch_->rank()),
         size_(ch_->size()),
         half_(ch_->half_bytes()),
@@ -54,6 +55,7 @@ class ShmCommunicator final : public Communicator {
   Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
                        DataType dtype, ReduceOp op) override;
   void Abort() override { ch_->Abort(); }
+  int64_t single_copy_bytes() const { return single_copy_bytes_; }
 
  private:
   // The shared checks (communicator.h); the message is built only when one fails.
@@ -75,6 +77,7 @@ class ShmCommunicator final : public Communicator {
   Status Bitwise(const char* op, std::vector<uint64_t>* bits, Combine combine);
 
   std::unique_ptr<ShmChannel> ch_;
+  const int64_t single_copy_bytes_;  // 0: never
   const int rank_;
   const int size_;
   const size_t half_;
@@ -82,6 +85,9 @@ class ShmCommunicator final : public Communicator {
   // AllreducePieces: the pieces' first elements (grown only) and a reduced slice.
   std::vector<int64_t> starts_;
   std::vector<char> slice_;
+  // ShmAllreduceSingleCopy: the members' buffer addresses and the peers' pieces (grown once).
+  std::vector<uint64_t> addrs_;
+  std::vector<char> single_copy_scratch_;
   // Per-member scratch of one call, size_ entries each.
   std::vector<uint64_t> lens_;         // GatherBytes: each member's length
   std::vector<int64_t> offsets_;       // Allgatherv: output offsets; Alltoallv: send offsets
@@ -201,6 +207,15 @@ Status ShmCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, R
   HVD_RETURN_IF_ERROR(ch_->Start("allreduce", dtype, op, count));
   HVD_RETURN_IF_ERROR(CheckAllreduce(buffer, count, op));
   if (count == 0 || size_ == 1) return Status::OK();
+  const int64_t bytes = count * static_cast<int64_t>(DataTypeSize(dtype));
+  if (single_copy_bytes_ > 0 && bytes >= single_copy_bytes_) {
+    if (single_copy_scratch_.empty()) {
+      single_copy_scratch_.resize(kShmSingleCopyScratchBytes);
+      addrs_.resize(size_);
+    }
+    return ShmAllreduceSingleCopy(*ch_, static_cast<char*>(buffer), count, dtype, op, addrs_,
+                                  single_copy_scratch_.data());
+  }
   return ShmAllreduce(*ch_, static_cast<char*>(buffer), count, dtype, op);
 }
 
@@ -377,6 +392,11 @@ Status ShmCommunicator::AlltoallPieces(const char* in, const std::vector<int64_t
 
 }  // namespace
 
+int64_t ShmSingleCopyBytes(const Communicator& comm) {
+  const auto* shm = dynamic_cast<const ShmCommunicator*>(&comm);
+  return shm == nullptr ? 0 : shm->single_copy_bytes();
+}
+
 Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& options) {
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
     return Status::InvalidArgument("shm: rank " + std::to_string(options.rank) + " / size " +
@@ -392,6 +412,7 @@ Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& op
   seg.timeout = options.timeout;
   HVD_ASSIGN_OR_RETURN(auto segment, ShmSegment::Open(seg));
   auto channel = std::make_unique<ShmChannel>(std::move(segment), options.rank, options.timeout);
+  if (options.size > 1) HVD_RETURN_IF_ERROR(channel->ProbeSingleCopy(options.single_copy_bytes));
   return std::unique_ptr<Communicator>(new ShmCommunicator(std::move(channel)));
 }
 

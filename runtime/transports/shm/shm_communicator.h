@@ -24,6 +24,10 @@ struct ShmOptions {
   // Staging memory per member (HVD_SHM_BUFFER_BYTES), split into two halves that alternate
   // between rounds; rounded down to whole pages, at least two. Larger operations are chunked.
   size_t buffer_bytes = size_t{4} << 20;
+  // Allreduces of at least this many bytes read the peers' buffers directly (single copy,
+  // process_vm_readv) when every member may (ShmChannel::ProbeSingleCopy); 0 never
+  // (HVD_SHM_SINGLE_COPY_BYTES).
+  int64_t single_copy_bytes = int64_t{2} << 20;
   // Deadline of the rendezvous and of every collective.
   std::chrono::milliseconds timeout{30000};
 };
@@ -40,10 +44,18 @@ struct ShmOptions {
 //  - larger allreduce, chunked through the staging halves: each member reduces its 1/N slice of
 //    the chunk in rank order 0..N-1 (reduce-scatter round), then posts the slice and copies the
 //    others' slices (allgather round); consecutive chunks overlap;
+//  - from ShmOptions::single_copy_bytes, when every member may read the others' memory
+//    (ShmChannel::ProbeSingleCopy, at creation): the same reduce-scatter and allgather, but each
+//    member reads its peers' slices straight from their buffers (process_vm_readv), with no
+//    staging copy (ShmAllreduceSingleCopy);
 //  - reduce-scatter: per chunk of the input, each member reduces the part of its own segment in
 //    rank order; allgather(v), broadcast, alltoall(v) and the byte-string gather/broadcast copy
 //    through the halves in as many rounds as the largest contribution needs.
 Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& options);
+
+// The size from which `comm`'s allreduces read the peers' buffers directly, as its members
+// agreed at creation; 0 when they never do or `comm` is not a shared-memory communicator.
+int64_t ShmSingleCopyBytes(const Communicator& comm);
 
 }  // namespace hvd::runtime
 

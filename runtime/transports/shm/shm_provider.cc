@@ -58,6 +58,9 @@ Result<std::unique_ptr<Communicator>> ShmProvider::CreateShm(const GroupSpec& sp
   options.rank = spec.rank_in_group;
   options.size = static_cast<int>(spec.ranks.size());
   options.buffer_bytes = static_cast<size_t>(config_.shm_buffer_bytes);
+  // With more ranks than CPUs the direct reads lose: 4 ranks on 2 vCPUs, 64 MiB 37 ms staged
+  // against 47 ms (each read walks the peer's page tables while the peer wants the CPU).
+  options.single_copy_bytes = CpuPerRank(config_.local_size) ? config_.shm_single_copy_bytes : 0;
   options.timeout = config_.timeout;
   return CreateShmCommunicator(options);
 }

@@ -92,6 +92,11 @@ void ShmSegment::OpenPidfds() {
   }
 }
 
+int ShmSegment::VisiblePid(int k) const {
+  const int pid = members_[k].pid.load();
+  return pid <= 0 || pidfds_[k] == kNoLiveness || pid == getpid() ? 0 : pid;
+}
+
 bool ShmSegment::PeerExited(int k) const {
   if (pidfds_[k] == kNoLiveness) return false;
   if (pidfds_[k] >= 0) {

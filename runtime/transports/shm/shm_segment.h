@@ -66,6 +66,9 @@ class ShmSegment {
   // True once member k's process has exited (pidfd readable, or kill(pid, 0) says ESRCH);
   // always false for a member whose pid was not visible at setup.
   bool PeerExited(int k) const;
+  // Member k's pid as this process sees it; 0 when it is not visible here (another pid
+  // namespace) or is this process.
+  int VisiblePid(int k) const;
 
  private:
   ShmSegment(void* base, size_t bytes, int size, size_t half_bytes);

@@ -86,6 +86,25 @@ TEST_P(ShmKillTest, SigkillOfOneMemberIsRemoteErrorOnTheOthers) {
   EXPECT_TRUE(LeftoverSegments(job.pids()).empty());
 }
 
+// The same through the single-copy allreduce (every size reads the peers' buffers directly):
+// a read from a dead member's process fails, and so do the waits on it.
+TEST_P(ShmKillTest, SigkillDuringSingleCopyAllreducesIsRemoteErrorOnTheOthers) {
+  const int size = std::get<0>(GetParam());
+  const int victim = size - 1;
+  ShmJob::Options options;
+  options.size = size;
+  options.comm_timeout = std::chrono::milliseconds(20000);
+  options.single_copy_bytes = 1;
+  options.victims = {victim};
+  ShmJob job(options);
+  auto outcomes = job.Run(
+      LoopUntilFailure(victim, SIGKILL, std::get<1>(GetParam()), StatusCode::kRemoteError, 1.5));
+  EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+  EXPECT_EQ(outcomes[victim].signal, SIGKILL) << Describe(outcomes);
+  ExpectSurvivorsOk(outcomes, victim);
+  EXPECT_TRUE(LeftoverSegments(job.pids()).empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(Sizes, ShmKillTest,
                          ::testing::Combine(::testing::Values(2, 4),
                                             ::testing::Values(size_t{1000}, size_t{1} << 20)));

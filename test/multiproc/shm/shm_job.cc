@@ -22,6 +22,7 @@ std::vector<RankOutcome> ShmJob::Run(const Body& body) {
     options.rank = rank;
     options.size = o.size;
     options.buffer_bytes = o.buffer_bytes;
+    options.single_copy_bytes = o.single_copy_bytes;
     options.timeout = o.comm_timeout;
     auto comm = runtime::CreateShmCommunicator(options);
     if (!comm.ok()) {

@@ -23,6 +23,7 @@ TEST(RuntimeConfigTest, DefaultsAreASingleRank) {
   EXPECT_EQ(c->stall_shutdown_time, std::chrono::seconds(600));
   EXPECT_TRUE(c->rendezvous_addr.empty());
   EXPECT_EQ(c->heartbeat_timeout, std::chrono::milliseconds(5000));
+  EXPECT_EQ(c->shm_single_copy_bytes, int64_t{2} << 20);
   auto fast = Load({{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "2.5"}});
   ASSERT_TRUE(fast.ok()) << fast.status().ToString();
   EXPECT_EQ(fast->heartbeat_timeout, std::chrono::milliseconds(2500));
@@ -196,6 +197,8 @@ TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
       {{{"HVD_RENDEZVOUS_ADDR", "10.0.0.1"}}, "HVD_RENDEZVOUS_PORT"},
       {{{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "soon"}}, "HVD_HEARTBEAT_TIMEOUT_SECONDS"},
       {{{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "-1"}}, "HVD_HEARTBEAT_TIMEOUT_SECONDS"},
+      {{{"HVD_SHM_SINGLE_COPY_BYTES", "-1"}}, "HVD_SHM_SINGLE_COPY_BYTES"},
+      {{{"HVD_SHM_SINGLE_COPY_BYTES", "2M"}}, "HVD_SHM_SINGLE_COPY_BYTES"},
   };
   for (const auto& c : cases) {
     auto r = Load(c.vars);
