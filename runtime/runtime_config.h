@@ -46,7 +46,7 @@ struct RuntimeConfig {
   // tensors staged through host memory and the CPU transport). gpu_backend.h.
   std::string gpu_operations = "auto";
   // HVD_SHM_BUFFER_BYTES: staging memory per rank of a shared-memory group (shm_communicator.h).
-  int64_t shm_buffer_bytes = int64_t{4} << 20;
+  int64_t shm_buffer_bytes = int64_t{1} << 20;
   // HVD_SHM_SINGLE_COPY_BYTES: allreduces from this size read the peers' buffers directly
   // (process_vm_readv) when every member may; 0 never (shm_communicator.h).
   int64_t shm_single_copy_bytes = int64_t{2} << 20;

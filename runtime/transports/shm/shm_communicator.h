@@ -23,7 +23,7 @@ struct ShmOptions {
   int size = 1;
   // Staging memory per member (HVD_SHM_BUFFER_BYTES), split into two halves that alternate
   // between rounds; rounded down to whole pages, at least two. Larger operations are chunked.
-  size_t buffer_bytes = size_t{4} << 20;
+  size_t buffer_bytes = size_t{1} << 20;
   // Allreduces of at least this many bytes read the peers' buffers directly (single copy,
   // process_vm_readv) when every member may (ShmChannel::ProbeSingleCopy); 0 never
   // (HVD_SHM_SINGLE_COPY_BYTES).
