@@ -85,6 +85,7 @@ void Controller::Classify(std::chrono::steady_clock::time_point now) {
     const auto [state, bit] = lookups_[i];
     if (state == State::kHit) {
       SetBit(&hit_bits_, bit);
+      waiting_[i].bit = bit;
       waiting_[kept++] = waiting_[i];
       continue;
     }
@@ -150,16 +151,18 @@ void Controller::TakeCommonHits() {
       if (!cache_.Has(bit)) continue;
       hits_.push_back(&cache_.Get(bit));
       cache_.Touch(bit);
-      const std::string& name = hits_.back()->names[0];
       if (coordinator_ && Recording()) {
+        const std::string& name = hits_.back()->names[0];
         timeline_->timeline().NegotiateStart(name, TimelineOpName(hits_.back()->type));
         timeline_->timeline().NegotiateEnd(name);
       }
-      auto it = std::find_if(waiting_.begin(), waiting_.end(),
-                             [&](const Waiting& x) { return x.request->name == name; });
-      if (it != waiting_.end()) waiting_.erase(it);
     }
   }
+  // The waiting requests that just became common hits leave the list, in one pass (each
+  // waiting request is a hit whose bit Classify recorded; one name owns one bit).
+  std::erase_if(waiting_, [&](const Waiting& x) {
+    return (common_[x.bit / 64] >> (x.bit % 64) & 1) != 0 && cache_.Has(x.bit);
+  });
 }
 
 Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
@@ -304,10 +307,8 @@ Status Controller::Process(std::span<const Response> responses, bool put_in_cach
       continue;
     }
     entries_.clear();
-    for (const std::string& name : response.names) {
-      taken_.push_back(queue_.Take(name));
-      entries_.push_back(taken_.back().empty() ? nullptr : &taken_.back().mapped());
-    }
+    queue_.Take(response.names, &taken_);
+    for (TensorQueue::Taken& t : taken_) entries_.push_back(t.empty() ? nullptr : &t.mapped());
     if (put_in_cache) PutInCache(response);
     Status outcome;
     Status s = executor_->Execute(response, entries_, comm_.get(), &outcome, &gpu_);

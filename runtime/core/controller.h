@@ -110,6 +110,7 @@ class Controller {
   struct Waiting {
     const Request* request;  // in queue_'s table until taken (tensor_queue.h)
     std::chrono::steady_clock::time_point since;
+    uint32_t bit = 0;  // its cache bit: after Classify every waiting request is a hit
   };
 
   // Fills to_send_, hit_bits_ and invalid_bits_.

@@ -42,6 +42,9 @@ class PieceView {
             int64_t elem_bytes)
       : pieces_(pieces), starts_(starts), elem_(elem_bytes) {}
   int64_t count() const { return starts_.back(); }
+  std::span<const AllreducePiece> pieces() const { return pieces_; }
+  std::span<const int64_t> starts() const { return starts_; }
+  int64_t elem_bytes() const { return elem_; }
   // Copies elements [lo, lo + n) of the inputs to `dst` (zeros for a piece without input).
   void Gather(int64_t lo, int64_t n, char* dst) const;
   // Copies `n` elements from `src` to elements [lo, lo + n) of the outputs (none to a piece

@@ -171,23 +171,15 @@ Status ShmChannel::ProbeSingleCopy(int64_t wanted_bytes) {
   return Status::OK();
 }
 
-Status ShmChannel::ReadPeer(int k, void* local, uint64_t remote, size_t bytes) {
-  auto* to = static_cast<char*>(local);
-  while (bytes > 0) {
-    iovec l{to, bytes};
-    iovec r{reinterpret_cast<void*>(static_cast<uintptr_t>(remote)), bytes};
-    const ssize_t n = process_vm_readv(segment_->VisiblePid(k), &l, 1, &r, 1, 0);
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EFAULT;
-      return Fail(Status::RemoteError(What() + ": reading " + std::to_string(bytes) +
-                                      " bytes of rank " + std::to_string(k) + "'s buffer at 0x" +
-                                      ToHex(remote) + " failed: " + std::strerror(err)));
-    }
-    to += n;
-    remote += static_cast<uint64_t>(n);
-    bytes -= static_cast<size_t>(n);
-  }
-  return Status::OK();
+Status ShmChannel::ReadPeer(int k, const iovec* local, const iovec* remote, size_t n,
+                            size_t bytes) {
+  const ssize_t got = process_vm_readv(segment_->VisiblePid(k), local, n, remote, n, 0);
+  if (got == static_cast<ssize_t>(bytes)) return Status::OK();
+  const int err = got < 0 ? errno : EFAULT;
+  return Fail(Status::RemoteError(
+      What() + ": reading " + std::to_string(bytes) + " bytes of rank " + std::to_string(k) +
+      "'s buffers (first at 0x" + ToHex(reinterpret_cast<uintptr_t>(remote[0].iov_base)) +
+      ") failed: " + std::strerror(err)));
 }
 
 Status ShmChannel::WaitPosted(int peer) {

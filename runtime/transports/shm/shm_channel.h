@@ -1,6 +1,8 @@
 #ifndef HVD_RUNTIME_TRANSPORTS_SHM_SHM_CHANNEL_H_
 #define HVD_RUNTIME_TRANSPORTS_SHM_SHM_CHANNEL_H_
 
+#include <sys/uio.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -77,9 +79,10 @@ class ShmChannel {
   // without it), else the largest wanted size.
   Status ProbeSingleCopy(int64_t wanted_bytes);
   int64_t single_copy_bytes() const { return single_copy_bytes_; }
-  // Copies `bytes` at `remote` in member k's address space to `local` (process_vm_readv). A
-  // failure (the peer passed a bad address, or exited) fails the channel, naming both.
-  Status ReadPeer(int k, void* local, uint64_t remote, size_t bytes);
+  // Copies member k's memory described by `remote` (its address space) to `local` (`n`
+  // iovecs each, at most IOV_MAX, both totalling `bytes`) with one process_vm_readv. A failure
+  // or short read (the peer passed a bad address, or exited) fails the channel, naming both.
+  Status ReadPeer(int k, const iovec* local, const iovec* remote, size_t n, size_t bytes);
 
   // Records `status` as the channel's failure, tells the peers, and returns it.
   Status Fail(Status status);

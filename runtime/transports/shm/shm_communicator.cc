@@ -7,6 +7,7 @@
 #include "runtime/transports/shm/shm_channel.h"
 #include "runtime/transports/shm/shm_reductions.h"
 #include "runtime/transports/shm/shm_segment.h"
+#include "runtime/transports/shm/shm_single_copy.h"
 
 namespace hvd::runtime {
 namespace {
@@ -68,6 +69,11 @@ class ShmCommunicator final : public Communicator {
   Status CheckAllreduce(const void* buffer, int64_t count, ReduceOp op) const {
     return CheckAllreduceArgs([this] { return ch_->What(); }, buffer, count, op);
   }
+  // Whether an allreduce of `count` elements reads the peers' tensors directly.
+  bool SingleCopy(int64_t count, DataType dtype) const {
+    return single_copy_bytes_ > 0 &&
+           count * static_cast<int64_t>(DataTypeSize(dtype)) >= single_copy_bytes_;
+  }
   // The data rounds of an alltoall, after the size exchange (see Alltoallv).
   Status AlltoallPieces(const char* in, const std::vector<int64_t>& send_off,
                         const std::vector<int64_t>& send_bytes, char* out,
@@ -85,9 +91,7 @@ class ShmCommunicator final : public Communicator {
   // AllreducePieces: the pieces' first elements (grown only) and a reduced slice.
   std::vector<int64_t> starts_;
   std::vector<char> slice_;
-  // ShmAllreduceSingleCopy: the members' buffer addresses and the peers' pieces (grown once).
-  std::vector<uint64_t> addrs_;
-  std::vector<char> single_copy_scratch_;
+  ShmSingleCopyScratch single_copy_;
   // Per-member scratch of one call, size_ entries each.
   std::vector<uint64_t> lens_;         // GatherBytes: each member's length
   std::vector<int64_t> offsets_;       // Allgatherv: output offsets; Alltoallv: send offsets
@@ -207,14 +211,13 @@ Status ShmCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, R
   HVD_RETURN_IF_ERROR(ch_->Start("allreduce", dtype, op, count));
   HVD_RETURN_IF_ERROR(CheckAllreduce(buffer, count, op));
   if (count == 0 || size_ == 1) return Status::OK();
-  const int64_t bytes = count * static_cast<int64_t>(DataTypeSize(dtype));
-  if (single_copy_bytes_ > 0 && bytes >= single_copy_bytes_) {
-    if (single_copy_scratch_.empty()) {
-      single_copy_scratch_.resize(kShmSingleCopyScratchBytes);
-      addrs_.resize(size_);
-    }
-    return ShmAllreduceSingleCopy(*ch_, static_cast<char*>(buffer), count, dtype, op, addrs_,
-                                  single_copy_scratch_.data());
+  if (SingleCopy(count, dtype)) {
+    const AllreducePiece whole{buffer, buffer, count};
+    const int64_t starts[] = {0, count};
+    const PieceView view(std::span(&whole, 1), starts, static_cast<int64_t>(DataTypeSize(dtype)));
+    bool used = false;
+    HVD_RETURN_IF_ERROR(ShmAllreduceSingleCopy(*ch_, view, dtype, op, &single_copy_, &used));
+    if (used) return Status::OK();
   }
   return ShmAllreduce(*ch_, static_cast<char*>(buffer), count, dtype, op);
 }
@@ -230,6 +233,11 @@ Status ShmCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, 
   HVD_RETURN_IF_ERROR(CheckAllreduce(this, count, op));
   const PieceView view(pieces, starts_, static_cast<int64_t>(DataTypeSize(dtype)));
   if (count == 0) return Status::OK();
+  if (SingleCopy(count, dtype)) {
+    bool used = false;
+    HVD_RETURN_IF_ERROR(ShmAllreduceSingleCopy(*ch_, view, dtype, op, &single_copy_, &used));
+    if (used) return Status::OK();
+  }
   if (slice_.empty()) slice_.resize(ShmPiecesScratchBytes(*ch_));
   return ShmAllreducePieces(*ch_, view, dtype, op, slice_.data());
 }

@@ -77,13 +77,12 @@ Status AllreduceOneChunk(ShmChannel& ch, char* base, int64_t n, int64_t per, Dat
   return Status::OK();
 }
 
-// The per-member slice length of a chunk of `n` elements (slices start on a cache line).
+}  // namespace
+
 int64_t SliceElements(int64_t n, int size, int64_t elem) {
   const int64_t align = std::max<int64_t>(1, kCacheLine / elem);
   return ((n + size - 1) / size + align - 1) / align * align;
 }
-
-}  // namespace
 
 size_t ShmPiecesScratchBytes(const ShmChannel& ch) {
   const int64_t half = static_cast<int64_t>(ch.half_bytes());
@@ -154,104 +153,6 @@ Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, Re
     HVD_RETURN_IF_ERROR(AllreduceOneChunk(ch, buf + off * elem, n, per, dtype, op));
   }
   return Status::OK();
-}
-
-namespace {
-
-// What a member posts in the first round of a single-copy allreduce.
-struct SingleCopyHeader {
-  uint64_t addr;
-  int64_t count;
-};
-
-// Reduces elements [lo, lo + n) of the buffers in rank order into this member's `buf`, reading
-// the peers' elements through ReadPeer into `scratch` in kShmSingleCopySub pieces. Members 0
-// and 1 reduce in place (the first step reads their own input before writing it); the others
-// accumulate in scratch and copy the piece in at the end, since their own input is needed at
-// step k = rank, after the first write.
-Status ReduceSliceSingleCopy(ShmChannel& ch, char* buf, int64_t lo, int64_t n, DataType dtype,
-                             ReduceOp op, std::span<const uint64_t> addrs, char* scratch) {
-  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
-  const int me = ch.rank();
-  const int64_t step = kShmSingleCopySub / elem;
-  char* a = scratch;
-  char* b = scratch + kShmSingleCopySub;
-  for (int64_t at = lo; at < lo + n; at += step) {
-    const int64_t m = std::min(step, lo + n - at);
-    const size_t bytes = static_cast<size_t>(m * elem);
-    char* own = buf + at * elem;
-    // Member k's elements of this piece: this member's own, or read into `into`.
-    auto input = [&](int k, char* into, const char** out) -> Status {
-      if (k == me) {
-        *out = own;
-        return Status::OK();
-      }
-      *out = into;
-      return ch.ReadPeer(k, into, addrs[k] + static_cast<uint64_t>(at * elem), bytes);
-    };
-    const char* in0 = nullptr;
-    const char* in1 = nullptr;
-    HVD_RETURN_IF_ERROR(input(0, a, &in0));
-    HVD_RETURN_IF_ERROR(input(1, b, &in1));
-    char* acc = me < 2 ? own : a;
-    Reduce(acc, in0, in1, m, dtype, op);
-    for (int k = 2; k < ch.size(); ++k) {
-      const char* in = nullptr;
-      HVD_RETURN_IF_ERROR(input(k, b, &in));
-      ReduceInto(acc, in, m, dtype, op);
-    }
-    if (acc != own) std::memcpy(own, acc, bytes);
-  }
-  return Status::OK();
-}
-
-}  // namespace
-
-Status ShmAllreduceSingleCopy(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op,
-                              std::span<uint64_t> addrs, char* scratch) {
-  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
-  const int size = ch.size();
-  const int me = ch.rank();
-  const int64_t per = SliceElements(count, size, elem);
-  auto lo = [&](int k) { return std::min<int64_t>(count, per * k); };
-  auto len = [&](int k) { return std::min<int64_t>(count, lo(k) + per) - lo(k); };
-  // Round 1: where every member's buffer is.
-  char* mine = nullptr;
-  HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
-  const SingleCopyHeader header{reinterpret_cast<uintptr_t>(buf), count};
-  std::memcpy(mine, &header, sizeof(header));
-  ch.Publish();
-  HVD_RETURN_IF_ERROR(ch.WaitAllPosted());
-  for (int k = 0; k < size; ++k) {
-    SingleCopyHeader theirs;
-    std::memcpy(&theirs, ch.PeerHalf(k), sizeof(theirs));
-    if (theirs.count != count) {
-      return ch.Fail(Status::InvalidArgument(ch.What() + ": rank " + std::to_string(k) +
-                                             " allreduces " + std::to_string(theirs.count) +
-                                             " elements"));
-    }
-    addrs[k] = theirs.addr;
-  }
-  ch.End();
-  // This member's slice, from every member's buffer. Nobody writes a slice of its buffer but
-  // its own until the slice's reducer has posted round 2, so the inputs read here are intact.
-  if (len(me) > 0) {
-    HVD_RETURN_IF_ERROR(ReduceSliceSingleCopy(ch, buf, lo(me), len(me), dtype, op, addrs, scratch));
-  }
-  // Round 2: "my slice is reduced and I no longer read yours": copy the others' slices.
-  HVD_RETURN_IF_ERROR(ch.Begin(false));
-  ch.Publish();
-  for (int k = 0; k < size; ++k) {
-    if (k == me || len(k) == 0) continue;
-    HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
-    HVD_RETURN_IF_ERROR(ch.ReadPeer(k, buf + lo(k) * elem,
-                                    addrs[k] + static_cast<uint64_t>(lo(k) * elem),
-                                    static_cast<size_t>(len(k) * elem)));
-  }
-  ch.End();
-  // Round 2's end doubles as round 3: return (and let the caller write buf) only once every
-  // peer has copied this member's slice.
-  return ch.WaitAllDone();
 }
 
 Status ShmReduceScatter(ShmChannel& ch, const char* in, int64_t total, char* out, int64_t mine_lo,

@@ -2,7 +2,6 @@
 #define HVD_RUNTIME_TRANSPORTS_SHM_SHM_REDUCTIONS_H_
 
 #include <cstdint>
-#include <span>
 
 #include "common/status.h"
 #include "runtime/transports/allreduce_pieces.h"
@@ -19,19 +18,12 @@ namespace hvd::runtime {
 // synchronization instead of two beats reading N inputs for small buffers.
 constexpr int64_t kShmDirectBytes = int64_t{64} << 10;
 
+// The per-member slice length when `n` elements are split among `size` members (slices start on
+// a cache line; the last ones may be short or empty).
+int64_t SliceElements(int64_t n, int size, int64_t elem);
+
 // In-place allreduce of `count` elements (count > 0, kAdasum excluded).
 Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op);
-
-// Single-copy allreduce (ch.single_copy()): member r reduces slice r of `buf` reading the peers'
-// slices straight from their buffers (ShmChannel::ReadPeer) into `scratch`, then copies every
-// other slice straight from its reducer's buffer: 3.5 buffer lengths of memory traffic per member
-// at 2 members, against 5.5 through the staging halves. Three rounds whatever the size: the
-// buffers' addresses (and counts, checked), "my slice is reduced", and "I read yours". `addrs`
-// has ch.size() entries; `scratch` holds kShmSingleCopyScratchBytes.
-constexpr int64_t kShmSingleCopySub = int64_t{256} << 10;  // bytes reduced per read
-constexpr size_t kShmSingleCopyScratchBytes = 2 * static_cast<size_t>(kShmSingleCopySub);
-Status ShmAllreduceSingleCopy(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op,
-                              std::span<uint64_t> addrs, char* scratch);
 
 // ShmAllreduce of the pieces' concatenation (count() > 0): the inputs are copied straight into
 // the channel's halves and the results straight out to the outputs, with the same rounds, chunks

@@ -175,6 +175,13 @@ int AllreduceSingleCopyEverything(Communicator& comm) {
   return 0;
 }
 
+// The fused allreduce through the single-copy algorithm where every member can take part, and
+// through its fall-back to the staged one where a piece has no input or output.
+int AllreducePiecesSingleCopy(Communicator& comm) {
+  if (runtime::ShmSingleCopyBytes(comm) != 1) return Fail(comm, "single copy not agreed");
+  return CheckAllreducePiecesMatchPacked(comm);
+}
+
 int ReduceScatterEverything(Communicator& comm) {
   uint32_t seed = 5000;
   for (DataType dtype :
@@ -317,6 +324,10 @@ TEST_P(ShmCollectivesTest, AllreduceEveryDtypeAndOp) { RunAll(AllreduceEverythin
 TEST_P(ShmCollectivesTest, AllreduceSingleCopyEveryDtypeAndOp) {
   if (!CrossMemoryAttachAllowed()) GTEST_SKIP() << "process_vm_readv is not permitted here";
   RunAll(AllreduceSingleCopyEverything, 1);
+}
+TEST_P(ShmCollectivesTest, AllreducePiecesSingleCopyEqualPackedAllreduce) {
+  if (!CrossMemoryAttachAllowed()) GTEST_SKIP() << "process_vm_readv is not permitted here";
+  RunAll(AllreducePiecesSingleCopy, 1);
 }
 TEST_P(ShmCollectivesTest, AllreducePiecesEqualPackedAllreduce) {
   RunAll(CheckAllreducePiecesMatchPacked);

@@ -1,0 +1,244 @@
+#include "runtime/transports/shm/shm_single_copy.h"
+
+#include <limits.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "runtime/transports/reduction.h"
+#include "runtime/transports/shm/shm_reductions.h"
+
+namespace hvd::runtime {
+namespace {
+
+// Round 1's post: this header, then one PieceEntry per piece.
+struct Header {
+  int64_t count;
+  int64_t pieces;
+  int64_t usable;  // 0: this member cannot take part (ShmAllreduceSingleCopy's `used`)
+};
+struct PieceEntry {
+  uint64_t in;
+  uint64_t out;
+  int64_t count;
+};
+
+constexpr size_t kMaxIov = IOV_MAX;
+
+// One call's view of every member's tensors: this member's through `view`, the peers' through
+// the addresses they posted (same layout: same pieces, same counts).
+class Layout {
+ public:
+  Layout(ShmChannel& ch, const PieceView& view, ShmSingleCopyScratch* s)
+      : ch_(ch), view_(view), s_(s), elem_(view.elem_bytes()), n_(view.pieces().size()) {}
+
+  uint64_t* PeerEntry(int k, size_t i) { return &s_->peers[(static_cast<size_t>(k) * n_ + i) * 2]; }
+
+  // f(in, out, pos, len) for this member's segments of elements [at, at + n): pointers to the
+  // segment's first element, pos its offset from `at`.
+  template <typename F>
+  void Own(int64_t at, int64_t n, F&& f) const {
+    const auto pieces = view_.pieces();
+    ForEachOverlap(view_.starts(), at, n,
+                   [&](size_t i, int64_t in_piece, int64_t pos, int64_t len) {
+                     const int64_t off = in_piece * elem_;
+                     f(static_cast<const char*>(pieces[i].in) + off,
+                       static_cast<char*>(pieces[i].out) + off, pos, len);
+                   });
+  }
+
+  // Member k's inputs of elements [at, at + n), contiguous into `dst`.
+  Status ReadInputs(int k, int64_t at, int64_t n, char* dst) {
+    return Read(k, at, n, /*output=*/false,
+                [&](size_t, int64_t, int64_t pos) { return dst + pos * elem_; });
+  }
+  // Member k's outputs of elements [at, at + n), into this member's outputs of the same elements.
+  Status ReadOutputs(int k, int64_t at, int64_t n) {
+    const auto pieces = view_.pieces();
+    return Read(k, at, n, /*output=*/true, [&](size_t i, int64_t in_piece, int64_t) {
+      return static_cast<char*>(pieces[i].out) + in_piece * elem_;
+    });
+  }
+
+ private:
+  // One process_vm_readv per kMaxIov segments of [at, at + n); local(i, in_piece, pos) is where
+  // the segment of piece i starting at element in_piece of the piece (pos from `at`) goes.
+  template <typename Local>
+  Status Read(int k, int64_t at, int64_t n, bool output, Local&& local) {
+    auto& l = s_->local;
+    auto& r = s_->remote;
+    l.clear();
+    r.clear();
+    size_t bytes = 0;
+    Status status;
+    auto flush = [&] {
+      if (status.ok() && !l.empty()) status = ch_.ReadPeer(k, l.data(), r.data(), l.size(), bytes);
+      l.clear();
+      r.clear();
+      bytes = 0;
+    };
+    ForEachOverlap(
+        view_.starts(), at, n, [&](size_t i, int64_t in_piece, int64_t pos, int64_t len) {
+          const size_t size = static_cast<size_t>(len * elem_);
+          const uint64_t base = PeerEntry(k, i)[output ? 1 : 0];
+          l.push_back({local(i, in_piece, pos), size});
+          r.push_back(
+              {reinterpret_cast<void*>(static_cast<uintptr_t>(base + in_piece * elem_)), size});
+          bytes += size;
+          if (l.size() == kMaxIov) flush();
+        });
+    flush();
+    return status;
+  }
+
+  ShmChannel& ch_;
+  const PieceView& view_;
+  ShmSingleCopyScratch* s_;
+  const int64_t elem_;
+  const size_t n_;
+};
+
+// Round 1: posts this member's layout and reads the others'. False in `*used` when a member
+// cannot take part.
+Status ExchangeLayouts(ShmChannel& ch, const PieceView& view, ShmSingleCopyScratch* s, bool* used) {
+  const auto pieces = view.pieces();
+  const size_t n = pieces.size();
+  const size_t need = sizeof(Header) + n * sizeof(PieceEntry);
+  bool usable = need <= ch.half_bytes();
+  for (const AllreducePiece& p : pieces) {
+    usable = usable && (p.count == 0 || (p.in != nullptr && p.out != nullptr));
+  }
+  char* mine = nullptr;
+  HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
+  const Header header{view.count(), static_cast<int64_t>(n), usable ? 1 : 0};
+  std::memcpy(mine, &header, sizeof(header));
+  for (size_t i = 0; usable && i < n; ++i) {
+    const PieceEntry e{reinterpret_cast<uintptr_t>(pieces[i].in),
+                       reinterpret_cast<uintptr_t>(pieces[i].out), pieces[i].count};
+    std::memcpy(mine + sizeof(Header) + i * sizeof(PieceEntry), &e, sizeof(e));
+  }
+  ch.Publish();
+  HVD_RETURN_IF_ERROR(ch.WaitAllPosted());
+  *used = true;
+  for (int k = 0; k < ch.size(); ++k) {
+    Header theirs;
+    std::memcpy(&theirs, ch.PeerHalf(k), sizeof(theirs));
+    *used = *used && theirs.usable != 0;
+    if (theirs.count != header.count || theirs.pieces != header.pieces) {
+      return ch.Fail(Status::InvalidArgument(ch.What() + ": rank " + std::to_string(k) +
+                                             " allreduces " + std::to_string(theirs.count) +
+                                             " elements in " + std::to_string(theirs.pieces) +
+                                             " tensors, this rank " + std::to_string(header.count) +
+                                             " in " + std::to_string(header.pieces)));
+    }
+  }
+  if (*used) {
+    s->peers.resize(static_cast<size_t>(ch.size()) * n * 2);
+    for (int k = 0; k < ch.size(); ++k) {
+      const char* at = ch.PeerHalf(k) + sizeof(Header);
+      for (size_t i = 0; i < n; ++i) {
+        PieceEntry e;
+        std::memcpy(&e, at + i * sizeof(PieceEntry), sizeof(e));
+        if (e.count != pieces[i].count) {
+          return ch.Fail(Status::InvalidArgument(
+              ch.What() + ": tensor " + std::to_string(i) + " has " + std::to_string(e.count) +
+              " elements on rank " + std::to_string(k) + " but " + std::to_string(pieces[i].count) +
+              " here"));
+        }
+        s->peers[(static_cast<size_t>(k) * n + i) * 2] = e.in;
+        s->peers[(static_cast<size_t>(k) * n + i) * 2 + 1] = e.out;
+      }
+    }
+  }
+  ch.End();
+  return Status::OK();
+}
+
+// Reduces elements [lo, lo + n) of every member's inputs in rank order into this member's
+// outputs, kShmSingleCopyStep bytes at a time. Members 0 and 1 reduce straight into their
+// outputs (their own input is read in the first step, before anything is written); the others
+// accumulate in scratch and copy out at the end of each piece, since their own input comes in
+// at step k = rank.
+Status ReduceSlice(ShmChannel& ch, Layout& layout, int64_t lo, int64_t n, int64_t elem,
+                   DataType dtype, ReduceOp op, char* a, char* b) {
+  const int me = ch.rank();
+  const int64_t step = kShmSingleCopyStep / elem;
+  for (int64_t at = lo; at < lo + n; at += step) {
+    const int64_t m = std::min(step, lo + n - at);
+    if (me < 2) {
+      HVD_RETURN_IF_ERROR(layout.ReadInputs(1 - me, at, m, b));
+      layout.Own(at, m, [&](const char* in, char* out, int64_t pos, int64_t len) {
+        const char* theirs = b + pos * elem;
+        Reduce(out, me == 0 ? in : theirs, me == 0 ? theirs : in, len, dtype, op);
+      });
+    } else {
+      HVD_RETURN_IF_ERROR(layout.ReadInputs(0, at, m, a));
+      HVD_RETURN_IF_ERROR(layout.ReadInputs(1, at, m, b));
+      Reduce(a, a, b, m, dtype, op);
+    }
+    for (int k = 2; k < ch.size(); ++k) {
+      if (k == me) {
+        layout.Own(at, m, [&](const char* in, char*, int64_t pos, int64_t len) {
+          ReduceInto(a + pos * elem, in, len, dtype, op);
+        });
+        continue;
+      }
+      HVD_RETURN_IF_ERROR(layout.ReadInputs(k, at, m, b));
+      if (me >= 2) {
+        ReduceInto(a, b, m, dtype, op);
+      } else {
+        layout.Own(at, m, [&](const char*, char* out, int64_t pos, int64_t len) {
+          ReduceInto(out, b + pos * elem, len, dtype, op);
+        });
+      }
+    }
+    if (me >= 2) {
+      layout.Own(at, m, [&](const char*, char* out, int64_t pos, int64_t len) {
+        std::memcpy(out, a + pos * elem, static_cast<size_t>(len * elem));
+      });
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ShmAllreduceSingleCopy(ShmChannel& ch, const PieceView& view, DataType dtype, ReduceOp op,
+                              ShmSingleCopyScratch* scratch, bool* used) {
+  HVD_RETURN_IF_ERROR(ExchangeLayouts(ch, view, scratch, used));
+  if (!*used) return Status::OK();
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  const int64_t count = view.count();
+  const int size = ch.size();
+  const int me = ch.rank();
+  const int64_t per = SliceElements(count, size, elem);
+  auto lo = [&](int k) { return std::min<int64_t>(count, per * k); };
+  auto len = [&](int k) { return std::min<int64_t>(count, lo(k) + per) - lo(k); };
+  if (scratch->reduce.empty()) {
+    scratch->reduce.resize(2 * static_cast<size_t>(kShmSingleCopyStep));
+    scratch->local.reserve(kMaxIov);
+    scratch->remote.reserve(kMaxIov);
+  }
+  Layout layout(ch, view, scratch);
+  // Nobody writes its outputs outside its own slice until that slice's reducer has posted round
+  // 2, so the inputs read here are intact even where outputs and inputs are the same tensors.
+  if (len(me) > 0) {
+    char* a = scratch->reduce.data();
+    HVD_RETURN_IF_ERROR(
+        ReduceSlice(ch, layout, lo(me), len(me), elem, dtype, op, a, a + kShmSingleCopyStep));
+  }
+  HVD_RETURN_IF_ERROR(ch.Begin(false));
+  ch.Publish();
+  for (int k = 0; k < size; ++k) {
+    if (k == me || len(k) == 0) continue;
+    HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
+    HVD_RETURN_IF_ERROR(layout.ReadOutputs(k, lo(k), len(k)));
+  }
+  ch.End();
+  // Round 2's end doubles as the last round: return (and let the caller write its tensors)
+  // only once every peer has copied this member's slice.
+  return ch.WaitAllDone();
+}
+
+}  // namespace hvd::runtime
