@@ -1,6 +1,7 @@
 #include "runtime/transports/shm/shm_single_copy.h"
 
 #include <limits.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -99,6 +100,37 @@ class Layout {
   const size_t n_;
 };
 
+// Whether process_vm_readv can read the first byte of every piece's input and output here (a
+// read of this process itself, always permitted): memory a device driver mapped, such as some
+// CUDA pinned host memory, may not be readable that way, and then the staged path runs instead
+// of the single copy failing midway. One call per IOV_MAX / 2 pieces.
+bool Readable(std::span<const AllreducePiece> pieces, ShmSingleCopyScratch* s) {
+  auto& l = s->local;
+  auto& r = s->remote;
+  char sink[kMaxIov];
+  bool ok = true;
+  auto flush = [&] {
+    if (!l.empty()) {
+      ok = ok && process_vm_readv(getpid(), l.data(), l.size(), r.data(), r.size(), 0) ==
+                     static_cast<ssize_t>(l.size());
+    }
+    l.clear();
+    r.clear();
+  };
+  l.clear();
+  r.clear();
+  for (const AllreducePiece& p : pieces) {
+    if (p.count == 0) continue;
+    for (const void* at : {p.in, static_cast<const void*>(p.out)}) {
+      l.push_back({sink + l.size(), 1});
+      r.push_back({const_cast<void*>(at), 1});
+    }
+    if (l.size() + 2 > kMaxIov) flush();
+  }
+  flush();
+  return ok;
+}
+
 // Round 1: posts this member's layout and reads the others'. False in `*used` when a member
 // cannot take part.
 Status ExchangeLayouts(ShmChannel& ch, const PieceView& view, ShmSingleCopyScratch* s, bool* used) {
@@ -109,6 +141,7 @@ Status ExchangeLayouts(ShmChannel& ch, const PieceView& view, ShmSingleCopyScrat
   for (const AllreducePiece& p : pieces) {
     usable = usable && (p.count == 0 || (p.in != nullptr && p.out != nullptr));
   }
+  usable = usable && Readable(pieces, s);
   char* mine = nullptr;
   HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
   const Header header{view.count(), static_cast<int64_t>(n), usable ? 1 : 0};
@@ -206,6 +239,11 @@ Status ReduceSlice(ShmChannel& ch, Layout& layout, int64_t lo, int64_t n, int64_
 
 Status ShmAllreduceSingleCopy(ShmChannel& ch, const PieceView& view, DataType dtype, ReduceOp op,
                               ShmSingleCopyScratch* scratch, bool* used) {
+  if (scratch->reduce.empty()) {
+    scratch->reduce.resize(2 * static_cast<size_t>(kShmSingleCopyStep));
+    scratch->local.reserve(kMaxIov);
+    scratch->remote.reserve(kMaxIov);
+  }
   HVD_RETURN_IF_ERROR(ExchangeLayouts(ch, view, scratch, used));
   if (!*used) return Status::OK();
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
@@ -215,11 +253,6 @@ Status ShmAllreduceSingleCopy(ShmChannel& ch, const PieceView& view, DataType dt
   const int64_t per = SliceElements(count, size, elem);
   auto lo = [&](int k) { return std::min<int64_t>(count, per * k); };
   auto len = [&](int k) { return std::min<int64_t>(count, lo(k) + per) - lo(k); };
-  if (scratch->reduce.empty()) {
-    scratch->reduce.resize(2 * static_cast<size_t>(kShmSingleCopyStep));
-    scratch->local.reserve(kMaxIov);
-    scratch->remote.reserve(kMaxIov);
-  }
   Layout layout(ch, view, scratch);
   // Nobody writes its outputs outside its own slice until that slice's reducer has posted round
   // 2, so the inputs read here are intact even where outputs and inputs are the same tensors.
