@@ -64,46 +64,36 @@ void ExpectSurvivorsOk(const std::vector<RankOutcome>& outcomes, int victim) {
   }
 }
 
-class ShmKillTest : public ::testing::TestWithParam<std::tuple<int, size_t>> {};
+class ShmKillTest : public ::testing::TestWithParam<std::tuple<int, size_t>> {
+ protected:
+  // The last member SIGKILLs itself mid-loop; ShmOptions::single_copy_bytes is as given.
+  void RunKill(int64_t single_copy_bytes) {
+    const int size = std::get<0>(GetParam());
+    const int victim = size - 1;
+    ShmJob::Options options;
+    options.size = size;
+    options.comm_timeout = std::chrono::milliseconds(20000);
+    options.buffer_bytes = size_t{256} << 10;
+    options.single_copy_bytes = single_copy_bytes;
+    options.victims = {victim};
+    ShmJob job(options);
+    auto outcomes = job.Run(
+        LoopUntilFailure(victim, SIGKILL, std::get<1>(GetParam()), StatusCode::kRemoteError, 1.5));
+    EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+    EXPECT_EQ(outcomes[victim].signal, SIGKILL) << Describe(outcomes);
+    ExpectSurvivorsOk(outcomes, victim);
+    EXPECT_TRUE(LeftoverSegments(job.pids()).empty());
+  }
+};
 
 // Given a group mid-way through a loop of allreduces (small: one round; large: chunked), when
 // one member is SIGKILLed, then every survivor gets kRemoteError naming a rank within ~1 s
 // (liveness is checked every 50 ms) -- far below the 20 s timeout -- and /dev/shm is clean.
-TEST_P(ShmKillTest, SigkillOfOneMemberIsRemoteErrorOnTheOthers) {
-  const int size = std::get<0>(GetParam());
-  const int victim = size - 1;
-  ShmJob::Options options;
-  options.size = size;
-  options.comm_timeout = std::chrono::milliseconds(20000);
-  options.buffer_bytes = size_t{256} << 10;
-  options.victims = {victim};
-  ShmJob job(options);
-  auto outcomes = job.Run(
-      LoopUntilFailure(victim, SIGKILL, std::get<1>(GetParam()), StatusCode::kRemoteError, 1.5));
-  EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
-  EXPECT_EQ(outcomes[victim].signal, SIGKILL) << Describe(outcomes);
-  ExpectSurvivorsOk(outcomes, victim);
-  EXPECT_TRUE(LeftoverSegments(job.pids()).empty());
-}
+TEST_P(ShmKillTest, SigkillOfOneMemberIsRemoteErrorOnTheOthers) { RunKill(0); }
 
 // The same through the single-copy allreduce (every size reads the peers' buffers directly):
 // a read from a dead member's process fails, and so do the waits on it.
-TEST_P(ShmKillTest, SigkillDuringSingleCopyAllreducesIsRemoteErrorOnTheOthers) {
-  const int size = std::get<0>(GetParam());
-  const int victim = size - 1;
-  ShmJob::Options options;
-  options.size = size;
-  options.comm_timeout = std::chrono::milliseconds(20000);
-  options.single_copy_bytes = 1;
-  options.victims = {victim};
-  ShmJob job(options);
-  auto outcomes = job.Run(
-      LoopUntilFailure(victim, SIGKILL, std::get<1>(GetParam()), StatusCode::kRemoteError, 1.5));
-  EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
-  EXPECT_EQ(outcomes[victim].signal, SIGKILL) << Describe(outcomes);
-  ExpectSurvivorsOk(outcomes, victim);
-  EXPECT_TRUE(LeftoverSegments(job.pids()).empty());
-}
+TEST_P(ShmKillTest, SigkillDuringSingleCopyAllreducesIsRemoteErrorOnTheOthers) { RunKill(1); }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, ShmKillTest,
                          ::testing::Combine(::testing::Values(2, 4),
