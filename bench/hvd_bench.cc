@@ -25,6 +25,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "alloc_counter.h"
+#include "byte_size.h"
 
 namespace {
 
@@ -47,19 +49,6 @@ using Clock = std::chrono::steady_clock;
 
 void Check(hvd_status_t status, const char* what) {
   if (status != HVD_OK) Die(what, status);
-}
-
-// "4K" / "16M" / "1G" / "4096" -> bytes; 0 on a parse error.
-size_t ParseBytes(const std::string& text) {
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (end == text.c_str()) return 0;
-  std::string unit(end);
-  if (unit.empty() || unit == "B") return value;
-  if (unit == "K" || unit == "KiB") return value << 10;
-  if (unit == "M" || unit == "MiB") return value << 20;
-  if (unit == "G" || unit == "GiB") return value << 30;
-  return 0;
 }
 
 struct Config {
@@ -88,75 +77,83 @@ void CheckAllocs(const Config& config, const char* what, double allocs) {
   g_allocs_exceeded = true;
 }
 
-void Usage() {
-  std::fprintf(stderr,
-               "usage: hvd-bench [--op allreduce|allgather|broadcast|alltoall|reducescatter]\n"
-               "                 [--sizes 4K:64M | --sizes 4K,64K,1M] [--factor F] [--rounds R]\n"
-               "                 [--many KxSIZE] [--round-seconds S] [--trace-allocs N]\n"
-               "                 [--max-allocs-per-op N] [--device cpu|cuda]\n");
+// Exits 2 after printing `message` about `option`, as CLI11 does for the options it checks.
+[[noreturn]] void BadOption(const char* option, const std::string& message) {
+  std::fprintf(stderr, "hvd-bench: %s: %s\nRun with --help for more information.\n", option,
+               message.c_str());
   std::exit(2);
 }
 
 Config ParseArgs(int argc, char** argv) {
   Config config;
-  std::string sizes = "4K:64M";
+  std::string sizes = "4K:64M", many, device = "cpu";
   size_t factor = 4;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) Usage();
-      return argv[++i];
-    };
-    if (arg == "--op")
-      config.op = value();
-    else if (arg == "--sizes")
-      sizes = value();
-    else if (arg == "--factor")
-      factor = std::strtoul(value().c_str(), nullptr, 10);
-    else if (arg == "--rounds")
-      config.rounds = std::atoi(value().c_str());
-    else if (arg == "--round-seconds")
-      config.round_seconds = std::atof(value().c_str());
-    else if (arg == "--trace-allocs")
-      config.trace_allocs = std::atoi(value().c_str());
-    else if (arg == "--max-allocs-per-op")
-      config.max_allocs = std::atof(value().c_str());
-    else if (arg == "--device") {
-      const std::string device = value();
-      if (device != "cpu" && device != "cuda") Usage();
-      config.cuda = device == "cuda";
-#if !HVD_BENCH_CUDA
-      if (config.cuda) {
-        std::fprintf(stderr, "hvd-bench: --device cuda: this build has no GPU path (hvdrun -cb)\n");
-        std::exit(2);
-      }
-#endif
-    } else if (arg == "--many") {
-      std::string spec = value();
-      size_t x = spec.find('x');
-      if (x == std::string::npos) Usage();
-      config.many_count = std::atoi(spec.substr(0, x).c_str());
-      config.many_bytes = ParseBytes(spec.substr(x + 1));
-      if (config.many_count <= 0 || config.many_bytes == 0) Usage();
-    } else {
-      Usage();
-    }
+  CLI::App app{
+      "Collective benchmark of libhvd through its C API, in nccl-tests' columns (run it "
+      "under hvdrun)",
+      "hvd-bench"};
+  app.add_option("--op", config.op, "The collective")
+      ->check(CLI::IsMember({"allreduce", "allgather", "broadcast", "alltoall", "reducescatter"}))
+      ->capture_default_str();
+  app.add_option("--sizes", sizes, "LO:HI (stepping by --factor) or a list such as 4K,64K,1M")
+      ->capture_default_str();
+  app.add_option("--factor", factor, "Step of a LO:HI size range")
+      ->check(CLI::Range(size_t{2}, size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--rounds", config.rounds, "Timed rounds per size (the median is printed)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--round-seconds", config.round_seconds, "Target length of one round")
+      ->check(CLI::Range(0.001, 3600.0))
+      ->capture_default_str();
+  app.add_option("--many", many, "KxSIZE: K tensors enqueued together, then one by one");
+  app.add_option("--trace-allocs", config.trace_allocs,
+                 "Print a backtrace of the first N allocations of the timed rounds")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-allocs-per-op", config.max_allocs,
+                 "Exit 3 when a median round allocates more per op")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--device", device, "Where the tensors live")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    std::exit(code == 0 ? 0 : 2);
   }
-  if (config.rounds < 1 || factor < 2 || (config.cuda && config.many_count > 0)) Usage();
-  size_t colon = sizes.find(':');
-  if (colon != std::string::npos) {
-    size_t lo = ParseBytes(sizes.substr(0, colon)), hi = ParseBytes(sizes.substr(colon + 1));
-    if (lo == 0 || hi < lo) Usage();
-    for (size_t s = lo; s <= hi; s *= factor) config.sizes.push_back(s);
-  } else {
-    for (size_t start = 0; start <= sizes.size();) {
-      size_t comma = sizes.find(',', start);
-      if (comma == std::string::npos) comma = sizes.size();
-      size_t s = ParseBytes(sizes.substr(start, comma - start));
-      if (s == 0) Usage();
-      config.sizes.push_back(s);
-      start = comma + 1;
+  config.cuda = device == "cuda";
+#if !HVD_BENCH_CUDA
+  if (config.cuda) BadOption("--device cuda", "this build has no GPU path (hvdrun -cb)");
+#endif
+  if (!many.empty()) {
+    const size_t x = many.find('x');
+    char* end = nullptr;
+    const long k = x == std::string::npos ? 0 : std::strtol(many.c_str(), &end, 10);
+    const auto bytes =
+        x == std::string::npos ? std::nullopt : hvd::bench::ParseByteSize(many.substr(x + 1));
+    if (k <= 0 || end != many.c_str() + x || !bytes) {
+      BadOption("--many", "'" + many + "' is not KxSIZE, such as 100x16K");
     }
+    config.many_count = static_cast<int>(k);
+    config.many_bytes = *bytes;
+    if (config.cuda) BadOption("--many", "not with --device cuda");
+  }
+  const size_t colon = sizes.find(':');
+  if (colon != std::string::npos) {
+    const auto lo = hvd::bench::ParseByteSize(sizes.substr(0, colon));
+    const auto hi = hvd::bench::ParseByteSize(sizes.substr(colon + 1));
+    if (!lo || !hi || *hi < *lo) BadOption("--sizes", "'" + sizes + "' is not a range LO:HI");
+    for (size_t s = *lo; s <= *hi; s *= factor) config.sizes.push_back(s);
+    return config;
+  }
+  for (size_t start = 0; start <= sizes.size();) {
+    const size_t comma = std::min(sizes.find(',', start), sizes.size());
+    const std::string one = sizes.substr(start, comma - start);
+    const auto s = hvd::bench::ParseByteSize(one);
+    if (!s) BadOption("--sizes", hvd::bench::ByteSizeError(one));
+    config.sizes.push_back(*s);
+    start = comma + 1;
   }
   return config;
 }
@@ -247,7 +244,7 @@ class Collective {
     else if (op_ == "reducescatter") {
       Check(hvd_reducescatter(&t, &options, &handle), "hvd_reducescatter");
     } else {
-      Usage();
+      BadOption("--op", "unknown collective '" + op_ + "'");  // IsMember checked it
     }
     WaitAndRelease(handle, op_.c_str());
   }

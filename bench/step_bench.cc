@@ -19,6 +19,7 @@
 // (tests of the all-ranks timeline's clock alignment).
 #include <hvd/c_api.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +28,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "byte_size.h"
 
 namespace {
 
@@ -55,58 +58,42 @@ struct Config {
   long long skew_us = 0;
 };
 
-[[noreturn]] void Usage() {
-  std::fprintf(stderr,
-               "usage: hvd-step-bench [--ops] [--steps N] [--tensors K] [--bytes 16K]\n"
-               "                      [--straggler-rank R --straggler-ms M] [--print-steps N]\n"
-               "                      [--last N] [--skew-rank R --skew-us S]\n");
-  std::exit(2);
-}
-
-size_t ParseBytes(const std::string& text) {
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  const std::string unit(end);
-  if (end == text.c_str()) Usage();
-  if (unit.empty()) return value;
-  if (unit == "K") return value << 10;
-  if (unit == "M") return value << 20;
-  Usage();
-}
-
 Config ParseArgs(int argc, char** argv) {
   Config c;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) Usage();
-      return argv[++i];
-    };
-    if (arg == "--ops") {
-      c.ops = true;
-    } else if (arg == "--steps") {
-      c.steps = std::atoi(next().c_str());
-    } else if (arg == "--tensors") {
-      c.tensors = std::atoi(next().c_str());
-    } else if (arg == "--bytes") {
-      c.bytes = ParseBytes(next());
-    } else if (arg == "--straggler-rank") {
-      c.straggler_rank = std::atoi(next().c_str());
-    } else if (arg == "--straggler-ms") {
-      c.straggler_ms = std::atoi(next().c_str());
-    } else if (arg == "--print-steps") {
-      c.print_steps = std::atoi(next().c_str());
-    } else if (arg == "--last") {
-      c.last = std::atoi(next().c_str());
-    } else if (arg == "--skew-rank") {
-      c.skew_rank = std::atoi(next().c_str());
-    } else if (arg == "--skew-us") {
-      c.skew_us = std::atoll(next().c_str());
-    } else {
-      Usage();
-    }
+  std::string bytes = "16K";
+  CLI::App app{
+      "A training step's collectives through libhvd's C API, for the timeline and "
+      "autotune benchmarks (run it under hvdrun)",
+      "hvd-step-bench"};
+  app.add_flag("--ops", c.ops, "Ops mode: every collective once per step, then a join");
+  app.add_option("--steps", c.steps, "Steps")->check(CLI::Range(1, 1 << 30))->capture_default_str();
+  app.add_option("--tensors", c.tensors, "Gradients allreduced per step")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--bytes", bytes, "Size of each gradient (4096, 16K, 1M, ...)")
+      ->check([](const std::string& v) { return hvd::bench::ByteSizeError(v); })
+      ->capture_default_str();
+  app.add_option("--straggler-rank", c.straggler_rank, "This rank sleeps before each step");
+  app.add_option("--straggler-ms", c.straggler_ms, "How long the straggler sleeps")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--print-steps", c.print_steps, "Print the first N steps' times")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--last", c.last, "Steps the summary's average covers")
+      ->check(CLI::Range(1, 1 << 30))
+      ->capture_default_str();
+  app.add_option("--skew-rank", c.skew_rank, "Sets HVD_TIMELINE_CLOCK_SKEW_US on this rank");
+  app.add_option("--skew-us", c.skew_us, "The skew set on --skew-rank, in microseconds");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    std::exit(code == 0 ? 0 : 2);
   }
-  if (c.steps < 1 || c.tensors < 1 || c.bytes < sizeof(float) || c.last < 1) Usage();
+  c.bytes = *hvd::bench::ParseByteSize(bytes);
+  if (c.bytes < sizeof(float)) {
+    std::fprintf(stderr, "hvd-step-bench: --bytes: at least %zu (one float32)\n", sizeof(float));
+    std::exit(2);
+  }
   return c;
 }
 
