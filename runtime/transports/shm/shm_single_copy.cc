@@ -27,14 +27,17 @@ struct PieceEntry {
 
 constexpr size_t kMaxIov = IOV_MAX;
 
+// Member k's posted input and output addresses of piece i (of `pieces` per member).
+uint64_t* PeerAddresses(ShmSingleCopyScratch* s, size_t pieces, int k, size_t i) {
+  return &s->peers[(static_cast<size_t>(k) * pieces + i) * 2];
+}
+
 // One call's view of every member's tensors: this member's through `view`, the peers' through
 // the addresses they posted (same layout: same pieces, same counts).
 class Layout {
  public:
   Layout(ShmChannel& ch, const PieceView& view, ShmSingleCopyScratch* s)
       : ch_(ch), view_(view), s_(s), elem_(view.elem_bytes()), n_(view.pieces().size()) {}
-
-  uint64_t* PeerEntry(int k, size_t i) { return &s_->peers[(static_cast<size_t>(k) * n_ + i) * 2]; }
 
   // f(in, out, pos, len) for this member's segments of elements [at, at + n): pointers to the
   // segment's first element, pos its offset from `at`.
@@ -82,7 +85,7 @@ class Layout {
     ForEachOverlap(
         view_.starts(), at, n, [&](size_t i, int64_t in_piece, int64_t pos, int64_t len) {
           const size_t size = static_cast<size_t>(len * elem_);
-          const uint64_t base = PeerEntry(k, i)[output ? 1 : 0];
+          const uint64_t base = PeerAddresses(s_, n_, k, i)[output ? 1 : 0];
           l.push_back({local(i, in_piece, pos), size});
           r.push_back(
               {reinterpret_cast<void*>(static_cast<uintptr_t>(base + in_piece * elem_)), size});
@@ -179,8 +182,9 @@ Status ExchangeLayouts(ShmChannel& ch, const PieceView& view, ShmSingleCopyScrat
               " elements on rank " + std::to_string(k) + " but " + std::to_string(pieces[i].count) +
               " here"));
         }
-        s->peers[(static_cast<size_t>(k) * n + i) * 2] = e.in;
-        s->peers[(static_cast<size_t>(k) * n + i) * 2 + 1] = e.out;
+        uint64_t* addresses = PeerAddresses(s, n, k, i);
+        addresses[0] = e.in;
+        addresses[1] = e.out;
       }
     }
   }
