@@ -41,6 +41,7 @@ const std::vector<VarSpec> kVars = {
   {"HVD_TORUS_ALLREDUCE", "HOROVOD_TORUS_ALLREDUCE", kBool, "0", kRuntime, "2D torus allreduce (NCCL)"},
   {"HVD_GLOO_IFACE", "HOROVOD_GLOO_IFACE", kString, "", kRuntime, "network interface for Gloo data connections"},
   {"HVD_GLOO_TIMEOUT_SECONDS", "HOROVOD_GLOO_TIMEOUT_SECONDS", kInt, "30", kBoth, "rendezvous and collective timeout in seconds"},
+  {"HVD_TCP_CONGESTION", "", kString, "auto", kRuntime, "congestion control of hvd's TCP data connections: auto (the default: BBR, which paces bursts in software, replaced by cubic or reno), system (the kernel's default) or a name from /proc/sys/net/ipv4/tcp_available_congestion_control"},
   {"HVD_SHM_BUFFER_BYTES", "", kInt, "1048576", kRuntime, "shared-memory staging bytes per rank and group (two halves); larger collectives are chunked"},
   {"HVD_SHM_SINGLE_COPY_BYTES", "", kInt, "2097152", kRuntime, "shared-memory allreduces from this size read the peers' buffers directly (process_vm_readv) when every rank may and the host has a CPU per local rank; 0 = never"},
   {"HVD_AUTOTUNE", "HOROVOD_AUTOTUNE", kBool, "0", kRuntime, "Bayesian autotuning of fusion threshold and cycle time"},

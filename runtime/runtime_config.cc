@@ -131,6 +131,21 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
                                    std::to_string(heartbeat) + " s is out of range [0, 86400]");
   }
   c->heartbeat_timeout = std::chrono::milliseconds(std::llround(heartbeat * 1000.0));
+  HVD_ASSIGN_OR_RETURN(c->tcp_congestion, env.GetString("HVD_TCP_CONGESTION"));
+  if (c->tcp_congestion.empty()) c->tcp_congestion = "auto";
+  // A kernel name (TCP_CA_NAME_MAX 16 with its NUL): lower-case letters, digits, '_' and '-'.
+  const bool name_ok =
+      c->tcp_congestion.size() < 16 &&
+      std::all_of(c->tcp_congestion.begin(), c->tcp_congestion.end(), [](char ch) {
+        return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
+      });
+  if (!name_ok) {
+    return Status::InvalidArgument(env.Get("HVD_TCP_CONGESTION").source +
+                                   ": expected auto, system or a congestion control's name "
+                                   "(as in /proc/sys/net/ipv4/tcp_available_congestion_control), "
+                                   "got '" +
+                                   c->tcp_congestion + "'");
+  }
   if (!c->rendezvous_addr.empty() && c->rendezvous_port == 0) {
     return Status::InvalidArgument("HVD_RENDEZVOUS_PORT must be set when HVD_RENDEZVOUS_ADDR is");
   }

@@ -72,6 +72,9 @@ struct RuntimeConfig {
   // this long is dead (TCP keepalive while idle, unacknowledged data while in a collective;
   // not TCP_USER_TIMEOUT, which also resets live slow readers); 0 = off.
   std::chrono::milliseconds heartbeat_timeout{5000};
+  // HVD_TCP_CONGESTION: congestion control of the tcp transport's data connections: "auto"
+  // (BBR replaced by cubic or reno), "system" or a kernel name (TcpMeshOptions::congestion).
+  std::string tcp_congestion = "auto";
 
   // Coordinator.
   int64_t fusion_threshold_bytes = 128 * 1024 * 1024;

@@ -37,6 +37,8 @@ struct TcpOptions {
   // busy_yield, each retry yields the CPU first.
   std::chrono::microseconds busy_poll{0};
   bool busy_yield = false;
+  // Congestion control of the data connections (TcpMeshOptions::congestion).
+  std::string congestion = "auto";
 };
 
 // Rendezvouses through options.kv under options.scope, connects an authenticated full mesh of

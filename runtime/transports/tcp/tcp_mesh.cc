@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -66,6 +67,63 @@ void TuneSocket(int fd) {
   int bytes = kSocketBufferBytes;
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+}
+
+// The kernel's lists of congestion controls, for error messages ("reno cubic bbr").
+std::string CongestionList(const char* file) {
+  std::string text;
+  if (FILE* f = std::fopen(file, "r")) {
+    char buf[256];
+    size_t n = std::fread(buf, 1, sizeof(buf), f);
+    std::fclose(f);
+    text.assign(buf, n);
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text.empty() ? "?" : text;
+}
+
+std::string CongestionOf(int fd) {
+  char name[16] = {};  // TCP_CA_NAME_MAX
+  socklen_t len = sizeof(name);
+  if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) return "";
+  return std::string(name, strnlen(name, std::min<size_t>(len, sizeof(name))));
+}
+
+bool SetCongestion(int fd, const std::string& name) {
+  return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(),
+                    static_cast<socklen_t>(name.size())) == 0;
+}
+
+// Applies TcpMeshOptions::congestion to the listener (its accepted connections inherit it)
+// and returns the name every connecting socket is to set before it connects ("" = keep the
+// kernel's default). "auto" replaces a pacing congestion control (BBR) by cubic, or by reno,
+// which every user may set; a named one the kernel refuses is an error naming the knob.
+Result<std::string> ChooseCongestion(int listener, const std::string& want) {
+  if (want.empty() || want == "system") return std::string();
+  if (want == "auto") {
+    const std::string current = CongestionOf(listener);
+    if (current.rfind("bbr", 0) != 0) return std::string();
+    for (const char* plain : {"cubic", "reno"}) {
+      if (SetCongestion(listener, plain)) {
+        HVD_LOG_DEBUG(
+            "tcp data connections: {} instead of the kernel's default {} "
+            "(HVD_TCP_CONGESTION=auto: BBR paces a collective's bursts)",
+            plain, current);
+        return std::string(plain);
+      }
+    }
+    HVD_LOG_DEBUG("tcp data connections: keeping {}: neither cubic nor reno may be set", current);
+    return std::string();
+  }
+  if (!SetCongestion(listener, want)) {
+    const int err = errno;
+    return Status::InvalidArgument(
+        "HVD_TCP_CONGESTION=" + want + ": the kernel refused it (" + std::strerror(err) +
+        "); available: " + CongestionList("/proc/sys/net/ipv4/tcp_available_congestion_control") +
+        "; allowed without CAP_NET_ADMIN: " +
+        CongestionList("/proc/sys/net/ipv4/tcp_allowed_congestion_control") + " (or auto, system)");
+  }
+  return want;
 }
 
 // Keepalive of an established connection (TcpMeshOptions::heartbeat_timeout): the first
@@ -179,7 +237,8 @@ Result<PeerAddress> LookUp(const TcpMeshOptions& o, int peer, Clock::time_point 
   return a;
 }
 
-Result<Fd> ConnectTo(const PeerAddress& a, const std::string& name, Clock::time_point deadline) {
+Result<Fd> ConnectTo(const PeerAddress& a, const std::string& name, const std::string& congestion,
+                     Clock::time_point deadline) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
@@ -191,6 +250,7 @@ Result<Fd> ConnectTo(const PeerAddress& a, const std::string& name, Clock::time_
   int rc = fd.get() < 0 ? -1 : 0;
   if (rc == 0) {
     TuneSocket(fd.get());
+    if (!congestion.empty()) SetCongestion(fd.get(), congestion);  // the listener took it
     rc = connect(fd.get(), ai->ai_addr, ai->ai_addrlen);
   }
   freeaddrinfo(ai);
@@ -412,6 +472,8 @@ Result<TcpMesh> ConnectTcpMesh(const TcpMeshOptions& o) {
   HVD_ASSIGN_OR_RETURN(sockaddr_storage addr, BindAddress(o));
   std::string published;
   HVD_ASSIGN_OR_RETURN(Fd listener, Listen(addr, &published));
+  HVD_ASSIGN_OR_RETURN(const std::string congestion,
+                       ChooseCongestion(listener.get(), o.congestion));
   std::string hostname = o.hostname.empty() ? "?" : o.hostname;
   std::replace(hostname.begin(), hostname.end(), ' ', '_');
   HVD_RETURN_IF_ERROR(
@@ -422,7 +484,7 @@ Result<TcpMesh> ConnectTcpMesh(const TcpMeshOptions& o) {
     auto address = LookUp(o, peer, deadline);
     if (!address.ok()) return address.status();
     const std::string name = address->Name(peer);
-    auto fd = ConnectTo(*address, name, deadline);
+    auto fd = ConnectTo(*address, name, congestion, deadline);
     if (!fd.ok()) return fd.status();
     Status st = ConnectorHandshake(fd->get(), o, peer, name, deadline);
     if (!st.ok()) return st;

@@ -24,6 +24,12 @@ TEST(RuntimeConfigTest, DefaultsAreASingleRank) {
   EXPECT_TRUE(c->rendezvous_addr.empty());
   EXPECT_EQ(c->heartbeat_timeout, std::chrono::milliseconds(5000));
   EXPECT_EQ(c->shm_single_copy_bytes, int64_t{2} << 20);
+  EXPECT_EQ(c->tcp_congestion, "auto");
+  for (const char* name : {"system", "cubic", "bbr", "reno", "auto"}) {
+    auto cc = Load({{"HVD_TCP_CONGESTION", name}});
+    ASSERT_TRUE(cc.ok()) << cc.status().ToString();
+    EXPECT_EQ(cc->tcp_congestion, name);
+  }
   auto fast = Load({{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "2.5"}});
   ASSERT_TRUE(fast.ok()) << fast.status().ToString();
   EXPECT_EQ(fast->heartbeat_timeout, std::chrono::milliseconds(2500));
@@ -199,6 +205,9 @@ TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
       {{{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "-1"}}, "HVD_HEARTBEAT_TIMEOUT_SECONDS"},
       {{{"HVD_SHM_SINGLE_COPY_BYTES", "-1"}}, "HVD_SHM_SINGLE_COPY_BYTES"},
       {{{"HVD_SHM_SINGLE_COPY_BYTES", "2M"}}, "HVD_SHM_SINGLE_COPY_BYTES"},
+      {{{"HVD_TCP_CONGESTION", "Cubic"}}, "HVD_TCP_CONGESTION"},
+      {{{"HVD_TCP_CONGESTION", "bbr; rm -rf"}}, "HVD_TCP_CONGESTION"},
+      {{{"HVD_TCP_CONGESTION", "a_name_of_16chrs"}}, "HVD_TCP_CONGESTION"},
   };
   for (const auto& c : cases) {
     auto r = Load(c.vars);

@@ -1,0 +1,162 @@
+// The TCP mesh's congestion control choice (TcpMeshOptions::congestion, HVD_TCP_CONGESTION) with
+// real processes and sockets: what every connection of the mesh ends up with, on the
+// connecting side and on the accepting side, and a name the kernel refuses.
+#include "runtime/transports/tcp/tcp_mesh.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "test/multiproc/forked_job.h"
+
+namespace hvd::test {
+namespace {
+
+std::string KernelDefault() {
+  std::ifstream in("/proc/sys/net/ipv4/tcp_congestion_control");
+  std::string name;
+  in >> name;
+  return name;
+}
+
+std::string CongestionOf(int fd) {
+  char name[16] = {};
+  socklen_t len = sizeof(name);
+  if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) return "?";
+  return std::string(name, strnlen(name, sizeof(name)));
+}
+
+// Forms a mesh of 3 (rank 1 both connects, to 0, and accepts, from 2) with `congestion` and
+// runs `check` on every rank's mesh, or on its error.
+template <typename Check>
+std::vector<RankOutcome> RunMesh(const std::string& congestion, const Check& check,
+                                 std::string* error) {
+  ForkedJob job("tcp-mesh", {std::chrono::seconds(60), 90, {}});
+  *error = job.error();
+  auto outcomes = job.Run(3, [&](int rank, control::KvClient& kv) {
+    runtime::TcpMeshOptions o;
+    o.kv = &kv;
+    o.scope = job.scope();
+    o.rank = rank;
+    o.size = 3;
+    o.route_to = "127.0.0.1";
+    o.hostname = "host" + std::to_string(rank);
+    o.auth = {job.key(), job.job_id(), job.scope()};
+    o.timeout = std::chrono::seconds(20);
+    o.congestion = congestion;
+    Result<runtime::TcpMesh> mesh = runtime::ConnectTcpMesh(o);
+    const int code = check(rank, mesh);
+    if (mesh.ok()) {
+      for (int fd : mesh->fds) {
+        if (fd >= 0) close(fd);
+      }
+    }
+    return code;
+  });
+  if (error->empty()) *error = job.error();
+  return outcomes;
+}
+
+// Every connection of the mesh has congestion control `want`.
+int ExpectEveryConnection(int rank, const Result<runtime::TcpMesh>& mesh, const std::string& want) {
+  if (!mesh.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, mesh.status().ToString().c_str());
+    return 2;
+  }
+  for (size_t peer = 0; peer < mesh->fds.size(); ++peer) {
+    if (static_cast<int>(peer) == rank) continue;
+    const std::string got = CongestionOf(mesh->fds[peer]);
+    if (got != want) {
+      std::fprintf(stderr, "rank %d: connection to %zu has %s, expected %s\n", rank, peer,
+                   got.c_str(), want.c_str());
+      return 3;
+    }
+  }
+  return 0;
+}
+
+void ExpectAllPassed(const std::vector<RankOutcome>& outcomes, const std::string& error) {
+  EXPECT_TRUE(error.empty()) << error;
+  ASSERT_EQ(outcomes.size(), 3u);
+  for (const RankOutcome& o : outcomes)
+    EXPECT_TRUE(o.exited && o.exit_code == 0) << Describe(outcomes);
+}
+
+TEST(TcpMesh, NamedCongestionControlIsOnEveryConnectionBothSides) {
+  // Given reno, which the kernel lets every user set
+  std::string error;
+  // When a mesh of 3 forms with it, then every connection, connected or accepted, has it
+  auto outcomes = RunMesh(
+      "reno",
+      [](int rank, const Result<runtime::TcpMesh>& mesh) {
+        return ExpectEveryConnection(rank, mesh, "reno");
+      },
+      &error);
+  ExpectAllPassed(outcomes, error);
+}
+
+TEST(TcpMesh, AutoReplacesBbrAndKeepsAnyOtherDefault) {
+  // Given the kernel's default congestion control (BBR on the development VM)
+  const std::string system = KernelDefault();
+  ASSERT_FALSE(system.empty());
+  std::string error;
+  // When a mesh forms with "auto"
+  auto outcomes = RunMesh(
+      "auto",
+      [&system](int rank, const Result<runtime::TcpMesh>& mesh) {
+        if (!mesh.ok()) return ExpectEveryConnection(rank, mesh, "");
+        // Then a BBR default became cubic (or reno where cubic may not be set), the same on
+        // every connection; any other default stayed
+        const std::string first = CongestionOf(mesh->fds[rank == 0 ? 1 : 0]);
+        if (system.rfind("bbr", 0) == 0) {
+          if (first != "cubic" && first != "reno") {
+            std::fprintf(stderr, "rank %d: default %s became %s\n", rank, system.c_str(),
+                         first.c_str());
+            return 4;
+          }
+          return ExpectEveryConnection(rank, mesh, first);
+        }
+        return ExpectEveryConnection(rank, mesh, system);
+      },
+      &error);
+  ExpectAllPassed(outcomes, error);
+  // And "system" keeps the default on every connection
+  outcomes = RunMesh(
+      "system",
+      [&system](int rank, const Result<runtime::TcpMesh>& mesh) {
+        return ExpectEveryConnection(rank, mesh, system);
+      },
+      &error);
+  ExpectAllPassed(outcomes, error);
+}
+
+TEST(TcpMesh, RefusedCongestionControlIsAnErrorNamingTheKnobOnEveryRank) {
+  // Given a congestion control no kernel has
+  std::string error;
+  // When a mesh forms with it
+  auto outcomes = RunMesh(
+      "no-such-cc",
+      [](int rank, const Result<runtime::TcpMesh>& mesh) {
+        // Then every rank fails at once (no rank waits for the others' timeout) with an
+        // invalid-argument error naming the knob, the value and what the kernel offers
+        if (mesh.ok()) return 5;
+        const std::string msg = mesh.status().ToString();
+        std::fprintf(stderr, "rank %d: %s\n", rank, msg.c_str());
+        if (mesh.status().code() != StatusCode::kInvalidArgument) return 6;
+        if (msg.find("HVD_TCP_CONGESTION=no-such-cc") == std::string::npos) return 7;
+        if (msg.find("available: ") == std::string::npos) return 8;
+        return 0;
+      },
+      &error);
+  ExpectAllPassed(outcomes, error);
+}
+
+}  // namespace
+}  // namespace hvd::test
