@@ -24,7 +24,11 @@
 #   core  local rank r of n bound to CPUs [r*C/n, (r+1)*C/n) by each launcher: hvdrun
 #         --bind-to core, mpirun --bind-to core --map-by core, torch ranks sched_setaffinity;
 #         with more ranks than CPUs nobody binds (as hvdrun's rule).
-# The header line records the date, the machine, the load and the placement.
+# The header line records the date, the machine, the load, the placement and the kernel's TCP
+# congestion control. hvd's TCP data connections replace a BBR default by cubic
+# (HVD_TCP_CONGESTION=auto, docs/runtime.md); torch's Gloo and Open MPI keep the default.
+# CC=cubic (any name the kernel has) makes it this machine's default for the run, so every
+# side uses it (the previous default and allowed list are restored at exit).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -63,7 +67,13 @@ mpi_bind() {
     echo "--bind-to none"
   fi
 }
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $cpus CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), placement $placement" | tee "$out/header.txt"
+if [ -n "${CC:-}" ]; then
+  cc_was=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
+  allowed_was=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+  trap 'sysctl -q -w net.ipv4.tcp_congestion_control="$cc_was"; sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed_was"' EXIT
+  sysctl -q -w net.ipv4.tcp_congestion_control="$CC"
+fi
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $cpus CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), placement $placement, TCP congestion control $(cat /proc/sys/net/ipv4/tcp_congestion_control)" | tee "$out/header.txt"
 vader="--mca btl self,vader"
 tcp="--mca btl self,tcp --mca btl_tcp_if_include lo"
 

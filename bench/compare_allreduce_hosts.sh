@@ -15,6 +15,11 @@
 #              kernel host name, so vader's segments collide), so within a host MPI uses TCP
 #              over loopback: on 2x2 this favours hvd; 2x1 is network only, like for like.
 # Prints time per op (median round, max over ranks) and MPI/hvd ratios (> 1: hvd faster).
+#
+# TCP congestion control: hvd's data connections replace a BBR default by cubic
+# (HVD_TCP_CONGESTION=auto, docs/runtime.md); Open MPI keeps the kernel's default. CC=cubic (any
+# name the kernel has) makes it the two hosts' default for the run, so both sides use it (the
+# name is added to net.ipv4.tcp_allowed_congestion_control meanwhile and that list restored).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -62,8 +67,14 @@ run_all() {
 (
   flock 9
   "$root/scripts/cluster/up.sh" 2 > "$out/cluster.log"
-  trap '"$root/scripts/cluster/down.sh" >> "$out/cluster.log" 2>&1' EXIT
-  echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), 2 netns hosts, unbound" > "$out/header.txt"
+  allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+  trap '"$root/scripts/cluster/down.sh" >> "$out/cluster.log" 2>&1; sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed"' EXIT
+  if [ -n "${CC:-}" ]; then
+    sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed $CC"
+    for ns in hvd-h1 hvd-h2; do ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$CC"; done
+  fi
+  cc=$(ip netns exec hvd-h1 cat /proc/sys/net/ipv4/tcp_congestion_control)
+  echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), 2 netns hosts, unbound, hosts' TCP congestion control $cc" > "$out/header.txt"
   run_all
 ) 9> /tmp/hvd-global.lock
 
