@@ -58,6 +58,7 @@ CudaBackend::~CudaBackend() {
     for (cudaEvent_t e : state.markers) {
       if (e != nullptr) cudaEventDestroy(e);
     }
+    if (state.drained != nullptr) cudaEventDestroy(state.drained);
     if (state.stream != nullptr) cudaStreamDestroy(state.stream);
   }
   for (void* p : host_) {
@@ -127,6 +128,8 @@ Result<CudaBackend::DeviceState*> CudaBackend::State(int device) {
       err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
       if (err != cudaSuccess) return CudaError("creating a CUDA event", err);
     }
+    err = cudaEventCreateWithFlags(&s.drained, cudaEventDisableTiming);
+    if (err != cudaSuccess) return CudaError("creating a CUDA event", err);
   }
   return &s;
 }
@@ -176,20 +179,34 @@ Result<int> CudaBackend::Marker(int device) {
   return marker + 1;
 }
 
+Status CudaBackend::WaitEvent(cudaEvent_t event, const char* what) {
+  return PollEvent(
+      event, std::chrono::steady_clock::now() + timeout_,
+      [&] {
+        return aborted_.load() ? Status::Aborted(std::string(what) + ": the runtime was aborted")
+                               : Status::OK();
+      },
+      [&](cudaError_t err) { return CudaError(what, err); },
+      [&] {
+        return Status::Timeout(std::string(what) + ": not done within " +
+                               std::to_string(timeout_.count() / 1000) +
+                               " s (HVD_GLOO_TIMEOUT_SECONDS); the work queued before it on the "
+                               "tensor's stream or on hvd's stream is stuck");
+      });
+}
+
 Status CudaBackend::WaitMarker(int device, int marker) {
   HVD_ASSIGN_OR_RETURN(DeviceState * s, State(device));
   if (marker < 1 || marker > s->next_marker) return Status::Internal("unknown copy marker");
-  cudaError_t err = cudaEventSynchronize(s->markers[marker - 1]);
-  if (err != cudaSuccess) return CudaError("waiting for a copy", err);
-  return Status::OK();
+  return WaitEvent(s->markers[marker - 1], "waiting for a copy");
 }
 
 Status CudaBackend::Sync(int device) {
   HVD_ASSIGN_OR_RETURN(DeviceState * s, State(device));
   s->next_marker = 0;
-  cudaError_t err = cudaStreamSynchronize(s->stream);
+  cudaError_t err = cudaEventRecord(s->drained, s->stream);
   if (err != cudaSuccess) return CudaError("waiting for hvd's CUDA stream", err);
-  return Status::OK();
+  return WaitEvent(s->drained, "waiting for hvd's CUDA stream");
 }
 
 Result<void*> CudaBackend::HostBuffer(int slot, int64_t bytes) {

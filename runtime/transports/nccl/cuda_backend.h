@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/transports/gpu_backend.h"
@@ -19,6 +20,30 @@ namespace hvd::runtime {
 
 // "<what>: <CUDA's name and message for err>".
 Status CudaError(const std::string& what, cudaError_t err);
+
+// Waits for `event` by polling it, so that every wait of the GPU path is bounded and can be
+// stopped (cudaEventSynchronize / cudaStreamSynchronize can do neither): a short spin (small
+// ops finish in microseconds), then 50 us sleeps. Every 64 queries of the spin, and after each
+// sleep, `check()` may end the wait with its error; past `deadline` it ends with `late()`; a
+// CUDA error is `fail(err)`. The callables build their messages only when called, so a wait
+// that succeeds allocates nothing.
+template <typename Check, typename Fail, typename Late>
+Status PollEvent(cudaEvent_t event, std::chrono::steady_clock::time_point deadline,
+                 const Check& check, const Fail& fail, const Late& late) {
+  for (int spins = 0;; ++spins) {
+    const cudaError_t err = cudaEventQuery(event);
+    if (err == cudaSuccess) return Status::OK();
+    if (err != cudaErrorNotReady) return fail(err);
+    if (spins > 4000) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    } else if (spins % 64 != 63) {
+      continue;  // the checks cost more than a query
+    }
+    Status stop = check();
+    if (!stop.ok()) return stop;
+    if (std::chrono::steady_clock::now() > deadline) return late();
+  }
+}
 
 // Sets the calling thread's current CUDA device for its lifetime and restores the previous one:
 // the framework threads that enqueue keep the device their framework chose.
@@ -78,8 +103,11 @@ class CudaBackend final : public GpuBackend {
     cudaStream_t stream = nullptr;
     std::array<cudaEvent_t, kMaxMarkers> markers{};
     int next_marker = 0;
+    cudaEvent_t drained = nullptr;  // recorded by Sync
   };
   Result<DeviceState*> State(int device);
+  // Waits for `event` of hvd's stream within the timeout (PollEvent); stops on Abort.
+  Status WaitEvent(cudaEvent_t event, const char* what);
   // An asynchronous copy on `device`'s stream; errors say `what`.
   Status Copy(void* to, const void* from, int64_t bytes, int device, cudaMemcpyKind kind,
               const char* what);

@@ -186,35 +186,25 @@ Status NcclGroup::Wait(cudaStream_t stream, const char* what) {
     AbortComm();  // the work queued on the communicator is in an unknown state
     return CudaError(std::string("NCCL ") + what, err);
   }
-  const auto deadline = std::chrono::steady_clock::now() + backend_->timeout();
-  for (int spins = 0;; ++spins) {
-    err = cudaEventQuery(done_);
-    if (err == cudaSuccess) return Status::OK();
-    if (err != cudaErrorNotReady) {
-      AbortComm();
-      return CudaError(std::string("NCCL ") + what, err);
-    }
-    // Spin briefly (small ops finish in microseconds), checking for errors every 64 queries
-    // (the checks cost more than a query); then sleep in short steps, checking after each.
-    if (spins > 4000) {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    } else if (spins % 64 != 63) {
-      continue;
-    }
-    ncclResult_t async = ncclSuccess;
-    ncclCommGetAsyncError(comm_, &async);
-    if (async != ncclSuccess && async != ncclInProgress) return NcclFailure(what, async);
-    if (abort_requested_ || backend_->aborted()) {
-      AbortComm();
-      return Status::Aborted(std::string("NCCL ") + what + " aborted");
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      AbortComm();
-      return Status::Timeout(std::string("NCCL ") + what + " did not finish within " +
-                             std::to_string(backend_->timeout().count() / 1000) +
-                             " s (HVD_GLOO_TIMEOUT_SECONDS); a peer is gone or stuck");
-    }
-  }
+  Status st = PollEvent(
+      done_, std::chrono::steady_clock::now() + backend_->timeout(),
+      [&] {
+        ncclResult_t async = ncclSuccess;
+        ncclCommGetAsyncError(comm_, &async);
+        if (async != ncclSuccess && async != ncclInProgress) return NcclFailure(what, async);
+        if (abort_requested_ || backend_->aborted()) {
+          return Status::Aborted(std::string("NCCL ") + what + " aborted");
+        }
+        return Status::OK();
+      },
+      [&](cudaError_t e) { return CudaError(std::string("NCCL ") + what, e); },
+      [&] {
+        return Status::Timeout(std::string("NCCL ") + what + " did not finish within " +
+                               std::to_string(backend_->timeout().count() / 1000) +
+                               " s (HVD_GLOO_TIMEOUT_SECONDS); a peer is gone or stuck");
+      });
+  if (!st.ok()) AbortComm();  // the work queued on the communicator is in an unknown state
+  return st;
 }
 
 Result<void*> NcclGroup::Fusion(int64_t bytes) {
