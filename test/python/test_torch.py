@@ -61,6 +61,18 @@ def test_topology(hvd):
     assert hvd.global_process_set.ranks == list(range(hvd.size()))
 
 
+def test_runtime_thread_is_named(hvd):
+    # The runtime's background thread shows as "hvd-cycle" in top -H, perf and gdb.
+    names = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                names.add(f.read().strip())
+        except FileNotFoundError:  # a thread that just ended
+            pass
+    assert "hvd-cycle" in names, names
+
+
 def test_build_info(hvd):
     for fn in (hvd.mpi_built, hvd.gloo_built, hvd.ddl_built, hvd.ccl_built,
                hvd.cuda_built, hvd.rocm_built, hvd.mpi_enabled, hvd.gloo_enabled):
