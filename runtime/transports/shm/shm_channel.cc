@@ -1,5 +1,6 @@
 #include "runtime/transports/shm/shm_channel.h"
 
+#include <fmt/format.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -10,7 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstdio>
 #include <cstring>
 
 #include "runtime/transports/communicator.h"
@@ -57,12 +57,6 @@ void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nano
 
 void FutexWake(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
-}
-
-std::string ToHex(uint64_t v) {
-  char digits[17];
-  std::snprintf(digits, sizeof(digits), "%llx", static_cast<unsigned long long>(v));
-  return digits;
 }
 
 }  // namespace
@@ -176,10 +170,11 @@ Status ShmChannel::ReadPeer(int k, const iovec* local, const iovec* remote, size
   const ssize_t got = process_vm_readv(segment_->VisiblePid(k), local, n, remote, n, 0);
   if (got == static_cast<ssize_t>(bytes)) return Status::OK();
   const int err = got < 0 ? errno : EFAULT;
-  return Fail(Status::RemoteError(
-      What() + ": reading " + std::to_string(bytes) + " bytes of rank " + std::to_string(k) +
-      "'s buffers (first at 0x" + ToHex(reinterpret_cast<uintptr_t>(remote[0].iov_base)) +
-      ") failed: " + std::strerror(err)));
+  return Fail(
+      Status::RemoteError(What() + ": reading " + std::to_string(bytes) + " bytes of rank " +
+                          std::to_string(k) + "'s buffers (first at " +
+                          fmt::format("{:#x}", reinterpret_cast<uintptr_t>(remote[0].iov_base)) +
+                          ") failed: " + std::strerror(err)));
 }
 
 Status ShmChannel::WaitPosted(int peer) {
