@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <thread>
 
 #include "runtime/transports/nccl/cuda_backend.h"
 
