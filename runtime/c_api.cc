@@ -372,7 +372,7 @@ hvd_status_t hvd_join(int32_t device, hvd_handle_t* handle) {
 hvd_status_t hvd_poll(hvd_handle_t handle, int32_t* done) {
   return Guard([&] {
     if (done == nullptr) return NullArg("done");
-    auto r = Default().handles().Poll(handle);
+    auto r = Default().Poll(handle);
     if (!r.ok()) return Report(r.status());
     *done = *r ? 1 : 0;
     return HVD_OK;

@@ -173,6 +173,9 @@ class Runtime {
   // timeout (HVD_GLOO_TIMEOUT_SECONDS; the iteration then fails the runtime, as it would on
   // the background thread). kNotFound for an unknown handle.
   Status Wait(int64_t handle, std::chrono::duration<double> timeout);
+  // Whether the handle has completed (HandleManager::Poll). A caller that polls is waiting:
+  // like Wait, an unfinished poll ends the hold on an asynchronous batch (hold_).
+  Result<bool> Poll(int64_t handle);
   // Releases a completed handle (HandleManager::Release) and frees the tensor names it kept
   // reserved in its process set's queue: only now may another op use them.
   Status ReleaseHandle(int64_t handle);
@@ -201,7 +204,8 @@ class Runtime {
   Drive TryDrive();
   // Whether a waiting caller may run iterations at all (see callers_drive_).
   bool CallersMayDrive() const { return callers_drive_.load(std::memory_order_relaxed); }
-  // Wakes the background thread if an enqueue left work for it without waking it.
+  // Wakes the background thread if an enqueue left work for it without waking it, and ends
+  // the hold on an asynchronous batch (a caller now waits for it).
   void WakeLoopIfPending();
   // After a caller ran iterations: wakes the background thread if this rank still has work
   // in flight.
@@ -239,6 +243,11 @@ class Runtime {
   std::condition_variable wake_cv_;
   State state_ = State::kStopped;
   bool wake_ = false;
+  // An asynchronous enqueue started a batch: the background thread holds its cycle until the
+  // caller waits or polls on a handle (the batch is complete), a synchronous enqueue comes, or
+  // hold_until_ (HVD_CYCLE_TIME after the batch's first enqueue) passes.
+  bool hold_ = false;
+  std::chrono::steady_clock::time_point hold_until_;
   bool shutdown_requested_ = false;
   bool abort_requested_ = false;
   std::string abort_reason_;

@@ -197,6 +197,7 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> e
   const int64_t handle = handles_.Create(static_cast<int32_t>(entries.size()), num_outputs);
   for (auto& e : entries) e.handle = handle;
   Status s;
+  bool notify = false;
   {
     // Holding state_mu_ orders this Add before FailEverything's sweep: no entry is orphaned.
     std::lock_guard<std::mutex> lock(state_mu_);
@@ -213,6 +214,18 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> e
             std::views::transform(entries, [](const TensorEntry& e) -> const std::string& {
               return e.request.name;
             }));
+        // The first enqueue since the last cycle wakes the background thread; an asynchronous
+        // one starts a hold (Loop), which a synchronous one ends. The enqueues between do not
+        // wake it again: during a hold each wake-up would be a thread switch for nothing.
+        notify = !wake_ || (hold_ && wait_now);
+        if (!wake_ && !wait_now) {
+          hold_ = true;
+          hold_until_ =
+              std::chrono::steady_clock::now() +
+              std::chrono::duration_cast<std::chrono::steady_clock::duration>(knobs_.cycle_time);
+        } else if (wait_now) {
+          hold_ = false;
+        }
         wake_ = true;
       }
     } else {
@@ -229,7 +242,7 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> e
   }
   // A synchronous caller drives its own cycle (Runtime::Wait): waking the background thread
   // would cost a futex wake (and on a VM an inter-processor interrupt) per op for nothing.
-  if (!(wait_now && CallersMayDrive())) wake_cv_.notify_one();
+  if (notify && !(wait_now && CallersMayDrive())) wake_cv_.notify_one();
   return handle;
 }
 

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "test/unit/runtime/core/rank_harness.h"
 
@@ -130,6 +132,96 @@ TEST(PacingTest, AWaitNowOpCompletesWhetherTheCallerWaitsOrPolls) {
       EXPECT_EQ(buf[0], 3.0f);
     }
   });
+}
+
+// Each rank enqueues `count` allreduces of 64 floats asynchronously, `gap` apart, and returns
+// their handles; `buffers` keeps their data.
+std::vector<int64_t> EnqueueSpaced(runtime::Runtime& rt, int rank, int count,
+                                   std::chrono::milliseconds gap,
+                                   std::vector<std::vector<float>>* buffers) {
+  buffers->assign(count, std::vector<float>(64, static_cast<float>(rank + 1)));
+  std::vector<int64_t> handles;
+  for (int i = 0; i < count; ++i) {
+    if (i > 0) std::this_thread::sleep_for(gap);
+    auto spec = Spec((*buffers)[i].data(), runtime::DataType::kFloat32, {64});
+    runtime::OpOptions o;
+    o.name = "held." + std::to_string(i);
+    auto h = rt.EnqueueAllreduce({spec}, {spec}, o, false);
+    EXPECT_TRUE(h.ok());
+    if (h.ok()) handles.push_back(*h);
+  }
+  return handles;
+}
+
+int CountFinished(runtime::Runtime& rt, const std::vector<int64_t>& handles) {
+  int done = 0;
+  for (int64_t h : handles) done += rt.handles().Poll(h).value() ? 1 : 0;  // does not end a hold
+  return done;
+}
+
+TEST(PacingTest, AnAsynchronousBatchIsHeldUntilItsCallerWaits) {
+  // Given a cycle time far longer than the test, when each rank enqueues 8 allreduces 3 ms
+  // apart and waits 20 ms more, then none has run (the background thread held the batch
+  // instead of running a cycle per enqueue; at most the first can have been taken by an idle
+  // cycle that was under way at that moment, on both ranks at once), and once the caller
+  // waits, all of them complete at once with the right sums: the wait ended the hold.
+  RunRanks(
+      2,
+      [](int rank, runtime::Runtime& rt) {
+        std::vector<std::vector<float>> buffers;
+        auto handles = EnqueueSpaced(rt, rank, 8, std::chrono::milliseconds(3), &buffers);
+        ASSERT_EQ(handles.size(), 8u);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        EXPECT_LE(CountFinished(rt, handles), 1) << "cycles ran while the batch was enqueued";
+        const auto t0 = Clock::now();
+        for (int64_t h : handles) EXPECT_TRUE(WaitAndRelease(rt, h, 30).ok());
+        EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10)) << "the wait did not end the hold";
+        for (const auto& b : buffers) EXPECT_EQ(b[0], 3.0f);
+      },
+      [](runtime::RuntimeConfig* c) { c->cycle_time = std::chrono::seconds(60); });
+}
+
+TEST(PacingTest, APollEndsTheHold) {
+  // A caller that polls (Runtime::Poll, what hvd_poll calls) is waiting: its held batch runs
+  // at once, not after the cycle time (60 s here).
+  RunRanks(
+      2,
+      [](int rank, runtime::Runtime& rt) {
+        std::vector<std::vector<float>> buffers;
+        auto handles = EnqueueSpaced(rt, rank, 4, std::chrono::milliseconds(1), &buffers);
+        ASSERT_EQ(handles.size(), 4u);
+        const auto deadline = Clock::now() + std::chrono::seconds(10);
+        for (int64_t h : handles) {
+          while (!rt.Poll(h).value() && Clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+          }
+        }
+        EXPECT_EQ(CountFinished(rt, handles), 4) << "rank " << rank << ": polls left it held";
+        for (int64_t h : handles) EXPECT_TRUE(WaitAndRelease(rt, h, 0).ok());
+        for (const auto& b : buffers) EXPECT_EQ(b[0], 3.0f);
+      },
+      [](runtime::RuntimeConfig* c) { c->cycle_time = std::chrono::seconds(60); });
+}
+
+TEST(PacingTest, TheCycleTimeBoundsTheHold) {
+  // Nobody waits or polls through the runtime: each rank's batch runs when the cycle time
+  // (300 ms) has passed since its first enqueue, and not before.
+  RunRanks(
+      2,
+      [](int rank, runtime::Runtime& rt) {
+        std::vector<std::vector<float>> buffers;
+        const auto t0 = Clock::now();
+        auto handles = EnqueueSpaced(rt, rank, 4, std::chrono::milliseconds(1), &buffers);
+        ASSERT_EQ(handles.size(), 4u);
+        while (CountFinished(rt, handles) < 4 && Clock::now() < t0 + std::chrono::seconds(20)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(250)) << "not held";
+        EXPECT_EQ(CountFinished(rt, handles), 4) << "rank " << rank << ": the batch never ran";
+        for (int64_t h : handles) EXPECT_TRUE(WaitAndRelease(rt, h, 0).ok());
+        for (const auto& b : buffers) EXPECT_EQ(b[0], 3.0f);
+      },
+      [](runtime::RuntimeConfig* c) { c->cycle_time = std::chrono::milliseconds(300); });
 }
 
 }  // namespace
