@@ -34,7 +34,7 @@ const std::vector<VarSpec> kVars = {
   {"HVD_ELASTIC_WORKER_ID", "", kInt, "-1", kRuntime, "elastic: this worker's number in hvdrun's elastic driver (its mailbox for rank assignments)"},
   // --- Runtime knobs ------------------------------------------------------------------------
   {"HVD_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", kInt, "134217728", kRuntime, "tensor fusion buffer size in bytes; 0 disables fusion"},
-  {"HVD_CYCLE_TIME", "HOROVOD_CYCLE_TIME", kFloat, "1.0", kRuntime, "background cycle time in milliseconds (an idle loop wakes on enqueue)"},
+  {"HVD_CYCLE_TIME", "HOROVOD_CYCLE_TIME", kFloat, "1.0", kRuntime, "background cycle time in milliseconds: the wait between cycles while work is pending, and the longest an asynchronous batch is held before its cycle when nobody waits for it yet (an idle loop wakes on enqueue)"},
   {"HVD_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", kInt, "1024", kRuntime, "response cache entries; 0 disables the cache"},
   {"HVD_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE", kString, "auto", kRuntime, "hierarchical allreduce (shared memory within a host, TCP across hosts): auto (the default: for groups spread evenly over several hosts with 2+ ranks each), 1 (always; an uneven group is an error) or 0 (never)"},
   {"HVD_HIERARCHICAL_ALLGATHER", "HOROVOD_HIERARCHICAL_ALLGATHER", kBool, "0", kRuntime, "hierarchical allgather (gather within each host, across hosts, broadcast within the host); an uneven group is an error"},
@@ -43,6 +43,7 @@ const std::vector<VarSpec> kVars = {
   {"HVD_GLOO_TIMEOUT_SECONDS", "HOROVOD_GLOO_TIMEOUT_SECONDS", kInt, "30", kBoth, "rendezvous and collective timeout in seconds"},
   {"HVD_TCP_CONGESTION", "", kString, "auto", kRuntime, "congestion control of hvd's TCP data connections: auto (the default: BBR, which paces bursts in software, replaced by cubic or reno), system (the kernel's default) or a name from /proc/sys/net/ipv4/tcp_available_congestion_control"},
   {"HVD_SHM_BUFFER_BYTES", "", kInt, "1048576", kRuntime, "shared-memory staging bytes per rank and group (two halves); larger collectives are chunked"},
+  {"HVD_SHM_SINGLE_COPY", "", kString, "auto", kRuntime, "shared-memory allreduces from HVD_SHM_SINGLE_COPY_BYTES: auto (the default: rank 0 of each group times both ways and keeps the faster per size class, re-checking the other now and then), always (read the peers' buffers directly whenever possible) or never (staged through the segment)"},
   {"HVD_SHM_SINGLE_COPY_BYTES", "", kInt, "2097152", kRuntime, "shared-memory allreduces from this size read the peers' buffers directly (process_vm_readv) when every rank may and the host has a CPU per local rank; 0 = never"},
   {"HVD_AUTOTUNE", "HOROVOD_AUTOTUNE", kBool, "0", kRuntime, "Bayesian autotuning of fusion threshold and cycle time"},
   {"HVD_AUTOTUNE_LOG", "HOROVOD_AUTOTUNE_LOG", kString, "", kRuntime, "CSV log of autotune samples"},

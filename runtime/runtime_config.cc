@@ -115,6 +115,17 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
                        IntIn(env, "HVD_SHM_BUFFER_BYTES", int64_t{8} << 10, int64_t{1} << 32));
   HVD_ASSIGN_OR_RETURN(c->shm_single_copy_bytes,
                        IntIn(env, "HVD_SHM_SINGLE_COPY_BYTES", 0, int64_t{1} << 62));
+  HVD_ASSIGN_OR_RETURN(c->shm_single_copy, env.GetString("HVD_SHM_SINGLE_COPY"));
+  for (char& ch : c->shm_single_copy)
+    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (c->shm_single_copy.empty()) c->shm_single_copy = "auto";
+  if (c->shm_single_copy != "auto" && c->shm_single_copy != "always" &&
+      c->shm_single_copy != "never") {
+    return Status::InvalidArgument(env.Get("HVD_SHM_SINGLE_COPY").source +
+                                   ": expected auto, always or never, got '" + c->shm_single_copy +
+                                   "'");
+  }
+  if (c->shm_single_copy == "never") c->shm_single_copy_bytes = 0;
   HVD_ASSIGN_OR_RETURN(c->elastic, env.GetBool("HVD_ELASTIC"));
   HVD_ASSIGN_OR_RETURN(c->elastic_worker_id, IntIn(env, "HVD_ELASTIC_WORKER_ID", -1, kMaxInt32));
   HVD_ASSIGN_OR_RETURN(double elastic_s, env.GetFloat("HVD_ELASTIC_TIMEOUT"));

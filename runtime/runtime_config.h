@@ -50,6 +50,9 @@ struct RuntimeConfig {
   // HVD_SHM_SINGLE_COPY_BYTES: allreduces from this size read the peers' buffers directly
   // (process_vm_readv) when every member may; 0 never (shm_communicator.h).
   int64_t shm_single_copy_bytes = int64_t{2} << 20;
+  // HVD_SHM_SINGLE_COPY, lower-cased: "auto" (measured choice per size class), "always" or
+  // "never" (then shm_single_copy_bytes is 0).
+  std::string shm_single_copy = "auto";
   // HVD_CONTROLLER, lower-cased: "gloo" (hvdrun's rendezvous) or "mpi". When HVD_CONTROLLER /
   // HVD_CPU_OPERATIONS are unset and mpirun started the process, both are "mpi" (Horovod's
   // default with an MPI build).

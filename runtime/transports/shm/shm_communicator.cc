@@ -25,9 +25,10 @@ size_t Min(size_t a, int64_t b) {
 // ops): per-member bookkeeping lives in vectors sized once here.
 class ShmCommunicator final : public Communicator {
  public:
-  explicit ShmCommunicator(std::unique_ptr<ShmChannel> channel)
+  ShmCommunicator(std::unique_ptr<ShmChannel> channel, bool choose_single_copy)
       : ch_(std::move(channel)),
         single_copy_bytes_(ch_->single_copy_bytes()),
+        choose_(choose_single_copy && ch_->rank() == 0),
         rank_(ch_->rank()),
         size_(ch_->size()),
         half_(ch_->half_bytes()),
@@ -69,11 +70,10 @@ class ShmCommunicator final : public Communicator {
   Status CheckAllreduce(const void* buffer, int64_t count, ReduceOp op) const {
     return CheckAllreduceArgs([this] { return ch_->What(); }, buffer, count, op);
   }
-  // Whether an allreduce of `count` elements reads the peers' tensors directly.
-  bool SingleCopy(int64_t count, DataType dtype) const {
-    return single_copy_bytes_ > 0 &&
-           count * static_cast<int64_t>(DataTypeSize(dtype)) >= single_copy_bytes_;
-  }
+  // The allreduce of `view`: single copy when it is large enough (and, with choose_, member
+  // 0 picks it), else `staged()`, the allreduce through the halves.
+  template <typename Staged>
+  Status AllreduceView(const PieceView& view, DataType dtype, ReduceOp op, Staged&& staged);
   // The data rounds of an alltoall, after the size exchange (see Alltoallv).
   Status AlltoallPieces(const char* in, const std::vector<int64_t>& send_off,
                         const std::vector<int64_t>& send_bytes, char* out,
@@ -84,6 +84,8 @@ class ShmCommunicator final : public Communicator {
 
   std::unique_ptr<ShmChannel> ch_;
   const int64_t single_copy_bytes_;  // 0: never
+  const bool choose_;                // member 0 of HVD_SHM_SINGLE_COPY=auto: times both ways
+  ShmSingleCopyChooser chooser_;
   const int rank_;
   const int size_;
   const size_t half_;
@@ -207,19 +209,31 @@ Status ShmCommunicator::Barrier() {
   return Status::OK();
 }
 
+template <typename Staged>
+Status ShmCommunicator::AllreduceView(const PieceView& view, DataType dtype, ReduceOp op,
+                                      Staged&& staged) {
+  const int64_t bytes = view.count() * static_cast<int64_t>(DataTypeSize(dtype));
+  if (single_copy_bytes_ == 0 || bytes < single_copy_bytes_) return staged();
+  using Clock = std::chrono::steady_clock;
+  const bool want = !choose_ || chooser_.Prefer(bytes);
+  const auto t0 = choose_ ? Clock::now() : Clock::time_point();
+  bool used = false;
+  HVD_RETURN_IF_ERROR(ShmAllreduceSingleCopy(*ch_, view, dtype, op, want, &single_copy_, &used));
+  if (!used) HVD_RETURN_IF_ERROR(staged());
+  if (choose_) chooser_.Record(bytes, used, Clock::now() - t0);
+  return Status::OK();
+}
+
 Status ShmCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
   HVD_RETURN_IF_ERROR(ch_->Start("allreduce", dtype, op, count));
   HVD_RETURN_IF_ERROR(CheckAllreduce(buffer, count, op));
   if (count == 0 || size_ == 1) return Status::OK();
-  if (SingleCopy(count, dtype)) {
-    const AllreducePiece whole{buffer, buffer, count};
-    const int64_t starts[] = {0, count};
-    const PieceView view(std::span(&whole, 1), starts, static_cast<int64_t>(DataTypeSize(dtype)));
-    bool used = false;
-    HVD_RETURN_IF_ERROR(ShmAllreduceSingleCopy(*ch_, view, dtype, op, &single_copy_, &used));
-    if (used) return Status::OK();
-  }
-  return ShmAllreduce(*ch_, static_cast<char*>(buffer), count, dtype, op);
+  const AllreducePiece whole{buffer, buffer, count};
+  const int64_t starts[] = {0, count};
+  const PieceView view(std::span(&whole, 1), starts, static_cast<int64_t>(DataTypeSize(dtype)));
+  return AllreduceView(view, dtype, op, [&] {
+    return ShmAllreduce(*ch_, static_cast<char*>(buffer), count, dtype, op);
+  });
 }
 
 Status ShmCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
@@ -233,13 +247,10 @@ Status ShmCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, 
   HVD_RETURN_IF_ERROR(CheckAllreduce(this, count, op));
   const PieceView view(pieces, starts_, static_cast<int64_t>(DataTypeSize(dtype)));
   if (count == 0) return Status::OK();
-  if (SingleCopy(count, dtype)) {
-    bool used = false;
-    HVD_RETURN_IF_ERROR(ShmAllreduceSingleCopy(*ch_, view, dtype, op, &single_copy_, &used));
-    if (used) return Status::OK();
-  }
-  if (slice_.empty()) slice_.resize(ShmPiecesScratchBytes(*ch_));
-  return ShmAllreducePieces(*ch_, view, dtype, op, slice_.data());
+  return AllreduceView(view, dtype, op, [&] {
+    if (slice_.empty()) slice_.resize(ShmPiecesScratchBytes(*ch_));
+    return ShmAllreducePieces(*ch_, view, dtype, op, slice_.data());
+  });
 }
 
 Status ShmCommunicator::Allgatherv(const void* in, void* out,
@@ -421,7 +432,8 @@ Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& op
   HVD_ASSIGN_OR_RETURN(auto segment, ShmSegment::Open(seg));
   auto channel = std::make_unique<ShmChannel>(std::move(segment), options.rank, options.timeout);
   if (options.size > 1) HVD_RETURN_IF_ERROR(channel->ProbeSingleCopy(options.single_copy_bytes));
-  return std::unique_ptr<Communicator>(new ShmCommunicator(std::move(channel)));
+  return std::unique_ptr<Communicator>(
+      new ShmCommunicator(std::move(channel), options.choose_single_copy));
 }
 
 }  // namespace hvd::runtime

@@ -28,6 +28,9 @@ struct ShmOptions {
   // process_vm_readv) when every member may (ShmChannel::ProbeSingleCopy); 0 never
   // (HVD_SHM_SINGLE_COPY_BYTES).
   int64_t single_copy_bytes = int64_t{2} << 20;
+  // Whether member 0 chooses between single copy and the staging halves for those sizes by
+  // timing both (ShmSingleCopyChooser; HVD_SHM_SINGLE_COPY=auto); false: single copy always.
+  bool choose_single_copy = false;
   // Deadline of the rendezvous and of every collective.
   std::chrono::milliseconds timeout{30000};
 };

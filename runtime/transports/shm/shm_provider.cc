@@ -61,6 +61,7 @@ Result<std::unique_ptr<Communicator>> ShmProvider::CreateShm(const GroupSpec& sp
   // With more ranks than CPUs the direct reads lose: 4 ranks on 2 vCPUs, 64 MiB 37 ms staged
   // against 47 ms (each read walks the peer's page tables while the peer wants the CPU).
   options.single_copy_bytes = CpuPerRank(config_.local_size) ? config_.shm_single_copy_bytes : 0;
+  options.choose_single_copy = config_.shm_single_copy == "auto";
   options.timeout = config_.timeout;
   return CreateShmCommunicator(options);
 }

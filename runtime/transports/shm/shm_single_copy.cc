@@ -136,11 +136,12 @@ bool Readable(std::span<const AllreducePiece> pieces, ShmSingleCopyScratch* s) {
 
 // Round 1: posts this member's layout and reads the others'. False in `*used` when a member
 // cannot take part.
-Status ExchangeLayouts(ShmChannel& ch, const PieceView& view, ShmSingleCopyScratch* s, bool* used) {
+Status ExchangeLayouts(ShmChannel& ch, const PieceView& view, bool want, ShmSingleCopyScratch* s,
+                       bool* used) {
   const auto pieces = view.pieces();
   const size_t n = pieces.size();
   const size_t need = sizeof(Header) + n * sizeof(PieceEntry);
-  bool usable = need <= ch.half_bytes();
+  bool usable = want && need <= ch.half_bytes();
   for (const AllreducePiece& p : pieces) {
     usable = usable && (p.count == 0 || (p.in != nullptr && p.out != nullptr));
   }
@@ -241,14 +242,41 @@ Status ReduceSlice(ShmChannel& ch, Layout& layout, int64_t lo, int64_t n, int64_
 
 }  // namespace
 
+bool ShmSingleCopyChooser::Prefer(int64_t bytes) {
+  SizeClass& c = Of(bytes);
+  ++c.ops;
+  if (!c.single.Ready()) return true;
+  if (!c.staged.Ready()) return false;
+  const bool single = c.single.Best() <= c.staged.Best();
+  return c.ops % kExplore == 0 ? !single : single;
+}
+
+void ShmSingleCopyChooser::Record(int64_t bytes, bool single, std::chrono::nanoseconds took) {
+  Way& w = single ? Of(bytes).single : Of(bytes).staged;
+  if (w.samples++ == 0) return;  // the first pays first touches
+  w.ns_per_byte[(w.samples - 2) % kRecent] =
+      static_cast<double>(took.count()) / static_cast<double>(std::max<int64_t>(bytes, 1));
+}
+
+double ShmSingleCopyChooser::Way::Best() const {
+  const int64_t n = std::min<int64_t>(samples - 1, kRecent);
+  return *std::min_element(ns_per_byte.begin(), ns_per_byte.begin() + n);
+}
+
+ShmSingleCopyChooser::SizeClass& ShmSingleCopyChooser::Of(int64_t bytes) {
+  int log2 = 0;
+  while (log2 < 62 && (int64_t{2} << log2) <= bytes) ++log2;  // floor(log2(bytes))
+  return classes_[static_cast<size_t>(std::clamp(log2 - 21, 0, 7))];
+}
+
 Status ShmAllreduceSingleCopy(ShmChannel& ch, const PieceView& view, DataType dtype, ReduceOp op,
-                              ShmSingleCopyScratch* scratch, bool* used) {
+                              bool want, ShmSingleCopyScratch* scratch, bool* used) {
   if (scratch->reduce.empty()) {
     scratch->reduce.resize(2 * static_cast<size_t>(kShmSingleCopyStep));
     scratch->local.reserve(kMaxIov);
     scratch->remote.reserve(kMaxIov);
   }
-  HVD_RETURN_IF_ERROR(ExchangeLayouts(ch, view, scratch, used));
+  HVD_RETURN_IF_ERROR(ExchangeLayouts(ch, view, want, scratch, used));
   if (!*used) return Status::OK();
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   const int64_t count = view.count();

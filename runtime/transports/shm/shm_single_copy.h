@@ -3,6 +3,8 @@
 
 #include <sys/uio.h>
 
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -28,6 +30,39 @@ struct ShmSingleCopyScratch {
 // a CPU's L2 (256 KiB measured best of 64 KiB-1 MiB on the 2-vCPU VM).
 constexpr int64_t kShmSingleCopyStep = int64_t{256} << 10;
 
+// Member 0's choice, per size class, between the single-copy allreduce and the staging halves
+// (HVD_SHM_SINGLE_COPY=auto). Which one is faster depends on the machine and moves with its
+// state: process_vm_readv pins every page it reads. On the 2-vCPU VM, 2 ranks, single copy won
+// at 2-64 MiB one morning (16 MiB 3.22 -> 2.18 ms) and lost by 1.8-3x that evening (16 MiB
+// 1.86 ms staged against 3.4-5.9; process_vm_readv read 6 GB/s where memcpy copied 18), while
+// Open MPI's vader, which reads the same way, slowed alike. Per class (a power of two of
+// bytes): two ops each way first (the first of each is not counted: it pays first touches),
+// then the way with the lower best-of-the-last-four time per byte, and every kExplore-th op
+// the other way, so a change of the machine is noticed. Not thread-safe (one communicator's).
+class ShmSingleCopyChooser {
+ public:
+  static constexpr int64_t kExplore = 64;
+  // Whether the next allreduce of `bytes` should read the peers directly.
+  bool Prefer(int64_t bytes);
+  // One allreduce of `bytes` took `took`, directly (`single`) or staged.
+  void Record(int64_t bytes, bool single, std::chrono::nanoseconds took);
+
+ private:
+  static constexpr int kRecent = 4;
+  struct Way {
+    std::array<double, kRecent> ns_per_byte{};
+    int64_t samples = 0;  // recorded, the uncounted first one included
+    bool Ready() const { return samples >= 2; }
+    double Best() const;
+  };
+  struct SizeClass {
+    Way single, staged;
+    int64_t ops = 0;
+  };
+  SizeClass& Of(int64_t bytes);
+  std::array<SizeClass, 8> classes_;  // 2 MiB (and less), 4 MiB, ..., 128 MiB and more
+};
+
 // Allreduce of the pieces' concatenation (count() > 0, started and validated by the caller),
 // bit-identical to ShmAllreduce of the packed buffer on every member. Member r reduces slice r
 // (SliceElements) in rank order 0..N-1, reading the peers' inputs of that slice straight from
@@ -39,10 +74,11 @@ constexpr int64_t kShmSingleCopyStep = int64_t{256} << 10;
 // ranks: 3.5 buffer lengths, against 5.5 through the halves.
 //
 // `*used` is false, after round 1, when some member cannot take part (a piece without input
-// or output, e.g. a joined rank's, or more pieces than fit in a half): the caller then runs the
+// or output, e.g. a joined rank's, or more pieces than fit in a half) or does not want to
+// (`want` false: member 0's ShmSingleCopyChooser picked the halves): the caller then runs the
 // staged allreduce instead, on every member alike.
 Status ShmAllreduceSingleCopy(ShmChannel& ch, const PieceView& view, DataType dtype, ReduceOp op,
-                              ShmSingleCopyScratch* scratch, bool* used);
+                              bool want, ShmSingleCopyScratch* scratch, bool* used);
 
 }  // namespace hvd::runtime
 

@@ -305,11 +305,12 @@ int ControlPlane(Communicator& comm) {
 // (ranks, staging bytes per rank): 64 KiB forces every large case through many chunks.
 class ShmCollectivesTest : public ::testing::TestWithParam<std::tuple<int, size_t>> {
  protected:
-  void RunAll(const ShmJob::Body& body, int64_t single_copy_bytes = 0) {
+  void RunAll(const ShmJob::Body& body, int64_t single_copy_bytes = 0, bool choose = false) {
     ShmJob::Options options;
     options.size = std::get<0>(GetParam());
     options.buffer_bytes = std::get<1>(GetParam());
     options.single_copy_bytes = single_copy_bytes;
+    options.choose_single_copy = choose;
     ShmJob job(options);
     ASSERT_TRUE(job.error().empty()) << job.error();
     auto outcomes = job.Run(body);
@@ -324,6 +325,12 @@ TEST_P(ShmCollectivesTest, AllreduceEveryDtypeAndOp) { RunAll(AllreduceEverythin
 TEST_P(ShmCollectivesTest, AllreduceSingleCopyEveryDtypeAndOp) {
   if (!CrossMemoryAttachAllowed()) GTEST_SKIP() << "process_vm_readv is not permitted here";
   RunAll(AllreduceSingleCopyEverything, 1);
+}
+// HVD_SHM_SINGLE_COPY=auto: member 0 alone picks single copy or the halves per op (two of each
+// first, then the faster), the others follow its vote; every result is still the reference.
+TEST_P(ShmCollectivesTest, AllreduceWithMemberZeroChoosingTheWayEveryDtypeAndOp) {
+  if (!CrossMemoryAttachAllowed()) GTEST_SKIP() << "process_vm_readv is not permitted here";
+  RunAll(AllreduceSingleCopyEverything, 1, true);
 }
 TEST_P(ShmCollectivesTest, AllreducePiecesSingleCopyEqualPackedAllreduce) {
   if (!CrossMemoryAttachAllowed()) GTEST_SKIP() << "process_vm_readv is not permitted here";

@@ -23,6 +23,7 @@ std::vector<RankOutcome> ShmJob::Run(const Body& body) {
     options.size = o.size;
     options.buffer_bytes = o.buffer_bytes;
     options.single_copy_bytes = o.single_copy_bytes;
+    options.choose_single_copy = o.choose_single_copy;
     options.timeout = o.comm_timeout;
     auto comm = runtime::CreateShmCommunicator(options);
     if (!comm.ok()) {

@@ -27,8 +27,9 @@ class ShmJob {
     std::chrono::seconds deadline{120};
     unsigned child_alarm = 150;
     size_t buffer_bytes = size_t{4} << 20;
-    int64_t single_copy_bytes = 0;  // ShmOptions::single_copy_bytes (0: staging only)
-    std::vector<int> victims;       // ranks expected to die or be stopped
+    int64_t single_copy_bytes = 0;    // ShmOptions::single_copy_bytes (0: staging only)
+    bool choose_single_copy = false;  // ShmOptions::choose_single_copy
+    std::vector<int> victims;         // ranks expected to die or be stopped
   };
 
   explicit ShmJob(Options options);

@@ -24,6 +24,14 @@ TEST(RuntimeConfigTest, DefaultsAreASingleRank) {
   EXPECT_TRUE(c->rendezvous_addr.empty());
   EXPECT_EQ(c->heartbeat_timeout, std::chrono::milliseconds(5000));
   EXPECT_EQ(c->shm_single_copy_bytes, int64_t{2} << 20);
+  EXPECT_EQ(c->shm_single_copy, "auto");
+  auto always = Load({{"HVD_SHM_SINGLE_COPY", "Always"}});
+  ASSERT_TRUE(always.ok()) << always.status().ToString();
+  EXPECT_EQ(always->shm_single_copy, "always");
+  EXPECT_EQ(always->shm_single_copy_bytes, int64_t{2} << 20);
+  auto never = Load({{"HVD_SHM_SINGLE_COPY", "never"}, {"HVD_SHM_SINGLE_COPY_BYTES", "1"}});
+  ASSERT_TRUE(never.ok()) << never.status().ToString();
+  EXPECT_EQ(never->shm_single_copy_bytes, 0);
   EXPECT_EQ(c->tcp_congestion, "auto");
   for (const char* name : {"system", "cubic", "bbr", "reno", "auto"}) {
     auto cc = Load({{"HVD_TCP_CONGESTION", name}});
@@ -205,6 +213,7 @@ TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
       {{{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "-1"}}, "HVD_HEARTBEAT_TIMEOUT_SECONDS"},
       {{{"HVD_SHM_SINGLE_COPY_BYTES", "-1"}}, "HVD_SHM_SINGLE_COPY_BYTES"},
       {{{"HVD_SHM_SINGLE_COPY_BYTES", "2M"}}, "HVD_SHM_SINGLE_COPY_BYTES"},
+      {{{"HVD_SHM_SINGLE_COPY", "sometimes"}}, "HVD_SHM_SINGLE_COPY"},
       {{{"HVD_TCP_CONGESTION", "Cubic"}}, "HVD_TCP_CONGESTION"},
       {{{"HVD_TCP_CONGESTION", "bbr; rm -rf"}}, "HVD_TCP_CONGESTION"},
       {{{"HVD_TCP_CONGESTION", "a_name_of_16chrs"}}, "HVD_TCP_CONGESTION"},
