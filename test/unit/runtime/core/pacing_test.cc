@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -159,69 +160,72 @@ int CountFinished(runtime::Runtime& rt, const std::vector<int64_t>& handles) {
   return done;
 }
 
+// On 2 thread-ranks with HVD_CYCLE_TIME = `cycle_time`: each rank enqueues `count` allreduces
+// `gap` apart (EnqueueSpaced), runs `then` on their handles (which must leave them complete, or
+// wait for them), and checks every sum.
+using HeldBody = std::function<void(int rank, runtime::Runtime& rt, Clock::time_point start,
+                                    const std::vector<int64_t>& handles)>;
+void RunBatch(int count, std::chrono::milliseconds gap, std::chrono::microseconds cycle_time,
+              const HeldBody& then) {
+  RunRanks(
+      2,
+      [&](int rank, runtime::Runtime& rt) {
+        std::vector<std::vector<float>> buffers;
+        const auto start = Clock::now();
+        auto handles = EnqueueSpaced(rt, rank, count, gap, &buffers);
+        ASSERT_EQ(handles.size(), static_cast<size_t>(count));
+        then(rank, rt, start, handles);
+        for (int64_t h : handles) EXPECT_TRUE(WaitAndRelease(rt, h, 30).ok());
+        for (const auto& b : buffers) EXPECT_EQ(b[0], 3.0f);
+      },
+      [&](runtime::RuntimeConfig* c) { c->cycle_time = cycle_time; });
+}
+
 TEST(PacingTest, AnAsynchronousBatchIsHeldUntilItsCallerWaits) {
   // Given a cycle time far longer than the test, when each rank enqueues 8 allreduces 3 ms
   // apart and waits 20 ms more, then none has run (the background thread held the batch
   // instead of running a cycle per enqueue; at most the first can have been taken by an idle
   // cycle that was under way at that moment, on both ranks at once), and once the caller
   // waits, all of them complete at once with the right sums: the wait ended the hold.
-  RunRanks(
-      2,
-      [](int rank, runtime::Runtime& rt) {
-        std::vector<std::vector<float>> buffers;
-        auto handles = EnqueueSpaced(rt, rank, 8, std::chrono::milliseconds(3), &buffers);
-        ASSERT_EQ(handles.size(), 8u);
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        EXPECT_LE(CountFinished(rt, handles), 1) << "cycles ran while the batch was enqueued";
-        const auto t0 = Clock::now();
-        for (int64_t h : handles) EXPECT_TRUE(WaitAndRelease(rt, h, 30).ok());
-        EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10)) << "the wait did not end the hold";
-        for (const auto& b : buffers) EXPECT_EQ(b[0], 3.0f);
-      },
-      [](runtime::RuntimeConfig* c) { c->cycle_time = std::chrono::seconds(60); });
+  RunBatch(8, std::chrono::milliseconds(3), std::chrono::seconds(60),
+           [](int, runtime::Runtime& rt, Clock::time_point, const std::vector<int64_t>& handles) {
+             std::this_thread::sleep_for(std::chrono::milliseconds(20));
+             EXPECT_LE(CountFinished(rt, handles), 1) << "cycles ran while the batch was enqueued";
+             const auto t0 = Clock::now();
+             for (int64_t h : handles) EXPECT_TRUE(rt.Wait(h, std::chrono::seconds(30)).ok());
+             EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10))
+                 << "the wait did not end the hold";
+           });
 }
 
 TEST(PacingTest, APollEndsTheHold) {
   // A caller that polls (Runtime::Poll, what hvd_poll calls) is waiting: its held batch runs
   // at once, not after the cycle time (60 s here).
-  RunRanks(
-      2,
-      [](int rank, runtime::Runtime& rt) {
-        std::vector<std::vector<float>> buffers;
-        auto handles = EnqueueSpaced(rt, rank, 4, std::chrono::milliseconds(1), &buffers);
-        ASSERT_EQ(handles.size(), 4u);
-        const auto deadline = Clock::now() + std::chrono::seconds(10);
-        for (int64_t h : handles) {
-          while (!rt.Poll(h).value() && Clock::now() < deadline) {
-            std::this_thread::sleep_for(std::chrono::microseconds(200));
-          }
-        }
-        EXPECT_EQ(CountFinished(rt, handles), 4) << "rank " << rank << ": polls left it held";
-        for (int64_t h : handles) EXPECT_TRUE(WaitAndRelease(rt, h, 0).ok());
-        for (const auto& b : buffers) EXPECT_EQ(b[0], 3.0f);
-      },
-      [](runtime::RuntimeConfig* c) { c->cycle_time = std::chrono::seconds(60); });
+  RunBatch(4, std::chrono::milliseconds(1), std::chrono::seconds(60),
+           [](int rank, runtime::Runtime& rt, Clock::time_point start,
+              const std::vector<int64_t>& handles) {
+             for (int64_t h : handles) {
+               while (!rt.Poll(h).value() && Clock::now() < start + std::chrono::seconds(10)) {
+                 std::this_thread::sleep_for(std::chrono::microseconds(200));
+               }
+             }
+             EXPECT_EQ(CountFinished(rt, handles), 4) << "rank " << rank << ": polls left it held";
+           });
 }
 
 TEST(PacingTest, TheCycleTimeBoundsTheHold) {
   // Nobody waits or polls through the runtime: each rank's batch runs when the cycle time
   // (300 ms) has passed since its first enqueue, and not before.
-  RunRanks(
-      2,
-      [](int rank, runtime::Runtime& rt) {
-        std::vector<std::vector<float>> buffers;
-        const auto t0 = Clock::now();
-        auto handles = EnqueueSpaced(rt, rank, 4, std::chrono::milliseconds(1), &buffers);
-        ASSERT_EQ(handles.size(), 4u);
-        while (CountFinished(rt, handles) < 4 && Clock::now() < t0 + std::chrono::seconds(20)) {
+  RunBatch(
+      4, std::chrono::milliseconds(1), std::chrono::milliseconds(300),
+      [](int rank, runtime::Runtime& rt, Clock::time_point start,
+         const std::vector<int64_t>& handles) {
+        while (CountFinished(rt, handles) < 4 && Clock::now() < start + std::chrono::seconds(20)) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
-        EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(250)) << "not held";
+        EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(250)) << "not held";
         EXPECT_EQ(CountFinished(rt, handles), 4) << "rank " << rank << ": the batch never ran";
-        for (int64_t h : handles) EXPECT_TRUE(WaitAndRelease(rt, h, 0).ok());
-        for (const auto& b : buffers) EXPECT_EQ(b[0], 3.0f);
-      },
-      [](runtime::RuntimeConfig* c) { c->cycle_time = std::chrono::milliseconds(300); });
+      });
 }
 
 }  // namespace
