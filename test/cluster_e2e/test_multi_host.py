@@ -33,13 +33,18 @@ def cmdline(pid):
         return ""
 
 
+# The cluster's own daemons in the host namespaces: the sshd listeners, and slurmd/munged when
+# the Slurm tests' fixture (slurm_up) is up at the same time (ctest -j).
+DAEMONS = ("/usr/sbin/sshd", "/usr/sbin/slurmd", "/usr/sbin/munged")
+
+
 def job_processes_on_hosts():
-    """Everything in the host namespaces except the sshd listeners."""
+    """Everything in the host namespaces except the cluster's own daemons."""
     left = []
     for host in ADDRS:
         for pid in netns_pids(host):
             line = cmdline(pid)
-            if line and "[listener]" not in line and not line.startswith("/usr/sbin/sshd"):
+            if line and "[listener]" not in line and not line.startswith(DAEMONS):
                 left.append((host, pid, line))
     return left
 
