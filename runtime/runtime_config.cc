@@ -64,20 +64,21 @@ Status LoadTopology(const env::Environment& env, RuntimeConfig* c) {
   return Status::OK();
 }
 
+// A string knob's value, lower-cased (the mode names are case-insensitive).
+Result<std::string> GetLowered(const env::Environment& env, const char* var) {
+  HVD_ASSIGN_OR_RETURN(std::string value, env.GetString(var));
+  for (char& ch : value) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return value;
+}
+
 Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
   HVD_ASSIGN_OR_RETURN(c->rendezvous_addr, env.GetString("HVD_RENDEZVOUS_ADDR"));
   HVD_ASSIGN_OR_RETURN(c->rendezvous_port, IntIn(env, "HVD_RENDEZVOUS_PORT", 0, 65535));
   HVD_ASSIGN_OR_RETURN(c->secret_fd, IntIn(env, "HVD_SECRET_FD", -1, kMaxInt32));
   HVD_ASSIGN_OR_RETURN(c->job_id, env.GetString("HVD_JOB_ID"));
   HVD_ASSIGN_OR_RETURN(c->gloo_iface, env.GetString("HVD_GLOO_IFACE"));
-  HVD_ASSIGN_OR_RETURN(c->cpu_operations, env.GetString("HVD_CPU_OPERATIONS"));
-  for (char& ch : c->cpu_operations) {
-    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  }
-  HVD_ASSIGN_OR_RETURN(c->controller, env.GetString("HVD_CONTROLLER"));
-  for (char& ch : c->controller) {
-    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  }
+  HVD_ASSIGN_OR_RETURN(c->cpu_operations, GetLowered(env, "HVD_CPU_OPERATIONS"));
+  HVD_ASSIGN_OR_RETURN(c->controller, GetLowered(env, "HVD_CONTROLLER"));
   if (c->launched_by_mpirun) {
     if (!env.IsSet("HVD_CONTROLLER")) c->controller = "mpi";
     if (!env.IsSet("HVD_CPU_OPERATIONS")) c->cpu_operations = "mpi";
@@ -115,9 +116,7 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
                        IntIn(env, "HVD_SHM_BUFFER_BYTES", int64_t{8} << 10, int64_t{1} << 32));
   HVD_ASSIGN_OR_RETURN(c->shm_single_copy_bytes,
                        IntIn(env, "HVD_SHM_SINGLE_COPY_BYTES", 0, int64_t{1} << 62));
-  HVD_ASSIGN_OR_RETURN(c->shm_single_copy, env.GetString("HVD_SHM_SINGLE_COPY"));
-  for (char& ch : c->shm_single_copy)
-    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  HVD_ASSIGN_OR_RETURN(c->shm_single_copy, GetLowered(env, "HVD_SHM_SINGLE_COPY"));
   if (c->shm_single_copy.empty()) c->shm_single_copy = "auto";
   if (c->shm_single_copy != "auto" && c->shm_single_copy != "always" &&
       c->shm_single_copy != "never") {
@@ -234,8 +233,7 @@ Status LoadAutotune(const env::Environment& env, RuntimeConfig* c) {
 Status LoadGpu(const env::Environment& env, RuntimeConfig* c) {
   const char* var = "HVD_GPU_OPERATIONS";
   if (!env.IsSet(var) && env.IsSet("HVD_GPU_ALLREDUCE")) var = "HVD_GPU_ALLREDUCE";
-  HVD_ASSIGN_OR_RETURN(std::string mode, env.GetString(var));
-  for (char& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  HVD_ASSIGN_OR_RETURN(std::string mode, GetLowered(env, var));
   if (mode.empty()) mode = "auto";
   if (mode == "mpi" || mode == "gloo") mode = "cpu";
   if (mode != "auto" && mode != "nccl" && mode != "cpu") {

@@ -256,15 +256,14 @@ void Runtime::Loop() {
       // the caller's next iteration takes it, and HandBack wakes this thread when it stops.
       wake_cv_.wait_for(lock, interval,
                         [&] { return (wake_ && drivers_.load() == 0) || abort_requested_; });
-      if (abort_requested_) break;  // Abort() fails the handles
       // The batch an asynchronous enqueue started goes into one cycle whole: started while
       // the caller is still enqueueing, the cycle would take part of it, its peers another
       // part, and the rest would follow in more cycles (100 x 16 KiB at 2 ranks ran in 3-10
-      // cycles half of the time, 400-640 us per batch against 200-250 in one).
+      // cycles half of the time). Measured: docs/runtime.md "Known gaps" (4b).
       while (hold_ && wake_ && !abort_requested_ && drivers_.load() == 0) {
         if (wake_cv_.wait_until(lock, hold_until_) == std::cv_status::timeout) break;
       }
-      if (abort_requested_) break;
+      if (abort_requested_) break;  // Abort() fails the handles
       if (drivers_.load() > 0) {
         interval = kIdleStart;
         continue;

@@ -33,9 +33,9 @@ def cmdline(pid):
         return ""
 
 
-# The cluster's own daemons in the host namespaces: the sshd listeners, and slurmd/munged when
-# the Slurm tests' fixture (slurm_up) is up at the same time (ctest -j).
-DAEMONS = ("/usr/sbin/sshd", "/usr/sbin/slurmd", "/usr/sbin/munged")
+# The cluster's own daemons in the host namespaces: the sshd listeners, and slurmd when the
+# Slurm tests' fixture (slurm_up) is up at the same time (ctest -j; munged runs outside them).
+DAEMONS = ("/usr/sbin/sshd", "/usr/sbin/slurmd")
 
 
 def job_processes_on_hosts():

@@ -34,6 +34,7 @@ class Stream(threading.Thread):
     def __init__(self, pipe):
         super().__init__(daemon=True)
         self.pipe, self.text, self.cond = pipe, "", threading.Condition()
+        self.closed = False
         self.start()
 
     def run(self):
@@ -44,8 +45,6 @@ class Stream(threading.Thread):
         with self.cond:
             self.closed = True
             self.cond.notify_all()
-
-    closed = False
 
     def wait_for(self, needle, deadline):
         with self.cond:
