@@ -75,6 +75,7 @@ int Agent::Run() {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   if (ReadHello(signal_fd)) Loop(signal_fd);
   ::close(signal_fd);
+  for (const std::string& line : leftovers_.CleanUp()) Diagnose(line);
   return exit_code_;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "launcher/agent_protocol.h"
+#include "launcher/rank_leftovers.h"
 
 namespace hvd::agent {
 
@@ -103,7 +104,8 @@ class Agent {
   std::string setup_error_;  // why no rank can start (cwd, key memfd); "" = none
   int key_fd_ = -1;
   std::map<uint32_t, Rank> ranks_;
-  std::string out_;  // frames not yet written to out_fd
+  launcher::RankLeftovers leftovers_;  // cleaned up once every rank has ended (Run)
+  std::string out_;                    // frames not yet written to out_fd
   bool out_broken_ = false;
   bool control_open_ = true;
   bool shutting_down_ = false;

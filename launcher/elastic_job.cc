@@ -312,6 +312,7 @@ void ElasticJob::Spawn(int id, const std::string& host, int slot, int rank, int 
   Proc& p = procs_[id];
   p.host = host;
   if (request.remote) return SpawnRemote(id, request);
+  if (context_.leftovers != nullptr) context_.leftovers->Add(request.env);
   Result<SpawnedRank> spawned = context_.spawner->Spawn(request);
   if (!spawned.ok()) {
     PrintToUser("cannot start worker " + std::to_string(id) + " on " + host + ": " +

@@ -18,6 +18,7 @@
 #include "launcher/elastic_driver.h"
 #include "launcher/launch_spec.h"
 #include "launcher/output_forwarder.h"
+#include "launcher/rank_leftovers.h"
 #include "launcher/rank_spawner.h"
 #include "launcher/rendezvous_server.h"
 #include "launcher/signal_channel.h"
@@ -60,6 +61,7 @@ struct ElasticJobContext {
   SignalChannel* signals = nullptr;
   RankSpawner* spawner = nullptr;
   OutputForwarder* output = nullptr;
+  RankLeftovers* leftovers = nullptr;  // notes each local worker's environment; may be null
 };
 
 // The event loop of an elastic job: it carries out the ElasticDriver's decisions with

@@ -24,6 +24,7 @@
 #include "launcher/local_spawner.h"
 #include "launcher/multi_host.h"
 #include "launcher/network_interface.h"
+#include "launcher/rank_leftovers.h"
 #include "launcher/runtime_library.h"
 #include "launcher/srun_command.h"
 #include "launcher/ssh_agent_link.h"
@@ -268,11 +269,14 @@ int Launch(const LaunchSpec& spec, const env::Environment& env,
   context.signals = &*signals;
   context.spawner = &spawner;
   context.output = &output;
+  RankLeftovers leftovers;
+  context.leftovers = &leftovers;
   int code;
   {
     ElasticJob elastic_job(context, DriverOptions(spec, first_hosts));
     code = elastic_job.Run(first_hosts);
   }
+  for (const std::string& line : leftovers.CleanUp()) PrintStep(spec.verbose, line);
   network->agents.reset();  // remote workers are gone before the rendezvous server stops
   if (poller) poller->Stop();
   (*server)->Stop();

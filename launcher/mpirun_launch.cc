@@ -15,6 +15,7 @@
 #include "launcher/dry_run.h"
 #include "launcher/exit_codes.h"
 #include "launcher/mpirun_command.h"
+#include "launcher/rank_leftovers.h"
 #include "launcher/runtime_library.h"
 #include "launcher/signal_channel.h"
 #include "launcher/worker_env.h"
@@ -171,7 +172,11 @@ int RunMpirunMode(const LaunchSpec& spec, const env::Environment& env, const Job
     PrintToUser(std::string("error: cannot start mpirun: fork: ") + strerror(errno));
     return kExitLaunchFailed;
   }
-  return WaitChild(pid, *signals);
+  const int code = WaitChild(pid, *signals);
+  RankLeftovers leftovers;  // this host's ranks (mpirun's children) have ended with it
+  leftovers.Add(vars);
+  for (const std::string& line : leftovers.CleanUp()) PrintStep(spec.verbose, line);
+  return code;
 }
 
 }  // namespace hvd::launcher

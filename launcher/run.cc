@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/job_key.h"
 #include "launcher/agent_spawner.h"
@@ -23,6 +24,7 @@
 #include "launcher/mpirun_launch.h"
 #include "launcher/multi_host.h"
 #include "launcher/preflight.h"
+#include "launcher/rank_leftovers.h"
 #include "launcher/rendezvous_server.h"
 #include "launcher/runtime_library.h"
 #include "launcher/signal_channel.h"
@@ -137,8 +139,13 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
                             ForwardableStdin()};
   PrintStep(spec.verbose,
             "starting " + std::to_string(job.size) + " ranks: " + ShellJoin(spec.command));
-  JobOutcome outcome = JobController(control, spawner, output, signals)
-                           .Run(BuildRequests(spec, env, plan, job, secret_fd));
+  std::vector<SpawnRequest> requests = BuildRequests(spec, env, plan, job, secret_fd);
+  RankLeftovers leftovers;
+  for (const SpawnRequest& request : requests) {
+    if (!request.remote) leftovers.Add(request.env);
+  }
+  JobOutcome outcome = JobController(control, spawner, output, signals).Run(std::move(requests));
+  for (const std::string& line : leftovers.CleanUp()) PrintStep(spec.verbose, line);
   int code = ExitCodeOf(outcome);
   if (code != kExitOk) {
     PrintToUser(FormatFailureSummary(outcome, [&](int r) { return output.StderrTail(r); }));

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <vector>
 
+#include "timeline/timeline_repair.h"
+
 namespace hvd::timeline {
 namespace {
 
@@ -230,14 +232,17 @@ Result<TimelineSummary> SummarizeFile(const std::string& path) {
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
+  std::string text = buffer.str();
+  const bool torn = RepairTornTimelineText(&text);
   nlohmann::json trace;
   try {
-    trace = nlohmann::json::parse(buffer.str());
+    trace = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     return Status::InvalidArgument(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
   }
   Result<TimelineSummary> summary = Summarize(trace);
   if (!summary.ok()) return summary.status().WithContext("'" + path + "'");
+  summary->torn_growth = torn;
   return summary;
 }
 
@@ -274,6 +279,11 @@ std::string FormatSummary(const TimelineSummary& s) {
   if (s.unmatched_ends > 0 || s.open_spans > 0) {
     out += fmt::format("\n{} unmatched end events, {} spans never closed\n", s.unmatched_ends,
                        s.open_spans);
+  }
+  if (s.torn_growth) {
+    out +=
+        "\nthe file was torn mid-growth by a killed writer (two closing brackets); read as "
+        "repaired: `hvd-timeline repair FILE` fixes the file\n";
   }
   return out;
 }

@@ -53,11 +53,13 @@ struct TimelineSummary {
   std::map<std::pair<std::string, std::string>, SpanStats> by_rank;    // ("rank N", op type)
   int64_t unmatched_ends = 0;  // E without an open B (e.g. dropped events)
   int64_t open_spans = 0;      // B never closed (e.g. the job was killed)
+  // The file was torn mid-growth (timeline_repair.h) and was read as repaired.
+  bool torn_growth = false;
 };
 
 Result<TimelineSummary> Summarize(const nlohmann::json& trace);
 // Errors name the file: kNotFound / kIoError when unreadable, kInvalidArgument when it is
-// not a JSON trace.
+// not a JSON trace. A file a killed writer tore mid-growth is read as repaired (torn_growth).
 Result<TimelineSummary> SummarizeFile(const std::string& path);
 
 // Bytes per element for Horovod/torch/numpy dtype spellings ("float32", "HOROVOD_FLOAT32",

@@ -1,5 +1,6 @@
 #include "timeline/timeline_tool.h"
 
+#include "timeline/timeline_repair.h"
 #include "timeline/timeline_summary.h"
 
 namespace hvd::timeline {
@@ -7,10 +8,14 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: hvd-timeline summary FILE\n"
+    "       hvd-timeline repair FILE\n"
     "\n"
-    "Summarises a timeline written with hvdrun --timeline-filename (or by Horovod):\n"
-    "per operation type and per tensor, the count, total and mean time, bytes, and the\n"
-    "share of time spent negotiating, transferring (backend collectives) and copying.\n";
+    "summary: summarises a timeline written with hvdrun --timeline-filename (or by\n"
+    "Horovod): per operation type and per tensor, the count, total and mean time, bytes,\n"
+    "and the share of time spent negotiating, transferring (backend collectives) and\n"
+    "copying.\n"
+    "repair: fixes a timeline whose writer was killed while it grew the file (two closing\n"
+    "brackets; hvdrun repairs its job's timeline itself when it outlives the writer).\n";
 
 }  // namespace
 
@@ -19,14 +24,25 @@ int RunTimelineTool(const std::vector<std::string>& args, std::ostream& out, std
     out << kUsage;
     return kToolOk;
   }
-  if (args.empty() || args[0] != "summary") {
+  if (args.empty() || (args[0] != "summary" && args[0] != "repair")) {
     if (!args.empty()) err << "hvd-timeline: unknown command '" << args[0] << "'\n";
     err << kUsage;
     return kToolUsageError;
   }
   if (args.size() != 2) {
-    err << "hvd-timeline: 'summary' takes exactly one FILE\n" << kUsage;
+    err << "hvd-timeline: '" << args[0] << "' takes exactly one FILE\n" << kUsage;
     return kToolUsageError;
+  }
+  if (args[0] == "repair") {
+    Result<bool> repaired = RepairTornTimelineFile(args[1]);
+    if (!repaired.ok()) {
+      err << "hvd-timeline: " << repaired.status().message() << "\n";
+      return kToolFileError;
+    }
+    out << args[1]
+        << (*repaired ? ": repaired (the closing bracket of the torn growth is now spaces)\n"
+                      : ": not torn mid-growth; left as it is\n");
+    return kToolOk;
   }
   Result<TimelineSummary> summary = SummarizeFile(args[1]);
   if (!summary.ok()) {

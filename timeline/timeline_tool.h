@@ -6,7 +6,8 @@
 #include <vector>
 
 // The `hvd-timeline` command, minus main(): `hvd-timeline summary FILE` prints the tables
-// of FormatSummary. Exit codes: 0 success; 1 the file is missing, unreadable or not a
+// of FormatSummary; `hvd-timeline repair FILE` mends a file torn mid-growth
+// (timeline_repair.h). Exit codes: 0 success; 1 the file is missing, unreadable or not a
 // trace (the message names the file); 2 usage error. Thread-compatible.
 namespace hvd::timeline {
 

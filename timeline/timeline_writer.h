@@ -29,7 +29,8 @@
 // spaces and a new "\n]\n" are written past the end, then the old closing bracket becomes
 // spaces. Between those two writes (once per growth: the region doubles from 64 KiB up to
 // steps of 4 MiB) the file has two closing brackets; that is the one moment a SIGKILL leaves a
-// file a strict JSON parser refuses (everything up to the first "]" is intact). Only a single
+// file a strict JSON parser refuses (everything up to the first "]" is intact); such a file is
+// mended afterwards (timeline_repair.h: hvdrun, hvd-agent, hvd-timeline). Only a single
 // record longer than a page still crosses a boundary. Close() drains what is queued, appends a
 // metadata record
 // {"name":"hvd_dropped_events","ph":"M","args":{"dropped_events":N}}, logs a warning if

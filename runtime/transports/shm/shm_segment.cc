@@ -9,10 +9,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
 
 #include "common/logging.h"
+#include "common/shm_names.h"
 
 namespace hvd::runtime {
 namespace {
@@ -38,19 +38,6 @@ size_t SlotsOffset(int size) {
 
 size_t TotalBytes(int size, size_t half_bytes) {
   return SlotsOffset(size) + static_cast<size_t>(size) * 2 * half_bytes;
-}
-
-// A name unique on this host for (job, scope, creator pid), valid for shm_open.
-std::string SegmentName(const std::string& job_id, const std::string& scope) {
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  for (char c : job_id + '\n' + scope) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ULL;
-  }
-  char name[64];
-  std::snprintf(name, sizeof(name), "/hvd-%016llx-%d", static_cast<unsigned long long>(h),
-                static_cast<int>(getpid()));
-  return name;
 }
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
@@ -113,7 +100,7 @@ namespace {
 // here, not a SIGBUS at first touch). Returns the descriptor; sets *name.
 Result<int> CreateFile(const ShmSegment::Options& o, size_t total, const std::string& what,
                        std::string* name) {
-  *name = SegmentName(o.job_id, o.scope);
+  *name = control::ShmSegmentName(o.job_id, o.scope, getpid());
   const int fd = shm_open(name->c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) return Status::IoError(Errno(what + ": shm_open " + *name));
   const int err = posix_fallocate(fd, 0, static_cast<off_t>(total));

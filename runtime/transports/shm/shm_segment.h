@@ -33,9 +33,11 @@ enum ShmFailure : uint32_t { kShmHealthy = 0, kShmBroken = 1, kShmAborted = 2 };
 
 // ShmSegment is one group's shared-memory mapping: a header, one ShmMember per member, and per
 // member two staging halves of `half_bytes` each (page aligned). Made by Open; the name exists
-// in /dev/shm only between member 0's shm_open and the moment every member has mapped it, so a
-// killed job leaves nothing behind. Immutable after Open except through the atomics and the
-// staging memory, whose protocol belongs to ShmChannel. Not copyable; unmaps on destruction.
+// in /dev/shm (common/shm_names.h) only between member 0's shm_open and the moment every member
+// has mapped it; a member 0 killed in that window leaves the name, which hvdrun or hvd-agent
+// removes once the job's ranks on the host have ended (launcher/rank_leftovers.h). Immutable after
+// Open except through the atomics and the staging memory, whose protocol belongs to ShmChannel. Not
+// copyable; unmaps on destruction.
 class ShmSegment {
  public:
   struct Options {

@@ -317,7 +317,7 @@ class ShmCollectivesTest : public ::testing::TestWithParam<std::tuple<int, size_
     ASSERT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
     for (const auto& out : outcomes)
       ASSERT_TRUE(out.exited && out.exit_code == 0) << Describe(outcomes);
-    EXPECT_TRUE(LeftoverSegments(job.pids()).empty());
+    EXPECT_TRUE(LeftoverSegments(job.job_id()).empty());
   }
 };
 

@@ -82,7 +82,7 @@ class ShmKillTest : public ::testing::TestWithParam<std::tuple<int, size_t>> {
     EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
     EXPECT_EQ(outcomes[victim].signal, SIGKILL) << Describe(outcomes);
     ExpectSurvivorsOk(outcomes, victim);
-    EXPECT_TRUE(LeftoverSegments(job.pids()).empty());
+    EXPECT_TRUE(LeftoverSegments(job.job_id()).empty());
   }
 };
 
@@ -161,7 +161,7 @@ TEST(ShmFailure, KilledJobLeavesNothingInDevShm) {
     return 1;
   });
   for (const auto& out : outcomes) EXPECT_EQ(out.signal, SIGKILL) << Describe(outcomes);
-  EXPECT_TRUE(LeftoverSegments(job.pids()).empty());
+  EXPECT_TRUE(LeftoverSegments(job.job_id()).empty());
 }
 
 // Given staging too large for /dev/shm, when the group is created, then member 0 fails with
@@ -192,7 +192,7 @@ TEST(ShmFailure, SegmentTooLargeForDevShmFailsEveryMemberFast) {
     return 0;
   });
   EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
-  EXPECT_TRUE(LeftoverSegments(job.pids()).empty());
+  EXPECT_TRUE(LeftoverSegments(job.job_id()).empty());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "common/shm_names.h"
 #include "runtime/transports/shm/shm_communicator.h"
 
 namespace hvd::test {
@@ -42,20 +43,13 @@ std::vector<RankOutcome> ShmJob::RunRaw(const RawBody& body) {
                   [&](int rank, control::KvClient& kv) { return body(rank, kv, job_.scope()); });
 }
 
-std::vector<std::string> LeftoverSegments(const std::vector<pid_t>& pids) {
+std::vector<std::string> LeftoverSegments(const std::string& job_id) {
   std::vector<std::string> found;
+  const std::string prefix = control::ShmSegmentPrefix(job_id);
   DIR* dir = opendir("/dev/shm");
   if (dir == nullptr) return found;
   while (dirent* e = readdir(dir)) {
-    const std::string name = e->d_name;
-    if (name.rfind("hvd-", 0) != 0) continue;
-    for (pid_t pid : pids) {
-      const std::string suffix = "-" + std::to_string(pid);
-      if (name.size() > suffix.size() &&
-          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-        found.push_back(name);
-      }
-    }
+    if (std::string(e->d_name).rfind(prefix, 0) == 0) found.push_back(e->d_name);
   }
   closedir(dir);
   return found;

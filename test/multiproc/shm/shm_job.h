@@ -39,16 +39,15 @@ class ShmJob {
 
   const std::string& error() const { return job_.error(); }
   const std::string& job_id() const { return job_.job_id(); }
-  // Pids of the children of the last run (also after they were reaped).
-  const std::vector<pid_t>& pids() const { return job_.pids(); }
 
  private:
   Options options_;
   ForkedJob job_;
 };
 
-// Entries of /dev/shm that a shared-memory segment of one of `pids` would have.
-std::vector<std::string> LeftoverSegments(const std::vector<pid_t>& pids);
+// Entries of /dev/shm of job `job_id`'s shared-memory segments (common/shm_names.h): by the job,
+// not by creator pid, so a name another test leaked under a pid since reused never matches.
+std::vector<std::string> LeftoverSegments(const std::string& job_id);
 
 }  // namespace hvd::test
 

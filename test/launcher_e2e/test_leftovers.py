@@ -1,0 +1,71 @@
+"""What a killed rank leaves on its host, cleaned up by hvdrun once the job's ranks have ended
+(launcher/rank_leftovers.h): a shared-memory segment whose group never formed, and a timeline
+torn mid-growth."""
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from hvdrun_harness import HVDRUN, require_hvdrun, run
+
+STEP_BENCH = os.environ.get("HVD_STEP_BENCH", "")
+
+
+def shm_entries(prefix):
+    return sorted(n for n in os.listdir("/dev/shm") if n.startswith(prefix))
+
+
+def test_a_segment_whose_group_never_formed_is_removed(tmp_path):
+    # Given 2 ranks where rank 1 asks for other staging than rank 0 (HVD_SHM_BUFFER_BYTES), so
+    # it cannot map rank 0's segment and fails, while rank 0 waits for it with the segment's
+    # name in /dev/shm; hvdrun then ends rank 0 with SIGTERM in that window
+    if not STEP_BENCH or not os.access(STEP_BENCH, os.X_OK):
+        pytest.fail("HVD_STEP_BENCH must name the built hvd-step-bench (CTest sets it)")
+    script = tmp_path / "rank.sh"
+    script.write_text('if [ "$HVD_RANK" = 1 ]; then export HVD_SHM_BUFFER_BYTES=8388608; fi\n'
+                      'exec "$1" --steps 3\n')
+    proc = run(["-np", "2", "--verbose", "--start-timeout", "60", "sh", str(script), STEP_BENCH],
+               timeout=120, env=dict(os.environ, HVD_CPU_OPERATIONS="shm"))
+    err = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 1, err
+    found = re.search(r"segment /(hvd-[0-9a-f]{16}-)[0-9a-f]{16}-\d+ has another size", err)
+    assert found, err
+    # Then once hvdrun has exited, nothing of the job is left in /dev/shm, and --verbose said
+    # what it removed
+    assert shm_entries(found.group(1)) == [], err
+    assert re.search(r"removed /dev/shm/%s\S+, left by a rank killed" % found.group(1), err), err
+
+
+# A torn timeline as a writer killed between the two writes of a growth leaves it
+# (timeline/timeline_writer.h): records, spaces, the old "\n]\n" at the end of a page, spaces,
+# the new "\n]\n" at the end of the next page.
+TORN = ('[\n{"name":"process_name","ph":"M","pid":0,"args":{"name":"rank 0"}}'.ljust(4093) +
+        "\n]\n" + " " * 4093 + "\n]\n")
+
+
+@pytest.mark.parametrize("mode", ["static", "elastic"])
+def test_a_timeline_torn_by_a_killed_writer_is_repaired(tmp_path, mode):
+    # Given rank 0 that leaves its timeline (a path relative to the job's directory) torn
+    # mid-growth and is SIGKILLed, as a writer killed in that window would be
+    rank = tmp_path / "rank.py"
+    rank.write_text(
+        "import os, signal, sys\n"
+        "if os.environ['HVD_RANK'] == '0':\n"
+        "    with open(os.environ['HVD_TIMELINE'], 'w') as f:\n"
+        "        f.write(sys.argv[1])\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    args = ["-np", "2", "--verbose", "--timeline-filename", "trace.json"]
+    if mode == "elastic":
+        args += ["--min-np", "2", "--max-np", "2", "-H", "localhost:2"]
+    require_hvdrun()
+    proc = subprocess.run([HVDRUN] + args + ["/usr/bin/python3", str(rank), TORN],
+                          cwd=tmp_path, capture_output=True, timeout=120)
+    err = proc.stderr.decode(errors="replace")
+    assert proc.returncode != 0, err
+    # Then hvdrun repaired it: it parses, holding the record, and --verbose said so
+    with open(tmp_path / "trace.json") as f:
+        trace = json.load(f)
+    assert [e["name"] for e in trace] == ["process_name"], trace
+    assert "repaired timeline '%s'" % (tmp_path / "trace.json") in err, err
