@@ -12,7 +12,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "launcher_e2e"))
 from hvdrun_harness import (assert_no_survivors, kill_leftovers, live_pids_with_marker,  # noqa
-                            run, start, unique_marker, wait_for)
+                            run, start, torn_timeline_rank, unique_marker, wait_for)
 
 STATE = os.environ.get("HVD_CLUSTER_STATE", "/run/hvd-cluster")
 KEY = os.path.join(STATE, "id_ed25519")
@@ -259,25 +259,11 @@ def test_unreachable_host_among_reachable_ones_starts_nothing_anywhere(tmp_path)
     wait_for(lambda: not job_processes_on_hosts(), 10, "agents on the reachable hosts to end")
 
 
-# A timeline as a writer killed between the two writes of a growth leaves it
-# (timeline/timeline_writer.h): the old "\n]\n" at the end of a page, spaces, the new one.
-TORN = ('[\n{"name":"process_name","ph":"M","pid":0,"args":{"name":"rank 0"}}'.ljust(4093) +
-        "\n]\n" + " " * 4093 + "\n]\n")
-
-
 def test_the_agent_repairs_a_timeline_its_killed_rank_tore(tmp_path):
     # Given rank 0 on a remote host that leaves its timeline (relative to the job's directory)
     # torn mid-growth and is SIGKILLed there
-    rank = tmp_path / "rank.py"
-    rank.write_text(
-        "import os, signal, sys\n"
-        "if os.environ['HVD_RANK'] == '0':\n"
-        "    with open(os.environ['HVD_TIMELINE'], 'w') as f:\n"
-        "        f.write(sys.argv[1])\n"
-        "    os.kill(os.getpid(), signal.SIGKILL)\n")
-    proc = subprocess.run([os.environ["HVDRUN"]] + SSH +
-                          ["-np", "2", "-H", "hvd-h1:2", "--timeline-filename", "trace.json",
-                           "/usr/bin/python3", str(rank), TORN],
+    args = ["-np", "2", "-H", "hvd-h1:2", "--timeline-filename", "trace.json"]
+    proc = subprocess.run([os.environ["HVDRUN"]] + SSH + args + torn_timeline_rank(tmp_path),
                           cwd=tmp_path, capture_output=True, timeout=120)
     err = proc.stderr.decode(errors="replace")
     assert proc.returncode == 128 + signal.SIGKILL, err

@@ -94,3 +94,23 @@ def python_rank(script, marker=None):
     if marker:
         argv.append(marker)
     return argv
+
+
+# A timeline as a writer killed between the two writes of a growth leaves it
+# (timeline/timeline_writer.h): records, spaces, the old "\n]\n" at the end of a page, spaces,
+# the new "\n]\n" at the end of the next page.
+TORN_TIMELINE = ('[\n{"name":"process_name","ph":"M","pid":0,"args":{"name":"rank 0"}}'
+                 .ljust(4093) + "\n]\n" + " " * 4093 + "\n]\n")
+
+
+def torn_timeline_rank(directory):
+    """argv of a rank that, as rank 0, writes TORN_TIMELINE at $HVD_TIMELINE and SIGKILLs
+    itself, as a writer killed mid-growth would be; other ranks exit 0."""
+    rank = directory / "torn_timeline_rank.py"
+    rank.write_text(
+        "import os, signal, sys\n"
+        "if os.environ['HVD_RANK'] == '0':\n"
+        "    with open(os.environ['HVD_TIMELINE'], 'w') as f:\n"
+        "        f.write(sys.argv[1])\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    return ["/usr/bin/python3", str(rank), TORN_TIMELINE]

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from hvdrun_harness import HVDRUN, require_hvdrun, run
+from hvdrun_harness import HVDRUN, require_hvdrun, run, torn_timeline_rank
 
 STEP_BENCH = os.environ.get("HVD_STEP_BENCH", "")
 
@@ -38,29 +38,15 @@ def test_a_segment_whose_group_never_formed_is_removed(tmp_path):
     assert re.search(r"removed /dev/shm/%s\S+, left by a rank killed" % found.group(1), err), err
 
 
-# A torn timeline as a writer killed between the two writes of a growth leaves it
-# (timeline/timeline_writer.h): records, spaces, the old "\n]\n" at the end of a page, spaces,
-# the new "\n]\n" at the end of the next page.
-TORN = ('[\n{"name":"process_name","ph":"M","pid":0,"args":{"name":"rank 0"}}'.ljust(4093) +
-        "\n]\n" + " " * 4093 + "\n]\n")
-
-
 @pytest.mark.parametrize("mode", ["static", "elastic"])
 def test_a_timeline_torn_by_a_killed_writer_is_repaired(tmp_path, mode):
     # Given rank 0 that leaves its timeline (a path relative to the job's directory) torn
     # mid-growth and is SIGKILLed, as a writer killed in that window would be
-    rank = tmp_path / "rank.py"
-    rank.write_text(
-        "import os, signal, sys\n"
-        "if os.environ['HVD_RANK'] == '0':\n"
-        "    with open(os.environ['HVD_TIMELINE'], 'w') as f:\n"
-        "        f.write(sys.argv[1])\n"
-        "    os.kill(os.getpid(), signal.SIGKILL)\n")
     args = ["-np", "2", "--verbose", "--timeline-filename", "trace.json"]
     if mode == "elastic":
         args += ["--min-np", "2", "--max-np", "2", "-H", "localhost:2"]
     require_hvdrun()
-    proc = subprocess.run([HVDRUN] + args + ["/usr/bin/python3", str(rank), TORN],
+    proc = subprocess.run([HVDRUN] + args + torn_timeline_rank(tmp_path),
                           cwd=tmp_path, capture_output=True, timeout=120)
     err = proc.stderr.decode(errors="replace")
     assert proc.returncode != 0, err
