@@ -29,9 +29,7 @@ std::vector<std::string> RankLeftovers::CleanUp() const {
   std::vector<std::string> done;
   for (const std::string& job : job_ids_) {
     for (const std::string& name : control::RemoveOrphanShmSegments(job)) {
-      done.push_back("removed /dev/shm/" + name +
-                     ", left by a rank killed while its group "
-                     "was forming");
+      done.push_back("removed /dev/shm/" + name + ", left by a rank killed while its group formed");
     }
   }
   for (const std::string& path : timelines_) {

@@ -57,7 +57,8 @@ bool RepairTornTimelineText(std::string* text) {
 }
 
 Result<bool> RepairTornTimelineFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  // Read-only until a repair is due, so checking a valid read-only file is no error.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::IoError(Errno("open", path));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -91,12 +92,14 @@ Result<bool> RepairTornTimelineFile(const std::string& path) {
     result = Status::IoError(Errno("read", path));
   } else if (old_tail >= 0) {
     const std::string spaces(kTail.size(), ' ');
-    if (::pwrite(fd, spaces.data(), spaces.size(), old_tail) ==
-        static_cast<ssize_t>(spaces.size())) {
+    const int wfd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (wfd >= 0 && ::pwrite(wfd, spaces.data(), spaces.size(), old_tail) ==
+                        static_cast<ssize_t>(spaces.size())) {
       result = true;
     } else {
       result = Status::IoError(Errno("repair", path));
     }
+    if (wfd >= 0) ::close(wfd);
   }
   ::close(fd);
   return result;
