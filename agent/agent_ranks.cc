@@ -21,9 +21,7 @@ void Agent::StartRank(const launcher::AgentStart& start) {
   if (auto* failure = std::get_if<LaunchFailure>(&outcome)) {
     return FailStart(start.id, failure->exit_code, failure->message);
   }
-  std::map<std::string, std::string> env = login_env_;
-  for (const auto& [name, value] : start.env) env[name] = value;
-  leftovers_.Add(env);
+  leftovers_.Add(MergeEnvironment(login_env_, start.env, -1));
   const LaunchedRank& launched = std::get<LaunchedRank>(outcome);
   Rank& rank = ranks_[start.id];
   rank.pid = launched.pid;

@@ -10,19 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/fnv1a.h"
+
 namespace hvd::autotune {
 namespace {
 
 constexpr const char* kFormat = "hvd-autotune-cache";
 constexpr int kVersion = 1;
-
-uint64_t Fnv1a(std::string_view text, uint64_t hash) {
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
 
 nlohmann::json ToJson(const CachedParams& entry) {
   const Params& p = entry.params;
@@ -84,8 +78,7 @@ std::string ModelSignature::Digest() const {
   std::vector<std::string> sorted = tensors_;
   std::sort(sorted.begin(), sorted.end());
   uint64_t hash =
-      Fnv1a(fmt::format("size={};local_size={};n={}\n", size_, local_size_, sorted.size()),
-            0xcbf29ce484222325ULL);
+      Fnv1a(fmt::format("size={};local_size={};n={}\n", size_, local_size_, sorted.size()));
   // Length-prefix each entry so no two different lists share a canonical text.
   for (const std::string& t : sorted) hash = Fnv1a(fmt::format("{}:{}\n", t.size(), t), hash);
   return fmt::format("{:016x}", hash);

@@ -1,27 +1,19 @@
 #include "common/shm_names.h"
 
 #include <dirent.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
-#include <cstdint>
-#include <cstdio>
+
+#include "common/fnv1a.h"
 
 namespace hvd::control {
 namespace {
 
-std::string Hex16(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  for (char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ULL;
-  }
-  char out[17];
-  std::snprintf(out, sizeof(out), "%016llx", static_cast<unsigned long long>(h));
-  return out;
-}
+std::string Hex16(const std::string& text) { return fmt::format("{:016x}", Fnv1a(text)); }
 
 // The creator pid at the end of one of this job's names; -1 when the rest is not
 // "<16 hex>-<pid>".

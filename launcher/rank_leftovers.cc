@@ -5,20 +5,16 @@
 
 #include "common/env_registry.h"
 #include "common/shm_names.h"
+#include "timeline/timeline.h"
 #include "timeline/timeline_repair.h"
 
 namespace hvd::launcher {
-namespace {
-
-constexpr const char* kDynamicTimeline = "DYNAMIC";  // hvd.start_timeline() names the file
-
-}  // namespace
 
 void RankLeftovers::Add(const std::map<std::string, std::string>& env) {
   const env::Environment vars = env::Environment::FromMap(env);
   if (auto job = vars.Raw("HVD_JOB_ID"); job && !job->empty()) job_ids_.insert(*job);
   Result<std::string> timeline = vars.GetString("HVD_TIMELINE");
-  if (timeline.ok() && !timeline->empty() && *timeline != kDynamicTimeline) {
+  if (timeline.ok() && !timeline->empty() && *timeline != timeline::kDynamicTimeline) {
     std::error_code ec;
     std::filesystem::path path = std::filesystem::absolute(*timeline, ec);
     timelines_.insert(ec ? *timeline : path.string());

@@ -45,6 +45,10 @@
 // while the writer drains.
 namespace hvd::timeline {
 
+// HVD_TIMELINE value that enables the start/stop API (hvd.start_timeline) without opening a
+// file at init.
+inline constexpr char kDynamicTimeline[] = "DYNAMIC";
+
 struct TimelineOptions {
   bool mark_cycles = false;
   bool all_ranks = false;

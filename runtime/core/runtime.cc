@@ -31,7 +31,6 @@ const char kNotInitializedMessage[] = "Horovod has not been initialized; use hvd
 const char kTimelineDisabledMessage[] =
     "Set HVD_TIMELINE=DYNAMIC (or HOROVOD_TIMELINE=DYNAMIC) before hvd.init() to start and "
     "stop the timeline at run time.";
-const char kDynamicTimeline[] = "DYNAMIC";
 
 // Forwards negotiated process-set changes from the global controller to the runtime.
 class Runtime::Hooks : public ProcessSetHooks {

@@ -299,8 +299,7 @@ class Runtime {
 extern const char kShutDownMessage[];
 extern const char kNotInitializedMessage[];
 extern const char kTimelineDisabledMessage[];
-// HVD_TIMELINE value that enables the start/stop API without opening a file at init.
-extern const char kDynamicTimeline[];
+using timeline::kDynamicTimeline;
 
 }  // namespace hvd::runtime
 
