@@ -253,15 +253,21 @@ void Runtime::Loop() {
       std::unique_lock<std::mutex> lock(state_mu_);
       // While a caller runs the iterations (drivers_), an enqueue does not wake this thread:
       // the caller's next iteration takes it, and HandBack wakes this thread when it stops.
+      loop_wakes_at_ = std::chrono::steady_clock::now() + interval;
       wake_cv_.wait_for(lock, interval,
                         [&] { return (wake_ && drivers_.load() == 0) || abort_requested_; });
       // The batch an asynchronous enqueue started goes into one cycle whole: started while
       // the caller is still enqueueing, the cycle would take part of it, its peers another
       // part, and the rest would follow in more cycles (100 x 16 KiB at 2 ranks ran in 3-10
-      // cycles half of the time). Measured: docs/runtime.md "Known gaps" (4b).
+      // cycles half of the time). Measured: docs/runtime.md "Known gaps" (4b). A later batch's
+      // enqueue does not wake this thread while it sleeps in an earlier hold (Submit): past
+      // that deadline it holds on until the current hold_until_.
       while (hold_ && wake_ && !abort_requested_ && drivers_.load() == 0) {
-        if (wake_cv_.wait_until(lock, hold_until_) == std::cv_status::timeout) break;
+        loop_wakes_at_ = hold_until_;
+        wake_cv_.wait_until(lock, hold_until_);
+        if (std::chrono::steady_clock::now() >= hold_until_) break;
       }
+      loop_wakes_at_ = std::chrono::steady_clock::time_point::min();
       if (abort_requested_) break;  // Abort() fails the handles
       if (drivers_.load() > 0) {
         interval = kIdleStart;

@@ -248,6 +248,13 @@ class Runtime {
   // hold_until_ (HVD_CYCLE_TIME after the batch's first enqueue) passes.
   bool hold_ = false;
   std::chrono::steady_clock::time_point hold_until_;
+  // When the background thread next wakes on its own (the end of the wait it is in), or
+  // time_point::min() while it is awake (it looks at wake_ before it waits again). An
+  // asynchronous enqueue wakes it only if it would otherwise sleep past hold_until_: while
+  // callers drive (the thread sleeps in a hold of at most HVD_CYCLE_TIME), a futex wake per op
+  // would be a thread switch for nothing.
+  std::chrono::steady_clock::time_point loop_wakes_at_ =
+      std::chrono::steady_clock::time_point::min();
   bool shutdown_requested_ = false;
   bool abort_requested_ = false;
   std::string abort_reason_;

@@ -223,6 +223,9 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> e
           hold_until_ =
               std::chrono::steady_clock::now() +
               std::chrono::duration_cast<std::chrono::steady_clock::duration>(knobs_.cycle_time);
+          // The loop wakes by itself before the hold ends (it is awake, or in the previous
+          // op's hold, while the caller drives) and then holds this batch: no wake needed.
+          notify = loop_wakes_at_ > hold_until_;
         } else if (wait_now) {
           hold_ = false;
         }

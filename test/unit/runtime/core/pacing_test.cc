@@ -228,5 +228,37 @@ TEST(PacingTest, TheCycleTimeBoundsTheHold) {
       });
 }
 
+TEST(PacingTest, ABatchEnqueuedDuringAnEarlierHoldIsHeldForItsOwnCycleTime) {
+  // An asynchronous enqueue does not wake the background thread when it sleeps in an earlier
+  // batch's hold that ends first (a thread switch per op for nothing while callers drive). Given
+  // the thread asleep in batch A's hold (cycle time 300 ms) and A driven to completion by its
+  // waiting caller, when batch B is enqueued 120 ms later and nobody waits for it, then B still
+  // runs on its own, and not before its own 300 ms: at A's deadline (180 ms after B's enqueue)
+  // the thread holds on instead of running B early, and it does not forget B.
+  RunRanks(
+      2,
+      [](int rank, runtime::Runtime& rt) {
+        std::vector<std::vector<float>> a, b;
+        auto first = EnqueueSpaced(rt, rank, 1, std::chrono::milliseconds(0), &a);
+        ASSERT_EQ(first.size(), 1u);
+        // The idle loop (backed off to at most 16 ms) wakes and enters A's hold.
+        std::this_thread::sleep_for(std::chrono::milliseconds(40));
+        ASSERT_TRUE(WaitAndRelease(rt, first[0]).ok());
+        EXPECT_EQ(a[0][0], 3.0f);
+        std::this_thread::sleep_for(std::chrono::milliseconds(120));
+        const auto start = Clock::now();
+        auto second = EnqueueSpaced(rt, rank, 1, std::chrono::milliseconds(0), &b);
+        ASSERT_EQ(second.size(), 1u);
+        while (CountFinished(rt, second) < 1 && Clock::now() < start + std::chrono::seconds(20)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(250)) << "B was not held";
+        EXPECT_EQ(CountFinished(rt, second), 1) << "rank " << rank << ": B never ran";
+        EXPECT_TRUE(WaitAndRelease(rt, second[0]).ok());
+        EXPECT_EQ(b[0][0], 3.0f);
+      },
+      [](runtime::RuntimeConfig* c) { c->cycle_time = std::chrono::milliseconds(300); });
+}
+
 }  // namespace
 }  // namespace hvd::testing
