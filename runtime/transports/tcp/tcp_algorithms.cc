@@ -71,6 +71,58 @@ Status TcpAlgorithms::DirectAllreduce(char* buf, size_t bytes, const TcpReducer&
   return Status::OK();
 }
 
+Status TcpAlgorithms::DoublingAllreduce(char* buf, size_t bytes, const TcpReducer& red,
+                                        const TcpWhat& what) {
+  const int64_t count = static_cast<int64_t>(bytes / red.elem);
+  char* other = Scratch(bytes);
+  // Exchanges buf with `peer` and leaves lower op higher in buf (`peer_is_lower`: whose part
+  // comes first). Both sides call red.fn with the same operands in the same order.
+  auto exchange = [&](int peer, bool peer_is_lower) -> Status {
+    AddStream(peer, true, {buf, bytes, false});
+    AddStream(peer, false, {other, bytes, false});
+    HVD_RETURN_IF_ERROR(Run(nullptr, what));
+    if (peer_is_lower) {
+      red.fn(other, buf, count);
+      std::memcpy(buf, other, bytes);
+    } else {
+      red.fn(buf, other, count);
+    }
+    return Status::OK();
+  };
+  int pof2 = 1;
+  while (pof2 * 2 <= size_) pof2 *= 2;
+  const int rem = size_ - pof2;
+  // Ranks below 2 * rem pair up: the even one hands its part to the odd one (which then
+  // stands for both, as virtual rank r / 2) and gets the result at the end.
+  int vrank;
+  if (rank_ < 2 * rem) {
+    if (rank_ % 2 == 0) {
+      AddStream(rank_ + 1, true, {buf, bytes, false});
+      HVD_RETURN_IF_ERROR(Run(nullptr, what));
+      AddStream(rank_ + 1, false, {buf, bytes, false});
+      return Run(nullptr, what);
+    }
+    AddStream(rank_ - 1, false, {other, bytes, false});
+    HVD_RETURN_IF_ERROR(Run(nullptr, what));
+    red.fn(other, buf, count);
+    std::memcpy(buf, other, bytes);
+    vrank = rank_ / 2;
+  } else {
+    vrank = rank_ - rem;
+  }
+  // Virtual rank v stands for ranks 2v, 2v+1 (v < rem) or v + rem: ascending with v.
+  for (int mask = 1; mask < pof2; mask <<= 1) {
+    const int vpeer = vrank ^ mask;
+    const int peer = vpeer < rem ? 2 * vpeer + 1 : vpeer + rem;
+    HVD_RETURN_IF_ERROR(exchange(peer, vpeer < vrank));
+  }
+  if (rank_ < 2 * rem) {
+    AddStream(rank_ - 1, true, {buf, bytes, false});
+    return Run(nullptr, what);
+  }
+  return Status::OK();
+}
+
 Status TcpAlgorithms::Ring(char* buf, const std::vector<size_t>& seg_bytes, const TcpReducer& red,
                            bool allgather, const TcpWhat& what) {
   size_t total = 0;

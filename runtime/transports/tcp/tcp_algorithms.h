@@ -1,6 +1,7 @@
 #ifndef HVD_RUNTIME_TRANSPORTS_TCP_TCP_ALGORITHMS_H_
 #define HVD_RUNTIME_TRANSPORTS_TCP_TCP_ALGORITHMS_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -14,8 +15,9 @@ namespace hvd::runtime {
 
 // The collective algorithms of the TCP communicator, as stream plans over a TcpTransport.
 // One call at a time per transport. `what` names the call in every error. Every reduction
-// combines each element in one fixed order (ascending rank for the direct paths, the ring order
-// for the ring), so every rank ends with the same bits.
+// combines each element in one fixed order (ascending rank for the direct paths, a balanced
+// tree over ascending ranks for recursive doubling, the ring order for the ring), so every rank
+// ends with the same bits.
 //
 // Plans are built in reused slots (streams, their piece lists, offset tables, scratch) that
 // keep their capacity, so a collective whose shape has been seen before allocates nothing.
@@ -27,10 +29,20 @@ class TcpAlgorithms {
   // Direct reductions (DirectAllreduce, DirectReduceScatter) of messages up to `bytes` per rank
   // will be asked for: the first one sizes the scratch for all of them, so that a later, larger
   // message (a fused batch, say) does not grow it in the steady state.
-  void ExpectDirectMessages(size_t bytes) { scratch_floor_ = bytes * size_; }
+  void ExpectDirectMessages(size_t bytes) {
+    scratch_floor_ = std::max(scratch_floor_, bytes * size_);
+  }
+  // The same for DoublingAllreduce's messages.
+  void ExpectDoublingMessages(size_t bytes) { scratch_floor_ = std::max(scratch_floor_, bytes); }
 
   // Every rank sends its `bytes` to every peer; result = a0 op a1 op ... op a(n-1).
   Status DirectAllreduce(char* buf, size_t bytes, const TcpReducer& red, const TcpWhat& what);
+  // Recursive doubling (as MPICH's and Open MPI's small allreduces): log2(n) rounds, each an
+  // exchange of the whole message with one partner, plus one round before and after for the
+  // ranks beyond the largest power of two (folded into a neighbour). Each round combines the
+  // lower ranks' partial result with the higher ones' (a balanced tree over ascending ranks),
+  // the same operations on both partners, so every rank ends with the same bits.
+  Status DoublingAllreduce(char* buf, size_t bytes, const TcpReducer& red, const TcpWhat& what);
   // Pipelined ring over segments seg_bytes[i] (element multiples) laid out in order in `buf`:
   // reduce-scatter leaves rank r owning the reduced segment r; with `allgather` every rank
   // then receives every reduced segment.

@@ -22,6 +22,15 @@ namespace {
 // n=4, the ring from 512 KiB at n=2.
 constexpr size_t kDirectReduceTraffic = size_t{128} << 10;
 constexpr size_t kDirectReduceAlways = size_t{4} << 10;
+// With more than 2 ranks an allreduce takes recursive doubling (log2 n exchanges of the whole
+// message with one partner each) while a rank sends at most kDoublingTraffic bytes in all
+// (message x rounds). Measured on the 2-core VM, 4 ranks, 2026-11-23, against the direct
+// exchange up to 4 KiB and the ring above (3 interleaved pairs): 4 KiB 184-202 -> 124-175 us,
+// 16 KiB 213-257 -> 141-198, 64 KiB 222-250 -> 155-185, 128 KiB 272-296 -> 217-245, 256 KiB
+// 383-423 -> 336-345, 512 KiB level (543-558 / 559-575), 1 MiB the ring (837-940 / 994-1082).
+// It also carries every cycle's negotiation (the response cache's bit vectors). At 2 ranks it
+// is the direct exchange.
+constexpr size_t kDoublingTraffic = size_t{512} << 10;
 // Broadcasts and allgathers moving at most this many bytes per rank go direct.
 constexpr size_t kDirectMoveBytes = size_t{256} << 10;
 
@@ -77,9 +86,11 @@ class TcpCommunicator final : public Communicator {
         algo_(transport_.get(), rank, size) {
     sizes_.reserve(size);
     sizes2_.reserve(size);
-    // The largest message UseDirect() accepts.
+    for (int pof2 = 2; pof2 <= size; pof2 *= 2) ++doubling_rounds_;
+    // The largest messages UseDirect() and UseDoubling() accept.
     algo_.ExpectDirectMessages(
         std::max(kDirectReduceAlways, kDirectReduceTraffic / static_cast<size_t>(size - 1)));
+    if (size > 2) algo_.ExpectDoublingMessages(kDoublingTraffic / doubling_rounds_);
   }
 
   int rank() const override { return rank_; }
@@ -137,9 +148,18 @@ class TcpCommunicator final : public Communicator {
     return message_bytes <= kDirectReduceAlways ||
            message_bytes * static_cast<size_t>(size_ - 1) <= kDirectReduceTraffic;
   }
+  bool UseDoubling(size_t message_bytes) const {
+    return size_ > 2 && message_bytes * doubling_rounds_ <= kDoublingTraffic;
+  }
+  // Reduce's algorithm for `message_bytes` is one of the round-trip ones (not the ring): the
+  // message is small enough that packing it first costs nothing next to the exchange.
+  bool UseSmallReduce(size_t message_bytes) const {
+    return UseDoubling(message_bytes) || UseDirect(message_bytes);
+  }
 
   const int rank_;
   const int size_;
+  size_t doubling_rounds_ = 0;  // log2 of the largest power of two <= size_
   const std::chrono::milliseconds timeout_;
   std::unique_ptr<TcpTransport> transport_;
   TcpAlgorithms algo_;
@@ -170,6 +190,7 @@ Status TcpCommunicator::Guard(const TcpWhat& what, Body&& body) {
 
 Status TcpCommunicator::Reduce(char* buf, int64_t count, const TcpReducer& red, const TcpWhat& w) {
   const size_t bytes = static_cast<size_t>(count) * red.elem;
+  if (UseDoubling(bytes)) return algo_.DoublingAllreduce(buf, bytes, red, w);
   if (UseDirect(bytes)) return algo_.DirectAllreduce(buf, bytes, red, w);
   EvenSegments(count, size_, red.elem, &sizes_);
   return algo_.Ring(buf, sizes_, red, /*allgather=*/true, w);
@@ -210,8 +231,8 @@ Status TcpCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, 
     const bool whole = std::all_of(pieces.begin(), pieces.end(), [](const AllreducePiece& p) {
       return p.count == 0 || (p.in != nullptr && p.out != nullptr);
     });
-    if (!whole || UseDirect(bytes)) {
-      // Small (one direct round: a copy costs nothing next to it) or with holes: packed.
+    if (!whole || UseSmallReduce(bytes)) {
+      // Small (round trips: a copy costs nothing next to them) or with holes: packed.
       if (packed_.size() < bytes) packed_.resize(bytes);
       const PieceView view(pieces, starts_, static_cast<int64_t>(elem));
       view.Gather(0, count, packed_.data());

@@ -61,6 +61,46 @@ int SameEverywhere(Communicator& comm, const void* data, size_t n, const char* w
   return 0;
 }
 
+// Allreduces of every dtype and op, `count` elements each, with known small-integer inputs:
+// every element must be the rank-order reduction.
+int CheckKnownValues(Communicator& comm, std::initializer_list<size_t> counts) {
+  for (DataType dtype : kAllTypes) {
+    for (ReduceOp op : kAllOps) {
+      for (size_t count : counts) {
+        std::vector<char> buf(count * runtime::DataTypeSize(dtype));
+        for (size_t i = 0; i < count; ++i)
+          Store(dtype, buf.data(), i, Value(dtype, comm.rank(), i));
+        CHILD_OK(comm.Allreduce(buf.data(), static_cast<int64_t>(count), dtype, op));
+        for (size_t i = 0; i < count; ++i) {
+          const double want = Expected(dtype, op, comm.size(), i);
+          const double got = Load(dtype, buf.data(), i);
+          CHILD_CHECK(got == want, "%s %s count %zu element %zu: got %g want %g",
+                      runtime::DataTypeName(dtype), runtime::ReduceOpName(op), count, i, got, want);
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+// Random floats of every float type, summed: every rank must end with the same bits.
+int CheckBitIdenticalSums(Communicator& comm, std::initializer_list<size_t> counts) {
+  std::mt19937 gen(1234 + comm.rank());
+  std::normal_distribution<float> dist(0.0f, 100.0f);
+  for (DataType dtype :
+       {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64}) {
+    for (size_t count : counts) {
+      std::vector<char> buf(count * runtime::DataTypeSize(dtype));
+      for (size_t i = 0; i < count; ++i) Store(dtype, buf.data(), i, dist(gen));
+      CHILD_OK(comm.Allreduce(buf.data(), static_cast<int64_t>(count), dtype, ReduceOp::kSum));
+      if (int rc = SameEverywhere(comm, buf.data(), buf.size(), runtime::DataTypeName(dtype))) {
+        return rc;
+      }
+    }
+  }
+  return 0;
+}
+
 class TcpCollectives : public ::testing::TestWithParam<int> {};
 
 TEST_P(TcpCollectives, AllreduceEveryTypeAndOpMatchesKnownValues) {
@@ -68,26 +108,10 @@ TEST_P(TcpCollectives, AllreduceEveryTypeAndOpMatchesKnownValues) {
   TcpJob job(TcpJobOptions(GetParam()));
   ASSERT_TRUE(job.error().empty()) << job.error();
   auto outcomes = job.Run([](Communicator& comm) {
-    for (DataType dtype : kAllTypes) {
-      for (ReduceOp op : kAllOps) {
-        // 1 and 5 elements: direct; 7001 / 40009 elements: the ring for wider types, uneven
-        for (size_t count : {size_t{1}, size_t{5}, size_t{7001}, size_t{40009}}) {
-          std::vector<char> buf(count * runtime::DataTypeSize(dtype));
-          for (size_t i = 0; i < count; ++i)
-            Store(dtype, buf.data(), i, Value(dtype, comm.rank(), i));
-          // When every rank allreduces
-          CHILD_OK(comm.Allreduce(buf.data(), static_cast<int64_t>(count), dtype, op));
-          // Then every element is the rank-order reduction
-          for (size_t i = 0; i < count; ++i) {
-            const double want = Expected(dtype, op, comm.size(), i);
-            const double got = Load(dtype, buf.data(), i);
-            CHILD_CHECK(got == want, "%s %s count %zu element %zu: got %g want %g",
-                        runtime::DataTypeName(dtype), runtime::ReduceOpName(op), count, i, got,
-                        want);
-          }
-        }
-      }
-    }
+    // 1 and 5 elements: direct (n = 2) or recursive doubling; 7001 / 40009 elements: doubling
+    // or the ring for wider types, uneven. When every rank allreduces, then every element is
+    // the rank-order reduction.
+    if (int rc = CheckKnownValues(comm, {1, 5, 7001, 40009})) return rc;
     CHILD_OK(comm.Allreduce(nullptr, 0, DataType::kFloat32, ReduceOp::kSum));
     return 0;
   });
@@ -99,20 +123,7 @@ TEST_P(TcpCollectives, FloatResultsAreBitIdenticalOnEveryRank) {
   TcpJob job(TcpJobOptions(GetParam()));
   ASSERT_TRUE(job.error().empty()) << job.error();
   auto outcomes = job.Run([](Communicator& comm) {
-    std::mt19937 gen(1234 + comm.rank());
-    std::normal_distribution<float> dist(0.0f, 100.0f);
-    for (DataType dtype :
-         {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64}) {
-      for (size_t count : {size_t{3}, size_t{1000}, size_t{262147}}) {
-        std::vector<char> buf(count * runtime::DataTypeSize(dtype));
-        for (size_t i = 0; i < count; ++i) Store(dtype, buf.data(), i, dist(gen));
-        CHILD_OK(comm.Allreduce(buf.data(), static_cast<int64_t>(count), dtype, ReduceOp::kSum));
-        if (int rc = SameEverywhere(comm, buf.data(), buf.size(), runtime::DataTypeName(dtype))) {
-          return rc;
-        }
-      }
-    }
-    return 0;
+    return CheckBitIdenticalSums(comm, {3, 1000, 262147});
   });
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
 }
@@ -264,6 +275,49 @@ TEST_P(TcpCollectives, BroadcastAllgatherAlltoallAndControlOps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, TcpCollectives, ::testing::Values(2, 3, 4));
+
+// Recursive doubling with ranks beyond the largest power of two (6 = 4 + 2 and 7 = 4 + 3
+// folded into a neighbour before the doubling rounds and served after them): known values for
+// every dtype and op, the same bits on every rank, the negotiation's bitwise ops, and the
+// direct reduce-scatter beside it.
+class TcpFoldedDoubling : public ::testing::TestWithParam<int> {};
+
+TEST_P(TcpFoldedDoubling, SmallAllreducesAndBitwiseOpsAreRightOnEveryRank) {
+  TcpJob job(TcpJobOptions(GetParam()));
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run([](Communicator& comm) {
+    if (int rc = CheckKnownValues(comm, {1, 5, 7001})) return rc;
+    if (int rc = CheckBitIdenticalSums(comm, {3, 1000, 60000})) return rc;
+    const int n = comm.size();
+    // min/max keep their first operand when either is NaN: the same bits on every rank need
+    // both partners of an exchange to combine in the same order.
+    for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
+      std::vector<float> v(2 * n, static_cast<float>(comm.rank()));
+      v[comm.rank()] = std::nanf("");
+      v[n + (comm.rank() + 1) % n] = std::nanf("");
+      CHILD_OK(comm.Allreduce(v.data(), static_cast<int64_t>(v.size()), DataType::kFloat32, op));
+      if (int rc = SameEverywhere(comm, v.data(), v.size() * sizeof(float), "min/max with NaN")) {
+        return rc;
+      }
+    }
+    std::vector<uint64_t> a(20), o(20);
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i] = ~(uint64_t{1} << ((i + comm.rank()) % 64));
+      o[i] = uint64_t{1} << ((i + comm.rank()) % 64);
+    }
+    CHILD_OK(comm.BitwiseAnd(&a));
+    CHILD_OK(comm.BitwiseOr(&o));
+    for (size_t i = 0; i < a.size(); ++i) {
+      uint64_t bits = 0;
+      for (int r = 0; r < n; ++r) bits |= uint64_t{1} << ((i + r) % 64);
+      CHILD_CHECK(a[i] == ~bits && o[i] == bits, "bitwise word %zu", i);
+    }
+    return 0;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, TcpFoldedDoubling, ::testing::Values(6, 7));
 
 }  // namespace
 }  // namespace hvd::test
