@@ -21,6 +21,10 @@ struct GroupSpec {
   std::string scope;
   std::vector<int32_t> ranks;
   int32_t rank_in_group = 0;
+  // Ranks of the group running on this member's machine (one kernel: network-namespace or
+  // container "hosts" of one machine share its CPUs), when the provider found out
+  // (ShmProvider, from the members' boot ids); 0 = not known: the launcher's local size.
+  int32_t ranks_on_machine = 0;
 };
 
 // Creates communicators for one initialized runtime (one per process set this rank belongs

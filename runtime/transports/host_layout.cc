@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 
 namespace hvd::runtime {
 
@@ -47,6 +48,18 @@ HostLayout ComputeHostLayout(const std::vector<std::string>& host_of, int me) {
 bool CpuPerRank(int ranks_on_host) {
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   return cpus > 0 && ranks_on_host <= cpus;
+}
+
+std::string MachineId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (!(in >> id)) return "";
+  return id;
+}
+
+int CountSameMachine(const std::vector<std::string>& machine_of, int me) {
+  if (machine_of[me].empty()) return 1;
+  return static_cast<int>(std::count(machine_of.begin(), machine_of.end(), machine_of[me]));
 }
 
 }  // namespace hvd::runtime

@@ -33,6 +33,12 @@ HostLayout ComputeHostLayout(const std::vector<std::string>& host_of, int me);
 // own (shared-memory waits, tcp busy polling, callers running the runtime's cycles).
 bool CpuPerRank(int ranks_on_host);
 
+// This machine's identity for CpuPerRank: the kernel's boot id (the same in every network
+// namespace and container of the machine), or "" when it cannot be read.
+std::string MachineId();
+// How many entries of `machine_of` equal machine_of[me] (1 when that id is "": unknown).
+int CountSameMachine(const std::vector<std::string>& machine_of, int me);
+
 }  // namespace hvd::runtime
 
 #endif  // HVD_RUNTIME_TRANSPORTS_HOST_LAYOUT_H_

@@ -62,12 +62,12 @@ void FutexWake(std::atomic<uint32_t>* word) {
 }  // namespace
 
 ShmChannel::ShmChannel(std::unique_ptr<ShmSegment> segment, int rank,
-                       std::chrono::milliseconds timeout)
+                       std::chrono::milliseconds timeout, bool oversubscribed)
     : segment_(std::move(segment)),
       rank_(rank),
       size_(segment_->size()),
       timeout_(timeout),
-      oversubscribed_(!CpuPerRank(size_)) {}
+      oversubscribed_(oversubscribed) {}
 
 ShmChannel::~ShmChannel() {
   std::lock_guard<std::mutex> lock(abort_mu_);

@@ -45,7 +45,9 @@ namespace hvd::runtime {
 // Threading: one thread makes the calls; Abort() may come from any thread.
 class ShmChannel {
  public:
-  ShmChannel(std::unique_ptr<ShmSegment> segment, int rank, std::chrono::milliseconds timeout);
+  // `oversubscribed`: more ranks share this machine's CPUs than it has (waits yield, never spin).
+  ShmChannel(std::unique_ptr<ShmSegment> segment, int rank, std::chrono::milliseconds timeout,
+             bool oversubscribed);
   ~ShmChannel();
 
   int rank() const { return rank_; }

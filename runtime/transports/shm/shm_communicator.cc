@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "runtime/transports/host_layout.h"
 #include "runtime/transports/shm/shm_channel.h"
 #include "runtime/transports/shm/shm_reductions.h"
 #include "runtime/transports/shm/shm_segment.h"
@@ -430,7 +431,9 @@ Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& op
   seg.half_bytes = std::max<size_t>(4096, options.buffer_bytes / 2 / 4096 * 4096);
   seg.timeout = options.timeout;
   HVD_ASSIGN_OR_RETURN(auto segment, ShmSegment::Open(seg));
-  auto channel = std::make_unique<ShmChannel>(std::move(segment), options.rank, options.timeout);
+  auto channel =
+      std::make_unique<ShmChannel>(std::move(segment), options.rank, options.timeout,
+                                   !CpuPerRank(std::max(options.size, options.ranks_on_machine)));
   if (options.size > 1) HVD_RETURN_IF_ERROR(channel->ProbeSingleCopy(options.single_copy_bytes));
   return std::unique_ptr<Communicator>(
       new ShmCommunicator(std::move(channel), options.choose_single_copy));

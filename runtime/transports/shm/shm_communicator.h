@@ -33,6 +33,9 @@ struct ShmOptions {
   bool choose_single_copy = false;
   // Deadline of the rendezvous and of every collective.
   std::chrono::milliseconds timeout{30000};
+  // Ranks sharing this machine's CPUs (this group's and others'); with more than there are
+  // CPUs, waits yield instead of spinning. 0: this group's size.
+  int ranks_on_machine = 0;
 };
 
 // Maps one shared-memory segment for the group (shm_segment.h; nothing is left in /dev/shm

@@ -15,9 +15,13 @@ namespace hvd::runtime {
 // (HVD_HOSTNAME), never the kernel's hostname: hosts simulated as network namespaces on one
 // kernel count as different hosts. When this rank's local size equals the job size every
 // member is on this host and nothing is exchanged; otherwise the members exchange identities
-// under "<scope>/hostid/" (every member gets the same list). Blocks up to `timeout`.
+// under "<scope>/hostid/" (every member gets the same list). Blocks up to `timeout`. With
+// `machines`, each member's MachineId() (host_layout.h) comes with it: several "hosts" may be
+// one machine (network namespaces, containers), whose CPUs their ranks share; without an
+// exchange every entry is this machine's.
 Result<std::vector<std::string>> ExchangeHosts(control::KvClient* kv, const RuntimeConfig& config,
-                                               const GroupSpec& spec);
+                                               const GroupSpec& spec,
+                                               std::vector<std::string>* machines = nullptr);
 
 // ShmProvider makes shared-memory communicators (shm_communicator.h) for groups on one host.
 // A group that spans hosts goes to `fallback` (HVD_CPU_OPERATIONS=auto: hvd's TCP transport),
@@ -33,7 +37,7 @@ class ShmProvider : public CommunicatorProvider {
   ShmProvider(std::unique_ptr<control::KvClient> kv, const RuntimeConfig& config,
               std::unique_ptr<CommunicatorProvider> fallback);
 
-  Result<std::unique_ptr<Communicator>> Create(const GroupSpec& spec) override;
+  Result<std::unique_ptr<Communicator>> Create(const GroupSpec& group) override;
   uint32_t enabled_flags() const override;
 
  private:

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/transports/host_layout.h"
 #include "runtime/transports/reduction.h"
 #include "runtime/transports/shm/shm_communicator.h"
 #include "runtime/transports/shm/shm_provider.h"
@@ -348,7 +349,8 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ShmCollectivesTest,
                                             ::testing::Values(size_t{64} << 10, size_t{4} << 20)));
 
 // Given members that report host names a, a, b (local size < size), when they exchange host
-// identities, then every member gets the same list, in group order.
+// identities, then every member gets the same list, in group order, and with it every
+// member's machine (all this one: the "hosts" share its kernel, as netns hosts do).
 TEST(ShmProvider, HostIdentitiesAreExchangedInGroupOrder) {
   for (bool mixed : {true, false}) {
     ShmJob::Options options;
@@ -361,9 +363,12 @@ TEST(ShmProvider, HostIdentitiesAreExchangedInGroupOrder) {
       config.local_size = 2;
       config.hostname = (mixed && rank == 2) ? "b" : "a";
       runtime::GroupSpec spec{scope, {0, 1, 2}, rank};
-      auto hosts = runtime::ExchangeHosts(&kv, config, spec);
+      std::vector<std::string> machines;
+      auto hosts = runtime::ExchangeHosts(&kv, config, spec, &machines);
       const std::vector<std::string> expected = {"a", "a", mixed ? "b" : "a"};
-      if (!hosts.ok() || *hosts != expected) {
+      const std::vector<std::string> same(3, runtime::MachineId());
+      if (!hosts.ok() || *hosts != expected || machines != same ||
+          runtime::CountSameMachine(machines, rank) != 3) {
         std::fprintf(stderr, "rank %d: %s\n", rank,
                      hosts.ok() ? "wrong hosts" : hosts.status().ToString().c_str());
         return 1;

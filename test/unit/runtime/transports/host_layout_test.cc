@@ -5,6 +5,19 @@
 namespace hvd::runtime {
 namespace {
 
+TEST(HostLayoutTest, RanksOnTheSameMachineAreCountedByMachineId) {
+  // The kernel's boot id: a 36-character UUID, the same on every call.
+  const std::string id = MachineId();
+  EXPECT_EQ(id.size(), 36u) << id;
+  EXPECT_EQ(MachineId(), id);
+  // Two netns "hosts" of machine m and one of machine n.
+  const std::vector<std::string> machines = {"m", "m", "n", "m"};
+  EXPECT_EQ(CountSameMachine(machines, 0), 3);
+  EXPECT_EQ(CountSameMachine(machines, 2), 1);
+  // An unreadable id counts only the member itself.
+  EXPECT_EQ(CountSameMachine({"", "", "m"}, 1), 1);
+}
+
 TEST(HostLayoutTest, EvenHostMajorGroupIsUniform) {
   const std::vector<std::string> hosts = {"a", "a", "b", "b", "c", "c"};
   const HostLayout l = ComputeHostLayout(hosts, 3);
