@@ -1,24 +1,31 @@
 #!/bin/sh
 # compare_allreduce_hosts.sh - float32 SUM allreduce across hosts: hvd vs Open MPI over the same
-# network, one table. The hosts are the netns test cluster (scripts/cluster/up.sh 2: two
+# network, one table. The hosts are the netns test cluster (scripts/cluster/up.sh 4: four
 # network namespaces joined by veths through a bridge), brought up and torn down here under
 # /tmp/hvd-global.lock (the cluster is machine-wide).
 #
 #   bench/compare_allreduce_hosts.sh [HVDRUN] [ROUNDS]
 #
-# For 2 hosts x 1 rank and 2 hosts x 2 ranks, every side unbound, same hosts:
+# For 2 hosts x 1 rank, 2 hosts x 2 ranks and 4 hosts x 1 rank, every side unbound, same hosts:
 #   hvd        hvdrun -H ... hvd-bench (auto: hvd's TCP across hosts; on 2x2 the hierarchy,
-#              shared memory within a host and TCP between)
+#              shared memory within a host and TCP between; 4x1: TCP, recursive doubling for
+#              the small sizes, as MPI)
 #   hvd flat   the same with --no-hierarchical-allreduce (2x2: one TCP group of 4)
 #   MPI tcp    mpirun -H ... --mca btl self,tcp, TCP pinned to the cluster network. Open MPI's
 #              shared-memory BTL cannot run here (the namespace hosts share /dev/shm and one
 #              kernel host name, so vader's segments collide), so within a host MPI uses TCP
 #              over loopback: on 2x2 this favours hvd; 2x1 is network only, like for like.
+#              When the layout has more ranks than this machine has CPUs (2x2 and 4x1 here:
+#              the namespace hosts share its CPUs, which mpirun cannot see), MPI runs with
+#              --mca mpi_yield_when_idle 1, what mpirun sets itself when it knows it is
+#              oversubscribed: its busy polling otherwise stalls the ranks sharing a CPU
+#              (4x1, 4 KiB: 6.1 ms spinning against 93-97 us yielding, 2026-11-23). hvd
+#              counts the ranks per machine by boot id and yields too (docs/runtime.md).
 # Prints time per op (median round, max over ranks) and MPI/hvd ratios (> 1: hvd faster).
 #
 # TCP congestion control: hvd's data connections replace a BBR default by cubic
 # (HVD_TCP_CONGESTION=auto, docs/runtime.md); Open MPI keeps the kernel's default. CC=cubic (any
-# name the kernel has) makes it the two hosts' default for the run, so both sides use it (the
+# name the kernel has) makes it the hosts' default for the run, so both sides use it (the
 # name is added to net.ipv4.tcp_allowed_congestion_control meanwhile and that list restored).
 set -eu
 
@@ -43,38 +50,43 @@ mpi_net="--mca btl self,tcp --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_
 mpi_rsh="-i $state/id_ed25519 -o UserKnownHostsFile=$state/known_hosts"
 
 run_all() {
-  for layout in "2 hvd-h1:1,hvd-h2:1" "4 hvd-h1:2,hvd-h2:2"; do
+  for layout in "2x1 2 hvd-h1:1,hvd-h2:1" "2x2 4 hvd-h1:2,hvd-h2:2" \
+    "4x1 4 hvd-h1:1,hvd-h2:1,hvd-h3:1,hvd-h4:1"; do
+    key=${layout%% *}
+    layout=${layout#* }
     n=${layout%% *}
     hosts=${layout#* }
-    echo "n=$n ($hosts): hvd" >&2
+    echo "$key ($hosts): hvd" >&2
     # shellcheck disable=SC2086
-    "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --sizes "$sizes" --rounds "$rounds" > "$out/hvd_$n.txt"
-    "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --many "$many" --rounds "$rounds" > "$out/hvd_many_$n.txt"
-    if [ "$n" = 4 ]; then
-      echo "n=$n: hvd flat" >&2
-      "$hvdrun" -np "$n" -H "$hosts" $ssh_args --no-hierarchical-allreduce "$bench" --sizes "$sizes" --rounds "$rounds" > "$out/flat_$n.txt"
-      "$hvdrun" -np "$n" -H "$hosts" $ssh_args --no-hierarchical-allreduce "$bench" --many "$many" --rounds "$rounds" > "$out/flat_many_$n.txt"
+    "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --sizes "$sizes" --rounds "$rounds" > "$out/hvd_$key.txt"
+    "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --many "$many" --rounds "$rounds" > "$out/hvd_many_$key.txt"
+    if [ "$key" = 2x2 ]; then
+      echo "$key: hvd flat" >&2
+      "$hvdrun" -np "$n" -H "$hosts" $ssh_args --no-hierarchical-allreduce "$bench" --sizes "$sizes" --rounds "$rounds" > "$out/flat_$key.txt"
+      "$hvdrun" -np "$n" -H "$hosts" $ssh_args --no-hierarchical-allreduce "$bench" --many "$many" --rounds "$rounds" > "$out/flat_many_$key.txt"
     fi
-    echo "n=$n: MPI" >&2
+    echo "$key: MPI" >&2
+    yield=""
+    [ "$n" -gt "$(nproc)" ] && yield="--mca mpi_yield_when_idle 1"
     # shellcheck disable=SC2086
     mpirun --allow-run-as-root -np "$n" -H "$hosts" --bind-to none --map-by slot --mca pml ob1 \
-      --mca plm_rsh_args "$mpi_rsh" $mpi_net "$mpi" "$rounds" "$sizes" > "$out/mpi_$n.txt"
+      --mca plm_rsh_args "$mpi_rsh" $mpi_net $yield "$mpi" "$rounds" "$sizes" > "$out/mpi_$key.txt"
     mpirun --allow-run-as-root -np "$n" -H "$hosts" --bind-to none --map-by slot --mca pml ob1 \
-      --mca plm_rsh_args "$mpi_rsh" $mpi_net "$mpi" "$rounds" many "$many" > "$out/mpi_many_$n.txt"
+      --mca plm_rsh_args "$mpi_rsh" $mpi_net $yield "$mpi" "$rounds" many "$many" > "$out/mpi_many_$key.txt"
   done
 }
 
 (
   flock 9
-  "$root/scripts/cluster/up.sh" 2 > "$out/cluster.log"
+  "$root/scripts/cluster/up.sh" 4 > "$out/cluster.log"
   allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
   trap '"$root/scripts/cluster/down.sh" >> "$out/cluster.log" 2>&1; sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed"' EXIT
   if [ -n "${CC:-}" ]; then
     sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed $CC"
-    for ns in hvd-h1 hvd-h2; do ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$CC"; done
+    for ns in hvd-h1 hvd-h2 hvd-h3 hvd-h4; do ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$CC"; done
   fi
   cc=$(ip netns exec hvd-h1 cat /proc/sys/net/ipv4/tcp_congestion_control)
-  echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), 2 netns hosts, unbound, hosts' TCP congestion control $cc" > "$out/header.txt"
+  echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), 4 netns hosts, unbound, hosts' TCP congestion control $cc" > "$out/header.txt"
   run_all
 ) 9> /tmp/hvd-global.lock
 
@@ -86,10 +98,10 @@ from allreduce_results import MANY, SIZES, fmt_us, hvd, label, peer, ratio
 
 print("| hosts x ranks | size | hvd | hvd flat TCP | MPI tcp | MPI/hvd | MPI/hvd flat |")
 print("|---|---|---|---|---|---|---|")
-for n, layout in ((2, "2 x 1"), (4, "2 x 2")):
-    h = hvd(f"{out}/hvd_{n}.txt", f"{out}/hvd_many_{n}.txt")
-    f = hvd(f"{out}/flat_{n}.txt", f"{out}/flat_many_{n}.txt")
-    m = {**peer(f"{out}/mpi_{n}.txt"), **peer(f"{out}/mpi_many_{n}.txt")}
+for key, layout in (("2x1", "2 x 1"), ("2x2", "2 x 2"), ("4x1", "4 x 1")):
+    h = hvd(f"{out}/hvd_{key}.txt", f"{out}/hvd_many_{key}.txt")
+    f = hvd(f"{out}/flat_{key}.txt", f"{out}/flat_many_{key}.txt")
+    m = {**peer(f"{out}/mpi_{key}.txt"), **peer(f"{out}/mpi_many_{key}.txt")}
     for k in SIZES + MANY:
         print(f"| {layout} | {label(k)} | {fmt_us(h.get(k))} | {fmt_us(f.get(k))} | "
               f"{fmt_us(m.get(k))} | {ratio(m.get(k), h.get(k))} | {ratio(m.get(k), f.get(k))} |")
