@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <vector>
 
 #include "runtime/transports/reduction.h"
 
@@ -102,6 +104,36 @@ double Expected(DataType dtype, ReduceOp op, int size, size_t i) {
   double acc = Value(dtype, 0, i);
   for (int r = 1; r < size; ++r) acc = Combine(dtype, op, acc, Value(dtype, r, i));
   return acc;
+}
+
+int CheckAllreduceKnownValues(runtime::Communicator& comm, std::initializer_list<size_t> counts,
+                              std::initializer_list<ReduceOp> ops) {
+  for (size_t count : counts) {
+    for (DataType dtype : kAllTypes) {
+      std::vector<char> buf(count * runtime::DataTypeSize(dtype));
+      for (ReduceOp op : ops) {
+        for (size_t i = 0; i < count; ++i)
+          Store(dtype, buf.data(), i, Value(dtype, comm.rank(), i));
+        Status st = comm.Allreduce(buf.data(), static_cast<int64_t>(count), dtype, op);
+        if (!st.ok()) {
+          std::fprintf(stderr, "allreduce %s %s count %zu: %s\n", runtime::DataTypeName(dtype),
+                       runtime::ReduceOpName(op), count, st.ToString().c_str());
+          return 1;
+        }
+        for (size_t i = 0; i < count; ++i) {
+          const double want = Expected(dtype, op, comm.size(), i);
+          const double got = Load(dtype, buf.data(), i);
+          if (got != want) {
+            std::fprintf(stderr, "allreduce %s %s count %zu element %zu: got %g want %g\n",
+                         runtime::DataTypeName(dtype), runtime::ReduceOpName(op), count, i, got,
+                         want);
+            return 1;
+          }
+        }
+      }
+    }
+  }
+  return 0;
 }
 
 }  // namespace hvd::test

@@ -2,7 +2,9 @@
 #define HVD_TEST_MULTIPROC_KNOWN_VALUES_H_
 
 #include <cstddef>
+#include <initializer_list>
 
+#include "runtime/transports/communicator.h"
 #include "runtime/transports/data_type.h"
 
 namespace hvd::test {
@@ -25,6 +27,12 @@ void Store(runtime::DataType dtype, void* base, size_t i, double v);
 double Load(runtime::DataType dtype, const void* base, size_t i);
 // Element i of the reduction over ranks 0..size-1 in rank order.
 double Expected(runtime::DataType dtype, runtime::ReduceOp op, int size, size_t i);
+
+// In a forked rank: allreduces of every dtype and each op of `ops`, of each count of `counts`
+// elements, from Value inputs; every element must be Expected. Returns 0, or prints the first
+// difference (stderr) and returns 1.
+int CheckAllreduceKnownValues(runtime::Communicator& comm, std::initializer_list<size_t> counts,
+                              std::initializer_list<runtime::ReduceOp> ops);
 
 }  // namespace hvd::test
 

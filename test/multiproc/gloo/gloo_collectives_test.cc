@@ -21,7 +21,8 @@ using runtime::Communicator;
 using runtime::DataType;
 using runtime::ReduceOp;
 
-constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
+constexpr std::initializer_list<ReduceOp> kAllOps = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax,
+                                                     ReduceOp::kProduct};
 
 #define CHILD_CHECK(cond, ...)                                \
   do {                                                        \
@@ -41,24 +42,7 @@ constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, 
 
 // Every dtype x op at counts that take the ring (small) and halving-doubling (>= 512 KiB).
 int AllreduceEverything(Communicator& comm) {
-  for (size_t count : {size_t{1}, size_t{1000}, size_t{300000}}) {
-    for (DataType dtype : kAllTypes) {
-      const size_t elem = runtime::DataTypeSize(dtype);
-      std::vector<char> buf(count * elem);
-      for (ReduceOp op : kAllOps) {
-        for (size_t i = 0; i < count; ++i)
-          Store(dtype, buf.data(), i, Value(dtype, comm.rank(), i));
-        CHILD_OK(comm.Allreduce(buf.data(), static_cast<int64_t>(count), dtype, op));
-        for (size_t i = 0; i < count; ++i) {
-          const double want = Expected(dtype, op, comm.size(), i);
-          const double got = Load(dtype, buf.data(), i);
-          CHILD_CHECK(got == want, "allreduce %s %s count %zu [%zu]: got %g want %g",
-                      runtime::DataTypeName(dtype), runtime::ReduceOpName(op), count, i, got, want);
-        }
-      }
-    }
-  }
-  return 0;
+  return CheckAllreduceKnownValues(comm, {1, 1000, 300000}, kAllOps);
 }
 
 int ReduceScatterEverything(Communicator& comm) {

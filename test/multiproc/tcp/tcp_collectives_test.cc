@@ -23,8 +23,8 @@ using runtime::Communicator;
 using runtime::DataType;
 using runtime::ReduceOp;
 
-constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct,
-                                ReduceOp::kAverage};
+constexpr std::initializer_list<ReduceOp> kAllOps = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax,
+                                                     ReduceOp::kProduct, ReduceOp::kAverage};
 
 #define CHILD_CHECK(cond, ...)                                                      \
   do {                                                                              \
@@ -61,28 +61,6 @@ int SameEverywhere(Communicator& comm, const void* data, size_t n, const char* w
   return 0;
 }
 
-// Allreduces of every dtype and op, `count` elements each, with known small-integer inputs:
-// every element must be the rank-order reduction.
-int CheckKnownValues(Communicator& comm, std::initializer_list<size_t> counts) {
-  for (DataType dtype : kAllTypes) {
-    for (ReduceOp op : kAllOps) {
-      for (size_t count : counts) {
-        std::vector<char> buf(count * runtime::DataTypeSize(dtype));
-        for (size_t i = 0; i < count; ++i)
-          Store(dtype, buf.data(), i, Value(dtype, comm.rank(), i));
-        CHILD_OK(comm.Allreduce(buf.data(), static_cast<int64_t>(count), dtype, op));
-        for (size_t i = 0; i < count; ++i) {
-          const double want = Expected(dtype, op, comm.size(), i);
-          const double got = Load(dtype, buf.data(), i);
-          CHILD_CHECK(got == want, "%s %s count %zu element %zu: got %g want %g",
-                      runtime::DataTypeName(dtype), runtime::ReduceOpName(op), count, i, got, want);
-        }
-      }
-    }
-  }
-  return 0;
-}
-
 // Random floats of every float type, summed: every rank must end with the same bits.
 int CheckBitIdenticalSums(Communicator& comm, std::initializer_list<size_t> counts) {
   std::mt19937 gen(1234 + comm.rank());
@@ -111,7 +89,7 @@ TEST_P(TcpCollectives, AllreduceEveryTypeAndOpMatchesKnownValues) {
     // 1 and 5 elements: direct (n = 2) or recursive doubling; 7001 / 40009 elements: doubling
     // or the ring for wider types, uneven. When every rank allreduces, then every element is
     // the rank-order reduction.
-    if (int rc = CheckKnownValues(comm, {1, 5, 7001, 40009})) return rc;
+    if (int rc = CheckAllreduceKnownValues(comm, {1, 5, 7001, 40009}, kAllOps)) return rc;
     CHILD_OK(comm.Allreduce(nullptr, 0, DataType::kFloat32, ReduceOp::kSum));
     return 0;
   });
@@ -286,7 +264,7 @@ TEST_P(TcpFoldedDoubling, SmallAllreducesAndBitwiseOpsAreRightOnEveryRank) {
   TcpJob job(TcpJobOptions(GetParam()));
   ASSERT_TRUE(job.error().empty()) << job.error();
   auto outcomes = job.Run([](Communicator& comm) {
-    if (int rc = CheckKnownValues(comm, {1, 5, 7001})) return rc;
+    if (int rc = CheckAllreduceKnownValues(comm, {1, 5, 7001}, kAllOps)) return rc;
     if (int rc = CheckBitIdenticalSums(comm, {3, 1000, 60000})) return rc;
     const int n = comm.size();
     // min/max keep their first operand when either is NaN: the same bits on every rank need
