@@ -136,9 +136,14 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
   knobs_ = {config_.fusion_threshold_bytes, config_.cycle_time, true};
   autotuning_ = autotuner_ != nullptr;
   wake_ = shutdown_requested_ = abort_requested_ = false;
+  loop_wakes_at_ = std::chrono::steady_clock::time_point::min();  // until its first wait
   set_shutdown_reason_.clear();
   failure_ = Status::OK();
   thread_ = std::thread(&Runtime::Loop, this);
+  // Named for top -H, perf and gdb ("hvd-cycle" next to the framework's threads), here rather
+  // than by the thread itself: named once Init returns, even before it is first scheduled
+  // (a loaded CI machine once ran a whole test before it was).
+  pthread_setname_np(thread_.native_handle(), "hvd-cycle");
   return Status::OK();
 }
 
@@ -244,8 +249,6 @@ void Runtime::FailEverything(const Status& status) {
 // cycle_mu_ makes iterations one at a time, so every rank still runs one sequence of cycles,
 // in lockstep with its peers; which thread runs a given cycle does not matter to them.
 void Runtime::Loop() {
-  // Named for top -H, perf and gdb ("hvd-cycle" next to the framework's threads).
-  pthread_setname_np(pthread_self(), "hvd-cycle");
   std::chrono::microseconds interval{0};
   uint64_t seen = 0;  // iterations_ when this thread last looked
   while (true) {
