@@ -99,9 +99,9 @@ class TcpProvider : public CommunicatorProvider {
     // channel does. 4 ranks on the 2-vCPU VM (2026-11-23, three runs each): 4 KiB 230-268 ->
     // 106-169 us, 64 KiB 371-412 -> 172-321 us, 1 MiB 2.0-2.2 -> 1.24-1.70 ms, 100 x 16 KiB one
     // by one 29.5-30.9 -> 12.8-16.7 ms; 50 us budgets gained less, 200-400 us the same.
-    // Ranks on this machine: the launcher's local size, or more when several "hosts" are one
-    // machine (GroupSpec::ranks_on_machine, found by the shm provider under auto).
-    const bool cpu_per_rank = CpuPerRank(std::max(config_.local_size, spec.ranks_on_machine));
+    // Ranks on this machine (several "hosts" may be one: GroupSpec::ranks_on_machine, found by
+    // the shm provider under auto).
+    const bool cpu_per_rank = CpuPerRank(RanksOnMachine(config_, spec));
     options.busy_poll = std::chrono::microseconds(cpu_per_rank ? 50 : 100);
     options.busy_yield = !cpu_per_rank;
     return CreateTcpCommunicator(options);

@@ -1,6 +1,7 @@
 #ifndef HVD_RUNTIME_TRANSPORTS_BACKEND_REGISTRY_H_
 #define HVD_RUNTIME_TRANSPORTS_BACKEND_REGISTRY_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -26,6 +27,13 @@ struct GroupSpec {
   // (ShmProvider, from the members' boot ids); 0 = not known: the launcher's local size.
   int32_t ranks_on_machine = 0;
 };
+
+// The ranks sharing this machine's CPUs as far as `spec`'s member knows (for CpuPerRank,
+// host_layout.h): the launcher's local size, or more when the provider found several of the
+// group's "hosts" on this machine.
+inline int RanksOnMachine(const RuntimeConfig& config, const GroupSpec& spec) {
+  return std::max(config.local_size, spec.ranks_on_machine);
+}
 
 // Creates communicators for one initialized runtime (one per process set this rank belongs
 // to). Used from the thread running Init and then the background thread, one call at a time;

@@ -51,9 +51,13 @@ bool CpuPerRank(int ranks_on_host) {
 }
 
 std::string MachineId() {
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  if (!(in >> id)) return "";
+  // Fixed for the life of the process: read once, not at every group's creation.
+  static const std::string id = [] {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string boot_id;
+    if (!(in >> boot_id)) return std::string();
+    return boot_id;
+  }();
   return id;
 }
 

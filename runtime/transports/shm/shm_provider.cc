@@ -71,7 +71,7 @@ Result<std::unique_ptr<Communicator>> ShmProvider::CreateShm(const GroupSpec& sp
   options.buffer_bytes = static_cast<size_t>(config_.shm_buffer_bytes);
   // With more ranks than CPUs the direct reads lose: 4 ranks on 2 vCPUs, 64 MiB 37 ms staged
   // against 47 ms (each read walks the peer's page tables while the peer wants the CPU).
-  options.ranks_on_machine = std::max(config_.local_size, spec.ranks_on_machine);
+  options.ranks_on_machine = RanksOnMachine(config_, spec);
   options.single_copy_bytes =
       CpuPerRank(options.ranks_on_machine) ? config_.shm_single_copy_bytes : 0;
   options.choose_single_copy = config_.shm_single_copy == "auto";

@@ -75,18 +75,21 @@ Status TcpAlgorithms::DoublingAllreduce(char* buf, size_t bytes, const TcpReduce
                                         const TcpWhat& what) {
   const int64_t count = static_cast<int64_t>(bytes / red.elem);
   char* other = Scratch(bytes);
-  // Exchanges buf with `peer` and leaves lower op higher in buf (`peer_is_lower`: whose part
-  // comes first). Both sides call red.fn with the same operands in the same order.
-  auto exchange = [&](int peer, bool peer_is_lower) -> Status {
-    AddStream(peer, true, {buf, bytes, false});
-    AddStream(peer, false, {other, bytes, false});
-    HVD_RETURN_IF_ERROR(Run(nullptr, what));
+  // Leaves lower op higher in buf, the peer's part having arrived in `other` (`peer_is_lower`:
+  // whose part comes first). Both partners call red.fn with the same operands in the same order.
+  auto combine = [&](bool peer_is_lower) {
     if (peer_is_lower) {
       red.fn(other, buf, count);
       std::memcpy(buf, other, bytes);
     } else {
       red.fn(buf, other, count);
     }
+  };
+  auto exchange = [&](int peer, bool peer_is_lower) -> Status {
+    AddStream(peer, true, {buf, bytes, false});
+    AddStream(peer, false, {other, bytes, false});
+    HVD_RETURN_IF_ERROR(Run(nullptr, what));
+    combine(peer_is_lower);
     return Status::OK();
   };
   int pof2 = 1;
@@ -104,8 +107,7 @@ Status TcpAlgorithms::DoublingAllreduce(char* buf, size_t bytes, const TcpReduce
     }
     AddStream(rank_ - 1, false, {other, bytes, false});
     HVD_RETURN_IF_ERROR(Run(nullptr, what));
-    red.fn(other, buf, count);
-    std::memcpy(buf, other, bytes);
+    combine(/*peer_is_lower=*/true);
     vrank = rank_ / 2;
   } else {
     vrank = rank_ - rem;

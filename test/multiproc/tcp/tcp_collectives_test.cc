@@ -79,6 +79,23 @@ int CheckBitIdenticalSums(Communicator& comm, std::initializer_list<size_t> coun
   return 0;
 }
 
+// BitwiseAnd/BitwiseOr of `words` words where rank r clears / sets bit (i + r) % 64 of word i.
+int CheckBitwiseAndOr(Communicator& comm, size_t words) {
+  std::vector<uint64_t> a(words), o(words);
+  for (size_t i = 0; i < words; ++i) {
+    a[i] = ~(uint64_t{1} << ((i + comm.rank()) % 64));
+    o[i] = uint64_t{1} << ((i + comm.rank()) % 64);
+  }
+  CHILD_OK(comm.BitwiseAnd(&a));
+  CHILD_OK(comm.BitwiseOr(&o));
+  for (size_t i = 0; i < words; ++i) {
+    uint64_t bits = 0;
+    for (int r = 0; r < comm.size(); ++r) bits |= uint64_t{1} << ((i + r) % 64);
+    CHILD_CHECK(a[i] == ~bits && o[i] == bits, "bitwise word %zu", i);
+  }
+  return 0;
+}
+
 class TcpCollectives : public ::testing::TestWithParam<int> {};
 
 TEST_P(TcpCollectives, AllreduceEveryTypeAndOpMatchesKnownValues) {
@@ -231,20 +248,9 @@ TEST_P(TcpCollectives, BroadcastAllgatherAlltoallAndControlOps) {
       CHILD_OK(comm.BroadcastBytes(&data, n - 1));
       CHILD_CHECK(data == std::string(len * 2, 'z'), "broadcast bytes of %zu", len * 2);
     }
-    // Bitwise and/or: 20 words (direct) and 6000 words (ring).
+    // Bitwise and/or: 20 words (direct or doubling) and 6000 words (ring).
     for (size_t words : {size_t{20}, size_t{6000}}) {
-      std::vector<uint64_t> a(words), o(words);
-      for (size_t i = 0; i < words; ++i) {
-        a[i] = ~(uint64_t{1} << ((i + me) % 64));
-        o[i] = uint64_t{1} << ((i + me) % 64);
-      }
-      CHILD_OK(comm.BitwiseAnd(&a));
-      CHILD_OK(comm.BitwiseOr(&o));
-      for (size_t i = 0; i < words; ++i) {
-        uint64_t bits = 0;
-        for (int r = 0; r < n; ++r) bits |= uint64_t{1} << ((i + r) % 64);
-        CHILD_CHECK(a[i] == ~bits && o[i] == bits, "bitwise word %zu", i);
-      }
+      if (int rc = CheckBitwiseAndOr(comm, words)) return rc;
     }
     for (int i = 0; i < 10; ++i) CHILD_OK(comm.Barrier());
     return 0;
@@ -278,19 +284,7 @@ TEST_P(TcpFoldedDoubling, SmallAllreducesAndBitwiseOpsAreRightOnEveryRank) {
         return rc;
       }
     }
-    std::vector<uint64_t> a(20), o(20);
-    for (size_t i = 0; i < a.size(); ++i) {
-      a[i] = ~(uint64_t{1} << ((i + comm.rank()) % 64));
-      o[i] = uint64_t{1} << ((i + comm.rank()) % 64);
-    }
-    CHILD_OK(comm.BitwiseAnd(&a));
-    CHILD_OK(comm.BitwiseOr(&o));
-    for (size_t i = 0; i < a.size(); ++i) {
-      uint64_t bits = 0;
-      for (int r = 0; r < n; ++r) bits |= uint64_t{1} << ((i + r) % 64);
-      CHILD_CHECK(a[i] == ~bits && o[i] == bits, "bitwise word %zu", i);
-    }
-    return 0;
+    return CheckBitwiseAndOr(comm, 20);
   });
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
 }
