@@ -172,6 +172,8 @@ Status LoadCoordinator(const env::Environment& env, RuntimeConfig* c) {
   }
   c->cycle_time = std::chrono::microseconds(std::llround(cycle_ms * 1000.0));
   HVD_ASSIGN_OR_RETURN(c->cache_capacity, IntIn(env, "HVD_CACHE_CAPACITY", 0, 1 << 20));
+  HVD_ASSIGN_OR_RETURN(c->eager_allreduce_bytes,
+                       IntIn(env, "HVD_EAGER_ALLREDUCE_BYTES", 0, int64_t{1} << 20));
   HVD_ASSIGN_OR_RETURN(c->disable_group_fusion, env.GetBool("HVD_DISABLE_GROUP_FUSION"));
   HVD_ASSIGN_OR_RETURN(c->dynamic_process_sets, env.GetBool("HVD_DYNAMIC_PROCESS_SETS"));
   return Status::OK();

@@ -83,6 +83,9 @@ struct RuntimeConfig {
   int64_t fusion_threshold_bytes = 128 * 1024 * 1024;
   std::chrono::microseconds cycle_time{1000};
   int64_t cache_capacity = 1024;
+  // HVD_EAGER_ALLREDUCE_BYTES: a lone cached CPU allreduce up to this size rides the next
+  // cycle's negotiation round on transports that can (controller.h, "Eager"); 0 = never.
+  int64_t eager_allreduce_bytes = 32768;
   bool disable_group_fusion = false;
   bool dynamic_process_sets = false;
 

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 
 #include "common/logging.h"
+#include "runtime/transports/reduction.h"
 
 namespace hvd::runtime {
 namespace {
@@ -125,12 +127,36 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
   if (pending) word |= kHavePending;
   // A rank with a join in flight has "joined": it has no more tensors of its own.
   if (!joined_) word |= kNoJoined;
-  agree_bits_.resize(1 + cache_words_);
+  const size_t head = 1 + static_cast<size_t>(cache_words_);
+  const Response* eager =
+      eager_bit_ != kNoEager && cache_.Has(eager_bit_) ? &cache_.Get(eager_bit_) : nullptr;
+  const size_t tail_bytes =
+      eager ? static_cast<size_t>(eager->sizes[0]) * DataTypeSize(eager->dtype) : 0;
+  agree_bits_.assign(head + (tail_bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t), 0);
   agree_bits_[0] = word;
   std::copy(hit_bits_.begin(), hit_bits_.end(), agree_bits_.begin() + 1);
-  HVD_RETURN_IF_ERROR(comm_->BitwiseAnd(&agree_bits_));
+  eager_sent_ = eager != nullptr;
+  if (eager) {
+    uint64_t* const b_word = &agree_bits_[1 + eager_bit_ / 64];
+    const uint64_t b_mask = uint64_t{1} << (eager_bit_ % 64);
+    if ((*b_word & b_mask) != 0) {
+      // b is one of this rank's hits, so its entry is in the queue's table until taken.
+      const TensorEntry* e = queue_.Find(eager->names[0]);
+      if (e != nullptr) {
+        void* tail = agree_bits_.data() + head;
+        std::memcpy(tail, e->input, tail_bytes);
+        ScaleBuffer(tail, eager->sizes[0], eager->dtype, eager->prescale);
+      } else {
+        *b_word &= ~b_mask;  // no data to give: b cannot complete from this round
+      }
+    }
+    HVD_RETURN_IF_ERROR(comm_->BitwiseAndWithAllreduce(agree_bits_, head, eager->sizes[0],
+                                                       eager->dtype, BackendOp(eager->reduce_op)));
+  } else {
+    HVD_RETURN_IF_ERROR(comm_->BitwiseAnd(&agree_bits_));
+  }
   const uint64_t agreed = agree_bits_[0];
-  common_.assign(agree_bits_.begin() + 1, agree_bits_.end());
+  common_.assign(agree_bits_.begin() + 1, agree_bits_.begin() + head);
   if ((agreed & kNoInvalid) == 0) {
     HVD_RETURN_IF_ERROR(comm_->BitwiseOr(&invalid_bits_));
     for (int w = 0; w < cache_words_; ++w) {
@@ -145,11 +171,13 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
 
 void Controller::TakeCommonHits() {
   hits_.clear();
+  hit_list_.clear();
   for (int w = 0; w < cache_words_; ++w) {
     for (uint64_t m = common_[w]; m != 0; m &= m - 1) {
       const uint32_t bit = static_cast<uint32_t>(w * 64 + std::countr_zero(m));
       if (!cache_.Has(bit)) continue;
       hits_.push_back(&cache_.Get(bit));
+      hit_list_.push_back(bit);
       cache_.Touch(bit);
       if (coordinator_ && Recording()) {
         const std::string& name = hits_.back()->names[0];
@@ -191,9 +219,40 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
   if (!slow) {
     // Fast path: nothing but common hits; every rank plans the same fusion of them.
     TakeCommonHits();
+    size_t executed = 0;
+    uint32_t lone = kNoEager;
+    if (eager_sent_) {
+      // The eager allreduce's data came with the AND round: b completes without a round of its
+      // own, the other hits run as usual.
+      const auto it = std::find(hit_list_.begin(), hit_list_.end(), eager_bit_);
+      if (it != hit_list_.end()) {
+        const Response& r = *hits_[it - hit_list_.begin()];
+        hits_.erase(hits_.begin() + (it - hit_list_.begin()));
+        hit_list_.erase(it);
+        HVD_RETURN_IF_ERROR(ProcessEager(r, &result));
+        executed = 1;
+        lone = eager_bit_;
+      }
+    }
     PlanFusion(hits_, fusion_, &fusion_scratch_, &fused_);
     HVD_RETURN_IF_ERROR(Process(fused_, false, &result));
+    executed += fused_.size();
+    if (executed == 1 && lone == kNoEager && hit_list_.size() == 1) lone = hit_list_[0];
+    // The same decision on every member: the same hits were executed everywhere, and the
+    // agreed word is the same. Armed only when the bit ran alone twice in a row: a lone op
+    // that is not repeated (100 tensors waited on one by one) would have its bytes ride the
+    // next round for nothing. A cycle in which no member had anything pending disarms it, so
+    // an idle job's rounds (every 1-16 ms) carry b's bytes once, not forever.
+    if (executed == 1) {
+      eager_bit_ = lone == last_lone_ && EagerEligible(lone) ? lone : kNoEager;
+      last_lone_ = lone;
+    } else if (executed > 1) {
+      eager_bit_ = last_lone_ = kNoEager;
+    } else if (!result.any_pending) {
+      eager_bit_ = kNoEager;
+    }
   } else {
+    eager_bit_ = last_lone_ = kNoEager;  // the slow path may change the cache
     if (any_joined) {  // hits cannot become common while a rank has joined: send them all
       for (const Waiting& w : waiting_) to_send_.push_back(w.request);
       waiting_.clear();
@@ -210,6 +269,35 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
   }
   result.mine_pending = MinePending();
   return result;
+}
+
+bool Controller::EagerEligible(uint32_t bit) const {
+  if (bit == kNoEager || config_.eager_allreduce_bytes <= 0 || !cache_.Has(bit) ||
+      !comm_->ands_with_allreduce()) {
+    return false;
+  }
+  const Response& r = cache_.Get(bit);
+  return r.type == OpType::kAllreduce && r.device < 0 && r.names.size() == 1 &&
+         r.sizes.size() == 1 && r.sizes[0] > 0 && r.reduce_op != ReduceOp::kAdasum &&
+         r.sizes[0] * static_cast<int64_t>(DataTypeSize(r.dtype)) <= config_.eager_allreduce_bytes;
+}
+
+Status Controller::ProcessEager(const Response& r, CycleResult* result) {
+  result->progress = true;
+  taken_.push_back(queue_.Take(r.names.front()));
+  if (taken_.back().empty()) {  // a common hit is pending on every rank; never here
+    queue_.Recycle(&taken_);
+    return Status::Internal("eager allreduce of '" + r.names.front() + "' without its tensor");
+  }
+  TensorEntry& entry = taken_.back().mapped();
+  Status outcome;
+  executor_->FinishReduced(r, &entry, agree_bits_.data() + 1 + cache_words_, comm_.get(), &outcome);
+  finished_.clear();
+  finished_.push_back(entry.handle);
+  queue_.Recycle(&taken_);
+  handles_->FinishParts(finished_, outcome);
+  if (report_executed_) result->executed.push_back(r);
+  return Status::OK();
 }
 
 Result<ResponseList> Controller::Negotiate(bool request_shutdown) {
@@ -327,6 +415,7 @@ Status Controller::Process(std::span<const Response> responses, bool put_in_cach
 
 void Controller::ApplyTuning(int64_t fusion_threshold_bytes, bool cache_enabled) {
   fusion_.threshold_bytes = fusion_threshold_bytes;
+  eager_bit_ = last_lone_ = kNoEager;
   if (cache_enabled != cache_enabled_) {
     // Start from an empty cache: while it was off, one rank may have sent a tensor uncached
     // that another rank would now classify as a hit, and neither would ever match.

@@ -70,6 +70,22 @@ struct CycleResult {
 // Non-common hits stay waiting; a hit waiting longer than the stall check time is re-sent
 // uncached so the stall inspector can name the missing ranks.
 //
+// Eager (HVD_EAGER_ALLREDUCE_BYTES, transports whose ands_with_allreduce() is true: hvd's TCP,
+// also under the hierarchical communicator): a lone small allreduce repeated in a loop (a
+// metric, a loss, a synchronous benchmark) would cost two rounds per op, the AND of step 2 and
+// then its own allreduce. When two fast-path cycles in a row each executed exactly one
+// response, the same single-tensor CPU allreduce of cache bit b up to that size (a repeated
+// lone op: a lone op that is not repeated would carry its bytes for nothing), every member
+// knows (same state everywhere) that the next cycles are "eager for b": each appends b's
+// elements to the AND round's words -- its input prescaled when b is one of its hits, zeros
+// otherwise -- and the communicator ANDs the words and reduces the tail with b's op in one
+// collective. If b is a common hit of a fast-path cycle, every member contributed its real
+// input: b completes from the reduced tail (postscale, timeline, handle) without an allreduce
+// of its own. Otherwise the tail is dropped and b runs as usual. A cycle that executes
+// anything else (or takes the slow path, or retunes, or finds no member with anything
+// pending) ends the eager state; cycles in which some member waits for the others keep it.
+// Every member's words have the same length, since b's size comes from the shared cache.
+//
 // Timeline (global rank 0 only, `timeline` non-null): the coordinator records NEGOTIATE_<OP>
 // start when it first hears of a tensor, a tick per rank as each request arrives, and the
 // end when the tensor is ready; a common cache hit records start and end together (nothing
@@ -119,8 +135,12 @@ class Controller {
   void InvalidateBrokenGroups();
   // The AND (and when needed OR) rounds; returns the agreed status word, common_ the bits.
   Result<uint64_t> Agree(bool request_shutdown);
-  // Fills hits_ with the cached responses of the common bits, in bit order.
+  // Fills hits_ (and hit_list_) with the cached responses of the common bits, in bit order.
   void TakeCommonHits();
+  // Whether cache bit `bit` may ride the next cycles' AND round (see "Eager" above).
+  bool EagerEligible(uint32_t bit) const;
+  // Completes the eager allreduce `r` from the reduced tail of agree_bits_.
+  Status ProcessEager(const Response& r, CycleResult* result);
   Result<ResponseList> Negotiate(bool request_shutdown);
   ResponseList CoordinateLocked(const std::vector<std::string>& lists, bool* malformed);
   Status Process(std::span<const Response> responses, bool put_in_cache, CycleResult* result);
@@ -152,6 +172,13 @@ class Controller {
   // The common cache hits of this cycle: the cache's own entries, valid until the cache
   // changes (Process puts new ones in only after the hits were planned or sent).
   std::vector<const Response*> hits_;
+  std::vector<uint32_t> hit_list_;  // hits_' cache bits
+  // Eager: the cache bit whose data rides the AND round (kNoEager: none), and whether this
+  // cycle's round carried it.
+  static constexpr uint32_t kNoEager = UINT32_MAX;
+  uint32_t eager_bit_ = kNoEager;
+  uint32_t last_lone_ = kNoEager;  // the bit executed alone by the last cycle that executed
+  bool eager_sent_ = false;
   ReuseVector<Response> fused_;  // hits_ after fusion (fast path)
   FusionScratch fusion_scratch_;
   std::vector<TensorQueue::Taken> taken_;  // the entries of the response being run

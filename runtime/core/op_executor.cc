@@ -150,6 +150,27 @@ Status OpExecutor::Execute(const Response& r, std::span<TensorEntry* const> entr
   return s;
 }
 
+void OpExecutor::FinishReduced(const Response& r, TensorEntry* entry, const void* reduced,
+                               const Communicator* comm, Status* outcome) {
+  recording_ = timeline_ != nullptr && timeline_->on();
+  if (recording_) {
+    if (entry->enqueued_us > 0) {
+      timeline_->timeline().Queue(entry->request.name, "ALLREDUCE", entry->enqueued_us);
+    }
+    timeline_->timeline().Start(r.names.front(), "ALLREDUCE");
+    ActivityStart(r, std::string(comm->name()) + "_EAGER_ALLREDUCE");
+  }
+  const int64_t count = r.sizes.front();
+  if (count > 0) std::memcpy(entry->output, reduced, count * DataTypeSize(r.dtype));
+  ScaleBuffer(entry->output, count, r.dtype, PostscaleFor(r, comm->size()));
+  if (recording_) {
+    ActivityEnd(r);
+    TensorEntry* const entries[] = {entry};
+    RecordEnd(r, entries);
+  }
+  *outcome = Status::OK();
+}
+
 Status OpExecutor::Run(const Response& r, std::span<TensorEntry* const> entries,
                        Communicator* comm) {
   switch (r.type) {

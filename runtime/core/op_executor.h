@@ -77,6 +77,12 @@ class OpExecutor {
   // `gpu` is the set's GpuSetState (null: GPU responses are staged).
   Status Execute(const Response& response, std::span<TensorEntry* const> entries,
                  Communicator* comm, Status* outcome, GpuSetState* gpu = nullptr);
+  // A single-tensor CPU allreduce whose reduction already ran in the negotiation round
+  // (controller.h, "Eager"): `reduced` holds the set's reduction of the prescaled inputs;
+  // copies it into the entry's output and postscales it, with the timeline's spans (the
+  // activity <COMM>_EAGER_ALLREDUCE, as long as the copy).
+  void FinishReduced(const Response& r, TensorEntry* entry, const void* reduced,
+                     const Communicator* comm, Status* outcome);
 
  private:
   // The CPU path of a data response (host memory).

@@ -86,6 +86,13 @@ class TensorQueue {
     }
     size_.store(table_.size(), std::memory_order_release);
   }
+  // The entry for `name` without taking it, or null. Background thread: the entry stays valid
+  // until that thread takes it.
+  const TensorEntry* Find(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = table_.find(name);
+    return it == table_.end() ? nullptr : &it->second;
+  }
   // Gives taken entries back for reuse (empty ones are skipped); leaves `taken` empty.
   void Recycle(std::vector<Taken>* taken);
   // Removes and returns every entry (shutdown / failure).

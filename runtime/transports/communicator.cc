@@ -42,6 +42,14 @@ Status Communicator::AllreducePieces(std::span<const AllreducePiece> pieces, Dat
                                ReduceOpName(op) + " pieces in place is not supported");
 }
 
+Status Communicator::BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words,
+                                             int64_t count, DataType dtype, ReduceOp op) {
+  (void)words;
+  (void)and_words;
+  return Status::Unimplemented(std::string(name()) + ": bitwise and with an " +
+                               AllreduceOpName(count, dtype, op) + " is not supported");
+}
+
 Status Communicator::ReduceScatter(const void* in, void* out,
                                    const std::vector<int64_t>& counts_per_rank, DataType dtype,
                                    ReduceOp op) {

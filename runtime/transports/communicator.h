@@ -65,6 +65,15 @@ class Communicator {
   virtual bool allreduces_pieces() const { return false; }
   virtual Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
                                  ReduceOp op);
+  // The negotiation's AND round with a small allreduce riding along (controller.h, "Eager"):
+  // the first `and_words` of `words` are ANDed and the `count` elements of `dtype` that follow
+  // them (8-byte aligned; the words after them are padding) are reduced with `op`, all in one
+  // collective, so that a lone small allreduce costs one round trip instead of two. Results are
+  // the same bits on every member. Only transports whose ands_with_allreduce() is true
+  // implement it (the default returns kUnimplemented).
+  virtual bool ands_with_allreduce() const { return false; }
+  virtual Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
+                                         DataType dtype, ReduceOp op);
   // Member i contributes bytes_per_rank[i] bytes (`in` holds this member's part); `out`
   // receives the concatenation in group-rank order.
   virtual Status Allgatherv(const void* in, void* out,

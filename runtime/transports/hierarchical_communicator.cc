@@ -34,6 +34,13 @@ class HierarchicalCommunicator final : public Communicator {
   Status BitwiseAnd(std::vector<uint64_t>* bits) override { return flat_->BitwiseAnd(bits); }
   Status BitwiseOr(std::vector<uint64_t>* bits) override { return flat_->BitwiseOr(bits); }
   Status Barrier() override { return flat_->Barrier(); }
+  // Like the bit vectors, the eager round runs on the flat group: one collective over all
+  // ranks (recursive doubling on TCP) instead of the AND plus a local and a cross allreduce.
+  bool ands_with_allreduce() const override { return flat_->ands_with_allreduce(); }
+  Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
+                                 DataType dtype, ReduceOp op) override {
+    return flat_->BitwiseAndWithAllreduce(words, and_words, count, dtype, op);
+  }
 
   Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;

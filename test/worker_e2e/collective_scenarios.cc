@@ -1,8 +1,10 @@
 // Every collective x every dtype on the global set, with expected values from rank and size.
 // Each scenario enqueues all of its ops before waiting for the first, so the runtime sees many
 // tensors at once (negotiated together, fused where it may).
+#include <chrono>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "scenarios.h"
 
@@ -22,8 +24,9 @@ int64_t ScatterRows(int64_t dim0, int32_t r) { return dim0 / N() + (r < dim0 % N
 // ---- allreduce ------------------------------------------------------------------------------
 
 void EnqueueAllreduce(std::vector<Pending>* pending, const DType& d, hvd_reduce_op_t op, double pre,
-                      double post, int k) {
-  const std::vector<int64_t> shape = k % 2 ? std::vector<int64_t>{3, 5} : std::vector<int64_t>{13};
+                      double post, int k, const std::string& prefix = "ar.",
+                      std::vector<int64_t> shape = {}) {
+  if (shape.empty()) shape = k % 2 ? std::vector<int64_t>{3, 5} : std::vector<int64_t>{13};
   auto in = Make(d.id, shape);
   auto out = k % 3 == 0 ? in : Make(d.id, shape);  // in place every third op
   for (int64_t i = 0; i < in->count(); ++i) in->Set(i, ReduceInput(op, d, R(), N(), i));
@@ -31,7 +34,7 @@ void EnqueueAllreduce(std::vector<Pending>* pending, const DType& d, hvd_reduce_
   std::snprintf(scales, sizeof(scales), " prescale %g postscale %g", pre, post);
   const std::string what = std::string("allreduce ") + ReduceOpName(op) + " " + d.name + scales +
                            (in == out ? " in place" : "");
-  hvd_op_options_t o = Options("ar." + std::to_string(k));
+  hvd_op_options_t o = Options(prefix + std::to_string(k));
   o.reduce_op = op;
   o.prescale_factor = pre;
   o.postscale_factor = post;
@@ -296,6 +299,53 @@ void Allreduce() {
   Require(hvd_allreduce(&e, &e, &o, &p.handle), p.what);
   pending.push_back(std::move(p));
   FinishAll(&pending);
+}
+
+void Lone() {
+  // One allreduce at a time, waited for before the next (a loss or a metric each step): from
+  // the fourth of a name on (a miss, then two lone hits in a row arm it) it rides the
+  // negotiation's AND round on hvd's TCP (controller.h, "Eager"). Every dtype, op and scaling,
+  // five times each, the fourth with one rank late (its peers run eager cycles without it and
+  // drop the data they sent); two names alternating; two at once; one above
+  // HVD_EAGER_ALLREDUCE_BYTES.
+  int k = 0;
+  auto lone = [&](const DType& d, hvd_reduce_op_t op, double pre, double post,
+                  std::vector<int64_t> shape = {}) {
+    for (int rep = 0; rep < 5; ++rep) {
+      if (rep == 3 && R() == k % N()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::vector<Pending> pending;
+      EnqueueAllreduce(&pending, d, op, pre, post, k, "lone.", shape);
+      FinishAll(&pending);
+    }
+    ++k;
+  };
+  for (const DType& d : AllDTypes()) {
+    for (hvd_reduce_op_t op :
+         {HVD_OP_SUM, HVD_OP_AVERAGE, HVD_OP_MIN, HVD_OP_MAX, HVD_OP_PRODUCT}) {
+      if (d.id == HVD_BOOL && op == HVD_OP_AVERAGE) continue;
+      lone(d, op, 1.0, 1.0);
+    }
+    if (d.id == HVD_BOOL) continue;
+    lone(d, HVD_OP_SUM, d.is_float ? 0.5 : 2.0, d.is_float ? 3.0 : 2.0);
+    lone(d, HVD_OP_AVERAGE, 2.0, d.is_float ? 0.25 : 2.0);
+  }
+  const DType& f32 = DTypeOf(HVD_FLOAT32);
+  lone(f32, HVD_OP_SUM, 1.0, 1.0, {100000});  // 400 KB: above the eager limit
+  // Two names alternating, each alone in its cycle; then both at once, then one alone again.
+  const int a = k++, b = k++;
+  for (int rep = 0; rep < 3; ++rep) {
+    for (int which : {a, b}) {
+      std::vector<Pending> pending;
+      EnqueueAllreduce(&pending, f32, HVD_OP_SUM, 1.0, 1.0, which, "lone.", {7});
+      FinishAll(&pending);
+    }
+  }
+  for (int rep = 0; rep < 3; ++rep) {
+    std::vector<Pending> pending;
+    EnqueueAllreduce(&pending, f32, HVD_OP_SUM, 1.0, 1.0, a, "lone.", {7});
+    if (rep != 1) EnqueueAllreduce(&pending, f32, HVD_OP_SUM, 1.0, 1.0, b, "lone.", {7});
+    FinishAll(&pending);
+  }
 }
 
 void Allgather() {

@@ -46,6 +46,7 @@ void GlobalBarrier(const std::string& what);
 
 // collective_scenarios.cc (initialized)
 void Allreduce();
+void Lone();  // one allreduce at a time (the eager path on TCP)
 void Allgather();
 void Broadcast();
 void Alltoall();

@@ -112,6 +112,9 @@ class TcpCommunicator final : public Communicator {
     return Guard("barrier", [&](const TcpWhat& w) { return algo_.Barrier(w); });
   }
   Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  bool ands_with_allreduce() const override { return true; }
+  Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
+                                 DataType dtype, ReduceOp op) override;
   bool allreduces_pieces() const override { return true; }
   Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
                          ReduceOp op) override;
@@ -172,6 +175,14 @@ class TcpCommunicator final : public Communicator {
   std::vector<int64_t> starts_;
   std::vector<TcpPiece> parts_;
   std::vector<char> packed_;
+  // BitwiseAndWithAllreduce's layout, read by its reducer (which captures only `this`, so
+  // std::function keeps it inline: no allocation).
+  struct AndWithAllreduce {
+    size_t and_words = 0;
+    int64_t count = 0;
+    DataType dtype = DataType::kFloat32;
+    ReduceOp op = ReduceOp::kSum;
+  } and_with_;
 };
 
 template <typename Body>
@@ -212,6 +223,38 @@ Status TcpCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, R
   return Guard(TcpWhat(name), [&](const TcpWhat& w) {
     if (count == 0) return Status::OK();
     return Reduce(static_cast<char*>(buffer), count, red, w);
+  });
+}
+
+Status TcpCommunicator::BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words,
+                                                int64_t count, DataType dtype, ReduceOp op) {
+  const auto name = [&] {
+    return What("bitwise and with an " + AllreduceOpName(count, dtype, op));
+  };
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(name, words.data(), count, op));
+  const size_t tail_bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
+  if (and_words > words.size() || tail_bytes > (words.size() - and_words) * sizeof(uint64_t)) {
+    return Status::InvalidArgument(name() + ": " + std::to_string(words.size()) +
+                                   " words cannot hold " + std::to_string(and_words) +
+                                   " words and " + std::to_string(tail_bytes) + " bytes");
+  }
+  and_with_ = {and_words, count, dtype, op};
+  // One reducer over whole words: both algorithms below apply it to the whole message at once
+  // (never to a segment of it, as the ring would).
+  TcpReducer red;
+  red.elem = sizeof(uint64_t);
+  red.fn = [this](void* dst, const void* src, int64_t) {
+    auto* d = static_cast<uint64_t*>(dst);
+    const auto* s = static_cast<const uint64_t*>(src);
+    const AndWithAllreduce& a = and_with_;
+    for (size_t i = 0; i < a.and_words; ++i) d[i] &= s[i];
+    ReduceInto(d + a.and_words, s + a.and_words, a.count, a.dtype, a.op);
+  };
+  return Guard(TcpWhat(name), [&](const TcpWhat& w) {
+    char* buf = reinterpret_cast<char*>(words.data());
+    const size_t bytes = words.size() * sizeof(uint64_t);
+    if (size_ > 2) return algo_.DoublingAllreduce(buf, bytes, red, w);
+    return algo_.DirectAllreduce(buf, bytes, red, w);
   });
 }
 

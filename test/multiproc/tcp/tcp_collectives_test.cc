@@ -96,6 +96,49 @@ int CheckBitwiseAndOr(Communicator& comm, size_t words) {
   return 0;
 }
 
+// The negotiation's AND round with a small allreduce riding along (controller.h, "Eager"):
+// head words ANDed, the tail reduced with the op, in one collective, for every dtype and op
+// and odd counts (the tail ends mid-word: the padding must not disturb anything); then a
+// layout that does not fit is refused with the sizes named.
+int CheckBitwiseAndWithAllreduce(Communicator& comm) {
+  constexpr size_t kHead = 3;
+  for (size_t count : {size_t{1}, size_t{5}, size_t{1000}}) {
+    for (DataType dtype : kAllTypes) {
+      for (ReduceOp op : kAllOps) {
+        const size_t bytes = count * runtime::DataTypeSize(dtype);
+        std::vector<uint64_t> words(kHead + (bytes + 7) / 8, 0);
+        for (size_t i = 0; i < kHead; ++i) words[i] = ~(uint64_t{1} << ((i + comm.rank()) % 64));
+        for (size_t i = 0; i < count; ++i)
+          Store(dtype, &words[kHead], i, Value(dtype, comm.rank(), i));
+        CHILD_OK(
+            comm.BitwiseAndWithAllreduce(words, kHead, static_cast<int64_t>(count), dtype, op));
+        for (size_t i = 0; i < kHead; ++i) {
+          uint64_t bits = 0;
+          for (int r = 0; r < comm.size(); ++r) bits |= uint64_t{1} << ((i + r) % 64);
+          CHILD_CHECK(words[i] == ~bits, "and word %zu with %s %s", i, runtime::DataTypeName(dtype),
+                      runtime::ReduceOpName(op));
+        }
+        for (size_t i = 0; i < count; ++i) {
+          const double want = Expected(dtype, op, comm.size(), i);
+          const double got = Load(dtype, &words[kHead], i);
+          CHILD_CHECK(got == want, "%s %s count %zu element %zu: got %g want %g",
+                      runtime::DataTypeName(dtype), runtime::ReduceOpName(op), count, i, got, want);
+        }
+        if (int rc = SameEverywhere(comm, words.data(), words.size() * 8, "and with allreduce")) {
+          return rc;
+        }
+      }
+    }
+  }
+  std::vector<uint64_t> small(4);
+  const Status st = comm.BitwiseAndWithAllreduce(small, 2, 5, DataType::kFloat32, ReduceOp::kSum);
+  CHILD_CHECK(
+      st.code() == StatusCode::kInvalidArgument &&
+          st.message().find("4 words cannot hold 2 words and 20 bytes") != std::string::npos,
+      "bad layout: %s", st.ToString().c_str());
+  return 0;
+}
+
 class TcpCollectives : public ::testing::TestWithParam<int> {};
 
 TEST_P(TcpCollectives, AllreduceEveryTypeAndOpMatchesKnownValues) {
@@ -252,6 +295,7 @@ TEST_P(TcpCollectives, BroadcastAllgatherAlltoallAndControlOps) {
     for (size_t words : {size_t{20}, size_t{6000}}) {
       if (int rc = CheckBitwiseAndOr(comm, words)) return rc;
     }
+    if (int rc = CheckBitwiseAndWithAllreduce(comm)) return rc;
     for (int i = 0; i < 10; ++i) CHILD_OK(comm.Barrier());
     return 0;
   });
@@ -284,7 +328,8 @@ TEST_P(TcpFoldedDoubling, SmallAllreducesAndBitwiseOpsAreRightOnEveryRank) {
         return rc;
       }
     }
-    return CheckBitwiseAndOr(comm, 20);
+    if (int rc = CheckBitwiseAndOr(comm, 20)) return rc;
+    return CheckBitwiseAndWithAllreduce(comm);
   });
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
 }

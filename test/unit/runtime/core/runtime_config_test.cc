@@ -196,6 +196,18 @@ TEST(RuntimeConfigTest, ReadsHorovodAliasesAndCanonicalNames) {
   EXPECT_EQ(c->log_level, log::Level::kDebug);
 }
 
+TEST(RuntimeConfigTest, EagerAllreduceLimitDefaultsTo32KiBAndZeroTurnsItOff) {
+  auto d = Load({});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->eager_allreduce_bytes, 32768);
+  auto off = Load({{"HVD_EAGER_ALLREDUCE_BYTES", "0"}});
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_EQ(off->eager_allreduce_bytes, 0);
+  auto most = Load({{"HVD_EAGER_ALLREDUCE_BYTES", "1048576"}});
+  ASSERT_TRUE(most.ok()) << most.status().ToString();
+  EXPECT_EQ(most->eager_allreduce_bytes, 1048576);
+}
+
 TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
   struct Case {
     std::map<std::string, std::string> vars;
@@ -217,6 +229,9 @@ TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
       {{{"HVD_TCP_CONGESTION", "Cubic"}}, "HVD_TCP_CONGESTION"},
       {{{"HVD_TCP_CONGESTION", "bbr; rm -rf"}}, "HVD_TCP_CONGESTION"},
       {{{"HVD_TCP_CONGESTION", "a_name_of_16chrs"}}, "HVD_TCP_CONGESTION"},
+      {{{"HVD_EAGER_ALLREDUCE_BYTES", "-1"}}, "HVD_EAGER_ALLREDUCE_BYTES"},
+      {{{"HVD_EAGER_ALLREDUCE_BYTES", "2097152"}}, "HVD_EAGER_ALLREDUCE_BYTES"},
+      {{{"HVD_EAGER_ALLREDUCE_BYTES", "32K"}}, "HVD_EAGER_ALLREDUCE_BYTES"},
   };
   for (const auto& c : cases) {
     auto r = Load(c.vars);
