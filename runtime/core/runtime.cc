@@ -1,8 +1,10 @@
 #include "runtime/core/runtime.h"
 
+#include <fmt/format.h>
 #include <pthread.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "common/logging.h"
 
@@ -107,7 +109,7 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
   std::vector<int32_t> all(config.size);
   for (int32_t r = 0; r < config.size; ++r) all[r] = r;
   HVD_ASSIGN_OR_RETURN(auto global, MakeController(0, all));
-  HVD_RETURN_IF_ERROR(CheckHomogeneous(global->communicator()));
+  HVD_RETURN_IF_ERROR(CheckSameEverywhere(global->communicator()));
   if (config.timeline_all_ranks && !config.timeline_path.empty()) {
     HVD_RETURN_IF_ERROR(AlignTimelineClocks(global->communicator()));
   }
@@ -165,15 +167,45 @@ Result<std::shared_ptr<Controller>> Runtime::MakeController(int32_t id,
   return controller;
 }
 
-// Horovod's homogeneity test: every host runs the same number of ranks.
-Status Runtime::CheckHomogeneous(Communicator* comm) {
-  std::vector<std::string> sizes;
-  HVD_RETURN_IF_ERROR(comm->GatherBytes(std::to_string(config_.local_size), 0, &sizes));
-  std::string verdict = "1";
-  for (const auto& s : sizes) {
-    if (s != sizes.front()) verdict = "0";
+// Horovod's homogeneity test (every host runs the same number of ranks), and the knobs every
+// member's negotiation must share: each rank plans the fast path's fusion, sizes the cache's
+// bit vectors and decides when the eager allreduce rides the AND round itself, so a rank with
+// another value sends rounds of another length (a malformed list or a reset connection, with
+// nothing naming the cause). Rank 0 names the first knob that differs and every rank fails
+// init with that message.
+Status Runtime::CheckSameEverywhere(Communicator* comm) {
+  struct Knob {
+    const char* name;
+    int64_t value;
+  };
+  const Knob knobs[] = {{"HVD_FUSION_THRESHOLD", config_.fusion_threshold_bytes},
+                        {"HVD_CACHE_CAPACITY", config_.cache_capacity},
+                        {"HVD_EAGER_ALLREDUCE_BYTES", config_.eager_allreduce_bytes}};
+  std::string mine = std::to_string(config_.local_size);
+  for (const Knob& k : knobs) mine += " " + std::to_string(k.value);
+  std::vector<std::string> all;
+  HVD_RETURN_IF_ERROR(comm->GatherBytes(mine, 0, &all));
+  bool homogeneous = true;
+  std::string differs;
+  for (size_t r = 0; r < all.size(); ++r) {
+    std::istringstream theirs(all[r]);
+    int64_t local_size = 0;
+    theirs >> local_size;
+    homogeneous = homogeneous && local_size == config_.local_size;
+    for (const Knob& k : knobs) {
+      int64_t value = 0;
+      theirs >> value;
+      if (value != k.value && differs.empty()) {
+        differs = fmt::format(
+            "{} differs between ranks: rank 0 has {}, rank {} has {}; every rank of a job needs "
+            "the same value (export it before hvdrun: its ranks inherit it)",
+            k.name, k.value, r, value);
+      }
+    }
   }
+  std::string verdict = !differs.empty() ? differs : homogeneous ? "1" : "0";
   HVD_RETURN_IF_ERROR(comm->BroadcastBytes(&verdict, 0));
+  if (verdict.size() > 1) return Status::InvalidArgument(verdict);
   topology_.homogeneous = verdict == "1";
   return Status::OK();
 }
