@@ -5,7 +5,9 @@
 //   hvdrun -np 2 hvd-step-bench --ops --steps 2
 //
 // Steps mode (default): a step enqueues --tensors allreduces of --bytes each (named
-// "grad.<i>", as a framework's gradient hooks would) and waits for all of them; optionally
+// "grad.<i>", as a framework's gradient hooks would) and waits for all of them (--one-by-one:
+// waits for each before enqueueing the next, as a loop over losses or metrics; --loss: then
+// allreduces one float named "loss" and waits for it, as a training loop's logging); optionally
 // rank --straggler-rank sleeps --straggler-ms before each step. Rank 0 prints
 // "step <i>" after each of the first --print-steps steps and at the end
 //   "steps <N> mean_step_us <all> last_mean_step_us <mean of the last --last steps>"
@@ -47,6 +49,8 @@ void Check(hvd_status_t status, const char* what) {
 
 struct Config {
   bool ops = false;
+  bool one_by_one = false;
+  bool loss = false;
   int steps = 100;
   int tensors = 16;
   size_t bytes = 16 << 10;
@@ -70,6 +74,8 @@ Config ParseArgs(int argc, char** argv) {
   app.add_option("--tensors", c.tensors, "Gradients allreduced per step")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  app.add_flag("--one-by-one", c.one_by_one, "Wait for each gradient before the next");
+  app.add_flag("--loss", c.loss, "After the gradients, allreduce a one-float loss and wait");
   app.add_option("--bytes", bytes, "Size of each gradient (4096, 16K, 1M, ...)")
       ->check([](const std::string& v) { return hvd::bench::ByteSizeError(v); })
       ->capture_default_str();
@@ -199,8 +205,19 @@ void Steps(const Config& c, int rank) {
       hvd_tensor_t t = Tensor(grads[i].data(), HVD_FLOAT32, static_cast<int64_t>(count));
       hvd_op_options_t o = Named(names[i].c_str());
       Check(hvd_allreduce(&t, &t, &o, &handles[i]), "hvd_allreduce");
+      if (c.one_by_one) WaitAndRelease(handles[i], "allreduce");
     }
-    for (hvd_handle_t h : handles) WaitAndRelease(h, "allreduce");
+    for (hvd_handle_t h : handles) {
+      if (!c.one_by_one) WaitAndRelease(h, "allreduce");
+    }
+    if (c.loss) {
+      float loss = 1.0f;
+      hvd_tensor_t t = Tensor(&loss, HVD_FLOAT32, 1);
+      hvd_op_options_t o = Named("loss");
+      hvd_handle_t h;
+      Check(hvd_allreduce(&t, &t, &o, &h), "hvd_allreduce");
+      WaitAndRelease(h, "loss allreduce");
+    }
     step_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
     if (rank == 0 && step < c.print_steps) {
       std::printf("step %d\n", step);

@@ -36,7 +36,7 @@ const std::vector<VarSpec> kVars = {
   {"HVD_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", kInt, "134217728", kRuntime, "tensor fusion buffer size in bytes; 0 disables fusion"},
   {"HVD_CYCLE_TIME", "HOROVOD_CYCLE_TIME", kFloat, "1.0", kRuntime, "background cycle time in milliseconds: the wait between cycles while work is pending, and the longest an asynchronous batch is held before its cycle when nobody waits for it yet (an idle loop wakes on enqueue)"},
   {"HVD_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", kInt, "1024", kRuntime, "response cache entries; 0 disables the cache"},
-  {"HVD_EAGER_ALLREDUCE_BYTES", "", kInt, "32768", kRuntime, "a lone repeated CPU allreduce up to this many bytes rides the next cycle's negotiation round, one round trip instead of two (hvd's TCP transport, also between hosts); 0 = never"},
+  {"HVD_EAGER_ALLREDUCE_BYTES", "", kInt, "32768", kRuntime, "a CPU allreduce up to this many bytes waited on alone, in a repeating order, rides the next cycle's negotiation round: one round trip instead of two (hvd's TCP transport, also between hosts); the same on every rank; 0 = never"},
   {"HVD_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE", kString, "auto", kRuntime, "hierarchical allreduce (shared memory within a host, TCP across hosts): auto (the default: for groups spread evenly over several hosts with 2+ ranks each), 1 (always; an uneven group is an error) or 0 (never)"},
   {"HVD_HIERARCHICAL_ALLGATHER", "HOROVOD_HIERARCHICAL_ALLGATHER", kBool, "0", kRuntime, "hierarchical allgather (gather within each host, across hosts, broadcast within the host); an uneven group is an error"},
   {"HVD_TORUS_ALLREDUCE", "HOROVOD_TORUS_ALLREDUCE", kBool, "0", kRuntime, "2D torus allreduce (NCCL)"},

@@ -44,6 +44,7 @@ Controller::Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_
       timeline_(timeline),
       cache_(config.cache_capacity),
       cache_words_(static_cast<int>((config.cache_capacity + 63) / 64)) {
+  next_lone_.resize(static_cast<size_t>(config.cache_capacity) + 1);  // + SeveralSlot()
   fusion_.threshold_bytes = config.fusion_threshold_bytes;
   fusion_.disable_group_fusion = config.disable_group_fusion;
   if (comm_->rank() == 0) {
@@ -239,15 +240,14 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
     executed += fused_.size();
     if (executed == 1 && lone == kNoEager && hit_list_.size() == 1) lone = hit_list_[0];
     // The same decision on every member: the same hits were executed everywhere, and the
-    // agreed word is the same. Armed only when the bit ran alone twice in a row: a lone op
-    // that is not repeated (100 tensors waited on one by one) would have its bytes ride the
-    // next round for nothing. A cycle in which no member had anything pending disarms it, so
+    // agreed word is the same. A cycle in which no member had anything pending disarms it, so
     // an idle job's rounds (every 1-16 ms) carry b's bytes once, not forever.
-    if (executed == 1) {
-      eager_bit_ = lone == last_lone_ && EagerEligible(lone) ? lone : kNoEager;
-      last_lone_ = lone;
-    } else if (executed > 1) {
-      eager_bit_ = last_lone_ = kNoEager;
+    if (executed == 1 && lone != kNoEager) {
+      eager_bit_ = NoteLone(lone);
+    } else if (executed > 0) {
+      // Several tensors ran (fused or not): the lone op that follows is learnt as the
+      // successor of "several", e.g. a loss allreduced after each step's gradients.
+      eager_bit_ = NoteLone(SeveralSlot());
     } else if (!result.any_pending) {
       eager_bit_ = kNoEager;
     }
@@ -269,6 +269,18 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
   }
   result.mine_pending = MinePending();
   return result;
+}
+
+uint32_t Controller::NoteLone(uint32_t lone) {
+  if (last_lone_ < next_lone_.size()) {
+    Successor& s = next_lone_[last_lone_];
+    s.confirmed = s.bit == lone;
+    s.bit = lone;
+  }
+  last_lone_ = lone;
+  if (lone >= next_lone_.size()) return kNoEager;
+  const Successor& next = next_lone_[lone];
+  return next.confirmed && EagerEligible(next.bit) ? next.bit : kNoEager;
 }
 
 bool Controller::EagerEligible(uint32_t bit) const {
@@ -421,6 +433,7 @@ void Controller::ApplyTuning(int64_t fusion_threshold_bytes, bool cache_enabled)
     // that another rank would now classify as a hit, and neither would ever match.
     cache_ = ResponseCache(cache_.capacity());
     cache_enabled_ = cache_enabled;
+    std::fill(next_lone_.begin(), next_lone_.end(), Successor());
   }
 }
 

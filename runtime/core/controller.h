@@ -71,20 +71,23 @@ struct CycleResult {
 // uncached so the stall inspector can name the missing ranks.
 //
 // Eager (HVD_EAGER_ALLREDUCE_BYTES, transports whose ands_with_allreduce() is true: hvd's TCP,
-// also under the hierarchical communicator): a lone small allreduce repeated in a loop (a
-// metric, a loss, a synchronous benchmark) would cost two rounds per op, the AND of step 2 and
-// then its own allreduce. When two fast-path cycles in a row each executed exactly one
-// response, the same single-tensor CPU allreduce of cache bit b up to that size (a repeated
-// lone op: a lone op that is not repeated would carry its bytes for nothing), every member
-// knows (same state everywhere) that the next cycles are "eager for b": each appends b's
-// elements to the AND round's words -- its input prescaled when b is one of its hits, zeros
-// otherwise -- and the communicator ANDs the words and reduces the tail with b's op in one
-// collective. If b is a common hit of a fast-path cycle, every member contributed its real
-// input: b completes from the reduced tail (postscale, timeline, handle) without an allreduce
-// of its own. Otherwise the tail is dropped and b runs as usual. A cycle that executes
-// anything else (or takes the slow path, or retunes, or finds no member with anything
-// pending) ends the eager state; cycles in which some member waits for the others keep it.
-// Every member's words have the same length, since b's size comes from the shared cache.
+// also under the hierarchical communicator): a lone small allreduce waited on before the next
+// (a metric, a loss, a synchronous benchmark, 100 gradients waited on one by one) would cost
+// two rounds per op, the AND of step 2 and then its own allreduce. Every member notes, per
+// cache bit, which lone op followed it (a fast-path cycle that executed exactly one response,
+// a single-tensor op), and counts a successor as known once it followed the same bit twice in
+// a row; likewise for cycles that executed several tensors (one more slot, "several": a loss
+// after each step's fused gradients). After a slot whose known successor b is a CPU allreduce
+// up to that size, every member knows (same state everywhere) that the next cycles are "eager
+// for b": each appends b's elements to the AND round's words -- its input prescaled when b is
+// one of its hits, zeros otherwise -- and the communicator ANDs the words and reduces the tail
+// with b's op in one collective. If b is a common hit of a fast-path cycle, every member
+// contributed its real input: b completes from the reduced tail (postscale, timeline, handle)
+// without an allreduce of its own. Otherwise the tail is dropped and b runs as usual. A cycle
+// that executes something moves the eager state to that slot's successor; the slow path, a
+// retune, or a cycle in which no member has anything pending ends it; cycles in which some
+// member waits for the others keep it. Every member's words have the same length, since b's
+// size comes from the shared cache.
 //
 // Timeline (global rank 0 only, `timeline` non-null): the coordinator records NEGOTIATE_<OP>
 // start when it first hears of a tensor, a tick per rank as each request arrives, and the
@@ -139,6 +142,10 @@ class Controller {
   void TakeCommonHits();
   // Whether cache bit `bit` may ride the next cycles' AND round (see "Eager" above).
   bool EagerEligible(uint32_t bit) const;
+  // Notes that a fast-path cycle executed the cache bit `slot` alone, or several tensors
+  // (SeveralSlot()), after last_lone_; returns the bit to be eager for next (kNoEager: none).
+  uint32_t NoteLone(uint32_t slot);
+  uint32_t SeveralSlot() const { return static_cast<uint32_t>(next_lone_.size() - 1); }
   // Completes the eager allreduce `r` from the reduced tail of agree_bits_.
   Status ProcessEager(const Response& r, CycleResult* result);
   Result<ResponseList> Negotiate(bool request_shutdown);
@@ -177,7 +184,14 @@ class Controller {
   // cycle's round carried it.
   static constexpr uint32_t kNoEager = UINT32_MAX;
   uint32_t eager_bit_ = kNoEager;
-  uint32_t last_lone_ = kNoEager;  // the bit executed alone by the last cycle that executed
+  // The slot (cache bit, or SeveralSlot()) of the last fast-path cycle that executed anything.
+  uint32_t last_lone_ = kNoEager;
+  // By slot: the slot that followed it last, and whether the time before too.
+  struct Successor {
+    uint32_t bit = kNoEager;
+    bool confirmed = false;
+  };
+  std::vector<Successor> next_lone_;
   bool eager_sent_ = false;
   ReuseVector<Response> fused_;  // hits_ after fusion (fast path)
   FusionScratch fusion_scratch_;

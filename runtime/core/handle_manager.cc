@@ -130,12 +130,16 @@ Status HandleManager::Wait(int64_t handle, std::chrono::duration<double> timeout
   return it->second.status;
 }
 
-bool HandleManager::WaitDone(int64_t handle, std::chrono::steady_clock::duration timeout) {
+bool HandleManager::WaitDone(int64_t handle, std::chrono::steady_clock::duration timeout,
+                             uint64_t since) {
   std::unique_lock<std::mutex> lock(mu_);
-  return done_cv_.wait_for(lock, timeout, [&] {
+  bool done = false;
+  done_cv_.wait_for(lock, timeout, [&] {
     auto found = states_.find(handle);
-    return found == states_.end() || found->second.done;
+    done = found == states_.end() || found->second.done;
+    return done || wakes_.load(std::memory_order_relaxed) != since;
   });
+  return done;
 }
 
 Result<HandleManager::State*> HandleManager::DoneStateLocked(int64_t handle) {

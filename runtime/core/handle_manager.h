@@ -66,12 +66,21 @@ class HandleManager {
   // True once `handle` completed, with its status in `*status`, or when it is unknown
   // (kNotFound); false while in flight. One lookup: a waiter's poll and its result together.
   bool Finished(int64_t handle, Status* status);
-  // Waits up to `timeout` for `handle` to complete; true once it has (or is unknown). Unlike
+  // Waits up to `timeout` for `handle` to complete, or for a WakeWaiters after the one that
+  // `since` (from wakes()) counted; true once the handle has completed (or is unknown). Unlike
   // Wait it builds no status, so a caller waiting in slices allocates nothing.
-  bool WaitDone(int64_t handle, std::chrono::steady_clock::duration timeout);
-  // Wakes every thread in Wait/WaitDone to look again (a waiting caller that runs the
-  // runtime's iterations when no other thread does: one just finished).
-  void WakeWaiters() { done_cv_.notify_all(); }
+  bool WaitDone(int64_t handle, std::chrono::steady_clock::duration timeout, uint64_t since);
+  // Ends every WaitDone whose `since` is older (a waiting caller that runs the runtime's
+  // iterations when no other thread does: one just finished, so the caller may run the next).
+  // Counted, so a wake that comes between a caller's wakes() and its WaitDone is not lost.
+  void WakeWaiters() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      wakes_.fetch_add(1, std::memory_order_relaxed);
+    }
+    done_cv_.notify_all();
+  }
+  uint64_t wakes() const { return wakes_.load(std::memory_order_relaxed); }
   // Handles created and not yet completed (a hint: it changes under the caller's feet).
   int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
   // The op's status once done; kInProgress at the deadline (timeout < 0: none).
@@ -103,6 +112,7 @@ class HandleManager {
 
   std::mutex mu_;
   std::condition_variable done_cv_;
+  std::atomic<uint64_t> wakes_{0};  // WakeWaiters calls; changed under mu_
   std::atomic<int64_t> in_flight_{0};
   int64_t next_handle_ = 1;
   using States = std::unordered_map<int64_t, State>;

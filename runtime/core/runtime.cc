@@ -309,7 +309,7 @@ void Runtime::Loop() {
         continue;
       }
     }
-    std::lock_guard<std::mutex> cycle(cycle_mu_);
+    std::unique_lock<std::mutex> cycle(cycle_mu_);
     if (loop_stopped_) break;
     bool request_shutdown;
     {
@@ -329,9 +329,12 @@ void Runtime::Loop() {
     const bool go_on = IterateLocked(request_shutdown, &total);
     // A caller that started waiting during this iteration sleeps until a handle completes or
     // its slice ends; it runs the next iteration itself (this thread now leaves them to it).
+    // Woken once cycle_mu_ is free, so that its TryDrive finds it free.
+    seen = iterations_;
+    if (!go_on) loop_stopped_ = true;
+    cycle.unlock();
     if (drivers_.load() > 0) handles_.WakeWaiters();
     if (!go_on) break;
-    seen = iterations_;
     interval = NextInterval(total, interval);
   }
   std::lock_guard<std::mutex> cycle(cycle_mu_);
@@ -353,6 +356,9 @@ Runtime::Drive Runtime::TryDrive() {
   }
   CycleResult total;
   if (!IterateLocked(request_shutdown, &total)) loop_stopped_ = true;
+  cycle.unlock();
+  // Another caller that found this iteration running (kBusy) may run the next.
+  if (drivers_.load() > 1) handles_.WakeWaiters();
   return Drive::kRan;
 }
 
@@ -454,13 +460,17 @@ Status Runtime::Wait(int64_t handle, std::chrono::duration<double> timeout) {
   while (!(finished = handles_.Finished(handle, &status))) {
     const auto now = Clock::now();
     if (!forever && now >= deadline) break;
+    // Taken before TryDrive: an iteration of another thread that ends after a kBusy wakes the
+    // WaitDone below even if it ends before WaitDone starts (the next iteration is this
+    // caller's to run; sleeping out the slice cost a lone op after a batch ~1 ms).
+    const uint64_t wakes = handles_.wakes();
     if (drive) {
       const Drive d = TryDrive();
       if (d == Drive::kRan) continue;
       if (d == Drive::kNotAllowed) stop_driving();
     }
     const auto slice = forever ? kSlice : std::min<Clock::duration>(kSlice, deadline - now);
-    handles_.WaitDone(handle, slice);
+    handles_.WaitDone(handle, slice, wakes);
   }
   stop_driving();
   // At the deadline: kInProgress with HandleManager::Wait's message.

@@ -94,35 +94,65 @@ def test_fused_allreduce_copies_only_where_the_transport_needs_them(tmp_path, tr
 
 
 @pytest.mark.parametrize("eager_bytes", ["32768", "0"])
-def test_lone_allreduce_rides_the_negotiation_round_on_tcp(tmp_path, eager_bytes):
-    # Given a 2-rank job on hvd's TCP allreducing one 4 KiB tensor per step, synchronously,
-    # with the eager path on (the default limit) or off (HVD_EAGER_ALLREDUCE_BYTES=0)
+@pytest.mark.parametrize("tensors", [1, 3])
+def test_lone_allreduce_rides_the_negotiation_round_on_tcp(tmp_path, eager_bytes, tensors):
+    # Given a 2-rank job on hvd's TCP allreducing 4 KiB tensors synchronously, one per step or
+    # three per step waited on one by one (each op's successor is another name), with the
+    # eager path on (the default limit) or off (HVD_EAGER_ALLREDUCE_BYTES=0)
     path = tmp_path / "lone.json"
+    steps = 8
+    args = ["--steps", str(steps), "--tensors", str(tensors), "--bytes", "4K"]
     jobs.check(jobs.hvdrun(2, ["--timeline", str(path)],
-                           ["--steps", "8", "--tensors", "1", "--bytes", "4K"], cwd=tmp_path,
+                           args + (["--one-by-one"] if tensors > 1 else []), cwd=tmp_path,
                            env_extra={"HVD_CPU_OPERATIONS": "tcp",
                                       "HVD_EAGER_ALLREDUCE_BYTES": eager_bytes}))
     trace = jobs.load_trace(path)
     all_spans, open_spans = jobs.spans(trace)
     assert open_spans == 0
     names = jobs.row_names(trace)
+    grads = {f"grad.{i}" for i in range(tensors)}
     ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == "ALLREDUCE"
-           and names.get((s["pid"], None)) == "grad.0"]
+           and names.get((s["pid"], None)) in grads]
     activities = [s["name"] for s in all_spans if s["depth"] == 1 and any(
         p["pid"] == s["pid"] and p["tid"] == s["tid"] and p["ts"] <= s["ts"] <= p["ts"] + p["dur"]
         for p in ops)]
     # Then every allreduce nests exactly one backend activity: the AND round's (eager) once the
-    # tensor is a cache hit alone in its cycle, else an allreduce of its own
-    assert len(activities) == len(ops) == 8, activities
+    # tensor is the known successor of the lone op before it, else an allreduce of its own
+    assert len(activities) == len(ops) == steps * tensors, activities
     assert set(activities) <= {"TCP_ALLREDUCE", "TCP_EAGER_ALLREDUCE"}, activities
     eager = activities.count("TCP_EAGER_ALLREDUCE")
-    # The first step is negotiated, the second and third (lone hits in a row) arm the eager
-    # path; an all-idle cycle between steps (both background threads ahead of their callers)
-    # disarms it until the next lone op, so only "some" is certain under load.
+    # The first step is negotiated; a successor is known once seen twice in a row, so from the
+    # fourth step on the ops can ride the round. An all-idle cycle between two ops (both
+    # background threads ahead of their callers) disarms it for the next op, so only "some"
+    # is certain under load.
     assert eager >= 1 if eager_bytes != "0" else eager == 0, activities
     # And the eager ops end with the tensor's dtype/shape/bytes like any other
     assert all(s["end_args"] == {"dtype": "float32", "shape": "[1024]", "bytes": 4096}
                for s in ops), ops
+
+
+def test_a_loss_after_each_steps_fused_gradients_rides_the_negotiation_round_on_tcp(tmp_path):
+    # Given a 2-rank job on hvd's TCP: each step allreduces 4 gradients enqueued together (one
+    # fused response), then one float named "loss", waited on at once
+    path = tmp_path / "loss.json"
+    steps = 8
+    jobs.check(jobs.hvdrun(2, ["--timeline", str(path)],
+                           ["--steps", str(steps), "--tensors", "4", "--bytes", "4K", "--loss"],
+                           cwd=tmp_path, env_extra={"HVD_CPU_OPERATIONS": "tcp"}))
+    trace = jobs.load_trace(path)
+    all_spans, open_spans = jobs.spans(trace)
+    assert open_spans == 0
+    names = jobs.row_names(trace)
+    losses = [s for s in all_spans if s["depth"] == 0 and s["name"] == "ALLREDUCE"
+              and names.get((s["pid"], None)) == "loss"]
+    activities = [s["name"] for s in all_spans if s["depth"] == 1 and any(
+        p["pid"] == s["pid"] and p["tid"] == s["tid"] and p["ts"] <= s["ts"] <= p["ts"] + p["dur"]
+        for p in losses)]
+    # Then the loss, known as what follows a cycle of several tensors from the fourth step on,
+    # completes from the AND round in some steps (an idle cycle between may disarm it)
+    assert len(activities) == len(losses) == steps, activities
+    assert "TCP_EAGER_ALLREDUCE" in activities, activities
+    assert all(s["end_args"] == {"dtype": "float32", "shape": "[1]", "bytes": 4} for s in losses)
 
 
 def test_summary_matches_a_hand_count(ops_trace):

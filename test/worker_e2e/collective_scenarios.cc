@@ -303,15 +303,15 @@ void Allreduce() {
 
 void Lone() {
   // One allreduce at a time, waited for before the next (a loss or a metric each step): from
-  // the fourth of a name on (a miss, then two lone hits in a row arm it) it rides the
-  // negotiation's AND round on hvd's TCP (controller.h, "Eager"). Every dtype, op and scaling,
-  // five times each, the fourth with one rank late (its peers run eager cycles without it and
-  // drop the data they sent); two names alternating; two at once; one above
-  // HVD_EAGER_ALLREDUCE_BYTES.
+  // the fifth of a name on (a miss, a lone hit, then the same lone hit after it twice) it rides
+  // the negotiation's AND round on hvd's TCP (controller.h, "Eager"). Every dtype, op and
+  // scaling, six times each, the fourth with one rank late (its peers run eager cycles without
+  // it and drop the data they sent); two names alternating (each the other's successor); two
+  // at once; one above HVD_EAGER_ALLREDUCE_BYTES.
   int k = 0;
   auto lone = [&](const DType& d, hvd_reduce_op_t op, double pre, double post,
                   std::vector<int64_t> shape = {}) {
-    for (int rep = 0; rep < 5; ++rep) {
+    for (int rep = 0; rep < 6; ++rep) {
       if (rep == 3 && R() == k % N()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
       std::vector<Pending> pending;
       EnqueueAllreduce(&pending, d, op, pre, post, k, "lone.", shape);
@@ -333,7 +333,7 @@ void Lone() {
   lone(f32, HVD_OP_SUM, 1.0, 1.0, {100000});  // 400 KB: above the eager limit
   // Two names alternating, each alone in its cycle; then both at once, then one alone again.
   const int a = k++, b = k++;
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0; rep < 5; ++rep) {
     for (int which : {a, b}) {
       std::vector<Pending> pending;
       EnqueueAllreduce(&pending, f32, HVD_OP_SUM, 1.0, 1.0, which, "lone.", {7});

@@ -160,11 +160,30 @@ TEST(HandleManagerTest, FinishPartsCompletesEveryHandleAndCountsWhatIsInFlight) 
   EXPECT_TRUE(*handles.Poll(c));
   EXPECT_EQ(handles.Wait(c, std::chrono::seconds(1)).code(), StatusCode::kAborted);
   EXPECT_EQ(handles.in_flight(), 1);
-  EXPECT_FALSE(handles.WaitDone(b, std::chrono::milliseconds(1)));
+  EXPECT_FALSE(handles.WaitDone(b, std::chrono::milliseconds(1), handles.wakes()));
   handles.FinishPart(b, Status::OK());
-  EXPECT_TRUE(handles.WaitDone(b, std::chrono::milliseconds(1)));
+  EXPECT_TRUE(handles.WaitDone(b, std::chrono::milliseconds(1), handles.wakes()));
   EXPECT_EQ(handles.Wait(b, std::chrono::seconds(1)).code(), StatusCode::kAborted);  // first
   EXPECT_EQ(handles.in_flight(), 0);
+}
+
+// A caller waiting on a lone op found another thread's iteration running; that iteration ended
+// (WakeWaiters) before the caller's WaitDone began. The wake must still end that WaitDone, so
+// the caller runs the next iteration at once (it slept out its 1 ms slice: a lone op after a
+// batch took ~1 ms instead of ~10 us).
+TEST(HandleManagerTest, AWakeBetweenLookingAndWaitingIsNotLost) {
+  HandleManager handles;
+  const int64_t h = handles.Create(1, 0);
+  const uint64_t since = handles.wakes();
+  handles.WakeWaiters();
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(handles.WaitDone(h, std::chrono::seconds(20), since));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  // A wake counted before it does not end a later wait
+  EXPECT_FALSE(handles.WaitDone(h, std::chrono::milliseconds(5), handles.wakes()));
+  handles.FinishPart(h, Status::OK());
+  EXPECT_TRUE(handles.WaitDone(h, std::chrono::milliseconds(5), handles.wakes()));
+  EXPECT_TRUE(handles.Release(h).ok());
 }
 
 }  // namespace hvd::runtime
