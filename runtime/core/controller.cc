@@ -230,7 +230,8 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
         const Response& r = *hits_[it - hit_list_.begin()];
         hits_.erase(hits_.begin() + (it - hit_list_.begin()));
         hit_list_.erase(it);
-        HVD_RETURN_IF_ERROR(ProcessEager(r, &result));
+        HVD_RETURN_IF_ERROR(
+            Process({&r, 1}, false, &result, agree_bits_.data() + 1 + cache_words_));
         executed = 1;
         lone = eager_bit_;
       }
@@ -292,24 +293,6 @@ bool Controller::EagerEligible(uint32_t bit) const {
   return r.type == OpType::kAllreduce && r.device < 0 && r.names.size() == 1 &&
          r.sizes.size() == 1 && r.sizes[0] > 0 && r.reduce_op != ReduceOp::kAdasum &&
          r.sizes[0] * static_cast<int64_t>(DataTypeSize(r.dtype)) <= config_.eager_allreduce_bytes;
-}
-
-Status Controller::ProcessEager(const Response& r, CycleResult* result) {
-  result->progress = true;
-  taken_.push_back(queue_.Take(r.names.front()));
-  if (taken_.back().empty()) {  // a common hit is pending on every rank; never here
-    queue_.Recycle(&taken_);
-    return Status::Internal("eager allreduce of '" + r.names.front() + "' without its tensor");
-  }
-  TensorEntry& entry = taken_.back().mapped();
-  Status outcome;
-  executor_->FinishReduced(r, &entry, agree_bits_.data() + 1 + cache_words_, comm_.get(), &outcome);
-  finished_.clear();
-  finished_.push_back(entry.handle);
-  queue_.Recycle(&taken_);
-  handles_->FinishParts(finished_, outcome);
-  if (report_executed_) result->executed.push_back(r);
-  return Status::OK();
 }
 
 Result<ResponseList> Controller::Negotiate(bool request_shutdown) {
@@ -398,7 +381,7 @@ void Controller::PutInCache(const Response& response) {
 }
 
 Status Controller::Process(std::span<const Response> responses, bool put_in_cache,
-                           CycleResult* result) {
+                           CycleResult* result, const void* reduced) {
   for (const Response& response : responses) {
     result->progress = true;
     if (response.type == OpType::kJoin || response.type == OpType::kProcessSetAdd ||
@@ -411,7 +394,7 @@ Status Controller::Process(std::span<const Response> responses, bool put_in_cach
     for (TensorQueue::Taken& t : taken_) entries_.push_back(t.empty() ? nullptr : &t.mapped());
     if (put_in_cache) PutInCache(response);
     Status outcome;
-    Status s = executor_->Execute(response, entries_, comm_.get(), &outcome, &gpu_);
+    Status s = executor_->Execute(response, entries_, comm_.get(), &outcome, &gpu_, reduced);
     finished_.clear();
     for (const TensorEntry* e : entries_) {
       if (e) finished_.push_back(e->handle);

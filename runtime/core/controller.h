@@ -146,11 +146,11 @@ class Controller {
   // (SeveralSlot()), after last_lone_; returns the bit to be eager for next (kNoEager: none).
   uint32_t NoteLone(uint32_t slot);
   uint32_t SeveralSlot() const { return static_cast<uint32_t>(next_lone_.size() - 1); }
-  // Completes the eager allreduce `r` from the reduced tail of agree_bits_.
-  Status ProcessEager(const Response& r, CycleResult* result);
   Result<ResponseList> Negotiate(bool request_shutdown);
   ResponseList CoordinateLocked(const std::vector<std::string>& lists, bool* malformed);
-  Status Process(std::span<const Response> responses, bool put_in_cache, CycleResult* result);
+  // `reduced`: the eager allreduce's reduced tail (one response; see "Eager" above).
+  Status Process(std::span<const Response> responses, bool put_in_cache, CycleResult* result,
+                 const void* reduced = nullptr);
   Status ProcessControl(const Response& response);
   void PutInCache(const Response& response);
   bool MinePending() const;

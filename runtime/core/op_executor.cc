@@ -112,7 +112,8 @@ void OpExecutor::RecordEnd(const Response& r, std::span<TensorEntry* const> entr
 }
 
 Status OpExecutor::Execute(const Response& r, std::span<TensorEntry* const> entries,
-                           Communicator* comm, Status* outcome, GpuSetState* gpu) {
+                           Communicator* comm, Status* outcome, GpuSetState* gpu,
+                           const void* reduced) {
   if (entries.empty()) {  // a response names at least one tensor; never index an empty list
     *outcome = Status::Internal(std::string(OpTypeName(r.type)) + " response without tensors");
     return Status::OK();
@@ -142,33 +143,27 @@ Status OpExecutor::Execute(const Response& r, std::span<TensorEntry* const> entr
     }
     for (const std::string& name : r.names) timeline_->timeline().Start(name, op);
   }
-  Status s = r.device >= 0 && r.type != OpType::kBarrier ? RunGpu(r, entries, comm, gpu)
-                                                         : Run(r, entries, comm);
+  Status s = reduced != nullptr ? CopyReduced(r, entries.front(), reduced, comm)
+             : r.device >= 0 && r.type != OpType::kBarrier ? RunGpu(r, entries, comm, gpu)
+                                                           : Run(r, entries, comm);
   if (recording_) RecordEnd(r, entries);
   if (!s.ok()) s = Failed(r, s);
   *outcome = s;
   return s;
 }
 
-void OpExecutor::FinishReduced(const Response& r, TensorEntry* entry, const void* reduced,
-                               const Communicator* comm, Status* outcome) {
-  recording_ = timeline_ != nullptr && timeline_->on();
-  if (recording_) {
-    if (entry->enqueued_us > 0) {
-      timeline_->timeline().Queue(entry->request.name, "ALLREDUCE", entry->enqueued_us);
-    }
-    timeline_->timeline().Start(r.names.front(), "ALLREDUCE");
-    ActivityStart(r, std::string(comm->name()) + "_EAGER_ALLREDUCE");
+Status OpExecutor::CopyReduced(const Response& r, TensorEntry* entry, const void* reduced,
+                               const Communicator* comm) {
+  if (entry == nullptr) {  // a common hit is pending on every member; never here
+    return Status::Internal("eager allreduce of '" + r.names.front() + "' without its tensor");
   }
+  // The name is built only when recording (an untimed op allocates nothing).
+  if (recording_) ActivityStart(r, std::string(comm->name()) + "_EAGER_ALLREDUCE");
   const int64_t count = r.sizes.front();
   if (count > 0) std::memcpy(entry->output, reduced, count * DataTypeSize(r.dtype));
   ScaleBuffer(entry->output, count, r.dtype, PostscaleFor(r, comm->size()));
-  if (recording_) {
-    ActivityEnd(r);
-    TensorEntry* const entries[] = {entry};
-    RecordEnd(r, entries);
-  }
-  *outcome = Status::OK();
+  ActivityEnd(r);
+  return Status::OK();
 }
 
 Status OpExecutor::Run(const Response& r, std::span<TensorEntry* const> entries,

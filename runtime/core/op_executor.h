@@ -74,19 +74,21 @@ class OpExecutor {
         gpu_operations_(std::move(gpu_operations)),
         join_device_(join_device) {}
 
-  // `gpu` is the set's GpuSetState (null: GPU responses are staged).
+  // `gpu` is the set's GpuSetState (null: GPU responses are staged). `reduced` (non-null only
+  // for a single-tensor CPU allreduce whose reduction already ran in the negotiation round,
+  // controller.h "Eager") holds the set's reduction of the prescaled inputs: it is copied into
+  // the entry's output and postscaled instead of running a collective.
   Status Execute(const Response& response, std::span<TensorEntry* const> entries,
-                 Communicator* comm, Status* outcome, GpuSetState* gpu = nullptr);
-  // A single-tensor CPU allreduce whose reduction already ran in the negotiation round
-  // (controller.h, "Eager"): `reduced` holds the set's reduction of the prescaled inputs;
-  // copies it into the entry's output and postscales it, with the timeline's spans (the
-  // activity <COMM>_EAGER_ALLREDUCE, as long as the copy).
-  void FinishReduced(const Response& r, TensorEntry* entry, const void* reduced,
-                     const Communicator* comm, Status* outcome);
+                 Communicator* comm, Status* outcome, GpuSetState* gpu = nullptr,
+                 const void* reduced = nullptr);
 
  private:
   // The CPU path of a data response (host memory).
   Status Run(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm);
+  // Execute's `reduced` case: the copy and the postscale, as the activity
+  // <COMM>_EAGER_ALLREDUCE.
+  Status CopyReduced(const Response& r, TensorEntry* entry, const void* reduced,
+                     const Communicator* comm);
   // op_executor_gpu.cc
   Status RunGpu(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
                 GpuSetState* state);
