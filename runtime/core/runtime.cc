@@ -327,9 +327,9 @@ void Runtime::Loop() {
     }
     CycleResult total;
     const bool go_on = IterateLocked(request_shutdown, &total);
-    // A caller that started waiting during this iteration sleeps until a handle completes or
-    // its slice ends; it runs the next iteration itself (this thread now leaves them to it).
-    // Woken once cycle_mu_ is free, so that its TryDrive finds it free.
+    // A caller that started waiting during this iteration (its TryDrive found it running) is
+    // woken to run the next one itself (this thread now leaves them to it), once cycle_mu_ is
+    // free, so that its TryDrive finds it free.
     seen = iterations_;
     if (!go_on) loop_stopped_ = true;
     cycle.unlock();
