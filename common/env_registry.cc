@@ -46,6 +46,7 @@ const std::vector<VarSpec> kVars = {
   {"HVD_SHM_BUFFER_BYTES", "", kInt, "1048576", kRuntime, "shared-memory staging bytes per rank and group (two halves); larger collectives are chunked"},
   {"HVD_SHM_SINGLE_COPY", "", kString, "auto", kRuntime, "shared-memory allreduces from HVD_SHM_SINGLE_COPY_BYTES: auto (the default: rank 0 of each group times both ways and keeps the faster per size class, re-checking the other now and then), always (read the peers' buffers directly whenever possible) or never (staged through the segment)"},
   {"HVD_SHM_SINGLE_COPY_BYTES", "", kInt, "2097152", kRuntime, "shared-memory allreduces from this size read the peers' buffers directly (process_vm_readv) when every rank may and the host has a CPU per local rank; 0 = never"},
+  {"HVD_SHM_NAMED", "", kBool, "0", kRuntime, "testing: shared-memory segments get a name in /dev/shm while their group gathers (as where /dev/shm has no O_TMPFILE); by default they never have one"},
   {"HVD_AUTOTUNE", "HOROVOD_AUTOTUNE", kBool, "0", kRuntime, "Bayesian autotuning of fusion threshold and cycle time"},
   {"HVD_AUTOTUNE_LOG", "HOROVOD_AUTOTUNE_LOG", kString, "", kRuntime, "CSV log of autotune samples"},
   {"HVD_AUTOTUNE_WARMUP_SAMPLES", "HOROVOD_AUTOTUNE_WARMUP_SAMPLES", kInt, "3", kRuntime, "autotune samples discarded at start"},

@@ -10,10 +10,12 @@
 // them (runtime/transports/shm/shm_segment.h) and the launcher and hvd-agent, which remove
 // what a killed rank left behind (launcher/rank_leftovers.h).
 //
-// A name is "hvd-<job>-<scope>-<pid>": <job> and <scope> are 16 hex digits of the FNV-1a hash
-// of the job id and of the communicator's scope, <pid> the creating process. Member 0 unlinks
-// the name as soon as every member has mapped the segment, so a name outlives its creator only
-// when the creator was killed in between.
+// Segments are normally unnamed (an O_TMPFILE file passed by /proc/<pid>/fd); a name exists
+// only while a group whose members cannot open that way gathers (shm_segment.h). A name is
+// "hvd-<job>-<scope>-<pid>": <job> and <scope> are 16 hex digits of the FNV-1a hash of the job
+// id and of the communicator's scope, <pid> the creating process. Member 0 unlinks the name as
+// soon as every member has mapped the segment, so a name outlives its creator only when the
+// creator was killed in between.
 
 namespace hvd::control {
 

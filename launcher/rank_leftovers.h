@@ -9,9 +9,10 @@
 // RankLeftovers: what ranks killed before their own cleanup can leave on a host, removed once
 // every rank of the job there has ended — by hvdrun for the ranks it started itself, by
 // hvd-agent for the ranks it started:
-// - shared-memory segments: a member 0 killed between creating its group's segment and every
-//   member mapping it (a peer that failed at start-up, then hvdrun's SIGTERM) leaves the name in
-//   /dev/shm (common/shm_names.h); names of this job whose creator is gone are removed;
+// - shared-memory segments: segments are unnamed unless a member could not open member 0's
+//   file through /proc (another pid namespace); then a member 0 killed between naming it and
+//   every member mapping it leaves the name in /dev/shm (common/shm_names.h); names of this job
+//   whose creator is gone are removed;
 // - a timeline torn mid-growth (timeline/timeline_repair.h): rank 0 killed between the two
 //   writes of a growth leaves two closing brackets; the file is repaired.
 // Used from one thread.

@@ -125,6 +125,7 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
                                    "'");
   }
   if (c->shm_single_copy == "never") c->shm_single_copy_bytes = 0;
+  HVD_ASSIGN_OR_RETURN(c->shm_named, env.GetBool("HVD_SHM_NAMED"));
   HVD_ASSIGN_OR_RETURN(c->elastic, env.GetBool("HVD_ELASTIC"));
   HVD_ASSIGN_OR_RETURN(c->elastic_worker_id, IntIn(env, "HVD_ELASTIC_WORKER_ID", -1, kMaxInt32));
   HVD_ASSIGN_OR_RETURN(double elastic_s, env.GetFloat("HVD_ELASTIC_TIMEOUT"));

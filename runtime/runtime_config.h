@@ -53,6 +53,9 @@ struct RuntimeConfig {
   // HVD_SHM_SINGLE_COPY, lower-cased: "auto" (measured choice per size class), "always" or
   // "never" (then shm_single_copy_bytes is 0).
   std::string shm_single_copy = "auto";
+  // HVD_SHM_NAMED, tests only: shared-memory segments get a name in /dev/shm while their group
+  // gathers (the path taken where /dev/shm has no O_TMPFILE; shm_segment.h).
+  bool shm_named = false;
   // HVD_CONTROLLER, lower-cased: "gloo" (hvdrun's rendezvous) or "mpi". When HVD_CONTROLLER /
   // HVD_CPU_OPERATIONS are unset and mpirun started the process, both are "mpi" (Horovod's
   // default with an MPI build).

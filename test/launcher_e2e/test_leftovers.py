@@ -20,14 +20,16 @@ def shm_entries(prefix):
 def test_a_segment_whose_group_never_formed_is_removed(tmp_path):
     # Given 2 ranks where rank 1 asks for other staging than rank 0 (HVD_SHM_BUFFER_BYTES), so
     # it cannot map rank 0's segment and fails, while rank 0 waits for it with the segment's
-    # name in /dev/shm; hvdrun then ends rank 0 with SIGTERM in that window
+    # name in /dev/shm; hvdrun then ends rank 0 with SIGTERM in that window. Segments have a
+    # name only where members cannot open member 0's through /proc (another pid namespace) or
+    # /dev/shm has no O_TMPFILE; HVD_SHM_NAMED=1 takes that path
     if not STEP_BENCH or not os.access(STEP_BENCH, os.X_OK):
         pytest.fail("HVD_STEP_BENCH must name the built hvd-step-bench (CTest sets it)")
     script = tmp_path / "rank.sh"
     script.write_text('if [ "$HVD_RANK" = 1 ]; then export HVD_SHM_BUFFER_BYTES=8388608; fi\n'
                       'exec "$1" --steps 3\n')
     proc = run(["-np", "2", "--verbose", "--start-timeout", "60", "sh", str(script), STEP_BENCH],
-               timeout=120, env=dict(os.environ, HVD_CPU_OPERATIONS="shm"))
+               timeout=120, env=dict(os.environ, HVD_CPU_OPERATIONS="shm", HVD_SHM_NAMED="1"))
     err = proc.stderr.decode(errors="replace")
     assert proc.returncode == 1, err
     found = re.search(r"segment /(hvd-[0-9a-f]{16}-)[0-9a-f]{16}-\d+ has another size", err)

@@ -430,6 +430,7 @@ Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& op
   seg.size = options.size;
   seg.half_bytes = std::max<size_t>(4096, options.buffer_bytes / 2 / 4096 * 4096);
   seg.timeout = options.timeout;
+  seg.named = options.named;
   HVD_ASSIGN_OR_RETURN(auto segment, ShmSegment::Open(seg));
   auto channel =
       std::make_unique<ShmChannel>(std::move(segment), options.rank, options.timeout,

@@ -36,6 +36,8 @@ struct ShmOptions {
   // Ranks sharing this machine's CPUs (this group's and others'); with more than there are
   // CPUs, waits yield instead of spinning. 0: this group's size.
   int ranks_on_machine = 0;
+  // A named segment (ShmSegment::Options::named; HVD_SHM_NAMED, tests only).
+  bool named = false;
 };
 
 // Maps one shared-memory segment for the group (shm_segment.h; nothing is left in /dev/shm

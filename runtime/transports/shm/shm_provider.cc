@@ -76,6 +76,7 @@ Result<std::unique_ptr<Communicator>> ShmProvider::CreateShm(const GroupSpec& sp
       CpuPerRank(options.ranks_on_machine) ? config_.shm_single_copy_bytes : 0;
   options.choose_single_copy = config_.shm_single_copy == "auto";
   options.timeout = config_.timeout;
+  options.named = config_.shm_named;
   return CreateShmCommunicator(options);
 }
 

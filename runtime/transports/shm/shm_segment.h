@@ -32,12 +32,14 @@ struct ShmMember {
 enum ShmFailure : uint32_t { kShmHealthy = 0, kShmBroken = 1, kShmAborted = 2 };
 
 // ShmSegment is one group's shared-memory mapping: a header, one ShmMember per member, and per
-// member two staging halves of `half_bytes` each (page aligned). Made by Open; the name exists
-// in /dev/shm (common/shm_names.h) only between member 0's shm_open and the moment every member
-// has mapped it; a member 0 killed in that window leaves the name, which hvdrun or hvd-agent
-// removes once the job's ranks on the host have ended (launcher/rank_leftovers.h). Immutable after
-// Open except through the atomics and the staging memory, whose protocol belongs to ShmChannel. Not
-// copyable; unmaps on destruction.
+// member two staging halves of `half_bytes` each (page aligned). Made by Open; normally it never
+// has a name in /dev/shm (member 0 makes an O_TMPFILE file there and the others open it through
+// /proc/<pid>/fd), so a killed member leaves nothing behind. A member that cannot open it that
+// way (another pid namespace) gets it by a name (common/shm_names.h) that exists only until
+// every member has mapped it; a member 0 killed in that window leaves the name, which hvdrun or
+// hvd-agent removes once the job's ranks on the host have ended (launcher/rank_leftovers.h).
+// Immutable after Open except through the atomics and the staging memory, whose protocol belongs
+// to ShmChannel. Not copyable; unmaps on destruction.
 class ShmSegment {
  public:
   struct Options {
@@ -48,11 +50,15 @@ class ShmSegment {
     int size = 1;
     size_t half_bytes = size_t{1} << 20;
     std::chrono::milliseconds timeout{30000};
+    // Member 0 names the segment from the start, as where /dev/shm has no O_TMPFILE (tests:
+    // the launcher's cleanup of a name left by a killed member 0).
+    bool named = false;
   };
 
-  // Member 0 creates and sizes the segment and publishes its name under "<scope>/shm/name";
-  // the others map it and register; once "<scope>/shm/ready" is set, member 0 unlinks the name.
-  // kTimeout when a member does not arrive in time; kIoError when shared memory fails.
+  // Member 0 creates and sizes the segment and publishes how to open it under
+  // "<scope>/shm/name"; the others map it and register; once "<scope>/shm/ready" is set every
+  // member has mapped it (the protocol, fallback included, is at the definition). kTimeout when
+  // a member does not arrive in time; kIoError when shared memory fails.
   static Result<std::unique_ptr<ShmSegment>> Open(const Options& options);
 
   ~ShmSegment();
@@ -73,7 +79,13 @@ class ShmSegment {
   int VisiblePid(int k) const;
 
  private:
-  ShmSegment(void* base, size_t bytes, int size, size_t half_bytes);
+  ShmSegment(size_t bytes, int size, size_t half_bytes);
+  // Maps the segment file `fd` (member 0: `create`, writes the header with `nonce`; the others
+  // check the header and the nonce) and writes this member's pid. `object` names the file in
+  // errors.
+  Status Adopt(const Options& o, int fd, bool create, uint64_t nonce, const std::string& what,
+               const std::string& object);
+  void Attach(void* base);
   void OpenPidfds();
 
   void* base_ = nullptr;

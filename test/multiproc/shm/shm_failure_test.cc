@@ -2,13 +2,19 @@
 // or SIGSTOPped mid-loop, Abort() from another thread, and /dev/shm left clean. Survivors must
 // get a non-OK Status within the communicator timeout and exit normally.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "common/shm_names.h"
 #include "runtime/transports/shm/shm_communicator.h"
 #include "test/multiproc/shm/shm_job.h"
 
@@ -193,6 +199,172 @@ TEST(ShmFailure, SegmentTooLargeForDevShmFailsEveryMemberFast) {
   });
   EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
   EXPECT_TRUE(LeftoverSegments(job.job_id()).empty());
+}
+
+// The mappings of /dev/shm files in this process (/proc/self/maps): an anonymous segment shows
+// as "/dev/shm/#<inode> (deleted)", a named one as "/dev/shm/hvd-... (deleted)".
+std::vector<std::string> ShmMappings() {
+  std::vector<std::string> found;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    const size_t at = line.find("/dev/shm/");
+    if (at != std::string::npos) found.push_back(line.substr(at));
+  }
+  return found;
+}
+
+bool MapsOnly(const std::string& prefix) {
+  const auto maps = ShmMappings();
+  for (const auto& m : maps) {
+    if (m.rfind(prefix, 0) != 0) {
+      std::fprintf(stderr, "mapped %s, expected only %s...\n", m.c_str(), prefix.c_str());
+      return false;
+    }
+  }
+  if (maps.empty()) std::fprintf(stderr, "no /dev/shm mapping\n");
+  return !maps.empty();
+}
+
+// Given a group being created, when member 0 is SIGKILLed while it waits for the others to map
+// the segment, then /dev/shm holds nothing of the job (the segment never had a name; before
+// 2026-11-24 it had one until every member had mapped it, and a member 0 killed in between left
+// it behind), and a member that did map it sees an anonymous file.
+TEST(ShmFailure, Member0KilledWhileGatheringLeavesNothingInDevShm) {
+  ShmJob::Options options;
+  options.size = 2;
+  options.victims = {0};
+  ShmJob job(options);
+  const std::string prefix = control::ShmSegmentPrefix(job.job_id());
+  auto outcomes = job.RunRaw([&](int rank, control::KvClient& kv, const std::string& scope) {
+    if (rank == 0) {
+      if (!kv.Set(scope + "/test/pid", std::to_string(getpid())).ok()) return 2;
+      runtime::ShmOptions o;
+      o.kv = &kv;
+      o.scope = scope;
+      o.job_id = job.job_id();
+      o.size = 2;
+      o.timeout = std::chrono::milliseconds(20000);
+      auto comm = runtime::CreateShmCommunicator(o);  // waits for member 1, which never comes
+      return 1;
+    }
+    auto pid = kv.Wait(scope + "/test/pid", std::chrono::milliseconds(20000));
+    // Published: member 0 has made the segment and waits for the others.
+    auto published = kv.Wait(scope + "/shm/name", std::chrono::milliseconds(20000));
+    if (!pid.ok() || !published.ok()) return 2;
+    const auto named = LeftoverSegments(job.job_id());
+    for (const auto& n : named) std::fprintf(stderr, "member 0 made /dev/shm/%s\n", n.c_str());
+    kill(std::stoi(*pid), SIGKILL);
+    return named.empty() && (*published)[0] == '@' ? 0 : 3;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+  EXPECT_EQ(outcomes[0].signal, SIGKILL) << Describe(outcomes);
+  EXPECT_TRUE(outcomes[1].exited && outcomes[1].exit_code == 0) << Describe(outcomes);
+  EXPECT_TRUE(LeftoverSegments(job.job_id()).empty());
+}
+
+// Exit code of a member that could not enter a new pid namespace.
+constexpr int kNoPidNamespace = 77;
+
+// Given member 0 in a pid namespace of its own (its pid means another process to the others,
+// so /proc/<pid>/fd/<fd> is not its segment), when the group is created, then the others notice
+// (device and inode differ), member 0 gives the segment a name, they map it by name, the
+// collectives work, and the name is gone afterwards. Members in one pid namespace use the
+// anonymous segment.
+TEST(ShmFailure, MembersThatCannotOpenTheAnonymousSegmentGetItByName) {
+  ShmJob::Options options;
+  options.size = 3;
+  ShmJob job(options);
+  const std::string named_prefix = "/dev/shm/" + control::ShmSegmentPrefix(job.job_id());
+  auto outcomes = job.RunRaw([&](int rank, control::KvClient& kv, const std::string& scope) {
+    auto run = [&]() -> int {
+      runtime::ShmOptions o;
+      o.kv = &kv;
+      o.scope = scope;
+      o.job_id = job.job_id();
+      o.rank = rank;
+      o.size = 3;
+      o.timeout = std::chrono::milliseconds(20000);
+      auto comm = runtime::CreateShmCommunicator(o);
+      if (!comm.ok()) {
+        std::fprintf(stderr, "rank %d: %s\n", rank, comm.status().ToString().c_str());
+        return 4;
+      }
+      if (rank != 0 && !MapsOnly(named_prefix)) return 5;
+      std::vector<float> buf(1000, static_cast<float>(rank + 1));
+      for (int i = 0; i < 3; ++i) {
+        std::fill(buf.begin(), buf.end(), static_cast<float>(rank + 1));
+        Status s = (*comm)->Allreduce(buf.data(), 1000, DataType::kFloat32, ReduceOp::kSum);
+        if (!s.ok() || buf[0] != 6.0f || buf[999] != 6.0f) return 6;
+      }
+      return (*comm)->Barrier().ok() ? 0 : 7;
+    };
+    if (rank != 0) return run();
+    if (unshare(CLONE_NEWPID) != 0) {
+      // Tell the others, so that they stop waiting.
+      (void)kv.Set(scope + "/shm/name", "!no pid namespace here");
+      return kNoPidNamespace;
+    }
+    const pid_t child = fork();  // the first process of the new namespace: pid 1 there
+    if (child == 0) _exit(getpid() == 1 ? run() : 8);
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child) return 9;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 10;
+  });
+  if (outcomes[0].exited && outcomes[0].exit_code == kNoPidNamespace) {
+    GTEST_SKIP() << "no new pid namespace here (unshare needs CAP_SYS_ADMIN)";
+  }
+  EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+  for (const auto& out : outcomes)
+    EXPECT_TRUE(out.exited && out.exit_code == 0) << Describe(outcomes);
+  EXPECT_TRUE(LeftoverSegments(job.job_id()).empty());
+}
+
+// Given a member that asks for other staging than member 0 (HVD_SHM_BUFFER_BYTES), when the
+// group is created, then it fails naming the setting, without member 0 naming the segment for
+// it, and nothing is left in /dev/shm once member 0 has given up.
+TEST(ShmFailure, AMemberWithOtherStagingFailsNamingTheSetting) {
+  ShmJob::Options options;
+  options.size = 2;
+  ShmJob job(options);
+  auto outcomes = job.RunRaw([&](int rank, control::KvClient& kv, const std::string& scope) {
+    runtime::ShmOptions o;
+    o.kv = &kv;
+    o.scope = scope;
+    o.job_id = job.job_id();
+    o.rank = rank;
+    o.size = 2;
+    o.buffer_bytes = rank == 0 ? size_t{1} << 20 : size_t{2} << 20;
+    o.timeout = std::chrono::milliseconds(rank == 0 ? 1000 : 20000);
+    auto comm = runtime::CreateShmCommunicator(o);
+    std::fprintf(stderr, "rank %d: %s\n", rank, comm.status().ToString().c_str());
+    if (rank == 0) return comm.status().code() == StatusCode::kTimeout ? 0 : 1;
+    const std::string& m = comm.status().message();
+    return comm.status().code() == StatusCode::kInvalidArgument &&
+                   m.find("member 0's segment has another size") != std::string::npos &&
+                   m.find("HVD_SHM_BUFFER_BYTES") != std::string::npos &&
+                   LeftoverSegments(job.job_id()).empty()
+               ? 0
+               : 2;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+  for (const auto& out : outcomes) {
+    EXPECT_TRUE(out.exited && out.exit_code == 0) << Describe(outcomes);
+  }
+  EXPECT_TRUE(LeftoverSegments(job.job_id()).empty());
+}
+
+// Given members in one pid namespace, their segment is anonymous: no name, ever.
+TEST(ShmFailure, MembersOfOneNamespaceMapAnAnonymousSegment) {
+  ShmJob::Options options;
+  options.size = 2;
+  ShmJob job(options);
+  auto outcomes = job.Run([](Communicator& comm) -> int {
+    if (!MapsOnly("/dev/shm/#")) return 5;
+    return comm.Barrier().ok() ? 0 : 7;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+  for (const auto& out : outcomes)
+    EXPECT_TRUE(out.exited && out.exit_code == 0) << Describe(outcomes);
 }
 
 }  // namespace
