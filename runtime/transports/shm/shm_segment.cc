@@ -66,19 +66,41 @@ ShmSegment::~ShmSegment() {
   if (base_ != nullptr) munmap(base_, bytes_);
 }
 
+uint64_t ProcessStartTime(const std::string& pid) {
+  std::FILE* f = std::fopen(("/proc/" + pid + "/stat").c_str(), "re");
+  if (f == nullptr) return 0;
+  char buf[1024];
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  // "<pid> (<comm>) <state> ..." -- the command may hold spaces and parentheses: the fields
+  // start after the last ')', with field 3 (state); start time is field 22.
+  const char* at = std::strrchr(buf, ')');
+  if (at == nullptr) return 0;
+  for (int field = 2; field < 22 && at != nullptr; ++field) at = std::strchr(at + 1, ' ');
+  return at == nullptr ? 0 : std::strtoull(at + 1, nullptr, 10);
+}
+
 void ShmSegment::OpenPidfds() {
   pidfds_.assign(size_, -1);
   for (int k = 0; k < size_; ++k) {
     const int pid = members_[k].pid.load();
-#ifdef SYS_pidfd_open
     if (pid <= 0 || pid == getpid()) continue;
+#ifdef SYS_pidfd_open
     pidfds_[k] = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
     // The member registered moments ago and waits for "ready": not finding its pid means it
     // lives in another pid namespace, so only the deadline can tell it is gone.
     if (pidfds_[k] < 0 && errno == ESRCH) pidfds_[k] = kNoLiveness;
-#else
-    (void)pid;
 #endif
+    // A process with the member's pid number that started at another time is not the member
+    // (another pid namespace): watching it, or reading its memory, would be wrong. Checked
+    // after the pidfd is open, so the pid cannot be reused in between.
+    const uint64_t started = members_[k].start_time.load();
+    if (pidfds_[k] != kNoLiveness && started != 0 &&
+        ProcessStartTime(std::to_string(pid)) != started) {
+      if (pidfds_[k] >= 0) close(pidfds_[k]);
+      pidfds_[k] = kNoLiveness;
+    }
   }
 }
 
@@ -225,6 +247,7 @@ Status ShmSegment::Adopt(const Options& o, int fd, bool create, uint64_t nonce,
   }
   members_[o.rank].cpu.store(-1);  // not seen yet: peers spin
   members_[o.rank].pid.store(static_cast<int32_t>(getpid()));
+  members_[o.rank].start_time.store(ProcessStartTime("self"));
   return Status::OK();
 }
 

@@ -18,15 +18,21 @@ namespace hvd::runtime {
 // is written only by its owner and shares its cache line only with `cpu`, the CPU the owner
 // last published from (written with progress, read by waiters deciding whether to spin). `waiters`
 // counts peers asleep on `progress` (the owner skips FUTEX_WAKE when it is zero); `failed` is
-// nonzero once the owner's communicator broke or was aborted (ShmFailure); `pid` identifies the
-// owner for the liveness check.
+// nonzero once the owner's communicator broke or was aborted (ShmFailure); `pid` and
+// `start_time` (when it started, in clock ticks since boot: /proc/<pid>/stat's field 22, the same
+// in every pid namespace) identify the owner for the liveness check and the direct reads.
 struct ShmMember {
   alignas(64) std::atomic<uint32_t> progress;
   std::atomic<int32_t> cpu;
   alignas(64) std::atomic<uint32_t> waiters;
   std::atomic<uint32_t> failed;
   std::atomic<int32_t> pid;
+  std::atomic<uint64_t> start_time;
 };
+
+// When process `pid` ("self": this one) started, in clock ticks since boot, as /proc shows it
+// here; 0 when it cannot be read.
+uint64_t ProcessStartTime(const std::string& pid);
 
 // Values of ShmMember::failed.
 enum ShmFailure : uint32_t { kShmHealthy = 0, kShmBroken = 1, kShmAborted = 2 };
@@ -72,7 +78,9 @@ class ShmSegment {
     return slots_ + (static_cast<size_t>(k) * 2 + static_cast<size_t>(which)) * half_bytes_;
   }
   // True once member k's process has exited (pidfd readable, or kill(pid, 0) says ESRCH);
-  // always false for a member whose pid was not visible at setup.
+  // always false for a member whose pid was not visible at setup (no such process here, or one
+  // that started at another time: the member lives in another pid namespace, where its pid
+  // number means another process here).
   bool PeerExited(int k) const;
   // Member k's pid as this process sees it; 0 when it is not visible here (another pid
   // namespace) or is this process.

@@ -16,6 +16,7 @@
 
 #include "common/shm_names.h"
 #include "runtime/transports/shm/shm_communicator.h"
+#include "runtime/transports/shm/shm_segment.h"
 #include "test/multiproc/shm/shm_job.h"
 
 namespace hvd::test {
@@ -268,7 +269,8 @@ constexpr int kNoPidNamespace = 77;
 // Given member 0 in a pid namespace of its own (its pid means another process to the others,
 // so /proc/<pid>/fd/<fd> is not its segment), when the group is created, then the others notice
 // (device and inode differ), member 0 gives the segment a name, they map it by name, the
-// collectives work, and the name is gone afterwards. Members in one pid namespace use the
+// collectives work, the name is gone afterwards, and they do not take the process with member
+// 0's pid number for member 0 (it started at another time). Members in one pid namespace use the
 // anonymous segment.
 TEST(ShmFailure, MembersThatCannotOpenTheAnonymousSegmentGetItByName) {
   ShmJob::Options options;
@@ -296,7 +298,24 @@ TEST(ShmFailure, MembersThatCannotOpenTheAnonymousSegmentGetItByName) {
         Status s = (*comm)->Allreduce(buf.data(), 1000, DataType::kFloat32, ReduceOp::kSum);
         if (!s.ok() || buf[0] != 6.0f || buf[999] != 6.0f) return 6;
       }
-      return (*comm)->Barrier().ok() ? 0 : 7;
+      if (!(*comm)->Barrier().ok()) return 7;
+      // Member 0's pid here is another process (pid 1, this machine's init): it is not
+      // watched as member 0, nor read from; members 1 and 2 see each other.
+      runtime::ShmSegment::Options so;
+      so.kv = &kv;
+      so.scope = scope + "/segment";
+      so.job_id = job.job_id();
+      so.rank = rank;
+      so.size = 3;
+      so.half_bytes = 4096;
+      so.timeout = std::chrono::milliseconds(20000);
+      auto seg = runtime::ShmSegment::Open(so);
+      if (!seg.ok()) return 11;
+      if (rank == 0) return 0;
+      const int peer = 3 - rank;
+      std::fprintf(stderr, "rank %d sees member 0 as pid %d, member %d as pid %d\n", rank,
+                   (*seg)->VisiblePid(0), peer, (*seg)->VisiblePid(peer));
+      return (*seg)->VisiblePid(0) == 0 && (*seg)->VisiblePid(peer) > 0 ? 0 : 12;
     };
     if (rank != 0) return run();
     if (unshare(CLONE_NEWPID) != 0) {
