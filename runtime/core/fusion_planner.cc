@@ -11,13 +11,15 @@ size_t GatherSetSize(const Response& r) {
 }
 
 bool Fusable(const Response& r) {
-  return r.type == OpType::kAllreduce || (r.type == OpType::kAllgather && GatherSetSize(r) > 0);
+  return r.type == OpType::kAllreduce || r.type == OpType::kReducescatter ||
+         (r.type == OpType::kAllgather && GatherSetSize(r) > 0);
 }
 
-// Reduce op and scale factors matter to allreduce only; an allgather carries the defaults.
+// Reduce op and scale factors matter to allreduce and reducescatter; an allgather carries the
+// defaults.
 bool Compatible(const Response& a, const Response& b, const FusionOptions& options) {
   if (a.type != b.type || a.dtype != b.dtype || a.device != b.device) return false;
-  if (a.type == OpType::kAllreduce &&
+  if ((a.type == OpType::kAllreduce || a.type == OpType::kReducescatter) &&
       (a.reduce_op != b.reduce_op || a.prescale != b.prescale || a.postscale != b.postscale)) {
     return false;
   }

@@ -179,7 +179,8 @@ Status OpExecutor::Run(const Response& r, std::span<TensorEntry* const> entries,
     case OpType::kAlltoall:
       return Alltoall(r, entries.front(), comm);
     case OpType::kReducescatter:
-      return Reducescatter(r, entries.front(), comm);
+      return entries.size() == 1 ? Reducescatter(r, entries.front(), comm)
+                                 : FusedReducescatter(r, entries, comm);
     default: {
       ActivityStart(r, CommActivity(r, comm));
       Status s = comm->Barrier();
@@ -362,6 +363,83 @@ Status OpExecutor::Alltoall(const Response& r, TensorEntry* entry, Communicator*
   ActivityEnd(r);
   handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
   handles_->SetReceivedSplits(entry->handle, std::move(received));
+  return s;
+}
+
+Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* const> entries,
+                                      Communicator* comm) {
+  const size_t m = entries.size();
+  const size_t n = static_cast<size_t>(comm->size());
+  const size_t me = static_cast<size_t>(comm->rank());
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  for (const TensorEntry* e : entries) {
+    if (e == nullptr) return Status::Internal("reducescatter without a local tensor");
+  }
+  // Tensor i's rows go to the ranks in order, the first dim0 % n ranks one more (as one
+  // reducescatter of it alone).
+  part_elements_.assign(m * n, 0);
+  block_bytes_.assign(n, 0);  // here: elements per rank
+  for (size_t i = 0; i < m; ++i) {
+    const Request& q = entries[i]->request;
+    const int64_t dim0 = q.shape.at(0), row = RowElements(q.shape);
+    for (size_t k = 0; k < n; ++k) {
+      const int64_t rows = dim0 / static_cast<int64_t>(n) +
+                           (static_cast<int64_t>(k) < dim0 % static_cast<int64_t>(n) ? 1 : 0);
+      part_elements_[i * n + k] = rows * row;
+      block_bytes_[k] += rows * row;
+    }
+  }
+  ActivityStart(r, "ALLOCATE_OUTPUT");
+  outputs_.clear();
+  for (size_t i = 0; i < m; ++i) {
+    outputs_.push_back(static_cast<char*>(AllocOutput(part_elements_[i * n + me] * elem)));
+  }
+  ActivityEnd(r);
+  const int64_t total = std::accumulate(block_bytes_.begin(), block_bytes_.end(), int64_t{0});
+  const int64_t out_offset = (total * elem + 63) / 64 * 64;
+  const int64_t need = out_offset + block_bytes_[me] * elem;
+  const bool grows = recording_ && need > buffer_->capacity();
+  if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
+  char* buf = static_cast<char*>(buffer_->Get(need));
+  if (grows) ActivityEnd(r);
+  ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
+  cursor_.assign(m, 0);
+  char* at = buf;
+  for (size_t k = 0; k < n; ++k) {
+    for (size_t i = 0; i < m; ++i) {
+      const int64_t bytes = part_elements_[i * n + k] * elem;
+      if (bytes > 0)
+        std::memcpy(at, static_cast<const char*>(entries[i]->input) + cursor_[i], bytes);
+      cursor_[i] += bytes;
+      at += bytes;
+    }
+  }
+  ScaleBuffer(buf, total, r.dtype, r.prescale);
+  ActivityEnd(r);
+  ActivityStart(r, CommActivity(r, comm));
+  Status s =
+      comm->ReduceScatter(buf, buf + out_offset, block_bytes_, r.dtype, BackendOp(r.reduce_op));
+  ActivityEnd(r);
+  if (s.ok()) {
+    ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
+    const double post = PostscaleFor(r, static_cast<int>(n));
+    const char* from = buf + out_offset;
+    for (size_t i = 0; i < m; ++i) {
+      const int64_t count = part_elements_[i * n + me];
+      if (count > 0) std::memcpy(outputs_[i], from, count * elem);
+      ScaleBuffer(outputs_[i], count, r.dtype, post);
+      from += count * elem;
+    }
+    ActivityEnd(r);
+  }
+  for (size_t i = 0; i < m; ++i) {
+    const TensorEntry& e = *entries[i];
+    OutputTensor out{outputs_[i], e.request.dtype, e.request.shape, e.request.device};
+    const int64_t dim0 = e.request.shape.at(0);
+    out.shape[0] = dim0 / static_cast<int64_t>(n) +
+                   (static_cast<int64_t>(me) < dim0 % static_cast<int64_t>(n) ? 1 : 0);
+    handles_->SetOutput(e.handle, e.output_index, std::move(out));
+  }
   return s;
 }
 

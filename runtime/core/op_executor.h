@@ -108,6 +108,11 @@ class OpExecutor {
                         Communicator* comm);
   Status Alltoall(const Response& r, TensorEntry* entry, Communicator* comm);
   Status Reducescatter(const Response& r, TensorEntry* entry, Communicator* comm);
+  // Several reducescatters of one dtype, op and scales as one collective: the fusion buffer
+  // holds, for each rank k in turn, every tensor's part for k, so one ReduceScatter leaves this
+  // rank's parts of all tensors together (Horovod's layout).
+  Status FusedReducescatter(const Response& r, std::span<TensorEntry* const> entries,
+                            Communicator* comm);
   // Timeline helpers; no-ops unless recording_ (set per response by Execute).
   void ActivityStart(const Response& r, std::string_view activity);
   void ActivityEnd(const Response& r);
@@ -122,9 +127,11 @@ class OpExecutor {
   const std::atomic<int>* join_device_;
   int last_device_ = -1;  // the device of this rank's last GPU op (a joined rank has none)
   bool recording_ = false;
-  // FusedAllgather's per-rank block bytes and unpack cursors, kept so it allocates nothing
-  // but the outputs.
+  // FusedAllgather's per-rank block bytes and unpack cursors (FusedReducescatter: the
+  // elements per rank and each tensor's packing cursor), kept so they allocate nothing but
+  // the outputs.
   std::vector<int64_t> block_bytes_, cursor_;
+  std::vector<int64_t> part_elements_;  // FusedReducescatter: tensor i's part for rank k at i*n+k
   std::vector<char*> outputs_;
   // Staged GPU ops: each entry's slice of the pinned buffer and its own pointers meanwhile.
   std::vector<int64_t> staged_offsets_, staged_bytes_;

@@ -556,6 +556,52 @@ void Grouped() {
     };
     pending.push_back(std::move(p));
   }
+  // Grouped reducescatter of three float32 members, Average with prescale 2 and postscale 0.5:
+  // one fused collective (Horovod's layout: every member's rows for rank 0, then for rank 1...),
+  // shapes [2n+1, 3] (uneven), [n-1] (the last rank gets nothing) and [3n, 2, 2].
+  {
+    const DType& f32 = DTypeOf(HVD_FLOAT32);
+    const std::vector<std::vector<int64_t>> shapes = {{2 * N() + 1, 3}, {N() - 1}, {3 * N(), 2, 2}};
+    std::vector<std::shared_ptr<Tensor>> ins;
+    std::vector<hvd_tensor_t> descs;
+    std::vector<std::vector<double>> wants;
+    std::vector<std::vector<int64_t>> out_shapes;
+    for (const auto& shape : shapes) {
+      auto in = Make(HVD_FLOAT32, shape);
+      for (int64_t i = 0; i < in->count(); ++i) {
+        in->Set(i, ReduceInput(HVD_OP_AVERAGE, f32, R(), N(), i));
+      }
+      const int64_t row = shape[0] == 0 ? 0 : in->count() / shape[0];
+      int64_t first = 0;
+      for (int32_t r = 0; r < R(); ++r) first += ScatterRows(shape[0], r);
+      std::vector<double> want;
+      for (int64_t i = first * row; i < (first + ScatterRows(shape[0], R())) * row; ++i) {
+        want.push_back(ReduceExpected(HVD_OP_AVERAGE, f32, N(), i, 2.0, 0.5));
+      }
+      std::vector<int64_t> out_shape = shape;
+      out_shape[0] = ScatterRows(shape[0], R());
+      ins.push_back(in);
+      descs.push_back(in->Desc());
+      wants.push_back(std::move(want));
+      out_shapes.push_back(std::move(out_shape));
+    }
+    hvd_op_options_t o = Options("grouped.rs.fused");
+    o.reduce_op = HVD_OP_AVERAGE;
+    o.prescale_factor = 2.0;
+    o.postscale_factor = 0.5;
+    Pending p;
+    p.what = "grouped reducescatter, three float32 members";
+    Require(hvd_grouped_reducescatter(descs.data(), 3, &o, &p.handle), p.what);
+    p.keep = ins;
+    const std::string what = p.what;
+    p.check = [=](hvd_handle_t h) {
+      for (int m = 0; m < 3; ++m) {
+        ExpectOutput(h, m, what + " member " + std::to_string(m), HVD_FLOAT32, out_shapes[m],
+                     wants[m]);
+      }
+    };
+    pending.push_back(std::move(p));
+  }
   FinishAll(&pending);
 }
 

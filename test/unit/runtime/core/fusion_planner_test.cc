@@ -100,6 +100,33 @@ Response Allgather(const std::string& name, std::vector<int64_t> dims0, int64_t 
   return r;
 }
 
+Response Reducescatter(const std::string& name, int64_t elements, double prescale = 1.0) {
+  Response r = Allreduce(name, elements);
+  r.type = OpType::kReducescatter;
+  r.prescale = prescale;
+  return r;
+}
+
+TEST(FusionPlannerTest, ReducescattersFuseUpToTheThresholdEachWithTheirOwnKind) {
+  // Given reducescatters of 4 floats around an allreduce, a scaled reducescatter and a
+  // float64 one
+  Response f64 = Reducescatter("rs.f64", 4);
+  f64.dtype = DataType::kFloat64;
+  auto fused = PlanFusion({Reducescatter("rs.a", 4), Allreduce("ar", 4), Reducescatter("rs.b", 4),
+                           Reducescatter("rs.scaled", 4, 0.5), f64, Reducescatter("rs.c", 4)},
+                          FusionOptions{40, false});  // 10 floats
+  // Then reducescatters of one dtype, op and scales fuse (up to the threshold), never with an
+  // allreduce, and the others keep their order
+  EXPECT_EQ(Names(fused), (Groups{{"rs.a", "rs.b"}, {"ar"}, {"rs.scaled"}, {"rs.f64"}, {"rs.c"}}));
+  EXPECT_EQ(fused[0].type, OpType::kReducescatter);
+  EXPECT_EQ(fused[0].sizes, (std::vector<int64_t>{4, 4}));
+}
+
+TEST(FusionPlannerTest, ZeroThresholdKeepsReducescattersApart) {
+  auto fused = PlanFusion({Reducescatter("a", 1), Reducescatter("b", 1)}, FusionOptions{0, false});
+  EXPECT_EQ(Names(fused), (Groups{{"a"}, {"b"}}));
+}
+
 TEST(FusionPlannerTest, AllgatherBytesAreTheGatheredTotal) {
   // Given an allgather of 1 + 2 + 0 rows of 3 float32 each, and a fused pair
   const Response one = Allgather("a", {1, 2, 0}, 3);

@@ -163,6 +163,65 @@ TEST_F(TimelineDirTest, FusedAllgatherRecordsTheFusionBufferActivities) {
   EXPECT_TRUE(shapes.count("[2, 2]")) << "tl.ag.1's input shape on rank 0";
 }
 
+TEST_F(TimelineDirTest, GroupedReducescatterRunsAsOneFusedCollective) {
+  // Given a timeline and, twice, a grouped reducescatter on 3 thread-ranks of float32 [7, 2]
+  // (rows 3, 2, 2 to ranks 0, 1, 2) and [2] (rows 1, 1, 0: rank 2 gets nothing), Average with
+  // prescale 2 and postscale 0.5
+  const std::string path = Path("fused_reducescatter.json");
+  constexpr int kRanks = 3;
+  RunRanks(
+      kRanks,
+      [](int rank, runtime::Runtime& rt) {
+        for (int step = 0; step < 2; ++step) {
+          std::vector<float> a(14), b(2);
+          for (int i = 0; i < 14; ++i) a[i] = static_cast<float>(rank * 100 + i);
+          for (int i = 0; i < 2; ++i) b[i] = static_cast<float>(rank * 100 + 50 + i);
+          runtime::OpOptions o;
+          o.name = "tl.rs";
+          o.reduce_op = runtime::ReduceOp::kAverage;
+          o.prescale = 2.0;
+          o.postscale = 0.5;
+          std::vector<runtime::TensorSpec> specs = {Spec(a.data(), DataType::kFloat32, {7, 2}),
+                                                    Spec(b.data(), DataType::kFloat32, {2})};
+          auto h = rt.EnqueueReducescatter(specs, o, true);
+          ASSERT_TRUE(h.ok()) << h.status().ToString();
+          ASSERT_TRUE(rt.Wait(*h, std::chrono::seconds(30)).ok());
+          // Then each rank holds its rows of the average of the inputs (times 2 * 0.5): element
+          // i of a's average is 100 + i (ranks 0..2 add 0, 100, 200), of b's 150 + i
+          const int64_t a_rows[] = {3, 2, 2}, a_first[] = {0, 3, 5};
+          auto out_a = rt.handles().TakeOutput(*h, 0);
+          auto out_b = rt.handles().TakeOutput(*h, 1);
+          ASSERT_TRUE(out_a.ok() && out_b.ok());
+          EXPECT_EQ(out_a->shape, (std::vector<int64_t>{a_rows[rank], 2}));
+          for (int64_t i = 0; i < a_rows[rank] * 2; ++i) {
+            EXPECT_FLOAT_EQ(static_cast<const float*>(out_a->data)[i],
+                            100.0f + static_cast<float>(a_first[rank] * 2 + i))
+                << "rank " << rank << " a[" << i << "]";
+          }
+          EXPECT_EQ(out_b->shape, (std::vector<int64_t>{rank < 2 ? 1 : 0}));
+          if (rank < 2) {
+            EXPECT_FLOAT_EQ(static_cast<const float*>(out_b->data)[0], 150.0f + rank);
+          }
+          std::free(out_a->data);
+          std::free(out_b->data);
+          EXPECT_TRUE(rt.ReleaseHandle(*h).ok());
+        }
+      },
+      [&](runtime::RuntimeConfig* c) { c->timeline_path = path; });
+  // Then each member's REDUCESCATTER span holds the outputs' allocation and the copies through
+  // the fusion buffer around one backend reducescatter (Horovod fuses them too)
+  nlohmann::json trace = ParseFile(path);
+  for (const char* member : {"tl.rs.0", "tl.rs.1"}) {
+    std::vector<std::string> got = RowActivities(trace, member);
+    std::erase(got, "INIT_FUSION_BUFFER");  // only when the buffer grows
+    const std::vector<std::string> step = {"NEGOTIATE_REDUCESCATTER", "REDUCESCATTER",
+                                           "ALLOCATE_OUTPUT",         "MEMCPY_IN_FUSION_BUFFER",
+                                           "FAKE_REDUCESCATTER",      "MEMCPY_OUT_FUSION_BUFFER"};
+    ASSERT_GE(got.size(), step.size()) << member;
+    EXPECT_EQ(std::vector<std::string>(got.begin(), got.begin() + step.size()), step) << member;
+  }
+}
+
 TEST_F(TimelineDirTest, AllRanksModeShipsEveryRanksEventsWithAlignedClocks) {
   // Given HVD_TIMELINE_ALL_RANKS on 3 thread-ranks, rank 2's clock 3 s ahead
   const std::string path = Path("all.json");
