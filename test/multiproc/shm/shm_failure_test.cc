@@ -179,12 +179,7 @@ TEST(ShmFailure, SegmentTooLargeForDevShmFailsEveryMemberFast) {
   options.size = 3;
   ShmJob job(options);
   auto outcomes = job.RunRaw([&](int rank, control::KvClient& kv, const std::string& scope) {
-    runtime::ShmOptions o;
-    o.kv = &kv;
-    o.scope = scope;
-    o.job_id = job.job_id();
-    o.rank = rank;
-    o.size = 3;
+    runtime::ShmOptions o = job.GroupOptions(rank, kv, scope);
     o.buffer_bytes = size_t{1} << 42;  // 4 TiB per member
     o.timeout = std::chrono::milliseconds(20000);
     const Clock::time_point start = Clock::now();
@@ -239,11 +234,7 @@ TEST(ShmFailure, Member0KilledWhileGatheringLeavesNothingInDevShm) {
   auto outcomes = job.RunRaw([&](int rank, control::KvClient& kv, const std::string& scope) {
     if (rank == 0) {
       if (!kv.Set(scope + "/test/pid", std::to_string(getpid())).ok()) return 2;
-      runtime::ShmOptions o;
-      o.kv = &kv;
-      o.scope = scope;
-      o.job_id = job.job_id();
-      o.size = 2;
+      runtime::ShmOptions o = job.GroupOptions(rank, kv, scope);
       o.timeout = std::chrono::milliseconds(20000);
       auto comm = runtime::CreateShmCommunicator(o);  // waits for member 1, which never comes
       return 1;
@@ -279,12 +270,7 @@ TEST(ShmFailure, MembersThatCannotOpenTheAnonymousSegmentGetItByName) {
   const std::string named_prefix = "/dev/shm/" + control::ShmSegmentPrefix(job.job_id());
   auto outcomes = job.RunRaw([&](int rank, control::KvClient& kv, const std::string& scope) {
     auto run = [&]() -> int {
-      runtime::ShmOptions o;
-      o.kv = &kv;
-      o.scope = scope;
-      o.job_id = job.job_id();
-      o.rank = rank;
-      o.size = 3;
+      runtime::ShmOptions o = job.GroupOptions(rank, kv, scope);
       o.timeout = std::chrono::milliseconds(20000);
       auto comm = runtime::CreateShmCommunicator(o);
       if (!comm.ok()) {
@@ -346,12 +332,7 @@ TEST(ShmFailure, AMemberWithOtherStagingFailsNamingTheSetting) {
   options.size = 2;
   ShmJob job(options);
   auto outcomes = job.RunRaw([&](int rank, control::KvClient& kv, const std::string& scope) {
-    runtime::ShmOptions o;
-    o.kv = &kv;
-    o.scope = scope;
-    o.job_id = job.job_id();
-    o.rank = rank;
-    o.size = 2;
+    runtime::ShmOptions o = job.GroupOptions(rank, kv, scope);
     o.buffer_bytes = rank == 0 ? size_t{1} << 20 : size_t{2} << 20;
     o.timeout = std::chrono::milliseconds(rank == 0 ? 1000 : 20000);
     auto comm = runtime::CreateShmCommunicator(o);

@@ -13,20 +13,24 @@ ShmJob::ShmJob(Options options)
     : options_(std::move(options)),
       job_("shm-multiproc", {options_.deadline, options_.child_alarm, options_.victims}) {}
 
+runtime::ShmOptions ShmJob::GroupOptions(int rank, control::KvClient& kv,
+                                         const std::string& scope) const {
+  runtime::ShmOptions options;
+  options.kv = &kv;
+  options.scope = scope;
+  options.job_id = job_.job_id();
+  options.rank = rank;
+  options.size = options_.size;
+  options.buffer_bytes = options_.buffer_bytes;
+  options.single_copy_bytes = options_.single_copy_bytes;
+  options.choose_single_copy = options_.choose_single_copy;
+  options.timeout = options_.comm_timeout;
+  return options;
+}
+
 std::vector<RankOutcome> ShmJob::Run(const Body& body) {
-  const Options& o = options_;
   return RunRaw([&](int rank, control::KvClient& kv, const std::string& scope) {
-    runtime::ShmOptions options;
-    options.kv = &kv;
-    options.scope = scope;
-    options.job_id = job_.job_id();
-    options.rank = rank;
-    options.size = o.size;
-    options.buffer_bytes = o.buffer_bytes;
-    options.single_copy_bytes = o.single_copy_bytes;
-    options.choose_single_copy = o.choose_single_copy;
-    options.timeout = o.comm_timeout;
-    auto comm = runtime::CreateShmCommunicator(options);
+    auto comm = runtime::CreateShmCommunicator(GroupOptions(rank, kv, scope));
     if (!comm.ok()) {
       std::fprintf(stderr, "rank %d: create: %s\n", rank, comm.status().ToString().c_str());
       return 4;

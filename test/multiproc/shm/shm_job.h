@@ -10,6 +10,7 @@
 
 #include "common/kv_client.h"
 #include "runtime/transports/communicator.h"
+#include "runtime/transports/shm/shm_communicator.h"
 #include "test/multiproc/forked_job.h"
 
 namespace hvd::test {
@@ -36,6 +37,9 @@ class ShmJob {
 
   std::vector<RankOutcome> RunRaw(const RawBody& body);
   std::vector<RankOutcome> Run(const Body& body);
+  // What Run creates its communicator with, for a RawBody that changes some of it: this job's
+  // id and Options (size, staging, single copy, timeout) for `rank`.
+  runtime::ShmOptions GroupOptions(int rank, control::KvClient& kv, const std::string& scope) const;
 
   const std::string& error() const { return job_.error(); }
   const std::string& job_id() const { return job_.job_id(); }
