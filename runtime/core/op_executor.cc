@@ -378,7 +378,7 @@ Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* 
   // Tensor i's rows go to the ranks in order, the first dim0 % n ranks one more (as one
   // reducescatter of it alone).
   part_elements_.assign(m * n, 0);
-  block_bytes_.assign(n, 0);  // here: elements per rank
+  rank_elements_.assign(n, 0);
   for (size_t i = 0; i < m; ++i) {
     const Request& q = entries[i]->request;
     const int64_t dim0 = q.shape.at(0), row = RowElements(q.shape);
@@ -386,7 +386,7 @@ Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* 
       const int64_t rows = dim0 / static_cast<int64_t>(n) +
                            (static_cast<int64_t>(k) < dim0 % static_cast<int64_t>(n) ? 1 : 0);
       part_elements_[i * n + k] = rows * row;
-      block_bytes_[k] += rows * row;
+      rank_elements_[k] += rows * row;
     }
   }
   ActivityStart(r, "ALLOCATE_OUTPUT");
@@ -395,9 +395,9 @@ Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* 
     outputs_.push_back(static_cast<char*>(AllocOutput(part_elements_[i * n + me] * elem)));
   }
   ActivityEnd(r);
-  const int64_t total = std::accumulate(block_bytes_.begin(), block_bytes_.end(), int64_t{0});
+  const int64_t total = std::accumulate(rank_elements_.begin(), rank_elements_.end(), int64_t{0});
   const int64_t out_offset = (total * elem + 63) / 64 * 64;
-  const int64_t need = out_offset + block_bytes_[me] * elem;
+  const int64_t need = out_offset + rank_elements_[me] * elem;
   const bool grows = recording_ && need > buffer_->capacity();
   if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
   char* buf = static_cast<char*>(buffer_->Get(need));
@@ -418,7 +418,7 @@ Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* 
   ActivityEnd(r);
   ActivityStart(r, CommActivity(r, comm));
   Status s =
-      comm->ReduceScatter(buf, buf + out_offset, block_bytes_, r.dtype, BackendOp(r.reduce_op));
+      comm->ReduceScatter(buf, buf + out_offset, rank_elements_, r.dtype, BackendOp(r.reduce_op));
   ActivityEnd(r);
   if (s.ok()) {
     ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");

@@ -127,11 +127,11 @@ class OpExecutor {
   const std::atomic<int>* join_device_;
   int last_device_ = -1;  // the device of this rank's last GPU op (a joined rank has none)
   bool recording_ = false;
-  // FusedAllgather's per-rank block bytes and unpack cursors (FusedReducescatter: the
-  // elements per rank and each tensor's packing cursor), kept so they allocate nothing but
-  // the outputs.
+  // FusedAllgather's per-rank block bytes and unpack cursors (FusedReducescatter: each
+  // tensor's packing cursor), kept so they allocate nothing but the outputs.
   std::vector<int64_t> block_bytes_, cursor_;
-  std::vector<int64_t> part_elements_;  // FusedReducescatter: tensor i's part for rank k at i*n+k
+  // FusedReducescatter: tensor i's elements for rank k at i * n + k, and each rank's total.
+  std::vector<int64_t> part_elements_, rank_elements_;
   std::vector<char*> outputs_;
   // Staged GPU ops: each entry's slice of the pinned buffer and its own pointers meanwhile.
   std::vector<int64_t> staged_offsets_, staged_bytes_;
