@@ -138,6 +138,9 @@ Config ParseArgs(int argc, char** argv) {
     config.many_count = static_cast<int>(k);
     config.many_bytes = *bytes;
     if (config.cuda) BadOption("--many", "not with --device cuda");
+    if (config.op != "allreduce") {
+      BadOption("--many", "measures allreduces only, not --op " + config.op);
+    }
   }
   const size_t colon = sizes.find(':');
   if (colon != std::string::npos) {
