@@ -25,6 +25,11 @@ int64_t RowElements(const std::vector<int64_t>& shape) {
 }
 
 // malloc(0) may return NULL; outputs always get a real pointer.
+// Rows of a reducescatter's dim0 that member k of n receives: the first dim0 % n one more.
+int64_t ScatterRows(int64_t dim0, int64_t n, int64_t k) {
+  return dim0 / n + (k < dim0 % n ? 1 : 0);
+}
+
 void* AllocOutput(int64_t bytes) { return std::malloc(bytes > 0 ? static_cast<size_t>(bytes) : 1); }
 
 Status Failed(const Response& r, const Status& s) {
@@ -383,8 +388,7 @@ Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* 
     const Request& q = entries[i]->request;
     const int64_t dim0 = q.shape.at(0), row = RowElements(q.shape);
     for (size_t k = 0; k < n; ++k) {
-      const int64_t rows = dim0 / static_cast<int64_t>(n) +
-                           (static_cast<int64_t>(k) < dim0 % static_cast<int64_t>(n) ? 1 : 0);
+      const int64_t rows = ScatterRows(dim0, static_cast<int64_t>(n), static_cast<int64_t>(k));
       part_elements_[i * n + k] = rows * row;
       rank_elements_[k] += rows * row;
     }
@@ -435,9 +439,8 @@ Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* 
   for (size_t i = 0; i < m; ++i) {
     const TensorEntry& e = *entries[i];
     OutputTensor out{outputs_[i], e.request.dtype, e.request.shape, e.request.device};
-    const int64_t dim0 = e.request.shape.at(0);
-    out.shape[0] = dim0 / static_cast<int64_t>(n) +
-                   (static_cast<int64_t>(me) < dim0 % static_cast<int64_t>(n) ? 1 : 0);
+    out.shape[0] =
+        ScatterRows(e.request.shape.at(0), static_cast<int64_t>(n), static_cast<int64_t>(me));
     handles_->SetOutput(e.handle, e.output_index, std::move(out));
   }
   return s;
@@ -449,7 +452,7 @@ Status OpExecutor::Reducescatter(const Response& r, TensorEntry* entry, Communic
   const int n = comm->size();
   const int64_t dim0 = q.shape.at(0), row = RowElements(q.shape);
   std::vector<int64_t> counts(n);
-  for (int i = 0; i < n; ++i) counts[i] = (dim0 / n + (i < dim0 % n ? 1 : 0)) * row;
+  for (int i = 0; i < n; ++i) counts[i] = ScatterRows(dim0, n, i) * row;
   const int64_t elem = static_cast<int64_t>(DataTypeSize(q.dtype));
   const void* in = entry->input;
   if (r.prescale != 1.0) {  // scale a staged copy; the caller's input is read-only
@@ -461,7 +464,7 @@ Status OpExecutor::Reducescatter(const Response& r, TensorEntry* entry, Communic
   ActivityStart(r, "ALLOCATE_OUTPUT");
   OutputTensor out{AllocOutput(counts[comm->rank()] * elem), q.dtype, q.shape, q.device};
   out.shape[0] = counts[comm->rank()] / (row == 0 ? 1 : row);
-  if (row == 0) out.shape[0] = dim0 / n + (comm->rank() < dim0 % n ? 1 : 0);
+  if (row == 0) out.shape[0] = ScatterRows(dim0, n, comm->rank());
   ActivityStart(r, CommActivity(r, comm));
   Status s = comm->ReduceScatter(in, out.data, counts, q.dtype, BackendOp(r.reduce_op));
   ActivityEnd(r);

@@ -227,6 +227,12 @@ Result<int> OpenNamed(const std::string& name, size_t total, const std::string& 
   return SizeMismatch(what, "segment " + name);
 }
 
+// A value member 0 published: "!<error>" when it could not `doing`.
+Status Member0Failure(const std::string& value, const std::string& what, const char* doing) {
+  if (value.empty() || value[0] != '!') return Status::OK();
+  return Status::RemoteError(what + ": member 0 could not " + doing + ": " + value.substr(1));
+}
+
 // Counts of "<scope>/shm/attached": each member adds 1, plus kMissed when it could not open
 // member 0's anonymous segment.
 constexpr int64_t kMissed = int64_t{1} << 20;
@@ -321,26 +327,25 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::Open(const Options& o) {
   } else {
     auto published = o.kv->Wait(prefix + "name", o.timeout);
     if (!published.ok()) return published.status().WithContext(what + ": waiting for member 0");
-    if (!published->empty() && (*published)[0] == '!') {
-      return Status::RemoteError(
-          what + ": member 0 could not create the segment: " + published->substr(1));
-    }
+    HVD_RETURN_IF_ERROR(Member0Failure(*published, what, "create the segment"));
     const size_t cut = published->rfind(' ');
     const std::string reference = published->substr(0, cut);
     const uint64_t nonce =
         cut == std::string::npos ? 0 : std::strtoull(published->c_str() + cut + 1, nullptr, 10);
+    // Maps member 0's file `file` (closed after) and registers this member in it.
+    auto adopt = [&](int file, const std::string& object) {
+      Status adopted = seg->Adopt(o, file, false, nonce, what, object);
+      close(file);
+      return adopted;
+    };
     int fd = -1;
     if (!reference.empty() && reference[0] == '@') {
       HVD_ASSIGN_OR_RETURN(fd, OpenAnonymous(reference, total, what));
     } else {
       HVD_ASSIGN_OR_RETURN(fd, OpenNamed(reference, total, what));
     }
+    if (fd >= 0) HVD_RETURN_IF_ERROR(adopt(fd, reference));
     Status status = Status::OK();
-    if (fd >= 0) {
-      status = seg->Adopt(o, fd, false, nonce, what, reference);
-      close(fd);
-      if (!status.ok()) return status;
-    }
     auto attached = o.kv->Add(prefix + "attached", fd >= 0 ? 1 : 1 + kMissed);
     if (attached.ok() && *attached % kMissed == o.size - 1) {
       const int64_t missed = *attached / kMissed;
@@ -357,24 +362,16 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::Open(const Options& o) {
         if (!name.ok()) {
           return name.status().WithContext(what + ": waiting for member 0 to name the segment");
         }
-        if (!name->empty() && (*name)[0] == '!') {
-          return Status::RemoteError(what +
-                                     ": member 0 could not name the segment: " + name->substr(1));
-        }
+        HVD_RETURN_IF_ERROR(Member0Failure(*name, what, "name the segment"));
         HVD_ASSIGN_OR_RETURN(fd, OpenNamed(*name, total, what));
-        status = seg->Adopt(o, fd, false, nonce, what, *name);
-        close(fd);
-        if (!status.ok()) return status;
+        HVD_RETURN_IF_ERROR(adopt(fd, *name));
         auto counted = o.kv->Add(prefix + "attached2", 1);
         if (!counted.ok()) return counted.status().WithContext(what);
         if (*counted == missed) HVD_RETURN_IF_ERROR(o.kv->Set(prefix + "ready2", "1"));
       }
       auto done = o.kv->Wait(prefix + "ready2", o.timeout);
       if (!done.ok()) return done.status().WithContext(what);
-      if (!done->empty() && (*done)[0] == '!') {
-        return Status::RemoteError(what +
-                                   ": member 0 could not name the segment: " + done->substr(1));
-      }
+      HVD_RETURN_IF_ERROR(Member0Failure(*done, what, "name the segment"));
     }
   }
   Status finished = o.kv->FinishScope(prefix, o.size);
