@@ -1,6 +1,8 @@
 #include "runtime/transports/hierarchical_communicator.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <string>
 #include <vector>
 
 namespace hvd::runtime {
@@ -31,16 +33,30 @@ class HierarchicalCommunicator final : public Communicator {
   Status BroadcastBytes(std::string* data, int root) override {
     return flat_->BroadcastBytes(data, root);
   }
-  Status BitwiseAnd(std::vector<uint64_t>* bits) override { return flat_->BitwiseAnd(bits); }
-  Status BitwiseOr(std::vector<uint64_t>* bits) override { return flat_->BitwiseOr(bits); }
-  Status Barrier() override { return flat_->Barrier(); }
-  // Like the bit vectors, the eager round runs on the flat group: one collective over all
-  // ranks (recursive doubling on TCP) instead of the AND plus a local and a cross allreduce.
-  bool ands_with_allreduce() const override { return flat_->ands_with_allreduce(); }
-  Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
-                                 DataType dtype, ReduceOp op) override {
-    return flat_->BitwiseAndWithAllreduce(words, and_words, count, dtype, op);
+  // The negotiation's rounds go through the hierarchy like a small allreduce: within the host
+  // (shared memory), then every cross group over the host's result (same inputs everywhere,
+  // so every member ends with the same bits). One TCP round between hosts per cycle instead of
+  // log2(ranks) rounds over all ranks, of which the ones within a host went through loopback.
+  Status BitwiseAnd(std::vector<uint64_t>* bits) override {
+    HVD_RETURN_IF_ERROR(local_->BitwiseAnd(bits));
+    return cross_->BitwiseAnd(bits);
   }
+  Status BitwiseOr(std::vector<uint64_t>* bits) override {
+    HVD_RETURN_IF_ERROR(local_->BitwiseOr(bits));
+    return cross_->BitwiseOr(bits);
+  }
+  // Once every member has reached the host's barrier, every member of each cross group knows
+  // that its whole host has; the cross barrier then tells every member that all hosts have.
+  Status Barrier() override {
+    HVD_RETURN_IF_ERROR(local_->Barrier());
+    return cross_->Barrier();
+  }
+  // The eager round: the host's AND and reduction (in one collective where the local transport
+  // has one, else an AND and an allreduce, both on shared memory), then one round between
+  // hosts carrying both.
+  bool ands_with_allreduce() const override { return cross_->ands_with_allreduce(); }
+  Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
+                                 DataType dtype, ReduceOp op) override;
 
   Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
@@ -71,7 +87,35 @@ class HierarchicalCommunicator final : public Communicator {
   std::vector<int64_t> bytes_;       // per local rank / per host, bytes
   std::vector<int64_t> host_bytes_;  // Allgatherv: each host's block
   std::vector<char> slice_;          // this member's slice; grown only
+  std::vector<uint64_t> and_words_;  // BitwiseAndWithAllreduce's AND words; grown only
 };
+
+Status HierarchicalCommunicator::BitwiseAndWithAllreduce(std::span<uint64_t> words,
+                                                         size_t and_words, int64_t count,
+                                                         DataType dtype, ReduceOp op) {
+  const auto name = [&] {
+    return "hierarchical bitwise and with an " + AllreduceOpName(count, dtype, op);
+  };
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(name, words.data(), count, op));
+  const size_t tail_bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
+  if (and_words > words.size() || tail_bytes > (words.size() - and_words) * sizeof(uint64_t)) {
+    return Status::InvalidArgument(name() + ": " + std::to_string(words.size()) +
+                                   " words cannot hold " + std::to_string(and_words) +
+                                   " words and " + std::to_string(tail_bytes) + " bytes");
+  }
+  if (local_->ands_with_allreduce()) {
+    HVD_RETURN_IF_ERROR(local_->BitwiseAndWithAllreduce(words, and_words, count, dtype, op));
+  } else {
+    // Same length on every member (the caller's contract), so the AND below matches up.
+    and_words_.assign(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(and_words));
+    HVD_RETURN_IF_ERROR(local_->BitwiseAnd(&and_words_));
+    std::copy(and_words_.begin(), and_words_.end(), words.begin());
+    if (count > 0) {
+      HVD_RETURN_IF_ERROR(local_->Allreduce(words.data() + and_words, count, dtype, op));
+    }
+  }
+  return cross_->BitwiseAndWithAllreduce(words, and_words, count, dtype, op);
+}
 
 Status HierarchicalCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype,
                                            ReduceOp op) {

@@ -14,10 +14,12 @@ struct HierarchicalOps {
 };
 
 // Creates a Communicator for a group spread evenly over several hosts in host-major rank order
-// (HostLayout::uniform): `flat` spans the whole group (control plane and the collectives
-// that stay flat), `local` this member's host (shared memory), `cross` the members with this
-// member's local rank on every host, in host order (TCP). Allreduce then moves each byte
-// across hosts once per host instead of once per rank:
+// (HostLayout::uniform): `flat` spans the whole group (GatherBytes/BroadcastBytes and the
+// collectives that stay flat), `local` this member's host (shared memory), `cross` the members
+// with this member's local rank on every host, in host order (TCP). The negotiation's rounds
+// (BitwiseAnd/Or, Barrier, BitwiseAndWithAllreduce) go within the host, then across hosts like
+// a small allreduce. Allreduce moves each byte across hosts once per host instead of once per
+// rank:
 //   large: reduce-scatter within the host (local rank i gets slice i of the host's sum),
 //          allreduce of the slices across hosts (L parallel cross groups, 1/L of the data
 //          each), allgather within the host;

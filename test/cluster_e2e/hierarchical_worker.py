@@ -1,6 +1,7 @@
 """One rank of test_hierarchical.py: allreduces from 4 bytes to 8 MiB (both paths of the
-hierarchical algorithm), several dtypes and ops, and an allgather of uneven rows, each checked
-against the value computed from every rank's known input. Prints "OK rank R" or raises."""
+hierarchical algorithm), several dtypes and ops, a repeated small allreduce (the eager round)
+and an allgather of uneven rows, each checked against the value computed from every rank's
+known input. Prints "OK rank R" or raises."""
 import torch
 
 import hvd.torch as hvd
@@ -19,6 +20,11 @@ def main() -> None:
         avg = hvd.allreduce(torch.full((count,), float(rank)), op=hvd.Average,
                             name=f"avg.{count}")
         assert torch.allclose(avg, torch.full((count,), (size - 1) / 2)), count
+    # A loss-like lone allreduce repeated: from its fifth op it rides the negotiation's round
+    # (the eager allreduce), which goes through the hierarchy too.
+    for step in range(20):
+        loss = hvd.allreduce(torch.tensor([float(rank + step)]), op=hvd.Sum, name="loss")
+        assert loss.item() == sum(range(size)) + size * step, (step, loss)
     rows = hvd.allgather(torch.full((rank + 1, 3), rank, dtype=torch.int64), name="rows")
     expected = torch.cat([torch.full((r + 1, 3), r, dtype=torch.int64) for r in range(size)])
     assert torch.equal(rows, expected)

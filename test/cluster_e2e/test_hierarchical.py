@@ -6,13 +6,14 @@ rank 0's timeline to see which algorithm ran: HIER_ALLREDUCE (hierarchical) or T
 """
 import json
 import os
+import re
 import sys
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_mpi_and_torch import PYTHONPATH, clean_env  # noqa: E402
-from test_multi_host import SSH, run  # noqa: E402
+from test_multi_host import SSH, assert_hosts_clean, kill_leftovers, run, unique_marker  # noqa
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hierarchical_worker.py")
 
@@ -40,6 +41,7 @@ def test_two_hosts_of_two_ranks_use_the_hierarchy_by_default(tmp_path):
     assert sorted(l for l in out.splitlines() if "OK rank" in l) == [
         f"[{r}]<stdout>:OK rank {r}" for r in range(4)], out
     assert "HIER_ALLREDUCE" in activities and "TCP_ALLREDUCE" not in activities, activities
+    assert "HIER_EAGER_ALLREDUCE" in activities, activities
 
 
 def test_hierarchical_allreduce_off_uses_tcp_for_the_whole_group(tmp_path):
@@ -64,3 +66,61 @@ def test_uneven_hosts_fall_back_to_tcp_unless_the_hierarchy_is_required(tmp_path
     assert code != 0
     assert "spread evenly over its hosts in rank order" in out + err, out + err
     assert "hvd-h1 x3, hvd-h2 x1" in out + err, out + err
+
+
+KILLED_WORKER = r'''
+import os, signal, sys, time
+import torch
+import hvd.torch as hvd
+# hvdrun stops the job once a rank dies; ignore its SIGTERM so that the survivors show what
+# their own collectives did (SIGKILL comes after the grace period).
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+hvd.init()
+begin = time.time()
+try:
+    for step in range(100000):
+        if hvd.rank() == 3 and step == 300:
+            print("rank 3 dies at %.3f" % time.time(), flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        # A lone small allreduce (from its fifth op the eager round), then a larger one.
+        hvd.allreduce(torch.ones(4), name="loss")
+        if step % 10 == 0:
+            hvd.allreduce(torch.ones(1 << 15), name="grads")
+        if time.time() - begin > 120:
+            break
+    print("rank %d never failed" % hvd.rank(), flush=True)
+    sys.exit(5)
+except hvd.HorovodInternalError as error:
+    print("rank %d HorovodInternalError at %.3f: %s" % (hvd.rank(), time.time(), error),
+          flush=True)
+    sys.exit(3)
+'''
+
+
+def test_a_rank_killed_mid_job_fails_every_survivor_on_both_hosts(tmp_path):
+    # Given 2 hosts x 2 ranks on the hierarchy, looping on a lone small allreduce (whose
+    # negotiation goes within each host, then between hosts) and a larger one,
+    marker = unique_marker()
+    script = tmp_path / "worker.py"
+    script.write_text(KILLED_WORKER)
+    try:
+        # when rank 3 (hvd-h2) is killed mid-job,
+        result = run(SSH + ["-np", "4", "-H", "hvd-h1:2,hvd-h2:2", "--grace-period-seconds", "20",
+                            "/usr/bin/python3", str(script), marker],
+                     timeout=180, env=clean_env(PYTHONPATH=PYTHONPATH, OMP_NUM_THREADS="1"))
+        out = result.stdout.decode() + result.stderr.decode()
+        died = re.search(r"rank 3 dies at ([0-9.]+)", out)
+        assert died, out
+        # then every survivor - its host peer (shared memory), its cross peer (TCP) and the
+        # rank that shares neither - raises HorovodInternalError within seconds, none hangs,
+        for rank in (0, 1, 2):
+            failed = re.search(r"rank %d HorovodInternalError at ([0-9.]+)" % rank, out)
+            assert failed, out
+            assert float(failed.group(1)) - float(died.group(1)) < 15, out
+        assert "never failed" not in out, out
+        # and hvdrun fails naming the killed rank.
+        assert result.returncode != 0, out
+        assert "rank 3" in out, out
+        assert_hosts_clean(marker, timeout=30)
+    finally:
+        kill_leftovers(marker)

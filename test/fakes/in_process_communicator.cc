@@ -34,8 +34,11 @@ using runtime::ReduceOp;
 class InProcessCommunicator : public runtime::Communicator {
  public:
   InProcessCommunicator(std::shared_ptr<InProcessWorld::Group> group, int rank,
-                        std::chrono::milliseconds timeout)
-      : group_(std::move(group)), rank_(rank), timeout_(timeout) {}
+                        std::chrono::milliseconds timeout, bool ands_with_allreduce)
+      : group_(std::move(group)),
+        rank_(rank),
+        timeout_(timeout),
+        ands_with_allreduce_(ands_with_allreduce) {}
 
   int rank() const override { return rank_; }
   int size() const override { return group_->size; }
@@ -54,6 +57,29 @@ class InProcessCommunicator : public runtime::Communicator {
   Status BitwiseAnd(std::vector<uint64_t>* bits) override { return Bitwise(bits, true); }
   Status BitwiseOr(std::vector<uint64_t>* bits) override { return Bitwise(bits, false); }
   Status Barrier() override { return Exchange("", "Barrier").status(); }
+  bool ands_with_allreduce() const override { return ands_with_allreduce_; }
+  Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
+                                 DataType dtype, ReduceOp op) override {
+    if (!ands_with_allreduce_) {
+      return Communicator::BitwiseAndWithAllreduce(words, and_words, count, dtype, op);
+    }
+    if (and_words * 8 + static_cast<size_t>(count) * runtime::DataTypeSize(dtype) >
+        words.size() * 8) {
+      return Status::InvalidArgument("FAKE BitwiseAndWithAllreduce: the words are too short");
+    }
+    HVD_ASSIGN_OR_RETURN(
+        auto all, Exchange(std::string(reinterpret_cast<char*>(words.data()), words.size() * 8),
+                           "BitwiseAndWithAllreduce"));
+    // In rank order from member 0's words, so every member computes the same bits.
+    std::memcpy(words.data(), all[0].data(), words.size() * 8);
+    for (int r = 1; r < size(); ++r) {
+      if (all[r].size() != words.size() * 8) return Status::Internal("words differ in length");
+      const auto* other = reinterpret_cast<const uint64_t*>(all[r].data());
+      for (size_t i = 0; i < and_words; ++i) words[i] &= other[i];
+      runtime::ReduceInto(words.data() + and_words, other + and_words, count, dtype, op);
+    }
+    return Status::OK();
+  }
 
   Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
     const size_t bytes = static_cast<size_t>(count) * runtime::DataTypeSize(dtype);
@@ -162,6 +188,7 @@ class InProcessCommunicator : public runtime::Communicator {
   std::shared_ptr<InProcessWorld::Group> group_;
   const int rank_;
   const std::chrono::milliseconds timeout_;
+  const bool ands_with_allreduce_;
   uint64_t seq_ = 0;  // this member's next call (used by its one calling thread)
 };
 
@@ -182,7 +209,7 @@ class InProcessProvider : public runtime::CommunicatorProvider {
 InProcessWorld::InProcessWorld(std::chrono::milliseconds timeout) : timeout_(timeout) {}
 
 std::unique_ptr<runtime::Communicator> InProcessWorld::Join(const std::string& scope, int rank,
-                                                            int size) {
+                                                            int size, bool ands_with_allreduce) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& group = groups_[scope];
   if (!group) {
@@ -190,7 +217,7 @@ std::unique_ptr<runtime::Communicator> InProcessWorld::Join(const std::string& s
     group->aborted = aborted_;
   }
   HVD_CHECK_EQ(group->size, size) << "group " << scope << " joined with different sizes";
-  return std::make_unique<InProcessCommunicator>(group, rank, timeout_);
+  return std::make_unique<InProcessCommunicator>(group, rank, timeout_, ands_with_allreduce);
 }
 
 void InProcessWorld::AbortAll() {
@@ -216,6 +243,12 @@ int64_t InProcessWorld::calls() const {
   int64_t n = 0;
   for (const auto& [scope, group] : groups_) n += group->calls;
   return n;
+}
+
+int64_t InProcessWorld::calls(const std::string& scope) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = groups_.find(scope);
+  return it == groups_.end() ? 0 : it->second->calls.load();
 }
 
 }  // namespace hvd::testing

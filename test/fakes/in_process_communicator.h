@@ -23,15 +23,20 @@ class InProcessWorld {
  public:
   explicit InProcessWorld(std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
-  // Member `rank` of the `size`-member group named `scope` (created on first use).
-  std::unique_ptr<runtime::Communicator> Join(const std::string& scope, int rank, int size);
+  // Member `rank` of the `size`-member group named `scope` (created on first use). With
+  // `ands_with_allreduce` it also runs the eager round's BitwiseAndWithAllreduce, as hvd's
+  // TCP transport does (the same for every member of a group).
+  std::unique_ptr<runtime::Communicator> Join(const std::string& scope, int rank, int size,
+                                              bool ands_with_allreduce = false);
   // Aborts every group created so far and any created later.
   void AbortAll();
   // A factory for runtime::Runtime: communicators of this world (ignores the config's
   // rendezvous settings).
   runtime::ProviderFactory Factory();
-  // Number of collective calls made so far across all groups (lockstep checks).
+  // Number of collective calls made so far across all groups (lockstep checks), or by the
+  // members of the group named `scope` (0 when there is none).
   int64_t calls() const;
+  int64_t calls(const std::string& scope) const;
 
   struct Group;
 

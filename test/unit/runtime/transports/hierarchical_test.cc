@@ -2,6 +2,7 @@
 // and 3 hosts x 2 ranks (thread ranks; local and cross groups are InProcessWorld groups).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <thread>
 
 #include "runtime/transports/hierarchical_communicator.h"
@@ -16,9 +17,12 @@ using runtime::DataType;
 using runtime::ReduceOp;
 
 // Runs `body` on every rank of a `hosts` x `per_host` group, each with its hierarchical
-// communicator (flat, local and cross groups named like ShmProvider names them).
-void RunHierarchy(int hosts, int per_host, runtime::HierarchicalOps ops,
-                  const std::function<void(int rank, Communicator& comm)>& body) {
+// communicator (flat, local and cross groups named like ShmProvider names them). The cross
+// groups run the eager round as hvd's TCP does, the local ones (shared memory) only with
+// `local_ands`. Returns the number of calls made on the flat group.
+int64_t RunHierarchy(int hosts, int per_host, runtime::HierarchicalOps ops,
+                     const std::function<void(int rank, Communicator& comm)>& body,
+                     bool local_ands = false) {
   InProcessWorld world(std::chrono::seconds(20));
   const int n = hosts * per_host;
   std::vector<std::string> host_of;
@@ -30,12 +34,14 @@ void RunHierarchy(int hosts, int per_host, runtime::HierarchicalOps ops,
       ASSERT_TRUE(l.uniform);
       auto comm = runtime::MakeHierarchicalCommunicator(
           world.Join("g", r, n),
-          world.Join("g/local" + std::to_string(l.host_index), l.local_rank, l.local_size),
-          world.Join("g/cross" + std::to_string(l.local_rank), l.host_index, l.hosts), ops);
+          world.Join("g/local" + std::to_string(l.host_index), l.local_rank, l.local_size,
+                     local_ands),
+          world.Join("g/cross" + std::to_string(l.local_rank), l.host_index, l.hosts, true), ops);
       body(r, *comm);
     });
   }
   for (auto& t : threads) t.join();
+  return world.calls("g");
 }
 
 // Element i of rank r's input: small integers, so every op's exact result is known.
@@ -101,6 +107,60 @@ TEST(HierarchicalTest, ControlPlaneAndOtherOpsUseTheFlatGroup) {
     ASSERT_TRUE(comm.Broadcast(&value, sizeof(value), 3).ok());
     EXPECT_EQ(value, 42);
   });
+}
+
+// The negotiation's rounds (every cycle) go within the host and then between hosts, never over
+// the flat group: each member's bits and the eager round's values differ, so a member that
+// skipped a host or a cross group would miss its bits or its values.
+TEST(HierarchicalTest, NegotiationRoundsGoThroughTheHierarchy) {
+  for (auto [hosts, per_host] : {std::pair{2, 2}, std::pair{3, 2}, std::pair{2, 3}}) {
+    const int n = hosts * per_host;
+    for (bool local_ands : {false, true}) {
+      SCOPED_TRACE("hosts " + std::to_string(hosts) + " x " + std::to_string(per_host) +
+                   (local_ands ? ", local eager round" : ", local AND + allreduce"));
+      const int64_t flat_calls = RunHierarchy(
+          hosts, per_host, {},
+          [&](int r, Communicator& comm) {
+            // Bit r of word 0 is clear on rank r only; bit 63 of word 1 set everywhere.
+            std::vector<uint64_t> bits{~(uint64_t{1} << r), uint64_t{1} << 63};
+            ASSERT_TRUE(comm.BitwiseAnd(&bits).ok());
+            EXPECT_EQ(bits[0], ~((uint64_t{1} << n) - 1)) << "rank " << r;
+            EXPECT_EQ(bits[1], uint64_t{1} << 63);
+            std::vector<uint64_t> ors{uint64_t{1} << (2 * r), 0};
+            ASSERT_TRUE(comm.BitwiseOr(&ors).ok());
+            uint64_t all = 0;
+            for (int k = 0; k < n; ++k) all |= uint64_t{1} << (2 * k);
+            EXPECT_EQ(ors[0], all) << "rank " << r;
+            EXPECT_EQ(ors[1], 0u);
+            ASSERT_TRUE(comm.Barrier().ok());
+            // Two AND words, then 3 floats (a padding word after them).
+            ASSERT_TRUE(comm.ands_with_allreduce());
+            std::vector<uint64_t> words(4, 0);
+            words[0] = ~(uint64_t{1} << (r + 8));
+            words[1] = ~uint64_t{0};
+            const float mine[3] = {static_cast<float>(r + 1), 1.0f, -static_cast<float>(r)};
+            std::memcpy(&words[2], mine, sizeof(mine));
+            Status s =
+                comm.BitwiseAndWithAllreduce(words, 2, 3, DataType::kFloat32, ReduceOp::kSum);
+            ASSERT_TRUE(s.ok()) << s.ToString();
+            EXPECT_EQ(words[0], ~(((uint64_t{1} << n) - 1) << 8)) << "rank " << r;
+            EXPECT_EQ(words[1], ~uint64_t{0});
+            float sum[3];
+            std::memcpy(sum, &words[2], sizeof(sum));
+            EXPECT_EQ(sum[0], static_cast<float>(n * (n + 1) / 2)) << "rank " << r;
+            EXPECT_EQ(sum[1], static_cast<float>(n));
+            EXPECT_EQ(sum[2], -static_cast<float>(n * (n - 1) / 2));
+            // A tail that does not fit is refused, naming the sizes, before anything moves.
+            s = comm.BitwiseAndWithAllreduce(words, 2, 5, DataType::kFloat32, ReduceOp::kSum);
+            EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+            EXPECT_NE(s.message().find("4 words cannot hold 2 words and 20 bytes"),
+                      std::string::npos)
+                << s.message();
+          },
+          local_ands);
+      EXPECT_EQ(flat_calls, 0);
+    }
+  }
 }
 
 TEST(HierarchicalTest, AbortFailsEveryStep) {
