@@ -2,14 +2,20 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <vector>
 
 namespace hvd::runtime {
 namespace {
 
-// Allreduces up to this size take the two-step path (see the header).
-constexpr int64_t kDirectBytes = int64_t{64} << 10;
+// An allreduce (or the eager round's tail) on the two-step path sends the host's sum across
+// hosts once per local rank: up to this many extra bytes per host it takes that path (one
+// step fewer), beyond them each cross group carries its slice. Measured on the netns cluster
+// (2 x 2, 2026-11-24): with the hosts' links at 1 Gbit/s the slices halve 8-64 KiB (8 KiB 141
+// -> 72 us, 64 KiB 1.5 -> 0.6 ms); on the unlimited veths both paths are level within the
+// noise up to 64 KiB, the two steps a few us ahead at 4-8 KiB.
+constexpr int64_t kRedundantBytes = int64_t{8} << 10;
 
 class HierarchicalCommunicator final : public Communicator {
  public:
@@ -59,6 +65,19 @@ class HierarchicalCommunicator final : public Communicator {
                                  DataType dtype, ReduceOp op) override;
 
   Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  // True when `count` elements of `elem` bytes take the two-step path (see the header).
+  bool Direct(int64_t count, int64_t elem) const {
+    const int64_t l = local_->size();
+    return count < l || count * elem * (l - 1) <= kRedundantBytes;
+  }
+  // counts_/bytes_: local rank i's slice of `count` elements.
+  void Slice(int64_t count, int64_t elem) {
+    const int l = local_->size();
+    for (int i = 0; i < l; ++i) {
+      counts_[i] = count / l + (i < count % l ? 1 : 0);
+      bytes_[i] = counts_[i] * elem;
+    }
+  }
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buffer, int64_t bytes, int root) override {
     return flat_->Broadcast(buffer, bytes, root);
@@ -87,7 +106,7 @@ class HierarchicalCommunicator final : public Communicator {
   std::vector<int64_t> bytes_;       // per local rank / per host, bytes
   std::vector<int64_t> host_bytes_;  // Allgatherv: each host's block
   std::vector<char> slice_;          // this member's slice; grown only
-  std::vector<uint64_t> and_words_;  // BitwiseAndWithAllreduce's AND words; grown only
+  std::vector<uint64_t> and_words_;  // BitwiseAndWithAllreduce: AND words, slice; grown only
 };
 
 Status HierarchicalCommunicator::BitwiseAndWithAllreduce(std::span<uint64_t> words,
@@ -103,18 +122,35 @@ Status HierarchicalCommunicator::BitwiseAndWithAllreduce(std::span<uint64_t> wor
                                    " words cannot hold " + std::to_string(and_words) +
                                    " words and " + std::to_string(tail_bytes) + " bytes");
   }
-  if (local_->ands_with_allreduce()) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  const bool direct = Direct(count, elem);
+  if (direct && local_->ands_with_allreduce()) {
     HVD_RETURN_IF_ERROR(local_->BitwiseAndWithAllreduce(words, and_words, count, dtype, op));
-  } else {
-    // Same length on every member (the caller's contract), so the AND below matches up.
-    and_words_.assign(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(and_words));
-    HVD_RETURN_IF_ERROR(local_->BitwiseAnd(&and_words_));
-    std::copy(and_words_.begin(), and_words_.end(), words.begin());
-    if (count > 0) {
-      HVD_RETURN_IF_ERROR(local_->Allreduce(words.data() + and_words, count, dtype, op));
-    }
+    return cross_->BitwiseAndWithAllreduce(words, and_words, count, dtype, op);
   }
-  return cross_->BitwiseAndWithAllreduce(words, and_words, count, dtype, op);
+  const int me = local_->rank();
+  if (!direct) Slice(count, elem);
+  const size_t tail_words = direct ? 0 : (static_cast<size_t>(bytes_[me]) + 7) / 8;
+  // The host's AND, in the scratch words the split path's cross round sends.
+  and_words_.assign(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(and_words));
+  HVD_RETURN_IF_ERROR(local_->BitwiseAnd(&and_words_));
+  std::copy(and_words_.begin(), and_words_.end(), words.begin());
+  void* tail = words.data() + and_words;
+  if (direct) {
+    if (count > 0) HVD_RETURN_IF_ERROR(local_->Allreduce(tail, count, dtype, op));
+    return cross_->BitwiseAndWithAllreduce(words, and_words, count, dtype, op);
+  }
+  // Each cross group ANDs the words and reduces its slice of the host's tail; the slices then
+  // go round the host. Every member ends with the same bits: each slice is reduced by one
+  // cross group, in the same order on every host.
+  and_words_.resize(and_words + tail_words);
+  HVD_RETURN_IF_ERROR(
+      local_->ReduceScatter(tail, and_words_.data() + and_words, counts_, dtype, op));
+  HVD_RETURN_IF_ERROR(
+      cross_->BitwiseAndWithAllreduce(and_words_, and_words, counts_[me], dtype, op));
+  std::copy(and_words_.begin(), and_words_.begin() + static_cast<std::ptrdiff_t>(and_words),
+            words.begin());
+  return local_->Allgatherv(and_words_.data() + and_words, tail, bytes_);
 }
 
 Status HierarchicalCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype,
@@ -123,15 +159,11 @@ Status HierarchicalCommunicator::Allreduce(void* buffer, int64_t count, DataType
   HVD_RETURN_IF_ERROR(CheckAllreduceArgs(
       [&] { return "hierarchical " + AllreduceOpName(count, dtype, op); }, buffer, count, op));
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
-  const int l = local_->size();
-  if (count * elem <= kDirectBytes || count < l) {
+  if (Direct(count, elem)) {
     HVD_RETURN_IF_ERROR(local_->Allreduce(buffer, count, dtype, op));
     return cross_->Allreduce(buffer, count, dtype, op);
   }
-  for (int i = 0; i < l; ++i) {
-    counts_[i] = count / l + (i < count % l ? 1 : 0);
-    bytes_[i] = counts_[i] * elem;
-  }
+  Slice(count, elem);
   const int me = local_->rank();
   if (slice_.size() < static_cast<size_t>(bytes_[me])) slice_.resize(bytes_[me]);
   HVD_RETURN_IF_ERROR(local_->ReduceScatter(buffer, slice_.data(), counts_, dtype, op));

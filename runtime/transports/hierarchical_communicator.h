@@ -23,9 +23,11 @@ struct HierarchicalOps {
 //   large: reduce-scatter within the host (local rank i gets slice i of the host's sum),
 //          allreduce of the slices across hosts (L parallel cross groups, 1/L of the data
 //          each), allgather within the host;
-//   small (<= 64 KiB, or fewer elements than local ranks): allreduce within the host, then
-//          every cross group allreduces the whole host sum (same inputs, same algorithm, so
-//          all groups get bit-identical results and no final step is needed).
+//   small (bytes x (L - 1) <= 8 KiB, or fewer elements than local ranks): allreduce within
+//          the host, then every cross group allreduces the whole host sum (same inputs, same
+//          algorithm, so all groups get bit-identical results and no final step is needed).
+// The eager round (BitwiseAndWithAllreduce) splits its tail the same way, its AND words going
+// with every cross group.
 // Allgatherv (when `ops.allgather`): gather within the host into the host's block, gather the
 // host blocks across hosts over local rank 0's cross group, broadcast within the host.
 // Every member gets bit-identical results (each element is reduced by one member, in rank

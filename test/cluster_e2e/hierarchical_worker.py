@@ -22,9 +22,14 @@ def main() -> None:
         assert torch.allclose(avg, torch.full((count,), (size - 1) / 2)), count
     # A loss-like lone allreduce repeated: from its fifth op it rides the negotiation's round
     # (the eager allreduce), which goes through the hierarchy too.
+    # A 16 KiB one rides it too, split across the cross groups (docs/runtime.md).
     for step in range(20):
         loss = hvd.allreduce(torch.tensor([float(rank + step)]), op=hvd.Sum, name="loss")
         assert loss.item() == sum(range(size)) + size * step, (step, loss)
+    ramp = torch.arange(4096, dtype=torch.float32) % 13
+    for step in range(20):
+        got = hvd.allreduce(ramp * (rank + step), op=hvd.Sum, name="metrics")
+        assert torch.equal(got, ramp * (sum(range(size)) + size * step)), step
     rows = hvd.allgather(torch.full((rank + 1, 3), rank, dtype=torch.int64), name="rows")
     expected = torch.cat([torch.full((r + 1, 3), r, dtype=torch.int64) for r in range(size)])
     assert torch.equal(rows, expected)

@@ -50,8 +50,9 @@ double Input(int r, int64_t i) { return static_cast<double>((i + r) % 5 + 1); }
 TEST(HierarchicalTest, AllreduceMatchesTheFlatResultAtEverySize) {
   for (auto [hosts, per_host] : {std::pair{2, 2}, std::pair{3, 2}}) {
     const int n = hosts * per_host;
-    // 3 < local size elements, the small path (<= 64 KiB) and the 3-step path (> 64 KiB).
-    for (int64_t count : {int64_t{1}, int64_t{1000}, int64_t{40000}}) {
+    // Fewer elements than local ranks; few enough bytes that every cross group carries the
+    // host's sum (the two-step path); more (each carries its slice: the three-step path).
+    for (int64_t count : {int64_t{1}, int64_t{500}, int64_t{3000}, int64_t{40000}}) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kProduct}) {
         RunHierarchy(hosts, per_host, {}, [&](int r, Communicator& comm) {
           std::vector<double> buf(count);
@@ -133,25 +134,32 @@ TEST(HierarchicalTest, NegotiationRoundsGoThroughTheHierarchy) {
             EXPECT_EQ(ors[0], all) << "rank " << r;
             EXPECT_EQ(ors[1], 0u);
             ASSERT_TRUE(comm.Barrier().ok());
-            // Two AND words, then 3 floats (a padding word after them).
+            // Two AND words, then a tail of floats: 3 (every cross group carries the host's
+            // sum) and 5000 (each carries its slice, then the slices go round the host).
             ASSERT_TRUE(comm.ands_with_allreduce());
+            for (int64_t count : {int64_t{3}, int64_t{5000}}) {
+              std::vector<uint64_t> words(2 + (count + 1) / 2 + 1, 0);
+              words[0] = ~(uint64_t{1} << (r + 8));
+              words[1] = ~uint64_t{0};
+              std::vector<float> mine(count);
+              for (int64_t i = 0; i < count; ++i) mine[i] = static_cast<float>((i % 7) * (r + 1));
+              std::memcpy(&words[2], mine.data(), count * sizeof(float));
+              Status s =
+                  comm.BitwiseAndWithAllreduce(words, 2, count, DataType::kFloat32, ReduceOp::kSum);
+              ASSERT_TRUE(s.ok()) << s.ToString();
+              EXPECT_EQ(words[0], ~(((uint64_t{1} << n) - 1) << 8)) << "rank " << r;
+              EXPECT_EQ(words[1], ~uint64_t{0});
+              std::vector<float> sum(count);
+              std::memcpy(sum.data(), &words[2], count * sizeof(float));
+              for (int64_t i = 0; i < count; ++i) {
+                ASSERT_EQ(sum[i], static_cast<float>((i % 7) * n * (n + 1) / 2))
+                    << "rank " << r << " element " << i << " of " << count;
+              }
+            }
             std::vector<uint64_t> words(4, 0);
-            words[0] = ~(uint64_t{1} << (r + 8));
-            words[1] = ~uint64_t{0};
-            const float mine[3] = {static_cast<float>(r + 1), 1.0f, -static_cast<float>(r)};
-            std::memcpy(&words[2], mine, sizeof(mine));
-            Status s =
-                comm.BitwiseAndWithAllreduce(words, 2, 3, DataType::kFloat32, ReduceOp::kSum);
-            ASSERT_TRUE(s.ok()) << s.ToString();
-            EXPECT_EQ(words[0], ~(((uint64_t{1} << n) - 1) << 8)) << "rank " << r;
-            EXPECT_EQ(words[1], ~uint64_t{0});
-            float sum[3];
-            std::memcpy(sum, &words[2], sizeof(sum));
-            EXPECT_EQ(sum[0], static_cast<float>(n * (n + 1) / 2)) << "rank " << r;
-            EXPECT_EQ(sum[1], static_cast<float>(n));
-            EXPECT_EQ(sum[2], -static_cast<float>(n * (n - 1) / 2));
             // A tail that does not fit is refused, naming the sizes, before anything moves.
-            s = comm.BitwiseAndWithAllreduce(words, 2, 5, DataType::kFloat32, ReduceOp::kSum);
+            Status s =
+                comm.BitwiseAndWithAllreduce(words, 2, 5, DataType::kFloat32, ReduceOp::kSum);
             EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
             EXPECT_NE(s.message().find("4 words cannot hold 2 words and 20 bytes"),
                       std::string::npos)
