@@ -27,6 +27,11 @@
 # (HVD_TCP_CONGESTION=auto, docs/runtime.md); Open MPI keeps the kernel's default. CC=cubic (any
 # name the kernel has) makes it the hosts' default for the run, so both sides use it (the
 # name is added to net.ipv4.tcp_allowed_congestion_control meanwhile and that list restored).
+#
+# Link speed: the veths move data at memory speed, so sending the same bytes twice costs little
+# here. RATE=1gbit (any tc rate) shapes every host's link in both directions with a token
+# bucket (tc tbf, burst RATE_BURST, default 32kb) for the run, as a real network would: the
+# rows then show what the algorithms send across hosts, not only how many rounds they take.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -85,8 +90,18 @@ run_all() {
     sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed $CC"
     for ns in hvd-h1 hvd-h2 hvd-h3 hvd-h4; do ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$CC"; done
   fi
+  link="unlimited veths"
+  if [ -n "${RATE:-}" ]; then
+    # The hosts' own ends (their egress) and the bridge's ends (their ingress); the links go
+    # with the cluster at exit.
+    for i in 1 2 3 4; do
+      ip netns exec "hvd-h$i" tc qdisc replace dev eth0 root tbf rate "$RATE" burst "${RATE_BURST:-32kb}" latency 20ms
+      tc qdisc replace dev "hvd-v$i" root tbf rate "$RATE" burst "${RATE_BURST:-32kb}" latency 20ms
+    done
+    link="links shaped to $RATE each way (tc tbf, burst ${RATE_BURST:-32kb})"
+  fi
   cc=$(ip netns exec hvd-h1 cat /proc/sys/net/ipv4/tcp_congestion_control)
-  echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), 4 netns hosts, unbound, hosts' TCP congestion control $cc" > "$out/header.txt"
+  echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), 4 netns hosts, $link, unbound, hosts' TCP congestion control $cc" > "$out/header.txt"
   run_all
 ) 9> /tmp/hvd-global.lock
 
