@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -156,6 +157,22 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
                                    "(as in /proc/sys/net/ipv4/tcp_available_congestion_control), "
                                    "got '" +
                                    c->tcp_congestion + "'");
+  }
+  HVD_ASSIGN_OR_RETURN(std::string halving, env.GetString("HVD_TCP_HALVING_BYTES"));
+  if (halving.empty() || halving == "auto") {
+    c->tcp_halving_bytes = -1;
+  } else if (halving == "off") {
+    c->tcp_halving_bytes = std::numeric_limits<int64_t>::max();
+  } else {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(halving.c_str(), &end, 10);
+    if (errno != 0 || end == halving.c_str() || *end != '\0' || v < 0) {
+      return Status::InvalidArgument(env.Get("HVD_TCP_HALVING_BYTES").source +
+                                     ": expected auto, off or a number of bytes >= 0, got '" +
+                                     halving + "'");
+    }
+    c->tcp_halving_bytes = v;
   }
   if (!c->rendezvous_addr.empty() && c->rendezvous_port == 0) {
     return Status::InvalidArgument("HVD_RENDEZVOUS_PORT must be set when HVD_RENDEZVOUS_ADDR is");

@@ -81,6 +81,10 @@ struct RuntimeConfig {
   // HVD_TCP_CONGESTION: congestion control of the tcp transport's data connections: "auto"
   // (BBR replaced by cubic or reno), "system" or a kernel name (TcpMeshOptions::congestion).
   std::string tcp_congestion = "auto";
+  // HVD_TCP_HALVING_BYTES: where the tcp transport's allreduces of 4+ ranks switch from
+  // recursive doubling to halving-doubling (TcpOptions::halving_bytes): "auto" (-1, measured
+  // per group), "off" (never: INT64_MAX) or bytes.
+  int64_t tcp_halving_bytes = -1;
 
   // Coordinator.
   int64_t fusion_threshold_bytes = 128 * 1024 * 1024;

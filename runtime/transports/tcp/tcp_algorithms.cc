@@ -125,6 +125,81 @@ Status TcpAlgorithms::DoublingAllreduce(char* buf, size_t bytes, const TcpReduce
   return Status::OK();
 }
 
+Status TcpAlgorithms::HalvingDoublingAllreduce(char* buf, size_t bytes, const TcpReducer& red,
+                                               const TcpWhat& what) {
+  const size_t elem = red.elem;
+  const int64_t count = static_cast<int64_t>(bytes / elem);
+  char* other = Scratch(bytes);
+  int pof2 = 1;
+  while (pof2 * 2 <= size_) pof2 *= 2;
+  const int rem = size_ - pof2;
+  HVD_CHECK(count >= pof2) << "halving-doubling allreduce of " << count << " elements over "
+                           << pof2 << " ranks";
+  // The fold, as in DoublingAllreduce: the even rank of each of the first rem pairs hands its
+  // part to the odd one, which stands for both as virtual rank r / 2.
+  int vrank;
+  if (rank_ < 2 * rem) {
+    if (rank_ % 2 == 0) {
+      AddStream(rank_ + 1, true, {buf, bytes, false});
+      HVD_RETURN_IF_ERROR(Run(nullptr, what));
+      AddStream(rank_ + 1, false, {buf, bytes, false});
+      return Run(nullptr, what);
+    }
+    AddStream(rank_ - 1, false, {other, bytes, false});
+    HVD_RETURN_IF_ERROR(Run(nullptr, what));
+    red.fn(other, buf, count);
+    std::memcpy(buf, other, bytes);
+    vrank = rank_ / 2;
+  } else {
+    vrank = rank_ - rem;
+  }
+  auto real = [&](int v) { return v < rem ? 2 * v + 1 : v + rem; };
+  // Segment i of p: elements [i * count / p, (i + 1) * count / p), as bytes.
+  auto at = [&](int i) { return static_cast<size_t>(i * count / pof2) * elem; };
+  // Reduce-scatter: the window of segments [lo, hi) halves each round; the lower partner keeps
+  // the lower half. What arrives (the peer's copy of the kept half) lands at the same offset in
+  // `other`.
+  int lo = 0, hi = pof2;
+  for (int mask = pof2 / 2; mask >= 1; mask >>= 1) {
+    const int vpeer = vrank ^ mask;
+    const int mid = lo + (hi - lo) / 2;
+    const bool lower = (vrank & mask) == 0;
+    const int keep_lo = lower ? lo : mid, keep_hi = lower ? mid : hi;
+    const int send_lo = lower ? mid : lo, send_hi = lower ? hi : mid;
+    AddStream(real(vpeer), true, {buf + at(send_lo), at(send_hi) - at(send_lo), false});
+    AddStream(real(vpeer), false, {other + at(keep_lo), at(keep_hi) - at(keep_lo), false});
+    HVD_RETURN_IF_ERROR(Run(nullptr, what));
+    char* mine = buf + at(keep_lo);
+    char* theirs = other + at(keep_lo);
+    const size_t kept = at(keep_hi) - at(keep_lo);
+    const int64_t n = static_cast<int64_t>(kept / elem);
+    if (lower) {
+      red.fn(mine, theirs, n);
+    } else {
+      red.fn(theirs, mine, n);
+      std::memcpy(mine, theirs, kept);
+    }
+    lo = keep_lo;
+    hi = keep_hi;
+  }
+  // Allgather: the window doubles each round, the peer's adjacent window arriving in place.
+  for (int mask = 1; mask < pof2; mask <<= 1) {
+    const int vpeer = vrank ^ mask;
+    const int width = hi - lo;
+    const int peer_lo = (vrank & mask) == 0 ? hi : lo - width;
+    AddStream(real(vpeer), true, {buf + at(lo), at(hi) - at(lo), false});
+    AddStream(real(vpeer), false, {buf + at(peer_lo), at(peer_lo + width) - at(peer_lo), false});
+    HVD_RETURN_IF_ERROR(Run(nullptr, what));
+    lo = std::min(lo, peer_lo);
+    hi = lo + 2 * width;
+  }
+  if (rank_ < 2 * rem) {
+    AddStream(rank_ - 1, true, {buf, bytes, false});
+    return Run(nullptr, what);
+  }
+  return Status::OK();
+}
+
 Status TcpAlgorithms::Ring(char* buf, const std::vector<size_t>& seg_bytes, const TcpReducer& red,
                            bool allgather, const TcpWhat& what) {
   size_t total = 0;

@@ -43,6 +43,15 @@ class TcpAlgorithms {
   // lower ranks' partial result with the higher ones' (a balanced tree over ascending ranks),
   // the same operations on both partners, so every rank ends with the same bits.
   Status DoublingAllreduce(char* buf, size_t bytes, const TcpReducer& red, const TcpWhat& what);
+  // Rabenseifner's allreduce (as MPICH's and Open MPI's mid-size ones): a reduce-scatter by
+  // recursive halving (log2(p) exchanges of half, a quarter, ... of the message, p the largest
+  // power of two <= n) leaves virtual rank v owning the reduced segment v of p, then an
+  // allgather by recursive doubling; ranks beyond p fold in first and get the result last, as
+  // in DoublingAllreduce. Each rank sends 2(p-1)/p of the message where recursive doubling
+  // sends log2(p) times it, in twice the rounds. Every partial sum is formed by one rank only,
+  // lower ranks' part first, so every rank ends with the same bits. Needs at least p elements.
+  Status HalvingDoublingAllreduce(char* buf, size_t bytes, const TcpReducer& red,
+                                  const TcpWhat& what);
   // Pipelined ring over segments seg_bytes[i] (element multiples) laid out in order in `buf`:
   // reduce-scatter leaves rank r owning the reduced segment r; with `allgather` every rank
   // then receives every reduced segment.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -31,6 +32,16 @@ constexpr size_t kDirectReduceAlways = size_t{4} << 10;
 // It also carries every cycle's negotiation (the response cache's bit vectors). At 2 ranks it
 // is the direct exchange.
 constexpr size_t kDoublingTraffic = size_t{512} << 10;
+// Within recursive doubling's range, Rabenseifner's halving-doubling sends 2(p-1)/p of the
+// message where doubling sends log2(p) times it, in twice the rounds: which is faster depends
+// on the network's bandwidth against its round time. Both are measured (ProbeNetwork) at the
+// first allreduce of at least kProbeFromBytes that would take doubling; smaller ones always
+// do. Measured on the netns cluster, 4 hosts x 1 rank, 2026-11-24: with the links shaped to
+// 1 Gbit/s halving-doubling took 64 KiB 1.62-1.66 -> 0.84-1.26 ms and 256 KiB 10.7 -> 7.5-8.0
+// ms, but on the unshaped veths it was 10-35 % slower at 96-256 KiB and 40-100 us slower
+// below (4 ranks on 2 CPUs: ~60 us a round).
+constexpr size_t kProbeFromBytes = size_t{8} << 10;
+constexpr double kHalvingMargin = 1.1;
 // Broadcasts and allgathers moving at most this many bytes per rank go direct.
 constexpr size_t kDirectMoveBytes = size_t{256} << 10;
 
@@ -78,10 +89,12 @@ TcpReducer ElementwiseReducer(DataType dtype, ReduceOp op) {
 class TcpCommunicator final : public Communicator {
  public:
   TcpCommunicator(int rank, int size, std::unique_ptr<TcpTransport> transport,
-                  std::chrono::milliseconds timeout)
+                  std::chrono::milliseconds timeout, int64_t halving_bytes)
       : rank_(rank),
         size_(size),
         timeout_(timeout),
+        probed_(halving_bytes >= 0),
+        halving_from_(halving_bytes >= 0 ? static_cast<size_t>(halving_bytes) : kNever),
         transport_(std::move(transport)),
         algo_(transport_.get(), rank, size) {
     sizes_.reserve(size);
@@ -160,10 +173,18 @@ class TcpCommunicator final : public Communicator {
     return UseDoubling(message_bytes) || UseDirect(message_bytes);
   }
 
+  // Measures this group's round time and time per byte with doubling allreduces of one word
+  // and of the largest doubling message, agrees on the slowest member's figures, and sets
+  // halving_from_ to where halving-doubling's model time drops below doubling's.
+  Status ProbeNetwork(const TcpWhat& w);
+
+  static constexpr size_t kNever = ~size_t{0};
   const int rank_;
   const int size_;
   size_t doubling_rounds_ = 0;  // log2 of the largest power of two <= size_
   const std::chrono::milliseconds timeout_;
+  bool probed_;          // halving_from_ is decided (given, or measured)
+  size_t halving_from_;  // doubling's messages of at least this many bytes take halving-doubling
   std::unique_ptr<TcpTransport> transport_;
   TcpAlgorithms algo_;
   Status broken_;                   // first failure; touched only by the calling thread
@@ -199,9 +220,61 @@ Status TcpCommunicator::Guard(const TcpWhat& what, Body&& body) {
   return st;
 }
 
+Status TcpCommunicator::ProbeNetwork(const TcpWhat& w) {
+  using Clock = std::chrono::steady_clock;
+  probed_ = true;
+  if (doubling_rounds_ < 2) return Status::OK();  // 2 or 3 ranks: nothing to save (p = 2)
+  const TcpReducer any = BitwiseReducer(/*is_and=*/false);
+  // The median of 5 timed doubling allreduces of `bytes` (typical, not best-case, rounds).
+  auto typical = [&](char* buf, size_t bytes, double* seconds) -> Status {
+    double times[5];
+    for (double& t : times) {
+      const auto start = Clock::now();
+      HVD_RETURN_IF_ERROR(algo_.DoublingAllreduce(buf, bytes, any, w));
+      t = std::chrono::duration<double>(Clock::now() - start).count();
+    }
+    std::nth_element(times, times + 2, times + 5);
+    *seconds = times[2];
+    return Status::OK();
+  };
+  uint64_t word = 0;
+  double small = 0, large = 0;
+  HVD_RETURN_IF_ERROR(typical(reinterpret_cast<char*>(&word), sizeof(word), &small));
+  const size_t probe_bytes = kDoublingTraffic / doubling_rounds_ / sizeof(uint64_t) * 8;
+  std::vector<char> probe(probe_bytes, 0);
+  HVD_RETURN_IF_ERROR(typical(probe.data(), probe_bytes, &large));
+  const double rounds = static_cast<double>(doubling_rounds_);
+  double figures[2] = {small / rounds, std::max(large - small, 0.0) / (rounds * probe_bytes)};
+  HVD_RETURN_IF_ERROR(
+      algo_.DoublingAllreduce(reinterpret_cast<char*>(figures), sizeof(figures),
+                              ElementwiseReducer(DataType::kFloat64, ReduceOp::kMax), w));
+  // doubling(B) = L (t + B b); halving-doubling(B) = 2 L t + c B b with c = 2 (p - 1) / p.
+  // Halving-doubling is taken where doubling(B) > m halving-doubling(B), m = kHalvingMargin:
+  // B > L t (2m - 1) / (b (L - m c)). The margin covers what the model leaves out (a
+  // halving-doubling round also reduces and copies) and a probe taken under passing load.
+  const double p = static_cast<double>(int64_t{1} << doubling_rounds_);
+  const double m = kHalvingMargin;
+  const double saving = rounds - m * 2.0 * (p - 1.0) / p;
+  const double from = saving > 0 && figures[1] > 0
+                          ? rounds * figures[0] * (2 * m - 1) / (figures[1] * saving)
+                          : 1e30;
+  halving_from_ = from < 1e18 ? static_cast<size_t>(std::ceil(from)) : kNever;
+  HVD_LOG_DEBUG("tcp group of {}: a round {:.1f} us, {:.3f} ns a byte: halving-doubling from {}",
+                size_, figures[0] * 1e6, figures[1] * 1e9,
+                halving_from_ == kNever ? std::string("never") : std::to_string(halving_from_));
+  return Status::OK();
+}
+
 Status TcpCommunicator::Reduce(char* buf, int64_t count, const TcpReducer& red, const TcpWhat& w) {
   const size_t bytes = static_cast<size_t>(count) * red.elem;
-  if (UseDoubling(bytes)) return algo_.DoublingAllreduce(buf, bytes, red, w);
+  if (UseDoubling(bytes)) {
+    const int64_t pof2 = int64_t{1} << doubling_rounds_;
+    if (bytes >= (probed_ ? halving_from_ : kProbeFromBytes) && count >= pof2) {
+      if (!probed_) HVD_RETURN_IF_ERROR(ProbeNetwork(w));
+      if (bytes >= halving_from_) return algo_.HalvingDoublingAllreduce(buf, bytes, red, w);
+    }
+    return algo_.DoublingAllreduce(buf, bytes, red, w);
+  }
   if (UseDirect(bytes)) return algo_.DirectAllreduce(buf, bytes, red, w);
   EvenSegments(count, size_, red.elem, &sizes_);
   return algo_.Ring(buf, sizes_, red, /*allgather=*/true, w);
@@ -416,8 +489,8 @@ Result<std::unique_ptr<Communicator>> CreateTcpCommunicator(const TcpOptions& op
                                                   std::move(mesh->peer_names));
   transport->set_heartbeat_timeout(options.heartbeat_timeout);
   transport->set_busy_poll(options.busy_poll, options.busy_yield);
-  return std::unique_ptr<Communicator>(
-      new TcpCommunicator(options.rank, options.size, std::move(transport), options.timeout));
+  return std::unique_ptr<Communicator>(new TcpCommunicator(
+      options.rank, options.size, std::move(transport), options.timeout, options.halving_bytes));
 }
 
 }  // namespace hvd::runtime

@@ -39,6 +39,12 @@ struct TcpOptions {
   bool busy_yield = false;
   // Congestion control of the data connections (TcpMeshOptions::congestion).
   std::string congestion = "auto";
+  // Allreduces of more than 2 ranks that would take recursive doubling take halving-doubling
+  // from this many bytes on (HVD_TCP_HALVING_BYTES); -1 (auto): from the size the group's
+  // network makes it faster, measured at the first allreduce of 8 KiB or more that would take
+  // recursive doubling (the same call on every member, so they measure together); the same
+  // on every member.
+  int64_t halving_bytes = -1;
 };
 
 // Rendezvouses through options.kv under options.scope, connects an authenticated full mesh of

@@ -28,6 +28,7 @@ std::vector<RankOutcome> TcpJob::Run(const Body& body, const Extra& extra) {
     options.job_id = job_.job_id();
     options.timeout = options_.comm_timeout;
     options.heartbeat_timeout = options_.heartbeat_timeout;
+    options.halving_bytes = options_.halving_bytes;
     auto comm = runtime::CreateTcpCommunicator(options);
     if (!comm.ok()) {
       std::fprintf(stderr, "rank %d: create: %s\n", rank, comm.status().ToString().c_str());

@@ -27,6 +27,7 @@ class TcpJob {
     int size = 2;
     std::chrono::milliseconds comm_timeout{10000};
     std::chrono::milliseconds heartbeat_timeout{0};  // TcpOptions::heartbeat_timeout
+    int64_t halving_bytes = -1;                      // TcpOptions::halving_bytes
     std::chrono::seconds deadline{90};
     unsigned child_alarm = 120;
     // Ranks expected to die (SIGKILL) or be stopped; their death does not kill the others.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <tuple>
 
 namespace hvd::runtime {
@@ -37,6 +38,14 @@ TEST(RuntimeConfigTest, DefaultsAreASingleRank) {
     auto cc = Load({{"HVD_TCP_CONGESTION", name}});
     ASSERT_TRUE(cc.ok()) << cc.status().ToString();
     EXPECT_EQ(cc->tcp_congestion, name);
+  }
+  EXPECT_EQ(c->tcp_halving_bytes, -1);  // auto: measured per group
+  for (auto [value, expected] :
+       {std::pair{"auto", int64_t{-1}}, std::pair{"off", std::numeric_limits<int64_t>::max()},
+        std::pair{"0", int64_t{0}}, std::pair{"65536", int64_t{65536}}}) {
+    auto h = Load({{"HVD_TCP_HALVING_BYTES", value}});
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    EXPECT_EQ(h->tcp_halving_bytes, expected) << value;
   }
   auto fast = Load({{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "2.5"}});
   ASSERT_TRUE(fast.ok()) << fast.status().ToString();
@@ -232,6 +241,9 @@ TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
       {{{"HVD_EAGER_ALLREDUCE_BYTES", "-1"}}, "HVD_EAGER_ALLREDUCE_BYTES"},
       {{{"HVD_EAGER_ALLREDUCE_BYTES", "2097152"}}, "HVD_EAGER_ALLREDUCE_BYTES"},
       {{{"HVD_EAGER_ALLREDUCE_BYTES", "32K"}}, "HVD_EAGER_ALLREDUCE_BYTES"},
+      {{{"HVD_TCP_HALVING_BYTES", "-1"}}, "HVD_TCP_HALVING_BYTES"},
+      {{{"HVD_TCP_HALVING_BYTES", "64K"}}, "HVD_TCP_HALVING_BYTES"},
+      {{{"HVD_TCP_HALVING_BYTES", "never"}}, "HVD_TCP_HALVING_BYTES"},
   };
   for (const auto& c : cases) {
     auto r = Load(c.vars);
