@@ -28,6 +28,13 @@ Status AllreduceArgError(const std::string& what, const void* buffer, int64_t co
   return Status::Unimplemented(what + ": Adasum is not an elementwise reduction");
 }
 
+Status AndWithAllreduceLayoutError(const std::string& what, size_t words, size_t and_words,
+                                   size_t tail_bytes) {
+  return Status::InvalidArgument(what + ": " + std::to_string(words) + " words cannot hold " +
+                                 std::to_string(and_words) + " words and " +
+                                 std::to_string(tail_bytes) + " bytes");
+}
+
 }  // namespace internal
 
 std::string AllreduceOpName(int64_t count, DataType dtype, ReduceOp op) {

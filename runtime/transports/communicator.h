@@ -109,6 +109,11 @@ std::string AllreduceOpName(int64_t count, DataType dtype, ReduceOp op);
 // Adasum, which is not elementwise, is kUnimplemented.
 template <typename What>
 Status CheckAllreduceArgs(const What& what, const void* buffer, int64_t count, ReduceOp op);
+// BitwiseAndWithAllreduce's arguments: CheckAllreduceArgs, and `words` must hold `and_words`
+// words and then `count` elements of `dtype` (kInvalidArgument naming both sizes).
+template <typename What>
+Status CheckAndWithAllreduceArgs(const What& what, std::span<const uint64_t> words,
+                                 size_t and_words, int64_t count, DataType dtype, ReduceOp op);
 
 namespace internal {
 inline std::string Name(const std::string& what) { return what; }
@@ -117,6 +122,8 @@ requires std::invocable<const F&> std::string Name(const F& what) { return what(
 Status RootArgError(const std::string& what, int root, int size);
 Status PerRankArgError(const std::string& what, const std::vector<int64_t>& per_rank, int size);
 Status AllreduceArgError(const std::string& what, const void* buffer, int64_t count, ReduceOp op);
+Status AndWithAllreduceLayoutError(const std::string& what, size_t words, size_t and_words,
+                                   size_t tail_bytes);
 }  // namespace internal
 
 template <typename What>
@@ -139,6 +146,18 @@ Status CheckAllreduceArgs(const What& what, const void* buffer, int64_t count, R
     return Status::OK();
   }
   return internal::AllreduceArgError(internal::Name(what), buffer, count, op);
+}
+
+template <typename What>
+Status CheckAndWithAllreduceArgs(const What& what, std::span<const uint64_t> words,
+                                 size_t and_words, int64_t count, DataType dtype, ReduceOp op) {
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(what, words.data(), count, op));
+  const size_t tail_bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
+  if (and_words <= words.size() && tail_bytes <= (words.size() - and_words) * sizeof(uint64_t)) {
+    return Status::OK();
+  }
+  return internal::AndWithAllreduceLayoutError(internal::Name(what), words.size(), and_words,
+                                               tail_bytes);
 }
 
 }  // namespace hvd::runtime

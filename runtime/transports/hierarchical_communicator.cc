@@ -115,13 +115,7 @@ Status HierarchicalCommunicator::BitwiseAndWithAllreduce(std::span<uint64_t> wor
   const auto name = [&] {
     return "hierarchical bitwise and with an " + AllreduceOpName(count, dtype, op);
   };
-  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(name, words.data(), count, op));
-  const size_t tail_bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
-  if (and_words > words.size() || tail_bytes > (words.size() - and_words) * sizeof(uint64_t)) {
-    return Status::InvalidArgument(name() + ": " + std::to_string(words.size()) +
-                                   " words cannot hold " + std::to_string(and_words) +
-                                   " words and " + std::to_string(tail_bytes) + " bytes");
-  }
+  HVD_RETURN_IF_ERROR(CheckAndWithAllreduceArgs(name, words, and_words, count, dtype, op));
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   const bool direct = Direct(count, elem);
   if (direct && local_->ands_with_allreduce()) {

@@ -92,37 +92,47 @@ Status TcpAlgorithms::DoublingAllreduce(char* buf, size_t bytes, const TcpReduce
     combine(peer_is_lower);
     return Status::OK();
   };
-  int pof2 = 1;
-  while (pof2 * 2 <= size_) pof2 *= 2;
+  int pof2, vrank;
+  HVD_RETURN_IF_ERROR(FoldIn(buf, bytes, other, red, what, &pof2, &vrank));
+  if (vrank < 0) return Status::OK();
   const int rem = size_ - pof2;
-  // Ranks below 2 * rem pair up: the even one hands its part to the odd one (which then
-  // stands for both, as virtual rank r / 2) and gets the result at the end.
-  int vrank;
-  if (rank_ < 2 * rem) {
-    if (rank_ % 2 == 0) {
-      AddStream(rank_ + 1, true, {buf, bytes, false});
-      HVD_RETURN_IF_ERROR(Run(nullptr, what));
-      AddStream(rank_ + 1, false, {buf, bytes, false});
-      return Run(nullptr, what);
-    }
-    AddStream(rank_ - 1, false, {other, bytes, false});
-    HVD_RETURN_IF_ERROR(Run(nullptr, what));
-    combine(/*peer_is_lower=*/true);
-    vrank = rank_ / 2;
-  } else {
-    vrank = rank_ - rem;
-  }
   // Virtual rank v stands for ranks 2v, 2v+1 (v < rem) or v + rem: ascending with v.
   for (int mask = 1; mask < pof2; mask <<= 1) {
     const int vpeer = vrank ^ mask;
     const int peer = vpeer < rem ? 2 * vpeer + 1 : vpeer + rem;
     HVD_RETURN_IF_ERROR(exchange(peer, vpeer < vrank));
   }
-  if (rank_ < 2 * rem) {
-    AddStream(rank_ - 1, true, {buf, bytes, false});
+  return FoldOut(buf, bytes, pof2, what);
+}
+
+Status TcpAlgorithms::FoldIn(char* buf, size_t bytes, char* other, const TcpReducer& red,
+                             const TcpWhat& what, int* pof2, int* vrank) {
+  *pof2 = 1;
+  while (*pof2 * 2 <= size_) *pof2 *= 2;
+  const int rem = size_ - *pof2;
+  if (rank_ >= 2 * rem) {
+    *vrank = rank_ - rem;
+    return Status::OK();
+  }
+  if (rank_ % 2 == 0) {
+    *vrank = -1;
+    AddStream(rank_ + 1, true, {buf, bytes, false});
+    HVD_RETURN_IF_ERROR(Run(nullptr, what));
+    AddStream(rank_ + 1, false, {buf, bytes, false});
     return Run(nullptr, what);
   }
+  AddStream(rank_ - 1, false, {other, bytes, false});
+  HVD_RETURN_IF_ERROR(Run(nullptr, what));
+  red.fn(other, buf, static_cast<int64_t>(bytes / red.elem));  // the lower rank's part first
+  std::memcpy(buf, other, bytes);
+  *vrank = rank_ / 2;
   return Status::OK();
+}
+
+Status TcpAlgorithms::FoldOut(char* buf, size_t bytes, int pof2, const TcpWhat& what) {
+  if (rank_ >= 2 * (size_ - pof2)) return Status::OK();
+  AddStream(rank_ - 1, true, {buf, bytes, false});
+  return Run(nullptr, what);
 }
 
 Status TcpAlgorithms::HalvingDoublingAllreduce(char* buf, size_t bytes, const TcpReducer& red,
@@ -130,29 +140,12 @@ Status TcpAlgorithms::HalvingDoublingAllreduce(char* buf, size_t bytes, const Tc
   const size_t elem = red.elem;
   const int64_t count = static_cast<int64_t>(bytes / elem);
   char* other = Scratch(bytes);
-  int pof2 = 1;
-  while (pof2 * 2 <= size_) pof2 *= 2;
+  int pof2, vrank;
+  HVD_RETURN_IF_ERROR(FoldIn(buf, bytes, other, red, what, &pof2, &vrank));
+  if (vrank < 0) return Status::OK();
   const int rem = size_ - pof2;
-  HVD_CHECK(count >= pof2) << "halving-doubling allreduce of " << count << " elements over "
-                           << pof2 << " ranks";
-  // The fold, as in DoublingAllreduce: the even rank of each of the first rem pairs hands its
-  // part to the odd one, which stands for both as virtual rank r / 2.
-  int vrank;
-  if (rank_ < 2 * rem) {
-    if (rank_ % 2 == 0) {
-      AddStream(rank_ + 1, true, {buf, bytes, false});
-      HVD_RETURN_IF_ERROR(Run(nullptr, what));
-      AddStream(rank_ + 1, false, {buf, bytes, false});
-      return Run(nullptr, what);
-    }
-    AddStream(rank_ - 1, false, {other, bytes, false});
-    HVD_RETURN_IF_ERROR(Run(nullptr, what));
-    red.fn(other, buf, count);
-    std::memcpy(buf, other, bytes);
-    vrank = rank_ / 2;
-  } else {
-    vrank = rank_ - rem;
-  }
+  HVD_CHECK(count >= pof2) << "halving-doubling allreduce of " << count << " elements over " << pof2
+                           << " ranks";
   auto real = [&](int v) { return v < rem ? 2 * v + 1 : v + rem; };
   // Segment i of p: elements [i * count / p, (i + 1) * count / p), as bytes.
   auto at = [&](int i) { return static_cast<size_t>(i * count / pof2) * elem; };
@@ -193,11 +186,7 @@ Status TcpAlgorithms::HalvingDoublingAllreduce(char* buf, size_t bytes, const Tc
     lo = std::min(lo, peer_lo);
     hi = lo + 2 * width;
   }
-  if (rank_ < 2 * rem) {
-    AddStream(rank_ - 1, true, {buf, bytes, false});
-    return Run(nullptr, what);
-  }
-  return Status::OK();
+  return FoldOut(buf, bytes, pof2, what);
 }
 
 Status TcpAlgorithms::Ring(char* buf, const std::vector<size_t>& seg_bytes, const TcpReducer& red,

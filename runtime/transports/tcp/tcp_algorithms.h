@@ -86,6 +86,14 @@ class TcpAlgorithms {
   // Appends to `s` the bytes [lo, lo + n) of the concatenation of parts_, as pieces.
   void AppendRange(TcpStream& s, size_t lo, size_t n, bool reduce);
   char* Scratch(size_t bytes);
+  // The doubling algorithms' fold for n not a power of two: *pof2 = the largest power of two
+  // <= n; ranks below 2 (n - pof2) pair up, the even one handing its part to the odd one (the
+  // lower part first in the sum), which stands for both as virtual rank r / 2; the others are
+  // virtual rank r - (n - pof2). A handing rank gets the result from its partner here (FoldOut
+  // sends it) and *vrank = -1: it is done. `other` is scratch of `bytes`.
+  Status FoldIn(char* buf, size_t bytes, char* other, const TcpReducer& red, const TcpWhat& what,
+                int* pof2, int* vrank);
+  Status FoldOut(char* buf, size_t bytes, int pof2, const TcpWhat& what);
 
   TcpTransport* const t_;
   const int rank_;

@@ -304,13 +304,7 @@ Status TcpCommunicator::BitwiseAndWithAllreduce(std::span<uint64_t> words, size_
   const auto name = [&] {
     return What("bitwise and with an " + AllreduceOpName(count, dtype, op));
   };
-  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(name, words.data(), count, op));
-  const size_t tail_bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
-  if (and_words > words.size() || tail_bytes > (words.size() - and_words) * sizeof(uint64_t)) {
-    return Status::InvalidArgument(name() + ": " + std::to_string(words.size()) +
-                                   " words cannot hold " + std::to_string(and_words) +
-                                   " words and " + std::to_string(tail_bytes) + " bytes");
-  }
+  HVD_RETURN_IF_ERROR(CheckAndWithAllreduceArgs(name, words, and_words, count, dtype, op));
   and_with_ = {and_words, count, dtype, op};
   // One reducer over whole words: both algorithms below apply it to the whole message at once
   // (never to a segment of it, as the ring would).

@@ -304,6 +304,22 @@ TEST_P(TcpCollectives, BroadcastAllgatherAlltoallAndControlOps) {
 
 INSTANTIATE_TEST_SUITE_P(Sizes, TcpCollectives, ::testing::Values(2, 3, 4));
 
+// min/max keep their first operand when either is NaN: the same bits on every rank need each
+// partial result combined in one order. `width` x n floats, each rank's NaNs at two places.
+int CheckNanMinMaxSameEverywhere(Communicator& comm, int width) {
+  const int n = comm.size();
+  for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
+    std::vector<float> v(static_cast<size_t>(width) * n, static_cast<float>(comm.rank()));
+    v[comm.rank()] = std::nanf("");
+    v[n + (comm.rank() + 1) % n] = std::nanf("");
+    CHILD_OK(comm.Allreduce(v.data(), static_cast<int64_t>(v.size()), DataType::kFloat32, op));
+    if (int rc = SameEverywhere(comm, v.data(), v.size() * sizeof(float), "min/max with NaN")) {
+      return rc;
+    }
+  }
+  return 0;
+}
+
 // Recursive doubling with ranks beyond the largest power of two (6 = 4 + 2 and 7 = 4 + 3
 // folded into a neighbour before the doubling rounds and served after them): known values for
 // every dtype and op, the same bits on every rank, the negotiation's bitwise ops, and the
@@ -316,18 +332,7 @@ TEST_P(TcpFoldedDoubling, SmallAllreducesAndBitwiseOpsAreRightOnEveryRank) {
   auto outcomes = job.Run([](Communicator& comm) {
     if (int rc = CheckAllreduceKnownValues(comm, {1, 5, 7001}, kAllOps)) return rc;
     if (int rc = CheckBitIdenticalSums(comm, {3, 1000, 60000})) return rc;
-    const int n = comm.size();
-    // min/max keep their first operand when either is NaN: the same bits on every rank need
-    // both partners of an exchange to combine in the same order.
-    for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
-      std::vector<float> v(2 * n, static_cast<float>(comm.rank()));
-      v[comm.rank()] = std::nanf("");
-      v[n + (comm.rank() + 1) % n] = std::nanf("");
-      CHILD_OK(comm.Allreduce(v.data(), static_cast<int64_t>(v.size()), DataType::kFloat32, op));
-      if (int rc = SameEverywhere(comm, v.data(), v.size() * sizeof(float), "min/max with NaN")) {
-        return rc;
-      }
-    }
+    if (int rc = CheckNanMinMaxSameEverywhere(comm, 2)) return rc;
     if (int rc = CheckBitwiseAndOr(comm, 20)) return rc;
     return CheckBitwiseAndWithAllreduce(comm);
   });
@@ -356,15 +361,7 @@ TEST_P(TcpHalvingDoubling, AllreducesAreRightAndTheSameOnEveryRank) {
     if (rc != 0) return rc;
     if (int rc = CheckBitIdenticalSums(comm, {3, 1000, 60000})) return rc;
     const int n = comm.size();
-    for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
-      std::vector<float> v(4 * n, static_cast<float>(comm.rank()));
-      v[comm.rank()] = std::nanf("");
-      v[n + (comm.rank() + 1) % n] = std::nanf("");
-      CHILD_OK(comm.Allreduce(v.data(), static_cast<int64_t>(v.size()), DataType::kFloat32, op));
-      if (int rc = SameEverywhere(comm, v.data(), v.size() * sizeof(float), "min/max with NaN")) {
-        return rc;
-      }
-    }
+    if (int rc = CheckNanMinMaxSameEverywhere(comm, 4)) return rc;
     if (int rc = CheckBitwiseAndOr(comm, 20)) return rc;
     // (The eager round takes recursive doubling whatever the setting; its check's products
     // overflow int8 at 8 ranks too.)
