@@ -59,25 +59,14 @@ class HierarchicalCommunicator final : public Communicator {
   }
   // The eager round: the host's AND and reduction (in one collective where the local transport
   // has one, else an AND and an allreduce, both on shared memory), then one round between
-  // hosts carrying both.
+  // hosts carrying both; a tail past the two-step path's size is reduce-scattered within the
+  // host instead, each cross group carries the AND words and its slice, and the slices go
+  // round the host.
   bool ands_with_allreduce() const override { return cross_->ands_with_allreduce(); }
   Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
                                  DataType dtype, ReduceOp op) override;
 
   Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
-  // True when `count` elements of `elem` bytes take the two-step path (see the header).
-  bool Direct(int64_t count, int64_t elem) const {
-    const int64_t l = local_->size();
-    return count < l || count * elem * (l - 1) <= kRedundantBytes;
-  }
-  // counts_/bytes_: local rank i's slice of `count` elements.
-  void Slice(int64_t count, int64_t elem) {
-    const int l = local_->size();
-    for (int i = 0; i < l; ++i) {
-      counts_[i] = count / l + (i < count % l ? 1 : 0);
-      bytes_[i] = counts_[i] * elem;
-    }
-  }
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buffer, int64_t bytes, int root) override {
     return flat_->Broadcast(buffer, bytes, root);
@@ -97,6 +86,20 @@ class HierarchicalCommunicator final : public Communicator {
   }
 
  private:
+  // True when `count` elements of `elem` bytes take the two-step path (see the header).
+  bool Direct(int64_t count, int64_t elem) const {
+    const int64_t l = local_->size();
+    return count < l || count * elem * (l - 1) <= kRedundantBytes;
+  }
+  // counts_/bytes_: local rank i's slice of `count` elements.
+  void Slice(int64_t count, int64_t elem) {
+    const int l = local_->size();
+    for (int i = 0; i < l; ++i) {
+      counts_[i] = count / l + (i < count % l ? 1 : 0);
+      bytes_[i] = counts_[i] * elem;
+    }
+  }
+
   std::unique_ptr<Communicator> flat_;
   std::unique_ptr<Communicator> local_;
   std::unique_ptr<Communicator> cross_;
