@@ -27,7 +27,8 @@ class HierarchicalCommunicator final : public Communicator {
         ops_(ops),
         counts_(local_->size()),
         bytes_(local_->size()),
-        host_bytes_(cross_->size()) {}
+        host_bytes_(cross_->size()),
+        host_counts_(cross_->size()) {}
 
   int rank() const override { return flat_->rank(); }
   int size() const override { return flat_->size(); }
@@ -76,9 +77,7 @@ class HierarchicalCommunicator final : public Communicator {
     return flat_->Alltoallv(in, send_bytes, out, recv_bytes);
   }
   Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
-                       DataType dtype, ReduceOp op) override {
-    return flat_->ReduceScatter(in, out, counts_per_rank, dtype, op);
-  }
+                       DataType dtype, ReduceOp op) override;
   void Abort() override {
     flat_->Abort();
     local_->Abort();
@@ -105,11 +104,14 @@ class HierarchicalCommunicator final : public Communicator {
   std::unique_ptr<Communicator> cross_;
   const HierarchicalOps ops_;
   // Per-call scratch, sized once (steady state allocates nothing).
-  std::vector<int64_t> counts_;      // elements of each local rank's slice
-  std::vector<int64_t> bytes_;       // per local rank / per host, bytes
-  std::vector<int64_t> host_bytes_;  // Allgatherv: each host's block
-  std::vector<char> slice_;          // this member's slice; grown only
-  std::vector<uint64_t> and_words_;  // BitwiseAndWithAllreduce: AND words, slice; grown only
+  std::vector<int64_t> counts_;       // elements of each local rank's slice
+  std::vector<int64_t> bytes_;        // per local rank / per host, bytes
+  std::vector<int64_t> host_bytes_;   // Allgatherv: each host's block
+  std::vector<char> slice_;           // this member's slice; grown only
+  std::vector<int64_t> host_counts_;  // ReduceScatter: this local rank's slice on each host
+  std::vector<int64_t> offsets_;      // ReduceScatter: each rank's slice's offset, elements
+  std::vector<char> packed_;          // ReduceScatter: the input regrouped by local rank
+  std::vector<uint64_t> and_words_;   // BitwiseAndWithAllreduce: AND words, slice; grown only
 };
 
 Status HierarchicalCommunicator::BitwiseAndWithAllreduce(std::span<uint64_t> words,
@@ -166,6 +168,42 @@ Status HierarchicalCommunicator::Allreduce(void* buffer, int64_t count, DataType
   HVD_RETURN_IF_ERROR(local_->ReduceScatter(buffer, slice_.data(), counts_, dtype, op));
   HVD_RETURN_IF_ERROR(cross_->Allreduce(slice_.data(), counts_[me], dtype, op));
   return local_->Allgatherv(slice_.data(), buffer, bytes_);
+}
+
+Status HierarchicalCommunicator::ReduceScatter(const void* in, void* out,
+                                               const std::vector<int64_t>& counts_per_rank,
+                                               DataType dtype, ReduceOp op) {
+  if (!ops_.allreduce) return flat_->ReduceScatter(in, out, counts_per_rank, dtype, op);
+  HVD_RETURN_IF_ERROR(CheckPerRankArg("hierarchical reducescatter", counts_per_rank, size()));
+  const int n = size(), l = local_->size(), hosts = cross_->size(), me = local_->rank();
+  offsets_.assign(n + 1, 0);  // offsets_[r]: elements before rank r's slice of `in`
+  for (int r = 0; r < n; ++r) offsets_[r + 1] = offsets_[r] + counts_per_rank[r];
+  const int64_t total = offsets_[n];
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(
+      [&] { return "hierarchical reducescatter of " + AllreduceOpName(total, dtype, op); }, in,
+      total, op));
+  // Every host holds every rank's slice. Local rank i's part of the host's reduce-scatter is
+  // the slices of the ranks with local rank i, one per host, in host order; its cross group
+  // then reduce-scatters that part, host h getting the slice of rank h * l + i, its own. Each
+  // byte crosses the network once per host, as in Allreduce; the input is regrouped once.
+  const size_t elem = DataTypeSize(dtype);
+  if (packed_.size() < static_cast<size_t>(total) * elem) packed_.resize(total * elem);
+  const char* src = static_cast<const char*>(in);
+  int64_t at = 0;
+  for (int i = 0; i < l; ++i) {
+    counts_[i] = 0;
+    for (int h = 0; h < hosts; ++h) {
+      const int r = h * l + i;
+      const int64_t c = counts_per_rank[r];
+      if (c > 0) std::memcpy(packed_.data() + at * elem, src + offsets_[r] * elem, c * elem);
+      at += c;
+      counts_[i] += c;
+    }
+  }
+  for (int h = 0; h < hosts; ++h) host_counts_[h] = counts_per_rank[h * l + me];
+  if (slice_.size() < static_cast<size_t>(counts_[me]) * elem) slice_.resize(counts_[me] * elem);
+  HVD_RETURN_IF_ERROR(local_->ReduceScatter(packed_.data(), slice_.data(), counts_, dtype, op));
+  return cross_->ReduceScatter(slice_.data(), out, host_counts_, dtype, op);
 }
 
 Status HierarchicalCommunicator::Allgatherv(const void* in, void* out,

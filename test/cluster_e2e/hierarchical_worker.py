@@ -1,7 +1,7 @@
 """One rank of test_hierarchical.py: allreduces from 4 bytes to 8 MiB (both paths of the
-hierarchical algorithm), several dtypes and ops, a repeated small allreduce (the eager round)
-and an allgather of uneven rows, each checked against the value computed from every rank's
-known input. Prints "OK rank R" or raises."""
+hierarchical algorithm), several dtypes and ops, a repeated small allreduce (the eager round),
+a reducescatter and an allgather of uneven rows, each checked against the value computed from
+every rank's known input. Prints "OK rank R" or raises."""
 import torch
 
 import hvd.torch as hvd
@@ -30,6 +30,12 @@ def main() -> None:
     for step in range(20):
         got = hvd.allreduce(ramp * (rank + step), op=hvd.Sum, name="metrics")
         assert torch.equal(got, ramp * (sum(range(size)) + size * step)), step
+    # Reducescatter goes through the hierarchy too: uneven rows (the first ranks one more).
+    full = torch.arange(size * 5 + 3, dtype=torch.float32)
+    part = hvd.reducescatter(full * (rank + 1), op=hvd.Sum, name="rs")
+    lo = rank * 5 + min(rank, 3)
+    hi = lo + 5 + (1 if rank < 3 else 0)
+    assert torch.equal(part, full[lo:hi] * sum(range(1, size + 1))), (part, lo, hi)
     rows = hvd.allgather(torch.full((rank + 1, 3), rank, dtype=torch.int64), name="rows")
     expected = torch.cat([torch.full((r + 1, 3), r, dtype=torch.int64) for r in range(size)])
     assert torch.equal(rows, expected)

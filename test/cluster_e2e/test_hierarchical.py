@@ -30,8 +30,9 @@ def run_worker(tmp_path, hosts, np=4, flags=(), **env):
     activities = set()
     if timeline.exists():
         for event in json.loads(timeline.read_text() or "[]"):
-            if isinstance(event, dict) and event.get("name", "").endswith("_ALLREDUCE"):
-                activities.add(event["name"])
+            name = event.get("name", "") if isinstance(event, dict) else ""
+            if name.endswith(("_ALLREDUCE", "_REDUCESCATTER")):
+                activities.add(name)
     return result.returncode, out, err, activities
 
 
@@ -42,6 +43,7 @@ def test_two_hosts_of_two_ranks_use_the_hierarchy_by_default(tmp_path):
         f"[{r}]<stdout>:OK rank {r}" for r in range(4)], out
     assert "HIER_ALLREDUCE" in activities and "TCP_ALLREDUCE" not in activities, activities
     assert "HIER_EAGER_ALLREDUCE" in activities, activities
+    assert "HIER_REDUCESCATTER" in activities, activities
 
 
 def test_hierarchical_allreduce_off_uses_tcp_for_the_whole_group(tmp_path):

@@ -75,6 +75,41 @@ TEST(HierarchicalTest, AllreduceMatchesTheFlatResultAtEverySize) {
   }
 }
 
+// Reducescatter through the hierarchy: uneven slices (one empty), each rank gets the
+// reduction of its own slice over every rank, whatever the host layout.
+TEST(HierarchicalTest, ReduceScatterGivesEachRankItsSlice) {
+  for (auto [hosts, per_host] : {std::pair{2, 2}, std::pair{3, 2}, std::pair{2, 3}}) {
+    const int n = hosts * per_host;
+    std::vector<int64_t> counts(n);
+    for (int r = 0; r < n; ++r) counts[r] = r == 1 ? 0 : 3 + 7 * r;
+    int64_t total = 0;
+    for (int64_t c : counts) total += c;
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kProduct}) {
+      const int64_t flat_calls = RunHierarchy(hosts, per_host, {}, [&](int r, Communicator& comm) {
+        std::vector<double> in(total);
+        for (int64_t i = 0; i < total; ++i) in[i] = Input(r, i);
+        std::vector<double> out(std::max<int64_t>(counts[r], 1), -1);
+        Status s = comm.ReduceScatter(in.data(), out.data(), counts, DataType::kFloat64, op);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        int64_t first = 0;
+        for (int k = 0; k < r; ++k) first += counts[k];
+        for (int64_t j = 0; j < counts[r]; ++j) {
+          const int64_t i = first + j;
+          double expected = op == ReduceOp::kProduct ? 1 : 0;
+          for (int k = 0; k < n; ++k) {
+            const double v = Input(k, i);
+            expected = op == ReduceOp::kSum   ? expected + v
+                       : op == ReduceOp::kMax ? std::max(expected, v)
+                                              : expected * v;
+          }
+          ASSERT_EQ(out[j], expected) << "rank " << r << " element " << j << " of " << n;
+        }
+      });
+      EXPECT_EQ(flat_calls, 0) << hosts << " x " << per_host;
+    }
+  }
+}
+
 TEST(HierarchicalTest, AllgathervOfVariableSizesInRankOrder) {
   runtime::HierarchicalOps ops;
   ops.allgather = true;
