@@ -47,6 +47,18 @@ int64_t RunHierarchy(int hosts, int per_host, runtime::HierarchicalOps ops,
 // Element i of rank r's input: small integers, so every op's exact result is known.
 double Input(int r, int64_t i) { return static_cast<double>((i + r) % 5 + 1); }
 
+// Element i reduced with `op` over ranks 0..n-1 (Sum, Max or Product).
+double Expected(ReduceOp op, int n, int64_t i) {
+  double expected = op == ReduceOp::kProduct ? 1 : 0;
+  for (int k = 0; k < n; ++k) {
+    const double v = Input(k, i);
+    expected = op == ReduceOp::kSum   ? expected + v
+               : op == ReduceOp::kMax ? std::max(expected, v)
+                                      : expected * v;
+  }
+  return expected;
+}
+
 TEST(HierarchicalTest, AllreduceMatchesTheFlatResultAtEverySize) {
   for (auto [hosts, per_host] : {std::pair{2, 2}, std::pair{3, 2}}) {
     const int n = hosts * per_host;
@@ -60,14 +72,8 @@ TEST(HierarchicalTest, AllreduceMatchesTheFlatResultAtEverySize) {
           Status s = comm.Allreduce(buf.data(), count, DataType::kFloat64, op);
           ASSERT_TRUE(s.ok()) << s.ToString();
           for (int64_t i = 0; i < count; ++i) {
-            double expected = op == ReduceOp::kProduct ? 1 : 0;
-            for (int k = 0; k < n; ++k) {
-              const double v = Input(k, i);
-              expected = op == ReduceOp::kSum   ? expected + v
-                         : op == ReduceOp::kMax ? std::max(expected, v)
-                                                : expected * v;
-            }
-            ASSERT_EQ(buf[i], expected) << "rank " << r << " element " << i << " of " << count;
+            ASSERT_EQ(buf[i], Expected(op, n, i))
+                << "rank " << r << " element " << i << " of " << count;
           }
         });
       }
@@ -94,15 +100,8 @@ TEST(HierarchicalTest, ReduceScatterGivesEachRankItsSlice) {
         int64_t first = 0;
         for (int k = 0; k < r; ++k) first += counts[k];
         for (int64_t j = 0; j < counts[r]; ++j) {
-          const int64_t i = first + j;
-          double expected = op == ReduceOp::kProduct ? 1 : 0;
-          for (int k = 0; k < n; ++k) {
-            const double v = Input(k, i);
-            expected = op == ReduceOp::kSum   ? expected + v
-                       : op == ReduceOp::kMax ? std::max(expected, v)
-                                              : expected * v;
-          }
-          ASSERT_EQ(out[j], expected) << "rank " << r << " element " << j << " of " << n;
+          ASSERT_EQ(out[j], Expected(op, n, first + j))
+              << "rank " << r << " element " << j << " of " << n;
         }
       });
       EXPECT_EQ(flat_calls, 0) << hosts << " x " << per_host;
