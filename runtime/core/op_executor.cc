@@ -24,12 +24,12 @@ int64_t RowElements(const std::vector<int64_t>& shape) {
   return n;
 }
 
-// malloc(0) may return NULL; outputs always get a real pointer.
 // Rows of a reducescatter's dim0 that member k of n receives: the first dim0 % n one more.
 int64_t ScatterRows(int64_t dim0, int64_t n, int64_t k) {
   return dim0 / n + (k < dim0 % n ? 1 : 0);
 }
 
+// malloc(0) may return NULL; outputs always get a real pointer.
 void* AllocOutput(int64_t bytes) { return std::malloc(bytes > 0 ? static_cast<size_t>(bytes) : 1); }
 
 Status Failed(const Response& r, const Status& s) {

@@ -15,6 +15,19 @@ const std::vector<size_t>& Offsets(const std::vector<size_t>& bytes, std::vector
   return *off;
 }
 
+// Leaves lower op higher in `mine`, the peer's part having arrived in `theirs`
+// (`peer_is_lower`: whose part comes first). Both partners of an exchange call red.fn with the
+// same operands in the same order, so they form the same bits.
+void Combine(const TcpReducer& red, char* mine, char* theirs, size_t bytes, bool peer_is_lower) {
+  const int64_t count = static_cast<int64_t>(bytes / red.elem);
+  if (peer_is_lower) {
+    red.fn(theirs, mine, count);
+    std::memcpy(mine, theirs, bytes);
+  } else {
+    red.fn(mine, theirs, count);
+  }
+}
+
 void EncodeLength(uint64_t v, uint8_t out[8]) {
   for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
 }
@@ -73,23 +86,12 @@ Status TcpAlgorithms::DirectAllreduce(char* buf, size_t bytes, const TcpReducer&
 
 Status TcpAlgorithms::DoublingAllreduce(char* buf, size_t bytes, const TcpReducer& red,
                                         const TcpWhat& what) {
-  const int64_t count = static_cast<int64_t>(bytes / red.elem);
   char* other = Scratch(bytes);
-  // Leaves lower op higher in buf, the peer's part having arrived in `other` (`peer_is_lower`:
-  // whose part comes first). Both partners call red.fn with the same operands in the same order.
-  auto combine = [&](bool peer_is_lower) {
-    if (peer_is_lower) {
-      red.fn(other, buf, count);
-      std::memcpy(buf, other, bytes);
-    } else {
-      red.fn(buf, other, count);
-    }
-  };
   auto exchange = [&](int peer, bool peer_is_lower) -> Status {
     AddStream(peer, true, {buf, bytes, false});
     AddStream(peer, false, {other, bytes, false});
     HVD_RETURN_IF_ERROR(Run(nullptr, what));
-    combine(peer_is_lower);
+    Combine(red, buf, other, bytes, peer_is_lower);
     return Status::OK();
   };
   int pof2, vrank;
@@ -123,8 +125,7 @@ Status TcpAlgorithms::FoldIn(char* buf, size_t bytes, char* other, const TcpRedu
   }
   AddStream(rank_ - 1, false, {other, bytes, false});
   HVD_RETURN_IF_ERROR(Run(nullptr, what));
-  red.fn(other, buf, static_cast<int64_t>(bytes / red.elem));  // the lower rank's part first
-  std::memcpy(buf, other, bytes);
+  Combine(red, buf, other, bytes, /*peer_is_lower=*/true);
   *vrank = rank_ / 2;
   return Status::OK();
 }
@@ -162,16 +163,7 @@ Status TcpAlgorithms::HalvingDoublingAllreduce(char* buf, size_t bytes, const Tc
     AddStream(real(vpeer), true, {buf + at(send_lo), at(send_hi) - at(send_lo), false});
     AddStream(real(vpeer), false, {other + at(keep_lo), at(keep_hi) - at(keep_lo), false});
     HVD_RETURN_IF_ERROR(Run(nullptr, what));
-    char* mine = buf + at(keep_lo);
-    char* theirs = other + at(keep_lo);
-    const size_t kept = at(keep_hi) - at(keep_lo);
-    const int64_t n = static_cast<int64_t>(kept / elem);
-    if (lower) {
-      red.fn(mine, theirs, n);
-    } else {
-      red.fn(theirs, mine, n);
-      std::memcpy(mine, theirs, kept);
-    }
+    Combine(red, buf + at(keep_lo), other + at(keep_lo), at(keep_hi) - at(keep_lo), !lower);
     lo = keep_lo;
     hi = keep_hi;
   }

@@ -240,7 +240,9 @@ Status TcpCommunicator::ProbeNetwork(const TcpWhat& w) {
   uint64_t word = 0;
   double small = 0, large = 0;
   HVD_RETURN_IF_ERROR(typical(reinterpret_cast<char*>(&word), sizeof(word), &small));
-  const size_t probe_bytes = kDoublingTraffic / doubling_rounds_ / sizeof(uint64_t) * 8;
+  // The largest doubling message, whole words.
+  const size_t probe_bytes =
+      kDoublingTraffic / doubling_rounds_ / sizeof(uint64_t) * sizeof(uint64_t);
   std::vector<char> probe(probe_bytes, 0);
   HVD_RETURN_IF_ERROR(typical(probe.data(), probe_bytes, &large));
   const double rounds = static_cast<double>(doubling_rounds_);
