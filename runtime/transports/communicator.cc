@@ -3,6 +3,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "runtime/transports/allreduce_pieces.h"
+
 namespace hvd::runtime {
 
 namespace internal {
@@ -44,9 +46,57 @@ std::string AllreduceOpName(int64_t count, DataType dtype, ReduceOp op) {
 
 Status Communicator::AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
                                      ReduceOp op) {
-  (void)pieces;
-  return Status::Unimplemented(std::string(name()) + ": allreduce of " + DataTypeName(dtype) + " " +
-                               ReduceOpName(op) + " pieces in place is not supported");
+  std::vector<int64_t> starts;
+  const bool ok = PieceView::Index(pieces, &starts);
+  const int64_t count = starts.back();
+  if (!ok) {
+    return Status::InvalidArgument(std::string(name()) + ": " + AllreduceOpName(count, dtype, op) +
+                                   ": a piece has a negative count");
+  }
+  const PieceView view(pieces, starts, static_cast<int64_t>(DataTypeSize(dtype)));
+  std::vector<char> packed(static_cast<size_t>(count) * DataTypeSize(dtype));
+  view.Gather(0, count, packed.data());
+  HVD_RETURN_IF_ERROR(Allreduce(packed.data(), count, dtype, op));
+  view.Scatter(0, count, packed.data());
+  return Status::OK();
+}
+
+Status Communicator::ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
+                                         const std::vector<int64_t>& counts_per_rank,
+                                         DataType dtype, ReduceOp op) {
+  std::vector<int64_t> starts;
+  const bool ok = PieceView::Index(pieces, &starts);
+  const int64_t total = std::accumulate(counts_per_rank.begin(), counts_per_rank.end(), int64_t{0});
+  if (!ok || starts.back() != total) {
+    return Status::InvalidArgument(std::string(name()) + ": reducescatter of pieces holding " +
+                                   std::to_string(starts.back()) + " elements (" +
+                                   (ok ? "" : "a negative count, ") + "the ranks' counts sum to " +
+                                   std::to_string(total) + ")");
+  }
+  const PieceView view(pieces, starts, static_cast<int64_t>(DataTypeSize(dtype)));
+  std::vector<char> packed(static_cast<size_t>(total) * DataTypeSize(dtype));
+  view.Gather(0, total, packed.data());
+  return ReduceScatter(packed.data(), out, counts_per_rank, dtype, op);
+}
+
+Status Communicator::AllgatherPieces(const void* in, std::span<const AllreducePiece> pieces,
+                                     const std::vector<int64_t>& counts_per_rank, DataType dtype) {
+  std::vector<int64_t> starts;
+  const bool ok = PieceView::Index(pieces, &starts);
+  const int64_t total = std::accumulate(counts_per_rank.begin(), counts_per_rank.end(), int64_t{0});
+  if (!ok || starts.back() != total) {
+    return Status::InvalidArgument(std::string(name()) + ": allgather into pieces holding " +
+                                   std::to_string(starts.back()) + " elements (" +
+                                   (ok ? "" : "a negative count, ") + "the ranks' counts sum to " +
+                                   std::to_string(total) + ")");
+  }
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  std::vector<int64_t> bytes(counts_per_rank.size());
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = counts_per_rank[i] * elem;
+  std::vector<char> packed(static_cast<size_t>(total * elem));
+  HVD_RETURN_IF_ERROR(Allgatherv(in, packed.data(), bytes));
+  PieceView(pieces, starts, elem).Scatter(0, total, packed.data());
+  return Status::OK();
 }
 
 Status Communicator::BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words,

@@ -58,13 +58,25 @@ class Communicator {
   // kSum and post-scales.
   virtual Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) = 0;
   // Allreduce of the pieces' concatenation (the same elements on every member), reading the
-  // inputs and writing the outputs where they are: no copy into one buffer and back. Results
-  // are bit-identical to Allreduce of the packed buffer. Only transports whose
-  // allreduces_pieces() is true implement it (the default returns kUnimplemented); for the
-  // others the caller packs the pieces into its fusion buffer and calls Allreduce.
+  // inputs and writing the outputs where they are. Results are bit-identical to Allreduce of
+  // the packed buffer. Transports whose allreduces_pieces() is true do it with no copy into
+  // one buffer and back, and so do their ReduceScatterPieces and AllgatherPieces; the
+  // defaults pack into a temporary buffer and call Allreduce / ReduceScatter / Allgatherv
+  // (correct everywhere, one copy each way: the caller packs into its fusion buffer instead).
   virtual bool allreduces_pieces() const { return false; }
   virtual Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
                                  ReduceOp op);
+  // ReduceScatter whose input is the pieces' concatenation (their `in`; null: zeros), whose
+  // element total must be the sum of counts_per_rank. Bit-identical to ReduceScatter of the
+  // packed input.
+  virtual Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
+                                     const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                                     ReduceOp op);
+  // Allgather whose output is the pieces' concatenation (their `out`; null: dropped): member i
+  // contributes counts_per_rank[i] elements of `dtype` from `in`, which must not overlap an
+  // output.
+  virtual Status AllgatherPieces(const void* in, std::span<const AllreducePiece> pieces,
+                                 const std::vector<int64_t>& counts_per_rank, DataType dtype);
   // The negotiation's AND round with a small allreduce riding along (controller.h, "Eager"):
   // the first `and_words` of `words` are ANDed and the `count` elements of `dtype` that follow
   // them (8-byte aligned; the words after them are padding) are reduced with `op`, all in one

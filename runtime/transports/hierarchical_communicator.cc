@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/transports/allreduce_pieces.h"
+
 namespace hvd::runtime {
 namespace {
 
@@ -68,6 +70,12 @@ class HierarchicalCommunicator final : public Communicator {
                                  DataType dtype, ReduceOp op) override;
 
   Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  // A fused allreduce on the tensors themselves where the local transport reads and writes
+  // pieces (shared memory): the host's reduce-scatter reads the inputs, the allgather writes
+  // the outputs, with no copy into the fusion buffer and back (as flat shm and TCP do).
+  bool allreduces_pieces() const override { return ops_.allreduce && local_->allreduces_pieces(); }
+  Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
+                         ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buffer, int64_t bytes, int root) override {
     return flat_->Broadcast(buffer, bytes, root);
@@ -112,6 +120,7 @@ class HierarchicalCommunicator final : public Communicator {
   std::vector<int64_t> offsets_;      // ReduceScatter: each rank's slice's offset, elements
   std::vector<char> packed_;          // ReduceScatter: the input regrouped by local rank
   std::vector<uint64_t> and_words_;   // BitwiseAndWithAllreduce: AND words, slice; grown only
+  std::vector<int64_t> starts_;       // AllreducePieces: the pieces' first elements
 };
 
 Status HierarchicalCommunicator::BitwiseAndWithAllreduce(std::span<uint64_t> words,
@@ -168,6 +177,34 @@ Status HierarchicalCommunicator::Allreduce(void* buffer, int64_t count, DataType
   HVD_RETURN_IF_ERROR(local_->ReduceScatter(buffer, slice_.data(), counts_, dtype, op));
   HVD_RETURN_IF_ERROR(cross_->Allreduce(slice_.data(), counts_[me], dtype, op));
   return local_->Allgatherv(slice_.data(), buffer, bytes_);
+}
+
+Status HierarchicalCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces,
+                                                 DataType dtype, ReduceOp op) {
+  const bool counts_ok = PieceView::Index(pieces, &starts_);
+  const int64_t count = starts_.back();
+  const auto name = [&] { return "hierarchical " + AllreduceOpName(count, dtype, op); };
+  if (!counts_ok) return Status::InvalidArgument(name() + ": a piece has a negative count");
+  // The pieces' buffers are not checked (a null input is a joined rank's zeros).
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(name, this, count, op));
+  if (count == 0) return Status::OK();
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  const PieceView view(pieces, starts_, elem);
+  if (!ops_.allreduce || Direct(count, elem)) {
+    // A few KiB at most (or the flat group's allreduce): packed, as the caller would.
+    if (packed_.size() < static_cast<size_t>(count * elem)) packed_.resize(count * elem);
+    view.Gather(0, count, packed_.data());
+    HVD_RETURN_IF_ERROR(Allreduce(packed_.data(), count, dtype, op));
+    view.Scatter(0, count, packed_.data());
+    return Status::OK();
+  }
+  // The steps of Allreduce with the pieces as its buffer; the same slices, so the same bits.
+  Slice(count, elem);
+  const int me = local_->rank();
+  if (slice_.size() < static_cast<size_t>(bytes_[me])) slice_.resize(bytes_[me]);
+  HVD_RETURN_IF_ERROR(local_->ReduceScatterPieces(pieces, slice_.data(), counts_, dtype, op));
+  HVD_RETURN_IF_ERROR(cross_->Allreduce(slice_.data(), counts_[me], dtype, op));
+  return local_->AllgatherPieces(slice_.data(), pieces, counts_, dtype);
 }
 
 Status HierarchicalCommunicator::ReduceScatter(const void* in, void* out,

@@ -1,6 +1,6 @@
 """One rank of test_hierarchical.py: allreduces from 4 bytes to 8 MiB (both paths of the
 hierarchical algorithm), several dtypes and ops, a repeated small allreduce (the eager round),
-a reducescatter and an allgather of uneven rows, each checked against the value computed from
+a fused group of allreduces, a reducescatter and an allgather of uneven rows, each checked against the value computed from
 every rank's known input. Prints "OK rank R" or raises."""
 import torch
 
@@ -30,6 +30,14 @@ def main() -> None:
     for step in range(20):
         got = hvd.allreduce(ramp * (rank + step), op=hvd.Sum, name="metrics")
         assert torch.equal(got, ramp * (sum(range(size)) + size * step)), step
+    # A fused allreduce (one group: one response) big enough for the reduce-scatter path runs
+    # on the tensors themselves, with no copy into the fusion buffer (the test reads the
+    # timeline); Average post-scales each output.
+    group = [(torch.arange(n, dtype=torch.float32) % 11) * (rank + 1) for n in (5, 20000, 1, 3000)]
+    for op, factor in ((hvd.Sum, sum(range(1, size + 1))), (hvd.Average, (size + 1) / 2)):
+        outs = hvd.grouped_allreduce(group, op=op, name=f"group.{op}")
+        for t, got in zip(group, outs):
+            assert torch.allclose(got, t / (rank + 1) * factor), (op, t.numel())
     # Reducescatter goes through the hierarchy too: uneven rows (the first ranks one more).
     full = torch.arange(size * 5 + 3, dtype=torch.float32)
     part = hvd.reducescatter(full * (rank + 1), op=hvd.Sum, name="rs")

@@ -31,7 +31,7 @@ def run_worker(tmp_path, hosts, np=4, flags=(), **env):
     if timeline.exists():
         for event in json.loads(timeline.read_text() or "[]"):
             name = event.get("name", "") if isinstance(event, dict) else ""
-            if name.endswith(("_ALLREDUCE", "_REDUCESCATTER")):
+            if name.endswith(("_ALLREDUCE", "_REDUCESCATTER", "_FUSION_BUFFER")):
                 activities.add(name)
     return result.returncode, out, err, activities
 
@@ -44,6 +44,8 @@ def test_two_hosts_of_two_ranks_use_the_hierarchy_by_default(tmp_path):
     assert "HIER_ALLREDUCE" in activities and "TCP_ALLREDUCE" not in activities, activities
     assert "HIER_EAGER_ALLREDUCE" in activities, activities
     assert "HIER_REDUCESCATTER" in activities, activities
+    # The fused group ran on the tensors themselves (shared memory's pieces within the hosts)
+    assert "MEMCPY_IN_FUSION_BUFFER" not in activities, activities
 
 
 def test_hierarchical_allreduce_off_uses_tcp_for_the_whole_group(tmp_path):

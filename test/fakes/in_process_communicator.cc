@@ -34,11 +34,12 @@ using runtime::ReduceOp;
 class InProcessCommunicator : public runtime::Communicator {
  public:
   InProcessCommunicator(std::shared_ptr<InProcessWorld::Group> group, int rank,
-                        std::chrono::milliseconds timeout, bool ands_with_allreduce)
+                        std::chrono::milliseconds timeout, InProcessWorld::Capabilities caps)
       : group_(std::move(group)),
         rank_(rank),
         timeout_(timeout),
-        ands_with_allreduce_(ands_with_allreduce) {}
+        ands_with_allreduce_(caps.ands_with_allreduce),
+        allreduces_pieces_(caps.allreduces_pieces) {}
 
   int rank() const override { return rank_; }
   int size() const override { return group_->size; }
@@ -58,6 +59,7 @@ class InProcessCommunicator : public runtime::Communicator {
   Status BitwiseOr(std::vector<uint64_t>* bits) override { return Bitwise(bits, false); }
   Status Barrier() override { return Exchange("", "Barrier").status(); }
   bool ands_with_allreduce() const override { return ands_with_allreduce_; }
+  bool allreduces_pieces() const override { return allreduces_pieces_; }
   Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
                                  DataType dtype, ReduceOp op) override {
     if (!ands_with_allreduce_) {
@@ -189,6 +191,7 @@ class InProcessCommunicator : public runtime::Communicator {
   const int rank_;
   const std::chrono::milliseconds timeout_;
   const bool ands_with_allreduce_;
+  const bool allreduces_pieces_;
   uint64_t seq_ = 0;  // this member's next call (used by its one calling thread)
 };
 
@@ -209,7 +212,7 @@ class InProcessProvider : public runtime::CommunicatorProvider {
 InProcessWorld::InProcessWorld(std::chrono::milliseconds timeout) : timeout_(timeout) {}
 
 std::unique_ptr<runtime::Communicator> InProcessWorld::Join(const std::string& scope, int rank,
-                                                            int size, bool ands_with_allreduce) {
+                                                            int size, Capabilities caps) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& group = groups_[scope];
   if (!group) {
@@ -217,7 +220,7 @@ std::unique_ptr<runtime::Communicator> InProcessWorld::Join(const std::string& s
     group->aborted = aborted_;
   }
   HVD_CHECK_EQ(group->size, size) << "group " << scope << " joined with different sizes";
-  return std::make_unique<InProcessCommunicator>(group, rank, timeout_, ands_with_allreduce);
+  return std::make_unique<InProcessCommunicator>(group, rank, timeout_, caps);
 }
 
 void InProcessWorld::AbortAll() {

@@ -12,6 +12,16 @@
 
 namespace hvd::testing {
 
+// What a member of an InProcessWorld group does beyond the required collectives (the same for
+// every member of a group).
+struct InProcessCapabilities {
+  // Runs the eager round's BitwiseAndWithAllreduce, as hvd's TCP transport does.
+  bool ands_with_allreduce = false;
+  // Says allreduces_pieces(), as shared memory does (the pieces collectives are the
+  // Communicator's packing defaults).
+  bool allreduces_pieces = false;
+};
+
 // InProcessWorld is a real in-memory transport for ranks that are threads of one process.
 // A group (one scope, e.g. "1/global") is shared state guarded by a mutex; every collective
 // is an exchange: each member deposits its contribution for its n-th call, waits on a
@@ -23,11 +33,10 @@ class InProcessWorld {
  public:
   explicit InProcessWorld(std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
-  // Member `rank` of the `size`-member group named `scope` (created on first use). With
-  // `ands_with_allreduce` it also runs the eager round's BitwiseAndWithAllreduce, as hvd's
-  // TCP transport does (the same for every member of a group).
+  using Capabilities = InProcessCapabilities;
+  // Member `rank` of the `size`-member group named `scope` (created on first use).
   std::unique_ptr<runtime::Communicator> Join(const std::string& scope, int rank, int size,
-                                              bool ands_with_allreduce = false);
+                                              Capabilities caps = {});
   // Aborts every group created so far and any created later.
   void AbortAll();
   // A factory for runtime::Runtime: communicators of this world (ignores the config's

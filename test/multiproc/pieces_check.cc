@@ -42,6 +42,43 @@ std::vector<char> Packed(DataType dtype, const Layout& layout, int rank, uint32_
   return out;
 }
 
+// One piece; many small ones; pieces across the transports' small-message and chunk limits;
+// empty pieces; with holes and without.
+std::vector<Layout> Layouts() {
+  return {{{7}, false},
+          {std::vector<int64_t>(100, 17), false},
+          {std::vector<int64_t>(100, 17), true},
+          {{5, 70001, 3, 0, 40000}, false},
+          {{5, 70001, 3, 0, 40000}, true},
+          {{0, 1, 0, 9000, 9000, 1}, true},
+          {{600000, 2, 33333}, false}};
+}
+
+// `layout` as pieces over `ins` (the inputs, copied from `packed`) and `outs` (outputs filled
+// with 0x5a): even pieces in place, odd ones into `outs`; with holes, piece 1 has no input on
+// rank 1 and the last piece's result is dropped.
+std::vector<AllreducePiece> MakePieces(const Layout& layout, int rank, size_t elem,
+                                       const std::vector<char>& packed,
+                                       std::vector<std::vector<char>>* ins,
+                                       std::vector<std::vector<char>>* outs) {
+  const size_t n = layout.counts.size();
+  ins->assign(n, {});
+  outs->assign(n, {});
+  std::vector<AllreducePiece> pieces(n);
+  size_t at = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t bytes = static_cast<size_t>(layout.counts[i]) * elem;
+    (*ins)[i].assign(packed.begin() + at, packed.begin() + at + bytes);
+    (*outs)[i].assign(bytes, '\x5a');
+    const bool no_input = layout.holes && i == 1 && rank == 1;
+    pieces[i] = {no_input ? nullptr : (*ins)[i].data(),
+                 i % 2 == 0 ? (*ins)[i].data() : (*outs)[i].data(), layout.counts[i]};
+    if (layout.holes && i + 1 == n) pieces[i].out = nullptr;
+    at += bytes;
+  }
+  return pieces;
+}
+
 int Fail(const runtime::Communicator& comm, const std::string& what) {
   std::fprintf(stderr, "rank %d: %s\n", comm.rank(), what.c_str());
   return 1;
@@ -51,13 +88,7 @@ int Fail(const runtime::Communicator& comm, const std::string& what) {
 
 int CheckAllreducePiecesMatchPacked(runtime::Communicator& comm) {
   if (!comm.allreduces_pieces()) return Fail(comm, std::string(comm.name()) + " has no pieces");
-  const std::vector<Layout> layouts = {{{7}, false},
-                                       {std::vector<int64_t>(100, 17), false},
-                                       {std::vector<int64_t>(100, 17), true},
-                                       {{5, 70001, 3, 0, 40000}, false},
-                                       {{5, 70001, 3, 0, 40000}, true},
-                                       {{0, 1, 0, 9000, 9000, 1}, true},
-                                       {{600000, 2, 33333}, false}};
+  const std::vector<Layout> layouts = Layouts();
   uint32_t seed = 9000;
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
                          DataType::kInt64, DataType::kUInt8}) {
@@ -77,22 +108,12 @@ int CheckAllreducePiecesMatchPacked(runtime::Communicator& comm) {
                                  (layout.holes ? " with holes" : "");
         if (!s.ok()) return Fail(comm, what + ": packed allreduce: " + s.ToString());
         // Even pieces are reduced in place, odd ones into a separate output.
-        std::vector<std::vector<char>> ins(n), outs(n);
-        std::vector<AllreducePiece> pieces(n);
-        int64_t at = 0;
-        for (size_t i = 0; i < n; ++i) {
-          const size_t bytes = static_cast<size_t>(layout.counts[i]) * elem;
-          ins[i].assign(mine.begin() + at * elem, mine.begin() + at * elem + bytes);
-          outs[i].assign(bytes, '\x5a');
-          const bool no_input = layout.holes && i == 1 && comm.rank() == 1;
-          pieces[i] = {no_input ? nullptr : ins[i].data(),
-                       i % 2 == 0 ? ins[i].data() : outs[i].data(), layout.counts[i]};
-          if (layout.holes && i + 1 == n) pieces[i].out = nullptr;
-          at += layout.counts[i];
-        }
+        std::vector<std::vector<char>> ins, outs;
+        const std::vector<AllreducePiece> pieces =
+            MakePieces(layout, comm.rank(), elem, mine, &ins, &outs);
         s = comm.AllreducePieces(pieces, dtype, op);
         if (!s.ok()) return Fail(comm, what + ": " + s.ToString());
-        at = 0;
+        int64_t at = 0;
         for (size_t i = 0; i < n; ++i) {
           const size_t bytes = static_cast<size_t>(layout.counts[i]) * elem;
           const char* orig = mine.data() + at * elem;
@@ -114,6 +135,101 @@ int CheckAllreducePiecesMatchPacked(runtime::Communicator& comm) {
           }
         }
       }
+    }
+  }
+  return 0;
+}
+
+int CheckScatterGatherPiecesMatchPacked(runtime::Communicator& comm) {
+  const int n = comm.size(), me = comm.rank();
+  uint32_t seed = 7000;
+  for (DataType dtype :
+       {DataType::kFloat32, DataType::kFloat16, DataType::kInt64, DataType::kUInt8}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin}) {
+      for (const Layout& layout : Layouts()) {
+        for (bool even : {true, false}) {
+          ++seed;
+          const size_t elem = runtime::DataTypeSize(dtype);
+          int64_t total = 0;
+          for (int64_t c : layout.counts) total += c;
+          // Even: the hierarchy's split; uneven: rank k gets (k + 1) shares, rank 1 none.
+          std::vector<int64_t> counts(n);
+          int64_t shares = 0;
+          for (int k = 0; k < n; ++k) shares += even ? 1 : (k == 1 ? 0 : k + 1);
+          int64_t given = 0;
+          for (int k = 0; k < n; ++k) {
+            const int64_t mine_shares = even ? 1 : (k == 1 ? 0 : k + 1);
+            counts[k] = k + 1 == n ? total - given : total * mine_shares / shares;
+            given += counts[k];
+          }
+          const std::string what =
+              std::string(runtime::DataTypeName(dtype)) + " " + runtime::ReduceOpName(op) + " x" +
+              std::to_string(total) + " in " + std::to_string(layout.counts.size()) + " pieces" +
+              (layout.holes ? " with holes" : "") + (even ? ", even split" : ", uneven split");
+          // Reduce-scatter: the pieces' inputs against the packed input.
+          const std::vector<char> mine = Packed(dtype, layout, me, seed);
+          std::vector<char> expected(static_cast<size_t>(counts[me]) * elem + 1, '\x33');
+          Status s = comm.ReduceScatter(mine.data(), expected.data(), counts, dtype, op);
+          if (!s.ok()) return Fail(comm, what + ": packed reducescatter: " + s.ToString());
+          std::vector<std::vector<char>> ins, outs;
+          std::vector<AllreducePiece> pieces = MakePieces(layout, me, elem, mine, &ins, &outs);
+          std::vector<char> got(expected.size(), '\x33');
+          s = comm.ReduceScatterPieces(pieces, got.data(), counts, dtype, op);
+          if (!s.ok()) return Fail(comm, what + ": reducescatter: " + s.ToString());
+          if (got != expected) return Fail(comm, what + ": reducescatter differs from packed");
+          size_t at = 0;
+          for (size_t i = 0; i < ins.size(); ++i) {
+            if (std::memcmp(ins[i].data(), mine.data() + at, ins[i].size()) != 0) {
+              return Fail(comm, what + ": reducescatter wrote input " + std::to_string(i));
+            }
+            at += ins[i].size();
+          }
+          // Allgather: this rank's part is the first counts[me] elements of its packed input.
+          std::vector<int64_t> bytes(n);
+          for (int k = 0; k < n; ++k) bytes[k] = counts[k] * static_cast<int64_t>(elem);
+          std::vector<char> gathered(static_cast<size_t>(total) * elem);
+          s = comm.Allgatherv(mine.data(), gathered.data(), bytes);
+          if (!s.ok()) return Fail(comm, what + ": packed allgather: " + s.ToString());
+          const std::vector<char> part(mine.begin(), mine.begin() + bytes[me]);
+          const std::vector<char> zeros(mine.size(), 0);
+          pieces = MakePieces(layout, me, elem, zeros, &ins, &outs);
+          s = comm.AllgatherPieces(part.data(), pieces, counts, dtype);
+          if (!s.ok()) return Fail(comm, what + ": allgather: " + s.ToString());
+          at = 0;
+          for (size_t i = 0; i < pieces.size(); ++i) {
+            const size_t len = ins[i].size();
+            const std::string piece = what + ": allgather piece " + std::to_string(i);
+            const std::vector<char>& dst = i % 2 == 0 ? ins[i] : outs[i];
+            if (pieces[i].out != nullptr) {
+              if (std::memcmp(dst.data(), gathered.data() + at, len) != 0) {
+                return Fail(comm, piece + " differs from the packed allgather");
+              }
+            } else if (dst !=
+                       (i % 2 == 0 ? std::vector<char>(len, 0) : std::vector<char>(len, '\x5a'))) {
+              return Fail(comm, piece + " was dropped but written");
+            }
+            at += len;
+          }
+        }
+      }
+    }
+  }
+  // Pieces that do not hold the per-rank counts' total are refused, naming both sizes.
+  std::vector<float> a(10), b(10);
+  const AllreducePiece short_piece{a.data(), a.data(), 7};
+  const std::vector<int64_t> counts(n, 3);
+  const std::string sizes[] = {"7", std::to_string(3 * n)};
+  for (int call = 0; call < 2; ++call) {
+    const Status s = call == 0
+                         ? comm.ReduceScatterPieces(std::span(&short_piece, 1), b.data(), counts,
+                                                    DataType::kFloat32, ReduceOp::kSum)
+                         : comm.AllgatherPieces(b.data(), std::span(&short_piece, 1), counts,
+                                                DataType::kFloat32);
+    const std::string what = call == 0 ? "reducescatter" : "allgather";
+    if (s.code() != StatusCode::kInvalidArgument ||
+        s.message().find(sizes[0]) == std::string::npos ||
+        s.message().find(sizes[1]) == std::string::npos) {
+      return Fail(comm, what + " of 7 elements into counts of " + sizes[1] + ": " + s.ToString());
     }
   }
   return 0;

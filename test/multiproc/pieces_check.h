@@ -14,6 +14,14 @@ namespace hvd::test {
 // written. Returns 0, or prints the first difference and returns 1.
 int CheckAllreducePiecesMatchPacked(runtime::Communicator& comm);
 
+// For any communicator, in a forked rank: ReduceScatterPieces and AllgatherPieces over the same
+// layouts, dtypes and ops, with even and uneven per-rank counts (one rank's empty), demanding
+// the bits of ReduceScatter of the packed input and of Allgatherv into one buffer, untouched
+// inputs, and no write to a dropped piece; pieces that do not hold the counts' total are
+// kInvalidArgument naming both sizes. Returns 0, or prints the first difference and
+// returns 1.
+int CheckScatterGatherPiecesMatchPacked(runtime::Communicator& comm);
+
 }  // namespace hvd::test
 
 #endif  // HVD_TEST_MULTIPROC_PIECES_CHECK_H_

@@ -57,6 +57,11 @@ class ShmCommunicator final : public Communicator {
                    const std::vector<int64_t>& recv_bytes) override;
   Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
                        DataType dtype, ReduceOp op) override;
+  Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
+                             const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                             ReduceOp op) override;
+  Status AllgatherPieces(const void* in, std::span<const AllreducePiece> pieces,
+                         const std::vector<int64_t>& counts_per_rank, DataType dtype) override;
   void Abort() override { ch_->Abort(); }
   int64_t single_copy_bytes() const { return single_copy_bytes_; }
 
@@ -82,6 +87,15 @@ class ShmCommunicator final : public Communicator {
                         const std::vector<int64_t>& recv_bytes, size_t sub, int64_t rounds);
   template <typename Combine>
   Status Bitwise(const char* op, std::vector<uint64_t>* bits, Combine combine);
+  // The rounds of an allgather of bytes_per_rank[k] bytes from each member k, this member's
+  // from `in`: put(k, at, src, n) stores n bytes of member k's part, from byte `at` of it
+  // (called for every member but this one; the caller places its own part).
+  template <typename Put>
+  Status AllgatherRounds(const char* in, const std::vector<int64_t>& bytes_per_rank, Put&& put);
+  // Checks of the pieces variants: the pieces indexed into starts_, their element total the
+  // sum of counts_per_rank.
+  Status CheckPiecesTotal(std::span<const AllreducePiece> pieces,
+                          const std::vector<int64_t>& counts_per_rank, int64_t* total);
 
   std::unique_ptr<ShmChannel> ch_;
   const int64_t single_copy_bytes_;  // 0: never
@@ -254,35 +268,79 @@ Status ShmCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, 
   });
 }
 
-Status ShmCommunicator::Allgatherv(const void* in, void* out,
-                                   const std::vector<int64_t>& bytes_per_rank) {
-  HVD_RETURN_IF_ERROR(ch_->Start("allgather"));
-  HVD_RETURN_IF_ERROR(CheckPerRank(bytes_per_rank));
-  std::vector<int64_t>& offset = offsets_;
+template <typename Put>
+Status ShmCommunicator::AllgatherRounds(const char* in, const std::vector<int64_t>& bytes_per_rank,
+                                        Put&& put) {
   int64_t max_bytes = 0;
-  for (int k = 0; k < size_; ++k) {
-    offset[k] = k == 0 ? 0 : offset[k - 1] + bytes_per_rank[k - 1];
-    max_bytes = std::max(max_bytes, bytes_per_rank[k]);
-  }
-  const auto* src = static_cast<const char*>(in);
-  char* dst = static_cast<char*>(out);
+  for (int64_t b : bytes_per_rank) max_bytes = std::max(max_bytes, b);
   const int64_t step = static_cast<int64_t>(half_);
   for (int64_t at = 0; at < max_bytes; at += step) {
     char* mine = nullptr;
     HVD_RETURN_IF_ERROR(ch_->Begin(true, &mine));
     if (at < bytes_per_rank[rank_])
-      std::memcpy(mine, src + at, Min(half_, bytes_per_rank[rank_] - at));
+      std::memcpy(mine, in + at, Min(half_, bytes_per_rank[rank_] - at));
     ch_->Publish();
     for (int k = 0; k < size_; ++k) {
       if (k == rank_ || at >= bytes_per_rank[k]) continue;
       HVD_RETURN_IF_ERROR(ch_->WaitPosted(k));
-      std::memcpy(dst + offset[k] + at, ch_->PeerHalf(k), Min(half_, bytes_per_rank[k] - at));
+      put(k, at, ch_->PeerHalf(k), Min(half_, bytes_per_rank[k] - at));
     }
     ch_->End();
   }
+  return Status::OK();
+}
+
+Status ShmCommunicator::Allgatherv(const void* in, void* out,
+                                   const std::vector<int64_t>& bytes_per_rank) {
+  HVD_RETURN_IF_ERROR(ch_->Start("allgather"));
+  HVD_RETURN_IF_ERROR(CheckPerRank(bytes_per_rank));
+  std::vector<int64_t>& offset = offsets_;
+  for (int k = 0; k < size_; ++k) offset[k] = k == 0 ? 0 : offset[k - 1] + bytes_per_rank[k - 1];
+  const auto* src = static_cast<const char*>(in);
+  char* dst = static_cast<char*>(out);
+  HVD_RETURN_IF_ERROR(
+      AllgatherRounds(src, bytes_per_rank, [&](int k, int64_t at, const char* from, size_t n) {
+        std::memcpy(dst + offset[k] + at, from, n);
+      }));
   if (bytes_per_rank[rank_] > 0 && dst + offset[rank_] != src) {
     std::memmove(dst + offset[rank_], src, static_cast<size_t>(bytes_per_rank[rank_]));
   }
+  return Status::OK();
+}
+
+Status ShmCommunicator::CheckPiecesTotal(std::span<const AllreducePiece> pieces,
+                                         const std::vector<int64_t>& counts_per_rank,
+                                         int64_t* total) {
+  HVD_RETURN_IF_ERROR(CheckPerRank(counts_per_rank));
+  const bool ok = PieceView::Index(pieces, &starts_);
+  *total = 0;
+  for (int64_t c : counts_per_rank) *total += c;
+  if (ok && starts_.back() == *total) return Status::OK();
+  return Status::InvalidArgument(ch_->What() + ": pieces of " + std::to_string(starts_.back()) +
+                                 " elements" + (ok ? "" : " (a negative count)") +
+                                 " for per-rank counts summing to " + std::to_string(*total));
+}
+
+Status ShmCommunicator::AllgatherPieces(const void* in, std::span<const AllreducePiece> pieces,
+                                        const std::vector<int64_t>& counts_per_rank,
+                                        DataType dtype) {
+  HVD_RETURN_IF_ERROR(ch_->Start("allgather"));
+  int64_t total = 0;
+  HVD_RETURN_IF_ERROR(CheckPiecesTotal(pieces, counts_per_rank, &total));
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  const PieceView view(pieces, starts_, elem);
+  std::vector<int64_t>& first = offsets_;       // each member's first element
+  std::vector<int64_t>& bytes = recv_offsets_;  // each member's part, bytes
+  for (int k = 0; k < size_; ++k) {
+    first[k] = k == 0 ? 0 : first[k - 1] + counts_per_rank[k - 1];
+    bytes[k] = counts_per_rank[k] * elem;
+  }
+  const auto* src = static_cast<const char*>(in);
+  HVD_RETURN_IF_ERROR(
+      AllgatherRounds(src, bytes, [&](int k, int64_t at, const char* from, size_t n) {
+        view.Scatter(first[k] + at / elem, static_cast<int64_t>(n) / elem, from);
+      }));
+  view.Scatter(first[rank_], counts_per_rank[rank_], src);
   return Status::OK();
 }
 
@@ -329,7 +387,26 @@ Status ShmCommunicator::ReduceScatter(const void* in, void* out,
     std::memcpy(scratch_.data(), src, in_bytes);
     src = scratch_.data();
   }
-  return ShmReduceScatter(*ch_, src, total, dst, mine_lo, counts_per_rank[rank_], dtype, op);
+  const AllreducePiece whole{src, nullptr, total};
+  const int64_t starts[] = {0, total};
+  const PieceView view(std::span(&whole, 1), starts, static_cast<int64_t>(elem));
+  return ShmReduceScatter(*ch_, view, dst, mine_lo, counts_per_rank[rank_], dtype, op);
+}
+
+Status ShmCommunicator::ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
+                                            const std::vector<int64_t>& counts_per_rank,
+                                            DataType dtype, ReduceOp op) {
+  HVD_RETURN_IF_ERROR(ch_->Start("reducescatter", dtype, op));
+  int64_t total = 0;
+  HVD_RETURN_IF_ERROR(CheckPiecesTotal(pieces, counts_per_rank, &total));
+  if (op == ReduceOp::kAdasum) {
+    return Status::Unimplemented(ch_->What() + ": Adasum is not elementwise");
+  }
+  int64_t mine_lo = 0;
+  for (int k = 0; k < rank_; ++k) mine_lo += counts_per_rank[k];
+  const PieceView view(pieces, starts_, static_cast<int64_t>(DataTypeSize(dtype)));
+  return ShmReduceScatter(*ch_, view, static_cast<char*>(out), mine_lo, counts_per_rank[rank_],
+                          dtype, op);
 }
 
 Status ShmCommunicator::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,

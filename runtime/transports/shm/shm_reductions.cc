@@ -155,21 +155,23 @@ Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, Re
   return Status::OK();
 }
 
-Status ShmReduceScatter(ShmChannel& ch, const char* in, int64_t total, char* out, int64_t mine_lo,
+Status ShmReduceScatter(ShmChannel& ch, const PieceView& in, char* out, int64_t mine_lo,
                         int64_t mine_count, DataType dtype, ReduceOp op) {
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   const int64_t chunk = static_cast<int64_t>(ch.half_bytes()) / elem;
   const int64_t mine_hi = mine_lo + mine_count;
+  const int64_t total = in.count();
   for (int64_t lo = 0; lo < total; lo += chunk) {
     const int64_t hi = std::min(total, lo + chunk);
     char* mine = nullptr;
     HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
-    std::memcpy(mine, in + lo * elem, static_cast<size_t>((hi - lo) * elem));
+    in.Gather(lo, hi - lo, mine);
     ch.Publish();
-    // The part of this member's segment inside the chunk, if any.
+    // The part of this member's segment inside the chunk, if any; this member's own input is
+    // read from its posted copy (the inputs may be pieces).
     const int64_t x = std::max(lo, mine_lo), y = std::min(hi, mine_hi);
     if (x < y) {
-      HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, out + (x - mine_lo) * elem, in + x * elem,
+      HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, out + (x - mine_lo) * elem, mine + (x - lo) * elem,
                                             (x - lo) * elem, y - x, dtype, op));
     }
     ch.End();

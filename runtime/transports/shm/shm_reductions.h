@@ -33,9 +33,10 @@ Status ShmAllreducePieces(ShmChannel& ch, const PieceView& pieces, DataType dtyp
                           char* scratch);
 size_t ShmPiecesScratchBytes(const ShmChannel& ch);
 
-// Reduces `in` (`total` elements, identical length on every member) and writes elements
-// [mine_lo, mine_lo + mine_count) of the result to `out`, which must not overlap `in`.
-Status ShmReduceScatter(ShmChannel& ch, const char* in, int64_t total, char* out, int64_t mine_lo,
+// Reduces the concatenation of `in`'s inputs (the same element count on every member) and
+// writes elements [mine_lo, mine_lo + mine_count) of the result to `out`, which must not
+// overlap an input.
+Status ShmReduceScatter(ShmChannel& ch, const PieceView& in, char* out, int64_t mine_lo,
                         int64_t mine_count, DataType dtype, ReduceOp op);
 
 }  // namespace hvd::runtime

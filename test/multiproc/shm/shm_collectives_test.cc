@@ -340,6 +340,10 @@ TEST_P(ShmCollectivesTest, AllreducePiecesSingleCopyEqualPackedAllreduce) {
 TEST_P(ShmCollectivesTest, AllreducePiecesEqualPackedAllreduce) {
   RunAll(CheckAllreducePiecesMatchPacked);
 }
+// The hierarchy's fused allreduce reads its inputs and writes its outputs through these.
+TEST_P(ShmCollectivesTest, ReduceScatterAndAllgatherOfPiecesEqualPacked) {
+  RunAll(CheckScatterGatherPiecesMatchPacked);
+}
 TEST_P(ShmCollectivesTest, ReduceScatterEveryDtypeAndOp) { RunAll(ReduceScatterEverything); }
 TEST_P(ShmCollectivesTest, AllgatherBroadcastAlltoall) { RunAll(DataMovement); }
 TEST_P(ShmCollectivesTest, ControlPlane) { RunAll(ControlPlane); }

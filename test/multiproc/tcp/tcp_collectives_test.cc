@@ -216,6 +216,14 @@ TEST_P(TcpCollectives, AllreducePiecesEqualPackedAllreduce) {
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
 }
 
+// The Communicator's packing defaults of ReduceScatterPieces and AllgatherPieces.
+TEST_P(TcpCollectives, ReduceScatterAndAllgatherOfPiecesEqualPacked) {
+  TcpJob job(TcpJobOptions(GetParam()));
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run(CheckScatterGatherPiecesMatchPacked);
+  EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
+}
+
 TEST_P(TcpCollectives, BroadcastAllgatherAlltoallAndControlOps) {
   TcpJob job(TcpJobOptions(GetParam()));
   ASSERT_TRUE(job.error().empty()) << job.error();

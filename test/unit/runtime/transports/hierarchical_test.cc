@@ -8,6 +8,7 @@
 #include "runtime/transports/hierarchical_communicator.h"
 #include "runtime/transports/host_layout.h"
 #include "test/fakes/in_process_communicator.h"
+#include "test/multiproc/pieces_check.h"
 
 namespace hvd::testing {
 namespace {
@@ -18,11 +19,11 @@ using runtime::ReduceOp;
 
 // Runs `body` on every rank of a `hosts` x `per_host` group, each with its hierarchical
 // communicator (flat, local and cross groups named like ShmProvider names them). The cross
-// groups run the eager round as hvd's TCP does, the local ones (shared memory) only with
-// `local_ands`. Returns the number of calls made on the flat group.
+// groups run the eager round as hvd's TCP does; the local ones (shared memory) have `local`'s
+// capabilities. Returns the number of calls made on the flat group.
 int64_t RunHierarchy(int hosts, int per_host, runtime::HierarchicalOps ops,
                      const std::function<void(int rank, Communicator& comm)>& body,
-                     bool local_ands = false) {
+                     InProcessWorld::Capabilities local = {}) {
   InProcessWorld world(std::chrono::seconds(20));
   const int n = hosts * per_host;
   std::vector<std::string> host_of;
@@ -34,9 +35,10 @@ int64_t RunHierarchy(int hosts, int per_host, runtime::HierarchicalOps ops,
       ASSERT_TRUE(l.uniform);
       auto comm = runtime::MakeHierarchicalCommunicator(
           world.Join("g", r, n),
-          world.Join("g/local" + std::to_string(l.host_index), l.local_rank, l.local_size,
-                     local_ands),
-          world.Join("g/cross" + std::to_string(l.local_rank), l.host_index, l.hosts, true), ops);
+          world.Join("g/local" + std::to_string(l.host_index), l.local_rank, l.local_size, local),
+          world.Join("g/cross" + std::to_string(l.local_rank), l.host_index, l.hosts,
+                     {.ands_with_allreduce = true}),
+          ops);
       body(r, *comm);
     });
   }
@@ -107,6 +109,25 @@ TEST(HierarchicalTest, ReduceScatterGivesEachRankItsSlice) {
       EXPECT_EQ(flat_calls, 0) << hosts << " x " << per_host;
     }
   }
+}
+
+// A fused allreduce on the tensors themselves (the local group reads and writes pieces, as
+// shared memory does): every layout, dtype and op gives the bits of the packed allreduce,
+// through the two-step path (small totals) and the reduce-scatter / cross / allgather one;
+// holes (a joined rank's missing input, a dropped result) are honoured. Without pieces in
+// the local group the hierarchy does not claim them (the caller packs).
+TEST(HierarchicalTest, AllreducePiecesEqualPackedAllreduce) {
+  for (auto [hosts, per_host] : {std::pair{2, 2}, std::pair{2, 3}}) {
+    const int64_t flat_calls =
+        RunHierarchy(hosts, per_host, {},
+                     [&](int r, Communicator& comm) {
+                       ASSERT_TRUE(comm.allreduces_pieces());
+                       EXPECT_EQ(test::CheckAllreducePiecesMatchPacked(comm), 0) << "rank " << r;
+                     },
+                     {.allreduces_pieces = true});
+    EXPECT_EQ(flat_calls, 0) << hosts << " x " << per_host;
+  }
+  RunHierarchy(2, 2, {}, [&](int, Communicator& comm) { EXPECT_FALSE(comm.allreduces_pieces()); });
 }
 
 TEST(HierarchicalTest, AllgathervOfVariableSizesInRankOrder) {
@@ -199,7 +220,7 @@ TEST(HierarchicalTest, NegotiationRoundsGoThroughTheHierarchy) {
                       std::string::npos)
                 << s.message();
           },
-          local_ands);
+          {.ands_with_allreduce = local_ands});
       EXPECT_EQ(flat_calls, 0);
     }
   }
