@@ -218,8 +218,8 @@ Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> en
   }
   if (r.prescale == 1.0 && comm->allreduces_pieces()) {
     // The transport reads the inputs and writes the outputs where they are (shared memory,
-    // hvd's TCP): no copy into the fusion buffer and back, which for large fused batches cost
-    // as much as the collective.
+    // hvd's TCP, their hierarchy): no copy into the fusion buffer and back, which for large fused
+    // batches cost as much as the collective.
     ActivityStart(r, CommActivity(r, comm));
     Status s = comm->AllreducePieces(pieces_, r.dtype, BackendOp(r.reduce_op));
     ActivityEnd(r);

@@ -38,10 +38,11 @@ struct GpuSetState {
 // null on a rank that has joined (it then contributes zeros to allreduce). Allreduce
 // Average is Sum followed by a 1/size post-scale; fused allreduces are staged through the
 // persistent FusionBuffer, unless the transport takes the tensors in place
-// (Communicator::allreduces_pieces: shared memory, hvd's TCP) and there is no prescale. A fused
-// allgather is one Allgatherv over the FusionBuffer: every rank packs its members' rows into its
-// block, and each member's rows of every rank (in rank order) are copied out into that member's own
-// output. Runtime-allocated outputs are malloc'ed and handed to the handle.
+// (Communicator::allreduces_pieces: shared memory, hvd's TCP, their hierarchy) and there is no
+// prescale. A fused allgather is one Allgatherv over the FusionBuffer: every rank packs its
+// members' rows into its block, and each member's rows of every rank (in rank order) are copied
+// out into that member's own output. Runtime-allocated outputs are malloc'ed and handed to the
+// handle.
 //
 // Timeline (when `timeline` is non-null and on): each tensor of the response gets an <OP> span
 // holding the activities (ALLOCATE_OUTPUT, MEMCPY_IN_FUSION_BUFFER, <COMM>_<OP> e.g.

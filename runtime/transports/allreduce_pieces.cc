@@ -1,6 +1,7 @@
 #include "runtime/transports/allreduce_pieces.h"
 
 #include <cstring>
+#include <string>
 
 namespace hvd::runtime {
 
@@ -34,5 +35,16 @@ void PieceView::Scatter(int64_t lo, int64_t n, const char* src) const {
                 static_cast<size_t>(len * elem_));
   });
 }
+
+namespace internal {
+
+Status PiecesTotalError(const std::string& what, int64_t pieces_total, bool negative,
+                        int64_t counts_total) {
+  return Status::InvalidArgument(what + ": pieces of " + std::to_string(pieces_total) +
+                                 " elements" + (negative ? " (a negative count)" : "") +
+                                 " for per-rank counts summing to " + std::to_string(counts_total));
+}
+
+}  // namespace internal
 
 }  // namespace hvd::runtime

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "runtime/transports/communicator.h"
@@ -56,6 +57,25 @@ class PieceView {
   std::span<const int64_t> starts_;
   int64_t elem_;
 };
+
+namespace internal {
+Status PiecesTotalError(const std::string& what, int64_t pieces_total, bool negative,
+                        int64_t counts_total);
+}  // namespace internal
+
+// Indexes `pieces` (PieceView::Index) for a collective over them whose per-member counts are
+// `counts` (ReduceScatterPieces, AllgatherPieces): kInvalidArgument naming both totals when a
+// piece's count is negative or the pieces do not hold the counts' sum. `what` as in
+// CheckAllreduceArgs (communicator.h): built only on failure.
+template <typename What>
+Status IndexPiecesForCounts(const What& what, std::span<const AllreducePiece> pieces,
+                            const std::vector<int64_t>& counts, std::vector<int64_t>* starts) {
+  const bool ok = PieceView::Index(pieces, starts);
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  if (ok && starts->back() == total) return Status::OK();
+  return internal::PiecesTotalError(internal::Name(what), starts->back(), !ok, total);
+}
 
 }  // namespace hvd::runtime
 

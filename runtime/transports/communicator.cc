@@ -65,37 +65,26 @@ Status Communicator::ReduceScatterPieces(std::span<const AllreducePiece> pieces,
                                          const std::vector<int64_t>& counts_per_rank,
                                          DataType dtype, ReduceOp op) {
   std::vector<int64_t> starts;
-  const bool ok = PieceView::Index(pieces, &starts);
-  const int64_t total = std::accumulate(counts_per_rank.begin(), counts_per_rank.end(), int64_t{0});
-  if (!ok || starts.back() != total) {
-    return Status::InvalidArgument(std::string(name()) + ": reducescatter of pieces holding " +
-                                   std::to_string(starts.back()) + " elements (" +
-                                   (ok ? "" : "a negative count, ") + "the ranks' counts sum to " +
-                                   std::to_string(total) + ")");
-  }
+  HVD_RETURN_IF_ERROR(IndexPiecesForCounts(std::string(name()) + " reducescatter of pieces", pieces,
+                                           counts_per_rank, &starts));
   const PieceView view(pieces, starts, static_cast<int64_t>(DataTypeSize(dtype)));
-  std::vector<char> packed(static_cast<size_t>(total) * DataTypeSize(dtype));
-  view.Gather(0, total, packed.data());
+  std::vector<char> packed(static_cast<size_t>(view.count()) * DataTypeSize(dtype));
+  view.Gather(0, view.count(), packed.data());
   return ReduceScatter(packed.data(), out, counts_per_rank, dtype, op);
 }
 
 Status Communicator::AllgatherPieces(const void* in, std::span<const AllreducePiece> pieces,
                                      const std::vector<int64_t>& counts_per_rank, DataType dtype) {
   std::vector<int64_t> starts;
-  const bool ok = PieceView::Index(pieces, &starts);
-  const int64_t total = std::accumulate(counts_per_rank.begin(), counts_per_rank.end(), int64_t{0});
-  if (!ok || starts.back() != total) {
-    return Status::InvalidArgument(std::string(name()) + ": allgather into pieces holding " +
-                                   std::to_string(starts.back()) + " elements (" +
-                                   (ok ? "" : "a negative count, ") + "the ranks' counts sum to " +
-                                   std::to_string(total) + ")");
-  }
+  HVD_RETURN_IF_ERROR(IndexPiecesForCounts(std::string(name()) + " allgather into pieces", pieces,
+                                           counts_per_rank, &starts));
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  const PieceView view(pieces, starts, elem);
   std::vector<int64_t> bytes(counts_per_rank.size());
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = counts_per_rank[i] * elem;
-  std::vector<char> packed(static_cast<size_t>(total * elem));
+  std::vector<char> packed(static_cast<size_t>(view.count() * elem));
   HVD_RETURN_IF_ERROR(Allgatherv(in, packed.data(), bytes));
-  PieceView(pieces, starts, elem).Scatter(0, total, packed.data());
+  view.Scatter(0, view.count(), packed.data());
   return Status::OK();
 }
 

@@ -92,10 +92,6 @@ class ShmCommunicator final : public Communicator {
   // (called for every member but this one; the caller places its own part).
   template <typename Put>
   Status AllgatherRounds(const char* in, const std::vector<int64_t>& bytes_per_rank, Put&& put);
-  // Checks of the pieces variants: the pieces indexed into starts_, their element total the
-  // sum of counts_per_rank.
-  Status CheckPiecesTotal(std::span<const AllreducePiece> pieces,
-                          const std::vector<int64_t>& counts_per_rank, int64_t* total);
 
   std::unique_ptr<ShmChannel> ch_;
   const int64_t single_copy_bytes_;  // 0: never
@@ -308,25 +304,13 @@ Status ShmCommunicator::Allgatherv(const void* in, void* out,
   return Status::OK();
 }
 
-Status ShmCommunicator::CheckPiecesTotal(std::span<const AllreducePiece> pieces,
-                                         const std::vector<int64_t>& counts_per_rank,
-                                         int64_t* total) {
-  HVD_RETURN_IF_ERROR(CheckPerRank(counts_per_rank));
-  const bool ok = PieceView::Index(pieces, &starts_);
-  *total = 0;
-  for (int64_t c : counts_per_rank) *total += c;
-  if (ok && starts_.back() == *total) return Status::OK();
-  return Status::InvalidArgument(ch_->What() + ": pieces of " + std::to_string(starts_.back()) +
-                                 " elements" + (ok ? "" : " (a negative count)") +
-                                 " for per-rank counts summing to " + std::to_string(*total));
-}
-
 Status ShmCommunicator::AllgatherPieces(const void* in, std::span<const AllreducePiece> pieces,
                                         const std::vector<int64_t>& counts_per_rank,
                                         DataType dtype) {
   HVD_RETURN_IF_ERROR(ch_->Start("allgather"));
-  int64_t total = 0;
-  HVD_RETURN_IF_ERROR(CheckPiecesTotal(pieces, counts_per_rank, &total));
+  HVD_RETURN_IF_ERROR(CheckPerRank(counts_per_rank));
+  HVD_RETURN_IF_ERROR(
+      IndexPiecesForCounts([this] { return ch_->What(); }, pieces, counts_per_rank, &starts_));
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   const PieceView view(pieces, starts_, elem);
   std::vector<int64_t>& first = offsets_;       // each member's first element
@@ -397,8 +381,9 @@ Status ShmCommunicator::ReduceScatterPieces(std::span<const AllreducePiece> piec
                                             const std::vector<int64_t>& counts_per_rank,
                                             DataType dtype, ReduceOp op) {
   HVD_RETURN_IF_ERROR(ch_->Start("reducescatter", dtype, op));
-  int64_t total = 0;
-  HVD_RETURN_IF_ERROR(CheckPiecesTotal(pieces, counts_per_rank, &total));
+  HVD_RETURN_IF_ERROR(CheckPerRank(counts_per_rank));
+  HVD_RETURN_IF_ERROR(
+      IndexPiecesForCounts([this] { return ch_->What(); }, pieces, counts_per_rank, &starts_));
   if (op == ReduceOp::kAdasum) {
     return Status::Unimplemented(ch_->What() + ": Adasum is not elementwise");
   }
