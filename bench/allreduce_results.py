@@ -1,6 +1,7 @@
 """Parsing and formatting shared by the allreduce comparison scripts (compare_allreduce.sh,
 compare_allreduce_hosts.sh): hvd-bench output under hvdrun, and the peers' RESULT lines."""
 import re
+import statistics
 
 SIZES = [4096, 65536, 1048576, 16777216, 67108864]
 MANY = ["many-fused", "many-single"]
@@ -42,6 +43,21 @@ def hvd(path, many_path=None):
         if m:
             res["many-fused" if m.group(1) == "async" else "many-single"] = float(m.group(2))
     return res
+
+
+def median_of(results):
+    """Per key, the median of the runs' values (dicts of hvd()/peer() from repeated runs);
+    a key missing from some runs takes the median of the others."""
+    keys = {k for r in results for k in r}
+    return {k: statistics.median([r[k] for r in results if k in r]) for k in keys}
+
+
+def spread(results, k):
+    """'lo-hi' of key k over repeated runs, formatted, or '' with fewer than two values."""
+    vals = [r[k] for r in results if k in r]
+    if len(vals) < 2:
+        return ""
+    return f"{fmt_us(min(vals))}-{fmt_us(max(vals))}"
 
 
 def fmt_us(v):

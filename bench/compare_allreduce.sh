@@ -17,7 +17,10 @@
 # $OUT (default: a fresh folder under /tmp). Takes about 5 minutes for n = 2 and 4 here.
 # SIDES (default "hvd hvdtcp hvdgloo torch vader tcp") picks the columns to run (a skipped
 # one prints "-"); PYTHON is the interpreter with torch (default /usr/bin/python3, Debian's,
-# where it exists, else python3).
+# where it exists, else python3). REPEATS=R (default 1) runs the whole pass R times, so each
+# side's runs alternate with the others' over the whole benchmark (this VM's speed moves for
+# minutes at a time); every cell is then the median of the R runs, and a second table gives
+# their ranges.
 #
 # Every side runs with the same placement, PLACEMENT (default none, each launcher's default):
 #   none  hvdrun --bind-to none, mpirun --bind-to none, torch ranks unbound
@@ -37,6 +40,7 @@ hvdrun=${1:-${HVD_BUILD_DIR:-$root/build}/cmd/hvdrun}
 rounds=${2:-5}
 placement=${PLACEMENT:-none}
 nps=${NPS:-2 4}
+repeats=${REPEATS:-1}
 sides=" ${SIDES:-hvd hvdtcp hvdgloo torch vader tcp} "
 if [ -z "${PYTHON:-}" ]; then
   if [ -x /usr/bin/python3 ]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
@@ -47,6 +51,7 @@ for n in $nps; do
   case "$n" in ''|*[!0-9]*) echo "NPS must list rank counts, got '$nps'" >&2; exit 2 ;; esac
 done
 case "$placement" in none|core) ;; *) echo "PLACEMENT must be none or core" >&2; exit 2 ;; esac
+case "$repeats" in ''|*[!0-9]*|0) echo "REPEATS must be a positive count, got '$repeats'" >&2; exit 2 ;; esac
 build=$(cd "$(dirname "$hvdrun")/.." && pwd)
 bench="$build/bench/hvd-bench"
 sizes=4096,65536,1048576,16777216,67108864
@@ -82,50 +87,63 @@ hvd_run() {
   label=$1
   shift
   has "$label" || return 0
-  echo "n=$n: $label" >&2
-  env "$@" "$hvdrun" -np "$n" --bind-to "$placement" "$bench" --op allreduce --sizes "$sizes" --rounds "$rounds" > "$out/${label}_$n.txt"
-  env "$@" "$hvdrun" -np "$n" --bind-to "$placement" "$bench" --many "$many" --rounds "$rounds" > "$out/${label}_many_$n.txt"
+  echo "n=$n, run $rep: $label" >&2
+  env "$@" "$hvdrun" -np "$n" --bind-to "$placement" "$bench" --op allreduce --sizes "$sizes" --rounds "$rounds" > "$out/${label}_${n}_$rep.txt"
+  env "$@" "$hvdrun" -np "$n" --bind-to "$placement" "$bench" --many "$many" --rounds "$rounds" > "$out/${label}_many_${n}_$rep.txt"
 }
 
-for n in $nps; do
-  hvd_run hvd
-  hvd_run hvdtcp HVD_CPU_OPERATIONS=tcp
-  hvd_run hvdgloo HVD_CPU_OPERATIONS=gloo
-  if has torch; then
-    echo "n=$n: torch" >&2
-    "$PYTHON" "$here/torch_gloo_allreduce.py" -n "$n" --bind "$placement" --sizes "$sizes" --rounds "$rounds" > "$out/torch_$n.txt"
-    "$PYTHON" "$here/torch_gloo_allreduce.py" -n "$n" --bind "$placement" --many "$many" --rounds "$rounds" > "$out/torch_many_$n.txt"
-  fi
-  mpirun_base="mpirun --allow-run-as-root --oversubscribe $(mpi_bind "$n") --mca pml ob1"
-  for btl in vader tcp; do
-    has "$btl" || continue
-    echo "n=$n: MPI $btl" >&2
-    if [ "$btl" = vader ]; then flags=$vader; else flags=$tcp; fi
-    # shellcheck disable=SC2086
-    $mpirun_base $flags -np "$n" "$mpi" "$rounds" "$sizes" > "$out/${btl}_$n.txt"
-    # shellcheck disable=SC2086
-    $mpirun_base $flags -np "$n" "$mpi" "$rounds" many "$many" > "$out/${btl}_many_$n.txt"
+rep=1
+while [ "$rep" -le "$repeats" ]; do
+  for n in $nps; do
+    hvd_run hvd
+    hvd_run hvdtcp HVD_CPU_OPERATIONS=tcp
+    hvd_run hvdgloo HVD_CPU_OPERATIONS=gloo
+    if has torch; then
+      echo "n=$n, run $rep: torch" >&2
+      "$PYTHON" "$here/torch_gloo_allreduce.py" -n "$n" --bind "$placement" --sizes "$sizes" --rounds "$rounds" > "$out/torch_${n}_$rep.txt"
+      "$PYTHON" "$here/torch_gloo_allreduce.py" -n "$n" --bind "$placement" --many "$many" --rounds "$rounds" > "$out/torch_many_${n}_$rep.txt"
+    fi
+    mpirun_base="mpirun --allow-run-as-root --oversubscribe $(mpi_bind "$n") --mca pml ob1"
+    for btl in vader tcp; do
+      has "$btl" || continue
+      echo "n=$n, run $rep: MPI $btl" >&2
+      if [ "$btl" = vader ]; then flags=$vader; else flags=$tcp; fi
+      # shellcheck disable=SC2086
+      $mpirun_base $flags -np "$n" "$mpi" "$rounds" "$sizes" > "$out/${btl}_${n}_$rep.txt"
+      # shellcheck disable=SC2086
+      $mpirun_base $flags -np "$n" "$mpi" "$rounds" many "$many" > "$out/${btl}_many_${n}_$rep.txt"
+    done
   done
+  rep=$((rep + 1))
 done
+if [ "$repeats" -gt 1 ]; then
+  echo "# every cell: the median of $repeats runs of the whole pass (sides alternating)" | tee -a "$out/header.txt"
+fi
 
 # shellcheck disable=SC2086
-"$PYTHON" - "$out" "$here" $nps <<'PY'
+"$PYTHON" - "$out" "$here" "$repeats" $nps <<'PY'
 import sys
-out = sys.argv[1]
+out, repeats = sys.argv[1], int(sys.argv[3])
 sys.path.insert(0, sys.argv[2])
-nps = [int(n) for n in sys.argv[3:]]
-from allreduce_results import MANY, SIZES, fmt_us, hvd, label, peer, ratio
+nps = [int(n) for n in sys.argv[4:]]
+from allreduce_results import MANY, SIZES, fmt_us, hvd, label, median_of, peer, ratio, spread
 
 # hvd = the default transport (shared memory here, all ranks on one host); hvd tcp = what
 # ranks on different hosts use; hvd gloo = libgloo, Horovod's transport.
+runs = range(1, repeats + 1)
+SIDES = ("hvd", "hvdtcp", "hvdgloo", "torch", "vader", "tcp")
+results = {}  # (side, n) -> one dict per run
+for n in nps:
+    for x in SIDES[:3]:
+        results[x, n] = [hvd(f"{out}/{x}_{n}_{r}.txt", f"{out}/{x}_many_{n}_{r}.txt") for r in runs]
+    for x in SIDES[3:]:
+        results[x, n] = [{**peer(f"{out}/{x}_{n}_{r}.txt"), **peer(f"{out}/{x}_many_{n}_{r}.txt")}
+                         for r in runs]
 print("| n | size | hvd | hvd tcp | hvd gloo | torch gloo | MPI vader | MPI tcp |"
       " torch/hvd | vader/hvd | torch/hvd-tcp | MPI-tcp/hvd-tcp |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for n in nps:
-    h, t, g = (hvd(f"{out}/{x}_{n}.txt", f"{out}/{x}_many_{n}.txt")
-               for x in ("hvd", "hvdtcp", "hvdgloo"))
-    torch, vader, mtcp = ({**peer(f"{out}/{x}_{n}.txt"), **peer(f"{out}/{x}_many_{n}.txt")}
-                          for x in ("torch", "vader", "tcp"))
+    h, t, g, torch, vader, mtcp = (median_of(results[x, n]) for x in SIDES)
     for k in SIZES + MANY:
         vals = [h.get(k), t.get(k), g.get(k), torch.get(k), vader.get(k), mtcp.get(k)]
         ratios = [ratio(torch.get(k), h.get(k)), ratio(vader.get(k), h.get(k)),
@@ -133,5 +151,13 @@ for n in nps:
         print(f"| {n} | {label(k)} | " + " | ".join(fmt_us(v) for v in vals) + " | " +
               " | ".join(ratios) + " |")
 print(open(f"{out}/header.txt").read().strip())
+if repeats > 1:
+    print("\nRanges over the runs:\n")
+    print("| n | size | hvd | hvd tcp | hvd gloo | torch gloo | MPI vader | MPI tcp |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in nps:
+        for k in SIZES + MANY:
+            print(f"| {n} | {label(k)} | " +
+                  " | ".join(spread(results[x, n], k) or "-" for x in SIDES) + " |")
 print(f"\nraw outputs: {out}")
 PY

@@ -6,6 +6,10 @@
 #
 #   bench/compare_allreduce_hosts.sh [HVDRUN] [ROUNDS]
 #
+# REPEATS=R (default 1) runs the whole pass R times, so each side's runs alternate with the
+# others' over the whole benchmark (this VM's speed moves for minutes at a time); every cell is
+# then the median of the R runs and a second table gives their ranges.
+#
 # For 2 hosts x 1 rank, 2 hosts x 2 ranks and 4 hosts x 1 rank, every side unbound, same hosts:
 #   hvd        hvdrun -H ... hvd-bench (auto: hvd's TCP across hosts; on 2x2 the hierarchy,
 #              shared memory within a host and TCP between; 4x1: TCP, recursive doubling for
@@ -38,6 +42,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 hvdrun=${1:-${HVD_BUILD_DIR:-$root/build}/cmd/hvdrun}
 rounds=${2:-5}
+repeats=${REPEATS:-1}
 build=$(cd "$(dirname "$hvdrun")/.." && pwd)
 bench="$build/bench/hvd-bench"
 sizes=4096,65536,1048576,16777216,67108864
@@ -55,29 +60,30 @@ mpi_net="--mca btl self,tcp --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_
 mpi_rsh="-i $state/id_ed25519 -o UserKnownHostsFile=$state/known_hosts"
 
 run_all() {
+  rep=$1
   for layout in "2x1 2 hvd-h1:1,hvd-h2:1" "2x2 4 hvd-h1:2,hvd-h2:2" \
     "4x1 4 hvd-h1:1,hvd-h2:1,hvd-h3:1,hvd-h4:1"; do
     key=${layout%% *}
     layout=${layout#* }
     n=${layout%% *}
     hosts=${layout#* }
-    echo "$key ($hosts): hvd" >&2
+    echo "$key ($hosts), run $rep: hvd" >&2
     # shellcheck disable=SC2086
-    "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --sizes "$sizes" --rounds "$rounds" > "$out/hvd_$key.txt"
-    "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --many "$many" --rounds "$rounds" > "$out/hvd_many_$key.txt"
+    "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --sizes "$sizes" --rounds "$rounds" > "$out/hvd_${key}_$rep.txt"
+    "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --many "$many" --rounds "$rounds" > "$out/hvd_many_${key}_$rep.txt"
     if [ "$key" = 2x2 ]; then
       echo "$key: hvd flat" >&2
-      "$hvdrun" -np "$n" -H "$hosts" $ssh_args --no-hierarchical-allreduce "$bench" --sizes "$sizes" --rounds "$rounds" > "$out/flat_$key.txt"
-      "$hvdrun" -np "$n" -H "$hosts" $ssh_args --no-hierarchical-allreduce "$bench" --many "$many" --rounds "$rounds" > "$out/flat_many_$key.txt"
+      "$hvdrun" -np "$n" -H "$hosts" $ssh_args --no-hierarchical-allreduce "$bench" --sizes "$sizes" --rounds "$rounds" > "$out/flat_${key}_$rep.txt"
+      "$hvdrun" -np "$n" -H "$hosts" $ssh_args --no-hierarchical-allreduce "$bench" --many "$many" --rounds "$rounds" > "$out/flat_many_${key}_$rep.txt"
     fi
     echo "$key: MPI" >&2
     yield=""
     [ "$n" -gt "$(nproc)" ] && yield="--mca mpi_yield_when_idle 1"
     # shellcheck disable=SC2086
     mpirun --allow-run-as-root -np "$n" -H "$hosts" --bind-to none --map-by slot --mca pml ob1 \
-      --mca plm_rsh_args "$mpi_rsh" $mpi_net $yield "$mpi" "$rounds" "$sizes" > "$out/mpi_$key.txt"
+      --mca plm_rsh_args "$mpi_rsh" $mpi_net $yield "$mpi" "$rounds" "$sizes" > "$out/mpi_${key}_$rep.txt"
     mpirun --allow-run-as-root -np "$n" -H "$hosts" --bind-to none --map-by slot --mca pml ob1 \
-      --mca plm_rsh_args "$mpi_rsh" $mpi_net $yield "$mpi" "$rounds" many "$many" > "$out/mpi_many_$key.txt"
+      --mca plm_rsh_args "$mpi_rsh" $mpi_net $yield "$mpi" "$rounds" many "$many" > "$out/mpi_many_${key}_$rep.txt"
   done
 }
 
@@ -102,24 +108,44 @@ run_all() {
   fi
   cc=$(ip netns exec hvd-h1 cat /proc/sys/net/ipv4/tcp_congestion_control)
   echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), 4 netns hosts, $link, unbound, hosts' TCP congestion control $cc" > "$out/header.txt"
-  run_all
+  rep=1
+  while [ "$rep" -le "$repeats" ]; do
+    run_all "$rep"
+    rep=$((rep + 1))
+  done
+  [ "$repeats" -gt 1 ] && echo "# every cell: the median of $repeats runs of the whole pass (sides alternating)" >> "$out/header.txt"
+  true
 ) 9> /tmp/hvd-global.lock
 
-/usr/bin/python3 - "$out" "$here" <<'PY'
+/usr/bin/python3 - "$out" "$here" "$repeats" <<'PY'
 import sys
-out = sys.argv[1]
+out, repeats = sys.argv[1], int(sys.argv[3])
 sys.path.insert(0, sys.argv[2])
-from allreduce_results import MANY, SIZES, fmt_us, hvd, label, peer, ratio
+from allreduce_results import MANY, SIZES, fmt_us, hvd, label, median_of, peer, ratio, spread
+
+runs = range(1, repeats + 1)
+rows = []
+for key, layout in (("2x1", "2 x 1"), ("2x2", "2 x 2"), ("4x1", "4 x 1")):
+    hs = [hvd(f"{out}/hvd_{key}_{r}.txt", f"{out}/hvd_many_{key}_{r}.txt") for r in runs]
+    fs = [hvd(f"{out}/flat_{key}_{r}.txt", f"{out}/flat_many_{key}_{r}.txt") for r in runs]
+    ms = [{**peer(f"{out}/mpi_{key}_{r}.txt"), **peer(f"{out}/mpi_many_{key}_{r}.txt")} for r in runs]
+    rows.append((layout, hs, fs, ms))
 
 print("| hosts x ranks | size | hvd | hvd flat TCP | MPI tcp | MPI/hvd | MPI/hvd flat |")
 print("|---|---|---|---|---|---|---|")
-for key, layout in (("2x1", "2 x 1"), ("2x2", "2 x 2"), ("4x1", "4 x 1")):
-    h = hvd(f"{out}/hvd_{key}.txt", f"{out}/hvd_many_{key}.txt")
-    f = hvd(f"{out}/flat_{key}.txt", f"{out}/flat_many_{key}.txt")
-    m = {**peer(f"{out}/mpi_{key}.txt"), **peer(f"{out}/mpi_many_{key}.txt")}
+for layout, hs, fs, ms in rows:
+    h, f, m = median_of(hs), median_of(fs), median_of(ms)
     for k in SIZES + MANY:
         print(f"| {layout} | {label(k)} | {fmt_us(h.get(k))} | {fmt_us(f.get(k))} | "
               f"{fmt_us(m.get(k))} | {ratio(m.get(k), h.get(k))} | {ratio(m.get(k), f.get(k))} |")
 print(open(f"{out}/header.txt").read().strip())
+if repeats > 1:
+    print("\nRanges over the runs:\n")
+    print("| hosts x ranks | size | hvd | hvd flat TCP | MPI tcp |")
+    print("|---|---|---|---|---|")
+    for layout, hs, fs, ms in rows:
+        for k in SIZES + MANY:
+            print(f"| {layout} | {label(k)} | {spread(hs, k) or '-'} | {spread(fs, k) or '-'} | "
+                  f"{spread(ms, k) or '-'} |")
 print(f"\nraw outputs: {out}")
 PY

@@ -112,15 +112,16 @@ class HierarchicalCommunicator final : public Communicator {
   std::unique_ptr<Communicator> cross_;
   const HierarchicalOps ops_;
   // Per-call scratch, sized once (steady state allocates nothing).
-  std::vector<int64_t> counts_;       // elements of each local rank's slice
-  std::vector<int64_t> bytes_;        // per local rank / per host, bytes
-  std::vector<int64_t> host_bytes_;   // Allgatherv: each host's block
-  std::vector<char> slice_;           // this member's slice; grown only
-  std::vector<int64_t> host_counts_;  // ReduceScatter: this local rank's slice on each host
-  std::vector<int64_t> offsets_;      // ReduceScatter: each rank's slice's offset, elements
-  std::vector<char> packed_;          // ReduceScatter: the input regrouped by local rank
-  std::vector<uint64_t> and_words_;   // BitwiseAndWithAllreduce: AND words, slice; grown only
-  std::vector<int64_t> starts_;       // AllreducePieces: the pieces' first elements
+  std::vector<int64_t> counts_;            // elements of each local rank's slice
+  std::vector<int64_t> bytes_;             // per local rank / per host, bytes
+  std::vector<int64_t> host_bytes_;        // Allgatherv: each host's block
+  std::vector<char> slice_;                // this member's slice; grown only
+  std::vector<int64_t> host_counts_;       // ReduceScatter: this local rank's slice on each host
+  std::vector<int64_t> offsets_;           // ReduceScatter: each rank's slice's offset, elements
+  std::vector<AllreducePiece> regrouped_;  // ReduceScatter: the input's slices by local rank
+  std::vector<char> packed_;               // AllreducePieces: a small total, packed
+  std::vector<uint64_t> and_words_;        // BitwiseAndWithAllreduce: AND words, slice; grown only
+  std::vector<int64_t> starts_;            // AllreducePieces: the pieces' first elements
 };
 
 Status HierarchicalCommunicator::BitwiseAndWithAllreduce(std::span<uint64_t> words,
@@ -222,24 +223,22 @@ Status HierarchicalCommunicator::ReduceScatter(const void* in, void* out,
   // Every host holds every rank's slice. Local rank i's part of the host's reduce-scatter is
   // the slices of the ranks with local rank i, one per host, in host order; its cross group
   // then reduce-scatters that part, host h getting the slice of rank h * l + i, its own. Each
-  // byte crosses the network once per host, as in Allreduce; the input is regrouped once.
+  // byte crosses the network once per host, as in Allreduce. The input regrouped that way is
+  // a list of pieces (read in place where the local transport takes pieces, else packed once).
   const size_t elem = DataTypeSize(dtype);
-  if (packed_.size() < static_cast<size_t>(total) * elem) packed_.resize(total * elem);
   const char* src = static_cast<const char*>(in);
-  int64_t at = 0;
+  regrouped_.clear();
   for (int i = 0; i < l; ++i) {
     counts_[i] = 0;
     for (int h = 0; h < hosts; ++h) {
       const int r = h * l + i;
-      const int64_t c = counts_per_rank[r];
-      if (c > 0) std::memcpy(packed_.data() + at * elem, src + offsets_[r] * elem, c * elem);
-      at += c;
-      counts_[i] += c;
+      regrouped_.push_back({src + offsets_[r] * elem, nullptr, counts_per_rank[r]});
+      counts_[i] += counts_per_rank[r];
     }
   }
   for (int h = 0; h < hosts; ++h) host_counts_[h] = counts_per_rank[h * l + me];
   if (slice_.size() < static_cast<size_t>(counts_[me]) * elem) slice_.resize(counts_[me] * elem);
-  HVD_RETURN_IF_ERROR(local_->ReduceScatter(packed_.data(), slice_.data(), counts_, dtype, op));
+  HVD_RETURN_IF_ERROR(local_->ReduceScatterPieces(regrouped_, slice_.data(), counts_, dtype, op));
   return cross_->ReduceScatter(slice_.data(), out, host_counts_, dtype, op);
 }
 
