@@ -37,28 +37,28 @@ class HierarchicalCommunicator final : public Communicator {
   const char* name() const override { return "HIER"; }
 
   Status GatherBytes(const std::string& in, int root, std::vector<std::string>* out) override {
-    return flat_->GatherBytes(in, root, out);
+    return Step(flat_->GatherBytes(in, root, out));
   }
   Status BroadcastBytes(std::string* data, int root) override {
-    return flat_->BroadcastBytes(data, root);
+    return Step(flat_->BroadcastBytes(data, root));
   }
   // The negotiation's rounds go through the hierarchy like a small allreduce: within the host
   // (shared memory), then every cross group over the host's result (same inputs everywhere,
   // so every member ends with the same bits). One TCP round between hosts per cycle instead of
   // log2(ranks) rounds over all ranks, of which the ones within a host went through loopback.
   Status BitwiseAnd(std::vector<uint64_t>* bits) override {
-    HVD_RETURN_IF_ERROR(local_->BitwiseAnd(bits));
-    return cross_->BitwiseAnd(bits);
+    HVD_RETURN_IF_ERROR(Step(local_->BitwiseAnd(bits)));
+    return Step(cross_->BitwiseAnd(bits));
   }
   Status BitwiseOr(std::vector<uint64_t>* bits) override {
-    HVD_RETURN_IF_ERROR(local_->BitwiseOr(bits));
-    return cross_->BitwiseOr(bits);
+    HVD_RETURN_IF_ERROR(Step(local_->BitwiseOr(bits)));
+    return Step(cross_->BitwiseOr(bits));
   }
   // Once every member has reached the host's barrier, every member of each cross group knows
   // that its whole host has; the cross barrier then tells every member that all hosts have.
   Status Barrier() override {
-    HVD_RETURN_IF_ERROR(local_->Barrier());
-    return cross_->Barrier();
+    HVD_RETURN_IF_ERROR(Step(local_->Barrier()));
+    return Step(cross_->Barrier());
   }
   // The eager round: the host's AND and reduction (in one collective where the local transport
   // has one, else an AND and an allreduce, both on shared memory), then one round between
@@ -78,11 +78,11 @@ class HierarchicalCommunicator final : public Communicator {
                          ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buffer, int64_t bytes, int root) override {
-    return flat_->Broadcast(buffer, bytes, root);
+    return Step(flat_->Broadcast(buffer, bytes, root));
   }
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
                    const std::vector<int64_t>& recv_bytes) override {
-    return flat_->Alltoallv(in, send_bytes, out, recv_bytes);
+    return Step(flat_->Alltoallv(in, send_bytes, out, recv_bytes));
   }
   Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
                        DataType dtype, ReduceOp op) override;
@@ -105,6 +105,22 @@ class HierarchicalCommunicator final : public Communicator {
       counts_[i] = count / l + (i < count % l ? 1 : 0);
       bytes_[i] = counts_[i] * elem;
     }
+  }
+
+  // A sub-communicator call's status, after aborting all three groups when it failed in the
+  // exchange: the members this one shares its other groups with may be waiting for it there
+  // (the local group's next round, the cross group's), and an elastic worker stays alive after
+  // the error, so their liveness checks would not fire before the timeout. Aborted, each fails
+  // within milliseconds. The hierarchy is broken after such a failure, as its groups are. A
+  // refused argument (the same on every member, nobody left waiting) is only returned.
+  Status Step(Status st) {
+    if (!st.ok() && st.code() != StatusCode::kInvalidArgument &&
+        st.code() != StatusCode::kUnimplemented) {
+      flat_->Abort();
+      local_->Abort();
+      cross_->Abort();
+    }
+    return st;
   }
 
   std::unique_ptr<Communicator> flat_;
@@ -134,50 +150,50 @@ Status HierarchicalCommunicator::BitwiseAndWithAllreduce(std::span<uint64_t> wor
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   const bool direct = Direct(count, elem);
   if (direct && local_->ands_with_allreduce()) {
-    HVD_RETURN_IF_ERROR(local_->BitwiseAndWithAllreduce(words, and_words, count, dtype, op));
-    return cross_->BitwiseAndWithAllreduce(words, and_words, count, dtype, op);
+    HVD_RETURN_IF_ERROR(Step(local_->BitwiseAndWithAllreduce(words, and_words, count, dtype, op)));
+    return Step(cross_->BitwiseAndWithAllreduce(words, and_words, count, dtype, op));
   }
   const int me = local_->rank();
   if (!direct) Slice(count, elem);
   const size_t tail_words = direct ? 0 : (static_cast<size_t>(bytes_[me]) + 7) / 8;
   // The host's AND, in the scratch words the split path's cross round sends.
   and_words_.assign(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(and_words));
-  HVD_RETURN_IF_ERROR(local_->BitwiseAnd(&and_words_));
+  HVD_RETURN_IF_ERROR(Step(local_->BitwiseAnd(&and_words_)));
   std::copy(and_words_.begin(), and_words_.end(), words.begin());
   void* tail = words.data() + and_words;
   if (direct) {
-    if (count > 0) HVD_RETURN_IF_ERROR(local_->Allreduce(tail, count, dtype, op));
-    return cross_->BitwiseAndWithAllreduce(words, and_words, count, dtype, op);
+    if (count > 0) HVD_RETURN_IF_ERROR(Step(local_->Allreduce(tail, count, dtype, op)));
+    return Step(cross_->BitwiseAndWithAllreduce(words, and_words, count, dtype, op));
   }
   // Each cross group ANDs the words and reduces its slice of the host's tail; the slices then
   // go round the host. Every member ends with the same bits: each slice is reduced by one
   // cross group, in the same order on every host.
   and_words_.resize(and_words + tail_words);
   HVD_RETURN_IF_ERROR(
-      local_->ReduceScatter(tail, and_words_.data() + and_words, counts_, dtype, op));
+      Step(local_->ReduceScatter(tail, and_words_.data() + and_words, counts_, dtype, op)));
   HVD_RETURN_IF_ERROR(
-      cross_->BitwiseAndWithAllreduce(and_words_, and_words, counts_[me], dtype, op));
+      Step(cross_->BitwiseAndWithAllreduce(and_words_, and_words, counts_[me], dtype, op)));
   std::copy(and_words_.begin(), and_words_.begin() + static_cast<std::ptrdiff_t>(and_words),
             words.begin());
-  return local_->Allgatherv(and_words_.data() + and_words, tail, bytes_);
+  return Step(local_->Allgatherv(and_words_.data() + and_words, tail, bytes_));
 }
 
 Status HierarchicalCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype,
                                            ReduceOp op) {
-  if (!ops_.allreduce) return flat_->Allreduce(buffer, count, dtype, op);
+  if (!ops_.allreduce) return Step(flat_->Allreduce(buffer, count, dtype, op));
   HVD_RETURN_IF_ERROR(CheckAllreduceArgs(
       [&] { return "hierarchical " + AllreduceOpName(count, dtype, op); }, buffer, count, op));
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   if (Direct(count, elem)) {
-    HVD_RETURN_IF_ERROR(local_->Allreduce(buffer, count, dtype, op));
-    return cross_->Allreduce(buffer, count, dtype, op);
+    HVD_RETURN_IF_ERROR(Step(local_->Allreduce(buffer, count, dtype, op)));
+    return Step(cross_->Allreduce(buffer, count, dtype, op));
   }
   Slice(count, elem);
   const int me = local_->rank();
   if (slice_.size() < static_cast<size_t>(bytes_[me])) slice_.resize(bytes_[me]);
-  HVD_RETURN_IF_ERROR(local_->ReduceScatter(buffer, slice_.data(), counts_, dtype, op));
-  HVD_RETURN_IF_ERROR(cross_->Allreduce(slice_.data(), counts_[me], dtype, op));
-  return local_->Allgatherv(slice_.data(), buffer, bytes_);
+  HVD_RETURN_IF_ERROR(Step(local_->ReduceScatter(buffer, slice_.data(), counts_, dtype, op)));
+  HVD_RETURN_IF_ERROR(Step(cross_->Allreduce(slice_.data(), counts_[me], dtype, op)));
+  return Step(local_->Allgatherv(slice_.data(), buffer, bytes_));
 }
 
 Status HierarchicalCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces,
@@ -203,15 +219,15 @@ Status HierarchicalCommunicator::AllreducePieces(std::span<const AllreducePiece>
   Slice(count, elem);
   const int me = local_->rank();
   if (slice_.size() < static_cast<size_t>(bytes_[me])) slice_.resize(bytes_[me]);
-  HVD_RETURN_IF_ERROR(local_->ReduceScatterPieces(pieces, slice_.data(), counts_, dtype, op));
-  HVD_RETURN_IF_ERROR(cross_->Allreduce(slice_.data(), counts_[me], dtype, op));
-  return local_->AllgatherPieces(slice_.data(), pieces, counts_, dtype);
+  HVD_RETURN_IF_ERROR(Step(local_->ReduceScatterPieces(pieces, slice_.data(), counts_, dtype, op)));
+  HVD_RETURN_IF_ERROR(Step(cross_->Allreduce(slice_.data(), counts_[me], dtype, op)));
+  return Step(local_->AllgatherPieces(slice_.data(), pieces, counts_, dtype));
 }
 
 Status HierarchicalCommunicator::ReduceScatter(const void* in, void* out,
                                                const std::vector<int64_t>& counts_per_rank,
                                                DataType dtype, ReduceOp op) {
-  if (!ops_.allreduce) return flat_->ReduceScatter(in, out, counts_per_rank, dtype, op);
+  if (!ops_.allreduce) return Step(flat_->ReduceScatter(in, out, counts_per_rank, dtype, op));
   HVD_RETURN_IF_ERROR(CheckPerRankArg("hierarchical reducescatter", counts_per_rank, size()));
   const int n = size(), l = local_->size(), hosts = cross_->size(), me = local_->rank();
   offsets_.assign(n + 1, 0);  // offsets_[r]: elements before rank r's slice of `in`
@@ -238,13 +254,14 @@ Status HierarchicalCommunicator::ReduceScatter(const void* in, void* out,
   }
   for (int h = 0; h < hosts; ++h) host_counts_[h] = counts_per_rank[h * l + me];
   if (slice_.size() < static_cast<size_t>(counts_[me]) * elem) slice_.resize(counts_[me] * elem);
-  HVD_RETURN_IF_ERROR(local_->ReduceScatterPieces(regrouped_, slice_.data(), counts_, dtype, op));
-  return cross_->ReduceScatter(slice_.data(), out, host_counts_, dtype, op);
+  HVD_RETURN_IF_ERROR(
+      Step(local_->ReduceScatterPieces(regrouped_, slice_.data(), counts_, dtype, op)));
+  return Step(cross_->ReduceScatter(slice_.data(), out, host_counts_, dtype, op));
 }
 
 Status HierarchicalCommunicator::Allgatherv(const void* in, void* out,
                                             const std::vector<int64_t>& bytes_per_rank) {
-  if (!ops_.allgather) return flat_->Allgatherv(in, out, bytes_per_rank);
+  if (!ops_.allgather) return Step(flat_->Allgatherv(in, out, bytes_per_rank));
   HVD_RETURN_IF_ERROR(CheckPerRankArg("hierarchical allgather", bytes_per_rank, size()));
   // Host-major order: host h's members are group positions [h*l, (h+1)*l).
   const int l = local_->size(), hosts = cross_->size(), host = cross_->rank();
@@ -256,14 +273,14 @@ Status HierarchicalCommunicator::Allgatherv(const void* in, void* out,
   }
   for (int i = 0; i < l; ++i) bytes_[i] = bytes_per_rank[host * l + i];
   char* block = static_cast<char*>(out) + host_offset;
-  HVD_RETURN_IF_ERROR(local_->Allgatherv(in, block, bytes_));
+  HVD_RETURN_IF_ERROR(Step(local_->Allgatherv(in, block, bytes_)));
   if (local_->rank() == 0) {
     // In place: this host's block is already where the gather puts it.
-    HVD_RETURN_IF_ERROR(cross_->Allgatherv(block, out, host_bytes_));
+    HVD_RETURN_IF_ERROR(Step(cross_->Allgatherv(block, out, host_bytes_)));
   }
   int64_t total = 0;
   for (int64_t b : host_bytes_) total += b;
-  return local_->Broadcast(out, total, 0);
+  return Step(local_->Broadcast(out, total, 0));
 }
 
 }  // namespace

@@ -234,5 +234,31 @@ TEST(HierarchicalTest, AbortFailsEveryStep) {
   });
 }
 
+// A member that fails in one of its groups aborts its other groups, so the members it shares
+// them with fail within milliseconds instead of waiting out the timeout (an elastic worker
+// stays alive after the error: nothing else would tell them). Rank 3 fails (its groups
+// aborted, as a dead peer is noticed); rank 2 sees it in the local step; rank 0 then waits in
+// the cross step for rank 2, which only its abort ends before the world's 20 s deadline.
+TEST(HierarchicalTest, AFailedMemberFailsItsOtherGroupsAtOnce) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> seconds(4, -1);
+  RunHierarchy(2, 2, {}, [&](int r, Communicator& comm) {
+    if (r == 3) {
+      comm.Abort();
+      return;
+    }
+    const auto start = Clock::now();
+    Status s;
+    for (int i = 0; i < 10 && s.ok(); ++i) {
+      std::vector<uint64_t> bits{~uint64_t{0}};
+      s = comm.BitwiseAnd(&bits);
+    }
+    seconds[r] = std::chrono::duration<double>(Clock::now() - start).count();
+    EXPECT_FALSE(s.ok()) << "rank " << r;
+    EXPECT_NE(s.code(), StatusCode::kTimeout) << "rank " << r << ": " << s.ToString();
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_LT(seconds[r], 5.0) << "rank " << r;
+}
+
 }  // namespace
 }  // namespace hvd::testing
