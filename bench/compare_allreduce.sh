@@ -13,14 +13,14 @@
 #   MPI vader  mpirun ... --mca pml ob1 --mca btl self,vader    (shared memory)
 #   MPI tcp    mpirun ... --mca btl self,tcp --mca btl_tcp_if_include lo
 # over 4 KiB .. 64 MiB, then the 100 x 16 KiB fusion case, and prints time per op (median
-# round, max over ranks) and the peer/hvd ratios (> 1: hvd is faster). Raw outputs stay in
-# $OUT (default: a fresh folder under /tmp). Takes about 5 minutes for n = 2 and 4 here.
+# round, max over ranks) and the peer/hvd ratios (> 1: hvd is faster). The sides take turns
+# size by size (every side runs one size, then every side the next), so the cells of a row are
+# seconds apart: this VM's speed moves for minutes at a time (docs in the README). Raw outputs
+# stay in $OUT (default: a fresh folder under /tmp). Takes about 8 minutes for n = 2 and 4 here.
 # SIDES (default "hvd hvdtcp hvdgloo torch vader tcp") picks the columns to run (a skipped
 # one prints "-"); PYTHON is the interpreter with torch (default /usr/bin/python3, Debian's,
-# where it exists, else python3). REPEATS=R (default 1) runs the whole pass R times, so each
-# side's runs alternate with the others' over the whole benchmark (this VM's speed moves for
-# minutes at a time); every cell is then the median of the R runs, and a second table gives
-# their ranges.
+# where it exists, else python3). REPEATS=R (default 1) does it all R times; every cell is
+# then the median of the R runs, and a second table gives their ranges.
 #
 # Every side runs with the same placement, PLACEMENT (default none, each launcher's default):
 #   none  hvdrun --bind-to none, mpirun --bind-to none, torch ranks unbound
@@ -82,50 +82,56 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $cpus CPUs, load $(cut -d
 vader="--mca btl self,vader"
 tcp="--mca btl self,tcp --mca btl_tcp_if_include lo"
 
-# hvd_run LABEL [VAR=VALUE]: both hvd-bench modes under hvdrun, outputs named after LABEL.
-hvd_run() {
-  label=$1
-  shift
-  has "$label" || return 0
-  echo "n=$n, run $rep: $label" >&2
-  env "$@" "$hvdrun" -np "$n" --bind-to "$placement" "$bench" --op allreduce --sizes "$sizes" --rounds "$rounds" > "$out/${label}_${n}_$rep.txt"
-  env "$@" "$hvdrun" -np "$n" --bind-to "$placement" "$bench" --many "$many" --rounds "$rounds" > "$out/${label}_many_${n}_$rep.txt"
+# run_side SIDE N TAG: one side's run of one size (TAG: bytes, or "many" for the 100 x 16 KiB
+# case) with N ranks, into $out/SIDE_N_REP_TAG.txt.
+run_side() {
+  side=$1 n=$2 tag=$3
+  has "$side" || return 0
+  file="$out/${side}_${n}_${rep}_$tag.txt"
+  if [ "$tag" = many ]; then what="--many $many"; else what="--sizes $tag"; fi
+  case "$side" in
+    hvd|hvdtcp|hvdgloo)
+      case "$side" in
+        hvd) ops=auto ;;
+        hvdtcp) ops=tcp ;;
+        hvdgloo) ops=gloo ;;
+      esac
+      # shellcheck disable=SC2086
+      HVD_CPU_OPERATIONS=$ops "$hvdrun" -np "$n" --bind-to "$placement" "$bench" --op allreduce $what --rounds "$rounds" > "$file" ;;
+    torch)
+      # shellcheck disable=SC2086
+      "$PYTHON" "$here/torch_gloo_allreduce.py" -n "$n" --bind "$placement" $what --rounds "$rounds" > "$file" ;;
+    vader|tcp)
+      if [ "$side" = vader ]; then flags=$vader; else flags=$tcp; fi
+      if [ "$tag" = many ]; then args="many $many"; else args=$tag; fi
+      # shellcheck disable=SC2086
+      mpirun --allow-run-as-root --oversubscribe $(mpi_bind "$n") --mca pml ob1 $flags -np "$n" "$mpi" "$rounds" $args > "$file" ;;
+  esac
 }
 
 rep=1
 while [ "$rep" -le "$repeats" ]; do
   for n in $nps; do
-    hvd_run hvd
-    hvd_run hvdtcp HVD_CPU_OPERATIONS=tcp
-    hvd_run hvdgloo HVD_CPU_OPERATIONS=gloo
-    if has torch; then
-      echo "n=$n, run $rep: torch" >&2
-      "$PYTHON" "$here/torch_gloo_allreduce.py" -n "$n" --bind "$placement" --sizes "$sizes" --rounds "$rounds" > "$out/torch_${n}_$rep.txt"
-      "$PYTHON" "$here/torch_gloo_allreduce.py" -n "$n" --bind "$placement" --many "$many" --rounds "$rounds" > "$out/torch_many_${n}_$rep.txt"
-    fi
-    mpirun_base="mpirun --allow-run-as-root --oversubscribe $(mpi_bind "$n") --mca pml ob1"
-    for btl in vader tcp; do
-      has "$btl" || continue
-      echo "n=$n, run $rep: MPI $btl" >&2
-      if [ "$btl" = vader ]; then flags=$vader; else flags=$tcp; fi
-      # shellcheck disable=SC2086
-      $mpirun_base $flags -np "$n" "$mpi" "$rounds" "$sizes" > "$out/${btl}_${n}_$rep.txt"
-      # shellcheck disable=SC2086
-      $mpirun_base $flags -np "$n" "$mpi" "$rounds" many "$many" > "$out/${btl}_many_${n}_$rep.txt"
+    for tag in $(echo "$sizes" | tr , ' ') many; do
+      echo "n=$n, run $rep: $tag" >&2
+      for side in hvd hvdtcp hvdgloo torch vader tcp; do run_side "$side" "$n" "$tag"; done
     done
   done
   rep=$((rep + 1))
 done
 if [ "$repeats" -gt 1 ]; then
-  echo "# every cell: the median of $repeats runs of the whole pass (sides alternating)" | tee -a "$out/header.txt"
+  echo "# every cell: the median of $repeats runs (the sides taking turns size by size)" | tee -a "$out/header.txt"
+else
+  echo "# the sides taking turns size by size" | tee -a "$out/header.txt"
 fi
 
 # shellcheck disable=SC2086
-"$PYTHON" - "$out" "$here" "$repeats" $nps <<'PY'
+"$PYTHON" - "$out" "$here" "$repeats" "$sizes" $nps <<'PY'
 import sys
 out, repeats = sys.argv[1], int(sys.argv[3])
 sys.path.insert(0, sys.argv[2])
-nps = [int(n) for n in sys.argv[4:]]
+tags = sys.argv[4].split(",") + ["many"]
+nps = [int(n) for n in sys.argv[5:]]
 from allreduce_results import MANY, SIZES, fmt_us, hvd, label, median_of, peer, ratio, spread
 
 # hvd = the default transport (shared memory here, all ranks on one host); hvd tcp = what
@@ -134,10 +140,9 @@ runs = range(1, repeats + 1)
 SIDES = ("hvd", "hvdtcp", "hvdgloo", "torch", "vader", "tcp")
 results = {}  # (side, n) -> one dict per run
 for n in nps:
-    for x in SIDES[:3]:
-        results[x, n] = [hvd(f"{out}/{x}_{n}_{r}.txt", f"{out}/{x}_many_{n}_{r}.txt") for r in runs]
-    for x in SIDES[3:]:
-        results[x, n] = [{**peer(f"{out}/{x}_{n}_{r}.txt"), **peer(f"{out}/{x}_many_{n}_{r}.txt")}
+    for x in SIDES:
+        parse = (lambda f: hvd(f, f)) if x.startswith("hvd") else peer
+        results[x, n] = [{k: v for t in tags for k, v in parse(f"{out}/{x}_{n}_{r}_{t}.txt").items()}
                          for r in runs]
 print("| n | size | hvd | hvd tcp | hvd gloo | torch gloo | MPI vader | MPI tcp |"
       " torch/hvd | vader/hvd | torch/hvd-tcp | MPI-tcp/hvd-tcp |")
