@@ -16,6 +16,7 @@ from test_mpi_and_torch import PYTHONPATH, clean_env  # noqa: E402
 from test_multi_host import SSH, assert_hosts_clean, kill_leftovers, run, unique_marker  # noqa
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hierarchical_worker.py")
+HVD_BENCH = os.environ.get("HVD_BENCH", "")
 
 pytestmark = pytest.mark.skipif(not os.path.isdir(os.path.join(PYTHONPATH, "hvd")),
                                 reason="the hvd Python package is not built")
@@ -46,6 +47,22 @@ def test_two_hosts_of_two_ranks_use_the_hierarchy_by_default(tmp_path):
     assert "HIER_REDUCESCATTER" in activities, activities
     # The fused group ran on the tensors themselves (shared memory's pieces within the hosts)
     assert "MEMCPY_IN_FUSION_BUFFER" not in activities, activities
+
+
+# The hierarchy's steady state makes no heap allocation, as shared memory's and TCP's do
+# (hvd_bench_no_allocs_*): hvd-bench counts every allocation of its timed rounds and exits 3
+# when a median round allocates. Sizes on both of its allreduce paths, and fused batches on its
+# pieces path (small and large tensors).
+@pytest.mark.skipif(not os.path.isfile(HVD_BENCH), reason="hvd-bench is not built")
+@pytest.mark.parametrize("mode", [["--sizes", "4K,1M"], ["--many", "20x16K"],
+                                  ["--many", "20x128K"]], ids=["sizes", "fused", "fused_large"])
+def test_the_hierarchy_allocates_nothing_in_the_steady_state(mode):
+    result = run(SSH + ["-np", "4", "-H", "hvd-h1:2,hvd-h2:2", HVD_BENCH] + mode +
+                 ["--rounds", "5", "--round-seconds", "0.05", "--max-allocs-per-op", "0"],
+                 timeout=120, env=clean_env())
+    out, err = result.stdout.decode(), result.stderr.decode()
+    assert result.returncode == 0, out + err
+    assert "allocs" in out, out
 
 
 def test_hierarchical_allreduce_off_uses_tcp_for_the_whole_group(tmp_path):
