@@ -45,6 +45,10 @@ Status PiecesTotalError(const std::string& what, int64_t pieces_total, bool nega
                                  " for per-rank counts summing to " + std::to_string(counts_total));
 }
 
+Status NegativePieceError(const std::string& what) {
+  return Status::InvalidArgument(what + ": a piece has a negative count");
+}
+
 }  // namespace internal
 
 }  // namespace hvd::runtime

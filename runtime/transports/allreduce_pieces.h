@@ -61,7 +61,19 @@ class PieceView {
 namespace internal {
 Status PiecesTotalError(const std::string& what, int64_t pieces_total, bool negative,
                         int64_t counts_total);
+Status NegativePieceError(const std::string& what);
 }  // namespace internal
+
+// AllreducePieces' argument checks, given PieceView::Index's answer (`indexed`) and the total
+// `count`: a piece with a negative count is kInvalidArgument, the op is checked as in
+// CheckAllreduceArgs. The pieces' buffers are not (a null input is a joined rank's zeros).
+// `what` as in CheckAllreduceArgs (communicator.h): built only on failure.
+template <typename What>
+Status CheckAllreducePiecesArgs(const What& what, std::span<const AllreducePiece> pieces,
+                                bool indexed, int64_t count, ReduceOp op) {
+  if (!indexed) return internal::NegativePieceError(internal::Name(what));
+  return CheckAllreduceArgs(what, pieces.data(), count, op);
+}
 
 // Indexes `pieces` (PieceView::Index) for a collective over them whose per-member counts are
 // `counts` (ReduceScatterPieces, AllgatherPieces): kInvalidArgument naming both totals when a

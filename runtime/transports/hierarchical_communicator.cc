@@ -201,9 +201,7 @@ Status HierarchicalCommunicator::AllreducePieces(std::span<const AllreducePiece>
   const bool counts_ok = PieceView::Index(pieces, &starts_);
   const int64_t count = starts_.back();
   const auto name = [&] { return "hierarchical " + AllreduceOpName(count, dtype, op); };
-  if (!counts_ok) return Status::InvalidArgument(name() + ": a piece has a negative count");
-  // The pieces' buffers are not checked (a null input is a joined rank's zeros).
-  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(name, this, count, op));
+  HVD_RETURN_IF_ERROR(CheckAllreducePiecesArgs(name, pieces, counts_ok, count, op));
   if (count == 0) return Status::OK();
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   const PieceView view(pieces, starts_, elem);

@@ -28,7 +28,8 @@ struct HierarchicalOps {
 //          algorithm, so all groups get bit-identical results and no final step is needed).
 // The eager round (BitwiseAndWithAllreduce) splits its tail the same way, its AND words going
 // with every cross group. ReduceScatter (with `ops.allreduce`): a reduce-scatter within the
-// host whose part i is the slices of every host's local rank i (the input regrouped once),
+// host whose part i is the slices of every host's local rank i (the input read in place as
+// pieces where the local transport takes them),
 // then each cross group reduce-scatters its part: each byte crosses hosts once per host.
 // Allgatherv (when `ops.allgather`): gather within the host into the host's block, gather the
 // host blocks across hosts over local rank 0's cross group, broadcast within the host.

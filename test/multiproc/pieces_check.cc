@@ -137,6 +137,14 @@ int CheckAllreducePiecesMatchPacked(runtime::Communicator& comm) {
       }
     }
   }
+  // A piece with a negative count is refused, saying so.
+  std::vector<float> some(4);
+  const AllreducePiece bad[] = {{some.data(), some.data(), 4}, {some.data(), some.data(), -1}};
+  const Status refused = comm.AllreducePieces(bad, DataType::kFloat32, ReduceOp::kSum);
+  if (refused.code() != StatusCode::kInvalidArgument ||
+      refused.message().find("a piece has a negative count") == std::string::npos) {
+    return Fail(comm, "pieces of 4 and -1 elements: " + refused.ToString());
+  }
   return 0;
 }
 

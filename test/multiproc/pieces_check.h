@@ -11,7 +11,8 @@ namespace hvd::test {
 // rank 1 (a joined rank's zeros) and one whose result is dropped), dtypes and ops, and demands
 // that every output holds exactly the bits Allreduce gives for the same elements packed into
 // one buffer, that inputs which are not outputs stay untouched, and that a dropped piece is not
-// written. Returns 0, or prints the first difference and returns 1.
+// written; a piece with a negative count is kInvalidArgument saying so. Returns 0, or prints
+// the first difference and returns 1.
 int CheckAllreducePiecesMatchPacked(runtime::Communicator& comm);
 
 // For any communicator, in a forked rank: ReduceScatterPieces and AllgatherPieces over the same

@@ -252,10 +252,8 @@ Status ShmCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, 
   const bool ok = PieceView::Index(pieces, &starts_);
   const int64_t count = starts_.back();
   HVD_RETURN_IF_ERROR(ch_->Start("allreduce", dtype, op, count));
-  if (!ok) return Status::InvalidArgument(ch_->What() + ": a piece has a negative count");
-  // The pieces' buffers are not checked (a null input is a joined rank's zeros): `this`
-  // stands in for the buffer so only the op is.
-  HVD_RETURN_IF_ERROR(CheckAllreduce(this, count, op));
+  HVD_RETURN_IF_ERROR(
+      CheckAllreducePiecesArgs([this] { return ch_->What(); }, pieces, ok, count, op));
   const PieceView view(pieces, starts_, static_cast<int64_t>(DataTypeSize(dtype)));
   if (count == 0) return Status::OK();
   return AllreduceView(view, dtype, op, [&] {

@@ -332,9 +332,7 @@ Status TcpCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, 
   const bool counts_ok = PieceView::Index(pieces, &starts_);
   const int64_t count = starts_.back();
   const auto name = [&] { return What(AllreduceOpName(count, dtype, op)); };
-  if (!counts_ok) return Status::InvalidArgument(name() + ": a piece has a negative count");
-  // The pieces' buffers are not checked here (a null input is a joined rank's zeros).
-  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(name, this, count, op));
+  HVD_RETURN_IF_ERROR(CheckAllreducePiecesArgs(name, pieces, counts_ok, count, op));
   const TcpReducer red = ElementwiseReducer(dtype, op);
   const size_t elem = red.elem;
   return Guard(TcpWhat(name), [&](const TcpWhat& w) {
