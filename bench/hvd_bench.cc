@@ -10,7 +10,8 @@
 // allreduce 2(n-1)/n; allgather, alltoall, reducescatter (n-1)/n; broadcast 1. S is the
 // allreduce/broadcast buffer, the gathered output of allgather, and the per-rank input of
 // alltoall/reducescatter. Each op is enqueued and waited before the next (a latency chain);
-// --many compares K tensors enqueued together (the runtime may fuse them) with one by one.
+// --many compares K tensors enqueued together (the runtime may fuse them) with one by one
+// (allreduce, or --op reducescatter: K inputs of SIZE, rounded down to whole rows per rank).
 //
 // allocs/op: heap allocations per op in the timed rounds (after the warm-up), counted by
 // alloc_counter.cc over every thread of the process, libhvd's included; the printed value is
@@ -138,8 +139,8 @@ Config ParseArgs(int argc, char** argv) {
     config.many_count = static_cast<int>(k);
     config.many_bytes = *bytes;
     if (config.cuda) BadOption("--many", "not with --device cuda");
-    if (config.op != "allreduce") {
-      BadOption("--many", "measures allreduces only, not --op " + config.op);
+    if (config.op != "allreduce" && config.op != "reducescatter") {
+      BadOption("--many", "measures allreduces and reducescatters only, not --op " + config.op);
     }
   }
   const size_t colon = sizes.find(':');
@@ -336,7 +337,10 @@ void Sweep(const Config& config, int rank, int size) {
 
 void Many(const Config& config, int rank, int size) {
   const int k = config.many_count;
-  const size_t count = std::max<size_t>(config.many_bytes / sizeof(float), 1);
+  const bool scatter = config.op == "reducescatter";
+  // A reducescatter's input: whole rows for every rank, as in Collective.
+  const size_t unit = scatter ? static_cast<size_t>(size) : 1;
+  const size_t count = std::max<size_t>(config.many_bytes / sizeof(float) / unit, 1) * unit;
   std::vector<std::vector<float>> tensors(k, std::vector<float>(count, 1.0f));
   std::vector<std::string> names;
   for (int i = 0; i < k; ++i) names.push_back("hvd-bench.many." + std::to_string(i));
@@ -347,16 +351,20 @@ void Many(const Config& config, int rank, int size) {
     options.name = names[i].c_str();
     options.wait_now = wait_now ? 1 : 0;
     hvd_tensor_t t = Tensor(tensors[i].data(), HVD_FLOAT32, static_cast<int64_t>(count));
-    Check(hvd_allreduce(&t, &t, &options, &handles[i]), "hvd_allreduce");
+    if (scatter) {
+      Check(hvd_reducescatter(&t, &options, &handles[i]), "hvd_reducescatter");
+    } else {
+      Check(hvd_allreduce(&t, &t, &options, &handles[i]), "hvd_allreduce");
+    }
   };
   auto fused = [&] {
     for (int i = 0; i < k; ++i) enqueue(i, false);
-    for (int i = 0; i < k; ++i) WaitAndRelease(handles[i], "allreduce");
+    for (int i = 0; i < k; ++i) WaitAndRelease(handles[i], config.op.c_str());
   };
   auto one_by_one = [&] {
     for (int i = 0; i < k; ++i) {
       enqueue(i, true);
-      WaitAndRelease(handles[i], "allreduce");
+      WaitAndRelease(handles[i], config.op.c_str());
     }
   };
   const Rounds rf = TimeRounds(config, fused);
@@ -365,9 +373,9 @@ void Many(const Config& config, int rank, int size) {
     const std::vector<double>&tf = rf.seconds, &ts = rs.seconds;
     const double f = tf[tf.size() / 2], s = ts[ts.size() / 2];
     std::printf(
-        "# hvd-bench many: %d x %zu bytes float32 allreduce, n=%d, rounds=%d "
+        "# hvd-bench many: %d x %zu bytes float32 %s, n=%d, rounds=%d "
         "(allocs per step of %d tensors)\n",
-        k, count * sizeof(float), size, config.rounds, k);
+        k, count * sizeof(float), config.op.c_str(), size, config.rounds, k);
     std::printf("%-28s %12s %12s %12s %12s %12s\n", "mode", "time_us", "min_us", "allocs/step",
                 "allocs/tensor", "alloc_B/step");
     for (const auto& [mode, t, r] :

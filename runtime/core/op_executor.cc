@@ -400,30 +400,51 @@ Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* 
   }
   ActivityEnd(r);
   const int64_t total = std::accumulate(rank_elements_.begin(), rank_elements_.end(), int64_t{0});
-  const int64_t out_offset = (total * elem + 63) / 64 * 64;
+  // The input in rank order: every tensor's rows for rank 0, then for rank 1, ...
+  const bool in_place = r.prescale == 1.0 && comm->allreduces_pieces();
+  const int64_t out_offset = in_place ? 0 : (total * elem + 63) / 64 * 64;
   const int64_t need = out_offset + rank_elements_[me] * elem;
   const bool grows = recording_ && need > buffer_->capacity();
   if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
   char* buf = static_cast<char*>(buffer_->Get(need));
   if (grows) ActivityEnd(r);
-  ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
   cursor_.assign(m, 0);
-  char* at = buf;
-  for (size_t k = 0; k < n; ++k) {
-    for (size_t i = 0; i < m; ++i) {
-      const int64_t bytes = part_elements_[i * n + k] * elem;
-      if (bytes > 0)
-        std::memcpy(at, static_cast<const char*>(entries[i]->input) + cursor_[i], bytes);
-      cursor_[i] += bytes;
-      at += bytes;
+  Status s;
+  if (in_place) {
+    // The transport reads the tensors where they are (shared memory, hvd's TCP, their
+    // hierarchy): the fusion buffer holds only this rank's result.
+    pieces_.clear();
+    for (size_t k = 0; k < n; ++k) {
+      for (size_t i = 0; i < m; ++i) {
+        const int64_t count = part_elements_[i * n + k];
+        if (count > 0) {
+          pieces_.push_back(
+              {static_cast<const char*>(entries[i]->input) + cursor_[i], nullptr, count});
+        }
+        cursor_[i] += count * elem;
+      }
     }
+    ActivityStart(r, CommActivity(r, comm));
+    s = comm->ReduceScatterPieces(pieces_, buf, rank_elements_, r.dtype, BackendOp(r.reduce_op));
+    ActivityEnd(r);
+  } else {
+    ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
+    char* at = buf;
+    for (size_t k = 0; k < n; ++k) {
+      for (size_t i = 0; i < m; ++i) {
+        const int64_t bytes = part_elements_[i * n + k] * elem;
+        if (bytes > 0)
+          std::memcpy(at, static_cast<const char*>(entries[i]->input) + cursor_[i], bytes);
+        cursor_[i] += bytes;
+        at += bytes;
+      }
+    }
+    ScaleBuffer(buf, total, r.dtype, r.prescale);
+    ActivityEnd(r);
+    ActivityStart(r, CommActivity(r, comm));
+    s = comm->ReduceScatter(buf, buf + out_offset, rank_elements_, r.dtype, BackendOp(r.reduce_op));
+    ActivityEnd(r);
   }
-  ScaleBuffer(buf, total, r.dtype, r.prescale);
-  ActivityEnd(r);
-  ActivityStart(r, CommActivity(r, comm));
-  Status s =
-      comm->ReduceScatter(buf, buf + out_offset, rank_elements_, r.dtype, BackendOp(r.reduce_op));
-  ActivityEnd(r);
   if (s.ok()) {
     ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
     const double post = PostscaleFor(r, static_cast<int>(n));

@@ -86,6 +86,12 @@ class HierarchicalCommunicator final : public Communicator {
   }
   Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
                        DataType dtype, ReduceOp op) override;
+  // The same with the input in pieces (a fused reducescatter's tensors), regrouped by local
+  // rank as ReduceScatter's contiguous input is: read in place where the local transport
+  // takes pieces.
+  Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
+                             const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                             ReduceOp op) override;
   void Abort() override {
     flat_->Abort();
     local_->Abort();
@@ -135,6 +141,7 @@ class HierarchicalCommunicator final : public Communicator {
   std::vector<int64_t> host_counts_;       // ReduceScatter: this local rank's slice on each host
   std::vector<int64_t> offsets_;           // ReduceScatter: each rank's slice's offset, elements
   std::vector<AllreducePiece> regrouped_;  // ReduceScatter: the input's slices by local rank
+  std::vector<int64_t> rs_starts_;         // ReduceScatterPieces: the pieces' first elements
   std::vector<char> packed_;               // AllreducePieces: a small total, packed
   std::vector<uint64_t> and_words_;        // BitwiseAndWithAllreduce: AND words, slice; grown only
   std::vector<int64_t> starts_;            // AllreducePieces: the pieces' first elements
@@ -227,31 +234,55 @@ Status HierarchicalCommunicator::ReduceScatter(const void* in, void* out,
                                                DataType dtype, ReduceOp op) {
   if (!ops_.allreduce) return Step(flat_->ReduceScatter(in, out, counts_per_rank, dtype, op));
   HVD_RETURN_IF_ERROR(CheckPerRankArg("hierarchical reducescatter", counts_per_rank, size()));
-  const int n = size(), l = local_->size(), hosts = cross_->size(), me = local_->rank();
-  offsets_.assign(n + 1, 0);  // offsets_[r]: elements before rank r's slice of `in`
-  for (int r = 0; r < n; ++r) offsets_[r + 1] = offsets_[r] + counts_per_rank[r];
-  const int64_t total = offsets_[n];
+  int64_t total = 0;
+  for (int64_t c : counts_per_rank) total += c;
   HVD_RETURN_IF_ERROR(CheckAllreduceArgs(
       [&] { return "hierarchical reducescatter of " + AllreduceOpName(total, dtype, op); }, in,
       total, op));
+  const AllreducePiece whole{in, nullptr, total};
+  return ReduceScatterPieces({&whole, 1}, out, counts_per_rank, dtype, op);
+}
+
+Status HierarchicalCommunicator::ReduceScatterPieces(std::span<const AllreducePiece> pieces,
+                                                     void* out,
+                                                     const std::vector<int64_t>& counts_per_rank,
+                                                     DataType dtype, ReduceOp op) {
+  if (!ops_.allreduce) {
+    return Step(flat_->ReduceScatterPieces(pieces, out, counts_per_rank, dtype, op));
+  }
+  HVD_RETURN_IF_ERROR(CheckPerRankArg("hierarchical reducescatter", counts_per_rank, size()));
+  const auto what = [&] {
+    return std::string("hierarchical reducescatter of pieces (") + DataTypeName(dtype) + " " +
+           ReduceOpName(op) + ")";
+  };
+  HVD_RETURN_IF_ERROR(IndexPiecesForCounts(what, pieces, counts_per_rank, &rs_starts_));
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs(what, pieces.data(), rs_starts_.back(), op));
+  const int n = size(), l = local_->size(), hosts = cross_->size(), me = local_->rank();
+  offsets_.assign(n + 1, 0);  // offsets_[r]: elements before rank r's slice of the input
+  for (int r = 0; r < n; ++r) offsets_[r + 1] = offsets_[r] + counts_per_rank[r];
   // Every host holds every rank's slice. Local rank i's part of the host's reduce-scatter is
   // the slices of the ranks with local rank i, one per host, in host order; its cross group
   // then reduce-scatters that part, host h getting the slice of rank h * l + i, its own. Each
   // byte crosses the network once per host, as in Allreduce. The input regrouped that way is
   // a list of pieces (read in place where the local transport takes pieces, else packed once).
-  const size_t elem = DataTypeSize(dtype);
-  const char* src = static_cast<const char*>(in);
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  const std::span<const int64_t> starts(rs_starts_);
   regrouped_.clear();
   for (int i = 0; i < l; ++i) {
     counts_[i] = 0;
     for (int h = 0; h < hosts; ++h) {
       const int r = h * l + i;
-      regrouped_.push_back({src + offsets_[r] * elem, nullptr, counts_per_rank[r]});
+      ForEachOverlap<int64_t>(
+          starts, offsets_[r], counts_per_rank[r],
+          [&](size_t k, int64_t within, int64_t, int64_t len) {
+            const char* in = static_cast<const char*>(pieces[k].in);
+            regrouped_.push_back({in == nullptr ? nullptr : in + within * elem, nullptr, len});
+          });
       counts_[i] += counts_per_rank[r];
     }
   }
   for (int h = 0; h < hosts; ++h) host_counts_[h] = counts_per_rank[h * l + me];
-  if (slice_.size() < static_cast<size_t>(counts_[me]) * elem) slice_.resize(counts_[me] * elem);
+  if (slice_.size() < static_cast<size_t>(counts_[me] * elem)) slice_.resize(counts_[me] * elem);
   HVD_RETURN_IF_ERROR(
       Step(local_->ReduceScatterPieces(regrouped_, slice_.data(), counts_, dtype, op)));
   return Step(cross_->ReduceScatter(slice_.data(), out, host_counts_, dtype, op));

@@ -39,6 +39,15 @@ class SplitCommunicator final : public Communicator {
                          ReduceOp op) override {
     return data_->AllreducePieces(pieces, dtype, op);
   }
+  Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
+                             const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                             ReduceOp op) override {
+    return data_->ReduceScatterPieces(pieces, out, counts_per_rank, dtype, op);
+  }
+  Status AllgatherPieces(const void* in, std::span<const AllreducePiece> pieces,
+                         const std::vector<int64_t>& counts_per_rank, DataType dtype) override {
+    return data_->AllgatherPieces(in, pieces, counts_per_rank, dtype);
+  }
   Status Allgatherv(const void* in, void* out,
                     const std::vector<int64_t>& bytes_per_rank) override {
     return data_->Allgatherv(in, out, bytes_per_rank);

@@ -1,6 +1,6 @@
 """One rank of test_hierarchical.py: allreduces from 4 bytes to 8 MiB (both paths of the
 hierarchical algorithm), several dtypes and ops, a repeated small allreduce (the eager round),
-a fused group of allreduces, a reducescatter and an allgather of uneven rows, each checked against the value computed from
+a fused group of allreduces, a reducescatter, a grouped reducescatter and an allgather of uneven rows, each checked against the value computed from
 every rank's known input. Prints "OK rank R" or raises."""
 import torch
 
@@ -44,6 +44,18 @@ def main() -> None:
     lo = rank * 5 + min(rank, 3)
     hi = lo + 5 + (1 if rank < 3 else 0)
     assert torch.equal(part, full[lo:hi] * sum(range(1, size + 1))), (part, lo, hi)
+    # A grouped reducescatter (one fused response) reads its tensors in place as well: uneven
+    # rows in both, and a second one big enough for the local reduce-scatter's chunks.
+    a = torch.arange(size * 3 + 1, dtype=torch.float32)
+    b = torch.arange((size * 40000 + 2) * 2, dtype=torch.float32).reshape(-1, 2) % 9
+    got_a, got_b = hvd.grouped_reducescatter([a * (rank + 1), b * (rank + 1)], op=hvd.Sum,
+                                             name="group.rs")
+    factor = sum(range(1, size + 1))
+    for t, got, rows in ((a, got_a, 3), (b, got_b, 40000)):
+        extra = t.shape[0] - rows * size
+        lo = rank * rows + min(rank, extra)
+        hi = lo + rows + (1 if rank < extra else 0)
+        assert torch.equal(got, t[lo:hi] * factor), (t.shape, lo, hi)
     rows = hvd.allgather(torch.full((rank + 1, 3), rank, dtype=torch.int64), name="rows")
     expected = torch.cat([torch.full((r + 1, 3), r, dtype=torch.int64) for r in range(size)])
     assert torch.equal(rows, expected)

@@ -45,7 +45,8 @@ def test_two_hosts_of_two_ranks_use_the_hierarchy_by_default(tmp_path):
     assert "HIER_ALLREDUCE" in activities and "TCP_ALLREDUCE" not in activities, activities
     assert "HIER_EAGER_ALLREDUCE" in activities, activities
     assert "HIER_REDUCESCATTER" in activities, activities
-    # The fused group ran on the tensors themselves (shared memory's pieces within the hosts)
+    # The fused groups (allreduce and reducescatter) ran on the tensors themselves (shared
+    # memory's pieces within the hosts)
     assert "MEMCPY_IN_FUSION_BUFFER" not in activities, activities
 
 

@@ -137,6 +137,11 @@ class TcpCommunicator final : public Communicator {
                    const std::vector<int64_t>& recv_bytes) override;
   Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
                        DataType dtype, ReduceOp op) override;
+  // One copy of the pieces into the ring's workspace (the copy ReduceScatter makes of its
+  // input) or, for the direct exchange, into one buffer: no more than ReduceScatter.
+  Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
+                             const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                             ReduceOp op) override;
   void Abort() override { transport_->Abort(); }
 
  private:
@@ -192,7 +197,8 @@ class TcpCommunicator final : public Communicator {
   std::vector<size_t> sizes_;       // per-rank byte counts of the current call
   std::vector<size_t> sizes2_;      // alltoallv's receive side
   // AllreducePieces: the pieces' first elements, the ring's parts (the outputs), and the
-  // packed copy of the small or holed ones; grown, never shrunk.
+  // packed copy of the small or holed ones (also ReduceScatterPieces' input to a direct
+  // exchange, when it is not one piece); grown, never shrunk.
   std::vector<int64_t> starts_;
   std::vector<TcpPiece> parts_;
   std::vector<char> packed_;
@@ -367,6 +373,21 @@ Status TcpCommunicator::ReduceScatter(const void* in, void* out,
                                       const std::vector<int64_t>& counts_per_rank, DataType dtype,
                                       ReduceOp op) {
   HVD_RETURN_IF_ERROR(CheckPerRank("reducescatter", counts_per_rank));
+  int64_t total = 0;
+  for (int64_t c : counts_per_rank) total += c;
+  const AllreducePiece whole{in, nullptr, total};
+  return ReduceScatterPieces({&whole, 1}, out, counts_per_rank, dtype, op);
+}
+
+Status TcpCommunicator::ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
+                                            const std::vector<int64_t>& counts_per_rank,
+                                            DataType dtype, ReduceOp op) {
+  HVD_RETURN_IF_ERROR(CheckPerRank("reducescatter", counts_per_rank));
+  const auto name = [&] {
+    return What(std::string("reducescatter (") + DataTypeName(dtype) + " " + ReduceOpName(op) +
+                ")");
+  };
+  HVD_RETURN_IF_ERROR(IndexPiecesForCounts(name, pieces, counts_per_rank, &starts_));
   if (op == ReduceOp::kAdasum) {
     return Status::Unimplemented(What("reducescatter") + ": Adasum is not elementwise");
   }
@@ -381,18 +402,24 @@ Status TcpCommunicator::ReduceScatter(const void* in, void* out,
     total += seg[r];
     largest = std::max(largest, seg[r]);
   }
-  const auto name = [&] {
-    return What(std::string("reducescatter (") + DataTypeName(dtype) + " " + ReduceOpName(op) +
-                ")");
-  };
   return Guard(TcpWhat(name), [&](const TcpWhat& w) {
     if (total == 0) return Status::OK();
-    const char* src = static_cast<const char*>(in);
+    const PieceView view(pieces, starts_, static_cast<int64_t>(elem));
+    const int64_t count = view.count();
     if (UseDirect(largest)) {
+      // The direct exchange reads its input in place: one contiguous piece needs no copy.
+      const char* src = pieces.size() == 1 && pieces[0].in != nullptr
+                            ? static_cast<const char*>(pieces[0].in)
+                            : nullptr;
+      if (src == nullptr) {
+        if (packed_.size() < total) packed_.resize(total);
+        view.Gather(0, count, packed_.data());
+        src = packed_.data();
+      }
       return algo_.DirectReduceScatter(src, static_cast<char*>(out), seg, red, w);
     }
     if (rs_workspace_.size() < total) rs_workspace_.resize(total);
-    std::memcpy(rs_workspace_.data(), src, total);
+    view.Gather(0, count, rs_workspace_.data());
     HVD_RETURN_IF_ERROR(algo_.Ring(rs_workspace_.data(), seg, red, false, w));
     if (seg[rank_] > 0) std::memcpy(out, rs_workspace_.data() + offset, seg[rank_]);
     return Status::OK();

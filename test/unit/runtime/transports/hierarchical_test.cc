@@ -130,6 +130,23 @@ TEST(HierarchicalTest, AllreducePiecesEqualPackedAllreduce) {
   RunHierarchy(2, 2, {}, [&](int, Communicator& comm) { EXPECT_FALSE(comm.allreduces_pieces()); });
 }
 
+// A fused reducescatter's input in pieces (and the allgather into pieces): the hierarchy
+// regroups the pieces by local rank as it does a contiguous input, cutting them at the ranks'
+// slices; every layout, dtype, op and per-rank split gives the bits of the packed collective.
+TEST(HierarchicalTest, ScatterGatherPiecesEqualPacked) {
+  runtime::HierarchicalOps ops;
+  ops.allgather = true;
+  for (auto [hosts, per_host] : {std::pair{2, 2}, std::pair{2, 3}}) {
+    const int64_t flat_calls = RunHierarchy(
+        hosts, per_host, ops,
+        [&](int r, Communicator& comm) {
+          EXPECT_EQ(test::CheckScatterGatherPiecesMatchPacked(comm), 0) << "rank " << r;
+        },
+        {.allreduces_pieces = true});
+    EXPECT_EQ(flat_calls, 0) << hosts << " x " << per_host;
+  }
+}
+
 TEST(HierarchicalTest, AllgathervOfVariableSizesInRankOrder) {
   runtime::HierarchicalOps ops;
   ops.allgather = true;
