@@ -11,6 +11,7 @@
 
 #include "common/env_registry.h"
 #include "common/logging.h"
+#include "runtime/core/output_memory.h"
 #include "runtime/core/runtime.h"
 #include "runtime/elastic_session.h"
 #include "runtime/transports/backend_registry.h"
@@ -407,7 +408,7 @@ hvd_status_t hvd_output(hvd_handle_t handle, int32_t index, hvd_tensor_t* out) {
   });
 }
 
-void hvd_free(void* data) { std::free(data); }
+void hvd_free(void* data) { hvd::runtime::FreeOutput(data); }
 
 hvd_status_t hvd_received_splits(hvd_handle_t handle, int32_t* splits, int32_t capacity,
                                  int32_t* count) {

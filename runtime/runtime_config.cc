@@ -194,6 +194,8 @@ Status LoadCoordinator(const env::Environment& env, RuntimeConfig* c) {
                        IntIn(env, "HVD_EAGER_ALLREDUCE_BYTES", 0, int64_t{1} << 20));
   HVD_ASSIGN_OR_RETURN(c->disable_group_fusion, env.GetBool("HVD_DISABLE_GROUP_FUSION"));
   HVD_ASSIGN_OR_RETURN(c->dynamic_process_sets, env.GetBool("HVD_DYNAMIC_PROCESS_SETS"));
+  HVD_ASSIGN_OR_RETURN(c->output_cache_bytes,
+                       IntIn(env, "HVD_OUTPUT_CACHE_BYTES", 0, int64_t{1} << 40));
   return Status::OK();
 }
 

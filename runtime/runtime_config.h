@@ -95,6 +95,9 @@ struct RuntimeConfig {
   int64_t eager_allreduce_bytes = 32768;
   bool disable_group_fusion = false;
   bool dynamic_process_sets = false;
+  // HVD_OUTPUT_CACHE_BYTES: given-back runtime-allocated outputs kept for reuse
+  // (core/output_memory.h); 0 = none.
+  int64_t output_cache_bytes = int64_t{128} << 20;
 
   // Stall inspector; zero shutdown time = never shut down.
   bool stall_check_enabled = true;

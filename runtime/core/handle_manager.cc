@@ -1,7 +1,8 @@
 #include "runtime/core/handle_manager.h"
 
-#include <cstdlib>
 #include <string>
+
+#include "runtime/core/output_memory.h"
 
 namespace hvd::runtime {
 namespace {
@@ -15,7 +16,7 @@ Status Unknown(int64_t handle) {
 HandleManager::~HandleManager() {
   for (auto& [h, state] : states_) {
     for (size_t i = 0; i < state.outputs.size(); ++i) {
-      if (!state.taken[i]) std::free(state.outputs[i].data);
+      if (!state.taken[i]) FreeOutput(state.outputs[i].data);
     }
   }
 }
@@ -51,10 +52,10 @@ void HandleManager::SetOutput(int64_t handle, int32_t index, OutputTensor output
   auto it = states_.find(handle);
   if (it == states_.end() || index < 0 ||
       index >= static_cast<int32_t>(it->second.outputs.size())) {
-    std::free(output.data);
+    FreeOutput(output.data);
     return;
   }
-  std::free(it->second.outputs[index].data);
+  FreeOutput(it->second.outputs[index].data);
   it->second.outputs[index] = std::move(output);
 }
 
@@ -193,7 +194,7 @@ Status HandleManager::Release(int64_t handle, ReuseVector<std::string>* names, i
   if (names) *names = s->names;
   if (set_id) *set_id = s->set_id;
   for (size_t i = 0; i < s->outputs.size(); ++i) {
-    if (!s->taken[i]) std::free(s->outputs[i].data);
+    if (!s->taken[i]) FreeOutput(s->outputs[i].data);
     s->outputs[i].data = nullptr;
   }
   s->outputs.clear();

@@ -1,9 +1,9 @@
 #include "runtime/core/op_executor.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
+#include "runtime/core/output_memory.h"
 #include "runtime/transports/allreduce_pieces.h"
 #include "runtime/transports/reduction.h"
 
@@ -28,9 +28,6 @@ int64_t RowElements(const std::vector<int64_t>& shape) {
 int64_t ScatterRows(int64_t dim0, int64_t n, int64_t k) {
   return dim0 / n + (k < dim0 % n ? 1 : 0);
 }
-
-// malloc(0) may return NULL; outputs always get a real pointer.
-void* AllocOutput(int64_t bytes) { return std::malloc(bytes > 0 ? static_cast<size_t>(bytes) : 1); }
 
 Status Failed(const Response& r, const Status& s) {
   return Status(s.code(), std::string(OpTypeName(r.type)) + " of '" + r.names.front() +

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/logging.h"
+#include "runtime/core/output_memory.h"
 
 namespace hvd::runtime {
 namespace {
@@ -83,6 +84,7 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
   // ranks re-init together and count alike.
   round_ = config.rendezvous_round > 0 ? config.rendezvous_round : round_ + 1;
   fusion_buffer_ = std::make_unique<FusionBuffer>(config.fusion_threshold_bytes);
+  SetOutputCacheBytes(config.output_cache_bytes);
   if (!config.timeline_path.empty() && (config.rank == 0 || config.timeline_all_ranks)) {
     timeline_ = std::make_unique<RuntimeTimeline>(config.rank, config.timeline_all_ranks,
                                                   config.timeline_clock_skew_us);
@@ -246,6 +248,7 @@ void Runtime::StopLocked() {
   timeline_.reset();  // flushes and closes the file
   fusion_buffer_.reset();
   provider_.reset();
+  ReleaseCachedOutputs();  // outputs given back later are kept again, up to the limit
   std::lock_guard<std::mutex> lock(state_mu_);
   state_ = State::kStopped;
 }

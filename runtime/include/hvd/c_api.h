@@ -19,8 +19,9 @@
  * Memory: input buffers must stay valid and unmodified until the handle completes. Outputs
  * whose size is known up front (allreduce, broadcast) are written into the caller's `output`
  * descriptor (which may alias the input: in place). Outputs whose size depends on the other
- * ranks (allgather, alltoall, reducescatter) are allocated by the runtime; hvd_output() hands
- * over ownership of one such buffer, to be freed with hvd_free().
+ * ranks (allgather, alltoall, reducescatter) are allocated by the runtime (64-byte aligned);
+ * hvd_output() hands over ownership of one such buffer, to be given back with hvd_free() (from
+ * any thread; the runtime may keep it for a later output of its size, HVD_OUTPUT_CACHE_BYTES).
  *
  * GPU tensors (device >= 0; builds with HVD_BUILT_CUDA): data is memory of that CUDA device
  * (checked at enqueue). The runtime reads inputs after the work queued on options->cuda_stream

@@ -189,7 +189,7 @@ TEST(CollectivesTest, AllgatherWithDifferentFirstDimensions) {
       for (int r = 0; r < kSize; ++r) {
         for (int64_t i = 0; i < (r + 1) * 2; ++i) EXPECT_EQ(Get(out->data, dt, k++), r * 10 + i);
       }
-      std::free(out->data);
+      runtime::FreeOutput(out->data);
       ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
     }
   });
@@ -305,7 +305,7 @@ TEST(CollectivesTest, AlltoallEqualAndExplicitSplits) {
     ASSERT_TRUE(out.ok());
     const float* got = static_cast<const float*>(out->data);
     for (int r = 0; r < kSize; ++r) EXPECT_EQ(got[r], r * 10.0f + rank);
-    std::free(out->data);
+    runtime::FreeOutput(out->data);
     ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
 
     // Explicit splits: rank r sends (j + 1) rows to rank j; rows of 2 int64.
@@ -328,7 +328,7 @@ TEST(CollectivesTest, AlltoallEqualAndExplicitSplits) {
     const int64_t first_row = rank * (rank + 1) / 2;  // rows sent to lower ranks come first
     EXPECT_EQ(rows[0], 0 * 100 + first_row * 2);
     EXPECT_EQ(rows[2 * (rank + 1)], 1 * 100 + first_row * 2);
-    std::free(out->data);
+    runtime::FreeOutput(out->data);
     ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
   });
 }
@@ -356,7 +356,7 @@ TEST(CollectivesTest, ReducescatterUnevenRowsSumAndAverage) {
         double want = op == ReduceOp::kAverage ? sum / 3 : sum;
         EXPECT_NEAR(static_cast<const float*>(out->data)[i], want, 1e-5);
       }
-      std::free(out->data);
+      runtime::FreeOutput(out->data);
       ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
     }
   });
@@ -421,8 +421,8 @@ TEST(CollectivesTest, GroupedAllgatherAndReducescatterGiveOneOutputPerTensor) {
     EXPECT_EQ(std::vector<int32_t>(f, f + 2), (std::vector<int32_t>{0, 1}));
     EXPECT_EQ(std::vector<int32_t>(s, s + 4), (std::vector<int32_t>{0, 1, 10, 11}));
     EXPECT_EQ(rt.handles().TakeOutput(*h, 0).status().code(), StatusCode::kPreconditionFailed);
-    std::free(first->data);
-    std::free(second->data);
+    runtime::FreeOutput(first->data);
+    runtime::FreeOutput(second->data);
     ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
 
     std::vector<float> x = {1, 2}, y = {3, 4, 5, 6};
@@ -439,8 +439,8 @@ TEST(CollectivesTest, GroupedAllgatherAndReducescatterGiveOneOutputPerTensor) {
     EXPECT_EQ(static_cast<const float*>(rx->data)[0], 2.0f * x[rank]);
     EXPECT_EQ(ry->shape, (std::vector<int64_t>{1, 2}));
     EXPECT_EQ(static_cast<const float*>(ry->data)[1], 2.0f * y[rank * 2 + 1]);
-    std::free(rx->data);
-    std::free(ry->data);
+    runtime::FreeOutput(rx->data);
+    runtime::FreeOutput(ry->data);
     ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
   });
 }

@@ -107,7 +107,7 @@ void ExpectGathered(runtime::Runtime& rt, int64_t handle, int32_t index, size_t 
           << c.name << " element " << k << " (rank " << r << ")";
     }
   }
-  std::free(out->data);
+  runtime::FreeOutput(out->data);
 }
 
 }  // namespace

@@ -26,6 +26,10 @@ TEST(RuntimeConfigTest, DefaultsAreASingleRank) {
   EXPECT_EQ(c->heartbeat_timeout, std::chrono::milliseconds(5000));
   EXPECT_EQ(c->shm_single_copy_bytes, int64_t{2} << 20);
   EXPECT_EQ(c->shm_single_copy, "auto");
+  EXPECT_EQ(c->output_cache_bytes, int64_t{128} << 20);
+  auto none = Load({{"HVD_OUTPUT_CACHE_BYTES", "0"}});
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(none->output_cache_bytes, 0);
   auto always = Load({{"HVD_SHM_SINGLE_COPY", "Always"}});
   ASSERT_TRUE(always.ok()) << always.status().ToString();
   EXPECT_EQ(always->shm_single_copy, "always");
@@ -244,6 +248,8 @@ TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
       {{{"HVD_TCP_HALVING_BYTES", "-1"}}, "HVD_TCP_HALVING_BYTES"},
       {{{"HVD_TCP_HALVING_BYTES", "64K"}}, "HVD_TCP_HALVING_BYTES"},
       {{{"HVD_TCP_HALVING_BYTES", "never"}}, "HVD_TCP_HALVING_BYTES"},
+      {{{"HVD_OUTPUT_CACHE_BYTES", "-1"}}, "HVD_OUTPUT_CACHE_BYTES"},
+      {{{"HVD_OUTPUT_CACHE_BYTES", "1G"}}, "HVD_OUTPUT_CACHE_BYTES"},
   };
   for (const auto& c : cases) {
     auto r = Load(c.vars);

@@ -202,8 +202,8 @@ TEST_F(TimelineDirTest, GroupedReducescatterRunsAsOneFusedCollective) {
           if (rank < 2) {
             EXPECT_FLOAT_EQ(static_cast<const float*>(out_b->data)[0], 150.0f + rank);
           }
-          std::free(out_a->data);
-          std::free(out_b->data);
+          runtime::FreeOutput(out_a->data);
+          runtime::FreeOutput(out_b->data);
           EXPECT_TRUE(rt.ReleaseHandle(*h).ok());
         }
       },
