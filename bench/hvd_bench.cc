@@ -11,7 +11,8 @@
 // allreduce/broadcast buffer, the gathered output of allgather, and the per-rank input of
 // alltoall/reducescatter. Each op is enqueued and waited before the next (a latency chain);
 // --many compares K tensors enqueued together (the runtime may fuse them) with one by one
-// (allreduce, or --op reducescatter: K inputs of SIZE, rounded down to whole rows per rank).
+// (allreduce; --op reducescatter: K inputs of SIZE, rounded down to whole rows per rank;
+// --op allgather: K outputs of SIZE).
 //
 // allocs/op: heap allocations per op in the timed rounds (after the warm-up), counted by
 // alloc_counter.cc over every thread of the process, libhvd's included; the printed value is
@@ -139,8 +140,9 @@ Config ParseArgs(int argc, char** argv) {
     config.many_count = static_cast<int>(k);
     config.many_bytes = *bytes;
     if (config.cuda) BadOption("--many", "not with --device cuda");
-    if (config.op != "allreduce" && config.op != "reducescatter") {
-      BadOption("--many", "measures allreduces and reducescatters only, not --op " + config.op);
+    if (config.op != "allreduce" && config.op != "reducescatter" && config.op != "allgather") {
+      BadOption("--many",
+                "measures allreduces, reducescatters and allgathers only, not --op " + config.op);
     }
   }
   const size_t colon = sizes.find(':');
@@ -337,10 +339,12 @@ void Sweep(const Config& config, int rank, int size) {
 
 void Many(const Config& config, int rank, int size) {
   const int k = config.many_count;
-  const bool scatter = config.op == "reducescatter";
-  // A reducescatter's input: whole rows for every rank, as in Collective.
+  const bool scatter = config.op == "reducescatter", gather = config.op == "allgather";
+  // A reducescatter's input: whole rows for every rank; an allgather's: SIZE is its output,
+  // as in Collective.
   const size_t unit = scatter ? static_cast<size_t>(size) : 1;
-  const size_t count = std::max<size_t>(config.many_bytes / sizeof(float) / unit, 1) * unit;
+  const size_t floats = config.many_bytes / sizeof(float) / (gather ? size : 1);
+  const size_t count = std::max<size_t>(floats / unit, 1) * unit;
   std::vector<std::vector<float>> tensors(k, std::vector<float>(count, 1.0f));
   std::vector<std::string> names;
   for (int i = 0; i < k; ++i) names.push_back("hvd-bench.many." + std::to_string(i));
@@ -353,6 +357,8 @@ void Many(const Config& config, int rank, int size) {
     hvd_tensor_t t = Tensor(tensors[i].data(), HVD_FLOAT32, static_cast<int64_t>(count));
     if (scatter) {
       Check(hvd_reducescatter(&t, &options, &handles[i]), "hvd_reducescatter");
+    } else if (gather) {
+      Check(hvd_allgather(&t, &options, &handles[i]), "hvd_allgather");
     } else {
       Check(hvd_allreduce(&t, &t, &options, &handles[i]), "hvd_allreduce");
     }

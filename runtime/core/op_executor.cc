@@ -279,11 +279,13 @@ Status OpExecutor::Allgather(const Response& r, TensorEntry* entry, Communicator
   return s;
 }
 
-// The fusion buffer holds the gathered blocks of every rank (in rank order) and, after them
-// at a 64-byte boundary, this rank's packed block: separate regions, because no backend
-// promises that Allgatherv may read its input from inside its output. Rank k's block is its
-// rows of member 0, then of member 1, ... Outputs are attached even when the gather fails, as
-// on the single-tensor path.
+// Rank k's block is its rows of member 0, then of member 1, ... This rank's is packed into
+// the fusion buffer. Where the transport takes pieces, the blocks are gathered straight into
+// the outputs (AllgatherPieces); else the fusion buffer also holds the gathered blocks of
+// every rank (in rank order, before this rank's block at a 64-byte boundary: separate
+// regions, because no backend promises that Allgatherv may read its input from inside its
+// output), unpacked into the outputs after. Outputs are attached even when the gather fails,
+// as on the single-tensor path.
 Status OpExecutor::FusedAllgather(const Response& r, std::span<TensorEntry* const> entries,
                                   Communicator* comm) {
   const size_t n = static_cast<size_t>(comm->size()), me = static_cast<size_t>(comm->rank());
@@ -303,7 +305,11 @@ Status OpExecutor::FusedAllgather(const Response& r, std::span<TensorEntry* cons
   }
   ActivityEnd(r);
   const int64_t total = std::accumulate(block_bytes_.begin(), block_bytes_.end(), int64_t{0});
-  const int64_t in_offset = (total + 63) / 64 * 64;
+  // Where the transport writes pieces (shared memory: straight from the peers' blocks; hvd's
+  // TCP and the hierarchy through their own kept buffer), the fusion buffer holds only this
+  // rank's packed block and the gathered rows land in the outputs.
+  const bool into_outputs = comm->allreduces_pieces();
+  const int64_t in_offset = into_outputs ? 0 : (total + 63) / 64 * 64;
   const bool grows = recording_ && in_offset + block_bytes_[me] > buffer_->capacity();
   if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
   char* buf = static_cast<char*>(buffer_->Get(in_offset + block_bytes_[me]));
@@ -316,13 +322,33 @@ Status OpExecutor::FusedAllgather(const Response& r, std::span<TensorEntry* cons
     in += bytes;
   }
   ActivityEnd(r);
-  ActivityStart(r, CommActivity(r, comm));
-  Status s = comm->Allgatherv(buf + in_offset, buf, block_bytes_);
-  ActivityEnd(r);
-  if (s.ok()) {
-    ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
-    UnpackGathered(r, n, buf, block_bytes_, &cursor_, outputs_);
+  Status s;
+  if (into_outputs) {
+    // Rank k's block is its rows of member 0, then of member 1, ...: one piece each, at k's
+    // rows in that member's output.
+    pieces_.clear();
+    rank_elements_.assign(n, 0);
+    cursor_.assign(m, 0);
+    for (size_t k = 0; k < n; ++k) {
+      for (size_t i = 0; i < m; ++i) {
+        const int64_t count = r.sizes[i * n + k] * r.row_elements[i];
+        if (count > 0) pieces_.push_back({nullptr, outputs_[i] + cursor_[i], count});
+        cursor_[i] += count * elem;
+        rank_elements_[k] += count;
+      }
+    }
+    ActivityStart(r, CommActivity(r, comm));
+    s = comm->AllgatherPieces(buf, pieces_, rank_elements_, r.dtype);
     ActivityEnd(r);
+  } else {
+    ActivityStart(r, CommActivity(r, comm));
+    s = comm->Allgatherv(buf + in_offset, buf, block_bytes_);
+    ActivityEnd(r);
+    if (s.ok()) {
+      ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
+      UnpackGathered(r, n, buf, block_bytes_, &cursor_, outputs_);
+      ActivityEnd(r);
+    }
   }
   for (size_t i = 0; i < m; ++i) {
     const TensorEntry& e = *entries[i];

@@ -89,6 +89,22 @@ Status IndexPiecesForCounts(const What& what, std::span<const AllreducePiece> pi
   return internal::PiecesTotalError(internal::Name(what), starts->back(), !ok, total);
 }
 
+// The buffers AllgatherPiecesThroughBuffer reuses; grown, never shrunk.
+struct GatherScratch {
+  std::vector<int64_t> starts;
+  std::vector<int64_t> bytes;
+  std::vector<char> packed;
+};
+
+// AllgatherPieces for a transport without a scatter of its own: comm->Allgatherv into
+// `scratch->packed`, then one copy into the pieces (the copy a caller packing into its fusion
+// buffer makes anyway); with a kept scratch the steady state allocates nothing. Arguments as
+// Communicator::AllgatherPieces; the totals' error names comm->name() and `what`.
+Status AllgatherPiecesThroughBuffer(Communicator* comm, const char* what, const void* in,
+                                    std::span<const AllreducePiece> pieces,
+                                    const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                                    GatherScratch* scratch);
+
 }  // namespace hvd::runtime
 
 #endif  // HVD_RUNTIME_TRANSPORTS_ALLREDUCE_PIECES_H_

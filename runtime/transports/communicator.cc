@@ -73,19 +73,30 @@ Status Communicator::ReduceScatterPieces(std::span<const AllreducePiece> pieces,
   return ReduceScatter(packed.data(), out, counts_per_rank, dtype, op);
 }
 
+Status AllgatherPiecesThroughBuffer(Communicator* comm, const char* what, const void* in,
+                                    std::span<const AllreducePiece> pieces,
+                                    const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                                    GatherScratch* scratch) {
+  HVD_RETURN_IF_ERROR(IndexPiecesForCounts([&] { return std::string(comm->name()) + " " + what; },
+                                           pieces, counts_per_rank, &scratch->starts));
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  const PieceView view(pieces, scratch->starts, elem);
+  scratch->bytes.resize(counts_per_rank.size());
+  for (size_t i = 0; i < counts_per_rank.size(); ++i) {
+    scratch->bytes[i] = counts_per_rank[i] * elem;
+  }
+  const size_t total = static_cast<size_t>(view.count() * elem);
+  if (scratch->packed.size() < total) scratch->packed.resize(total);
+  HVD_RETURN_IF_ERROR(comm->Allgatherv(in, scratch->packed.data(), scratch->bytes));
+  view.Scatter(0, view.count(), scratch->packed.data());
+  return Status::OK();
+}
+
 Status Communicator::AllgatherPieces(const void* in, std::span<const AllreducePiece> pieces,
                                      const std::vector<int64_t>& counts_per_rank, DataType dtype) {
-  std::vector<int64_t> starts;
-  HVD_RETURN_IF_ERROR(IndexPiecesForCounts(std::string(name()) + " allgather into pieces", pieces,
-                                           counts_per_rank, &starts));
-  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
-  const PieceView view(pieces, starts, elem);
-  std::vector<int64_t> bytes(counts_per_rank.size());
-  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = counts_per_rank[i] * elem;
-  std::vector<char> packed(static_cast<size_t>(view.count() * elem));
-  HVD_RETURN_IF_ERROR(Allgatherv(in, packed.data(), bytes));
-  view.Scatter(0, view.count(), packed.data());
-  return Status::OK();
+  GatherScratch scratch;
+  return AllgatherPiecesThroughBuffer(this, "allgather into pieces", in, pieces, counts_per_rank,
+                                      dtype, &scratch);
 }
 
 Status Communicator::BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words,

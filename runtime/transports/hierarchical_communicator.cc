@@ -77,6 +77,16 @@ class HierarchicalCommunicator final : public Communicator {
   Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
                          ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
+  // The flat group's where the allgather is not hierarchical; else the hierarchical gather
+  // into a kept buffer and one copy into the pieces.
+  Status AllgatherPieces(const void* in, std::span<const AllreducePiece> pieces,
+                         const std::vector<int64_t>& counts_per_rank, DataType dtype) override {
+    if (!ops_.allgather) {
+      return Step(flat_->AllgatherPieces(in, pieces, counts_per_rank, dtype));
+    }
+    return AllgatherPiecesThroughBuffer(this, "hierarchical allgather into pieces", in, pieces,
+                                        counts_per_rank, dtype, &gather_);
+  }
   Status Broadcast(void* buffer, int64_t bytes, int root) override {
     return Step(flat_->Broadcast(buffer, bytes, root));
   }
@@ -142,6 +152,7 @@ class HierarchicalCommunicator final : public Communicator {
   std::vector<int64_t> offsets_;           // ReduceScatter: each rank's slice's offset, elements
   std::vector<AllreducePiece> regrouped_;  // ReduceScatter: the input's slices by local rank
   std::vector<int64_t> rs_starts_;         // ReduceScatterPieces: the pieces' first elements
+  GatherScratch gather_;                   // AllgatherPieces (hierarchical allgather)
   std::vector<char> packed_;               // AllreducePieces: a small total, packed
   std::vector<uint64_t> and_words_;        // BitwiseAndWithAllreduce: AND words, slice; grown only
   std::vector<int64_t> starts_;            // AllreducePieces: the pieces' first elements

@@ -1,6 +1,6 @@
 """One rank of test_hierarchical.py: allreduces from 4 bytes to 8 MiB (both paths of the
 hierarchical algorithm), several dtypes and ops, a repeated small allreduce (the eager round),
-a fused group of allreduces, a reducescatter, a grouped reducescatter and an allgather of uneven rows, each checked against the value computed from
+a fused group of allreduces, a reducescatter, a grouped reducescatter, a grouped allgather and an allgather of uneven rows, each checked against the value computed from
 every rank's known input. Prints "OK rank R" or raises."""
 import torch
 
@@ -59,6 +59,14 @@ def main() -> None:
     rows = hvd.allgather(torch.full((rank + 1, 3), rank, dtype=torch.int64), name="rows")
     expected = torch.cat([torch.full((r + 1, 3), r, dtype=torch.int64) for r in range(size)])
     assert torch.equal(rows, expected)
+    # A grouped allgather (one fused response) gathers straight into its outputs.
+    small = torch.full((rank + 1, 2), rank, dtype=torch.float32)
+    big = torch.arange((rank + 1) * 30000, dtype=torch.float32) + rank
+    got_small, got_big = hvd.grouped_allgather([small, big], name="group.ag")
+    assert torch.equal(got_small, torch.cat([torch.full((r + 1, 2), r, dtype=torch.float32)
+                                             for r in range(size)]))
+    assert torch.equal(got_big, torch.cat([torch.arange((r + 1) * 30000, dtype=torch.float32) + r
+                                           for r in range(size)]))
     hvd.barrier()
     print(f"OK rank {rank}", flush=True)
     hvd.shutdown()

@@ -30,10 +30,15 @@ def run_worker(tmp_path, hosts, np=4, flags=(), **env):
     out, err = result.stdout.decode(), result.stderr.decode()
     activities = set()
     if timeline.exists():
-        for event in json.loads(timeline.read_text() or "[]"):
-            name = event.get("name", "") if isinstance(event, dict) else ""
+        events = [e for e in json.loads(timeline.read_text() or "[]") if isinstance(e, dict)]
+        tensors = {e["pid"]: e["args"]["name"] for e in events
+                   if e.get("ph") == "M" and e.get("name") == "process_name"}
+        for event in events:
+            name = event.get("name", "")
             if name.endswith(("_ALLREDUCE", "_REDUCESCATTER", "_FUSION_BUFFER")):
                 activities.add(name)
+                # and which tensor it was for (a grouped op's members are NAME_0, NAME_1, ...)
+                activities.add(f"{tensors.get(event.get('pid'), '?')}:{name}")
     return result.returncode, out, err, activities
 
 
@@ -45,9 +50,15 @@ def test_two_hosts_of_two_ranks_use_the_hierarchy_by_default(tmp_path):
     assert "HIER_ALLREDUCE" in activities and "TCP_ALLREDUCE" not in activities, activities
     assert "HIER_EAGER_ALLREDUCE" in activities, activities
     assert "HIER_REDUCESCATTER" in activities, activities
-    # The fused groups (allreduce and reducescatter) ran on the tensors themselves (shared
-    # memory's pieces within the hosts)
-    assert "MEMCPY_IN_FUSION_BUFFER" not in activities, activities
+    # The fused groups ran on the tensors themselves (shared memory's pieces within the
+    # hosts): the allreduce and reducescatter read their inputs in place, the allgather (which
+    # packs only its own rows) writes the gathered rows straight into its outputs.
+    copies = sorted(a for a in activities if a.endswith("_FUSION_BUFFER") and ":" in a)
+    gather = "grouped_allgather.group.ag."
+    assert not [a for a in copies if "MEMCPY_IN" in a and not a.startswith(gather)], copies
+    assert not [a for a in copies if "MEMCPY_OUT" in a and not a.startswith(
+        "grouped_reducescatter.")], copies  # (its slice of the result goes out: 1/n)
+    assert [a for a in copies if a.startswith(gather) and "MEMCPY_IN" in a], copies
 
 
 # The hierarchy's steady state makes no heap allocation, as shared memory's and TCP's do

@@ -142,6 +142,12 @@ class TcpCommunicator final : public Communicator {
   Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
                              const std::vector<int64_t>& counts_per_rank, DataType dtype,
                              ReduceOp op) override;
+  // Allgatherv into a kept buffer, then one copy into the pieces (no allocation per call).
+  Status AllgatherPieces(const void* in, std::span<const AllreducePiece> pieces,
+                         const std::vector<int64_t>& counts_per_rank, DataType dtype) override {
+    return AllgatherPiecesThroughBuffer(this, "allgather into pieces", in, pieces, counts_per_rank,
+                                        dtype, &gather_);
+  }
   void Abort() override { transport_->Abort(); }
 
  private:
@@ -202,6 +208,7 @@ class TcpCommunicator final : public Communicator {
   std::vector<int64_t> starts_;
   std::vector<TcpPiece> parts_;
   std::vector<char> packed_;
+  GatherScratch gather_;  // AllgatherPieces
   // BitwiseAndWithAllreduce's layout, read by its reducer (which captures only `this`, so
   // std::function keeps it inline: no allocation).
   struct AndWithAllreduce {
