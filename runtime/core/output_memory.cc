@@ -15,7 +15,7 @@ namespace {
 constexpr size_t kHeaderBytes = 64;
 constexpr uint64_t kMagic = 0x68766423'6f757470;  // "hvd#outp"
 // Blocks kept at most, whatever their bytes (a search is a scan of them).
-constexpr size_t kMaxKept = 64;
+constexpr size_t kMaxKept = 256;
 
 struct Header {
   uint64_t magic;

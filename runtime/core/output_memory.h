@@ -37,7 +37,7 @@ struct OutputCacheStats {
 };
 OutputCacheStats GetOutputCacheStats();
 
-constexpr int64_t kMinCachedBytes = int64_t{64} << 10;
+constexpr int64_t kMinCachedBytes = int64_t{4} << 10;
 constexpr int64_t kDefaultOutputCacheBytes = int64_t{128} << 20;
 
 }  // namespace hvd::runtime

@@ -85,11 +85,11 @@ TEST_F(OutputMemoryTest, TheLimitKeepsTheMostRecentBlocks) {
   EXPECT_EQ(GetOutputCacheStats().blocks, 0);
 }
 
-TEST_F(OutputMemoryTest, AtMostSixtyFourBlocksAreKept) {
+TEST_F(OutputMemoryTest, AtMost256BlocksAreKept) {
   std::vector<void*> blocks;
-  for (int i = 0; i < 100; ++i) blocks.push_back(AllocOutput(kMinCachedBytes));
+  for (int i = 0; i < 300; ++i) blocks.push_back(AllocOutput(kMinCachedBytes));
   for (void* b : blocks) FreeOutput(b);
-  EXPECT_EQ(GetOutputCacheStats().blocks, 64);
+  EXPECT_EQ(GetOutputCacheStats().blocks, 256);
   ReleaseCachedOutputs();
   EXPECT_EQ(GetOutputCacheStats().blocks, 0);
   EXPECT_EQ(GetOutputCacheStats().bytes, 0);
