@@ -423,7 +423,7 @@ Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* 
   }
   ActivityEnd(r);
   const int64_t total = std::accumulate(rank_elements_.begin(), rank_elements_.end(), int64_t{0});
-  // The input in rank order: every tensor's rows for rank 0, then for rank 1, ...
+  // The input goes in rank order: every tensor's rows for rank 0, then for rank 1, ...
   const bool in_place = r.prescale == 1.0 && comm->allreduces_pieces();
   const int64_t out_offset = in_place ? 0 : (total * elem + 63) / 64 * 64;
   const int64_t need = out_offset + rank_elements_[me] * elem;

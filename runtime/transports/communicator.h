@@ -60,9 +60,11 @@ class Communicator {
   // Allreduce of the pieces' concatenation (the same elements on every member), reading the
   // inputs and writing the outputs where they are. Results are bit-identical to Allreduce of
   // the packed buffer. Transports whose allreduces_pieces() is true do it with no copy into
-  // one buffer and back, and so do their ReduceScatterPieces and AllgatherPieces; the
-  // defaults pack into a temporary buffer and call Allreduce / ReduceScatter / Allgatherv
-  // (correct everywhere, one copy each way: the caller packs into its fusion buffer instead).
+  // one buffer and back, and their ReduceScatterPieces and AllgatherPieces copy no more than a
+  // caller packing into its fusion buffer would (shared memory: nothing) and allocate nothing
+  // in steady state; the defaults pack into a temporary buffer and call Allreduce /
+  // ReduceScatter / Allgatherv (correct everywhere, one copy each way and an allocation per
+  // call: the caller packs into its fusion buffer instead).
   virtual bool allreduces_pieces() const { return false; }
   virtual Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
                                  ReduceOp op);
