@@ -55,25 +55,6 @@ Status CheckFusedGather(const Response& r, std::span<TensorEntry* const> entries
   return Status::OK();
 }
 
-// Copies member i's rows of every rank, in rank order, from the gathered blocks in `buf` (rank
-// k's block at the sum of block_bytes[0..k)) into outputs[i].
-void UnpackGathered(const Response& r, size_t n, const char* buf,
-                    const std::vector<int64_t>& block_bytes, std::vector<int64_t>* cursor,
-                    const std::vector<char*>& outputs) {
-  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
-  cursor->assign(n, 0);
-  for (size_t k = 1; k < n; ++k) (*cursor)[k] = (*cursor)[k - 1] + block_bytes[k - 1];
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    char* out = outputs[i];
-    for (size_t k = 0; k < n; ++k) {
-      const int64_t bytes = r.sizes[i * n + k] * r.row_elements[i] * elem;
-      if (bytes > 0) std::memcpy(out, buf + (*cursor)[k], bytes);
-      out += bytes;
-      (*cursor)[k] += bytes;
-    }
-  }
-}
-
 }  // namespace
 
 void OpExecutor::ActivityStart(const Response& r, std::string_view activity) {
@@ -292,10 +273,6 @@ Status OpExecutor::FusedAllgather(const Response& r, std::span<TensorEntry* cons
   const size_t m = entries.size();
   HVD_RETURN_IF_ERROR(CheckFusedGather(r, entries, n, me));
   const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
-  block_bytes_.assign(n, 0);
-  for (size_t i = 0; i < m; ++i) {
-    for (size_t k = 0; k < n; ++k) block_bytes_[k] += r.sizes[i * n + k] * r.row_elements[i] * elem;
-  }
   ActivityStart(r, "ALLOCATE_OUTPUT");
   outputs_.clear();
   for (size_t i = 0; i < m; ++i) {
@@ -304,6 +281,21 @@ Status OpExecutor::FusedAllgather(const Response& r, std::span<TensorEntry* cons
     outputs_.push_back(static_cast<char*>(AllocOutput(rows * r.row_elements[i] * elem)));
   }
   ActivityEnd(r);
+  // Rank k's block is its rows of member 0, then of member 1, ...: one piece each, at k's
+  // rows in that member's output.
+  pieces_.clear();
+  rank_elements_.assign(n, 0);
+  block_bytes_.assign(n, 0);
+  cursor_.assign(m, 0);
+  for (size_t k = 0; k < n; ++k) {
+    for (size_t i = 0; i < m; ++i) {
+      const int64_t count = r.sizes[i * n + k] * r.row_elements[i];
+      if (count > 0) pieces_.push_back({nullptr, outputs_[i] + cursor_[i], count});
+      cursor_[i] += count * elem;
+      rank_elements_[k] += count;
+      block_bytes_[k] += count * elem;
+    }
+  }
   const int64_t total = std::accumulate(block_bytes_.begin(), block_bytes_.end(), int64_t{0});
   // Where the transport writes pieces (shared memory: straight from the peers' blocks; hvd's
   // TCP and the hierarchy through their own kept buffer), the fusion buffer holds only this
@@ -324,19 +316,6 @@ Status OpExecutor::FusedAllgather(const Response& r, std::span<TensorEntry* cons
   ActivityEnd(r);
   Status s;
   if (into_outputs) {
-    // Rank k's block is its rows of member 0, then of member 1, ...: one piece each, at k's
-    // rows in that member's output.
-    pieces_.clear();
-    rank_elements_.assign(n, 0);
-    cursor_.assign(m, 0);
-    for (size_t k = 0; k < n; ++k) {
-      for (size_t i = 0; i < m; ++i) {
-        const int64_t count = r.sizes[i * n + k] * r.row_elements[i];
-        if (count > 0) pieces_.push_back({nullptr, outputs_[i] + cursor_[i], count});
-        cursor_[i] += count * elem;
-        rank_elements_[k] += count;
-      }
-    }
     ActivityStart(r, CommActivity(r, comm));
     s = comm->AllgatherPieces(buf, pieces_, rank_elements_, r.dtype);
     ActivityEnd(r);
@@ -346,7 +325,9 @@ Status OpExecutor::FusedAllgather(const Response& r, std::span<TensorEntry* cons
     ActivityEnd(r);
     if (s.ok()) {
       ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
-      UnpackGathered(r, n, buf, block_bytes_, &cursor_, outputs_);
+      PieceView::Index(pieces_, &piece_starts_);  // counts from the response: not negative
+      const PieceView view(pieces_, piece_starts_, elem);
+      view.Scatter(0, view.count(), buf);
       ActivityEnd(r);
     }
   }
@@ -423,7 +404,8 @@ Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* 
   }
   ActivityEnd(r);
   const int64_t total = std::accumulate(rank_elements_.begin(), rank_elements_.end(), int64_t{0});
-  // The input goes in rank order: every tensor's rows for rank 0, then for rank 1, ...
+  // The input goes in rank order: every tensor's rows for rank 0, then for rank 1, ... (pieces_
+  // below).
   const bool in_place = r.prescale == 1.0 && comm->allreduces_pieces();
   const int64_t out_offset = in_place ? 0 : (total * elem + 63) / 64 * 64;
   const int64_t need = out_offset + rank_elements_[me] * elem;
@@ -431,37 +413,29 @@ Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* 
   if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
   char* buf = static_cast<char*>(buffer_->Get(need));
   if (grows) ActivityEnd(r);
+  pieces_.clear();
   cursor_.assign(m, 0);
+  for (size_t k = 0; k < n; ++k) {
+    for (size_t i = 0; i < m; ++i) {
+      const int64_t count = part_elements_[i * n + k];
+      if (count > 0) {
+        pieces_.push_back(
+            {static_cast<const char*>(entries[i]->input) + cursor_[i], nullptr, count});
+      }
+      cursor_[i] += count * elem;
+    }
+  }
   Status s;
   if (in_place) {
     // The transport reads the tensors where they are (shared memory, hvd's TCP, their
     // hierarchy): the fusion buffer holds only this rank's result.
-    pieces_.clear();
-    for (size_t k = 0; k < n; ++k) {
-      for (size_t i = 0; i < m; ++i) {
-        const int64_t count = part_elements_[i * n + k];
-        if (count > 0) {
-          pieces_.push_back(
-              {static_cast<const char*>(entries[i]->input) + cursor_[i], nullptr, count});
-        }
-        cursor_[i] += count * elem;
-      }
-    }
     ActivityStart(r, CommActivity(r, comm));
     s = comm->ReduceScatterPieces(pieces_, buf, rank_elements_, r.dtype, BackendOp(r.reduce_op));
     ActivityEnd(r);
   } else {
     ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
-    char* at = buf;
-    for (size_t k = 0; k < n; ++k) {
-      for (size_t i = 0; i < m; ++i) {
-        const int64_t bytes = part_elements_[i * n + k] * elem;
-        if (bytes > 0)
-          std::memcpy(at, static_cast<const char*>(entries[i]->input) + cursor_[i], bytes);
-        cursor_[i] += bytes;
-        at += bytes;
-      }
-    }
+    PieceView::Index(pieces_, &piece_starts_);  // counts from the response: not negative
+    PieceView(pieces_, piece_starts_, elem).Gather(0, total, buf);
     ScaleBuffer(buf, total, r.dtype, r.prescale);
     ActivityEnd(r);
     ActivityStart(r, CommActivity(r, comm));

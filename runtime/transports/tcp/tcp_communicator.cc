@@ -379,8 +379,7 @@ Status TcpCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, 
 Status TcpCommunicator::ReduceScatter(const void* in, void* out,
                                       const std::vector<int64_t>& counts_per_rank, DataType dtype,
                                       ReduceOp op) {
-  HVD_RETURN_IF_ERROR(CheckPerRank("reducescatter", counts_per_rank));
-  int64_t total = 0;
+  int64_t total = 0;  // ReduceScatterPieces checks the counts
   for (int64_t c : counts_per_rank) total += c;
   const AllreducePiece whole{in, nullptr, total};
   return ReduceScatterPieces({&whole, 1}, out, counts_per_rank, dtype, op);
