@@ -414,15 +414,8 @@ hvd_status_t hvd_received_splits(hvd_handle_t handle, int32_t* splits, int32_t c
                                  int32_t* count) {
   return Guard([&] {
     if (count == nullptr) return NullArg("count");
-    auto r = Default().handles().ReceivedSplits(handle);
-    if (!r.ok()) return Report(r.status());
-    *count = static_cast<int32_t>(r->size());
-    if (capacity < *count || (splits == nullptr && *count > 0)) {
-      return Report(Status::InvalidArgument("splits capacity " + std::to_string(capacity) +
-                                            " is less than " + std::to_string(*count)));
-    }
-    std::copy(r->begin(), r->end(), splits);
-    return HVD_OK;
+    return ReportResult<int32_t>(Default().handles().ReceivedSplits(handle, splits, capacity),
+                                 count);
   });
 }
 

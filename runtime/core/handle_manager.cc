@@ -59,10 +59,11 @@ void HandleManager::SetOutput(int64_t handle, int32_t index, OutputTensor output
   it->second.outputs[index] = std::move(output);
 }
 
-void HandleManager::SetReceivedSplits(int64_t handle, std::vector<int32_t> splits) {
+void HandleManager::SetReceivedSplits(int64_t handle, std::span<const int32_t> splits) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = states_.find(handle);
-  if (it != states_.end()) it->second.received_splits = std::move(splits);
+  // assign: a recycled state keeps its vector's buffer
+  if (it != states_.end()) it->second.received_splits.assign(splits.begin(), splits.end());
 }
 
 void HandleManager::SetIntResult(int64_t handle, int64_t value) {
@@ -174,11 +175,17 @@ Result<OutputTensor> HandleManager::TakeOutput(int64_t handle, int32_t index) {
   return s->outputs[index];
 }
 
-Result<std::vector<int32_t>> HandleManager::ReceivedSplits(int64_t handle) {
+Result<int32_t> HandleManager::ReceivedSplits(int64_t handle, int32_t* out, int32_t capacity) {
   std::lock_guard<std::mutex> lock(mu_);
   HVD_ASSIGN_OR_RETURN(State * s, DoneStateLocked(handle));
   if (!s->status.ok()) return s->status;
-  return s->received_splits;
+  const auto count = static_cast<int32_t>(s->received_splits.size());
+  if (capacity < count || (out == nullptr && count > 0)) {
+    return Status::InvalidArgument("splits capacity " + std::to_string(capacity) +
+                                   " is less than " + std::to_string(count));
+  }
+  std::copy(s->received_splits.begin(), s->received_splits.end(), out);
+  return count;
 }
 
 Result<int64_t> HandleManager::IntResult(int64_t handle) {

@@ -13,16 +13,18 @@
 
 #include "common/status.h"
 #include "runtime/core/reuse_vector.h"
+#include "runtime/core/tensor_shape.h"
 #include "runtime/transports/data_type.h"
 
 namespace hvd::runtime {
 
-// A runtime-allocated output (allgather/alltoall/reducescatter). `data` is malloc'ed and owned
-// by the handle until TakeOutput hands it to the caller (who frees it with free()).
+// A runtime-allocated output (allgather/alltoall/reducescatter). `data` comes from AllocOutput
+// and is owned by the handle until TakeOutput hands it to the caller (who gives it back with
+// hvd_free / FreeOutput). The shape is inline: handing an output over allocates nothing.
 struct OutputTensor {
   void* data = nullptr;
   DataType dtype = DataType::kFloat32;
-  std::vector<int64_t> shape;
+  TensorShape shape;
   int32_t device = -1;
 };
 
@@ -42,7 +44,7 @@ class HandleManager {
   int64_t Create(int32_t parts, int32_t num_outputs);
   // Attaches results before FinishPart; ignored for unknown handles.
   void SetOutput(int64_t handle, int32_t index, OutputTensor output);
-  void SetReceivedSplits(int64_t handle, std::vector<int32_t> splits);
+  void SetReceivedSplits(int64_t handle, std::span<const int32_t> splits);
   void SetIntResult(int64_t handle, int64_t value);
   void FinishPart(int64_t handle, const Status& status);
   // FinishPart for each handle of one executed response, under one lock with one wake-up:
@@ -87,7 +89,9 @@ class HandleManager {
   Status Wait(int64_t handle, std::chrono::duration<double> timeout);
   Result<int32_t> NumOutputs(int64_t handle);
   Result<OutputTensor> TakeOutput(int64_t handle, int32_t index);
-  Result<std::vector<int32_t>> ReceivedSplits(int64_t handle);
+  // alltoall: the rows received from each member; copied into `out` when `capacity` holds
+  // them all (kInvalidArgument otherwise). Returns the count.
+  Result<int32_t> ReceivedSplits(int64_t handle, int32_t* out, int32_t capacity);
   Result<int64_t> IntResult(int64_t handle);
   // kPreconditionFailed while incomplete. When given, `names`/`set_id` receive the names the
   // handle reserved (empty / -1 when none).

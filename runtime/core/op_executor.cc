@@ -244,17 +244,17 @@ Status OpExecutor::Allgather(const Response& r, TensorEntry* entry, Communicator
   if (!entry) return Status::Internal("allgather without a local tensor");
   const Request& q = entry->request;
   const int64_t row_bytes = RowElements(q.shape) * static_cast<int64_t>(DataTypeSize(q.dtype));
-  std::vector<int64_t> bytes_per_rank(comm->size());
+  recv_bytes_.assign(comm->size(), 0);
   int64_t rows = 0;
   for (int i = 0; i < comm->size(); ++i) {
-    bytes_per_rank[i] = r.sizes.at(i) * row_bytes;
+    recv_bytes_[i] = r.sizes.at(i) * row_bytes;
     rows += r.sizes[i];
   }
   ActivityStart(r, "ALLOCATE_OUTPUT");
-  OutputTensor out{AllocOutput(rows * row_bytes), q.dtype, q.shape, q.device};
+  OutputTensor out{AllocOutput(rows * row_bytes), q.dtype, TensorShape(q.shape), q.device};
   out.shape[0] = rows;
   ActivityStart(r, CommActivity(r, comm));
-  Status s = comm->Allgatherv(entry->input, out.data, bytes_per_rank);
+  Status s = comm->Allgatherv(entry->input, out.data, recv_bytes_);
   ActivityEnd(r);
   handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
   return s;
@@ -333,7 +333,7 @@ Status OpExecutor::FusedAllgather(const Response& r, std::span<TensorEntry* cons
   }
   for (size_t i = 0; i < m; ++i) {
     const TensorEntry& e = *entries[i];
-    OutputTensor out{outputs_[i], e.request.dtype, e.request.shape, e.request.device};
+    OutputTensor out{outputs_[i], e.request.dtype, TensorShape(e.request.shape), e.request.device};
     out.shape[0] = 0;
     for (size_t k = 0; k < n; ++k) out.shape[0] += r.sizes[i * n + k];
     handles_->SetOutput(e.handle, e.output_index, std::move(out));
@@ -345,33 +345,35 @@ Status OpExecutor::Alltoall(const Response& r, TensorEntry* entry, Communicator*
   if (!entry) return Status::Internal("alltoall without a local tensor");
   const Request& q = entry->request;
   const int n = comm->size();
-  std::vector<int64_t> send_rows(n), recv_rows(n);
+  send_rows_.resize(n);
+  recv_rows_.resize(n);
   for (int i = 0; i < n; ++i) {
-    send_rows[i] = q.args.empty() ? q.shape[0] / n : q.args.at(i);
+    send_rows_[i] = q.args.empty() ? q.shape[0] / n : q.args.at(i);
   }
-  const std::vector<int64_t> eight(n, sizeof(int64_t));
+  eight_.assign(n, sizeof(int64_t));
   ActivityStart(r, CommActivity(r, comm));
-  Status splits = comm->Alltoallv(send_rows.data(), eight, recv_rows.data(), eight);
+  Status splits = comm->Alltoallv(send_rows_.data(), eight_, recv_rows_.data(), eight_);
   if (!splits.ok()) ActivityEnd(r);
   HVD_RETURN_IF_ERROR(splits);
   const int64_t row_bytes = RowElements(q.shape) * static_cast<int64_t>(DataTypeSize(q.dtype));
-  std::vector<int64_t> send_bytes(n), recv_bytes(n);
-  std::vector<int32_t> received(n);
+  send_bytes_.resize(n);
+  recv_bytes_.resize(n);
+  received_.resize(n);
   int64_t rows = 0;
   for (int i = 0; i < n; ++i) {
-    send_bytes[i] = send_rows[i] * row_bytes;
-    recv_bytes[i] = recv_rows[i] * row_bytes;
-    received[i] = static_cast<int32_t>(recv_rows[i]);
-    rows += recv_rows[i];
+    send_bytes_[i] = send_rows_[i] * row_bytes;
+    recv_bytes_[i] = recv_rows_[i] * row_bytes;
+    received_[i] = static_cast<int32_t>(recv_rows_[i]);
+    rows += recv_rows_[i];
   }
   ActivityStart(r, "ALLOCATE_OUTPUT");
-  OutputTensor out{AllocOutput(rows * row_bytes), q.dtype, q.shape, q.device};
+  OutputTensor out{AllocOutput(rows * row_bytes), q.dtype, TensorShape(q.shape), q.device};
   out.shape[0] = rows;
   ActivityStart(r, CommActivity(r, comm));
-  Status s = comm->Alltoallv(entry->input, send_bytes, out.data, recv_bytes);
+  Status s = comm->Alltoallv(entry->input, send_bytes_, out.data, recv_bytes_);
   ActivityEnd(r);
   handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
-  handles_->SetReceivedSplits(entry->handle, std::move(received));
+  handles_->SetReceivedSplits(entry->handle, received_);
   return s;
 }
 
@@ -456,7 +458,7 @@ Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* 
   }
   for (size_t i = 0; i < m; ++i) {
     const TensorEntry& e = *entries[i];
-    OutputTensor out{outputs_[i], e.request.dtype, e.request.shape, e.request.device};
+    OutputTensor out{outputs_[i], e.request.dtype, TensorShape(e.request.shape), e.request.device};
     out.shape[0] =
         ScatterRows(e.request.shape.at(0), static_cast<int64_t>(n), static_cast<int64_t>(me));
     handles_->SetOutput(e.handle, e.output_index, std::move(out));
@@ -469,7 +471,8 @@ Status OpExecutor::Reducescatter(const Response& r, TensorEntry* entry, Communic
   const Request& q = entry->request;
   const int n = comm->size();
   const int64_t dim0 = q.shape.at(0), row = RowElements(q.shape);
-  std::vector<int64_t> counts(n);
+  std::vector<int64_t>& counts = rank_elements_;  // each rank's elements, as in the fused one
+  counts.resize(n);
   for (int i = 0; i < n; ++i) counts[i] = ScatterRows(dim0, n, i) * row;
   const int64_t elem = static_cast<int64_t>(DataTypeSize(q.dtype));
   const void* in = entry->input;
@@ -480,7 +483,8 @@ Status OpExecutor::Reducescatter(const Response& r, TensorEntry* entry, Communic
     in = staged;
   }
   ActivityStart(r, "ALLOCATE_OUTPUT");
-  OutputTensor out{AllocOutput(counts[comm->rank()] * elem), q.dtype, q.shape, q.device};
+  OutputTensor out{AllocOutput(counts[comm->rank()] * elem), q.dtype, TensorShape(q.shape),
+                   q.device};
   out.shape[0] = counts[comm->rank()] / (row == 0 ? 1 : row);
   if (row == 0) out.shape[0] = ScatterRows(dim0, n, comm->rank());
   ActivityStart(r, CommActivity(r, comm));

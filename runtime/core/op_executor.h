@@ -134,6 +134,10 @@ class OpExecutor {
   // FusedReducescatter: tensor i's elements for rank k at i * n + k, and each rank's total.
   std::vector<int64_t> part_elements_, rank_elements_;
   std::vector<char*> outputs_;
+  // Allgather's, Alltoall's and Reducescatter's per-rank counts (rows, bytes), kept so a
+  // steady-state op allocates nothing but its output (reused, output_memory.h).
+  std::vector<int64_t> send_rows_, recv_rows_, send_bytes_, recv_bytes_, eight_;
+  std::vector<int32_t> received_;
   // Staged GPU ops: each entry's slice of the pinned buffer and its own pointers meanwhile.
   std::vector<int64_t> staged_offsets_, staged_bytes_;
   std::vector<std::pair<const void*, void*>> device_ptrs_;

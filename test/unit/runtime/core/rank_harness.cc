@@ -98,7 +98,7 @@ void ExpectGathered(runtime::Runtime& rt, int64_t handle, int32_t index, size_t 
   ASSERT_TRUE(out.ok()) << c.name << ": " << out.status().ToString();
   int64_t total = 0;
   for (int r = 0; r < size; ++r) total += c.rows(r);
-  EXPECT_EQ(out->shape, (std::vector<int64_t>{total, c.cols})) << c.name;
+  EXPECT_EQ(out->shape.ToVector(), (std::vector<int64_t>{total, c.cols})) << c.name;
   EXPECT_EQ(out->dtype, c.dtype) << c.name;
   int64_t k = 0;
   for (int r = 0; r < size && out->shape[0] == total; ++r) {

@@ -192,13 +192,13 @@ TEST_F(TimelineDirTest, GroupedReducescatterRunsAsOneFusedCollective) {
           auto out_a = rt.handles().TakeOutput(*h, 0);
           auto out_b = rt.handles().TakeOutput(*h, 1);
           ASSERT_TRUE(out_a.ok() && out_b.ok());
-          EXPECT_EQ(out_a->shape, (std::vector<int64_t>{a_rows[rank], 2}));
+          EXPECT_EQ(out_a->shape.ToVector(), (std::vector<int64_t>{a_rows[rank], 2}));
           for (int64_t i = 0; i < a_rows[rank] * 2; ++i) {
             EXPECT_FLOAT_EQ(static_cast<const float*>(out_a->data)[i],
                             100.0f + static_cast<float>(a_first[rank] * 2 + i))
                 << "rank " << rank << " a[" << i << "]";
           }
-          EXPECT_EQ(out_b->shape, (std::vector<int64_t>{rank < 2 ? 1 : 0}));
+          EXPECT_EQ(out_b->shape.ToVector(), (std::vector<int64_t>{rank < 2 ? 1 : 0}));
           if (rank < 2) {
             EXPECT_FLOAT_EQ(static_cast<const float*>(out_b->data)[0], 150.0f + rank);
           }
