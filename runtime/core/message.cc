@@ -127,6 +127,7 @@ void PutResponse(Writer* w, const Response& r) {
   w->PutString(r.group);
   w->PutVector(r.sizes);
   w->PutVector(r.row_elements);
+  w->PutVector(r.even_alltoall_rows);
   w->Put<int32_t>(r.last_joined_rank);
 }
 
@@ -142,7 +143,8 @@ bool GetResponse(Reader* rd, Response* r) {
          rd->GetEnum(&r->reduce_op, static_cast<int32_t>(ReduceOp::kProduct)) &&
          rd->Get(&r->prescale) && rd->Get(&r->postscale) && rd->Get(&r->root) &&
          rd->Get(&r->device) && rd->GetString(&r->group) && rd->GetVector(&r->sizes) &&
-         rd->GetVector(&r->row_elements) && rd->Get(&r->last_joined_rank);
+         rd->GetVector(&r->row_elements) && rd->GetVector(&r->even_alltoall_rows) &&
+         rd->Get(&r->last_joined_rank);
 }
 
 Status Malformed(const char* what, size_t bytes) {

@@ -72,6 +72,11 @@ struct Response {
   // allgather: elements of one row (the product of dims 1..n, the same on every rank) per
   // name, so a fused allgather's bytes are known without the tensors; empty for other ops.
   std::vector<int64_t> row_elements;
+  // alltoall: when no member gave splits (each sends dim 0 / set size rows to every member),
+  // dim 0 of each member's tensor, so every member knows the rows it receives without
+  // exchanging splits first; empty when any member gave splits. Valid on a cache hit too:
+  // whether splits were given is part of the cached parameters (SameParams).
+  std::vector<int64_t> even_alltoall_rows;
   int32_t last_joined_rank = -1;  // join
 };
 

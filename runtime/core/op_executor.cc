@@ -350,11 +350,20 @@ Status OpExecutor::Alltoall(const Response& r, TensorEntry* entry, Communicator*
   for (int i = 0; i < n; ++i) {
     send_rows_[i] = q.args.empty() ? q.shape[0] / n : q.args.at(i);
   }
-  eight_.assign(n, sizeof(int64_t));
-  ActivityStart(r, CommActivity(r, comm));
-  Status splits = comm->Alltoallv(send_rows_.data(), eight_, recv_rows_.data(), eight_);
-  if (!splits.ok()) ActivityEnd(r);
-  HVD_RETURN_IF_ERROR(splits);
+  if (r.even_alltoall_rows.empty()) {  // some member gave splits: exchange them first
+    eight_.assign(n, sizeof(int64_t));
+    ActivityStart(r, CommActivity(r, comm));
+    Status splits = comm->Alltoallv(send_rows_.data(), eight_, recv_rows_.data(), eight_);
+    if (!splits.ok()) ActivityEnd(r);
+    HVD_RETURN_IF_ERROR(splits);
+  } else {  // every member splits evenly and the response says their dims 0
+    if (static_cast<int>(r.even_alltoall_rows.size()) != n || !q.args.empty() ||
+        r.even_alltoall_rows[comm->rank()] != q.shape[0]) {
+      return Status::Internal("alltoall response for '" + q.name +
+                              "' does not match the local tensor");
+    }
+    for (int i = 0; i < n; ++i) recv_rows_[i] = r.even_alltoall_rows[i] / n;
+  }
   const int64_t row_bytes = RowElements(q.shape) * static_cast<int64_t>(DataTypeSize(q.dtype));
   send_bytes_.resize(n);
   recv_bytes_.resize(n);

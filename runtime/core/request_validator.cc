@@ -1,5 +1,6 @@
 #include "runtime/core/request_validator.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "common/check.h"
@@ -144,6 +145,12 @@ Response Fill(const std::vector<Request>& requests, int set_size) {
     resp.sizes = first.args;
   } else {
     resp.sizes = {first.NumElements()};
+  }
+  const bool even = std::all_of(requests.begin(), requests.end(),
+                                [](const Request& r) { return r.args.empty(); });
+  if (first.type == OpType::kAlltoall && even) {
+    resp.even_alltoall_rows.assign(set_size, 0);
+    for (const Request& r : requests) resp.even_alltoall_rows[r.rank] = r.shape.at(0);
   }
   return resp;
 }

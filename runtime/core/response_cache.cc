@@ -11,7 +11,9 @@ namespace hvd::runtime {
 bool SameParams(const Request& a, const Request& b) {
   return a.type == b.type && a.dtype == b.dtype && a.shape == b.shape && a.root == b.root &&
          a.reduce_op == b.reduce_op && a.prescale == b.prescale && a.postscale == b.postscale &&
-         a.device == b.device && a.group == b.group && a.group_size == b.group_size;
+         a.device == b.device && a.group == b.group && a.group_size == b.group_size &&
+         // an alltoall's response says whether every member splits evenly
+         (a.type != OpType::kAlltoall || a.args.empty() == b.args.empty());
 }
 
 ResponseCache::ResponseCache(int64_t capacity) : capacity_(capacity < 0 ? 0 : capacity) {

@@ -337,6 +337,54 @@ TEST(CollectivesTest, AlltoallEqualAndExplicitSplits) {
   });
 }
 
+TEST(CollectivesTest, AlltoallSplitsThatChangeUnderTheResponseCache) {
+  // Given 3 ranks repeating one named alltoall whose dims 0 differ by rank (3, 6, 9 rows),
+  // split evenly by every rank — except at step 3, where rank 1 gives explicit splits for the
+  // same shape. Responses of even steps carry the members' dims 0 and skip the split
+  // exchange, so a cache hit must not survive rank 1's switch (a stale "even" response would
+  // send it 2 rows per rank instead of 4, 0, 2).
+  constexpr int kSize = 3;
+  RunRanks(kSize, [&](int rank, runtime::Runtime& rt) {
+    for (int step = 0; step < 6; ++step) {
+      const bool explicit_step = step == 3;
+      auto sends = [&](int from, int to) -> int64_t {
+        if (explicit_step && from == 1) return std::vector<int64_t>{4, 0, 2}[to];
+        return from + 1;  // 3 (from + 1) rows split evenly over 3 ranks
+      };
+      std::vector<float> in(3 * (rank + 1));
+      for (size_t k = 0; k < in.size(); ++k) in[k] = step * 1000.0f + rank * 100.0f + k;
+      runtime::OpOptions o;
+      o.name = "a2a.changing";
+      if (explicit_step && rank == 1) {
+        o.has_splits = true;
+        o.splits = {4, 0, 2};
+      }
+      auto h = rt.EnqueueAlltoall(
+          Spec(in.data(), DataType::kFloat32, {static_cast<int64_t>(in.size())}), o);
+      ASSERT_TRUE(h.ok());
+      ASSERT_TRUE(rt.handles().Wait(*h, std::chrono::seconds(30)).ok()) << "step " << step;
+      std::vector<int32_t> received(kSize, -1);
+      ASSERT_TRUE(rt.handles().ReceivedSplits(*h, received.data(), kSize).ok());
+      auto out = rt.handles().TakeOutput(*h, 0);
+      ASSERT_TRUE(out.ok());
+      const float* got = static_cast<const float*>(out->data);
+      int64_t at = 0;
+      for (int from = 0; from < kSize; ++from) {
+        EXPECT_EQ(received[from], sends(from, rank)) << "step " << step << " from " << from;
+        int64_t first = 0;  // the sender's rows for lower ranks come first
+        for (int to = 0; to < rank; ++to) first += sends(from, to);
+        for (int64_t k = 0; k < sends(from, rank); ++k, ++at) {
+          ASSERT_EQ(got[at], step * 1000.0f + from * 100.0f + (first + k))
+              << "step " << step << " from " << from << " row " << k;
+        }
+      }
+      EXPECT_EQ(out->shape[0], at) << "step " << step;
+      runtime::FreeOutput(out->data);
+      ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
+    }
+  });
+}
+
 TEST(CollectivesTest, ReducescatterUnevenRowsSumAndAverage) {
   constexpr int kSize = 3;
   RunRanks(kSize, [&](int rank, runtime::Runtime& rt) {

@@ -103,6 +103,30 @@ TEST(MessageTest, AllgatherRowElementsRoundTrip) {
   EXPECT_TRUE(decoded->responses[1].row_elements.empty());
 }
 
+TEST(MessageTest, EvenAlltoallRowsRoundTripAndAreBoundsChecked) {
+  // Given an alltoall response that lists every member's dim 0 (no member gave splits)
+  Response a2a;
+  a2a.type = OpType::kAlltoall;
+  a2a.names = {"a2a"};
+  a2a.sizes = {12};
+  a2a.even_alltoall_rows = {6, 9, 3};
+  ResponseList list;
+  list.responses = {a2a, FusedAllgatherResponse()};
+  const std::string bytes = EncodeResponseList(list);
+  // When it goes through the wire format
+  auto decoded = DecodeResponseList(bytes);
+  // Then the rows come back, and a response without them keeps an empty list
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->responses[0].even_alltoall_rows, (std::vector<int64_t>{6, 9, 3}));
+  EXPECT_TRUE(decoded->responses[1].even_alltoall_rows.empty());
+  // And a count claiming more rows than there are bytes is rejected, not read past the end
+  std::string huge = EncodeResponseList(ResponseList{{a2a}, false, ""});
+  const size_t count_at = huge.size() - 4 - 3 * 8 - 4;  // before {6, 9, 3} and the join rank
+  ASSERT_EQ(huge[count_at], 3);
+  huge[count_at + 3] = '\x7f';
+  EXPECT_FALSE(DecodeResponseList(huge).ok());
+}
+
 TEST(MessageTest, EveryResponseTruncationIsAnErrorNotACrash) {
   // Given an encoded response list whose last field before the join rank is row_elements
   ResponseList list;
@@ -120,7 +144,8 @@ TEST(MessageTest, HugeRowElementsCountIsRejected) {
   ResponseList list;
   list.responses = {FusedAllgatherResponse()};
   std::string bytes = EncodeResponseList(list);
-  const size_t count_at = bytes.size() - 4 - 2 * 8 - 4;  // before {4, 1} and the join rank
+  // before {4, 1}, the empty even_alltoall_rows and the join rank
+  const size_t count_at = bytes.size() - 4 - 4 - 2 * 8 - 4;
   ASSERT_EQ(bytes[count_at], 2);
   bytes[count_at] = '\x03';
   std::string huge = bytes;
