@@ -9,7 +9,7 @@
 #   hvd        hvdrun -np N hvd-bench --op allreduce            (auto = shared memory here)
 #   hvd tcp    HVD_CPU_OPERATIONS=tcp hvdrun ...                (hvd's TCP transport, used across hosts)
 #   hvd gloo   HVD_CPU_OPERATIONS=gloo hvdrun ...               (libgloo, Horovod's transport)
-#   torch      $PYTHON bench/torch_gloo_allreduce.py            (torch.distributed Gloo)
+#   torch      $PYTHON bench/torch_gloo_bench.py            (torch.distributed Gloo)
 #   MPI vader  mpirun ... --mca pml ob1 --mca btl self,vader    (shared memory)
 #   MPI tcp    mpirun ... --mca btl self,tcp --mca btl_tcp_if_include lo
 # over 4 KiB .. 64 MiB, then the 100 x 16 KiB fusion case, and prints time per op (median
@@ -100,7 +100,7 @@ run_side() {
       HVD_CPU_OPERATIONS=$ops "$hvdrun" -np "$n" --bind-to "$placement" "$bench" --op allreduce $what --rounds "$rounds" > "$file" ;;
     torch)
       # shellcheck disable=SC2086
-      "$PYTHON" "$here/torch_gloo_allreduce.py" -n "$n" --bind "$placement" $what --rounds "$rounds" > "$file" ;;
+      "$PYTHON" "$here/torch_gloo_bench.py" -n "$n" --bind "$placement" $what --rounds "$rounds" > "$file" ;;
     vader|tcp)
       if [ "$side" = vader ]; then flags=$vader; else flags=$tcp; fi
       if [ "$tag" = many ]; then args="many $many"; else args=$tag; fi

@@ -1,6 +1,6 @@
 /* mpi_timing.h - the timing method every MPI peer in bench/ shares with hvd-bench: 2 warm-up
  * ops, iterations calibrated to ~0.3 s per round (3..2000), per-round max over ranks, median
- * of the rounds. Included by mpi_allreduce.c and mpi_allgather.c (each built alone with mpicc).
+ * of the rounds. Included by mpi_allreduce.c and mpi_collective.c (each built alone with mpicc).
  */
 #ifndef HVD_BENCH_MPI_TIMING_H_
 #define HVD_BENCH_MPI_TIMING_H_
