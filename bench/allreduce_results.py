@@ -8,7 +8,9 @@ MANY = ["many-fused", "many-single"]
 
 
 def peer(path):
-    """RESULT <bytes> <us> and RESULT many-<kind> <k> <us> lines of a peer's output."""
+    """A peer's RESULT lines: <bytes> <us> (torch_gloo_bench.py, mpi_allreduce.c; <us> is
+    "unsupported" where the peer lacks the op: the value is then None), many-<kind> <k> <us>
+    (--many) and <op> <mode> <bytes> <us> (mpi_collective.c)."""
     res = {}
     try:
         lines = open(path).read().splitlines()
@@ -16,10 +18,13 @@ def peer(path):
         return res
     for line in lines:
         f = re.sub(r"^\[[\d,]+\]<std(out|err)>:", "", line).split()
-        if len(f) == 3 and f[0] == "RESULT":
-            res[int(f[1])] = float(f[2])
-        elif len(f) == 4 and f[0] == "RESULT":
-            res[f[1]] = float(f[3])
+        if f[:1] != ["RESULT"] or len(f) not in (3, 4, 5):
+            continue
+        value = None if f[-1] == "unsupported" else float(f[-1])
+        if len(f) == 4:
+            res[f[1]] = value
+        else:
+            res[int(f[-2])] = value
     return res
 
 

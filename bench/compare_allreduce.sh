@@ -35,43 +35,17 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-hvdrun=${1:-${HVD_BUILD_DIR:-$root/build}/cmd/hvdrun}
-rounds=${2:-5}
-placement=${PLACEMENT:-none}
-nps=${NPS:-2 4}
-repeats=${REPEATS:-1}
+. "$here/compare_common.sh"
 sides=" ${SIDES:-hvd hvdtcp hvdgloo torch vader tcp} "
-if [ -z "${PYTHON:-}" ]; then
-  if [ -x /usr/bin/python3 ]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
-fi
 # has SIDE: whether SIDES names it.
 has() { case "$sides" in *" $1 "*) return 0 ;; esac; return 1; }
-for n in $nps; do
-  case "$n" in ''|*[!0-9]*) echo "NPS must list rank counts, got '$nps'" >&2; exit 2 ;; esac
-done
-case "$placement" in none|core) ;; *) echo "PLACEMENT must be none or core" >&2; exit 2 ;; esac
-case "$repeats" in ''|*[!0-9]*|0) echo "REPEATS must be a positive count, got '$repeats'" >&2; exit 2 ;; esac
-build=$(cd "$(dirname "$hvdrun")/.." && pwd)
-bench="$build/bench/hvd-bench"
 sizes=4096,65536,1048576,16777216,67108864
 many=100x16384
 out=${OUT:-$(mktemp -d /tmp/hvd-compare.XXXXXX)}
 mkdir -p "$out"
-[ -x "$hvdrun" ] || { echo "no hvdrun at $hvdrun (build it, or pass its path)" >&2; exit 2; }
-[ -x "$bench" ] || { echo "no hvd-bench at $bench (cmake --build ... --target hvd-bench)" >&2; exit 2; }
 
 mpi="$out/mpi_allreduce"
 if has vader || has tcp; then mpicc -O2 -o "$mpi" "$here/mpi_allreduce.c"; fi
-cpus=$(nproc)
-# mpi_bind N: mpirun's placement flags for N ranks under $placement.
-mpi_bind() {
-  if [ "$placement" = core ] && [ "$1" -le "$cpus" ]; then
-    echo "--bind-to core --map-by core"
-  else
-    echo "--bind-to none"
-  fi
-}
 if [ -n "${CC:-}" ]; then
   cc_was=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
   allowed_was=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)

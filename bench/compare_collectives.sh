@@ -24,45 +24,20 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-hvdrun=${1:-${HVD_BUILD_DIR:-$root/build}/cmd/hvdrun}
-rounds=${2:-5}
-placement=${PLACEMENT:-none}
-nps=${NPS:-2 4}
+. "$here/compare_common.sh"
 ops=${OPS:-broadcast allgather alltoall reducescatter}
 sizes=${SIZES:-4096,65536,1048576,16777216,67108864}
-repeats=${REPEATS:-1}
-if [ -z "${PYTHON:-}" ]; then
-  if [ -x /usr/bin/python3 ]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
-fi
-for n in $nps; do
-  case "$n" in ''|*[!0-9]*) echo "NPS must list rank counts, got '$nps'" >&2; exit 2 ;; esac
-done
 for op in $ops; do
   case "$op" in broadcast|allgather|alltoall|reducescatter) ;;
     *) echo "OPS must list broadcast, allgather, alltoall or reducescatter, got '$op'" >&2; exit 2 ;;
   esac
 done
 case "$sizes" in ''|*[!0-9,]*) echo "SIZES must be bytes separated by commas, got '$sizes'" >&2; exit 2 ;; esac
-case "$placement" in none|core) ;; *) echo "PLACEMENT must be none or core" >&2; exit 2 ;; esac
-case "$repeats" in ''|*[!0-9]*|0) echo "REPEATS must be a positive count, got '$repeats'" >&2; exit 2 ;; esac
-build=$(cd "$(dirname "$hvdrun")/.." && pwd)
-bench="$build/bench/hvd-bench"
 out=${OUT:-$(mktemp -d /tmp/hvd-collectives.XXXXXX)}
 mkdir -p "$out"
-[ -x "$hvdrun" ] || { echo "no hvdrun at $hvdrun (build it, or pass its path)" >&2; exit 2; }
-[ -x "$bench" ] || { echo "no hvd-bench at $bench (cmake --build ... --target hvd-bench)" >&2; exit 2; }
 
 mpi="$out/mpi_collective"
 mpicc -O2 -o "$mpi" "$here/mpi_collective.c"
-cpus=$(nproc)
-mpi_bind() {
-  if [ "$placement" = core ] && [ "$1" -le "$cpus" ]; then
-    echo "--bind-to core --map-by core"
-  else
-    echo "--bind-to none"
-  fi
-}
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $cpus CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), placement $placement" | tee "$out/header.txt"
 
 # run_side SIDE OP N BYTES: one side's run of one size into $out/SIDE_OP_N_REP_BYTES.txt.
@@ -101,32 +76,14 @@ fi
 
 "$PYTHON" - "$out" "$here" "$repeats" "$sizes" "$ops" "$nps" <<'PY'
 import glob
-import re
 import sys
 out, repeats = sys.argv[1], int(sys.argv[3])
 sys.path.insert(0, sys.argv[2])
 sizes = [int(s) for s in sys.argv[4].split(",")]
 ops, nps = sys.argv[5].split(), [int(n) for n in sys.argv[6].split()]
-from allreduce_results import fmt_us, hvd, label, median_of, ratio, spread
+from allreduce_results import fmt_us, hvd, label, median_of, peer, ratio, spread
 
 SIDES = ("hvd", "torch", "reused", "fresh")
-
-
-def peer(path):
-    """RESULT lines of torch_gloo_bench.py (<bytes> <us|unsupported>) and mpi_collective
-    (<op> <mode> <bytes> <us>): bytes -> us, or -> None when the peer lacks the op."""
-    res = {}
-    try:
-        lines = open(path).read().splitlines()
-    except OSError:
-        return res
-    for line in lines:
-        f = re.sub(r"^\[[\d,]+\]<std(out|err)>:", "", line).split()
-        if f[:1] != ["RESULT"]:
-            continue
-        bytes_, value = (f[1], f[2]) if len(f) == 3 else (f[3], f[4])
-        res[int(bytes_)] = None if value == "unsupported" else float(value)
-    return res
 
 
 def cell(results, k):
@@ -143,7 +100,7 @@ results = {}
 for op in ops:
     for n in nps:
         for x in SIDES:
-            parse = (lambda f: hvd(f)) if x == "hvd" else peer
+            parse = hvd if x == "hvd" else peer
             results[x, op, n] = [
                 {k: v for f in sorted(glob.glob(f"{out}/{x}_{op}_{n}_{r}_*.txt"))
                  for k, v in parse(f).items()}
