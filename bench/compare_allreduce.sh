@@ -93,11 +93,7 @@ while [ "$rep" -le "$repeats" ]; do
   done
   rep=$((rep + 1))
 done
-if [ "$repeats" -gt 1 ]; then
-  echo "# every cell: the median of $repeats runs (the sides taking turns size by size)" | tee -a "$out/header.txt"
-else
-  echo "# the sides taking turns size by size" | tee -a "$out/header.txt"
-fi
+note_passes
 
 # shellcheck disable=SC2086
 "$PYTHON" - "$out" "$here" "$repeats" "$sizes" $nps <<'PY'

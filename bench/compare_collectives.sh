@@ -68,11 +68,7 @@ while [ "$rep" -le "$repeats" ]; do
   done
   rep=$((rep + 1))
 done
-if [ "$repeats" -gt 1 ]; then
-  echo "# every cell: the median of $repeats runs (the sides taking turns size by size)" | tee -a "$out/header.txt"
-else
-  echo "# the sides taking turns size by size" | tee -a "$out/header.txt"
-fi
+note_passes
 
 "$PYTHON" - "$out" "$here" "$repeats" "$sizes" "$ops" "$nps" <<'PY'
 import glob

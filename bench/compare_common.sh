@@ -30,3 +30,11 @@ mpi_bind() {
     echo "--bind-to none"
   fi
 }
+# note_passes: the header's last line, how the cells were taken ($out/header.txt).
+note_passes() {
+  if [ "$repeats" -gt 1 ]; then
+    echo "# every cell: the median of $repeats runs (the sides taking turns size by size)" | tee -a "$out/header.txt"
+  else
+    echo "# the sides taking turns size by size" | tee -a "$out/header.txt"
+  fi
+}
