@@ -35,22 +35,14 @@ def _contiguous(array) -> tuple:
     return array, code
 
 
-def _prepare(array) -> tuple:
-    array, code = _contiguous(array)
-    return array, (array.ctypes.data, code, array.shape, _c.DEVICE_CPU)
-
-
-def _run(call, *args):
+def _now(call, *args):
+    """A synchronous runtime call (enqueue, wait, release), its errors as Horovod raises them."""
     try:
-        handle = call(*args)
+        return call(*args)
     except _c.Error as error:
+        if error.in_wait:
+            raise HorovodInternalError(str(error)) from None
         raise translate_error(error) from None
-    try:
-        _c.wait(handle)
-        return handle
-    except _c.Error as error:
-        _c.release(handle)
-        raise HorovodInternalError(str(error)) from None
 
 
 def allreduce(array, op: int = Average, name: Optional[str] = None,
@@ -59,32 +51,22 @@ def allreduce(array, op: int = Average, name: Optional[str] = None,
     """Element-wise reduction of `array` over the ranks of `process_set`; a new array."""
     data, code = _contiguous(array)
     output = np.empty_like(data)
-    try:
-        # Enqueue, wait and release in one runtime call (hvd._hvd_c.allreduce_now), the
-        # arrays' memory read through the buffer protocol.
-        _c.allreduce_now(data, output, code, data.shape,
-                         operation_name("allreduce", name, process_set), op,
-                         float(prescale_factor), float(postscale_factor),
-                         process_set.process_set_id)
-    except _c.Error as error:
-        if error.in_wait:
-            raise HorovodInternalError(str(error)) from None
-        raise translate_error(error) from None
+    # Enqueue, wait and release in one runtime call (hvd._hvd_c.allreduce_now), the arrays'
+    # memory read through the buffer protocol.
+    _now(_c.allreduce_now, data, output, code, data.shape,
+         operation_name("allreduce", name, process_set), op, float(prescale_factor),
+         float(postscale_factor), process_set.process_set_id)
     return output
 
 
 def allgather(array, name: Optional[str] = None,
               process_set: ProcessSet = global_process_set) -> np.ndarray:
     """Concatenation of every rank's `array` along axis 0 (first dims may differ)."""
-    data, desc = _prepare(array)
+    data, code = _contiguous(array)
     if data.ndim == 0:
         raise ValueError("allgather needs an array with at least one dimension")
-    handle = _run(_c.allgather, desc, operation_name("allgather", name, process_set),
-                  process_set.process_set_id)
-    try:
-        buffer = _c.output(handle, 0)
-    finally:
-        _c.release(handle)
+    buffer = _now(_c.allgather_now, data, code, data.shape,
+                  operation_name("allgather", name, process_set), process_set.process_set_id)
     dtype = _HVD_TO_NUMPY[buffer.dtype]
     if buffer.nbytes == 0:
         return np.empty(buffer.shape, dtype=dtype)
@@ -94,10 +76,8 @@ def allgather(array, name: Optional[str] = None,
 def broadcast(array, root_rank: int, name: Optional[str] = None,
               process_set: ProcessSet = global_process_set) -> np.ndarray:
     """`root_rank`'s `array` on every rank; a new array."""
-    data, desc = _prepare(array)
-    output = data.copy()
-    out_desc = (output.ctypes.data,) + desc[1:]
-    handle = _run(_c.broadcast, desc, out_desc, int(root_rank),
-                  operation_name("broadcast", name, process_set), process_set.process_set_id)
-    _c.release(handle)
+    data, code = _contiguous(array)
+    output = np.empty_like(data)
+    _now(_c.broadcast_now, data, output, code, data.shape, int(root_rank),
+         operation_name("broadcast", name, process_set), process_set.process_set_id)
     return output

@@ -253,34 +253,23 @@ hvd_tensor_t PlainTensor(uintptr_t address, int dtype, py::handle shape) {
   return tensor;
 }
 
-// The synchronous collectives' fast path (hvd.torch.allreduce, allreduce_, hvd.numpy):
-// enqueue, wait and release in one call, the GIL released once for the enqueue and then per
-// wait slice (Ctrl-C is noticed between slices, as in Wait). Errors carry `in_wait`. When the
-// wait is interrupted the handle stays in flight and is not released (its name stays
+// The synchronous collectives' fast path (hvd.torch's and hvd.numpy's ops when no autograd
+// graph is recorded): enqueue with `options.wait_now` set, wait, run `done(handle)` (taking the
+// outputs) and release, in one call from Python; the GIL released once for the enqueue and
+// then per wait slice (Ctrl-C is noticed between slices, as in Wait). Errors carry `in_wait`.
+// When the wait is interrupted the handle stays in flight and is not released (its name stays
 // reserved), as with an interrupted synchronize().
-void AllreduceNow(py::handle in, py::handle out, int dtype, py::handle shape, py::handle name,
-                  int op, double prescale, double postscale, int32_t process_set_id, int32_t device,
-                  uintptr_t stream) {
-  hvd_tensor_t input = PlainTensor(AddressOf(in, false), dtype, shape);
-  input.device = device;
-  hvd_tensor_t output = input;
-  output.data = reinterpret_cast<void*>(AddressOf(out, true));
-  hvd_op_options_t options;
-  Api().op_options_init(&options);
-  options.name = name.is_none() ? nullptr : PyUnicode_AsUTF8(name.ptr());
-  if (!name.is_none() && options.name == nullptr) throw py::error_already_set();
-  options.process_set_id = process_set_id;
-  options.reduce_op = static_cast<hvd_reduce_op_t>(op);
-  options.prescale_factor = prescale;
-  options.postscale_factor = postscale;
-  options.cuda_stream = reinterpret_cast<void*>(stream);
-  options.wait_now = 1;  // waited for below: this thread runs the cycle itself
+template <typename Enqueue, typename Done>
+auto RunNow(hvd_op_options_t* options, py::handle name, Enqueue&& enqueue, Done&& done) {
+  options->name = name.is_none() ? nullptr : PyUnicode_AsUTF8(name.ptr());
+  if (!name.is_none() && options->name == nullptr) throw py::error_already_set();
+  options->wait_now = 1;  // waited for below: this thread runs the cycle itself
   hvd_handle_t handle = 0;
   hvd_status_t status;
   std::string message;
   {
     py::gil_scoped_release release;
-    status = g_api.allreduce(&input, &output, &options, &handle);
+    status = enqueue(&handle);
     if (status == HVD_OK) status = g_api.wait(handle, kWaitSliceSeconds);
     if (status != HVD_OK && status != HVD_IN_PROGRESS) message = g_api.last_error();
   }
@@ -291,8 +280,104 @@ void AllreduceNow(py::handle in, py::handle out, int dtype, py::handle shape, py
     status = g_api.wait(handle, kWaitSliceSeconds);
     if (status != HVD_OK && status != HVD_IN_PROGRESS) message = g_api.last_error();
   }
-  (void)g_api.release(handle);
-  if (status != HVD_OK) Raise(status, message, /*in_wait=*/true);
+  if (status != HVD_OK) {
+    (void)g_api.release(handle);
+    Raise(status, message, /*in_wait=*/true);
+  }
+  struct Release {  // also when `done` throws
+    hvd_handle_t handle;
+    ~Release() { (void)g_api.release(handle); }
+  } releaser{handle};
+  return done(handle);
+}
+
+hvd_op_options_t NowOptions(int32_t process_set_id) {
+  hvd_op_options_t options;
+  Api().op_options_init(&options);
+  options.process_set_id = process_set_id;
+  return options;
+}
+
+// Output `index` of a completed handle, owned by the returned object.
+std::unique_ptr<OutputBuffer> TakeOutput(hvd_handle_t handle, int32_t index) {
+  hvd_tensor_t tensor{};
+  Check([&] { return Api().output(handle, index, &tensor); });
+  return std::make_unique<OutputBuffer>(tensor);
+}
+
+void AllreduceNow(py::handle in, py::handle out, int dtype, py::handle shape, py::handle name,
+                  int op, double prescale, double postscale, int32_t process_set_id, int32_t device,
+                  uintptr_t stream) {
+  hvd_tensor_t input = PlainTensor(AddressOf(in, false), dtype, shape);
+  input.device = device;
+  hvd_tensor_t output = input;
+  output.data = reinterpret_cast<void*>(AddressOf(out, true));
+  hvd_op_options_t options = NowOptions(process_set_id);
+  options.reduce_op = static_cast<hvd_reduce_op_t>(op);
+  options.prescale_factor = prescale;
+  options.postscale_factor = postscale;
+  options.cuda_stream = reinterpret_cast<void*>(stream);
+  RunNow(
+      &options, name,
+      [&](hvd_handle_t* h) { return g_api.allreduce(&input, &output, &options, h); },
+      [](hvd_handle_t) { return 0; });
+}
+
+// The same for the other collectives on host memory. broadcast_now writes `out`; the others
+// return the runtime's output (alltoall_now: with the rows received from each member).
+void BroadcastNow(py::handle in, py::handle out, int dtype, py::handle shape, int32_t root_rank,
+                  py::handle name, int32_t process_set_id) {
+  hvd_tensor_t input = PlainTensor(AddressOf(in, false), dtype, shape);
+  hvd_tensor_t output = input;
+  output.data = reinterpret_cast<void*>(AddressOf(out, true));
+  hvd_op_options_t options = NowOptions(process_set_id);
+  options.root_rank = root_rank;
+  RunNow(
+      &options, name,
+      [&](hvd_handle_t* h) { return g_api.broadcast(&input, &output, &options, h); },
+      [](hvd_handle_t) { return 0; });
+}
+
+std::unique_ptr<OutputBuffer> AllgatherNow(py::handle in, int dtype, py::handle shape,
+                                           py::handle name, int32_t process_set_id) {
+  hvd_tensor_t input = PlainTensor(AddressOf(in, false), dtype, shape);
+  hvd_op_options_t options = NowOptions(process_set_id);
+  return RunNow(
+      &options, name, [&](hvd_handle_t* h) { return g_api.allgather(&input, &options, h); },
+      [](hvd_handle_t h) { return TakeOutput(h, 0); });
+}
+
+std::unique_ptr<OutputBuffer> ReducescatterNow(py::handle in, int dtype, py::handle shape,
+                                               py::handle name, int op, double prescale,
+                                               double postscale, int32_t process_set_id) {
+  hvd_tensor_t input = PlainTensor(AddressOf(in, false), dtype, shape);
+  hvd_op_options_t options = NowOptions(process_set_id);
+  options.reduce_op = static_cast<hvd_reduce_op_t>(op);
+  options.prescale_factor = prescale;
+  options.postscale_factor = postscale;
+  return RunNow(
+      &options, name, [&](hvd_handle_t* h) { return g_api.reducescatter(&input, &options, h); },
+      [](hvd_handle_t h) { return TakeOutput(h, 0); });
+}
+
+py::tuple AlltoallNow(py::handle in, int dtype, py::handle shape,
+                      std::optional<std::vector<int32_t>> splits, py::handle name,
+                      int32_t process_set_id, int32_t set_size) {
+  hvd_tensor_t input = PlainTensor(AddressOf(in, false), dtype, shape);
+  hvd_op_options_t options = NowOptions(process_set_id);
+  if (splits) {
+    options.splits = splits->data();
+    options.num_splits = static_cast<int32_t>(splits->size());
+  }
+  return RunNow(
+      &options, name, [&](hvd_handle_t* h) { return g_api.alltoall(&input, &options, h); },
+      [&](hvd_handle_t h) {
+        std::vector<int32_t> received(static_cast<size_t>(std::max(set_size, 0)));
+        int32_t count = 0;
+        Check([&] { return Api().received_splits(h, received.data(), set_size, &count); });
+        received.resize(static_cast<size_t>(std::min(count, set_size)));
+        return py::make_tuple(TakeOutput(h, 0), py::cast(received));
+      });
 }
 
 // Calls `call(&value)` through Check and returns the value it wrote.
@@ -394,6 +479,20 @@ void BindCollectives(py::module_& m) {
         "Allreduce of `input` into `output` (addresses, or C-contiguous buffers such as numpy "
         "arrays; may be the same; on CUDA device `device` with producer stream `stream` when "
         "device >= 0) and wait: enqueue, wait and release in one call");
+  m.def("broadcast_now", &BroadcastNow, py::arg("input"), py::arg("output"), py::arg("dtype"),
+        py::arg("shape"), py::arg("root_rank"), py::arg("name"), py::arg("process_set_id"),
+        "Broadcast into `output` (host memory, as allreduce_now's) and wait, in one call");
+  m.def("allgather_now", &AllgatherNow, py::arg("input"), py::arg("dtype"), py::arg("shape"),
+        py::arg("name"), py::arg("process_set_id"),
+        "Allgather of host memory and wait, in one call; returns the output buffer");
+  m.def("reducescatter_now", &ReducescatterNow, py::arg("input"), py::arg("dtype"),
+        py::arg("shape"), py::arg("name"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
+        py::arg("process_set_id"),
+        "Reducescatter of host memory and wait, in one call; returns the output buffer");
+  m.def("alltoall_now", &AlltoallNow, py::arg("input"), py::arg("dtype"), py::arg("shape"),
+        py::arg("splits"), py::arg("name"), py::arg("process_set_id"), py::arg("set_size"),
+        "Alltoall of host memory and wait, in one call; returns (output buffer, received "
+        "splits)");
   m.def("allreduce", [](const TensorDesc& in, const TensorDesc& out, OptName name, int op,
                         double prescale, double postscale, int32_t process_set_id) {
     hvd_tensor_t input = ToTensor(in), output = ToTensor(out);
@@ -489,11 +588,7 @@ void BindHandles(py::module_& m) {
   m.def("num_outputs", [](hvd_handle_t handle) {
     return Out<int32_t>([&](int32_t* count) { return Api().num_outputs(handle, count); });
   });
-  m.def("output", [](hvd_handle_t handle, int32_t index) {
-    hvd_tensor_t tensor{};
-    Check([&] { return Api().output(handle, index, &tensor); });
-    return std::make_unique<OutputBuffer>(tensor);
-  });
+  m.def("output", &TakeOutput, py::arg("handle"), py::arg("index"));
   m.def("received_splits", [](hvd_handle_t handle, int32_t capacity) {
     return GetList([&](int32_t* out, int32_t cap,
                        int32_t* count) { return Api().received_splits(handle, out, cap, count); },

@@ -337,6 +337,33 @@ def test_alltoall_splits(hvd):
     assert torch.equal(out3, output) and torch.equal(received3, received)
 
 
+def test_synchronous_calls_refuse_bad_input_as_the_async_ones_do(hvd):
+    # allgather, broadcast, alltoall and reducescatter of CPU tensors without autograd take
+    # one runtime call each (no handle); a refused input raises what the async path raises.
+    size = hvd.size()
+    cases = [
+        (lambda: hvd.alltoall(torch.ones(size), splits=[1] * (size + 1), name="bad.a2a"),
+         lambda: hvd.synchronize(hvd.alltoall_async(torch.ones(size), splits=[1] * (size + 1),
+                                                    name="bad.a2a"))),
+        (lambda: hvd.broadcast(torch.ones(2), root_rank=size, name="bad.root"),
+         lambda: hvd.synchronize(hvd.broadcast_async(torch.ones(2), size, name="bad.root"))),
+    ]
+    if size > 1:  # rows that do not split evenly
+        cases.append((lambda: hvd.alltoall(torch.ones(size + 1), name="bad.a2a.rows"),
+                      lambda: hvd.synchronize(hvd.alltoall_async(torch.ones(size + 1),
+                                                                 name="bad.a2a.rows"))))
+    for now, later in cases:
+        with pytest.raises(Exception) as fast:
+            now()
+        with pytest.raises(Exception) as slow:
+            later()
+        assert type(fast.value) is type(slow.value)
+        assert str(fast.value) == str(slow.value)
+        assert not isinstance(fast.value, hvd.HorovodInternalError), fast.value
+    # and the runtime still works after them
+    assert torch.equal(hvd.allgather(torch.ones(1), name="after.bad"), torch.ones(size))
+
+
 def test_alltoall_grad(hvd):
     size = hvd.size()
     x = torch.ones(2 * size, 3, requires_grad=True)

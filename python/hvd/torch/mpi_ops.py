@@ -129,7 +129,9 @@ def _op_error(error: "_c.Error") -> Exception:
     return HorovodInternalError(str(error))
 
 
-def _enqueue(call: Callable[..., Handle], *args: Any) -> Handle:
+def _enqueue(call: Callable[..., Any], *args: Any) -> Any:
+    """`call(*args)` into the runtime (an enqueue, or a synchronous *_now call), its errors as
+    _op_error says."""
     try:
         return call(*args)
     except _c.Error as error:
@@ -144,6 +146,17 @@ def _plain_code(tensor) -> Optional[int]:
             (tensor.is_cpu or (tensor.is_cuda and _cuda_built())) and tensor.is_contiguous()):
         return _TORCH_TO_HVD.get(tensor.dtype)
     return None
+
+
+def _host_code(tensor) -> Optional[int]:
+    """_plain_code for a CPU tensor only: the synchronous calls of the other collectives
+    (their outputs are host memory, which a CUDA caller needs moved: the general path)."""
+    return _plain_code(tensor) if isinstance(tensor, torch.Tensor) and tensor.is_cpu else None
+
+
+def _no_graph(tensor: torch.Tensor) -> bool:
+    """No autograd graph would be recorded for an op on `tensor`."""
+    return not (tensor.requires_grad and torch.is_grad_enabled())
 
 
 def _allreduce_now(tensor: torch.Tensor, output: torch.Tensor, code: int, name, op,
@@ -194,15 +207,19 @@ def _copy_back(target: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
 def _output_tensor(handle: Handle, index: int, device: Optional[torch.device] = None) -> torch.Tensor:
     """Output `index` of a completed handle; on `device` when given (the input's CUDA device:
     the runtime returns host memory)."""
-    buffer = _c.output(handle, index)
-    dtype = _HVD_TO_TORCH[buffer.dtype]
-    if buffer.nbytes == 0:
-        host = torch.empty(buffer.shape, dtype=dtype)
-    else:
-        host = torch.frombuffer(buffer, dtype=dtype).view(buffer.shape)
+    host = _from_buffer(_c.output(handle, index))
     if device is not None and device.type == "cuda":
         return host.to(device)
     return host
+
+
+def _from_buffer(buffer: "_c.OutputBuffer") -> torch.Tensor:
+    """A tensor over a runtime output without a copy (freed with the last view of it)."""
+    dtype, shape = _HVD_TO_TORCH[buffer.dtype], buffer.shape
+    if buffer.nbytes == 0:
+        return torch.empty(shape, dtype=dtype)
+    flat = torch.frombuffer(buffer, dtype=dtype)
+    return flat if len(shape) == 1 else flat.view(shape)  # a view costs ~1.5 µs
 
 
 def _outputs_on(device: torch.device) -> Callable[[Handle], List[torch.Tensor]]:
@@ -407,6 +424,10 @@ class HorovodAllgather(torch.autograd.Function):
 def allgather(tensor, name=None, process_set=global_process_set):
     """Concatenation of `tensor` from every rank along dim 0. Differentiable: the gradient is
     the averaged gradient's slice that belongs to this rank."""
+    code = _host_code(tensor)
+    if code is not None and _no_graph(tensor):  # one runtime call, no autograd node
+        return _from_buffer(_enqueue(_c.allgather_now, tensor.data_ptr(), code, tensor.shape,
+                                     *_target("allgather", name, process_set)))
     return HorovodAllgather.apply(tensor, name, process_set)
 
 
@@ -479,14 +500,29 @@ class HorovodBroadcast(torch.autograd.Function):
         return grad_reduced, None, None, None
 
 
+def _broadcast_now(tensor, output, code, root_rank, name, process_set) -> None:
+    op_name, set_id = _target("broadcast", name, process_set)
+    _enqueue(_c.broadcast_now, tensor.data_ptr(), output.data_ptr(), code, tensor.shape,
+             int(root_rank), op_name, set_id)
+
+
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """`tensor` of global rank `root_rank`, on every rank. Differentiable: the root gets the
     averaged gradient, the other ranks zero."""
+    code = _host_code(tensor)
+    if code is not None and _no_graph(tensor):
+        output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+        _broadcast_now(tensor, output, code, root_rank, name, process_set)
+        return output
     return HorovodBroadcast.apply(tensor, root_rank, name, process_set)
 
 
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
     """In-place broadcast; returns `tensor`."""
+    code = _host_code(tensor)
+    if code is not None:
+        _broadcast_now(tensor, tensor, code, root_rank, name, process_set)
+        return tensor
     return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
 
 
@@ -537,6 +573,15 @@ class HorovodAlltoall(torch.autograd.Function):
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Scatters rows of `tensor` to the set's ranks and gathers what they send. Returns the
     output, or (output, received_splits) when `splits` is given. Differentiable."""
+    code = _host_code(tensor)
+    if code is not None and _no_graph(tensor):
+        op_name, set_id = _target("alltoall", name, process_set)
+        buffer, received = _enqueue(_c.alltoall_now, tensor.data_ptr(), code, tensor.shape,
+                                    _splits_list(splits), op_name, set_id, process_set.size())
+        output = _from_buffer(buffer)
+        if splits is None:
+            return output
+        return output, torch.tensor(received, dtype=torch.int32)
     return HorovodAlltoall.apply(tensor, splits, name, process_set)
 
 
@@ -587,6 +632,13 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
     """Reduce-scatter of `tensor` (Sum or Average). Differentiable: the gradient is the
     allgather of the gradient, times size() for Sum (Horovod's convention) and the scale
     factors."""
+    code = _host_code(tensor)
+    if compression is Compression.none and code is not None and _no_graph(tensor):
+        op = _check_reducescatter_op(op)
+        op_name, set_id = _target("reducescatter", name, process_set)
+        return _from_buffer(_enqueue(_c.reducescatter_now, tensor.data_ptr(), code, tensor.shape,
+                                     op_name, op, float(prescale_factor), float(postscale_factor),
+                                     set_id))
     compressed, ctx = compression.compress(tensor)
     reduced = HorovodReducescatter.apply(compressed, name, op, process_set, prescale_factor,
                                          postscale_factor)
