@@ -62,9 +62,9 @@ def allreduce(array, op: int = Average, name: Optional[str] = None,
 def allgather(array, name: Optional[str] = None,
               process_set: ProcessSet = global_process_set) -> np.ndarray:
     """Concatenation of every rank's `array` along axis 0 (first dims may differ)."""
-    data, code = _contiguous(array)
-    if data.ndim == 0:
+    if np.ndim(array) == 0:  # before _contiguous, which makes a scalar 1-D
         raise ValueError("allgather needs an array with at least one dimension")
+    data, code = _contiguous(array)
     buffer = _now(_c.allgather_now, data, code, data.shape,
                   operation_name("allgather", name, process_set), process_set.process_set_id)
     dtype = _HVD_TO_NUMPY[buffer.dtype]

@@ -42,3 +42,19 @@ def test_allgather_and_broadcast():
 def test_bad_dtype():
     with pytest.raises(ValueError):
         hvd_np.allreduce(np.array(["a"]))
+
+
+def test_allgather_and_broadcast_errors():
+    # A refused call raises as Horovod does (ValueError); a failed one HorovodInternalError on
+    # every rank; the runtime works afterwards.
+    from hvd.exceptions import HorovodInternalError
+    size, rank = hvd_np.size(), hvd_np.rank()
+    with pytest.raises(ValueError, match="at least one dimension"):
+        hvd_np.allgather(np.float32(1.0))
+    with pytest.raises(ValueError):
+        hvd_np.broadcast(np.ones(2), root_rank=size, name="np.bad.root")
+    if size > 1:
+        with pytest.raises(HorovodInternalError):
+            hvd_np.allgather(np.ones((2, rank + 1)), name="np.mismatch.allgather")
+    gathered = hvd_np.allgather(np.full(1, rank, dtype=np.int64), name="np.after")
+    assert gathered.tolist() == list(range(size))
