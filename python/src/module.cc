@@ -253,6 +253,14 @@ hvd_tensor_t PlainTensor(uintptr_t address, int dtype, py::handle shape) {
   return tensor;
 }
 
+// Calls `call(&value)` through Check and returns the value it wrote.
+template <typename T, typename Call>
+T Out(Call&& call) {
+  T value{};
+  Check([&] { return call(&value); });
+  return value;
+}
+
 // The synchronous collectives' fast path (hvd.torch's and hvd.numpy's ops when no autograd
 // graph is recorded): enqueue with `options.wait_now` set, wait, run `done(handle)` (taking the
 // outputs) and release, in one call from Python; the GIL released once for the enqueue and
@@ -305,22 +313,45 @@ std::unique_ptr<OutputBuffer> TakeOutput(hvd_handle_t handle, int32_t index) {
   return std::make_unique<OutputBuffer>(tensor);
 }
 
+// An allreduce's arguments from the plain ones allreduce_now and allreduce_start take.
+struct PlainAllreduce {
+  hvd_tensor_t input, output;
+  hvd_op_options_t options;
+  PlainAllreduce(py::handle in, py::handle out, int dtype, py::handle shape, int op,
+                 double prescale, double postscale, int32_t process_set_id, int32_t device,
+                 uintptr_t stream)
+      : input(PlainTensor(AddressOf(in, false), dtype, shape)),
+        options(NowOptions(process_set_id)) {
+    input.device = device;
+    output = input;
+    output.data = reinterpret_cast<void*>(AddressOf(out, true));
+    options.reduce_op = static_cast<hvd_reduce_op_t>(op);
+    options.prescale_factor = prescale;
+    options.postscale_factor = postscale;
+    options.cuda_stream = reinterpret_cast<void*>(stream);
+  }
+};
+
 void AllreduceNow(py::handle in, py::handle out, int dtype, py::handle shape, py::handle name,
                   int op, double prescale, double postscale, int32_t process_set_id, int32_t device,
                   uintptr_t stream) {
-  hvd_tensor_t input = PlainTensor(AddressOf(in, false), dtype, shape);
-  input.device = device;
-  hvd_tensor_t output = input;
-  output.data = reinterpret_cast<void*>(AddressOf(out, true));
-  hvd_op_options_t options = NowOptions(process_set_id);
-  options.reduce_op = static_cast<hvd_reduce_op_t>(op);
-  options.prescale_factor = prescale;
-  options.postscale_factor = postscale;
-  options.cuda_stream = reinterpret_cast<void*>(stream);
+  PlainAllreduce a(in, out, dtype, shape, op, prescale, postscale, process_set_id, device, stream);
   RunNow(
-      &options, name,
-      [&](hvd_handle_t* h) { return g_api.allreduce(&input, &output, &options, h); },
+      &a.options, name,
+      [&](hvd_handle_t* h) { return g_api.allreduce(&a.input, &a.output, &a.options, h); },
       [](hvd_handle_t) { return 0; });
+}
+
+// allreduce_now's arguments, enqueued only: the handle for wait/release (hvd.torch's
+// allreduce_async(_) of a contiguous tensor, DistributedOptimizer's gradients).
+hvd_handle_t AllreduceStart(py::handle in, py::handle out, int dtype, py::handle shape,
+                            py::handle name, int op, double prescale, double postscale,
+                            int32_t process_set_id, int32_t device, uintptr_t stream) {
+  PlainAllreduce a(in, out, dtype, shape, op, prescale, postscale, process_set_id, device, stream);
+  a.options.name = name.is_none() ? nullptr : PyUnicode_AsUTF8(name.ptr());
+  if (!name.is_none() && a.options.name == nullptr) throw py::error_already_set();
+  return Out<hvd_handle_t>(
+      [&](hvd_handle_t* h) { return g_api.allreduce(&a.input, &a.output, &a.options, h); });
 }
 
 // The same for the other collectives on host memory. broadcast_now writes `out`; the others
@@ -378,14 +409,6 @@ py::tuple AlltoallNow(py::handle in, int dtype, py::handle shape,
         received.resize(static_cast<size_t>(std::min(count, set_size)));
         return py::make_tuple(TakeOutput(h, 0), py::cast(received));
       });
-}
-
-// Calls `call(&value)` through Check and returns the value it wrote.
-template <typename T, typename Call>
-T Out(Call&& call) {
-  T value{};
-  Check([&] { return call(&value); });
-  return value;
 }
 
 int32_t GetInt(hvd_status_t (*fn)(int32_t*)) { return Out<int32_t>(fn); }
@@ -479,6 +502,11 @@ void BindCollectives(py::module_& m) {
         "Allreduce of `input` into `output` (addresses, or C-contiguous buffers such as numpy "
         "arrays; may be the same; on CUDA device `device` with producer stream `stream` when "
         "device >= 0) and wait: enqueue, wait and release in one call");
+  m.def("allreduce_start", &AllreduceStart, py::arg("input"), py::arg("output"), py::arg("dtype"),
+        py::arg("shape"), py::arg("name"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
+        py::arg("process_set_id"), py::arg("device") = static_cast<int32_t>(HVD_DEVICE_CPU),
+        py::arg("stream") = static_cast<uintptr_t>(0),
+        "allreduce_now's enqueue alone: returns the handle");
   m.def("broadcast_now", &BroadcastNow, py::arg("input"), py::arg("output"), py::arg("dtype"),
         py::arg("shape"), py::arg("root_rank"), py::arg("name"), py::arg("process_set_id"),
         "Broadcast into `output` (host memory, as allreduce_now's) and wait, in one call");

@@ -231,6 +231,17 @@ def _outputs_on(device: torch.device) -> Callable[[Handle], List[torch.Tensor]]:
 
 def _allreduce_async(tensor: torch.Tensor, output: Optional[torch.Tensor], name, op,
                      prescale_factor, postscale_factor, process_set) -> Handle:
+    code = _host_code(tensor)
+    if code is not None and (output is None or output.is_contiguous()):
+        # A contiguous CPU tensor (DistributedOptimizer's gradients): its memory as it is, the
+        # runtime's descriptors built in C (allreduce_start), no copy back. CUDA tensors keep
+        # the general path (verified on a GPU; this one has not been yet).
+        result = tensor if output is None else output
+        op_name, set_id = _target("allreduce", name, process_set)
+        handle = _enqueue(_c.allreduce_start, tensor.data_ptr(), result.data_ptr(), code,
+                          tensor.shape, op_name, op, float(prescale_factor),
+                          float(postscale_factor), set_id)
+        return _register(handle, (tensor, result), lambda _: result)
     data, desc = _prepare(tensor)
     if output is None:  # in place: reduce into `data`, then copy back if it was a copy
         result, out_desc = data, desc
