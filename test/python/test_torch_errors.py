@@ -1,0 +1,69 @@
+"""hvd.torch's errors: inputs refused at the call, and mismatches across ranks that fail the
+operation on every rank, after which the runtime keeps working (any number of ranks; the
+cross-rank ones skip at one). Split from test_torch.py by concept."""
+import pytest
+import torch
+
+
+def test_synchronous_calls_refuse_bad_input_as_the_async_ones_do(hvd):
+    # allgather, broadcast, alltoall and reducescatter of CPU tensors without autograd take
+    # one runtime call each (no handle); a refused input raises what the async path raises.
+    size = hvd.size()
+    cases = [
+        (lambda: hvd.alltoall(torch.ones(size), splits=[1] * (size + 1), name="bad.a2a"),
+         lambda: hvd.synchronize(hvd.alltoall_async(torch.ones(size), splits=[1] * (size + 1),
+                                                    name="bad.a2a"))),
+        (lambda: hvd.broadcast(torch.ones(2), root_rank=size, name="bad.root"),
+         lambda: hvd.synchronize(hvd.broadcast_async(torch.ones(2), size, name="bad.root"))),
+    ]
+    if size > 1:  # rows that do not split evenly
+        cases.append((lambda: hvd.alltoall(torch.ones(size + 1), name="bad.a2a.rows"),
+                      lambda: hvd.synchronize(hvd.alltoall_async(torch.ones(size + 1),
+                                                                 name="bad.a2a.rows"))))
+    for now, later in cases:
+        with pytest.raises(Exception) as fast:
+            now()
+        with pytest.raises(Exception) as slow:
+            later()
+        assert type(fast.value) is type(slow.value)
+        assert str(fast.value) == str(slow.value)
+        assert not isinstance(fast.value, hvd.HorovodInternalError), fast.value
+    # and the runtime still works after them
+    assert torch.equal(hvd.allgather(torch.ones(1), name="after.bad"), torch.ones(size))
+
+
+def _needs_peers(hvd):
+    if hvd.size() == 1:
+        pytest.skip("cross-rank mismatches need at least 2 ranks")
+
+
+def test_mismatched_shape_fails_on_every_rank_and_recovers(hvd):
+    _needs_peers(hvd)
+    with pytest.raises(hvd.HorovodInternalError):
+        hvd.allreduce(torch.ones(hvd.rank() + 1), name="mismatch.shape")
+    assert torch.equal(hvd.allreduce(torch.ones(3), op=hvd.Sum, name="after.shape"),
+                       torch.full((3,), float(hvd.size())))
+
+
+def test_mismatched_dtype_fails_on_every_rank_and_recovers(hvd):
+    _needs_peers(hvd)
+    dtype = torch.float32 if hvd.rank() == 0 else torch.int32
+    with pytest.raises(hvd.HorovodInternalError):
+        hvd.allreduce(torch.ones(4, dtype=dtype), op=hvd.Sum, name="mismatch.dtype")
+    assert hvd.allgather(torch.tensor([hvd.rank()]), name="after.dtype").tolist() == \
+        list(range(hvd.size()))
+
+
+def test_mismatched_root_fails_on_every_rank_and_recovers(hvd):
+    _needs_peers(hvd)
+    with pytest.raises(hvd.HorovodInternalError):
+        hvd.broadcast(torch.ones(2), root_rank=hvd.rank(), name="mismatch.root")
+    assert torch.equal(hvd.broadcast(torch.full((2,), float(hvd.rank())), 0, name="after.root"),
+                       torch.zeros(2))
+
+
+def test_mismatched_allgather_trailing_dims_fail(hvd):
+    _needs_peers(hvd)
+    with pytest.raises(hvd.HorovodInternalError):
+        hvd.allgather(torch.ones(2, hvd.rank() + 1), name="mismatch.allgather")
+    hvd.barrier()
