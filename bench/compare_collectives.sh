@@ -72,12 +72,13 @@ note_passes
 
 "$PYTHON" - "$out" "$here" "$repeats" "$sizes" "$ops" "$nps" <<'PY'
 import glob
+import statistics
 import sys
 out, repeats = sys.argv[1], int(sys.argv[3])
 sys.path.insert(0, sys.argv[2])
 sizes = [int(s) for s in sys.argv[4].split(",")]
 ops, nps = sys.argv[5].split(), [int(n) for n in sys.argv[6].split()]
-from allreduce_results import fmt_us, hvd, label, median_of, peer, ratio, spread
+from allreduce_results import fmt_us, hvd, label, peer, ratio, spread
 
 SIDES = ("hvd", "torch", "reused", "fresh")
 
@@ -88,7 +89,7 @@ def cell(results, k):
         return None, "-"
     if any(v is None for v in vals):
         return None, "n/a"
-    value = median_of([{k: v} for v in vals])[k]
+    value = statistics.median(vals)
     return value, fmt_us(value)
 
 

@@ -261,6 +261,22 @@ T Out(Call&& call) {
   return value;
 }
 
+std::vector<int32_t> GetList(const std::function<hvd_status_t(int32_t*, int32_t, int32_t*)>& fn,
+                             int32_t capacity) {
+  std::vector<int32_t> values(static_cast<size_t>(capacity));
+  int32_t count = 0;
+  Check([&] { return fn(values.data(), capacity, &count); });
+  values.resize(static_cast<size_t>(std::min(count, capacity)));
+  return values;
+}
+
+// `name` (a str or None: a generated name) as the options' name, without a copy: valid while
+// the caller's object lives.
+void SetName(hvd_op_options_t* options, py::handle name) {
+  options->name = name.is_none() ? nullptr : PyUnicode_AsUTF8(name.ptr());
+  if (!name.is_none() && options->name == nullptr) throw py::error_already_set();
+}
+
 // The synchronous collectives' fast path (hvd.torch's and hvd.numpy's ops when no autograd
 // graph is recorded): enqueue with `options.wait_now` set, wait, run `done(handle)` (taking the
 // outputs) and release, in one call from Python; the GIL released once for the enqueue and
@@ -269,8 +285,7 @@ T Out(Call&& call) {
 // reserved), as with an interrupted synchronize().
 template <typename Enqueue, typename Done>
 auto RunNow(hvd_op_options_t* options, py::handle name, Enqueue&& enqueue, Done&& done) {
-  options->name = name.is_none() ? nullptr : PyUnicode_AsUTF8(name.ptr());
-  if (!name.is_none() && options->name == nullptr) throw py::error_already_set();
+  SetName(options, name);
   options->wait_now = 1;  // waited for below: this thread runs the cycle itself
   hvd_handle_t handle = 0;
   hvd_status_t status;
@@ -348,8 +363,7 @@ hvd_handle_t AllreduceStart(py::handle in, py::handle out, int dtype, py::handle
                             py::handle name, int op, double prescale, double postscale,
                             int32_t process_set_id, int32_t device, uintptr_t stream) {
   PlainAllreduce a(in, out, dtype, shape, op, prescale, postscale, process_set_id, device, stream);
-  a.options.name = name.is_none() ? nullptr : PyUnicode_AsUTF8(name.ptr());
-  if (!name.is_none() && a.options.name == nullptr) throw py::error_already_set();
+  SetName(&a.options, name);
   return Out<hvd_handle_t>(
       [&](hvd_handle_t* h) { return g_api.allreduce(&a.input, &a.output, &a.options, h); });
 }
@@ -403,24 +417,15 @@ py::tuple AlltoallNow(py::handle in, int dtype, py::handle shape,
   return RunNow(
       &options, name, [&](hvd_handle_t* h) { return g_api.alltoall(&input, &options, h); },
       [&](hvd_handle_t h) {
-        std::vector<int32_t> received(static_cast<size_t>(std::max(set_size, 0)));
-        int32_t count = 0;
-        Check([&] { return Api().received_splits(h, received.data(), set_size, &count); });
-        received.resize(static_cast<size_t>(std::min(count, set_size)));
+        std::vector<int32_t> received =
+            GetList([&](int32_t* out, int32_t capacity,
+                        int32_t* count) { return Api().received_splits(h, out, capacity, count); },
+                    set_size);
         return py::make_tuple(TakeOutput(h, 0), py::cast(received));
       });
 }
 
 int32_t GetInt(hvd_status_t (*fn)(int32_t*)) { return Out<int32_t>(fn); }
-
-std::vector<int32_t> GetList(const std::function<hvd_status_t(int32_t*, int32_t, int32_t*)>& fn,
-                             int32_t capacity) {
-  std::vector<int32_t> values(static_cast<size_t>(capacity));
-  int32_t count = 0;
-  Check([&] { return fn(values.data(), capacity, &count); });
-  values.resize(static_cast<size_t>(std::min(count, capacity)));
-  return values;
-}
 
 py::str Load(const std::vector<std::string>& candidates) {
   if (!g_loaded_path.empty()) {

@@ -293,8 +293,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Reduces `tensor` over all ranks of `process_set` (Average by default) into a new
     tensor. Differentiable: the gradient is the allreduce of the gradient with the same op."""
-    if compression is Compression.none and not (tensor.requires_grad and
-                                                torch.is_grad_enabled()):
+    if compression is Compression.none and _no_graph(tensor):
         code = _plain_code(tensor)
         if code is not None:  # no graph to record: skip autograd, one runtime call
             op = _resolve_op(average, op)
