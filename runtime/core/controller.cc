@@ -55,12 +55,12 @@ Controller::Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_
 }
 
 bool Controller::MinePending() const {
-  return queue_.size() > 0 || !waiting_.empty() || (coordinator_ && !coordinator_->empty());
+  return queue_->size() > 0 || !waiting_.empty() || (coordinator_ && !coordinator_->empty());
 }
 
 void Controller::Classify(std::chrono::steady_clock::time_point now) {
   fresh_.clear();
-  queue_.PopRequests(&fresh_);
+  queue_->PopRequests(&fresh_);
   for (const Request* r : fresh_) waiting_.push_back({r, now});
   const bool aging = config_.stall_check_enabled && config_.stall_check_time.count() > 0;
   using State = ResponseCache::State;
@@ -142,7 +142,7 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
     const uint64_t b_mask = uint64_t{1} << (eager_bit_ % 64);
     if ((*b_word & b_mask) != 0) {
       // b is one of this rank's hits, so its entry is in the queue's table until taken.
-      const TensorEntry* e = queue_.Find(eager->names[0]);
+      const TensorEntry* e = queue_->Find(eager->names[0]);
       if (e != nullptr) {
         void* tail = agree_bits_.data() + head;
         std::memcpy(tail, e->input, tail_bytes);
@@ -236,9 +236,16 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
         lone = eager_bit_;
       }
     }
-    PlanFusion(hits_, fusion_, &fusion_scratch_, &fused_);
-    HVD_RETURN_IF_ERROR(Process(fused_, false, &result));
-    executed += fused_.size();
+    if (hits_.size() == 1) {
+      // A lone hit is its own plan: run the cached response itself (not put in the cache, so
+      // it does not change under Process) instead of a copy of it, names and all.
+      HVD_RETURN_IF_ERROR(Process({hits_[0], 1}, false, &result));
+      executed += 1;
+    } else {
+      PlanFusion(hits_, fusion_, &fusion_scratch_, &fused_);
+      HVD_RETURN_IF_ERROR(Process(fused_, false, &result));
+      executed += fused_.size();
+    }
     if (executed == 1 && lone == kNoEager && hit_list_.size() == 1) lone = hit_list_[0];
     // The same decision on every member: the same hits were executed everywhere, and the
     // agreed word is the same. A cycle in which no member had anything pending disarms it, so
@@ -390,8 +397,7 @@ Status Controller::Process(std::span<const Response> responses, bool put_in_cach
       continue;
     }
     entries_.clear();
-    queue_.Take(response.names, &taken_);
-    for (TensorQueue::Taken& t : taken_) entries_.push_back(t.empty() ? nullptr : &t.mapped());
+    queue_->Take(response.names, &entries_);
     if (put_in_cache) PutInCache(response);
     Status outcome;
     Status s = executor_->Execute(response, entries_, comm_.get(), &outcome, &gpu_, reduced);
@@ -399,8 +405,7 @@ Status Controller::Process(std::span<const Response> responses, bool put_in_cach
     for (const TensorEntry* e : entries_) {
       if (e) finished_.push_back(e->handle);
     }
-    entries_.clear();
-    queue_.Recycle(&taken_);
+    entries_.clear();  // the caller may release them once their handles are finished
     handles_->FinishParts(finished_, outcome);
     HVD_RETURN_IF_ERROR(s);
     if (report_executed_ && response.type != OpType::kError) result->executed.push_back(response);
@@ -421,8 +426,7 @@ void Controller::ApplyTuning(int64_t fusion_threshold_bytes, bool cache_enabled)
 }
 
 Status Controller::ProcessControl(const Response& response) {
-  taken_.push_back(queue_.Take(response.names.at(0)));
-  TensorEntry* entry = taken_.back().empty() ? nullptr : &taken_.back().mapped();
+  TensorEntry* entry = queue_->Take(response.names.at(0));
   Status status;
   int64_t value = -1;
   if (response.type == OpType::kJoin) {
@@ -446,13 +450,12 @@ Status Controller::ProcessControl(const Response& response) {
     handles_->SetIntResult(entry->handle, value);
     handles_->FinishPart(entry->handle, status);
   }
-  queue_.Recycle(&taken_);
   return Status::OK();
 }
 
 void Controller::FailAll(const Status& status) {
   waiting_.clear();
-  for (TensorEntry& e : queue_.TakeAll()) handles_->FinishPart(e.handle, status);
+  for (TensorEntry& e : queue_->TakeAll()) handles_->FinishPart(e.handle, status);
 }
 
 }  // namespace hvd::runtime

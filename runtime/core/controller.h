@@ -109,7 +109,9 @@ class Controller {
   int set_rank() const { return comm_->rank(); }
   int set_size() const { return comm_->size(); }
   Communicator* communicator() { return comm_.get(); }
-  TensorQueue& queue() { return queue_; }
+  TensorQueue& queue() { return *queue_; }
+  // The queue, shared with the handles that reserve names in it (HandleManager::Create).
+  const std::shared_ptr<TensorQueue>& shared_queue() const { return queue_; }
   const ResponseCache& cache() const { return cache_; }
   const StallInspector* stall_inspector() const { return stall_.get(); }
 
@@ -127,7 +129,7 @@ class Controller {
 
  private:
   struct Waiting {
-    const Request* request;  // in queue_'s table until taken (tensor_queue.h)
+    const Request* request;  // in queue_'s table until released (tensor_queue.h)
     std::chrono::steady_clock::time_point since;
     uint32_t bit = 0;  // its cache bit: after Classify every waiting request is a hit
   };
@@ -166,7 +168,7 @@ class Controller {
   ProcessSetHooks* hooks_;
   RuntimeTimeline* timeline_;  // null unless this is global rank 0
   FusionOptions fusion_;
-  TensorQueue queue_;
+  std::shared_ptr<TensorQueue> queue_ = std::make_shared<TensorQueue>();
   ResponseCache cache_;
   std::unique_ptr<Coordinator> coordinator_;  // set rank 0 only
   std::unique_ptr<StallInspector> stall_;     // set rank 0 only
@@ -195,9 +197,10 @@ class Controller {
   bool eager_sent_ = false;
   ReuseVector<Response> fused_;  // hits_ after fusion (fast path)
   FusionScratch fusion_scratch_;
-  std::vector<TensorQueue::Taken> taken_;  // the entries of the response being run
-  std::vector<TensorEntry*> entries_;      // taken_'s entries (null: none on this rank)
-  std::vector<int64_t> finished_;          // their handles, completed after recycling
+  // The entries of the response being run (null: none on this rank), valid until their
+  // handles are released, which is after FinishParts.
+  std::vector<TensorEntry*> entries_;
+  std::vector<int64_t> finished_;  // their handles, completed after recycling
   std::string stall_reason_;
   bool joined_ = false;  // this rank's join is in flight
   bool cache_enabled_ = true;

@@ -1,10 +1,13 @@
 #include "runtime/core/handle_manager.h"
 
+#include <cstdlib>
 #include <string>
 
+#include "common/logging.h"
 #include "runtime/core/output_memory.h"
 
 namespace hvd::runtime {
+
 namespace {
 
 Status Unknown(int64_t handle) {
@@ -14,26 +17,37 @@ Status Unknown(int64_t handle) {
 }  // namespace
 
 HandleManager::~HandleManager() {
-  for (auto& [h, state] : states_) {
-    for (size_t i = 0; i < state.outputs.size(); ++i) {
-      if (!state.taken[i]) FreeOutput(state.outputs[i].data);
+  for (Slot& slot : slots_) {
+    if (slot.handle == 0) continue;
+    for (size_t i = 0; i < slot.state.outputs.size(); ++i) {
+      if (!slot.state.taken[i]) FreeOutput(slot.state.outputs[i].data);
     }
   }
 }
 
 int64_t HandleManager::Create(int32_t parts, int32_t num_outputs) {
   std::lock_guard<std::mutex> lock(mu_);
-  const int64_t h = next_handle_++;
   State* s;
-  if (spare_.empty()) {
-    s = &states_[h];
+  return CreateLocked(parts, num_outputs, &s);
+}
+
+int64_t HandleManager::CreateLocked(int32_t parts, int32_t num_outputs, State** state) {
+  // A released handle's slot first (its vectors keep their capacity): no allocation.
+  uint64_t index;
+  if (free_slots_.empty()) {
+    index = slots_.size();
+    if (index > kSlotMask) {
+      HVD_LOG_ERROR("more than {} handles are live at once (unreleased): aborting", kSlotMask + 1);
+      std::abort();
+    }
+    slots_.emplace_back();
   } else {
-    // A released handle's node (its vectors keep their capacity): no allocation.
-    Node node = std::move(spare_.back());
-    spare_.pop_back();
-    node.key() = h;
-    s = &states_.insert(std::move(node)).position->second;
+    index = free_slots_.back();
+    free_slots_.pop_back();
   }
+  const int64_t h = static_cast<int64_t>(next_sequence_++ << kSlotBits | index);
+  slots_[index].handle = h;
+  State* s = &slots_[index].state;
   s->parts_left = parts;
   s->done = parts == 0;
   if (!s->done) in_flight_.fetch_add(1, std::memory_order_relaxed);
@@ -42,34 +56,32 @@ int64_t HandleManager::Create(int32_t parts, int32_t num_outputs) {
   s->taken.assign(num_outputs, false);
   s->received_splits.clear();
   s->int_result = -1;
-  s->set_id = -1;
+  s->queue.reset();
   s->names.clear();
+  *state = s;
   return h;
 }
 
 void HandleManager::SetOutput(int64_t handle, int32_t index, OutputTensor output) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = states_.find(handle);
-  if (it == states_.end() || index < 0 ||
-      index >= static_cast<int32_t>(it->second.outputs.size())) {
+  State* s = FindLocked(handle);
+  if (s == nullptr || index < 0 || index >= static_cast<int32_t>(s->outputs.size())) {
     FreeOutput(output.data);
     return;
   }
-  FreeOutput(it->second.outputs[index].data);
-  it->second.outputs[index] = std::move(output);
+  FreeOutput(s->outputs[index].data);
+  s->outputs[index] = std::move(output);
 }
 
 void HandleManager::SetReceivedSplits(int64_t handle, std::span<const int32_t> splits) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = states_.find(handle);
   // assign: a recycled state keeps its vector's buffer
-  if (it != states_.end()) it->second.received_splits.assign(splits.begin(), splits.end());
+  if (State* s = FindLocked(handle)) s->received_splits.assign(splits.begin(), splits.end());
 }
 
 void HandleManager::SetIntResult(int64_t handle, int64_t value) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = states_.find(handle);
-  if (it != states_.end()) it->second.int_result = value;
+  if (State* s = FindLocked(handle)) s->int_result = value;
 }
 
 void HandleManager::FinishPart(int64_t handle, const Status& status) {
@@ -81,9 +93,9 @@ void HandleManager::FinishParts(std::span<const int64_t> handles, const Status& 
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (int64_t handle : handles) {
-      auto it = states_.find(handle);
-      if (it == states_.end() || it->second.done) continue;
-      State& s = it->second;
+      State* found = FindLocked(handle);
+      if (found == nullptr || found->done) continue;
+      State& s = *found;
       if (!status.ok() && s.status.ok()) s.status = status;
       if (--s.parts_left > 0) continue;
       s.done = true;
@@ -96,30 +108,29 @@ void HandleManager::FinishParts(std::span<const int64_t> handles, const Status& 
 
 Result<bool> HandleManager::Poll(int64_t handle) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = states_.find(handle);
-  if (it == states_.end()) return Unknown(handle);
-  return it->second.done;
+  State* s = FindLocked(handle);
+  if (s == nullptr) return Unknown(handle);
+  return s->done;
 }
 
 bool HandleManager::Finished(int64_t handle, Status* status) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = states_.find(handle);
-  if (it == states_.end()) {
+  const State* s = FindLocked(handle);
+  if (s == nullptr) {
     *status = Unknown(handle);
     return true;
   }
-  if (!it->second.done) return false;
-  *status = it->second.status;
+  if (!s->done) return false;
+  *status = s->status;
   return true;
 }
 
 Status HandleManager::Wait(int64_t handle, std::chrono::duration<double> timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  auto it = states_.find(handle);
-  if (it == states_.end()) return Unknown(handle);
+  if (FindLocked(handle) == nullptr) return Unknown(handle);
   auto is_done = [&] {
-    auto found = states_.find(handle);
-    return found == states_.end() || found->second.done;
+    const State* found = FindLocked(handle);
+    return found == nullptr || found->done;
   };
   if (timeout.count() < 0) {
     done_cv_.wait(lock, is_done);
@@ -127,9 +138,9 @@ Status HandleManager::Wait(int64_t handle, std::chrono::duration<double> timeout
     return Status(StatusCode::kInProgress,
                   "handle " + std::to_string(handle) + " did not complete within the wait timeout");
   }
-  it = states_.find(handle);
-  if (it == states_.end()) return Unknown(handle);
-  return it->second.status;
+  const State* s = FindLocked(handle);
+  if (s == nullptr) return Unknown(handle);
+  return s->status;
 }
 
 bool HandleManager::WaitDone(int64_t handle, std::chrono::steady_clock::duration timeout,
@@ -137,20 +148,20 @@ bool HandleManager::WaitDone(int64_t handle, std::chrono::steady_clock::duration
   std::unique_lock<std::mutex> lock(mu_);
   bool done = false;
   done_cv_.wait_for(lock, timeout, [&] {
-    auto found = states_.find(handle);
-    done = found == states_.end() || found->second.done;
+    const State* found = FindLocked(handle);
+    done = found == nullptr || found->done;
     return done || wakes_.load(std::memory_order_relaxed) != since;
   });
   return done;
 }
 
 Result<HandleManager::State*> HandleManager::DoneStateLocked(int64_t handle) {
-  auto it = states_.find(handle);
-  if (it == states_.end()) return Unknown(handle);
-  if (!it->second.done) {
+  State* s = FindLocked(handle);
+  if (s == nullptr) return Unknown(handle);
+  if (!s->done) {
     return Status::PreconditionFailed("handle " + std::to_string(handle) + " has not completed");
   }
-  return &it->second;
+  return s;
 }
 
 Result<int32_t> HandleManager::NumOutputs(int64_t handle) {
@@ -195,23 +206,43 @@ Result<int64_t> HandleManager::IntResult(int64_t handle) {
   return s->int_result;
 }
 
-Status HandleManager::Release(int64_t handle, ReuseVector<std::string>* names, int32_t* set_id) {
+Status HandleManager::Release(int64_t handle) {
   std::lock_guard<std::mutex> lock(mu_);
   HVD_ASSIGN_OR_RETURN(State * s, DoneStateLocked(handle));
-  if (names) *names = s->names;
-  if (set_id) *set_id = s->set_id;
+  if (s->queue) {
+    s->queue->Unreserve(s->names);
+    s->queue.reset();
+  }
   for (size_t i = 0; i < s->outputs.size(); ++i) {
     if (!s->taken[i]) FreeOutput(s->outputs[i].data);
     s->outputs[i].data = nullptr;
   }
   s->outputs.clear();
-  spare_.push_back(states_.extract(handle));
+  const uint64_t index = static_cast<uint64_t>(handle) & kSlotMask;
+  slots_[index].handle = 0;
+  free_slots_.push_back(static_cast<uint32_t>(index));
   return Status::OK();
 }
 
 size_t HandleManager::live_handles() {
   std::lock_guard<std::mutex> lock(mu_);
-  return states_.size();
+  return slots_.size() - free_slots_.size();
+}
+
+void HandleManager::Abandon(int64_t handle, const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    State* s = FindLocked(handle);
+    if (s == nullptr) return;
+    s->queue.reset();
+    s->names.clear();
+    if (!s->done) {
+      s->done = true;
+      s->status = status;
+      in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  (void)Release(handle);
 }
 
 }  // namespace hvd::runtime

@@ -5,14 +5,15 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
 #include "runtime/core/reuse_vector.h"
+#include "runtime/core/tensor_queue.h"
 #include "runtime/core/tensor_shape.h"
 #include "runtime/transports/data_type.h"
 
@@ -31,7 +32,8 @@ struct OutputTensor {
 // HandleManager owns the state behind every hvd_handle_t: completion, status, outputs, and the
 // tensor names the handle keeps reserved in its process set's queue until it is released. A
 // handle covers `parts` tensor entries (a grouped op has several) and completes when the last
-// part finished; its status is the first error reported. Handle ids are never reused.
+// part finished; its status is the first error reported. Handle ids are never reused. At most
+// 2^24 handles may be live (created and not released) at once.
 // Thread-safe: the background thread completes parts while framework threads
 // poll/wait/release.
 class HandleManager {
@@ -42,6 +44,21 @@ class HandleManager {
   HandleManager& operator=(const HandleManager&) = delete;
 
   int64_t Create(int32_t parts, int32_t num_outputs);
+  // Create for an op that enqueues `names` in `queue`: Release ends their reservation there
+  // (TensorQueue::Unreserve). The handle keeps the queue alive until then.
+  template <typename Names>
+  int64_t Create(int32_t parts, int32_t num_outputs, const std::shared_ptr<TensorQueue>& queue,
+                 const Names& names) {
+    std::lock_guard<std::mutex> lock(mu_);
+    State* s;
+    const int64_t h = CreateLocked(parts, num_outputs, &s);
+    s->queue = queue;
+    for (const auto& name : names) s->names.push_back(name);
+    return h;
+  }
+  // Fails and releases a handle whose entries never made it into its queue (their names are
+  // not this handle's to unreserve).
+  void Abandon(int64_t handle, const Status& status);
   // Attaches results before FinishPart; ignored for unknown handles.
   void SetOutput(int64_t handle, int32_t index, OutputTensor output);
   void SetReceivedSplits(int64_t handle, std::span<const int32_t> splits);
@@ -51,17 +68,6 @@ class HandleManager {
   // a thread waiting on the first of 100 fused tensors wakes once, not once per tensor (each
   // wake-up could switch it in and out on a shared CPU).
   void FinishParts(std::span<const int64_t> handles, const Status& status);
-  // Records the names `handle` reserved in process set `set_id`'s queue (TensorQueue::Add),
-  // handed back by Release so the caller can unreserve them.
-  template <typename Names>
-  void SetReservedNames(int64_t handle, int32_t set_id, const Names& names) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = states_.find(handle);
-    if (it == states_.end()) return;
-    it->second.set_id = set_id;
-    it->second.names.clear();
-    for (const auto& name : names) it->second.names.push_back(name);
-  }
 
   // kNotFound for unknown handles.
   Result<bool> Poll(int64_t handle);
@@ -93,10 +99,9 @@ class HandleManager {
   // them all (kInvalidArgument otherwise). Returns the count.
   Result<int32_t> ReceivedSplits(int64_t handle, int32_t* out, int32_t capacity);
   Result<int64_t> IntResult(int64_t handle);
-  // kPreconditionFailed while incomplete. When given, `names`/`set_id` receive the names the
-  // handle reserved (empty / -1 when none).
-  Status Release(int64_t handle, ReuseVector<std::string>* names = nullptr,
-                 int32_t* set_id = nullptr);
+  // Frees the handle and ends the reservation of its names. kPreconditionFailed while
+  // incomplete. Takes the queue's lock under this one's (a queue never calls in here).
+  Status Release(int64_t handle);
   size_t live_handles();
 
  private:
@@ -108,9 +113,10 @@ class HandleManager {
     std::vector<bool> taken;
     std::vector<int32_t> received_splits;
     int64_t int_result = -1;
-    int32_t set_id = -1;
-    ReuseVector<std::string> names;  // reserved in set `set_id`'s queue until Release
+    std::shared_ptr<TensorQueue> queue;  // where `names` are reserved until Release
+    ReuseVector<std::string> names;
   };
+  int64_t CreateLocked(int32_t parts, int32_t num_outputs, State** state);
   // Returns the completed state, or a status explaining why it is not available.
   Result<State*> DoneStateLocked(int64_t handle);
 
@@ -118,13 +124,24 @@ class HandleManager {
   std::condition_variable done_cv_;
   std::atomic<uint64_t> wakes_{0};  // WakeWaiters calls; changed under mu_
   std::atomic<int64_t> in_flight_{0};
-  int64_t next_handle_ = 1;
-  using States = std::unordered_map<int64_t, State>;
-  using Node = States::node_type;
-  States states_;
-  // Released handles' nodes, reused by Create so that steady state allocates nothing; never
-  // more than the most handles ever live at once.
-  std::vector<Node> spare_;
+  // Handle = sequence number << kSlotBits | slot index: found without hashing, and never
+  // reused (the sequence grows) though the slots are.
+  static constexpr int kSlotBits = 24;
+  static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
+  struct Slot {
+    int64_t handle = 0;  // 0: free
+    State state;
+  };
+  State* FindLocked(int64_t handle) {
+    const uint64_t index = static_cast<uint64_t>(handle) & kSlotMask;
+    if (handle <= 0 || index >= slots_.size() || slots_[index].handle != handle) return nullptr;
+    return &slots_[index].state;
+  }
+  uint64_t next_sequence_ = 1;
+  std::vector<Slot> slots_;
+  // Released slots, reused by Create so that steady state allocates nothing; never more than
+  // the most handles ever live at once.
+  std::vector<uint32_t> free_slots_;
 };
 
 }  // namespace hvd::runtime

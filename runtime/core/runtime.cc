@@ -126,6 +126,8 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
     // Before state_mu_: the iterations take cycle_mu_ first, then state_mu_.
     std::lock_guard<std::mutex> cycle(cycle_mu_);
     loop_stopped_ = false;
+    cycle_controllers_.clear();
+    cycle_version_ = kNoSnapshot;
     shipments_due_ = 0;
     last_result_ = CycleResult();
     // Also with more local ranks than CPUs: once a synchronous op no longer wakes the
@@ -335,14 +337,20 @@ void Runtime::Loop() {
     // woken to run the next one itself (this thread now leaves them to it), once cycle_mu_ is
     // free, so that its TryDrive finds it free.
     seen = iterations_;
-    if (!go_on) loop_stopped_ = true;
+    if (!go_on) StopIterations();
     cycle.unlock();
     if (drivers_.load() > 0) handles_.WakeWaiters();
     if (!go_on) break;
     interval = NextInterval(total, interval);
   }
   std::lock_guard<std::mutex> cycle(cycle_mu_);
+  StopIterations();
+}
+
+void Runtime::StopIterations() {
   loop_stopped_ = true;
+  cycle_controllers_.clear();  // the sets' controllers may go (sets_.Clear) once the loop ends
+  cycle_version_ = kNoSnapshot;
 }
 
 Runtime::Drive Runtime::TryDrive() {
@@ -359,7 +367,7 @@ Runtime::Drive Runtime::TryDrive() {
     request_shutdown = shutdown_requested_;
   }
   CycleResult total;
-  if (!IterateLocked(request_shutdown, &total)) loop_stopped_ = true;
+  if (!IterateLocked(request_shutdown, &total)) StopIterations();
   cycle.unlock();
   // Another caller that found this iteration running (kBusy) may run the next.
   if (drivers_.load() > 1) handles_.WakeWaiters();
@@ -399,7 +407,6 @@ bool Runtime::IterateLocked(bool request_shutdown, CycleResult* total) {
   const bool ship_timeline = config_.timeline_all_ranks && !config_.timeline_path.empty();
   if (timeline_ != nullptr) timeline_->MarkCycleStart();
   Status s = RunIteration(request_shutdown, total);
-  cycle_controllers_.clear();  // hold no set's controller between iterations
   last_result_.progress = total->progress;
   last_result_.any_pending = total->any_pending;
   last_result_.mine_pending = total->mine_pending;
@@ -568,12 +575,13 @@ bool Runtime::autotuning() const {
 Status Runtime::RunIteration(bool request_shutdown, CycleResult* total) {
   // The global set (id 0, first in id order) runs first; the snapshot is taken again after it
   // so a set it just added or removed is seen identically by every member.
+  // The snapshot lives on between iterations (taking it costs a lock and two atomic reference
+  // counts per set each iteration) and is taken again when the table changed: a set removed
+  // by the global set's cycle leaves it in the second pass, and every set when the loop stops.
   bool global = true;
-  uint64_t version = 0;
   for (int pass = 0; pass < 2; ++pass) {
-    // The second pass needs a new snapshot only when the global set's cycle changed the table.
-    if (pass == 0 || sets_.version() != version) {
-      version = sets_.version();
+    if (sets_.version() != cycle_version_) {
+      cycle_version_ = sets_.version();
       sets_.Controllers(&cycle_controllers_);
     }
     for (const auto& controller : cycle_controllers_) {

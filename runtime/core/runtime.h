@@ -172,6 +172,9 @@ class Runtime {
   // run with cycle_mu_ held by whichever thread holds it. False when the loop must stop: the
   // runtime failed or shut down (the handles are failed by then).
   bool IterateLocked(bool request_shutdown, CycleResult* total);
+  // Marks the loop ended (no more iterations) and lets go of the sets' controllers. Under
+  // cycle_mu_.
+  void StopIterations();
   // Runs one iteration in the calling thread if no other thread is running one and the loop
   // still runs: kRan if it did, kBusy while another thread runs one, kNotAllowed when callers
   // may not drive (any more): the loop stopped or is stopping.
@@ -257,7 +260,7 @@ class Runtime {
   // Held while an iteration runs, by the background thread or a waiting caller (TryDrive); it
   // guards everything the cycles touch, and the fields below.
   std::mutex cycle_mu_;
-  bool loop_stopped_ = false;  // no more iterations (set by whoever saw the loop end)
+  bool loop_stopped_ = false;  // no more iterations (StopIterations, by whoever saw it end)
   uint64_t iterations_ = 0;    // iterations run, by any thread
   CycleResult last_result_;    // the last iteration's progress/pending flags (for intervals)
   int64_t shipments_due_ = 0;  // iterations since the last timeline shipment
@@ -271,7 +274,11 @@ class Runtime {
   // Callers inside Wait that run iterations; while there is one, the background thread leaves
   // the iterations to them instead of contending for cycle_mu_.
   std::atomic<int> drivers_{0};
-  std::vector<std::shared_ptr<Controller>> cycle_controllers_;  // scratch, under cycle_mu_
+  // The sets' controllers as of sets_.version() == cycle_version_, under cycle_mu_; emptied
+  // when the iterations stop.
+  std::vector<std::shared_ptr<Controller>> cycle_controllers_;
+  static constexpr uint64_t kNoSnapshot = ~uint64_t{0};
+  uint64_t cycle_version_ = kNoSnapshot;
   std::thread thread_;
   std::atomic<int64_t> name_counter_{0};
   std::atomic<uint32_t> enabled_flags_{0};

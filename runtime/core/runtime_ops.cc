@@ -174,27 +174,32 @@ Status Runtime::MarkDevice(TensorEntry* e, const TensorSpec& in, const TensorSpe
 }
 
 Result<std::shared_ptr<Controller>> Runtime::ControllerFor(int32_t process_set_id) const {
+  // The runtime's state is not looked at on the way to a controller: Submit checks it (under
+  // the lock it needs anyway) before anything is queued, so an op on a runtime that is shutting
+  // down fails there with the same message. Here it only explains a missing set.
+  std::shared_ptr<Controller> controller;
+  const bool registered = sets_.FindController(process_set_id, &controller);
+  if (registered && controller) return controller;
   {
     std::lock_guard<std::mutex> lock(state_mu_);
     if (state_ == State::kStopped) return Status::NotInitialized(kNotInitializedMessage);
     if (state_ == State::kShutDown) return Status::Aborted(kShutDownMessage);
   }
-  std::shared_ptr<Controller> controller;
-  if (!sets_.FindController(process_set_id, &controller)) {
+  if (!registered) {
     return Status::InvalidArgument("process set " + std::to_string(process_set_id) +
                                    " is not registered");
   }
-  if (!controller) {
-    return Status::InvalidArgument("rank " + std::to_string(config_.rank) +
-                                   " is not a member of process set " +
-                                   std::to_string(process_set_id));
-  }
-  return controller;
+  return Status::InvalidArgument("rank " + std::to_string(config_.rank) +
+                                 " is not a member of process set " +
+                                 std::to_string(process_set_id));
 }
 
 Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> entries,
                                 int32_t num_outputs, bool wait_now) {
-  const int64_t handle = handles_.Create(static_cast<int32_t>(entries.size()), num_outputs);
+  const int64_t handle = handles_.Create(
+      static_cast<int32_t>(entries.size()), num_outputs, controller->shared_queue(),
+      std::views::transform(
+          entries, [](const TensorEntry& e) -> const std::string& { return e.request.name; }));
   for (auto& e : entries) e.handle = handle;
   Status s;
   bool notify = false;
@@ -209,11 +214,6 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> e
       }
       s = controller->queue().Add(entries);
       if (s.ok()) {
-        handles_.SetReservedNames(
-            handle, controller->id(),
-            std::views::transform(entries, [](const TensorEntry& e) -> const std::string& {
-              return e.request.name;
-            }));
         // The first enqueue since the last cycle wakes the background thread; an asynchronous
         // one starts a hold (Loop), which a synchronous one ends. The enqueues between do not
         // wake it again: during a hold each wake-up would be a thread switch for nothing.
@@ -238,9 +238,7 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> e
   }
   if (!s.ok()) {
     ReleaseReadyEvents(gpu_.get(), entries);
-    handles_.FinishPart(handle, s);
-    while (!handles_.Poll(handle).value()) handles_.FinishPart(handle, s);
-    (void)handles_.Release(handle);
+    handles_.Abandon(handle, s);
     return s;
   }
   // A synchronous caller drives its own cycle (Runtime::Wait): waking the background thread
@@ -249,17 +247,8 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> e
   return handle;
 }
 
-Status Runtime::ReleaseHandle(int64_t handle) {
-  // Per-thread, so releasing allocates nothing once a thread released a handle of this shape.
-  thread_local ReuseVector<std::string> names;
-  int32_t set_id = -1;
-  HVD_RETURN_IF_ERROR(handles_.Release(handle, &names, &set_id));
-  std::shared_ptr<Controller> controller;
-  if (!names.empty() && sets_.FindController(set_id, &controller) && controller) {
-    controller->queue().Unreserve(names);
-  }
-  return Status::OK();
-}
+// The handle's names are reserved in its process set's queue until this call.
+Status Runtime::ReleaseHandle(int64_t handle) { return handles_.Release(handle); }
 
 Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
                                           std::span<const TensorSpec> outputs, const OpOptions& o,

@@ -1,5 +1,7 @@
 #include "runtime/core/tensor_queue.h"
 
+#include <tuple>
+
 namespace hvd::runtime {
 
 const char kDuplicateNameError[] =
@@ -10,35 +12,35 @@ const char kDuplicateNameError[] =
 Status TensorQueue::Add(std::span<const TensorEntry> entries) {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < entries.size(); ++i) {
-    const std::string& name = entries[i].request.name;
-    bool repeated = false;
-    for (size_t j = 0; j < i; ++j) repeated |= entries[j].request.name == name;
-    if (repeated || reserved_.count(name) != 0) {
-      return Status::InvalidArgument(std::string(kDuplicateNameError) + " (tensor '" + name + "')");
-    }
-  }
-  for (const TensorEntry& e : entries) {
+    const TensorEntry& e = entries[i];
     Table::iterator it;
+    bool inserted;
     if (spare_.empty()) {
-      it = table_.emplace(e.request.name, e).first;
+      std::tie(it, inserted) = table_.try_emplace(e.request.name);
     } else {
-      Taken node = std::move(spare_.back());
+      Table::node_type node = std::move(spare_.back());
       spare_.pop_back();
       node.key() = e.request.name;
-      node.mapped() = e;
-      it = table_.insert(std::move(node)).position;
+      auto result = table_.insert(std::move(node));
+      it = result.position;
+      inserted = result.inserted;
+      if (!inserted) spare_.push_back(std::move(result.node));
     }
-    fresh_.push_back(&it->second.request);
-    size_.store(table_.size(), std::memory_order_release);
-    if (spare_names_.empty()) {
-      reserved_.insert(e.request.name);
-    } else {
-      Names::node_type node = std::move(spare_names_.back());
-      spare_names_.pop_back();
-      node.value() = e.request.name;
-      reserved_.insert(std::move(node));
+    if (!inserted) {
+      // All or nothing: the entries before this one leave again.
+      for (size_t j = i; j-- > 0;) {
+        spare_.push_back(table_.extract(entries[j].request.name));
+        fresh_.pop_back();
+      }
+      return Status::InvalidArgument(std::string(kDuplicateNameError) + " (tensor '" +
+                                     e.request.name + "')");
     }
+    Slot& slot = it->second;
+    slot.entry = e;  // into the recycled node's buffers (a swap of entries costs more)
+    slot.taken = false;
+    fresh_.push_back(&slot.entry.request);
   }
+  pending_.fetch_add(entries.size(), std::memory_order_release);
   return Status::OK();
 }
 
@@ -48,30 +50,20 @@ void TensorQueue::PopRequests(std::vector<const Request*>* out) {
   fresh_.clear();
 }
 
-TensorQueue::Taken TensorQueue::Take(const std::string& name) {
+TensorEntry* TensorQueue::Take(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = table_.find(name);
-  if (it == table_.end()) return {};
-  Taken taken = table_.extract(it);
-  size_.store(table_.size(), std::memory_order_release);
-  return taken;
-}
-
-void TensorQueue::Recycle(std::vector<Taken>* taken) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (Taken& node : *taken) {
-    if (!node.empty()) spare_.push_back(std::move(node));
-  }
-  taken->clear();
+  return TakeLocked(name);
 }
 
 std::vector<TensorEntry> TensorQueue::TakeAll() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<TensorEntry> all;
-  all.reserve(table_.size());
-  for (auto& [name, e] : table_) all.push_back(std::move(e));
-  table_.clear();
-  size_.store(0, std::memory_order_release);
+  for (auto& [name, slot] : table_) {
+    if (slot.taken) continue;
+    slot.taken = true;
+    all.push_back(slot.entry);
+  }
+  pending_.store(0, std::memory_order_release);
   fresh_.clear();
   return all;
 }

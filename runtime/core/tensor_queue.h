@@ -8,7 +8,6 @@
 #include <span>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "common/status.h"
@@ -39,77 +38,82 @@ struct TensorEntry {
   }
 };
 
-// TensorQueue holds one process set's in-flight tensors of this rank: a name-keyed table, the
-// requests not yet seen by the coordinator, and the reserved names. A name is reserved from
-// Add until Unreserve, which the runtime calls when the op's handle is released (its result
-// collected), not when the op has run: so "two ops in flight under one name" fails the same
-// way on every rank however fast the first op completes (Horovod relies on its cycle time).
+// TensorQueue holds one process set's in-flight tensors of this rank: a name-keyed table and
+// the requests not yet seen by the coordinator. An entry stays in the table from Add until its
+// handle is released (Unreserve), not just until its op ran (Take): its name is reserved that
+// long, so "two ops in flight under one name" fails the same way on every rank however fast the
+// first op completes (Horovod relies on its cycle time). The table is the reservation: one
+// hash lookup per name to add, one to take, one to release.
 //
-// Steady state without allocation: a taken entry is handed back with Recycle once its op has
-// run, and the next Add copies into that recycled table node (key, request name, shape and
-// all keep their buffers). The spare nodes never outnumber the most entries ever in flight.
+// Steady state without allocation: Unreserve keeps the entry's table node, and the next Add
+// copies into it (key, request name, shape and all keep their buffers). The spare nodes never
+// outnumber the most entries ever in flight.
 //
-// Thread-safe: framework threads Add, the background thread pops, takes and recycles. The
-// request pointers PopRequests hands out point into table nodes; they stay valid (and the
-// request unchanged) until that entry is taken, which only the background thread does.
+// Thread-safe: framework threads Add and Unreserve, the background thread pops and takes. The
+// request pointers PopRequests hands out and the entries Take returns point into table nodes;
+// they stay valid until the handle is released, which cannot happen before the op completed.
 class TensorQueue {
  public:
-  using Table = std::unordered_map<std::string, TensorEntry>;
-  // An entry taken out of the table (empty when there was none); `mapped()` is the entry.
-  using Taken = Table::node_type;
-
-  // Copies all entries in atomically (a group is all or nothing) and reserves their names. A
-  // name still reserved is InvalidArgument with Horovod's duplicate-name message; nothing is
-  // added then.
+  // Copies all entries in (a group is all or nothing). A name still reserved, or repeated in
+  // `entries`, is InvalidArgument with Horovod's duplicate-name message; nothing is added then.
   Status Add(std::span<const TensorEntry> entries);
-  // Frees names reserved by Add (unknown names are ignored).
+  // Ends the reservation of `names` (a released handle's): their entries leave the table. Names
+  // not in it are ignored.
   template <typename Names>
   void Unreserve(const Names& names) {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& name : names) {
-      auto it = reserved_.find(name);
-      if (it != reserved_.end()) spare_names_.push_back(reserved_.extract(it));
+      auto it = table_.find(name);
+      if (it == table_.end()) continue;
+      if (!it->second.taken) pending_.fetch_sub(1, std::memory_order_release);
+      spare_.push_back(table_.extract(it));
     }
   }
   // Appends the requests added since the last call, in enqueue order.
   void PopRequests(std::vector<const Request*>* out);
-  // Removes the entry for `name`; an empty Taken if there is none (a joined rank has none).
-  Taken Take(const std::string& name);
+  // The entry for `name`, marked taken (its op runs now); null when there is no entry not yet
+  // taken (a joined rank has none). The entry stays valid until its handle is released.
+  TensorEntry* Take(const std::string& name);
   // Take for each of `names` in order, appended to `out`, under one lock (a fused response of
   // 100 tensors takes the lock once, not 100 times).
   template <typename Names>
-  void Take(const Names& names, std::vector<Taken>* out) {
+  void Take(const Names& names, std::vector<TensorEntry*>* out) {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& name : names) {
-      auto it = table_.find(name);
-      out->push_back(it == table_.end() ? Taken() : table_.extract(it));
-    }
-    size_.store(table_.size(), std::memory_order_release);
+    for (const auto& name : names) out->push_back(TakeLocked(name));
   }
-  // The entry for `name` without taking it, or null. Background thread: the entry stays valid
-  // until that thread takes it.
+  // The entry for `name` not yet taken, without taking it, or null. Background thread: the
+  // entry stays valid until that thread takes it.
   const TensorEntry* Find(const std::string& name) const {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = table_.find(name);
-    return it == table_.end() ? nullptr : &it->second;
+    return it == table_.end() || it->second.taken ? nullptr : &it->second.entry;
   }
-  // Gives taken entries back for reuse (empty ones are skipped); leaves `taken` empty.
-  void Recycle(std::vector<Taken>* taken);
-  // Removes and returns every entry (shutdown / failure).
+  // Takes every entry not yet taken and returns copies (shutdown / failure). Their names stay
+  // reserved until their handles are released.
   std::vector<TensorEntry> TakeAll();
-  // Entries in the table; lock-free (a snapshot that may change right after).
-  size_t size() const { return size_.load(std::memory_order_acquire); }
+  // Entries added and not yet taken; lock-free (a snapshot that may change right after).
+  size_t size() const { return pending_.load(std::memory_order_acquire); }
 
  private:
+  struct Slot {
+    TensorEntry entry;
+    bool taken = false;
+  };
+  using Table = std::unordered_map<std::string, Slot>;
+
+  TensorEntry* TakeLocked(const std::string& name) {
+    auto it = table_.find(name);
+    if (it == table_.end() || it->second.taken) return nullptr;
+    it->second.taken = true;
+    pending_.fetch_sub(1, std::memory_order_release);
+    return &it->second.entry;
+  }
+
   mutable std::mutex mu_;
   Table table_;
-  std::atomic<size_t> size_{0};  // table_.size(), written under mu_
+  std::atomic<size_t> pending_{0};  // entries not taken, written under mu_
   std::vector<const Request*> fresh_;
-  std::vector<Taken> spare_;
-  using Names = std::unordered_set<std::string>;
-  Names reserved_;
-  // Unreserved names' nodes, reused by Add (steady state without allocation).
-  std::vector<Names::node_type> spare_names_;
+  std::vector<Table::node_type> spare_;
 };
 
 // Horovod's message for a name reused while in flight.

@@ -3,6 +3,7 @@
 // change with reuse: names, requests and handles read back exactly what was last put in.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
 #include "runtime/core/handle_manager.h"
@@ -57,16 +58,19 @@ TEST(TensorQueueTest, RecycledEntriesCarryOnlyTheNewRequest) {
   queue.PopRequests(&fresh);
   ASSERT_EQ(fresh.size(), 1u);
   EXPECT_EQ(fresh[0]->name, "layer.0.weight.with.a.long.name");
+  EXPECT_EQ(queue.size(), 1u);
 
-  std::vector<TensorQueue::Taken> taken;
-  taken.push_back(queue.Take("layer.0.weight.with.a.long.name"));
-  ASSERT_FALSE(taken[0].empty());
-  const TensorEntry* storage = &taken[0].mapped();
-  taken.push_back(queue.Take("not-there"));
-  EXPECT_TRUE(taken[1].empty());
-  queue.Recycle(&taken);
-  EXPECT_TRUE(taken.empty());
+  std::vector<TensorEntry*> taken;
+  queue.Take(std::vector<std::string>{"layer.0.weight.with.a.long.name", "not-there"}, &taken);
+  ASSERT_EQ(taken.size(), 2u);
+  ASSERT_NE(taken[0], nullptr);
+  EXPECT_EQ(taken[1], nullptr);
+  const TensorEntry* storage = taken[0];
+  EXPECT_EQ(&storage->request, fresh[0]);
+  EXPECT_EQ(storage->request.shape, (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(queue.Take("layer.0.weight.with.a.long.name"), nullptr);  // taken once only
   EXPECT_EQ(queue.size(), 0u);
+  queue.Unreserve(std::vector<std::string>{"layer.0.weight.with.a.long.name"});
 
   // The next Add reuses the node: same storage, nothing of the old entry left over.
   TensorEntry second;
@@ -76,52 +80,97 @@ TEST(TensorQueueTest, RecycledEntriesCarryOnlyTheNewRequest) {
   fresh.clear();
   queue.PopRequests(&fresh);
   ASSERT_EQ(fresh.size(), 1u);
-  EXPECT_EQ(&fresh[0]->name, &storage->request.name);
+  EXPECT_EQ(fresh[0], &storage->request);
   EXPECT_EQ(fresh[0]->name, "b");
   EXPECT_EQ(fresh[0]->shape, std::vector<int64_t>{3});
   EXPECT_EQ(fresh[0]->group, "");
-  taken.push_back(queue.Take("b"));
-  EXPECT_EQ(taken[0].mapped().handle, 0);
-  EXPECT_EQ(taken[0].key(), "b");
+  TensorEntry* b = queue.Take("b");
+  ASSERT_EQ(b, storage);
+  EXPECT_EQ(b->handle, 0);
 }
 
 TEST(TensorQueueTest, DuplicateNamesAreRefusedWithNothingAdded) {
   TensorQueue queue;
   TensorEntry a = Entry("dup", {1});
   ASSERT_TRUE(queue.Add(std::span(&a, 1)).ok());
-  std::vector<TensorEntry> group = {Entry("fresh", {1}), Entry("dup", {1})};
+  std::vector<TensorEntry> group = {Entry("fresh", {1}), Entry("dup", {2})};
   Status s = queue.Add(group);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find(kDuplicateNameError), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("(tensor 'dup')"), std::string::npos) << s.message();
   EXPECT_EQ(queue.size(), 1u);
+  std::vector<const Request*> fresh;
+  queue.PopRequests(&fresh);
+  EXPECT_EQ(fresh.size(), 1u);  // only "dup"'s first enqueue
+  // A name repeated within one call is refused the same way.
+  std::vector<TensorEntry> twice = {Entry("x", {1}), Entry("x", {1})};
+  EXPECT_EQ(queue.Add(twice).code(), StatusCode::kInvalidArgument);
+  TensorEntry fresh_alone = Entry("fresh", {1});
+  EXPECT_TRUE(queue.Add(std::span(&fresh_alone, 1)).ok());  // nothing of the group stayed
+  EXPECT_EQ(queue.size(), 2u);
 }
 
 TEST(TensorQueueTest, NamesStayReservedAfterTheEntryRanUntilUnreserved) {
   TensorQueue queue;
   TensorEntry a = Entry("held", {1});
   ASSERT_TRUE(queue.Add(std::span(&a, 1)).ok());
-  std::vector<TensorQueue::Taken> taken;
-  taken.push_back(queue.Take("held"));  // the op ran
-  queue.Recycle(&taken);
+  ASSERT_NE(queue.Take("held"), nullptr);  // the op ran
+  a = Entry("held", {1});
   EXPECT_EQ(queue.Add(std::span(&a, 1)).code(), StatusCode::kInvalidArgument);
-  const std::vector<std::string> names = {"held"};
-  queue.Unreserve(names);
+  EXPECT_EQ(queue.Find("held"), nullptr);  // taken entries are not found
+  queue.Unreserve(std::vector<std::string>{"held"});
   EXPECT_TRUE(queue.Add(std::span(&a, 1)).ok());
+  EXPECT_NE(queue.Find("held"), nullptr);
 }
 
-TEST(HandleManagerTest, ReleaseHandsBackTheReservedNames) {
+TEST(TensorQueueTest, TakeAllFailsWhatIsQueuedAndKeepsTheNamesReserved) {
+  TensorQueue queue;
+  std::vector<TensorEntry> entries = {Entry("ran", {1}), Entry("queued", {1})};
+  ASSERT_TRUE(queue.Add(entries).ok());
+  ASSERT_NE(queue.Take("ran"), nullptr);
+  std::vector<TensorEntry> all = queue.TakeAll();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].request.name, "queued");
+  EXPECT_EQ(queue.size(), 0u);
+  TensorEntry again = Entry("queued", {1});
+  EXPECT_EQ(queue.Add(std::span(&again, 1)).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(HandleManagerTest, ReleaseEndsTheReservationOfTheHandlesNames) {
   HandleManager handles;
-  const int64_t h = handles.Create(2, 0);
+  auto queue = std::make_shared<TensorQueue>();
+  std::vector<TensorEntry> group = {Entry("g.0", {1}), Entry("g.1", {1})};
   const std::vector<std::string> names = {"g.0", "g.1"};
-  handles.SetReservedNames(h, 3, names);
+  const int64_t h = handles.Create(2, 0, queue, names);
+  ASSERT_TRUE(queue->Add(group).ok());
   handles.FinishPart(h, Status::OK());
   EXPECT_EQ(handles.Release(h).code(), StatusCode::kPreconditionFailed);  // not done yet
   handles.FinishPart(h, Status::OK());
-  ReuseVector<std::string> released;
-  int32_t set_id = -1;
-  ASSERT_TRUE(handles.Release(h, &released, &set_id).ok());
-  EXPECT_EQ(set_id, 3);
-  EXPECT_EQ(released.ToVector(), names);
+  group = {Entry("g.0", {1}), Entry("g.1", {1})};
+  EXPECT_EQ(queue->Add(group).code(), StatusCode::kInvalidArgument);  // still reserved
+  ASSERT_TRUE(handles.Release(h).ok());
+  EXPECT_TRUE(queue->Add(group).ok());
+}
+
+// A handle whose entries were refused by the queue must not end the reservation of the op that
+// holds those names.
+TEST(HandleManagerTest, AnAbandonedHandleLeavesOthersReservationsAlone) {
+  HandleManager handles;
+  auto queue = std::make_shared<TensorQueue>();
+  const std::vector<std::string> names = {"x"};
+  const int64_t first = handles.Create(1, 0, queue, names);
+  TensorEntry x = Entry("x", {1});
+  ASSERT_TRUE(queue->Add(std::span(&x, 1)).ok());
+  const int64_t second = handles.Create(1, 0, queue, names);
+  x = Entry("x", {1});
+  ASSERT_FALSE(queue->Add(std::span(&x, 1)).ok());
+  handles.Abandon(second, Status::InvalidArgument("duplicate"));
+  EXPECT_EQ(handles.Poll(second).status().code(), StatusCode::kNotFound);  // released
+  EXPECT_EQ(queue->Add(std::span(&x, 1)).code(), StatusCode::kInvalidArgument);
+  handles.FinishPart(first, Status::OK());
+  ASSERT_TRUE(handles.Release(first).ok());
+  EXPECT_TRUE(queue->Add(std::span(&x, 1)).ok());
+  EXPECT_EQ(handles.live_handles(), 0u);
 }
 
 TEST(HandleManagerTest, ReleasedStateIsReusedButHandlesAreNot) {
