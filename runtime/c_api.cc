@@ -127,8 +127,10 @@ CallScratch& Scratch() {
 
 const OpOptions& ToOptions(const hvd_op_options_t* o) {
   hvd_op_options_t defaults;
-  hvd_op_options_init(&defaults);
-  if (o == nullptr) o = &defaults;
+  if (o == nullptr) {
+    hvd_op_options_init(&defaults);
+    o = &defaults;
+  }
   OpOptions& out = Scratch().options;
   if (o->name != nullptr) {
     out.name.assign(o->name);

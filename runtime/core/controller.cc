@@ -43,7 +43,7 @@ Controller::Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_
       hooks_(hooks),
       timeline_(timeline),
       cache_(config.cache_capacity),
-      cache_words_(static_cast<int>((config.cache_capacity + 63) / 64)) {
+      eager_capable_(config.eager_allreduce_bytes > 0 && comm_->ands_with_allreduce()) {
   next_lone_.resize(static_cast<size_t>(config.cache_capacity) + 1);  // + SeveralSlot()
   fusion_.threshold_bytes = config.fusion_threshold_bytes;
   fusion_.disable_group_fusion = config.disable_group_fusion;
@@ -128,7 +128,7 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
   if (pending) word |= kHavePending;
   // A rank with a join in flight has "joined": it has no more tensors of its own.
   if (!joined_) word |= kNoJoined;
-  const size_t head = 1 + static_cast<size_t>(cache_words_);
+  const size_t head = 1 + static_cast<size_t>(words_);
   const Response* eager =
       eager_bit_ != kNoEager && cache_.Has(eager_bit_) ? &cache_.Get(eager_bit_) : nullptr;
   const size_t tail_bytes =
@@ -160,7 +160,7 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
   common_.assign(agree_bits_.begin() + 1, agree_bits_.begin() + head);
   if ((agreed & kNoInvalid) == 0) {
     HVD_RETURN_IF_ERROR(comm_->BitwiseOr(&invalid_bits_));
-    for (int w = 0; w < cache_words_; ++w) {
+    for (int w = 0; w < words_; ++w) {
       for (uint64_t m = invalid_bits_[w]; m != 0; m &= m - 1) {
         cache_.Erase(static_cast<uint32_t>(w * 64 + std::countr_zero(m)));
       }
@@ -173,7 +173,7 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
 void Controller::TakeCommonHits() {
   hits_.clear();
   hit_list_.clear();
-  for (int w = 0; w < cache_words_; ++w) {
+  for (int w = 0; w < words_; ++w) {
     for (uint64_t m = common_[w]; m != 0; m &= m - 1) {
       const uint32_t bit = static_cast<uint32_t>(w * 64 + std::countr_zero(m));
       if (!cache_.Has(bit)) continue;
@@ -197,8 +197,11 @@ void Controller::TakeCommonHits() {
 Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
   const auto now = std::chrono::steady_clock::now();
   to_send_.clear();
-  hit_bits_.assign(cache_words_, 0);
-  invalid_bits_.assign(cache_words_, 0);
+  // The bit vectors cover the cache's words in use (the same on every member), not its
+  // capacity: a job with up to 64 cached tensors ANDs one word of bits, not 16.
+  words_ = cache_.words_in_use();
+  hit_bits_.assign(words_, 0);
+  invalid_bits_.assign(words_, 0);
   Classify(now);
   if (stall_ && stall_reason_.empty() && !coordinator_->empty()) {
     // Checked every cycle (cheap: it rate-limits itself); a shutdown verdict raises this
@@ -230,8 +233,7 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
         const Response& r = *hits_[it - hit_list_.begin()];
         hits_.erase(hits_.begin() + (it - hit_list_.begin()));
         hit_list_.erase(it);
-        HVD_RETURN_IF_ERROR(
-            Process({&r, 1}, false, &result, agree_bits_.data() + 1 + cache_words_));
+        HVD_RETURN_IF_ERROR(Process({&r, 1}, false, &result, agree_bits_.data() + 1 + words_));
         executed = 1;
         lone = eager_bit_;
       }
@@ -249,8 +251,10 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
     if (executed == 1 && lone == kNoEager && hit_list_.size() == 1) lone = hit_list_[0];
     // The same decision on every member: the same hits were executed everywhere, and the
     // agreed word is the same. A cycle in which no member had anything pending disarms it, so
-    // an idle job's rounds (every 1-16 ms) carry b's bytes once, not forever.
-    if (executed == 1 && lone != kNoEager) {
+    // an idle job's rounds (every 1-16 ms) carry b's bytes once, not forever. Nothing to learn
+    // where no op can be eager (eager_bit_ stays kNoEager).
+    if (!eager_capable_) {
+    } else if (executed == 1 && lone != kNoEager) {
       eager_bit_ = NoteLone(lone);
     } else if (executed > 0) {
       // Several tensors ran (fused or not): the lone op that follows is learnt as the

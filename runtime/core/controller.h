@@ -205,7 +205,9 @@ class Controller {
   bool joined_ = false;  // this rank's join is in flight
   bool cache_enabled_ = true;
   bool report_executed_ = false;
-  int cache_words_;
+  int words_ = 0;  // this cycle's ResponseCache::words_in_use()
+  // Whether an op can ever be eager here (EagerEligible's fixed conditions).
+  const bool eager_capable_;
 };
 
 }  // namespace hvd::runtime

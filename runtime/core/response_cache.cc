@@ -53,6 +53,7 @@ void ResponseCache::Put(const Response& response, const Request& params) {
           capacity_ * 2);
     }
   }
+  high_water_ = std::max<int64_t>(high_water_, bit);
   Entry& e = entries_[bit];
   e.response = response;
   e.params = params;

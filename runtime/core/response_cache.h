@@ -37,6 +37,10 @@ class ResponseCache {
   // Marks the entry most recently used.
   void Touch(uint32_t bit);
   int64_t evictions() const { return evictions_; }
+  // 64-bit words that hold every bit used since this cache was made (bits are taken lowest
+  // first, so a job with few tensors needs one): the same on every rank, whose caches change
+  // alike, so the AND round sends only these.
+  int words_in_use() const { return static_cast<int>((high_water_ + 64) / 64); }
 
  private:
   struct Entry {
@@ -52,6 +56,7 @@ class ResponseCache {
   std::vector<uint32_t> free_bits_;  // descending, so the lowest bit is used first
   std::unordered_map<std::string, uint32_t> by_name_;
   int64_t evictions_ = 0;
+  int64_t high_water_ = -1;  // the highest bit ever used
   bool warned_ = false;
 };
 

@@ -220,7 +220,20 @@ class Runtime {
   mutable std::mutex state_mu_;
   std::condition_variable wake_cv_;
   State state_ = State::kStopped;
-  bool wake_ = false;
+  // Written under state_mu_; HandBack reads it without the lock (relaxed: costs what a bool
+  // does), where a stale answer is safe (runtime.cc, HandBack).
+  class RelaxedFlag {
+   public:
+    RelaxedFlag& operator=(bool v) {
+      v_.store(v, std::memory_order_relaxed);
+      return *this;
+    }
+    operator bool() const { return v_.load(std::memory_order_relaxed); }
+
+   private:
+    std::atomic<bool> v_{false};
+  };
+  RelaxedFlag wake_;
   // An asynchronous enqueue started a batch: the background thread holds its cycle until the
   // caller waits or polls on a handle (the batch is complete), a synchronous enqueue comes, or
   // hold_until_ (HVD_CYCLE_TIME after the batch's first enqueue) passes.
@@ -263,6 +276,8 @@ class Runtime {
   bool loop_stopped_ = false;  // no more iterations (StopIterations, by whoever saw it end)
   uint64_t iterations_ = 0;    // iterations run, by any thread
   CycleResult last_result_;    // the last iteration's progress/pending flags (for intervals)
+  // last_result_.mine_pending, readable without cycle_mu_ (HandBack).
+  std::atomic<bool> last_mine_pending_{false};
   int64_t shipments_due_ = 0;  // iterations since the last timeline shipment
   // Callers may run iterations: not under MPI without thread support (set at init). GPU ops
   // too: OpExecutor::RunGpu selects the op's device and gives the running thread its own
