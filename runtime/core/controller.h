@@ -52,10 +52,11 @@ struct CycleResult {
 //     against the response cache: HIT (same name and parameters), INVALID (same name,
 //     different parameters) or MISS; barrier, join and process-set ops are never cached. A
 //     group goes to rank 0 whole: a member that is not a HIT makes its mates' HITs INVALID.
-//  2. BitwiseAnd over [status word | one bit per cache entry]. The status word holds inverted
-//     flags (shutdown requested, uncached request queued, invalid entry seen, something
-//     pending, a rank has joined) so AND computes "any rank"; plus "I have pending" so AND
-//     computes "every rank". Cache bits set on every rank are the common hits.
+//  2. BitwiseAnd over [status word | one bit per cache entry, up to the highest bit the cache
+//     has used (ResponseCache::words_in_use, alike on every rank)]. The status word holds
+//     inverted flags (shutdown requested, uncached request queued, invalid entry seen,
+//     something pending, a rank has joined) so AND computes "any rank"; plus "I have pending"
+//     so AND computes "every rank". Cache bits set on every rank are the common hits.
 //  3. If any rank saw INVALID: BitwiseOr of the invalid bits; every rank erases those entries
 //     (hits on them are re-sent uncached next cycle), so bit positions stay identical.
 //  4. Fast path (no uncached request, no shutdown, no joined rank anywhere): every rank
