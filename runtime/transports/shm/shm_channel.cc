@@ -181,6 +181,52 @@ Status ShmChannel::WaitPosted(int peer) {
   return peer == rank_ ? Status::OK() : WaitFor(peer, 2 * round_ + 1);
 }
 
+void ShmChannel::Stream(size_t written) {
+  segment_->member(rank_).streamed.store(uint64_t{round_} << 32 | written,
+                                         std::memory_order_release);
+}
+
+Status ShmChannel::ReadStreamed(int peer, char* out, size_t bytes) {
+  const ShmMember& k = segment_->member(peer);
+  const char* from = PeerHalf(peer);
+  const uint32_t posted = 2 * round_ + 1;
+  size_t done = 0;
+  // Copies what is written beyond `done`; true once the round is posted (all of it written).
+  auto take = [&] {
+    const bool all = Reached(k.progress.load(std::memory_order_acquire), posted);
+    size_t ready = bytes;
+    if (!all) {
+      const uint64_t v = k.streamed.load(std::memory_order_acquire);
+      ready = static_cast<uint32_t>(v >> 32) == round_ ? std::min<size_t>(v & 0xffffffffu, bytes)
+                                                       : 0;
+    }
+    if (ready > done) {
+      std::memcpy(out + done, from + done, ready - done);
+      done = ready;
+    }
+    return all;
+  };
+  if (!oversubscribed_ && k.cpu.load(std::memory_order_relaxed) != sched_getcpu()) {
+    using Clock = std::chrono::steady_clock;
+    auto until = Clock::now() + kSpinDedicated;
+    size_t seen = done;
+    while (!take()) {
+      if (done != seen) {  // a piece arrived: the writer runs, keep following it
+        seen = done;
+        until = Clock::now() + kSpinDedicated;
+        continue;
+      }
+      for (int i = 0; i < kSpinBatch; ++i) CpuRelax();
+      if (Clock::now() >= until) break;  // the rest as WaitPosted waits
+    }
+  }
+  if (done < bytes) {
+    HVD_RETURN_IF_ERROR(WaitPosted(peer));
+    std::memcpy(out + done, from + done, bytes - done);
+  }
+  return Status::OK();
+}
+
 Status ShmChannel::WaitAllPosted() {
   for (int k = 0; k < size_; ++k) HVD_RETURN_IF_ERROR(WaitPosted(k));
   return Status::OK();

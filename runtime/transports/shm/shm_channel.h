@@ -67,6 +67,14 @@ class ShmChannel {
   Status WaitPosted(int peer);
   Status WaitAllPosted();
   const char* PeerHalf(int peer) const { return segment_->half(peer, round_ & 1); }
+  // Streamed rounds: a writer that fills its half in pieces tells the readers after each piece
+  // how much of it is written (Stream, before Publish); a reader copies `bytes` of `peer`'s half
+  // to `out` piece by piece as they appear (ReadStreamed, instead of WaitPosted + memcpy), so
+  // the two copies of a round overlap instead of following each other. Where the reader would
+  // not spin (the writer is not running, or more members than CPUs) it waits for the whole
+  // round as WaitPosted does.
+  void Stream(size_t written);
+  Status ReadStreamed(int peer, char* out, size_t bytes);
   void End();
   // After End(): waits until every peer has ended that round too (read what it needed of this
   // member's memory).

@@ -14,6 +14,9 @@ namespace hvd::runtime {
 namespace {
 
 constexpr size_t kCacheLine = 64;
+// A broadcast root's piece between Stream calls: small enough that a 64 KiB broadcast's reader
+// starts after a sixteenth of it, large enough that the readers' polling is a small part.
+constexpr size_t kBroadcastPiece = 16 * 1024;
 
 size_t Min(size_t a, int64_t b) {
   return std::min(a, static_cast<size_t>(std::max<int64_t>(b, 0)));
@@ -336,12 +339,18 @@ Status ShmCommunicator::Broadcast(void* buffer, int64_t bytes, int root) {
     const size_t n = Min(half_, bytes - at);
     char* mine = nullptr;
     HVD_RETURN_IF_ERROR(ch_->Begin(is_root, &mine));
-    if (is_root) std::memcpy(mine, buf + at, n);
-    ch_->Publish();
-    if (!is_root) {
-      HVD_RETURN_IF_ERROR(ch_->WaitPosted(root));
-      std::memcpy(buf + at, ch_->PeerHalf(root), n);
+    if (is_root) {
+      // In pieces the readers follow (ShmChannel::Stream): a round's two copies, the root's
+      // into its half and each reader's out of it, overlap instead of taking turns.
+      for (size_t done = 0; done < n;) {
+        const size_t piece = std::min(kBroadcastPiece, n - done);
+        std::memcpy(mine + done, buf + at + done, piece);
+        done += piece;
+        if (done < n) ch_->Stream(done);
+      }
     }
+    ch_->Publish();
+    if (!is_root) HVD_RETURN_IF_ERROR(ch_->ReadStreamed(root, buf + at, n));
     ch_->End();
   }
   return Status::OK();

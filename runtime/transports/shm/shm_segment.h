@@ -24,6 +24,8 @@ namespace hvd::runtime {
 struct ShmMember {
   alignas(64) std::atomic<uint32_t> progress;
   std::atomic<int32_t> cpu;
+  // ShmChannel::Stream: round << 32 | bytes of this round's half written so far.
+  std::atomic<uint64_t> streamed;
   alignas(64) std::atomic<uint32_t> waiters;
   std::atomic<uint32_t> failed;
   std::atomic<int32_t> pid;
