@@ -379,7 +379,16 @@ Status OpExecutor::Alltoall(const Response& r, TensorEntry* entry, Communicator*
   OutputTensor out{AllocOutput(rows * row_bytes), q.dtype, TensorShape(q.shape), q.device};
   out.shape[0] = rows;
   ActivityStart(r, CommActivity(r, comm));
-  Status s = comm->Alltoallv(entry->input, send_bytes_, out.data, recv_bytes_);
+  Status s;
+  if (r.even_alltoall_rows.empty()) {
+    s = comm->Alltoallv(entry->input, send_bytes_, out.data, recv_bytes_);
+  } else {
+    // Every member's sizes follow from the response: no size round (one round of two at 2
+    // ranks; the one whose waits cost most on a CPU shared by several ranks).
+    int64_t max_piece = 0;
+    for (int64_t dim0 : r.even_alltoall_rows) max_piece = std::max(max_piece, dim0 / n * row_bytes);
+    s = comm->AlltoallvAgreed(entry->input, send_bytes_, out.data, recv_bytes_, max_piece);
+  }
   ActivityEnd(r);
   handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
   handles_->SetReceivedSplits(entry->handle, received_);

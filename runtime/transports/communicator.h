@@ -97,6 +97,13 @@ class Communicator {
   // from member i land consecutively in `out`.
   virtual Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
                            const std::vector<int64_t>& recv_bytes) = 0;
+  // Alltoallv whose sizes every member computed from the same agreed data (a negotiated
+  // response), so they match by construction, and `max_piece` is the largest any member sends
+  // to any other: a backend may skip exchanging (and checking) the sizes. Default: Alltoallv.
+  virtual Status AlltoallvAgreed(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                                 const std::vector<int64_t>& recv_bytes, int64_t max_piece) {
+    return Alltoallv(in, send_bytes, out, recv_bytes);
+  }
   // Reduces `in` (sum of counts_per_rank elements) across members; member i receives its
   // counts_per_rank[i] elements of the result in `out`. Default: allreduce into a scratch
   // copy, then slice; backends override with a real reduce-scatter.

@@ -59,6 +59,10 @@ class SplitCommunicator final : public Communicator {
                    const std::vector<int64_t>& recv_bytes) override {
     return data_->Alltoallv(in, send_bytes, out, recv_bytes);
   }
+  Status AlltoallvAgreed(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                         const std::vector<int64_t>& recv_bytes, int64_t max_piece) override {
+    return data_->AlltoallvAgreed(in, send_bytes, out, recv_bytes, max_piece);
+  }
   Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
                        DataType dtype, ReduceOp op) override {
     return data_->ReduceScatter(in, out, counts_per_rank, dtype, op);

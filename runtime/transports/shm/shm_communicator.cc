@@ -58,6 +58,9 @@ class ShmCommunicator final : public Communicator {
   Status Broadcast(void* buffer, int64_t bytes, int root) override;
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
                    const std::vector<int64_t>& recv_bytes) override;
+  // Without the size round: an even alltoall's sizes come from its response.
+  Status AlltoallvAgreed(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                         const std::vector<int64_t>& recv_bytes, int64_t max_piece) override;
   Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
                        DataType dtype, ReduceOp op) override;
   Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
@@ -83,6 +86,11 @@ class ShmCommunicator final : public Communicator {
   // 0 picks it), else `staged()`, the allreduce through the halves.
   template <typename Staged>
   Status AllreduceView(const PieceView& view, DataType dtype, ReduceOp op, Staged&& staged);
+  // Offsets and the data rounds of an alltoall once every member's largest piece is known.
+  Status AlltoallData(const char* in, const std::vector<int64_t>& send_bytes, char* out,
+                      const std::vector<int64_t>& recv_bytes, int64_t max_piece);
+  // The per-destination sub-slot of a half in an alltoall's data rounds; 0 when too small.
+  size_t AlltoallSub() const;
   // The data rounds of an alltoall, after the size exchange (see Alltoallv).
   Status AlltoallPieces(const char* in, const std::vector<int64_t>& send_off,
                         const std::vector<int64_t>& send_bytes, char* out,
@@ -401,6 +409,11 @@ Status ShmCommunicator::ReduceScatterPieces(std::span<const AllreducePiece> piec
                           dtype, op);
 }
 
+size_t ShmCommunicator::AlltoallSub() const {
+  if (sizeof(int64_t) * static_cast<size_t>(size_) > half_) return 0;
+  return half_ / static_cast<size_t>(size_) / kCacheLine * kCacheLine;
+}
+
 Status ShmCommunicator::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
                                   const std::vector<int64_t>& recv_bytes) {
   HVD_RETURN_IF_ERROR(ch_->Start("alltoall"));
@@ -411,21 +424,11 @@ Status ShmCommunicator::Alltoallv(const void* in, const std::vector<int64_t>& se
                                    " bytes to itself but expects " +
                                    std::to_string(recv_bytes[rank_]));
   }
-  std::vector<int64_t>& send_off = offsets_;
-  std::vector<int64_t>& recv_off = recv_offsets_;
-  send_off[0] = recv_off[0] = 0;
-  for (int k = 1; k < size_; ++k) {
-    send_off[k] = send_off[k - 1] + send_bytes[k - 1];
-    recv_off[k] = recv_off[k - 1] + recv_bytes[k - 1];
-  }
-  // Round 0 exchanges every member's send sizes; each later round carries one sub-slot per
-  // destination in every half.
-  const size_t sub = half_ / static_cast<size_t>(size_) / kCacheLine * kCacheLine;
-  if (sub == 0 || sizeof(int64_t) * static_cast<size_t>(size_) > half_) {
+  if (AlltoallSub() == 0) {
     return Status::InvalidArgument(ch_->What() + ": HVD_SHM_BUFFER_BYTES too small");
   }
-  const auto* src = static_cast<const char*>(in);
-  char* dst = static_cast<char*>(out);
+  // A size round first: every member's send sizes, checked against what each expects (a
+  // mismatch fails the call on every member, naming both numbers) and giving the largest piece.
   char* mine = nullptr;
   HVD_RETURN_IF_ERROR(ch_->Begin(true, &mine));
   std::memcpy(mine, send_bytes.data(), sizeof(int64_t) * static_cast<size_t>(size_));
@@ -443,6 +446,38 @@ Status ShmCommunicator::Alltoallv(const void* in, const std::vector<int64_t>& se
     }
   }
   ch_->End();
+  return AlltoallData(static_cast<const char*>(in), send_bytes, static_cast<char*>(out), recv_bytes,
+                      max_piece);
+}
+
+Status ShmCommunicator::AlltoallvAgreed(const void* in, const std::vector<int64_t>& send_bytes,
+                                        void* out, const std::vector<int64_t>& recv_bytes,
+                                        int64_t max_piece) {
+  HVD_RETURN_IF_ERROR(ch_->Start("alltoall"));
+  HVD_RETURN_IF_ERROR(CheckPerRank(send_bytes));
+  HVD_RETURN_IF_ERROR(CheckPerRank(recv_bytes));
+  if (send_bytes[rank_] != recv_bytes[rank_] || max_piece < 0) {
+    return Status::InvalidArgument(ch_->What() + ": inconsistent agreed sizes");
+  }
+  if (AlltoallSub() == 0) {
+    return Status::InvalidArgument(ch_->What() + ": HVD_SHM_BUFFER_BYTES too small");
+  }
+  return AlltoallData(static_cast<const char*>(in), send_bytes, static_cast<char*>(out), recv_bytes,
+                      max_piece);
+}
+
+Status ShmCommunicator::AlltoallData(const char* src, const std::vector<int64_t>& send_bytes,
+                                     char* dst, const std::vector<int64_t>& recv_bytes,
+                                     int64_t max_piece) {
+  std::vector<int64_t>& send_off = offsets_;
+  std::vector<int64_t>& recv_off = recv_offsets_;
+  send_off[0] = recv_off[0] = 0;
+  for (int k = 1; k < size_; ++k) {
+    send_off[k] = send_off[k - 1] + send_bytes[k - 1];
+    recv_off[k] = recv_off[k - 1] + recv_bytes[k - 1];
+  }
+  // Each round carries one sub-slot per destination in every half.
+  const size_t sub = AlltoallSub();
   const int64_t rounds = (max_piece + static_cast<int64_t>(sub) - 1) / static_cast<int64_t>(sub);
   HVD_RETURN_IF_ERROR(
       AlltoallPieces(src, send_off, send_bytes, dst, recv_off, recv_bytes, sub, rounds));

@@ -255,6 +255,12 @@ int DataMovement(Communicator& comm) {
     std::vector<char> recv_buf(recv_want.size());
     s = comm.Alltoallv(send_buf.data(), send, recv_buf.data(), recv);
     if (!s.ok() || recv_buf != recv_want) return Fail(comm, "alltoallv: " + s.ToString());
+    // The same with the sizes agreed beforehand (no size round): the largest piece anyone
+    // sends is (n - 1 + n - 1) * unit + n - 1 bytes, several rounds with unit 50000.
+    std::fill(recv_buf.begin(), recv_buf.end(), 0);
+    const int64_t max_piece = 2 * (n - 1) * unit + (n - 1);
+    s = comm.AlltoallvAgreed(send_buf.data(), send, recv_buf.data(), recv, max_piece);
+    if (!s.ok() || recv_buf != recv_want) return Fail(comm, "agreed alltoallv: " + s.ToString());
   }
   // A receiver expecting other sizes than its sender sends: an error naming the sizes on the
   // member that expected them, nothing read or written past a buffer, and the communicator
