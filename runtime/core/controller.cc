@@ -248,21 +248,8 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
       HVD_RETURN_IF_ERROR(Process(fused_, false, &result));
       executed += fused_.size();
     }
-    if (executed == 1 && lone == kNoEager && hit_list_.size() == 1) lone = hit_list_[0];
-    // The same decision on every member: the same hits were executed everywhere, and the
-    // agreed word is the same. A cycle in which no member had anything pending disarms it, so
-    // an idle job's rounds (every 1-16 ms) carry b's bytes once, not forever. Nothing to learn
-    // where no op can be eager (eager_bit_ stays kNoEager).
-    if (!eager_capable_) {
-    } else if (executed == 1 && lone != kNoEager) {
-      eager_bit_ = NoteLone(lone);
-    } else if (executed > 0) {
-      // Several tensors ran (fused or not): the lone op that follows is learnt as the
-      // successor of "several", e.g. a loss allreduced after each step's gradients.
-      eager_bit_ = NoteLone(SeveralSlot());
-    } else if (!result.any_pending) {
-      eager_bit_ = kNoEager;
-    }
+    // Nothing to learn where no op can be eager (eager_bit_ stays kNoEager).
+    if (eager_capable_) LearnEager(executed, lone, result.any_pending);
   } else {
     eager_bit_ = last_lone_ = kNoEager;  // the slow path may change the cache
     if (any_joined) {  // hits cannot become common while a rank has joined: send them all
@@ -281,6 +268,22 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
   }
   result.mine_pending = MinePending();
   return result;
+}
+
+void Controller::LearnEager(size_t executed, uint32_t lone, bool any_pending) {
+  if (executed == 1 && lone == kNoEager && hit_list_.size() == 1) lone = hit_list_[0];
+  // The same decision on every member: the same hits were executed everywhere, and the
+  // agreed word is the same. A cycle in which no member had anything pending disarms it, so
+  // an idle job's rounds (every 1-16 ms) carry b's bytes once, not forever.
+  if (executed == 1 && lone != kNoEager) {
+    eager_bit_ = NoteLone(lone);
+  } else if (executed > 0) {
+    // Several tensors ran (fused or not): the lone op that follows is learnt as the
+    // successor of "several", e.g. a loss allreduced after each step's gradients.
+    eager_bit_ = NoteLone(SeveralSlot());
+  } else if (!any_pending) {
+    eager_bit_ = kNoEager;
+  }
 }
 
 uint32_t Controller::NoteLone(uint32_t lone) {

@@ -145,6 +145,9 @@ class Controller {
   void TakeCommonHits();
   // Whether cache bit `bit` may ride the next cycles' AND round (see "Eager" above).
   bool EagerEligible(uint32_t bit) const;
+  // After a fast-path cycle that executed `executed` responses (`lone`: the eager one's bit, or
+  // kNoEager): sets eager_bit_ for the next cycle.
+  void LearnEager(size_t executed, uint32_t lone, bool any_pending);
   // Notes that a fast-path cycle executed the cache bit `slot` alone, or several tensors
   // (SeveralSlot()), after last_lone_; returns the bit to be eager for next (kNoEager: none).
   uint32_t NoteLone(uint32_t slot);

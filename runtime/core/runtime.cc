@@ -581,11 +581,10 @@ bool Runtime::autotuning() const {
 }
 
 Status Runtime::RunIteration(bool request_shutdown, CycleResult* total) {
-  // The global set (id 0, first in id order) runs first; the snapshot is taken again after it
-  // so a set it just added or removed is seen identically by every member.
-  // The snapshot lives on between iterations (taking it costs a lock and two atomic reference
-  // counts per set each iteration) and is taken again when the table changed: a set removed
-  // by the global set's cycle leaves it in the second pass, and every set when the loop stops.
+  // The global set (id 0, first in id order) runs first. The snapshot of the sets lives on
+  // between iterations (taking it costs a lock and two atomic reference counts per set) and is
+  // taken again whenever the table changed, also right after the global set's cycle, so a set
+  // it just added or removed is seen identically by every member; StopIterations drops it.
   bool global = true;
   for (int pass = 0; pass < 2; ++pass) {
     if (sets_.version() != cycle_version_) {
