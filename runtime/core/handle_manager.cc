@@ -7,7 +7,6 @@
 #include "runtime/core/output_memory.h"
 
 namespace hvd::runtime {
-
 namespace {
 
 Status Unknown(int64_t handle) {
@@ -209,6 +208,11 @@ Result<int64_t> HandleManager::IntResult(int64_t handle) {
 Status HandleManager::Release(int64_t handle) {
   std::lock_guard<std::mutex> lock(mu_);
   HVD_ASSIGN_OR_RETURN(State * s, DoneStateLocked(handle));
+  ReleaseLocked(handle, s);
+  return Status::OK();
+}
+
+void HandleManager::ReleaseLocked(int64_t handle, State* s) {
   if (s->queue) {
     s->queue->Unreserve(s->names);
     s->queue.reset();
@@ -218,10 +222,9 @@ Status HandleManager::Release(int64_t handle) {
     s->outputs[i].data = nullptr;
   }
   s->outputs.clear();
-  const uint64_t index = static_cast<uint64_t>(handle) & kSlotMask;
+  const uint64_t index = SlotIndex(handle);
   slots_[index].handle = 0;
   free_slots_.push_back(static_cast<uint32_t>(index));
-  return Status::OK();
 }
 
 size_t HandleManager::live_handles() {
@@ -230,19 +233,17 @@ size_t HandleManager::live_handles() {
 }
 
 void HandleManager::Abandon(int64_t handle, const Status& status) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    State* s = FindLocked(handle);
-    if (s == nullptr) return;
-    s->queue.reset();
-    s->names.clear();
-    if (!s->done) {
-      s->done = true;
-      s->status = status;
-      in_flight_.fetch_sub(1, std::memory_order_relaxed);
-    }
+  std::lock_guard<std::mutex> lock(mu_);
+  State* s = FindLocked(handle);
+  if (s == nullptr) return;
+  s->queue.reset();  // the names are not this handle's to unreserve
+  s->names.clear();
+  if (!s->done) {
+    s->done = true;
+    s->status = status;
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
   }
-  (void)Release(handle);
+  ReleaseLocked(handle, s);
 }
 
 }  // namespace hvd::runtime

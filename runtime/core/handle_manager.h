@@ -117,6 +117,8 @@ class HandleManager {
     ReuseVector<std::string> names;
   };
   int64_t CreateLocked(int32_t parts, int32_t num_outputs, State** state);
+  // Ends `handle`'s reservation of its names, frees its untaken outputs and its slot.
+  void ReleaseLocked(int64_t handle, State* s);
   // Returns the completed state, or a status explaining why it is not available.
   Result<State*> DoneStateLocked(int64_t handle);
 
@@ -132,8 +134,9 @@ class HandleManager {
     int64_t handle = 0;  // 0: free
     State state;
   };
+  static uint64_t SlotIndex(int64_t handle) { return static_cast<uint64_t>(handle) & kSlotMask; }
   State* FindLocked(int64_t handle) {
-    const uint64_t index = static_cast<uint64_t>(handle) & kSlotMask;
+    const uint64_t index = SlotIndex(handle);
     if (handle <= 0 || index >= slots_.size() || slots_[index].handle != handle) return nullptr;
     return &slots_[index].state;
   }

@@ -86,6 +86,9 @@ class ShmCommunicator final : public Communicator {
   // 0 picks it), else `staged()`, the allreduce through the halves.
   template <typename Staged>
   Status AllreduceView(const PieceView& view, DataType dtype, ReduceOp op, Staged&& staged);
+  // The checks both alltoalls start with (a call's sizes, the staging size).
+  Status AlltoallStart(const std::vector<int64_t>& send_bytes,
+                       const std::vector<int64_t>& recv_bytes);
   // Offsets and the data rounds of an alltoall once every member's largest piece is known.
   Status AlltoallData(const char* in, const std::vector<int64_t>& send_bytes, char* out,
                       const std::vector<int64_t>& recv_bytes, int64_t max_piece);
@@ -414,8 +417,8 @@ size_t ShmCommunicator::AlltoallSub() const {
   return half_ / static_cast<size_t>(size_) / kCacheLine * kCacheLine;
 }
 
-Status ShmCommunicator::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
-                                  const std::vector<int64_t>& recv_bytes) {
+Status ShmCommunicator::AlltoallStart(const std::vector<int64_t>& send_bytes,
+                                      const std::vector<int64_t>& recv_bytes) {
   HVD_RETURN_IF_ERROR(ch_->Start("alltoall"));
   HVD_RETURN_IF_ERROR(CheckPerRank(send_bytes));
   HVD_RETURN_IF_ERROR(CheckPerRank(recv_bytes));
@@ -427,6 +430,12 @@ Status ShmCommunicator::Alltoallv(const void* in, const std::vector<int64_t>& se
   if (AlltoallSub() == 0) {
     return Status::InvalidArgument(ch_->What() + ": HVD_SHM_BUFFER_BYTES too small");
   }
+  return Status::OK();
+}
+
+Status ShmCommunicator::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                                  const std::vector<int64_t>& recv_bytes) {
+  HVD_RETURN_IF_ERROR(AlltoallStart(send_bytes, recv_bytes));
   // A size round first: every member's send sizes, checked against what each expects (a
   // mismatch fails the call on every member, naming both numbers) and giving the largest piece.
   char* mine = nullptr;
@@ -453,14 +462,10 @@ Status ShmCommunicator::Alltoallv(const void* in, const std::vector<int64_t>& se
 Status ShmCommunicator::AlltoallvAgreed(const void* in, const std::vector<int64_t>& send_bytes,
                                         void* out, const std::vector<int64_t>& recv_bytes,
                                         int64_t max_piece) {
-  HVD_RETURN_IF_ERROR(ch_->Start("alltoall"));
-  HVD_RETURN_IF_ERROR(CheckPerRank(send_bytes));
-  HVD_RETURN_IF_ERROR(CheckPerRank(recv_bytes));
-  if (send_bytes[rank_] != recv_bytes[rank_] || max_piece < 0) {
-    return Status::InvalidArgument(ch_->What() + ": inconsistent agreed sizes");
-  }
-  if (AlltoallSub() == 0) {
-    return Status::InvalidArgument(ch_->What() + ": HVD_SHM_BUFFER_BYTES too small");
+  HVD_RETURN_IF_ERROR(AlltoallStart(send_bytes, recv_bytes));
+  if (max_piece < 0) {
+    return Status::InvalidArgument(ch_->What() + ": negative largest piece " +
+                                   std::to_string(max_piece));
   }
   return AlltoallData(static_cast<const char*>(in), send_bytes, static_cast<char*>(out), recv_bytes,
                       max_piece);
