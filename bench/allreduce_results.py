@@ -65,6 +65,17 @@ def spread(results, k):
     return f"{fmt_us(min(vals))}-{fmt_us(max(vals))}"
 
 
+def print_ranges(heads, rows):
+    """The 'Ranges over the runs' table: column `heads`, then for each (keys, runs_per_side, k)
+    of `rows` the key cells and each side's spread of k ('-' with fewer than two values)."""
+    print("\nRanges over the runs:\n")
+    print("| " + " | ".join(heads) + " |")
+    print("|" + "---|" * len(heads))
+    for keys, sides, k in rows:
+        print("| " + " | ".join(str(c) for c in keys) + " | " +
+              " | ".join(spread(runs, k) or "-" for runs in sides) + " |")
+
+
 def fmt_us(v):
     if v is None:
         return "-"

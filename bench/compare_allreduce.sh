@@ -102,7 +102,7 @@ out, repeats = sys.argv[1], int(sys.argv[3])
 sys.path.insert(0, sys.argv[2])
 tags = sys.argv[4].split(",") + ["many"]
 nps = [int(n) for n in sys.argv[5:]]
-from allreduce_results import MANY, SIZES, fmt_us, hvd, label, median_of, peer, ratio, spread
+from allreduce_results import MANY, SIZES, fmt_us, hvd, label, median_of, peer, print_ranges, ratio
 
 # hvd = the default transport (shared memory here, all ranks on one host); hvd tcp = what
 # ranks on different hosts use; hvd gloo = libgloo, Horovod's transport.
@@ -127,12 +127,8 @@ for n in nps:
               " | ".join(ratios) + " |")
 print(open(f"{out}/header.txt").read().strip())
 if repeats > 1:
-    print("\nRanges over the runs:\n")
-    print("| n | size | hvd | hvd tcp | hvd gloo | torch gloo | MPI vader | MPI tcp |")
-    print("|---|---|---|---|---|---|---|---|")
-    for n in nps:
-        for k in SIZES + MANY:
-            print(f"| {n} | {label(k)} | " +
-                  " | ".join(spread(results[x, n], k) or "-" for x in SIDES) + " |")
+    print_ranges(["n", "size", "hvd", "hvd tcp", "hvd gloo", "torch gloo", "MPI vader", "MPI tcp"],
+                 (([n, label(k)], [results[x, n] for x in SIDES], k)
+                  for n in nps for k in SIZES + MANY))
 print(f"\nraw outputs: {out}")
 PY

@@ -121,7 +121,7 @@ run_all() {
 import sys
 out, repeats = sys.argv[1], int(sys.argv[3])
 sys.path.insert(0, sys.argv[2])
-from allreduce_results import MANY, SIZES, fmt_us, hvd, label, median_of, peer, ratio, spread
+from allreduce_results import MANY, SIZES, fmt_us, hvd, label, median_of, peer, print_ranges, ratio
 
 runs = range(1, repeats + 1)
 rows = []
@@ -140,12 +140,8 @@ for layout, hs, fs, ms in rows:
               f"{fmt_us(m.get(k))} | {ratio(m.get(k), h.get(k))} | {ratio(m.get(k), f.get(k))} |")
 print(open(f"{out}/header.txt").read().strip())
 if repeats > 1:
-    print("\nRanges over the runs:\n")
-    print("| hosts x ranks | size | hvd | hvd flat TCP | MPI tcp |")
-    print("|---|---|---|---|---|")
-    for layout, hs, fs, ms in rows:
-        for k in SIZES + MANY:
-            print(f"| {layout} | {label(k)} | {spread(hs, k) or '-'} | {spread(fs, k) or '-'} | "
-                  f"{spread(ms, k) or '-'} |")
+    print_ranges(["hosts x ranks", "size", "hvd", "hvd flat TCP", "MPI tcp"],
+                 (([layout, label(k)], [hs, fs, ms], k)
+                  for layout, hs, fs, ms in rows for k in SIZES + MANY))
 print(f"\nraw outputs: {out}")
 PY

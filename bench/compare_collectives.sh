@@ -78,7 +78,7 @@ out, repeats = sys.argv[1], int(sys.argv[3])
 sys.path.insert(0, sys.argv[2])
 sizes = [int(s) for s in sys.argv[4].split(",")]
 ops, nps = sys.argv[5].split(), [int(n) for n in sys.argv[6].split()]
-from allreduce_results import fmt_us, hvd, label, peer, ratio, spread
+from allreduce_results import fmt_us, hvd, label, peer, print_ranges, ratio
 
 SIDES = ("hvd", "torch", "reused", "fresh")
 
@@ -114,14 +114,9 @@ for op in ops:
                   " | ".join(ratio(c[0], h) for c in cells[1:]) + " |")
 print(open(f"{out}/header.txt").read().strip())
 if repeats > 1:
-    print("\nRanges over the runs:\n")
-    print("| op | n | size | hvd | torch gloo | MPI reused | MPI fresh |")
-    print("|---|---|---|---|---|---|---|")
-    for op in ops:
-        for n in nps:
-            for k in sizes:
-                print(f"| {op} | {n} | {label(k)} | " + " | ".join(
-                    spread([r for r in results[x, op, n] if r.get(k) is not None], k) or "-"
-                    for x in SIDES) + " |")
+    print_ranges(["op", "n", "size", "hvd", "torch gloo", "MPI reused", "MPI fresh"],
+                 (([op, n, label(k)],
+                   [[r for r in results[x, op, n] if r.get(k) is not None] for x in SIDES], k)
+                  for op in ops for n in nps for k in sizes))
 print(f"\nraw outputs: {out}")
 PY
