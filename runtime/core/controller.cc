@@ -43,7 +43,8 @@ Controller::Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_
       hooks_(hooks),
       timeline_(timeline),
       cache_(config.cache_capacity),
-      eager_capable_(config.eager_allreduce_bytes > 0 && comm_->ands_with_allreduce()) {
+      posts_(comm_->posts_inputs()),
+      eager_capable_(config.eager_allreduce_bytes > 0 && (comm_->ands_with_allreduce() || posts_)) {
   next_lone_.resize(static_cast<size_t>(config.cache_capacity) + 1);  // + SeveralSlot()
   fusion_.threshold_bytes = config.fusion_threshold_bytes;
   fusion_.disable_group_fusion = config.disable_group_fusion;
@@ -131,13 +132,19 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
   const size_t head = 1 + static_cast<size_t>(words_);
   const Response* eager =
       eager_bit_ != kNoEager && cache_.Has(eager_bit_) ? &cache_.Get(eager_bit_) : nullptr;
+  if (eager && posts_ &&
+      static_cast<size_t>(PostedBytesBound(*eager)) > comm_->max_posted_bytes(head)) {
+    eager = nullptr;  // the same verdict on every member: a larger cache's words left no room
+  }
   const size_t tail_bytes =
-      eager ? static_cast<size_t>(eager->sizes[0]) * DataTypeSize(eager->dtype) : 0;
+      eager && !posts_ ? static_cast<size_t>(eager->sizes[0]) * DataTypeSize(eager->dtype) : 0;
   agree_bits_.assign(head + (tail_bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t), 0);
   agree_bits_[0] = word;
   std::copy(hit_bits_.begin(), hit_bits_.end(), agree_bits_.begin() + 1);
   eager_sent_ = eager != nullptr;
-  if (eager) {
+  if (eager && posts_) {
+    HVD_RETURN_IF_ERROR(PostEager(*eager));
+  } else if (eager) {
     uint64_t* const b_word = &agree_bits_[1 + eager_bit_ / 64];
     const uint64_t b_mask = uint64_t{1} << (eager_bit_ % 64);
     if ((*b_word & b_mask) != 0) {
@@ -159,6 +166,8 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
   const uint64_t agreed = agree_bits_[0];
   common_.assign(agree_bits_.begin() + 1, agree_bits_.begin() + head);
   if ((agreed & kNoInvalid) == 0) {
+    // This round ends the posting one (every member alike): b runs as an ordinary hit.
+    if (posts_) eager_sent_ = false;
     HVD_RETURN_IF_ERROR(comm_->BitwiseOr(&invalid_bits_));
     for (int w = 0; w < words_; ++w) {
       for (uint64_t m = invalid_bits_[w]; m != 0; m &= m - 1) {
@@ -168,6 +177,32 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
     }
   }
   return agreed;
+}
+
+Status Controller::PostEager(const Response& eager) {
+  uint64_t* const b_word = &agree_bits_[1 + eager_bit_ / 64];
+  const uint64_t b_mask = uint64_t{1} << (eager_bit_ % 64);
+  const void* input = nullptr;
+  size_t bytes = 0;
+  if ((*b_word & b_mask) != 0) {
+    // b is one of this rank's hits, so its entry is in the queue's table until taken.
+    const TensorEntry* e = queue_->Find(eager.names[0]);
+    if (e == nullptr) {
+      *b_word &= ~b_mask;  // no input to give: b cannot complete from this round
+    } else if (eager.type != OpType::kBroadcast || comm_->rank() == eager.root) {
+      const int64_t count = e->request.NumElements();
+      input = e->input;
+      bytes = static_cast<size_t>(count) * DataTypeSize(eager.dtype);
+      const bool reduces = eager.type == OpType::kAllreduce || eager.type == OpType::kReducescatter;
+      if (reduces && eager.prescale != 1.0) {  // the caller's input is read-only
+        eager_input_.resize(bytes);
+        if (bytes > 0) std::memcpy(eager_input_.data(), e->input, bytes);
+        ScaleBuffer(eager_input_.data(), count, eager.dtype, eager.prescale);
+        input = eager_input_.data();
+      }
+    }
+  }
+  return comm_->BitwiseAndPostingInput(agree_bits_, input, bytes);
 }
 
 void Controller::TakeCommonHits() {
@@ -233,7 +268,11 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
         const Response& r = *hits_[it - hit_list_.begin()];
         hits_.erase(hits_.begin() + (it - hit_list_.begin()));
         hit_list_.erase(it);
-        HVD_RETURN_IF_ERROR(Process({&r, 1}, false, &result, agree_bits_.data() + 1 + words_));
+        if (posts_) {  // b's collective computes from the inputs posted with the round
+          HVD_RETURN_IF_ERROR(Process({&r, 1}, false, &result, nullptr, comm_->posted_inputs()));
+        } else {
+          HVD_RETURN_IF_ERROR(Process({&r, 1}, false, &result, agree_bits_.data() + 1 + words_));
+        }
         executed = 1;
         lone = eager_bit_;
       }
@@ -298,12 +337,39 @@ uint32_t Controller::NoteLone(uint32_t lone) {
   return next.confirmed && EagerEligible(next.bit) ? next.bit : kNoEager;
 }
 
-bool Controller::EagerEligible(uint32_t bit) const {
-  if (bit == kNoEager || config_.eager_allreduce_bytes <= 0 || !cache_.Has(bit) ||
-      !comm_->ands_with_allreduce()) {
-    return false;
+int64_t Controller::PostedBytesBound(const Response& r) {
+  if (r.device >= 0 || r.names.size() != 1 || r.sizes.empty() || r.reduce_op == ReduceOp::kAdasum) {
+    return -1;
   }
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  switch (r.type) {
+    case OpType::kAllreduce:
+    case OpType::kBroadcast:
+    case OpType::kReducescatter:
+      return r.sizes[0] * elem;
+    case OpType::kAlltoall: {
+      // An even split of tensors of one size (sizes[0] is then every member's elements).
+      const auto& rows = r.even_alltoall_rows;
+      const bool same = !rows.empty() && std::all_of(rows.begin(), rows.end(),
+                                                     [&](int64_t d) { return d == rows[0]; });
+      return same ? r.sizes[0] * elem : -1;
+    }
+    case OpType::kAllgather:
+      if (r.row_elements.size() != 1) return -1;
+      return *std::max_element(r.sizes.begin(), r.sizes.end()) * r.row_elements[0] * elem;
+    default:
+      return -1;
+  }
+}
+
+bool Controller::EagerEligible(uint32_t bit) const {
+  if (bit == kNoEager || config_.eager_allreduce_bytes <= 0 || !cache_.Has(bit)) return false;
   const Response& r = cache_.Get(bit);
+  if (posts_) {
+    const int64_t bytes = PostedBytesBound(r);
+    return bytes > 0 && bytes <= config_.eager_allreduce_bytes;
+  }
+  if (!comm_->ands_with_allreduce()) return false;
   return r.type == OpType::kAllreduce && r.device < 0 && r.names.size() == 1 &&
          r.sizes.size() == 1 && r.sizes[0] > 0 && r.reduce_op != ReduceOp::kAdasum &&
          r.sizes[0] * static_cast<int64_t>(DataTypeSize(r.dtype)) <= config_.eager_allreduce_bytes;
@@ -395,7 +461,7 @@ void Controller::PutInCache(const Response& response) {
 }
 
 Status Controller::Process(std::span<const Response> responses, bool put_in_cache,
-                           CycleResult* result, const void* reduced) {
+                           CycleResult* result, const void* reduced, Communicator* via) {
   for (const Response& response : responses) {
     result->progress = true;
     if (response.type == OpType::kJoin || response.type == OpType::kProcessSetAdd ||
@@ -407,7 +473,8 @@ Status Controller::Process(std::span<const Response> responses, bool put_in_cach
     queue_->Take(response.names, &entries_);
     if (put_in_cache) PutInCache(response);
     Status outcome;
-    Status s = executor_->Execute(response, entries_, comm_.get(), &outcome, &gpu_, reduced);
+    Status s =
+        executor_->Execute(response, entries_, via ? via : comm_.get(), &outcome, &gpu_, reduced);
     finished_.clear();
     for (const TensorEntry* e : entries_) {
       if (e) finished_.push_back(e->handle);

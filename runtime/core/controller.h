@@ -71,14 +71,14 @@ struct CycleResult {
 // Non-common hits stay waiting; a hit waiting longer than the stall check time is re-sent
 // uncached so the stall inspector can name the missing ranks.
 //
-// Eager (HVD_EAGER_ALLREDUCE_BYTES, transports whose ands_with_allreduce() is true: hvd's TCP,
-// also under the hierarchical communicator): a lone small allreduce waited on before the next
-// (a metric, a loss, a synchronous benchmark, 100 gradients waited on one by one) would cost
-// two rounds per op, the AND of step 2 and then its own allreduce. Every member notes, per
-// cache bit, which lone op followed it (a fast-path cycle that executed exactly one response,
-// a single-tensor op), and counts a successor as known once it followed the same bit twice in
-// a row; likewise for cycles that executed several tensors (one more slot, "several": a loss
-// after each step's fused gradients). After a slot whose known successor b is a CPU allreduce
+// Eager (HVD_EAGER_ALLREDUCE_BYTES; transports whose ands_with_allreduce() is true: hvd's TCP,
+// also under the hierarchical communicator; and shared memory, below): a lone small allreduce
+// waited on before the next (a metric, a loss, a synchronous benchmark, 100 gradients waited on one
+// by one) would cost two rounds per op, the AND of step 2 and then its own allreduce. Every member
+// notes, per cache bit, which lone op followed it (a fast-path cycle that executed exactly one
+// response, a single-tensor op), and counts a successor as known once it followed the same bit
+// twice in a row; likewise for cycles that executed several tensors (one more slot, "several": a
+// loss after each step's fused gradients). After a slot whose known successor b is a CPU allreduce
 // up to that size, every member knows (same state everywhere) that the next cycles are "eager
 // for b": each appends b's elements to the AND round's words -- its input prescaled when b is
 // one of its hits, zeros otherwise -- and the communicator ANDs the words and reduces the tail
@@ -89,6 +89,12 @@ struct CycleResult {
 // retune, or a cycle in which no member has anything pending ends it; cycles in which some
 // member waits for the others keep it. Every member's words have the same length, since b's
 // size comes from the shared cache.
+// Transports whose posts_inputs() is true (shared memory) take any single-tensor CPU
+// collective as b (allreduce, allgather, broadcast, reducescatter, an even alltoall of equal
+// tensors; PostedBytesBound): each member posts its input to b after its words
+// (BitwiseAndPostingInput), and a common b runs its ordinary executor code against
+// posted_inputs(), which computes the result from the posted inputs without a round. An OR
+// round in the same cycle ends the posting round, so b then runs as an ordinary hit.
 //
 // Timeline (global rank 0 only, `timeline` non-null): the coordinator records NEGOTIATE_<OP>
 // start when it first hears of a tensor, a tick per rank as each request arrives, and the
@@ -154,9 +160,15 @@ class Controller {
   uint32_t SeveralSlot() const { return static_cast<uint32_t>(next_lone_.size() - 1); }
   Result<ResponseList> Negotiate(bool request_shutdown);
   ResponseList CoordinateLocked(const std::vector<std::string>& lists, bool* malformed);
-  // `reduced`: the eager allreduce's reduced tail (one response; see "Eager" above).
+  // `reduced`: the eager allreduce's reduced tail; `via`: the communicator of the posted
+  // inputs (one response each; see "Eager" above).
   Status Process(std::span<const Response> responses, bool put_in_cache, CycleResult* result,
-                 const void* reduced = nullptr);
+                 const void* reduced = nullptr, Communicator* via = nullptr);
+  // The AND round posting this member's input to the eager response (posts_).
+  Status PostEager(const Response& eager);
+  // Posting: the largest input any member posts for `r` (bytes, from the response alone, so
+  // the same on every member); -1 when `r` cannot be eager that way.
+  static int64_t PostedBytesBound(const Response& r);
   Status ProcessControl(const Response& response);
   void PutInCache(const Response& response);
   bool MinePending() const;
@@ -199,7 +211,8 @@ class Controller {
   };
   std::vector<Successor> next_lone_;
   bool eager_sent_ = false;
-  ReuseVector<Response> fused_;  // hits_ after fusion (fast path)
+  std::vector<char> eager_input_;  // PostEager: a prescaled copy of the input; grown only
+  ReuseVector<Response> fused_;    // hits_ after fusion (fast path)
   FusionScratch fusion_scratch_;
   // The entries of the response being run (null: none on this rank), valid until their
   // handles are released, which is after FinishParts.
@@ -210,6 +223,8 @@ class Controller {
   bool cache_enabled_ = true;
   bool report_executed_ = false;
   int words_ = 0;  // this cycle's ResponseCache::words_in_use()
+  // The communicator posts inputs with the AND round (Communicator::posts_inputs).
+  const bool posts_;
   // Whether an op can ever be eager here (EagerEligible's fixed conditions).
   const bool eager_capable_;
 };

@@ -107,6 +107,14 @@ Status Communicator::BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t a
                                AllreduceOpName(count, dtype, op) + " is not supported");
 }
 
+Status Communicator::BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
+                                            size_t bytes) {
+  (void)words;
+  (void)input;
+  return Status::Unimplemented(std::string(name()) + ": bitwise and posting a " +
+                               std::to_string(bytes) + "-byte input is not supported");
+}
+
 Status Communicator::ReduceScatter(const void* in, void* out,
                                    const std::vector<int64_t>& counts_per_rank, DataType dtype,
                                    ReduceOp op) {

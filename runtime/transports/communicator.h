@@ -88,6 +88,24 @@ class Communicator {
   virtual bool ands_with_allreduce() const { return false; }
   virtual Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
                                          DataType dtype, ReduceOp op);
+  // The negotiation's AND round with this member's input to one op riding along, for
+  // transports whose posts_inputs() is true (shared memory; controller.h, "Eager"): ANDs
+  // `words` in place across members, each member also posting `bytes` of `input` (the sizes
+  // may differ between members; null with 0 bytes posts nothing), and leaves every member's
+  // posted input readable through posted_inputs() until the next call on this communicator.
+  // `bytes` must not exceed max_posted_bytes(words.size()), which is the same on every member.
+  virtual bool posts_inputs() const { return false; }
+  virtual size_t max_posted_bytes(size_t words) const {
+    (void)words;
+    return 0;
+  }
+  virtual Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input, size_t bytes);
+  // After BitwiseAndPostingInput, until the next call on this communicator: a communicator of
+  // the same members whose single-tensor collectives (Allreduce, Allgatherv, Broadcast,
+  // ReduceScatter, an AlltoallvAgreed in which each member sends the same bytes to every
+  // member) take every member's input from what it posted and compute this member's result
+  // without a round. Its other calls fail (kInternal). Null where posts_inputs() is false.
+  virtual Communicator* posted_inputs() { return nullptr; }
   // Member i contributes bytes_per_rank[i] bytes (`in` holds this member's part); `out`
   // receives the concatenation in group-rank order.
   virtual Status Allgatherv(const void* in, void* out,

@@ -133,6 +133,39 @@ def test_lone_allreduce_rides_the_negotiation_round_on_tcp(tmp_path, eager_bytes
                for s in ops), ops
 
 
+@pytest.mark.parametrize("eager_bytes", ["32768", "0"])
+def test_lone_collectives_ride_the_negotiation_round_on_shared_memory(tmp_path, eager_bytes):
+    # Given a 2-rank job on shared memory (the default here) running every collective once per
+    # step, each waited on before the next (each op is the known successor of the one before
+    # from the fourth step on; not the step's first, "ar.single": the barrier before it is
+    # negotiated every time, which forgets what was learnt), with the eager path on (the
+    # default limit) or off
+    path = tmp_path / "ops.json"
+    steps = 30
+    jobs.check(jobs.hvdrun(2, ["--timeline", str(path)], ["--ops", "--steps", str(steps)],
+                           cwd=tmp_path, env_extra={"HVD_EAGER_ALLREDUCE_BYTES": eager_bytes}))
+    trace = jobs.load_trace(path)
+    all_spans, open_spans = jobs.spans(trace)
+    assert open_spans == 0
+    names = jobs.row_names(trace)
+    for op, tensor in (("ALLGATHER", "ag.x"), ("BROADCAST", "bc.x"), ("ALLTOALL", "a2a.x"),
+                       ("REDUCESCATTER", "rs.x")):
+        ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == op
+               and names.get((s["pid"], None)) == tensor]
+        activities = [s["name"] for s in all_spans if s["depth"] == 1 and any(
+            p["pid"] == s["pid"] and p["tid"] == s["tid"]
+            and p["ts"] <= s["ts"] <= p["ts"] + p["dur"] for p in ops)]
+        suffix = BACKEND_SUFFIX[op]
+        # Then each op nests one backend activity: the posted inputs' (SHM_EAGER_*) where it
+        # rode the AND round, else its own rounds' (an idle cycle between two ops disarms the
+        # path for the next, so only "some" is certain under load); never one with it off
+        backend = [a for a in activities if a != "ALLOCATE_OUTPUT"]
+        assert len(ops) == steps and len(backend) == steps, (op, activities)
+        assert set(backend) <= {"SHM_" + suffix, "SHM_EAGER_" + suffix}, (op, activities)
+        eager = backend.count("SHM_EAGER_" + suffix)
+        assert eager >= 1 if eager_bytes != "0" else eager == 0, (op, activities)
+
+
 def test_a_loss_after_each_steps_fused_gradients_rides_the_negotiation_round_on_tcp(tmp_path):
     # Given a 2-rank job on hvd's TCP: each step allreduces 4 gradients enqueued together (one
     # fused response), then one float named "loss", waited on at once

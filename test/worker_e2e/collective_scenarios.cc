@@ -173,6 +173,33 @@ double BroadcastValue(const DType& d, int32_t root, int64_t k) {
   return d.is_signed && k % 2 ? -v : v;
 }
 
+// From `root` to all, in place from even roots; non-roots start from other values.
+void EnqueueBroadcast(std::vector<Pending>* pending, const DType& d, int32_t root,
+                      std::vector<int64_t> shape) {
+  auto in = Make(d.id, shape);
+  for (int64_t k = 0; k < in->count(); ++k) {
+    const double mine = BroadcastValue(d, root, k);
+    in->Set(k, R() == root ? mine : (d.id == HVD_BOOL ? 1 - mine : 99));  // bool: the opposite
+  }
+  auto out = root % 2 == 0 ? in : Make(d.id, shape);
+  const std::string what = std::string("broadcast from root ") + std::to_string(root) + " " +
+                           d.name + " " + Shape(shape) + (in == out ? " in place" : "");
+  hvd_op_options_t o =
+      Options("bc." + std::to_string(root) + "." + d.name + "." + std::to_string(in->count()));
+  o.root_rank = root;
+  hvd_tensor_t a = in->Desc(), b = out->Desc();
+  Pending p;
+  Require(hvd_broadcast(&a, &b, &o, &p.handle), what);
+  p.what = what;
+  p.keep = {in, out};
+  p.check = [=](hvd_handle_t) {
+    std::vector<double> want;
+    for (int64_t k = 0; k < out->count(); ++k) want.push_back(BroadcastValue(d, root, k));
+    ExpectValues(what, *out, want);
+  };
+  pending->push_back(std::move(p));
+}
+
 // ---- alltoall -------------------------------------------------------------------------------
 
 // Row `row` of the block that rank src sends to rank dst (column col).
@@ -348,6 +375,70 @@ void Lone() {
   }
 }
 
+void LoneCollectives() {
+  // The other collectives one at a time, each waited for before the next, six times by name
+  // (and one rank late the fourth time): on shared memory each rides the negotiation's AND
+  // round from its fifth time on, computed from the inputs posted with it (controller.h,
+  // "Eager"). Uneven allgathers (rank 0 empty too), even and split alltoalls (split ones never
+  // ride), reducescatters uneven, scaled and averaged, broadcasts from every root, sizes above
+  // HVD_EAGER_ALLREDUCE_BYTES, and two ops alternating (each the other's successor).
+  int k = 0;
+  auto lone = [&](const std::function<void(std::vector<Pending>*)>& enqueue) {
+    for (int rep = 0; rep < 6; ++rep) {
+      if (rep == 3 && R() == k % N()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::vector<Pending> pending;
+      enqueue(&pending);
+      FinishAll(&pending);
+    }
+    ++k;
+  };
+  auto rank_plus_one = [](int32_t r) -> int64_t { return r + 1; };
+  for (const DType& d : AllDTypes()) {
+    lone([&](std::vector<Pending>* p) { EnqueueAllgather(p, d, rank_plus_one, 3, "lone"); });
+    lone([&](std::vector<Pending>* p) { EnqueueAlltoall(p, d, false); });
+    lone([&](std::vector<Pending>* p) {
+      EnqueueReducescatter(p, d, HVD_OP_SUM, {2 * N() + 1, 2}, 1.0, 1.0, "lone");
+    });
+    lone([&](std::vector<Pending>* p) { EnqueueBroadcast(p, d, k % N(), {2, 3}); });
+  }
+  const DType& f32 = DTypeOf(HVD_FLOAT32);
+  lone([&](std::vector<Pending>* p) {
+    EnqueueAllgather(
+        p, f32, [](int32_t r) -> int64_t { return r; }, 3, "lone.rows=rank");
+  });
+  lone([&](std::vector<Pending>* p) { EnqueueAlltoall(p, f32, true); });
+  lone([&](std::vector<Pending>* p) {
+    EnqueueReducescatter(p, f32, HVD_OP_AVERAGE, {3 * N(), 2}, 0.5, 3.0, "lone.scaled");
+  });
+  lone([&](std::vector<Pending>* p) {
+    EnqueueReducescatter(p, f32, HVD_OP_SUM, {N() - 1, 2}, 1.0, 1.0, "lone.last-rank-empty");
+  });
+  for (int32_t root = 0; root < N(); ++root) {
+    lone([&](std::vector<Pending>* p) { EnqueueBroadcast(p, f32, root, {3}); });
+  }
+  // Above the limit (32 KiB by default): 10000 rows of 3 float32 per rank, 160 KB.
+  lone([&](std::vector<Pending>* p) {
+    EnqueueAllgather(
+        p, f32, [](int32_t) -> int64_t { return 10000; }, 3, "lone.large");
+  });
+  lone([&](std::vector<Pending>* p) {
+    EnqueueReducescatter(p, f32, HVD_OP_SUM, {20000, 2}, 1.0, 1.0, "lone.large");
+  });
+  lone([&](std::vector<Pending>* p) { EnqueueBroadcast(p, f32, 1 % N(), {40000}); });
+  // Two ops alternating, each alone in its cycle: an allgather and a reducescatter.
+  for (int rep = 0; rep < 6; ++rep) {
+    for (int which : {0, 1}) {
+      std::vector<Pending> pending;
+      if (which == 0) {
+        EnqueueAllgather(&pending, f32, rank_plus_one, 2, "lone.alternating");
+      } else {
+        EnqueueReducescatter(&pending, f32, HVD_OP_SUM, {N() + 1, 3}, 1.0, 1.0, "lone.alternating");
+      }
+      FinishAll(&pending);
+    }
+  }
+}
+
 void Allgather() {
   std::vector<Pending> pending;
   for (const DType& d : AllDTypes()) {
@@ -365,30 +456,7 @@ void Allgather() {
 void Broadcast() {
   std::vector<Pending> pending;
   for (const DType& d : AllDTypes()) {
-    for (int32_t root = 0; root < N(); ++root) {
-      auto in = Make(d.id, {2, 3});
-      for (int64_t k = 0; k < 6; ++k) {
-        // Non-roots start from different values (bool: the opposite).
-        const double mine = BroadcastValue(d, root, k);
-        in->Set(k, R() == root ? mine : (d.id == HVD_BOOL ? 1 - mine : 99));
-      }
-      auto out = root % 2 == 0 ? in : Make(d.id, {2, 3});  // in place from even roots
-      const std::string what = std::string("broadcast from root ") + std::to_string(root) + " " +
-                               d.name + (in == out ? " in place" : "");
-      hvd_op_options_t o = Options("bc." + std::to_string(root) + "." + d.name);
-      o.root_rank = root;
-      hvd_tensor_t a = in->Desc(), b = out->Desc();
-      Pending p;
-      Require(hvd_broadcast(&a, &b, &o, &p.handle), what);
-      p.what = what;
-      p.keep = {in, out};
-      p.check = [=](hvd_handle_t) {
-        std::vector<double> want;
-        for (int64_t k = 0; k < 6; ++k) want.push_back(BroadcastValue(d, root, k));
-        ExpectValues(what, *out, want);
-      };
-      pending.push_back(std::move(p));
-    }
+    for (int32_t root = 0; root < N(); ++root) EnqueueBroadcast(&pending, d, root, {2, 3});
   }
   FinishAll(&pending);
 }

@@ -25,6 +25,7 @@ struct Scenario {
 const Scenario kScenarios[] = {
     {"allreduce", hvd_e2e::Allreduce, false},
     {"lone", hvd_e2e::Lone, false},
+    {"lone_collectives", hvd_e2e::LoneCollectives, false},
     {"allgather", hvd_e2e::Allgather, false},
     {"broadcast", hvd_e2e::Broadcast, false},
     {"alltoall", hvd_e2e::Alltoall, false},

@@ -46,7 +46,8 @@ void GlobalBarrier(const std::string& what);
 
 // collective_scenarios.cc (initialized)
 void Allreduce();
-void Lone();  // one allreduce at a time (the eager path on TCP)
+void Lone();             // one allreduce at a time (the eager path on TCP and shared memory)
+void LoneCollectives();  // the other collectives one at a time (eager on shared memory)
 void Allgather();
 void Broadcast();
 void Alltoall();

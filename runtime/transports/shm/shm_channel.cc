@@ -93,6 +93,10 @@ Status ShmChannel::Start(const char* op, DataType dtype, ReduceOp reduce, int64_
 }
 
 Status ShmChannel::Start(const char* op) {
+  if (held_) {
+    held_ = false;
+    End();
+  }
   op_ = op;
   reduction_ = false;
   if (aborted_.load()) return Status::Aborted(What() + ": the communicator was aborted");
@@ -197,8 +201,8 @@ Status ShmChannel::ReadStreamed(int peer, char* out, size_t bytes) {
     size_t ready = bytes;
     if (!all) {
       const uint64_t v = k.streamed.load(std::memory_order_acquire);
-      ready = static_cast<uint32_t>(v >> 32) == round_ ? std::min<size_t>(v & 0xffffffffu, bytes)
-                                                       : 0;
+      ready =
+          static_cast<uint32_t>(v >> 32) == round_ ? std::min<size_t>(v & 0xffffffffu, bytes) : 0;
     }
     if (ready > done) {
       std::memcpy(out + done, from + done, ready - done);

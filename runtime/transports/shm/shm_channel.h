@@ -76,6 +76,11 @@ class ShmChannel {
   void Stream(size_t written);
   Status ReadStreamed(int peer, char* out, size_t bytes);
   void End();
+  // Instead of End(), after this member's reads: leaves the round open, so every member's half
+  // of it stays readable (no peer can start the round after next, which reuses the halves,
+  // before this member ends it) until the next Start(), which ends it first.
+  void Hold() { held_ = true; }
+  bool held() const { return held_; }
   // After End(): waits until every peer has ended that round too (read what it needed of this
   // member's memory).
   Status WaitAllDone();
@@ -116,6 +121,7 @@ class ShmChannel {
   const std::chrono::milliseconds timeout_;
   const bool oversubscribed_;  // more members than CPUs: yield while waiting, never spin
   uint32_t round_ = 0;
+  bool held_ = false;  // Hold(): round_ is posted and read but not ended
   int64_t single_copy_bytes_ = 0;
   // The current call, for What().
   const char* op_ = "";

@@ -58,7 +58,10 @@ struct ShmOptions {
 //    staging copy (ShmAllreduceSingleCopy);
 //  - reduce-scatter: per chunk of the input, each member reduces the part of its own segment in
 //    rank order; allgather(v), broadcast, alltoall(v) and the byte-string gather/broadcast copy
-//    through the halves in as many rounds as the largest contribution needs.
+//    through the halves in as many rounds as the largest contribution needs;
+//  - the negotiation's AND round can carry each member's input to one small op
+//    (BitwiseAndPostingInput); that op's result is then computed from the posted inputs
+//    (posted_inputs()) without a round of its own.
 Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& options);
 
 // The size from which `comm`'s allreduces read the peers' buffers directly, as its members

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -278,6 +279,126 @@ int DataMovement(Communicator& comm) {
   return 0;
 }
 
+// The AND round posting inputs (controller.h, "Eager"): the words are ANDed, and the posted
+// inputs' communicator computes each single-tensor collective from every member's posted input
+// as the rounds would (allreduce and reduce-scatter in rank order: the reference), with sizes
+// that differ between members. Then its refusals: a call after the round ended, a member that
+// posted less than a call needs (kInternal, naming both sizes) and an input too large for the
+// half (kInvalidArgument on every member); the communicator keeps working after each.
+int PostedInputs(Communicator& comm) {
+  const int n = comm.size(), me = comm.rank();
+  if (!comm.posts_inputs()) return Fail(comm, "shared memory does not post inputs");
+  // Posts `input` with words {all ones, one bit per member}; checks the AND.
+  auto post = [&](const std::vector<char>& input, const std::string& what) {
+    std::vector<uint64_t> words = {~uint64_t{0}, ~(uint64_t{1} << me)};
+    Status s = comm.BitwiseAndPostingInput(words, input.data(), input.size());
+    const uint64_t none_missing = ~uint64_t{0} << n;  // every member cleared its own bit
+    if (!s.ok() || words[0] != ~uint64_t{0} || words[1] != none_missing) {
+      return Fail(comm, what + ": posting: " + s.ToString());
+    }
+    return 0;
+  };
+  Communicator* view = comm.posted_inputs();
+  if (view == nullptr || view->rank() != me || view->size() != n) {
+    return Fail(comm, "no posted inputs' communicator of this group");
+  }
+  uint32_t seed = 100;
+  for (DataType dtype : {DataType::kFloat32, DataType::kInt64, DataType::kFloat16}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+      for (int64_t count : {1, 7, 1000}) {
+        ++seed;
+        const std::string what = "posted allreduce " + Case(dtype, op, count);
+        if (post(Input(dtype, count, me, seed), what) != 0) return 1;
+        std::vector<char> out(static_cast<size_t>(count) * runtime::DataTypeSize(dtype));
+        Status s = view->Allreduce(out.data(), count, dtype, op);
+        if (!s.ok() || out != Expected(dtype, op, count, n, seed)) {
+          return Fail(comm, what + ": " + (s.ok() ? "differs from the reference" : s.ToString()));
+        }
+        // Reduce-scatter of the same inputs: member k gets its counts[k] elements of the
+        // reference (member 0 the remainder too).
+        if (post(Input(dtype, count, me, seed), what) != 0) return 1;
+        std::vector<int64_t> counts(n, count / n);
+        counts[0] += count % n;
+        int64_t lo = 0;
+        for (int k = 0; k < me; ++k) lo += counts[k];
+        const size_t elem = runtime::DataTypeSize(dtype);
+        std::vector<char> part(static_cast<size_t>(counts[me]) * elem);
+        s = view->ReduceScatter(nullptr, part.data(), counts, dtype, op);
+        const std::vector<char> all = Expected(dtype, op, count, n, seed);
+        if (!s.ok() || !std::equal(part.begin(), part.end(), all.begin() + lo * elem)) {
+          return Fail(comm, "posted reducescatter " + Case(dtype, op, count) + ": " +
+                                (s.ok() ? "differs from the reference" : s.ToString()));
+        }
+      }
+    }
+  }
+  // Allgather: member k posts 3k + 1 bytes of 'a' + k.
+  auto mine_of = [](int k) { return std::vector<char>(3 * k + 1, static_cast<char>('a' + k)); };
+  if (post(mine_of(me), "posted allgather") != 0) return 1;
+  std::vector<int64_t> bytes(n);
+  std::vector<char> want;
+  for (int k = 0; k < n; ++k) {
+    bytes[k] = 3 * k + 1;
+    const std::vector<char> theirs = mine_of(k);
+    want.insert(want.end(), theirs.begin(), theirs.end());
+  }
+  std::vector<char> got(want.size());
+  Status s = view->Allgatherv(nullptr, got.data(), bytes);
+  if (!s.ok() || got != want) return Fail(comm, "posted allgather: " + s.ToString());
+  // Broadcast from each root: only the root posts.
+  for (int root = 0; root < n; ++root) {
+    const std::vector<char> data(1000, static_cast<char>('A' + root));
+    if (post(me == root ? data : std::vector<char>(), "posted broadcast") != 0) return 1;
+    std::vector<char> buf = me == root ? data : std::vector<char>(1000, 0);
+    s = view->Broadcast(buf.data(), 1000, root);
+    if (!s.ok() || buf != data) return Fail(comm, "posted broadcast from " + std::to_string(root));
+  }
+  // Alltoall: member k sends k + 2 bytes to each member j, all (k, j, i) patterned.
+  auto cell = [](int k, int j, int i) { return static_cast<char>(k * 31 + j * 7 + i); };
+  std::vector<char> in;
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < me + 2; ++i) in.push_back(cell(me, j, i));
+  }
+  if (post(in, "posted alltoall") != 0) return 1;
+  std::vector<int64_t> send(n, me + 2), recv(n);
+  want.clear();
+  for (int k = 0; k < n; ++k) {
+    recv[k] = k + 2;
+    for (int i = 0; i < k + 2; ++i) want.push_back(cell(k, me, i));
+  }
+  got.assign(want.size(), 0);
+  s = view->AlltoallvAgreed(in.data(), send, got.data(), recv, n + 1);
+  if (!s.ok() || got != want) return Fail(comm, "posted alltoall: " + s.ToString());
+  // Refusals. A call after the round ended (any call on the communicator ends it).
+  if (post(mine_of(me), "posted, then a barrier") != 0) return 1;
+  if (!(s = comm.Barrier()).ok()) return Fail(comm, "barrier after posting: " + s.ToString());
+  s = view->Allgatherv(nullptr, got.data(), bytes);
+  if (s.code() != StatusCode::kInternal || s.message().find("has ended") == std::string::npos) {
+    return Fail(comm, "a read after the round ended was not refused: " + s.ToString());
+  }
+  // A member that posted less than the call needs: member k posted 3k + 1 bytes, 8 asked.
+  if (post(mine_of(me), "posted too little") != 0) return 1;
+  s = view->Broadcast(got.data(), 8, 0);
+  if (me != 0 && (s.code() != StatusCode::kInternal ||
+                  s.message().find("rank 0 posted 1 bytes, 8 needed") == std::string::npos)) {
+    return Fail(comm, "a short posted input was not named: " + s.ToString());
+  }
+  // Too large for the half: refused on every member before any round.
+  std::vector<uint64_t> words = {1};
+  const size_t most = comm.max_posted_bytes(words.size());
+  std::vector<char> large(most + 1, 'x');
+  s = comm.BitwiseAndPostingInput(words, large.data(), large.size());
+  if (s.code() != StatusCode::kInvalidArgument) {
+    return Fail(comm, "an input larger than the half was not refused: " + s.ToString());
+  }
+  large.resize(most);
+  if (!(s = comm.BitwiseAndPostingInput(words, large.data(), large.size())).ok()) {
+    return Fail(comm, "the largest input was refused: " + s.ToString());
+  }
+  if (!(s = comm.Barrier()).ok()) return Fail(comm, "barrier after the refusals: " + s.ToString());
+  return 0;
+}
+
 int ControlPlane(Communicator& comm) {
   const int n = comm.size(), me = comm.rank();
   for (size_t len : {size_t{0}, size_t{10}, size_t{100000}}) {
@@ -366,6 +487,7 @@ TEST_P(ShmCollectivesTest, ReduceScatterAndAllgatherOfPiecesEqualPacked) {
 TEST_P(ShmCollectivesTest, ReduceScatterEveryDtypeAndOp) { RunAll(ReduceScatterEverything); }
 TEST_P(ShmCollectivesTest, AllgatherBroadcastAlltoall) { RunAll(DataMovement); }
 TEST_P(ShmCollectivesTest, ControlPlane) { RunAll(ControlPlane); }
+TEST_P(ShmCollectivesTest, CollectivesFromPostedInputs) { RunAll(PostedInputs); }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmCollectivesTest,
                          ::testing::Combine(::testing::Values(2, 3, 4),
