@@ -72,7 +72,7 @@ struct CycleResult {
 // uncached so the stall inspector can name the missing ranks.
 //
 // Eager (HVD_EAGER_ALLREDUCE_BYTES; transports whose ands_with_allreduce() is true: hvd's TCP,
-// also under the hierarchical communicator; and shared memory, below): a lone small allreduce
+// also under the hierarchical communicator; and shared memory from 3 members, below): a lone small allreduce
 // waited on before the next (a metric, a loss, a synchronous benchmark, 100 gradients waited on one
 // by one) would cost two rounds per op, the AND of step 2 and then its own allreduce. Every member
 // notes, per cache bit, which lone op followed it (a fast-path cycle that executed exactly one
@@ -89,7 +89,7 @@ struct CycleResult {
 // retune, or a cycle in which no member has anything pending ends it; cycles in which some
 // member waits for the others keep it. Every member's words have the same length, since b's
 // size comes from the shared cache.
-// Transports whose posts_inputs() is true (shared memory) take any single-tensor CPU
+// Transports whose posts_inputs() is true (shared memory, 3+ members) take any single-tensor CPU
 // collective as b (allreduce, allgather, broadcast, reducescatter, an even alltoall of equal
 // tensors; PostedBytesBound): each member posts its input to b after its words
 // (BitwiseAndPostingInput), and a common b runs its ordinary executor code against
