@@ -21,7 +21,7 @@ constexpr uint64_t kHavePending = 1u << 5;
 
 bool Cacheable(OpType type) {
   return type == OpType::kAllreduce || type == OpType::kAllgather || type == OpType::kBroadcast ||
-         type == OpType::kAlltoall || type == OpType::kReducescatter;
+         type == OpType::kAlltoall || type == OpType::kReducescatter || type == OpType::kBarrier;
 }
 
 void SetBit(std::vector<uint64_t>* words, uint32_t bit) {

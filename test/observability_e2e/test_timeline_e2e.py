@@ -13,10 +13,10 @@ import pytest
 import jobs
 
 OPS = ["ALLREDUCE", "ALLGATHER", "BROADCAST", "ALLTOALL", "REDUCESCATTER", "BARRIER"]
-# The backend activity of each op is <COMM>_<suffix>, <COMM> the communicator's name.
+# The backend activity of each op is <COMM>_<suffix>, <COMM> the communicator's name. A barrier
+# has none: its response exists only once every rank entered it, so no round releases it.
 BACKEND_SUFFIX = {"ALLREDUCE": "ALLREDUCE", "ALLGATHER": "ALLGATHER", "BROADCAST": "BCAST",
-                  "ALLTOALL": "ALLTOALL", "REDUCESCATTER": "REDUCESCATTER",
-                  "BARRIER": "BARRIER"}
+                  "ALLTOALL": "ALLTOALL", "REDUCESCATTER": "REDUCESCATTER"}
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +57,7 @@ def test_every_op_type_has_its_events(ops_trace):
             (op, nested.get(op))
     for op in ("ALLGATHER", "ALLTOALL", "REDUCESCATTER"):
         assert "ALLOCATE_OUTPUT" in nested[op], op
+    assert "BARRIER" not in nested, nested.get("BARRIER")
     # And every tensor has its row, with dtype/shape/bytes on the op's end
     rows = set(names.values())
     assert {"ar.single", "ar.fused.0", "ar.fused.1", "ar.fused.2", "ag.x", "bc.x", "a2a.x",
@@ -137,9 +138,9 @@ def test_lone_allreduce_rides_the_negotiation_round_on_tcp(tmp_path, eager_bytes
 def test_lone_collectives_ride_the_negotiation_round_on_shared_memory(tmp_path, np, eager_bytes):
     # Given a job on shared memory (the default here) running every collective once per step,
     # each waited on before the next (each op is the known successor of the one before from
-    # the fourth step on; not the step's first, "ar.single": the barrier before it is
-    # negotiated every time, which forgets what was learnt), with 3 ranks and the eager path
-    # on (the default limit) or off, or with 2 ranks, between which inputs are not posted
+    # the fourth step on; the step's first, "ar.single", follows the last step's barrier, a
+    # cache hit too), with 3 ranks and the eager path on (the default limit) or off, or with 2
+    # ranks, between which inputs are not posted
     path = tmp_path / "ops.json"
     steps = 30
     jobs.check(jobs.hvdrun(np, ["--timeline", str(path)], ["--ops", "--steps", str(steps)],
@@ -148,8 +149,8 @@ def test_lone_collectives_ride_the_negotiation_round_on_shared_memory(tmp_path, 
     all_spans, open_spans = jobs.spans(trace)
     assert open_spans == 0
     names = jobs.row_names(trace)
-    for op, tensor in (("ALLGATHER", "ag.x"), ("BROADCAST", "bc.x"), ("ALLTOALL", "a2a.x"),
-                       ("REDUCESCATTER", "rs.x")):
+    for op, tensor in (("ALLREDUCE", "ar.single"), ("ALLGATHER", "ag.x"), ("BROADCAST", "bc.x"),
+                       ("ALLTOALL", "a2a.x"), ("REDUCESCATTER", "rs.x")):
         ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == op
                and names.get((s["pid"], None)) == tensor]
         activities = [s["name"] for s in all_spans if s["depth"] == 1 and any(
@@ -165,6 +166,14 @@ def test_lone_collectives_ride_the_negotiation_round_on_shared_memory(tmp_path, 
         assert set(backend) <= {"SHM_" + suffix, "SHM_EAGER_" + suffix}, (op, activities)
         eager = backend.count("SHM_EAGER_" + suffix)
         assert eager >= 1 if eager_bytes != "0" and np > 2 else eager == 0, (op, activities)
+    # And the step's barrier is negotiated once (one tick per rank, as each request arrives:
+    # the first step's), then a common cache hit, with no round of its own (no nested activity)
+    barrier = [e for e in trace if names.get((e.get("pid"), None)) == "barrier"]
+    ticks = [e for e in barrier if e.get("ph") == "X" and e["name"].isdigit()]
+    assert sorted(e["name"] for e in ticks) == [str(r) for r in range(np)], ticks
+    spans = [s for s in all_spans if names.get((s["pid"], None)) == "barrier"]
+    assert sorted({s["name"] for s in spans}) == ["BARRIER", "NEGOTIATE_BARRIER"], spans
+    assert sum(s["name"] == "BARRIER" for s in spans) == steps
 
 
 def test_a_loss_after_each_steps_fused_gradients_rides_the_negotiation_round_on_tcp(tmp_path):
