@@ -9,7 +9,8 @@
 // round (min also shown). algbw = S / t; busbw = algbw * factor with the nccl-tests factors:
 // allreduce 2(n-1)/n; allgather, alltoall, reducescatter (n-1)/n; broadcast 1. S is the
 // allreduce/broadcast buffer, the gathered output of allgather, and the per-rank input of
-// alltoall/reducescatter. Each op is enqueued and waited before the next (a latency chain);
+// alltoall/reducescatter (--op barrier ignores it). Each op is enqueued and waited before the
+// next (a latency chain);
 // --many compares K tensors enqueued together (the runtime may fuse them) with one by one
 // (allreduce; --op reducescatter: K inputs of SIZE, rounded down to whole rows per rank;
 // --op allgather: K outputs of SIZE).
@@ -95,7 +96,8 @@ Config ParseArgs(int argc, char** argv) {
       "under hvdrun)",
       "hvd-bench"};
   app.add_option("--op", config.op, "The collective")
-      ->check(CLI::IsMember({"allreduce", "allgather", "broadcast", "alltoall", "reducescatter"}))
+      ->check(CLI::IsMember(
+          {"allreduce", "allgather", "broadcast", "alltoall", "reducescatter", "barrier"}))
       ->capture_default_str();
   app.add_option("--sizes", sizes, "LO:HI (stepping by --factor) or a list such as 4K,64K,1M")
       ->capture_default_str();
@@ -249,6 +251,8 @@ class Collective {
       Check(hvd_alltoall(&t, &options, &handle), "hvd_alltoall");
     else if (op_ == "reducescatter") {
       Check(hvd_reducescatter(&t, &options, &handle), "hvd_reducescatter");
+    } else if (op_ == "barrier") {
+      Check(hvd_barrier(0, &handle), "hvd_barrier");  // the size is ignored
     } else {
       BadOption("--op", "unknown collective '" + op_ + "'");  // IsMember checked it
     }

@@ -3,7 +3,7 @@
  * allreduce's). float32, timed as mpi_allreduce.c (mpi_timing.h, median of 5 rounds); bytes
  * mean what they mean in hvd-bench: the gathered output of an allgather, the buffer of a
  * broadcast (from rank 0), the per-rank input of an alltoall (equal splits) and of a
- * reducescatter (MPI_Reduce_scatter_block, sum).
+ * reducescatter (MPI_Reduce_scatter_block, sum). "barrier" times MPI_Barrier (bytes ignored).
  *
  * Two ways to hold the output of the ops that return a new tensor in hvd and torch
  * (allgather, alltoall, reducescatter): "fresh" mallocs and frees it every op (what a caller
@@ -11,7 +11,8 @@
  * A broadcast is in place either way.
  *
  *   mpicc -O2 -o mpi_collective bench/mpi_collective.c
- *   mpirun -np 2 ./mpi_collective allgather|broadcast|alltoall|reducescatter fresh|reused \
+ *   mpirun -np 2 ./mpi_collective allgather|broadcast|alltoall|reducescatter|barrier \
+ *       fresh|reused \
  *       [bytes,bytes,...]
  *
  * Prints "RESULT <op> <mode> <bytes> <median_us>" lines.
@@ -23,7 +24,7 @@
 
 #include "mpi_timing.h"
 
-enum op { ALLGATHER, BROADCAST, ALLTOALL, REDUCESCATTER };
+enum op { ALLGATHER, BROADCAST, ALLTOALL, REDUCESCATTER, BARRIER };
 
 struct op_arg {
   enum op op;
@@ -36,6 +37,10 @@ struct op_arg {
 
 static void run(void *p) {
   const struct op_arg *a = p;
+  if (a->op == BARRIER) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    return;
+  }
   if (a->op == BROADCAST) {
     MPI_Bcast(a->in, (int)a->in_count, MPI_FLOAT, 0, MPI_COMM_WORLD);
     return;
@@ -54,8 +59,8 @@ static void run(void *p) {
 }
 
 static int parse_op(const char *s, enum op *out) {
-  static const char *names[] = {"allgather", "broadcast", "alltoall", "reducescatter"};
-  for (int i = 0; i < 4; ++i) {
+  static const char *names[] = {"allgather", "broadcast", "alltoall", "reducescatter", "barrier"};
+  for (int i = 0; i < 5; ++i) {
     if (strcmp(s, names[i]) == 0) {
       *out = (enum op)i;
       return 1;
@@ -74,7 +79,7 @@ int main(int argc, char **argv) {
       (strcmp(argv[2], "fresh") != 0 && strcmp(argv[2], "reused") != 0)) {
     if (rank == 0) {
       fprintf(stderr,
-              "usage: mpi_collective allgather|broadcast|alltoall|reducescatter "
+              "usage: mpi_collective allgather|broadcast|alltoall|reducescatter|barrier "
               "fresh|reused [bytes,...]\n");
     }
     MPI_Finalize();
@@ -109,8 +114,7 @@ int main(int argc, char **argv) {
     double fastest = 0;
     const double median = timed(run, &arg, 5, &iters, &fastest);
     if (rank == 0) {
-      printf("RESULT %s %s %ld %.1f\n", argv[1], fresh ? "fresh" : "reused", bytes,
-             median * 1e6);
+      printf("RESULT %s %s %ld %.1f\n", argv[1], fresh ? "fresh" : "reused", bytes, median * 1e6);
     }
     free(reused);
     free(in);
