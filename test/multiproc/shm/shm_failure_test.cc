@@ -106,6 +106,57 @@ INSTANTIATE_TEST_SUITE_P(Sizes, ShmKillTest,
                          ::testing::Combine(::testing::Values(2, 4),
                                             ::testing::Values(size_t{1000}, size_t{1} << 20)));
 
+// Given a group looping over negotiation rounds that post inputs (the eager path: each member
+// posts 4 KiB with its words, reads every member's through posted_inputs() and leaves the
+// round held until its next call), when the last member SIGKILLs itself while holding a round
+// it posted, then every survivor gets kRemoteError naming a rank within ~1 s and fails fast
+// after, as with the ordinary rounds; what the dead member had posted was still read intact.
+TEST(ShmFailure, SigkillWhileHoldingAPostedRoundIsRemoteErrorOnTheOthers) {
+  ShmJob::Options options;
+  options.size = 3;
+  options.comm_timeout = std::chrono::milliseconds(20000);
+  options.victims = {2};
+  ShmJob job(options);
+  auto outcomes = job.Run([](Communicator& comm) -> int {
+    const int n = comm.size(), me = comm.rank();
+    std::vector<int64_t> bytes(n, 4096);
+    std::vector<char> mine(4096, static_cast<char>('a' + me)), all(4096 * n);
+    Status status;
+    Clock::time_point last_ok = Clock::now();
+    for (int i = 0; i < 1000000 && status.ok(); ++i) {
+      std::vector<uint64_t> words = {~uint64_t{0}};
+      status = comm.BitwiseAndPostingInput(words, mine.data(), mine.size());
+      if (status.ok()) status = comm.posted_inputs()->Allgatherv(nullptr, all.data(), bytes);
+      if (!status.ok()) break;
+      for (int k = 0; k < n; ++k) {
+        if (all[4096 * k] != 'a' + k || all[4096 * k + 4095] != 'a' + k) {
+          std::fprintf(stderr, "rank %d: member %d's posted input read wrong\n", me, k);
+          return 1;
+        }
+      }
+      last_ok = Clock::now();
+      if (i == 20 && me == n - 1) raise(SIGKILL);  // holding the round it just posted
+    }
+    const double waited = Seconds(Clock::now() - last_ok);
+    if (status.code() != StatusCode::kRemoteError || waited > 1.5 ||
+        status.message().find("rank 2") == std::string::npos) {
+      std::fprintf(stderr, "rank %d: got %s after %.3f s\n", me, status.ToString().c_str(), waited);
+      return 1;
+    }
+    const Clock::time_point again = Clock::now();
+    Status next = comm.Barrier();
+    if (next.ok() || Seconds(Clock::now() - again) > 0.1) {
+      std::fprintf(stderr, "rank %d: call after failure: %s\n", me, next.ToString().c_str());
+      return 1;
+    }
+    return 0;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+  EXPECT_EQ(outcomes[2].signal, SIGKILL) << Describe(outcomes);
+  ExpectSurvivorsOk(outcomes, 2);
+  EXPECT_TRUE(LeftoverSegments(job.job_id()).empty());
+}
+
 // Given a member that stops (SIGSTOP) and never returns, the others time out (kTimeout) after
 // the 1 s communicator timeout, not later.
 TEST(ShmFailure, StoppedMemberIsTimeout) {
