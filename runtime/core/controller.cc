@@ -133,7 +133,7 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
   const Response* eager =
       eager_bit_ != kNoEager && cache_.Has(eager_bit_) ? &cache_.Get(eager_bit_) : nullptr;
   if (eager && posts_ &&
-      static_cast<size_t>(PostedBytesBound(*eager)) > comm_->max_posted_bytes(head)) {
+      static_cast<size_t>(EagerInputBytes(*eager)) > comm_->max_posted_bytes(head)) {
     eager = nullptr;  // the same verdict on every member: a larger cache's words left no room
   }
   const size_t tail_bytes =
@@ -337,7 +337,7 @@ uint32_t Controller::NoteLone(uint32_t lone) {
   return next.confirmed && EagerEligible(next.bit) ? next.bit : kNoEager;
 }
 
-int64_t Controller::PostedBytesBound(const Response& r) {
+int64_t Controller::EagerInputBytes(const Response& r) {
   if (r.device >= 0 || r.names.size() != 1 || r.sizes.empty() || r.reduce_op == ReduceOp::kAdasum) {
     return -1;
   }
@@ -365,14 +365,9 @@ int64_t Controller::PostedBytesBound(const Response& r) {
 bool Controller::EagerEligible(uint32_t bit) const {
   if (bit == kNoEager || config_.eager_allreduce_bytes <= 0 || !cache_.Has(bit)) return false;
   const Response& r = cache_.Get(bit);
-  if (posts_) {
-    const int64_t bytes = PostedBytesBound(r);
-    return bytes > 0 && bytes <= config_.eager_allreduce_bytes;
-  }
-  if (!comm_->ands_with_allreduce()) return false;
-  return r.type == OpType::kAllreduce && r.device < 0 && r.names.size() == 1 &&
-         r.sizes.size() == 1 && r.sizes[0] > 0 && r.reduce_op != ReduceOp::kAdasum &&
-         r.sizes[0] * static_cast<int64_t>(DataTypeSize(r.dtype)) <= config_.eager_allreduce_bytes;
+  const bool rides = posts_ || (r.type == OpType::kAllreduce && comm_->ands_with_allreduce());
+  const int64_t bytes = EagerInputBytes(r);
+  return rides && bytes > 0 && bytes <= config_.eager_allreduce_bytes;
 }
 
 Result<ResponseList> Controller::Negotiate(bool request_shutdown) {

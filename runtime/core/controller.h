@@ -72,16 +72,16 @@ struct CycleResult {
 // uncached so the stall inspector can name the missing ranks.
 //
 // Eager (HVD_EAGER_ALLREDUCE_BYTES; transports whose ands_with_allreduce() is true: hvd's TCP,
-// also under the hierarchical communicator; and shared memory from 3 members, below): a lone small allreduce
-// waited on before the next (a metric, a loss, a synchronous benchmark, 100 gradients waited on one
-// by one) would cost two rounds per op, the AND of step 2 and then its own allreduce. Every member
-// notes, per cache bit, which lone op followed it (a fast-path cycle that executed exactly one
-// response, a single-tensor op), and counts a successor as known once it followed the same bit
-// twice in a row; likewise for cycles that executed several tensors (one more slot, "several": a
-// loss after each step's fused gradients). After a slot whose known successor b is a CPU allreduce
-// up to that size, every member knows (same state everywhere) that the next cycles are "eager
-// for b": each appends b's elements to the AND round's words -- its input prescaled when b is
-// one of its hits, zeros otherwise -- and the communicator ANDs the words and reduces the tail
+// also under the hierarchical communicator; and shared memory from 3 members, below): a lone small
+// allreduce waited on before the next (a metric, a loss, a synchronous benchmark, 100 gradients
+// waited on one by one) would cost two rounds per op, the AND of step 2 and then its own allreduce.
+// Every member notes, per cache bit, which lone op followed it (a fast-path cycle that executed
+// exactly one response, a single-tensor op), and counts a successor as known once it followed the
+// same bit twice in a row; likewise for cycles that executed several tensors (one more slot,
+// "several": a loss after each step's fused gradients). After a slot whose known successor b is a
+// CPU allreduce up to that size, every member knows (same state everywhere) that the next cycles
+// are "eager for b": each appends b's elements to the AND round's words -- its input prescaled when
+// b is one of its hits, zeros otherwise -- and the communicator ANDs the words and reduces the tail
 // with b's op in one collective. If b is a common hit of a fast-path cycle, every member
 // contributed its real input: b completes from the reduced tail (postscale, timeline, handle)
 // without an allreduce of its own. Otherwise the tail is dropped and b runs as usual. A cycle
@@ -91,7 +91,7 @@ struct CycleResult {
 // size comes from the shared cache.
 // Transports whose posts_inputs() is true (shared memory, 3+ members) take any single-tensor CPU
 // collective as b (allreduce, allgather, broadcast, reducescatter, an even alltoall of equal
-// tensors; PostedBytesBound): each member posts its input to b after its words
+// tensors; EagerInputBytes): each member posts its input to b after its words
 // (BitwiseAndPostingInput), and a common b runs its ordinary executor code against
 // posted_inputs(), which computes the result from the posted inputs without a round. An OR
 // round in the same cycle ends the posting round, so b then runs as an ordinary hit.
@@ -166,9 +166,10 @@ class Controller {
                  const void* reduced = nullptr, Communicator* via = nullptr);
   // The AND round posting this member's input to the eager response (posts_).
   Status PostEager(const Response& eager);
-  // Posting: the largest input any member posts for `r` (bytes, from the response alone, so
-  // the same on every member); -1 when `r` cannot be eager that way.
-  static int64_t PostedBytesBound(const Response& r);
+  // The largest input any member gives `r` riding the AND round (bytes, from the response
+  // alone, so the same on every member); -1 when `r` cannot ride it (posting takes every
+  // single-tensor CPU collective but a split alltoall; the reduced tail, allreduces only).
+  static int64_t EagerInputBytes(const Response& r);
   Status ProcessControl(const Response& response);
   void PutInCache(const Response& response);
   bool MinePending() const;
