@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "test/multiproc/failure_check.h"
 #include "test/multiproc/gloo/gloo_job.h"
 
 namespace hvd::test {
@@ -37,24 +38,8 @@ GlooJob::Body LoopUntilFailure(int victim, int signal, size_t count,
                               ReduceOp::kSum);
       if (status.ok()) last_ok = Clock::now();
     }
-    const double waited = Seconds(Clock::now() - last_ok);
-    bool code_ok = false;
-    for (StatusCode c : accepted) code_ok |= status.code() == c;
-    if (!code_ok || waited > Seconds(kCommTimeout) + 3.0) {
-      std::fprintf(stderr, "rank %d: got %s after %.2f s\n", comm.rank(), status.ToString().c_str(),
-                   waited);
-      return 1;
-    }
-    std::fprintf(stderr, "rank %d: failed as expected after %.2f s: %s\n", comm.rank(), waited,
-                 status.ToString().c_str());
-    const Clock::time_point again = Clock::now();
-    Status next = comm.Barrier();
-    if (next.ok() || Seconds(Clock::now() - again) > 0.5) {
-      std::fprintf(stderr, "rank %d: call after failure: %s\n", comm.rank(),
-                   next.ToString().c_str());
-      return 1;
-    }
-    return 0;
+    return CheckSurvivorFailure(comm, status, last_ok, accepted, Seconds(kCommTimeout) + 3.0, "",
+                                0.5);
   };
 }
 

@@ -17,6 +17,7 @@
 #include "common/shm_names.h"
 #include "runtime/transports/shm/shm_communicator.h"
 #include "runtime/transports/shm/shm_segment.h"
+#include "test/multiproc/failure_check.h"
 #include "test/multiproc/shm/shm_job.h"
 
 namespace hvd::test {
@@ -28,28 +29,6 @@ using runtime::ReduceOp;
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-// A survivor's checks once its loop stopped on `status`: the code is `want`, the message names
-// `who`, it came within `within` seconds of the last call that worked, and the next call fails
-// fast. 0 when all hold.
-int CheckFailure(Communicator& comm, const Status& status, Clock::time_point last_ok,
-                 StatusCode want, double within, const std::string& who) {
-  const double waited = Seconds(Clock::now() - last_ok);
-  if (status.code() != want || waited > within || status.message().find(who) == std::string::npos) {
-    std::fprintf(stderr, "rank %d: got %s after %.3f s\n", comm.rank(), status.ToString().c_str(),
-                 waited);
-    return 1;
-  }
-  std::fprintf(stderr, "rank %d: failed as expected after %.3f s: %s\n", comm.rank(), waited,
-               status.ToString().c_str());
-  const Clock::time_point again = Clock::now();
-  Status next = comm.Barrier();
-  if (next.ok() || Seconds(Clock::now() - again) > 0.1) {
-    std::fprintf(stderr, "rank %d: call after failure: %s\n", comm.rank(), next.ToString().c_str());
-    return 1;
-  }
-  return 0;
-}
 
 // Every member runs allreduces of `count` floats; `victim` sends itself `signal` at iteration
 // 20. Survivors must fail with `want` naming a rank within `within` seconds, then fail fast
@@ -66,7 +45,7 @@ ShmJob::Body LoopUntilFailure(int victim, int signal, size_t count, StatusCode w
                               ReduceOp::kSum);
       if (status.ok()) last_ok = Clock::now();
     }
-    return CheckFailure(comm, status, last_ok, want, within, "rank ");
+    return CheckSurvivorFailure(comm, status, last_ok, {want}, within, "rank ", 0.1);
   };
 }
 
@@ -143,7 +122,8 @@ TEST(ShmFailure, SigkillWhileHoldingAPostedRoundIsRemoteErrorOnTheOthers) {
       last_ok = Clock::now();
       if (i == 20 && me == n - 1) raise(SIGKILL);  // holding the round it just posted
     }
-    return CheckFailure(comm, status, last_ok, StatusCode::kRemoteError, 1.5, "rank 2");
+    return CheckSurvivorFailure(comm, status, last_ok, {StatusCode::kRemoteError}, 1.5, "rank 2",
+                                0.1);
   });
   EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
   EXPECT_EQ(outcomes[2].signal, SIGKILL) << Describe(outcomes);
