@@ -15,7 +15,8 @@
 //
 // Ops mode (--ops): each step runs every collective once -- allreduce (one tensor and a
 // fused group of three), allgather, broadcast, alltoall, reducescatter, barrier -- and the
-// job ends with a join.
+// job ends with a join. The alltoall's and reducescatter's inputs are 2 floats per rank, or
+// --split-bytes (rounded down to whole floats per rank).
 //
 // --skew-rank R --skew-us S sets HVD_TIMELINE_CLOCK_SKEW_US=S on rank R before hvd_init
 // (tests of the all-ranks timeline's clock alignment).
@@ -54,6 +55,7 @@ struct Config {
   int steps = 100;
   int tensors = 16;
   size_t bytes = 16 << 10;
+  size_t split_bytes = 0;  // 0: 2 floats per rank
   int straggler_rank = -1;
   int straggler_ms = 0;
   int print_steps = 0;
@@ -65,6 +67,7 @@ struct Config {
 Config ParseArgs(int argc, char** argv) {
   Config c;
   std::string bytes = "16K";
+  std::string split_bytes;
   CLI::App app{
       "A training step's collectives through libhvd's C API, for the timeline and "
       "autotune benchmarks (run it under hvdrun)",
@@ -79,6 +82,9 @@ Config ParseArgs(int argc, char** argv) {
   app.add_option("--bytes", bytes, "Size of each gradient (4096, 16K, 1M, ...)")
       ->check([](const std::string& v) { return hvd::bench::ByteSizeError(v); })
       ->capture_default_str();
+  app.add_option("--split-bytes", split_bytes,
+                 "Ops mode: the alltoall's and reducescatter's input (default 2 floats per rank)")
+      ->check([](const std::string& v) { return hvd::bench::ByteSizeError(v); });
   app.add_option("--straggler-rank", c.straggler_rank, "This rank sleeps before each step");
   app.add_option("--straggler-ms", c.straggler_ms, "How long the straggler sleeps")
       ->check(CLI::NonNegativeNumber);
@@ -96,6 +102,7 @@ Config ParseArgs(int argc, char** argv) {
     std::exit(code == 0 ? 0 : 2);
   }
   c.bytes = *hvd::bench::ParseByteSize(bytes);
+  if (!split_bytes.empty()) c.split_bytes = *hvd::bench::ParseByteSize(split_bytes);
   if (c.bytes < sizeof(float)) {
     std::fprintf(stderr, "hvd-step-bench: --bytes: at least %zu (one float32)\n", sizeof(float));
     std::exit(2);
@@ -144,8 +151,9 @@ double MaxOverRanks(double value) {
   return value;
 }
 
-// One step of every collective; `size` ranks.
-void OpsStep(int size) {
+// One step of every collective, `split` floats in the alltoall and the reducescatter (a
+// multiple of the ranks).
+void OpsStep(size_t split) {
   hvd_handle_t h;
   std::vector<float> single(12, 1.0f);
   hvd_tensor_t t = Tensor(single.data(), HVD_FLOAT32, 4, 3);
@@ -173,14 +181,14 @@ void OpsStep(int size) {
   Check(hvd_broadcast(&b, &b, &o, &h), "hvd_broadcast");
   WaitAndRelease(h, "broadcast");
 
-  std::vector<float> a2a(2 * size, 4.0f);
-  hvd_tensor_t a = Tensor(a2a.data(), HVD_FLOAT32, 2 * size);
+  std::vector<float> a2a(split, 4.0f);
+  hvd_tensor_t a = Tensor(a2a.data(), HVD_FLOAT32, static_cast<int64_t>(split));
   o = Named("a2a.x");
   Check(hvd_alltoall(&a, &o, &h), "hvd_alltoall");
   WaitAndRelease(h, "alltoall");
 
-  std::vector<float> rs(2 * size, 5.0f);
-  hvd_tensor_t r = Tensor(rs.data(), HVD_FLOAT32, 2 * size);
+  std::vector<float> rs(split, 5.0f);
+  hvd_tensor_t r = Tensor(rs.data(), HVD_FLOAT32, static_cast<int64_t>(split));
   o = Named("rs.x");
   Check(hvd_reducescatter(&r, &o, &h), "hvd_reducescatter");
   WaitAndRelease(h, "reducescatter");
@@ -253,7 +261,9 @@ int main(int argc, char** argv) {
   Check(hvd_rank(&rank), "hvd_rank");
   Check(hvd_size(&size), "hvd_size");
   if (config.ops) {
-    for (int step = 0; step < config.steps; ++step) OpsStep(size);
+    const size_t per_rank = std::max<size_t>(1, config.split_bytes / sizeof(float) / size);
+    const size_t split = (config.split_bytes == 0 ? 2 : per_rank) * static_cast<size_t>(size);
+    for (int step = 0; step < config.steps; ++step) OpsStep(split);
     hvd_handle_t join;
     Check(hvd_join(-1, &join), "hvd_join");
     Check(hvd_wait(join, 60.0), "join");

@@ -44,7 +44,8 @@ Controller::Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_
       timeline_(timeline),
       cache_(config.cache_capacity),
       posts_(comm_->posts_inputs()),
-      eager_capable_(config.eager_allreduce_bytes > 0 && (comm_->ands_with_allreduce() || posts_)) {
+      ands_(comm_->ands_with_allreduce()),
+      eager_capable_(config.eager_allreduce_bytes > 0 && (ands_ || posts_)) {
   next_lone_.resize(static_cast<size_t>(config.cache_capacity) + 1);  // + SeveralSlot()
   fusion_.threshold_bytes = config.fusion_threshold_bytes;
   fusion_.disable_group_fusion = config.disable_group_fusion;
@@ -132,17 +133,23 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
   const size_t head = 1 + static_cast<size_t>(words_);
   const Response* eager =
       eager_bit_ != kNoEager && cache_.Has(eager_bit_) ? &cache_.Get(eager_bit_) : nullptr;
-  if (eager && posts_ &&
+  // A lone allreduce rides the reduced tail where the communicator has one (it reduces on the
+  // way instead of gathering every input); every other op, and an allreduce on shared memory,
+  // rides by posting.
+  eager_posted_ = eager && posts_ && !(eager->type == OpType::kAllreduce && ands_);
+  if (eager_posted_ &&
       static_cast<size_t>(EagerInputBytes(*eager)) > comm_->max_posted_bytes(head)) {
     eager = nullptr;  // the same verdict on every member: a larger cache's words left no room
+    eager_posted_ = false;
   }
-  const size_t tail_bytes =
-      eager && !posts_ ? static_cast<size_t>(eager->sizes[0]) * DataTypeSize(eager->dtype) : 0;
+  const size_t tail_bytes = eager && !eager_posted_
+                                ? static_cast<size_t>(eager->sizes[0]) * DataTypeSize(eager->dtype)
+                                : 0;
   agree_bits_.assign(head + (tail_bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t), 0);
   agree_bits_[0] = word;
   std::copy(hit_bits_.begin(), hit_bits_.end(), agree_bits_.begin() + 1);
   eager_sent_ = eager != nullptr;
-  if (eager && posts_) {
+  if (eager_posted_) {
     HVD_RETURN_IF_ERROR(PostEager(*eager));
   } else if (eager) {
     uint64_t* const b_word = &agree_bits_[1 + eager_bit_ / 64];
@@ -167,7 +174,7 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
   common_.assign(agree_bits_.begin() + 1, agree_bits_.begin() + head);
   if ((agreed & kNoInvalid) == 0) {
     // This round ends the posting one (every member alike): b runs as an ordinary hit.
-    if (posts_) eager_sent_ = false;
+    if (eager_posted_) eager_sent_ = false;
     HVD_RETURN_IF_ERROR(comm_->BitwiseOr(&invalid_bits_));
     for (int w = 0; w < words_; ++w) {
       for (uint64_t m = invalid_bits_[w]; m != 0; m &= m - 1) {
@@ -182,19 +189,24 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
 Status Controller::PostEager(const Response& eager) {
   uint64_t* const b_word = &agree_bits_[1 + eager_bit_ / 64];
   const uint64_t b_mask = uint64_t{1} << (eager_bit_ % 64);
+  PostedBytes(eager, comm_->size(), &posted_bytes_);
   const void* input = nullptr;
-  size_t bytes = 0;
   if ((*b_word & b_mask) != 0) {
     // b is one of this rank's hits, so its entry is in the queue's table until taken.
     const TensorEntry* e = queue_->Find(eager.names[0]);
     if (e == nullptr) {
       *b_word &= ~b_mask;  // no input to give: b cannot complete from this round
-    } else if (eager.type != OpType::kBroadcast || comm_->rank() == eager.root) {
+    } else if (posted_bytes_[comm_->rank()] > 0) {  // a broadcast's non-roots post nothing
       const int64_t count = e->request.NumElements();
+      const size_t bytes = static_cast<size_t>(count) * DataTypeSize(eager.dtype);
       input = e->input;
-      bytes = static_cast<size_t>(count) * DataTypeSize(eager.dtype);
       const bool reduces = eager.type == OpType::kAllreduce || eager.type == OpType::kReducescatter;
-      if (reduces && eager.prescale != 1.0) {  // the caller's input is read-only
+      if (bytes != static_cast<size_t>(posted_bytes_[comm_->rank()])) {
+        // Cannot happen (the cached response was negotiated from this entry's shape); posting
+        // nothing keeps b from completing from this round instead of misreading.
+        *b_word &= ~b_mask;
+        input = nullptr;
+      } else if (reduces && eager.prescale != 1.0) {  // the caller's input is read-only
         eager_input_.resize(bytes);
         if (bytes > 0) std::memcpy(eager_input_.data(), e->input, bytes);
         ScaleBuffer(eager_input_.data(), count, eager.dtype, eager.prescale);
@@ -202,7 +214,7 @@ Status Controller::PostEager(const Response& eager) {
       }
     }
   }
-  return comm_->BitwiseAndPostingInput(agree_bits_, input, bytes);
+  return comm_->BitwiseAndPostingInput(agree_bits_, input, posted_bytes_);
 }
 
 void Controller::TakeCommonHits() {
@@ -268,7 +280,7 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
         const Response& r = *hits_[it - hit_list_.begin()];
         hits_.erase(hits_.begin() + (it - hit_list_.begin()));
         hit_list_.erase(it);
-        if (posts_) {  // b's collective computes from the inputs posted with the round
+        if (eager_posted_) {  // b's collective computes from the inputs posted with the round
           HVD_RETURN_IF_ERROR(Process({&r, 1}, false, &result, nullptr, comm_->posted_inputs()));
         } else {
           HVD_RETURN_IF_ERROR(Process({&r, 1}, false, &result, agree_bits_.data() + 1 + words_));
@@ -362,12 +374,38 @@ int64_t Controller::EagerInputBytes(const Response& r) {
   }
 }
 
+void Controller::PostedBytes(const Response& r, int members, std::vector<int64_t>* out) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  out->assign(members, 0);
+  for (int k = 0; k < members; ++k) {
+    switch (r.type) {
+      case OpType::kAllgather:
+        (*out)[k] = r.sizes[k] * r.row_elements[0] * elem;
+        break;
+      case OpType::kBroadcast:
+        (*out)[k] = k == r.root ? r.sizes[0] * elem : 0;
+        break;
+      default:  // allreduce, reducescatter, an even alltoall: every member's whole input
+        (*out)[k] = r.sizes[0] * elem;
+    }
+  }
+}
+
+int64_t Controller::PostedSurplusBytes(const Response& r, int members) {
+  if (r.type == OpType::kAllgather || r.type == OpType::kBroadcast) return 0;
+  const int64_t bytes = r.sizes[0] * static_cast<int64_t>(DataTypeSize(r.dtype));
+  return (members - 1) * (bytes - bytes / members);
+}
+
 bool Controller::EagerEligible(uint32_t bit) const {
   if (bit == kNoEager || config_.eager_allreduce_bytes <= 0 || !cache_.Has(bit)) return false;
   const Response& r = cache_.Get(bit);
-  const bool rides = posts_ || (r.type == OpType::kAllreduce && comm_->ands_with_allreduce());
   const int64_t bytes = EagerInputBytes(r);
-  return rides && bytes > 0 && bytes <= config_.eager_allreduce_bytes;
+  if (bytes <= 0 || bytes > config_.eager_allreduce_bytes) return false;
+  // An allreduce rides the reduced tail where there is one (Agree), else by posting, whose
+  // surplus the communicator bounds.
+  if (r.type == OpType::kAllreduce && ands_) return true;
+  return posts_ && PostedSurplusBytes(r, comm_->size()) <= comm_->max_posted_surplus_bytes();
 }
 
 Result<ResponseList> Controller::Negotiate(bool request_shutdown) {

@@ -89,12 +89,17 @@ struct CycleResult {
 // retune, or a cycle in which no member has anything pending ends it; cycles in which some
 // member waits for the others keep it. Every member's words have the same length, since b's
 // size comes from the shared cache.
-// Transports whose posts_inputs() is true (shared memory, 3+ members) take any single-tensor CPU
-// collective as b (allreduce, allgather, broadcast, reducescatter, an even alltoall of equal
-// tensors; EagerInputBytes): each member posts its input to b after its words
-// (BitwiseAndPostingInput), and a common b runs its ordinary executor code against
-// posted_inputs(), which computes the result from the posted inputs without a round. An OR
-// round in the same cycle ends the posting round, so b then runs as an ordinary hit.
+// Transports whose posts_inputs() is true (shared memory from 3 members, hvd's TCP, the
+// hierarchical communicator through its flat TCP group) take any single-tensor CPU collective as
+// b (allreduce, allgather, broadcast, reducescatter, an even alltoall of equal tensors;
+// EagerInputBytes): each member posts its input to b with its words (BitwiseAndPostingInput,
+// with what every member posts, PostedBytes), and a common b runs its ordinary executor code
+// against posted_inputs(), which computes the result from the posted inputs without a round. A
+// transport that has both (TCP) keeps the reduced tail for an allreduce (Agree picks per op). An
+// op that would post more than the communicator's max_posted_surplus_bytes beyond what it moves
+// (PostedSurplusBytes: an alltoall's or reducescatter's whole input to every member) is not
+// eager there. An OR round in the same cycle ends the posting round, so b then runs as an
+// ordinary hit.
 //
 // Timeline (global rank 0 only, `timeline` non-null): the coordinator records NEGOTIATE_<OP>
 // start when it first hears of a tensor, a tick per rank as each request arrives, and the
@@ -164,12 +169,21 @@ class Controller {
   // inputs (one response each; see "Eager" above).
   Status Process(std::span<const Response> responses, bool put_in_cache, CycleResult* result,
                  const void* reduced = nullptr, Communicator* via = nullptr);
-  // The AND round posting this member's input to the eager response (posts_).
+  // The AND round posting this member's input to the eager response (eager_posted_).
   Status PostEager(const Response& eager);
   // The largest input any member gives `r` riding the AND round (bytes, from the response
   // alone, so the same on every member); -1 when `r` cannot ride it (posting takes every
   // single-tensor CPU collective but a split alltoall; the reduced tail, allreduces only).
   static int64_t EagerInputBytes(const Response& r);
+  // What each of the `members` members posts for `r` (Communicator::BitwiseAndPostingInput's
+  // list, from the response alone, the same on every member), for an `r` EagerInputBytes
+  // takes.
+  static void PostedBytes(const Response& r, int members, std::vector<int64_t>* out);
+  // The bytes each member posts for `r` beyond what the op moves to the others (bounded by
+  // Communicator::max_posted_surplus_bytes): an alltoall, reducescatter or allreduce posts its
+  // whole input to each of the other members, which use 1/members of it; 0 for an allgather or
+  // a broadcast, whose members use all they get.
+  static int64_t PostedSurplusBytes(const Response& r, int members);
   Status ProcessControl(const Response& response);
   void PutInCache(const Response& response);
   bool MinePending() const;
@@ -212,8 +226,11 @@ class Controller {
   };
   std::vector<Successor> next_lone_;
   bool eager_sent_ = false;
-  std::vector<char> eager_input_;  // PostEager: a prescaled copy of the input; grown only
-  ReuseVector<Response> fused_;    // hits_ after fusion (fast path)
+  std::vector<char> eager_input_;      // PostEager: a prescaled copy of the input; grown only
+  std::vector<int64_t> posted_bytes_;  // PostEager: what each member posts
+  // This cycle's eager op rides by posting its inputs (else the reduced tail).
+  bool eager_posted_ = false;
+  ReuseVector<Response> fused_;  // hits_ after fusion (fast path)
   FusionScratch fusion_scratch_;
   // The entries of the response being run (null: none on this rank), valid until their
   // handles are released, which is after FinishParts.
@@ -226,6 +243,8 @@ class Controller {
   int words_ = 0;  // this cycle's ResponseCache::words_in_use()
   // The communicator posts inputs with the AND round (Communicator::posts_inputs).
   const bool posts_;
+  // The communicator reduces a tail with the AND round (Communicator::ands_with_allreduce).
+  const bool ands_;
   // Whether an op can ever be eager here (EagerEligible's fixed conditions).
   const bool eager_capable_;
 };

@@ -22,6 +22,22 @@ Status PerRankArgError(const std::string& what, const std::vector<int64_t>& per_
   return Status::InvalidArgument(what + ": negative per-rank size");
 }
 
+Status PostingArgError(const std::string& what, std::span<const int64_t> posted_bytes, int size,
+                       size_t most) {
+  if (static_cast<int>(posted_bytes.size()) != size) {
+    return Status::InvalidArgument(what + ": " + std::to_string(posted_bytes.size()) +
+                                   " posted sizes for a group of " + std::to_string(size));
+  }
+  for (size_t k = 0; k < posted_bytes.size(); ++k) {
+    if (posted_bytes[k] < 0 || static_cast<uint64_t>(posted_bytes[k]) > most) {
+      return Status::InvalidArgument(what + ": cannot post " + std::to_string(posted_bytes[k]) +
+                                     " bytes for rank " + std::to_string(k) + " (at most " +
+                                     std::to_string(most) + ")");
+    }
+  }
+  return Status::InvalidArgument(what + ": bad posted sizes");
+}
+
 Status AllreduceArgError(const std::string& what, const void* buffer, int64_t count, ReduceOp op) {
   if (count < 0 || (count > 0 && buffer == nullptr)) {
     return Status::InvalidArgument(what + ": bad buffer");
@@ -108,11 +124,12 @@ Status Communicator::BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t a
 }
 
 Status Communicator::BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
-                                            size_t bytes) {
+                                            std::span<const int64_t> posted_bytes) {
   (void)words;
   (void)input;
-  return Status::Unimplemented(std::string(name()) + ": bitwise and posting a " +
-                               std::to_string(bytes) + "-byte input is not supported");
+  (void)posted_bytes;
+  return Status::Unimplemented(std::string(name()) +
+                               ": bitwise and posting an input is not supported");
 }
 
 Status Communicator::ReduceScatter(const void* in, void* out,

@@ -89,17 +89,27 @@ class Communicator {
   virtual Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
                                          DataType dtype, ReduceOp op);
   // The negotiation's AND round with this member's input to one op riding along, for
-  // transports whose posts_inputs() is true (shared memory; controller.h, "Eager"): ANDs
-  // `words` in place across members, each member also posting `bytes` of `input` (the sizes
-  // may differ between members; null with 0 bytes posts nothing), and leaves every member's
-  // posted input readable through posted_inputs() until the next call on this communicator.
-  // `bytes` must not exceed max_posted_bytes(words.size()), which is the same on every member.
+  // transports whose posts_inputs() is true (shared memory, hvd's TCP; controller.h, "Eager"):
+  // ANDs `words` in place across members, each member k also posting posted_bytes[k] bytes
+  // (the same list on every member; the sizes may differ between members), and leaves every
+  // member's posted input readable through posted_inputs() until the next call on this
+  // communicator. This member posts posted_bytes[rank()] bytes of `input`, or, with `input`
+  // null, nothing (its posted length reads 0; a transport that sends fixed-size blocks sends
+  // filler). Each size must be at most max_posted_bytes(words.size()), which is the same on
+  // every member; otherwise every member fails with kInvalidArgument before any round.
   virtual bool posts_inputs() const { return false; }
   virtual size_t max_posted_bytes(size_t words) const {
     (void)words;
     return 0;
   }
-  virtual Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input, size_t bytes);
+  virtual Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
+                                        std::span<const int64_t> posted_bytes);
+  // The most bytes a member may post beyond what the op itself moves to the others, the same on
+  // every member: an alltoall, reducescatter or allreduce posts its whole input to every member,
+  // which uses 1/size of it (Controller::PostedSurplusBytes). Unlimited where posting is a
+  // memory copy; on a network the surplus must stay within what a slow link carries in about
+  // the round that posting saves.
+  virtual int64_t max_posted_surplus_bytes() const { return INT64_MAX; }
   // After BitwiseAndPostingInput, until the next call on this communicator: a communicator of
   // the same members whose single-tensor collectives (Allreduce, Allgatherv, Broadcast,
   // ReduceScatter, an AlltoallvAgreed in which each member sends the same bytes to every
@@ -153,6 +163,11 @@ Status CheckAllreduceArgs(const What& what, const void* buffer, int64_t count, R
 template <typename What>
 Status CheckAndWithAllreduceArgs(const What& what, std::span<const uint64_t> words,
                                  size_t and_words, int64_t count, DataType dtype, ReduceOp op);
+// BitwiseAndPostingInput's sizes: one per member, each in [0, most] (kInvalidArgument naming
+// the size and the member; the same verdict on every member, before any round).
+template <typename What>
+Status CheckPostingArgs(const What& what, std::span<const int64_t> posted_bytes, int size,
+                        size_t most);
 
 namespace internal {
 inline std::string Name(const std::string& what) { return what; }
@@ -163,6 +178,8 @@ Status PerRankArgError(const std::string& what, const std::vector<int64_t>& per_
 Status AllreduceArgError(const std::string& what, const void* buffer, int64_t count, ReduceOp op);
 Status AndWithAllreduceLayoutError(const std::string& what, size_t words, size_t and_words,
                                    size_t tail_bytes);
+Status PostingArgError(const std::string& what, std::span<const int64_t> posted_bytes, int size,
+                       size_t most);
 }  // namespace internal
 
 template <typename What>
@@ -177,6 +194,15 @@ Status CheckPerRankArg(const What& what, const std::vector<int64_t>& per_rank, i
   for (int64_t x : per_rank) ok = ok && x >= 0;
   if (ok) return Status::OK();
   return internal::PerRankArgError(internal::Name(what), per_rank, size);
+}
+
+template <typename What>
+Status CheckPostingArgs(const What& what, std::span<const int64_t> posted_bytes, int size,
+                        size_t most) {
+  bool ok = static_cast<int>(posted_bytes.size()) == size;
+  for (int64_t b : posted_bytes) ok = ok && b >= 0 && static_cast<uint64_t>(b) <= most;
+  if (ok) return Status::OK();
+  return internal::PostingArgError(internal::Name(what), posted_bytes, size, most);
 }
 
 template <typename What>

@@ -1,7 +1,9 @@
 """One rank of test_hierarchical.py: allreduces from 4 bytes to 8 MiB (both paths of the
 hierarchical algorithm), several dtypes and ops, a repeated small allreduce (the eager round),
-a fused group of allreduces, a reducescatter, a grouped reducescatter, a grouped allgather and an allgather of uneven rows, each checked against the value computed from
-every rank's known input. Prints "OK rank R" or raises."""
+a fused group of allreduces, a reducescatter, a grouped reducescatter, a grouped allgather, an
+allgather of uneven rows and repeated lone small allgathers, broadcasts, alltoalls and
+reducescatters, each checked against the value computed from every rank's known input. Prints
+"OK rank R" or raises."""
 import torch
 
 import hvd.torch as hvd
@@ -67,6 +69,24 @@ def main() -> None:
                                              for r in range(size)]))
     assert torch.equal(got_big, torch.cat([torch.arange((r + 1) * 30000, dtype=torch.float32) + r
                                            for r in range(size)]))
+    # Lone small allgathers, broadcasts, alltoalls and reducescatters in turn (each the known
+    # successor of the one before from the third round): they ride the negotiation's round,
+    # every rank posting its input to the flat group (TCP_EAGER_*).
+    for step in range(12):
+        got = hvd.allgather(torch.full((rank + 1,), rank + step, dtype=torch.int32),
+                            name="lone.ag")
+        want = torch.cat([torch.full((r + 1,), r + step, dtype=torch.int32) for r in range(size)])
+        assert torch.equal(got, want), (step, got)
+        got = hvd.broadcast(torch.full((5,), float(rank * 10 + step)), root_rank=size - 1,
+                            name="lone.bc")
+        assert torch.equal(got, torch.full((5,), float((size - 1) * 10 + step))), (step, got)
+        send = torch.tensor([rank * 100 + j * 10 + step for j in range(size)])
+        got = hvd.alltoall(send, name="lone.a2a")
+        assert torch.equal(got, torch.tensor([r * 100 + rank * 10 + step for r in range(size)]))
+        ramp = torch.arange(size * 2, dtype=torch.float32)
+        part = hvd.reducescatter(ramp * (rank + 1) + step, op=hvd.Sum, name="lone.rs")
+        want = ramp * sum(range(1, size + 1)) + size * step
+        assert torch.equal(part, want[rank * 2:rank * 2 + 2]), (step, part)
     hvd.barrier()
     print(f"OK rank {rank}", flush=True)
     hvd.shutdown()

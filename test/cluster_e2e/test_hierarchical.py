@@ -35,7 +35,8 @@ def run_worker(tmp_path, hosts, np=4, flags=(), **env):
                    if e.get("ph") == "M" and e.get("name") == "process_name"}
         for event in events:
             name = event.get("name", "")
-            if name.endswith(("_ALLREDUCE", "_REDUCESCATTER", "_FUSION_BUFFER")):
+            if name.endswith(("_ALLREDUCE", "_REDUCESCATTER", "_FUSION_BUFFER", "_ALLGATHER",
+                              "_BCAST", "_ALLTOALL")):
                 activities.add(name)
                 # and which tensor it was for (a grouped op's members are NAME_0, NAME_1, ...)
                 activities.add(f"{tensors.get(event.get('pid'), '?')}:{name}")
@@ -59,15 +60,25 @@ def test_two_hosts_of_two_ranks_use_the_hierarchy_by_default(tmp_path):
     assert not [a for a in copies if "MEMCPY_OUT" in a and not a.startswith(
         "grouped_reducescatter.")], copies  # (its slice of the result goes out: 1/n)
     assert [a for a in copies if a.startswith(gather) and "MEMCPY_IN" in a], copies
+    # The lone small allgathers, broadcasts, alltoalls and reducescatters rode the
+    # negotiation's round (in some steps at least: an idle cycle between two ops disarms it for
+    # the next), posting their inputs to the flat group. (hvd.torch names each "<op>.<name>")
+    for tensor, op in (("allgather.lone.ag", "ALLGATHER"), ("broadcast.lone.bc", "BCAST"),
+                       ("alltoall.lone.a2a", "ALLTOALL"),
+                       ("reducescatter.lone.rs", "REDUCESCATTER")):
+        assert f"{tensor}:TCP_EAGER_{op}" in activities, (tensor, activities)
 
 
 # The hierarchy's steady state makes no heap allocation, as shared memory's and TCP's do
 # (hvd_bench_no_allocs_*): hvd-bench counts every allocation of its timed rounds and exits 3
 # when a median round allocates. Sizes on both of its allreduce paths, and fused batches on its
-# pieces path (small and large tensors).
+# pieces path (small and large tensors), and a lone small alltoall and allgather (posting their
+# inputs with the negotiation's round on the flat group).
 @pytest.mark.skipif(not os.path.isfile(HVD_BENCH), reason="hvd-bench is not built")
 @pytest.mark.parametrize("mode", [["--sizes", "4K,1M"], ["--many", "20x16K"],
-                                  ["--many", "20x128K"]], ids=["sizes", "fused", "fused_large"])
+                                  ["--many", "20x128K"], ["--op", "alltoall", "--sizes", "8K"],
+                                  ["--op", "allgather", "--sizes", "16K"]],
+                         ids=["sizes", "fused", "fused_large", "alltoall", "allgather"])
 def test_the_hierarchy_allocates_nothing_in_the_steady_state(mode):
     result = run(SSH + ["-np", "4", "-H", "hvd-h1:2,hvd-h2:2", HVD_BENCH] + mode +
                  ["--rounds", "5", "--round-seconds", "0.05", "--max-allocs-per-op", "0"],
@@ -82,6 +93,7 @@ def test_hierarchical_allreduce_off_uses_tcp_for_the_whole_group(tmp_path):
                                             flags=["--no-hierarchical-allreduce"])
     assert code == 0, out + err
     assert "TCP_ALLREDUCE" in activities and "HIER_ALLREDUCE" not in activities, activities
+    assert "reducescatter.lone.rs:TCP_EAGER_REDUCESCATTER" in activities, activities
 
 
 def test_hierarchical_allgather_on_request(tmp_path):
@@ -117,6 +129,8 @@ try:
             os.kill(os.getpid(), signal.SIGKILL)
         # A lone small allreduce (from its fifth op the eager round), then a larger one.
         hvd.allreduce(torch.ones(4), name="loss")
+        # A lone small allgather (from its third op posting its input with that round).
+        hvd.allgather(torch.ones(2), name="rows")
         if step % 10 == 0:
             hvd.allreduce(torch.ones(1 << 15), name="grads")
         if time.time() - begin > 120:

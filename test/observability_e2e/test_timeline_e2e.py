@@ -134,21 +134,33 @@ def test_lone_allreduce_rides_the_negotiation_round_on_tcp(tmp_path, eager_bytes
                for s in ops), ops
 
 
-@pytest.mark.parametrize("np,eager_bytes", [(3, "32768"), (3, "0"), (2, "32768")])
-def test_lone_collectives_ride_the_negotiation_round_on_shared_memory(tmp_path, np, eager_bytes):
-    # Given a job on shared memory (the default here) running every collective once per step,
-    # each waited on before the next (each op is the known successor of the one before from
-    # the fourth step on; the step's first, "ar.single", follows the last step's barrier, a
-    # cache hit too), with 3 ranks and the eager path on (the default limit) or off, or with 2
-    # ranks, between which inputs are not posted
+@pytest.mark.parametrize("transport,np,eager_bytes,split_bytes", [
+    ("shm", 3, "32768", None), ("shm", 3, "0", None), ("shm", 2, "32768", None),
+    ("tcp", 2, "32768", None), ("tcp", 3, "32768", None), ("tcp", 3, "0", None),
+    ("tcp", 3, "32768", "16K"), ("shm", 3, "32768", "16K")])
+def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, eager_bytes,
+                                                     split_bytes):
+    # Given a job on shared memory or hvd's TCP running every collective once per step, each
+    # waited on before the next (each op is the known successor of the one before from the
+    # fourth step on; the step's first, "ar.single", follows the last step's barrier, a cache
+    # hit too), with the eager path on (the default limit) or off; on shared memory also with 2
+    # ranks, between which inputs are not posted; and with a 16 KiB alltoall and reducescatter,
+    # within the limit, but whose posting would send each peer 16 KiB of which it uses a third
     path = tmp_path / "ops.json"
     steps = 30
-    jobs.check(jobs.hvdrun(np, ["--timeline", str(path)], ["--ops", "--steps", str(steps)],
-                           cwd=tmp_path, env_extra={"HVD_EAGER_ALLREDUCE_BYTES": eager_bytes}))
+    extra = ["--split-bytes", split_bytes] if split_bytes else []
+    jobs.check(jobs.hvdrun(np, ["--timeline", str(path)], ["--ops", "--steps", str(steps)] + extra,
+                           cwd=tmp_path, env_extra={"HVD_EAGER_ALLREDUCE_BYTES": eager_bytes,
+                                                    "HVD_CPU_OPERATIONS": transport}))
     trace = jobs.load_trace(path)
     all_spans, open_spans = jobs.spans(trace)
     assert open_spans == 0
     names = jobs.row_names(trace)
+    prefix = transport.upper() + "_"
+    posts = eager_bytes != "0" and (transport == "tcp" or np > 2)
+    # (on hvd's TCP a member posts at most 12 KiB beyond what its op moves: 2 x 16 KiB x 2/3 is
+    # more, so those two take their own rounds there; shared memory has no such bound)
+    surplus = split_bytes is not None and transport == "tcp"
     for op, tensor in (("ALLREDUCE", "ar.single"), ("ALLGATHER", "ag.x"), ("BROADCAST", "bc.x"),
                        ("ALLTOALL", "a2a.x"), ("REDUCESCATTER", "rs.x")):
         ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == op
@@ -157,15 +169,19 @@ def test_lone_collectives_ride_the_negotiation_round_on_shared_memory(tmp_path, 
             p["pid"] == s["pid"] and p["tid"] == s["tid"]
             and p["ts"] <= s["ts"] <= p["ts"] + p["dur"] for p in ops)]
         suffix = BACKEND_SUFFIX[op]
-        # Then each op nests one backend activity: the posted inputs' (SHM_EAGER_*) where it
-        # rode the AND round, else its own rounds' (an idle cycle between two ops disarms the
-        # path for the next, so only "some" is certain under load); never one with it off or
-        # with 2 ranks. The timeline is rank 0's: one op per step.
+        # Then each op nests one backend activity: the posted inputs' (SHM_EAGER_*, TCP_EAGER_*;
+        # on TCP an allreduce's reduced tail, TCP_EAGER_ALLREDUCE) where it rode the AND round,
+        # else its own rounds' (an idle cycle between two ops disarms the path for the next, so
+        # only "some" is certain under load); never one with it off, or between 2 ranks on
+        # shared memory but for nothing. The timeline is rank 0's: one op per step.
         backend = [a for a in activities if a != "ALLOCATE_OUTPUT"]
         assert len(ops) == steps and len(backend) == steps, (op, activities)
-        assert set(backend) <= {"SHM_" + suffix, "SHM_EAGER_" + suffix}, (op, activities)
-        eager = backend.count("SHM_EAGER_" + suffix)
-        assert eager >= 1 if eager_bytes != "0" and np > 2 else eager == 0, (op, activities)
+        assert set(backend) <= {prefix + suffix, prefix + "EAGER_" + suffix}, (op, activities)
+        eager = backend.count(prefix + "EAGER_" + suffix)
+        rides = posts or (transport == "tcp" and op == "ALLREDUCE" and eager_bytes != "0")
+        if surplus and op in ("ALLTOALL", "REDUCESCATTER"):
+            rides = False
+        assert eager >= 1 if rides else eager == 0, (op, activities)
     # And the step's barrier is negotiated once (one tick per rank, as each request arrives:
     # the first step's), then a common cache hit, with no round of its own (no nested activity)
     barrier = [e for e in trace if names.get((e.get("pid"), None)) == "barrier"]

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "runtime/transports/host_layout.h"
+#include "runtime/transports/posted_inputs.h"
 #include "runtime/transports/reduction.h"
 #include "runtime/transports/shm/shm_channel.h"
 #include "runtime/transports/shm/shm_reductions.h"
@@ -23,152 +24,19 @@ size_t Min(size_t a, int64_t b) {
   return std::min(a, static_cast<size_t>(std::max<int64_t>(b, 0)));
 }
 
-// What ShmCommunicator::BitwiseAndPostingInput leaves readable: each member's half of the held
-// round holds its words, its input's length (one word) and its input. The single-tensor
-// collectives compute this member's result from those inputs, in the same rank order as the
-// rounds would (allreduce and reduce-scatter reduce member 0's input, then 1's, ...), without a
-// round. A member that posted less than a call needs is kInternal naming both sizes: the
-// members disagreed on what was posted, which the controller's shared state rules out.
-class ShmPostedInputs final : public Communicator {
+// What ShmCommunicator::BitwiseAndPostingInput leaves readable (PostedInputs): each member's
+// half of the held round holds its words, its input's length (one word) and its input.
+class ShmPosted final : public PostedSource {
  public:
-  explicit ShmPostedInputs(ShmChannel* ch) : ch_(ch), rank_(ch->rank()), size_(ch->size()) {}
-
+  explicit ShmPosted(ShmChannel* ch) : ch_(ch) {}
   // The inputs follow `words` words in each member's half.
   void Open(size_t words) { offset_ = words * sizeof(uint64_t); }
-
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  const char* name() const override { return "SHM_EAGER"; }
-
-  Status GatherBytes(const std::string&, int, std::vector<std::string>*) override {
-    return Refuse("gather");
-  }
-  Status BroadcastBytes(std::string*, int) override { return Refuse("broadcast of bytes"); }
-  Status BitwiseAnd(std::vector<uint64_t>*) override { return Refuse("bitwise and"); }
-  Status BitwiseOr(std::vector<uint64_t>*) override { return Refuse("bitwise or"); }
-  Status Barrier() override { return Refuse("barrier"); }
-  Status Alltoallv(const void*, const std::vector<int64_t>&, void*,
-                   const std::vector<int64_t>&) override {
-    return Refuse("alltoall with splits");
-  }
-
-  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
-    HVD_RETURN_IF_ERROR(CheckAllreduceArgs([&] { return What("allreduce"); }, buffer, count, op));
-    const size_t bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
-    if (bytes == 0) return Status::OK();
-    const char* first = nullptr;
-    HVD_RETURN_IF_ERROR(Input(0, bytes, &first));
-    if (size_ == 1) {
-      std::memcpy(buffer, first, bytes);
-      return Status::OK();
-    }
-    const char* second = nullptr;
-    HVD_RETURN_IF_ERROR(Input(1, bytes, &second));
-    Reduce(buffer, first, second, count, dtype, op);
-    for (int k = 2; k < size_; ++k) {
-      const char* in = nullptr;
-      HVD_RETURN_IF_ERROR(Input(k, bytes, &in));
-      ReduceInto(buffer, in, count, dtype, op);
-    }
-    return Status::OK();
-  }
-
-  Status Allgatherv(const void*, void* out, const std::vector<int64_t>& bytes_per_rank) override {
-    HVD_RETURN_IF_ERROR(CheckPerRankArg([&] { return What("allgather"); }, bytes_per_rank, size_));
-    char* to = static_cast<char*>(out);
-    for (int k = 0; k < size_; ++k) {
-      const size_t bytes = static_cast<size_t>(bytes_per_rank[k]);
-      const char* in = nullptr;
-      HVD_RETURN_IF_ERROR(Input(k, bytes, &in));
-      if (bytes > 0) std::memcpy(to, in, bytes);
-      to += bytes;
-    }
-    return Status::OK();
-  }
-
-  Status Broadcast(void* buffer, int64_t bytes, int root) override {
-    HVD_RETURN_IF_ERROR(CheckRootArg([&] { return What("broadcast"); }, root, size_));
-    if (rank_ == root || bytes <= 0) return Status::OK();
-    const char* in = nullptr;
-    HVD_RETURN_IF_ERROR(Input(root, static_cast<size_t>(bytes), &in));
-    std::memcpy(buffer, in, static_cast<size_t>(bytes));
-    return Status::OK();
-  }
-
-  // Member k sends recv_bytes[k] to every member: its piece for member j starts at
-  // j * recv_bytes[k] of its input, which holds size() pieces.
-  Status AlltoallvAgreed(const void*, const std::vector<int64_t>& send_bytes, void* out,
-                         const std::vector<int64_t>& recv_bytes, int64_t) override {
-    const auto what = [&] { return What("alltoall"); };
-    HVD_RETURN_IF_ERROR(CheckPerRankArg(what, send_bytes, size_));
-    HVD_RETURN_IF_ERROR(CheckPerRankArg(what, recv_bytes, size_));
-    char* to = static_cast<char*>(out);
-    for (int k = 0; k < size_; ++k) {
-      const size_t piece = static_cast<size_t>(recv_bytes[k]);
-      const char* in = nullptr;
-      HVD_RETURN_IF_ERROR(Input(k, piece * static_cast<size_t>(size_), &in));
-      if (piece > 0) std::memcpy(to, in + static_cast<size_t>(rank_) * piece, piece);
-      to += piece;
-    }
-    return Status::OK();
-  }
-
-  Status ReduceScatter(const void*, void* out, const std::vector<int64_t>& counts_per_rank,
-                       DataType dtype, ReduceOp op) override {
-    const auto what = [&] { return What("reducescatter"); };
-    HVD_RETURN_IF_ERROR(CheckPerRankArg(what, counts_per_rank, size_));
-    if (op == ReduceOp::kAdasum) return Refuse("Adasum reducescatter");
-    const size_t elem = DataTypeSize(dtype);
-    int64_t total = 0, lo = 0;
-    for (int k = 0; k < size_; ++k) {
-      if (k == rank_) lo = total;
-      total += counts_per_rank[k];
-    }
-    const int64_t count = counts_per_rank[rank_];
-    if (count == 0) return Status::OK();
-    const size_t at = static_cast<size_t>(lo) * elem;
-    for (int k = 0; k < size_; ++k) {
-      const char* in = nullptr;
-      HVD_RETURN_IF_ERROR(Input(k, static_cast<size_t>(total) * elem, &in));
-      if (k == 0) {
-        std::memcpy(out, in + at, static_cast<size_t>(count) * elem);
-      } else {
-        ReduceInto(out, in + at, count, dtype, op);
-      }
-    }
-    return Status::OK();
-  }
-
+  bool open() const override { return ch_->held(); }
+  const char* block(int k) const override { return ch_->PeerHalf(k) + offset_; }
   void Abort() override { ch_->Abort(); }
 
  private:
-  std::string What(const char* op) const {
-    return std::string("shm ") + op + " from posted inputs on rank " + std::to_string(rank_) +
-           " of " + std::to_string(size_);
-  }
-  Status Refuse(const char* op) const {
-    return Status::Internal(What(op) + ": not available from posted inputs");
-  }
-  // Member k's posted input, which must hold at least `need` bytes.
-  Status Input(int k, size_t need, const char** data) const {
-    if (!ch_->held()) {
-      return Status::Internal(What("read") + ": the round that posted the inputs has ended");
-    }
-    const char* half = ch_->PeerHalf(k) + offset_;
-    uint64_t posted = 0;
-    std::memcpy(&posted, half, sizeof(posted));
-    if (posted < need) {
-      return Status::Internal(What("read") + ": rank " + std::to_string(k) + " posted " +
-                              std::to_string(posted) + " bytes, " + std::to_string(need) +
-                              " needed");
-    }
-    *data = half + sizeof(posted);
-    return Status::OK();
-  }
-
   ShmChannel* const ch_;
-  const int rank_;
-  const int size_;
   size_t offset_ = 0;
 };
 
@@ -190,7 +58,8 @@ class ShmCommunicator final : public Communicator {
         offsets_(size_),
         recv_offsets_(size_),
         theirs_(size_),
-        posted_(ch_.get()) {}
+        posted_source_(ch_.get()),
+        posted_("SHM_EAGER", "shm", rank_, size_, &posted_source_) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -209,7 +78,7 @@ class ShmCommunicator final : public Communicator {
     return half_ > head ? half_ - head : 0;
   }
   Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
-                                size_t bytes) override;
+                                std::span<const int64_t> posted_bytes) override;
   Communicator* posted_inputs() override { return &posted_; }
   Status Barrier() override;
   Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
@@ -286,7 +155,8 @@ class ShmCommunicator final : public Communicator {
   std::vector<int64_t> offsets_;       // Allgatherv: output offsets; Alltoallv: send offsets
   std::vector<int64_t> recv_offsets_;  // Alltoallv
   std::vector<int64_t> theirs_;        // Alltoallv: one peer's send sizes
-  ShmPostedInputs posted_;             // BitwiseAndPostingInput's view of the held round
+  ShmPosted posted_source_;            // BitwiseAndPostingInput's held round
+  PostedInputs posted_;                // and the collectives computed from it
 };
 
 Status ShmCommunicator::GatherBytes(const std::string& in, int root,
@@ -389,20 +259,17 @@ Status ShmCommunicator::BitwiseOr(std::vector<uint64_t>* bits) {
 }
 
 Status ShmCommunicator::BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
-                                               size_t bytes) {
+                                               std::span<const int64_t> posted_bytes) {
   HVD_RETURN_IF_ERROR(ch_->Start("bitwise and posting an input"));
-  if (bytes > max_posted_bytes(words.size()) || (bytes > 0 && input == nullptr)) {
-    return Status::InvalidArgument(ch_->What() + ": cannot post " + std::to_string(bytes) +
-                                   " bytes after " + std::to_string(words.size()) +
-                                   " words in a half of " + std::to_string(half_));
-  }
+  HVD_RETURN_IF_ERROR(CheckPostingArgs([&] { return ch_->What(); }, posted_bytes, size_,
+                                       max_posted_bytes(words.size())));
   char* mine = nullptr;
   HVD_RETURN_IF_ERROR(ch_->Begin(true, &mine));
   const size_t word_bytes = words.size() * sizeof(uint64_t);
-  const uint64_t length = bytes;
+  const uint64_t length = input != nullptr ? static_cast<uint64_t>(posted_bytes[rank_]) : 0;
   std::memcpy(mine, words.data(), word_bytes);
   std::memcpy(mine + word_bytes, &length, sizeof(length));
-  if (bytes > 0) std::memcpy(mine + word_bytes + sizeof(length), input, bytes);
+  if (length > 0) std::memcpy(mine + word_bytes + sizeof(length), input, length);
   ch_->Publish();
   for (int k = 0; k < size_; ++k) {
     if (k == rank_) continue;
@@ -410,7 +277,7 @@ Status ShmCommunicator::BitwiseAndPostingInput(std::span<uint64_t> words, const 
     const auto* peer = reinterpret_cast<const uint64_t*>(ch_->PeerHalf(k));
     for (size_t i = 0; i < words.size(); ++i) words[i] &= peer[i];
   }
-  posted_.Open(words.size());
+  posted_source_.Open(words.size());
   ch_->Hold();  // ended by the next call's Start
   return Status::OK();
 }

@@ -275,6 +275,19 @@ Status TcpAlgorithms::Allgatherv(char* out, const std::vector<size_t>& part_byte
   return Run(nullptr, what);
 }
 
+Status TcpAlgorithms::DoublingAllgatherv(char* out, const std::vector<size_t>& part_bytes,
+                                         const TcpWhat& what) {
+  const std::vector<size_t>& off = Offsets(part_bytes, &offsets_);
+  for (int mask = 1; mask < size_; mask <<= 1) {
+    const int peer = rank_ ^ mask;
+    const int mine = rank_ & ~(mask - 1), theirs = peer & ~(mask - 1);
+    AddStream(peer, true, {out + off[mine], off[mine + mask] - off[mine], false});
+    AddStream(peer, false, {out + off[theirs], off[theirs + mask] - off[theirs], false});
+    HVD_RETURN_IF_ERROR(Run(nullptr, what));
+  }
+  return Status::OK();
+}
+
 Status TcpAlgorithms::Broadcast(char* buf, size_t bytes, int root, bool chain,
                                 const TcpWhat& what) {
   const int n = size_;

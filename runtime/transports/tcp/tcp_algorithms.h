@@ -67,6 +67,11 @@ class TcpAlgorithms {
   // `out` holds this rank's part at its offset already; receives every other part.
   Status Allgatherv(char* out, const std::vector<size_t>& part_bytes, bool ring,
                     const TcpWhat& what);
+  // The same by recursive doubling, for a power-of-two group: log2(n) exchanges with one
+  // partner each, of the parts gathered so far (the partners' groups of ranks are contiguous
+  // in `out`), where the direct Allgatherv has every rank send to and receive from every peer
+  // at once.
+  Status DoublingAllgatherv(char* out, const std::vector<size_t>& part_bytes, const TcpWhat& what);
   Status Broadcast(char* buf, size_t bytes, int root, bool chain, const TcpWhat& what);
   Status Alltoallv(const char* in, const std::vector<size_t>& send_bytes, char* out,
                    const std::vector<size_t>& recv_bytes, const TcpWhat& what);

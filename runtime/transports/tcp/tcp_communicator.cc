@@ -8,6 +8,7 @@
 
 #include "common/logging.h"
 #include "runtime/transports/allreduce_pieces.h"
+#include "runtime/transports/posted_inputs.h"
 #include "runtime/transports/reduction.h"
 #include "runtime/transports/tcp/tcp_algorithms.h"
 #include "runtime/transports/tcp/tcp_mesh.h"
@@ -44,6 +45,13 @@ constexpr size_t kProbeFromBytes = size_t{8} << 10;
 constexpr double kHalvingMargin = 1.1;
 // Broadcasts and allgathers moving at most this many bytes per rank go direct.
 constexpr size_t kDirectMoveBytes = size_t{256} << 10;
+// The most bytes a member posts beyond what its op moves (Communicator::
+// max_posted_surplus_bytes): about what a 1 Gbit/s link carries in the ~100 us round that
+// posting saves. Measured on the netns cluster with the links shaped to 1 Gbit/s, 4 hosts x 1
+// rank, 2026-11-25 (posting against HVD_EAGER_ALLREDUCE_BYTES=0): a 4 KiB alltoall (9 KiB
+// surplus) 106-137 against 158-193 us, but 16 KiB (36 KiB surplus) 553-621 against 161-198 us
+// and 32 KiB 1.9 against 0.24 ms; reducescatter alike.
+constexpr int64_t kPostedSurplusBytes = int64_t{12} << 10;
 
 TcpReducer BitwiseReducer(bool is_and) {
   TcpReducer r;
@@ -82,6 +90,30 @@ TcpReducer ElementwiseReducer(DataType dtype, ReduceOp op) {
   return r;
 }
 
+// What TcpCommunicator::BitwiseAndPostingInput leaves readable (PostedInputs): the gathered
+// blocks, member k's at offsets[k] + the words: its input's length (one word), its input.
+class TcpPosted final : public PostedSource {
+ public:
+  explicit TcpPosted(TcpTransport* transport) : transport_(transport) {}
+  void Open(const char* base, const std::vector<size_t>* offsets, size_t word_bytes) {
+    base_ = base;
+    offsets_ = offsets;
+    word_bytes_ = word_bytes;
+    open_ = true;
+  }
+  void Close() { open_ = false; }
+  bool open() const override { return open_; }
+  const char* block(int k) const override { return base_ + (*offsets_)[k] + word_bytes_; }
+  void Abort() override { transport_->Abort(); }
+
+ private:
+  TcpTransport* const transport_;
+  const char* base_ = nullptr;
+  const std::vector<size_t>* offsets_ = nullptr;
+  size_t word_bytes_ = 0;
+  bool open_ = false;
+};
+
 // TcpCommunicator: see CreateTcpCommunicator. Collectives run on the caller's thread, one at
 // a time; Abort() may come from any thread (the transport is thread-safe for it). A successful
 // collective allocates nothing once its shape has been seen: op names and error context are
@@ -96,7 +128,9 @@ class TcpCommunicator final : public Communicator {
         probed_(halving_bytes >= 0),
         halving_from_(halving_bytes >= 0 ? static_cast<size_t>(halving_bytes) : kNever),
         transport_(std::move(transport)),
-        algo_(transport_.get(), rank, size) {
+        algo_(transport_.get(), rank, size),
+        posted_source_(transport_.get()),
+        posted_("TCP_EAGER", "tcp", rank, size, &posted_source_) {
     sizes_.reserve(size);
     sizes2_.reserve(size);
     for (int pof2 = 2; pof2 <= size; pof2 *= 2) ++doubling_rounds_;
@@ -128,6 +162,17 @@ class TcpCommunicator final : public Communicator {
   bool ands_with_allreduce() const override { return true; }
   Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
                                  DataType dtype, ReduceOp op) override;
+  // Posting (controller.h, "Eager"): the AND round becomes one allgather of every member's
+  // words and input (recursive doubling in a power-of-two group, else the direct exchange), in
+  // place of the AND and the op's own exchange: for a lone small allgather, broadcast, alltoall
+  // or reducescatter, the rounds of one collective instead of two. (A lone allreduce rides
+  // BitwiseAndWithAllreduce, which reduces on the way instead of gathering every input.)
+  bool posts_inputs() const override { return size_ > 1; }
+  size_t max_posted_bytes(size_t) const override { return kDirectMoveBytes; }
+  int64_t max_posted_surplus_bytes() const override { return kPostedSurplusBytes; }
+  Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
+                                std::span<const int64_t> posted_bytes) override;
+  Communicator* posted_inputs() override { return &posted_; }
   bool allreduces_pieces() const override { return true; }
   Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
                          ReduceOp op) override;
@@ -217,10 +262,17 @@ class TcpCommunicator final : public Communicator {
     DataType dtype = DataType::kFloat32;
     ReduceOp op = ReduceOp::kSum;
   } and_with_;
+  // BitwiseAndPostingInput: the gathered blocks (grown, never shrunk), their sizes and offsets.
+  std::vector<char> posted_buf_;
+  std::vector<size_t> posted_parts_;
+  std::vector<size_t> posted_offsets_;
+  TcpPosted posted_source_;
+  PostedInputs posted_;
 };
 
 template <typename Body>
 Status TcpCommunicator::Guard(const TcpWhat& what, Body&& body) {
+  posted_source_.Close();  // any call ends a posting round
   if (transport_->aborted()) return Status::Aborted(what() + ": the communicator was aborted");
   if (!broken_.ok()) return broken_.WithContext(what() + ": communicator failed earlier");
   algo_.set_deadline(TcpTransport::Clock::now() + timeout_);
@@ -338,6 +390,53 @@ Status TcpCommunicator::BitwiseAndWithAllreduce(std::span<uint64_t> words, size_
     if (size_ > 2) return algo_.DoublingAllreduce(buf, bytes, red, w);
     return algo_.DirectAllreduce(buf, bytes, red, w);
   });
+}
+
+Status TcpCommunicator::BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
+                                               std::span<const int64_t> posted_bytes) {
+  posted_source_.Close();  // a refused call ends the last posting round too
+  const auto name = [&] { return What("bitwise and posting an input"); };
+  HVD_RETURN_IF_ERROR(CheckPostingArgs(name, posted_bytes, size_, max_posted_bytes(words.size())));
+  // Member k's block: its words, its input's length, posted_bytes[k] bytes (its input, or
+  // filler where it has none), every block rounded up to whole words.
+  const size_t word_bytes = words.size() * sizeof(uint64_t);
+  posted_parts_.resize(size_);
+  posted_offsets_.resize(size_);
+  size_t total = 0;
+  for (int k = 0; k < size_; ++k) {
+    const size_t b = static_cast<size_t>(posted_bytes[k]);
+    posted_parts_[k] = word_bytes + sizeof(uint64_t) + (b + 7) / 8 * 8;
+    posted_offsets_[k] = total;
+    total += posted_parts_[k];
+  }
+  if (posted_buf_.size() < total) posted_buf_.resize(total);
+  char* mine = posted_buf_.data() + posted_offsets_[rank_];
+  const uint64_t length = input != nullptr ? static_cast<uint64_t>(posted_bytes[rank_]) : 0;
+  std::memcpy(mine, words.data(), word_bytes);
+  std::memcpy(mine + word_bytes, &length, sizeof(length));
+  if (length > 0) std::memcpy(mine + word_bytes + sizeof(length), input, length);
+  HVD_RETURN_IF_ERROR(Guard(TcpWhat(name), [&](const TcpWhat& w) {
+    // A power-of-two group gathers by recursive doubling: 4 hosts x 1 rank, 2026-11-25, 3
+    // interleaved runs, hvd-bench 4 KiB / 16 KiB: allgather 86-90 / 91-113 us against the
+    // direct exchange's 114-129 / 117-157, alltoall 83-101 / 106-133 against 141-192 /
+    // 166-206 (every rank sending to and waking every other at once costs more here than
+    // log2(n) exchanges with one partner each).
+    if (size_ > 2 && (size_ & (size_ - 1)) == 0) {
+      return algo_.DoublingAllgatherv(posted_buf_.data(), posted_parts_, w);
+    }
+    return algo_.Allgatherv(posted_buf_.data(), posted_parts_, /*ring=*/false, w);
+  }));
+  for (int k = 0; k < size_; ++k) {
+    if (k == rank_) continue;
+    const char* theirs = posted_buf_.data() + posted_offsets_[k];
+    for (size_t i = 0; i < words.size(); ++i) {
+      uint64_t v;
+      std::memcpy(&v, theirs + i * sizeof(uint64_t), sizeof(v));
+      words[i] &= v;
+    }
+  }
+  posted_source_.Open(posted_buf_.data(), &posted_offsets_, word_bytes);
+  return Status::OK();
 }
 
 Status TcpCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,

@@ -56,7 +56,11 @@ struct TcpOptions {
 // sending to the right while receiving from the left). Every element is reduced in one fixed
 // order, so all ranks get bit-identical results. Broadcast: direct when small, a pipelined
 // chain when large; allgather(v): direct or ring; alltoall(v): all pairs at once; byte-string
-// gather/broadcast: length-prefixed direct messages. Any failure breaks the communicator
+// gather/broadcast: length-prefixed direct messages. The negotiation's AND round can carry a
+// small allreduce (BitwiseAndWithAllreduce: reduced on the way) or every member's input to
+// another small op (BitwiseAndPostingInput: gathered by recursive doubling in a power-of-two
+// group, directly otherwise; the op then runs from the gathered inputs, posted_inputs()).
+// Any failure breaks the communicator
 // (that call and every later one return it) and shuts its sockets down so peers fail fast:
 // a dead peer is kRemoteError naming its rank and host, a missed deadline kTimeout, Abort()
 // kAborted.

@@ -20,6 +20,8 @@
 #include "runtime/transports/shm/shm_communicator.h"
 #include "runtime/transports/shm/shm_provider.h"
 #include "test/multiproc/pieces_check.h"
+#include "test/multiproc/posted_check.h"
+#include "test/multiproc/seeded_values.h"
 #include "test/multiproc/shm/shm_job.h"
 
 namespace hvd::test {
@@ -34,67 +36,6 @@ const DataType kDtypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kU
                             DataType::kFloat16, DataType::kFloat32, DataType::kFloat64,
                             DataType::kBool,    DataType::kBFloat16};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
-
-// Deterministic input of `rank` for one case: small values, so products and sums stay exact
-// for integers, and random fractions for floats (order-sensitive sums).
-std::vector<char> Input(DataType dtype, int64_t count, int rank, uint32_t seed) {
-  std::mt19937 gen(seed * 7919u + static_cast<uint32_t>(rank) * 104729u + 17u);
-  std::uniform_int_distribution<int> small(-3, 3);
-  std::uniform_real_distribution<double> real(-2.0, 2.0);
-  const size_t elem = runtime::DataTypeSize(dtype);
-  std::vector<char> out(static_cast<size_t>(count) * elem);
-  for (int64_t i = 0; i < count; ++i) {
-    char* p = out.data() + i * elem;
-    const int s = small(gen);
-    const double r = real(gen);
-    switch (dtype) {
-      case DataType::kUInt8:
-        *reinterpret_cast<uint8_t*>(p) = static_cast<uint8_t>(s + 3);
-        break;
-      case DataType::kInt8:
-        *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(s);
-        break;
-      case DataType::kUInt16:
-        *reinterpret_cast<uint16_t*>(p) = static_cast<uint16_t>(s + 3);
-        break;
-      case DataType::kInt16:
-        *reinterpret_cast<int16_t*>(p) = static_cast<int16_t>(s);
-        break;
-      case DataType::kInt32:
-        *reinterpret_cast<int32_t*>(p) = s;
-        break;
-      case DataType::kInt64:
-        *reinterpret_cast<int64_t*>(p) = s;
-        break;
-      case DataType::kFloat16:
-        *reinterpret_cast<uint16_t*>(p) = runtime::FloatToHalf(static_cast<float>(r));
-        break;
-      case DataType::kBFloat16:
-        *reinterpret_cast<uint16_t*>(p) = runtime::FloatToBFloat16(static_cast<float>(r));
-        break;
-      case DataType::kFloat32:
-        *reinterpret_cast<float*>(p) = static_cast<float>(r);
-        break;
-      case DataType::kFloat64:
-        *reinterpret_cast<double*>(p) = r;
-        break;
-      case DataType::kBool:
-        *reinterpret_cast<uint8_t*>(p) = s > 0 ? 1 : 0;
-        break;
-    }
-  }
-  return out;
-}
-
-// inputs of ranks 0..n-1 reduced in rank order.
-std::vector<char> Expected(DataType dtype, ReduceOp op, int64_t count, int n, uint32_t seed) {
-  std::vector<char> acc = Input(dtype, count, 0, seed);
-  for (int k = 1; k < n; ++k) {
-    std::vector<char> in = Input(dtype, count, k, seed);
-    runtime::ReduceInto(acc.data(), in.data(), count, dtype, op);
-  }
-  return acc;
-}
 
 // Whether a child may read its parent's memory with process_vm_readv (what Yama's ptrace_scope 1
 // or a seccomp filter forbids, and the single-copy probe then turns off): the precondition of
@@ -118,11 +59,6 @@ bool CrossMemoryAttachAllowed() {
 int Fail(const Communicator& comm, const std::string& what) {
   std::fprintf(stderr, "rank %d: %s\n", comm.rank(), what.c_str());
   return 1;
-}
-
-std::string Case(DataType dtype, ReduceOp op, int64_t count) {
-  return std::string(runtime::DataTypeName(dtype)) + " " + runtime::ReduceOpName(op) + " x" +
-         std::to_string(count);
 }
 
 int AllreduceEverything(Communicator& comm) {
@@ -279,127 +215,6 @@ int DataMovement(Communicator& comm) {
   return 0;
 }
 
-// The AND round posting inputs (controller.h, "Eager"): the words are ANDed, and the posted
-// inputs' communicator computes each single-tensor collective from every member's posted input
-// as the rounds would (allreduce and reduce-scatter in rank order: the reference), with sizes
-// that differ between members. Then its refusals: a call after the round ended, a member that
-// posted less than a call needs (kInternal, naming both sizes) and an input too large for the
-// half (kInvalidArgument on every member); the communicator keeps working after each.
-int PostedInputs(Communicator& comm) {
-  const int n = comm.size(), me = comm.rank();
-  // Posting is offered from 3 members (posts_inputs()), and works with 2.
-  if (comm.posts_inputs() != (n > 2)) return Fail(comm, "posts_inputs() is not (size > 2)");
-  // Posts `input` with words {all ones, one bit per member}; checks the AND.
-  auto post = [&](const std::vector<char>& input, const std::string& what) {
-    std::vector<uint64_t> words = {~uint64_t{0}, ~(uint64_t{1} << me)};
-    Status s = comm.BitwiseAndPostingInput(words, input.data(), input.size());
-    const uint64_t none_missing = ~uint64_t{0} << n;  // every member cleared its own bit
-    if (!s.ok() || words[0] != ~uint64_t{0} || words[1] != none_missing) {
-      return Fail(comm, what + ": posting: " + s.ToString());
-    }
-    return 0;
-  };
-  Communicator* view = comm.posted_inputs();
-  if (view == nullptr || view->rank() != me || view->size() != n) {
-    return Fail(comm, "no posted inputs' communicator of this group");
-  }
-  uint32_t seed = 100;
-  for (DataType dtype : {DataType::kFloat32, DataType::kInt64, DataType::kFloat16}) {
-    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
-      for (int64_t count : {1, 7, 1000}) {
-        ++seed;
-        const std::string what = "posted allreduce " + Case(dtype, op, count);
-        if (post(Input(dtype, count, me, seed), what) != 0) return 1;
-        std::vector<char> out(static_cast<size_t>(count) * runtime::DataTypeSize(dtype));
-        Status s = view->Allreduce(out.data(), count, dtype, op);
-        if (!s.ok() || out != Expected(dtype, op, count, n, seed)) {
-          return Fail(comm, what + ": " + (s.ok() ? "differs from the reference" : s.ToString()));
-        }
-        // Reduce-scatter of the same inputs: member k gets its counts[k] elements of the
-        // reference (member 0 the remainder too).
-        if (post(Input(dtype, count, me, seed), what) != 0) return 1;
-        std::vector<int64_t> counts(n, count / n);
-        counts[0] += count % n;
-        int64_t lo = 0;
-        for (int k = 0; k < me; ++k) lo += counts[k];
-        const size_t elem = runtime::DataTypeSize(dtype);
-        std::vector<char> part(static_cast<size_t>(counts[me]) * elem);
-        s = view->ReduceScatter(nullptr, part.data(), counts, dtype, op);
-        const std::vector<char> all = Expected(dtype, op, count, n, seed);
-        if (!s.ok() || !std::equal(part.begin(), part.end(), all.begin() + lo * elem)) {
-          return Fail(comm, "posted reducescatter " + Case(dtype, op, count) + ": " +
-                                (s.ok() ? "differs from the reference" : s.ToString()));
-        }
-      }
-    }
-  }
-  // Allgather: member k posts 3k + 1 bytes of 'a' + k.
-  auto mine_of = [](int k) { return std::vector<char>(3 * k + 1, static_cast<char>('a' + k)); };
-  if (post(mine_of(me), "posted allgather") != 0) return 1;
-  std::vector<int64_t> bytes(n);
-  std::vector<char> want;
-  for (int k = 0; k < n; ++k) {
-    bytes[k] = 3 * k + 1;
-    const std::vector<char> theirs = mine_of(k);
-    want.insert(want.end(), theirs.begin(), theirs.end());
-  }
-  std::vector<char> got(want.size());
-  Status s = view->Allgatherv(nullptr, got.data(), bytes);
-  if (!s.ok() || got != want) return Fail(comm, "posted allgather: " + s.ToString());
-  // Broadcast from each root: only the root posts.
-  for (int root = 0; root < n; ++root) {
-    const std::vector<char> data(1000, static_cast<char>('A' + root));
-    if (post(me == root ? data : std::vector<char>(), "posted broadcast") != 0) return 1;
-    std::vector<char> buf = me == root ? data : std::vector<char>(1000, 0);
-    s = view->Broadcast(buf.data(), 1000, root);
-    if (!s.ok() || buf != data) return Fail(comm, "posted broadcast from " + std::to_string(root));
-  }
-  // Alltoall: member k sends k + 2 bytes to each member j, all (k, j, i) patterned.
-  auto cell = [](int k, int j, int i) { return static_cast<char>(k * 31 + j * 7 + i); };
-  std::vector<char> in;
-  for (int j = 0; j < n; ++j) {
-    for (int i = 0; i < me + 2; ++i) in.push_back(cell(me, j, i));
-  }
-  if (post(in, "posted alltoall") != 0) return 1;
-  std::vector<int64_t> send(n, me + 2), recv(n);
-  want.clear();
-  for (int k = 0; k < n; ++k) {
-    recv[k] = k + 2;
-    for (int i = 0; i < k + 2; ++i) want.push_back(cell(k, me, i));
-  }
-  got.assign(want.size(), 0);
-  s = view->AlltoallvAgreed(in.data(), send, got.data(), recv, n + 1);
-  if (!s.ok() || got != want) return Fail(comm, "posted alltoall: " + s.ToString());
-  // Refusals. A call after the round ended (any call on the communicator ends it).
-  if (post(mine_of(me), "posted, then a barrier") != 0) return 1;
-  if (!(s = comm.Barrier()).ok()) return Fail(comm, "barrier after posting: " + s.ToString());
-  s = view->Allgatherv(nullptr, got.data(), bytes);
-  if (s.code() != StatusCode::kInternal || s.message().find("has ended") == std::string::npos) {
-    return Fail(comm, "a read after the round ended was not refused: " + s.ToString());
-  }
-  // A member that posted less than the call needs: member k posted 3k + 1 bytes, 8 asked.
-  if (post(mine_of(me), "posted too little") != 0) return 1;
-  s = view->Broadcast(got.data(), 8, 0);
-  if (me != 0 && (s.code() != StatusCode::kInternal ||
-                  s.message().find("rank 0 posted 1 bytes, 8 needed") == std::string::npos)) {
-    return Fail(comm, "a short posted input was not named: " + s.ToString());
-  }
-  // Too large for the half: refused on every member before any round.
-  std::vector<uint64_t> words = {1};
-  const size_t most = comm.max_posted_bytes(words.size());
-  std::vector<char> large(most + 1, 'x');
-  s = comm.BitwiseAndPostingInput(words, large.data(), large.size());
-  if (s.code() != StatusCode::kInvalidArgument) {
-    return Fail(comm, "an input larger than the half was not refused: " + s.ToString());
-  }
-  large.resize(most);
-  if (!(s = comm.BitwiseAndPostingInput(words, large.data(), large.size())).ok()) {
-    return Fail(comm, "the largest input was refused: " + s.ToString());
-  }
-  if (!(s = comm.Barrier()).ok()) return Fail(comm, "barrier after the refusals: " + s.ToString());
-  return 0;
-}
-
 int ControlPlane(Communicator& comm) {
   const int n = comm.size(), me = comm.rank();
   for (size_t len : {size_t{0}, size_t{10}, size_t{100000}}) {
@@ -488,7 +303,10 @@ TEST_P(ShmCollectivesTest, ReduceScatterAndAllgatherOfPiecesEqualPacked) {
 TEST_P(ShmCollectivesTest, ReduceScatterEveryDtypeAndOp) { RunAll(ReduceScatterEverything); }
 TEST_P(ShmCollectivesTest, AllgatherBroadcastAlltoall) { RunAll(DataMovement); }
 TEST_P(ShmCollectivesTest, ControlPlane) { RunAll(ControlPlane); }
-TEST_P(ShmCollectivesTest, CollectivesFromPostedInputs) { RunAll(PostedInputs); }
+// Posting is offered from 3 members (posts_inputs()), and works with 2.
+TEST_P(ShmCollectivesTest, CollectivesFromPostedInputs) {
+  RunAll([](Communicator& comm) { return CheckPostedInputs(comm, comm.size() > 2); });
+}
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmCollectivesTest,
                          ::testing::Combine(::testing::Values(2, 3, 4),

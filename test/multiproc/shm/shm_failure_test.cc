@@ -110,7 +110,7 @@ TEST(ShmFailure, SigkillWhileHoldingAPostedRoundIsRemoteErrorOnTheOthers) {
     Clock::time_point last_ok = Clock::now();
     for (int i = 0; i < 1000000 && status.ok(); ++i) {
       std::vector<uint64_t> words = {~uint64_t{0}};
-      status = comm.BitwiseAndPostingInput(words, mine.data(), mine.size());
+      status = comm.BitwiseAndPostingInput(words, mine.data(), bytes);
       if (status.ok()) status = comm.posted_inputs()->Allgatherv(nullptr, all.data(), bytes);
       if (!status.ok()) break;
       for (int k = 0; k < n; ++k) {

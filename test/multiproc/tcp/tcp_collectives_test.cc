@@ -14,6 +14,7 @@
 #include "runtime/transports/reduction.h"
 #include "test/multiproc/known_values.h"
 #include "test/multiproc/pieces_check.h"
+#include "test/multiproc/posted_check.h"
 #include "test/multiproc/tcp/tcp_job.h"
 
 namespace hvd::test {
@@ -310,7 +311,29 @@ TEST_P(TcpCollectives, BroadcastAllgatherAlltoallAndControlOps) {
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
 }
 
+// Posting (a lone small broadcast, allgather, alltoall or reducescatter riding the AND round)
+// from 2 members: the direct allgather of every member's words and input.
+TEST_P(TcpCollectives, CollectivesFromPostedInputs) {
+  TcpJob job(TcpJobOptions(GetParam()));
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run([](Communicator& comm) { return CheckPostedInputs(comm, true); });
+  EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
+}
+
 INSTANTIATE_TEST_SUITE_P(Sizes, TcpCollectives, ::testing::Values(2, 3, 4));
+
+// Posting in larger groups: 8 gathers by recursive doubling over three partners, 5 (not a power
+// of two) by the direct exchange.
+class TcpPosting : public ::testing::TestWithParam<int> {};
+
+TEST_P(TcpPosting, CollectivesFromPostedInputs) {
+  TcpJob job(TcpJobOptions(GetParam()));
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run([](Communicator& comm) { return CheckPostedInputs(comm, true); });
+  EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, TcpPosting, ::testing::Values(5, 8));
 
 // min/max keep their first operand when either is NaN: the same bits on every rank need each
 // partial result combined in one order. `width` x n floats, each rank's NaNs at two places.

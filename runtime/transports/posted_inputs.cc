@@ -1,0 +1,120 @@
+#include "runtime/transports/posted_inputs.h"
+
+#include <cstring>
+
+#include "runtime/transports/reduction.h"
+
+namespace hvd::runtime {
+
+Status PostedInputs::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
+  HVD_RETURN_IF_ERROR(CheckAllreduceArgs([&] { return What("allreduce"); }, buffer, count, op));
+  const size_t bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
+  if (bytes == 0) return Status::OK();
+  const char* first = nullptr;
+  HVD_RETURN_IF_ERROR(Input(0, bytes, &first));
+  if (size_ == 1) {
+    std::memcpy(buffer, first, bytes);
+    return Status::OK();
+  }
+  const char* second = nullptr;
+  HVD_RETURN_IF_ERROR(Input(1, bytes, &second));
+  Reduce(buffer, first, second, count, dtype, op);
+  for (int k = 2; k < size_; ++k) {
+    const char* in = nullptr;
+    HVD_RETURN_IF_ERROR(Input(k, bytes, &in));
+    ReduceInto(buffer, in, count, dtype, op);
+  }
+  return Status::OK();
+}
+
+Status PostedInputs::Allgatherv(const void*, void* out,
+                                const std::vector<int64_t>& bytes_per_rank) {
+  HVD_RETURN_IF_ERROR(CheckPerRankArg([&] { return What("allgather"); }, bytes_per_rank, size_));
+  char* to = static_cast<char*>(out);
+  for (int k = 0; k < size_; ++k) {
+    const size_t bytes = static_cast<size_t>(bytes_per_rank[k]);
+    const char* in = nullptr;
+    HVD_RETURN_IF_ERROR(Input(k, bytes, &in));
+    if (bytes > 0) std::memcpy(to, in, bytes);
+    to += bytes;
+  }
+  return Status::OK();
+}
+
+Status PostedInputs::Broadcast(void* buffer, int64_t bytes, int root) {
+  HVD_RETURN_IF_ERROR(CheckRootArg([&] { return What("broadcast"); }, root, size_));
+  if (rank_ == root || bytes <= 0) return Status::OK();
+  const char* in = nullptr;
+  HVD_RETURN_IF_ERROR(Input(root, static_cast<size_t>(bytes), &in));
+  std::memcpy(buffer, in, static_cast<size_t>(bytes));
+  return Status::OK();
+}
+
+Status PostedInputs::AlltoallvAgreed(const void*, const std::vector<int64_t>& send_bytes, void* out,
+                                     const std::vector<int64_t>& recv_bytes, int64_t) {
+  const auto what = [&] { return What("alltoall"); };
+  HVD_RETURN_IF_ERROR(CheckPerRankArg(what, send_bytes, size_));
+  HVD_RETURN_IF_ERROR(CheckPerRankArg(what, recv_bytes, size_));
+  char* to = static_cast<char*>(out);
+  for (int k = 0; k < size_; ++k) {
+    const size_t piece = static_cast<size_t>(recv_bytes[k]);
+    const char* in = nullptr;
+    HVD_RETURN_IF_ERROR(Input(k, piece * static_cast<size_t>(size_), &in));
+    if (piece > 0) std::memcpy(to, in + static_cast<size_t>(rank_) * piece, piece);
+    to += piece;
+  }
+  return Status::OK();
+}
+
+Status PostedInputs::ReduceScatter(const void*, void* out,
+                                   const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                                   ReduceOp op) {
+  const auto what = [&] { return What("reducescatter"); };
+  HVD_RETURN_IF_ERROR(CheckPerRankArg(what, counts_per_rank, size_));
+  if (op == ReduceOp::kAdasum) return Refuse("Adasum reducescatter");
+  const size_t elem = DataTypeSize(dtype);
+  int64_t total = 0, lo = 0;
+  for (int k = 0; k < size_; ++k) {
+    if (k == rank_) lo = total;
+    total += counts_per_rank[k];
+  }
+  const int64_t count = counts_per_rank[rank_];
+  if (count == 0) return Status::OK();
+  const size_t at = static_cast<size_t>(lo) * elem;
+  for (int k = 0; k < size_; ++k) {
+    const char* in = nullptr;
+    HVD_RETURN_IF_ERROR(Input(k, static_cast<size_t>(total) * elem, &in));
+    if (k == 0) {
+      std::memcpy(out, in + at, static_cast<size_t>(count) * elem);
+    } else {
+      ReduceInto(out, in + at, count, dtype, op);
+    }
+  }
+  return Status::OK();
+}
+
+std::string PostedInputs::What(const char* op) const {
+  return std::string(prefix_) + " " + op + " from posted inputs on rank " + std::to_string(rank_) +
+         " of " + std::to_string(size_);
+}
+
+Status PostedInputs::Refuse(const char* op) const {
+  return Status::Internal(What(op) + ": not available from posted inputs");
+}
+
+Status PostedInputs::Input(int k, size_t need, const char** data) const {
+  if (!source_->open()) {
+    return Status::Internal(What("read") + ": the round that posted the inputs has ended");
+  }
+  const char* block = source_->block(k);
+  uint64_t posted = 0;
+  std::memcpy(&posted, block, sizeof(posted));
+  if (posted < need) {
+    return Status::Internal(What("read") + ": rank " + std::to_string(k) + " posted " +
+                            std::to_string(posted) + " bytes, " + std::to_string(need) + " needed");
+  }
+  *data = block + sizeof(posted);
+  return Status::OK();
+}
+
+}  // namespace hvd::runtime

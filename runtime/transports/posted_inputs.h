@@ -1,0 +1,78 @@
+#ifndef HVD_RUNTIME_TRANSPORTS_POSTED_INPUTS_H_
+#define HVD_RUNTIME_TRANSPORTS_POSTED_INPUTS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/transports/communicator.h"
+
+namespace hvd::runtime {
+
+// Where a transport keeps what its BitwiseAndPostingInput left readable (shared memory: each
+// member's half of the held round; TCP: the gathered blocks): for each member, an 8-byte
+// length, then that many bytes of its input.
+class PostedSource {
+ public:
+  virtual ~PostedSource() = default;
+  // False once any other call on the transport's communicator ended the posting round.
+  virtual bool open() const = 0;
+  // Member k's block: its length word, then its input.
+  virtual const char* block(int k) const = 0;
+  virtual void Abort() = 0;
+};
+
+// The communicator Communicator::posted_inputs() returns (communicator.h): its single-tensor
+// collectives compute this member's result from every member's posted input, without a round,
+// in the same rank order as the transports' own small collectives (allreduce and reduce-scatter
+// reduce member 0's input, then 1's, ...). A member that posted less than a call needs is
+// kInternal naming both sizes: the members disagreed on what was posted, which the controller's
+// shared state rules out. `name` is the timeline's ("SHM_EAGER": SHM_EAGER_ALLGATHER), `prefix`
+// the transport's in messages ("shm").
+class PostedInputs final : public Communicator {
+ public:
+  PostedInputs(const char* name, const char* prefix, int rank, int size, PostedSource* source)
+      : name_(name), prefix_(prefix), rank_(rank), size_(size), source_(source) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* name() const override { return name_; }
+
+  Status GatherBytes(const std::string&, int, std::vector<std::string>*) override {
+    return Refuse("gather");
+  }
+  Status BroadcastBytes(std::string*, int) override { return Refuse("broadcast of bytes"); }
+  Status BitwiseAnd(std::vector<uint64_t>*) override { return Refuse("bitwise and"); }
+  Status BitwiseOr(std::vector<uint64_t>*) override { return Refuse("bitwise or"); }
+  Status Barrier() override { return Refuse("barrier"); }
+  Status Alltoallv(const void*, const std::vector<int64_t>&, void*,
+                   const std::vector<int64_t>&) override {
+    return Refuse("alltoall with splits");
+  }
+  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
+  Status Broadcast(void* buffer, int64_t bytes, int root) override;
+  // Member k sends recv_bytes[k] to every member: its piece for member j starts at
+  // j * recv_bytes[k] of its input, which holds size() pieces.
+  Status AlltoallvAgreed(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                         const std::vector<int64_t>& recv_bytes, int64_t max_piece) override;
+  Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
+                       DataType dtype, ReduceOp op) override;
+  void Abort() override { source_->Abort(); }
+
+ private:
+  std::string What(const char* op) const;
+  Status Refuse(const char* op) const;
+  // Member k's posted input, which must hold at least `need` bytes.
+  Status Input(int k, size_t need, const char** data) const;
+
+  const char* const name_;
+  const char* const prefix_;
+  const int rank_;
+  const int size_;
+  PostedSource* const source_;
+};
+
+}  // namespace hvd::runtime
+
+#endif  // HVD_RUNTIME_TRANSPORTS_POSTED_INPUTS_H_

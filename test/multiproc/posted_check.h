@@ -1,0 +1,21 @@
+#ifndef HVD_TEST_MULTIPROC_POSTED_CHECK_H_
+#define HVD_TEST_MULTIPROC_POSTED_CHECK_H_
+
+#include "runtime/transports/communicator.h"
+
+namespace hvd::test {
+
+// For a communicator that can post inputs with the AND round (controller.h, "Eager"), in a
+// forked rank: the words are ANDed, and posted_inputs() computes each single-tensor collective
+// from every member's posted input as the transport's rounds would (allreduce and
+// reduce-scatter in rank order: the seeded_values reference), with sizes that differ between
+// members. Then its refusals: a call after the round ended, a member that posted less than a
+// call needs or nothing at all (kInternal, naming both sizes), a posted size over
+// max_posted_bytes or a list of sizes of the wrong length (kInvalidArgument on every member);
+// the communicator keeps working after each. `offered`: what posts_inputs() must say. Returns
+// 0, or prints the first failure and returns 1.
+int CheckPostedInputs(runtime::Communicator& comm, bool offered);
+
+}  // namespace hvd::test
+
+#endif  // HVD_TEST_MULTIPROC_POSTED_CHECK_H_

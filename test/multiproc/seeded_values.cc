@@ -1,0 +1,75 @@
+#include "test/multiproc/seeded_values.h"
+
+#include <random>
+
+#include "runtime/transports/reduction.h"
+
+namespace hvd::test {
+
+using runtime::DataType;
+using runtime::ReduceOp;
+
+std::vector<char> Input(DataType dtype, int64_t count, int rank, uint32_t seed) {
+  std::mt19937 gen(seed * 7919u + static_cast<uint32_t>(rank) * 104729u + 17u);
+  std::uniform_int_distribution<int> small(-3, 3);
+  std::uniform_real_distribution<double> real(-2.0, 2.0);
+  const size_t elem = runtime::DataTypeSize(dtype);
+  std::vector<char> out(static_cast<size_t>(count) * elem);
+  for (int64_t i = 0; i < count; ++i) {
+    char* p = out.data() + i * elem;
+    const int s = small(gen);
+    const double r = real(gen);
+    switch (dtype) {
+      case DataType::kUInt8:
+        *reinterpret_cast<uint8_t*>(p) = static_cast<uint8_t>(s + 3);
+        break;
+      case DataType::kInt8:
+        *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(s);
+        break;
+      case DataType::kUInt16:
+        *reinterpret_cast<uint16_t*>(p) = static_cast<uint16_t>(s + 3);
+        break;
+      case DataType::kInt16:
+        *reinterpret_cast<int16_t*>(p) = static_cast<int16_t>(s);
+        break;
+      case DataType::kInt32:
+        *reinterpret_cast<int32_t*>(p) = s;
+        break;
+      case DataType::kInt64:
+        *reinterpret_cast<int64_t*>(p) = s;
+        break;
+      case DataType::kFloat16:
+        *reinterpret_cast<uint16_t*>(p) = runtime::FloatToHalf(static_cast<float>(r));
+        break;
+      case DataType::kBFloat16:
+        *reinterpret_cast<uint16_t*>(p) = runtime::FloatToBFloat16(static_cast<float>(r));
+        break;
+      case DataType::kFloat32:
+        *reinterpret_cast<float*>(p) = static_cast<float>(r);
+        break;
+      case DataType::kFloat64:
+        *reinterpret_cast<double*>(p) = r;
+        break;
+      case DataType::kBool:
+        *reinterpret_cast<uint8_t*>(p) = s > 0 ? 1 : 0;
+        break;
+    }
+  }
+  return out;
+}
+
+std::vector<char> Expected(DataType dtype, ReduceOp op, int64_t count, int n, uint32_t seed) {
+  std::vector<char> acc = Input(dtype, count, 0, seed);
+  for (int k = 1; k < n; ++k) {
+    std::vector<char> in = Input(dtype, count, k, seed);
+    runtime::ReduceInto(acc.data(), in.data(), count, dtype, op);
+  }
+  return acc;
+}
+
+std::string Case(DataType dtype, ReduceOp op, int64_t count) {
+  return std::string(runtime::DataTypeName(dtype)) + " " + runtime::ReduceOpName(op) + " x" +
+         std::to_string(count);
+}
+
+}  // namespace hvd::test

@@ -1,0 +1,24 @@
+#ifndef HVD_TEST_MULTIPROC_SEEDED_VALUES_H_
+#define HVD_TEST_MULTIPROC_SEEDED_VALUES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/transports/data_type.h"
+
+namespace hvd::test {
+
+// Deterministic input of `rank` for one case (`seed`): small values, so products and sums stay
+// exact for integers, and random fractions for floats (order-sensitive sums).
+std::vector<char> Input(runtime::DataType dtype, int64_t count, int rank, uint32_t seed);
+// The inputs of ranks 0..n-1 reduced in rank order: the bits a transport that reduces in rank
+// order must give.
+std::vector<char> Expected(runtime::DataType dtype, runtime::ReduceOp op, int64_t count, int n,
+                           uint32_t seed);
+// "float32 sum x1000", for messages.
+std::string Case(runtime::DataType dtype, runtime::ReduceOp op, int64_t count);
+
+}  // namespace hvd::test
+
+#endif  // HVD_TEST_MULTIPROC_SEEDED_VALUES_H_
