@@ -19,18 +19,15 @@
 #              shared-memory BTL cannot run here (the namespace hosts share /dev/shm and one
 #              kernel host name, so vader's segments collide), so within a host MPI uses TCP
 #              over loopback: on 2x2 this favours hvd; 2x1 is network only, like for like.
-#              When the layout has more ranks than this machine has CPUs (2x2 and 4x1 here:
-#              the namespace hosts share its CPUs, which mpirun cannot see), MPI runs with
-#              --mca mpi_yield_when_idle 1, what mpirun sets itself when it knows it is
-#              oversubscribed: its busy polling otherwise stalls the ranks sharing a CPU
-#              (4x1, 4 KiB: 6.1 ms spinning against 93-97 us yielding, 2026-11-23). hvd
-#              counts the ranks per machine by boot id and yields too (docs/runtime.md).
+#              With more ranks than this machine has CPUs (2x2 and 4x1 here) MPI yields
+#              (hosts_common.sh, mpi_yield).
 # Prints time per op (median round, max over ranks) and MPI/hvd ratios (> 1: hvd faster).
 #
 # TCP congestion control: hvd's data connections replace a BBR default by cubic
 # (HVD_TCP_CONGESTION=auto, docs/runtime.md); Open MPI keeps the kernel's default. CC=cubic (any
 # name the kernel has) makes it the hosts' default for the run, so both sides use it (the
-# name is added to net.ipv4.tcp_allowed_congestion_control meanwhile and that list restored).
+# name is added to net.ipv4.tcp_allowed_congestion_control meanwhile and that list restored;
+# hosts_common.sh).
 #
 # Link speed: the veths move data at memory speed, so sending the same bytes twice costs little
 # here. RATE=1gbit (any tc rate) shapes every host's link in both directions with a token
@@ -49,24 +46,17 @@ sizes=4096,65536,1048576,16777216,67108864
 many=100x16384
 out=${OUT:-$(mktemp -d /tmp/hvd-compare-hosts.XXXXXX)}
 mkdir -p "$out"
-state=/run/hvd-cluster
 [ -x "$hvdrun" ] || { echo "no hvdrun at $hvdrun" >&2; exit 2; }
 [ -x "$bench" ] || { echo "no hvd-bench at $bench" >&2; exit 2; }
+. "$here/hosts_common.sh"
 
 mpi="$out/mpi_allreduce"
 mpicc -O2 -o "$mpi" "$here/mpi_allreduce.c"
-ssh_args="-i $state/id_ed25519 --ssh-known-hosts $state/known_hosts"
-mpi_net="--mca btl self,tcp --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24"
-mpi_rsh="-i $state/id_ed25519 -o UserKnownHostsFile=$state/known_hosts"
 
 run_all() {
   rep=$1
-  for layout in "2x1 2 hvd-h1:1,hvd-h2:1" "2x2 4 hvd-h1:2,hvd-h2:2" \
-    "4x1 4 hvd-h1:1,hvd-h2:1,hvd-h3:1,hvd-h4:1"; do
-    key=${layout%% *}
-    layout=${layout#* }
-    n=${layout%% *}
-    hosts=${layout#* }
+  for layout in $layouts; do
+    layout_fields "$layout"
     echo "$key ($hosts), run $rep: hvd" >&2
     # shellcheck disable=SC2086
     "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --sizes "$sizes" --rounds "$rounds" > "$out/hvd_${key}_$rep.txt"
@@ -77,45 +67,26 @@ run_all() {
       "$hvdrun" -np "$n" -H "$hosts" $ssh_args --no-hierarchical-allreduce "$bench" --many "$many" --rounds "$rounds" > "$out/flat_many_${key}_$rep.txt"
     fi
     echo "$key: MPI" >&2
-    yield=""
-    [ "$n" -gt "$(nproc)" ] && yield="--mca mpi_yield_when_idle 1"
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2046,SC2086
     mpirun --allow-run-as-root -np "$n" -H "$hosts" --bind-to none --map-by slot --mca pml ob1 \
-      --mca plm_rsh_args "$mpi_rsh" $mpi_net $yield "$mpi" "$rounds" "$sizes" > "$out/mpi_${key}_$rep.txt"
+      --mca plm_rsh_args "$mpi_rsh" $mpi_net $(mpi_yield "$n") "$mpi" "$rounds" "$sizes" > "$out/mpi_${key}_$rep.txt"
+    # shellcheck disable=SC2046,SC2086
     mpirun --allow-run-as-root -np "$n" -H "$hosts" --bind-to none --map-by slot --mca pml ob1 \
-      --mca plm_rsh_args "$mpi_rsh" $mpi_net $yield "$mpi" "$rounds" many "$many" > "$out/mpi_many_${key}_$rep.txt"
+      --mca plm_rsh_args "$mpi_rsh" $mpi_net $(mpi_yield "$n") "$mpi" "$rounds" many "$many" > "$out/mpi_many_${key}_$rep.txt"
   done
 }
 
-(
-  flock 9
-  "$root/scripts/cluster/up.sh" 4 > "$out/cluster.log"
-  allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
-  trap '"$root/scripts/cluster/down.sh" >> "$out/cluster.log" 2>&1; sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed"' EXIT
-  if [ -n "${CC:-}" ]; then
-    sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed $CC"
-    for ns in hvd-h1 hvd-h2 hvd-h3 hvd-h4; do ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$CC"; done
-  fi
-  link="unlimited veths"
-  if [ -n "${RATE:-}" ]; then
-    # The hosts' own ends (their egress) and the bridge's ends (their ingress); the links go
-    # with the cluster at exit.
-    for i in 1 2 3 4; do
-      ip netns exec "hvd-h$i" tc qdisc replace dev eth0 root tbf rate "$RATE" burst "${RATE_BURST:-32kb}" latency 20ms
-      tc qdisc replace dev "hvd-v$i" root tbf rate "$RATE" burst "${RATE_BURST:-32kb}" latency 20ms
-    done
-    link="links shaped to $RATE each way (tc tbf, burst ${RATE_BURST:-32kb})"
-  fi
-  cc=$(ip netns exec hvd-h1 cat /proc/sys/net/ipv4/tcp_congestion_control)
-  echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), 4 netns hosts, $link, unbound, hosts' TCP congestion control $cc" > "$out/header.txt"
+run_repeats() {
   rep=1
   while [ "$rep" -le "$repeats" ]; do
     run_all "$rep"
     rep=$((rep + 1))
   done
-  [ "$repeats" -gt 1 ] && echo "# every cell: the median of $repeats runs of the whole pass (sides alternating)" >> "$out/header.txt"
-  true
-) 9> /tmp/hvd-global.lock
+  if [ "$repeats" -gt 1 ]; then
+    echo "# every cell: the median of $repeats runs of the whole pass (sides alternating)" >> "$out/header.txt"
+  fi
+}
+with_cluster run_repeats
 
 /usr/bin/python3 - "$out" "$here" "$repeats" <<'PY'
 import sys

@@ -1,0 +1,59 @@
+# hosts_common.sh - sourced by compare_allreduce_hosts.sh and compare_collectives_hosts.sh (POSIX
+# sh): the netns test cluster those benchmarks run on, and how each side reaches it. Expects
+# `root` (the repository) and `out` (the raw outputs' folder); sets state, ssh_args (hvdrun's),
+# mpi_net and mpi_rsh (mpirun's), layouts (layout_fields), and defines
+#   with_cluster CMD...   runs CMD under /tmp/hvd-global.lock (the cluster is machine-wide)
+#                         with scripts/cluster/up.sh 4 brought up and torn down around it, the
+#                         hosts' TCP congestion control set to $CC and their links shaped to
+#                         $RATE for the run when given, and the header's first line written to
+#                         $out/header.txt
+#   mpi_yield N           mpirun's flags for N ranks on this machine's CPUs
+state=/run/hvd-cluster
+ssh_args="-i $state/id_ed25519 --ssh-known-hosts $state/known_hosts"
+mpi_net="--mca btl self,tcp --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24"
+mpi_rsh="-i $state/id_ed25519 -o UserKnownHostsFile=$state/known_hosts"
+# KEY/RANKS/HOSTS, one per layout (layout_fields splits one).
+layouts="2x1/2/hvd-h1:1,hvd-h2:1 2x2/4/hvd-h1:2,hvd-h2:2 4x1/4/hvd-h1:1,hvd-h2:1,hvd-h3:1,hvd-h4:1"
+
+# layout_fields LAYOUT: sets key, n and hosts.
+layout_fields() {
+  key=${1%%/*}
+  n=${1#*/}
+  hosts=${n#*/}
+  n=${n%%/*}
+}
+
+# When the layout has more ranks than this machine has CPUs (the namespace hosts share its
+# CPUs, which mpirun cannot see), MPI runs with --mca mpi_yield_when_idle 1, what mpirun sets
+# itself when it knows it is oversubscribed: its busy polling otherwise stalls the ranks sharing
+# a CPU (4x1, 4 KiB allreduce: 6.1 ms spinning against 93-97 us yielding, 2026-11-23). hvd
+# counts the ranks per machine by boot id and yields too (docs/runtime.md).
+mpi_yield() {
+  if [ "$1" -gt "$(nproc)" ]; then echo "--mca mpi_yield_when_idle 1"; fi
+}
+
+with_cluster() {
+  (
+    flock 9
+    "$root/scripts/cluster/up.sh" 4 > "$out/cluster.log"
+    allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+    trap '"$root/scripts/cluster/down.sh" >> "$out/cluster.log" 2>&1; sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed"' EXIT
+    if [ -n "${CC:-}" ]; then
+      sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed $CC"
+      for ns in hvd-h1 hvd-h2 hvd-h3 hvd-h4; do ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$CC"; done
+    fi
+    link="unlimited veths"
+    if [ -n "${RATE:-}" ]; then
+      # The hosts' own ends (their egress) and the bridge's ends (their ingress); the links go
+      # with the cluster at exit.
+      for i in 1 2 3 4; do
+        ip netns exec "hvd-h$i" tc qdisc replace dev eth0 root tbf rate "$RATE" burst "${RATE_BURST:-32kb}" latency 20ms
+        tc qdisc replace dev "hvd-v$i" root tbf rate "$RATE" burst "${RATE_BURST:-32kb}" latency 20ms
+      done
+      link="links shaped to $RATE each way (tc tbf, burst ${RATE_BURST:-32kb})"
+    fi
+    cc=$(ip netns exec hvd-h1 cat /proc/sys/net/ipv4/tcp_congestion_control)
+    echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), 4 netns hosts, $link, unbound, hosts' TCP congestion control $cc" > "$out/header.txt"
+    "$@"
+  ) 9> /tmp/hvd-global.lock
+}
