@@ -300,7 +300,7 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
       executed += fused_.size();
     }
     // Nothing to learn where no op can be eager (eager_bit_ stays kNoEager).
-    if (eager_capable_) LearnEager(executed, lone, result.any_pending);
+    if (eager_capable_) HVD_RETURN_IF_ERROR(LearnEager(executed, lone, result.any_pending));
   } else {
     eager_bit_ = last_lone_ = kNoEager;  // the slow path may change the cache
     if (any_joined) {  // hits cannot become common while a rank has joined: send them all
@@ -321,23 +321,24 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
   return result;
 }
 
-void Controller::LearnEager(size_t executed, uint32_t lone, bool any_pending) {
+Status Controller::LearnEager(size_t executed, uint32_t lone, bool any_pending) {
   if (executed == 1 && lone == kNoEager && hit_list_.size() == 1) lone = hit_list_[0];
   // The same decision on every member: the same hits were executed everywhere, and the
   // agreed word is the same. A cycle in which no member had anything pending disarms it, so
   // an idle job's rounds (every 1-16 ms) carry b's bytes once, not forever.
   if (executed == 1 && lone != kNoEager) {
-    eager_bit_ = NoteLone(lone);
+    HVD_ASSIGN_OR_RETURN(eager_bit_, NoteLone(lone));
   } else if (executed > 0) {
     // Several tensors ran (fused or not): the lone op that follows is learnt as the
     // successor of "several", e.g. a loss allreduced after each step's gradients.
-    eager_bit_ = NoteLone(SeveralSlot());
+    HVD_ASSIGN_OR_RETURN(eager_bit_, NoteLone(SeveralSlot()));
   } else if (!any_pending) {
     eager_bit_ = kNoEager;
   }
+  return Status::OK();
 }
 
-uint32_t Controller::NoteLone(uint32_t lone) {
+Result<uint32_t> Controller::NoteLone(uint32_t lone) {
   if (last_lone_ < next_lone_.size()) {
     Successor& s = next_lone_[last_lone_];
     s.confirmed = s.bit == lone;
@@ -346,7 +347,9 @@ uint32_t Controller::NoteLone(uint32_t lone) {
   last_lone_ = lone;
   if (lone >= next_lone_.size()) return kNoEager;
   const Successor& next = next_lone_[lone];
-  return next.confirmed && EagerEligible(next.bit) ? next.bit : kNoEager;
+  if (!next.confirmed) return kNoEager;
+  HVD_ASSIGN_OR_RETURN(const bool eligible, EagerEligible(next.bit));
+  return eligible ? next.bit : kNoEager;
 }
 
 int64_t Controller::EagerInputBytes(const Response& r) {
@@ -397,7 +400,7 @@ int64_t Controller::PostedSurplusBytes(const Response& r, int members) {
   return (members - 1) * (bytes - bytes / members);
 }
 
-bool Controller::EagerEligible(uint32_t bit) const {
+Result<bool> Controller::EagerEligible(uint32_t bit) {
   if (bit == kNoEager || config_.eager_allreduce_bytes <= 0 || !cache_.Has(bit)) return false;
   const Response& r = cache_.Get(bit);
   const int64_t bytes = EagerInputBytes(r);
@@ -405,7 +408,10 @@ bool Controller::EagerEligible(uint32_t bit) const {
   // An allreduce rides the reduced tail where there is one (Agree), else by posting, whose
   // surplus the communicator bounds.
   if (r.type == OpType::kAllreduce && ands_) return true;
-  return posts_ && PostedSurplusBytes(r, comm_->size()) <= comm_->max_posted_surplus_bytes();
+  if (!posts_) return false;
+  const int64_t surplus = PostedSurplusBytes(r, comm_->size());
+  HVD_ASSIGN_OR_RETURN(const int64_t limit, comm_->PostedSurplusLimit(surplus));
+  return surplus <= limit;
 }
 
 Result<ResponseList> Controller::Negotiate(bool request_shutdown) {

@@ -96,7 +96,7 @@ struct CycleResult {
 // with what every member posts, PostedBytes), and a common b runs its ordinary executor code
 // against posted_inputs(), which computes the result from the posted inputs without a round. A
 // transport that has both (TCP) keeps the reduced tail for an allreduce (Agree picks per op). An
-// op that would post more than the communicator's max_posted_surplus_bytes beyond what it moves
+// op that would post more than the communicator's PostedSurplusLimit beyond what it moves
 // (PostedSurplusBytes: an alltoall's or reducescatter's whole input to every member) is not
 // eager there. An OR round in the same cycle ends the posting round, so b then runs as an
 // ordinary hit.
@@ -154,14 +154,15 @@ class Controller {
   Result<uint64_t> Agree(bool request_shutdown);
   // Fills hits_ (and hit_list_) with the cached responses of the common bits, in bit order.
   void TakeCommonHits();
-  // Whether cache bit `bit` may ride the next cycles' AND round (see "Eager" above).
-  bool EagerEligible(uint32_t bit) const;
+  // Whether cache bit `bit` may ride the next cycles' AND round (see "Eager" above). May run a
+  // collective (Communicator::PostedSurplusLimit): every member asks at the same point.
+  Result<bool> EagerEligible(uint32_t bit);
   // After a fast-path cycle that executed `executed` responses (`lone`: the eager one's bit, or
   // kNoEager): sets eager_bit_ for the next cycle.
-  void LearnEager(size_t executed, uint32_t lone, bool any_pending);
+  Status LearnEager(size_t executed, uint32_t lone, bool any_pending);
   // Notes that a fast-path cycle executed the cache bit `slot` alone, or several tensors
   // (SeveralSlot()), after last_lone_; returns the bit to be eager for next (kNoEager: none).
-  uint32_t NoteLone(uint32_t slot);
+  Result<uint32_t> NoteLone(uint32_t slot);
   uint32_t SeveralSlot() const { return static_cast<uint32_t>(next_lone_.size() - 1); }
   Result<ResponseList> Negotiate(bool request_shutdown);
   ResponseList CoordinateLocked(const std::vector<std::string>& lists, bool* malformed);
@@ -180,7 +181,7 @@ class Controller {
   // takes.
   static void PostedBytes(const Response& r, int members, std::vector<int64_t>* out);
   // The bytes each member posts for `r` beyond what the op moves to the others (bounded by
-  // Communicator::max_posted_surplus_bytes): an alltoall, reducescatter or allreduce posts its
+  // Communicator::PostedSurplusLimit): an alltoall, reducescatter or allreduce posts its
   // whole input to each of the other members, which use 1/members of it; 0 for an allgather or
   // a broadcast, whose members use all they get.
   static int64_t PostedSurplusBytes(const Response& r, int members);

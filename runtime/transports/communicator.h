@@ -104,12 +104,17 @@ class Communicator {
   }
   virtual Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
                                         std::span<const int64_t> posted_bytes);
-  // The most bytes a member may post beyond what the op itself moves to the others, the same on
-  // every member: an alltoall, reducescatter or allreduce posts its whole input to every member,
-  // which uses 1/size of it (Controller::PostedSurplusBytes). Unlimited where posting is a
-  // memory copy; on a network the surplus must stay within what a slow link carries in about
-  // the round that posting saves.
-  virtual int64_t max_posted_surplus_bytes() const { return INT64_MAX; }
+  // The most bytes a member may post beyond what the op itself moves to the others, asked for
+  // an op that would post `surplus` such bytes (an alltoall, reducescatter or allreduce posts
+  // its whole input to every member, which uses 1/size of it: Controller::PostedSurplusBytes).
+  // Every member calls it at the same point of the same sequence of calls and gets the same
+  // answer; it may run a collective to learn it (hvd's TCP measures its links once). Unlimited
+  // where posting is a memory copy; on a network about what the links carry in the round that
+  // posting saves.
+  virtual Result<int64_t> PostedSurplusLimit(int64_t surplus) {
+    (void)surplus;
+    return INT64_MAX;
+  }
   // After BitwiseAndPostingInput, until the next call on this communicator: a communicator of
   // the same members whose single-tensor collectives (Allreduce, Allgatherv, Broadcast,
   // ReduceScatter, an AlltoallvAgreed in which each member sends the same bytes to every

@@ -76,7 +76,9 @@ class HierarchicalCommunicator final : public Communicator {
   // against 85-108 us (the hierarchy's own within the host and then a slice per cross group).
   bool posts_inputs() const override { return flat_->posts_inputs(); }
   size_t max_posted_bytes(size_t words) const override { return flat_->max_posted_bytes(words); }
-  int64_t max_posted_surplus_bytes() const override { return flat_->max_posted_surplus_bytes(); }
+  Result<int64_t> PostedSurplusLimit(int64_t surplus) override {
+    return flat_->PostedSurplusLimit(surplus);
+  }
   Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
                                 std::span<const int64_t> posted_bytes) override {
     return Step(flat_->BitwiseAndPostingInput(words, input, posted_bytes));

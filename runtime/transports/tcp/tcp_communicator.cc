@@ -45,12 +45,14 @@ constexpr size_t kProbeFromBytes = size_t{8} << 10;
 constexpr double kHalvingMargin = 1.1;
 // Broadcasts and allgathers moving at most this many bytes per rank go direct.
 constexpr size_t kDirectMoveBytes = size_t{256} << 10;
-// The most bytes a member posts beyond what its op moves (Communicator::
-// max_posted_surplus_bytes): about what a 1 Gbit/s link carries in the ~100 us round that
-// posting saves. Measured on the netns cluster with the links shaped to 1 Gbit/s, 4 hosts x 1
-// rank, 2026-11-25 (posting against HVD_EAGER_ALLREDUCE_BYTES=0): a 4 KiB alltoall (9 KiB
-// surplus) 106-137 against 158-193 us, but 16 KiB (36 KiB surplus) 553-621 against 161-198 us
-// and 32 KiB 1.9 against 0.24 ms; reducescatter alike.
+// Posting's surplus (Communicator::PostedSurplusLimit): a member may post this many bytes
+// beyond what its op moves without a measurement, about what a 1 Gbit/s link carries in the
+// ~100 us round that posting saves; beyond it, as many as the group's measured links carry in
+// the doubling AND round's time (ProbeNetwork; groups of 4 or more). Measured on the netns
+// cluster, 4 hosts x 1 rank, 2026-11-25 (posting against HVD_EAGER_ALLREDUCE_BYTES=0): with
+// the links shaped to 1 Gbit/s a 4 KiB alltoall (9 KiB surplus) 106-137 against 158-193 us,
+// but 16 KiB (36 KiB surplus) 553-621 against 161-198 us and 32 KiB 1.9 against 0.24 ms,
+// reducescatter alike; on the unshaped veths 16 KiB posted 106-133 against ~200 us.
 constexpr int64_t kPostedSurplusBytes = int64_t{12} << 10;
 
 TcpReducer BitwiseReducer(bool is_and) {
@@ -169,7 +171,7 @@ class TcpCommunicator final : public Communicator {
   // BitwiseAndWithAllreduce, which reduces on the way instead of gathering every input.)
   bool posts_inputs() const override { return size_ > 1; }
   size_t max_posted_bytes(size_t) const override { return kDirectMoveBytes; }
-  int64_t max_posted_surplus_bytes() const override { return kPostedSurplusBytes; }
+  Result<int64_t> PostedSurplusLimit(int64_t surplus) override;
   Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
                                 std::span<const int64_t> posted_bytes) override;
   Communicator* posted_inputs() override { return &posted_; }
@@ -230,17 +232,22 @@ class TcpCommunicator final : public Communicator {
   }
 
   // Measures this group's round time and time per byte with doubling allreduces of one word
-  // and of the largest doubling message, agrees on the slowest member's figures, and sets
-  // halving_from_ to where halving-doubling's model time drops below doubling's.
+  // and of the largest doubling message and agrees on the slowest member's figures (once:
+  // round_s_, byte_s_), then sets halving_from_ to where halving-doubling's model time drops
+  // below doubling's.
   Status ProbeNetwork(const TcpWhat& w);
+  Status MeasureNetwork(const TcpWhat& w);
 
   static constexpr size_t kNever = ~size_t{0};
   const int rank_;
   const int size_;
   size_t doubling_rounds_ = 0;  // log2 of the largest power of two <= size_
   const std::chrono::milliseconds timeout_;
-  bool probed_;          // halving_from_ is decided (given, or measured)
-  size_t halving_from_;  // doubling's messages of at least this many bytes take halving-doubling
+  bool probed_;            // halving_from_ is decided (given, or measured)
+  bool measured_ = false;  // round_s_ and byte_s_ are measured (0 where they cannot be)
+  double round_s_ = 0;     // a doubling round's time, the slowest member's
+  double byte_s_ = 0;      // the time a byte adds to a doubling round, the slowest member's
+  size_t halving_from_;    // doubling's messages of at least this many bytes take halving-doubling
   std::unique_ptr<TcpTransport> transport_;
   TcpAlgorithms algo_;
   Status broken_;                   // first failure; touched only by the calling thread
@@ -285,10 +292,11 @@ Status TcpCommunicator::Guard(const TcpWhat& what, Body&& body) {
   return st;
 }
 
-Status TcpCommunicator::ProbeNetwork(const TcpWhat& w) {
+Status TcpCommunicator::MeasureNetwork(const TcpWhat& w) {
   using Clock = std::chrono::steady_clock;
-  probed_ = true;
-  if (doubling_rounds_ < 2) return Status::OK();  // 2 or 3 ranks: nothing to save (p = 2)
+  if (measured_) return Status::OK();
+  measured_ = true;
+  if (doubling_rounds_ < 2) return Status::OK();  // 2 or 3 ranks: not measured
   const TcpReducer any = BitwiseReducer(/*is_and=*/false);
   // The median of 5 timed doubling allreduces of `bytes` (typical, not best-case, rounds).
   auto typical = [&](char* buf, size_t bytes, double* seconds) -> Status {
@@ -315,6 +323,18 @@ Status TcpCommunicator::ProbeNetwork(const TcpWhat& w) {
   HVD_RETURN_IF_ERROR(
       algo_.DoublingAllreduce(reinterpret_cast<char*>(figures), sizeof(figures),
                               ElementwiseReducer(DataType::kFloat64, ReduceOp::kMax), w));
+  round_s_ = figures[0];
+  byte_s_ = figures[1];
+  HVD_LOG_DEBUG("tcp group of {}: a round {:.1f} us, {:.3f} ns a byte", size_, round_s_ * 1e6,
+                byte_s_ * 1e9);
+  return Status::OK();
+}
+
+Status TcpCommunicator::ProbeNetwork(const TcpWhat& w) {
+  probed_ = true;
+  if (doubling_rounds_ < 2) return Status::OK();  // 2 or 3 ranks: nothing to save (p = 2)
+  HVD_RETURN_IF_ERROR(MeasureNetwork(w));
+  const double rounds = static_cast<double>(doubling_rounds_);
   // doubling(B) = L (t + B b); halving-doubling(B) = 2 L t + c B b with c = 2 (p - 1) / p.
   // Halving-doubling is taken where doubling(B) > m halving-doubling(B), m = kHalvingMargin:
   // B > L t (2m - 1) / (b (L - m c)). The margin covers what the model leaves out (a
@@ -322,14 +342,21 @@ Status TcpCommunicator::ProbeNetwork(const TcpWhat& w) {
   const double p = static_cast<double>(int64_t{1} << doubling_rounds_);
   const double m = kHalvingMargin;
   const double saving = rounds - m * 2.0 * (p - 1.0) / p;
-  const double from = saving > 0 && figures[1] > 0
-                          ? rounds * figures[0] * (2 * m - 1) / (figures[1] * saving)
-                          : 1e30;
+  const double from =
+      saving > 0 && byte_s_ > 0 ? rounds * round_s_ * (2 * m - 1) / (byte_s_ * saving) : 1e30;
   halving_from_ = from < 1e18 ? static_cast<size_t>(std::ceil(from)) : kNever;
-  HVD_LOG_DEBUG("tcp group of {}: a round {:.1f} us, {:.3f} ns a byte: halving-doubling from {}",
-                size_, figures[0] * 1e6, figures[1] * 1e9,
+  HVD_LOG_DEBUG("tcp group of {}: halving-doubling from {}", size_,
                 halving_from_ == kNever ? std::string("never") : std::to_string(halving_from_));
   return Status::OK();
+}
+
+Result<int64_t> TcpCommunicator::PostedSurplusLimit(int64_t surplus) {
+  if (surplus <= kPostedSurplusBytes || doubling_rounds_ < 2) return kPostedSurplusBytes;
+  HVD_RETURN_IF_ERROR(Guard("network probe", [&](const TcpWhat& w) { return MeasureNetwork(w); }));
+  // Posting saves the AND round, doubling_rounds_ rounds; its surplus costs byte_s_ a byte.
+  const double carried = byte_s_ > 0 ? static_cast<double>(doubling_rounds_) * round_s_ / byte_s_
+                                     : static_cast<double>(kPostedSurplusBytes);
+  return std::max(kPostedSurplusBytes, static_cast<int64_t>(std::min(carried, 1e15)));
 }
 
 Status TcpCommunicator::Reduce(char* buf, int64_t count, const TcpReducer& red, const TcpWhat& w) {

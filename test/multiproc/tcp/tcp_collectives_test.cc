@@ -320,6 +320,42 @@ TEST_P(TcpCollectives, CollectivesFromPostedInputs) {
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
 }
 
+// Posting's surplus bound (Communicator::PostedSurplusLimit): 12 KiB without a measurement,
+// and all a group of 2 or 3 allows; a group of 4 or more measures its links for a larger
+// surplus, once, giving every member the same answer, and works on after it.
+int CheckPostedSurplusLimit(Communicator& comm) {
+  constexpr int64_t kUnmeasured = int64_t{12} << 10;
+  auto small = comm.PostedSurplusLimit(4096);
+  CHILD_OK(small.status());
+  CHILD_CHECK(*small == kUnmeasured, "4 KiB asked: %lld", static_cast<long long>(*small));
+  int64_t limits[2];
+  for (int64_t& limit : limits) {
+    auto asked = comm.PostedSurplusLimit(int64_t{1} << 20);
+    CHILD_OK(asked.status());
+    limit = *asked;
+  }
+  const long long first = limits[0];
+  if (comm.size() < 4) {
+    CHILD_CHECK(first == kUnmeasured, "1 MiB asked of %d members: %lld", comm.size(), first);
+  } else {
+    CHILD_CHECK(first >= kUnmeasured, "1 MiB asked of %d members: %lld", comm.size(), first);
+  }
+  CHILD_CHECK(limits[1] == first, "asked again: %lld, then %lld", first,
+              static_cast<long long>(limits[1]));
+  if (int rc = SameEverywhere(comm, limits, sizeof(limits), "the surplus limit")) return rc;
+  std::vector<float> v(1024, 1.0f);
+  CHILD_OK(comm.Allreduce(v.data(), 1024, DataType::kFloat32, ReduceOp::kSum));
+  CHILD_CHECK(v[0] == static_cast<float>(comm.size()), "allreduce after it: %f", v[0]);
+  return 0;
+}
+
+TEST_P(TcpCollectives, PostedSurplusLimitIsTheSameOnEveryMember) {
+  TcpJob job(TcpJobOptions(GetParam()));
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run(CheckPostedSurplusLimit);
+  EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
+}
+
 INSTANTIATE_TEST_SUITE_P(Sizes, TcpCollectives, ::testing::Values(2, 3, 4));
 
 // Posting in larger groups: 8 gathers by recursive doubling over three partners, 5 (not a power
@@ -329,7 +365,9 @@ class TcpPosting : public ::testing::TestWithParam<int> {};
 TEST_P(TcpPosting, CollectivesFromPostedInputs) {
   TcpJob job(TcpJobOptions(GetParam()));
   ASSERT_TRUE(job.error().empty()) << job.error();
-  auto outcomes = job.Run([](Communicator& comm) { return CheckPostedInputs(comm, true); });
+  auto outcomes = job.Run([](Communicator& comm) {
+    return CheckPostedInputs(comm, true) != 0 ? 1 : CheckPostedSurplusLimit(comm);
+  });
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
 }
 
