@@ -67,26 +67,12 @@ run_all() {
       "$hvdrun" -np "$n" -H "$hosts" $ssh_args --no-hierarchical-allreduce "$bench" --many "$many" --rounds "$rounds" > "$out/flat_many_${key}_$rep.txt"
     fi
     echo "$key: MPI" >&2
-    # shellcheck disable=SC2046,SC2086
-    mpirun --allow-run-as-root -np "$n" -H "$hosts" --bind-to none --map-by slot --mca pml ob1 \
-      --mca plm_rsh_args "$mpi_rsh" $mpi_net $(mpi_yield "$n") "$mpi" "$rounds" "$sizes" > "$out/mpi_${key}_$rep.txt"
-    # shellcheck disable=SC2046,SC2086
-    mpirun --allow-run-as-root -np "$n" -H "$hosts" --bind-to none --map-by slot --mca pml ob1 \
-      --mca plm_rsh_args "$mpi_rsh" $mpi_net $(mpi_yield "$n") "$mpi" "$rounds" many "$many" > "$out/mpi_many_${key}_$rep.txt"
+    mpi_side "$n" "$hosts" "$mpi" "$rounds" "$sizes" > "$out/mpi_${key}_$rep.txt"
+    mpi_side "$n" "$hosts" "$mpi" "$rounds" many "$many" > "$out/mpi_many_${key}_$rep.txt"
   done
 }
 
-run_repeats() {
-  rep=1
-  while [ "$rep" -le "$repeats" ]; do
-    run_all "$rep"
-    rep=$((rep + 1))
-  done
-  if [ "$repeats" -gt 1 ]; then
-    echo "# every cell: the median of $repeats runs of the whole pass (sides alternating)" >> "$out/header.txt"
-  fi
-}
-with_cluster run_repeats
+with_cluster run_passes "$repeats" ""
 
 /usr/bin/python3 - "$out" "$here" "$repeats" <<'PY'
 import sys

@@ -53,24 +53,12 @@ run_all() {
       echo "$key ($hosts) $op, run $rep" >&2
       # shellcheck disable=SC2086
       "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --op "$op" --sizes "$sizes" --rounds "$rounds" > "$out/hvd_${key}_${op}_$rep.txt"
-      # shellcheck disable=SC2046,SC2086
-      mpirun --allow-run-as-root -np "$n" -H "$hosts" --bind-to none --map-by slot --mca pml ob1 \
-        --mca plm_rsh_args "$mpi_rsh" $mpi_net $(mpi_yield "$n") "$mpi" "$op" reused "$sizes" > "$out/mpi_${key}_${op}_$rep.txt"
+      mpi_side "$n" "$hosts" "$mpi" "$op" reused "$sizes" > "$out/mpi_${key}_${op}_$rep.txt"
     done
   done
 }
 
-run_repeats() {
-  rep=1
-  while [ "$rep" -le "$repeats" ]; do
-    run_all "$rep"
-    rep=$((rep + 1))
-  done
-  if [ "$repeats" -gt 1 ]; then
-    echo "# every cell: the median of $repeats runs of the whole pass (sides alternating op by op)" >> "$out/header.txt"
-  fi
-}
-with_cluster run_repeats
+with_cluster run_passes "$repeats" "op by op"
 
 /usr/bin/python3 - "$out" "$here" "$repeats" "$sizes" "$ops" <<'PY'
 import sys

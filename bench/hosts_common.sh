@@ -8,6 +8,11 @@
 #                         $RATE for the run when given, and the header's first line written to
 #                         $out/header.txt
 #   mpi_yield N           mpirun's flags for N ranks on this machine's CPUs
+#   mpi_side N HOSTS CMD...  runs CMD's N ranks on HOSTS with mpirun, as the MPI side of every
+#                         layout runs (TCP on the cluster network, unbound, yielding as needed)
+#   run_passes R ORDER    runs the sourcing script's `run_all PASS` for passes 1..R, noting in
+#                         the header, when R > 1, that cells are medians (the sides alternating
+#                         ORDER)
 state=/run/hvd-cluster
 ssh_args="-i $state/id_ed25519 --ssh-known-hosts $state/known_hosts"
 mpi_net="--mca btl self,tcp --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24"
@@ -56,4 +61,24 @@ with_cluster() {
     echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), 4 netns hosts, $link, unbound, hosts' TCP congestion control $cc" > "$out/header.txt"
     "$@"
   ) 9> /tmp/hvd-global.lock
+}
+
+mpi_side() {
+  side_n=$1
+  side_hosts=$2
+  shift 2
+  # shellcheck disable=SC2046,SC2086
+  mpirun --allow-run-as-root -np "$side_n" -H "$side_hosts" --bind-to none --map-by slot --mca pml ob1 \
+    --mca plm_rsh_args "$mpi_rsh" $mpi_net $(mpi_yield "$side_n") "$@"
+}
+
+run_passes() {
+  pass=1
+  while [ "$pass" -le "$1" ]; do
+    run_all "$pass"
+    pass=$((pass + 1))
+  done
+  if [ "$1" -gt 1 ]; then
+    echo "# every cell: the median of $1 runs of the whole pass (sides alternating${2:+ $2})" >> "$out/header.txt"
+  fi
 }
