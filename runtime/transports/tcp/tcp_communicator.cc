@@ -48,7 +48,7 @@ constexpr size_t kDirectMoveBytes = size_t{256} << 10;
 // Posting's surplus (Communicator::PostedSurplusLimit): a member may post this many bytes
 // beyond what its op moves without a measurement, about what a 1 Gbit/s link carries in the
 // ~100 us round that posting saves; beyond it, as many as the group's measured links carry in
-// the doubling AND round's time (ProbeNetwork; groups of 4 or more). Measured on the netns
+// the doubling AND round's time (MeasureNetwork; groups of 4 or more). Measured on the netns
 // cluster, 4 hosts x 1 rank, 2026-11-25 (posting against HVD_EAGER_ALLREDUCE_BYTES=0): with
 // the links shaped to 1 Gbit/s a 4 KiB alltoall (9 KiB surplus) 106-137 against 158-193 us,
 // but 16 KiB (36 KiB surplus) 553-621 against 161-198 us and 32 KiB 1.9 against 0.24 ms,
