@@ -132,6 +132,15 @@ Status Communicator::BitwiseAndPostingInput(std::span<uint64_t> words, const voi
                                ": bitwise and posting an input is not supported");
 }
 
+Status Communicator::BitwiseAndPostingPieces(std::span<uint64_t> words, const void* input,
+                                             std::span<const int64_t> piece_bytes) {
+  (void)words;
+  (void)input;
+  (void)piece_bytes;
+  return Status::Unimplemented(std::string(name()) +
+                               ": bitwise and posting pieces of an input is not supported");
+}
+
 Status Communicator::ReduceScatter(const void* in, void* out,
                                    const std::vector<int64_t>& counts_per_rank, DataType dtype,
                                    ReduceOp op) {

@@ -115,6 +115,18 @@ class Communicator {
     (void)surplus;
     return INT64_MAX;
   }
+  // Posting piece by piece, for an op whose every member's input is cut at the same boundaries
+  // into size() pieces, piece j for member j, as an even alltoall of equal tensors and a
+  // reducescatter are: each member sends member j only piece j (piece_bytes[j] bytes, the list
+  // the same on every member), with its words, so nothing crosses that its receiver does not
+  // use (no surplus to bound: PostedSurplusLimit) and the round is one exchange with every
+  // peer. ANDs `words` as BitwiseAndPostingInput does; `input` null posts nothing (the pieces'
+  // posted lengths read 0). posted_inputs() then serves this member's pieces only: member k's
+  // input reads as bytes [o, o + piece_bytes[rank()]) of it, o the sum of the pieces before
+  // this member's, and any other read fails (kInternal). Sizes as BitwiseAndPostingInput's.
+  virtual bool posts_pieces() const { return false; }
+  virtual Status BitwiseAndPostingPieces(std::span<uint64_t> words, const void* input,
+                                         std::span<const int64_t> piece_bytes);
   // After BitwiseAndPostingInput, until the next call on this communicator: a communicator of
   // the same members whose single-tensor collectives (Allreduce, Allgatherv, Broadcast,
   // ReduceScatter, an AlltoallvAgreed in which each member sends the same bytes to every

@@ -59,8 +59,8 @@ Status PostedInputs::AlltoallvAgreed(const void*, const std::vector<int64_t>& se
   for (int k = 0; k < size_; ++k) {
     const size_t piece = static_cast<size_t>(recv_bytes[k]);
     const char* in = nullptr;
-    HVD_RETURN_IF_ERROR(Input(k, piece * static_cast<size_t>(size_), &in));
-    if (piece > 0) std::memcpy(to, in + static_cast<size_t>(rank_) * piece, piece);
+    HVD_RETURN_IF_ERROR(Range(k, static_cast<size_t>(rank_) * piece, piece, &in));
+    if (piece > 0) std::memcpy(to, in, piece);
     to += piece;
   }
   return Status::OK();
@@ -81,13 +81,14 @@ Status PostedInputs::ReduceScatter(const void*, void* out,
   const int64_t count = counts_per_rank[rank_];
   if (count == 0) return Status::OK();
   const size_t at = static_cast<size_t>(lo) * elem;
+  const size_t bytes = static_cast<size_t>(count) * elem;
   for (int k = 0; k < size_; ++k) {
     const char* in = nullptr;
-    HVD_RETURN_IF_ERROR(Input(k, static_cast<size_t>(total) * elem, &in));
+    HVD_RETURN_IF_ERROR(Range(k, at, bytes, &in));
     if (k == 0) {
-      std::memcpy(out, in + at, static_cast<size_t>(count) * elem);
+      std::memcpy(out, in, bytes);
     } else {
-      ReduceInto(out, in + at, count, dtype, op);
+      ReduceInto(out, in, count, dtype, op);
     }
   }
   return Status::OK();
@@ -102,18 +103,21 @@ Status PostedInputs::Refuse(const char* op) const {
   return Status::Internal(What(op) + ": not available from posted inputs");
 }
 
-Status PostedInputs::Input(int k, size_t need, const char** data) const {
+Status PostedInputs::Range(int k, size_t offset, size_t bytes, const char** data) const {
   if (!source_->open()) {
     return Status::Internal(What("read") + ": the round that posted the inputs has ended");
   }
   const char* block = source_->block(k);
   uint64_t posted = 0;
   std::memcpy(&posted, block, sizeof(posted));
-  if (posted < need) {
-    return Status::Internal(What("read") + ": rank " + std::to_string(k) + " posted " +
-                            std::to_string(posted) + " bytes, " + std::to_string(need) + " needed");
+  const size_t lo = source_->block_offset();
+  if (offset < lo || posted < offset - lo + bytes) {
+    return Status::Internal(What("read") + ": rank " + std::to_string(k) + " posted bytes [" +
+                            std::to_string(lo) + ", " + std::to_string(lo + posted) +
+                            ") of its input, [" + std::to_string(offset) + ", " +
+                            std::to_string(offset + bytes) + ") needed");
   }
-  *data = block + sizeof(posted);
+  *data = block + sizeof(posted) + (offset - lo);
   return Status::OK();
 }
 

@@ -9,9 +9,9 @@
 
 namespace hvd::runtime {
 
-// Where a transport keeps what its BitwiseAndPostingInput left readable (shared memory: each
-// member's half of the held round; TCP: the gathered blocks): for each member, an 8-byte
-// length, then that many bytes of its input.
+// Where a transport keeps what its BitwiseAndPostingInput (or BitwiseAndPostingPieces) left
+// readable (shared memory: each member's half of the held round; TCP: the gathered blocks): for
+// each member, an 8-byte length, then that many bytes of its input from block_offset() on.
 class PostedSource {
  public:
   virtual ~PostedSource() = default;
@@ -19,6 +19,9 @@ class PostedSource {
   virtual bool open() const = 0;
   // Member k's block: its length word, then its input.
   virtual const char* block(int k) const = 0;
+  // Where every block's bytes start in their member's input: 0 where whole inputs were posted,
+  // the offset of this member's piece where pieces were (Communicator::BitwiseAndPostingPieces).
+  virtual size_t block_offset() const { return 0; }
   virtual void Abort() = 0;
 };
 
@@ -64,7 +67,9 @@ class PostedInputs final : public Communicator {
   std::string What(const char* op) const;
   Status Refuse(const char* op) const;
   // Member k's posted input, which must hold at least `need` bytes.
-  Status Input(int k, size_t need, const char** data) const;
+  Status Input(int k, size_t need, const char** data) const { return Range(k, 0, need, data); }
+  // Bytes [offset, offset + bytes) of member k's input, which it must have posted.
+  Status Range(int k, size_t offset, size_t bytes, const char** data) const;
 
   const char* const name_;
   const char* const prefix_;

@@ -131,7 +131,8 @@ int CheckPostedInputs(Communicator& comm, bool offered) {
   if (post_sized(mine.data(), bytes, "posted too little") != 0) return 1;
   s = view->Broadcast(got.data(), 8, 0);
   if (me != 0 && (s.code() != StatusCode::kInternal ||
-                  s.message().find("rank 0 posted 1 bytes, 8 needed") == std::string::npos)) {
+                  s.message().find("rank 0 posted bytes [0, 1) of its input, [0, 8) needed") ==
+                      std::string::npos)) {
     return Fail(comm, "a short posted input was not named: " + s.ToString());
   }
   // The last member has no input to give (the controller's member without the op): it posts
@@ -141,8 +142,9 @@ int CheckPostedInputs(Communicator& comm, bool offered) {
     return 1;
   }
   s = view->Allgatherv(nullptr, got.data(), bytes);
-  const std::string missing = "rank " + std::to_string(last) + " posted 0 bytes, " +
-                              std::to_string(bytes[last]) + " needed";
+  const std::string missing = "rank " + std::to_string(last) +
+                              " posted bytes [0, 0) of its input, [0, " +
+                              std::to_string(bytes[last]) + ") needed";
   if (s.code() != StatusCode::kInternal || s.message().find(missing) == std::string::npos) {
     return Fail(comm, "a member that posted nothing was not named: " + s.ToString());
   }
@@ -172,6 +174,99 @@ int CheckPostedInputs(Communicator& comm, bool offered) {
     return Fail(comm, "the largest input was refused: " + s.ToString());
   }
   if (!(s = comm.Barrier()).ok()) return Fail(comm, "barrier after the refusals: " + s.ToString());
+  return 0;
+}
+
+int CheckPostedPieces(Communicator& comm, bool offered) {
+  const int n = comm.size(), me = comm.rank();
+  if (comm.posts_pieces() != offered) {
+    return Fail(comm, std::string("posts_pieces() is not ") + (offered ? "true" : "false"));
+  }
+  if (!offered) return 0;
+  Communicator* view = comm.posted_inputs();
+  // Member k posts pieces of these sizes from `input` (nothing when null) with words {all ones,
+  // one bit per member}; checks the AND.
+  auto post = [&](const void* input, const std::vector<int64_t>& pieces, const std::string& what) {
+    std::vector<uint64_t> words = {~uint64_t{0}, ~(uint64_t{1} << me)};
+    Status s = comm.BitwiseAndPostingPieces(words, input, pieces);
+    if (!s.ok() || words[0] != ~uint64_t{0} || words[1] != ~uint64_t{0} << n) {
+      return Fail(comm, what + ": posting: " + s.ToString());
+    }
+    return 0;
+  };
+  uint32_t seed = 300;
+  for (DataType dtype : {DataType::kFloat32, DataType::kInt64, DataType::kFloat16}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin}) {
+      // 1 element: every member but 0 has an empty piece; 1001: uneven pieces.
+      for (int64_t count : {1, 1001, 9000}) {
+        ++seed;
+        const std::string what = "posted reducescatter pieces " + Case(dtype, op, count);
+        const size_t elem = runtime::DataTypeSize(dtype);
+        std::vector<int64_t> counts(n), pieces(n);
+        int64_t lo = 0;
+        for (int k = 0; k < n; ++k) {
+          counts[k] = count / n + (k < count % n ? 1 : 0);
+          pieces[k] = counts[k] * static_cast<int64_t>(elem);
+          if (k < me) lo += counts[k];
+        }
+        const std::vector<char> in = Input(dtype, count, me, seed);
+        if (post(in.data(), pieces, what) != 0) return 1;
+        std::vector<char> part(static_cast<size_t>(counts[me]) * elem);
+        Status s = view->ReduceScatter(nullptr, part.data(), counts, dtype, op);
+        const std::vector<char> all = Expected(dtype, op, count, n, seed);
+        if (!s.ok() || !std::equal(part.begin(), part.end(), all.begin() + lo * elem)) {
+          return Fail(comm, what + ": " + (s.ok() ? "differs from the reference" : s.ToString()));
+        }
+      }
+    }
+  }
+  // Even alltoall: every member sends 5 bytes to each, all (k, j, i) patterned.
+  auto cell = [](int k, int j, int i) { return static_cast<char>(k * 31 + j * 7 + i + 1); };
+  constexpr int kPiece = 5;
+  std::vector<char> in, want;
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < kPiece; ++i) in.push_back(cell(me, j, i));
+  }
+  for (int k = 0; k < n; ++k) {
+    for (int i = 0; i < kPiece; ++i) want.push_back(cell(k, me, i));
+  }
+  const std::vector<int64_t> pieces(n, kPiece);
+  if (post(in.data(), pieces, "posted alltoall pieces") != 0) return 1;
+  std::vector<char> got(want.size());
+  Status s = view->AlltoallvAgreed(in.data(), pieces, got.data(), pieces, kPiece);
+  if (!s.ok() || got != want) return Fail(comm, "posted alltoall pieces: " + s.ToString());
+  // Only this member's pieces are there: a read of whole inputs is refused, naming them.
+  const std::string lo = std::to_string(me * kPiece);
+  const std::string held = "posted bytes [" + lo + ", " + std::to_string((me + 1) * kPiece) + ")";
+  got.resize(static_cast<size_t>(n * n * kPiece));
+  s = view->Allgatherv(nullptr, got.data(), std::vector<int64_t>(n, n * kPiece));
+  if (s.code() != StatusCode::kInternal || s.message().find(held) == std::string::npos) {
+    return Fail(comm, "a read of a whole posted input was not refused: " + s.ToString());
+  }
+  // The last member has no input to give: its pieces read as empty, named on every member.
+  const int last = n - 1;
+  if (post(me == last ? nullptr : in.data(), pieces, "posted pieces without the last") != 0) {
+    return 1;
+  }
+  s = view->AlltoallvAgreed(in.data(), pieces, got.data(), pieces, kPiece);
+  const std::string missing = "rank " + std::to_string(last) + " posted bytes [" + lo + ", " + lo +
+                              ") of its input, [" + lo + ", " + std::to_string((me + 1) * kPiece) +
+                              ") needed";
+  if (s.code() != StatusCode::kInternal || s.message().find(missing) == std::string::npos) {
+    return Fail(comm, "a member that posted no pieces was not named: " + s.ToString());
+  }
+  // A piece over max_posted_bytes: refused on every member before any round.
+  std::vector<uint64_t> words = {1};
+  const size_t most = comm.max_posted_bytes(words.size());
+  std::vector<int64_t> large(n, 1);
+  large[last] = static_cast<int64_t>(most + 1);
+  std::vector<char> big(static_cast<size_t>(n) + most, 'x');
+  s = comm.BitwiseAndPostingPieces(words, big.data(), large);
+  if (s.code() != StatusCode::kInvalidArgument ||
+      s.message().find("cannot post " + std::to_string(most + 1)) == std::string::npos) {
+    return Fail(comm, "a piece over max_posted_bytes was not refused: " + s.ToString());
+  }
+  if (!(s = comm.Barrier()).ok()) return Fail(comm, "barrier after the pieces: " + s.ToString());
   return 0;
 }
 

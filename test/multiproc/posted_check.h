@@ -15,6 +15,14 @@ namespace hvd::test {
 // the communicator keeps working after each. `offered`: what posts_inputs() must say. Returns
 // 0, or prints the first failure and returns 1.
 int CheckPostedInputs(runtime::Communicator& comm, bool offered);
+// The same for posting piece by piece (BitwiseAndPostingPieces), where posts_pieces() must be
+// `offered`: each member gets its piece of every member's input with the ANDed words, and
+// posted_inputs() computes a reducescatter (uneven pieces, empty ones too) and an even
+// alltoall from them in rank order; a read of anything but this member's pieces, or of the
+// piece of a member that posted nothing, is kInternal naming the bytes posted and needed; a
+// piece over max_posted_bytes is refused on every member. Returns 0, or prints the first
+// failure and returns 1.
+int CheckPostedPieces(runtime::Communicator& comm, bool offered);
 
 }  // namespace hvd::test
 

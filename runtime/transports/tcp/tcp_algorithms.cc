@@ -331,6 +331,23 @@ Status TcpAlgorithms::Alltoallv(const char* in, const std::vector<size_t>& send_
   return Run(nullptr, what);
 }
 
+Status TcpAlgorithms::HeadedAlltoall(const char* head, size_t head_bytes, const char* in,
+                                     std::span<const int64_t> piece_bytes, char* out,
+                                     const std::vector<size_t>& out_offsets, const TcpWhat& what) {
+  const size_t mine = static_cast<size_t>(piece_bytes[rank_]);
+  size_t at = 0;
+  for (int j = 0; j < size_; ++j) {
+    const size_t piece = static_cast<size_t>(piece_bytes[j]);
+    if (j != rank_) {
+      TcpStream& send = AddStream(j, true, {const_cast<char*>(head), head_bytes, false});
+      if (piece > 0) send.pieces.push_back({const_cast<char*>(in) + at, piece, false});
+      AddStream(j, false, {out + out_offsets[j], head_bytes + mine, false});
+    }
+    at += piece;
+  }
+  return Run(nullptr, what);
+}
+
 Status TcpAlgorithms::GatherBytes(const std::string& in, int root, std::vector<std::string>* out,
                                   const TcpWhat& what) {
   uint8_t header[8];

@@ -75,6 +75,13 @@ class TcpAlgorithms {
   Status Broadcast(char* buf, size_t bytes, int root, bool chain, const TcpWhat& what);
   Status Alltoallv(const char* in, const std::vector<size_t>& send_bytes, char* out,
                    const std::vector<size_t>& recv_bytes, const TcpWhat& what);
+  // Every rank sends each peer j `head` (head_bytes, the same for every peer) and then
+  // piece_bytes[j] bytes of `in` from the sum of the pieces before j, and receives from each
+  // peer k its head and its piece for this rank (piece_bytes[rank]) at out + out_offsets[k],
+  // one after the other: all pairs at once.
+  Status HeadedAlltoall(const char* head, size_t head_bytes, const char* in,
+                        std::span<const int64_t> piece_bytes, char* out,
+                        const std::vector<size_t>& out_offsets, const TcpWhat& what);
   Status GatherBytes(const std::string& in, int root, std::vector<std::string>* out,
                      const TcpWhat& what);
   Status BroadcastBytes(std::string* data, int root, const TcpWhat& what);

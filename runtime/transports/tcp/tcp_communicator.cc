@@ -97,15 +97,18 @@ TcpReducer ElementwiseReducer(DataType dtype, ReduceOp op) {
 class TcpPosted final : public PostedSource {
  public:
   explicit TcpPosted(TcpTransport* transport) : transport_(transport) {}
-  void Open(const char* base, const std::vector<size_t>* offsets, size_t word_bytes) {
+  void Open(const char* base, const std::vector<size_t>* offsets, size_t word_bytes,
+            size_t block_offset) {
     base_ = base;
     offsets_ = offsets;
     word_bytes_ = word_bytes;
+    block_offset_ = block_offset;
     open_ = true;
   }
   void Close() { open_ = false; }
   bool open() const override { return open_; }
   const char* block(int k) const override { return base_ + (*offsets_)[k] + word_bytes_; }
+  size_t block_offset() const override { return block_offset_; }
   void Abort() override { transport_->Abort(); }
 
  private:
@@ -113,6 +116,7 @@ class TcpPosted final : public PostedSource {
   const char* base_ = nullptr;
   const std::vector<size_t>* offsets_ = nullptr;
   size_t word_bytes_ = 0;
+  size_t block_offset_ = 0;
   bool open_ = false;
 };
 
@@ -132,7 +136,8 @@ class TcpCommunicator final : public Communicator {
         transport_(std::move(transport)),
         algo_(transport_.get(), rank, size),
         posted_source_(transport_.get()),
-        posted_("TCP_EAGER", "tcp", rank, size, &posted_source_) {
+        posted_("TCP_EAGER", "tcp", rank, size, &posted_source_),
+        posted_pieces_("TCP_PIECES", "tcp", rank, size, &posted_source_) {
     sizes_.reserve(size);
     sizes2_.reserve(size);
     for (int pof2 = 2; pof2 <= size; pof2 *= 2) ++doubling_rounds_;
@@ -174,7 +179,12 @@ class TcpCommunicator final : public Communicator {
   Result<int64_t> PostedSurplusLimit(int64_t surplus) override;
   Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
                                 std::span<const int64_t> posted_bytes) override;
-  Communicator* posted_inputs() override { return &posted_; }
+  // Piece by piece: one exchange with every peer at once (HeadedAlltoall), each carrying the
+  // words and the peer's piece only.
+  bool posts_pieces() const override { return size_ > 1; }
+  Status BitwiseAndPostingPieces(std::span<uint64_t> words, const void* input,
+                                 std::span<const int64_t> piece_bytes) override;
+  Communicator* posted_inputs() override { return posted_view_; }
   bool allreduces_pieces() const override { return true; }
   Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
                          ReduceOp op) override;
@@ -237,6 +247,8 @@ class TcpCommunicator final : public Communicator {
   // below doubling's.
   Status ProbeNetwork(const TcpWhat& w);
   Status MeasureNetwork(const TcpWhat& w);
+  // ANDs into `words` every other member's words, at the start of its block in posted_buf_.
+  void AndPosted(std::span<uint64_t> words) const;
 
   static constexpr size_t kNever = ~size_t{0};
   const int rank_;
@@ -273,8 +285,13 @@ class TcpCommunicator final : public Communicator {
   std::vector<char> posted_buf_;
   std::vector<size_t> posted_parts_;
   std::vector<size_t> posted_offsets_;
+  std::vector<char> filler_;  // BitwiseAndPostingPieces without an input: what it sends
   TcpPosted posted_source_;
+  // What posted_inputs() returns: the last posting round's (named TCP_EAGER_<OP> in the
+  // timeline for whole inputs, TCP_PIECES_<OP> for pieces).
   PostedInputs posted_;
+  PostedInputs posted_pieces_;
+  Communicator* posted_view_ = &posted_;
 };
 
 template <typename Body>
@@ -453,6 +470,13 @@ Status TcpCommunicator::BitwiseAndPostingInput(std::span<uint64_t> words, const 
     }
     return algo_.Allgatherv(posted_buf_.data(), posted_parts_, /*ring=*/false, w);
   }));
+  AndPosted(words);
+  posted_source_.Open(posted_buf_.data(), &posted_offsets_, word_bytes, 0);
+  posted_view_ = &posted_;
+  return Status::OK();
+}
+
+void TcpCommunicator::AndPosted(std::span<uint64_t> words) const {
   for (int k = 0; k < size_; ++k) {
     if (k == rank_) continue;
     const char* theirs = posted_buf_.data() + posted_offsets_[k];
@@ -462,7 +486,58 @@ Status TcpCommunicator::BitwiseAndPostingInput(std::span<uint64_t> words, const 
       words[i] &= v;
     }
   }
-  posted_source_.Open(posted_buf_.data(), &posted_offsets_, word_bytes);
+}
+
+Status TcpCommunicator::BitwiseAndPostingPieces(std::span<uint64_t> words, const void* input,
+                                                std::span<const int64_t> piece_bytes) {
+  posted_source_.Close();  // a refused call ends the last posting round too
+  const auto name = [&] { return What("bitwise and posting pieces"); };
+  HVD_RETURN_IF_ERROR(CheckPostingArgs(name, piece_bytes, size_, max_posted_bytes(words.size())));
+  // What every peer gets first: the words, then whether this member posted (its length word;
+  // the receiver knows the length, its own piece's). Member k's block here: that head, then
+  // its piece for this member, every block rounded up to whole words.
+  const size_t word_bytes = words.size() * sizeof(uint64_t);
+  const size_t head_bytes = word_bytes + sizeof(uint64_t);
+  const size_t mine = static_cast<size_t>(piece_bytes[rank_]);
+  size_t lo = 0;
+  for (int k = 0; k < rank_; ++k) lo += static_cast<size_t>(piece_bytes[k]);
+  const size_t part = head_bytes + (mine + 7) / 8 * 8;
+  const size_t total = head_bytes + part * static_cast<size_t>(size_);
+  if (posted_buf_.size() < total) posted_buf_.resize(total);
+  posted_offsets_.resize(size_);
+  for (int k = 0; k < size_; ++k) posted_offsets_[k] = head_bytes + part * static_cast<size_t>(k);
+  char* head = posted_buf_.data();  // the head sent, ahead of the blocks
+  const uint64_t posted = input != nullptr ? 1 : 0;
+  std::memcpy(head, words.data(), word_bytes);
+  std::memcpy(head + word_bytes, &posted, sizeof(posted));
+  // This member's own block: its head and its own piece.
+  char* own = posted_buf_.data() + posted_offsets_[rank_];
+  std::memcpy(own, head, head_bytes);
+  if (input != nullptr && mine > 0) {
+    std::memcpy(own + head_bytes, static_cast<const char*>(input) + lo, mine);
+  }
+  const char* from = static_cast<const char*>(input);
+  if (from == nullptr) {  // the pieces sent are filler: any bytes will do
+    size_t all = 0;
+    for (int64_t b : piece_bytes) all += static_cast<size_t>(b);
+    if (filler_.size() < all) filler_.resize(all);
+    from = filler_.data();
+  }
+  HVD_RETURN_IF_ERROR(Guard(TcpWhat(name), [&](const TcpWhat& w) {
+    return algo_.HeadedAlltoall(head, head_bytes, from, piece_bytes, posted_buf_.data(),
+                                posted_offsets_, w);
+  }));
+  AndPosted(words);
+  // The length words now say what each member posted for this member.
+  for (int k = 0; k < size_; ++k) {
+    char* length = posted_buf_.data() + posted_offsets_[k] + word_bytes;
+    uint64_t flag;
+    std::memcpy(&flag, length, sizeof(flag));
+    const uint64_t bytes = flag != 0 ? mine : 0;
+    std::memcpy(length, &bytes, sizeof(bytes));
+  }
+  posted_source_.Open(posted_buf_.data(), &posted_offsets_, word_bytes, lo);
+  posted_view_ = &posted_pieces_;
   return Status::OK();
 }
 

@@ -59,7 +59,8 @@ struct TcpOptions {
 // gather/broadcast: length-prefixed direct messages. The negotiation's AND round can carry a
 // small allreduce (BitwiseAndWithAllreduce: reduced on the way) or every member's input to
 // another small op (BitwiseAndPostingInput: gathered by recursive doubling in a power-of-two
-// group, directly otherwise; the op then runs from the gathered inputs, posted_inputs()). Any
+// group, directly otherwise; the op then runs from the gathered inputs, posted_inputs()), or an
+// alltoall's or reducescatter's pieces, each peer only its own (BitwiseAndPostingPieces). Any
 // failure breaks the communicator (that call and every later one return it) and shuts its
 // sockets down so peers fail fast: a dead peer is kRemoteError naming its rank and host, a
 // missed deadline kTimeout, Abort() kAborted.

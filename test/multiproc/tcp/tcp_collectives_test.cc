@@ -312,11 +312,14 @@ TEST_P(TcpCollectives, BroadcastAllgatherAlltoallAndControlOps) {
 }
 
 // Posting (a lone small broadcast, allgather, alltoall or reducescatter riding the AND round)
-// from 2 members: the direct allgather of every member's words and input.
+// from 2 members: the direct allgather of every member's words and input; and posting an
+// alltoall's or reducescatter's pieces, each member only its own.
 TEST_P(TcpCollectives, CollectivesFromPostedInputs) {
   TcpJob job(TcpJobOptions(GetParam()));
   ASSERT_TRUE(job.error().empty()) << job.error();
-  auto outcomes = job.Run([](Communicator& comm) { return CheckPostedInputs(comm, true); });
+  auto outcomes = job.Run([](Communicator& comm) {
+    return CheckPostedInputs(comm, true) != 0 ? 1 : CheckPostedPieces(comm, true);
+  });
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
 }
 
@@ -366,7 +369,8 @@ TEST_P(TcpPosting, CollectivesFromPostedInputs) {
   TcpJob job(TcpJobOptions(GetParam()));
   ASSERT_TRUE(job.error().empty()) << job.error();
   auto outcomes = job.Run([](Communicator& comm) {
-    return CheckPostedInputs(comm, true) != 0 ? 1 : CheckPostedSurplusLimit(comm);
+    if (CheckPostedInputs(comm, true) != 0 || CheckPostedPieces(comm, true) != 0) return 1;
+    return CheckPostedSurplusLimit(comm);
   });
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
 }
