@@ -44,6 +44,7 @@ Controller::Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_
       timeline_(timeline),
       cache_(config.cache_capacity),
       posts_(comm_->posts_inputs()),
+      posts_pieces_(posts_ && comm_->posts_pieces()),
       ands_(comm_->ands_with_allreduce()),
       eager_capable_(config.eager_allreduce_bytes > 0 && (ands_ || posts_)) {
   next_lone_.resize(static_cast<size_t>(config.cache_capacity) + 1);  // + SeveralSlot()
@@ -137,8 +138,14 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
   // way instead of gathering every input); every other op, and an allreduce on shared memory,
   // rides by posting.
   eager_posted_ = eager && posts_ && !(eager->type == OpType::kAllreduce && ands_);
-  if (eager_posted_ &&
-      static_cast<size_t>(EagerInputBytes(*eager)) > comm_->max_posted_bytes(head)) {
+  if (eager_posted_ && eager_pieces_) {
+    PostedPieces(*eager, cache_.Params(eager_bit_), comm_->size(), &piece_bytes_);
+  }
+  const int64_t most_posted = !eager_posted_ ? 0
+                              : eager_pieces_
+                                  ? *std::max_element(piece_bytes_.begin(), piece_bytes_.end())
+                                  : EagerInputBytes(*eager);
+  if (eager_posted_ && static_cast<size_t>(most_posted) > comm_->max_posted_bytes(head)) {
     eager = nullptr;  // the same verdict on every member: a larger cache's words left no room
     eager_posted_ = false;
   }
@@ -214,6 +221,7 @@ Status Controller::PostEager(const Response& eager) {
       }
     }
   }
+  if (eager_pieces_) return comm_->BitwiseAndPostingPieces(agree_bits_, input, piece_bytes_);
   return comm_->BitwiseAndPostingInput(agree_bits_, input, posted_bytes_);
 }
 
@@ -401,17 +409,41 @@ int64_t Controller::PostedSurplusBytes(const Response& r, int members) {
 }
 
 Result<bool> Controller::EagerEligible(uint32_t bit) {
+  eager_pieces_ = false;
   if (bit == kNoEager || config_.eager_allreduce_bytes <= 0 || !cache_.Has(bit)) return false;
   const Response& r = cache_.Get(bit);
   const int64_t bytes = EagerInputBytes(r);
-  if (bytes <= 0 || bytes > config_.eager_allreduce_bytes) return false;
-  // An allreduce rides the reduced tail where there is one (Agree), else by posting, whose
-  // surplus the communicator bounds.
-  if (r.type == OpType::kAllreduce && ands_) return true;
-  if (!posts_) return false;
-  const int64_t surplus = PostedSurplusBytes(r, comm_->size());
-  HVD_ASSIGN_OR_RETURN(const int64_t limit, comm_->PostedSurplusLimit(surplus));
-  return surplus <= limit;
+  if (bytes <= 0) return false;
+  if (bytes <= config_.eager_allreduce_bytes) {
+    // An allreduce rides the reduced tail where there is one (Agree), else by posting, whose
+    // surplus the communicator bounds.
+    if (r.type == OpType::kAllreduce && ands_) return true;
+    if (!posts_) return false;
+    const int64_t surplus = PostedSurplusBytes(r, comm_->size());
+    HVD_ASSIGN_OR_RETURN(const int64_t limit, comm_->PostedSurplusLimit(surplus));
+    if (surplus <= limit) return true;
+  }
+  // Too large to post whole, or too much surplus: an alltoall or reducescatter may still post
+  // each member its own piece, each piece up to the limit.
+  if (!posts_pieces_ || (r.type != OpType::kAlltoall && r.type != OpType::kReducescatter)) {
+    return false;
+  }
+  PostedPieces(r, cache_.Params(bit), comm_->size(), &piece_bytes_);
+  eager_pieces_ =
+      *std::max_element(piece_bytes_.begin(), piece_bytes_.end()) <= config_.eager_allreduce_bytes;
+  return eager_pieces_;
+}
+
+void Controller::PostedPieces(const Response& r, const Request& params, int members,
+                              std::vector<int64_t>* out) {
+  const int64_t dim0 = params.shape.empty() ? 0 : params.shape[0];
+  const int64_t row = RowElements(params.shape) * static_cast<int64_t>(DataTypeSize(r.dtype));
+  out->assign(members, 0);
+  for (int j = 0; j < members; ++j) {
+    // An even alltoall sends dim0 / members rows to each member (its remainder stays put).
+    (*out)[j] =
+        (r.type == OpType::kAlltoall ? dim0 / members : ScatterRows(dim0, members, j)) * row;
+  }
 }
 
 Result<ResponseList> Controller::Negotiate(bool request_shutdown) {

@@ -98,8 +98,12 @@ struct CycleResult {
 // transport that has both (TCP) keeps the reduced tail for an allreduce (Agree picks per op). An
 // op that would post more than the communicator's PostedSurplusLimit beyond what it moves
 // (PostedSurplusBytes: an alltoall's or reducescatter's whole input to every member) is not
-// eager there. An OR round in the same cycle ends the posting round, so b then runs as an
-// ordinary hit.
+// eager that way; neither is one over the limit. Such an alltoall or reducescatter still rides
+// where the transport posts pieces (posts_pieces(): hvd's TCP) and its largest piece is within
+// the limit: each member sends each member only that member's piece of its input with its words
+// (BitwiseAndPostingPieces; the pieces from the cached request's shape, PostedPieces).
+// EagerEligible decides which (eager_pieces_), the same on every member. An OR round in the
+// same cycle ends the posting round, so b then runs as an ordinary hit.
 //
 // Timeline (global rank 0 only, `timeline` non-null): the coordinator records NEGOTIATE_<OP>
 // start when it first hears of a tensor, a tick per rank as each request arrives, and the
@@ -185,6 +189,11 @@ class Controller {
   // whole input to each of the other members, which use 1/members of it; 0 for an allgather or
   // a broadcast, whose members use all they get.
   static int64_t PostedSurplusBytes(const Response& r, int members);
+  // What a member posts to each of the `members` members for `r`, an alltoall or reducescatter
+  // posted piece by piece (Communicator::BitwiseAndPostingPieces): the pieces its input is cut
+  // into, from `params` (the cached request, whose shape is every member's).
+  static void PostedPieces(const Response& r, const Request& params, int members,
+                           std::vector<int64_t>* out);
   Status ProcessControl(const Response& response);
   void PutInCache(const Response& response);
   bool MinePending() const;
@@ -231,6 +240,10 @@ class Controller {
   std::vector<int64_t> posted_bytes_;  // PostEager: what each member posts
   // This cycle's eager op rides by posting its inputs (else the reduced tail).
   bool eager_posted_ = false;
+  // eager_bit_ posts piece by piece (EagerEligible's verdict; the same on every member), the
+  // pieces (PostedPieces).
+  bool eager_pieces_ = false;
+  std::vector<int64_t> piece_bytes_;
   ReuseVector<Response> fused_;  // hits_ after fusion (fast path)
   FusionScratch fusion_scratch_;
   // The entries of the response being run (null: none on this rank), valid until their
@@ -244,6 +257,8 @@ class Controller {
   int words_ = 0;  // this cycle's ResponseCache::words_in_use()
   // The communicator posts inputs with the AND round (Communicator::posts_inputs).
   const bool posts_;
+  // ... and can post an alltoall's or reducescatter's pieces (Communicator::posts_pieces).
+  const bool posts_pieces_;
   // The communicator reduces a tail with the AND round (Communicator::ands_with_allreduce).
   const bool ands_;
   // Whether an op can ever be eager here (EagerEligible's fixed conditions).

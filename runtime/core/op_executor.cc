@@ -15,19 +15,17 @@ double PostscaleFor(const Response& r, int size) {
 
 ReduceOp BackendOp(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
 
-namespace {
-
-// Elements of one row (all dims but the first); 1 for a vector.
 int64_t RowElements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (size_t d = 1; d < shape.size(); ++d) n *= shape[d];
   return n;
 }
 
-// Rows of a reducescatter's dim0 that member k of n receives: the first dim0 % n one more.
 int64_t ScatterRows(int64_t dim0, int64_t n, int64_t k) {
   return dim0 / n + (k < dim0 % n ? 1 : 0);
 }
+
+namespace {
 
 Status Failed(const Response& r, const Status& s) {
   return Status(s.code(), std::string(OpTypeName(r.type)) + " of '" + r.names.front() +

@@ -23,6 +23,10 @@ namespace hvd::runtime {
 double PostscaleFor(const Response& r, int size);
 // What the backend runs for `op` (Average is not a backend op).
 ReduceOp BackendOp(ReduceOp op);
+// Elements of one row of a tensor of `shape` (all dims but the first); 1 for a vector.
+int64_t RowElements(const std::vector<int64_t>& shape);
+// Rows of a reducescatter's dim0 that member k of n receives: the first dim0 % n one more.
+int64_t ScatterRows(int64_t dim0, int64_t n, int64_t k);
 
 // A process set's GPU state, owned by its Controller: whether its GPU ops run on NCCL, decided
 // with the set's members at its first GPU op (GpuBackend::CreateGroup), and the NCCL group.

@@ -137,7 +137,8 @@ def test_lone_allreduce_rides_the_negotiation_round_on_tcp(tmp_path, eager_bytes
 @pytest.mark.parametrize("transport,np,eager_bytes,split_bytes", [
     ("shm", 3, "32768", None), ("shm", 3, "0", None), ("shm", 2, "32768", None),
     ("tcp", 2, "32768", None), ("tcp", 3, "32768", None), ("tcp", 3, "0", None),
-    ("tcp", 3, "32768", "16K"), ("shm", 3, "32768", "16K"), ("tcp", 4, "32768", "16K")])
+    ("tcp", 3, "32768", "16K"), ("shm", 3, "32768", "16K"), ("tcp", 4, "32768", "16K"),
+    ("tcp", 4, "32768", "64K"), ("tcp", 2, "32768", "64K"), ("shm", 3, "32768", "64K")])
 def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, eager_bytes,
                                                      split_bytes):
     # Given a job on shared memory or hvd's TCP running every collective once per step, each
@@ -145,7 +146,8 @@ def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, ea
     # fourth step on; the step's first, "ar.single", follows the last step's barrier, a cache
     # hit too), with the eager path on (the default limit) or off; on shared memory also with 2
     # ranks, between which inputs are not posted; and with a 16 KiB alltoall and reducescatter,
-    # within the limit, but whose posting would send each peer 16 KiB of which it uses 1/n
+    # within the limit, but whose posting would send each peer 16 KiB of which it uses 1/n, and
+    # with a 64 KiB one, over the limit
     path = tmp_path / "ops.json"
     steps = 30
     extra = ["--split-bytes", split_bytes] if split_bytes else []
@@ -160,9 +162,11 @@ def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, ea
     posts = eager_bytes != "0" and (transport == "tcp" or np > 2)
     # (on hvd's TCP a member posts 12 KiB beyond what its op moves, or from 4 members what its
     # links carry in the round saved, measured: 3 members' 2 x 16 KiB x 2/3 is more, so those
-    # two take their own rounds there, while 4 members' 3 x 16 KiB x 3/4 is far less than
-    # loopback carries in two rounds; shared memory has no such bound)
-    surplus = split_bytes is not None and transport == "tcp" and np < 4
+    # two post each member only its piece there (TCP_PIECES_*), while 4 members' 3 x 16 KiB x
+    # 3/4 is far less than loopback carries in two rounds; shared memory has no such bound. Over
+    # the limit, 64 KiB, TCP posts pieces of up to the limit, shared memory nothing)
+    pieces = transport == "tcp" and (split_bytes == "64K" or (split_bytes == "16K" and np < 4))
+    too_large = transport == "shm" and split_bytes == "64K"
     for op, tensor in (("ALLREDUCE", "ar.single"), ("ALLGATHER", "ag.x"), ("BROADCAST", "bc.x"),
                        ("ALLTOALL", "a2a.x"), ("REDUCESCATTER", "rs.x")):
         ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == op
@@ -178,10 +182,12 @@ def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, ea
         # shared memory but for nothing. The timeline is rank 0's: one op per step.
         backend = [a for a in activities if a != "ALLOCATE_OUTPUT"]
         assert len(ops) == steps and len(backend) == steps, (op, activities)
-        assert set(backend) <= {prefix + suffix, prefix + "EAGER_" + suffix}, (op, activities)
-        eager = backend.count(prefix + "EAGER_" + suffix)
+        split = op in ("ALLTOALL", "REDUCESCATTER")
+        how = "PIECES_" if pieces and split else "EAGER_"
+        assert set(backend) <= {prefix + suffix, prefix + how + suffix}, (op, activities)
+        eager = backend.count(prefix + how + suffix)
         rides = posts or (transport == "tcp" and op == "ALLREDUCE" and eager_bytes != "0")
-        if surplus and op in ("ALLTOALL", "REDUCESCATTER"):
+        if too_large and split:
             rides = False
         assert eager >= 1 if rides else eager == 0, (op, activities)
     # And the step's barrier is negotiated once (one tick per rank, as each request arrives:

@@ -211,11 +211,13 @@ double AlltoallValue(const DType& d, int32_t src, int32_t dst, int64_t row, int6
 
 int32_t SplitOf(int32_t src, int32_t dst) { return (src + dst) % 3; }
 
-void EnqueueAlltoall(std::vector<Pending>* pending, const DType& d, bool with_splits) {
+void EnqueueAlltoall(std::vector<Pending>* pending, const DType& d, bool with_splits,
+                     int64_t even_rows = 2) {
   const int32_t n = N(), me = R();
-  // Without splits: 2 rows of 2 columns to each rank. With: SplitOf rows of 1 column (may be 0).
+  // Without splits: even_rows rows of 2 columns to each rank. With: SplitOf rows of 1 column
+  // (may be 0).
   auto rows_to = [&](int32_t src, int32_t dst) -> int64_t {
-    return with_splits ? SplitOf(src, dst) : 2;
+    return with_splits ? SplitOf(src, dst) : even_rows;
   };
   const int64_t cols = with_splits ? 1 : 2;
   int64_t in_rows = 0, out_rows = 0;
@@ -243,7 +245,8 @@ void EnqueueAlltoall(std::vector<Pending>* pending, const DType& d, bool with_sp
   for (int32_t j = 0; j < n; ++j) splits->push_back(static_cast<int32_t>(rows_to(me, j)));
   const std::string what =
       std::string("alltoall ") + (with_splits ? "with splits " : "equal ") + d.name;
-  hvd_op_options_t o = Options(std::string("a2a.") + (with_splits ? "s." : "e.") + d.name);
+  hvd_op_options_t o = Options(std::string("a2a.") + (with_splits ? "s." : "e.") + d.name +
+                               (even_rows != 2 ? "." + std::to_string(even_rows) : ""));
   if (with_splits) {
     o.splits = splits->data();
     o.num_splits = n;
@@ -425,6 +428,12 @@ void LoneCollectives() {
     EnqueueReducescatter(p, f32, HVD_OP_SUM, {20000, 2}, 1.0, 1.0, "lone.large");
   });
   lone([&](std::vector<Pending>* p) { EnqueueBroadcast(p, f32, 1 % N(), {40000}); });
+  // Above the limit, each rank's piece within it: hvd's TCP posts each member only its piece
+  // (20 KB of an alltoall's 40-80 KB; 12-24 KB of a 48 KB reducescatter, uneven, scaled).
+  lone([&](std::vector<Pending>* p) { EnqueueAlltoall(p, f32, false, 2500); });
+  lone([&](std::vector<Pending>* p) {
+    EnqueueReducescatter(p, f32, HVD_OP_AVERAGE, {3001, 4}, 0.5, 3.0, "lone.pieces");
+  });
   // Two ops alternating, each alone in its cycle: an allgather and a reducescatter.
   for (int rep = 0; rep < 6; ++rep) {
     for (int which : {0, 1}) {
