@@ -45,6 +45,7 @@ Controller::Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_
       cache_(config.cache_capacity),
       posts_(comm_->posts_inputs()),
       posts_pieces_(posts_ && comm_->posts_pieces()),
+      pieces_first_(posts_pieces_ && comm_->pieces_first()),
       ands_(comm_->ands_with_allreduce()),
       eager_capable_(config.eager_allreduce_bytes > 0 && (ands_ || posts_)) {
   next_lone_.resize(static_cast<size_t>(config.cache_capacity) + 1);  // + SeveralSlot()
@@ -414,7 +415,9 @@ Result<bool> Controller::EagerEligible(uint32_t bit) {
   const Response& r = cache_.Get(bit);
   const int64_t bytes = EagerInputBytes(r);
   if (bytes <= 0) return false;
-  if (bytes <= config_.eager_allreduce_bytes) {
+  const bool splits =
+      posts_pieces_ && (r.type == OpType::kAlltoall || r.type == OpType::kReducescatter);
+  if (bytes <= config_.eager_allreduce_bytes && !(splits && pieces_first_)) {
     // An allreduce rides the reduced tail where there is one (Agree), else by posting, whose
     // surplus the communicator bounds.
     if (r.type == OpType::kAllreduce && ands_) return true;
@@ -423,11 +426,9 @@ Result<bool> Controller::EagerEligible(uint32_t bit) {
     HVD_ASSIGN_OR_RETURN(const int64_t limit, comm_->PostedSurplusLimit(surplus));
     if (surplus <= limit) return true;
   }
-  // Too large to post whole, or too much surplus: an alltoall or reducescatter may still post
-  // each member its own piece, each piece up to the limit.
-  if (!posts_pieces_ || (r.type != OpType::kAlltoall && r.type != OpType::kReducescatter)) {
-    return false;
-  }
+  // Too large to post whole, or too much surplus, or pieces come first here: an alltoall or
+  // reducescatter may post each member its own piece, each piece up to the limit.
+  if (!splits) return false;
   PostedPieces(r, cache_.Params(bit), comm_->size(), &piece_bytes_);
   eager_pieces_ =
       *std::max_element(piece_bytes_.begin(), piece_bytes_.end()) <= config_.eager_allreduce_bytes;

@@ -102,6 +102,8 @@ struct CycleResult {
 // where the transport posts pieces (posts_pieces(): hvd's TCP) and its largest piece is within
 // the limit: each member sends each member only that member's piece of its input with its words
 // (BitwiseAndPostingPieces; the pieces from the cached request's shape, PostedPieces).
+// So does any small one where the transport's pieces take the same exchange as whole inputs
+// (pieces_first(): hvd's TCP with 2 members or a group whose size is not a power of two).
 // EagerEligible decides which (eager_pieces_), the same on every member. An OR round in the
 // same cycle ends the posting round, so b then runs as an ordinary hit.
 //
@@ -259,6 +261,8 @@ class Controller {
   const bool posts_;
   // ... and can post an alltoall's or reducescatter's pieces (Communicator::posts_pieces).
   const bool posts_pieces_;
+  // ... even where it could post whole inputs (Communicator::pieces_first).
+  const bool pieces_first_;
   // The communicator reduces a tail with the AND round (Communicator::ands_with_allreduce).
   const bool ands_;
   // Whether an op can ever be eager here (EagerEligible's fixed conditions).

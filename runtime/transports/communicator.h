@@ -125,6 +125,9 @@ class Communicator {
   // input reads as bytes [o, o + piece_bytes[rank()]) of it, o the sum of the pieces before
   // this member's, and any other read fails (kInternal). Sizes as BitwiseAndPostingInput's.
   virtual bool posts_pieces() const { return false; }
+  // Whether an op that can post pieces should even where its whole input may be posted: here
+  // the pieces take the same exchange as whole inputs would, and send less.
+  virtual bool pieces_first() const { return false; }
   virtual Status BitwiseAndPostingPieces(std::span<uint64_t> words, const void* input,
                                          std::span<const int64_t> piece_bytes);
   // After BitwiseAndPostingInput, until the next call on this communicator: a communicator of

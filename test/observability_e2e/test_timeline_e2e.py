@@ -160,12 +160,13 @@ def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, ea
     names = jobs.row_names(trace)
     prefix = transport.upper() + "_"
     posts = eager_bytes != "0" and (transport == "tcp" or np > 2)
-    # (on hvd's TCP a member posts 12 KiB beyond what its op moves, or from 4 members what its
-    # links carry in the round saved, measured: 3 members' 2 x 16 KiB x 2/3 is more, so those
-    # two post each member only its piece there (TCP_PIECES_*), while 4 members' 3 x 16 KiB x
+    # (hvd's TCP posts an alltoall's and reducescatter's pieces, each member only its own
+    # (TCP_PIECES_*), where whole inputs would take the same direct exchange, with 2 or 3
+    # members; with 4 it posts whole inputs by recursive doubling up to 12 KiB beyond what the
+    # op moves, or what its links carry in the round saved, measured: 4 members' 3 x 16 KiB x
     # 3/4 is far less than loopback carries in two rounds; shared memory has no such bound. Over
     # the limit, 64 KiB, TCP posts pieces of up to the limit, shared memory nothing)
-    pieces = transport == "tcp" and (split_bytes == "64K" or (split_bytes == "16K" and np < 4))
+    pieces = transport == "tcp" and (split_bytes == "64K" or np < 4)
     too_large = transport == "shm" and split_bytes == "64K"
     for op, tensor in (("ALLREDUCE", "ar.single"), ("ALLGATHER", "ag.x"), ("BROADCAST", "bc.x"),
                        ("ALLTOALL", "a2a.x"), ("REDUCESCATTER", "rs.x")):

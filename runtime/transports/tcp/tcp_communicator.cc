@@ -182,6 +182,9 @@ class TcpCommunicator final : public Communicator {
   // Piece by piece: one exchange with every peer at once (HeadedAlltoall), each carrying the
   // words and the peer's piece only.
   bool posts_pieces() const override { return size_ > 1; }
+  // Whole inputs go by the direct exchange too, but in a power-of-two group of 4 or more, whose
+  // recursive doubling beat the direct exchange on the 2-vCPU VM (BitwiseAndPostingInput).
+  bool pieces_first() const override { return size_ == 2 || (size_ & (size_ - 1)) != 0; }
   Status BitwiseAndPostingPieces(std::span<uint64_t> words, const void* input,
                                  std::span<const int64_t> piece_bytes) override;
   Communicator* posted_inputs() override { return posted_view_; }
