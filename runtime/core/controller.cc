@@ -139,9 +139,7 @@ Result<uint64_t> Controller::Agree(bool request_shutdown) {
   // way instead of gathering every input); every other op, and an allreduce on shared memory,
   // rides by posting.
   eager_posted_ = eager && posts_ && !(eager->type == OpType::kAllreduce && ands_);
-  if (eager_posted_ && eager_pieces_) {
-    PostedPieces(*eager, cache_.Params(eager_bit_), comm_->size(), &piece_bytes_);
-  }
+  // (piece_bytes_ are eager_bit_'s: EagerEligible set them with eager_pieces_.)
   const int64_t most_posted = !eager_posted_ ? 0
                               : eager_pieces_
                                   ? *std::max_element(piece_bytes_.begin(), piece_bytes_.end())

@@ -242,8 +242,9 @@ class Controller {
   std::vector<int64_t> posted_bytes_;  // PostEager: what each member posts
   // This cycle's eager op rides by posting its inputs (else the reduced tail).
   bool eager_posted_ = false;
-  // eager_bit_ posts piece by piece (EagerEligible's verdict; the same on every member), the
-  // pieces (PostedPieces).
+  // eager_bit_ posts piece by piece (EagerEligible's verdict; the same on every member), and
+  // its pieces (PostedPieces), set together with eager_bit_ and valid while it is: the cache
+  // entry they come from changes only on the slow path, which disarms eager_bit_.
   bool eager_pieces_ = false;
   std::vector<int64_t> piece_bytes_;
   ReuseVector<Response> fused_;  // hits_ after fusion (fast path)

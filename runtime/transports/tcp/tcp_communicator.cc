@@ -182,9 +182,9 @@ class TcpCommunicator final : public Communicator {
   // Piece by piece: one exchange with every peer at once (HeadedAlltoall), each carrying the
   // words and the peer's piece only.
   bool posts_pieces() const override { return size_ > 1; }
-  // Whole inputs go by the direct exchange too, but in a power-of-two group of 4 or more, whose
-  // recursive doubling beat the direct exchange on the 2-vCPU VM (BitwiseAndPostingInput).
-  bool pieces_first() const override { return size_ == 2 || (size_ & (size_ - 1)) != 0; }
+  // Whole inputs go by the direct exchange too, but where they go by recursive doubling, which
+  // beat the direct exchange on the 2-vCPU VM (BitwiseAndPostingInput).
+  bool pieces_first() const override { return size_ > 1 && !WholeByDoubling(); }
   Status BitwiseAndPostingPieces(std::span<uint64_t> words, const void* input,
                                  std::span<const int64_t> piece_bytes) override;
   Communicator* posted_inputs() override { return posted_view_; }
@@ -250,6 +250,9 @@ class TcpCommunicator final : public Communicator {
   // below doubling's.
   Status ProbeNetwork(const TcpWhat& w);
   Status MeasureNetwork(const TcpWhat& w);
+  // BitwiseAndPostingInput gathers by recursive doubling (a power-of-two group of 4 or more),
+  // else by the direct exchange.
+  bool WholeByDoubling() const { return size_ > 2 && (size_ & (size_ - 1)) == 0; }
   // ANDs into `words` every other member's words, at the start of its block in posted_buf_.
   void AndPosted(std::span<uint64_t> words) const;
 
@@ -468,9 +471,7 @@ Status TcpCommunicator::BitwiseAndPostingInput(std::span<uint64_t> words, const 
     // direct exchange's 114-129 / 117-157, alltoall 83-101 / 106-133 against 141-192 /
     // 166-206 (every rank sending to and waking every other at once costs more here than
     // log2(n) exchanges with one partner each).
-    if (size_ > 2 && (size_ & (size_ - 1)) == 0) {
-      return algo_.DoublingAllgatherv(posted_buf_.data(), posted_parts_, w);
-    }
+    if (WholeByDoubling()) return algo_.DoublingAllgatherv(posted_buf_.data(), posted_parts_, w);
     return algo_.Allgatherv(posted_buf_.data(), posted_parts_, /*ring=*/false, w);
   }));
   AndPosted(words);
@@ -502,8 +503,11 @@ Status TcpCommunicator::BitwiseAndPostingPieces(std::span<uint64_t> words, const
   const size_t word_bytes = words.size() * sizeof(uint64_t);
   const size_t head_bytes = word_bytes + sizeof(uint64_t);
   const size_t mine = static_cast<size_t>(piece_bytes[rank_]);
-  size_t lo = 0;
-  for (int k = 0; k < rank_; ++k) lo += static_cast<size_t>(piece_bytes[k]);
+  size_t lo = 0, all = 0;  // where this member's piece starts; all pieces
+  for (int k = 0; k < size_; ++k) {
+    if (k == rank_) lo = all;
+    all += static_cast<size_t>(piece_bytes[k]);
+  }
   const size_t part = head_bytes + (mine + 7) / 8 * 8;
   const size_t total = head_bytes + part * static_cast<size_t>(size_);
   if (posted_buf_.size() < total) posted_buf_.resize(total);
@@ -521,8 +525,6 @@ Status TcpCommunicator::BitwiseAndPostingPieces(std::span<uint64_t> words, const
   }
   const char* from = static_cast<const char*>(input);
   if (from == nullptr) {  // the pieces sent are filler: any bytes will do
-    size_t all = 0;
-    for (int64_t b : piece_bytes) all += static_cast<size_t>(b);
     if (filler_.size() < all) filler_.resize(all);
     from = filler_.data();
   }
