@@ -10,11 +10,13 @@
 # others' over the whole benchmark (this VM's speed moves for minutes at a time); every cell is
 # then the median of the R runs and a second table gives their ranges.
 #
-# For 2 hosts x 1 rank, 2 hosts x 2 ranks and 4 hosts x 1 rank, every side unbound, same hosts:
+# For 2 hosts x 1 rank, 2 hosts x 2 ranks and 4 hosts x 1 rank (LAYOUTS="2x4 4x4" etc. for
+# others, hosts_common.sh), every side unbound, same hosts:
 #   hvd        hvdrun -H ... hvd-bench (auto: hvd's TCP across hosts; on 2x2 the hierarchy,
 #              shared memory within a host and TCP between; 4x1: TCP, recursive doubling for
 #              the small sizes, as MPI)
-#   hvd flat   the same with --no-hierarchical-allreduce (2x2: one TCP group of 4)
+#   hvd flat   the same with --no-hierarchical-allreduce, where hosts have several ranks (2x2:
+#              one TCP group of 4)
 #   MPI tcp    mpirun -H ... --mca btl self,tcp, TCP pinned to the cluster network. Open MPI's
 #              shared-memory BTL cannot run here (the namespace hosts share /dev/shm and one
 #              kernel host name, so vader's segments collide), so within a host MPI uses TCP
@@ -61,7 +63,7 @@ run_all() {
     # shellcheck disable=SC2086
     "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --sizes "$sizes" --rounds "$rounds" > "$out/hvd_${key}_$rep.txt"
     "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --many "$many" --rounds "$rounds" > "$out/hvd_many_${key}_$rep.txt"
-    if [ "$key" = 2x2 ]; then
+    if [ "${key#*x}" != 1 ]; then
       echo "$key: hvd flat" >&2
       "$hvdrun" -np "$n" -H "$hosts" $ssh_args --no-hierarchical-allreduce "$bench" --sizes "$sizes" --rounds "$rounds" > "$out/flat_${key}_$rep.txt"
       "$hvdrun" -np "$n" -H "$hosts" $ssh_args --no-hierarchical-allreduce "$bench" --many "$many" --rounds "$rounds" > "$out/flat_many_${key}_$rep.txt"
@@ -74,7 +76,8 @@ run_all() {
 
 with_cluster run_passes "$repeats" ""
 
-/usr/bin/python3 - "$out" "$here" "$repeats" <<'PY'
+# shellcheck disable=SC2046
+/usr/bin/python3 - "$out" "$here" "$repeats" $(for l in $layouts; do echo "${l%%/*}"; done) <<'PY'
 import sys
 out, repeats = sys.argv[1], int(sys.argv[3])
 sys.path.insert(0, sys.argv[2])
@@ -82,7 +85,8 @@ from allreduce_results import MANY, SIZES, fmt_us, hvd, label, median_of, peer, 
 
 runs = range(1, repeats + 1)
 rows = []
-for key, layout in (("2x1", "2 x 1"), ("2x2", "2 x 2"), ("4x1", "4 x 1")):
+for key in sys.argv[4:]:
+    layout = key.replace("x", " x ")
     hs = [hvd(f"{out}/hvd_{key}_{r}.txt", f"{out}/hvd_many_{key}_{r}.txt") for r in runs]
     fs = [hvd(f"{out}/flat_{key}_{r}.txt", f"{out}/flat_many_{key}_{r}.txt") for r in runs]
     ms = [{**peer(f"{out}/mpi_{key}_{r}.txt"), **peer(f"{out}/mpi_many_{key}_{r}.txt")} for r in runs]

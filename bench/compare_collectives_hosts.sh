@@ -5,7 +5,8 @@
 #
 #   bench/compare_collectives_hosts.sh [HVDRUN] [ROUNDS]
 #
-# For 2 hosts x 1 rank, 2 hosts x 2 ranks and 4 hosts x 1 rank of the netns test cluster, each
+# For 2 hosts x 1 rank, 2 hosts x 2 ranks and 4 hosts x 1 rank of the netns test cluster (or
+# LAYOUTS, e.g. "2x4 4x4": hosts_common.sh), each
 # collective of OPS (default "broadcast allgather alltoall reducescatter") over SIZES (default
 # 4 KiB, 16 KiB, 64 KiB, 1 MiB; hvd-bench's meaning of bytes, as compare_collectives.sh), float32:
 #   hvd        hvdrun -H ... hvd-bench --op OP (auto: hvd's TCP across hosts; on 2x2 the
@@ -60,7 +61,8 @@ run_all() {
 
 with_cluster run_passes "$repeats" "op by op"
 
-/usr/bin/python3 - "$out" "$here" "$repeats" "$sizes" "$ops" <<'PY'
+# shellcheck disable=SC2046
+/usr/bin/python3 - "$out" "$here" "$repeats" "$sizes" "$ops" $(for l in $layouts; do echo "${l%%/*}"; done) <<'PY'
 import sys
 out, repeats = sys.argv[1], int(sys.argv[3])
 sys.path.insert(0, sys.argv[2])
@@ -71,7 +73,8 @@ from allreduce_results import fmt_us, hvd, label, median_of, peer, print_ranges,
 runs = range(1, repeats + 1)
 rows = []
 for op in ops:
-    for key, layout in (("2x1", "2 x 1"), ("2x2", "2 x 2"), ("4x1", "4 x 1")):
+    for key in sys.argv[6:]:
+        layout = key.replace("x", " x ")
         hs = [hvd(f"{out}/hvd_{key}_{op}_{r}.txt") for r in runs]
         ms = [peer(f"{out}/mpi_{key}_{op}_{r}.txt") for r in runs]
         rows.append((op, layout, hs, ms))

@@ -17,8 +17,24 @@ state=/run/hvd-cluster
 ssh_args="-i $state/id_ed25519 --ssh-known-hosts $state/known_hosts"
 mpi_net="--mca btl self,tcp --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24"
 mpi_rsh="-i $state/id_ed25519 -o UserKnownHostsFile=$state/known_hosts"
-# KEY/RANKS/HOSTS, one per layout (layout_fields splits one).
-layouts="2x1/2/hvd-h1:1,hvd-h2:1 2x2/4/hvd-h1:2,hvd-h2:2 4x1/4/hvd-h1:1,hvd-h2:1,hvd-h3:1,hvd-h4:1"
+# KEY/RANKS/HOSTS, one per layout (layout_fields splits one). LAYOUTS overrides them, in the
+# same form or as plain HOSTSxRANKS keys (e.g. LAYOUTS="2x4 4x2 4x4": 8 and 16 ranks; at most 4
+# hosts, the cluster's).
+layouts=${LAYOUTS:-"2x1 2x2 4x1"}
+
+# layout_spec KEY: KEY (HOSTSxRANKS) as KEY/RANKS/HOSTS; a full spec is printed as it is.
+layout_spec() {
+  case "$1" in
+    */*) echo "$1"; return ;;
+  esac
+  h=${1%%x*} r=${1#*x}
+  case "$h$r" in *[!0-9]* | "") echo "bad layout '$1' (want HOSTSxRANKS, e.g. 2x4)" >&2; exit 2 ;; esac
+  [ "$h" -ge 1 ] && [ "$h" -le 4 ] || { echo "bad layout '$1': 1 to 4 hosts" >&2; exit 2; }
+  spec="" i=1
+  while [ "$i" -le "$h" ]; do spec="$spec${spec:+,}hvd-h$i:$r"; i=$((i + 1)); done
+  echo "$1/$((h * r))/$spec"
+}
+layouts=$(for l in $layouts; do layout_spec "$l"; done)
 
 # layout_fields LAYOUT: sets key, n and hosts.
 layout_fields() {
