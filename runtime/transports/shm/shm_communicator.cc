@@ -47,9 +47,11 @@ class ShmPosted final : public PostedSource {
 // ops): per-member bookkeeping lives in vectors sized once here.
 class ShmCommunicator final : public Communicator {
  public:
-  ShmCommunicator(std::unique_ptr<ShmChannel> channel, bool choose_single_copy)
+  ShmCommunicator(std::unique_ptr<ShmChannel> channel, bool choose_single_copy,
+                  bool single_copy_allreduce)
       : ch_(std::move(channel)),
         single_copy_bytes_(ch_->single_copy_bytes()),
+        allreduce_single_copy_bytes_(single_copy_allreduce ? single_copy_bytes_ : 0),
         choose_(choose_single_copy && ch_->rank() == 0),
         rank_(ch_->rank()),
         size_(ch_->size()),
@@ -139,9 +141,11 @@ class ShmCommunicator final : public Communicator {
   Status AllgatherRounds(const char* in, const std::vector<int64_t>& bytes_per_rank, Put&& put);
 
   std::unique_ptr<ShmChannel> ch_;
-  const int64_t single_copy_bytes_;  // 0: never
-  const bool choose_;                // member 0 of HVD_SHM_SINGLE_COPY=auto: times both ways
-  ShmSingleCopyChooser chooser_;
+  const int64_t single_copy_bytes_;            // the alltoall's; 0: never
+  const int64_t allreduce_single_copy_bytes_;  // the allreduce's; 0: never
+  const bool choose_;                      // member 0 of HVD_SHM_SINGLE_COPY=auto: times both ways
+  ShmSingleCopyChooser chooser_;           // the allreduce's
+  ShmSingleCopyChooser alltoall_chooser_;  // the alltoall's
   const int rank_;
   const int size_;
   const size_t half_;
@@ -295,7 +299,7 @@ template <typename Staged>
 Status ShmCommunicator::AllreduceView(const PieceView& view, DataType dtype, ReduceOp op,
                                       Staged&& staged) {
   const int64_t bytes = view.count() * static_cast<int64_t>(DataTypeSize(dtype));
-  if (single_copy_bytes_ == 0 || bytes < single_copy_bytes_) return staged();
+  if (allreduce_single_copy_bytes_ == 0 || bytes < allreduce_single_copy_bytes_) return staged();
   using Clock = std::chrono::steady_clock;
   const bool want = !choose_ || chooser_.Prefer(bytes);
   const auto t0 = choose_ ? Clock::now() : Clock::time_point();
@@ -538,11 +542,34 @@ Status ShmCommunicator::AlltoallData(const char* src, const std::vector<int64_t>
     send_off[k] = send_off[k - 1] + send_bytes[k - 1];
     recv_off[k] = recv_off[k - 1] + recv_bytes[k - 1];
   }
-  // Each round carries one sub-slot per destination in every half.
-  const size_t sub = AlltoallSub();
-  const int64_t rounds = (max_piece + static_cast<int64_t>(sub) - 1) / static_cast<int64_t>(sub);
-  HVD_RETURN_IF_ERROR(
-      AlltoallPieces(src, send_off, send_bytes, dst, recv_off, recv_bytes, sub, rounds));
+  auto staged = [&] {
+    // Each round carries one sub-slot per destination in every half.
+    const size_t sub = AlltoallSub();
+    const int64_t rounds = (max_piece + static_cast<int64_t>(sub) - 1) / static_cast<int64_t>(sub);
+    return AlltoallPieces(src, send_off, send_bytes, dst, recv_off, recv_bytes, sub, rounds);
+  };
+  // Single copy from single_copy_bytes_ of the largest piece times the members (the same on
+  // every member: max_piece is), and only where the output does not overlap the input, which
+  // the peers read while this member writes.
+  const int64_t bytes = max_piece * size_;
+  const int64_t in_bytes = send_off[size_ - 1] + send_bytes[size_ - 1];
+  const int64_t out_bytes = recv_off[size_ - 1] + recv_bytes[size_ - 1];
+  const auto in_at = reinterpret_cast<uintptr_t>(src);
+  const auto out_at = reinterpret_cast<uintptr_t>(dst);
+  const bool apart = in_at + static_cast<uintptr_t>(in_bytes) <= out_at ||
+                     out_at + static_cast<uintptr_t>(out_bytes) <= in_at;
+  if (single_copy_bytes_ == 0 || bytes < single_copy_bytes_) {
+    HVD_RETURN_IF_ERROR(staged());
+  } else {
+    using Clock = std::chrono::steady_clock;
+    const bool want = apart && (!choose_ || alltoall_chooser_.Prefer(bytes));
+    const auto t0 = choose_ ? Clock::now() : Clock::time_point();
+    bool used = false;
+    HVD_RETURN_IF_ERROR(ShmAlltoallSingleCopy(*ch_, src, send_off, dst, recv_off, recv_bytes, want,
+                                              &single_copy_, &used));
+    if (!used) HVD_RETURN_IF_ERROR(staged());
+    if (choose_ && apart) alltoall_chooser_.Record(bytes, used, Clock::now() - t0);
+  }
   if (send_bytes[rank_] > 0) {
     std::memmove(dst + recv_off[rank_], src + send_off[rank_],
                  static_cast<size_t>(send_bytes[rank_]));
@@ -602,8 +629,8 @@ Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& op
       std::make_unique<ShmChannel>(std::move(segment), options.rank, options.timeout,
                                    !CpuPerRank(std::max(options.size, options.ranks_on_machine)));
   if (options.size > 1) HVD_RETURN_IF_ERROR(channel->ProbeSingleCopy(options.single_copy_bytes));
-  return std::unique_ptr<Communicator>(
-      new ShmCommunicator(std::move(channel), options.choose_single_copy));
+  return std::unique_ptr<Communicator>(new ShmCommunicator(
+      std::move(channel), options.choose_single_copy, options.single_copy_allreduce));
 }
 
 }  // namespace hvd::runtime

@@ -24,10 +24,15 @@ struct ShmOptions {
   // Staging memory per member (HVD_SHM_BUFFER_BYTES), split into two halves that alternate
   // between rounds; rounded down to whole pages, at least two. Larger operations are chunked.
   size_t buffer_bytes = size_t{1} << 20;
-  // Allreduces of at least this many bytes read the peers' buffers directly (single copy,
-  // process_vm_readv) when every member may (ShmChannel::ProbeSingleCopy); 0 never
-  // (HVD_SHM_SINGLE_COPY_BYTES).
+  // Allreduces of at least this many bytes, and alltoalls whose largest piece times the members
+  // is, read the peers' buffers directly (single copy, process_vm_readv) when every member may
+  // (ShmChannel::ProbeSingleCopy); 0 never (HVD_SHM_SINGLE_COPY_BYTES).
   int64_t single_copy_bytes = int64_t{2} << 20;
+  // Whether allreduces take single copy at all (the alltoall does whenever single_copy_bytes
+  // allows): false with more ranks than CPUs, where the allreduce's direct reads lost (4 ranks
+  // on 2 vCPUs, 64 MiB 37 ms staged against 47 ms) and the alltoall's won (16 ranks, 64 MiB
+  // 95-108 ms against 147-167 ms staged; shm_provider.cc).
+  bool single_copy_allreduce = true;
   // Whether member 0 chooses between single copy and the staging halves for those sizes by
   // timing both (ShmSingleCopyChooser; HVD_SHM_SINGLE_COPY=auto); false: single copy always.
   bool choose_single_copy = false;
@@ -55,7 +60,9 @@ struct ShmOptions {
 //  - from ShmOptions::single_copy_bytes, when every member may read the others' memory
 //    (ShmChannel::ProbeSingleCopy, at creation): the same reduce-scatter and allgather, but each
 //    member reads its peers' slices straight from their buffers (process_vm_readv), with no
-//    staging copy (ShmAllreduceSingleCopy);
+//    staging copy (ShmAllreduceSingleCopy); likewise an alltoall (its largest piece times the
+//    members from that size): each member reads its piece of every peer's input straight into
+//    its output (ShmAlltoallSingleCopy);
 //  - reduce-scatter: per chunk of the input, each member reduces the part of its own segment in
 //    rank order; allgather(v), broadcast, alltoall(v) and the byte-string gather/broadcast copy
 //    through the halves in as many rounds as the largest contribution needs;
@@ -64,8 +71,9 @@ struct ShmOptions {
 //    (posted_inputs()) without a round of its own.
 Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& options);
 
-// The size from which `comm`'s allreduces read the peers' buffers directly, as its members
-// agreed at creation; 0 when they never do or `comm` is not a shared-memory communicator.
+// The size from which `comm`'s alltoalls (and, unless ShmOptions::single_copy_allreduce was
+// false, its allreduces) read the peers' buffers directly, as its members agreed at creation; 0
+// when they never do or `comm` is not a shared-memory communicator.
 int64_t ShmSingleCopyBytes(const Communicator& comm);
 
 }  // namespace hvd::runtime

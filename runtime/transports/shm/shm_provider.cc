@@ -69,11 +69,14 @@ Result<std::unique_ptr<Communicator>> ShmProvider::CreateShm(const GroupSpec& sp
   options.rank = spec.rank_in_group;
   options.size = static_cast<int>(spec.ranks.size());
   options.buffer_bytes = static_cast<size_t>(config_.shm_buffer_bytes);
-  // With more ranks than CPUs the direct reads lose: 4 ranks on 2 vCPUs, 64 MiB 37 ms staged
-  // against 47 ms (each read walks the peer's page tables while the peer wants the CPU).
+  // With more ranks than CPUs the allreduce's direct reads lose: 4 ranks on 2 vCPUs, 64 MiB 37
+  // ms staged against 47 ms (each read walks the peer's page tables while the peer wants the
+  // CPU). The alltoall's win there (one read per piece against two copies through the halves):
+  // 16 ranks on 2 vCPUs, 64 MiB 95-108 against 147-167 ms, 16 MiB 29-32 against 32-43 ms
+  // (2026-11-25, three interleaved runs; Open MPI's vader 77-83 and 19-21 ms).
   options.ranks_on_machine = RanksOnMachine(config_, spec);
-  options.single_copy_bytes =
-      CpuPerRank(options.ranks_on_machine) ? config_.shm_single_copy_bytes : 0;
+  options.single_copy_bytes = config_.shm_single_copy_bytes;
+  options.single_copy_allreduce = CpuPerRank(options.ranks_on_machine);
   options.choose_single_copy = config_.shm_single_copy == "auto";
   options.timeout = config_.timeout;
   options.named = config_.shm_named;

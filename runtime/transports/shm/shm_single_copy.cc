@@ -306,4 +306,62 @@ Status ShmAllreduceSingleCopy(ShmChannel& ch, const PieceView& view, DataType dt
   return ch.WaitAllDone();
 }
 
+Status ShmAlltoallSingleCopy(ShmChannel& ch, const char* in, std::span<const int64_t> send_off,
+                             char* out, std::span<const int64_t> recv_off,
+                             std::span<const int64_t> recv_bytes, bool want,
+                             ShmSingleCopyScratch* scratch, bool* used) {
+  const int size = ch.size();
+  const int me = ch.rank();
+  const size_t offsets = sizeof(int64_t) * static_cast<size_t>(size);
+  // Round 1: usable flag and input address, then the send offsets.
+  bool usable = want && 2 * sizeof(int64_t) + offsets <= ch.half_bytes();
+  if (usable && in != nullptr) {
+    char sink;
+    iovec local{&sink, 1};
+    iovec remote{const_cast<char*>(in), 1};
+    usable = process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1;
+  }
+  char* mine = nullptr;
+  HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
+  const int64_t head[2] = {usable ? 1 : 0, static_cast<int64_t>(reinterpret_cast<uintptr_t>(in))};
+  std::memcpy(mine, head, sizeof(head));
+  if (usable) std::memcpy(mine + sizeof(head), send_off.data(), offsets);
+  ch.Publish();
+  HVD_RETURN_IF_ERROR(ch.WaitAllPosted());
+  *used = true;
+  for (int k = 0; k < size; ++k) {
+    int64_t theirs[2];
+    std::memcpy(theirs, ch.PeerHalf(k), sizeof(theirs));
+    *used = *used && theirs[0] != 0;
+  }
+  if (*used) {
+    // Where each peer's piece for this member starts, in the peer's address space.
+    scratch->peers.resize(static_cast<size_t>(size));
+    for (int k = 0; k < size; ++k) {
+      int64_t theirs[2];
+      int64_t off = 0;
+      std::memcpy(theirs, ch.PeerHalf(k), sizeof(theirs));
+      std::memcpy(&off, ch.PeerHalf(k) + sizeof(theirs) + sizeof(int64_t) * me, sizeof(off));
+      scratch->peers[k] = static_cast<uint64_t>(theirs[1]) + static_cast<uint64_t>(off);
+    }
+  }
+  ch.End();
+  if (!*used) return Status::OK();
+  // Staggered, member me + s at step s, as a pairwise exchange orders it: each member's memory
+  // is read by one peer at a time, not by all of them from member 0 on (not measured apart).
+  for (int s = 1; s < size; ++s) {
+    const int k = (me + s) % size;
+    if (recv_bytes[k] == 0) continue;
+    const size_t bytes = static_cast<size_t>(recv_bytes[k]);
+    iovec local{out + recv_off[k], bytes};
+    iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(scratch->peers[k])), bytes};
+    HVD_RETURN_IF_ERROR(ch.ReadPeer(k, &local, &remote, 1, bytes));
+  }
+  // Round 2: this member's reads are done; return once every peer's are.
+  HVD_RETURN_IF_ERROR(ch.Begin(false));
+  ch.Publish();
+  ch.End();
+  return ch.WaitAllDone();
+}
+
 }  // namespace hvd::runtime

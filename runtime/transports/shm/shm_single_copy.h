@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "common/status.h"
@@ -79,6 +80,23 @@ class ShmSingleCopyChooser {
 // staged allreduce instead, on every member alike.
 Status ShmAllreduceSingleCopy(ShmChannel& ch, const PieceView& view, DataType dtype, ReduceOp op,
                               bool want, ShmSingleCopyScratch* scratch, bool* used);
+
+// Alltoall by single copy: each member reads its piece of every peer's input straight into its
+// output, where the staged alltoall copies each piece into the sender's half and out again (the
+// memory traffic that decides with many ranks per CPU: 16 ranks, 64 MiB, 0.48 of Open MPI's
+// vader staged, 2026-11-25). Rounds: (1) every member posts whether it can take part, its
+// input's address and its send offsets (`send_off`, bytes into `in`, one per member); (2) "I
+// read none of your input any more"; a member returns only when every peer has ended round 2.
+// Member k's piece for this member is `recv_bytes[k]` bytes (the caller's size round or the
+// response checked them) and lands at `out + recv_off[k]`; this member's own piece is the
+// caller's. `*used` is false, after round 1, when some member cannot take part (its input is
+// not readable by process_vm_readv, e.g. memory a device driver mapped) or does not want to
+// (`want` false: member 0's chooser picked the halves); the caller then runs the staged
+// alltoall, on every member alike.
+Status ShmAlltoallSingleCopy(ShmChannel& ch, const char* in, std::span<const int64_t> send_off,
+                             char* out, std::span<const int64_t> recv_off,
+                             std::span<const int64_t> recv_bytes, bool want,
+                             ShmSingleCopyScratch* scratch, bool* used);
 
 }  // namespace hvd::runtime
 

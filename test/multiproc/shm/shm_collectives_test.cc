@@ -302,6 +302,17 @@ TEST_P(ShmCollectivesTest, ReduceScatterAndAllgatherOfPiecesEqualPacked) {
 }
 TEST_P(ShmCollectivesTest, ReduceScatterEveryDtypeAndOp) { RunAll(ReduceScatterEverything); }
 TEST_P(ShmCollectivesTest, AllgatherBroadcastAlltoall) { RunAll(DataMovement); }
+// The alltoalls of DataMovement by single copy (every size), and with member 0 choosing the way
+// per op: uneven and empty pieces, the size round and the agreed sizes, a mismatch failing every
+// member.
+TEST_P(ShmCollectivesTest, AlltoallSingleCopy) {
+  if (!CrossMemoryAttachAllowed()) GTEST_SKIP() << "process_vm_readv is not permitted here";
+  RunAll(DataMovement, 1);
+}
+TEST_P(ShmCollectivesTest, AlltoallWithMemberZeroChoosingTheWay) {
+  if (!CrossMemoryAttachAllowed()) GTEST_SKIP() << "process_vm_readv is not permitted here";
+  RunAll(DataMovement, 1, true);
+}
 TEST_P(ShmCollectivesTest, ControlPlane) { RunAll(ControlPlane); }
 // Posting is offered from 3 members (posts_inputs()), and works with 2.
 TEST_P(ShmCollectivesTest, CollectivesFromPostedInputs) {
