@@ -119,6 +119,14 @@ class ShmCommunicator final : public Communicator {
   // 0 picks it), else `staged()`, the allreduce through the halves.
   template <typename Staged>
   Status AllreduceView(const PieceView& view, DataType dtype, ReduceOp op, Staged&& staged);
+  // The choice both single-copy collectives make: from `threshold` bytes (0: never),
+  // `single(want, &used)` runs the single-copy rounds, `want` false where this member may not
+  // (`may`) or, with choose_, `chooser` picked the halves; `staged()` runs when no member used it.
+  // With choose_, the way taken is timed for `chooser` (ops this member could not take directly
+  // are not).
+  template <typename Single, typename Staged>
+  Status SingleOrStaged(int64_t bytes, int64_t threshold, bool may, ShmSingleCopyChooser& chooser,
+                        Single&& single, Staged&& staged);
   // The checks both alltoalls start with (a call's sizes, the staging size).
   Status AlltoallStart(const std::vector<int64_t>& send_bytes,
                        const std::vector<int64_t>& recv_bytes);
@@ -299,14 +307,26 @@ template <typename Staged>
 Status ShmCommunicator::AllreduceView(const PieceView& view, DataType dtype, ReduceOp op,
                                       Staged&& staged) {
   const int64_t bytes = view.count() * static_cast<int64_t>(DataTypeSize(dtype));
-  if (allreduce_single_copy_bytes_ == 0 || bytes < allreduce_single_copy_bytes_) return staged();
+  return SingleOrStaged(
+      bytes, allreduce_single_copy_bytes_, /*may=*/true, chooser_,
+      [&](bool want, bool* used) {
+        return ShmAllreduceSingleCopy(*ch_, view, dtype, op, want, &single_copy_, used);
+      },
+      staged);
+}
+
+template <typename Single, typename Staged>
+Status ShmCommunicator::SingleOrStaged(int64_t bytes, int64_t threshold, bool may,
+                                       ShmSingleCopyChooser& chooser, Single&& single,
+                                       Staged&& staged) {
+  if (threshold == 0 || bytes < threshold) return staged();
   using Clock = std::chrono::steady_clock;
-  const bool want = !choose_ || chooser_.Prefer(bytes);
+  const bool want = may && (!choose_ || chooser.Prefer(bytes));
   const auto t0 = choose_ ? Clock::now() : Clock::time_point();
   bool used = false;
-  HVD_RETURN_IF_ERROR(ShmAllreduceSingleCopy(*ch_, view, dtype, op, want, &single_copy_, &used));
+  HVD_RETURN_IF_ERROR(single(want, &used));
   if (!used) HVD_RETURN_IF_ERROR(staged());
-  if (choose_) chooser_.Record(bytes, used, Clock::now() - t0);
+  if (choose_ && may) chooser.Record(bytes, used, Clock::now() - t0);
   return Status::OK();
 }
 
@@ -551,25 +571,19 @@ Status ShmCommunicator::AlltoallData(const char* src, const std::vector<int64_t>
   // Single copy from single_copy_bytes_ of the largest piece times the members (the same on
   // every member: max_piece is), and only where the output does not overlap the input, which
   // the peers read while this member writes.
-  const int64_t bytes = max_piece * size_;
   const int64_t in_bytes = send_off[size_ - 1] + send_bytes[size_ - 1];
   const int64_t out_bytes = recv_off[size_ - 1] + recv_bytes[size_ - 1];
   const auto in_at = reinterpret_cast<uintptr_t>(src);
   const auto out_at = reinterpret_cast<uintptr_t>(dst);
   const bool apart = in_at + static_cast<uintptr_t>(in_bytes) <= out_at ||
                      out_at + static_cast<uintptr_t>(out_bytes) <= in_at;
-  if (single_copy_bytes_ == 0 || bytes < single_copy_bytes_) {
-    HVD_RETURN_IF_ERROR(staged());
-  } else {
-    using Clock = std::chrono::steady_clock;
-    const bool want = apart && (!choose_ || alltoall_chooser_.Prefer(bytes));
-    const auto t0 = choose_ ? Clock::now() : Clock::time_point();
-    bool used = false;
-    HVD_RETURN_IF_ERROR(ShmAlltoallSingleCopy(*ch_, src, send_off, dst, recv_off, recv_bytes, want,
-                                              &single_copy_, &used));
-    if (!used) HVD_RETURN_IF_ERROR(staged());
-    if (choose_ && apart) alltoall_chooser_.Record(bytes, used, Clock::now() - t0);
-  }
+  HVD_RETURN_IF_ERROR(SingleOrStaged(
+      max_piece * size_, single_copy_bytes_, apart, alltoall_chooser_,
+      [&](bool want, bool* used) {
+        return ShmAlltoallSingleCopy(*ch_, src, send_off, dst, recv_off, recv_bytes, want,
+                                     &single_copy_, used);
+      },
+      staged));
   if (send_bytes[rank_] > 0) {
     std::memmove(dst + recv_off[rank_], src + send_off[rank_],
                  static_cast<size_t>(send_bytes[rank_]));

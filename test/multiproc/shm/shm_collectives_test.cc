@@ -276,22 +276,25 @@ class ShmCollectivesTest : public ::testing::TestWithParam<std::tuple<int, size_
       ASSERT_TRUE(out.exited && out.exit_code == 0) << Describe(outcomes);
     EXPECT_TRUE(LeftoverSegments(job.job_id()).empty());
   }
+  // RunAll with single copy from every size (and member 0 choosing the way per op when
+  // `choose`), skipped where process_vm_readv is not permitted.
+  void RunAllSingleCopy(const ShmJob::Body& body, bool choose = false) {
+    if (!CrossMemoryAttachAllowed()) GTEST_SKIP() << "process_vm_readv is not permitted here";
+    RunAll(body, 1, choose);
+  }
 };
 
 TEST_P(ShmCollectivesTest, AllreduceEveryDtypeAndOp) { RunAll(AllreduceEverything); }
 TEST_P(ShmCollectivesTest, AllreduceSingleCopyEveryDtypeAndOp) {
-  if (!CrossMemoryAttachAllowed()) GTEST_SKIP() << "process_vm_readv is not permitted here";
-  RunAll(AllreduceSingleCopyEverything, 1);
+  RunAllSingleCopy(AllreduceSingleCopyEverything);
 }
 // HVD_SHM_SINGLE_COPY=auto: member 0 alone picks single copy or the halves per op (two of each
 // first, then the faster), the others follow its vote; every result is still the reference.
 TEST_P(ShmCollectivesTest, AllreduceWithMemberZeroChoosingTheWayEveryDtypeAndOp) {
-  if (!CrossMemoryAttachAllowed()) GTEST_SKIP() << "process_vm_readv is not permitted here";
-  RunAll(AllreduceSingleCopyEverything, 1, true);
+  RunAllSingleCopy(AllreduceSingleCopyEverything, /*choose=*/true);
 }
 TEST_P(ShmCollectivesTest, AllreducePiecesSingleCopyEqualPackedAllreduce) {
-  if (!CrossMemoryAttachAllowed()) GTEST_SKIP() << "process_vm_readv is not permitted here";
-  RunAll(AllreducePiecesSingleCopy, 1);
+  RunAllSingleCopy(AllreducePiecesSingleCopy);
 }
 TEST_P(ShmCollectivesTest, AllreducePiecesEqualPackedAllreduce) {
   RunAll(CheckAllreducePiecesMatchPacked);
@@ -305,13 +308,9 @@ TEST_P(ShmCollectivesTest, AllgatherBroadcastAlltoall) { RunAll(DataMovement); }
 // The alltoalls of DataMovement by single copy (every size), and with member 0 choosing the way
 // per op: uneven and empty pieces, the size round and the agreed sizes, a mismatch failing every
 // member.
-TEST_P(ShmCollectivesTest, AlltoallSingleCopy) {
-  if (!CrossMemoryAttachAllowed()) GTEST_SKIP() << "process_vm_readv is not permitted here";
-  RunAll(DataMovement, 1);
-}
+TEST_P(ShmCollectivesTest, AlltoallSingleCopy) { RunAllSingleCopy(DataMovement); }
 TEST_P(ShmCollectivesTest, AlltoallWithMemberZeroChoosingTheWay) {
-  if (!CrossMemoryAttachAllowed()) GTEST_SKIP() << "process_vm_readv is not permitted here";
-  RunAll(DataMovement, 1, true);
+  RunAllSingleCopy(DataMovement, /*choose=*/true);
 }
 TEST_P(ShmCollectivesTest, ControlPlane) { RunAll(ControlPlane); }
 // Posting is offered from 3 members (posts_inputs()), and works with 2.
