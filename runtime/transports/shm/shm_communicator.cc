@@ -495,7 +495,10 @@ Status ShmCommunicator::ReduceScatterPieces(std::span<const AllreducePiece> piec
 
 size_t ShmCommunicator::AlltoallSub() const {
   if (sizeof(int64_t) * static_cast<size_t>(size_) > half_) return 0;
-  return half_ / static_cast<size_t>(size_) / kCacheLine * kCacheLine;
+  // One sub-slot per other member (AlltoallSlot): the member's own piece never goes through
+  // the half, so a slot for it would only make the rounds smaller (half of each half unused at
+  // 2 members, a quarter at 4).
+  return half_ / static_cast<size_t>(std::max(1, size_ - 1)) / kCacheLine * kCacheLine;
 }
 
 Status ShmCommunicator::AlltoallStart(const std::vector<int64_t>& send_bytes,
@@ -563,7 +566,7 @@ Status ShmCommunicator::AlltoallData(const char* src, const std::vector<int64_t>
     recv_off[k] = recv_off[k - 1] + recv_bytes[k - 1];
   }
   auto staged = [&] {
-    // Each round carries one sub-slot per destination in every half.
+    // Each round carries one sub-slot per other member in every half.
     const size_t sub = AlltoallSub();
     const int64_t rounds = (max_piece + static_cast<int64_t>(sub) - 1) / static_cast<int64_t>(sub);
     return AlltoallPieces(src, send_off, send_bytes, dst, recv_off, recv_bytes, sub, rounds);
@@ -591,6 +594,12 @@ Status ShmCommunicator::AlltoallData(const char* src, const std::vector<int64_t>
   return Status::OK();
 }
 
+// Where in the sender's half the sub-slot for `dest` (!= sender) starts, in sub-slots: the other
+// members in rank order, the sender left out.
+size_t AlltoallSlot(int dest, int sender) {
+  return static_cast<size_t>(dest > sender ? dest - 1 : dest);
+}
+
 Status ShmCommunicator::AlltoallPieces(const char* in, const std::vector<int64_t>& send_off,
                                        const std::vector<int64_t>& send_bytes, char* out,
                                        const std::vector<int64_t>& recv_off,
@@ -602,14 +611,15 @@ Status ShmCommunicator::AlltoallPieces(const char* in, const std::vector<int64_t
     HVD_RETURN_IF_ERROR(ch_->Begin(true, &mine));
     for (int j = 0; j < size_; ++j) {
       if (j != rank_ && at < send_bytes[j]) {
-        std::memcpy(mine + j * sub, in + send_off[j] + at, Min(sub, send_bytes[j] - at));
+        std::memcpy(mine + AlltoallSlot(j, rank_) * sub, in + send_off[j] + at,
+                    Min(sub, send_bytes[j] - at));
       }
     }
     ch_->Publish();
     for (int k = 0; k < size_; ++k) {
       if (k == rank_ || at >= recv_bytes[k]) continue;
       HVD_RETURN_IF_ERROR(ch_->WaitPosted(k));
-      std::memcpy(out + recv_off[k] + at, ch_->PeerHalf(k) + rank_ * sub,
+      std::memcpy(out + recv_off[k] + at, ch_->PeerHalf(k) + AlltoallSlot(rank_, k) * sub,
                   Min(sub, recv_bytes[k] - at));
     }
     ch_->End();
