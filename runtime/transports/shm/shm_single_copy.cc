@@ -328,22 +328,21 @@ Status ShmAlltoallSingleCopy(ShmChannel& ch, const char* in, std::span<const int
   if (usable) std::memcpy(mine + sizeof(head), send_off.data(), offsets);
   ch.Publish();
   HVD_RETURN_IF_ERROR(ch.WaitAllPosted());
+  // Each peer's head once: its flag, and its input's address; the send offsets after it are
+  // read only when every member posted them (usable everywhere), giving where each peer's
+  // piece for this member starts, in the peer's address space.
   *used = true;
+  scratch->peers.resize(static_cast<size_t>(size));
   for (int k = 0; k < size; ++k) {
     int64_t theirs[2];
     std::memcpy(theirs, ch.PeerHalf(k), sizeof(theirs));
     *used = *used && theirs[0] != 0;
+    scratch->peers[k] = static_cast<uint64_t>(theirs[1]);
   }
-  if (*used) {
-    // Where each peer's piece for this member starts, in the peer's address space.
-    scratch->peers.resize(static_cast<size_t>(size));
-    for (int k = 0; k < size; ++k) {
-      int64_t theirs[2];
-      int64_t off = 0;
-      std::memcpy(theirs, ch.PeerHalf(k), sizeof(theirs));
-      std::memcpy(&off, ch.PeerHalf(k) + sizeof(theirs) + sizeof(int64_t) * me, sizeof(off));
-      scratch->peers[k] = static_cast<uint64_t>(theirs[1]) + static_cast<uint64_t>(off);
-    }
+  for (int k = 0; *used && k < size; ++k) {
+    int64_t off = 0;
+    std::memcpy(&off, ch.PeerHalf(k) + sizeof(head) + sizeof(int64_t) * me, sizeof(off));
+    scratch->peers[k] += static_cast<uint64_t>(off);
   }
   ch.End();
   if (!*used) return Status::OK();
