@@ -16,7 +16,9 @@
 // Ops mode (--ops): each step runs every collective once -- allreduce (one tensor and a
 // fused group of three), allgather, broadcast, alltoall, reducescatter, barrier -- and the
 // job ends with a join. The alltoall's and reducescatter's inputs are 2 floats per rank, or
-// --split-bytes (rounded down to whole floats per rank).
+// --split-bytes (rounded down to whole floats per rank); each rank's allgather rows and the
+// broadcast's tensor 16 and 20 bytes, or --gather-bytes each (rounded down to whole rows of 2
+// floats and whole floats).
 //
 // --skew-rank R --skew-us S sets HVD_TIMELINE_CLOCK_SKEW_US=S on rank R before hvd_init
 // (tests of the all-ranks timeline's clock alignment).
@@ -55,7 +57,8 @@ struct Config {
   int steps = 100;
   int tensors = 16;
   size_t bytes = 16 << 10;
-  size_t split_bytes = 0;  // 0: 2 floats per rank
+  size_t split_bytes = 0;   // 0: 2 floats per rank
+  size_t gather_bytes = 0;  // 0: 2 rows of 2 floats per rank, 5 floats broadcast
   int straggler_rank = -1;
   int straggler_ms = 0;
   int print_steps = 0;
@@ -68,6 +71,7 @@ Config ParseArgs(int argc, char** argv) {
   Config c;
   std::string bytes = "16K";
   std::string split_bytes;
+  std::string gather_bytes;
   CLI::App app{
       "A training step's collectives through libhvd's C API, for the timeline and "
       "autotune benchmarks (run it under hvdrun)",
@@ -84,6 +88,10 @@ Config ParseArgs(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--split-bytes", split_bytes,
                  "Ops mode: the alltoall's and reducescatter's input (default 2 floats per rank)")
+      ->check([](const std::string& v) { return hvd::bench::ByteSizeError(v); });
+  app.add_option("--gather-bytes", gather_bytes,
+                 "Ops mode: each rank's allgather input and the broadcast's tensor (default 16 "
+                 "and 20 bytes)")
       ->check([](const std::string& v) { return hvd::bench::ByteSizeError(v); });
   app.add_option("--straggler-rank", c.straggler_rank, "This rank sleeps before each step");
   app.add_option("--straggler-ms", c.straggler_ms, "How long the straggler sleeps")
@@ -103,6 +111,7 @@ Config ParseArgs(int argc, char** argv) {
   }
   c.bytes = *hvd::bench::ParseByteSize(bytes);
   if (!split_bytes.empty()) c.split_bytes = *hvd::bench::ParseByteSize(split_bytes);
+  if (!gather_bytes.empty()) c.gather_bytes = *hvd::bench::ParseByteSize(gather_bytes);
   if (c.bytes < sizeof(float)) {
     std::fprintf(stderr, "hvd-step-bench: --bytes: at least %zu (one float32)\n", sizeof(float));
     std::exit(2);
@@ -152,8 +161,9 @@ double MaxOverRanks(double value) {
 }
 
 // One step of every collective, `split` floats in the alltoall and the reducescatter (a
-// multiple of the ranks).
-void OpsStep(size_t split) {
+// multiple of the ranks), each rank's allgather input and the broadcast's tensor from
+// `gather_bytes` (0: the defaults).
+void OpsStep(size_t split, size_t gather_bytes) {
   hvd_handle_t h;
   std::vector<float> single(12, 1.0f);
   hvd_tensor_t t = Tensor(single.data(), HVD_FLOAT32, 4, 3);
@@ -168,14 +178,16 @@ void OpsStep(size_t split) {
   Check(hvd_grouped_allreduce(group.data(), group.data(), 3, &o, &h), "hvd_grouped_allreduce");
   WaitAndRelease(h, "grouped allreduce");
 
-  std::vector<float> rows(2 * 2, 2.0f);
-  hvd_tensor_t g = Tensor(rows.data(), HVD_FLOAT32, 2, 2);
+  const size_t gather_rows = gather_bytes == 0 ? 2 : std::max<size_t>(1, gather_bytes / 8);
+  std::vector<float> rows(gather_rows * 2, 2.0f);
+  hvd_tensor_t g = Tensor(rows.data(), HVD_FLOAT32, static_cast<int64_t>(gather_rows), 2);
   o = Named("ag.x");
   Check(hvd_allgather(&g, &o, &h), "hvd_allgather");
   WaitAndRelease(h, "allgather");
 
-  std::vector<float> bc(5, 3.0f);
-  hvd_tensor_t b = Tensor(bc.data(), HVD_FLOAT32, 5);
+  const size_t bc_count = gather_bytes == 0 ? 5 : std::max<size_t>(1, gather_bytes / 4);
+  std::vector<float> bc(bc_count, 3.0f);
+  hvd_tensor_t b = Tensor(bc.data(), HVD_FLOAT32, static_cast<int64_t>(bc_count));
   o = Named("bc.x");
   o.root_rank = 0;
   Check(hvd_broadcast(&b, &b, &o, &h), "hvd_broadcast");
@@ -263,7 +275,7 @@ int main(int argc, char** argv) {
   if (config.ops) {
     const size_t per_rank = std::max<size_t>(1, config.split_bytes / sizeof(float) / size);
     const size_t split = (config.split_bytes == 0 ? 2 : per_rank) * static_cast<size_t>(size);
-    for (int step = 0; step < config.steps; ++step) OpsStep(split);
+    for (int step = 0; step < config.steps; ++step) OpsStep(split, config.gather_bytes);
     hvd_handle_t join;
     Check(hvd_join(-1, &join), "hvd_join");
     Check(hvd_wait(join, 60.0), "join");

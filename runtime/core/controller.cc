@@ -415,7 +415,12 @@ Result<bool> Controller::EagerEligible(uint32_t bit) {
   if (bytes <= 0) return false;
   const bool splits =
       posts_pieces_ && (r.type == OpType::kAlltoall || r.type == OpType::kReducescatter);
-  if (bytes <= config_.eager_allreduce_bytes && !(splits && pieces_first_)) {
+  // An op that posts nothing beyond what it moves (a broadcast, an allgather) costs only the
+  // copy it makes anyway, so it may post more where the round it saves costs more.
+  const int64_t limit_bytes = posts_ && PostedSurplusBytes(r, comm_->size()) == 0
+                                  ? config_.eager_allreduce_bytes * comm_->posted_copy_factor()
+                                  : config_.eager_allreduce_bytes;
+  if (bytes <= limit_bytes && !(splits && pieces_first_)) {
     // An allreduce rides the reduced tail where there is one (Agree), else by posting, whose
     // surplus the communicator bounds.
     if (r.type == OpType::kAllreduce && ands_) return true;

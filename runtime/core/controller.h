@@ -96,6 +96,8 @@ struct CycleResult {
 // with what every member posts, PostedBytes), and a common b runs its ordinary executor code
 // against posted_inputs(), which computes the result from the posted inputs without a round. A
 // transport that has both (TCP) keeps the reduced tail for an allreduce (Agree picks per op). An
+// broadcast or allgather (which posts nothing beyond what it moves) may be up to the limit times
+// the communicator's posted_copy_factor() (shared memory: the ranks sharing each CPU). An
 // op that would post more than the communicator's PostedSurplusLimit beyond what it moves
 // (PostedSurplusBytes: an alltoall's or reducescatter's whole input to every member) is not
 // eager that way; neither is one over the limit. Such an alltoall or reducescatter still rides

@@ -115,6 +115,12 @@ class Communicator {
     (void)surplus;
     return INT64_MAX;
   }
+  // How many times the eager limit (HVD_EAGER_ALLREDUCE_BYTES) an op that posts nothing beyond
+  // what it moves (a broadcast, an allgather: Controller::PostedSurplusBytes is 0) may post.
+  // Posting such an op costs the copy the op makes anyway, so what decides is the round it
+  // saves, which costs more where members wait to be scheduled (shared memory with more ranks
+  // than CPUs). The same on every member.
+  virtual int posted_copy_factor() const { return 1; }
   // Posting piece by piece, for an op whose every member's input is cut at the same boundaries
   // into size() pieces, piece j for member j, as an even alltoall of equal tensors and a
   // reducescatter are: each member sends member j only piece j (piece_bytes[j] bytes, the list

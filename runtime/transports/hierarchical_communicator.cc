@@ -76,6 +76,7 @@ class HierarchicalCommunicator final : public Communicator {
   // against 85-108 us (the hierarchy's own within the host and then a slice per cross group).
   bool posts_inputs() const override { return flat_->posts_inputs(); }
   size_t max_posted_bytes(size_t words) const override { return flat_->max_posted_bytes(words); }
+  int posted_copy_factor() const override { return flat_->posted_copy_factor(); }
   Result<int64_t> PostedSurplusLimit(int64_t surplus) override {
     return flat_->PostedSurplusLimit(surplus);
   }

@@ -50,6 +50,12 @@ bool CpuPerRank(int ranks_on_host) {
   return cpus > 0 && ranks_on_host <= cpus;
 }
 
+int RanksPerCpu(int ranks_on_host) {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus <= 0 || ranks_on_host <= cpus) return 1;
+  return static_cast<int>((ranks_on_host + cpus - 1) / cpus);
+}
+
 std::string MachineId() {
   // Fixed for the life of the process: read once, not at every group's creation.
   static const std::string id = [] {

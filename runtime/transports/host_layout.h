@@ -32,6 +32,9 @@ HostLayout ComputeHostLayout(const std::vector<std::string>& host_of, int me);
 // a waiter may spin or poll busily for a while, since the peer it waits for has a CPU of its
 // own (shared-memory waits, tcp busy polling, callers running the runtime's cycles).
 bool CpuPerRank(int ranks_on_host);
+// How many of `ranks_on_host` busy ranks share each online CPU, rounded up (1 when every rank
+// has a CPU of its own or the count is unknown).
+int RanksPerCpu(int ranks_on_host);
 
 // This machine's identity for CpuPerRank: the kernel's boot id (the same in every network
 // namespace and container of the machine), or "" when it cannot be read.

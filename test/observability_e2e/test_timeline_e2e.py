@@ -134,23 +134,29 @@ def test_lone_allreduce_rides_the_negotiation_round_on_tcp(tmp_path, eager_bytes
                for s in ops), ops
 
 
-@pytest.mark.parametrize("transport,np,eager_bytes,split_bytes", [
-    ("shm", 3, "32768", None), ("shm", 3, "0", None), ("shm", 2, "32768", None),
-    ("tcp", 2, "32768", None), ("tcp", 3, "32768", None), ("tcp", 3, "0", None),
-    ("tcp", 3, "32768", "16K"), ("shm", 3, "32768", "16K"), ("tcp", 4, "32768", "16K"),
-    ("tcp", 4, "32768", "64K"), ("tcp", 2, "32768", "64K"), ("shm", 3, "32768", "64K")])
+@pytest.mark.parametrize("transport,np,eager_bytes,split_bytes,gather_bytes", [
+    ("shm", 3, "32768", None, None), ("shm", 3, "0", None, None), ("shm", 2, "32768", None, None),
+    ("tcp", 2, "32768", None, None), ("tcp", 3, "32768", None, None),
+    ("tcp", 3, "0", None, None), ("tcp", 3, "32768", "16K", None),
+    ("shm", 3, "32768", "16K", None), ("tcp", 4, "32768", "16K", None),
+    ("tcp", 4, "32768", "64K", None), ("tcp", 2, "32768", "64K", None),
+    ("shm", 3, "32768", "64K", None), ("shm", 3, "32768", None, "48K"),
+    ("shm", 4, "32768", None, "96K"), ("tcp", 3, "32768", None, "48K")])
 def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, eager_bytes,
-                                                     split_bytes):
+                                                     split_bytes, gather_bytes):
     # Given a job on shared memory or hvd's TCP running every collective once per step, each
     # waited on before the next (each op is the known successor of the one before from the
     # fourth step on; the step's first, "ar.single", follows the last step's barrier, a cache
     # hit too), with the eager path on (the default limit) or off; on shared memory also with 2
     # ranks, between which inputs are not posted; and with a 16 KiB alltoall and reducescatter,
     # within the limit, but whose posting would send each peer 16 KiB of which it uses 1/n, and
-    # with a 64 KiB one, over the limit
+    # with a 64 KiB one, over the limit; and with a 48 or 96 KiB broadcast and allgather input,
+    # over the limit but within it times the ranks sharing each CPU on shared memory (on a
+    # machine with fewer CPUs than ranks: Communicator::posted_copy_factor)
     path = tmp_path / "ops.json"
     steps = 30
     extra = ["--split-bytes", split_bytes] if split_bytes else []
+    extra += ["--gather-bytes", gather_bytes] if gather_bytes else []
     jobs.check(jobs.hvdrun(np, ["--timeline", str(path)], ["--ops", "--steps", str(steps)] + extra,
                            cwd=tmp_path, env_extra={"HVD_EAGER_ALLREDUCE_BYTES": eager_bytes,
                                                     "HVD_CPU_OPERATIONS": transport}))
@@ -168,6 +174,11 @@ def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, ea
     # the limit, 64 KiB, TCP posts pieces of up to the limit, shared memory nothing)
     pieces = transport == "tcp" and (split_bytes == "64K" or np < 4)
     too_large = transport == "shm" and split_bytes == "64K"
+    # (a broadcast or allgather posts only what it moves: on shared memory up to the limit
+    # times the ranks per CPU, rounded up; on TCP up to the limit)
+    cpus = os.sysconf("SC_NPROCESSORS_ONLN")
+    per_cpu = -(-np // cpus) if transport == "shm" else 1
+    gather_over = gather_bytes is not None and int(gather_bytes[:-1]) * 1024 > 32768 * per_cpu
     for op, tensor in (("ALLREDUCE", "ar.single"), ("ALLGATHER", "ag.x"), ("BROADCAST", "bc.x"),
                        ("ALLTOALL", "a2a.x"), ("REDUCESCATTER", "rs.x")):
         ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == op
@@ -189,6 +200,8 @@ def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, ea
         eager = backend.count(prefix + how + suffix)
         rides = posts or (transport == "tcp" and op == "ALLREDUCE" and eager_bytes != "0")
         if too_large and split:
+            rides = False
+        if gather_over and op in ("ALLGATHER", "BROADCAST"):
             rides = False
         assert eager >= 1 if rides else eager == 0, (op, activities)
     # And the step's barrier is negotiated once (one tick per rank, as each request arrives:

@@ -419,6 +419,14 @@ void LoneCollectives() {
   for (int32_t root = 0; root < N(); ++root) {
     lone([&](std::vector<Pending>* p) { EnqueueBroadcast(p, f32, root, {3}); });
   }
+  // Over the limit but within it times the ranks per CPU (a broadcast or allgather posts only
+  // what it moves; shared memory with more ranks than CPUs: Communicator::posted_copy_factor):
+  // 48 KB, 4000 rows of 3 float32 per rank and a 12000-float broadcast.
+  lone([&](std::vector<Pending>* p) {
+    EnqueueAllgather(
+        p, f32, [](int32_t) -> int64_t { return 4000; }, 3, "lone.per-cpu");
+  });
+  lone([&](std::vector<Pending>* p) { EnqueueBroadcast(p, f32, N() - 1, {12000}); });
   // Above the limit (32 KiB by default): 10000 rows of 3 float32 per rank, 160 KB.
   lone([&](std::vector<Pending>* p) {
     EnqueueAllgather(

@@ -169,6 +169,23 @@ Status ShmChannel::ProbeSingleCopy(int64_t wanted_bytes) {
   return Status::OK();
 }
 
+Result<int64_t> ShmChannel::AgreeMin(int64_t value) {
+  HVD_RETURN_IF_ERROR(Start("agreement"));
+  char* mine = nullptr;
+  HVD_RETURN_IF_ERROR(Begin(true, &mine));
+  std::memcpy(mine, &value, sizeof(value));
+  Publish();
+  HVD_RETURN_IF_ERROR(WaitAllPosted());
+  int64_t agreed = value;
+  for (int k = 0; k < size_; ++k) {
+    int64_t theirs = 0;
+    std::memcpy(&theirs, PeerHalf(k), sizeof(theirs));
+    agreed = std::min(agreed, theirs);
+  }
+  End();
+  return agreed;
+}
+
 Status ShmChannel::ReadPeer(int k, const iovec* local, const iovec* remote, size_t n,
                             size_t bytes) {
   const ssize_t got = process_vm_readv(segment_->VisiblePid(k), local, n, remote, n, 0);

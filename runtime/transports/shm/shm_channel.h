@@ -93,6 +93,9 @@ class ShmChannel {
   // restriction such as Yama's ptrace_scope or a seccomp policy, another pid namespace, a kernel
   // without it), else the largest wanted size.
   Status ProbeSingleCopy(int64_t wanted_bytes);
+  // One round: the smallest of every member's `value`, for a setting every member must share
+  // although each computes it from what it sees (e.g. the CPUs online).
+  Result<int64_t> AgreeMin(int64_t value);
   int64_t single_copy_bytes() const { return single_copy_bytes_; }
   // Copies member k's memory described by `remote` (its address space) to `local` (`n`
   // iovecs each, at most IOV_MAX, both totalling `bytes`) with one process_vm_readv. A failure

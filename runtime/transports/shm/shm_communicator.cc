@@ -48,8 +48,9 @@ class ShmPosted final : public PostedSource {
 class ShmCommunicator final : public Communicator {
  public:
   ShmCommunicator(std::unique_ptr<ShmChannel> channel, bool choose_single_copy,
-                  bool single_copy_allreduce)
+                  bool single_copy_allreduce, int ranks_per_cpu)
       : ch_(std::move(channel)),
+        ranks_per_cpu_(ranks_per_cpu),
         single_copy_bytes_(ch_->single_copy_bytes()),
         allreduce_single_copy_bytes_(single_copy_allreduce ? single_copy_bytes_ : 0),
         choose_(choose_single_copy && ch_->rank() == 0),
@@ -79,6 +80,12 @@ class ShmCommunicator final : public Communicator {
     const size_t head = (words + 1) * sizeof(uint64_t);  // the words, then the input's length
     return half_ > head ? half_ - head : 0;
   }
+  // A round saved is worth one scheduling turn per rank sharing a CPU: posted broadcasts at
+  // 16 ranks on 2 vCPUs (2026-11-25, eager limit 32 KiB against 512 KiB, 2 passes) 64 KiB
+  // 441-460 -> 266-336 us, 256 KiB 564-606 -> 407-468; 8 ranks 64 KiB 164-165 -> 108-129,
+  // 256 KiB 185-205 -> 156-168; 4 ranks 64 KiB 37-47 -> 29-31 but 128 KiB level and 256 KiB
+  // 62-65 -> 62-76; 3 ranks lost from 128 KiB (docs/runtime.md, "Eager on shared memory").
+  int posted_copy_factor() const override { return ranks_per_cpu_; }
   Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
                                 std::span<const int64_t> posted_bytes) override;
   Communicator* posted_inputs() override { return &posted_; }
@@ -149,7 +156,8 @@ class ShmCommunicator final : public Communicator {
   Status AllgatherRounds(const char* in, const std::vector<int64_t>& bytes_per_rank, Put&& put);
 
   std::unique_ptr<ShmChannel> ch_;
-  const int64_t single_copy_bytes_;            // the alltoall's; 0: never
+  const int ranks_per_cpu_;          // RanksPerCpu of the machine's ranks, agreed by every member
+  const int64_t single_copy_bytes_;  // the alltoall's; 0: never
   const int64_t allreduce_single_copy_bytes_;  // the allreduce's; 0: never
   const bool choose_;                      // member 0 of HVD_SHM_SINGLE_COPY=auto: times both ways
   ShmSingleCopyChooser chooser_;           // the allreduce's
@@ -652,9 +660,14 @@ Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& op
   auto channel =
       std::make_unique<ShmChannel>(std::move(segment), options.rank, options.timeout,
                                    !CpuPerRank(std::max(options.size, options.ranks_on_machine)));
-  if (options.size > 1) HVD_RETURN_IF_ERROR(channel->ProbeSingleCopy(options.single_copy_bytes));
-  return std::unique_ptr<Communicator>(new ShmCommunicator(
-      std::move(channel), options.choose_single_copy, options.single_copy_allreduce));
+  int64_t ranks_per_cpu = RanksPerCpu(std::max(options.size, options.ranks_on_machine));
+  if (options.size > 1) {
+    HVD_RETURN_IF_ERROR(channel->ProbeSingleCopy(options.single_copy_bytes));
+    HVD_ASSIGN_OR_RETURN(ranks_per_cpu, channel->AgreeMin(ranks_per_cpu));
+  }
+  return std::unique_ptr<Communicator>(
+      new ShmCommunicator(std::move(channel), options.choose_single_copy,
+                          options.single_copy_allreduce, static_cast<int>(ranks_per_cpu)));
 }
 
 }  // namespace hvd::runtime

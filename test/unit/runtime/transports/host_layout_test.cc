@@ -1,6 +1,7 @@
 #include "runtime/transports/host_layout.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 namespace hvd::runtime {
 namespace {
@@ -53,6 +54,22 @@ TEST(HostLayoutTest, OneHostAndOneRankPerHost) {
   EXPECT_TRUE(spread.uniform);
   EXPECT_EQ(spread.local_size, 1);
   EXPECT_EQ(spread.cross_members, (std::vector<int32_t>{0, 1, 2}));
+}
+
+TEST(HostLayoutTest, RanksPerCpuRoundsUp) {
+  // Given this machine's online CPUs, ranks up to one per CPU have a CPU each, then each CPU
+  // is shared by the ranks over it, rounded up.
+  const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  ASSERT_GT(cpus, 0);
+  EXPECT_EQ(RanksPerCpu(0), 1);
+  EXPECT_EQ(RanksPerCpu(1), 1);
+  EXPECT_EQ(RanksPerCpu(cpus), 1);
+  EXPECT_TRUE(CpuPerRank(cpus));
+  EXPECT_EQ(RanksPerCpu(cpus + 1), 2);
+  EXPECT_FALSE(CpuPerRank(cpus + 1));
+  EXPECT_EQ(RanksPerCpu(2 * cpus), 2);
+  EXPECT_EQ(RanksPerCpu(2 * cpus + 1), 3);
+  EXPECT_EQ(RanksPerCpu(8 * cpus), 8);
 }
 
 }  // namespace
