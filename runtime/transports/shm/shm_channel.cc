@@ -154,23 +154,18 @@ Status ShmChannel::ProbeSingleCopy(int64_t wanted_bytes) {
   }
   End();
   // Round 2: 0 if any member says 0, else the largest size wanted.
-  HVD_RETURN_IF_ERROR(Begin(true, &mine));
-  std::memcpy(mine, &verdict, sizeof(verdict));
-  Publish();
-  HVD_RETURN_IF_ERROR(WaitAllPosted());
-  int64_t agreed = verdict;
-  for (int k = 0; k < size_; ++k) {
-    int64_t theirs = 0;
-    std::memcpy(&theirs, PeerHalf(k), sizeof(theirs));
-    agreed = theirs == 0 || agreed == 0 ? 0 : std::max(agreed, theirs);
-  }
-  End();
-  single_copy_bytes_ = agreed;
+  HVD_ASSIGN_OR_RETURN(single_copy_bytes_, AgreeRound(verdict, [](int64_t a, int64_t b) {
+                         return a == 0 || b == 0 ? 0 : std::max(a, b);
+                       }));
   return Status::OK();
 }
 
 Result<int64_t> ShmChannel::AgreeMin(int64_t value) {
   HVD_RETURN_IF_ERROR(Start("agreement"));
+  return AgreeRound(value, [](int64_t a, int64_t b) { return std::min(a, b); });
+}
+
+Result<int64_t> ShmChannel::AgreeRound(int64_t value, int64_t (*fold)(int64_t, int64_t)) {
   char* mine = nullptr;
   HVD_RETURN_IF_ERROR(Begin(true, &mine));
   std::memcpy(mine, &value, sizeof(value));
@@ -180,7 +175,7 @@ Result<int64_t> ShmChannel::AgreeMin(int64_t value) {
   for (int k = 0; k < size_; ++k) {
     int64_t theirs = 0;
     std::memcpy(&theirs, PeerHalf(k), sizeof(theirs));
-    agreed = std::min(agreed, theirs);
+    agreed = fold(agreed, theirs);
   }
   End();
   return agreed;

@@ -109,6 +109,9 @@ class ShmChannel {
   void Abort();
 
  private:
+  // One round in which every member posts `value` and folds every member's into its own, in
+  // member order (the same answer everywhere for a commutative `fold`).
+  Result<int64_t> AgreeRound(int64_t value, int64_t (*fold)(int64_t, int64_t));
   // Waits until member k's progress reaches `target` (wrapping comparison).
   Status WaitFor(int k, uint32_t target);
   // Spins (or, oversubscribed, yields) a bounded time for the wait above, unless member k is
