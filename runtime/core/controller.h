@@ -95,7 +95,7 @@ struct CycleResult {
 // EagerInputBytes): each member posts its input to b with its words (BitwiseAndPostingInput,
 // with what every member posts, PostedBytes), and a common b runs its ordinary executor code
 // against posted_inputs(), which computes the result from the posted inputs without a round. A
-// transport that has both (TCP) keeps the reduced tail for an allreduce (Agree picks per op). An
+// transport that has both (TCP) keeps the reduced tail for an allreduce (Agree picks per op). A
 // broadcast or allgather (which posts nothing beyond what it moves) may be up to the limit times
 // the communicator's posted_copy_factor() (shared memory: the ranks sharing each CPU). An
 // op that would post more than the communicator's PostedSurplusLimit beyond what it moves
