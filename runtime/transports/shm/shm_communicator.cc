@@ -142,11 +142,13 @@ class ShmCommunicator final : public Communicator {
                       const std::vector<int64_t>& recv_bytes, int64_t max_piece);
   // The per-destination sub-slot of a half in an alltoall's data rounds; 0 when too small.
   size_t AlltoallSub() const;
-  // The data rounds of an alltoall, after the size exchange (see Alltoallv).
+  // The data rounds of an alltoall, after the size exchange (see Alltoallv), this member's own
+  // piece included (`apart`: the output does not overlap the input, so it may go first).
   Status AlltoallPieces(const char* in, const std::vector<int64_t>& send_off,
                         const std::vector<int64_t>& send_bytes, char* out,
                         const std::vector<int64_t>& recv_off,
-                        const std::vector<int64_t>& recv_bytes, size_t sub, int64_t rounds);
+                        const std::vector<int64_t>& recv_bytes, size_t sub, int64_t rounds,
+                        bool apart);
   template <typename Combine>
   Status Bitwise(const char* op, std::vector<uint64_t>* bits, Combine combine);
   // The rounds of an allgather of bytes_per_rank[k] bytes from each member k, this member's
@@ -573,33 +575,29 @@ Status ShmCommunicator::AlltoallData(const char* src, const std::vector<int64_t>
     send_off[k] = send_off[k - 1] + send_bytes[k - 1];
     recv_off[k] = recv_off[k - 1] + recv_bytes[k - 1];
   }
-  auto staged = [&] {
-    // Each round carries one sub-slot per other member in every half.
-    const size_t sub = AlltoallSub();
-    const int64_t rounds = (max_piece + static_cast<int64_t>(sub) - 1) / static_cast<int64_t>(sub);
-    return AlltoallPieces(src, send_off, send_bytes, dst, recv_off, recv_bytes, sub, rounds);
-  };
-  // Single copy from single_copy_bytes_ of the largest piece times the members (the same on
-  // every member: max_piece is), and only where the output does not overlap the input, which
-  // the peers read while this member writes.
   const int64_t in_bytes = send_off[size_ - 1] + send_bytes[size_ - 1];
   const int64_t out_bytes = recv_off[size_ - 1] + recv_bytes[size_ - 1];
   const auto in_at = reinterpret_cast<uintptr_t>(src);
   const auto out_at = reinterpret_cast<uintptr_t>(dst);
   const bool apart = in_at + static_cast<uintptr_t>(in_bytes) <= out_at ||
                      out_at + static_cast<uintptr_t>(out_bytes) <= in_at;
-  HVD_RETURN_IF_ERROR(SingleOrStaged(
+  auto staged = [&] {
+    // Each round carries one sub-slot per other member in every half.
+    const size_t sub = AlltoallSub();
+    const int64_t rounds = (max_piece + static_cast<int64_t>(sub) - 1) / static_cast<int64_t>(sub);
+    return AlltoallPieces(src, send_off, send_bytes, dst, recv_off, recv_bytes, sub, rounds, apart);
+  };
+  // Single copy from single_copy_bytes_ of the largest piece times the members (the same on
+  // every member: max_piece is), and only where the output does not overlap the input, which
+  // the peers read while this member writes.
+  // Both ways copy this member's own piece themselves, where it fills a wait for the peers.
+  return SingleOrStaged(
       max_piece * size_, single_copy_bytes_, apart, alltoall_chooser_,
       [&](bool want, bool* used) {
         return ShmAlltoallSingleCopy(*ch_, src, send_off, dst, recv_off, recv_bytes, want,
                                      &single_copy_, used);
       },
-      staged));
-  if (send_bytes[rank_] > 0) {
-    std::memmove(dst + recv_off[rank_], src + send_off[rank_],
-                 static_cast<size_t>(send_bytes[rank_]));
-  }
-  return Status::OK();
+      staged);
 }
 
 // Where in the sender's half the sub-slot for `dest` (!= sender) starts, in sub-slots: the other
@@ -612,7 +610,13 @@ Status ShmCommunicator::AlltoallPieces(const char* in, const std::vector<int64_t
                                        const std::vector<int64_t>& send_bytes, char* out,
                                        const std::vector<int64_t>& recv_off,
                                        const std::vector<int64_t>& recv_bytes, size_t sub,
-                                       int64_t rounds) {
+                                       int64_t rounds, bool apart) {
+  auto self = [&] {
+    if (send_bytes[rank_] > 0) {
+      std::memmove(out + recv_off[rank_], in + send_off[rank_],
+                   static_cast<size_t>(send_bytes[rank_]));
+    }
+  };
   for (int64_t t = 0; t < rounds; ++t) {
     const int64_t at = t * static_cast<int64_t>(sub);
     char* mine = nullptr;
@@ -624,6 +628,10 @@ Status ShmCommunicator::AlltoallPieces(const char* in, const std::vector<int64_t
       }
     }
     ch_->Publish();
+    // This member's own piece never goes through the halves. With the output apart from the
+    // input it is copied once the first round is posted, while the peers still write theirs,
+    // so it fills the first wait; else after the last round, when no input is still needed.
+    if (t == 0 && apart) self();
     for (int k = 0; k < size_; ++k) {
       if (k == rank_ || at >= recv_bytes[k]) continue;
       HVD_RETURN_IF_ERROR(ch_->WaitPosted(k));
@@ -632,6 +640,7 @@ Status ShmCommunicator::AlltoallPieces(const char* in, const std::vector<int64_t
     }
     ch_->End();
   }
+  if (rounds == 0 || !apart) self();
   return Status::OK();
 }
 

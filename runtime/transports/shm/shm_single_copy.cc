@@ -356,6 +356,11 @@ Status ShmAlltoallSingleCopy(ShmChannel& ch, const char* in, std::span<const int
     iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(scratch->peers[k])), bytes};
     HVD_RETURN_IF_ERROR(ch.ReadPeer(k, &local, &remote, 1, bytes));
   }
+  // This member's own piece while the peers still read (the caller ran single copy only for
+  // an output apart from the input).
+  if (recv_bytes[me] > 0) {
+    std::memcpy(out + recv_off[me], in + send_off[me], static_cast<size_t>(recv_bytes[me]));
+  }
   // Round 2: this member's reads are done; return once every peer's are.
   HVD_RETURN_IF_ERROR(ch.Begin(false));
   ch.Publish();
