@@ -7,6 +7,8 @@
 #include <new>
 #include <vector>
 
+#include "common/logging.h"
+
 namespace hvd::runtime {
 namespace {
 
@@ -133,8 +135,13 @@ void FreeOutput(void* data) {
   if (data == nullptr) return;
   char* base = static_cast<char*>(data) - kHeaderBytes;
   const Header h = *reinterpret_cast<const Header*>(base);
-  if (h.magic != kMagic) {  // not an output (hvd_free was plain free() before): freed as such
-    std::free(data);
+  if (h.magic != kMagic) {
+    // Not memory AllocOutput returned (a caller's mistake, as free() of memory malloc did not
+    // return; the header read above is already out of bounds for most such memory). Until
+    // 2026-11-25 it was free()d, which for memory of anyone else's corrupts their heap.
+    HVD_LOG_ERROR(
+        "hvd_free({}): not an output the runtime returned (hvd_output); left alone, not freed",
+        data);
     return;
   }
   if (h.capacity < kMinCachedBytes) {

@@ -212,6 +212,9 @@ HVD_EXPORT hvd_status_t hvd_num_outputs(hvd_handle_t handle, int32_t* count);
 /* Describes output `index` of a completed handle and transfers ownership of out->data to the
  * caller (free with hvd_free). May be called once per output. */
 HVD_EXPORT hvd_status_t hvd_output(hvd_handle_t handle, int32_t index, hvd_tensor_t* out);
+/* Gives back an output that hvd_output handed over (NULL: nothing). Only such memory: like
+ * free() for malloc's, anything else is undefined; memory without the runtime's header is
+ * reported (an error in the log) and not freed. */
 HVD_EXPORT void hvd_free(void* data);
 /* alltoall: rows of dim 0 received from each member of the set (capacity >= set size). */
 HVD_EXPORT hvd_status_t hvd_received_splits(hvd_handle_t handle, int32_t* splits, int32_t capacity,

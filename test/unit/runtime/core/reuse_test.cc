@@ -7,6 +7,7 @@
 #include <string>
 
 #include "runtime/core/handle_manager.h"
+#include "runtime/core/output_memory.h"
 #include "runtime/core/reuse_vector.h"
 #include "runtime/core/tensor_queue.h"
 
@@ -176,7 +177,7 @@ TEST(HandleManagerTest, AnAbandonedHandleLeavesOthersReservationsAlone) {
 TEST(HandleManagerTest, ReleasedStateIsReusedButHandlesAreNot) {
   HandleManager handles;
   const int64_t h1 = handles.Create(1, 1);
-  handles.SetOutput(h1, 0, OutputTensor{std::malloc(8), DataType::kFloat32, {2}, -1});
+  handles.SetOutput(h1, 0, OutputTensor{AllocOutput(8), DataType::kFloat32, {2}, -1});
   handles.SetIntResult(h1, 42);
   handles.FinishPart(h1, Status::Aborted("first op failed"));
   ASSERT_EQ(handles.Wait(h1, std::chrono::seconds(1)).code(), StatusCode::kAborted);
