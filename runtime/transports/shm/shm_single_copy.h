@@ -90,10 +90,10 @@ Status ShmAllreduceSingleCopy(ShmChannel& ch, const PieceView& view, DataType dt
 // Member k's piece for this member is `recv_bytes[k]` bytes (the caller's size round or the
 // response checked them) and lands at `out + recv_off[k]`; so does this member's own piece
 // (`recv_bytes[me]` bytes from `in + send_off[me]`), copied after the reads and before waiting
-// for the peers' (the copy fills the wait instead of following it). `*used` is false, after round
-// 1, when some member cannot take part (its input is not readable by process_vm_readv, e.g. memory
-// a device driver mapped) or does not want to
-// (`want` false: member 0's chooser picked the halves); the caller then runs the staged
+// for the peers' (the copy fills the wait instead of following it). `*used` is false, after
+// round 1, when some member cannot take part (its input is not readable by process_vm_readv,
+// e.g. memory a device driver mapped) or does not want to (`want` false: member 0's chooser
+// picked the halves, or its output overlaps its input); the caller then runs the staged
 // alltoall, on every member alike.
 Status ShmAlltoallSingleCopy(ShmChannel& ch, const char* in, std::span<const int64_t> send_off,
                              char* out, std::span<const int64_t> recv_off,
