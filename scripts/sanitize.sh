@@ -13,10 +13,12 @@
 # Run scripts/setup.sh first on a fresh machine. docs/runtime.md "Sanitizer builds".
 set -euo pipefail
 mode=${1:-}
-case "$mode" in thread|address) ;; *) echo "usage: $0 thread|address" >&2; exit 2 ;; esac
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build-${mode/address/asan}
-build=${build/thread/tsan}
+case "$mode" in
+  thread) build=$root/build-tsan ;;
+  address) build=$root/build-asan ;;
+  *) echo "usage: $0 thread|address" >&2; exit 2 ;;
+esac
 logs=$build/sanitize-logs
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHVD_SANITIZE="$mode" \
   -DHVD_WITH_GLOO=OFF -DHVD_WITH_MPI=OFF -DHVD_WITH_NCCL=OFF -DHVD_BUILD_PYTHON=OFF > /dev/null

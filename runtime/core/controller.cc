@@ -415,9 +415,10 @@ Result<bool> Controller::EagerEligible(uint32_t bit) {
   if (bytes <= 0) return false;
   const bool splits =
       posts_pieces_ && (r.type == OpType::kAlltoall || r.type == OpType::kReducescatter);
+  const int64_t surplus = PostedSurplusBytes(r, comm_->size());
   // An op that posts nothing beyond what it moves (a broadcast, an allgather) costs only the
   // copy it makes anyway, so it may post more where the round it saves costs more.
-  const int64_t limit_bytes = posts_ && PostedSurplusBytes(r, comm_->size()) == 0
+  const int64_t limit_bytes = posts_ && surplus == 0
                                   ? config_.eager_allreduce_bytes * comm_->posted_copy_factor()
                                   : config_.eager_allreduce_bytes;
   if (bytes <= limit_bytes && !(splits && pieces_first_)) {
@@ -425,7 +426,6 @@ Result<bool> Controller::EagerEligible(uint32_t bit) {
     // surplus the communicator bounds.
     if (r.type == OpType::kAllreduce && ands_) return true;
     if (!posts_) return false;
-    const int64_t surplus = PostedSurplusBytes(r, comm_->size());
     HVD_ASSIGN_OR_RETURN(const int64_t limit, comm_->PostedSurplusLimit(surplus));
     if (surplus <= limit) return true;
   }

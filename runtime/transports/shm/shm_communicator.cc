@@ -666,10 +666,11 @@ Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& op
   seg.timeout = options.timeout;
   seg.named = options.named;
   HVD_ASSIGN_OR_RETURN(auto segment, ShmSegment::Open(seg));
-  auto channel =
-      std::make_unique<ShmChannel>(std::move(segment), options.rank, options.timeout,
-                                   !CpuPerRank(std::max(options.size, options.ranks_on_machine)));
-  int64_t ranks_per_cpu = RanksPerCpu(std::max(options.size, options.ranks_on_machine));
+  // The busy ranks on this machine: this group's, or more where other groups share it.
+  const int busy = std::max(options.size, options.ranks_on_machine);
+  auto channel = std::make_unique<ShmChannel>(std::move(segment), options.rank, options.timeout,
+                                              !CpuPerRank(busy));
+  int64_t ranks_per_cpu = RanksPerCpu(busy);
   if (options.size > 1) {
     HVD_RETURN_IF_ERROR(channel->ProbeSingleCopy(options.single_copy_bytes));
     HVD_ASSIGN_OR_RETURN(ranks_per_cpu, channel->AgreeMin(ranks_per_cpu));
