@@ -49,7 +49,8 @@ if(HVD_WITH_NCCL)
     HINTS ${NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
   find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
     HINTS ${NCCL_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64 /usr/local/cuda/lib)
-  # nccl_group.cc needs NCCL 2.13 (ncclRedOpCreatePreMulSum 2.11, ncclGetLastError 2.13): an
+  # nccl_group.cc needs NCCL 2.14 (ncclRedOpCreatePreMulSum 2.11, ncclGetLastError 2.13,
+  # non-blocking communicators through ncclCommInitRankConfig 2.14): an
   # older one leaves the GPU path out instead of breaking the build.
   set(HVD_NCCL_VERSION_CODE 0)
   if(NCCL_INCLUDE_DIR)
@@ -60,11 +61,11 @@ if(HVD_WITH_NCCL)
     endif()
   endif()
   if(CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
-    if(HVD_NCCL_VERSION_CODE GREATER_EQUAL 21300)
+    if(HVD_NCCL_VERSION_CODE GREATER_EQUAL 21400)
       set(HVD_HAVE_NCCL ON)
     else()
       message(STATUS "NCCL at ${NCCL_INCLUDE_DIR} is version code ${HVD_NCCL_VERSION_CODE}; hvd's "
-                     "GPU path needs 21300 (2.13) or newer: building without it")
+                     "GPU path needs 21400 (2.14) or newer: building without it")
     endif()
   endif()
 endif()

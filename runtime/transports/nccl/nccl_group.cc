@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "runtime/transports/nccl/cuda_backend.h"
 
@@ -96,6 +97,25 @@ ncclResult_t ScaledSum(DataType dtype, ncclDataType_t type, double scale, ncclCo
   return ncclRedOpCreatePreMulSum(op, &scalar, type, ncclScalarHostImmediate, comm);
 }
 
+enum class NcclWait { kSettled, kStopped, kLate };
+
+// Polls `comm`'s asynchronous state (ncclCommGetAsyncError) while it is ncclInProgress: a
+// non-blocking communicator's init, or a call it has taken but not yet enqueued on the stream
+// (e.g. while it connects to a peer for the first time). kSettled with the final state in
+// *state; kStopped when `stop()` said so; kLate past `deadline`. A short spin, then 50 us sleeps.
+template <typename Stop>
+NcclWait WaitWhileInProgress(ncclComm_t comm, std::chrono::steady_clock::time_point deadline,
+                             const Stop& stop, ncclResult_t* state) {
+  for (int polls = 0;; ++polls) {
+    const ncclResult_t query = ncclCommGetAsyncError(comm, state);
+    if (query != ncclSuccess) *state = query;
+    if (*state != ncclInProgress) return NcclWait::kSettled;
+    if (stop()) return NcclWait::kStopped;
+    if (std::chrono::steady_clock::now() > deadline) return NcclWait::kLate;
+    if (polls > 200) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 std::string Identity(const std::string& mode, int device) {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
@@ -175,6 +195,25 @@ Status NcclGroup::NcclFailure(const char* what, ncclResult_t result) {
   return result == ncclRemoteError ? Status::RemoteError(message) : Status::Internal(message);
 }
 
+Status NcclGroup::Settle(ncclResult_t result, const char* what) {
+  if (result == ncclSuccess) return Status::OK();
+  if (result != ncclInProgress) return NcclFailure(what, result);
+  ncclResult_t state = ncclSuccess;
+  const NcclWait waited = WaitWhileInProgress(
+      comm_, std::chrono::steady_clock::now() + backend_->timeout(),
+      [&] { return abort_requested_.load() || backend_->aborted(); }, &state);
+  if (waited == NcclWait::kSettled) {
+    return state == ncclSuccess ? Status::OK() : NcclFailure(what, state);
+  }
+  AbortComm();
+  if (waited == NcclWait::kStopped) {
+    return Status::Aborted(std::string("NCCL ") + what + " aborted");
+  }
+  return Status::Timeout(std::string("NCCL ") + what + " was not enqueued within " +
+                         std::to_string(backend_->timeout().count() / 1000) +
+                         " s (HVD_GLOO_TIMEOUT_SECONDS); a peer is gone or stuck");
+}
+
 Status NcclGroup::Wait(cudaStream_t stream, const char* what) {
   if (done_ == nullptr) {
     cudaError_t err = cudaEventCreateWithFlags(&done_, cudaEventDisableTiming);
@@ -232,28 +271,25 @@ Status NcclGroup::Allreduce(std::span<const void* const> inputs, std::span<void*
   }
   HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
   const bool scaled = scale != 1.0;
-  if (scaled) {
-    ncclResult_t r = ScaledSum(dtype, type, scale, comm_, &nop);
-    if (r != ncclSuccess) return NcclFailure("scaled sum", r);
-  }
-  ncclResult_t r = ncclSuccess;
+  if (scaled) HVD_RETURN_IF_ERROR(Settle(ScaledSum(dtype, type, scale, comm_, &nop), "scaled sum"));
   Status enqueued = Enqueue(inputs, outputs, counts, static_cast<int64_t>(DataTypeSize(dtype)),
-                            type, nop, stream, &r);
-  if (scaled) ncclRedOpDestroy(nop, comm_);  // legal once the last use is enqueued
-  if (r != ncclSuccess) return NcclFailure("allreduce", r);
+                            type, nop, stream);
+  // Legal once the allreduce that uses it is enqueued (settled), or on no communicator at all.
+  if (scaled && comm_ != nullptr) ncclRedOpDestroy(nop, comm_);
   HVD_RETURN_IF_ERROR(enqueued);
   return Wait(stream, "allreduce");
 }
 
 // One tensor: straight from input to output. Several (or a joined rank's zeros): through the
-// device fusion buffer.
+// device fusion buffer; the copies out follow the allreduce on the stream only once NCCL has
+// enqueued it (Settle), so they wait for it.
 Status NcclGroup::Enqueue(std::span<const void* const> inputs, std::span<void* const> outputs,
                           std::span<const int64_t> counts, int64_t elem, ncclDataType_t type,
-                          ncclRedOp_t op, cudaStream_t stream, ncclResult_t* result) {
+                          ncclRedOp_t op, cudaStream_t stream) {
   if (inputs.size() == 1 && inputs[0] != nullptr) {
-    *result = ncclAllReduce(inputs[0], outputs[0], static_cast<size_t>(counts[0]), type, op, comm_,
-                            stream);
-    return Status::OK();
+    return Settle(ncclAllReduce(inputs[0], outputs[0], static_cast<size_t>(counts[0]), type, op,
+                                comm_, stream),
+                  "allreduce");
   }
   int64_t total = 0;
   for (int64_t c : counts) total += c;
@@ -268,8 +304,8 @@ Status NcclGroup::Enqueue(std::span<const void* const> inputs, std::span<void* c
     if (err != cudaSuccess) return CudaError("filling the device fusion buffer", err);
     offset += static_cast<int64_t>(bytes);
   }
-  *result = ncclAllReduce(buf, buf, static_cast<size_t>(total), type, op, comm_, stream);
-  if (*result != ncclSuccess) return Status::OK();
+  HVD_RETURN_IF_ERROR(Settle(
+      ncclAllReduce(buf, buf, static_cast<size_t>(total), type, op, comm_, stream), "allreduce"));
   offset = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const size_t bytes = static_cast<size_t>(counts[i] * elem);
@@ -286,9 +322,9 @@ Status NcclGroup::Enqueue(std::span<const void* const> inputs, std::span<void* c
 Status NcclGroup::Broadcast(const void* input, void* output, int64_t bytes, int root) {
   if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
   HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
-  ncclResult_t r =
-      ncclBroadcast(input, output, static_cast<size_t>(bytes), ncclUint8, root, comm_, stream);
-  if (r != ncclSuccess) return NcclFailure("broadcast", r);
+  HVD_RETURN_IF_ERROR(Settle(
+      ncclBroadcast(input, output, static_cast<size_t>(bytes), ncclUint8, root, comm_, stream),
+      "broadcast"));
   return Wait(stream, "broadcast");
 }
 
@@ -319,11 +355,38 @@ Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communic
   ncclUniqueId id;
   if (decision.size() != 1 + sizeof(id.internal)) return Status::Internal("bad NCCL unique id");
   std::memcpy(id.internal, decision.data() + 1, sizeof(id.internal));
+  // Non-blocking, so that this rank's wait for the others is bounded and can be stopped: a
+  // member that died after the id exchange, or never reaches its first GPU op, would otherwise
+  // keep the rest in NCCL's bootstrap for ever (ncclCommInitRank has no timeout). Every later
+  // call on the communicator may then answer ncclInProgress too (NcclGroup::Settle).
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
   ncclComm_t comm = nullptr;
-  ncclResult_t r = ncclCommInitRank(&comm, cpu->size(), id, cpu->rank());
-  if (r != ncclSuccess) {
-    return Status::Internal(std::string("creating the NCCL communicator failed: ") +
-                            ncclGetErrorString(r));
+  ncclResult_t r = ncclCommInitRankConfig(&comm, cpu->size(), id, cpu->rank(), &config);
+  ncclResult_t state = r;
+  const NcclWait waited = r == ncclInProgress
+                              ? WaitWhileInProgress(
+                                    comm, std::chrono::steady_clock::now() + backend->timeout(),
+                                    [&] { return backend->aborted(); }, &state)
+                              : NcclWait::kSettled;
+  if (waited != NcclWait::kSettled || state != ncclSuccess) {
+    std::string message = "creating the NCCL communicator of " + std::to_string(cpu->size()) +
+                          " ranks (this is rank " + std::to_string(cpu->rank()) + ") ";
+    if (waited == NcclWait::kLate) {
+      message += "did not finish within " + std::to_string(backend->timeout().count() / 1000) +
+                 " s (HVD_GLOO_TIMEOUT_SECONDS): a member did not join (it exited, or has not "
+                 "reached its first GPU collective)";
+    } else if (waited == NcclWait::kStopped) {
+      message += "was aborted";
+    } else {
+      message += std::string("failed: ") + ncclGetErrorString(state);
+      const char* last = ncclGetLastError(comm);
+      if (last != nullptr && *last != '\0') message += std::string(" (") + last + ")";
+    }
+    if (comm != nullptr) ncclCommAbort(comm);  // also ends an init still in progress
+    if (waited == NcclWait::kLate) return Status::Timeout(message);
+    if (waited == NcclWait::kStopped) return Status::Aborted(message);
+    return Status::Internal(message);
   }
   return std::unique_ptr<GpuGroup>(std::make_unique<NcclGroup>(backend, comm, device));
 }

@@ -45,11 +45,14 @@ class NcclGroup final : public GpuGroup {
   // Aborts the communicator once; the group is then unusable (comm_ null).
   void AbortComm();
   Result<void*> Fusion(int64_t bytes);
-  // Enqueues the allreduce (and fusion copies) on `stream`: NCCL's result in *result, a CUDA
-  // failure as the Status.
+  // The communicator is non-blocking (bounded init): a call may answer ncclInProgress while NCCL
+  // still enqueues it. Waits until it is enqueued (OK), or fails as Wait does (a NCCL error,
+  // hvd_abort, the timeout), aborting the communicator.
+  Status Settle(ncclResult_t result, const char* what);
+  // Enqueues the allreduce (and fusion copies) on `stream`, settled.
   Status Enqueue(std::span<const void* const> inputs, std::span<void* const> outputs,
                  std::span<const int64_t> counts, int64_t elem, ncclDataType_t type, ncclRedOp_t op,
-                 cudaStream_t stream, ncclResult_t* result);
+                 cudaStream_t stream);
 
   CudaBackend* backend_;
   ncclComm_t comm_;  // null once aborted
@@ -61,7 +64,10 @@ class NcclGroup final : public GpuGroup {
 };
 
 // CudaBackend::CreateGroup: the decision exchange over `cpu` and, for NCCL, the communicator's
-// bootstrap (rank 0's ncclUniqueId sent over `cpu`). Null: stage through the host.
+// bootstrap (rank 0's ncclUniqueId sent over `cpu`). Null: stage through the host. The NCCL
+// communicator is created non-blocking and waited for like an op: a member that never joins
+// (it died after the exchange) fails the others with kTimeout after the backend's timeout, and
+// the backend's Abort ends the wait at once (kAborted).
 Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communicator* cpu,
                                                   int device, const std::string& mode);
 

@@ -1,0 +1,157 @@
+// NCCL communicators on a real GPU (ctest label gpu; exits 77, skipped, where no GPU is visible).
+// The members of a group are threads with an in-process CPU communicator for the id exchange;
+// NCCL's own bootstrap and transports are real. One GPU is enough: a member that dies between
+// the exchange and its init is a thread that takes part in the exchange and then returns.
+#include "runtime/transports/nccl/nccl_group.h"
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/transports/nccl/cuda_backend.h"
+#include "test/fakes/in_process_communicator.h"
+
+namespace hvd::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Set rank 1 of a 2-member group on another host: it sends its identity, receives rank 0's
+// decision (with the NCCL id), and then is gone without creating its communicator.
+void MemberThatDiesBeforeItsInit(hvd::testing::InProcessWorld* world) {
+  auto comm = world->Join("nccl-init", 1, 2);
+  std::vector<std::string> ignored;
+  ASSERT_TRUE(comm->GatherBytes("auto\nsome-other-host\n0000:ff:00.0", 0, &ignored).ok());
+  std::string decision;
+  ASSERT_TRUE(comm->BroadcastBytes(&decision, 0).ok());
+  ASSERT_EQ(decision[0], 'N') << "rank 0 should have chosen NCCL: " << decision;
+}
+
+TEST(NcclGroupTest, AMemberThatNeverJoinsFailsTheOthersAtTheTimeoutNotAHang) {
+  hvd::testing::InProcessWorld world;
+  std::thread peer(MemberThatDiesBeforeItsInit, &world);
+  auto comm = world.Join("nccl-init", 0, 2);
+  CudaBackend backend;
+  backend.Start(std::chrono::milliseconds(2000));
+  const Clock::time_point start = Clock::now();
+  auto group = CreateNcclGroup(&backend, comm.get(), 0, "auto");
+  const double took = SecondsSince(start);
+  peer.join();
+  ASSERT_FALSE(group.ok()) << "created a 2-rank NCCL communicator whose rank 1 never joined";
+  const std::string message = group.status().message();
+  std::printf("after %.2f s: %s\n", took, message.c_str());
+  EXPECT_EQ(group.status().code(), StatusCode::kTimeout) << message;
+  EXPECT_NE(message.find("creating the NCCL communicator of 2 ranks (this is rank 0)"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("did not finish within 2 s (HVD_GLOO_TIMEOUT_SECONDS)"), std::string::npos)
+      << message;
+  EXPECT_GE(took, 1.9);
+  EXPECT_LT(took, 10.0);
+}
+
+TEST(NcclGroupTest, AbortEndsTheWaitForAMemberThatNeverJoins) {
+  hvd::testing::InProcessWorld world;
+  std::thread peer(MemberThatDiesBeforeItsInit, &world);
+  auto comm = world.Join("nccl-init", 0, 2);
+  CudaBackend backend;
+  backend.Start(std::chrono::milliseconds(120000));
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    backend.Abort();  // as hvd_abort (an elastic reset, shutdown) does from another thread
+  });
+  const Clock::time_point start = Clock::now();
+  auto group = CreateNcclGroup(&backend, comm.get(), 0, "auto");
+  const double took = SecondsSince(start);
+  aborter.join();
+  peer.join();
+  ASSERT_FALSE(group.ok());
+  std::printf("after %.2f s: %s\n", took, group.status().message().c_str());
+  EXPECT_EQ(group.status().code(), StatusCode::kAborted) << group.status().message();
+  EXPECT_NE(group.status().message().find("was aborted"), std::string::npos)
+      << group.status().message();
+  EXPECT_LT(took, 10.0);
+}
+
+// One member: the non-blocking communicator's init and its calls (which may answer
+// ncclInProgress) give the right results: a lone tensor, a scaled one, a fused pair (the copies
+// out of the fusion buffer must follow the allreduce) and a broadcast.
+TEST(NcclGroupTest, OneMemberReducesFusesAndBroadcastsOnItsGpu) {
+  hvd::testing::InProcessWorld world;
+  auto comm = world.Join("nccl-one", 0, 1);
+  CudaBackend backend;
+  backend.Start(std::chrono::milliseconds(30000));
+  auto made = CreateNcclGroup(&backend, comm.get(), 0, "auto");
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  ASSERT_NE(made.value(), nullptr) << "one member with a GPU of its own should get NCCL";
+  std::unique_ptr<GpuGroup> group = std::move(made).value();
+
+  constexpr int64_t kCount = 1 << 18;
+  std::vector<float> host(kCount);
+  for (int64_t i = 0; i < kCount; ++i) host[i] = static_cast<float>(i % 1000);
+  float* a = nullptr;
+  float* b = nullptr;
+  ASSERT_EQ(cudaMalloc(&a, kCount * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b, kCount * sizeof(float)), cudaSuccess);
+  auto upload = [&](float* d) {
+    ASSERT_EQ(cudaMemcpy(d, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice),
+              cudaSuccess);
+  };
+  auto expect = [&](const float* d, float factor, const char* what) {
+    std::vector<float> got(kCount);
+    ASSERT_EQ(cudaMemcpy(got.data(), d, kCount * sizeof(float), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    for (int64_t i = 0; i < kCount; ++i) {
+      ASSERT_EQ(got[i], host[i] * factor) << what << " element " << i;
+    }
+  };
+
+  upload(a);
+  const void* in1[] = {a};
+  void* out1[] = {a};
+  const int64_t count1[] = {kCount};
+  ASSERT_TRUE(group->Allreduce(in1, out1, count1, DataType::kFloat32, ReduceOp::kSum, 1.0).ok());
+  expect(a, 1.0f, "lone allreduce");
+  ASSERT_TRUE(group->Allreduce(in1, out1, count1, DataType::kFloat32, ReduceOp::kSum, 0.5).ok());
+  expect(a, 0.5f, "scaled allreduce");
+
+  upload(a);
+  upload(b);
+  const void* in2[] = {a, b};
+  void* out2[] = {b, a};  // swapped: each output is the other tensor's result
+  const int64_t count2[] = {kCount, kCount};
+  ASSERT_TRUE(group->Allreduce(in2, out2, count2, DataType::kFloat32, ReduceOp::kSum, 2.0).ok());
+  expect(a, 2.0f, "fused scaled allreduce, first output");
+  expect(b, 2.0f, "fused scaled allreduce, second output");
+
+  ASSERT_EQ(cudaMemset(b, 0, kCount * sizeof(float)), cudaSuccess);
+  ASSERT_TRUE(group->Broadcast(a, b, kCount * static_cast<int64_t>(sizeof(float)), 0).ok());
+  expect(b, 2.0f, "broadcast");
+  group.reset();
+  cudaFree(a);
+  cudaFree(b);
+}
+
+}  // namespace
+}  // namespace hvd::runtime
+
+int main(int argc, char** argv) {
+  int devices = 0;
+  const cudaError_t err = cudaGetDeviceCount(&devices);
+  if (err != cudaSuccess || devices == 0) {
+    std::printf("SKIPPED: no CUDA device visible (%s)\n",
+                err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
