@@ -88,7 +88,7 @@ def test_build_info(hvd):
         gpu = expect == "1"
         assert hvd.cuda_built() is gpu
         assert hvd.nccl_built() == int(os.environ["HVD_TEST_EXPECT_NCCL_VERSION"])
-        assert (hvd.nccl_built() >= 21300) is gpu
+        assert (hvd.nccl_built() >= 21400) is gpu
     if not hvd.mpi_enabled():
         with pytest.raises(ValueError):
             hvd.mpi_threads_supported()
