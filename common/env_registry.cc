@@ -74,7 +74,7 @@ const std::vector<VarSpec> kVars = {
   {"HVD_DISABLE_GROUP_FUSION", "HOROVOD_DISABLE_GROUP_FUSION", kBool, "0", kRuntime, "fuse grouped ops only within their group"},
   {"HVD_ENABLE_ASYNC_COMPLETION", "HOROVOD_ENABLE_ASYNC_COMPLETION", kBool, "0", kRuntime, "complete GPU ops asynchronously"},
   {"HVD_DYNAMIC_PROCESS_SETS", "HOROVOD_DYNAMIC_PROCESS_SETS", kBool, "0", kRuntime, "allow add/remove_process_set after init"},
-  {"HVD_ADASUM_MPI_CHUNK_SIZE", "HOROVOD_ADASUM_MPI_CHUNK_SIZE", kInt, "1073741824", kRuntime, "Adasum MPI chunk size in bytes"},
+  {"HVD_ADASUM_MPI_CHUNK_SIZE", "HOROVOD_ADASUM_MPI_CHUNK_SIZE", kInt, "1073741824", kRuntime, "Horovod's Adasum-over-MPI chunk size: accepted, no effect (hvd's Adasum runs on every transport, unchunked)"},
   {"HVD_LOG_LEVEL", "HOROVOD_LOG_LEVEL", kString, "WARNING", kBoth, "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL"},
   {"HVD_LOG_HIDE_TIME", "HOROVOD_LOG_HIDE_TIME", kBool, "0", kBoth, "omit timestamps from log lines"},
   // --- Launcher ----------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "runtime/core/adasum.h"
 #include "runtime/core/output_memory.h"
 #include "runtime/transports/allreduce_pieces.h"
 #include "runtime/transports/reduction.h"
@@ -172,6 +173,7 @@ Status OpExecutor::Run(const Response& r, std::span<TensorEntry* const> entries,
 
 Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> entries,
                              Communicator* comm) {
+  if (r.reduce_op == ReduceOp::kAdasum) return Adasum(r, entries, comm);
   const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
   const int64_t total = std::accumulate(r.sizes.begin(), r.sizes.end(), int64_t{0});
   const double post = PostscaleFor(r, comm->size());
@@ -221,6 +223,51 @@ Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> en
   ScaleBuffer(buf, total, r.dtype, post);
   ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
   view.Scatter(0, total, buf);
+  ActivityEnd(r);
+  return Status::OK();
+}
+
+// Several tensors (or a prescale) are packed into the fusion buffer's first half; AdasumAllreduce
+// (adasum.h) leaves the combination in its second half, which is scattered into the outputs. A
+// joined rank (null entry) contributes zeros, which Adasum leaves out.
+Status OpExecutor::Adasum(const Response& r, std::span<TensorEntry* const> entries,
+                          Communicator* comm) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  const int64_t total = std::accumulate(r.sizes.begin(), r.sizes.end(), int64_t{0});
+  if (entries.size() == 1 && entries[0] && r.prescale == 1.0) {
+    // One tensor: straight from its input to its output (the collective has read all of the
+    // input before it writes the output, so they may be the same memory).
+    TensorEntry& e = *entries[0];
+    if (recording_) ActivityStart(r, std::string(comm->name()) + "_ADASUM_ALLREDUCE");
+    Status s = AdasumAllreduce(comm, e.input, e.output, r.sizes, r.dtype, &adasum_);
+    ActivityEnd(r);
+    HVD_RETURN_IF_ERROR(s);
+    ScaleBuffer(e.output, total, r.dtype, r.postscale);
+    return Status::OK();
+  }
+  const int64_t own = (total * elem + 63) / 64 * 64;
+  const bool grows = recording_ && own + total * elem > buffer_->capacity();
+  if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
+  char* buf = static_cast<char*>(buffer_->Get(own + total * elem));
+  if (grows) ActivityEnd(r);
+  pieces_.clear();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const TensorEntry* e = entries[i];
+    pieces_.push_back({e ? e->input : nullptr, e ? e->output : nullptr, r.sizes[i]});
+  }
+  PieceView::Index(pieces_, &piece_starts_);  // the counts come from the response: not negative
+  const PieceView view(pieces_, piece_starts_, elem);
+  ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
+  view.Gather(0, total, buf);
+  ActivityEnd(r);
+  ScaleBuffer(buf, total, r.dtype, r.prescale);
+  if (recording_) ActivityStart(r, std::string(comm->name()) + "_ADASUM_ALLREDUCE");
+  Status s = AdasumAllreduce(comm, buf, buf + own, r.sizes, r.dtype, &adasum_);
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
+  ScaleBuffer(buf + own, total, r.dtype, r.postscale);
+  ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
+  view.Scatter(0, total, buf + own);
   ActivityEnd(r);
   return Status::OK();
 }

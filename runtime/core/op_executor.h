@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/core/adasum.h"
 #include "runtime/core/fusion_buffer.h"
 #include "runtime/core/handle_manager.h"
 #include "runtime/core/message.h"
@@ -107,6 +108,8 @@ class OpExecutor {
   // before RunGpu waited for them).
   void ReleaseReady(std::span<TensorEntry* const> entries);
   Status Allreduce(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm);
+  // op=Adasum: not elementwise; its own collective (adasum.h).
+  Status Adasum(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm);
   Status Broadcast(const Response& r, TensorEntry* entry, Communicator* comm);
   Status Allgather(const Response& r, TensorEntry* entry, Communicator* comm);
   Status FusedAllgather(const Response& r, std::span<TensorEntry* const> entries,
@@ -148,6 +151,7 @@ class OpExecutor {
   std::vector<int> markers_;
   // A fused allreduce's tensors, and their first elements when packed into the fusion buffer.
   std::vector<AllreducePiece> pieces_;
+  AdasumScratch adasum_;
   std::vector<int64_t> piece_starts_;
   // NCCL allreduce arguments.
   std::vector<const void*> gpu_inputs_;

@@ -70,7 +70,8 @@ Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entri
     return s;
   }
   // Decided by the response alone, so a joined rank (no entry) makes the same CPU collectives.
-  if (r.type == OpType::kAllreduce && r.sizes.size() == 1) {
+  // Adasum needs whole tensors (its dot products), not chunks: the plain staged way.
+  if (r.type == OpType::kAllreduce && r.sizes.size() == 1 && r.reduce_op != ReduceOp::kAdasum) {
     return StagedAllreduce(r, entries[0], comm, device);
   }
   return Staged(r, entries, comm, device);

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <ranges>
 
+#include "runtime/core/adasum.h"
 #include "runtime/core/runtime.h"
 
 namespace hvd::runtime {
@@ -124,9 +125,6 @@ Status CheckReduceOp(ReduceOp op, bool reducescatter) {
   const int32_t v = static_cast<int32_t>(op);
   if (v < 0 || v > static_cast<int32_t>(ReduceOp::kProduct)) {
     return Status::InvalidArgument("unknown reduce op " + std::to_string(v));
-  }
-  if (op == ReduceOp::kAdasum) {
-    return Status::Unimplemented("Adasum is not supported by this runtime's CPU backends");
   }
   if (reducescatter && op != ReduceOp::kSum && op != ReduceOp::kAverage) {
     return Status::InvalidArgument(
@@ -267,6 +265,13 @@ Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
     HVD_RETURN_IF_ERROR(CheckTensor(outputs[i], "allreduce output"));
     if (outputs[i].shape != inputs[i].shape || outputs[i].dtype != inputs[i].dtype) {
       return Status::InvalidArgument("allreduce output must have the input's dtype and shape");
+    }
+    if (o.reduce_op == ReduceOp::kAdasum && !AdasumSupports(inputs[i].dtype)) {
+      return Status::InvalidArgument(
+          std::string("Adasum needs floating-point tensors (float16, bfloat16, float32, "
+                      "float64), not ") +
+          DataTypeName(inputs[i].dtype) + ": '" + std::string(base) +
+          (grouped ? "." + std::to_string(i) : std::string()) + "'");
     }
     TensorEntry& e = NewEntry(scratch);
     FillMember(&e.request, OpType::kAllreduce, base, i, inputs.size(), grouped, inputs[i], o);

@@ -387,6 +387,62 @@ void Reduce(void* dst, const void* a, const void* b, int64_t count, DataType dty
   }
 }
 
+namespace {
+
+// Eight independent accumulators per sum: one chain's adds wait for each other, eight keep the
+// FPU busy and vectorise (the lanes, not the order of a chain, are reordered: the result is the
+// same on every CPU and clone).
+template <typename T>
+HVD_ALWAYS_INLINE void AdasumSumsLoop(const T* a, const T* b, int64_t count, double* sums) {
+  constexpr int kLanes = 8;
+  double dot[kLanes] = {}, aa[kLanes] = {}, bb[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const double x = a[i + l], y = b[i + l];
+      dot[l] += x * y;
+      aa[l] += x * x;
+      bb[l] += y * y;
+    }
+  }
+  for (; i < count; ++i) {
+    const double x = a[i], y = b[i];
+    dot[0] += x * y;
+    aa[0] += x * x;
+    bb[0] += y * y;
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    sums[0] += dot[l];
+    sums[1] += aa[l];
+    sums[2] += bb[l];
+  }
+}
+
+template <typename T>
+HVD_ALWAYS_INLINE void AdasumScaleAddLoop(T* a, const T* b, int64_t count, T ac, T bc) {
+  for (int64_t i = 0; i < count; ++i) a[i] = ac * a[i] + bc * b[i];
+}
+
+}  // namespace
+
+HVD_KERNEL void AdasumSums(const float* a, const float* b, int64_t count, double* sums) {
+  AdasumSumsLoop(a, b, count, sums);
+}
+
+HVD_KERNEL void AdasumSums(const double* a, const double* b, int64_t count, double* sums) {
+  AdasumSumsLoop(a, b, count, sums);
+}
+
+HVD_KERNEL void AdasumScaleAdd(float* a, const float* b, int64_t count, double a_coeff,
+                               double b_coeff) {
+  AdasumScaleAddLoop(a, b, count, static_cast<float>(a_coeff), static_cast<float>(b_coeff));
+}
+
+HVD_KERNEL void AdasumScaleAdd(double* a, const double* b, int64_t count, double a_coeff,
+                               double b_coeff) {
+  AdasumScaleAddLoop(a, b, count, a_coeff, b_coeff);
+}
+
 void ReduceInto(void* dst, const void* src, int64_t count, DataType dtype, ReduceOp op) {
   Reduce(dst, dst, src, count, dtype, op);
 }

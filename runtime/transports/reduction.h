@@ -22,6 +22,14 @@ void Reduce(void* dst, const void* a, const void* b, int64_t count, DataType dty
 // rounded to float. A factor of exactly 1 is a no-op.
 void ScaleBuffer(void* buffer, int64_t count, DataType dtype, double factor);
 
+// Adasum's two passes over a pair of vectors (runtime/core/adasum.h): sums[0..3) += a.b, |a|^2,
+// |b|^2 accumulated in double; then a[i] = a_coeff * a[i] + b_coeff * b[i] (the coefficients
+// rounded to T). Vectorised like the reductions.
+void AdasumSums(const float* a, const float* b, int64_t count, double* sums);
+void AdasumSums(const double* a, const double* b, int64_t count, double* sums);
+void AdasumScaleAdd(float* a, const float* b, int64_t count, double a_coeff, double b_coeff);
+void AdasumScaleAdd(double* a, const double* b, int64_t count, double a_coeff, double b_coeff);
+
 float HalfToFloat(uint16_t h);
 uint16_t FloatToHalf(float f);
 float BFloat16ToFloat(uint16_t b);

@@ -76,7 +76,9 @@ typedef enum {
   HVD_BFLOAT16 = 10
 } hvd_dtype_t;
 
-/* Numbering as Horovod's horovod_reduce_op_*() so Python constants match. */
+/* Numbering as Horovod's horovod_reduce_op_*() so Python constants match. HVD_OP_ADASUM:
+ * allreduce only, floating-point tensors (float16, bfloat16, float32, float64; others are
+ * HVD_INVALID_ARGUMENT at enqueue); docs/python.md "Adasum". */
 typedef enum {
   HVD_OP_AVERAGE = 0,
   HVD_OP_SUM = 1,
