@@ -39,6 +39,7 @@ def main() -> None:
     parser.add_argument("--num-batches-per-iter", type=int, default=10)
     parser.add_argument("--num-iters", type=int, default=10)
     parser.add_argument("--fp16-allreduce", action="store_true", help="fp16 compression")
+    parser.add_argument("--use-adasum", action="store_true", help="use Adasum (Horovod's flag)")
     parser.add_argument("--num-threads", type=int, default=0,
                         help="torch intra-op threads per worker (0: torch's default)")
     args = parser.parse_args()
@@ -50,10 +51,12 @@ def main() -> None:
 
     num_classes = 10
     model = make_model(args.model, num_classes)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01 * hvd.size())
+    lr_scaler = 1 if args.use_adasum else hvd.size()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01 * lr_scaler)
     compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
-                                         compression=compression)
+                                         compression=compression,
+                                         op=hvd.Adasum if args.use_adasum else hvd.Average)
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
 

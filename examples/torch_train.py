@@ -67,6 +67,8 @@ def main() -> int:
                         help="exit 1 if the final test accuracy is below this")
     parser.add_argument("--cuda", action="store_true",
                         help="train on the GPU local_rank() mod the visible GPUs")
+    parser.add_argument("--use-adasum", action="store_true",
+                        help="combine the ranks' updates with Adasum (learning rate not scaled)")
     args = parser.parse_args()
 
     hvd.init()
@@ -88,7 +90,10 @@ def main() -> int:
 
     model = nn.Sequential(nn.Linear(FEATURES, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
                           nn.Linear(64, CLASSES)).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * hvd.size(), momentum=0.9)
+    # As Horovod's examples: the summed-then-averaged gradients take a learning rate scaled by the
+    # ranks; Adasum's combination of updates does not.
+    lr_scaler = 1 if args.use_adasum else hvd.size()
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * lr_scaler, momentum=0.9)
 
     start_epoch = 0
     if args.resume and args.checkpoint and hvd.rank() == 0 and os.path.exists(args.checkpoint):
@@ -99,7 +104,8 @@ def main() -> int:
     start_epoch = hvd.broadcast_object(start_epoch, root_rank=0, name="start_epoch")
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
-    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
+                                         op=hvd.Adasum if args.use_adasum else hvd.Average)
 
     accuracy = evaluate(model, test_loader, device)
     if hvd.rank() == 0:

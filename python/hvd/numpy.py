@@ -9,13 +9,14 @@ from typing import Optional
 import numpy as np
 
 from hvd import _hvd_c as _c
-from hvd.basics import (Average, Max, Min, Product, Sum, init, is_initialized, local_rank,
+from hvd.basics import (Adasum, Average, Max, Min, Product, Sum, init, is_initialized, local_rank,
                         local_size, rank, shutdown, size, translate_error)
 from hvd.exceptions import HorovodInternalError
 from hvd.process_sets import ProcessSet, global_process_set, operation_name
 
 __all__ = ["init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
-           "allreduce", "allgather", "broadcast", "Average", "Sum", "Min", "Max", "Product"]
+           "allreduce", "allgather", "broadcast", "Average", "Sum", "Adasum", "Min", "Max",
+           "Product"]
 
 _NUMPY_TO_HVD = {
     np.dtype(np.uint8): _c.UINT8, np.dtype(np.int8): _c.INT8, np.dtype(np.uint16): _c.UINT16,

@@ -27,6 +27,19 @@ def test_allreduce_average_and_max():
     assert np.array_equal(hvd_np.allreduce(x, op=hvd_np.Max), np.full(4, float(size - 1)))
 
 
+def test_allreduce_adasum():
+    # Orthogonal arrays add; equal ones stay (docs/python.md "Adasum").
+    size, rank = hvd_np.size(), hvd_np.rank()
+    x = np.zeros(size, dtype=np.float32)
+    x[rank] = rank + 1.0
+    assert np.array_equal(hvd_np.allreduce(x, op=hvd_np.Adasum, name="np.adasum"),
+                          np.arange(1, size + 1, dtype=np.float32))
+    same = np.array([1.5, -2.0])
+    assert np.allclose(hvd_np.allreduce(same, op=hvd_np.Adasum, name="np.adasum.same"), same)
+    with pytest.raises(ValueError, match="Adasum needs floating-point"):
+        hvd_np.allreduce(np.ones(2, dtype=np.int64), op=hvd_np.Adasum, name="np.adasum.int")
+
+
 def test_allgather_and_broadcast():
     size, rank = hvd_np.size(), hvd_np.rank()
     gathered = hvd_np.allgather(np.full((rank + 1, 2), rank, dtype=np.int32))

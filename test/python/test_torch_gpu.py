@@ -53,6 +53,15 @@ def test_allreduce_matches_cpu(g, dtype, op):
     same(gpu, cpu)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_adasum_matches_cpu(g, dtype):
+    # Adasum is not a NCCL op: CUDA tensors are staged and combined as on the CPU.
+    x = torch.sin(torch.arange(15, dtype=torch.float64) * (g.rank() + 1)).reshape(3, 5).to(dtype)
+    cpu = g.allreduce(x, op=g.Adasum, name=f"cpu.adasum.{dtype}")
+    gpu = g.allreduce(x.cuda(), op=g.Adasum, name=f"gpu.adasum.{dtype}")
+    same(gpu, cpu)
+
+
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int32])
 def test_allreduce_scale_factors_match_cpu(g, dtype):
     x = make(dtype, (64,), g.rank())

@@ -189,8 +189,6 @@ def _resolve_op(average: Optional[bool], op: Optional[int]) -> int:
         op = Average if average else Sum
     if op is None:
         op = Average
-    if op == Adasum:
-        raise NotImplementedError("Adasum is not supported by hvd; use Average or Sum")
     if op not in _REDUCE_OPS:
         raise ValueError(f"unknown reduce op {op!r}")
     return op

@@ -40,6 +40,32 @@ def _split_list(items: list, parts: int) -> List[list]:
     return out
 
 
+def _checked_named_parameters(param_groups, named_parameters) -> list:
+    """`named_parameters` as a list of (name, parameter), checked as Horovod checks it; names
+    made from the param groups' order when it is None."""
+    if named_parameters is not None:
+        named_parameters = list(named_parameters)
+    else:
+        named_parameters = [(f"allreduce.noname.{i}.{j}", v)
+                            for i, group in enumerate(param_groups)
+                            for j, v in enumerate(group["params"])]
+    if any(not isinstance(p, tuple) for p in named_parameters):
+        raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
+                         "usually produced by model.named_parameters().")
+    dups = _find_duplicates([k for k, _ in named_parameters])
+    if dups:
+        raise ValueError("Parameter names in named_parameters must be unique. "
+                         "Found duplicates: %s" % ", ".join(dups))
+    all_param_ids = {id(v) for group in param_groups for v in group["params"]}
+    named_param_ids = {id(v) for _, v in named_parameters}
+    unnamed = all_param_ids - named_param_ids
+    if unnamed:
+        raise ValueError("named_parameters was specified, but one or more model parameters "
+                         "were not named. Python object ids: "
+                         "%s" % ", ".join(str(i) for i in sorted(unnamed)))
+    return named_parameters
+
+
 class _DistributedOptimizer(torch.optim.Optimizer):
     """Mixed into a dynamic subclass of the wrapped optimizer's class; see
     DistributedOptimizer. Not thread-safe: one training loop drives it."""
@@ -50,27 +76,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         super(self.__class__, self).__init__(params)
         self._compression = compression
 
-        if named_parameters is not None:
-            named_parameters = list(named_parameters)
-        else:
-            named_parameters = [(f"allreduce.noname.{i}.{j}", v)
-                                for i, group in enumerate(self.param_groups)
-                                for j, v in enumerate(group["params"])]
-        if any(not isinstance(p, tuple) for p in named_parameters):
-            raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
-                             "usually produced by model.named_parameters().")
-        dups = _find_duplicates([k for k, _ in named_parameters])
-        if dups:
-            raise ValueError("Parameter names in named_parameters must be unique. "
-                             "Found duplicates: %s" % ", ".join(dups))
-        all_param_ids = {id(v) for group in self.param_groups for v in group["params"]}
-        named_param_ids = {id(v) for _, v in named_parameters}
-        unnamed = all_param_ids - named_param_ids
-        if unnamed:
-            raise ValueError("named_parameters was specified, but one or more model parameters "
-                             "were not named. Python object ids: "
-                             "%s" % ", ".join(str(i) for i in sorted(unnamed)))
-
+        named_parameters = _checked_named_parameters(self.param_groups, named_parameters)
         self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda kv: kv[0])}
         self.backward_passes_per_step = backward_passes_per_step
         self._allreduce_delay = {v: backward_passes_per_step for _, v in named_parameters}
@@ -290,6 +296,140 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return super(self.__class__, self).zero_grad(set_to_none)
 
 
+class _DistributedAdasumOptimizer(torch.optim.Optimizer):
+    """op=Adasum (Horovod's delta optimizer), mixed into a subclass of the wrapped optimizer's
+    class. Adasum combines model updates, not gradients: when a parameter's gradient is ready
+    (its hook), the wrapped optimizer steps that parameter alone from a saved copy of it, the
+    update (new - old) is allreduced with op=Adasum while backward goes on, and step() (or
+    synchronize()) sets the parameter to the copy plus the combined update. step() therefore
+    does not step the wrapped optimizer again. Global process set only, as Horovod's."""
+
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step=1):
+        super(self.__class__, self).__init__(params)
+        self._compression = compression
+        named_parameters = _checked_named_parameters(self.param_groups, named_parameters)
+        self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda kv: kv[0])}
+        self.backward_passes_per_step = backward_passes_per_step
+        self._allreduce_delay = {v: backward_passes_per_step for _, v in named_parameters}
+        self._starts = {}  # parameter -> its value before this step's update
+        self._handles: Dict = {}
+        self._grad_accs = []
+        self._requires_update = set()
+        self._synchronized = False
+        self._should_synchronize = True
+        if size() > 1 or os.environ.get("HOROVOD_ELASTIC") == "1" or \
+                os.environ.get("HVD_ELASTIC") == "1":
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.requires_grad:
+                        self._requires_update.add(p)
+                        grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                        grad_acc.register_hook(self._make_hook(p))
+                        self._grad_accs.append(grad_acc)
+
+    def load_state_dict(self, *args, **kwargs):
+        self._handles = {}
+        self._synchronized = False
+        self._should_synchronize = True
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+        super(self.__class__, self).load_state_dict(*args, **kwargs)
+
+    def set_backward_passes_per_step(self, passes: int) -> None:
+        self.backward_passes_per_step = passes
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = passes
+
+    def _step_alone(self, p):
+        """The wrapped optimizer's step() on `p` only (its state, e.g. momentum, kept as usual)."""
+        stashed = [group["params"] for group in self.param_groups]
+        for group in self.param_groups:
+            group["params"] = [p] if any(p is v for v in group["params"]) else []
+        try:
+            super(self.__class__, self).step()
+        finally:
+            for group, params in zip(self.param_groups, stashed):
+                group["params"] = params
+
+    def _allreduce_delta_async(self, p):
+        if p.grad is None:
+            p.grad = p.data.new(p.size()).zero_()
+        start = self._starts.get(p)
+        if start is None:
+            start = self._starts[p] = torch.empty_like(p.data)
+        with torch.no_grad():
+            start.copy_(p.data)
+            self._step_alone(p)
+            p.data.sub_(start)  # p holds its update until synchronize()
+        compressed, ctx = self._compression.compress(p.data)
+        handle = allreduce_async_(compressed, name=self._parameter_names.get(p), op=Adasum)
+        return handle, ctx
+
+    def _make_hook(self, p):
+        def hook(*ignore):
+            if p in self._handles and self._handles[p][0] is not None:
+                if self._allreduce_delay[p] <= 0:
+                    raise AssertionError(
+                        "Gradients were computed more than backward_passes_per_step times "
+                        "before call to step(). Increase backward_passes_per_step to "
+                        "accumulate gradients locally.")
+            assert not p.grad.requires_grad
+            assert self._allreduce_delay[p] > 0
+            handle, ctx = None, None
+            self._allreduce_delay[p] -= 1
+            if self._allreduce_delay[p] == 0:
+                handle, ctx = self._allreduce_delta_async(p)
+            self._handles[p] = (handle, ctx)
+        return hook
+
+    def synchronize(self):
+        """Waits for every update's Adasum allreduce and applies the combined updates; starts
+        the ones whose hook did not fire (unused parameters, with a zero gradient)."""
+        for p in self._requires_update - set(self._handles):
+            self._handles[p] = self._allreduce_delta_async(p)
+        for p, (handle, ctx) in list(self._handles.items()):
+            if handle is None:
+                self._handles[p] = self._allreduce_delta_async(p)
+        for p, (handle, ctx) in self._handles.items():
+            delta = self._compression.decompress(synchronize(handle), ctx)
+            self._allreduce_delay[p] = self.backward_passes_per_step
+            with torch.no_grad():
+                start = self._starts[p]
+                start.add_(delta.to(start.dtype))
+                p.data.copy_(start)
+        self._handles.clear()
+        self._synchronized = True
+
+    @contextmanager
+    def skip_synchronize(self):
+        """Lets step() skip synchronize() after an explicit one."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        loss = closure() if closure is not None else None
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "context after optimizer.synchronize(). This can cause training "
+                              "slowdown. You may want to consider using "
+                              "optimizer.skip_synchronize() context if you use "
+                              "optimizer.synchronize() in your code.")
+            self.synchronize()
+        self._synchronized = False
+        return loss
+
+    def zero_grad(self, set_to_none: bool = False):
+        if self._handles:
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
+                                 "before optimizer.step() or optimizer.synchronize(). This is "
+                                 "prohibited as it can cause a race condition.")
+        return super(self.__class__, self).zero_grad(set_to_none)
+
+
 def DistributedOptimizer(optimizer: torch.optim.Optimizer, named_parameters=None,
                          compression=Compression.none, backward_passes_per_step: int = 1,
                          op: int = Average, gradient_predivide_factor: float = 1.0,
@@ -301,11 +441,18 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer, named_parameters=None
     param_groups. named_parameters (from ``model.named_parameters()``) gives the names every
     rank uses for the allreduces; backward_passes_per_step > 1 accumulates gradients locally
     between allreduces; groups (an int, or lists of parameters) fuses allreduces explicitly.
+    op=Adasum combines each parameter's update with Adasum instead (see
+    _DistributedAdasumOptimizer).
     """
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
-    if op == Adasum:
-        raise NotImplementedError("Adasum is not supported by hvd; use op=Average or op=Sum")
+    if op == Adasum and size() > 1:  # one rank: the plain optimizer, as Horovod
+        if process_set.process_set_id != global_process_set.process_set_id:
+            raise NotImplementedError("Adasum does not support non-global process sets yet.")
+        cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+                   dict(_DistributedAdasumOptimizer.__dict__))
+        return cls(optimizer.param_groups, named_parameters, compression,
+                   backward_passes_per_step)
     if num_groups != 0:
         warnings.warn("Parameter `num_groups` has been replaced by `groups`.", DeprecationWarning)
         if groups is None:
