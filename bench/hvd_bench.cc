@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -68,6 +69,8 @@ struct Config {
 
 // The CUDA device of this rank's tensors under --device cuda; HVD_DEVICE_CPU otherwise.
 int32_t g_device = HVD_DEVICE_CPU;
+// --reduce-op of the allreduces and reducescatters (the C API's default, Sum, unless given).
+hvd_reduce_op_t g_reduce_op = HVD_OP_SUM;
 
 // Set when a result broke --max-allocs-per-op; main then exits 3.
 bool g_allocs_exceeded = false;
@@ -120,6 +123,12 @@ Config ParseArgs(int argc, char** argv) {
   app.add_option("--device", device, "Where the tensors live")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
+  const std::map<std::string, hvd_reduce_op_t> reduce_ops = {
+      {"sum", HVD_OP_SUM}, {"average", HVD_OP_AVERAGE}, {"min", HVD_OP_MIN},
+      {"max", HVD_OP_MAX}, {"product", HVD_OP_PRODUCT}, {"adasum", HVD_OP_ADASUM}};
+  app.add_option("--reduce-op", g_reduce_op, "Reduction of --op allreduce and reducescatter")
+      ->transform(CLI::CheckedTransformer(reduce_ops, CLI::ignore_case))
+      ->default_str("sum");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -238,6 +247,7 @@ class Collective {
     hvd_op_options_init(&options);
     options.name = name_.c_str();
     options.wait_now = 1;  // synchronous, as MPI_Allreduce
+    options.reduce_op = g_reduce_op;
     void* data = device_data_ != nullptr ? device_data_ : buffer_.data();
     hvd_tensor_t t = Tensor(data, HVD_FLOAT32, static_cast<int64_t>(buffer_.size()), g_device);
     hvd_handle_t handle;
@@ -358,6 +368,7 @@ void Many(const Config& config, int rank, int size) {
     hvd_op_options_init(&options);
     options.name = names[i].c_str();
     options.wait_now = wait_now ? 1 : 0;
+    options.reduce_op = g_reduce_op;
     hvd_tensor_t t = Tensor(tensors[i].data(), HVD_FLOAT32, static_cast<int64_t>(count));
     if (scatter) {
       Check(hvd_reducescatter(&t, &options, &handles[i]), "hvd_reducescatter");
