@@ -563,6 +563,33 @@ def test_join_contributes_zeros(hvd):
     hvd.barrier()
 
 
+def test_join_with_adasum_leaves_the_joined_ranks_out(hvd):
+    size, rank = hvd.size(), hvd.rank()
+    # Rank r runs r + 1 Adasum allreduces, then joins; allreduce i combines ranks r >= i, the
+    # joined ones contributing zeros, which Adasum leaves out.
+    inputs = [adasum_input(torch.float32, r, (6,)) for r in range(size)]
+    for i in range(rank + 1):
+        got = hvd.allreduce(inputs[rank], op=hvd.Adasum, name=f"join.adasum.{i}")
+        expected = adasum_expected([inputs[r] if r >= i else torch.zeros(6) for r in range(size)])
+        assert_close(got, expected, torch.float32)
+    hvd.join()
+    hvd.barrier()
+
+
+def test_adasum_in_a_process_set(hvd):
+    if hvd.size() < 3:
+        pytest.skip("needs a set smaller than the world")
+    ps = hvd.add_process_set([0, 2])
+    try:
+        if hvd.rank() in (0, 2):
+            inputs = {r: adasum_input(torch.float64, r, (4,)) for r in (0, 2)}
+            got = hvd.allreduce(inputs[hvd.rank()], op=hvd.Adasum, name="ps.adasum",
+                                process_set=ps)
+            assert_close(got, adasum_expected([inputs[0], inputs[2]]), torch.float64)
+    finally:
+        hvd.remove_process_set(ps)
+
+
 # ---- object and state broadcast ----------------------------------------------------------
 
 @dataclasses.dataclass
