@@ -1,6 +1,6 @@
 """One rank of test_hierarchical.py: allreduces from 4 bytes to 8 MiB (both paths of the
 hierarchical algorithm), several dtypes and ops, a repeated small allreduce (the eager round),
-a fused group of allreduces, a reducescatter, a grouped reducescatter, a grouped allgather, an
+a fused group of allreduces, Adasum allreduces, a reducescatter, a grouped reducescatter, a grouped allgather, an
 allgather of uneven rows and repeated lone small allgathers, broadcasts, alltoalls and
 reducescatters, each checked against the value computed from every rank's known input. Prints
 "OK rank R" or raises."""
@@ -40,6 +40,20 @@ def main() -> None:
         outs = hvd.grouped_allreduce(group, op=op, name=f"group.{op}")
         for t, got in zip(group, outs):
             assert torch.allclose(got, t / (rank + 1) * factor), (op, t.numel())
+    # Adasum (its own collective: an alltoall, a small allreduce per tree level, an allgather)
+    # across the hosts: updates on disjoint elements are orthogonal, so they add exactly; equal
+    # ones stay as they are.
+    for count in (size, 3 * 1024 * 1024 + 5):
+        mine = torch.zeros(count)
+        block = count // size
+        mine[rank * block:(rank + 1) * block] = rank + 1.0
+        got = hvd.allreduce(mine, op=hvd.Adasum, name=f"adasum.{count}")
+        want = torch.zeros(count)
+        for r in range(size):
+            want[r * block:(r + 1) * block] = r + 1.0
+        assert torch.equal(got, want), count
+    same = torch.arange(1000, dtype=torch.float64) % 5 - 2
+    assert torch.allclose(hvd.allreduce(same, op=hvd.Adasum, name="adasum.same"), same)
     # Reducescatter goes through the hierarchy too: uneven rows (the first ranks one more).
     full = torch.arange(size * 5 + 3, dtype=torch.float32)
     part = hvd.reducescatter(full * (rank + 1), op=hvd.Sum, name="rs")
