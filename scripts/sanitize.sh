@@ -41,7 +41,7 @@ run() {  # run NAME COMMAND...: a failing command is named, the run goes on
   fi
 }
 run runtime_test "$build/test/unit/runtime/runtime_test"
-groups=("allreduce lone lone_collectives allgather broadcast alltoall reducescatter barrier"
+groups=("allreduce adasum lone lone_collectives allgather broadcast alltoall reducescatter barrier"
   "grouped fused fused_allgather" "process_sets_static process_sets_dynamic"
   "mismatch duplicate_name" "join reinit")
 for np in 2 3; do

@@ -24,6 +24,7 @@ struct Scenario {
 
 const Scenario kScenarios[] = {
     {"allreduce", hvd_e2e::Allreduce, false},
+    {"adasum", hvd_e2e::Adasum, false},
     {"lone", hvd_e2e::Lone, false},
     {"lone_collectives", hvd_e2e::LoneCollectives, false},
     {"allgather", hvd_e2e::Allgather, false},

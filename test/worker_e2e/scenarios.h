@@ -46,6 +46,7 @@ void GlobalBarrier(const std::string& what);
 
 // collective_scenarios.cc (initialized)
 void Allreduce();
+void Adasum();           // op=Adasum: orthogonal updates add, equal ones stay, integers refused
 void Lone();             // one allreduce at a time (the eager path on TCP and shared memory)
 void LoneCollectives();  // the other collectives one at a time (eager on shared memory)
 void Allgather();
