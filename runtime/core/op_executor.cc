@@ -171,6 +171,24 @@ Status OpExecutor::Run(const Response& r, std::span<TensorEntry* const> entries,
   }
 }
 
+void OpExecutor::FillPieces(const Response& r, std::span<TensorEntry* const> entries) {
+  pieces_.clear();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const TensorEntry* e = entries[i];  // null: a joined rank, which contributes zeros
+    pieces_.push_back({e ? e->input : nullptr, e ? e->output : nullptr, r.sizes[i]});
+  }
+}
+
+PieceView OpExecutor::PackPieces(const Response& r, int64_t total, char* buf) {
+  PieceView::Index(pieces_, &piece_starts_);  // the counts come from the response: not negative
+  const PieceView view(pieces_, piece_starts_, static_cast<int64_t>(DataTypeSize(r.dtype)));
+  ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
+  view.Gather(0, total, buf);
+  ActivityEnd(r);
+  ScaleBuffer(buf, total, r.dtype, r.prescale);
+  return view;
+}
+
 Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> entries,
                              Communicator* comm) {
   if (r.reduce_op == ReduceOp::kAdasum) return Adasum(r, entries, comm);
@@ -188,11 +206,7 @@ Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> en
     ScaleBuffer(e.output, total, r.dtype, post);
     return Status::OK();
   }
-  pieces_.clear();
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const TensorEntry* e = entries[i];  // null: a joined rank, which contributes zeros
-    pieces_.push_back({e ? e->input : nullptr, e ? e->output : nullptr, r.sizes[i]});
-  }
+  FillPieces(r, entries);
   if (r.prescale == 1.0 && comm->allreduces_pieces()) {
     // The transport reads the inputs and writes the outputs where they are (shared memory,
     // hvd's TCP, their hierarchy): no copy into the fusion buffer and back, which for large fused
@@ -210,12 +224,7 @@ Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> en
   if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
   char* buf = static_cast<char*>(buffer_->Get(total * elem));
   if (grows) ActivityEnd(r);
-  PieceView::Index(pieces_, &piece_starts_);  // the counts come from the response: not negative
-  const PieceView view(pieces_, piece_starts_, elem);
-  ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
-  view.Gather(0, total, buf);
-  ActivityEnd(r);
-  ScaleBuffer(buf, total, r.dtype, r.prescale);
+  const PieceView view = PackPieces(r, total, buf);
   ActivityStart(r, CommActivity(r, comm));
   Status s = comm->Allreduce(buf, total, r.dtype, BackendOp(r.reduce_op));
   ActivityEnd(r);
@@ -250,17 +259,8 @@ Status OpExecutor::Adasum(const Response& r, std::span<TensorEntry* const> entri
   if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
   char* buf = static_cast<char*>(buffer_->Get(own + total * elem));
   if (grows) ActivityEnd(r);
-  pieces_.clear();
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const TensorEntry* e = entries[i];
-    pieces_.push_back({e ? e->input : nullptr, e ? e->output : nullptr, r.sizes[i]});
-  }
-  PieceView::Index(pieces_, &piece_starts_);  // the counts come from the response: not negative
-  const PieceView view(pieces_, piece_starts_, elem);
-  ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
-  view.Gather(0, total, buf);
-  ActivityEnd(r);
-  ScaleBuffer(buf, total, r.dtype, r.prescale);
+  FillPieces(r, entries);
+  const PieceView view = PackPieces(r, total, buf);
   if (recording_) ActivityStart(r, std::string(comm->name()) + "_ADASUM_ALLREDUCE");
   Status s = AdasumAllreduce(comm, buf, buf + own, r.sizes, r.dtype, &adasum_);
   ActivityEnd(r);

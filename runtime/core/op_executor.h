@@ -15,6 +15,7 @@
 #include "runtime/core/message.h"
 #include "runtime/core/runtime_timeline.h"
 #include "runtime/core/tensor_queue.h"
+#include "runtime/transports/allreduce_pieces.h"
 #include "runtime/transports/communicator.h"
 #include "runtime/transports/gpu_backend.h"
 
@@ -108,6 +109,10 @@ class OpExecutor {
   // before RunGpu waited for them).
   void ReleaseReady(std::span<TensorEntry* const> entries);
   Status Allreduce(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm);
+  // pieces_ = the entries' inputs and outputs with the response's counts.
+  void FillPieces(const Response& r, std::span<TensorEntry* const> entries);
+  // Copies pieces_' inputs into `buf` (`total` elements), prescaled; the view scatters back.
+  PieceView PackPieces(const Response& r, int64_t total, char* buf);
   // op=Adasum: not elementwise; its own collective (adasum.h).
   Status Adasum(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm);
   Status Broadcast(const Response& r, TensorEntry* entry, Communicator* comm);

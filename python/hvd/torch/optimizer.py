@@ -66,7 +66,120 @@ def _checked_named_parameters(param_groups, named_parameters) -> list:
     return named_parameters
 
 
-class _DistributedOptimizer(torch.optim.Optimizer):
+def _hooks_wanted(process_set: ProcessSet) -> bool:
+    """Gradient hooks only where there is someone to reduce with (or may be, elastic)."""
+    return process_set.included() and (size() > 1 or os.environ.get("HOROVOD_ELASTIC") == "1" or
+                                       os.environ.get("HVD_ELASTIC") == "1")
+
+
+class _HookedOptimizer(torch.optim.Optimizer):
+    """What both flavours of DistributedOptimizer share: a hook per parameter that starts its
+    allreduce (``_allreduce_grad_async``; a group's ``_grouped_allreduce_grad_async`` once all
+    of it is ready) after ``backward_passes_per_step`` passes, and the bookkeeping around it.
+    Its methods are copied into the dynamic subclass with the flavour's (_mixed_in)."""
+
+    def _setup(self, named_parameters, compression, backward_passes_per_step):
+        """The state both flavours keep; called first by their __init__."""
+        self._compression = compression
+        named_parameters = _checked_named_parameters(self.param_groups, named_parameters)
+        self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda kv: kv[0])}
+        self.backward_passes_per_step = backward_passes_per_step
+        self._allreduce_delay = {v: backward_passes_per_step for _, v in named_parameters}
+        self._handles: Dict = {}
+        self._grad_accs = []
+        self._requires_update = set()
+        self._synchronized = False
+        self._should_synchronize = True
+
+    def load_state_dict(self, *args, **kwargs):
+        self._handles = {}
+        self._synchronized = False
+        self._should_synchronize = True
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+        super(self.__class__, self).load_state_dict(*args, **kwargs)
+
+    def set_backward_passes_per_step(self, passes: int) -> None:
+        self.backward_passes_per_step = passes
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = passes
+
+    def _register_grad_hooks(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.requires_grad:
+                    self._requires_update.add(p)
+                    grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                    grad_acc.register_hook(self._make_hook(p))
+                    self._grad_accs.append(grad_acc)
+
+    def _make_hook(self, p):
+        def hook(*ignore):
+            if p in self._handles and self._handles[p][0] is not None:
+                if self._allreduce_delay[p] <= 0:
+                    raise AssertionError(
+                        "Gradients were computed more than backward_passes_per_step times "
+                        "before call to step(). Increase backward_passes_per_step to "
+                        "accumulate gradients locally.")
+            assert not p.grad.requires_grad
+            assert self._allreduce_delay[p] > 0
+            handle, ctx = None, None
+            self._allreduce_delay[p] -= 1
+            if self._allreduce_delay[p] == 0:
+                if self._groups is not None:
+                    group = self._p_to_group[p]
+                    self._group_counts[group] += 1
+                    if self._group_counts[group] == len(group):
+                        self._handles[group] = self._grouped_allreduce_grad_async(group)
+                        for gp in group:
+                            self._handles.pop(gp, None)
+                        self._group_counts[group] = 0
+                        return
+                else:
+                    handle, ctx = self._allreduce_grad_async(p)
+            self._handles[p] = (handle, ctx)
+        return hook
+
+    @contextmanager
+    def skip_synchronize(self):
+        """Lets step() skip synchronize() after an explicit one (e.g. for gradient clipping)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def _synchronize_for_step(self):
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "context after optimizer.synchronize(). This can cause training "
+                              "slowdown. You may want to consider using "
+                              "optimizer.skip_synchronize() context if you use "
+                              "optimizer.synchronize() in your code.")
+            self.synchronize()
+        self._synchronized = False
+
+    def _hvd_base_step(self, closure=None):
+        """The wrapped optimizer's own step(), without any allreduce (broadcast_optimizer_state
+        uses it to create a fresh optimizer's state)."""
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, set_to_none: bool = False):
+        if self._handles:
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
+                                 "before optimizer.step() or optimizer.synchronize(). This is "
+                                 "prohibited as it can cause a race condition.")
+        return super(self.__class__, self).zero_grad(set_to_none)
+
+
+def _mixed_in(optimizer: torch.optim.Optimizer, flavour: type) -> type:
+    """A subclass of `optimizer`'s class with _HookedOptimizer's and `flavour`'s methods."""
+    methods = {**_HookedOptimizer.__dict__, **flavour.__dict__}
+    return type(optimizer.__class__.__name__, (optimizer.__class__,), methods)
+
+
+class _DistributedOptimizer(_HookedOptimizer):
     """Mixed into a dynamic subclass of the wrapped optimizer's class; see
     DistributedOptimizer. Not thread-safe: one training loop drives it."""
 
@@ -74,22 +187,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                  op=Average, gradient_predivide_factor=1.0, groups=None, sparse_as_dense=False,
                  process_set=global_process_set):
         super(self.__class__, self).__init__(params)
-        self._compression = compression
-
-        named_parameters = _checked_named_parameters(self.param_groups, named_parameters)
-        self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda kv: kv[0])}
-        self.backward_passes_per_step = backward_passes_per_step
-        self._allreduce_delay = {v: backward_passes_per_step for _, v in named_parameters}
+        self._setup(named_parameters, compression, backward_passes_per_step)
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
         self.sparse_as_dense = sparse_as_dense
         self.process_set = process_set
-
-        self._handles: Dict = {}
-        self._grad_accs = []
-        self._requires_update = set()
-        self._synchronized = False
-        self._should_synchronize = True
 
         if groups is not None:
             if not (isinstance(groups, list) or (isinstance(groups, int) and groups > 0)):
@@ -108,23 +210,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._p_to_group = {}
         self._group_counts = {}
 
-        if self.process_set.included() and (size() > 1 or
-                                            os.environ.get("HOROVOD_ELASTIC") == "1" or
-                                            os.environ.get("HVD_ELASTIC") == "1"):
+        if _hooks_wanted(self.process_set):
             self._register_hooks()
-
-    def load_state_dict(self, *args, **kwargs):
-        self._handles = {}
-        self._synchronized = False
-        self._should_synchronize = True
-        for p in self._allreduce_delay:
-            self._allreduce_delay[p] = self.backward_passes_per_step
-        super(self.__class__, self).load_state_dict(*args, **kwargs)
-
-    def set_backward_passes_per_step(self, passes: int) -> None:
-        self.backward_passes_per_step = passes
-        for p in self._allreduce_delay:
-            self._allreduce_delay[p] = passes
 
     def _register_hooks(self):
         if self._groups is not None:
@@ -148,13 +235,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                     self._p_to_group[p] = group
                 self._group_counts[group] = 0
 
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.requires_grad:
-                    self._requires_update.add(p)
-                    grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                    grad_acc.register_hook(self._make_hook(p))
-                    self._grad_accs.append(grad_acc)
+        self._register_grad_hooks()
 
     def _scale_factors(self):
         if self.op == Average:
@@ -187,33 +268,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                           prescale_factor=prescale, postscale_factor=postscale,
                                           process_set=self.process_set)
         return handle, ctxs
-
-    def _make_hook(self, p):
-        def hook(*ignore):
-            if p in self._handles and self._handles[p][0] is not None:
-                if self._allreduce_delay[p] <= 0:
-                    raise AssertionError(
-                        "Gradients were computed more than backward_passes_per_step times "
-                        "before call to step(). Increase backward_passes_per_step to "
-                        "accumulate gradients locally.")
-            assert not p.grad.requires_grad
-            assert self._allreduce_delay[p] > 0
-            handle, ctx = None, None
-            self._allreduce_delay[p] -= 1
-            if self._allreduce_delay[p] == 0:
-                if self._groups is not None:
-                    group = self._p_to_group[p]
-                    self._group_counts[group] += 1
-                    if self._group_counts[group] == len(group):
-                        self._handles[group] = self._grouped_allreduce_grad_async(group)
-                        for gp in group:
-                            self._handles.pop(gp, None)
-                        self._group_counts[group] = 0
-                        return
-                else:
-                    handle, ctx = self._allreduce_grad_async(p)
-            self._handles[p] = (handle, ctx)
-        return hook
 
     def synchronize(self):
         """Waits for every gradient allreduce and writes the results into ``p.grad``;
@@ -263,82 +317,26 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._handles.clear()
         self._synchronized = True
 
-    @contextmanager
-    def skip_synchronize(self):
-        """Lets step() skip synchronize() after an explicit one (e.g. for gradient clipping)."""
-        self._should_synchronize = False
-        try:
-            yield
-        finally:
-            self._should_synchronize = True
-
     def step(self, closure=None):
-        if self._should_synchronize:
-            if self._synchronized:
-                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
-                              "context after optimizer.synchronize(). This can cause training "
-                              "slowdown. You may want to consider using "
-                              "optimizer.skip_synchronize() context if you use "
-                              "optimizer.synchronize() in your code.")
-            self.synchronize()
-        self._synchronized = False
+        self._synchronize_for_step()
         return super(self.__class__, self).step(closure)
 
-    def _hvd_base_step(self, closure=None):
-        """The wrapped optimizer's own step(), without any allreduce."""
-        return super(self.__class__, self).step(closure)
 
-    def zero_grad(self, set_to_none: bool = False):
-        if self._handles:
-            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
-                                 "before optimizer.step() or optimizer.synchronize(). This is "
-                                 "prohibited as it can cause a race condition.")
-        return super(self.__class__, self).zero_grad(set_to_none)
-
-
-class _DistributedAdasumOptimizer(torch.optim.Optimizer):
-    """op=Adasum (Horovod's delta optimizer), mixed into a subclass of the wrapped optimizer's
-    class. Adasum combines model updates, not gradients: when a parameter's gradient is ready
-    (its hook), the wrapped optimizer steps that parameter alone from a saved copy of it, the
-    update (new - old) is allreduced with op=Adasum while backward goes on, and step() (or
-    synchronize()) sets the parameter to the copy plus the combined update. step() therefore
-    does not step the wrapped optimizer again. Global process set only, as Horovod's."""
+class _DistributedAdasumOptimizer(_HookedOptimizer):
+    """op=Adasum (Horovod's delta optimizer). Adasum combines model updates, not gradients: when
+    a parameter's gradient is ready (its hook), the wrapped optimizer steps that parameter alone
+    from a saved copy of it, the update (new - old) is allreduced with op=Adasum while backward
+    goes on, and step() (or synchronize()) sets the parameter to the copy plus the combined
+    update. step() therefore does not step the wrapped optimizer again. Global process set only,
+    as Horovod's."""
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1):
         super(self.__class__, self).__init__(params)
-        self._compression = compression
-        named_parameters = _checked_named_parameters(self.param_groups, named_parameters)
-        self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda kv: kv[0])}
-        self.backward_passes_per_step = backward_passes_per_step
-        self._allreduce_delay = {v: backward_passes_per_step for _, v in named_parameters}
+        self._setup(named_parameters, compression, backward_passes_per_step)
         self._starts = {}  # parameter -> its value before this step's update
-        self._handles: Dict = {}
-        self._grad_accs = []
-        self._requires_update = set()
-        self._synchronized = False
-        self._should_synchronize = True
-        if size() > 1 or os.environ.get("HOROVOD_ELASTIC") == "1" or \
-                os.environ.get("HVD_ELASTIC") == "1":
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.requires_grad:
-                        self._requires_update.add(p)
-                        grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                        grad_acc.register_hook(self._make_hook(p))
-                        self._grad_accs.append(grad_acc)
-
-    def load_state_dict(self, *args, **kwargs):
-        self._handles = {}
-        self._synchronized = False
-        self._should_synchronize = True
-        for p in self._allreduce_delay:
-            self._allreduce_delay[p] = self.backward_passes_per_step
-        super(self.__class__, self).load_state_dict(*args, **kwargs)
-
-    def set_backward_passes_per_step(self, passes: int) -> None:
-        self.backward_passes_per_step = passes
-        for p in self._allreduce_delay:
-            self._allreduce_delay[p] = passes
+        self._groups = None  # no explicit fusion groups: each update on its own
+        if _hooks_wanted(global_process_set):
+            self._register_grad_hooks()
 
     def _step_alone(self, p):
         """The wrapped optimizer's step() on `p` only (its state, e.g. momentum, kept as usual)."""
@@ -351,7 +349,8 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
             for group, params in zip(self.param_groups, stashed):
                 group["params"] = params
 
-    def _allreduce_delta_async(self, p):
+    def _allreduce_grad_async(self, p):
+        """Steps `p` alone and starts the Adasum allreduce of its update."""
         if p.grad is None:
             p.grad = p.data.new(p.size()).zero_()
         start = self._starts.get(p)
@@ -365,31 +364,14 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         handle = allreduce_async_(compressed, name=self._parameter_names.get(p), op=Adasum)
         return handle, ctx
 
-    def _make_hook(self, p):
-        def hook(*ignore):
-            if p in self._handles and self._handles[p][0] is not None:
-                if self._allreduce_delay[p] <= 0:
-                    raise AssertionError(
-                        "Gradients were computed more than backward_passes_per_step times "
-                        "before call to step(). Increase backward_passes_per_step to "
-                        "accumulate gradients locally.")
-            assert not p.grad.requires_grad
-            assert self._allreduce_delay[p] > 0
-            handle, ctx = None, None
-            self._allreduce_delay[p] -= 1
-            if self._allreduce_delay[p] == 0:
-                handle, ctx = self._allreduce_delta_async(p)
-            self._handles[p] = (handle, ctx)
-        return hook
-
     def synchronize(self):
         """Waits for every update's Adasum allreduce and applies the combined updates; starts
         the ones whose hook did not fire (unused parameters, with a zero gradient)."""
         for p in self._requires_update - set(self._handles):
-            self._handles[p] = self._allreduce_delta_async(p)
+            self._handles[p] = self._allreduce_grad_async(p)
         for p, (handle, ctx) in list(self._handles.items()):
             if handle is None:
-                self._handles[p] = self._allreduce_delta_async(p)
+                self._handles[p] = self._allreduce_grad_async(p)
         for p, (handle, ctx) in self._handles.items():
             delta = self._compression.decompress(synchronize(handle), ctx)
             self._allreduce_delay[p] = self.backward_passes_per_step
@@ -400,34 +382,10 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         self._handles.clear()
         self._synchronized = True
 
-    @contextmanager
-    def skip_synchronize(self):
-        """Lets step() skip synchronize() after an explicit one."""
-        self._should_synchronize = False
-        try:
-            yield
-        finally:
-            self._should_synchronize = True
-
     def step(self, closure=None):
         loss = closure() if closure is not None else None
-        if self._should_synchronize:
-            if self._synchronized:
-                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
-                              "context after optimizer.synchronize(). This can cause training "
-                              "slowdown. You may want to consider using "
-                              "optimizer.skip_synchronize() context if you use "
-                              "optimizer.synchronize() in your code.")
-            self.synchronize()
-        self._synchronized = False
+        self._synchronize_for_step()
         return loss
-
-    def zero_grad(self, set_to_none: bool = False):
-        if self._handles:
-            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
-                                 "before optimizer.step() or optimizer.synchronize(). This is "
-                                 "prohibited as it can cause a race condition.")
-        return super(self.__class__, self).zero_grad(set_to_none)
 
 
 def DistributedOptimizer(optimizer: torch.optim.Optimizer, named_parameters=None,
@@ -449,15 +407,13 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer, named_parameters=None
     if op == Adasum and size() > 1:  # one rank: the plain optimizer, as Horovod
         if process_set.process_set_id != global_process_set.process_set_id:
             raise NotImplementedError("Adasum does not support non-global process sets yet.")
-        cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
-                   dict(_DistributedAdasumOptimizer.__dict__))
+        cls = _mixed_in(optimizer, _DistributedAdasumOptimizer)
         return cls(optimizer.param_groups, named_parameters, compression,
                    backward_passes_per_step)
     if num_groups != 0:
         warnings.warn("Parameter `num_groups` has been replaced by `groups`.", DeprecationWarning)
         if groups is None:
             groups = num_groups
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
-               dict(_DistributedOptimizer.__dict__))
+    cls = _mixed_in(optimizer, _DistributedOptimizer)
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
                op, gradient_predivide_factor, groups, sparse_as_dense, process_set)
