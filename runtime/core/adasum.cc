@@ -73,8 +73,9 @@ Status AdasumAllreduce(Communicator* comm, const void* in, void* out,
   const int n = comm->size(), me = comm->rank();
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  if (total == 0) return Status::OK();  // every member has the same counts: no round at all
   if (n == 1) {
-    if (total > 0 && out != in) std::memcpy(out, in, static_cast<size_t>(total * elem));
+    if (out != in) std::memcpy(out, in, static_cast<size_t>(total * elem));
     return Status::OK();
   }
   // Member j combines elements [slice_start[j], slice_start[j + 1]).
@@ -88,7 +89,9 @@ Status AdasumAllreduce(Communicator* comm, const void* in, void* out,
   }
   const int64_t lo = s->slice_start[me], len = s->slice_start[me + 1] - lo;
   s->recv_bytes.assign(static_cast<size_t>(n), len * elem);
-  s->blocks.resize(static_cast<size_t>(n * len * elem));
+  // Never empty: a member whose slice is empty (fewer elements than members) still passes the
+  // transports a real address.
+  s->blocks.resize(static_cast<size_t>(std::max<int64_t>(n * len * elem, 1)));
   HVD_RETURN_IF_ERROR(
       comm->AlltoallvAgreed(in, s->slice_bytes, s->blocks.data(), s->recv_bytes, max_piece));
   // The tensors' parts within this member's slice.

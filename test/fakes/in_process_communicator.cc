@@ -104,7 +104,7 @@ class InProcessCommunicator : public runtime::Communicator {
                                 std::to_string(all[r].size()) + " bytes, expected " +
                                 std::to_string(bytes_per_rank[r]));
       }
-      std::memcpy(dst, all[r].data(), all[r].size());
+      if (!all[r].empty()) std::memcpy(dst, all[r].data(), all[r].size());
       dst += all[r].size();
     }
     return Status::OK();
@@ -122,7 +122,7 @@ class InProcessCommunicator : public runtime::Communicator {
                      send_bytes.size() * sizeof(int64_t));
     int64_t total = 0;
     for (int64_t b : send_bytes) total += b;
-    mine.append(static_cast<const char*>(in), total);
+    if (total > 0) mine.append(static_cast<const char*>(in), total);
     HVD_ASSIGN_OR_RETURN(auto all, Exchange(mine, "Alltoallv"));
     char* dst = static_cast<char*>(out);
     for (int r = 0; r < size(); ++r) {
@@ -134,7 +134,7 @@ class InProcessCommunicator : public runtime::Communicator {
                                 std::to_string(counts[rank_]) + " bytes, expected " +
                                 std::to_string(recv_bytes[r]));
       }
-      std::memcpy(dst, all[r].data() + offset, counts[rank_]);
+      if (counts[rank_] > 0) std::memcpy(dst, all[r].data() + offset, counts[rank_]);
       dst += counts[rank_];
     }
     return Status::OK();

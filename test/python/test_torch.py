@@ -252,6 +252,8 @@ def test_adasum_allreduce(hvd, dtype):
     in_place = inputs[hvd.rank()].clone()
     hvd.synchronize(hvd.allreduce_async_(in_place, op=hvd.Adasum, name=f"adasum_.{dtype}"))
     assert torch.equal(in_place, result)
+    empty = hvd.allreduce(torch.zeros(0, dtype=dtype), op=hvd.Adasum, name=f"adasum.empty.{dtype}")
+    assert empty.shape == (0,) and empty.dtype == dtype
 
 
 def test_adasum_combines_orthogonal_updates_and_keeps_parallel_ones(hvd):

@@ -190,6 +190,8 @@ TEST(AdasumTest, HalfPrecisionCombinesInFloat) {
 TEST(AdasumTest, FewerElementsThanMembersLeavesSomeSlicesEmpty) {
   RunCase({5, {2}, DataType::kFloat32});
   RunCase({4, {1, 1}, DataType::kFloat64});
+  RunCase({3, {0}, DataType::kFloat32});  // an empty tensor: nothing to exchange
+  RunCase({3, {0, 4, 0}, DataType::kFloat32});
 }
 
 TEST(AdasumTest, IntegerTensorsAreRefused) {
