@@ -22,6 +22,8 @@ int64_t RowElements(const std::vector<int64_t>& shape) {
   return n;
 }
 
+int64_t Align64(int64_t n) { return (n + 63) / 64 * 64; }
+
 int64_t ScatterRows(int64_t dim0, int64_t n, int64_t k) {
   return dim0 / n + (k < dim0 % n ? 1 : 0);
 }
@@ -254,7 +256,7 @@ Status OpExecutor::Adasum(const Response& r, std::span<TensorEntry* const> entri
     ScaleBuffer(e.output, total, r.dtype, r.postscale);
     return Status::OK();
   }
-  const int64_t own = (total * elem + 63) / 64 * 64;
+  const int64_t own = Align64(total * elem);
   const bool grows = recording_ && own + total * elem > buffer_->capacity();
   if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
   char* buf = static_cast<char*>(buffer_->Get(own + total * elem));
@@ -345,7 +347,7 @@ Status OpExecutor::FusedAllgather(const Response& r, std::span<TensorEntry* cons
   // TCP and the hierarchy through their own kept buffer), the fusion buffer holds only this
   // rank's packed block and the gathered rows land in the outputs.
   const bool into_outputs = comm->allreduces_pieces();
-  const int64_t in_offset = into_outputs ? 0 : (total + 63) / 64 * 64;
+  const int64_t in_offset = into_outputs ? 0 : Align64(total);
   const bool grows = recording_ && in_offset + block_bytes_[me] > buffer_->capacity();
   if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
   char* buf = static_cast<char*>(buffer_->Get(in_offset + block_bytes_[me]));
@@ -471,7 +473,7 @@ Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* 
   // The input goes in rank order: every tensor's rows for rank 0, then for rank 1, ... (pieces_
   // below).
   const bool in_place = r.prescale == 1.0 && comm->allreduces_pieces();
-  const int64_t out_offset = in_place ? 0 : (total * elem + 63) / 64 * 64;
+  const int64_t out_offset = in_place ? 0 : Align64(total * elem);
   const int64_t need = out_offset + rank_elements_[me] * elem;
   const bool grows = recording_ && need > buffer_->capacity();
   if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");

@@ -30,6 +30,9 @@ int64_t RowElements(const std::vector<int64_t>& shape);
 // Rows of a reducescatter's dim0 that member k of n receives: the first dim0 % n one more.
 int64_t ScatterRows(int64_t dim0, int64_t n, int64_t k);
 
+// `n` rounded up to a multiple of 64: where a second region of the fusion buffer starts.
+int64_t Align64(int64_t n);
+
 // A process set's GPU state, owned by its Controller: whether its GPU ops run on NCCL, decided
 // with the set's members at its first GPU op (GpuBackend::CreateGroup), and the NCCL group.
 struct GpuSetState {

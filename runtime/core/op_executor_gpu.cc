@@ -14,8 +14,6 @@ namespace {
 // of chunk i-1 overlap the CPU transport's work on chunk i.
 constexpr int64_t kStageChunkBytes = int64_t{4} << 20;
 
-int64_t Align64(int64_t n) { return (n + 63) / 64 * 64; }
-
 }  // namespace
 
 Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entries,
