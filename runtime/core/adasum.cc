@@ -22,8 +22,8 @@ Status CombineSlice(Communicator* comm, T* blocks, int64_t len, size_t tensors, 
       const T* a = blocks + static_cast<int64_t>(2 * d * p) * len;
       const T* b = a + static_cast<int64_t>(d) * len;
       for (const AdasumScratch::Segment& g : s->segments) {
-        AdasumAddSums<T>(a + g.begin, b + g.begin, g.end - g.begin,
-                         &s->sums[(static_cast<size_t>(p) * tensors + g.tensor) * 3]);
+        AdasumSums(a + g.begin, b + g.begin, g.end - g.begin,
+                   &s->sums[(static_cast<size_t>(p) * tensors + g.tensor) * 3]);
       }
     }
     HVD_RETURN_IF_ERROR(comm->Allreduce(s->sums.data(), static_cast<int64_t>(s->sums.size()),
@@ -48,11 +48,6 @@ bool AdasumSupports(DataType dtype) {
 }
 
 template <typename T>
-void AdasumAddSums(const T* a, const T* b, int64_t count, double* sums) {
-  AdasumSums(a, b, count, sums);  // reduction.cc: vectorised
-}
-
-template <typename T>
 void AdasumCombine(T* a, const T* b, int64_t count, const double* sums) {
   const double dot = sums[0], a_norm = sums[1], b_norm = sums[2];
   const double a_coeff = a_norm >= kTinyNormSquared ? 1.0 - dot / (2.0 * a_norm) : 1.0;
@@ -60,8 +55,6 @@ void AdasumCombine(T* a, const T* b, int64_t count, const double* sums) {
   AdasumScaleAdd(a, b, count, a_coeff, b_coeff);
 }
 
-template void AdasumAddSums<float>(const float*, const float*, int64_t, double*);
-template void AdasumAddSums<double>(const double*, const double*, int64_t, double*);
 template void AdasumCombine<float>(float*, const float*, int64_t, const double*);
 template void AdasumCombine<double>(double*, const double*, int64_t, const double*);
 

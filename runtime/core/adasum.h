@@ -52,10 +52,8 @@ struct AdasumScratch {
 Status AdasumAllreduce(Communicator* comm, const void* in, void* out,
                        std::span<const int64_t> counts, DataType dtype, AdasumScratch* scratch);
 
-// The pair arithmetic, for tests and the collective: a.b, |a|^2, |b|^2 over `count` elements
-// added to sums[0..3) (in double), and a = a_coeff * a + b_coeff * b.
-template <typename T>
-void AdasumAddSums(const T* a, const T* b, int64_t count, double* sums);
+// The pair's combination from its summed a.b, |a|^2, |b|^2 (sums[0..3), which AdasumSums in
+// reduction.h accumulates): a = a_coeff * a + b_coeff * b with the formula's coefficients.
 template <typename T>
 void AdasumCombine(T* a, const T* b, int64_t count, const double* sums);
 

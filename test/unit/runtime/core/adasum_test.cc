@@ -88,7 +88,7 @@ double Load(DataType dtype, const char* at) {
 TEST(AdasumTest, OrthogonalVectorsAddEqualOnesStayZerosAreLeftOut) {
   auto combine = [](std::vector<double> a, const std::vector<double>& b) {
     double sums[3] = {};
-    AdasumAddSums<double>(a.data(), b.data(), static_cast<int64_t>(a.size()), sums);
+    AdasumSums(a.data(), b.data(), static_cast<int64_t>(a.size()), sums);
     AdasumCombine<double>(a.data(), b.data(), static_cast<int64_t>(a.size()), sums);
     return a;
   };
