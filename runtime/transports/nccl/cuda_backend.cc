@@ -188,10 +188,9 @@ Status CudaBackend::WaitEvent(cudaEvent_t event, const char* what) {
       },
       [&](cudaError_t err) { return CudaError(what, err); },
       [&] {
-        return Status::Timeout(std::string(what) + ": not done within " +
-                               std::to_string(timeout_.count() / 1000) +
-                               " s (HVD_GLOO_TIMEOUT_SECONDS); the work queued before it on the "
-                               "tensor's stream or on hvd's stream is stuck");
+        return Status::Timeout(std::string(what) + ": not done within " + TimeoutText() +
+                               "; the work queued before it on the tensor's stream or on hvd's "
+                               "stream is stuck");
       });
 }
 
@@ -239,6 +238,10 @@ void CudaBackend::Abort() {
   aborted_ = true;
   std::lock_guard<std::mutex> lock(mu_);
   for (NcclGroup* g : groups_) g->Abort();
+}
+
+std::string CudaBackend::TimeoutText() const {
+  return std::to_string(timeout_.count() / 1000) + " s (HVD_GLOO_TIMEOUT_SECONDS)";
 }
 
 Result<std::unique_ptr<GpuGroup>> CudaBackend::CreateGroup(Communicator* cpu, int device,

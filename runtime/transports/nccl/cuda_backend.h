@@ -94,6 +94,8 @@ class CudaBackend final : public GpuBackend {
   // For NcclGroup: the runtime stream of `device` (made on first use; cycle thread).
   Result<cudaStream_t> Stream(int device);
   std::chrono::milliseconds timeout() const { return timeout_; }
+  // "<seconds> s (HVD_GLOO_TIMEOUT_SECONDS)": how the GPU path's timeout messages name it.
+  std::string TimeoutText() const;
   bool aborted() const { return aborted_.load(); }
   void Register(NcclGroup* group);
   void Unregister(NcclGroup* group);

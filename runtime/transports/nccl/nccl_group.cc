@@ -195,13 +195,15 @@ Status NcclGroup::NcclFailure(const char* what, ncclResult_t result) {
   return result == ncclRemoteError ? Status::RemoteError(message) : Status::Internal(message);
 }
 
+bool NcclGroup::Stopping() const { return abort_requested_.load() || backend_->aborted(); }
+
 Status NcclGroup::Settle(ncclResult_t result, const char* what) {
   if (result == ncclSuccess) return Status::OK();
   if (result != ncclInProgress) return NcclFailure(what, result);
   ncclResult_t state = ncclSuccess;
   const NcclWait waited = WaitWhileInProgress(
-      comm_, std::chrono::steady_clock::now() + backend_->timeout(),
-      [&] { return abort_requested_.load() || backend_->aborted(); }, &state);
+      comm_, std::chrono::steady_clock::now() + backend_->timeout(), [&] { return Stopping(); },
+      &state);
   if (waited == NcclWait::kSettled) {
     return state == ncclSuccess ? Status::OK() : NcclFailure(what, state);
   }
@@ -210,8 +212,7 @@ Status NcclGroup::Settle(ncclResult_t result, const char* what) {
     return Status::Aborted(std::string("NCCL ") + what + " aborted");
   }
   return Status::Timeout(std::string("NCCL ") + what + " was not enqueued within " +
-                         std::to_string(backend_->timeout().count() / 1000) +
-                         " s (HVD_GLOO_TIMEOUT_SECONDS); a peer is gone or stuck");
+                         backend_->TimeoutText() + "; a peer is gone or stuck");
 }
 
 Status NcclGroup::Wait(cudaStream_t stream, const char* what) {
@@ -230,7 +231,7 @@ Status NcclGroup::Wait(cudaStream_t stream, const char* what) {
         ncclResult_t async = ncclSuccess;
         ncclCommGetAsyncError(comm_, &async);
         if (async != ncclSuccess && async != ncclInProgress) return NcclFailure(what, async);
-        if (abort_requested_ || backend_->aborted()) {
+        if (Stopping()) {
           return Status::Aborted(std::string("NCCL ") + what + " aborted");
         }
         return Status::OK();
@@ -238,8 +239,7 @@ Status NcclGroup::Wait(cudaStream_t stream, const char* what) {
       [&](cudaError_t e) { return CudaError(std::string("NCCL ") + what, e); },
       [&] {
         return Status::Timeout(std::string("NCCL ") + what + " did not finish within " +
-                               std::to_string(backend_->timeout().count() / 1000) +
-                               " s (HVD_GLOO_TIMEOUT_SECONDS); a peer is gone or stuck");
+                               backend_->TimeoutText() + "; a peer is gone or stuck");
       });
   if (!st.ok()) AbortComm();  // the work queued on the communicator is in an unknown state
   return st;
@@ -373,9 +373,9 @@ Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communic
     std::string message = "creating the NCCL communicator of " + std::to_string(cpu->size()) +
                           " ranks (this is rank " + std::to_string(cpu->rank()) + ") ";
     if (waited == NcclWait::kLate) {
-      message += "did not finish within " + std::to_string(backend->timeout().count() / 1000) +
-                 " s (HVD_GLOO_TIMEOUT_SECONDS): a member did not join (it exited, or has not "
-                 "reached its first GPU collective)";
+      message += "did not finish within " + backend->TimeoutText() +
+                 ": a member did not join (it exited, or has not reached its first GPU "
+                 "collective)";
     } else if (waited == NcclWait::kStopped) {
       message += "was aborted";
     } else {

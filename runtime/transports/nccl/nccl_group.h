@@ -39,6 +39,8 @@ class NcclGroup final : public GpuGroup {
   void Abort() override { abort_requested_ = true; }
 
  private:
+  // Whether a wait should stop: this group's Abort or the backend's.
+  bool Stopping() const;
   // Waits for the work enqueued on `stream`; on a failure aborts the communicator.
   Status Wait(cudaStream_t stream, const char* what);
   Status NcclFailure(const char* what, ncclResult_t result);
