@@ -7,13 +7,6 @@
 namespace hvd_e2e {
 namespace {
 
-int32_t N() { return Ctx().size; }
-int32_t R() { return Ctx().rank; }
-
-std::shared_ptr<Tensor> Make(hvd_dtype_t dtype, std::vector<int64_t> shape) {
-  return std::make_shared<Tensor>(dtype, std::move(shape));
-}
-
 void InitAndRecordTopology(const std::string& what) {
   Require(hvd_init(), what);
   Require(hvd_rank(&Ctx().rank), what + ": hvd_rank");

@@ -7,9 +7,6 @@
 namespace hvd_e2e {
 namespace {
 
-int32_t N() { return Ctx().size; }
-int32_t R() { return Ctx().rank; }
-
 // One mismatch: `enqueue` starts this rank's (deliberately different) op on the handle.
 struct MismatchCase {
   std::string name;

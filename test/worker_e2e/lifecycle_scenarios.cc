@@ -5,9 +5,6 @@
 namespace hvd_e2e {
 namespace {
 
-int32_t N() { return Ctx().size; }
-int32_t R() { return Ctx().rank; }
-
 const char kNotInitialized[] = "Horovod has not been initialized; use hvd.init().";
 
 // Rank `early` joins first; the others run allreduces to which it contributes zeros and see

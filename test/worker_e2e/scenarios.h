@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "worker_check.h"
@@ -24,6 +25,14 @@ struct Pending {
 
 // Waits for every op (in order), runs its check, releases it.
 void FinishAll(std::vector<Pending>* pending);
+
+// This rank and the job's size (Ctx(), set by main or by a scenario's own init).
+inline int32_t N() { return Ctx().size; }
+inline int32_t R() { return Ctx().rank; }
+// A zero-filled tensor kept alive by the Pending that holds it.
+inline std::shared_ptr<Tensor> Make(hvd_dtype_t dtype, std::vector<int64_t> shape) {
+  return std::make_shared<Tensor>(dtype, std::move(shape));
+}
 
 // Allreduce/reducescatter inputs: element i of the member at position `pos` of a set of `n`.
 // Sum, Average, Min and Max use s(i) * (b(i) + d(pos)) with sum over positions of d = 0, so an
