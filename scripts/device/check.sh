@@ -1,0 +1,91 @@
+#!/bin/bash
+# One device call, prepared: build, the GPU tests, the GPU benchmarks, CUDA training, then the
+# 16-core CPU rows of the performance issue with whatever time is left. Run on the lent GPU
+# machine from the repository root with `.devkit` carried (docs/gpu-machine.md):
+#
+#   bash scripts/device/check.sh            # BUDGET=540 seconds for the whole script
+#
+# Every step runs under `timeout` with what is left of BUDGET, so the call returns inside the
+# device tool's 10-minute limit with every log written so far. Logs go to $OUT (at most 8
+# files come back): build.log, tests.log, gpu_bench.log, train.log, allreduce.md,
+# allreduce_raw.tgz, summary.txt. STEPS picks steps (default "tests bench train cpu");
+# SKIP_BUILD=1 reuses a build-gpu/ left by an earlier call on the same warm machine; NPS and
+# SIDES pass to bench/compare_allreduce.sh (default "8 16" and "hvd torch vader").
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PYTHONUNBUFFERED=1
+out=${OUT:-/tmp/hvd-device-out}
+mkdir -p "$out"
+start=$(date +%s)
+budget=${BUDGET:-540}
+steps=" ${STEPS:-tests bench train cpu} "
+summary=$out/summary.txt
+: >"$summary"
+
+left() { echo $((budget - ($(date +%s) - start))); }
+note() { echo "[$(($(date +%s) - start)) s] $*" | tee -a "$summary"; }
+# step NAME MIN_SECONDS LOG COMMAND...: run COMMAND under the time left (minus a 15 s reserve
+# for packing up), appending to LOG; skipped when less than MIN_SECONDS are left.
+step() {
+  local name=$1 min=$2 log=$3 t rc
+  shift 3
+  t=$(($(left) - 15))
+  if [ "$t" -lt "$min" ]; then
+    note "$name: skipped, ${t} s left"
+    return 0
+  fi
+  echo "=== $name ($(date -u +%H:%M:%S) UTC, limit ${t} s): $*" >>"$log"
+  timeout -k 5 "$t" "$@" >>"$log" 2>&1
+  rc=$?
+  note "$name: exit $rc"
+  return 0
+}
+has() { case "$steps" in *" $1 "*) return 0 ;; esac; return 1; }
+
+if [ -n "${SKIP_BUILD:-}" ] && [ -e build-gpu/device-env.sh ]; then
+  note "SKIP_BUILD: using the build-gpu/ already there"
+else
+  bash scripts/device/build.sh >"$out/build.log" 2>&1 || {
+    note "build failed"
+    tail -40 "$out/build.log"
+    exit 1
+  }
+  note "built"
+  head -14 "$out/build.log" | tee -a "$summary"
+fi
+# shellcheck disable=SC1091
+source build-gpu/device-env.sh
+bench=build-gpu/bench/hvd-bench
+
+if has tests; then
+  step "gpu ctest" 60 "$out/tests.log" \
+    bash -c 'cd build-gpu && ctest -R "gpu_path|nccl_group|python_gpu" --output-on-failure --timeout 200'
+  grep -E "tests passed|tests failed|Passed|Failed|Not Run|Skipped" "$out/tests.log" | tail -12 >>"$summary"
+  echo "hvd files left in /dev/shm: $(ls /dev/shm | grep -ci hvd)" >>"$summary"
+fi
+
+if has bench; then
+  g=$out/gpu_bench.log
+  step "gpu_allreduce np1" 30 "$g" hvdrun -np 1 python3 bench/gpu_allreduce.py --iters 200
+  step "hvd-bench cuda np1" 20 "$g" hvdrun -np 1 "$bench" --device cuda --sizes 4K,64K,1M,16M,64M
+  step "gpu_allreduce np2" 40 "$g" hvdrun -np 2 python3 bench/gpu_allreduce.py
+  step "gpu_allreduce np4" 40 "$g" hvdrun -np 4 python3 bench/gpu_allreduce.py
+  step "adasum cuda np2" 20 "$g" hvdrun -np 2 "$bench" --device cuda --reduce-op adasum --sizes 1M,16M,64M
+  step "sum cuda np2" 20 "$g" hvdrun -np 2 "$bench" --device cuda --sizes 1M,16M,64M
+fi
+
+if has train; then
+  step "torch_train --cuda np2" 60 "$out/train.log" \
+    hvdrun -np 2 python3 examples/torch_train.py --cuda --epochs 3 --min-accuracy 0.9
+  grep -iE "accuracy" "$out/train.log" | tail -4 >>"$summary"
+fi
+
+if has cpu; then
+  raw=$out/allreduce_raw
+  step "compare_allreduce ${NPS:-8 16}" 60 "$out/allreduce.md" \
+    env OUT="$raw" NPS="${NPS:-8 16}" SIDES="${SIDES:-hvd torch vader}" PYTHON=python3 \
+    bench/compare_allreduce.sh build-gpu/cmd/hvdrun 3
+  tar -C "$out" -czf "$out/allreduce_raw.tgz" allreduce_raw 2>/dev/null && rm -rf "$raw"
+fi
+note "done"
+cat "$summary"
