@@ -30,7 +30,7 @@
 # The header line records the date, the machine, the load, the placement and the kernel's TCP
 # congestion control. hvd's TCP data connections replace a BBR default by cubic
 # (HVD_TCP_CONGESTION=auto, docs/runtime.md); torch's Gloo and Open MPI keep the default.
-# CC=cubic (any name the kernel has) makes it this machine's default for the run, so every
+# TCP_CC=cubic (any name the kernel has) makes it this machine's default for the run, so every
 # side uses it (the previous default and allowed list are restored at exit).
 set -eu
 
@@ -46,11 +46,11 @@ mkdir -p "$out"
 
 mpi="$out/mpi_allreduce"
 if has vader || has tcp; then mpicc -O2 -o "$mpi" "$here/mpi_allreduce.c"; fi
-if [ -n "${CC:-}" ]; then
+if [ -n "${TCP_CC:-}" ]; then
   cc_was=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
   allowed_was=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
   trap 'sysctl -q -w net.ipv4.tcp_congestion_control="$cc_was"; sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed_was"' EXIT
-  sysctl -q -w net.ipv4.tcp_congestion_control="$CC"
+  sysctl -q -w net.ipv4.tcp_congestion_control="$TCP_CC"
 fi
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $cpus CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), placement $placement, TCP congestion control $(cat /proc/sys/net/ipv4/tcp_congestion_control)" | tee "$out/header.txt"
 vader="--mca btl self,vader"

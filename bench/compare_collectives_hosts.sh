@@ -18,7 +18,7 @@
 # one-way: MPI's successive broadcasts overlap (the root starts the next as soon as its sends
 # are out), while every hvd op negotiates first, a round trip. REPEATS=R runs the whole pass R
 # times, the sides alternating op by op; every cell is then the median (a second table gives
-# the ranges). CC and RATE as in compare_allreduce_hosts.sh. Raw outputs stay in $OUT.
+# the ranges). TCP_CC and RATE as in compare_allreduce_hosts.sh. Raw outputs stay in $OUT.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -4,7 +4,7 @@
 # mpi_net and mpi_rsh (mpirun's), layouts (layout_fields), and defines
 #   with_cluster CMD...   runs CMD under /tmp/hvd-global.lock (the cluster is machine-wide)
 #                         with scripts/cluster/up.sh 4 brought up and torn down around it, the
-#                         hosts' TCP congestion control set to $CC and their links shaped to
+#                         hosts' TCP congestion control set to $TCP_CC and their links shaped to
 #                         $RATE for the run when given, and the header's first line written to
 #                         $out/header.txt
 #   mpi_yield N           mpirun's flags for N ranks on this machine's CPUs
@@ -59,9 +59,9 @@ with_cluster() {
     "$root/scripts/cluster/up.sh" 4 > "$out/cluster.log"
     allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
     trap '"$root/scripts/cluster/down.sh" >> "$out/cluster.log" 2>&1; sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed"' EXIT
-    if [ -n "${CC:-}" ]; then
-      sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed $CC"
-      for ns in hvd-h1 hvd-h2 hvd-h3 hvd-h4; do ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$CC"; done
+    if [ -n "${TCP_CC:-}" ]; then
+      sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed $TCP_CC"
+      for ns in hvd-h1 hvd-h2 hvd-h3 hvd-h4; do ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$TCP_CC"; done
     fi
     link="unlimited veths"
     if [ -n "${RATE:-}" ]; then

@@ -8,7 +8,8 @@
 # Every step runs under `timeout` with what is left of BUDGET, so the call returns inside the
 # device tool's 10-minute limit with every log written so far. Logs go to $OUT (at most 8
 # files come back): build.log, tests.log, gpu_bench.log, train.log, allreduce.md,
-# allreduce_raw.tgz, summary.txt. STEPS picks steps (default "tests bench train cpu");
+# allreduce_raw.tgz, ddp.log, summary.txt. STEPS picks steps (default "tests bench train cpu";
+# also "ddp": bench/compare_ddp.sh at 8 ranks for DDP_MODELS, default "mlp convnet");
 # SKIP_BUILD=1 reuses a build-gpu/ left by an earlier call on the same warm machine; NPS and
 # SIDES pass to bench/compare_allreduce.sh (default "8 16" and "hvd torch vader").
 set -uo pipefail
@@ -86,6 +87,12 @@ if has cpu; then
     env OUT="$raw" NPS="${NPS:-8 16}" SIDES="${SIDES:-hvd torch vader}" PYTHON=python3 \
     bench/compare_allreduce.sh build-gpu/cmd/hvdrun 3
   tar -C "$out" -czf "$out/allreduce_raw.tgz" allreduce_raw 2>/dev/null && rm -rf "$raw"
+fi
+if has ddp; then
+  for m in ${DDP_MODELS:-mlp convnet}; do
+    step "compare_ddp $m 8" 60 "$out/ddp.log" env ROUNDS=2 PYTHON=python3 \
+      bench/compare_ddp.sh build-gpu/cmd/hvdrun "$m" 8
+  done
 fi
 note "done"
 cat "$summary"
