@@ -126,6 +126,20 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
                                    "'");
   }
   if (c->shm_single_copy == "never") c->shm_single_copy_bytes = 0;
+  HVD_ASSIGN_OR_RETURN(std::string direct, env.GetString("HVD_SHM_DIRECT_BYTES"));
+  if (direct.empty() || direct == "auto") {
+    c->shm_direct_bytes = -1;
+  } else {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(direct.c_str(), &end, 10);
+    if (errno != 0 || end == direct.c_str() || *end != '\0' || v < 0 || v > 65536) {
+      return Status::InvalidArgument(env.Get("HVD_SHM_DIRECT_BYTES").source +
+                                     ": expected auto or a number of bytes from 0 to 65536, got '" +
+                                     direct + "'");
+    }
+    c->shm_direct_bytes = v;
+  }
   HVD_ASSIGN_OR_RETURN(c->shm_named, env.GetBool("HVD_SHM_NAMED"));
   HVD_ASSIGN_OR_RETURN(c->elastic, env.GetBool("HVD_ELASTIC"));
   HVD_ASSIGN_OR_RETURN(c->elastic_worker_id, IntIn(env, "HVD_ELASTIC_WORKER_ID", -1, kMaxInt32));

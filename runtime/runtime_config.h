@@ -53,6 +53,10 @@ struct RuntimeConfig {
   // HVD_SHM_SINGLE_COPY, lower-cased: "auto" (measured choice per size class), "always" or
   // "never" (then shm_single_copy_bytes is 0).
   std::string shm_single_copy = "auto";
+  // HVD_SHM_DIRECT_BYTES: shared-memory allreduces up to this size take one round in which
+  // every rank reduces all inputs (ShmOptions::direct_bytes): "auto" (-1, by the group's size,
+  // ShmDirectBytes) or bytes, at most 65536 (the fixed size of every group before 2026-11-26).
+  int64_t shm_direct_bytes = -1;
   // HVD_SHM_NAMED, tests only: shared-memory segments get a name in /dev/shm while their group
   // gathers (the path taken where /dev/shm has no O_TMPFILE; shm_segment.h).
   bool shm_named = false;

@@ -186,7 +186,8 @@ Status Runtime::CheckSameEverywhere(Communicator* comm) {
   const Knob knobs[] = {{"HVD_FUSION_THRESHOLD", config_.fusion_threshold_bytes},
                         {"HVD_CACHE_CAPACITY", config_.cache_capacity},
                         {"HVD_EAGER_ALLREDUCE_BYTES", config_.eager_allreduce_bytes},
-                        {"HVD_TCP_HALVING_BYTES", config_.tcp_halving_bytes}};
+                        {"HVD_TCP_HALVING_BYTES", config_.tcp_halving_bytes},
+                        {"HVD_SHM_DIRECT_BYTES", config_.shm_direct_bytes}};
   std::string mine = std::to_string(config_.local_size);
   for (const Knob& k : knobs) mine += " " + std::to_string(k.value);
   std::vector<std::string> all;

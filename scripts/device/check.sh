@@ -9,7 +9,8 @@
 # device tool's 10-minute limit with every log written so far. Logs go to $OUT (at most 8
 # files come back): build.log, tests.log, gpu_bench.log, train.log, allreduce.md,
 # allreduce_raw.tgz, ddp.log, summary.txt. STEPS picks steps (default "tests bench train cpu";
-# also "ddp": bench/compare_ddp.sh at 8 ranks for DDP_MODELS, default "mlp convnet");
+# also "ddp": bench/compare_ddp.sh at 8 ranks for DDP_MODELS, default "mlp convnet"; and
+# "direct": HVD_SHM_DIRECT_BYTES auto against 65536 at DIRECT_NPS, default "4 8 16", direct.log);
 # SKIP_BUILD=1 reuses a build-gpu/ left by an earlier call on the same warm machine; NPS and
 # SIDES pass to bench/compare_allreduce.sh (default "8 16" and "hvd torch vader").
 set -uo pipefail
@@ -88,6 +89,20 @@ if has cpu; then
     bench/compare_allreduce.sh build-gpu/cmd/hvdrun 3
   tar -C "$out" -czf "$out/allreduce_raw.tgz" allreduce_raw 2>/dev/null && rm -rf "$raw"
 fi
+# The shared-memory direct size (HVD_SHM_DIRECT_BYTES, docs/runtime.md "Direct size"): the
+# rule by group size (auto) against 64 KiB for every group (the rule before 2026-11-26), taking
+# turns, at 4, 8 and 16 ranks, 4-64 KiB and 100 x 16 KiB one by one.
+if has direct; then
+  for n in ${DIRECT_NPS:-4 8 16}; do
+    for d in auto 65536 auto 65536; do
+      step "direct $d np$n" 20 "$out/direct.log" env HVD_SHM_DIRECT_BYTES=$d \
+        hvdrun -np "$n" "$bench" --sizes 4K,8K,16K,32K,64K --rounds 5
+      step "direct $d np$n many" 20 "$out/direct.log" env HVD_SHM_DIRECT_BYTES=$d \
+        hvdrun -np "$n" "$bench" --many 100x16K --rounds 5
+    done
+  done
+fi
+
 if has ddp; then
   for m in ${DDP_MODELS:-mlp convnet}; do
     step "compare_ddp $m 8" 60 "$out/ddp.log" env ROUNDS=2 PYTHON=python3 \

@@ -214,6 +214,38 @@ def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, ea
     assert sum(s["name"] == "BARRIER" for s in spans) == steps
 
 
+@pytest.mark.parametrize("direct_bytes, allreduce_rides", [("0", False), ("65536", True)])
+def test_a_lone_shm_allreduce_rides_only_within_twice_the_direct_size(tmp_path, direct_bytes,
+                                                                     allreduce_rides):
+    # Given 3 ranks on shared memory running every collective once per step, each waited on
+    # before the next, with HVD_SHM_DIRECT_BYTES 0 (every allreduce takes a reduce-scatter and
+    # an allgather round, and posting one, where every rank reduces all inputs, is worth nothing:
+    # Communicator::posted_allreduce_bytes) or 65536 (the step's allreduce well within twice it)
+    path = tmp_path / "ops.json"
+    steps = 30
+    jobs.check(jobs.hvdrun(3, ["--timeline", str(path)], ["--ops", "--steps", str(steps)],
+                           cwd=tmp_path, env_extra={"HVD_CPU_OPERATIONS": "shm",
+                                                    "HVD_SHM_DIRECT_BYTES": direct_bytes}))
+    trace = jobs.load_trace(path)
+    all_spans, open_spans = jobs.spans(trace)
+    assert open_spans == 0
+    names = jobs.row_names(trace)
+    nested = {}
+    for op, tensor in (("ALLREDUCE", "ar.single"), ("ALLGATHER", "ag.x")):
+        ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == op
+               and names.get((s["pid"], None)) == tensor]
+        assert len(ops) == steps, (op, len(ops))
+        nested[op] = [s["name"] for s in all_spans if s["depth"] == 1 and any(
+            p["pid"] == s["pid"] and p["tid"] == s["tid"]
+            and p["ts"] <= s["ts"] <= p["ts"] + p["dur"] for p in ops)]
+    # Then the allreduce rides the AND round in some steps only within the limit, and never
+    # over it, where it runs its own rounds every step; the allgather rides either way
+    eager = nested["ALLREDUCE"].count("SHM_EAGER_ALLREDUCE")
+    assert eager >= 1 if allreduce_rides else eager == 0, nested["ALLREDUCE"]
+    assert nested["ALLREDUCE"].count("SHM_ALLREDUCE") == steps - eager, nested["ALLREDUCE"]
+    assert "SHM_EAGER_ALLGATHER" in nested["ALLGATHER"], nested["ALLGATHER"]
+
+
 def test_a_loss_after_each_steps_fused_gradients_rides_the_negotiation_round_on_tcp(tmp_path):
     # Given a 2-rank job on hvd's TCP: each step allreduces 4 gradients enqueued together (one
     # fused response), then one float named "loss", waited on at once

@@ -48,9 +48,10 @@ class ShmPosted final : public PostedSource {
 class ShmCommunicator final : public Communicator {
  public:
   ShmCommunicator(std::unique_ptr<ShmChannel> channel, bool choose_single_copy,
-                  bool single_copy_allreduce, int ranks_per_cpu)
+                  bool single_copy_allreduce, int ranks_per_cpu, int64_t direct_bytes)
       : ch_(std::move(channel)),
         ranks_per_cpu_(ranks_per_cpu),
+        direct_bytes_(direct_bytes),
         single_copy_bytes_(ch_->single_copy_bytes()),
         allreduce_single_copy_bytes_(single_copy_allreduce ? single_copy_bytes_ : 0),
         choose_(choose_single_copy && ch_->rank() == 0),
@@ -86,6 +87,10 @@ class ShmCommunicator final : public Communicator {
   // 256 KiB 185-205 -> 156-168; 4 ranks 64 KiB 37-47 -> 29-31 but 128 KiB level and 256 KiB
   // 62-65 -> 62-76; 3 ranks lost from 128 KiB (docs/runtime.md, "Eager on shared memory").
   int posted_copy_factor() const override { return ranks_per_cpu_; }
+  // Posting an allreduce's input makes every member read and reduce all N inputs, as the direct
+  // allreduce does, and saves the AND round besides: worth twice the direct size (the model in
+  // shm_reductions.h with two rounds saved instead of one).
+  int64_t posted_allreduce_bytes() const override { return 2 * direct_bytes_; }
   Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
                                 std::span<const int64_t> posted_bytes) override;
   Communicator* posted_inputs() override { return &posted_; }
@@ -110,6 +115,7 @@ class ShmCommunicator final : public Communicator {
                          const std::vector<int64_t>& counts_per_rank, DataType dtype) override;
   void Abort() override { ch_->Abort(); }
   int64_t single_copy_bytes() const { return single_copy_bytes_; }
+  int64_t direct_bytes() const { return direct_bytes_; }
 
  private:
   // The shared checks (communicator.h); the message is built only when one fails.
@@ -159,6 +165,7 @@ class ShmCommunicator final : public Communicator {
 
   std::unique_ptr<ShmChannel> ch_;
   const int ranks_per_cpu_;          // RanksPerCpu of the machine's ranks, agreed by every member
+  const int64_t direct_bytes_;       // one-round allreduces up to this size, agreed likewise
   const int64_t single_copy_bytes_;  // the alltoall's; 0: never
   const int64_t allreduce_single_copy_bytes_;  // the allreduce's; 0: never
   const bool choose_;                      // member 0 of HVD_SHM_SINGLE_COPY=auto: times both ways
@@ -348,7 +355,7 @@ Status ShmCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, R
   const int64_t starts[] = {0, count};
   const PieceView view(std::span(&whole, 1), starts, static_cast<int64_t>(DataTypeSize(dtype)));
   return AllreduceView(view, dtype, op, [&] {
-    return ShmAllreduce(*ch_, static_cast<char*>(buffer), count, dtype, op);
+    return ShmAllreduce(*ch_, static_cast<char*>(buffer), count, dtype, op, direct_bytes_);
   });
 }
 
@@ -363,7 +370,7 @@ Status ShmCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, 
   if (count == 0) return Status::OK();
   return AllreduceView(view, dtype, op, [&] {
     if (slice_.empty()) slice_.resize(ShmPiecesScratchBytes(*ch_));
-    return ShmAllreducePieces(*ch_, view, dtype, op, slice_.data());
+    return ShmAllreducePieces(*ch_, view, dtype, op, direct_bytes_, slice_.data());
   });
 }
 
@@ -651,6 +658,11 @@ int64_t ShmSingleCopyBytes(const Communicator& comm) {
   return shm == nullptr ? 0 : shm->single_copy_bytes();
 }
 
+int64_t ShmGroupDirectBytes(const Communicator& comm) {
+  const auto* shm = dynamic_cast<const ShmCommunicator*>(&comm);
+  return shm == nullptr ? 0 : shm->direct_bytes();
+}
+
 Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& options) {
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
     return Status::InvalidArgument("shm: rank " + std::to_string(options.rank) + " / size " +
@@ -671,13 +683,20 @@ Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& op
   auto channel = std::make_unique<ShmChannel>(std::move(segment), options.rank, options.timeout,
                                               !CpuPerRank(busy));
   int64_t ranks_per_cpu = RanksPerCpu(busy);
+  int64_t direct = kShmDirectBytes;
   if (options.size > 1) {
     HVD_RETURN_IF_ERROR(channel->ProbeSingleCopy(options.single_copy_bytes));
     HVD_ASSIGN_OR_RETURN(ranks_per_cpu, channel->AgreeMin(ranks_per_cpu));
+    // A member's own setting, or the rule on the agreed ranks per CPU; then the smallest, so
+    // every member takes the same rounds even where the members' settings differ.
+    direct = options.direct_bytes >= 0
+                 ? std::min(options.direct_bytes, kShmDirectBytes)
+                 : ShmDirectBytes(options.size, static_cast<int>(ranks_per_cpu));
+    HVD_ASSIGN_OR_RETURN(direct, channel->AgreeMin(direct));
   }
   return std::unique_ptr<Communicator>(
       new ShmCommunicator(std::move(channel), options.choose_single_copy,
-                          options.single_copy_allreduce, static_cast<int>(ranks_per_cpu)));
+                          options.single_copy_allreduce, static_cast<int>(ranks_per_cpu), direct));
 }
 
 }  // namespace hvd::runtime

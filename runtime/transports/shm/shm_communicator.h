@@ -36,6 +36,11 @@ struct ShmOptions {
   // Whether member 0 chooses between single copy and the staging halves for those sizes by
   // timing both (ShmSingleCopyChooser; HVD_SHM_SINGLE_COPY=auto); false: single copy always.
   bool choose_single_copy = false;
+  // Allreduces up to this size take one round in which every member reduces all inputs, and
+  // the eager allreduce that posts its input rides the negotiation up to twice this
+  // (HVD_SHM_DIRECT_BYTES); -1: ShmDirectBytes of the group's size and ranks per CPU. At most
+  // kShmDirectBytes; the members agree on the smallest.
+  int64_t direct_bytes = -1;
   // Deadline of the rendezvous and of every collective.
   std::chrono::milliseconds timeout{30000};
   // Ranks sharing this machine's CPUs (this group's and others'); with more than there are
@@ -52,8 +57,9 @@ struct ShmOptions {
 // dead or failed peer is kRemoteError naming its rank, Abort() is kAborted.
 //
 // Algorithms, all deterministic so every member gets bit-identical results:
-//  - allreduce up to kShmDirectBytes (shm_reductions.h): each member posts its whole input
-//    and reduces all inputs itself in rank order 0..N-1 (one round);
+//  - allreduce up to the group's direct size (ShmOptions::direct_bytes, by default
+//    ShmDirectBytes in shm_reductions.h: 64 KiB for 2 members, less the more there are): each
+//    member posts its whole input and reduces all inputs itself in rank order 0..N-1 (one round);
 //  - larger allreduce, chunked through the staging halves: each member reduces its 1/N slice of
 //    the chunk in rank order 0..N-1 (reduce-scatter round), then posts the slice and copies the
 //    others' slices (allgather round); consecutive chunks overlap;
@@ -75,6 +81,10 @@ Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& op
 // false, its allreduces) read the peers' buffers directly, as its members agreed at creation; 0
 // when they never do or `comm` is not a shared-memory communicator.
 int64_t ShmSingleCopyBytes(const Communicator& comm);
+
+// The direct size `comm`'s members agreed at creation (ShmOptions::direct_bytes); 0 when `comm`
+// is not a shared-memory communicator.
+int64_t ShmGroupDirectBytes(const Communicator& comm);
 
 }  // namespace hvd::runtime
 

@@ -78,6 +78,7 @@ Result<std::unique_ptr<Communicator>> ShmProvider::CreateShm(const GroupSpec& sp
   options.single_copy_bytes = config_.shm_single_copy_bytes;
   options.single_copy_allreduce = CpuPerRank(options.ranks_on_machine);
   options.choose_single_copy = config_.shm_single_copy == "auto";
+  options.direct_bytes = config_.shm_direct_bytes;
   options.timeout = config_.timeout;
   options.named = config_.shm_named;
   return CreateShmCommunicator(options);

@@ -79,6 +79,13 @@ Status AllreduceOneChunk(ShmChannel& ch, char* base, int64_t n, int64_t per, Dat
 
 }  // namespace
 
+int64_t ShmDirectBytes(int members, int ranks_per_cpu) {
+  if (members <= 2 || ranks_per_cpu > 1) return kShmDirectBytes;
+  const int64_t n = members;
+  const int64_t model = (int64_t{32} << 10) * n / ((n - 1) * (n - 2));
+  return std::clamp<int64_t>(model / kCacheLine * kCacheLine, int64_t{1} << 10, kShmDirectBytes);
+}
+
 int64_t SliceElements(int64_t n, int size, int64_t elem) {
   const int64_t align = std::max<int64_t>(1, kCacheLine / elem);
   return ((n + size - 1) / size + align - 1) / align * align;
@@ -92,13 +99,13 @@ size_t ShmPiecesScratchBytes(const ShmChannel& ch) {
 }
 
 Status ShmAllreducePieces(ShmChannel& ch, const PieceView& pieces, DataType dtype, ReduceOp op,
-                          char* scratch) {
+                          int64_t direct_bytes, char* scratch) {
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   const int64_t half = static_cast<int64_t>(ch.half_bytes());
   const int64_t count = pieces.count();
   const int me = ch.rank();
   char* mine = nullptr;
-  if (count * elem <= std::min(kShmDirectBytes, half)) {
+  if (count * elem <= std::min(direct_bytes, half)) {
     // AllreduceDirect: every member reduces everything, here into scratch, then to the outputs.
     HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
     pieces.Gather(0, count, mine);
@@ -139,10 +146,11 @@ Status ShmAllreducePieces(ShmChannel& ch, const PieceView& pieces, DataType dtyp
   return Status::OK();
 }
 
-Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op) {
+Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op,
+                    int64_t direct_bytes) {
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   const int64_t half = static_cast<int64_t>(ch.half_bytes());
-  if (count * elem <= std::min(kShmDirectBytes, half)) {
+  if (count * elem <= std::min(direct_bytes, half)) {
     return AllreduceDirect(ch, buf, count, dtype, op);
   }
   const int64_t chunk = half / elem;

@@ -14,23 +14,39 @@
 // get bit-identical results. Same threading as ShmChannel.
 namespace hvd::runtime {
 
-// Allreduces up to this size take one round in which every member reduces everything: one
-// synchronization instead of two beats reading N inputs for small buffers.
+// Allreduces up to a group's direct size (at most this) take one round in which every member
+// reads and reduces all N inputs (AllreduceDirect); larger ones a reduce-scatter and an
+// allgather round, in which each member reads about two inputs' worth. One synchronization
+// instead of two wins while the N inputs are small.
 constexpr int64_t kShmDirectBytes = int64_t{64} << 10;
+
+// The direct size of a group of `members` with `ranks_per_cpu` ranks per CPU on the machine
+// (RanksPerCpu), from a cost model fitted to the 16-core machine's table of 2026-11-26 (README):
+// reading a peer's staged bytes runs at about B = 5 GB/s per member (2 ranks 64 KiB direct 14.8
+// us, 8 ranks 94 us, 16 ranks 186 us: each (N-1) x 64 KiB / B plus a round), a round costs
+// r ~ 5 us, and a local copy a quarter of a read. Direct: r + (N-1) S / B. Two rounds: 2r + S / 4B
+// (the copy in) + 2 (N-1) S / (N B) (the slice's N inputs, the others' slices). Direct wins while
+// S (N-1)(N-2) / N <= r B + S / 4, i.e. about S (N-1)(N-2) / N <= 32 KiB: 2 members always (up
+// to the 64 KiB cap), 3 members 48 KiB, 4 members 21 KiB, 8 members 6 KiB, 16 members 2.4 KiB, at
+// least 1 KiB. With more ranks than CPUs a round is a scheduling turn per rank sharing a CPU,
+// far more than r, and the cap stays (the 2-vCPU VM's 3- and 4-rank rows were measured so).
+int64_t ShmDirectBytes(int members, int ranks_per_cpu);
 
 // The per-member slice length when `n` elements are split among `size` members (slices start on
 // a cache line; the last ones may be short or empty).
 int64_t SliceElements(int64_t n, int size, int64_t elem);
 
-// In-place allreduce of `count` elements (count > 0, kAdasum excluded).
-Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op);
+// In-place allreduce of `count` elements (count > 0, kAdasum excluded); one round up to
+// `direct_bytes` (the same on every member; ShmDirectBytes), else two per chunk of a half.
+Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op,
+                    int64_t direct_bytes);
 
 // ShmAllreduce of the pieces' concatenation (count() > 0): the inputs are copied straight into
 // the channel's halves and the results straight out to the outputs, with the same rounds, chunks
 // and rank-order reduction as ShmAllreduce of the packed buffer (so the same bits). `scratch`
 // holds ShmPiecesScratchBytes bytes (this member's reduced slice of a chunk).
 Status ShmAllreducePieces(ShmChannel& ch, const PieceView& pieces, DataType dtype, ReduceOp op,
-                          char* scratch);
+                          int64_t direct_bytes, char* scratch);
 size_t ShmPiecesScratchBytes(const ShmChannel& ch);
 
 // Reduces the concatenation of `in`'s inputs (the same element count on every member) and

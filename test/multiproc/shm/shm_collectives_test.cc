@@ -19,6 +19,7 @@
 #include "runtime/transports/reduction.h"
 #include "runtime/transports/shm/shm_communicator.h"
 #include "runtime/transports/shm/shm_provider.h"
+#include "runtime/transports/shm/shm_reductions.h"
 #include "test/multiproc/pieces_check.h"
 #include "test/multiproc/posted_check.h"
 #include "test/multiproc/seeded_values.h"
@@ -285,6 +286,42 @@ class ShmCollectivesTest : public ::testing::TestWithParam<std::tuple<int, size_
 };
 
 TEST_P(ShmCollectivesTest, AllreduceEveryDtypeAndOp) { RunAll(AllreduceEverything); }
+// Given members whose direct sizes differ (256 << rank bytes: HVD_SHM_DIRECT_BYTES set apart),
+// when they create the group, then all take the smallest, and every allreduce, packed or of
+// pieces, above it takes the two rounds a large one takes, with the rank-order results.
+TEST_P(ShmCollectivesTest, AllreduceWithSmallDirectSizesDifferingPerMember) {
+  ShmJob::Options options;
+  options.size = std::get<0>(GetParam());
+  options.buffer_bytes = std::get<1>(GetParam());
+  options.direct_bytes = 256;
+  options.direct_bytes_differ = true;
+  ShmJob job(options);
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run([](Communicator& comm) {
+    const int64_t agreed = runtime::ShmGroupDirectBytes(comm);
+    if (agreed != 256) return Fail(comm, "agreed direct size " + std::to_string(agreed));
+    return AllreduceEverything(comm) != 0 ? 1 : CheckAllreducePiecesMatchPacked(comm);
+  });
+  for (const auto& out : outcomes)
+    ASSERT_TRUE(out.exited && out.exit_code == 0) << Describe(outcomes);
+}
+
+// The rule (shm_reductions.h): 64 KiB for 2 members and wherever ranks share CPUs; from 3
+// members on a CPU each, less the more members there are, whole cache lines, at least 1 KiB.
+TEST(ShmDirectBytes, ShrinksWithTheMembersWhereEachHasACpu) {
+  using runtime::ShmDirectBytes;
+  EXPECT_EQ(ShmDirectBytes(2, 1), 65536);
+  for (int n : {3, 4, 8, 16, 64}) EXPECT_EQ(ShmDirectBytes(n, 2), 65536) << n;
+  EXPECT_EQ(ShmDirectBytes(3, 1), 49152);
+  EXPECT_EQ(ShmDirectBytes(4, 1), 21824);
+  EXPECT_EQ(ShmDirectBytes(8, 1), 6208);
+  EXPECT_EQ(ShmDirectBytes(16, 1), 2496);
+  EXPECT_EQ(ShmDirectBytes(64, 1), 1024);
+  for (int n = 3; n < 256; ++n) {
+    EXPECT_LE(ShmDirectBytes(n + 1, 1), ShmDirectBytes(n, 1)) << n;
+    EXPECT_EQ(ShmDirectBytes(n, 1) % 64, 0) << n;
+  }
+}
 TEST_P(ShmCollectivesTest, AllreduceSingleCopyEveryDtypeAndOp) {
   RunAllSingleCopy(AllreduceSingleCopyEverything);
 }

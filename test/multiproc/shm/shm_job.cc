@@ -24,6 +24,9 @@ runtime::ShmOptions ShmJob::GroupOptions(int rank, control::KvClient& kv,
   options.buffer_bytes = options_.buffer_bytes;
   options.single_copy_bytes = options_.single_copy_bytes;
   options.choose_single_copy = options_.choose_single_copy;
+  options.direct_bytes = options_.direct_bytes >= 0 && options_.direct_bytes_differ
+                             ? options_.direct_bytes << rank
+                             : options_.direct_bytes;
   options.timeout = options_.comm_timeout;
   return options;
 }

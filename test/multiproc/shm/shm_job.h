@@ -30,7 +30,11 @@ class ShmJob {
     size_t buffer_bytes = size_t{4} << 20;
     int64_t single_copy_bytes = 0;    // ShmOptions::single_copy_bytes (0: staging only)
     bool choose_single_copy = false;  // ShmOptions::choose_single_copy
-    std::vector<int> victims;         // ranks expected to die or be stopped
+    // ShmOptions::direct_bytes (-1: the rule); with direct_bytes_differ, member r gets
+    // direct_bytes << r (the members must agree on the smallest).
+    int64_t direct_bytes = -1;
+    bool direct_bytes_differ = false;
+    std::vector<int> victims;  // ranks expected to die or be stopped
   };
 
   explicit ShmJob(Options options);

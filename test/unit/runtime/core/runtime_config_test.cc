@@ -51,6 +51,13 @@ TEST(RuntimeConfigTest, DefaultsAreASingleRank) {
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     EXPECT_EQ(h->tcp_halving_bytes, expected) << value;
   }
+  EXPECT_EQ(c->shm_direct_bytes, -1);  // auto: by the group's size
+  for (auto [value, expected] : {std::pair{"auto", int64_t{-1}}, std::pair{"0", int64_t{0}},
+                                 std::pair{"65536", int64_t{65536}}}) {
+    auto d = Load({{"HVD_SHM_DIRECT_BYTES", value}});
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_EQ(d->shm_direct_bytes, expected) << value;
+  }
   auto fast = Load({{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "2.5"}});
   ASSERT_TRUE(fast.ok()) << fast.status().ToString();
   EXPECT_EQ(fast->heartbeat_timeout, std::chrono::milliseconds(2500));
@@ -245,6 +252,9 @@ TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
       {{{"HVD_EAGER_ALLREDUCE_BYTES", "-1"}}, "HVD_EAGER_ALLREDUCE_BYTES"},
       {{{"HVD_EAGER_ALLREDUCE_BYTES", "2097152"}}, "HVD_EAGER_ALLREDUCE_BYTES"},
       {{{"HVD_EAGER_ALLREDUCE_BYTES", "32K"}}, "HVD_EAGER_ALLREDUCE_BYTES"},
+      {{{"HVD_SHM_DIRECT_BYTES", "-1"}}, "HVD_SHM_DIRECT_BYTES"},
+      {{{"HVD_SHM_DIRECT_BYTES", "65537"}}, "HVD_SHM_DIRECT_BYTES"},
+      {{{"HVD_SHM_DIRECT_BYTES", "4K"}}, "HVD_SHM_DIRECT_BYTES"},
       {{{"HVD_TCP_HALVING_BYTES", "-1"}}, "HVD_TCP_HALVING_BYTES"},
       {{{"HVD_TCP_HALVING_BYTES", "64K"}}, "HVD_TCP_HALVING_BYTES"},
       {{{"HVD_TCP_HALVING_BYTES", "never"}}, "HVD_TCP_HALVING_BYTES"},
