@@ -206,8 +206,10 @@ def test_signal_to_hvdrun_leaves_no_process_on_any_node(signo, code, tmp_path):
     status_file = tmp_path / "hvdrun.status"
     # The marker reaches only hvdrun's and the ranks' argv (through RANK_SCRIPT), not the
     # command lines of salloc and of the shell that stays.
-    inner = '"$0" --grace-period-seconds 2 sh -c "$RANK_SCRIPT"; echo $? > %s; sleep 120' % (
-        status_file)
+    # (written aside and renamed: `echo $? > file` creates the file empty before it writes, and
+    # a poll of its existence could read it in between: seen once in CI, '' for 143)
+    inner = ('"$0" --grace-period-seconds 2 sh -c "$RANK_SCRIPT"; echo $? > %s.tmp; '
+             'mv %s.tmp %s; sleep 120' % (status_file, status_file, status_file))
     proc = subprocess.Popen(SALLOC + ["sh", "-c", inner, HVDRUN], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True,
                             env=slurm_env(RANK_SCRIPT="sleep 60; : " + marker))
