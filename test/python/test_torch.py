@@ -610,9 +610,6 @@ def test_distributed_optimizer_argument_errors(hvd):
         hvd.DistributedOptimizer(sgd, named_parameters=[model.weight, model.bias])
     with pytest.raises(ValueError):
         hvd.DistributedOptimizer(sgd, op=hvd.Sum, gradient_predivide_factor=2.0)
-    if hvd.size() > 1:  # at one rank op=Adasum is the plain optimizer, as Horovod's
-        with pytest.raises(NotImplementedError, match="non-global process sets"):
-            hvd.DistributedOptimizer(sgd, op=hvd.Adasum, process_set=hvd.ProcessSet([0]))
 
 
 def test_distributed_optimizer_zero_grad_with_pending_handles(hvd):

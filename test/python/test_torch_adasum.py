@@ -158,3 +158,49 @@ def test_adasum_in_a_process_set(hvd):
             assert_close(got, adasum_expected([inputs[0], inputs[2]]), torch.float64)
     finally:
         hvd.remove_process_set(ps)
+
+
+def test_adasum_distributed_optimizer_in_a_process_set(hvd):
+    """With process_set=[0, 2] its members combine their SGD updates with Adasum and end each
+    step equal; rank 1, outside the set, steps the plain optimizer on its own gradient."""
+    if hvd.size() < 3:
+        pytest.skip("needs a set smaller than the world")
+    ps = hvd.add_process_set([0, 2])
+    try:
+        torch.manual_seed(2)
+        model = torch.nn.Linear(4, 2)
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        lr = 0.1
+        optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=lr),
+                                             named_parameters=model.named_parameters(),
+                                             op=hvd.Adasum, process_set=ps)
+        data = torch.Generator().manual_seed(300 + hvd.rank())
+        member = hvd.rank() in (0, 2)
+        errors = []
+        for step in range(3):
+            before = {n: p.detach().clone() for n, p in model.named_parameters()}
+            optimizer.zero_grad()
+            model(torch.randn(5, 4, generator=data)).pow(2).sum().backward()
+            grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+            optimizer.step()
+            for n, p in model.named_parameters():
+                # Every rank's update, gathered over the whole world (rank 1's included).
+                every = hvd.allgather((-lr * grads[n]).unsqueeze(0), name=f"ps.opt.{step}.{n}")
+                if member:
+                    expected = before[n].to(torch.float64) + adasum_expected([every[0], every[2]])
+                else:
+                    expected = before[n].to(torch.float64) + every[hvd.rank()].to(torch.float64)
+                # (noted, not raised: every rank must make the same collectives to the end)
+                if not torch.allclose(p.detach().to(torch.float64), expected, rtol=1e-5,
+                                      atol=1e-6):
+                    errors.append(f"step {step}, parameter {n}: {p.detach()} != {expected}")
+            if member:
+                rows = hvd.allgather(torch.cat([p.detach().flatten() for p in
+                                                model.parameters()]).unsqueeze(0),
+                                     name=f"ps.opt.same.{step}", process_set=ps)
+                if not torch.equal(rows[0], rows[1]):
+                    errors.append(f"step {step}: the set's members differ")
+    finally:
+        hvd.barrier()
+        hvd.remove_process_set(ps)
+    assert not errors, errors

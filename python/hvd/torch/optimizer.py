@@ -327,15 +327,19 @@ class _DistributedAdasumOptimizer(_HookedOptimizer):
     a parameter's gradient is ready (its hook), the wrapped optimizer steps that parameter alone
     from a saved copy of it, the update (new - old) is allreduced with op=Adasum while backward
     goes on, and step() (or synchronize()) sets the parameter to the copy plus the combined
-    update. step() therefore does not step the wrapped optimizer again. Global process set only,
-    as Horovod's."""
+    update. step() therefore does not step the wrapped optimizer again. With a process set
+    (Horovod: the global set only), its members combine their updates among themselves and a rank
+    outside it steps the wrapped optimizer alone, as the other flavour leaves such a rank's
+    gradients as they are."""
 
-    def __init__(self, params, named_parameters, compression, backward_passes_per_step=1):
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step=1,
+                 process_set=global_process_set):
         super(self.__class__, self).__init__(params)
         self._setup(named_parameters, compression, backward_passes_per_step)
         self._starts = {}  # parameter -> its value before this step's update
         self._groups = None  # no explicit fusion groups: each update on its own
-        if _hooks_wanted(global_process_set):
+        self.process_set = process_set
+        if _hooks_wanted(process_set):
             self._register_grad_hooks()
 
     def _step_alone(self, p):
@@ -361,12 +365,16 @@ class _DistributedAdasumOptimizer(_HookedOptimizer):
             self._step_alone(p)
             p.data.sub_(start)  # p holds its update until synchronize()
         compressed, ctx = self._compression.compress(p.data)
-        handle = allreduce_async_(compressed, name=self._parameter_names.get(p), op=Adasum)
+        handle = allreduce_async_(compressed, name=self._parameter_names.get(p), op=Adasum,
+                                  process_set=self.process_set)
         return handle, ctx
 
     def synchronize(self):
         """Waits for every update's Adasum allreduce and applies the combined updates; starts
         the ones whose hook did not fire (unused parameters, with a zero gradient)."""
+        if not self.process_set.included():
+            self._synchronized = True
+            return
         for p in self._requires_update - set(self._handles):
             self._handles[p] = self._allreduce_grad_async(p)
         for p, (handle, ctx) in list(self._handles.items()):
@@ -383,6 +391,9 @@ class _DistributedAdasumOptimizer(_HookedOptimizer):
         self._synchronized = True
 
     def step(self, closure=None):
+        if not self.process_set.included():  # no hooks stepped it: the plain step
+            self._synchronize_for_step()
+            return super(self.__class__, self).step(closure)
         loss = closure() if closure is not None else None
         self._synchronize_for_step()
         return loss
@@ -405,11 +416,9 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer, named_parameters=None
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
     if op == Adasum and size() > 1:  # one rank: the plain optimizer, as Horovod
-        if process_set.process_set_id != global_process_set.process_set_id:
-            raise NotImplementedError("Adasum does not support non-global process sets yet.")
         cls = _mixed_in(optimizer, _DistributedAdasumOptimizer)
         return cls(optimizer.param_groups, named_parameters, compression,
-                   backward_passes_per_step)
+                   backward_passes_per_step, process_set)
     if num_groups != 0:
         warnings.warn("Parameter `num_groups` has been replaced by `groups`.", DeprecationWarning)
         if groups is None:
