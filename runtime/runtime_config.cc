@@ -23,6 +23,21 @@ Result<int64_t> IntIn(const env::Environment& env, const char* name, int64_t lo,
 
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 
+// `text`, the value of variable `name`: -1 when empty or "auto", else a number of bytes in
+// [0, hi]; otherwise an error naming the variable, saying it `expected`.
+Result<int64_t> AutoOrBytes(const env::Environment& env, const char* name, const std::string& text,
+                            int64_t hi, const char* expected) {
+  if (text.empty() || text == "auto") return int64_t{-1};
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0' || v < 0 || v > hi) {
+    return Status::InvalidArgument(env.Get(name).source + ": expected " + expected + ", got '" +
+                                   text + "'");
+  }
+  return static_cast<int64_t>(v);
+}
+
 // Reads Open MPI's OMPI_COMM_WORLD_<suffix>, which must be an integer in [lo, hi].
 Result<int32_t> OmpiInt(const env::Environment& env, const std::string& suffix, int64_t lo,
                         int64_t hi) {
@@ -127,19 +142,9 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
   }
   if (c->shm_single_copy == "never") c->shm_single_copy_bytes = 0;
   HVD_ASSIGN_OR_RETURN(std::string direct, env.GetString("HVD_SHM_DIRECT_BYTES"));
-  if (direct.empty() || direct == "auto") {
-    c->shm_direct_bytes = -1;
-  } else {
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(direct.c_str(), &end, 10);
-    if (errno != 0 || end == direct.c_str() || *end != '\0' || v < 0 || v > 65536) {
-      return Status::InvalidArgument(env.Get("HVD_SHM_DIRECT_BYTES").source +
-                                     ": expected auto or a number of bytes from 0 to 65536, got '" +
-                                     direct + "'");
-    }
-    c->shm_direct_bytes = v;
-  }
+  HVD_ASSIGN_OR_RETURN(c->shm_direct_bytes,
+                       AutoOrBytes(env, "HVD_SHM_DIRECT_BYTES", direct, 65536,
+                                   "auto or a number of bytes from 0 to 65536"));
   HVD_ASSIGN_OR_RETURN(c->shm_named, env.GetBool("HVD_SHM_NAMED"));
   HVD_ASSIGN_OR_RETURN(c->elastic, env.GetBool("HVD_ELASTIC"));
   HVD_ASSIGN_OR_RETURN(c->elastic_worker_id, IntIn(env, "HVD_ELASTIC_WORKER_ID", -1, kMaxInt32));
@@ -173,20 +178,12 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
                                    c->tcp_congestion + "'");
   }
   HVD_ASSIGN_OR_RETURN(std::string halving, env.GetString("HVD_TCP_HALVING_BYTES"));
-  if (halving.empty() || halving == "auto") {
-    c->tcp_halving_bytes = -1;
-  } else if (halving == "off") {
+  if (halving == "off") {
     c->tcp_halving_bytes = std::numeric_limits<int64_t>::max();
   } else {
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(halving.c_str(), &end, 10);
-    if (errno != 0 || end == halving.c_str() || *end != '\0' || v < 0) {
-      return Status::InvalidArgument(env.Get("HVD_TCP_HALVING_BYTES").source +
-                                     ": expected auto, off or a number of bytes >= 0, got '" +
-                                     halving + "'");
-    }
-    c->tcp_halving_bytes = v;
+    HVD_ASSIGN_OR_RETURN(c->tcp_halving_bytes, AutoOrBytes(env, "HVD_TCP_HALVING_BYTES", halving,
+                                                           std::numeric_limits<int64_t>::max(),
+                                                           "auto, off or a number of bytes >= 0"));
   }
   if (!c->rendezvous_addr.empty() && c->rendezvous_port == 0) {
     return Status::InvalidArgument("HVD_RENDEZVOUS_PORT must be set when HVD_RENDEZVOUS_ADDR is");
