@@ -11,7 +11,8 @@
 # allreduce_raw.tgz, ddp.log, summary.txt. STEPS picks steps (default "tests bench train cpu";
 # also "ddp": bench/compare_ddp.sh at 8 ranks for DDP_MODELS, default "mlp convnet"; and
 # "direct": HVD_SHM_DIRECT_BYTES auto against 65536 at DIRECT_NPS, default "4 8 16", direct.log);
-# SKIP_BUILD=1 reuses a build-gpu/ left by an earlier call on the same warm machine; NPS and
+# Steps run in this file's order whatever the order in STEPS (the direct-size A/B before the
+# table, which takes what time is left). SKIP_BUILD=1 reuses a build-gpu/ left by an earlier call on the same warm machine; NPS and
 # SIDES pass to bench/compare_allreduce.sh (default "8 16" and "hvd torch vader").
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -82,13 +83,6 @@ if has train; then
   grep -iE "accuracy" "$out/train.log" | tail -4 >>"$summary"
 fi
 
-if has cpu; then
-  raw=$out/allreduce_raw
-  step "compare_allreduce ${NPS:-8 16}" 60 "$out/allreduce.md" \
-    env OUT="$raw" NPS="${NPS:-8 16}" SIDES="${SIDES:-hvd torch vader}" PYTHON=python3 \
-    bench/compare_allreduce.sh build-gpu/cmd/hvdrun 3
-  tar -C "$out" -czf "$out/allreduce_raw.tgz" allreduce_raw 2>/dev/null && rm -rf "$raw"
-fi
 # The shared-memory direct size (HVD_SHM_DIRECT_BYTES, docs/runtime.md "Direct size"): the
 # rule by group size (auto) against 64 KiB for every group (the rule before 2026-11-26), taking
 # turns, at 4, 8 and 16 ranks, 4-64 KiB and 100 x 16 KiB one by one.
@@ -103,6 +97,13 @@ if has direct; then
   done
 fi
 
+if has cpu; then
+  raw=$out/allreduce_raw
+  step "compare_allreduce ${NPS:-8 16}" 60 "$out/allreduce.md" \
+    env OUT="$raw" NPS="${NPS:-8 16}" SIDES="${SIDES:-hvd torch vader}" PYTHON=python3 \
+    bench/compare_allreduce.sh build-gpu/cmd/hvdrun 3
+  tar -C "$out" -czf "$out/allreduce_raw.tgz" allreduce_raw 2>/dev/null && rm -rf "$raw"
+fi
 if has ddp; then
   for m in ${DDP_MODELS:-mlp convnet}; do
     step "compare_ddp $m 8" 60 "$out/ddp.log" env ROUNDS=2 PYTHON=python3 \
