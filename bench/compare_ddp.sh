@@ -16,6 +16,8 @@
 # divided by N, at least 1) as OMP_NUM_THREADS. torchrun would set 1 for its ranks and leave
 # hvd's at torch's default (every core on a many-core machine), which is no comparison.
 # PYTHON: the interpreter with torch (default /usr/bin/python3, Debian's, where it exists).
+# HVDRUN_ARGS: extra hvdrun flags (word-split), e.g. "--bind-to core" to measure the placement
+# rule: the other sides stay unbound, so run it with and without and compare hvd's rows.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 hvdrun=${1:-$(command -v hvdrun || echo "$root/build/cmd/hvdrun")}
@@ -46,7 +48,8 @@ for ((r = 0; r < rounds; ++r)); do
   for ((i = 0; i < n; ++i)); do "${bench[@]}" > "$scratch/$i.txt" 2>&1 & done
   wait
   alone=$(for ((i = 0; i < n; ++i)); do total < "$scratch/$i.txt"; done | paste -sd,)
-  hvd=$("$hvdrun" -np "$n" "${bench[@]}" 2>&1 | total)
+  # shellcheck disable=SC2086
+  hvd=$("$hvdrun" -np "$n" ${HVDRUN_ARGS:-} "${bench[@]}" 2>&1 | total)
   ddp=$("$py" -m torch.distributed.run --standalone --nproc_per_node "$n" --monitor_interval 0.1 \
     --redirects 9:1 --tee 9:1 "$root/bench/ddp_synthetic.py" "${args[@]}" 2>&1 | total)
   results+=("$alone/$hvd/$ddp")
@@ -64,6 +67,7 @@ for arg in sys.argv[5:]:
 med = [statistics.median(r[k] for r in rounds) for k in range(4)]
 eff = lambda v: f"{v / (n * single):.0%}"
 print(f"model {model}, {n} ranks, {threads} torch thread(s) per process, {os.cpu_count()} CPUs,"
+      f" hvdrun args '{os.environ.get('HVDRUN_ARGS', '')}',"
       f" load {os.getloadavg()[0]:.1f}; img/s total, median of {len(rounds)} rounds (scaling"
       f" efficiency vs {n} x one process)")
 print(f"  one process          {single:8.1f}")

@@ -10,7 +10,9 @@
 # files come back): build.log, tests.log, gpu_bench.log, train.log, allreduce.md,
 # allreduce_raw.tgz, ddp.log, summary.txt. STEPS picks steps (default "tests bench train cpu";
 # also "ddp": bench/compare_ddp.sh at 8 ranks for DDP_MODELS, default "mlp convnet"; and
-# "direct": HVD_SHM_DIRECT_BYTES auto against 65536 at DIRECT_NPS, default "4 8 16", direct.log);
+# "direct": HVD_SHM_DIRECT_BYTES auto against 65536 at DIRECT_NPS, default "4 8 16", direct.log;
+# "placement": the placement rule on many cores, hvd unbound against --bind-to core taking
+# turns, allreduce at PLACEMENT_NPS (default "4 16") ranks and the convnet at 8, placement.log);
 # Steps run in this file's order whatever the order in STEPS (the direct-size A/B before the
 # table, which takes what time is left). SKIP_BUILD=1 reuses a build-gpu/ left by an earlier call on the same warm machine; NPS and
 # SIDES pass to bench/compare_allreduce.sh (default "8 16" and "hvd torch vader").
@@ -103,6 +105,21 @@ if has cpu; then
     env OUT="$raw" NPS="${NPS:-8 16}" SIDES="${SIDES:-hvd torch vader}" PYTHON=python3 \
     bench/compare_allreduce.sh build-gpu/cmd/hvdrun 3
   tar -C "$out" -czf "$out/allreduce_raw.tgz" allreduce_raw 2>/dev/null && rm -rf "$raw"
+fi
+# The placement rule (docs/cli.md, --bind-to): unbound is hvdrun's
+# default because bound ranks trained slower on the 2-vCPU VM; on 16 CPUs it is unmeasured.
+if has placement; then
+  p=$out/placement.log
+  for n in ${PLACEMENT_NPS:-4 16}; do
+    for b in none core none core; do
+      step "placement $b np$n" 20 "$p" hvdrun -np "$n" --bind-to "$b" "$bench" \
+        --sizes 4K,64K,1M,16M --rounds 5
+    done
+  done
+  for b in none core; do
+    step "placement $b convnet 8" 60 "$p" env ROUNDS=2 PYTHON=python3 HVDRUN_ARGS="--bind-to $b" \
+      bench/compare_ddp.sh build-gpu/cmd/hvdrun convnet 8
+  done
 fi
 if has ddp; then
   for m in ${DDP_MODELS:-mlp convnet}; do
