@@ -15,7 +15,7 @@
 # over 4 KiB .. 64 MiB, then the 100 x 16 KiB fusion case, and prints time per op (median
 # round, max over ranks) and the peer/hvd ratios (> 1: hvd is faster). The sides take turns
 # size by size (every side runs one size, then every side the next), so the cells of a row are
-# seconds apart: this VM's speed moves for minutes at a time (docs in the README). Raw outputs
+# seconds apart: this VM's speed moves for minutes at a time (docs/benchmarks.md). Raw outputs
 # stay in $OUT (default: a fresh folder under /tmp). Takes about 8 minutes for n = 2 and 4 here.
 # SIDES (default "hvd hvdtcp hvdgloo torch vader tcp") picks the columns to run (a skipped
 # one prints "-"); PYTHON is the interpreter with torch (default /usr/bin/python3, Debian's,
