@@ -426,8 +426,6 @@ Result<bool> Controller::EagerEligible(uint32_t bit) {
     // surplus the communicator bounds.
     if (r.type == OpType::kAllreduce && ands_) return true;
     if (!posts_) return false;
-    // Posted, every member reduces all inputs: past this its own rounds cost less.
-    if (r.type == OpType::kAllreduce && bytes > comm_->posted_allreduce_bytes()) return false;
     HVD_ASSIGN_OR_RETURN(const int64_t limit, comm_->PostedSurplusLimit(surplus));
     if (surplus <= limit) return true;
   }

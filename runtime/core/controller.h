@@ -98,9 +98,9 @@ struct CycleResult {
 // transport that has both (TCP) keeps the reduced tail for an allreduce (Agree picks per op). A
 // broadcast or allgather (which posts nothing beyond what it moves) may be up to the limit times
 // the communicator's posted_copy_factor() (shared memory: the ranks sharing each CPU); a posted
-// allreduce, which every member computes from all inputs, up to its posted_allreduce_bytes()
-// (shared memory: twice its direct size, which shrinks with the members). An
-// op that would post more than the communicator's PostedSurplusLimit beyond what it moves
+// allreduce past shared memory's direct size is finished in one round of slices
+// (PostedSource::slices_allreduce) instead of every member reducing all inputs. An op that
+// would post more than the communicator's PostedSurplusLimit beyond what it moves
 // (PostedSurplusBytes: an alltoall's or reducescatter's whole input to every member) is not
 // eager that way; neither is one over the limit. Such an alltoall or reducescatter still rides
 // where the transport posts pieces (posts_pieces(): hvd's TCP) and its largest piece is within

@@ -104,10 +104,6 @@ class Communicator {
   }
   virtual Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
                                         std::span<const int64_t> posted_bytes);
-  // The largest allreduce (bytes) worth computing from posted inputs, where every member reads
-  // and reduces all of them, rather than in the allreduce's own rounds after the AND round
-  // (shared memory: twice its direct size, shm_reductions.h). The same on every member.
-  virtual int64_t posted_allreduce_bytes() const { return INT64_MAX; }
   // The most bytes a member may post beyond what the op itself moves to the others, asked for
   // an op that would post `surplus` such bytes (an alltoall, reducescatter or allreduce posts
   // its whole input to every member, which uses 1/size of it: Controller::PostedSurplusBytes).

@@ -22,13 +22,27 @@ class PostedSource {
   // Where every block's bytes start in their member's input: 0 where whole inputs were posted,
   // the offset of this member's piece where pieces were (Communicator::BitwiseAndPostingPieces).
   virtual size_t block_offset() const { return 0; }
+  // Whether an allreduce of `bytes` (the same on every member) costs less finished in one round
+  // of the transport's own (AllreduceSliced) than with every member reducing all N posted inputs
+  // (shared memory past its direct size).
+  virtual bool slices_allreduce(int64_t bytes) const {
+    (void)bytes;
+    return false;
+  }
+  // That round: every member reduces its slice of every posted input (`count` elements each,
+  // which the caller checked were posted), then the slices are exchanged; ends the posting round.
+  virtual Status AllreduceSliced(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
+    (void)buffer, (void)count, (void)dtype, (void)op;
+    return Status::Internal("this transport does not slice a posted allreduce");
+  }
   virtual void Abort() = 0;
 };
 
 // The communicator Communicator::posted_inputs() returns (communicator.h): its single-tensor
-// collectives compute this member's result from every member's posted input, without a round,
-// in the same rank order as the transports' own small collectives (allreduce and reduce-scatter
-// reduce member 0's input, then 1's, ...). A member that posted less than a call needs is
+// collectives compute this member's result from every member's posted input, without a round
+// (but an allreduce the source slices, PostedSource::slices_allreduce: one), in the same rank
+// order as the transports' own small collectives (allreduce and reduce-scatter reduce member 0's
+// input, then 1's, ...). A member that posted less than a call needs is
 // kInternal naming both sizes: the members disagreed on what was posted, which the controller's
 // shared state rules out. `name` is the timeline's ("SHM_EAGER": SHM_EAGER_ALLGATHER), `prefix`
 // the transport's in messages ("shm").

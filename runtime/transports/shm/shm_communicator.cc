@@ -28,15 +28,23 @@ size_t Min(size_t a, int64_t b) {
 // half of the held round holds its words, its input's length (one word) and its input.
 class ShmPosted final : public PostedSource {
  public:
-  explicit ShmPosted(ShmChannel* ch) : ch_(ch) {}
+  ShmPosted(ShmChannel* ch, int64_t direct_bytes) : ch_(ch), direct_bytes_(direct_bytes) {}
   // The inputs follow `words` words in each member's half.
   void Open(size_t words) { offset_ = words * sizeof(uint64_t); }
   bool open() const override { return ch_->held(); }
   const char* block(int k) const override { return ch_->PeerHalf(k) + offset_; }
+  // Past the direct size, reading all N inputs costs more than the round that exchanges slices
+  // (the model in shm_reductions.h, with the reduce-scatter round saved on both sides).
+  bool slices_allreduce(int64_t bytes) const override { return bytes > direct_bytes_; }
+  Status AllreduceSliced(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
+    return ShmAllreducePostedSliced(*ch_, offset_ + sizeof(uint64_t), static_cast<char*>(buffer),
+                                    count, dtype, op);
+  }
   void Abort() override { ch_->Abort(); }
 
  private:
   ShmChannel* const ch_;
+  const int64_t direct_bytes_;
   size_t offset_ = 0;
 };
 
@@ -62,7 +70,7 @@ class ShmCommunicator final : public Communicator {
         offsets_(size_),
         recv_offsets_(size_),
         theirs_(size_),
-        posted_source_(ch_.get()),
+        posted_source_(ch_.get(), direct_bytes),
         posted_("SHM_EAGER", "shm", rank_, size_, &posted_source_) {}
 
   int rank() const override { return rank_; }
@@ -87,10 +95,6 @@ class ShmCommunicator final : public Communicator {
   // 256 KiB 185-205 -> 156-168; 4 ranks 64 KiB 37-47 -> 29-31 but 128 KiB level and 256 KiB
   // 62-65 -> 62-76; 3 ranks lost from 128 KiB (docs/runtime.md, "Eager on shared memory").
   int posted_copy_factor() const override { return ranks_per_cpu_; }
-  // Posting an allreduce's input makes every member read and reduce all N inputs, as the direct
-  // allreduce does, and saves the AND round besides: worth twice the direct size (the model in
-  // shm_reductions.h with two rounds saved instead of one).
-  int64_t posted_allreduce_bytes() const override { return 2 * direct_bytes_; }
   Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
                                 std::span<const int64_t> posted_bytes) override;
   Communicator* posted_inputs() override { return &posted_; }

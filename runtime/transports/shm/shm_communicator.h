@@ -36,10 +36,10 @@ struct ShmOptions {
   // Whether member 0 chooses between single copy and the staging halves for those sizes by
   // timing both (ShmSingleCopyChooser; HVD_SHM_SINGLE_COPY=auto); false: single copy always.
   bool choose_single_copy = false;
-  // Allreduces up to this size take one round in which every member reduces all inputs, and
-  // the eager allreduce that posts its input rides the negotiation up to twice this
-  // (HVD_SHM_DIRECT_BYTES); -1: ShmDirectBytes of the group's size and ranks per CPU. At most
-  // kShmDirectBytes; the members agree on the smallest.
+  // Allreduces up to this size take one round in which every member reduces all inputs (the
+  // eager allreduce that posts its input with the negotiation: none), larger ones two (posted:
+  // one, ShmAllreducePostedSliced) (HVD_SHM_DIRECT_BYTES); -1: ShmDirectBytes of the group's size
+  // and ranks per CPU. At most kShmDirectBytes; the members agree on the smallest.
   int64_t direct_bytes = -1;
   // Deadline of the rendezvous and of every collective.
   std::chrono::milliseconds timeout{30000};
@@ -74,7 +74,8 @@ struct ShmOptions {
 //    through the halves in as many rounds as the largest contribution needs;
 //  - the negotiation's AND round can carry each member's input to one small op
 //    (BitwiseAndPostingInput); that op's result is then computed from the posted inputs
-//    (posted_inputs()) without a round of its own.
+//    (posted_inputs()) without a round of its own, or an allreduce past the direct size with
+//    one: each member reduces its slice of the posted inputs, then the slices are exchanged.
 Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& options);
 
 // The size from which `comm`'s alltoalls (and, unless ShmOptions::single_copy_allreduce was

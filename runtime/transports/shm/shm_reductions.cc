@@ -79,6 +79,37 @@ Status AllreduceOneChunk(ShmChannel& ch, char* base, int64_t n, int64_t per, Dat
 
 }  // namespace
 
+Status ShmAllreducePostedSliced(ShmChannel& ch, size_t offset, char* buf, int64_t count,
+                                DataType dtype, ReduceOp op) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  const int64_t per = SliceElements(count, ch.size(), elem);
+  auto lo = [&](int k) { return std::min<int64_t>(count, per * k); };
+  auto len = [&](int k) { return std::min<int64_t>(count, lo(k) + per) - lo(k); };
+  const int me = ch.rank();
+  const size_t at = static_cast<size_t>(lo(me) * elem);
+  char* slice = buf + at;
+  // Reduce-scatter from the held round: this member's slice of every posted input.
+  auto input = [&](int k) { return ch.PeerHalf(k) + offset + at; };
+  if (len(me) > 0) {
+    Reduce(slice, input(0), input(1), len(me), dtype, op);
+    for (int k = 2; k < ch.size(); ++k) ReduceInto(slice, input(k), len(me), dtype, op);
+  }
+  // Allgather round (ends the held round first): post the reduced slice, copy the others'.
+  HVD_RETURN_IF_ERROR(ch.Start("allreduce of posted inputs", dtype, op, count));
+  char* mine = nullptr;
+  HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
+  std::memcpy(mine + at, slice, static_cast<size_t>(len(me) * elem));
+  ch.Publish();
+  for (int k = 0; k < ch.size(); ++k) {
+    if (k == me || len(k) == 0) continue;
+    HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
+    const size_t from = static_cast<size_t>(lo(k) * elem);
+    std::memcpy(buf + from, ch.PeerHalf(k) + from, static_cast<size_t>(len(k) * elem));
+  }
+  ch.End();
+  return Status::OK();
+}
+
 int64_t ShmDirectBytes(int members, int ranks_per_cpu) {
   if (members <= 2 || ranks_per_cpu > 1) return kShmDirectBytes;
   const int64_t n = members;

@@ -49,6 +49,17 @@ Status ShmAllreducePieces(ShmChannel& ch, const PieceView& pieces, DataType dtyp
                           int64_t direct_bytes, char* scratch);
 size_t ShmPiecesScratchBytes(const ShmChannel& ch);
 
+// The allreduce of inputs every member posted with the channel's held round
+// (ShmCommunicator::BitwiseAndPostingInput: `count` elements of member k's input at `offset` of
+// its half; the caller checked that each posted them, and size() >= 2), into `buf`: each member
+// reduces its slice of every posted input in rank order, then the held round is ended and one
+// more round exchanges the slices — the reduce-scatter of the two-round allreduce rides the
+// negotiation's round. Each member reads about two inputs' worth, where reducing every posted
+// input (PostedInputs::Allreduce) reads N: used past the group's direct size. The same bits as
+// ShmAllreduce of the inputs.
+Status ShmAllreducePostedSliced(ShmChannel& ch, size_t offset, char* buf, int64_t count,
+                                DataType dtype, ReduceOp op);
+
 // Reduces the concatenation of `in`'s inputs (the same element count on every member) and
 // writes elements [mine_lo, mine_lo + mine_count) of the result to `out`, which must not
 // overlap an input.

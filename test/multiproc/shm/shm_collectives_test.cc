@@ -288,7 +288,10 @@ class ShmCollectivesTest : public ::testing::TestWithParam<std::tuple<int, size_
 TEST_P(ShmCollectivesTest, AllreduceEveryDtypeAndOp) { RunAll(AllreduceEverything); }
 // Given members whose direct sizes differ (256 << rank bytes: HVD_SHM_DIRECT_BYTES set apart),
 // when they create the group, then all take the smallest, and every allreduce, packed or of
-// pieces, above it takes the two rounds a large one takes, with the rank-order results.
+// pieces, above it takes the two rounds a large one takes, with the rank-order results; and
+// one computed from inputs posted with the AND round (from 3 members) above it is sliced (its
+// reduce-scatter from the posted inputs, then a round of slices: ShmAllreducePostedSliced),
+// with the same results, empty slices included.
 TEST_P(ShmCollectivesTest, AllreduceWithSmallDirectSizesDifferingPerMember) {
   ShmJob::Options options;
   options.size = std::get<0>(GetParam());
@@ -300,7 +303,8 @@ TEST_P(ShmCollectivesTest, AllreduceWithSmallDirectSizesDifferingPerMember) {
   auto outcomes = job.Run([](Communicator& comm) {
     const int64_t agreed = runtime::ShmGroupDirectBytes(comm);
     if (agreed != 256) return Fail(comm, "agreed direct size " + std::to_string(agreed));
-    return AllreduceEverything(comm) != 0 ? 1 : CheckAllreducePiecesMatchPacked(comm);
+    if (AllreduceEverything(comm) != 0 || CheckAllreducePiecesMatchPacked(comm) != 0) return 1;
+    return CheckPostedInputs(comm, comm.size() > 2);
   });
   for (const auto& out : outcomes)
     ASSERT_TRUE(out.exited && out.exit_code == 0) << Describe(outcomes);
