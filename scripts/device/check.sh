@@ -9,7 +9,8 @@
 # device tool's 10-minute limit with every log written so far. Logs go to $OUT (at most 8
 # files come back): build.log, tests.log, gpu_bench.log, train.log, allreduce.md,
 # allreduce_raw.tgz, ddp.log, summary.txt. STEPS picks steps (default "tests bench train cpu";
-# also "ddp": bench/compare_ddp.sh at 8 ranks for DDP_MODELS, default "mlp convnet"; and
+# also "ddp": bench/compare_ddp.sh at 8 ranks for DDP_MODELS, default "mlp convnet", each
+# followed by a timeline summary of the same job; and
 # "direct": HVD_SHM_DIRECT_BYTES auto against 65536 at DIRECT_NPS, default "4 8 16", direct.log;
 # "placement": the placement rule on many cores, hvd unbound against --bind-to core taking
 # turns, allreduce at PLACEMENT_NPS (default "4 16") ranks and the convnet at 8, placement.log);
@@ -125,6 +126,14 @@ if has ddp; then
   for m in ${DDP_MODELS:-mlp convnet}; do
     step "compare_ddp $m 8" 60 "$out/ddp.log" env ROUNDS=2 PYTHON=python3 \
       bench/compare_ddp.sh build-gpu/cmd/hvdrun "$m" 8
+    # Where a step's time goes (the mlp's gap to its bound, README "The 16-core machine"): the
+    # timeline's per-tensor summary of the same job (2 torch threads per rank, as compare_ddp).
+    tl=$(mktemp -d)
+    step "timeline $m 8" 40 "$out/ddp.log" env OMP_NUM_THREADS=2 \
+      hvdrun -np 8 --timeline "$tl/t.json" python3 examples/torch_synthetic_benchmark.py \
+      --model "$m" --batch-size 32 --num-warmup-batches 5 --num-batches-per-iter 5 --num-iters 5
+    [ -s "$tl/t.json" ] && build-gpu/timeline/hvd-timeline summary "$tl/t.json" >>"$out/ddp.log" 2>&1
+    rm -rf "$tl"
   done
 fi
 note "done"
