@@ -6,8 +6,9 @@
 #   runtime_test      thread ranks over the in-process communicator: the controller, the
 #                     background thread, callers driving cycles, aborts, timeline, autotune;
 #   hvd_e2e_worker    every scenario group of test/worker_e2e under the built hvdrun, 2 and 3
-#                     ranks, on shared memory (the default) and on hvd's TCP transport, and
-#                     shared memory's single-copy path.
+#                     ranks, on shared memory (the default) and on hvd's TCP transport,
+#                     shared memory's single-copy path and its allreduce without the direct
+#                     round (sliced when posted).
 # Exit 1 when a test fails or a sanitizer reports anything (its reports are in
 # sanitize-logs/ of that folder). Not part of scripts/test.sh: about 20 minutes on 2 cores.
 # Run scripts/setup.sh first on a fresh machine. docs/runtime.md "Sanitizer builds".
@@ -54,6 +55,11 @@ for np in 2 3; do
     done
   done
 done
+# Shared memory's two-round allreduce at every size and a lone posted one sliced
+# (HVD_SHM_DIRECT_BYTES=0: what groups of many ranks with a CPU each get past a few KiB).
+run worker_no_direct env HVD_SHM_DIRECT_BYTES=0 HVD_CPU_OPERATIONS=shm \
+  "$build/cmd/hvdrun" -np 3 --start-timeout 120 "$build/test/worker_e2e/hvd_e2e_worker" \
+  allreduce lone lone_collectives fused join
 run worker_single_copy env HVD_SHM_SINGLE_COPY_BYTES=1 HVD_SHM_SINGLE_COPY=always \
   "$build/cmd/hvdrun" -np 2 --start-timeout 120 "$build/test/worker_e2e/hvd_e2e_worker" \
   allreduce grouped fused join
