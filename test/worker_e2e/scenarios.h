@@ -37,7 +37,10 @@ inline std::shared_ptr<Tensor> Make(hvd_dtype_t dtype, std::vector<int64_t> shap
 // Allreduce/reducescatter inputs: element i of the member at position `pos` of a set of `n`.
 // Sum, Average, Min and Max use s(i) * (b(i) + d(pos)) with sum over positions of d = 0, so an
 // average is exact in every dtype; Product uses values 1..3 (|product| <= 81 for four ranks);
-// bool uses bit `pos` of i. s(i) = -1 for odd i of signed dtypes.
+// bool uses bit `pos` of i. s(i) = -1 for odd i of signed dtypes. Every dtype and op holds for
+// up to 4 ranks (the suite's 2 and 3): from 5, b(i) + d(pos) goes negative for some positions,
+// which unsigned dtypes wrap (Max, Min), and int8 overflows its Product and scaled Sum (seen at 8
+// ranks, 2026-11-26: only those cases differ; floats and wider integers hold).
 double ReduceInput(hvd_reduce_op_t op, const DType& d, int32_t pos, int32_t n, int64_t i);
 // The reduction over all n members of ReduceInput (with pre/postscale), computed in double.
 double ReduceExpected(hvd_reduce_op_t op, const DType& d, int32_t n, int64_t i,
