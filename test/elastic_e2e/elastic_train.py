@@ -106,8 +106,11 @@ def check_exit(epoch, batch):
 
 
 def wait_for_host_update(state):
-    deadline = time.monotonic() + args.update_wait
-    while time.monotonic() < deadline:
+    # The same number of checks on every rank: each is a collective (rank 0's view broadcast),
+    # and a per-rank deadline let one rank stop a check before the others and go on to train
+    # while they still waited in the next check's broadcast (a hang the Slurm test met once in
+    # CI, 2026-11-26).
+    for _ in range(max(1, int(args.update_wait / 0.05))):
         state.check_host_updates()  # raises HostsUpdatedInterrupt on every rank at once
         time.sleep(0.05)
     print(f"rank {hvd.rank()}: no host update within {args.update_wait} s", flush=True)
