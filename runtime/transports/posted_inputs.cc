@@ -20,7 +20,10 @@ Status PostedInputs::Allreduce(void* buffer, int64_t count, DataType dtype, Redu
   HVD_RETURN_IF_ERROR(Input(1, bytes, &second));
   if (source_->slices_allreduce(static_cast<int64_t>(bytes))) {
     // Every member checks every input before the round, so all fail alike or none does.
-    for (int k = 2; k < size_; ++k) HVD_RETURN_IF_ERROR(Input(k, bytes, &second));
+    for (int k = 2; k < size_; ++k) {
+      const char* in = nullptr;
+      HVD_RETURN_IF_ERROR(Input(k, bytes, &in));
+    }
     return source_->AllreduceSliced(buffer, count, dtype, op);
   }
   Reduce(buffer, first, second, count, dtype, op);

@@ -15,8 +15,9 @@
 # "placement": the placement rule on many cores, hvd unbound against --bind-to core taking
 # turns, allreduce at PLACEMENT_NPS (default "4 16") ranks and the convnet at 8, placement.log);
 # Steps run in this file's order whatever the order in STEPS (the direct-size A/B before the
-# table, which takes what time is left). SKIP_BUILD=1 reuses a build-gpu/ left by an earlier call on the same warm machine; NPS and
-# SIDES pass to bench/compare_allreduce.sh (default "8 16" and "hvd torch vader").
+# table, which takes what time is left). SKIP_BUILD=1 reuses a build-gpu/ left by an earlier
+# call on the same warm machine; NPS and SIDES pass to bench/compare_allreduce.sh (default
+# "8 16" and "hvd torch vader").
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONUNBUFFERED=1
@@ -107,8 +108,8 @@ if has cpu; then
     bench/compare_allreduce.sh build-gpu/cmd/hvdrun 3
   tar -C "$out" -czf "$out/allreduce_raw.tgz" allreduce_raw 2>/dev/null && rm -rf "$raw"
 fi
-# The placement rule (docs/cli.md, --bind-to): unbound is hvdrun's
-# default because bound ranks trained slower on the 2-vCPU VM; on 16 CPUs it is unmeasured.
+# The placement rule (docs/cli.md, --bind-to): unbound is hvdrun's default because bound ranks
+# trained slower on the 2-vCPU VM; on 16 CPUs it is unmeasured.
 if has placement; then
   p=$out/placement.log
   for n in ${PLACEMENT_NPS:-4 16}; do

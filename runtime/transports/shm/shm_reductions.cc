@@ -46,35 +46,50 @@ Status AllreduceDirect(ShmChannel& ch, char* buf, int64_t count, DataType dtype,
   return Status::OK();
 }
 
+// `n` elements split into per-member slices of `per` (SliceElements): member k's starts at
+// element lo(k) and has len(k) elements (the last ones may be short or empty).
+struct Slices {
+  int64_t n, per;
+  int64_t lo(int k) const { return std::min<int64_t>(n, per * k); }
+  int64_t len(int k) const { return std::min<int64_t>(n, lo(k) + per) - lo(k); }
+};
+
+// Allgather round of the two-round allreduce: posts this member's reduced slice (`slice`, which
+// may lie in `base`) and copies every other member's into `base`.
+Status AllgatherSlices(ShmChannel& ch, char* base, const char* slice, const Slices& s,
+                       int64_t elem) {
+  const int me = ch.rank();
+  char* mine = nullptr;
+  HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
+  std::memcpy(mine + s.lo(me) * elem, slice, static_cast<size_t>(s.len(me) * elem));
+  ch.Publish();
+  for (int k = 0; k < ch.size(); ++k) {
+    if (k == me || s.len(k) == 0) continue;
+    HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
+    std::memcpy(base + s.lo(k) * elem, ch.PeerHalf(k) + s.lo(k) * elem,
+                static_cast<size_t>(s.len(k) * elem));
+  }
+  ch.End();
+  return Status::OK();
+}
+
 // One chunk of `n` elements at `base`, split into per-member slices of `per` elements.
 Status AllreduceOneChunk(ShmChannel& ch, char* base, int64_t n, int64_t per, DataType dtype,
                          ReduceOp op) {
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
-  auto lo = [&](int k) { return std::min<int64_t>(n, per * k); };
-  auto len = [&](int k) { return std::min<int64_t>(n, lo(k) + per) - lo(k); };
+  const Slices s{n, per};
   const int me = ch.rank();
-  char* slice = base + lo(me) * elem;
+  char* slice = base + s.lo(me) * elem;
   // Reduce-scatter round: this member reduces its slice of the chunk, straight into `buf`.
   char* mine = nullptr;
   HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
   std::memcpy(mine, base, static_cast<size_t>(n * elem));
   ch.Publish();
-  if (len(me) > 0) {
-    HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, slice, slice, lo(me) * elem, len(me), dtype, op));
+  if (s.len(me) > 0) {
+    HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, slice, slice, s.lo(me) * elem, s.len(me), dtype, op));
   }
   ch.End();
-  // Allgather round: post the reduced slice, copy the others'.
-  HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
-  std::memcpy(mine + lo(me) * elem, slice, static_cast<size_t>(len(me) * elem));
-  ch.Publish();
-  for (int k = 0; k < ch.size(); ++k) {
-    if (k == me || len(k) == 0) continue;
-    HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
-    std::memcpy(base + lo(k) * elem, ch.PeerHalf(k) + lo(k) * elem,
-                static_cast<size_t>(len(k) * elem));
-  }
-  ch.End();
-  return Status::OK();
+  return AllgatherSlices(ch, base, slice, s, elem);
 }
 
 }  // namespace
@@ -82,32 +97,20 @@ Status AllreduceOneChunk(ShmChannel& ch, char* base, int64_t n, int64_t per, Dat
 Status ShmAllreducePostedSliced(ShmChannel& ch, size_t offset, char* buf, int64_t count,
                                 DataType dtype, ReduceOp op) {
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
-  const int64_t per = SliceElements(count, ch.size(), elem);
-  auto lo = [&](int k) { return std::min<int64_t>(count, per * k); };
-  auto len = [&](int k) { return std::min<int64_t>(count, lo(k) + per) - lo(k); };
+  const Slices s{count, SliceElements(count, ch.size(), elem)};
   const int me = ch.rank();
-  const size_t at = static_cast<size_t>(lo(me) * elem);
+  const int64_t at = s.lo(me) * elem;
   char* slice = buf + at;
-  // Reduce-scatter from the held round: this member's slice of every posted input.
-  auto input = [&](int k) { return ch.PeerHalf(k) + offset + at; };
-  if (len(me) > 0) {
-    Reduce(slice, input(0), input(1), len(me), dtype, op);
-    for (int k = 2; k < ch.size(); ++k) ReduceInto(slice, input(k), len(me), dtype, op);
+  // Reduce-scatter from the held round: this member's slice of every posted input (its own
+  // posted copy included).
+  if (s.len(me) > 0) {
+    const int64_t from = static_cast<int64_t>(offset) + at;
+    HVD_RETURN_IF_ERROR(
+        ReduceInRankOrder(ch, slice, ch.PeerHalf(me) + from, from, s.len(me), dtype, op));
   }
-  // Allgather round (ends the held round first): post the reduced slice, copy the others'.
+  // Allgather round, once the held round is ended.
   HVD_RETURN_IF_ERROR(ch.Start("allreduce of posted inputs", dtype, op, count));
-  char* mine = nullptr;
-  HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
-  std::memcpy(mine + at, slice, static_cast<size_t>(len(me) * elem));
-  ch.Publish();
-  for (int k = 0; k < ch.size(); ++k) {
-    if (k == me || len(k) == 0) continue;
-    HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
-    const size_t from = static_cast<size_t>(lo(k) * elem);
-    std::memcpy(buf + from, ch.PeerHalf(k) + from, static_cast<size_t>(len(k) * elem));
-  }
-  ch.End();
-  return Status::OK();
+  return AllgatherSlices(ch, buf, slice, s, elem);
 }
 
 int64_t ShmDirectBytes(int members, int ranks_per_cpu) {
@@ -151,26 +154,24 @@ Status ShmAllreducePieces(ShmChannel& ch, const PieceView& pieces, DataType dtyp
   const int size = ch.size();
   for (int64_t off = 0; off < count; off += chunk) {
     const int64_t n = std::min(chunk, count - off);
-    const int64_t per = SliceElements(n, size, elem);
-    auto lo = [&](int k) { return std::min<int64_t>(n, per * k); };
-    auto len = [&](int k) { return std::min<int64_t>(n, lo(k) + per) - lo(k); };
+    const Slices sl{n, SliceElements(n, size, elem)};
     HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
     pieces.Gather(off, n, mine);
     ch.Publish();
-    if (len(me) > 0) {
+    if (sl.len(me) > 0) {
       // This member's own input is its posted copy (the pieces may be written meanwhile).
-      HVD_RETURN_IF_ERROR(
-          ReduceInRankOrder(ch, scratch, mine + lo(me) * elem, lo(me) * elem, len(me), dtype, op));
+      HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, scratch, mine + sl.lo(me) * elem, sl.lo(me) * elem,
+                                            sl.len(me), dtype, op));
     }
     ch.End();
     HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
-    std::memcpy(mine + lo(me) * elem, scratch, static_cast<size_t>(len(me) * elem));
+    std::memcpy(mine + sl.lo(me) * elem, scratch, static_cast<size_t>(sl.len(me) * elem));
     ch.Publish();
-    pieces.Scatter(off + lo(me), len(me), scratch);
+    pieces.Scatter(off + sl.lo(me), sl.len(me), scratch);
     for (int k = 0; k < size; ++k) {
-      if (k == me || len(k) == 0) continue;
+      if (k == me || sl.len(k) == 0) continue;
       HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
-      pieces.Scatter(off + lo(k), len(k), ch.PeerHalf(k) + lo(k) * elem);
+      pieces.Scatter(off + sl.lo(k), sl.len(k), ch.PeerHalf(k) + sl.lo(k) * elem);
     }
     ch.End();
   }
