@@ -8,9 +8,10 @@
 # Every step runs under `timeout` with what is left of BUDGET, so the call returns inside the
 # device tool's 10-minute limit with every log written so far. Logs go to $OUT (at most 8
 # files come back): build.log, tests.log, gpu_bench.log, train.log, allreduce.md,
-# allreduce_raw.tgz, ddp.log, summary.txt. STEPS picks steps (default "tests bench train cpu";
+# allreduce_raw.tgz, ddp.log, e2e.log, summary.txt. STEPS picks steps (default "tests bench train cpu";
 # also "ddp": bench/compare_ddp.sh at 8 ranks for DDP_MODELS, default "mlp convnet", each
 # followed by a timeline summary of the same job; and
+# "e2e": the C API's scenarios by value at E2E_NPS ranks, default "8 16", e2e.log;
 # "direct": HVD_SHM_DIRECT_BYTES auto against 65536 at DIRECT_NPS, default "4 8 16", direct.log;
 # "placement": the placement rule on many cores, hvd unbound against --bind-to core taking
 # turns, allreduce at PLACEMENT_NPS (default "4 16") ranks and the convnet at 8, placement.log);
@@ -85,6 +86,19 @@ if has train; then
   step "torch_train --cuda np2" 60 "$out/train.log" \
     hvdrun -np 2 python3 examples/torch_train.py --cuda --epochs 3 --min-accuracy 0.9
   grep -iE "accuracy" "$out/train.log" | tail -4 >>"$summary"
+fi
+
+# The C API's scenarios checked by value (test/worker_e2e) at 8 and 16 ranks, each with a CPU of
+# its own: shared memory with its default direct size there (a few KiB: most allreduces take
+# the two-round and sliced paths), and hvd's TCP. About 10 s each on 16 cores.
+if has e2e; then
+  w=build-gpu/test/worker_e2e/hvd_e2e_worker
+  for n in ${E2E_NPS:-8 16}; do
+    step "e2e shm np$n" 30 "$out/e2e.log" hvdrun -np "$n" --start-timeout 60 "$w" all
+    step "e2e tcp np$n" 30 "$out/e2e.log" env HVD_CPU_OPERATIONS=tcp \
+      hvdrun -np "$n" --start-timeout 60 "$w" all
+  done
+  grep -E "FAILED|difference" "$out/e2e.log" | head -20 >>"$summary"
 fi
 
 # The shared-memory direct size (HVD_SHM_DIRECT_BYTES, docs/runtime.md "Direct size"): the

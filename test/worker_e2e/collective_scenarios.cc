@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <memory>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "scenarios.h"
 
@@ -45,11 +47,17 @@ void EnqueueAllreduce(std::vector<Pending>* pending, const DType& d, hvd_reduce_
   pending->push_back(std::move(p));
 }
 
+// The scaled allreduces of dtype d: {op, prescale, postscale}.
+std::vector<std::tuple<hvd_reduce_op_t, double, double>> ScaledCases(const DType& d) {
+  return {{HVD_OP_SUM, d.is_float ? 0.5 : 2.0, d.is_float ? 3.0 : 2.0},
+          {HVD_OP_AVERAGE, 2.0, d.is_float ? 0.25 : 2.0}};
+}
+
 // ---- allgather ------------------------------------------------------------------------------
 
 double GatherValue(const DType& d, int32_t r, int64_t row, int64_t col) {
   if (d.id == HVD_BOOL) return static_cast<double>((r + row + col) % 2);
-  const double v = static_cast<double>(r * 16 + row * 4 + col);
+  const double v = Small(r * 16 + row * 4 + col);
   return d.is_signed && col == 1 ? -v : v;
 }
 
@@ -162,7 +170,7 @@ void EnqueueFusedGatherGroup(std::vector<Pending>* pending, int round) {
 
 double BroadcastValue(const DType& d, int32_t root, int64_t k) {
   if (d.id == HVD_BOOL) return static_cast<double>((root + k) % 2);
-  const double v = static_cast<double>(root * 8 + k);
+  const double v = Small(root * 8 + k);
   return d.is_signed && k % 2 ? -v : v;
 }
 
@@ -198,7 +206,7 @@ void EnqueueBroadcast(std::vector<Pending>* pending, const DType& d, int32_t roo
 // Row `row` of the block that rank src sends to rank dst (column col).
 double AlltoallValue(const DType& d, int32_t src, int32_t dst, int64_t row, int64_t col) {
   if (d.id == HVD_BOOL) return static_cast<double>((src + dst + row + col) % 2);
-  const double v = static_cast<double>(src * 16 + dst * 4 + row * 2 + col);
+  const double v = Small(src * 16 + dst * 4 + row * 2 + col);
   return d.is_signed && (row + col) % 2 ? -v : v;
 }
 
@@ -310,9 +318,11 @@ void Allreduce() {
       EnqueueAllreduce(&pending, d, op, 1.0, 1.0, k++);
     }
     if (d.id == HVD_BOOL) continue;  // scale factors do not apply to booleans
-    // Integers: factors that keep every value exact and inside int8.
-    EnqueueAllreduce(&pending, d, HVD_OP_SUM, d.is_float ? 0.5 : 2.0, d.is_float ? 3.0 : 2.0, k++);
-    EnqueueAllreduce(&pending, d, HVD_OP_AVERAGE, 2.0, d.is_float ? 0.25 : 2.0, k++);
+    // Integers: factors that keep every value exact (the 1-byte ones skip them where the
+    // result would not fit: from 5 and 9 members).
+    for (const auto& [op, pre, post] : ScaledCases(d)) {
+      if (ReduceFits(op, d, N(), pre, post)) EnqueueAllreduce(&pending, d, op, pre, post, k++);
+    }
   }
   // An empty tensor is a valid allreduce.
   auto empty = std::make_shared<Tensor>(HVD_FLOAT32, std::vector<int64_t>{0});
@@ -349,8 +359,9 @@ void Lone() {
       lone(d, op, 1.0, 1.0);
     }
     if (d.id == HVD_BOOL) continue;
-    lone(d, HVD_OP_SUM, d.is_float ? 0.5 : 2.0, d.is_float ? 3.0 : 2.0);
-    lone(d, HVD_OP_AVERAGE, 2.0, d.is_float ? 0.25 : 2.0);
+    for (const auto& [op, pre, post] : ScaledCases(d)) {
+      if (ReduceFits(op, d, N(), pre, post)) lone(d, op, pre, post);
+    }
   }
   const DType& f32 = DTypeOf(HVD_FLOAT32);
   lone(f32, HVD_OP_SUM, 1.0, 1.0, {100000});  // 400 KB: above the eager limit

@@ -1,6 +1,7 @@
 // Shared pieces of the scenarios: the reduction inputs and their expected results, and the
 // enqueue-everything-then-wait driver.
 #include <algorithm>
+#include <cmath>
 
 #include "scenarios.h"
 
@@ -34,11 +35,33 @@ const char* ReduceOpName(hvd_reduce_op_t op) {
 }
 
 double ReduceInput(hvd_reduce_op_t op, const DType& d, int32_t pos, int32_t n, int64_t i) {
-  if (d.id == HVD_BOOL) return static_cast<double>((i >> pos) & 1);
+  // Bit pos % 4 of i + pos / 4: members 4 apart differ, and "all" holds for some i at any n.
+  if (d.id == HVD_BOOL) return static_cast<double>(((i + pos / 4) >> (pos % 4)) & 1);
   const double sign = d.is_signed && (i % 2) ? -1.0 : 1.0;
-  if (op == HVD_OP_PRODUCT) return sign * static_cast<double>((pos + i) % 3 + 1);
-  const double base = static_cast<double>(3 + i % 5), delta = 2.0 * pos - (n - 1);
+  if (op == HVD_OP_PRODUCT) {
+    // Four members (rotating with i) give 1..3, the others 1: |product| <= 81 for any n.
+    const bool counts = ((pos - i) % n + n) % n < 4;
+    return sign * (counts ? static_cast<double>((pos + i) % 3 + 1) : 1.0);
+  }
+  // Pairs of members (2k, 2k + 1) get +m and -m, m = 1 + k % 3; an odd n's last member 0.
+  const int32_t k = pos / 2;
+  const double m = pos == n - 1 && n % 2 ? 0.0 : 1.0 + k % 3;
+  const double base = static_cast<double>(3 + i % 5), delta = pos % 2 ? -m : m;
   return sign * (base + delta);
+}
+
+bool ReduceFits(hvd_reduce_op_t op, const DType& d, int32_t n, double prescale, double postscale) {
+  if (d.is_float || d.id == HVD_BOOL) return true;
+  const double max = std::ldexp(1.0, static_cast<int>(8 * d.size) - (d.is_signed ? 1 : 0)) - 1;
+  for (int64_t i = 0; i < 15; ++i) {  // every base and sign
+    double total = 0;
+    for (int32_t p = 0; p < n; ++p) total += ReduceInput(op, d, p, n, i) * prescale;
+    const double result = ReduceExpected(op, d, n, i, prescale, postscale);
+    if (std::fabs(total) > max || std::fabs(result) > max || (result < 0 && !d.is_signed)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 double ReduceExpected(hvd_reduce_op_t op, const DType& d, int32_t n, int64_t i, double prescale,

@@ -34,14 +34,21 @@ inline std::shared_ptr<Tensor> Make(hvd_dtype_t dtype, std::vector<int64_t> shap
   return std::make_shared<Tensor>(dtype, std::move(shape));
 }
 
+// A value of the gather/broadcast/alltoall patterns: v below 127 as it is, larger ones wrapped,
+// so that it is exact and in range in every dtype (int8 included) at up to 16 ranks.
+inline double Small(int64_t v) { return static_cast<double>(v % 127); }
+
 // Allreduce/reducescatter inputs: element i of the member at position `pos` of a set of `n`.
-// Sum, Average, Min and Max use s(i) * (b(i) + d(pos)) with sum over positions of d = 0, so an
-// average is exact in every dtype; Product uses values 1..3 (|product| <= 81 for four ranks);
-// bool uses bit `pos` of i. s(i) = -1 for odd i of signed dtypes. Every dtype and op holds for
-// up to 4 ranks (the suite's 2 and 3): from 5, b(i) + d(pos) goes negative for some positions,
-// which unsigned dtypes wrap (Max, Min), and int8 overflows its Product and scaled Sum (seen at 8
-// ranks, 2026-11-26: only those cases differ; floats and wider integers hold).
+// Sum, Average, Min and Max use s(i) * (b(i) + d(pos)), b(i) = 3..7, with members in pairs
+// d = +m, -m (m = 1..3), so d sums to 0 and an average is exact in every dtype, and no value is
+// negative for unsigned dtypes; Product uses 1..3 on four members per element and 1 on the rest
+// (|product| <= 81 at any n); bool uses bit pos % 4 of i + pos / 4. s(i) = -1 for odd i of
+// signed dtypes. Every dtype and op holds unscaled for 2-16 members (|sum| <= 112 at 16); the
+// scaled integer cases only while ReduceFits.
 double ReduceInput(hvd_reduce_op_t op, const DType& d, int32_t pos, int32_t n, int64_t i);
+// Whether the sum of n members' ReduceInput scaled by `prescale`, and the result, fit an
+// integer dtype (int8 at 16 members holds the sum of 112 but not twice it).
+bool ReduceFits(hvd_reduce_op_t op, const DType& d, int32_t n, double prescale, double postscale);
 // The reduction over all n members of ReduceInput (with pre/postscale), computed in double.
 double ReduceExpected(hvd_reduce_op_t op, const DType& d, int32_t n, int64_t i,
                       double prescale = 1.0, double postscale = 1.0);
