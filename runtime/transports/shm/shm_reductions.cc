@@ -46,14 +46,6 @@ Status AllreduceDirect(ShmChannel& ch, char* buf, int64_t count, DataType dtype,
   return Status::OK();
 }
 
-// `n` elements split into per-member slices of `per` (SliceElements): member k's starts at
-// element lo(k) and has len(k) elements (the last ones may be short or empty).
-struct Slices {
-  int64_t n, per;
-  int64_t lo(int k) const { return std::min<int64_t>(n, per * k); }
-  int64_t len(int k) const { return std::min<int64_t>(n, lo(k) + per) - lo(k); }
-};
-
 // Allgather round of the two-round allreduce: posts this member's reduced slice (`slice`, which
 // may lie in `base`) and copies every other member's into `base`.
 Status AllgatherSlices(ShmChannel& ch, char* base, const char* slice, const Slices& s,
@@ -97,7 +89,7 @@ Status AllreduceOneChunk(ShmChannel& ch, char* base, int64_t n, int64_t per, Dat
 Status ShmAllreducePostedSliced(ShmChannel& ch, size_t offset, char* buf, int64_t count,
                                 DataType dtype, ReduceOp op) {
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
-  const Slices s{count, SliceElements(count, ch.size(), elem)};
+  const Slices s = Slices::Of(count, ch.size(), elem);
   const int me = ch.rank();
   const int64_t at = s.lo(me) * elem;
   char* slice = buf + at;
@@ -154,7 +146,7 @@ Status ShmAllreducePieces(ShmChannel& ch, const PieceView& pieces, DataType dtyp
   const int size = ch.size();
   for (int64_t off = 0; off < count; off += chunk) {
     const int64_t n = std::min(chunk, count - off);
-    const Slices sl{n, SliceElements(n, size, elem)};
+    const Slices sl = Slices::Of(n, size, elem);
     HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
     pieces.Gather(off, n, mine);
     ch.Publish();

@@ -1,6 +1,7 @@
 #ifndef HVD_RUNTIME_TRANSPORTS_SHM_SHM_REDUCTIONS_H_
 #define HVD_RUNTIME_TRANSPORTS_SHM_SHM_REDUCTIONS_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common/status.h"
@@ -35,6 +36,15 @@ int64_t ShmDirectBytes(int members, int ranks_per_cpu);
 // The per-member slice length when `n` elements are split among `size` members (slices start on
 // a cache line; the last ones may be short or empty).
 int64_t SliceElements(int64_t n, int size, int64_t elem);
+
+// `n` elements split into per-member slices of `per` (SliceElements): member k's starts at
+// element lo(k) and has len(k) elements (the last ones may be short or empty).
+struct Slices {
+  int64_t n, per;
+  static Slices Of(int64_t n, int size, int64_t elem) { return {n, SliceElements(n, size, elem)}; }
+  int64_t lo(int k) const { return std::min<int64_t>(n, per * k); }
+  int64_t len(int k) const { return std::min<int64_t>(n, lo(k) + per) - lo(k); }
+};
 
 // In-place allreduce of `count` elements (count > 0, kAdasum excluded); one round up to
 // `direct_bytes` (the same on every member; ShmDirectBytes), else two per chunk of a half.

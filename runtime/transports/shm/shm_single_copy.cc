@@ -282,23 +282,21 @@ Status ShmAllreduceSingleCopy(ShmChannel& ch, const PieceView& view, DataType dt
   const int64_t count = view.count();
   const int size = ch.size();
   const int me = ch.rank();
-  const int64_t per = SliceElements(count, size, elem);
-  auto lo = [&](int k) { return std::min<int64_t>(count, per * k); };
-  auto len = [&](int k) { return std::min<int64_t>(count, lo(k) + per) - lo(k); };
+  const Slices s = Slices::Of(count, size, elem);
   Layout layout(ch, view, scratch);
   // Nobody writes its outputs outside its own slice until that slice's reducer has posted round
   // 2, so the inputs read here are intact even where outputs and inputs are the same tensors.
-  if (len(me) > 0) {
+  if (s.len(me) > 0) {
     char* a = scratch->reduce.data();
     HVD_RETURN_IF_ERROR(
-        ReduceSlice(ch, layout, lo(me), len(me), elem, dtype, op, a, a + kShmSingleCopyStep));
+        ReduceSlice(ch, layout, s.lo(me), s.len(me), elem, dtype, op, a, a + kShmSingleCopyStep));
   }
   HVD_RETURN_IF_ERROR(ch.Begin(false));
   ch.Publish();
   for (int k = 0; k < size; ++k) {
-    if (k == me || len(k) == 0) continue;
+    if (k == me || s.len(k) == 0) continue;
     HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
-    HVD_RETURN_IF_ERROR(layout.ReadOutputs(k, lo(k), len(k)));
+    HVD_RETURN_IF_ERROR(layout.ReadOutputs(k, s.lo(k), s.len(k)));
   }
   ch.End();
   // Round 2's end doubles as the last round: return (and let the caller write its tensors)
