@@ -90,7 +90,8 @@ fi
 
 # The C API's scenarios checked by value (test/worker_e2e) at 8 and 16 ranks, each with a CPU of
 # its own: shared memory with its default direct size there (a few KiB: most allreduces take
-# the two-round and sliced paths), and hvd's TCP. About 10 s each on 16 cores.
+# the two-round and sliced paths), and hvd's TCP, about 10 s each on 16 cores; then the Python
+# tests at 8 ranks.
 if has e2e; then
   w=build-gpu/test/worker_e2e/hvd_e2e_worker
   for n in ${E2E_NPS:-8 16}; do
@@ -98,7 +99,11 @@ if has e2e; then
     step "e2e tcp np$n" 30 "$out/e2e.log" env HVD_CPU_OPERATIONS=tcp \
       hvdrun -np "$n" --start-timeout 60 "$w" all
   done
-  grep -E "FAILED|difference" "$out/e2e.log" | head -20 >>"$summary"
+  # hvd.torch / hvd.numpy and Horovod's own expectations at 8 ranks, under that image's torch.
+  step "pytest np8" 60 "$out/e2e.log" env OMP_NUM_THREADS=1 \
+    hvdrun -np 8 --start-timeout 60 python3 -m pytest -q test/python/test_torch.py \
+    test/python/test_numpy.py test/python/test_horovod_parity.py
+  grep -E "FAILED|difference|passed|failed" "$out/e2e.log" | head -20 >>"$summary"
 fi
 
 # The shared-memory direct size (HVD_SHM_DIRECT_BYTES, docs/runtime.md "Direct size"): the
