@@ -318,8 +318,8 @@ void Allreduce() {
       EnqueueAllreduce(&pending, d, op, 1.0, 1.0, k++);
     }
     if (d.id == HVD_BOOL) continue;  // scale factors do not apply to booleans
-    // Integers: factors that keep every value exact (the 1-byte ones skip them where the
-    // result would not fit: from 5 and 9 members).
+    // Integers: factors that keep every value exact; skipped where the result cannot fit
+    // (int8's Sum from 5 members, uint8's Sum and int8's Average from 10).
     for (const auto& [op, pre, post] : ScaledCases(d)) {
       if (ReduceFits(op, d, N(), pre, post)) EnqueueAllreduce(&pending, d, op, pre, post, k++);
     }
