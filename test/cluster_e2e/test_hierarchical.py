@@ -17,6 +17,7 @@ from test_multi_host import SSH, assert_hosts_clean, kill_leftovers, run, unique
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hierarchical_worker.py")
 HVD_BENCH = os.environ.get("HVD_BENCH", "")
+E2E_WORKER = os.environ.get("HVD_E2E_WORKER", "")
 
 pytestmark = pytest.mark.skipif(not os.path.isdir(os.path.join(PYTHONPATH, "hvd")),
                                 reason="the hvd Python package is not built")
@@ -86,6 +87,18 @@ def test_the_hierarchy_allocates_nothing_in_the_steady_state(mode):
     out, err = result.stdout.decode(), result.stderr.decode()
     assert result.returncode == 0, out + err
     assert "allocs" in out, out
+
+
+# Every scenario of the C API's worker (test/worker_e2e: every op, dtype and scaling, lone and
+# fused, process sets, join, mismatches, re-init), checked by value, over the hierarchy with 4
+# ranks per host: shared memory's groups of 4 within the hosts, 8 ranks in all.
+@pytest.mark.skipif(not os.path.isfile(E2E_WORKER), reason="hvd_e2e_worker is not built")
+def test_c_api_scenarios_on_two_hosts_of_four_ranks():
+    result = run(SSH + ["-np", "8", "-H", "hvd-h1:4,hvd-h2:4", "--start-timeout", "60",
+                        E2E_WORKER, "all"], timeout=240, env=clean_env())
+    out, err = result.stdout.decode(), result.stderr.decode()
+    assert result.returncode == 0, out + err
+    assert out.count("ok on 8 ranks") >= 18 and "FAILED" not in out, out
 
 
 def test_hierarchical_allreduce_off_uses_tcp_for_the_whole_group(tmp_path):
