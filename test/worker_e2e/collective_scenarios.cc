@@ -180,7 +180,8 @@ void EnqueueBroadcast(std::vector<Pending>* pending, const DType& d, int32_t roo
   auto in = Make(d.id, shape);
   for (int64_t k = 0; k < in->count(); ++k) {
     const double mine = BroadcastValue(d, root, k);
-    in->Set(k, R() == root ? mine : (d.id == HVD_BOOL ? 1 - mine : 99));  // bool: the opposite
+    // Non-roots start from 127, which no Small value is (bool: the opposite).
+    in->Set(k, R() == root ? mine : (d.id == HVD_BOOL ? 1 - mine : 127));
   }
   auto out = root % 2 == 0 ? in : Make(d.id, shape);
   const std::string what = std::string("broadcast from root ") + std::to_string(root) + " " +
