@@ -103,7 +103,7 @@ if has e2e; then
   step "pytest np8" 60 "$out/e2e.log" env OMP_NUM_THREADS=1 \
     hvdrun -np 8 --start-timeout 60 python3 -m pytest -q test/python/test_torch.py \
     test/python/test_numpy.py test/python/test_horovod_parity.py
-  grep -E "FAILED|difference|passed|failed" "$out/e2e.log" | head -20 >>"$summary"
+  grep -E "FAILED|difference|job failed|^\[0\].*(passed|failed)" "$out/e2e.log" | head -20 >>"$summary"
 fi
 
 # The shared-memory direct size (HVD_SHM_DIRECT_BYTES, docs/runtime.md "Direct size"): the
