@@ -46,23 +46,34 @@ Status AllreduceDirect(ShmChannel& ch, char* buf, int64_t count, DataType dtype,
   return Status::OK();
 }
 
-// Allgather round of the two-round allreduce: posts this member's reduced slice (`slice`, which
-// may lie in `base`) and copies every other member's into `base`.
-Status AllgatherSlices(ShmChannel& ch, char* base, const char* slice, const Slices& s,
-                       int64_t elem) {
+// Allgather round of the two-round allreduce: posts this member's reduced slice `slice`, then
+// hands every non-empty slice to place(k, src) — its own first (src = slice, while the peers
+// are still posting), then each peer's from its posted half.
+template <typename Place>
+Status AllgatherSlices(ShmChannel& ch, const char* slice, const Slices& s, int64_t elem,
+                       Place place) {
   const int me = ch.rank();
   char* mine = nullptr;
   HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
   std::memcpy(mine + s.lo(me) * elem, slice, static_cast<size_t>(s.len(me) * elem));
   ch.Publish();
+  if (s.len(me) > 0) place(me, slice);
   for (int k = 0; k < ch.size(); ++k) {
     if (k == me || s.len(k) == 0) continue;
     HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
-    std::memcpy(base + s.lo(k) * elem, ch.PeerHalf(k) + s.lo(k) * elem,
-                static_cast<size_t>(s.len(k) * elem));
+    place(k, ch.PeerHalf(k) + s.lo(k) * elem);
   }
   ch.End();
   return Status::OK();
+}
+
+// AllgatherSlices' place for a buffer holding the whole chunk at `base`: member k's slice goes
+// to its offset (this member's is there already).
+auto IntoBuffer(char* base, const Slices& s, int64_t elem) {
+  return [base, &s, elem](int k, const char* src) {
+    char* dst = base + s.lo(k) * elem;
+    if (dst != src) std::memcpy(dst, src, static_cast<size_t>(s.len(k) * elem));
+  };
 }
 
 // One chunk of `n` elements at `base`, split into per-member slices of `per` elements.
@@ -81,7 +92,7 @@ Status AllreduceOneChunk(ShmChannel& ch, char* base, int64_t n, int64_t per, Dat
     HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, slice, slice, s.lo(me) * elem, s.len(me), dtype, op));
   }
   ch.End();
-  return AllgatherSlices(ch, base, slice, s, elem);
+  return AllgatherSlices(ch, slice, s, elem, IntoBuffer(base, s, elem));
 }
 
 }  // namespace
@@ -102,7 +113,7 @@ Status ShmAllreducePostedSliced(ShmChannel& ch, size_t offset, char* buf, int64_
   }
   // Allgather round, once the held round is ended.
   HVD_RETURN_IF_ERROR(ch.Start("allreduce of posted inputs", dtype, op, count));
-  return AllgatherSlices(ch, buf, slice, s, elem);
+  return AllgatherSlices(ch, slice, s, elem, IntoBuffer(buf, s, elem));
 }
 
 int64_t ShmDirectBytes(int members, int ranks_per_cpu) {
@@ -156,16 +167,9 @@ Status ShmAllreducePieces(ShmChannel& ch, const PieceView& pieces, DataType dtyp
                                             sl.len(me), dtype, op));
     }
     ch.End();
-    HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
-    std::memcpy(mine + sl.lo(me) * elem, scratch, static_cast<size_t>(sl.len(me) * elem));
-    ch.Publish();
-    pieces.Scatter(off + sl.lo(me), sl.len(me), scratch);
-    for (int k = 0; k < size; ++k) {
-      if (k == me || sl.len(k) == 0) continue;
-      HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
-      pieces.Scatter(off + sl.lo(k), sl.len(k), ch.PeerHalf(k) + sl.lo(k) * elem);
-    }
-    ch.End();
+    HVD_RETURN_IF_ERROR(AllgatherSlices(ch, scratch, sl, elem, [&](int k, const char* src) {
+      pieces.Scatter(off + sl.lo(k), sl.len(k), src);
+    }));
   }
   return Status::OK();
 }
