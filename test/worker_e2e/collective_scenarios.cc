@@ -47,10 +47,17 @@ void EnqueueAllreduce(std::vector<Pending>* pending, const DType& d, hvd_reduce_
   pending->push_back(std::move(p));
 }
 
-// The scaled allreduces of dtype d: {op, prescale, postscale}.
+// The scaled allreduces of dtype d, {op, prescale, postscale}: factors that keep every value
+// exact, without those whose result cannot fit the dtype at this job's size (ReduceFits: int8's
+// Sum from 5 members, uint8's Sum and int8's Average from 10).
 std::vector<std::tuple<hvd_reduce_op_t, double, double>> ScaledCases(const DType& d) {
-  return {{HVD_OP_SUM, d.is_float ? 0.5 : 2.0, d.is_float ? 3.0 : 2.0},
-          {HVD_OP_AVERAGE, 2.0, d.is_float ? 0.25 : 2.0}};
+  std::vector<std::tuple<hvd_reduce_op_t, double, double>> cases;
+  for (const auto& [op, pre, post] :
+       {std::tuple{HVD_OP_SUM, d.is_float ? 0.5 : 2.0, d.is_float ? 3.0 : 2.0},
+        std::tuple{HVD_OP_AVERAGE, 2.0, d.is_float ? 0.25 : 2.0}}) {
+    if (ReduceFits(op, d, N(), pre, post)) cases.emplace_back(op, pre, post);
+  }
+  return cases;
 }
 
 // ---- allgather ------------------------------------------------------------------------------
@@ -319,10 +326,8 @@ void Allreduce() {
       EnqueueAllreduce(&pending, d, op, 1.0, 1.0, k++);
     }
     if (d.id == HVD_BOOL) continue;  // scale factors do not apply to booleans
-    // Integers: factors that keep every value exact; skipped where the result cannot fit
-    // (int8's Sum from 5 members, uint8's Sum and int8's Average from 10).
     for (const auto& [op, pre, post] : ScaledCases(d)) {
-      if (ReduceFits(op, d, N(), pre, post)) EnqueueAllreduce(&pending, d, op, pre, post, k++);
+      EnqueueAllreduce(&pending, d, op, pre, post, k++);
     }
   }
   // An empty tensor is a valid allreduce.
@@ -360,9 +365,7 @@ void Lone() {
       lone(d, op, 1.0, 1.0);
     }
     if (d.id == HVD_BOOL) continue;
-    for (const auto& [op, pre, post] : ScaledCases(d)) {
-      if (ReduceFits(op, d, N(), pre, post)) lone(d, op, pre, post);
-    }
+    for (const auto& [op, pre, post] : ScaledCases(d)) lone(d, op, pre, post);
   }
   const DType& f32 = DTypeOf(HVD_FLOAT32);
   lone(f32, HVD_OP_SUM, 1.0, 1.0, {100000});  // 400 KB: above the eager limit
