@@ -72,6 +72,32 @@ int32_t g_device = HVD_DEVICE_CPU;
 // --reduce-op of the allreduces and reducescatters (the C API's default, Sum, unless given).
 hvd_reduce_op_t g_reduce_op = HVD_OP_SUM;
 
+// --dtype of every tensor: its element size and the bits of a 1 in it (the tensors start as
+// ones). Sizes are bytes whatever the dtype, rounded down to whole elements.
+struct Dtype {
+  const char* name;
+  hvd_dtype_t type;
+  size_t size;
+  uint64_t one;
+};
+constexpr Dtype kDtypes[] = {{"float32", HVD_FLOAT32, 4, 0x3f800000},
+                             {"float16", HVD_FLOAT16, 2, 0x3c00},
+                             {"bfloat16", HVD_BFLOAT16, 2, 0x3f80},
+                             {"float64", HVD_FLOAT64, 8, 0x3ff0000000000000},
+                             {"int32", HVD_INT32, 4, 1},
+                             {"int64", HVD_INT64, 8, 1},
+                             {"int8", HVD_INT8, 1, 1},
+                             {"uint8", HVD_UINT8, 1, 1}};
+Dtype g_dtype = kDtypes[0];
+
+// `count` elements of g_dtype, each a 1.
+std::vector<char> Ones(size_t count) {
+  std::vector<char> v(count * g_dtype.size);
+  for (size_t i = 0; i < count; ++i)
+    std::memcpy(v.data() + i * g_dtype.size, &g_dtype.one, g_dtype.size);
+  return v;
+}
+
 // Set when a result broke --max-allocs-per-op; main then exits 3.
 bool g_allocs_exceeded = false;
 
@@ -129,6 +155,12 @@ Config ParseArgs(int argc, char** argv) {
   app.add_option("--reduce-op", g_reduce_op, "Reduction of --op allreduce and reducescatter")
       ->transform(CLI::CheckedTransformer(reduce_ops, CLI::ignore_case))
       ->default_str("sum");
+  std::vector<std::string> dtype_names;
+  for (const Dtype& d : kDtypes) dtype_names.push_back(d.name);
+  std::string dtype = "float32";
+  app.add_option("--dtype", dtype, "Element type of every tensor (sizes stay in bytes)")
+      ->check(CLI::IsMember(dtype_names))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -136,6 +168,9 @@ Config ParseArgs(int argc, char** argv) {
     std::exit(code == 0 ? 0 : 2);
   }
   config.cuda = device == "cuda";
+  for (const Dtype& d : kDtypes) {
+    if (dtype == d.name) g_dtype = d;
+  }
 #if !HVD_BENCH_CUDA
   if (config.cuda) BadOption("--device cuda", "this build has no GPU path (hvdrun -cb)");
 #endif
@@ -210,20 +245,21 @@ double MaxOverRanks(double value) {
   return value;
 }
 
-// One collective of `bytes` (meaning per op, see the file comment) on float32 data.
+// One collective of `bytes` (meaning per op, see the file comment) on --dtype data.
 class Collective {
  public:
   Collective(const std::string& op, size_t bytes, int size)
       : op_(op), name_("hvd-bench." + op + "." + std::to_string(bytes)) {
     size_t input = op == "allgather" ? bytes / size : bytes;
-    input = std::max<size_t>(input / sizeof(float), 1) * sizeof(float);
+    const size_t elem = g_dtype.size;
+    input = std::max<size_t>(input / elem, 1) * elem;
     if (op == "alltoall" || op == "reducescatter") {
-      input = std::max<size_t>(input / (sizeof(float) * size), 1) * sizeof(float) * size;
+      input = std::max<size_t>(input / (elem * size), 1) * elem * size;
     }
-    buffer_.assign(input / sizeof(float), 1.0f);
+    buffer_ = Ones(input / elem);
 #if HVD_BENCH_CUDA
     if (g_device != HVD_DEVICE_CPU) {
-      const size_t bytes_in = buffer_.size() * sizeof(float);
+      const size_t bytes_in = buffer_.size();
       if (cudaMalloc(&device_data_, bytes_in) != cudaSuccess ||
           cudaMemcpy(device_data_, buffer_.data(), bytes_in, cudaMemcpyHostToDevice) !=
               cudaSuccess) {
@@ -249,7 +285,8 @@ class Collective {
     options.wait_now = 1;  // synchronous, as MPI_Allreduce
     options.reduce_op = g_reduce_op;
     void* data = device_data_ != nullptr ? device_data_ : buffer_.data();
-    hvd_tensor_t t = Tensor(data, HVD_FLOAT32, static_cast<int64_t>(buffer_.size()), g_device);
+    hvd_tensor_t t =
+        Tensor(data, g_dtype.type, static_cast<int64_t>(buffer_.size() / g_dtype.size), g_device);
     hvd_handle_t handle;
     if (op_ == "allreduce")
       Check(hvd_allreduce(&t, &t, &options, &handle), "hvd_allreduce");
@@ -272,7 +309,7 @@ class Collective {
  private:
   std::string op_;
   std::string name_;
-  std::vector<float> buffer_;
+  std::vector<char> buffer_;
   void* device_data_ = nullptr;  // --device cuda: buffer_'s copy on g_device
 };
 
@@ -329,9 +366,9 @@ Rounds TimeRounds(const Config& config, Fn&& fn) {
 void Sweep(const Config& config, int rank, int size) {
   if (rank == 0) {
     std::printf(
-        "# hvd-bench op=%s n=%d dtype=float32 device=%s rounds=%d (time = median round, max "
+        "# hvd-bench op=%s n=%d dtype=%s device=%s rounds=%d (time = median round, max "
         "over ranks)\n",
-        config.op.c_str(), size, config.cuda ? "cuda" : "cpu", config.rounds);
+        config.op.c_str(), size, g_dtype.name, config.cuda ? "cuda" : "cpu", config.rounds);
     std::printf("%12s %8s %12s %12s %11s %11s %10s %12s\n", "bytes", "iters", "time_us", "min_us",
                 "algbw_GB/s", "busbw_GB/s", "allocs/op", "alloc_B/op");
   }
@@ -357,9 +394,9 @@ void Many(const Config& config, int rank, int size) {
   // A reducescatter's input: whole rows for every rank; an allgather's: SIZE is its output,
   // as in Collective.
   const size_t unit = scatter ? static_cast<size_t>(size) : 1;
-  const size_t floats = config.many_bytes / sizeof(float) / (gather ? size : 1);
-  const size_t count = std::max<size_t>(floats / unit, 1) * unit;
-  std::vector<std::vector<float>> tensors(k, std::vector<float>(count, 1.0f));
+  const size_t elems = config.many_bytes / g_dtype.size / (gather ? size : 1);
+  const size_t count = std::max<size_t>(elems / unit, 1) * unit;
+  std::vector<std::vector<char>> tensors(k, Ones(count));
   std::vector<std::string> names;
   for (int i = 0; i < k; ++i) names.push_back("hvd-bench.many." + std::to_string(i));
   std::vector<hvd_handle_t> handles(k);
@@ -369,7 +406,7 @@ void Many(const Config& config, int rank, int size) {
     options.name = names[i].c_str();
     options.wait_now = wait_now ? 1 : 0;
     options.reduce_op = g_reduce_op;
-    hvd_tensor_t t = Tensor(tensors[i].data(), HVD_FLOAT32, static_cast<int64_t>(count));
+    hvd_tensor_t t = Tensor(tensors[i].data(), g_dtype.type, static_cast<int64_t>(count));
     if (scatter) {
       Check(hvd_reducescatter(&t, &options, &handles[i]), "hvd_reducescatter");
     } else if (gather) {
@@ -394,9 +431,9 @@ void Many(const Config& config, int rank, int size) {
     const std::vector<double>&tf = rf.seconds, &ts = rs.seconds;
     const double f = tf[tf.size() / 2], s = ts[ts.size() / 2];
     std::printf(
-        "# hvd-bench many: %d x %zu bytes float32 %s, n=%d, rounds=%d "
+        "# hvd-bench many: %d x %zu bytes %s %s, n=%d, rounds=%d "
         "(allocs per step of %d tensors)\n",
-        k, count * sizeof(float), config.op.c_str(), size, config.rounds, k);
+        k, count * g_dtype.size, g_dtype.name, config.op.c_str(), size, config.rounds, k);
     std::printf("%-28s %12s %12s %12s %12s %12s\n", "mode", "time_us", "min_us", "allocs/step",
                 "allocs/tensor", "alloc_B/step");
     for (const auto& [mode, t, r] :

@@ -26,6 +26,15 @@ Status PostedInputs::Allreduce(void* buffer, int64_t count, DataType dtype, Redu
     }
     return source_->AllreduceSliced(buffer, count, dtype, op);
   }
+  if (AccumulatesInFloat(dtype, op)) {
+    const char* in = nullptr;
+    for (int k = 2; k < size_; ++k) HVD_RETURN_IF_ERROR(Input(k, bytes, &in));
+    ReduceWide(buffer, size_, count, dtype, op, [&](int k) {
+      (void)Input(k, bytes, &in);  // checked above
+      return in;
+    });
+    return Status::OK();
+  }
   Reduce(buffer, first, second, count, dtype, op);
   for (int k = 2; k < size_; ++k) {
     const char* in = nullptr;
@@ -90,6 +99,15 @@ Status PostedInputs::ReduceScatter(const void*, void* out,
   if (count == 0) return Status::OK();
   const size_t at = static_cast<size_t>(lo) * elem;
   const size_t bytes = static_cast<size_t>(count) * elem;
+  if (AccumulatesInFloat(dtype, op)) {
+    const char* in = nullptr;
+    for (int k = 0; k < size_; ++k) HVD_RETURN_IF_ERROR(Range(k, at, bytes, &in));
+    ReduceWide(out, size_, count, dtype, op, [&](int k) {
+      (void)Range(k, at, bytes, &in);  // checked above
+      return in;
+    });
+    return Status::OK();
+  }
   for (int k = 0; k < size_; ++k) {
     const char* in = nullptr;
     HVD_RETURN_IF_ERROR(Range(k, at, bytes, &in));

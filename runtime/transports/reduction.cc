@@ -202,28 +202,115 @@ __attribute__((target("avx2"), always_inline)) inline __m256 LoadBf16(const uint
   return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
 
-template <ReduceOp Op>
-__attribute__((target("avx2"))) void LoopBf16Avx2(uint16_t* d, const uint16_t* a, const uint16_t* b,
-                                                  int64_t n) {
+__attribute__((target("avx2"), always_inline)) inline void StoreBf16(uint16_t* d, __m256 v) {
   const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff);
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
   const __m256i quiet = _mm256_set1_epi32(0x40);
+  const __m256i x = _mm256_castps_si256(v);
+  const __m256i high = _mm256_srli_epi32(x, 16);
+  const __m256i rounded = _mm256_srli_epi32(
+      _mm256_add_epi32(x, _mm256_add_epi32(bias, _mm256_and_si256(high, one))), 16);
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, abs_mask), inf);
+  const __m256i r = _mm256_blendv_epi8(rounded, _mm256_or_si256(high, quiet), nan);
+  // Every lane is below 0x10000, so the saturating pack is exact; it packs within 128-bit
+  // lanes, and the permute puts the two halves back in order.
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(d), _mm256_castsi256_si128(packed));
+}
+
+template <ReduceOp Op>
+__attribute__((target("avx2"))) void LoopBf16Avx2(uint16_t* d, const uint16_t* a, const uint16_t* b,
+                                                  int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256i x = _mm256_castps_si256(ApplyPs<Op>(LoadBf16(a + i), LoadBf16(b + i)));
-    const __m256i high = _mm256_srli_epi32(x, 16);
-    const __m256i rounded = _mm256_srli_epi32(
-        _mm256_add_epi32(x, _mm256_add_epi32(bias, _mm256_and_si256(high, one))), 16);
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, abs_mask), inf);
-    const __m256i r = _mm256_blendv_epi8(rounded, _mm256_or_si256(high, quiet), nan);
-    // Every lane is below 0x10000, so the saturating pack is exact; it packs within 128-bit
-    // lanes, and the permute puts the two halves back in order.
-    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_castsi256_si128(packed));
-  }
+  for (; i + 8 <= n; i += 8) StoreBf16(d + i, ApplyPs<Op>(LoadBf16(a + i), LoadBf16(b + i)));
   LoopBf16Scalar<Op>(d, a, b, i, n);
 }
+
+__attribute__((target("avx2,f16c"), always_inline)) inline __m256 LoadHalf(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// One pass of the float accumulator (AccumulateStep) over M inputs, eight lanes per step: v =
+// First ? in[0] : acc, then v = op(v, in[j]) for the others in order, stored to acc, or rounded
+// into dst when Last. The tail goes through the scalar conversions.
+template <bool Bf16>
+__attribute__((target("avx2,f16c"), always_inline)) inline __m256 LoadWide(const uint16_t* p) {
+  return Bf16 ? LoadBf16(p) : LoadHalf(p);
+}
+
+template <bool Bf16>
+HVD_ALWAYS_INLINE float ToWide(uint16_t h) {
+  return Bf16 ? Bf16ToF(h) : HalfToFloat(h);
+}
+
+template <bool Bf16, ReduceOp Op, int M, bool First, bool Last>
+HVD_ALWAYS_INLINE void WideStepTail(float* acc, uint16_t* dst, const uint16_t* const* in,
+                                    int64_t from, int64_t n) {
+  for (int64_t i = from; i < n; ++i) {
+    float v = First ? ToWide<Bf16>(in[0][i]) : acc[i];
+    for (int j = First ? 1 : 0; j < M; ++j) v = Apply<Op>(v, ToWide<Bf16>(in[j][i]));
+    if constexpr (Last) {
+      dst[i] = Bf16 ? FToBf16(v) : FloatToHalf(v);
+    } else {
+      acc[i] = v;
+    }
+  }
+}
+
+template <bool Bf16, ReduceOp Op, int M, bool First, bool Last>
+__attribute__((target("avx2,f16c"))) void WideStepAvx2(float* acc, uint16_t* dst,
+                                                       const uint16_t* const* in, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = First ? LoadWide<Bf16>(in[0] + i) : _mm256_loadu_ps(acc + i);
+    for (int j = First ? 1 : 0; j < M; ++j) v = ApplyPs<Op>(v, LoadWide<Bf16>(in[j] + i));
+    if constexpr (!Last) {
+      _mm256_storeu_ps(acc + i, v);
+    } else if constexpr (Bf16) {
+      StoreBf16(dst + i, v);
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                       _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+  }
+  WideStepTail<Bf16, Op, M, First, Last>(acc, dst, in, i, n);
+}
 #endif
+
+template <bool Bf16, ReduceOp Op, int M, bool First, bool Last>
+void WideStep(float* acc, uint16_t* dst, const uint16_t* const* in, int64_t n) {
+#if defined(HVD_REDUCTION_X86)
+  if (HasF16c()) return WideStepAvx2<Bf16, Op, M, First, Last>(acc, dst, in, n);
+#endif
+  WideStepTail<Bf16, Op, M, First, Last>(acc, dst, in, 0, n);
+}
+
+// WideStep with the runtime arguments made template ones (m: 1..kWideFan, or 0 to round acc).
+template <bool Bf16, ReduceOp Op>
+void WideStepFor(float* acc, uint16_t* dst, const uint16_t* const* in, int m, bool first,
+                 int64_t n) {
+  auto by_m = [&](auto fst, auto lst) {
+    constexpr bool kFirst = decltype(fst)::value, kLast = decltype(lst)::value;
+    switch (m) {
+      case 0:
+        if constexpr (!kFirst) return WideStep<Bf16, Op, 0, false, kLast>(acc, dst, in, n);
+        break;
+      case 1:
+        return WideStep<Bf16, Op, 1, kFirst, kLast>(acc, dst, in, n);
+      case 2:
+        return WideStep<Bf16, Op, 2, kFirst, kLast>(acc, dst, in, n);
+      case 3:
+        return WideStep<Bf16, Op, 3, kFirst, kLast>(acc, dst, in, n);
+      default:
+        return WideStep<Bf16, Op, 4, kFirst, kLast>(acc, dst, in, n);
+    }
+  };
+  using T = std::true_type;
+  using F = std::false_type;
+  const bool last = dst != nullptr;
+  if (first) return last ? by_m(T{}, T{}) : by_m(T{}, F{});
+  return last ? by_m(F{}, T{}) : by_m(F{}, F{});
+}
 
 template <ReduceOp Op>
 void LoopBf16(uint16_t* d, const uint16_t* a, const uint16_t* b, int64_t n) {
@@ -445,6 +532,27 @@ HVD_KERNEL void AdasumScaleAdd(double* a, const double* b, int64_t count, double
 
 void ReduceInto(void* dst, const void* src, int64_t count, DataType dtype, ReduceOp op) {
   Reduce(dst, dst, src, count, dtype, op);
+}
+
+bool AccumulatesInFloat(DataType dtype, ReduceOp op) {
+  return (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) &&
+         (op == ReduceOp::kSum || op == ReduceOp::kAverage || op == ReduceOp::kProduct);
+}
+
+void AccumulateStep(float* acc, void* dst, const void* const* in, int m, int64_t count,
+                    DataType dtype, ReduceOp op, bool first) {
+  HVD_CHECK(AccumulatesInFloat(dtype, op))
+      << "no float accumulator for " << DataTypeName(dtype) << " " << ReduceOpName(op);
+  HVD_CHECK(m >= (first ? 1 : 0) && m <= kWideFan) << "AccumulateStep of " << m << " inputs";
+  const auto* const* s = reinterpret_cast<const uint16_t* const*>(in);
+  auto* d = static_cast<uint16_t*>(dst);
+  const bool bf16 = dtype == DataType::kBFloat16;
+  if (op == ReduceOp::kProduct) {
+    return bf16 ? WideStepFor<true, ReduceOp::kProduct>(acc, d, s, m, first, count)
+                : WideStepFor<false, ReduceOp::kProduct>(acc, d, s, m, first, count);
+  }
+  return bf16 ? WideStepFor<true, ReduceOp::kSum>(acc, d, s, m, first, count)
+              : WideStepFor<false, ReduceOp::kSum>(acc, d, s, m, first, count);
 }
 
 void ScaleBuffer(void* buffer, int64_t count, DataType dtype, double factor) {

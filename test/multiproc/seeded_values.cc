@@ -59,6 +59,26 @@ std::vector<char> Input(DataType dtype, int64_t count, int rank, uint32_t seed) 
 }
 
 std::vector<char> Expected(DataType dtype, ReduceOp op, int64_t count, int n, uint32_t seed) {
+  if (runtime::AccumulatesInFloat(dtype, op)) {
+    // One element at a time through the scalar conversions: every input in float, in rank
+    // order, rounded once (not the kernels under test).
+    const bool bf16 = dtype == DataType::kBFloat16;
+    std::vector<float> wide(static_cast<size_t>(count));
+    for (int k = 0; k < n; ++k) {
+      const std::vector<char> in = Input(dtype, count, k, seed);
+      const auto* h = reinterpret_cast<const uint16_t*>(in.data());
+      for (int64_t i = 0; i < count; ++i) {
+        const float x = bf16 ? runtime::BFloat16ToFloat(h[i]) : runtime::HalfToFloat(h[i]);
+        wide[i] = k == 0 ? x : op == ReduceOp::kProduct ? wide[i] * x : wide[i] + x;
+      }
+    }
+    std::vector<char> out(static_cast<size_t>(count) * 2);
+    auto* h = reinterpret_cast<uint16_t*>(out.data());
+    for (int64_t i = 0; i < count; ++i) {
+      h[i] = bf16 ? runtime::FloatToBFloat16(wide[i]) : runtime::FloatToHalf(wide[i]);
+    }
+    return out;
+  }
   std::vector<char> acc = Input(dtype, count, 0, seed);
   for (int k = 1; k < n; ++k) {
     std::vector<char> in = Input(dtype, count, k, seed);

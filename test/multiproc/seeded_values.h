@@ -13,7 +13,8 @@ namespace hvd::test {
 // exact for integers, and random fractions for floats (order-sensitive sums).
 std::vector<char> Input(runtime::DataType dtype, int64_t count, int rank, uint32_t seed);
 // The inputs of ranks 0..n-1 reduced in rank order: the bits a transport that reduces in rank
-// order must give.
+// order must give (float16/bfloat16 sums and products accumulated in float and rounded once, as
+// shared memory and posted inputs reduce them: AccumulatesInFloat).
 std::vector<char> Expected(runtime::DataType dtype, runtime::ReduceOp op, int64_t count, int n,
                            uint32_t seed);
 // "float32 sum x1000", for messages.

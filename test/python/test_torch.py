@@ -140,6 +140,27 @@ def test_allreduce_default_op_is_average(hvd):
         hvd.allreduce(x, average=True, op=hvd.Sum)
 
 
+@pytest.mark.parametrize("count", [37, 70000])
+def test_allreduce_sixteen_bit_sums_round_once(hvd, count):
+    """On shared memory a float16/bfloat16 sum adds every rank's input in float and rounds once
+    (docs/runtime.md "Reduction kernels"), small (posted with the negotiation) and past the
+    direct size: addends are not lost against a large one, and a partial sum past float16's
+    range does not overflow a total that fits. Pairwise rounding (hvd's TCP rings, Horovod's MPI
+    op, NCCL) gives 256 and inf here."""
+    n, r = hvd.size(), hvd.rank()
+    if n < 3 or hvd.local_size() != n or os.environ.get("HVD_CPU_OPERATIONS", "auto") not in (
+            "auto", "shm"):
+        pytest.skip("needs 3 or more ranks on shared memory")
+    # bfloat16's spacing at 256 is 2: pairwise, 256 + 1 rounds back to 256 at every step.
+    bf16 = torch.full((count,), 256.0 if r == 0 else 1.0, dtype=torch.bfloat16)
+    half = torch.full((count,), (40000.0, 40000.0, -40000.0)[r] if r < 3 else 0.0,
+                      dtype=torch.float16)
+    for x, total in ((bf16, 256.0 + (n - 1)), (half, 40000.0)):
+        got = hvd.allreduce(x, op=hvd.Sum, name=f"round_once.{x.dtype}.{count}")
+        want = torch.full_like(x, total)  # the exact total rounded once to the dtype
+        assert torch.equal(got, want), f"{x.dtype}: got {got[:4].tolist()}, want {total}"
+
+
 @pytest.mark.parametrize("dtype", NUMERIC)
 def test_allreduce_inplace(hvd, dtype):
     inputs = [reduce_input(dtype, (3, 5), r, hvd.size(), "Sum") for r in range(hvd.size())]

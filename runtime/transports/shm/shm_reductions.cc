@@ -11,16 +11,23 @@ namespace {
 constexpr int64_t kCacheLine = 64;
 
 // dst = in_0 op in_1 op ... op in_{N-1}, in rank order (so every member's result is the same
-// bits), where in_k is `src_offset` bytes into member k's half of the current (posted) round,
-// except that this member's own input is read from `own` (its buffer, which may be dst itself).
-// The first step combines in_0 and in_1 straight into dst: no copy of in_0 first, which made
-// every member but 0 do a pass more than member 0 and left member 0 waiting.
+// bits; float16/bfloat16 sums and products accumulated in float, ReduceWide), where in_k is
+// `src_offset` bytes into member k's half of the current (posted) round, except that this member's
+// own input is read from `own` (its buffer, which may be dst itself). The first step combines in_0
+// and in_1 straight into dst: no copy of in_0 first, which made every member but 0 do a pass more
+// than member 0 and left member 0 waiting.
 Status ReduceInRankOrder(ShmChannel& ch, char* dst, const char* own, int64_t src_offset,
                          int64_t count, DataType dtype, ReduceOp op) {
   const int me = ch.rank();
   auto input = [&](int k) -> const char* { return k == me ? own : ch.PeerHalf(k) + src_offset; };
   if (ch.size() == 1) {
     if (dst != own) std::memcpy(dst, own, static_cast<size_t>(count) * DataTypeSize(dtype));
+    return Status::OK();
+  }
+  if (AccumulatesInFloat(dtype, op)) {
+    // Block by block over every input (own included: each block is read before it is written).
+    for (int k = 0; k < ch.size(); ++k) HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
+    ReduceWide(dst, ch.size(), count, dtype, op, input);
     return Status::OK();
   }
   HVD_RETURN_IF_ERROR(ch.WaitPosted(0));

@@ -11,8 +11,9 @@
 
 // The reducing collectives of the shared-memory communicator, as rounds on a ShmChannel whose
 // call the caller has started (ShmChannel::Start) and whose arguments it has validated. Every
-// element is reduced by exactly one member, in rank order 0..N-1, then copied, so all members
-// get bit-identical results. Same threading as ShmChannel.
+// element is reduced by exactly one member, in rank order 0..N-1 (float16/bfloat16 sums and
+// products accumulated in float and rounded once: AccumulatesInFloat), then copied, so all
+// members get bit-identical results. Same threading as ShmChannel.
 namespace hvd::runtime {
 
 // Allreduces up to a group's direct size (at most this) take one round in which every member

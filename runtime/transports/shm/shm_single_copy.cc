@@ -201,6 +201,32 @@ Status ExchangeLayouts(ShmChannel& ch, const PieceView& view, bool want, ShmSing
 Status ReduceSlice(ShmChannel& ch, Layout& layout, int64_t lo, int64_t n, int64_t elem,
                    DataType dtype, ReduceOp op, char* a, char* b) {
   const int me = ch.rank();
+  if (AccumulatesInFloat(dtype, op)) {
+    // float16/bfloat16 sums and products: `a` holds a float accumulator of a quarter step's
+    // elements, every member's input (its own from its segments) added in rank order, then
+    // rounded into the outputs, as ReduceWide does on the staged path (the same bits).
+    float* acc = reinterpret_cast<float*>(a);
+    const int64_t step = kShmSingleCopyStep / static_cast<int64_t>(sizeof(float));
+    for (int64_t at = lo; at < lo + n; at += step) {
+      const int64_t m = std::min(step, lo + n - at);
+      for (int k = 0; k < ch.size(); ++k) {
+        if (k == me) {
+          layout.Own(at, m, [&](const char* in, char*, int64_t pos, int64_t len) {
+            const void* one[1] = {in};
+            AccumulateStep(acc + pos, nullptr, one, 1, len, dtype, op, k == 0);
+          });
+          continue;
+        }
+        HVD_RETURN_IF_ERROR(layout.ReadInputs(k, at, m, b));
+        const void* one[1] = {b};
+        AccumulateStep(acc, nullptr, one, 1, m, dtype, op, k == 0);
+      }
+      layout.Own(at, m, [&](const char*, char* out, int64_t pos, int64_t len) {
+        AccumulateStep(acc + pos, out, nullptr, 0, len, dtype, op, false);  // rounds acc
+      });
+    }
+    return Status::OK();
+  }
   const int64_t step = kShmSingleCopyStep / elem;
   for (int64_t at = lo; at < lo + n; at += step) {
     const int64_t m = std::min(step, lo + n - at);

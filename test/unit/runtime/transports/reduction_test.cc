@@ -156,6 +156,133 @@ TEST(ReductionTest, ReducesEveryOp) {
   EXPECT_EQ(std::vector<int32_t>(p, p + 3), (std::vector<int32_t>{4, 10, -6}));
 }
 
+// The float accumulator's kernels against the scalar conversions: widening every 16-bit value
+// (and combining it with a spread of others) in float, then rounding back, bit for bit.
+void CheckAccumulatorExhaustively(DataType dtype) {
+  const bool bf16 = dtype == DataType::kBFloat16;
+  auto to_f = [&](uint16_t v) { return bf16 ? BFloat16ToFloat(v) : HalfToFloat(v); };
+  auto from_f = [&](float f) { return bf16 ? FloatToBFloat16(f) : FloatToHalf(f); };
+  const int64_t n = 65536 + 7;
+  std::vector<uint16_t> a(n), b(n), d(n);
+  std::vector<float> acc(n);
+  for (int64_t i = 0; i < n; ++i) a[i] = static_cast<uint16_t>(i);
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProduct}) {
+    for (uint16_t shift : {0, 977, 40000}) {
+      for (int64_t i = 0; i < n; ++i) b[i] = static_cast<uint16_t>(i * 7 + shift);
+      const void* in_a[1] = {a.data()};
+      const void* in_b[1] = {b.data()};
+      AccumulateStep(acc.data(), nullptr, in_a, 1, n, dtype, op, /*first=*/true);
+      AccumulateStep(acc.data(), nullptr, in_b, 1, n, dtype, op, /*first=*/false);
+      for (int64_t i = 0; i < n; ++i) {
+        const float x = to_f(a[i]), y = to_f(b[i]);
+        const float want = op == ReduceOp::kSum ? x + y : x * y;
+        ASSERT_TRUE(std::memcmp(&acc[i], &want, sizeof(want)) == 0 ||
+                    (std::isnan(acc[i]) && std::isnan(want)))
+            << DataTypeName(dtype) << " " << ReduceOpName(op) << " of 0x" << std::hex << a[i]
+            << " and 0x" << b[i] << ": got " << acc[i] << ", want " << want;
+      }
+      AccumulateStep(acc.data(), d.data(), nullptr, 0, n, dtype, op, false);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(SameHalfResult(d[i], from_f(acc[i]), bf16))
+            << DataTypeName(dtype) << " rounding " << acc[i] << ": got 0x" << std::hex << d[i]
+            << ", want 0x" << from_f(acc[i]);
+      }
+    }
+  }
+  // Floats between the 16-bit values, ties included: the rounding on its own.
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits = static_cast<uint32_t>(i) * 0x9e3779b1u;
+    std::memcpy(&acc[i], &bits, sizeof(bits));
+    if (i % 3 == 0) acc[i] = (to_f(a[i]) + to_f(static_cast<uint16_t>(a[i] + 1))) / 2;  // a tie
+  }
+  AccumulateStep(acc.data(), d.data(), nullptr, 0, n, dtype, ReduceOp::kSum, false);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(SameHalfResult(d[i], from_f(acc[i]), bf16))
+        << DataTypeName(dtype) << " rounding " << acc[i] << ": got 0x" << std::hex << d[i];
+  }
+}
+
+TEST(ReductionTest, Float16AccumulatorMatchesTheScalarConversionsOnEveryValue) {
+  CheckAccumulatorExhaustively(DataType::kFloat16);
+}
+
+TEST(ReductionTest, BFloat16AccumulatorMatchesTheScalarConversionsOnEveryValue) {
+  CheckAccumulatorExhaustively(DataType::kBFloat16);
+}
+
+TEST(ReductionTest, OnlySixteenBitSumsAndProductsAccumulateInFloat) {
+  for (DataType dtype : {DataType::kFloat16, DataType::kBFloat16}) {
+    EXPECT_TRUE(AccumulatesInFloat(dtype, ReduceOp::kSum));
+    EXPECT_TRUE(AccumulatesInFloat(dtype, ReduceOp::kAverage));
+    EXPECT_TRUE(AccumulatesInFloat(dtype, ReduceOp::kProduct));
+    EXPECT_FALSE(AccumulatesInFloat(dtype, ReduceOp::kMin));
+    EXPECT_FALSE(AccumulatesInFloat(dtype, ReduceOp::kMax));
+  }
+  EXPECT_FALSE(AccumulatesInFloat(DataType::kFloat32, ReduceOp::kSum));
+  EXPECT_FALSE(AccumulatesInFloat(DataType::kInt16, ReduceOp::kSum));
+}
+
+// ReduceWide over several blocks and a tail, against one float accumulation per element in
+// rank order, with the result written over one of its inputs.
+TEST(ReductionTest, ReduceWideAccumulatesEveryInputInFloatAndRoundsOnce) {
+  for (DataType dtype : {DataType::kFloat16, DataType::kBFloat16}) {
+    const bool bf16 = dtype == DataType::kBFloat16;
+    auto to_f = [&](uint16_t v) { return bf16 ? BFloat16ToFloat(v) : HalfToFloat(v); };
+    auto from_f = [&](float f) { return bf16 ? FloatToBFloat16(f) : FloatToHalf(f); };
+    const int64_t count = 2 * kWideBlock + 13;
+    for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProduct}) {
+        std::vector<std::vector<uint16_t>> in(n, std::vector<uint16_t>(count));
+        for (int k = 0; k < n; ++k) {
+          for (int64_t i = 0; i < count; ++i) {
+            in[k][i] = from_f(static_cast<float>((i * 31 + k * 17) % 97 - 48) / 7.0f);
+          }
+        }
+        std::vector<uint16_t> want(count);
+        for (int64_t i = 0; i < count; ++i) {
+          float acc = to_f(in[0][i]);
+          for (int k = 1; k < n; ++k)
+            acc = op == ReduceOp::kSum ? acc + to_f(in[k][i]) : acc * to_f(in[k][i]);
+          want[i] = from_f(acc);
+        }
+        std::vector<uint16_t> out(count);
+        ReduceWide(out.data(), n, count, dtype, op, [&](int k) { return in[k].data(); });
+        EXPECT_EQ(out, want) << DataTypeName(dtype) << " " << ReduceOpName(op) << " of " << n;
+        if (n == 2) {  // one rounding either way: the pairwise kernel's bits
+          std::vector<uint16_t> pairwise(count);
+          Reduce(pairwise.data(), in[0].data(), in[1].data(), count, dtype, op);
+          EXPECT_EQ(out, pairwise);
+        }
+        const int last = n - 1;  // in place, over the last input
+        ReduceWide(in[last].data(), n, count, dtype, op, [&](int k) { return in[k].data(); });
+        EXPECT_EQ(in[last], want) << DataTypeName(dtype) << " " << ReduceOpName(op) << " in place";
+      }
+    }
+  }
+}
+
+// What accumulating in float changes: small addends are not lost against a large one (each
+// pairwise step rounds 256 + 1 back to 256 in bfloat16), and a partial sum past float16's range
+// does not overflow a total that fits.
+TEST(ReductionTest, ReduceWideKeepsWhatPairwiseRoundingLoses) {
+  std::vector<uint16_t> big = {FloatToBFloat16(256.0f)}, one = {FloatToBFloat16(1.0f)};
+  std::vector<const uint16_t*> bf = {big.data()};
+  for (int k = 0; k < 15; ++k) bf.push_back(one.data());
+  uint16_t pairwise = big[0], wide = 0;
+  for (int k = 1; k < 16; ++k) ReduceInto(&pairwise, bf[k], 1, DataType::kBFloat16, ReduceOp::kSum);
+  ReduceWide(&wide, 16, 1, DataType::kBFloat16, ReduceOp::kSum, [&](int k) { return bf[k]; });
+  EXPECT_EQ(BFloat16ToFloat(pairwise), 256.0f);
+  EXPECT_EQ(BFloat16ToFloat(wide), 272.0f);  // 271 rounded to bfloat16
+
+  const uint16_t h[3] = {FloatToHalf(40000.0f), FloatToHalf(40000.0f), FloatToHalf(-40000.0f)};
+  uint16_t half_pairwise = h[0], half_wide = 0;
+  ReduceInto(&half_pairwise, &h[1], 1, DataType::kFloat16, ReduceOp::kSum);
+  ReduceInto(&half_pairwise, &h[2], 1, DataType::kFloat16, ReduceOp::kSum);
+  ReduceWide(&half_wide, 3, 1, DataType::kFloat16, ReduceOp::kSum, [&](int k) { return &h[k]; });
+  EXPECT_TRUE(std::isinf(HalfToFloat(half_pairwise)));
+  EXPECT_EQ(HalfToFloat(half_wide), 40000.0f);
+}
+
 TEST(ReductionTest, ScalesSixteenBitFloatsInFloat) {
   uint16_t h[2] = {FloatToHalf(3.0f), FloatToHalf(-1.0f)};
   ScaleBuffer(h, 2, DataType::kFloat16, 0.5);
