@@ -1,5 +1,6 @@
 #include "runtime/transports/posted_inputs.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/transports/reduction.h"
@@ -35,11 +36,16 @@ Status PostedInputs::Allreduce(void* buffer, int64_t count, DataType dtype, Redu
     });
     return Status::OK();
   }
-  Reduce(buffer, first, second, count, dtype, op);
-  for (int k = 2; k < size_; ++k) {
-    const char* in = nullptr;
-    HVD_RETURN_IF_ERROR(Input(k, bytes, &in));
-    ReduceInto(buffer, in, count, dtype, op);
+  const void* in[kReduceFan];  // up to kReduceFan inputs a pass
+  for (int k = 0; k < size_;) {
+    const int m = std::min(kReduceFan, size_ - k);
+    for (int j = 0; j < m; ++j) {
+      const char* input = nullptr;
+      HVD_RETURN_IF_ERROR(Input(k + j, bytes, &input));
+      in[j] = input;
+    }
+    ReduceStep(buffer, in, m, count, dtype, op, k == 0);
+    k += m;
   }
   return Status::OK();
 }
@@ -108,14 +114,16 @@ Status PostedInputs::ReduceScatter(const void*, void* out,
     });
     return Status::OK();
   }
-  for (int k = 0; k < size_; ++k) {
-    const char* in = nullptr;
-    HVD_RETURN_IF_ERROR(Range(k, at, bytes, &in));
-    if (k == 0) {
-      std::memcpy(out, in, bytes);
-    } else {
-      ReduceInto(out, in, count, dtype, op);
+  const void* in[kReduceFan];  // up to kReduceFan inputs a pass
+  for (int k = 0; k < size_;) {
+    const int m = std::min(kReduceFan, size_ - k);
+    for (int j = 0; j < m; ++j) {
+      const char* input = nullptr;
+      HVD_RETURN_IF_ERROR(Range(k + j, at, bytes, &input));
+      in[j] = input;
     }
+    ReduceStep(out, in, m, count, dtype, op, k == 0);
+    k += m;
   }
   return Status::OK();
 }

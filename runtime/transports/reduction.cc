@@ -90,6 +90,77 @@ HVD_ALWAYS_INLINE void Typed(void* dst, const void* a, const void* b, int64_t n,
       op, [&](auto o) __attribute__((always_inline)) { Loop<T, decltype(o)::value>(d, x, y, n); });
 }
 
+// One pass of ReduceStep over M inputs: d[i] = op(...op(v, s1[i])..., s{M-1}[i]) with v = s0[i]
+// when First, else op(d[i], s0[i]): the pairwise loop's operations in its order, M at a time.
+template <typename T, ReduceOp Op, int M, bool First>
+HVD_ALWAYS_INLINE void LoopFan(T* d, const T* const* in, int64_t n) {
+  const T* s0 = in[0];
+  const T* s1 = M > 1 ? in[1] : nullptr;
+  const T* s2 = M > 2 ? in[2] : nullptr;
+  const T* s3 = M > 3 ? in[3] : nullptr;
+  for (int64_t i = 0; i < n; ++i) {
+    T v = First ? s0[i] : Apply<Op>(d[i], s0[i]);
+    if constexpr (M > 1) v = Apply<Op>(v, s1[i]);
+    if constexpr (M > 2) v = Apply<Op>(v, s2[i]);
+    if constexpr (M > 3) v = Apply<Op>(v, s3[i]);
+    d[i] = v;
+  }
+}
+
+template <typename T>
+HVD_ALWAYS_INLINE void TypedFan(void* dst, const void* const* in, int m, int64_t n, ReduceOp op,
+                                bool first) {
+  T* d = static_cast<T*>(dst);
+  const T* const* s = reinterpret_cast<const T* const*>(in);
+  ByOp(
+      op, [&](auto o) __attribute__((always_inline)) {
+        constexpr ReduceOp kOp = decltype(o)::value;
+        switch (m * 2 + (first ? 1 : 0)) {
+          case 2:
+            return LoopFan<T, kOp, 1, false>(d, s, n);
+          case 4:
+            return LoopFan<T, kOp, 2, false>(d, s, n);
+          case 5:
+            return LoopFan<T, kOp, 2, true>(d, s, n);
+          case 6:
+            return LoopFan<T, kOp, 3, false>(d, s, n);
+          case 7:
+            return LoopFan<T, kOp, 3, true>(d, s, n);
+          case 8:
+            return LoopFan<T, kOp, 4, false>(d, s, n);
+          case 9:
+            return LoopFan<T, kOp, 4, true>(d, s, n);
+          default:  // 3: one input, first: a copy
+            return LoopFan<T, kOp, 1, true>(d, s, n);
+        }
+      });
+}
+
+HVD_KERNEL void FanU8(void* d, const void* const* in, int m, int64_t n, ReduceOp op, bool first) {
+  TypedFan<uint8_t>(d, in, m, n, op, first);
+}
+HVD_KERNEL void FanI8(void* d, const void* const* in, int m, int64_t n, ReduceOp op, bool first) {
+  TypedFan<int8_t>(d, in, m, n, op, first);
+}
+HVD_KERNEL void FanU16(void* d, const void* const* in, int m, int64_t n, ReduceOp op, bool first) {
+  TypedFan<uint16_t>(d, in, m, n, op, first);
+}
+HVD_KERNEL void FanI16(void* d, const void* const* in, int m, int64_t n, ReduceOp op, bool first) {
+  TypedFan<int16_t>(d, in, m, n, op, first);
+}
+HVD_KERNEL void FanI32(void* d, const void* const* in, int m, int64_t n, ReduceOp op, bool first) {
+  TypedFan<int32_t>(d, in, m, n, op, first);
+}
+HVD_KERNEL void FanI64(void* d, const void* const* in, int m, int64_t n, ReduceOp op, bool first) {
+  TypedFan<int64_t>(d, in, m, n, op, first);
+}
+HVD_KERNEL void FanF32(void* d, const void* const* in, int m, int64_t n, ReduceOp op, bool first) {
+  TypedFan<float>(d, in, m, n, op, first);
+}
+HVD_KERNEL void FanF64(void* d, const void* const* in, int m, int64_t n, ReduceOp op, bool first) {
+  TypedFan<double>(d, in, m, n, op, first);
+}
+
 HVD_KERNEL void ReduceU8(void* d, const void* a, const void* b, int64_t n, ReduceOp op) {
   Typed<uint8_t>(d, a, b, n, op);
 }
@@ -285,7 +356,7 @@ void WideStep(float* acc, uint16_t* dst, const uint16_t* const* in, int64_t n) {
   WideStepTail<Bf16, Op, M, First, Last>(acc, dst, in, 0, n);
 }
 
-// WideStep with the runtime arguments made template ones (m: 1..kWideFan, or 0 to round acc).
+// WideStep with the runtime arguments made template ones (m: 1..kReduceFan, or 0 to round acc).
 template <bool Bf16, ReduceOp Op>
 void WideStepFor(float* acc, uint16_t* dst, const uint16_t* const* in, int m, bool first,
                  int64_t n) {
@@ -534,6 +605,42 @@ void ReduceInto(void* dst, const void* src, int64_t count, DataType dtype, Reduc
   Reduce(dst, dst, src, count, dtype, op);
 }
 
+void ReduceStep(void* dst, const void* const* in, int m, int64_t count, DataType dtype, ReduceOp op,
+                bool first) {
+  HVD_CHECK(op != ReduceOp::kAdasum) << "Adasum is not an elementwise reduction";
+  HVD_CHECK(m >= 1 && m <= kReduceFan) << "ReduceStep of " << m << " inputs";
+  switch (dtype) {
+    case DataType::kUInt8:
+      return FanU8(dst, in, m, count, op, first);
+    case DataType::kInt8:
+      return FanI8(dst, in, m, count, op, first);
+    case DataType::kUInt16:
+      return FanU16(dst, in, m, count, op, first);
+    case DataType::kInt16:
+      return FanI16(dst, in, m, count, op, first);
+    case DataType::kInt32:
+      return FanI32(dst, in, m, count, op, first);
+    case DataType::kInt64:
+      return FanI64(dst, in, m, count, op, first);
+    case DataType::kFloat32:
+      return FanF32(dst, in, m, count, op, first);
+    case DataType::kFloat64:
+      return FanF64(dst, in, m, count, op, first);
+    default:  // bool and the 16-bit floats: the pairwise kernels, one input at a time
+      break;
+  }
+  int j = 0;
+  if (first) {
+    if (m == 1) {
+      if (dst != in[0]) std::memcpy(dst, in[0], static_cast<size_t>(count) * DataTypeSize(dtype));
+      return;
+    }
+    Reduce(dst, in[0], in[1], count, dtype, op);
+    j = 2;
+  }
+  for (; j < m; ++j) ReduceInto(dst, in[j], count, dtype, op);
+}
+
 bool AccumulatesInFloat(DataType dtype, ReduceOp op) {
   return (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) &&
          (op == ReduceOp::kSum || op == ReduceOp::kAverage || op == ReduceOp::kProduct);
@@ -543,7 +650,7 @@ void AccumulateStep(float* acc, void* dst, const void* const* in, int m, int64_t
                     DataType dtype, ReduceOp op, bool first) {
   HVD_CHECK(AccumulatesInFloat(dtype, op))
       << "no float accumulator for " << DataTypeName(dtype) << " " << ReduceOpName(op);
-  HVD_CHECK(m >= (first ? 1 : 0) && m <= kWideFan) << "AccumulateStep of " << m << " inputs";
+  HVD_CHECK(m >= (first ? 1 : 0) && m <= kReduceFan) << "AccumulateStep of " << m << " inputs";
   const auto* const* s = reinterpret_cast<const uint16_t* const*>(in);
   auto* d = static_cast<uint16_t*>(dst);
   const bool bf16 = dtype == DataType::kBFloat16;

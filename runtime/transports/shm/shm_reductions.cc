@@ -30,15 +30,19 @@ Status ReduceInRankOrder(ShmChannel& ch, char* dst, const char* own, int64_t src
     ReduceWide(dst, ch.size(), count, dtype, op, input);
     return Status::OK();
   }
-  HVD_RETURN_IF_ERROR(ch.WaitPosted(0));
-  HVD_RETURN_IF_ERROR(ch.WaitPosted(1));
-  Reduce(dst, input(0), input(1), count, dtype, op);
-  for (int k = 2; k < ch.size(); ++k) {
-    HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
-    // Once written, dst no longer holds this member's input (when own is dst): its posted copy
-    // does.
-    const char* in = k == me && own != dst ? own : ch.PeerHalf(k) + src_offset;
-    ReduceInto(dst, in, count, dtype, op);
+  // Up to kReduceFan inputs a pass (ReduceStep), each pass as soon as its inputs are posted.
+  // Once the first pass has written dst, dst no longer holds this member's input (when own is
+  // dst): its posted copy does.
+  const void* in[kReduceFan];
+  for (int k = 0; k < ch.size();) {
+    const int m = std::min(kReduceFan, ch.size() - k);
+    for (int j = 0; j < m; ++j) {
+      HVD_RETURN_IF_ERROR(ch.WaitPosted(k + j));
+      const bool own_is_safe = own != dst || k + j < 2;
+      in[j] = k + j == me && own_is_safe ? own : ch.PeerHalf(k + j) + src_offset;
+    }
+    ReduceStep(dst, in, m, count, dtype, op, k == 0);
+    k += m;
   }
   return Status::OK();
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace hvd::runtime {
@@ -154,6 +155,65 @@ TEST(ReductionTest, ReducesEveryOp) {
   EXPECT_EQ(std::vector<int32_t>(mn, mn + 3), (std::vector<int32_t>{1, 2, -2}));
   EXPECT_EQ(std::vector<int32_t>(mx, mx + 3), (std::vector<int32_t>{4, 5, 3}));
   EXPECT_EQ(std::vector<int32_t>(p, p + 3), (std::vector<int32_t>{4, 10, -6}));
+}
+
+// ReduceStep's passes of up to kReduceFan inputs against Reduce and then ReduceInto of each
+// further input, bit for bit, every dtype and op, 1-9 inputs, lengths around the vector widths,
+// the result written over the first or the second input of the first pass too.
+template <typename T>
+void CheckFan(DataType dtype) {
+  const size_t elem = sizeof(T);
+  for (int64_t count : {1, 7, 9, 33, 1000}) {
+    for (int n = 1; n <= 9; ++n) {
+      std::vector<std::vector<char>> in(n, std::vector<char>(count * elem));
+      for (int k = 0; k < n; ++k) {
+        for (int64_t i = 0; i < count; ++i) {
+          // Fractions for the floats (order-sensitive sums), small values for the integers.
+          const double v = std::is_floating_point_v<T> ? ((i * 31 + k * 17) % 97 - 48) / 7.0
+                                                       : (i * 31 + k * 17) % 7 - (k % 2 ? 3 : 0);
+          const T t = static_cast<T>(v);
+          std::memcpy(in[k].data() + i * elem, &t, elem);
+        }
+      }
+      for (ReduceOp op : kOps) {
+        std::vector<char> want = in[0];
+        if (n > 1) Reduce(want.data(), in[0].data(), in[1].data(), count, dtype, op);
+        for (int k = 2; k < n; ++k) ReduceInto(want.data(), in[k].data(), count, dtype, op);
+        for (int alias : {-1, 0, 1}) {
+          if (alias >= n) continue;
+          std::vector<std::vector<char>> inputs = in;
+          std::vector<char> out(count * elem);
+          char* dst = alias < 0 ? out.data() : inputs[alias].data();
+          const void* pass[kReduceFan];
+          for (int k = 0; k < n;) {
+            const int m = std::min(kReduceFan, n - k);
+            for (int j = 0; j < m; ++j) pass[j] = inputs[k + j].data();
+            ReduceStep(dst, pass, m, count, dtype, op, k == 0);
+            k += m;
+          }
+          ASSERT_EQ(std::memcmp(dst, want.data(), count * elem), 0)
+              << DataTypeName(dtype) << " " << ReduceOpName(op) << " of " << n << " x" << count
+              << (alias < 0    ? ""
+                  : alias == 0 ? " over input 0"
+                               : " over input 1");
+        }
+      }
+    }
+  }
+}
+
+TEST(ReductionTest, ReduceStepHasThePairwiseBitsForEveryType) {
+  CheckFan<uint8_t>(DataType::kUInt8);
+  CheckFan<int8_t>(DataType::kInt8);
+  CheckFan<uint16_t>(DataType::kUInt16);
+  CheckFan<int16_t>(DataType::kInt16);
+  CheckFan<int32_t>(DataType::kInt32);
+  CheckFan<int64_t>(DataType::kInt64);
+  CheckFan<float>(DataType::kFloat32);
+  CheckFan<double>(DataType::kFloat64);
+  CheckFan<uint16_t>(DataType::kFloat16);  // the pairwise kernels in turn
+  CheckFan<uint16_t>(DataType::kBFloat16);
+  CheckFan<uint8_t>(DataType::kBool);
 }
 
 // The float accumulator's kernels against the scalar conversions: widening every 16-bit value
