@@ -17,37 +17,15 @@ Status PostedInputs::Allreduce(void* buffer, int64_t count, DataType dtype, Redu
     std::memcpy(buffer, first, bytes);
     return Status::OK();
   }
-  const char* second = nullptr;
-  HVD_RETURN_IF_ERROR(Input(1, bytes, &second));
   if (source_->slices_allreduce(static_cast<int64_t>(bytes))) {
     // Every member checks every input before the round, so all fail alike or none does.
-    for (int k = 2; k < size_; ++k) {
+    for (int k = 1; k < size_; ++k) {
       const char* in = nullptr;
       HVD_RETURN_IF_ERROR(Input(k, bytes, &in));
     }
     return source_->AllreduceSliced(buffer, count, dtype, op);
   }
-  if (AccumulatesInFloat(dtype, op)) {
-    const char* in = nullptr;
-    for (int k = 2; k < size_; ++k) HVD_RETURN_IF_ERROR(Input(k, bytes, &in));
-    ReduceWide(buffer, size_, count, dtype, op, [&](int k) {
-      (void)Input(k, bytes, &in);  // checked above
-      return in;
-    });
-    return Status::OK();
-  }
-  const void* in[kReduceFan];  // up to kReduceFan inputs a pass
-  for (int k = 0; k < size_;) {
-    const int m = std::min(kReduceFan, size_ - k);
-    for (int j = 0; j < m; ++j) {
-      const char* input = nullptr;
-      HVD_RETURN_IF_ERROR(Input(k + j, bytes, &input));
-      in[j] = input;
-    }
-    ReduceStep(buffer, in, m, count, dtype, op, k == 0);
-    k += m;
-  }
-  return Status::OK();
+  return ReduceRanges(0, bytes, buffer, count, dtype, op);
 }
 
 Status PostedInputs::Allgatherv(const void*, void* out,
@@ -105,24 +83,28 @@ Status PostedInputs::ReduceScatter(const void*, void* out,
   if (count == 0) return Status::OK();
   const size_t at = static_cast<size_t>(lo) * elem;
   const size_t bytes = static_cast<size_t>(count) * elem;
+  return ReduceRanges(at, bytes, out, count, dtype, op);
+}
+
+Status PostedInputs::ReduceRanges(size_t offset, size_t bytes, void* out, int64_t count,
+                                  DataType dtype, ReduceOp op) const {
+  const char* in = nullptr;
   if (AccumulatesInFloat(dtype, op)) {
-    const char* in = nullptr;
-    for (int k = 0; k < size_; ++k) HVD_RETURN_IF_ERROR(Range(k, at, bytes, &in));
+    for (int k = 0; k < size_; ++k) HVD_RETURN_IF_ERROR(Range(k, offset, bytes, &in));
     ReduceWide(out, size_, count, dtype, op, [&](int k) {
-      (void)Range(k, at, bytes, &in);  // checked above
+      (void)Range(k, offset, bytes, &in);  // checked above
       return in;
     });
     return Status::OK();
   }
-  const void* in[kReduceFan];  // up to kReduceFan inputs a pass
+  const void* pass[kReduceFan];
   for (int k = 0; k < size_;) {
     const int m = std::min(kReduceFan, size_ - k);
     for (int j = 0; j < m; ++j) {
-      const char* input = nullptr;
-      HVD_RETURN_IF_ERROR(Range(k + j, at, bytes, &input));
-      in[j] = input;
+      HVD_RETURN_IF_ERROR(Range(k + j, offset, bytes, &in));
+      pass[j] = in;
     }
-    ReduceStep(out, in, m, count, dtype, op, k == 0);
+    ReduceStep(out, pass, m, count, dtype, op, k == 0);
     k += m;
   }
   return Status::OK();

@@ -42,7 +42,8 @@ class PostedSource {
 // collectives compute this member's result from every member's posted input, without a round
 // (but an allreduce the source slices, PostedSource::slices_allreduce: one), in the same rank
 // order as the transports' own small collectives (allreduce and reduce-scatter reduce member 0's
-// input, then 1's, ...). A member that posted less than a call needs is
+// input, then 1's, ...; float16/bfloat16 sums and products accumulated in float, as shared
+// memory's). A member that posted less than a call needs is
 // kInternal naming both sizes: the members disagreed on what was posted, which the controller's
 // shared state rules out. `name` is the timeline's ("SHM_EAGER": SHM_EAGER_ALLGATHER), `prefix`
 // the transport's in messages ("shm").
@@ -84,6 +85,11 @@ class PostedInputs final : public Communicator {
   Status Input(int k, size_t need, const char** data) const { return Range(k, 0, need, data); }
   // Bytes [offset, offset + bytes) of member k's input, which it must have posted.
   Status Range(int k, size_t offset, size_t bytes, const char** data) const;
+  // Those bytes of every member's input (`count` elements) reduced in rank order into `out`:
+  // up to kReduceFan inputs a pass (ReduceStep), float16/bfloat16 sums and products in float
+  // (ReduceWide).
+  Status ReduceRanges(size_t offset, size_t bytes, void* out, int64_t count, DataType dtype,
+                      ReduceOp op) const;
 
   const char* const name_;
   const char* const prefix_;
