@@ -1,9 +1,8 @@
 #include "runtime/transports/posted_inputs.h"
 
-#include <algorithm>
 #include <cstring>
 
-#include "runtime/transports/reduction.h"
+#include "runtime/transports/reduce_inputs.h"
 
 namespace hvd::runtime {
 
@@ -88,26 +87,12 @@ Status PostedInputs::ReduceScatter(const void*, void* out,
 
 Status PostedInputs::ReduceRanges(size_t offset, size_t bytes, void* out, int64_t count,
                                   DataType dtype, ReduceOp op) const {
-  const char* in = nullptr;
-  if (AccumulatesInFloat(dtype, op)) {
-    for (int k = 0; k < size_; ++k) HVD_RETURN_IF_ERROR(Range(k, offset, bytes, &in));
-    ReduceWide(out, size_, count, dtype, op, [&](int k) {
-      (void)Range(k, offset, bytes, &in);  // checked above
-      return in;
-    });
+  return ReduceHeldInputs(out, size_, count, dtype, op, [&](int k, const void** in) {
+    const char* data = nullptr;
+    HVD_RETURN_IF_ERROR(Range(k, offset, bytes, &data));
+    *in = data;
     return Status::OK();
-  }
-  const void* pass[kReduceFan];
-  for (int k = 0; k < size_;) {
-    const int m = std::min(kReduceFan, size_ - k);
-    for (int j = 0; j < m; ++j) {
-      HVD_RETURN_IF_ERROR(Range(k + j, offset, bytes, &in));
-      pass[j] = in;
-    }
-    ReduceStep(out, pass, m, count, dtype, op, k == 0);
-    k += m;
-  }
-  return Status::OK();
+  });
 }
 
 std::string PostedInputs::What(const char* op) const {

@@ -85,9 +85,8 @@ class PostedInputs final : public Communicator {
   Status Input(int k, size_t need, const char** data) const { return Range(k, 0, need, data); }
   // Bytes [offset, offset + bytes) of member k's input, which it must have posted.
   Status Range(int k, size_t offset, size_t bytes, const char** data) const;
-  // Those bytes of every member's input (`count` elements) reduced in rank order into `out`:
-  // up to kReduceFan inputs a pass (ReduceStep), float16/bfloat16 sums and products in float
-  // (ReduceWide).
+  // Those bytes of every member's input (`count` elements) reduced in rank order into `out`
+  // (ReduceHeldInputs).
   Status ReduceRanges(size_t offset, size_t bytes, void* out, int64_t count, DataType dtype,
                       ReduceOp op) const;
 

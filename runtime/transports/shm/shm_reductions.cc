@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/transports/reduce_inputs.h"
 #include "runtime/transports/reduction.h"
 
 namespace hvd::runtime {
@@ -11,7 +12,7 @@ namespace {
 constexpr int64_t kCacheLine = 64;
 
 // dst = in_0 op in_1 op ... op in_{N-1}, in rank order (so every member's result is the same
-// bits; float16/bfloat16 sums and products accumulated in float, ReduceWide), where in_k is
+// bits; ReduceHeldInputs: float16/bfloat16 sums and products accumulated in float), where in_k is
 // `src_offset` bytes into member k's half of the current (posted) round, except that this member's
 // own input is read from `own` (its buffer, which may be dst itself). The first step combines in_0
 // and in_1 straight into dst: no copy of in_0 first, which made every member but 0 do a pass more
@@ -19,32 +20,17 @@ constexpr int64_t kCacheLine = 64;
 Status ReduceInRankOrder(ShmChannel& ch, char* dst, const char* own, int64_t src_offset,
                          int64_t count, DataType dtype, ReduceOp op) {
   const int me = ch.rank();
-  auto input = [&](int k) -> const char* { return k == me ? own : ch.PeerHalf(k) + src_offset; };
   if (ch.size() == 1) {
     if (dst != own) std::memcpy(dst, own, static_cast<size_t>(count) * DataTypeSize(dtype));
     return Status::OK();
   }
-  if (AccumulatesInFloat(dtype, op)) {
-    // Block by block over every input (own included: each block is read before it is written).
-    for (int k = 0; k < ch.size(); ++k) HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
-    ReduceWide(dst, ch.size(), count, dtype, op, input);
+  return ReduceHeldInputs(dst, ch.size(), count, dtype, op, [&](int k, const void** in) {
+    HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
+    // Once written, dst no longer holds this member's input (when own is dst): its posted copy
+    // does, and dst may only be one of the first two inputs.
+    *in = k == me && (own != dst || k < 2) ? own : ch.PeerHalf(k) + src_offset;
     return Status::OK();
-  }
-  // Up to kReduceFan inputs a pass (ReduceStep), each pass as soon as its inputs are posted.
-  // Once the first pass has written dst, dst no longer holds this member's input (when own is
-  // dst): its posted copy does.
-  const void* in[kReduceFan];
-  for (int k = 0; k < ch.size();) {
-    const int m = std::min(kReduceFan, ch.size() - k);
-    for (int j = 0; j < m; ++j) {
-      HVD_RETURN_IF_ERROR(ch.WaitPosted(k + j));
-      const bool own_is_safe = own != dst || k + j < 2;
-      in[j] = k + j == me && own_is_safe ? own : ch.PeerHalf(k + j) + src_offset;
-    }
-    ReduceStep(dst, in, m, count, dtype, op, k == 0);
-    k += m;
-  }
-  return Status::OK();
+  });
 }
 
 Status AllreduceDirect(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op) {
