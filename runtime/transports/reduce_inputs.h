@@ -17,12 +17,13 @@ namespace hvd::runtime {
 // (ReduceStep), each pass as soon as its inputs are. input(k, &p) makes input k available
 // (waiting for it, or checking it, as its caller must) and sets p to its first element; its
 // first error is returned. It is called in rank order, and again for the same k while the float
-// path reads block by block. dst may be input 0 or 1; any later input must be elsewhere.
+// path reads block by block. dst may be input 0 or 1; any later input must be elsewhere. One
+// input is copied as it is (no trip through float).
 template <typename Input>
 Status ReduceHeldInputs(void* dst, int n, int64_t count, DataType dtype, ReduceOp op,
                         Input&& input) {
   const void* in[kReduceFan];
-  if (AccumulatesInFloat(dtype, op)) {
+  if (n > 1 && AccumulatesInFloat(dtype, op)) {
     for (int k = 0; k < n; ++k) HVD_RETURN_IF_ERROR(input(k, &in[0]));
     ReduceWide(dst, n, count, dtype, op, [&](int k) {
       (void)input(k, &in[0]);  // available: checked above

@@ -20,10 +20,6 @@ constexpr int64_t kCacheLine = 64;
 Status ReduceInRankOrder(ShmChannel& ch, char* dst, const char* own, int64_t src_offset,
                          int64_t count, DataType dtype, ReduceOp op) {
   const int me = ch.rank();
-  if (ch.size() == 1) {
-    if (dst != own) std::memcpy(dst, own, static_cast<size_t>(count) * DataTypeSize(dtype));
-    return Status::OK();
-  }
   return ReduceHeldInputs(dst, ch.size(), count, dtype, op, [&](int k, const void** in) {
     HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
     // Once written, dst no longer holds this member's input (when own is dst): its posted copy
