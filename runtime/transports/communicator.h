@@ -121,6 +121,16 @@ class Communicator {
   // saves, which costs more where members wait to be scheduled (shared memory with more ranks
   // than CPUs). The same on every member.
   virtual int posted_copy_factor() const { return 1; }
+  // Whether posting an allreduce's input costs only what this communicator's own allreduce
+  // moves, so that a posted allreduce may also go up to the limit times posted_copy_factor()
+  // (at most kMaxPostedAllreduceFactor times). True for shared memory, whose rounds copy every
+  // input into the halves too and whose posted allreduce reads what the rounds would (every
+  // input within the direct size, this member's slice of each past it). The same on every
+  // member.
+  virtual bool posts_allreduce_as_a_copy() const { return false; }
+  // The most times the limit a posted allreduce may be: what was measured (16 ranks on 2
+  // CPUs: 256 KiB posted level with its rounds; docs/runtime.md "Eager on shared memory").
+  static constexpr int kMaxPostedAllreduceFactor = 8;
   // Posting piece by piece, for an op whose every member's input is cut at the same boundaries
   // into size() pieces, piece j for member j, as an even alltoall of equal tensors and a
   // reducescatter are: each member sends member j only piece j (piece_bytes[j] bytes, the list

@@ -134,6 +134,37 @@ def test_lone_allreduce_rides_the_negotiation_round_on_tcp(tmp_path, eager_bytes
                for s in ops), ops
 
 
+@pytest.mark.parametrize("np,size_kib", [(4, 48), (4, 96), (3, 16)])
+def test_a_lone_shm_allreduce_rides_up_to_the_limit_times_the_ranks_per_cpu(tmp_path, np,
+                                                                            size_kib):
+    # Given a job on shared memory allreducing one tensor per step, waited on at once, of 48 or
+    # 96 KiB (over the default eager limit of 32 KiB) or 16 KiB (within it)
+    path = tmp_path / "lone.json"
+    steps = 12
+    jobs.check(jobs.hvdrun(np, ["--timeline", str(path)],
+                           ["--steps", str(steps), "--tensors", "1", "--bytes", f"{size_kib}K"],
+                           cwd=tmp_path, env_extra={"HVD_CPU_OPERATIONS": "shm"}))
+    trace = jobs.load_trace(path)
+    all_spans, open_spans = jobs.spans(trace)
+    assert open_spans == 0
+    names = jobs.row_names(trace)
+    ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == "ALLREDUCE"
+           and names.get((s["pid"], None)) == "grad.0"]
+    activities = [s["name"] for s in all_spans if s["depth"] == 1 and any(
+        p["pid"] == s["pid"] and p["tid"] == s["tid"] and p["ts"] <= s["ts"] <= p["ts"] + p["dur"]
+        for p in ops)]
+    assert len(activities) == len(ops) == steps, activities
+    assert set(activities) <= {"SHM_ALLREDUCE", "SHM_EAGER_ALLREDUCE"}, activities
+    # Then it rides the negotiation round (in some steps: an idle cycle between may disarm it)
+    # where it is within the limit times the ranks sharing each CPU, rounded up, at most 8
+    # times (posting is the copy the allreduce's own rounds make: posts_allreduce_as_a_copy),
+    # and never past that; on a machine with a CPU per rank, never past the limit
+    cpus = os.sysconf("SC_NPROCESSORS_ONLN")
+    factor = min(-(-np // cpus), 8)
+    eager = activities.count("SHM_EAGER_ALLREDUCE")
+    assert eager >= 1 if size_kib * 1024 <= 32768 * factor else eager == 0, activities
+
+
 @pytest.mark.parametrize("transport,np,eager_bytes,split_bytes,gather_bytes", [
     ("shm", 3, "32768", None, None), ("shm", 3, "0", None, None), ("shm", 2, "32768", None, None),
     ("tcp", 2, "32768", None, None), ("tcp", 3, "32768", None, None),
