@@ -416,15 +416,12 @@ Result<bool> Controller::EagerEligible(uint32_t bit) {
   const bool splits =
       posts_pieces_ && (r.type == OpType::kAlltoall || r.type == OpType::kReducescatter);
   const int64_t surplus = PostedSurplusBytes(r, comm_->size());
-  // An op that posts nothing beyond what it moves (a broadcast, an allgather; an allreduce
-  // where its posting is the copy its own rounds make) costs only that copy, so it may post
-  // more where the round it saves costs more.
-  int factor = 1;
-  if (posts_ && surplus == 0) {
-    factor = comm_->posted_copy_factor();
-  } else if (posts_ && r.type == OpType::kAllreduce && comm_->posts_allreduce_as_a_copy()) {
-    factor = std::min(comm_->posted_copy_factor(), Communicator::kMaxPostedAllreduceFactor);
-  }
+  // An op that posts nothing beyond what it moves (a broadcast, an allgather; any op where the
+  // surplus is never read) costs only the copy it makes anyway, so it may post more where the
+  // round it saves costs more.
+  const int factor = posts_ && (surplus == 0 || comm_->posting_costs_a_copy())
+                         ? std::min(comm_->posted_copy_factor(), Communicator::kMaxPostedCopyFactor)
+                         : 1;
   const int64_t limit_bytes = config_.eager_allreduce_bytes * factor;
   if (bytes <= limit_bytes && !(splits && pieces_first_)) {
     // An allreduce rides the reduced tail where there is one (Agree), else by posting, whose

@@ -97,9 +97,9 @@ struct CycleResult {
 // against posted_inputs(), which computes the result from the posted inputs without a round. A
 // transport that has both (TCP) keeps the reduced tail for an allreduce (Agree picks per op). A
 // broadcast or allgather (which posts nothing beyond what it moves) may be up to the limit times
-// the communicator's posted_copy_factor() (shared memory: the ranks sharing each CPU), and so
-// may an allreduce where posting is the copy its own rounds make (posts_allreduce_as_a_copy():
-// shared memory; at most Communicator::kMaxPostedAllreduceFactor times); a posted
+// the communicator's posted_copy_factor() (shared memory: the ranks sharing each CPU; at most
+// Communicator::kMaxPostedCopyFactor), and so may any op where the surplus is never read
+// (posting_costs_a_copy(): shared memory); a posted
 // allreduce past shared memory's direct size is finished in one round of slices
 // (PostedSource::slices_allreduce) instead of every member reducing all inputs. An op that
 // would post more than the communicator's PostedSurplusLimit beyond what it moves

@@ -116,21 +116,23 @@ class Communicator {
     return INT64_MAX;
   }
   // How many times the eager limit (HVD_EAGER_ALLREDUCE_BYTES) an op that posts nothing beyond
-  // what it moves (a broadcast, an allgather: Controller::PostedSurplusBytes is 0) may post.
+  // what it moves (a broadcast, an allgather: Controller::PostedSurplusBytes is 0; any op where
+  // posting_costs_a_copy()) may post, at most kMaxPostedCopyFactor.
   // Posting such an op costs the copy the op makes anyway, so what decides is the round it
   // saves, which costs more where members wait to be scheduled (shared memory with more ranks
   // than CPUs). The same on every member.
   virtual int posted_copy_factor() const { return 1; }
-  // Whether posting an allreduce's input costs only what this communicator's own allreduce
-  // moves, so that a posted allreduce may also go up to the limit times posted_copy_factor()
-  // (at most kMaxPostedAllreduceFactor times). True for shared memory, whose rounds copy every
-  // input into the halves too and whose posted allreduce reads what the rounds would (every
-  // input within the direct size, this member's slice of each past it). The same on every
-  // member.
-  virtual bool posts_allreduce_as_a_copy() const { return false; }
-  // The most times the limit a posted allreduce may be: what was measured (16 ranks on 2
-  // CPUs: 256 KiB posted level with its rounds; docs/runtime.md "Eager on shared memory").
-  static constexpr int kMaxPostedAllreduceFactor = 8;
+  // Whether posting any op costs only the copy of its input that the op's own rounds make:
+  // each member reads from the posted inputs only what those rounds would have it read (an
+  // allreduce's slice of every input past the direct size, a reducescatter's or alltoall's
+  // piece), so the surplus is never moved and every posted op, not only a broadcast or an
+  // allgather, may go up to the limit times posted_copy_factor(). True for shared memory. The
+  // same on every member.
+  virtual bool posting_costs_a_copy() const { return false; }
+  // The most times the limit an op may be posted: what was measured (16 ranks on 2 CPUs, 8
+  // per CPU: 256 KiB posted level with the op's own rounds; docs/runtime.md "Eager on shared
+  // memory").
+  static constexpr int kMaxPostedCopyFactor = 8;
   // Posting piece by piece, for an op whose every member's input is cut at the same boundaries
   // into size() pieces, piece j for member j, as an even alltoall of equal tensors and a
   // reducescatter are: each member sends member j only piece j (piece_bytes[j] bytes, the list

@@ -77,7 +77,7 @@ class HierarchicalCommunicator final : public Communicator {
   bool posts_inputs() const override { return flat_->posts_inputs(); }
   size_t max_posted_bytes(size_t words) const override { return flat_->max_posted_bytes(words); }
   int posted_copy_factor() const override { return flat_->posted_copy_factor(); }
-  bool posts_allreduce_as_a_copy() const override { return flat_->posts_allreduce_as_a_copy(); }
+  bool posting_costs_a_copy() const override { return flat_->posting_costs_a_copy(); }
   Result<int64_t> PostedSurplusLimit(int64_t surplus) override {
     return flat_->PostedSurplusLimit(surplus);
   }

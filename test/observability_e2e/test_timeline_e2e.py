@@ -157,7 +157,7 @@ def test_a_lone_shm_allreduce_rides_up_to_the_limit_times_the_ranks_per_cpu(tmp_
     assert set(activities) <= {"SHM_ALLREDUCE", "SHM_EAGER_ALLREDUCE"}, activities
     # Then it rides the negotiation round (in some steps: an idle cycle between may disarm it)
     # where it is within the limit times the ranks sharing each CPU, rounded up, at most 8
-    # times (posting is the copy the allreduce's own rounds make: posts_allreduce_as_a_copy),
+    # times (posting is the copy the allreduce's own rounds make: posting_costs_a_copy),
     # and never past that; on a machine with a CPU per rank, never past the limit
     cpus = os.sysconf("SC_NPROCESSORS_ONLN")
     factor = min(-(-np // cpus), 8)
@@ -183,7 +183,9 @@ def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, ea
     # within the limit, but whose posting would send each peer 16 KiB of which it uses 1/n, and
     # with a 64 KiB one, over the limit; and with a 48 or 96 KiB broadcast and allgather input,
     # over the limit but within it times the ranks sharing each CPU on shared memory (on a
-    # machine with fewer CPUs than ranks: Communicator::posted_copy_factor)
+    # machine with fewer CPUs than ranks: Communicator::posted_copy_factor); on shared memory the
+    # 64 KiB alltoall and reducescatter likewise (each member reads only its pieces of the
+    # posted inputs: posting_costs_a_copy)
     path = tmp_path / "ops.json"
     steps = 30
     extra = ["--split-bytes", split_bytes] if split_bytes else []
@@ -202,13 +204,14 @@ def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, ea
     # members; with 4 it posts whole inputs by recursive doubling up to 12 KiB beyond what the
     # op moves, or what its links carry in the round saved, measured: 4 members' 3 x 16 KiB x
     # 3/4 is far less than loopback carries in two rounds; shared memory has no such bound. Over
-    # the limit, 64 KiB, TCP posts pieces of up to the limit, shared memory nothing)
-    pieces = transport == "tcp" and (split_bytes == "64K" or np < 4)
-    too_large = transport == "shm" and split_bytes == "64K"
-    # (a broadcast or allgather posts only what it moves: on shared memory up to the limit
-    # times the ranks per CPU, rounded up; on TCP up to the limit)
+    # the limit, 64 KiB, TCP posts pieces of up to the limit, shared memory the whole inputs up
+    # to the limit times the ranks per CPU, rounded up, at most 8 times)
     cpus = os.sysconf("SC_NPROCESSORS_ONLN")
-    per_cpu = -(-np // cpus) if transport == "shm" else 1
+    per_cpu = min(-(-np // cpus), 8) if transport == "shm" else 1
+    pieces = transport == "tcp" and (split_bytes == "64K" or np < 4)
+    too_large = transport == "shm" and split_bytes == "64K" and 65536 > 32768 * per_cpu
+    # (a broadcast or allgather posts only what it moves: on shared memory up to the limit
+    # times the ranks per CPU; on TCP up to the limit)
     gather_over = gather_bytes is not None and int(gather_bytes[:-1]) * 1024 > 32768 * per_cpu
     for op, tensor in (("ALLREDUCE", "ar.single"), ("ALLGATHER", "ag.x"), ("BROADCAST", "bc.x"),
                        ("ALLTOALL", "a2a.x"), ("REDUCESCATTER", "rs.x")):

@@ -95,12 +95,15 @@ class ShmCommunicator final : public Communicator {
   // 256 KiB 185-205 -> 156-168; 4 ranks 64 KiB 37-47 -> 29-31 but 128 KiB level and 256 KiB
   // 62-65 -> 62-76; 3 ranks lost from 128 KiB (docs/runtime.md, "Eager on shared memory").
   int posted_copy_factor() const override { return ranks_per_cpu_; }
-  // A lone allreduce too: posted against the default limit (hvd-bench, interleaved, 2 vCPUs,
-  // 2026-11-26 12:20 UTC) 4 ranks 40 / 48 / 64 KiB 48-51 / 49-56 / 52-58 -> 39-51 / 36-40 /
-  // 45-47 us; 8 ranks 64 / 96 / 128 KiB 215-248 / 214-270 / 233-302 -> 160-203 / 177-225 /
-  // 194-264; 16 ranks 64 / 128 KiB 617-630 / 665-693 -> 454-497 / 578-599, 256 KiB level;
-  // 3 ranks 64 KiB 33-37 -> 31-32 but 128 KiB 48-53 -> 64 (hence no more than the factor).
-  bool posts_allreduce_as_a_copy() const override { return true; }
+  // Every op, since a member reads from the posted inputs only what the op's rounds would:
+  // posted against the default limit (hvd-bench, interleaved, 2 vCPUs, 2026-11-26 12:20-12:35
+  // UTC) allreduce 4 ranks 48 / 64 KiB 49-56 / 52-58 -> 36-40 / 45-47 us, 8 ranks 64 / 128 KiB
+  // 215-248 / 233-302 -> 160-203 / 194-264, 16 ranks 64 / 128 KiB 617-630 / 665-693 -> 454-497
+  // / 578-599 (256 KiB level); reducescatter 3 ranks 64 KiB 28-34 -> 19-24, 8 ranks 64 / 128
+  // KiB 157-187 / 184-197 -> 103-152 / 164-173, 16 ranks 64 KiB 564-613 -> 343-391; alltoall
+  // 4 ranks 64 KiB 41-52 -> 29-36, 8 ranks 128 KiB 184-230 -> 139-180; past the factor they
+  // lose (3 ranks, allreduce 128 KiB 48-53 -> 64; docs/runtime.md).
+  bool posting_costs_a_copy() const override { return true; }
   Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
                                 std::span<const int64_t> posted_bytes) override;
   Communicator* posted_inputs() override { return &posted_; }
