@@ -202,11 +202,11 @@ Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> en
     if (e.output != e.input && total > 0) std::memcpy(e.output, e.input, total * elem);
     ScaleBuffer(e.output, total, r.dtype, r.prescale);
     ActivityStart(r, CommActivity(r, comm));
-    Status s = comm->Allreduce(e.output, total, r.dtype, BackendOp(r.reduce_op));
+    // The postscale (Average's 1/n) in the transport: where it reduces slices, each slice is
+    // scaled by its reducer before it is shared, no pass over the output of its own.
+    Status s = comm->AllreduceScaled(e.output, total, r.dtype, BackendOp(r.reduce_op), post);
     ActivityEnd(r);
-    HVD_RETURN_IF_ERROR(s);
-    ScaleBuffer(e.output, total, r.dtype, post);
-    return Status::OK();
+    return s;
   }
   FillPieces(r, entries);
   if (r.prescale == 1.0 && comm->allreduces_pieces()) {
@@ -214,13 +214,9 @@ Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> en
     // hvd's TCP, their hierarchy): no copy into the fusion buffer and back, which for large fused
     // batches cost as much as the collective.
     ActivityStart(r, CommActivity(r, comm));
-    Status s = comm->AllreducePieces(pieces_, r.dtype, BackendOp(r.reduce_op));
+    Status s = comm->AllreducePiecesScaled(pieces_, r.dtype, BackendOp(r.reduce_op), post);
     ActivityEnd(r);
-    HVD_RETURN_IF_ERROR(s);
-    for (size_t i = 0; i < entries.size(); ++i) {
-      if (entries[i]) ScaleBuffer(entries[i]->output, r.sizes[i], r.dtype, post);
-    }
-    return Status::OK();
+    return s;
   }
   const bool grows = recording_ && total * elem > buffer_->capacity();
   if (grows) ActivityStart(r, "INIT_FUSION_BUFFER");
@@ -228,10 +224,9 @@ Status OpExecutor::Allreduce(const Response& r, std::span<TensorEntry* const> en
   if (grows) ActivityEnd(r);
   const PieceView view = PackPieces(r, total, buf);
   ActivityStart(r, CommActivity(r, comm));
-  Status s = comm->Allreduce(buf, total, r.dtype, BackendOp(r.reduce_op));
+  Status s = comm->AllreduceScaled(buf, total, r.dtype, BackendOp(r.reduce_op), post);
   ActivityEnd(r);
   HVD_RETURN_IF_ERROR(s);
-  ScaleBuffer(buf, total, r.dtype, post);
   ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
   view.Scatter(0, total, buf);
   ActivityEnd(r);

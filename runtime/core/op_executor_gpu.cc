@@ -139,9 +139,9 @@ Status OpExecutor::StagedAllreduce(const Response& r, TensorEntry* entry, Commun
       if (!s.ok()) break;
       ScaleBuffer(part, n, r.dtype, r.prescale);
     }
-    s = comm->Allreduce(part, n, r.dtype, BackendOp(r.reduce_op));
+    // The same scale on every member, with or without an output: a slice's reducer scales it.
+    s = comm->AllreduceScaled(part, n, r.dtype, BackendOp(r.reduce_op), post);
     if (!s.ok() || out == nullptr) continue;
-    ScaleBuffer(part, n, r.dtype, post);
     s = gpu_->CopyToDevice(out + first * elem, part, n * elem, device);
   }
   Status synced = gpu_->Sync(device);  // no copy may still touch the staging buffer

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "runtime/transports/allreduce_pieces.h"
+#include "runtime/transports/reduction.h"
 
 namespace hvd::runtime {
 
@@ -74,6 +75,22 @@ Status Communicator::AllreducePieces(std::span<const AllreducePiece> pieces, Dat
   view.Gather(0, count, packed.data());
   HVD_RETURN_IF_ERROR(Allreduce(packed.data(), count, dtype, op));
   view.Scatter(0, count, packed.data());
+  return Status::OK();
+}
+
+Status Communicator::AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                                     double scale) {
+  HVD_RETURN_IF_ERROR(Allreduce(buffer, count, dtype, op));
+  ScaleBuffer(buffer, count, dtype, scale);
+  return Status::OK();
+}
+
+Status Communicator::AllreducePiecesScaled(std::span<const AllreducePiece> pieces, DataType dtype,
+                                           ReduceOp op, double scale) {
+  HVD_RETURN_IF_ERROR(AllreducePieces(pieces, dtype, op));
+  for (const AllreducePiece& p : pieces) {
+    if (p.out != nullptr) ScaleBuffer(p.out, p.count, dtype, scale);
+  }
   return Status::OK();
 }
 

@@ -3,10 +3,12 @@
 #include <cstring>
 
 #include "runtime/transports/reduce_inputs.h"
+#include "runtime/transports/reduction.h"
 
 namespace hvd::runtime {
 
-Status PostedInputs::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
+Status PostedInputs::AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                                     double scale) {
   HVD_RETURN_IF_ERROR(CheckAllreduceArgs([&] { return What("allreduce"); }, buffer, count, op));
   const size_t bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
   if (bytes == 0) return Status::OK();
@@ -14,6 +16,7 @@ Status PostedInputs::Allreduce(void* buffer, int64_t count, DataType dtype, Redu
   HVD_RETURN_IF_ERROR(Input(0, bytes, &first));
   if (size_ == 1) {
     std::memcpy(buffer, first, bytes);
+    ScaleBuffer(buffer, count, dtype, scale);
     return Status::OK();
   }
   if (source_->slices_allreduce(static_cast<int64_t>(bytes))) {
@@ -22,9 +25,9 @@ Status PostedInputs::Allreduce(void* buffer, int64_t count, DataType dtype, Redu
       const char* in = nullptr;
       HVD_RETURN_IF_ERROR(Input(k, bytes, &in));
     }
-    return source_->AllreduceSliced(buffer, count, dtype, op);
+    return source_->AllreduceSliced(buffer, count, dtype, op, scale);
   }
-  return ReduceRanges(0, bytes, buffer, count, dtype, op);
+  return ReduceRanges(0, bytes, buffer, count, dtype, op, scale);
 }
 
 Status PostedInputs::Allgatherv(const void*, void* out,
@@ -82,17 +85,20 @@ Status PostedInputs::ReduceScatter(const void*, void* out,
   if (count == 0) return Status::OK();
   const size_t at = static_cast<size_t>(lo) * elem;
   const size_t bytes = static_cast<size_t>(count) * elem;
-  return ReduceRanges(at, bytes, out, count, dtype, op);
+  return ReduceRanges(at, bytes, out, count, dtype, op, 1.0);
 }
 
 Status PostedInputs::ReduceRanges(size_t offset, size_t bytes, void* out, int64_t count,
-                                  DataType dtype, ReduceOp op) const {
-  return ReduceHeldInputs(out, size_, count, dtype, op, [&](int k, const void** in) {
-    const char* data = nullptr;
-    HVD_RETURN_IF_ERROR(Range(k, offset, bytes, &data));
-    *in = data;
-    return Status::OK();
-  });
+                                  DataType dtype, ReduceOp op, double scale) const {
+  return ReduceHeldInputs(
+      out, size_, count, dtype, op,
+      [&](int k, const void** in) {
+        const char* data = nullptr;
+        HVD_RETURN_IF_ERROR(Range(k, offset, bytes, &data));
+        *in = data;
+        return Status::OK();
+      },
+      scale);
 }
 
 std::string PostedInputs::What(const char* op) const {

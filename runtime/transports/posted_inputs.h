@@ -30,9 +30,11 @@ class PostedSource {
     return false;
   }
   // That round: every member reduces its slice of every posted input (`count` elements each,
-  // which the caller checked were posted), then the slices are exchanged; ends the posting round.
-  virtual Status AllreduceSliced(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
-    (void)buffer, (void)count, (void)dtype, (void)op;
+  // which the caller checked were posted) and scales it (`scale`, as
+  // Communicator::AllreduceScaled), then the slices are exchanged; ends the posting round.
+  virtual Status AllreduceSliced(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                                 double scale) {
+    (void)buffer, (void)count, (void)dtype, (void)op, (void)scale;
     return Status::Internal("this transport does not slice a posted allreduce");
   }
   virtual void Abort() = 0;
@@ -67,7 +69,14 @@ class PostedInputs final : public Communicator {
                    const std::vector<int64_t>&) override {
     return Refuse("alltoall with splits");
   }
-  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
+    return AllreduceScaled(buffer, count, dtype, op, 1.0);
+  }
+  // The scale applied as the rounds' reducers apply it (ReduceHeldInputs: float16/bfloat16
+  // sums in float before their one rounding), so an eager Average has the bits of one that ran
+  // its own rounds.
+  Status AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                         double scale) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buffer, int64_t bytes, int root) override;
   // Member k sends recv_bytes[k] to every member: its piece for member j starts at
@@ -88,7 +97,7 @@ class PostedInputs final : public Communicator {
   // Those bytes of every member's input (`count` elements) reduced in rank order into `out`
   // (ReduceHeldInputs).
   Status ReduceRanges(size_t offset, size_t bytes, void* out, int64_t count, DataType dtype,
-                      ReduceOp op) const;
+                      ReduceOp op, double scale) const;
 
   const char* const name_;
   const char* const prefix_;

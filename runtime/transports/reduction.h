@@ -48,18 +48,27 @@ void AccumulateStep(float* acc, void* dst, const void* const* in, int m, int64_t
 // blocks).
 constexpr int64_t kWideBlock = 1024;
 
-// dst = in(0) op in(1) op ... op in(n-1) (n >= 1) for a dtype and op that AccumulatesInFloat:
-// each block of kWideBlock elements accumulated in float over every input in order, up to
-// kReduceFan inputs a pass, the last pass rounding into dst. in(k) returns input k (a pointer to
-// its first element); dst may be one of the inputs, since every input's block is read before
-// dst's is written. Two inputs are rounded once either way: Reduce's bits, by Reduce.
+// buffer[i] *= factor as Horovod's ScaleBuffer computes it: integers in double, truncated
+// toward zero; float64 in double; float32, float16 and bfloat16 in float with the factor
+// rounded to float. A factor of exactly 1 is a no-op.
+void ScaleBuffer(void* buffer, int64_t count, DataType dtype, double factor);
+
+// dst = (in(0) op in(1) op ... op in(n-1)) * scale (n >= 1) for a dtype and op that
+// AccumulatesInFloat: each block of kWideBlock elements accumulated in float over every input in
+// order, up to kReduceFan inputs a pass, multiplied by float(scale) when it is not 1 (Average's
+// 1/n, a postscale: in float, so a sum past the type's range whose mean is within it is not
+// inf), then rounded into dst once. in(k) returns input k (a pointer to its first element); dst
+// may be one of the inputs, since every input's block is read before dst's is written. Two
+// inputs unscaled are rounded once either way: Reduce's bits, by Reduce.
 template <typename In>
-void ReduceWide(void* dst, int n, int64_t count, DataType dtype, ReduceOp op, In&& in) {
-  if (n == 2) return Reduce(dst, in(0), in(1), count, dtype, op);  // one rounding either way
+void ReduceWide(void* dst, int n, int64_t count, DataType dtype, ReduceOp op, In&& in,
+                double scale = 1.0) {
+  if (n == 2 && scale == 1.0) return Reduce(dst, in(0), in(1), count, dtype, op);
   float acc[kWideBlock];
   const void* block[kReduceFan];
   constexpr int64_t kElem = 2;
   char* d = static_cast<char*>(dst);
+  const bool scales = scale != 1.0;
   for (int64_t at = 0; at < count; at += kWideBlock) {
     const int64_t len = count - at < kWideBlock ? count - at : kWideBlock;
     for (int k = 0; k < n;) {
@@ -67,16 +76,17 @@ void ReduceWide(void* dst, int n, int64_t count, DataType dtype, ReduceOp op, In
       for (int j = 0; j < m; ++j) {
         block[j] = static_cast<const char*>(static_cast<const void*>(in(k + j))) + at * kElem;
       }
-      AccumulateStep(acc, k + m == n ? d + at * kElem : nullptr, block, m, len, dtype, op, k == 0);
+      const bool last = k + m == n;
+      AccumulateStep(acc, last && !scales ? d + at * kElem : nullptr, block, m, len, dtype, op,
+                     k == 0);
       k += m;
+    }
+    if (scales) {
+      ScaleBuffer(acc, len, DataType::kFloat32, scale);
+      AccumulateStep(acc, d + at * kElem, nullptr, 0, len, dtype, op, false);  // rounds acc
     }
   }
 }
-
-// buffer[i] *= factor as Horovod's ScaleBuffer computes it: integers in double, truncated
-// toward zero; float64 in double; float32, float16 and bfloat16 in float with the factor
-// rounded to float. A factor of exactly 1 is a no-op.
-void ScaleBuffer(void* buffer, int64_t count, DataType dtype, double factor);
 
 // Adasum's two passes over a pair of vectors (runtime/core/adasum.h): sums[0..3) += a.b, |a|^2,
 // |b|^2 accumulated in double; then a[i] = a_coeff * a[i] + b_coeff * b[i] (the coefficients

@@ -101,17 +101,19 @@ int CheckAllreducePiecesMatchPacked(runtime::Communicator& comm) {
         for (int64_t c : layout.counts) total += c;
         const std::vector<char> mine = Packed(dtype, layout, comm.rank(), seed);
         std::vector<char> expected = mine;
-        Status s = comm.Allreduce(expected.data(), total, dtype, op);
-        const std::string what = std::string(runtime::DataTypeName(dtype)) + " " +
-                                 runtime::ReduceOpName(op) + " x" + std::to_string(total) + " in " +
-                                 std::to_string(n) + " pieces" +
-                                 (layout.holes ? " with holes" : "");
+        // Sums scaled as Average scales them (1/n), the same scale for the packed allreduce
+        const double scale = op == ReduceOp::kSum ? 1.0 / comm.size() : 1.0;
+        Status s = comm.AllreduceScaled(expected.data(), total, dtype, op, scale);
+        const std::string what =
+            std::string(runtime::DataTypeName(dtype)) + " " + runtime::ReduceOpName(op) + " x" +
+            std::to_string(total) + " in " + std::to_string(n) + " pieces" +
+            (layout.holes ? " with holes" : "") + (scale != 1.0 ? " scaled" : "");
         if (!s.ok()) return Fail(comm, what + ": packed allreduce: " + s.ToString());
         // Even pieces are reduced in place, odd ones into a separate output.
         std::vector<std::vector<char>> ins, outs;
         const std::vector<AllreducePiece> pieces =
             MakePieces(layout, comm.rank(), elem, mine, &ins, &outs);
-        s = comm.AllreducePieces(pieces, dtype, op);
+        s = comm.AllreducePiecesScaled(pieces, dtype, op, scale);
         if (!s.ok()) return Fail(comm, what + ": " + s.ToString());
         int64_t at = 0;
         for (size_t i = 0; i < n; ++i) {

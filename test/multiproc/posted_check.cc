@@ -61,6 +61,13 @@ int CheckPostedInputs(Communicator& comm, bool offered) {
         if (!s.ok() || out != Expected(dtype, op, count, n, seed)) {
           return Fail(comm, what + ": " + (s.ok() ? "differs from the reference" : s.ToString()));
         }
+        // Scaled as Average scales (1/n: float16 sums in float before their one rounding)
+        if (post(Input(dtype, count, me, seed), what) != 0) return 1;
+        s = view->AllreduceScaled(out.data(), count, dtype, op, 1.0 / n);
+        if (!s.ok() || out != Expected(dtype, op, count, n, seed, 1.0 / n)) {
+          return Fail(comm, what + " scaled by 1/n: " +
+                                (s.ok() ? "differs from the reference" : s.ToString()));
+        }
         // Reduce-scatter of the same inputs: member k gets its counts[k] elements of the
         // reference (member 0 the remainder too).
         if (post(Input(dtype, count, me, seed), what) != 0) return 1;

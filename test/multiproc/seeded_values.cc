@@ -59,6 +59,11 @@ std::vector<char> Input(DataType dtype, int64_t count, int rank, uint32_t seed) 
 }
 
 std::vector<char> Expected(DataType dtype, ReduceOp op, int64_t count, int n, uint32_t seed) {
+  return Expected(dtype, op, count, n, seed, 1.0);
+}
+
+std::vector<char> Expected(DataType dtype, ReduceOp op, int64_t count, int n, uint32_t seed,
+                           double scale) {
   if (runtime::AccumulatesInFloat(dtype, op)) {
     // One element at a time through the scalar conversions: every input in float, in rank
     // order, rounded once (not the kernels under test).
@@ -74,8 +79,10 @@ std::vector<char> Expected(DataType dtype, ReduceOp op, int64_t count, int n, ui
     }
     std::vector<char> out(static_cast<size_t>(count) * 2);
     auto* h = reinterpret_cast<uint16_t*>(out.data());
+    const float f = static_cast<float>(scale);
     for (int64_t i = 0; i < count; ++i) {
-      h[i] = bf16 ? runtime::FloatToBFloat16(wide[i]) : runtime::FloatToHalf(wide[i]);
+      const float v = scale == 1.0 ? wide[i] : wide[i] * f;
+      h[i] = bf16 ? runtime::FloatToBFloat16(v) : runtime::FloatToHalf(v);
     }
     return out;
   }
@@ -84,6 +91,7 @@ std::vector<char> Expected(DataType dtype, ReduceOp op, int64_t count, int n, ui
     std::vector<char> in = Input(dtype, count, k, seed);
     runtime::ReduceInto(acc.data(), in.data(), count, dtype, op);
   }
+  runtime::ScaleBuffer(acc.data(), count, dtype, scale);
   return acc;
 }
 

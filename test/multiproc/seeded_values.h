@@ -17,6 +17,11 @@ std::vector<char> Input(runtime::DataType dtype, int64_t count, int rank, uint32
 // shared memory and posted inputs reduce them: AccumulatesInFloat).
 std::vector<char> Expected(runtime::DataType dtype, runtime::ReduceOp op, int64_t count, int n,
                            uint32_t seed);
+// The same, multiplied by `scale` as Communicator::AllreduceScaled multiplies: float16/bfloat16
+// sums and products scaled in float before their one rounding (two inputs included), anything
+// else reduced and then scaled by ScaleBuffer.
+std::vector<char> Expected(runtime::DataType dtype, runtime::ReduceOp op, int64_t count, int n,
+                           uint32_t seed, double scale);
 // "float32 sum x1000", for messages.
 std::string Case(runtime::DataType dtype, runtime::ReduceOp op, int64_t count);
 

@@ -161,6 +161,27 @@ def test_allreduce_sixteen_bit_sums_round_once(hvd, count):
         assert torch.equal(got, want), f"{x.dtype}: got {got[:4].tolist()}, want {total}"
 
 
+@pytest.mark.parametrize("count", [37, 70000, 600000])
+def test_allreduce_sixteen_bit_average_scales_before_rounding(hvd, count):
+    """On shared memory a float16/bfloat16 Average scales the sum in float before its one
+    rounding (Communicator::AllreduceScaled): the mean of float16 40000s is 40000 where the sum
+    rounded first overflows (inf, and inf / n is inf: what Horovod gives), one tensor or a
+    fused group, small (from 3 ranks also posted with the negotiation), past the direct size
+    and past the single-copy size."""
+    n = hvd.size()
+    if n < 2 or hvd.local_size() != n or os.environ.get("HVD_CPU_OPERATIONS", "auto") not in (
+            "auto", "shm"):
+        pytest.skip("needs 2 or more ranks on shared memory")
+    half = torch.full((count,), 40000.0, dtype=torch.float16)
+    for step in range(6):  # repeated, so that from 3 ranks it rides the negotiation (posted)
+        got = hvd.allreduce(half, op=hvd.Average, name=f"mean_once.{count}")
+        assert torch.equal(got, half), f"step {step}: got {got[:4].tolist()}, want 40000"
+    other = torch.full((count // 3 + 1,), -30000.0, dtype=torch.float16)  # fused with it
+    outs = hvd.grouped_allreduce([half, other], op=hvd.Average, name=f"mean_once_group.{count}")
+    assert torch.equal(outs[0], half), f"fused: got {outs[0][:4].tolist()}, want 40000"
+    assert torch.equal(outs[1], other), f"fused: got {outs[1][:4].tolist()}, want -30000"
+
+
 @pytest.mark.parametrize("dtype", NUMERIC)
 def test_allreduce_inplace(hvd, dtype):
     inputs = [reduce_input(dtype, (3, 5), r, hvd.size(), "Sum") for r in range(hvd.size())]

@@ -36,9 +36,10 @@ class ShmPosted final : public PostedSource {
   // Past the direct size, reading all N inputs costs more than the round that exchanges slices
   // (the model in shm_reductions.h, with the reduce-scatter round saved on both sides).
   bool slices_allreduce(int64_t bytes) const override { return bytes > direct_bytes_; }
-  Status AllreduceSliced(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
+  Status AllreduceSliced(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                         double scale) override {
     return ShmAllreducePostedSliced(*ch_, offset_ + sizeof(uint64_t), static_cast<char*>(buffer),
-                                    count, dtype, op);
+                                    count, dtype, op, scale);
   }
   void Abort() override { ch_->Abort(); }
 
@@ -108,10 +109,18 @@ class ShmCommunicator final : public Communicator {
                                 std::span<const int64_t> posted_bytes) override;
   Communicator* posted_inputs() override { return &posted_; }
   Status Barrier() override;
-  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
+    return AllreduceScaled(buffer, count, dtype, op, 1.0);
+  }
+  Status AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                         double scale) override;
   bool allreduces_pieces() const override { return true; }
   Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
-                         ReduceOp op) override;
+                         ReduceOp op) override {
+    return AllreducePiecesScaled(pieces, dtype, op, 1.0);
+  }
+  Status AllreducePiecesScaled(std::span<const AllreducePiece> pieces, DataType dtype, ReduceOp op,
+                               double scale) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buffer, int64_t bytes, int root) override;
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
@@ -141,10 +150,11 @@ class ShmCommunicator final : public Communicator {
   Status CheckAllreduce(const void* buffer, int64_t count, ReduceOp op) const {
     return CheckAllreduceArgs([this] { return ch_->What(); }, buffer, count, op);
   }
-  // The allreduce of `view`: single copy when it is large enough (and, with choose_, member
-  // 0 picks it), else `staged()`, the allreduce through the halves.
+  // The allreduce of `view`, scaled: single copy when it is large enough (and, with choose_,
+  // member 0 picks it), else `staged()`, the allreduce through the halves.
   template <typename Staged>
-  Status AllreduceView(const PieceView& view, DataType dtype, ReduceOp op, Staged&& staged);
+  Status AllreduceView(const PieceView& view, DataType dtype, ReduceOp op, double scale,
+                       Staged&& staged);
   // The choice both single-copy collectives make: from `threshold` bytes (0: never),
   // `single(want, &used)` runs the single-copy rounds, `want` false where this member may not
   // (`may`) or, with choose_, `chooser` picked the halves; `staged()` runs when no member used it.
@@ -335,12 +345,12 @@ Status ShmCommunicator::Barrier() {
 
 template <typename Staged>
 Status ShmCommunicator::AllreduceView(const PieceView& view, DataType dtype, ReduceOp op,
-                                      Staged&& staged) {
+                                      double scale, Staged&& staged) {
   const int64_t bytes = view.count() * static_cast<int64_t>(DataTypeSize(dtype));
   return SingleOrStaged(
       bytes, allreduce_single_copy_bytes_, /*may=*/true, chooser_,
       [&](bool want, bool* used) {
-        return ShmAllreduceSingleCopy(*ch_, view, dtype, op, want, &single_copy_, used);
+        return ShmAllreduceSingleCopy(*ch_, view, dtype, op, scale, want, &single_copy_, used);
       },
       staged);
 }
@@ -360,20 +370,25 @@ Status ShmCommunicator::SingleOrStaged(int64_t bytes, int64_t threshold, bool ma
   return Status::OK();
 }
 
-Status ShmCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
+Status ShmCommunicator::AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                                        double scale) {
   HVD_RETURN_IF_ERROR(ch_->Start("allreduce", dtype, op, count));
   HVD_RETURN_IF_ERROR(CheckAllreduce(buffer, count, op));
-  if (count == 0 || size_ == 1) return Status::OK();
+  if (count == 0) return Status::OK();
+  if (size_ == 1) {
+    ScaleBuffer(buffer, count, dtype, scale);
+    return Status::OK();
+  }
   const AllreducePiece whole{buffer, buffer, count};
   const int64_t starts[] = {0, count};
   const PieceView view(std::span(&whole, 1), starts, static_cast<int64_t>(DataTypeSize(dtype)));
-  return AllreduceView(view, dtype, op, [&] {
-    return ShmAllreduce(*ch_, static_cast<char*>(buffer), count, dtype, op, direct_bytes_);
+  return AllreduceView(view, dtype, op, scale, [&] {
+    return ShmAllreduce(*ch_, static_cast<char*>(buffer), count, dtype, op, direct_bytes_, scale);
   });
 }
 
-Status ShmCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
-                                        ReduceOp op) {
+Status ShmCommunicator::AllreducePiecesScaled(std::span<const AllreducePiece> pieces,
+                                              DataType dtype, ReduceOp op, double scale) {
   const bool ok = PieceView::Index(pieces, &starts_);
   const int64_t count = starts_.back();
   HVD_RETURN_IF_ERROR(ch_->Start("allreduce", dtype, op, count));
@@ -381,9 +396,9 @@ Status ShmCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, 
       CheckAllreducePiecesArgs([this] { return ch_->What(); }, pieces, ok, count, op));
   const PieceView view(pieces, starts_, static_cast<int64_t>(DataTypeSize(dtype)));
   if (count == 0) return Status::OK();
-  return AllreduceView(view, dtype, op, [&] {
+  return AllreduceView(view, dtype, op, scale, [&] {
     if (slice_.empty()) slice_.resize(ShmPiecesScratchBytes(*ch_));
-    return ShmAllreducePieces(*ch_, view, dtype, op, direct_bytes_, slice_.data());
+    return ShmAllreducePieces(*ch_, view, dtype, op, direct_bytes_, scale, slice_.data());
   });
 }
 

@@ -18,23 +18,27 @@ constexpr int64_t kCacheLine = 64;
 // and in_1 straight into dst: no copy of in_0 first, which made every member but 0 do a pass more
 // than member 0 and left member 0 waiting.
 Status ReduceInRankOrder(ShmChannel& ch, char* dst, const char* own, int64_t src_offset,
-                         int64_t count, DataType dtype, ReduceOp op) {
+                         int64_t count, DataType dtype, ReduceOp op, double scale) {
   const int me = ch.rank();
-  return ReduceHeldInputs(dst, ch.size(), count, dtype, op, [&](int k, const void** in) {
-    HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
-    // Once written, dst no longer holds this member's input (when own is dst): its posted copy
-    // does, and dst may only be one of the first two inputs.
-    *in = k == me && (own != dst || k < 2) ? own : ch.PeerHalf(k) + src_offset;
-    return Status::OK();
-  });
+  return ReduceHeldInputs(
+      dst, ch.size(), count, dtype, op,
+      [&](int k, const void** in) {
+        HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
+        // Once written, dst no longer holds this member's input (when own is dst): its posted
+        // copy does, and dst may only be one of the first two inputs.
+        *in = k == me && (own != dst || k < 2) ? own : ch.PeerHalf(k) + src_offset;
+        return Status::OK();
+      },
+      scale);
 }
 
-Status AllreduceDirect(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op) {
+Status AllreduceDirect(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op,
+                       double scale) {
   char* mine = nullptr;
   HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
   std::memcpy(mine, buf, static_cast<size_t>(count) * DataTypeSize(dtype));
   ch.Publish();
-  HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, buf, buf, 0, count, dtype, op));
+  HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, buf, buf, 0, count, dtype, op, scale));
   ch.End();
   return Status::OK();
 }
@@ -71,7 +75,7 @@ auto IntoBuffer(char* base, const Slices& s, int64_t elem) {
 
 // One chunk of `n` elements at `base`, split into per-member slices of `per` elements.
 Status AllreduceOneChunk(ShmChannel& ch, char* base, int64_t n, int64_t per, DataType dtype,
-                         ReduceOp op) {
+                         ReduceOp op, double scale) {
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   const Slices s{n, per};
   const int me = ch.rank();
@@ -82,7 +86,8 @@ Status AllreduceOneChunk(ShmChannel& ch, char* base, int64_t n, int64_t per, Dat
   std::memcpy(mine, base, static_cast<size_t>(n * elem));
   ch.Publish();
   if (s.len(me) > 0) {
-    HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, slice, slice, s.lo(me) * elem, s.len(me), dtype, op));
+    HVD_RETURN_IF_ERROR(
+        ReduceInRankOrder(ch, slice, slice, s.lo(me) * elem, s.len(me), dtype, op, scale));
   }
   ch.End();
   return AllgatherSlices(ch, slice, s, elem, IntoBuffer(base, s, elem));
@@ -91,7 +96,7 @@ Status AllreduceOneChunk(ShmChannel& ch, char* base, int64_t n, int64_t per, Dat
 }  // namespace
 
 Status ShmAllreducePostedSliced(ShmChannel& ch, size_t offset, char* buf, int64_t count,
-                                DataType dtype, ReduceOp op) {
+                                DataType dtype, ReduceOp op, double scale) {
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   const Slices s = Slices::Of(count, ch.size(), elem);
   const int me = ch.rank();
@@ -102,7 +107,7 @@ Status ShmAllreducePostedSliced(ShmChannel& ch, size_t offset, char* buf, int64_
   if (s.len(me) > 0) {
     const int64_t from = static_cast<int64_t>(offset) + at;
     HVD_RETURN_IF_ERROR(
-        ReduceInRankOrder(ch, slice, ch.PeerHalf(me) + from, from, s.len(me), dtype, op));
+        ReduceInRankOrder(ch, slice, ch.PeerHalf(me) + from, from, s.len(me), dtype, op, scale));
   }
   // Allgather round, once the held round is ended.
   HVD_RETURN_IF_ERROR(ch.Start("allreduce of posted inputs", dtype, op, count));
@@ -129,7 +134,7 @@ size_t ShmPiecesScratchBytes(const ShmChannel& ch) {
 }
 
 Status ShmAllreducePieces(ShmChannel& ch, const PieceView& pieces, DataType dtype, ReduceOp op,
-                          int64_t direct_bytes, char* scratch) {
+                          int64_t direct_bytes, double scale, char* scratch) {
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   const int64_t half = static_cast<int64_t>(ch.half_bytes());
   const int64_t count = pieces.count();
@@ -140,7 +145,7 @@ Status ShmAllreducePieces(ShmChannel& ch, const PieceView& pieces, DataType dtyp
     HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
     pieces.Gather(0, count, mine);
     ch.Publish();
-    HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, scratch, mine, 0, count, dtype, op));
+    HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, scratch, mine, 0, count, dtype, op, scale));
     ch.End();
     pieces.Scatter(0, count, scratch);
     return Status::OK();
@@ -157,7 +162,7 @@ Status ShmAllreducePieces(ShmChannel& ch, const PieceView& pieces, DataType dtyp
     if (sl.len(me) > 0) {
       // This member's own input is its posted copy (the pieces may be written meanwhile).
       HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, scratch, mine + sl.lo(me) * elem, sl.lo(me) * elem,
-                                            sl.len(me), dtype, op));
+                                            sl.len(me), dtype, op, scale));
     }
     ch.End();
     HVD_RETURN_IF_ERROR(AllgatherSlices(ch, scratch, sl, elem, [&](int k, const char* src) {
@@ -168,18 +173,18 @@ Status ShmAllreducePieces(ShmChannel& ch, const PieceView& pieces, DataType dtyp
 }
 
 Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op,
-                    int64_t direct_bytes) {
+                    int64_t direct_bytes, double scale) {
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   const int64_t half = static_cast<int64_t>(ch.half_bytes());
   if (count * elem <= std::min(direct_bytes, half)) {
-    return AllreduceDirect(ch, buf, count, dtype, op);
+    return AllreduceDirect(ch, buf, count, dtype, op, scale);
   }
   const int64_t chunk = half / elem;
   const int size = ch.size();
   for (int64_t off = 0; off < count; off += chunk) {
     const int64_t n = std::min(chunk, count - off);
     const int64_t per = SliceElements(n, size, elem);
-    HVD_RETURN_IF_ERROR(AllreduceOneChunk(ch, buf + off * elem, n, per, dtype, op));
+    HVD_RETURN_IF_ERROR(AllreduceOneChunk(ch, buf + off * elem, n, per, dtype, op, scale));
   }
   return Status::OK();
 }
@@ -201,7 +206,7 @@ Status ShmReduceScatter(ShmChannel& ch, const PieceView& in, char* out, int64_t 
     const int64_t x = std::max(lo, mine_lo), y = std::min(hi, mine_hi);
     if (x < y) {
       HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, out + (x - mine_lo) * elem, mine + (x - lo) * elem,
-                                            (x - lo) * elem, y - x, dtype, op));
+                                            (x - lo) * elem, y - x, dtype, op, 1.0));
     }
     ch.End();
   }

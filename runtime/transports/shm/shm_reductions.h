@@ -13,7 +13,10 @@
 // call the caller has started (ShmChannel::Start) and whose arguments it has validated. Every
 // element is reduced by exactly one member, in rank order 0..N-1 (float16/bfloat16 sums and
 // products accumulated in float and rounded once: AccumulatesInFloat), then copied, so all
-// members get bit-identical results. Same threading as ShmChannel.
+// members get bit-identical results. An allreduce's `scale` (ScaleBuffer's factor, 1: none) is
+// applied by that member to what it reduced, before the others copy it (ReduceHeldInputs:
+// float16/bfloat16 sums in float before their rounding), so the results take no pass of their
+// own. Same threading as ShmChannel.
 namespace hvd::runtime {
 
 // Allreduces up to a group's direct size (at most this) take one round in which every member
@@ -50,14 +53,14 @@ struct Slices {
 // In-place allreduce of `count` elements (count > 0, kAdasum excluded); one round up to
 // `direct_bytes` (the same on every member; ShmDirectBytes), else two per chunk of a half.
 Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, ReduceOp op,
-                    int64_t direct_bytes);
+                    int64_t direct_bytes, double scale);
 
 // ShmAllreduce of the pieces' concatenation (count() > 0): the inputs are copied straight into
 // the channel's halves and the results straight out to the outputs, with the same rounds, chunks
 // and rank-order reduction as ShmAllreduce of the packed buffer (so the same bits). `scratch`
 // holds ShmPiecesScratchBytes bytes (this member's reduced slice of a chunk).
 Status ShmAllreducePieces(ShmChannel& ch, const PieceView& pieces, DataType dtype, ReduceOp op,
-                          int64_t direct_bytes, char* scratch);
+                          int64_t direct_bytes, double scale, char* scratch);
 size_t ShmPiecesScratchBytes(const ShmChannel& ch);
 
 // The allreduce of inputs every member posted with the channel's held round
@@ -69,7 +72,7 @@ size_t ShmPiecesScratchBytes(const ShmChannel& ch);
 // input (PostedInputs::Allreduce) reads N: used past the group's direct size. The same bits as
 // ShmAllreduce of the inputs.
 Status ShmAllreducePostedSliced(ShmChannel& ch, size_t offset, char* buf, int64_t count,
-                                DataType dtype, ReduceOp op);
+                                DataType dtype, ReduceOp op, double scale);
 
 // Reduces the concatenation of `in`'s inputs (the same element count on every member) and
 // writes elements [mine_lo, mine_lo + mine_count) of the result to `out`, which must not

@@ -199,12 +199,13 @@ Status ExchangeLayouts(ShmChannel& ch, const PieceView& view, bool want, ShmSing
 // accumulate in scratch and copy out at the end of each piece, since their own input comes in
 // at step k = rank.
 Status ReduceSlice(ShmChannel& ch, Layout& layout, int64_t lo, int64_t n, int64_t elem,
-                   DataType dtype, ReduceOp op, char* a, char* b) {
+                   DataType dtype, ReduceOp op, double scale, char* a, char* b) {
   const int me = ch.rank();
   if (AccumulatesInFloat(dtype, op)) {
     // float16/bfloat16 sums and products: `a` holds a float accumulator of a quarter step's
     // elements, every member's input (its own from its segments) added in rank order, then
-    // rounded into the outputs, as ReduceWide does on the staged path (the same bits).
+    // scaled and rounded into the outputs, as ReduceWide does on the staged path (the same
+    // bits).
     float* acc = reinterpret_cast<float*>(a);
     const int64_t step = kShmSingleCopyStep / static_cast<int64_t>(sizeof(float));
     for (int64_t at = lo; at < lo + n; at += step) {
@@ -221,6 +222,7 @@ Status ReduceSlice(ShmChannel& ch, Layout& layout, int64_t lo, int64_t n, int64_
         const void* one[1] = {b};
         AccumulateStep(acc, nullptr, one, 1, m, dtype, op, k == 0);
       }
+      ScaleBuffer(acc, m, DataType::kFloat32, scale);
       layout.Own(at, m, [&](const char*, char* out, int64_t pos, int64_t len) {
         AccumulateStep(acc + pos, out, nullptr, 0, len, dtype, op, false);  // rounds acc
       });
@@ -258,8 +260,13 @@ Status ReduceSlice(ShmChannel& ch, Layout& layout, int64_t lo, int64_t n, int64_
       }
     }
     if (me >= 2) {
+      ScaleBuffer(a, m, dtype, scale);
       layout.Own(at, m, [&](const char*, char* out, int64_t pos, int64_t len) {
         std::memcpy(out, a + pos * elem, static_cast<size_t>(len * elem));
+      });
+    } else if (scale != 1.0) {
+      layout.Own(at, m, [&](const char*, char* out, int64_t, int64_t len) {
+        ScaleBuffer(out, len, dtype, scale);
       });
     }
   }
@@ -296,7 +303,7 @@ ShmSingleCopyChooser::SizeClass& ShmSingleCopyChooser::Of(int64_t bytes) {
 }
 
 Status ShmAllreduceSingleCopy(ShmChannel& ch, const PieceView& view, DataType dtype, ReduceOp op,
-                              bool want, ShmSingleCopyScratch* scratch, bool* used) {
+                              double scale, bool want, ShmSingleCopyScratch* scratch, bool* used) {
   if (scratch->reduce.empty()) {
     scratch->reduce.resize(2 * static_cast<size_t>(kShmSingleCopyStep));
     scratch->local.reserve(kMaxIov);
@@ -314,8 +321,8 @@ Status ShmAllreduceSingleCopy(ShmChannel& ch, const PieceView& view, DataType dt
   // 2, so the inputs read here are intact even where outputs and inputs are the same tensors.
   if (s.len(me) > 0) {
     char* a = scratch->reduce.data();
-    HVD_RETURN_IF_ERROR(
-        ReduceSlice(ch, layout, s.lo(me), s.len(me), elem, dtype, op, a, a + kShmSingleCopyStep));
+    HVD_RETURN_IF_ERROR(ReduceSlice(ch, layout, s.lo(me), s.len(me), elem, dtype, op, scale, a,
+                                    a + kShmSingleCopyStep));
   }
   HVD_RETURN_IF_ERROR(ch.Begin(false));
   ch.Publish();

@@ -65,7 +65,8 @@ class ShmSingleCopyChooser {
 };
 
 // Allreduce of the pieces' concatenation (count() > 0, started and validated by the caller),
-// bit-identical to ShmAllreduce of the packed buffer on every member. Member r reduces slice r
+// bit-identical to ShmAllreduce of the packed buffer on every member (`scale` likewise applied
+// by each slice's reducer before the others copy it). Member r reduces slice r
 // (SliceElements) in rank order 0..N-1, reading the peers' inputs of that slice straight from
 // their tensors into `scratch`, then copies every other slice straight from its reducer's
 // outputs into its own. Rounds: (1) every member posts its pieces' addresses and counts (a
@@ -79,7 +80,7 @@ class ShmSingleCopyChooser {
 // (`want` false: member 0's ShmSingleCopyChooser picked the halves): the caller then runs the
 // staged allreduce instead, on every member alike.
 Status ShmAllreduceSingleCopy(ShmChannel& ch, const PieceView& view, DataType dtype, ReduceOp op,
-                              bool want, ShmSingleCopyScratch* scratch, bool* used);
+                              double scale, bool want, ShmSingleCopyScratch* scratch, bool* used);
 
 // Alltoall by single copy: each member reads its piece of every peer's input straight into its
 // output, where the staged alltoall copies each piece into the sender's half and out again (the

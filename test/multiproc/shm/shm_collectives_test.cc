@@ -77,6 +77,18 @@ int AllreduceEverything(Communicator& comm) {
         }
       }
     }
+    // Average's scale (1/n, not a power of two from 3 members), applied by each slice's reducer
+    for (int64_t count : counts) {
+      ++seed;
+      const double scale = 1.0 / comm.size();
+      std::vector<char> buf = Input(dtype, count, comm.rank(), seed);
+      Status s = comm.AllreduceScaled(buf.data(), count, dtype, ReduceOp::kSum, scale);
+      const std::string what = Case(dtype, ReduceOp::kSum, count) + " scaled by 1/n";
+      if (!s.ok()) return Fail(comm, what + ": " + s.ToString());
+      if (buf != Expected(dtype, ReduceOp::kSum, count, comm.size(), seed, scale)) {
+        return Fail(comm, what + ": result differs from rank-order reference");
+      }
+    }
   }
   return 0;
 }
@@ -99,6 +111,14 @@ int AllreduceSingleCopyEverything(Communicator& comm) {
       if (!s.ok()) return Fail(comm, Case(dtype, ReduceOp::kSum, count) + ": " + s.ToString());
       if (buf != Expected(dtype, ReduceOp::kSum, count, comm.size(), seed)) {
         return Fail(comm, Case(dtype, ReduceOp::kSum, count) + ": differs from the reference");
+      }
+      ++seed;  // and scaled, each read piece of the slice by its reducer
+      const double scale = 1.0 / comm.size();
+      buf = Input(dtype, count, comm.rank(), seed);
+      s = comm.AllreduceScaled(buf.data(), count, dtype, ReduceOp::kSum, scale);
+      if (!s.ok()) return Fail(comm, Case(dtype, ReduceOp::kSum, count) + ": " + s.ToString());
+      if (buf != Expected(dtype, ReduceOp::kSum, count, comm.size(), seed, scale)) {
+        return Fail(comm, Case(dtype, ReduceOp::kSum, count) + " scaled: differs");
       }
     }
   }

@@ -343,6 +343,59 @@ TEST(ReductionTest, ReduceWideKeepsWhatPairwiseRoundingLoses) {
   EXPECT_EQ(HalfToFloat(half_wide), 40000.0f);
 }
 
+// With a scale (Average's 1/n, a postscale): every 16-bit input accumulated in float, the sum
+// scaled in float and rounded once, over blocks and a tail, 1-9 inputs (two included: the scaled
+// pair takes the accumulator, not Reduce), in place too.
+TEST(ReductionTest, ReduceWideScalesInFloatBeforeItsOneRounding) {
+  for (DataType dtype : {DataType::kFloat16, DataType::kBFloat16}) {
+    const bool bf16 = dtype == DataType::kBFloat16;
+    auto to_f = [&](uint16_t v) { return bf16 ? BFloat16ToFloat(v) : HalfToFloat(v); };
+    auto from_f = [&](float f) { return bf16 ? FloatToBFloat16(f) : FloatToHalf(f); };
+    const int64_t count = kWideBlock + 29;
+    for (int n = 1; n <= 9; ++n) {
+      const double scale = 1.0 / n;
+      std::vector<std::vector<uint16_t>> in(n, std::vector<uint16_t>(count));
+      for (int k = 0; k < n; ++k) {
+        for (int64_t i = 0; i < count; ++i) {
+          in[k][i] = from_f(static_cast<float>((i * 13 + k * 29) % 89 - 44) / 3.0f);
+        }
+      }
+      std::vector<uint16_t> want(count);
+      for (int64_t i = 0; i < count; ++i) {
+        float acc = to_f(in[0][i]);
+        for (int k = 1; k < n; ++k) acc += to_f(in[k][i]);
+        want[i] = from_f(acc * static_cast<float>(scale));
+      }
+      std::vector<uint16_t> out(count);
+      auto input = [&](int k) { return in[k].data(); };
+      if (n == 1) {  // ReduceHeldInputs copies one input and scales it: the same bits
+        std::copy(in[0].begin(), in[0].end(), out.begin());
+        ScaleBuffer(out.data(), count, dtype, scale);
+      } else {
+        ReduceWide(out.data(), n, count, dtype, ReduceOp::kSum, input, scale);
+      }
+      EXPECT_EQ(out, want) << DataTypeName(dtype) << " mean of " << n;
+      if (n > 1) {
+        ReduceWide(in[n - 1].data(), n, count, dtype, ReduceOp::kSum, input, scale);
+        EXPECT_EQ(in[n - 1], want) << DataTypeName(dtype) << " mean of " << n << " in place";
+      }
+    }
+  }
+}
+
+// What scaling before the rounding changes: the mean of two float16 40000s is 40000, where the
+// sum rounded first is inf (and inf / 2 is inf) -- Average of large float16 gradients.
+TEST(ReductionTest, ReduceWideMeanOfSixteenBitFloatsDoesNotOverflowWithTheSum) {
+  const uint16_t h[2] = {FloatToHalf(40000.0f), FloatToHalf(40000.0f)};
+  uint16_t sum_then_scale = 0, mean = 0;
+  Reduce(&sum_then_scale, &h[0], &h[1], 1, DataType::kFloat16, ReduceOp::kSum);
+  ScaleBuffer(&sum_then_scale, 1, DataType::kFloat16, 0.5);
+  ReduceWide(
+      &mean, 2, 1, DataType::kFloat16, ReduceOp::kSum, [&](int k) { return &h[k]; }, 0.5);
+  EXPECT_TRUE(std::isinf(HalfToFloat(sum_then_scale)));
+  EXPECT_EQ(HalfToFloat(mean), 40000.0f);
+}
+
 TEST(ReductionTest, ScalesSixteenBitFloatsInFloat) {
   uint16_t h[2] = {FloatToHalf(3.0f), FloatToHalf(-1.0f)};
   ScaleBuffer(h, 2, DataType::kFloat16, 0.5);
