@@ -396,6 +396,30 @@ TEST(ReductionTest, ReduceWideMeanOfSixteenBitFloatsDoesNotOverflowWithTheSum) {
   EXPECT_EQ(HalfToFloat(mean), 40000.0f);
 }
 
+// ScaleBuffer's vector loops against the scalar conversions on every 16-bit pattern, for
+// factors that round (1/3, 1/7), halve, grow past the range (3, 1e5) and shrink to subnormals,
+// in an odd-length buffer (vector body and scalar tail).
+TEST(ReductionTest, SixteenBitScalingMatchesTheScalarConversionsOnEveryValue) {
+  for (DataType dtype : {DataType::kFloat16, DataType::kBFloat16}) {
+    const bool bf16 = dtype == DataType::kBFloat16;
+    auto to_f = [&](uint16_t v) { return bf16 ? BFloat16ToFloat(v) : HalfToFloat(v); };
+    auto from_f = [&](float f) { return bf16 ? FloatToBFloat16(f) : FloatToHalf(f); };
+    const int64_t n = 65536 + 5;
+    for (double factor : {1.0 / 3, 1.0 / 7, 0.5, 3.0, 1e5, 1e-6}) {
+      std::vector<uint16_t> b(n);
+      for (int64_t i = 0; i < n; ++i) b[i] = static_cast<uint16_t>(i);
+      ScaleBuffer(b.data(), n, dtype, factor);
+      for (int64_t i = 0; i < n; ++i) {
+        const auto x = static_cast<uint16_t>(i);
+        const uint16_t want = from_f(to_f(x) * static_cast<float>(factor));
+        ASSERT_TRUE(SameHalfResult(b[i], want, bf16))
+            << DataTypeName(dtype) << " 0x" << std::hex << x << " * " << factor << ": got 0x"
+            << b[i] << ", want 0x" << want;
+      }
+    }
+  }
+}
+
 TEST(ReductionTest, ScalesSixteenBitFloatsInFloat) {
   uint16_t h[2] = {FloatToHalf(3.0f), FloatToHalf(-1.0f)};
   ScaleBuffer(h, 2, DataType::kFloat16, 0.5);
