@@ -85,8 +85,9 @@ class Communicator {
   // reducer scale it before the others copy it, so the results take no pass of their own (the
   // same bits), and scales float16/bfloat16 sums in float before their one rounding
   // (ReduceHeldInputs): a mean whose sum overflows the type is not inf there. (hvd's TCP ring
-  // could scale each reduced segment before its allgather half likewise; not done.) Every member passes the same scale (a slice's reducer
-  // scales it for all), a joined member's pieces without output included.
+  // could scale each reduced segment before its allgather half likewise; not done.) Every member
+  // passes the same scale (a slice's reducer scales it for all), a joined member's pieces without
+  // output included.
   virtual Status AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
                                  double scale);
   virtual Status AllreducePiecesScaled(std::span<const AllreducePiece> pieces, DataType dtype,
