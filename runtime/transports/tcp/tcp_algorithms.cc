@@ -167,6 +167,10 @@ Status TcpAlgorithms::HalvingDoublingAllreduce(char* buf, size_t bytes, const Tc
     lo = keep_lo;
     hi = keep_hi;
   }
+  // This member's window is complete: the reducer's finish (a scale) runs on it once, before
+  // the allgather copies it to the others.
+  if (red.finish && hi > lo)
+    red.finish(buf + at(lo), static_cast<int64_t>((at(hi) - at(lo)) / elem));
   // Allgather: the window doubles each round, the peer's adjacent window arriving in place.
   for (int mask = 1; mask < pof2; mask <<= 1) {
     const int vpeer = vrank ^ mask;
@@ -192,13 +196,19 @@ Status TcpAlgorithms::Ring(char* buf, const std::vector<size_t>& seg_bytes, cons
 Status TcpAlgorithms::Ring(std::span<const TcpPiece> parts, const std::vector<size_t>& seg_bytes,
                            const TcpReducer& red, bool allgather, const TcpWhat& what) {
   const int n = size_;
+  if (n == 1) {  // nothing to exchange; the result is complete here
+    if (red.finish) {
+      for (const TcpPiece& p : parts) red.finish(p.data, static_cast<int64_t>(p.bytes / red.elem));
+    }
+    return Status::OK();
+  }
   parts_ = parts;  // used by AppendRange below, before this call returns
   part_starts_.assign(parts.size() + 1, 0);
   for (size_t i = 0; i < parts.size(); ++i) part_starts_[i + 1] = part_starts_[i] + parts[i].bytes;
   const std::vector<size_t>& off = Offsets(seg_bytes, &offsets_);
-  auto seg = [&](TcpStream& s, int i, bool reduce) {
+  auto seg = [&](TcpStream& s, int i, bool reduce, bool finish = false) {
     i = ((i % n) + n) % n;
-    AppendRange(s, off[i], seg_bytes[i], reduce);
+    AppendRange(s, off[i], seg_bytes[i], reduce, finish);
   };
   // Reduce-scatter step i sends segment r-1-i and folds segment r-2-i arriving from the left
   // into the local copy; what arrives (reduced) is exactly what is sent next, so the send
@@ -206,9 +216,11 @@ Status TcpAlgorithms::Ring(std::span<const TcpPiece> parts, const std::vector<si
   // forwards segment r (now complete) and every complete segment arriving from the left.
   TcpStream& out = AddStream((rank_ + 1) % n, true);
   TcpStream& in = AddStream((rank_ - 1 + n) % n, false);
+  // The last step completes segment r: the reducer's finish (a scale) runs on it as it is
+  // reduced, before the allgather forwards it, so the result takes no pass of its own.
   for (int i = 0; i < n - 1; ++i) {
     seg(out, rank_ - 1 - i, false);
-    seg(in, rank_ - 2 - i, true);
+    seg(in, rank_ - 2 - i, true, i == n - 2);
   }
   if (allgather) {
     for (int j = 0; j < n - 1; ++j) {
@@ -221,10 +233,10 @@ Status TcpAlgorithms::Ring(std::span<const TcpPiece> parts, const std::vector<si
   return Run(&red, what);
 }
 
-void TcpAlgorithms::AppendRange(TcpStream& s, size_t lo, size_t n, bool reduce) {
+void TcpAlgorithms::AppendRange(TcpStream& s, size_t lo, size_t n, bool reduce, bool finish) {
   ForEachOverlap(std::span<const size_t>(part_starts_), lo, n,
                  [&](size_t i, size_t in_part, size_t, size_t len) {
-                   s.pieces.push_back({parts_[i].data + in_part, len, reduce});
+                   s.pieces.push_back({parts_[i].data + in_part, len, reduce, finish});
                  });
 }
 

@@ -96,7 +96,7 @@ class TcpAlgorithms {
   // Runs the streams added since the last Run.
   Status Run(const TcpReducer* red, const TcpWhat& what);
   // Appends to `s` the bytes [lo, lo + n) of the concatenation of parts_, as pieces.
-  void AppendRange(TcpStream& s, size_t lo, size_t n, bool reduce);
+  void AppendRange(TcpStream& s, size_t lo, size_t n, bool reduce, bool finish = false);
   char* Scratch(size_t bytes);
   // The doubling algorithms' fold for n not a power of two: *pof2 = the largest power of two
   // <= n; ranks below 2 (n - pof2) pair up, the even one handing its part to the odd one (the

@@ -84,11 +84,15 @@ void EvenSegments(int64_t count, int n, size_t elem, std::vector<size_t>* seg) {
   }
 }
 
-TcpReducer ElementwiseReducer(DataType dtype, ReduceOp op) {
+TcpReducer ElementwiseReducer(DataType dtype, ReduceOp op, double scale = 1.0) {
   TcpReducer r;
   r.elem = DataTypeSize(dtype);
-  // Two enums: std::function stores this closure inline (no allocation).
+  // Two enums: std::function stores this closure inline (no allocation); so does finish's
+  // (an enum and a double).
   r.fn = [dtype, op](void* dst, const void* src, int64_t n) { ReduceInto(dst, src, n, dtype, op); };
+  if (scale != 1.0) {
+    r.finish = [dtype, scale](void* data, int64_t n) { ScaleBuffer(data, n, dtype, scale); };
+  }
   return r;
 }
 
@@ -165,7 +169,14 @@ class TcpCommunicator final : public Communicator {
   Status Barrier() override {
     return Guard("barrier", [&](const TcpWhat& w) { return algo_.Barrier(w); });
   }
-  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
+    return AllreduceScaled(buffer, count, dtype, op, 1.0);
+  }
+  // The ring and halving-doubling scale each completed segment as it is reduced, before their
+  // allgather half forwards it (TcpReducer::finish); recursive doubling and the direct exchange,
+  // where every member completes everything, scale the whole result.
+  Status AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                         double scale) override;
   bool ands_with_allreduce() const override { return true; }
   Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
                                  DataType dtype, ReduceOp op) override;
@@ -190,7 +201,11 @@ class TcpCommunicator final : public Communicator {
   Communicator* posted_inputs() override { return posted_view_; }
   bool allreduces_pieces() const override { return true; }
   Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
-                         ReduceOp op) override;
+                         ReduceOp op) override {
+    return AllreducePiecesScaled(pieces, dtype, op, 1.0);
+  }
+  Status AllreducePiecesScaled(std::span<const AllreducePiece> pieces, DataType dtype, ReduceOp op,
+                               double scale) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buffer, int64_t bytes, int root) override;
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
@@ -390,9 +405,15 @@ Status TcpCommunicator::Reduce(char* buf, int64_t count, const TcpReducer& red, 
       if (!probed_) HVD_RETURN_IF_ERROR(ProbeNetwork(w));
       if (bytes >= halving_from_) return algo_.HalvingDoublingAllreduce(buf, bytes, red, w);
     }
-    return algo_.DoublingAllreduce(buf, bytes, red, w);
+    HVD_RETURN_IF_ERROR(algo_.DoublingAllreduce(buf, bytes, red, w));
+    if (red.finish) red.finish(buf, count);
+    return Status::OK();
   }
-  if (UseDirect(bytes)) return algo_.DirectAllreduce(buf, bytes, red, w);
+  if (UseDirect(bytes)) {
+    HVD_RETURN_IF_ERROR(algo_.DirectAllreduce(buf, bytes, red, w));
+    if (red.finish) red.finish(buf, count);
+    return Status::OK();
+  }
   EvenSegments(count, size_, red.elem, &sizes_);
   return algo_.Ring(buf, sizes_, red, /*allgather=*/true, w);
 }
@@ -406,10 +427,11 @@ Status TcpCommunicator::Bitwise(std::vector<uint64_t>* bits, bool is_and) {
   });
 }
 
-Status TcpCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
+Status TcpCommunicator::AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                                        double scale) {
   const auto name = [&] { return What(AllreduceOpName(count, dtype, op)); };
   HVD_RETURN_IF_ERROR(CheckAllreduceArgs(name, buffer, count, op));
-  const TcpReducer red = ElementwiseReducer(dtype, op);
+  const TcpReducer red = ElementwiseReducer(dtype, op, scale);
   return Guard(TcpWhat(name), [&](const TcpWhat& w) {
     if (count == 0) return Status::OK();
     return Reduce(static_cast<char*>(buffer), count, red, w);
@@ -546,13 +568,13 @@ Status TcpCommunicator::BitwiseAndPostingPieces(std::span<uint64_t> words, const
   return Status::OK();
 }
 
-Status TcpCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
-                                        ReduceOp op) {
+Status TcpCommunicator::AllreducePiecesScaled(std::span<const AllreducePiece> pieces,
+                                              DataType dtype, ReduceOp op, double scale) {
   const bool counts_ok = PieceView::Index(pieces, &starts_);
   const int64_t count = starts_.back();
   const auto name = [&] { return What(AllreduceOpName(count, dtype, op)); };
   HVD_RETURN_IF_ERROR(CheckAllreducePiecesArgs(name, pieces, counts_ok, count, op));
-  const TcpReducer red = ElementwiseReducer(dtype, op);
+  const TcpReducer red = ElementwiseReducer(dtype, op, scale);
   const size_t elem = red.elem;
   return Guard(TcpWhat(name), [&](const TcpWhat& w) {
     if (count == 0) return Status::OK();

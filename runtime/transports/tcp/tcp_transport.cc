@@ -164,6 +164,9 @@ Status TcpTransport::ReduceScratch(TcpStream& s, char* scratch, const TcpReducer
     TcpPiece& piece = s.pieces[s.piece_];
     const size_t n = std::min((s.pending_ - used) / elem * elem, piece.bytes - s.offset_);
     reducer->fn(piece.data + s.offset_, scratch + used, static_cast<int64_t>(n / elem));
+    if (piece.finish && reducer->finish) {
+      reducer->finish(piece.data + s.offset_, static_cast<int64_t>(n / elem));
+    }
     used += n;
     Advance(s, n);
     HVD_RETURN_IF_ERROR(Settle(s));

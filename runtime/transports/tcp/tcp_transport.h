@@ -24,6 +24,9 @@ struct TcpPiece {
   char* data = nullptr;
   size_t bytes = 0;
   bool reduce = false;
+  // A reduce piece whose every element, once reduced, gets the reducer's `finish` (when it has
+  // one) before anything forwards it: the last reduce-scatter step of an allreduce, scaled.
+  bool finish = false;
 };
 
 // One direction of traffic with one peer during one collective: the concatenation of
@@ -67,6 +70,9 @@ struct TcpStream {
 struct TcpReducer {
   size_t elem = 1;
   std::function<void(void* dst, const void* src, int64_t count)> fn;
+  // Applied once to every element of the result where the algorithm completes it (an
+  // Average's 1/n: Communicator::AllreduceScaled); empty: nothing.
+  std::function<void(void* data, int64_t count)> finish;
 };
 
 // Names the running collective in error messages ("tcp barrier on rank 0 of 2"). The text is

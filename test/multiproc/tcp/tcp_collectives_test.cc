@@ -80,6 +80,39 @@ int CheckBitIdenticalSums(Communicator& comm, std::initializer_list<size_t> coun
   return 0;
 }
 
+// AllreduceScaled and AllreducePiecesScaled (the ring and halving-doubling scale each segment
+// as it completes, TcpReducer::finish; doubling and the direct exchange the whole result) give
+// exactly what Allreduce and then ScaleBuffer give: every element scaled once, for the sizes
+// that take each algorithm, in float32, float16 and int32 (truncated), one piece or two.
+int CheckScaledEqualsScalingAfter(Communicator& comm, std::initializer_list<size_t> counts) {
+  std::mt19937 gen(77 + comm.rank());
+  std::uniform_real_distribution<float> dist(-50.0f, 50.0f);
+  const double scale = 1.0 / (comm.size() + 1);  // rounds, whatever the size
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kInt32}) {
+    const size_t elem = runtime::DataTypeSize(dtype);
+    for (size_t count : counts) {
+      std::vector<char> input(count * elem);
+      for (size_t i = 0; i < count; ++i) Store(dtype, input.data(), i, std::round(dist(gen)));
+      std::vector<char> after = input, folded = input, pieces = input;
+      CHILD_OK(comm.Allreduce(after.data(), static_cast<int64_t>(count), dtype, ReduceOp::kSum));
+      runtime::ScaleBuffer(after.data(), static_cast<int64_t>(count), dtype, scale);
+      CHILD_OK(comm.AllreduceScaled(folded.data(), static_cast<int64_t>(count), dtype,
+                                    ReduceOp::kSum, scale));
+      CHILD_CHECK(folded == after, "%s x%zu: AllreduceScaled differs from scaling after",
+                  runtime::DataTypeName(dtype), count);
+      const size_t first = count / 3;
+      const runtime::AllreducePiece two[] = {
+          {pieces.data(), pieces.data(), static_cast<int64_t>(first)},
+          {pieces.data() + first * elem, pieces.data() + first * elem,
+           static_cast<int64_t>(count - first)}};
+      CHILD_OK(comm.AllreducePiecesScaled(two, dtype, ReduceOp::kSum, scale));
+      CHILD_CHECK(pieces == after, "%s x%zu: AllreducePiecesScaled differs from scaling after",
+                  runtime::DataTypeName(dtype), count);
+    }
+  }
+  return 0;
+}
+
 // BitwiseAnd/BitwiseOr of `words` words where rank r clears / sets bit (i + r) % 64 of word i.
 int CheckBitwiseAndOr(Communicator& comm, size_t words) {
   std::vector<uint64_t> a(words), o(words);
@@ -152,7 +185,7 @@ TEST_P(TcpCollectives, AllreduceEveryTypeAndOpMatchesKnownValues) {
     // the rank-order reduction.
     if (int rc = CheckAllreduceKnownValues(comm, {1, 5, 7001, 40009}, kAllOps)) return rc;
     CHILD_OK(comm.Allreduce(nullptr, 0, DataType::kFloat32, ReduceOp::kSum));
-    return 0;
+    return CheckScaledEqualsScalingAfter(comm, {1, 5, 7001, 40009, 300007});
   });
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
 }
@@ -433,6 +466,7 @@ TEST_P(TcpHalvingDoubling, AllreducesAreRightAndTheSameOnEveryRank) {
                                          {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax});
     if (rc != 0) return rc;
     if (int rc = CheckBitIdenticalSums(comm, {3, 1000, 60000})) return rc;
+    if (int rc = CheckScaledEqualsScalingAfter(comm, {8, 1000, 60001})) return rc;
     const int n = comm.size();
     if (int rc = CheckNanMinMaxSameEverywhere(comm, 4)) return rc;
     if (int rc = CheckBitwiseAndOr(comm, 20)) return rc;
