@@ -81,11 +81,11 @@ class Communicator {
                                  const std::vector<int64_t>& counts_per_rank, DataType dtype);
   // Allreduce and AllreducePieces with every result then multiplied by `scale` as ScaleBuffer
   // multiplies (Average's 1/n times a postscale; 1: none). The defaults run the op and then
-  // ScaleBuffer over the results: one more pass over them. Shared memory has each slice's
-  // reducer scale it before the others copy it, so the results take no pass of their own (the
-  // same bits), and scales float16/bfloat16 sums in float before their one rounding
-  // (ReduceHeldInputs): a mean whose sum overflows the type is not inf there. (hvd's TCP ring
-  // could scale each reduced segment before its allgather half likewise; not done.) Every member
+  // ScaleBuffer over the results: one more pass over them. Shared memory and hvd's TCP have
+  // each slice's (ring segment's) reducer scale it before the others copy it, so the results
+  // take no pass of their own (the same bits), and shared memory scales float16/bfloat16 sums in
+  // float before their one rounding (ReduceHeldInputs): a mean whose sum overflows the type is
+  // not inf there. Every member
   // passes the same scale (a slice's reducer scales it for all), a joined member's pieces without
   // output included.
   virtual Status AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
