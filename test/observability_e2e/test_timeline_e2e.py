@@ -19,6 +19,14 @@ BACKEND_SUFFIX = {"ALLREDUCE": "ALLREDUCE", "ALLGATHER": "ALLGATHER", "BROADCAST
                   "ALLTOALL": "ALLTOALL", "REDUCESCATTER": "REDUCESCATTER"}
 
 
+def nested_in(all_spans, ops):
+    """The names of the depth-1 spans (backend activities) that start inside any of `ops`, on
+    the same row."""
+    return [s["name"] for s in all_spans if s["depth"] == 1 and any(
+        p["pid"] == s["pid"] and p["tid"] == s["tid"] and p["ts"] <= s["ts"] <= p["ts"] + p["dur"]
+        for p in ops)]
+
+
 @pytest.fixture(scope="module")
 def ops_trace(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ops")
@@ -87,9 +95,7 @@ def test_fused_allreduce_copies_only_where_the_transport_needs_them(tmp_path, tr
     fused = [s for s in all_spans if s["depth"] == 0 and s["name"] == "ALLREDUCE"
              and names.get((s["pid"], None), "").startswith("ar.fused.")]
     assert fused
-    nested = {s["name"] for s in all_spans if s["depth"] == 1 and any(
-        p["pid"] == s["pid"] and p["tid"] == s["tid"] and p["ts"] <= s["ts"] <= p["ts"] + p["dur"]
-        for p in fused)}
+    nested = set(nested_in(all_spans, fused))
     # Then the op nests the transport's allreduce, and the fusion-buffer copies only on Gloo
     assert transport.upper() + "_ALLREDUCE" in nested, nested
     memcpy = {"MEMCPY_IN_FUSION_BUFFER", "MEMCPY_OUT_FUSION_BUFFER"}
@@ -116,9 +122,7 @@ def test_lone_allreduce_rides_the_negotiation_round_on_tcp(tmp_path, eager_bytes
     grads = {f"grad.{i}" for i in range(tensors)}
     ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == "ALLREDUCE"
            and names.get((s["pid"], None)) in grads]
-    activities = [s["name"] for s in all_spans if s["depth"] == 1 and any(
-        p["pid"] == s["pid"] and p["tid"] == s["tid"] and p["ts"] <= s["ts"] <= p["ts"] + p["dur"]
-        for p in ops)]
+    activities = nested_in(all_spans, ops)
     # Then every allreduce nests exactly one backend activity: the AND round's (eager) once the
     # tensor is the known successor of the lone op before it, else an allreduce of its own
     assert len(activities) == len(ops) == steps * tensors, activities
@@ -150,9 +154,7 @@ def test_a_lone_shm_allreduce_rides_up_to_the_limit_times_the_ranks_per_cpu(tmp_
     names = jobs.row_names(trace)
     ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == "ALLREDUCE"
            and names.get((s["pid"], None)) == "grad.0"]
-    activities = [s["name"] for s in all_spans if s["depth"] == 1 and any(
-        p["pid"] == s["pid"] and p["tid"] == s["tid"] and p["ts"] <= s["ts"] <= p["ts"] + p["dur"]
-        for p in ops)]
+    activities = nested_in(all_spans, ops)
     assert len(activities) == len(ops) == steps, activities
     assert set(activities) <= {"SHM_ALLREDUCE", "SHM_EAGER_ALLREDUCE"}, activities
     # Then it rides the negotiation round (in some steps: an idle cycle between may disarm it)
@@ -217,9 +219,7 @@ def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, ea
                        ("ALLTOALL", "a2a.x"), ("REDUCESCATTER", "rs.x")):
         ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == op
                and names.get((s["pid"], None)) == tensor]
-        activities = [s["name"] for s in all_spans if s["depth"] == 1 and any(
-            p["pid"] == s["pid"] and p["tid"] == s["tid"]
-            and p["ts"] <= s["ts"] <= p["ts"] + p["dur"] for p in ops)]
+        activities = nested_in(all_spans, ops)
         suffix = BACKEND_SUFFIX[op]
         # Then each op nests one backend activity: the posted inputs' (SHM_EAGER_*, TCP_EAGER_*;
         # on TCP an allreduce's reduced tail, TCP_EAGER_ALLREDUCE) where it rode the AND round,
@@ -270,9 +270,7 @@ def test_a_lone_shm_allreduce_rides_the_negotiation_round_whatever_the_direct_si
         ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == op
                and names.get((s["pid"], None)) == tensor]
         assert len(ops) == steps, (op, len(ops))
-        nested[op] = [s["name"] for s in all_spans if s["depth"] == 1 and any(
-            p["pid"] == s["pid"] and p["tid"] == s["tid"]
-            and p["ts"] <= s["ts"] <= p["ts"] + p["dur"] for p in ops)]
+        nested[op] = nested_in(all_spans, ops)
     # Then the allreduce rides the AND round in some steps either way (until 2026-11-26 never
     # past twice the direct size, where every rank reduced all posted inputs), and runs its own
     # rounds in the others; the allgather rides too
@@ -296,9 +294,7 @@ def test_a_loss_after_each_steps_fused_gradients_rides_the_negotiation_round_on_
     names = jobs.row_names(trace)
     losses = [s for s in all_spans if s["depth"] == 0 and s["name"] == "ALLREDUCE"
               and names.get((s["pid"], None)) == "loss"]
-    activities = [s["name"] for s in all_spans if s["depth"] == 1 and any(
-        p["pid"] == s["pid"] and p["tid"] == s["tid"] and p["ts"] <= s["ts"] <= p["ts"] + p["dur"]
-        for p in losses)]
+    activities = nested_in(all_spans, losses)
     # Then the loss, known as what follows a cycle of several tensors from the fourth step on,
     # completes from the AND round in some steps (an idle cycle between may disarm it)
     assert len(activities) == len(losses) == steps, activities
