@@ -19,6 +19,20 @@ BACKEND_SUFFIX = {"ALLREDUCE": "ALLREDUCE", "ALLGATHER": "ALLGATHER", "BROADCAST
                   "ALLTOALL": "ALLTOALL", "REDUCESCATTER": "REDUCESCATTER"}
 
 
+def closed_spans(path):
+    """The timeline at `path`: its events, every span (none left open) and its rows' names."""
+    trace = jobs.load_trace(path)
+    all_spans, open_spans = jobs.spans(trace)
+    assert open_spans == 0
+    return trace, all_spans, jobs.row_names(trace)
+
+
+def ops_on(all_spans, names, op, rows):
+    """The top-level spans of `op` on the rows named in `rows`."""
+    return [s for s in all_spans if s["depth"] == 0 and s["name"] == op
+            and names.get((s["pid"], None)) in rows]
+
+
 def nested_in(all_spans, ops):
     """The names of the depth-1 spans (backend activities) that start inside any of `ops`, on
     the same row."""
@@ -89,9 +103,7 @@ def test_fused_allreduce_copies_only_where_the_transport_needs_them(tmp_path, tr
     path = tmp_path / "fused.json"
     jobs.check(jobs.hvdrun(2, ["--timeline", str(path)], ["--ops", "--steps", "2"],
                            cwd=tmp_path, env_extra={"HVD_CPU_OPERATIONS": transport}))
-    all_spans, open_spans = jobs.spans(jobs.load_trace(path))
-    assert open_spans == 0
-    names = jobs.row_names(jobs.load_trace(path))
+    _, all_spans, names = closed_spans(path)
     fused = [s for s in all_spans if s["depth"] == 0 and s["name"] == "ALLREDUCE"
              and names.get((s["pid"], None), "").startswith("ar.fused.")]
     assert fused
@@ -115,13 +127,9 @@ def test_lone_allreduce_rides_the_negotiation_round_on_tcp(tmp_path, eager_bytes
                            args + (["--one-by-one"] if tensors > 1 else []), cwd=tmp_path,
                            env_extra={"HVD_CPU_OPERATIONS": "tcp",
                                       "HVD_EAGER_ALLREDUCE_BYTES": eager_bytes}))
-    trace = jobs.load_trace(path)
-    all_spans, open_spans = jobs.spans(trace)
-    assert open_spans == 0
-    names = jobs.row_names(trace)
+    _, all_spans, names = closed_spans(path)
     grads = {f"grad.{i}" for i in range(tensors)}
-    ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == "ALLREDUCE"
-           and names.get((s["pid"], None)) in grads]
+    ops = ops_on(all_spans, names, "ALLREDUCE", grads)
     activities = nested_in(all_spans, ops)
     # Then every allreduce nests exactly one backend activity: the AND round's (eager) once the
     # tensor is the known successor of the lone op before it, else an allreduce of its own
@@ -148,12 +156,8 @@ def test_a_lone_shm_allreduce_rides_up_to_the_limit_times_the_ranks_per_cpu(tmp_
     jobs.check(jobs.hvdrun(np, ["--timeline", str(path)],
                            ["--steps", str(steps), "--tensors", "1", "--bytes", f"{size_kib}K"],
                            cwd=tmp_path, env_extra={"HVD_CPU_OPERATIONS": "shm"}))
-    trace = jobs.load_trace(path)
-    all_spans, open_spans = jobs.spans(trace)
-    assert open_spans == 0
-    names = jobs.row_names(trace)
-    ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == "ALLREDUCE"
-           and names.get((s["pid"], None)) == "grad.0"]
+    _, all_spans, names = closed_spans(path)
+    ops = ops_on(all_spans, names, "ALLREDUCE", {"grad.0"})
     activities = nested_in(all_spans, ops)
     assert len(activities) == len(ops) == steps, activities
     assert set(activities) <= {"SHM_ALLREDUCE", "SHM_EAGER_ALLREDUCE"}, activities
@@ -195,10 +199,7 @@ def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, ea
     jobs.check(jobs.hvdrun(np, ["--timeline", str(path)], ["--ops", "--steps", str(steps)] + extra,
                            cwd=tmp_path, env_extra={"HVD_EAGER_ALLREDUCE_BYTES": eager_bytes,
                                                     "HVD_CPU_OPERATIONS": transport}))
-    trace = jobs.load_trace(path)
-    all_spans, open_spans = jobs.spans(trace)
-    assert open_spans == 0
-    names = jobs.row_names(trace)
+    trace, all_spans, names = closed_spans(path)
     prefix = transport.upper() + "_"
     posts = eager_bytes != "0" and (transport == "tcp" or np > 2)
     # (hvd's TCP posts an alltoall's and reducescatter's pieces, each member only its own
@@ -217,8 +218,7 @@ def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, ea
     gather_over = gather_bytes is not None and int(gather_bytes[:-1]) * 1024 > 32768 * per_cpu
     for op, tensor in (("ALLREDUCE", "ar.single"), ("ALLGATHER", "ag.x"), ("BROADCAST", "bc.x"),
                        ("ALLTOALL", "a2a.x"), ("REDUCESCATTER", "rs.x")):
-        ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == op
-               and names.get((s["pid"], None)) == tensor]
+        ops = ops_on(all_spans, names, op, {tensor})
         activities = nested_in(all_spans, ops)
         suffix = BACKEND_SUFFIX[op]
         # Then each op nests one backend activity: the posted inputs' (SHM_EAGER_*, TCP_EAGER_*;
@@ -261,14 +261,10 @@ def test_a_lone_shm_allreduce_rides_the_negotiation_round_whatever_the_direct_si
     jobs.check(jobs.hvdrun(3, ["--timeline", str(path)], ["--ops", "--steps", str(steps)],
                            cwd=tmp_path, env_extra={"HVD_CPU_OPERATIONS": "shm",
                                                     "HVD_SHM_DIRECT_BYTES": direct_bytes}))
-    trace = jobs.load_trace(path)
-    all_spans, open_spans = jobs.spans(trace)
-    assert open_spans == 0
-    names = jobs.row_names(trace)
+    _, all_spans, names = closed_spans(path)
     nested = {}
     for op, tensor in (("ALLREDUCE", "ar.single"), ("ALLGATHER", "ag.x")):
-        ops = [s for s in all_spans if s["depth"] == 0 and s["name"] == op
-               and names.get((s["pid"], None)) == tensor]
+        ops = ops_on(all_spans, names, op, {tensor})
         assert len(ops) == steps, (op, len(ops))
         nested[op] = nested_in(all_spans, ops)
     # Then the allreduce rides the AND round in some steps either way (until 2026-11-26 never
@@ -288,12 +284,8 @@ def test_a_loss_after_each_steps_fused_gradients_rides_the_negotiation_round_on_
     jobs.check(jobs.hvdrun(2, ["--timeline", str(path)],
                            ["--steps", str(steps), "--tensors", "4", "--bytes", "4K", "--loss"],
                            cwd=tmp_path, env_extra={"HVD_CPU_OPERATIONS": "tcp"}))
-    trace = jobs.load_trace(path)
-    all_spans, open_spans = jobs.spans(trace)
-    assert open_spans == 0
-    names = jobs.row_names(trace)
-    losses = [s for s in all_spans if s["depth"] == 0 and s["name"] == "ALLREDUCE"
-              and names.get((s["pid"], None)) == "loss"]
+    _, all_spans, names = closed_spans(path)
+    losses = ops_on(all_spans, names, "ALLREDUCE", {"loss"})
     activities = nested_in(all_spans, losses)
     # Then the loss, known as what follows a cycle of several tensors from the fourth step on,
     # completes from the AND round in some steps (an idle cycle between may disarm it)
