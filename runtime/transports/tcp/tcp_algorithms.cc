@@ -196,12 +196,6 @@ Status TcpAlgorithms::Ring(char* buf, const std::vector<size_t>& seg_bytes, cons
 Status TcpAlgorithms::Ring(std::span<const TcpPiece> parts, const std::vector<size_t>& seg_bytes,
                            const TcpReducer& red, bool allgather, const TcpWhat& what) {
   const int n = size_;
-  if (n == 1) {  // nothing to exchange; the result is complete here
-    if (red.finish) {
-      for (const TcpPiece& p : parts) red.finish(p.data, static_cast<int64_t>(p.bytes / red.elem));
-    }
-    return Status::OK();
-  }
   parts_ = parts;  // used by AppendRange below, before this call returns
   part_starts_.assign(parts.size() + 1, 0);
   for (size_t i = 0; i < parts.size(); ++i) part_starts_[i + 1] = part_starts_[i] + parts[i].bytes;
