@@ -487,11 +487,15 @@ Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* 
     }
   }
   Status s;
+  // The postscale (Average's 1/n) in the transport, as for an allreduce: where it reduces this
+  // rank's slice, the slice is scaled as it is completed.
+  const double post = PostscaleFor(r, static_cast<int>(n));
   if (in_place) {
     // The transport reads the tensors where they are (shared memory, hvd's TCP, their
     // hierarchy): the fusion buffer holds only this rank's result.
     ActivityStart(r, CommActivity(r, comm));
-    s = comm->ReduceScatterPieces(pieces_, buf, rank_elements_, r.dtype, BackendOp(r.reduce_op));
+    s = comm->ReduceScatterPiecesScaled(pieces_, buf, rank_elements_, r.dtype,
+                                        BackendOp(r.reduce_op), post);
     ActivityEnd(r);
   } else {
     ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
@@ -500,17 +504,16 @@ Status OpExecutor::FusedReducescatter(const Response& r, std::span<TensorEntry* 
     ScaleBuffer(buf, total, r.dtype, r.prescale);
     ActivityEnd(r);
     ActivityStart(r, CommActivity(r, comm));
-    s = comm->ReduceScatter(buf, buf + out_offset, rank_elements_, r.dtype, BackendOp(r.reduce_op));
+    s = comm->ReduceScatterScaled(buf, buf + out_offset, rank_elements_, r.dtype,
+                                  BackendOp(r.reduce_op), post);
     ActivityEnd(r);
   }
   if (s.ok()) {
     ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
-    const double post = PostscaleFor(r, static_cast<int>(n));
     const char* from = buf + out_offset;
     for (size_t i = 0; i < m; ++i) {
       const int64_t count = part_elements_[i * n + me];
       if (count > 0) std::memcpy(outputs_[i], from, count * elem);
-      ScaleBuffer(outputs_[i], count, r.dtype, post);
       from += count * elem;
     }
     ActivityEnd(r);
@@ -547,9 +550,9 @@ Status OpExecutor::Reducescatter(const Response& r, TensorEntry* entry, Communic
   out.shape[0] = counts[comm->rank()] / (row == 0 ? 1 : row);
   if (row == 0) out.shape[0] = ScatterRows(dim0, n, comm->rank());
   ActivityStart(r, CommActivity(r, comm));
-  Status s = comm->ReduceScatter(in, out.data, counts, q.dtype, BackendOp(r.reduce_op));
+  Status s = comm->ReduceScatterScaled(in, out.data, counts, q.dtype, BackendOp(r.reduce_op),
+                                       PostscaleFor(r, n));
   ActivityEnd(r);
-  if (s.ok()) ScaleBuffer(out.data, counts[comm->rank()], q.dtype, PostscaleFor(r, n));
   handles_->SetOutput(entry->handle, entry->output_index, std::move(out));
   return s;
 }

@@ -94,6 +94,22 @@ Status Communicator::AllreducePiecesScaled(std::span<const AllreducePiece> piece
   return Status::OK();
 }
 
+Status Communicator::ReduceScatterScaled(const void* in, void* out,
+                                         const std::vector<int64_t>& counts_per_rank,
+                                         DataType dtype, ReduceOp op, double scale) {
+  HVD_RETURN_IF_ERROR(ReduceScatter(in, out, counts_per_rank, dtype, op));
+  ScaleBuffer(out, counts_per_rank[rank()], dtype, scale);  // the op checked the counts
+  return Status::OK();
+}
+
+Status Communicator::ReduceScatterPiecesScaled(std::span<const AllreducePiece> pieces, void* out,
+                                               const std::vector<int64_t>& counts_per_rank,
+                                               DataType dtype, ReduceOp op, double scale) {
+  HVD_RETURN_IF_ERROR(ReduceScatterPieces(pieces, out, counts_per_rank, dtype, op));
+  ScaleBuffer(out, counts_per_rank[rank()], dtype, scale);
+  return Status::OK();
+}
+
 Status Communicator::ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
                                          const std::vector<int64_t>& counts_per_rank,
                                          DataType dtype, ReduceOp op) {

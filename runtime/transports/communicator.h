@@ -92,6 +92,17 @@ class Communicator {
                                  double scale);
   virtual Status AllreducePiecesScaled(std::span<const AllreducePiece> pieces, DataType dtype,
                                        ReduceOp op, double scale);
+  // ReduceScatter and ReduceScatterPieces with this member's result then multiplied by `scale`
+  // (Average's 1/n times a postscale; 1: none). The defaults run the op and then ScaleBuffer
+  // over `out`. Shared memory, hvd's TCP, posted inputs and the hierarchy scale the slice as its
+  // last reduction completes it (shared memory: float16/bfloat16 sums in float before their
+  // rounding), so it takes no pass of its own.
+  virtual Status ReduceScatterScaled(const void* in, void* out,
+                                     const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                                     ReduceOp op, double scale);
+  virtual Status ReduceScatterPiecesScaled(std::span<const AllreducePiece> pieces, void* out,
+                                           const std::vector<int64_t>& counts_per_rank,
+                                           DataType dtype, ReduceOp op, double scale);
   // The negotiation's AND round with a small allreduce riding along (controller.h, "Eager"):
   // the first `and_words` of `words` are ANDed and the `count` elements of `dtype` that follow
   // them (8-byte aligned; the words after them are padding) are reduced with `op`, all in one

@@ -93,13 +93,23 @@ class HierarchicalCommunicator final : public Communicator {
   // against 98-159 (125).
   Communicator* posted_inputs() override { return flat_->posted_inputs(); }
 
-  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
+    return AllreduceScaled(buffer, count, dtype, op, 1.0);
+  }
+  // The scale goes with the last reduction, the cross groups' (of the slice each carries, so
+  // the result takes no pass of its own where the cross transport folds it: hvd's TCP).
+  Status AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                         double scale) override;
   // A fused allreduce on the tensors themselves where the local transport reads and writes
   // pieces (shared memory): the host's reduce-scatter reads the inputs, the allgather writes
   // the outputs, with no copy into the fusion buffer and back (as flat shm and TCP do).
   bool allreduces_pieces() const override { return ops_.allreduce && local_->allreduces_pieces(); }
   Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
-                         ReduceOp op) override;
+                         ReduceOp op) override {
+    return AllreducePiecesScaled(pieces, dtype, op, 1.0);
+  }
+  Status AllreducePiecesScaled(std::span<const AllreducePiece> pieces, DataType dtype, ReduceOp op,
+                               double scale) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   // The flat group's where the allgather is not hierarchical; else the hierarchical gather
   // into a kept buffer and one copy into the pieces.
@@ -119,13 +129,23 @@ class HierarchicalCommunicator final : public Communicator {
     return Step(flat_->Alltoallv(in, send_bytes, out, recv_bytes));
   }
   Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
-                       DataType dtype, ReduceOp op) override;
+                       DataType dtype, ReduceOp op) override {
+    return ReduceScatterScaled(in, out, counts_per_rank, dtype, op, 1.0);
+  }
   // The same with the input in pieces (a fused reducescatter's tensors), regrouped by local
   // rank as ReduceScatter's contiguous input is: read in place where the local transport
   // takes pieces.
   Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
                              const std::vector<int64_t>& counts_per_rank, DataType dtype,
-                             ReduceOp op) override;
+                             ReduceOp op) override {
+    return ReduceScatterPiecesScaled(pieces, out, counts_per_rank, dtype, op, 1.0);
+  }
+  // Scaled by the cross groups' reduce-scatter, the last reduction.
+  Status ReduceScatterScaled(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
+                             DataType dtype, ReduceOp op, double scale) override;
+  Status ReduceScatterPiecesScaled(std::span<const AllreducePiece> pieces, void* out,
+                                   const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                                   ReduceOp op, double scale) override;
   void Abort() override {
     flat_->Abort();
     local_->Abort();
@@ -220,26 +240,26 @@ Status HierarchicalCommunicator::BitwiseAndWithAllreduce(std::span<uint64_t> wor
   return Step(local_->Allgatherv(and_words_.data() + and_words, tail, bytes_));
 }
 
-Status HierarchicalCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype,
-                                           ReduceOp op) {
-  if (!ops_.allreduce) return Step(flat_->Allreduce(buffer, count, dtype, op));
+Status HierarchicalCommunicator::AllreduceScaled(void* buffer, int64_t count, DataType dtype,
+                                                 ReduceOp op, double scale) {
+  if (!ops_.allreduce) return Step(flat_->AllreduceScaled(buffer, count, dtype, op, scale));
   HVD_RETURN_IF_ERROR(CheckAllreduceArgs(
       [&] { return "hierarchical " + AllreduceOpName(count, dtype, op); }, buffer, count, op));
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   if (Direct(count, elem)) {
     HVD_RETURN_IF_ERROR(Step(local_->Allreduce(buffer, count, dtype, op)));
-    return Step(cross_->Allreduce(buffer, count, dtype, op));
+    return Step(cross_->AllreduceScaled(buffer, count, dtype, op, scale));
   }
   Slice(count, elem);
   const int me = local_->rank();
   if (slice_.size() < static_cast<size_t>(bytes_[me])) slice_.resize(bytes_[me]);
   HVD_RETURN_IF_ERROR(Step(local_->ReduceScatter(buffer, slice_.data(), counts_, dtype, op)));
-  HVD_RETURN_IF_ERROR(Step(cross_->Allreduce(slice_.data(), counts_[me], dtype, op)));
+  HVD_RETURN_IF_ERROR(Step(cross_->AllreduceScaled(slice_.data(), counts_[me], dtype, op, scale)));
   return Step(local_->Allgatherv(slice_.data(), buffer, bytes_));
 }
 
-Status HierarchicalCommunicator::AllreducePieces(std::span<const AllreducePiece> pieces,
-                                                 DataType dtype, ReduceOp op) {
+Status HierarchicalCommunicator::AllreducePiecesScaled(std::span<const AllreducePiece> pieces,
+                                                       DataType dtype, ReduceOp op, double scale) {
   const bool counts_ok = PieceView::Index(pieces, &starts_);
   const int64_t count = starts_.back();
   const auto name = [&] { return "hierarchical " + AllreduceOpName(count, dtype, op); };
@@ -251,7 +271,7 @@ Status HierarchicalCommunicator::AllreducePieces(std::span<const AllreducePiece>
     // A few KiB at most (or the flat group's allreduce): packed, as the caller would.
     if (packed_.size() < static_cast<size_t>(count * elem)) packed_.resize(count * elem);
     view.Gather(0, count, packed_.data());
-    HVD_RETURN_IF_ERROR(Allreduce(packed_.data(), count, dtype, op));
+    HVD_RETURN_IF_ERROR(AllreduceScaled(packed_.data(), count, dtype, op, scale));
     view.Scatter(0, count, packed_.data());
     return Status::OK();
   }
@@ -260,14 +280,16 @@ Status HierarchicalCommunicator::AllreducePieces(std::span<const AllreducePiece>
   const int me = local_->rank();
   if (slice_.size() < static_cast<size_t>(bytes_[me])) slice_.resize(bytes_[me]);
   HVD_RETURN_IF_ERROR(Step(local_->ReduceScatterPieces(pieces, slice_.data(), counts_, dtype, op)));
-  HVD_RETURN_IF_ERROR(Step(cross_->Allreduce(slice_.data(), counts_[me], dtype, op)));
+  HVD_RETURN_IF_ERROR(Step(cross_->AllreduceScaled(slice_.data(), counts_[me], dtype, op, scale)));
   return Step(local_->AllgatherPieces(slice_.data(), pieces, counts_, dtype));
 }
 
-Status HierarchicalCommunicator::ReduceScatter(const void* in, void* out,
-                                               const std::vector<int64_t>& counts_per_rank,
-                                               DataType dtype, ReduceOp op) {
-  if (!ops_.allreduce) return Step(flat_->ReduceScatter(in, out, counts_per_rank, dtype, op));
+Status HierarchicalCommunicator::ReduceScatterScaled(const void* in, void* out,
+                                                     const std::vector<int64_t>& counts_per_rank,
+                                                     DataType dtype, ReduceOp op, double scale) {
+  if (!ops_.allreduce) {
+    return Step(flat_->ReduceScatterScaled(in, out, counts_per_rank, dtype, op, scale));
+  }
   HVD_RETURN_IF_ERROR(CheckPerRankArg("hierarchical reducescatter", counts_per_rank, size()));
   int64_t total = 0;
   for (int64_t c : counts_per_rank) total += c;
@@ -275,15 +297,14 @@ Status HierarchicalCommunicator::ReduceScatter(const void* in, void* out,
       [&] { return "hierarchical reducescatter of " + AllreduceOpName(total, dtype, op); }, in,
       total, op));
   const AllreducePiece whole{in, nullptr, total};
-  return ReduceScatterPieces({&whole, 1}, out, counts_per_rank, dtype, op);
+  return ReduceScatterPiecesScaled({&whole, 1}, out, counts_per_rank, dtype, op, scale);
 }
 
-Status HierarchicalCommunicator::ReduceScatterPieces(std::span<const AllreducePiece> pieces,
-                                                     void* out,
-                                                     const std::vector<int64_t>& counts_per_rank,
-                                                     DataType dtype, ReduceOp op) {
+Status HierarchicalCommunicator::ReduceScatterPiecesScaled(
+    std::span<const AllreducePiece> pieces, void* out, const std::vector<int64_t>& counts_per_rank,
+    DataType dtype, ReduceOp op, double scale) {
   if (!ops_.allreduce) {
-    return Step(flat_->ReduceScatterPieces(pieces, out, counts_per_rank, dtype, op));
+    return Step(flat_->ReduceScatterPiecesScaled(pieces, out, counts_per_rank, dtype, op, scale));
   }
   HVD_RETURN_IF_ERROR(CheckPerRankArg("hierarchical reducescatter", counts_per_rank, size()));
   const auto what = [&] {
@@ -320,7 +341,7 @@ Status HierarchicalCommunicator::ReduceScatterPieces(std::span<const AllreducePi
   if (slice_.size() < static_cast<size_t>(counts_[me] * elem)) slice_.resize(counts_[me] * elem);
   HVD_RETURN_IF_ERROR(
       Step(local_->ReduceScatterPieces(regrouped_, slice_.data(), counts_, dtype, op)));
-  return Step(cross_->ReduceScatter(slice_.data(), out, host_counts_, dtype, op));
+  return Step(cross_->ReduceScatterScaled(slice_.data(), out, host_counts_, dtype, op, scale));
 }
 
 Status HierarchicalCommunicator::Allgatherv(const void* in, void* out,

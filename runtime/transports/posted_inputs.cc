@@ -69,9 +69,9 @@ Status PostedInputs::AlltoallvAgreed(const void*, const std::vector<int64_t>& se
   return Status::OK();
 }
 
-Status PostedInputs::ReduceScatter(const void*, void* out,
-                                   const std::vector<int64_t>& counts_per_rank, DataType dtype,
-                                   ReduceOp op) {
+Status PostedInputs::ReduceScatterScaled(const void*, void* out,
+                                         const std::vector<int64_t>& counts_per_rank,
+                                         DataType dtype, ReduceOp op, double scale) {
   const auto what = [&] { return What("reducescatter"); };
   HVD_RETURN_IF_ERROR(CheckPerRankArg(what, counts_per_rank, size_));
   if (op == ReduceOp::kAdasum) return Refuse("Adasum reducescatter");
@@ -85,7 +85,7 @@ Status PostedInputs::ReduceScatter(const void*, void* out,
   if (count == 0) return Status::OK();
   const size_t at = static_cast<size_t>(lo) * elem;
   const size_t bytes = static_cast<size_t>(count) * elem;
-  return ReduceRanges(at, bytes, out, count, dtype, op, 1.0);
+  return ReduceRanges(at, bytes, out, count, dtype, op, scale);
 }
 
 Status PostedInputs::ReduceRanges(size_t offset, size_t bytes, void* out, int64_t count,

@@ -84,7 +84,12 @@ class PostedInputs final : public Communicator {
   Status AlltoallvAgreed(const void* in, const std::vector<int64_t>& send_bytes, void* out,
                          const std::vector<int64_t>& recv_bytes, int64_t max_piece) override;
   Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
-                       DataType dtype, ReduceOp op) override;
+                       DataType dtype, ReduceOp op) override {
+    return ReduceScatterScaled(in, out, counts_per_rank, dtype, op, 1.0);
+  }
+  // The scale applied as the reduction's (ReduceHeldInputs).
+  Status ReduceScatterScaled(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
+                             DataType dtype, ReduceOp op, double scale) override;
   void Abort() override { source_->Abort(); }
 
  private:

@@ -16,11 +16,11 @@ namespace hvd::runtime {
 // result needs no pass of its own after the collective. float16/bfloat16 sums and products are
 // accumulated in float, scaled in float and rounded once (ReduceWide), once every input is at
 // hand; everything else takes kReduceFan inputs a pass (ReduceStep), each pass as soon as its
-// inputs are, and then ScaleBuffer. input(k, &p) makes input k available (waiting for it, or
-// checking it, as its caller must) and sets p to its first element; its first error is
-// returned. It is called in rank order, and again for the same k while the float path reads
-// block by block. dst may be input 0 or 1; any later input must be elsewhere. One input is
-// copied as it is (no trip through float) and then scaled.
+// inputs are, the last one scaling (float32 and float64 in its pass). input(k, &p) makes input k
+// available (waiting for it, or checking it, as its caller must) and sets p to its first element;
+// its first error is returned. It is called in rank order, and again for the same k while the float
+// path reads block by block. dst may be input 0 or 1; any later input must be elsewhere. One input
+// is copied as it is (no trip through float) and then scaled.
 template <typename Input>
 Status ReduceHeldInputs(void* dst, int n, int64_t count, DataType dtype, ReduceOp op, Input&& input,
                         double scale = 1.0) {
@@ -39,10 +39,9 @@ Status ReduceHeldInputs(void* dst, int n, int64_t count, DataType dtype, ReduceO
   for (int k = 0; k < n;) {
     const int m = std::min(kReduceFan, n - k);
     for (int j = 0; j < m; ++j) HVD_RETURN_IF_ERROR(input(k + j, &in[j]));
-    ReduceStep(dst, in, m, count, dtype, op, k == 0);
+    ReduceStep(dst, in, m, count, dtype, op, k == 0, k + m == n ? scale : 1.0);
     k += m;
   }
-  ScaleBuffer(dst, count, dtype, scale);
   return Status::OK();
 }
 

@@ -92,8 +92,10 @@ HVD_ALWAYS_INLINE void Typed(void* dst, const void* a, const void* b, int64_t n,
 
 // One pass of ReduceStep over M inputs: d[i] = op(...op(v, s1[i])..., s{M-1}[i]) with v = s0[i]
 // when First, else op(d[i], s0[i]): the pairwise loop's operations in its order, M at a time.
-template <typename T, ReduceOp Op, int M, bool First>
-HVD_ALWAYS_INLINE void LoopFan(T* d, const T* const* in, int64_t n) {
+// With Scaled, each result is then multiplied by `f` (ScaleBuffer's float32 / float64
+// multiplication, in the same pass).
+template <typename T, ReduceOp Op, int M, bool First, bool Scaled = false>
+HVD_ALWAYS_INLINE void LoopFan(T* d, const T* const* in, int64_t n, T f = T(1)) {
   const T* s0 = in[0];
   const T* s1 = M > 1 ? in[1] : nullptr;
   const T* s2 = M > 2 ? in[2] : nullptr;
@@ -103,13 +105,14 @@ HVD_ALWAYS_INLINE void LoopFan(T* d, const T* const* in, int64_t n) {
     if constexpr (M > 1) v = Apply<Op>(v, s1[i]);
     if constexpr (M > 2) v = Apply<Op>(v, s2[i]);
     if constexpr (M > 3) v = Apply<Op>(v, s3[i]);
+    if constexpr (Scaled) v *= f;
     d[i] = v;
   }
 }
 
-template <typename T>
+template <typename T, bool Scaled = false>
 HVD_ALWAYS_INLINE void TypedFan(void* dst, const void* const* in, int m, int64_t n, ReduceOp op,
-                                bool first) {
+                                bool first, T f = T(1)) {
   T* d = static_cast<T*>(dst);
   const T* const* s = reinterpret_cast<const T* const*>(in);
   ByOp(
@@ -117,21 +120,21 @@ HVD_ALWAYS_INLINE void TypedFan(void* dst, const void* const* in, int m, int64_t
         constexpr ReduceOp kOp = decltype(o)::value;
         switch (m * 2 + (first ? 1 : 0)) {
           case 2:
-            return LoopFan<T, kOp, 1, false>(d, s, n);
+            return LoopFan<T, kOp, 1, false, Scaled>(d, s, n, f);
           case 4:
-            return LoopFan<T, kOp, 2, false>(d, s, n);
+            return LoopFan<T, kOp, 2, false, Scaled>(d, s, n, f);
           case 5:
-            return LoopFan<T, kOp, 2, true>(d, s, n);
+            return LoopFan<T, kOp, 2, true, Scaled>(d, s, n, f);
           case 6:
-            return LoopFan<T, kOp, 3, false>(d, s, n);
+            return LoopFan<T, kOp, 3, false, Scaled>(d, s, n, f);
           case 7:
-            return LoopFan<T, kOp, 3, true>(d, s, n);
+            return LoopFan<T, kOp, 3, true, Scaled>(d, s, n, f);
           case 8:
-            return LoopFan<T, kOp, 4, false>(d, s, n);
+            return LoopFan<T, kOp, 4, false, Scaled>(d, s, n, f);
           case 9:
-            return LoopFan<T, kOp, 4, true>(d, s, n);
+            return LoopFan<T, kOp, 4, true, Scaled>(d, s, n, f);
           default:  // 3: one input, first: a copy
-            return LoopFan<T, kOp, 1, true>(d, s, n);
+            return LoopFan<T, kOp, 1, true, Scaled>(d, s, n, f);
         }
       });
 }
@@ -159,6 +162,14 @@ HVD_KERNEL void FanF32(void* d, const void* const* in, int m, int64_t n, ReduceO
 }
 HVD_KERNEL void FanF64(void* d, const void* const* in, int m, int64_t n, ReduceOp op, bool first) {
   TypedFan<double>(d, in, m, n, op, first);
+}
+HVD_KERNEL void FanF32Scaled(void* d, const void* const* in, int m, int64_t n, ReduceOp op,
+                             bool first, float f) {
+  TypedFan<float, true>(d, in, m, n, op, first, f);
+}
+HVD_KERNEL void FanF64Scaled(void* d, const void* const* in, int m, int64_t n, ReduceOp op,
+                             bool first, double f) {
+  TypedFan<double, true>(d, in, m, n, op, first, f);
 }
 
 HVD_KERNEL void ReduceU8(void* d, const void* a, const void* b, int64_t n, ReduceOp op) {
@@ -636,9 +647,19 @@ void ReduceInto(void* dst, const void* src, int64_t count, DataType dtype, Reduc
 }
 
 void ReduceStep(void* dst, const void* const* in, int m, int64_t count, DataType dtype, ReduceOp op,
-                bool first) {
+                bool first, double scale) {
   HVD_CHECK(op != ReduceOp::kAdasum) << "Adasum is not an elementwise reduction";
   HVD_CHECK(m >= 1 && m <= kReduceFan) << "ReduceStep of " << m << " inputs";
+  if (scale != 1.0) {
+    // float32 and float64 multiply in the pass (ScaleBuffer's operations: float32 by the factor
+    // rounded to float, float64 in double); the others reduce, then ScaleBuffer.
+    if (dtype == DataType::kFloat32) {
+      return FanF32Scaled(dst, in, m, count, op, first, static_cast<float>(scale));
+    }
+    if (dtype == DataType::kFloat64) return FanF64Scaled(dst, in, m, count, op, first, scale);
+    ReduceStep(dst, in, m, count, dtype, op, first);
+    return ScaleBuffer(dst, count, dtype, scale);
+  }
   switch (dtype) {
     case DataType::kUInt8:
       return FanU8(dst, in, m, count, op, first);

@@ -25,9 +25,11 @@ constexpr int kReduceFan = 4;
 // ReduceInto of each further input, in that order (the same bits), in one pass over dst instead
 // of m - 1: reducing N inputs takes N / 4 passes (float32, 3-16 inputs of 64 KiB-2 MiB on this
 // VM: 1.2-2.2x faster than pairwise). dst may be in[0] or in[1] of a first pass, no other input.
-// bool and the 16-bit floats run the pairwise kernels in turn.
+// bool and the 16-bit floats run the pairwise kernels in turn. With a `scale` other than 1 (a
+// last pass: Average's 1/n) each result is then multiplied as ScaleBuffer multiplies — in the
+// same pass for float32 and float64 (the same bits), by ScaleBuffer after it for the others.
 void ReduceStep(void* dst, const void* const* in, int m, int64_t count, DataType dtype, ReduceOp op,
-                bool first);
+                bool first, double scale = 1.0);
 
 // How shared memory (and every member holding all N inputs) reduces float16 and bfloat16 Sum,
 // Average and Product: each element accumulated in float over the N inputs in rank order and

@@ -34,15 +34,28 @@ class SplitCommunicator final : public Communicator {
   Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
     return data_->Allreduce(buffer, count, dtype, op);
   }
+  Status AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                         double scale) override {
+    return data_->AllreduceScaled(buffer, count, dtype, op, scale);
+  }
   bool allreduces_pieces() const override { return data_->allreduces_pieces(); }
   Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
                          ReduceOp op) override {
     return data_->AllreducePieces(pieces, dtype, op);
   }
+  Status AllreducePiecesScaled(std::span<const AllreducePiece> pieces, DataType dtype, ReduceOp op,
+                               double scale) override {
+    return data_->AllreducePiecesScaled(pieces, dtype, op, scale);
+  }
   Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
                              const std::vector<int64_t>& counts_per_rank, DataType dtype,
                              ReduceOp op) override {
     return data_->ReduceScatterPieces(pieces, out, counts_per_rank, dtype, op);
+  }
+  Status ReduceScatterPiecesScaled(std::span<const AllreducePiece> pieces, void* out,
+                                   const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                                   ReduceOp op, double scale) override {
+    return data_->ReduceScatterPiecesScaled(pieces, out, counts_per_rank, dtype, op, scale);
   }
   Status AllgatherPieces(const void* in, std::span<const AllreducePiece> pieces,
                          const std::vector<int64_t>& counts_per_rank, DataType dtype) override {
@@ -66,6 +79,10 @@ class SplitCommunicator final : public Communicator {
   Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
                        DataType dtype, ReduceOp op) override {
     return data_->ReduceScatter(in, out, counts_per_rank, dtype, op);
+  }
+  Status ReduceScatterScaled(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
+                             DataType dtype, ReduceOp op, double scale) override {
+    return data_->ReduceScatterScaled(in, out, counts_per_rank, dtype, op, scale);
   }
   void Abort() override {
     control_->Abort();

@@ -187,6 +187,15 @@ int CheckScatterGatherPiecesMatchPacked(runtime::Communicator& comm) {
           s = comm.ReduceScatterPieces(pieces, got.data(), counts, dtype, op);
           if (!s.ok()) return Fail(comm, what + ": reducescatter: " + s.ToString());
           if (got != expected) return Fail(comm, what + ": reducescatter differs from packed");
+          // Scaled (Average's 1/n): the pieces' as the packed input's.
+          const double scale = 1.0 / n;
+          s = comm.ReduceScatterScaled(mine.data(), expected.data(), counts, dtype, op, scale);
+          if (!s.ok()) return Fail(comm, what + ": packed reducescatter scaled: " + s.ToString());
+          s = comm.ReduceScatterPiecesScaled(pieces, got.data(), counts, dtype, op, scale);
+          if (!s.ok()) return Fail(comm, what + ": reducescatter scaled: " + s.ToString());
+          if (got != expected) {
+            return Fail(comm, what + ": reducescatter scaled differs from packed");
+          }
           size_t at = 0;
           for (size_t i = 0; i < ins.size(); ++i) {
             // (an empty piece's data() may be null, which memcmp must not be given)

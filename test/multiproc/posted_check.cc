@@ -83,6 +83,14 @@ int CheckPostedInputs(Communicator& comm, bool offered) {
           return Fail(comm, "posted reducescatter " + Case(dtype, op, count) + ": " +
                                 (s.ok() ? "differs from the reference" : s.ToString()));
         }
+        // Scaled, as the allreduce above
+        if (post(Input(dtype, count, me, seed), what) != 0) return 1;
+        s = view->ReduceScatterScaled(nullptr, part.data(), counts, dtype, op, 1.0 / n);
+        const std::vector<char> scaled = Expected(dtype, op, count, n, seed, 1.0 / n);
+        if (!s.ok() || !std::equal(part.begin(), part.end(), scaled.begin() + lo * elem)) {
+          return Fail(comm, "posted reducescatter " + Case(dtype, op, count) + " scaled by 1/n: " +
+                                (s.ok() ? "differs from the reference" : s.ToString()));
+        }
       }
     }
   }

@@ -436,6 +436,30 @@ def test_reducescatter_scale_grouped_and_errors(hvd):
             hvd.reducescatter(inputs[rank], op=bad)
 
 
+@pytest.mark.parametrize("rows", [5, 40000, 300000])
+def test_reducescatter_sixteen_bit_average_scales_before_rounding(hvd, rows):
+    """As the allreduce's: a float16 reducescatter Average on shared memory scales each rank's
+    slice in float before its one rounding, so the mean of 40000s is 40000, not inf; one
+    tensor (from 3 ranks also posted with the negotiation, repeated), grouped (the fused
+    pieces), and over many rounds of the staging halves."""
+    n = hvd.size()
+    if n < 2 or hvd.local_size() != n or os.environ.get("HVD_CPU_OPERATIONS", "auto") not in (
+            "auto", "shm"):
+        pytest.skip("needs 2 or more ranks on shared memory")
+    counts, _ = _scatter_rows(rows, n)
+    half = torch.full((rows, 2), 40000.0, dtype=torch.float16)
+    want = torch.full((counts[hvd.rank()], 2), 40000.0, dtype=torch.float16)
+    for step in range(6):
+        got = hvd.reducescatter(half, op=hvd.Average, name=f"rs_mean_once.{rows}")
+        assert torch.equal(got, want), f"step {step}: got {got[:2].tolist()}, want 40000"
+    other = torch.full((rows, 1), -30000.0, dtype=torch.bfloat16)
+    outs = hvd.grouped_reducescatter([half, half.clone()], op=hvd.Average,
+                                     name=f"rs_mean_once_group.{rows}")
+    assert torch.equal(outs[0], want) and torch.equal(outs[1], want), "grouped"
+    got = hvd.reducescatter(other, op=hvd.Average, name=f"rs_mean_bf16.{rows}")
+    assert torch.equal(got, other[:counts[hvd.rank()]]), "bfloat16"
+
+
 @pytest.mark.parametrize("op_name", ["Sum", "Average"])
 def test_reducescatter_grad(hvd, op_name):
     op = getattr(hvd, op_name)

@@ -129,15 +129,34 @@ class ShmCommunicator final : public Communicator {
   Status AlltoallvAgreed(const void* in, const std::vector<int64_t>& send_bytes, void* out,
                          const std::vector<int64_t>& recv_bytes, int64_t max_piece) override;
   Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
-                       DataType dtype, ReduceOp op) override;
+                       DataType dtype, ReduceOp op) override {
+    return ReduceScatterScaled(in, out, counts_per_rank, dtype, op, 1.0);
+  }
   Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
                              const std::vector<int64_t>& counts_per_rank, DataType dtype,
-                             ReduceOp op) override;
+                             ReduceOp op) override {
+    return ReduceScatterPiecesScaled(pieces, out, counts_per_rank, dtype, op, 1.0);
+  }
+  // This member's slice is scaled as it is reduced (ShmReduceScatter).
+  Status ReduceScatterScaled(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
+                             DataType dtype, ReduceOp op, double scale) override;
+  Status ReduceScatterPiecesScaled(std::span<const AllreducePiece> pieces, void* out,
+                                   const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                                   ReduceOp op, double scale) override;
   Status AllgatherPieces(const void* in, std::span<const AllreducePiece> pieces,
                          const std::vector<int64_t>& counts_per_rank, DataType dtype) override;
   void Abort() override { ch_->Abort(); }
   int64_t single_copy_bytes() const { return single_copy_bytes_; }
   int64_t direct_bytes() const { return direct_bytes_; }
+  // The reduce-scatter's balanced rounds (ShmReduceScatter) up to 2 ranks per CPU; with more, the
+  // rounds of whole chunks, in which only the members reducing a chunk wait for the peers.
+  // Measured against each other (hvd-bench --op reducescatter, the 2-vCPU VM, 2026-11-26,
+  // interleaved): 2 ranks 1 / 16 / 64 MiB 77-79 / 1430-1850 / 6950-8300 us by chunks against
+  // 45-47 / 980-1200 / 5420-6030 balanced; 4 ranks 4 / 16 / 64 MiB 1260-1310 / 5470-5960 /
+  // 21400-22700 against 930-1120 / 4920-5340 / 18400-21700 (1 MiB level); 8 ranks mixed (16 MiB
+  // balanced 9.5-13.8 against 11.6-15.1 ms, 256 KiB 278-290 against 200-352 us); 16 ranks 16 MiB
+  // 28.8-32.3 against 38.8-46.5 ms, by chunks ahead.
+  bool BalancedReduceScatter() const { return ranks_per_cpu_ <= 2; }
 
  private:
   // The shared checks (communicator.h); the message is built only when one fails.
@@ -197,7 +216,8 @@ class ShmCommunicator final : public Communicator {
   const int rank_;
   const int size_;
   const size_t half_;
-  std::vector<char> scratch_;  // reduce-scatter input copy when in/out overlap; grown only
+  std::vector<char> scratch_;     // reduce-scatter input copy when in/out overlap; grown only
+  std::vector<char> rs_scratch_;  // reduce-scatter: an own part spanning pieces; grown only
   // AllreducePieces: the pieces' first elements (grown only) and a reduced slice.
   std::vector<int64_t> starts_;
   std::vector<char> slice_;
@@ -493,20 +513,17 @@ Status ShmCommunicator::Broadcast(void* buffer, int64_t bytes, int root) {
   return Status::OK();
 }
 
-Status ShmCommunicator::ReduceScatter(const void* in, void* out,
-                                      const std::vector<int64_t>& counts_per_rank, DataType dtype,
-                                      ReduceOp op) {
+Status ShmCommunicator::ReduceScatterScaled(const void* in, void* out,
+                                            const std::vector<int64_t>& counts_per_rank,
+                                            DataType dtype, ReduceOp op, double scale) {
   HVD_RETURN_IF_ERROR(ch_->Start("reducescatter", dtype, op));
   HVD_RETURN_IF_ERROR(CheckPerRank(counts_per_rank));
   if (op == ReduceOp::kAdasum) {
     return Status::Unimplemented(ch_->What() + ": Adasum is not elementwise");
   }
   const size_t elem = DataTypeSize(dtype);
-  int64_t total = 0, mine_lo = 0;
-  for (int k = 0; k < size_; ++k) {
-    if (k == rank_) mine_lo = total;
-    total += counts_per_rank[k];
-  }
+  int64_t total = 0;
+  for (int64_t c : counts_per_rank) total += c;
   const auto* src = static_cast<const char*>(in);
   char* dst = static_cast<char*>(out);
   const size_t in_bytes = static_cast<size_t>(total) * elem;
@@ -518,12 +535,13 @@ Status ShmCommunicator::ReduceScatter(const void* in, void* out,
   const AllreducePiece whole{src, nullptr, total};
   const int64_t starts[] = {0, total};
   const PieceView view(std::span(&whole, 1), starts, static_cast<int64_t>(elem));
-  return ShmReduceScatter(*ch_, view, dst, mine_lo, counts_per_rank[rank_], dtype, op);
+  return ShmReduceScatter(*ch_, view, dst, counts_per_rank, dtype, op, scale,
+                          BalancedReduceScatter(), &rs_scratch_);
 }
 
-Status ShmCommunicator::ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
-                                            const std::vector<int64_t>& counts_per_rank,
-                                            DataType dtype, ReduceOp op) {
+Status ShmCommunicator::ReduceScatterPiecesScaled(std::span<const AllreducePiece> pieces, void* out,
+                                                  const std::vector<int64_t>& counts_per_rank,
+                                                  DataType dtype, ReduceOp op, double scale) {
   HVD_RETURN_IF_ERROR(ch_->Start("reducescatter", dtype, op));
   HVD_RETURN_IF_ERROR(CheckPerRank(counts_per_rank));
   HVD_RETURN_IF_ERROR(
@@ -531,11 +549,9 @@ Status ShmCommunicator::ReduceScatterPieces(std::span<const AllreducePiece> piec
   if (op == ReduceOp::kAdasum) {
     return Status::Unimplemented(ch_->What() + ": Adasum is not elementwise");
   }
-  int64_t mine_lo = 0;
-  for (int k = 0; k < rank_; ++k) mine_lo += counts_per_rank[k];
   const PieceView view(pieces, starts_, static_cast<int64_t>(DataTypeSize(dtype)));
-  return ShmReduceScatter(*ch_, view, static_cast<char*>(out), mine_lo, counts_per_rank[rank_],
-                          dtype, op);
+  return ShmReduceScatter(*ch_, view, static_cast<char*>(out), counts_per_rank, dtype, op, scale,
+                          BalancedReduceScatter(), &rs_scratch_);
 }
 
 size_t ShmCommunicator::AlltoallSub() const {
@@ -689,6 +705,11 @@ int64_t ShmSingleCopyBytes(const Communicator& comm) {
 int64_t ShmGroupDirectBytes(const Communicator& comm) {
   const auto* shm = dynamic_cast<const ShmCommunicator*>(&comm);
   return shm == nullptr ? 0 : shm->direct_bytes();
+}
+
+bool ShmBalancedReduceScatter(const Communicator& comm) {
+  const auto* shm = dynamic_cast<const ShmCommunicator*>(&comm);
+  return shm != nullptr && shm->BalancedReduceScatter();
 }
 
 Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& options) {

@@ -87,6 +87,10 @@ int64_t ShmSingleCopyBytes(const Communicator& comm);
 // is not a shared-memory communicator.
 int64_t ShmGroupDirectBytes(const Communicator& comm);
 
+// Whether `comm`'s reduce-scatter takes the balanced rounds (ShmReduceScatter: up to 2 ranks
+// per CPU, agreed at creation); false when `comm` is not a shared-memory communicator.
+bool ShmBalancedReduceScatter(const Communicator& comm);
+
 }  // namespace hvd::runtime
 
 #endif  // HVD_RUNTIME_TRANSPORTS_SHM_SHM_COMMUNICATOR_H_

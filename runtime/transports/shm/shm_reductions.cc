@@ -189,11 +189,23 @@ Status ShmAllreduce(ShmChannel& ch, char* buf, int64_t count, DataType dtype, Re
   return Status::OK();
 }
 
-Status ShmReduceScatter(ShmChannel& ch, const PieceView& in, char* out, int64_t mine_lo,
-                        int64_t mine_count, DataType dtype, ReduceOp op) {
+namespace {
+
+// The reduce-scatter for many ranks per CPU: rounds of one half's chunk of the input, every
+// member copying the whole chunk into its half and the members whose segments the chunk holds
+// reducing their parts. Only those wait for the peers' posts, so the others can run ahead (by a
+// round: the halves alternate), which wins where every wait is a scheduling turn; with a CPU per
+// rank the balanced rounds below win (most rounds have one member reducing while the others
+// wait to reuse a half).
+Status ReduceScatterByChunks(ShmChannel& ch, const PieceView& in, char* out,
+                             std::span<const int64_t> counts, DataType dtype, ReduceOp op,
+                             double scale) {
+  const int me = ch.rank();
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
   const int64_t chunk = static_cast<int64_t>(ch.half_bytes()) / elem;
-  const int64_t mine_hi = mine_lo + mine_count;
+  int64_t mine_lo = 0;
+  for (int k = 0; k < me; ++k) mine_lo += counts[k];
+  const int64_t mine_hi = mine_lo + counts[me];
   const int64_t total = in.count();
   for (int64_t lo = 0; lo < total; lo += chunk) {
     const int64_t hi = std::min(total, lo + chunk);
@@ -206,8 +218,82 @@ Status ShmReduceScatter(ShmChannel& ch, const PieceView& in, char* out, int64_t 
     const int64_t x = std::max(lo, mine_lo), y = std::min(hi, mine_hi);
     if (x < y) {
       HVD_RETURN_IF_ERROR(ReduceInRankOrder(ch, out + (x - mine_lo) * elem, mine + (x - lo) * elem,
-                                            (x - lo) * elem, y - x, dtype, op, 1.0));
+                                            (x - lo) * elem, y - x, dtype, op, scale));
     }
+    ch.End();
+  }
+  return Status::OK();
+}
+
+// The balanced reduce-scatter's sub-slot: a half per other member, in whole cache lines.
+size_t ReduceScatterSub(const ShmChannel& ch) {
+  const size_t others = static_cast<size_t>(std::max(1, ch.size() - 1));
+  return ch.half_bytes() / others / kCacheLine * kCacheLine;
+}
+
+}  // namespace
+
+Status ShmReduceScatter(ShmChannel& ch, const PieceView& in, char* out,
+                        std::span<const int64_t> counts, DataType dtype, ReduceOp op, double scale,
+                        bool balanced, std::vector<char>* scratch) {
+  if (!balanced) return ReduceScatterByChunks(ch, in, out, counts, dtype, op, scale);
+  const int me = ch.rank(), n = ch.size();
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  int64_t mine_lo = 0, largest = 0;
+  for (int k = 0; k < n; ++k) {
+    if (k < me) mine_lo += counts[k];
+    largest = std::max(largest, counts[k]);
+  }
+  const size_t sub = ReduceScatterSub(ch);
+  if (sub < static_cast<size_t>(elem)) {
+    return Status::InvalidArgument(ch.What() + ": HVD_SHM_BUFFER_BYTES too small");
+  }
+  const int64_t per = static_cast<int64_t>(sub) / elem;  // elements a round carries per member
+  const int64_t rounds = (largest + per - 1) / per;
+  const std::span<const int64_t> starts = in.starts();
+  for (int64_t t = 0; t < rounds; ++t) {
+    const int64_t at = t * per;
+    char* mine = nullptr;
+    HVD_RETURN_IF_ERROR(ch.Begin(true, &mine));
+    // Every other member's next part of its segment into its sub-slot; this member's own part
+    // never goes through the half.
+    int64_t lo = 0;  // member k's segment's first element
+    for (int k = 0; k < n; lo += counts[k], ++k) {
+      if (k == me || at >= counts[k]) continue;
+      in.Gather(lo + at, std::min(per, counts[k] - at),
+                mine + static_cast<size_t>(k > me ? k - 1 : k) * sub);
+    }
+    ch.Publish();
+    if (at >= counts[me]) {
+      ch.End();
+      continue;
+    }
+    const int64_t len = std::min(per, counts[me] - at);
+    // The own part is read where it is when one piece with an input holds it, else gathered.
+    const char* own = nullptr;
+    ForEachOverlap<int64_t>(starts, mine_lo + at, len,
+                            [&](size_t i, int64_t within, int64_t, int64_t part) {
+                              const auto* data = static_cast<const char*>(in.pieces()[i].in);
+                              if (part == len && data != nullptr) own = data + within * elem;
+                            });
+    if (own == nullptr) {
+      if (scratch->size() < sub) scratch->resize(sub);
+      in.Gather(mine_lo + at, len, scratch->data());
+      own = scratch->data();
+    }
+    char* dst = out + at * elem;
+    HVD_RETURN_IF_ERROR(ReduceHeldInputs(
+        dst, n, len, dtype, op,
+        [&](int k, const void** input) {
+          if (k == me) {
+            *input = own;
+            return Status::OK();
+          }
+          HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
+          *input = ch.PeerHalf(k) + static_cast<size_t>(me > k ? me - 1 : me) * sub;
+          return Status::OK();
+        },
+        scale));
     ch.End();
   }
   return Status::OK();

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "common/status.h"
 #include "runtime/transports/allreduce_pieces.h"
@@ -13,10 +15,11 @@
 // call the caller has started (ShmChannel::Start) and whose arguments it has validated. Every
 // element is reduced by exactly one member, in rank order 0..N-1 (float16/bfloat16 sums and
 // products accumulated in float and rounded once: AccumulatesInFloat), then copied, so all
-// members get bit-identical results. An allreduce's `scale` (ScaleBuffer's factor, 1: none) is
-// applied by that member to what it reduced, before the others copy it (ReduceHeldInputs:
-// float16/bfloat16 sums in float before their rounding), so the results take no pass of their
-// own. Same threading as ShmChannel.
+// members get bit-identical results. An allreduce's or reduce-scatter's `scale` (ScaleBuffer's
+// factor, 1: none) is applied by that member to what it reduced, in the reduction's last pass and
+// before the others copy it (ReduceHeldInputs: float16/bfloat16 sums in float before their
+// rounding, float32/float64 in ReduceStep's pass), so the results take no pass of their own.
+// Same threading as ShmChannel.
 namespace hvd::runtime {
 
 // Allreduces up to a group's direct size (at most this) take one round in which every member
@@ -74,11 +77,19 @@ size_t ShmPiecesScratchBytes(const ShmChannel& ch);
 Status ShmAllreducePostedSliced(ShmChannel& ch, size_t offset, char* buf, int64_t count,
                                 DataType dtype, ReduceOp op, double scale);
 
-// Reduces the concatenation of `in`'s inputs (the same element count on every member) and
-// writes elements [mine_lo, mine_lo + mine_count) of the result to `out`, which must not
-// overlap an input.
-Status ShmReduceScatter(ShmChannel& ch, const PieceView& in, char* out, int64_t mine_lo,
-                        int64_t mine_count, DataType dtype, ReduceOp op);
+// Reduces the concatenation of `in`'s inputs (the same element counts on every member: member k
+// gets `counts[k]` elements, the segments in rank order) and writes this member's segment of the
+// result, scaled by `scale`, to `out`, which must not overlap an input; each element reduced in
+// rank order (the same bits as the allreduce's). `balanced` (the same on every member): in each
+// round every member copies its next part of every other member's segment into that member's
+// sub-slot of its half (a half per other member) and reduces its own next part from its own input
+// and the peers' sub-slots, so every member reduces in every round and copies (n-1)/n of its
+// input. Else rounds of one half's chunk of the input, which every member copies whole and the
+// members whose segments it holds reduce: fewer waits, for many ranks per CPU. `scratch` takes
+// the own part where no one piece holds it (grown to a sub-slot the first time).
+Status ShmReduceScatter(ShmChannel& ch, const PieceView& in, char* out,
+                        std::span<const int64_t> counts, DataType dtype, ReduceOp op, double scale,
+                        bool balanced, std::vector<char>* scratch);
 
 }  // namespace hvd::runtime
 

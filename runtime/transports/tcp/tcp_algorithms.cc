@@ -250,6 +250,7 @@ Status TcpAlgorithms::DirectReduceScatter(const char* in, char* out,
   if (mine == 0) return Status::OK();
   const int64_t count = static_cast<int64_t>(mine / red.elem);
   for (int j = 1; j < size_; ++j) red.fn(slots, slots + j * mine, count);
+  if (red.finish) red.finish(slots, count);  // a scale, while the slot is in cache
   std::memcpy(out, slots, mine);
   return Status::OK();
 }

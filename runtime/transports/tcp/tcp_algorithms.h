@@ -53,15 +53,17 @@ class TcpAlgorithms {
   Status HalvingDoublingAllreduce(char* buf, size_t bytes, const TcpReducer& red,
                                   const TcpWhat& what);
   // Pipelined ring over segments seg_bytes[i] (element multiples) laid out in order in `buf`:
-  // reduce-scatter leaves rank r owning the reduced segment r; with `allgather` every rank
-  // then receives every reduced segment.
+  // reduce-scatter leaves rank r owning the reduced segment r (the reducer's finish applied in
+  // the step that completes it); with `allgather` every rank then receives every reduced
+  // segment.
   Status Ring(char* buf, const std::vector<size_t>& seg_bytes, const TcpReducer& red,
               bool allgather, const TcpWhat& what);
   // The same ring over the concatenation of `parts` (each part's bytes an element multiple)
   // instead of one buffer: a fused allreduce runs on the tensors themselves.
   Status Ring(std::span<const TcpPiece> parts, const std::vector<size_t>& seg_bytes,
               const TcpReducer& red, bool allgather, const TcpWhat& what);
-  // Rank r receives the reduction of everybody's segment r of `in` into `out` (direct).
+  // Rank r receives the reduction of everybody's segment r of `in` into `out` (direct), the
+  // reducer's finish applied.
   Status DirectReduceScatter(const char* in, char* out, const std::vector<size_t>& seg_bytes,
                              const TcpReducer& red, const TcpWhat& what);
   // `out` holds this rank's part at its offset already; receives every other part.

@@ -211,12 +211,23 @@ class TcpCommunicator final : public Communicator {
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
                    const std::vector<int64_t>& recv_bytes) override;
   Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
-                       DataType dtype, ReduceOp op) override;
-  // One copy of the pieces into the ring's workspace (the copy ReduceScatter makes of its
-  // input) or, for the direct exchange, into one buffer: no more than ReduceScatter.
+                       DataType dtype, ReduceOp op) override {
+    return ReduceScatterScaled(in, out, counts_per_rank, dtype, op, 1.0);
+  }
   Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
                              const std::vector<int64_t>& counts_per_rank, DataType dtype,
-                             ReduceOp op) override;
+                             ReduceOp op) override {
+    return ReduceScatterPiecesScaled(pieces, out, counts_per_rank, dtype, op, 1.0);
+  }
+  Status ReduceScatterScaled(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
+                             DataType dtype, ReduceOp op, double scale) override;
+  // One copy of the pieces into the ring's workspace (the copy ReduceScatter makes of its
+  // input) or, for the direct exchange, into one buffer: no more than ReduceScatter. The ring
+  // scales this member's segment in its last step, as it reduces it; the direct exchange after
+  // its one reduction pass.
+  Status ReduceScatterPiecesScaled(std::span<const AllreducePiece> pieces, void* out,
+                                   const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                                   ReduceOp op, double scale) override;
   // Allgatherv into a kept buffer, then one copy into the pieces (no allocation per call).
   Status AllgatherPieces(const void* in, std::span<const AllreducePiece> pieces,
                          const std::vector<int64_t>& counts_per_rank, DataType dtype) override {
@@ -604,18 +615,18 @@ Status TcpCommunicator::AllreducePiecesScaled(std::span<const AllreducePiece> pi
   });
 }
 
-Status TcpCommunicator::ReduceScatter(const void* in, void* out,
-                                      const std::vector<int64_t>& counts_per_rank, DataType dtype,
-                                      ReduceOp op) {
-  int64_t total = 0;  // ReduceScatterPieces checks the counts
+Status TcpCommunicator::ReduceScatterScaled(const void* in, void* out,
+                                            const std::vector<int64_t>& counts_per_rank,
+                                            DataType dtype, ReduceOp op, double scale) {
+  int64_t total = 0;  // ReduceScatterPiecesScaled checks the counts
   for (int64_t c : counts_per_rank) total += c;
   const AllreducePiece whole{in, nullptr, total};
-  return ReduceScatterPieces({&whole, 1}, out, counts_per_rank, dtype, op);
+  return ReduceScatterPiecesScaled({&whole, 1}, out, counts_per_rank, dtype, op, scale);
 }
 
-Status TcpCommunicator::ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
-                                            const std::vector<int64_t>& counts_per_rank,
-                                            DataType dtype, ReduceOp op) {
+Status TcpCommunicator::ReduceScatterPiecesScaled(std::span<const AllreducePiece> pieces, void* out,
+                                                  const std::vector<int64_t>& counts_per_rank,
+                                                  DataType dtype, ReduceOp op, double scale) {
   HVD_RETURN_IF_ERROR(CheckPerRank("reducescatter", counts_per_rank));
   const auto name = [&] {
     return What(std::string("reducescatter (") + DataTypeName(dtype) + " " + ReduceOpName(op) +
@@ -625,7 +636,7 @@ Status TcpCommunicator::ReduceScatterPieces(std::span<const AllreducePiece> piec
   if (op == ReduceOp::kAdasum) {
     return Status::Unimplemented(What("reducescatter") + ": Adasum is not elementwise");
   }
-  const TcpReducer red = ElementwiseReducer(dtype, op);
+  const TcpReducer red = ElementwiseReducer(dtype, op, scale);
   const size_t elem = red.elem;
   std::vector<size_t>& seg = sizes_;
   seg.resize(size_);

@@ -165,6 +165,17 @@ int ReduceScatterEverything(Communicator& comm) {
         if (std::memcmp(out.data(), want.data() + mine * elem, out.size() - 1) != 0) {
           return Fail(comm, "reducescatter " + Case(dtype, op, total) + ": wrong slice");
         }
+        // Scaled by 1/n (Average's; not a power of two from 3 members) as the slice is reduced:
+        // float16/bfloat16 sums and products in float before their one rounding.
+        const double scale = 1.0 / comm.size();
+        s = comm.ReduceScatterScaled(in.data(), out.data(), counts, dtype, op, scale);
+        if (!s.ok()) {
+          return Fail(comm, "reducescatter " + Case(dtype, op, total) + " scaled: " + s.ToString());
+        }
+        want = Expected(dtype, op, total, comm.size(), seed, scale);
+        if (std::memcmp(out.data(), want.data() + mine * elem, out.size() - 1) != 0) {
+          return Fail(comm, "reducescatter " + Case(dtype, op, total) + " scaled: wrong slice");
+        }
       }
     }
   }
@@ -364,7 +375,34 @@ TEST_P(ShmCollectivesTest, AllreducePiecesEqualPackedAllreduce) {
 TEST_P(ShmCollectivesTest, ReduceScatterAndAllgatherOfPiecesEqualPacked) {
   RunAll(CheckScatterGatherPiecesMatchPacked);
 }
-TEST_P(ShmCollectivesTest, ReduceScatterEveryDtypeAndOp) { RunAll(ReduceScatterEverything); }
+// Up to 2 ranks per CPU the reduce-scatter takes the balanced rounds (ShmReduceScatter: every
+// member reduces its part in every round, from its own input and the peers' sub-slots); the
+// 64 KiB staging of half the cases puts the 40000-unit counts through many uneven rounds.
+TEST_P(ShmCollectivesTest, ReduceScatterEveryDtypeAndOp) {
+  if (runtime::RanksPerCpu(std::get<0>(GetParam())) > 2) {
+    GTEST_SKIP() << "more than 2 ranks per CPU here: the chunks' rounds (the next test)";
+  }
+  RunAll([](Communicator& comm) {
+    if (!runtime::ShmBalancedReduceScatter(comm)) return Fail(comm, "not the balanced rounds");
+    return ReduceScatterEverything(comm);
+  });
+}
+// With more ranks per CPU (the machine's ranks said to be many), the rounds of whole chunks,
+// which only the members whose segments a chunk holds reduce: the same results.
+TEST_P(ShmCollectivesTest, ReduceScatterByChunksWithManyRanksPerCpu) {
+  ShmJob::Options options;
+  options.size = std::get<0>(GetParam());
+  options.buffer_bytes = std::get<1>(GetParam());
+  options.ranks_on_machine = 1 << 12;
+  ShmJob job(options);
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run([](Communicator& comm) {
+    if (runtime::ShmBalancedReduceScatter(comm)) return Fail(comm, "balanced rounds");
+    return ReduceScatterEverything(comm) != 0 ? 1 : CheckScatterGatherPiecesMatchPacked(comm);
+  });
+  for (const auto& out : outcomes)
+    ASSERT_TRUE(out.exited && out.exit_code == 0) << Describe(outcomes);
+}
 TEST_P(ShmCollectivesTest, AllgatherBroadcastAlltoall) { RunAll(DataMovement); }
 // The alltoalls of DataMovement by single copy (every size), and with member 0 choosing the way
 // per op: uneven and empty pieces, the size round and the agreed sizes, a mismatch failing every

@@ -28,6 +28,7 @@ runtime::ShmOptions ShmJob::GroupOptions(int rank, control::KvClient& kv,
                              ? options_.direct_bytes << rank
                              : options_.direct_bytes;
   options.timeout = options_.comm_timeout;
+  options.ranks_on_machine = options_.ranks_on_machine;
   return options;
 }
 

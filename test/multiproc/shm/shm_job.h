@@ -34,6 +34,7 @@ class ShmJob {
     // direct_bytes << r (the members must agree on the smallest).
     int64_t direct_bytes = -1;
     bool direct_bytes_differ = false;
+    int ranks_on_machine = 0;  // ShmOptions::ranks_on_machine (0: the group's size)
     std::vector<int> victims;  // ranks expected to die or be stopped
   };
 

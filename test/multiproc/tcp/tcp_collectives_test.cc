@@ -108,6 +108,27 @@ int CheckScaledEqualsScalingAfter(Communicator& comm, std::initializer_list<size
       CHILD_OK(comm.AllreducePiecesScaled(two, dtype, ReduceOp::kSum, scale));
       CHILD_CHECK(pieces == after, "%s x%zu: AllreducePiecesScaled differs from scaling after",
                   runtime::DataTypeName(dtype), count);
+      // The reducescatter's segments (uneven: the last member gets the remainder), scaled by the
+      // ring's last step or after the direct exchange's reduction.
+      std::vector<int64_t> counts_per_rank(comm.size(), static_cast<int64_t>(count) / comm.size());
+      counts_per_rank.back() += static_cast<int64_t>(count) % comm.size();
+      const int64_t mine = counts_per_rank[comm.rank()];
+      std::vector<char> rs_after(mine * elem + 1, 'x'), rs_folded(rs_after), rs_pieces(rs_after);
+      CHILD_OK(comm.ReduceScatter(input.data(), rs_after.data(), counts_per_rank, dtype,
+                                  ReduceOp::kSum));
+      runtime::ScaleBuffer(rs_after.data(), mine, dtype, scale);
+      CHILD_OK(comm.ReduceScatterScaled(input.data(), rs_folded.data(), counts_per_rank, dtype,
+                                        ReduceOp::kSum, scale));
+      CHILD_CHECK(rs_folded == rs_after, "%s x%zu: ReduceScatterScaled differs from scaling after",
+                  runtime::DataTypeName(dtype), count);
+      const runtime::AllreducePiece in_two[] = {
+          {input.data(), nullptr, static_cast<int64_t>(first)},
+          {input.data() + first * elem, nullptr, static_cast<int64_t>(count - first)}};
+      CHILD_OK(comm.ReduceScatterPiecesScaled(in_two, rs_pieces.data(), counts_per_rank, dtype,
+                                              ReduceOp::kSum, scale));
+      CHILD_CHECK(rs_pieces == rs_after,
+                  "%s x%zu: ReduceScatterPiecesScaled differs from scaling after",
+                  runtime::DataTypeName(dtype), count);
     }
   }
   return 0;

@@ -77,6 +77,14 @@ TEST(HierarchicalTest, AllreduceMatchesTheFlatResultAtEverySize) {
             ASSERT_EQ(buf[i], Expected(op, n, i))
                 << "rank " << r << " element " << i << " of " << count;
           }
+          // Scaled (Average's 1/n) by the cross groups' allreduce, before the host's allgather.
+          for (int64_t i = 0; i < count; ++i) buf[i] = Input(r, i);
+          s = comm.AllreduceScaled(buf.data(), count, DataType::kFloat64, op, 1.0 / n);
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          for (int64_t i = 0; i < count; ++i) {
+            ASSERT_EQ(buf[i], Expected(op, n, i) * (1.0 / n))
+                << "rank " << r << " element " << i << " of " << count << " scaled";
+          }
         });
       }
     }
@@ -104,6 +112,14 @@ TEST(HierarchicalTest, ReduceScatterGivesEachRankItsSlice) {
         for (int64_t j = 0; j < counts[r]; ++j) {
           ASSERT_EQ(out[j], Expected(op, n, first + j))
               << "rank " << r << " element " << j << " of " << n;
+        }
+        // Scaled (Average's 1/n) by the cross groups' reduce-scatter, the last reduction.
+        s = comm.ReduceScatterScaled(in.data(), out.data(), counts, DataType::kFloat64, op,
+                                     1.0 / n);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        for (int64_t j = 0; j < counts[r]; ++j) {
+          ASSERT_EQ(out[j], Expected(op, n, first + j) * (1.0 / n))
+              << "rank " << r << " element " << j << " of " << n << " scaled";
         }
       });
       EXPECT_EQ(flat_calls, 0) << hosts << " x " << per_host;
