@@ -205,6 +205,39 @@ class Communicator {
   virtual void Abort() = 0;
 };
 
+// A Communicator that folds the scale into its reductions (shared memory, hvd's TCP, the
+// hierarchy): it implements the scaled allreduces and reduce-scatters, and the plain ones are
+// those with a scale of 1. The scaled four are abstract again here, so the plain ones never
+// reach the defaults, which call them.
+class ScalingCommunicator : public Communicator {
+ public:
+  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) final {
+    return AllreduceScaled(buffer, count, dtype, op, 1.0);
+  }
+  Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
+                         ReduceOp op) final {
+    return AllreducePiecesScaled(pieces, dtype, op, 1.0);
+  }
+  Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
+                       DataType dtype, ReduceOp op) final {
+    return ReduceScatterScaled(in, out, counts_per_rank, dtype, op, 1.0);
+  }
+  Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
+                             const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                             ReduceOp op) final {
+    return ReduceScatterPiecesScaled(pieces, out, counts_per_rank, dtype, op, 1.0);
+  }
+  Status AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                         double scale) override = 0;
+  Status AllreducePiecesScaled(std::span<const AllreducePiece> pieces, DataType dtype, ReduceOp op,
+                               double scale) override = 0;
+  Status ReduceScatterScaled(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
+                             DataType dtype, ReduceOp op, double scale) override = 0;
+  Status ReduceScatterPiecesScaled(std::span<const AllreducePiece> pieces, void* out,
+                                   const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                                   ReduceOp op, double scale) override = 0;
+};
+
 // Argument checks shared by the backends. `what` names the op and the rank in the message:
 // a std::string, or a callable returning one that is called only when the check fails, so a
 // valid call builds no string (the steady state allocates nothing). A root outside

@@ -19,7 +19,7 @@ namespace {
 // noise up to 64 KiB, the two steps a few us ahead at 4-8 KiB.
 constexpr int64_t kRedundantBytes = int64_t{8} << 10;
 
-class HierarchicalCommunicator final : public Communicator {
+class HierarchicalCommunicator final : public ScalingCommunicator {
  public:
   HierarchicalCommunicator(std::unique_ptr<Communicator> flat, std::unique_ptr<Communicator> local,
                            std::unique_ptr<Communicator> cross, HierarchicalOps ops)
@@ -93,9 +93,6 @@ class HierarchicalCommunicator final : public Communicator {
   // against 98-159 (125).
   Communicator* posted_inputs() override { return flat_->posted_inputs(); }
 
-  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
-    return AllreduceScaled(buffer, count, dtype, op, 1.0);
-  }
   // The scale goes with the last reduction, the cross groups' (of the slice each carries, so
   // the result takes no pass of its own where the cross transport folds it: hvd's TCP).
   Status AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
@@ -104,10 +101,6 @@ class HierarchicalCommunicator final : public Communicator {
   // pieces (shared memory): the host's reduce-scatter reads the inputs, the allgather writes
   // the outputs, with no copy into the fusion buffer and back (as flat shm and TCP do).
   bool allreduces_pieces() const override { return ops_.allreduce && local_->allreduces_pieces(); }
-  Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
-                         ReduceOp op) override {
-    return AllreducePiecesScaled(pieces, dtype, op, 1.0);
-  }
   Status AllreducePiecesScaled(std::span<const AllreducePiece> pieces, DataType dtype, ReduceOp op,
                                double scale) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
@@ -128,18 +121,9 @@ class HierarchicalCommunicator final : public Communicator {
                    const std::vector<int64_t>& recv_bytes) override {
     return Step(flat_->Alltoallv(in, send_bytes, out, recv_bytes));
   }
-  Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
-                       DataType dtype, ReduceOp op) override {
-    return ReduceScatterScaled(in, out, counts_per_rank, dtype, op, 1.0);
-  }
   // The same with the input in pieces (a fused reducescatter's tensors), regrouped by local
   // rank as ReduceScatter's contiguous input is: read in place where the local transport
   // takes pieces.
-  Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
-                             const std::vector<int64_t>& counts_per_rank, DataType dtype,
-                             ReduceOp op) override {
-    return ReduceScatterPiecesScaled(pieces, out, counts_per_rank, dtype, op, 1.0);
-  }
   // Scaled by the cross groups' reduce-scatter, the last reduction.
   Status ReduceScatterScaled(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
                              DataType dtype, ReduceOp op, double scale) override;

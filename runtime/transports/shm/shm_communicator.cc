@@ -54,7 +54,7 @@ class ShmPosted final : public PostedSource {
 // the first round), so every member counts rounds identically. A call with valid arguments
 // makes no heap allocation (beyond growing the caller's output strings of the byte-string
 // ops): per-member bookkeeping lives in vectors sized once here.
-class ShmCommunicator final : public Communicator {
+class ShmCommunicator final : public ScalingCommunicator {
  public:
   ShmCommunicator(std::unique_ptr<ShmChannel> channel, bool choose_single_copy,
                   bool single_copy_allreduce, int ranks_per_cpu, int64_t direct_bytes)
@@ -109,16 +109,9 @@ class ShmCommunicator final : public Communicator {
                                 std::span<const int64_t> posted_bytes) override;
   Communicator* posted_inputs() override { return &posted_; }
   Status Barrier() override;
-  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
-    return AllreduceScaled(buffer, count, dtype, op, 1.0);
-  }
   Status AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
                          double scale) override;
   bool allreduces_pieces() const override { return true; }
-  Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
-                         ReduceOp op) override {
-    return AllreducePiecesScaled(pieces, dtype, op, 1.0);
-  }
   Status AllreducePiecesScaled(std::span<const AllreducePiece> pieces, DataType dtype, ReduceOp op,
                                double scale) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
@@ -128,15 +121,6 @@ class ShmCommunicator final : public Communicator {
   // Without the size round: an even alltoall's sizes come from its response.
   Status AlltoallvAgreed(const void* in, const std::vector<int64_t>& send_bytes, void* out,
                          const std::vector<int64_t>& recv_bytes, int64_t max_piece) override;
-  Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
-                       DataType dtype, ReduceOp op) override {
-    return ReduceScatterScaled(in, out, counts_per_rank, dtype, op, 1.0);
-  }
-  Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
-                             const std::vector<int64_t>& counts_per_rank, DataType dtype,
-                             ReduceOp op) override {
-    return ReduceScatterPiecesScaled(pieces, out, counts_per_rank, dtype, op, 1.0);
-  }
   // This member's slice is scaled as it is reduced (ShmReduceScatter).
   Status ReduceScatterScaled(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
                              DataType dtype, ReduceOp op, double scale) override;

@@ -128,7 +128,7 @@ class TcpPosted final : public PostedSource {
 // a time; Abort() may come from any thread (the transport is thread-safe for it). A successful
 // collective allocates nothing once its shape has been seen: op names and error context are
 // built only on the error path, per-rank tables live in reused members.
-class TcpCommunicator final : public Communicator {
+class TcpCommunicator final : public ScalingCommunicator {
  public:
   TcpCommunicator(int rank, int size, std::unique_ptr<TcpTransport> transport,
                   std::chrono::milliseconds timeout, int64_t halving_bytes)
@@ -169,9 +169,6 @@ class TcpCommunicator final : public Communicator {
   Status Barrier() override {
     return Guard("barrier", [&](const TcpWhat& w) { return algo_.Barrier(w); });
   }
-  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
-    return AllreduceScaled(buffer, count, dtype, op, 1.0);
-  }
   // The ring and halving-doubling scale each completed segment as it is reduced, before their
   // allgather half forwards it (TcpReducer::finish); recursive doubling and the direct exchange,
   // where every member completes everything, scale the whole result.
@@ -200,25 +197,12 @@ class TcpCommunicator final : public Communicator {
                                  std::span<const int64_t> piece_bytes) override;
   Communicator* posted_inputs() override { return posted_view_; }
   bool allreduces_pieces() const override { return true; }
-  Status AllreducePieces(std::span<const AllreducePiece> pieces, DataType dtype,
-                         ReduceOp op) override {
-    return AllreducePiecesScaled(pieces, dtype, op, 1.0);
-  }
   Status AllreducePiecesScaled(std::span<const AllreducePiece> pieces, DataType dtype, ReduceOp op,
                                double scale) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buffer, int64_t bytes, int root) override;
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
                    const std::vector<int64_t>& recv_bytes) override;
-  Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
-                       DataType dtype, ReduceOp op) override {
-    return ReduceScatterScaled(in, out, counts_per_rank, dtype, op, 1.0);
-  }
-  Status ReduceScatterPieces(std::span<const AllreducePiece> pieces, void* out,
-                             const std::vector<int64_t>& counts_per_rank, DataType dtype,
-                             ReduceOp op) override {
-    return ReduceScatterPiecesScaled(pieces, out, counts_per_rank, dtype, op, 1.0);
-  }
   Status ReduceScatterScaled(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
                              DataType dtype, ReduceOp op, double scale) override;
   // One copy of the pieces into the ring's workspace (the copy ReduceScatter makes of its
