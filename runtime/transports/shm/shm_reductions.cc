@@ -236,17 +236,17 @@ size_t ReduceScatterSub(const ShmChannel& ch) {
 Status ShmReduceScatter(ShmChannel& ch, const PieceView& in, char* out,
                         std::span<const int64_t> counts, DataType dtype, ReduceOp op, double scale,
                         bool balanced, std::vector<char>* scratch) {
-  if (!balanced) return ReduceScatterByChunks(ch, in, out, counts, dtype, op, scale);
-  const int me = ch.rank(), n = ch.size();
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+  const size_t sub = ReduceScatterSub(ch);
+  // (A half too small for a sub-slot per member, the same on every member, takes whole chunks.)
+  if (!balanced || sub < static_cast<size_t>(elem)) {
+    return ReduceScatterByChunks(ch, in, out, counts, dtype, op, scale);
+  }
+  const int me = ch.rank(), n = ch.size();
   int64_t mine_lo = 0, largest = 0;
   for (int k = 0; k < n; ++k) {
     if (k < me) mine_lo += counts[k];
     largest = std::max(largest, counts[k]);
-  }
-  const size_t sub = ReduceScatterSub(ch);
-  if (sub < static_cast<size_t>(elem)) {
-    return Status::InvalidArgument(ch.What() + ": HVD_SHM_BUFFER_BYTES too small");
   }
   const int64_t per = static_cast<int64_t>(sub) / elem;  // elements a round carries per member
   const int64_t rounds = (largest + per - 1) / per;
