@@ -15,7 +15,6 @@
 namespace hvd::runtime {
 namespace {
 
-constexpr size_t kCacheLine = 64;
 // A broadcast root's piece between Stream calls: small enough that a 64 KiB broadcast's reader
 // starts after a sixteenth of it, large enough that the readers' polling is a small part.
 constexpr size_t kBroadcastPiece = 16 * 1024;
@@ -539,11 +538,9 @@ Status ShmCommunicator::ReduceScatterPiecesScaled(std::span<const AllreducePiece
 }
 
 size_t ShmCommunicator::AlltoallSub() const {
+  // (0 where the size round's table does not fit a half.)
   if (sizeof(int64_t) * static_cast<size_t>(size_) > half_) return 0;
-  // One sub-slot per other member (AlltoallSlot): the member's own piece never goes through
-  // the half, so a slot for it would only make the rounds smaller (half of each half unused at
-  // 2 members, a quarter at 4).
-  return half_ / static_cast<size_t>(std::max(1, size_ - 1)) / kCacheLine * kCacheLine;
+  return ShmSubSlotBytes(*ch_);
 }
 
 Status ShmCommunicator::AlltoallStart(const std::vector<int64_t>& send_bytes,
@@ -635,12 +632,6 @@ Status ShmCommunicator::AlltoallData(const char* src, const std::vector<int64_t>
       staged);
 }
 
-// Where in the sender's half the sub-slot for `dest` (!= sender) starts, in sub-slots: the other
-// members in rank order, the sender left out.
-size_t AlltoallSlot(int dest, int sender) {
-  return static_cast<size_t>(dest > sender ? dest - 1 : dest);
-}
-
 Status ShmCommunicator::AlltoallPieces(const char* in, const std::vector<int64_t>& send_off,
                                        const std::vector<int64_t>& send_bytes, char* out,
                                        const std::vector<int64_t>& recv_off,
@@ -658,7 +649,7 @@ Status ShmCommunicator::AlltoallPieces(const char* in, const std::vector<int64_t
     HVD_RETURN_IF_ERROR(ch_->Begin(true, &mine));
     for (int j = 0; j < size_; ++j) {
       if (j != rank_ && at < send_bytes[j]) {
-        std::memcpy(mine + AlltoallSlot(j, rank_) * sub, in + send_off[j] + at,
+        std::memcpy(mine + ShmSubSlot(j, rank_) * sub, in + send_off[j] + at,
                     Min(sub, send_bytes[j] - at));
       }
     }
@@ -670,7 +661,7 @@ Status ShmCommunicator::AlltoallPieces(const char* in, const std::vector<int64_t
     for (int k = 0; k < size_; ++k) {
       if (k == rank_ || at >= recv_bytes[k]) continue;
       HVD_RETURN_IF_ERROR(ch_->WaitPosted(k));
-      std::memcpy(out + recv_off[k] + at, ch_->PeerHalf(k) + AlltoallSlot(rank_, k) * sub,
+      std::memcpy(out + recv_off[k] + at, ch_->PeerHalf(k) + ShmSubSlot(rank_, k) * sub,
                   Min(sub, recv_bytes[k] - at));
     }
     ch_->End();

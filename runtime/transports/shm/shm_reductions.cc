@@ -225,19 +225,18 @@ Status ReduceScatterByChunks(ShmChannel& ch, const PieceView& in, char* out,
   return Status::OK();
 }
 
-// The balanced reduce-scatter's sub-slot: a half per other member, in whole cache lines.
-size_t ReduceScatterSub(const ShmChannel& ch) {
+}  // namespace
+
+size_t ShmSubSlotBytes(const ShmChannel& ch) {
   const size_t others = static_cast<size_t>(std::max(1, ch.size() - 1));
   return ch.half_bytes() / others / kCacheLine * kCacheLine;
 }
-
-}  // namespace
 
 Status ShmReduceScatter(ShmChannel& ch, const PieceView& in, char* out,
                         std::span<const int64_t> counts, DataType dtype, ReduceOp op, double scale,
                         bool balanced, std::vector<char>* scratch) {
   const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
-  const size_t sub = ReduceScatterSub(ch);
+  const size_t sub = ShmSubSlotBytes(ch);
   // (A half too small for a sub-slot per member, the same on every member, takes whole chunks.)
   if (!balanced || sub < static_cast<size_t>(elem)) {
     return ReduceScatterByChunks(ch, in, out, counts, dtype, op, scale);
@@ -260,8 +259,7 @@ Status ShmReduceScatter(ShmChannel& ch, const PieceView& in, char* out,
     int64_t lo = 0;  // member k's segment's first element
     for (int k = 0; k < n; lo += counts[k], ++k) {
       if (k == me || at >= counts[k]) continue;
-      in.Gather(lo + at, std::min(per, counts[k] - at),
-                mine + static_cast<size_t>(k > me ? k - 1 : k) * sub);
+      in.Gather(lo + at, std::min(per, counts[k] - at), mine + ShmSubSlot(k, me) * sub);
     }
     ch.Publish();
     if (at >= counts[me]) {
@@ -290,7 +288,7 @@ Status ShmReduceScatter(ShmChannel& ch, const PieceView& in, char* out,
             return Status::OK();
           }
           HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
-          *input = ch.PeerHalf(k) + static_cast<size_t>(me > k ? me - 1 : me) * sub;
+          *input = ch.PeerHalf(k) + ShmSubSlot(me, k) * sub;
           return Status::OK();
         },
         scale));

@@ -77,12 +77,22 @@ size_t ShmPiecesScratchBytes(const ShmChannel& ch);
 Status ShmAllreducePostedSliced(ShmChannel& ch, size_t offset, char* buf, int64_t count,
                                 DataType dtype, ReduceOp op, double scale);
 
+// The sub-slots of a half that the alltoall and the balanced reduce-scatter give every other
+// member (a member's own piece never goes through its half, so a slot for it would only make
+// the rounds smaller): a half per other member, in whole cache lines.
+size_t ShmSubSlotBytes(const ShmChannel& ch);
+// Where in the sender's half the sub-slot for `dest` (!= sender) starts, in sub-slots: the other
+// members in rank order, the sender left out.
+inline size_t ShmSubSlot(int dest, int sender) {
+  return static_cast<size_t>(dest > sender ? dest - 1 : dest);
+}
+
 // Reduces the concatenation of `in`'s inputs (the same element counts on every member: member k
 // gets `counts[k]` elements, the segments in rank order) and writes this member's segment of the
 // result, scaled by `scale`, to `out`, which must not overlap an input; each element reduced in
 // rank order (the same bits as the allreduce's). `balanced` (the same on every member): in each
 // round every member copies its next part of every other member's segment into that member's
-// sub-slot of its half (a half per other member) and reduces its own next part from its own input
+// sub-slot of its half (ShmSubSlotBytes) and reduces its own next part from its own input
 // and the peers' sub-slots, so every member reduces in every round and copies (n-1)/n of its
 // input. Else rounds of one half's chunk of the input, which every member copies whole and the
 // members whose segments it holds reduce: fewer waits, for many ranks per CPU. `scratch` takes
