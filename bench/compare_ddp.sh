@@ -4,9 +4,18 @@
 # process alone for the scaling efficiency and N processes alone at once for the bound.
 # Usage: bench/compare_ddp.sh [hvdrun] [model] [N]
 #
-# ROUNDS (default 3) rounds, each: N processes alone at once, hvdrun, torchrun + DDP; the medians
-# are compared (this VM's speed moves by +-20 % from minute to minute, so one pair of runs
-# settles nothing) and every round's numbers are printed.
+# ROUNDS (default 3) rounds, each: N processes alone at once, hvdrun, torchrun + DDP, and
+# torchrun + DDP with hvdrun's allocator settings; the medians are compared (this VM's speed moves
+# by +-20 % from minute to minute, so one pair of runs settles nothing) and every round's numbers
+# are printed.
+#
+# hvdrun gives its workers glibc allocator settings (`--worker-malloc tuned`, the default;
+# launcher/worker_malloc.h) that torchrun does not: a convnet's step re-faulted its temporaries'
+# pages every step without them. So DDP runs twice per round: as torchrun runs it (what a user
+# gets: "hvd / DDP"), and with the same MALLOC_* variables hvdrun sets, read from its --dry-run
+# ("hvd / DDP, same allocator": the libraries alone). The processes alone (one process, the
+# bound) run with those variables too, so the bound is hvd's. HVDRUN_ARGS="--worker-malloc
+# system" compares with glibc's defaults everywhere.
 #
 # The bound: N independent processes at once (no communication at all) give what the machine
 # gives N ranks; a synchronous step goes at the slowest rank's pace, so N x the slowest of them
@@ -41,43 +50,53 @@ bench=("$py" "$root/examples/torch_synthetic_benchmark.py" "${args[@]}")
 total() { grep -o 'Total img/sec on [0-9]* CPU(s): [0-9.]*' | awk '{print $NF}' | tail -1; }
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+# The allocator variables hvdrun adds for its workers (none under --worker-malloc system).
+# shellcheck disable=SC2086
+malloc=$("$hvdrun" --dry-run -np 1 ${HVDRUN_ARGS:-} true | sed -n 's/^ *\(MALLOC_[A-Z_]*=[0-9]*\)$/\1/p' | sort -u | paste -sd' ')
+read -r -a alloc <<< "env $malloc"
 
-single=$("${bench[@]}" 2>&1 | total)
+single=$("${alloc[@]}" "${bench[@]}" 2>&1 | total)
 results=()
 for ((r = 0; r < rounds; ++r)); do
-  for ((i = 0; i < n; ++i)); do "${bench[@]}" > "$scratch/$i.txt" 2>&1 & done
+  for ((i = 0; i < n; ++i)); do "${alloc[@]}" "${bench[@]}" > "$scratch/$i.txt" 2>&1 & done
   wait
   alone=$(for ((i = 0; i < n; ++i)); do total < "$scratch/$i.txt"; done | paste -sd,)
   # shellcheck disable=SC2086
   hvd=$("$hvdrun" -np "$n" ${HVDRUN_ARGS:-} "${bench[@]}" 2>&1 | total)
-  ddp=$("$py" -m torch.distributed.run --standalone --nproc_per_node "$n" --monitor_interval 0.1 \
-    --redirects 9:1 --tee 9:1 "$root/bench/ddp_synthetic.py" "${args[@]}" 2>&1 | total)
-  results+=("$alone/$hvd/$ddp")
+  ddp_cmd=("$py" -m torch.distributed.run --standalone --nproc_per_node "$n" --monitor_interval 0.1
+    --redirects 9:1 --tee 9:1 "$root/bench/ddp_synthetic.py" "${args[@]}")
+  ddp=$("${ddp_cmd[@]}" 2>&1 | total)
+  ddp_same=$("${alloc[@]}" "${ddp_cmd[@]}" 2>&1 | total)
+  results+=("$alone/$hvd/$ddp/$ddp_same")
 done
-"$py" - "$model" "$n" "$threads" "$single" "${results[@]}" <<'PY'
+MALLOC="$malloc" "$py" - "$model" "$n" "$threads" "$single" "${results[@]}" <<'PY'
 import os
 import statistics
 import sys
 model, n, threads, single = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 rounds = []
 for arg in sys.argv[5:]:
-    alone, hvd, ddp = arg.split("/")
+    alone, hvd, ddp, same = arg.split("/")
     alone = [float(a) for a in alone.split(",")]
-    rounds.append((sum(alone), n * min(alone), float(hvd), float(ddp)))
-med = [statistics.median(r[k] for r in rounds) for k in range(4)]
+    rounds.append((sum(alone), n * min(alone), float(hvd), float(ddp), float(same)))
+med = [statistics.median(r[k] for r in rounds) for k in range(5)]
 eff = lambda v: f"{v / (n * single):.0%}"
+malloc = os.environ.get("MALLOC") or "none"
 print(f"model {model}, {n} ranks, {threads} torch thread(s) per process, {os.cpu_count()} CPUs,"
-      f" hvdrun args '{os.environ.get('HVDRUN_ARGS', '')}',"
+      f" hvdrun args '{os.environ.get('HVDRUN_ARGS', '')}', hvdrun's allocator variables: {malloc},"
       f" load {os.getloadavg()[0]:.1f}; img/s total, median of {len(rounds)} rounds (scaling"
       f" efficiency vs {n} x one process)")
-print(f"  one process          {single:8.1f}")
-print(f"  {n} alone at once      {med[0]:8.1f}  ({eff(med[0])})")
-print(f"  bound                {med[1]:8.1f}  ({eff(med[1])}; {n} x the slowest alone)")
-print(f"  hvdrun               {med[2]:8.1f}  ({eff(med[2])})")
-print(f"  torchrun + DDP       {med[3]:8.1f}  ({eff(med[3])})")
-print(f"  hvd / DDP            {med[2] / med[3]:8.2f}  (bound / DDP {med[1] / med[3]:.2f}: the"
-      " most any library could reach here)")
-for i, (alone, bound, hvd, ddp) in enumerate(rounds):
+print(f"  one process            {single:8.1f}  (hvdrun's allocator variables, as below but DDP)")
+print(f"  {n} alone at once        {med[0]:8.1f}  ({eff(med[0])})")
+print(f"  bound                  {med[1]:8.1f}  ({eff(med[1])}; {n} x the slowest alone)")
+print(f"  hvdrun                 {med[2]:8.1f}  ({eff(med[2])})")
+print(f"  torchrun + DDP         {med[3]:8.1f}  ({eff(med[3])}; as torchrun runs it)")
+print(f"  DDP, same allocator    {med[4]:8.1f}  ({eff(med[4])}; with hvdrun's allocator variables)")
+print(f"  hvd / DDP              {med[2] / med[3]:8.2f}  (what a user gets)")
+print(f"  hvd / DDP same alloc.  {med[2] / med[4]:8.2f}  (the libraries alone; bound / DDP same"
+      f" {med[1] / med[4]:.2f}: the most any library could reach here)")
+for i, (alone, bound, hvd, ddp, same) in enumerate(rounds):
     print(f"  round {i + 1}: alone {alone:.1f}, bound {bound:.1f}, hvd {hvd:.1f}, DDP {ddp:.1f},"
-          f" hvd / DDP {hvd / ddp:.2f}, bound / DDP {bound / ddp:.2f}")
+          f" DDP same alloc. {same:.1f}, hvd / DDP {hvd / ddp:.2f}, hvd / DDP same"
+          f" {hvd / same:.2f}, bound / DDP same {bound / same:.2f}")
 PY

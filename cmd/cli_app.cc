@@ -171,6 +171,9 @@ void AddLibraryAndLogging(Builder* b) {
   b->Value("--bind-to", "core|none",
            "none (default): the kernel places ranks; core: bind each local rank to an even share "
            "of the CPUs (small ops ~10x faster on few cores, training ~15 % slower there).");
+  b->Value("--worker-malloc", "tuned|system",
+           "tuned (default): the workers' glibc keeps a step's large temporaries mapped "
+           "(MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_); system: glibc's defaults.");
   b->Group("Logging");
   b->Value("--log-level", "LEVEL", "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL.");
   b->Flag("--log-with-timestamp,!--log-without-timestamp",

@@ -86,6 +86,7 @@ std::vector<KnobPtr> Knobs::All() {
           &thread_affinity,
           &gloo_timeout_seconds,
           &bind_to,
+          &worker_malloc,
           &tcp,
           &log_level,
           &log_with_timestamp};
@@ -124,6 +125,11 @@ Status ValidateKnobs(Knobs* k) {
   if (k->bind_to.value && *k->bind_to.value != "core" && *k->bind_to.value != "none") {
     return Status::InvalidArgument(k->bind_to.Where() + ": expected core or none, got '" +
                                    *k->bind_to.value + "'");
+  }
+  if (k->worker_malloc.value && *k->worker_malloc.value != "tuned" &&
+      *k->worker_malloc.value != "system") {
+    return Status::InvalidArgument(k->worker_malloc.Where() + ": expected tuned or system, got '" +
+                                   *k->worker_malloc.value + "'");
   }
   return CanonicalLevel(&k->log_level);
 }

@@ -83,6 +83,9 @@ struct Knobs {
                                      "library_options.gloo_timeout_seconds"};
   // none (default) | core: launcher/cpu_binding.h. hvd extension.
   Knob<std::string> bind_to{"--bind-to", "library_options.bind_to"};
+  // tuned (default) | system: launcher/worker_malloc.h. hvd extension; hvdrun decides, the
+  // workers get glibc's MALLOC_* variables.
+  Knob<std::string> worker_malloc{"--worker-malloc", "library_options.worker_malloc"};
   Knob<bool> tcp{"--tcp", nullptr};
   // logging (true = timestamps shown; the flag users type is --log-without-timestamp)
   Knob<std::string> log_level{"--log-level", "logging.level"};

@@ -10,6 +10,7 @@
 #include "cmd/cli_app.h"
 #include "cmd/knob_env.h"
 #include "common/logging.h"
+#include "launcher/worker_malloc.h"
 
 namespace hvd::cmd {
 namespace {
@@ -249,6 +250,25 @@ void WriteWorkerEnv(const Knobs& knobs, ParsedCommandLine* out) {
   }
 }
 
+// The allocator settings of launcher/worker_malloc.h: the knob (flag or config), else
+// HVD_WORKER_MALLOC, else tuned. What it adds goes into every worker's environment and is
+// shown by --dry-run; --print-config shows the policy and where it came from (the knob's
+// setting is recorded with the others by WriteWorkerEnv).
+Status WriteWorkerMalloc(const env::Environment& env, const Knobs& knobs, ParsedCommandLine* out) {
+  std::string policy = "tuned";
+  std::string source = "default";
+  if (knobs.worker_malloc.value) {
+    policy = *knobs.worker_malloc.value;
+    source = knobs.worker_malloc.Where();
+  } else if (env.IsSet(launcher::kWorkerMallocVar)) {
+    policy = env.Get(launcher::kWorkerMallocVar).value;
+    source = launcher::kWorkerMallocVar;
+  }
+  HVD_ASSIGN_OR_RETURN(auto vars, launcher::WorkerMallocVars(policy, source, env.all()));
+  for (auto& [name, value] : vars) out->spec.worker_env.emplace(name, std::move(value));
+  return Status::OK();
+}
+
 }  // namespace
 
 Status BuildLaunchSpec(const CLI::App& app, const env::Environment& env, const Knobs& knobs,
@@ -260,7 +280,7 @@ Status BuildLaunchSpec(const CLI::App& app, const env::Environment& env, const K
   HVD_RETURN_IF_ERROR(ReadJobControl(app, env, out));
   ReadLogging(env, knobs, out);
   WriteWorkerEnv(knobs, out);
-  return Status::OK();
+  return WriteWorkerMalloc(env, knobs, out);
 }
 
 }  // namespace hvd::cmd

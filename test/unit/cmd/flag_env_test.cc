@@ -13,9 +13,11 @@
 namespace hvd::cmd {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::MustParse;
+using ::testing::Pair;
 using testing::ParseError;
 
 struct EnvCase {
@@ -151,9 +153,29 @@ TEST(FlagEnvTest, LibraryAndLogging) {
 }
 
 TEST(FlagEnvTest, NoKnobFlagsLeaveTheEnvironmentAlone) {
-  ParsedCommandLine p =
-      MustParse({"-np", "2", "cmd"}, {{"HOROVOD_FUSION_THRESHOLD", "1"}, {"HVD_AUTOTUNE", "1"}});
+  ParsedCommandLine p = MustParse(
+      {"-np", "2", "cmd"},
+      {{"HOROVOD_FUSION_THRESHOLD", "1"}, {"HVD_AUTOTUNE", "1"}, {"HVD_WORKER_MALLOC", "system"}});
   EXPECT_THAT(p.spec.worker_env, IsEmpty());
+}
+
+TEST(FlagEnvTest, WorkerMallocFromFlagConfigOrEnvironment) {
+  const std::map<std::string, std::string> tuned = {{"MALLOC_MMAP_THRESHOLD_", "33554432"},
+                                                    {"MALLOC_TRIM_THRESHOLD_", "1073741824"}};
+  EXPECT_EQ(MustParse({"cmd"}).spec.worker_env, tuned);
+  ParsedCommandLine system = MustParse({"--worker-malloc", "system", "cmd"});
+  EXPECT_THAT(system.spec.worker_env, ElementsAre(Pair("HVD_WORKER_MALLOC", "system")));
+  EXPECT_EQ(system.settings["HVD_WORKER_MALLOC"].source, "command line");
+  // The flag wins over the variable, the user's own threshold over both.
+  std::map<std::string, std::string> flagged =
+      MustParse({"--worker-malloc", "tuned", "cmd"}, {{"HVD_WORKER_MALLOC", "system"}})
+          .spec.worker_env;
+  EXPECT_EQ(flagged.count("MALLOC_MMAP_THRESHOLD_"), 1u);
+  EXPECT_THAT(MustParse({"cmd"}, {{"MALLOC_TOP_PAD_", "0"}}).spec.worker_env, IsEmpty());
+  EXPECT_EQ(ParseError({"cmd"}, {{"HVD_WORKER_MALLOC", "x"}}),
+            "HVD_WORKER_MALLOC: expected tuned or system, got 'x'");
+  EXPECT_EQ(ParseError({"--worker-malloc", "glibc", "cmd"}),
+            "--worker-malloc: expected tuned or system, got 'glibc'");
 }
 
 TEST(FlagEnvTest, DeprecatedHideTimestampWarns) {

@@ -9,10 +9,12 @@ namespace hvd::cmd {
 namespace {
 
 using launcher::Controller;
+using ::testing::_;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::MustParse;
+using ::testing::Pair;
 using testing::ParseError;
 
 TEST(FlagsTest, DefaultsWithNothingButACommand) {
@@ -28,7 +30,9 @@ TEST(FlagsTest, DefaultsWithNothingButACommand) {
   EXPECT_EQ(s.log_level, "WARNING");
   EXPECT_TRUE(s.log_with_timestamp);
   EXPECT_FALSE(s.elastic());
-  EXPECT_THAT(s.worker_env, IsEmpty());
+  // Only the allocator settings of launcher/worker_malloc.h (tuned by default).
+  EXPECT_THAT(s.worker_env, ElementsAre(Pair("MALLOC_MMAP_THRESHOLD_", "33554432"),
+                                        Pair("MALLOC_TRIM_THRESHOLD_", "1073741824")));
   EXPECT_THAT(p.settings, IsEmpty());
   EXPECT_FALSE(p.show_help || p.show_version || p.check_build || p.print_config);
 }
@@ -136,7 +140,8 @@ TEST(FlagsTest, LauncherDefaultsComeFromTheEnvironmentUnlessFlagged) {
   EXPECT_EQ(from_env.spec.elastic_timeout_s, 60);
   EXPECT_EQ(from_env.spec.log_level, "DEBUG");
   EXPECT_FALSE(from_env.spec.log_with_timestamp);
-  EXPECT_THAT(from_env.spec.worker_env, IsEmpty());  // inherited, not re-written
+  EXPECT_THAT(from_env.spec.worker_env,  // inherited, not re-written; the allocator's
+              ElementsAre(Pair("MALLOC_MMAP_THRESHOLD_", _), Pair("MALLOC_TRIM_THRESHOLD_", _)));
 
   ParsedCommandLine flagged =
       MustParse({"--start-timeout", "5", "--log-level", "ERROR", "--log-with-timestamp", "c"}, env);
