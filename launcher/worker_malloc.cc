@@ -1,7 +1,5 @@
 #include "launcher/worker_malloc.h"
 
-#include <string_view>
-
 namespace hvd::launcher {
 
 const char kWorkerMallocVar[] = "HVD_WORKER_MALLOC";

@@ -27,9 +27,11 @@
 // does not shrink below its peak (at most 1 GiB of it free at the top); blocks of 32 MiB and
 // more are still mapped and unmapped per allocation. `system` leaves glibc's defaults.
 // Either way nothing is set when the user configured the allocator already: any of
-// MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, MALLOC_TOP_PAD_, MALLOC_MMAP_MAX_ in the
+// MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, MALLOC_TOP_PAD_, MALLOC_MMAP_MAX_ in hvdrun's
 // environment, a `glibc.malloc.` tunable in GLIBC_TUNABLES, or another allocator (jemalloc,
-// tcmalloc, mimalloc) in LD_PRELOAD. Other C libraries ignore the variables.
+// tcmalloc, mimalloc) in LD_PRELOAD. hvdrun decides once, from its own environment, and the
+// variables travel with the knobs' (to other hosts, where they override the login
+// environment's, and through mpirun's -x). Other C libraries ignore them.
 namespace hvd::launcher {
 
 // The variable naming the policy, read from hvdrun's environment when the flag and the config
