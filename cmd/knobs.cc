@@ -126,11 +126,8 @@ Status ValidateKnobs(Knobs* k) {
     return Status::InvalidArgument(k->bind_to.Where() + ": expected core or none, got '" +
                                    *k->bind_to.value + "'");
   }
-  if (k->worker_malloc.value && *k->worker_malloc.value != "tuned" &&
-      *k->worker_malloc.value != "system") {
-    return Status::InvalidArgument(k->worker_malloc.Where() + ": expected tuned or system, got '" +
-                                   *k->worker_malloc.value + "'");
-  }
+  // --worker-malloc is checked where it is read, with HVD_WORKER_MALLOC
+  // (launcher::WorkerMallocVars).
   return CanonicalLevel(&k->log_level);
 }
 
