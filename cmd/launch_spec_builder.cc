@@ -265,6 +265,13 @@ Status WriteWorkerMalloc(const env::Environment& env, const Knobs& knobs, Parsed
     source = launcher::kWorkerMallocVar;
   }
   HVD_ASSIGN_OR_RETURN(auto vars, launcher::WorkerMallocVars(policy, source, env.all()));
+  if (policy == "tuned" && vars.empty()) {
+    // The user configured the allocator: say so in --print-config, where a user looking for
+    // the MALLOC_* variables that --dry-run does not show would look.
+    out->settings[launcher::kWorkerMallocVar] = {
+        "tuned, nothing added: " + launcher::UserAllocatorSetting(env.all()),
+        source == launcher::kWorkerMallocVar ? "environment variable " + source : source};
+  }
   for (auto& [name, value] : vars) out->spec.worker_env.emplace(name, std::move(value));
   return Status::OK();
 }

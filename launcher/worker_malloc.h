@@ -46,7 +46,7 @@ Result<std::map<std::string, std::string>> WorkerMallocVars(
     const std::map<std::string, std::string>& env);
 
 // Why WorkerMallocVars adds nothing under "tuned" with `env` ("MALLOC_TRIM_THRESHOLD_ is set",
-// "LD_PRELOAD names libjemalloc.so.2"); empty when it adds its variables.
+// "LD_PRELOAD loads jemalloc"); empty when it adds its variables. hvdrun --print-config shows it.
 std::string UserAllocatorSetting(const std::map<std::string, std::string>& env);
 
 }  // namespace hvd::launcher

@@ -171,7 +171,17 @@ TEST(FlagEnvTest, WorkerMallocFromFlagConfigOrEnvironment) {
       MustParse({"--worker-malloc", "tuned", "cmd"}, {{"HVD_WORKER_MALLOC", "system"}})
           .spec.worker_env;
   EXPECT_EQ(flagged.count("MALLOC_MMAP_THRESHOLD_"), 1u);
-  EXPECT_THAT(MustParse({"cmd"}, {{"MALLOC_TOP_PAD_", "0"}}).spec.worker_env, IsEmpty());
+  ParsedCommandLine own = MustParse({"cmd"}, {{"MALLOC_TOP_PAD_", "0"}});
+  EXPECT_THAT(own.spec.worker_env, IsEmpty());
+  // --print-config says why nothing was added.
+  EXPECT_EQ(own.settings["HVD_WORKER_MALLOC"].value,
+            "tuned, nothing added: MALLOC_TOP_PAD_ is set");
+  EXPECT_EQ(own.settings["HVD_WORKER_MALLOC"].source, "default");
+  EXPECT_EQ(MustParse({"cmd"}, {{"MALLOC_TOP_PAD_", "0"}, {"HVD_WORKER_MALLOC", "tuned"}})
+                .settings["HVD_WORKER_MALLOC"]
+                .source,
+            "environment variable HVD_WORKER_MALLOC");
+  EXPECT_EQ(MustParse({"cmd"}).settings.count("HVD_WORKER_MALLOC"), 0u);
   EXPECT_EQ(ParseError({"cmd"}, {{"HVD_WORKER_MALLOC", "x"}}),
             "HVD_WORKER_MALLOC: expected tuned or system, got 'x'");
   EXPECT_EQ(ParseError({"--worker-malloc", "glibc", "cmd"}),
