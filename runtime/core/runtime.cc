@@ -1,6 +1,7 @@
 #include "runtime/core/runtime.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -111,7 +112,7 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
   std::vector<int32_t> all(config.size);
   for (int32_t r = 0; r < config.size; ++r) all[r] = r;
   HVD_ASSIGN_OR_RETURN(auto global, MakeController(0, all));
-  HVD_RETURN_IF_ERROR(CheckSameEverywhere(global->communicator()));
+  HVD_RETURN_IF_ERROR(CheckSameEverywhere(global->communicator(), process_sets));
   if (config.timeline_all_ranks && !config.timeline_path.empty()) {
     HVD_RETURN_IF_ERROR(AlignTimelineClocks(global->communicator()));
   }
@@ -177,8 +178,12 @@ Result<std::shared_ptr<Controller>> Runtime::MakeController(int32_t id,
 // bit vectors and decides when the eager allreduce rides the AND round itself, so a rank with
 // another value sends rounds of another length (a malformed list or a reset connection, with
 // nothing naming the cause). Rank 0 names the first knob that differs and every rank fails
-// init with that message.
-Status Runtime::CheckSameEverywhere(Communicator* comm) {
+// init with that message. So with the process sets given to init: a rank that defined others
+// would build its sets' communicators with other members, and a collective on such a set
+// reduced with ranks the caller did not list (ranks 1 and 2 defining [0, 2] and rank 0 [0, 1]:
+// rank 0's allreduce over "[0, 1]" returned rank 0's and rank 2's sum, without an error).
+Status Runtime::CheckSameEverywhere(Communicator* comm,
+                                    const std::vector<std::vector<int32_t>>& process_sets) {
   struct Knob {
     const char* name;
     int64_t value;
@@ -190,6 +195,14 @@ Status Runtime::CheckSameEverywhere(Communicator* comm) {
                         {"HVD_SHM_DIRECT_BYTES", config_.shm_direct_bytes}};
   std::string mine = std::to_string(config_.local_size);
   for (const Knob& k : knobs) mine += " " + std::to_string(k.value);
+  // Each set as given (Python sorts them; the C API checks them after this), in order: the
+  // order numbers the sets.
+  std::string sets = "[";
+  for (const auto& set : process_sets) {
+    sets += (sets.size() > 1 ? ", [" : "[") + fmt::format("{}", fmt::join(set, ", ")) + "]";
+  }
+  sets += "]";
+  mine += " " + sets;
   std::vector<std::string> all;
   HVD_RETURN_IF_ERROR(comm->GatherBytes(mine, 0, &all));
   bool homogeneous = true;
@@ -208,6 +221,14 @@ Status Runtime::CheckSameEverywhere(Communicator* comm) {
             "the same value (export it before hvdrun: its ranks inherit it)",
             k.name, k.value, r, value);
       }
+    }
+    std::string their_sets;
+    std::getline(theirs >> std::ws, their_sets);
+    if (their_sets != sets && differs.empty()) {
+      differs = fmt::format(
+          "the process sets given to init differ between ranks: rank 0 has {}, rank {} has {}; "
+          "every rank must pass the same process_sets, in the same order",
+          sets, r, their_sets);
     }
   }
   std::string verdict = !differs.empty() ? differs : homogeneous ? "1" : "0";

@@ -165,7 +165,8 @@ class Runtime {
   Status StartLocked(const RuntimeConfig& config,
                      const std::vector<std::vector<int32_t>>& process_sets);
   Result<std::shared_ptr<Controller>> MakeController(int32_t id, std::vector<int32_t> ranks);
-  Status CheckSameEverywhere(Communicator* comm);
+  Status CheckSameEverywhere(Communicator* comm,
+                             const std::vector<std::vector<int32_t>>& process_sets);
   void StopLocked();
   void Loop();
   // One iteration of the loop (every process set's cycle, timeline shipment, autotune sync),

@@ -742,3 +742,25 @@ def test_static_process_sets_and_reinit(hvd):
         hvd.shutdown()
         hvd.init(process_sets="dynamic")
     assert hvd.allreduce(torch.ones(1), op=hvd.Sum).item() == float(size)
+
+
+def test_process_sets_that_differ_between_ranks_fail_init_on_every_rank(hvd):
+    # Given ranks that define different process sets (the last rank another pair),
+    size, rank = hvd.size(), hvd.rank()
+    if size < 3:
+        pytest.skip("needs 3 ranks")
+    hvd.shutdown()
+    mine = [0, 2] if rank == size - 1 else [0, 1]
+    try:
+        # then init fails on every rank, naming both definitions (before, it succeeded, and
+        # rank 0's allreduce over "[0, 1]" summed with rank 2),
+        with pytest.raises(ValueError, match=r"process sets given to init differ between "
+                           r"ranks: rank 0 has \[\[0, 1\]\], rank %d has \[\[0, 2\]\]" % (size - 1)):
+            hvd.init(process_sets=[hvd.ProcessSet(mine)])
+        assert not hvd.is_initialized()
+        # and an empty set is named as such (it was "set_ranks/set_sizes must not be NULL").
+        with pytest.raises(ValueError, match="a process set needs at least one rank"):
+            hvd.init(process_sets=[hvd.ProcessSet([])])
+    finally:
+        hvd.init(process_sets="dynamic")
+    assert hvd.allreduce(torch.ones(1), op=hvd.Sum).item() == float(size)
