@@ -87,6 +87,20 @@ std::string CheckShapes(const Request& first, const Request& r) {
 }
 
 std::string CheckOpSpecific(const Request& first, const Request& r) {
+  // Every rank's add_process_set/remove_process_set go by one name, so that ranks asking for
+  // different sets meet here with an error instead of waiting for each other's names forever.
+  if (first.type == OpType::kProcessSetAdd && r.args != first.args) {
+    return "Mismatched process sets: rank " + std::to_string(first.rank) +
+           " added a process set of ranks " + ShapeString(first.args) + ", but rank " +
+           std::to_string(r.rank) + " added " + ShapeString(r.args) +
+           ". Every rank must add the same process sets in the same order.";
+  }
+  if (first.type == OpType::kProcessSetRemove && r.args != first.args) {
+    return "Mismatched process sets: rank " + std::to_string(first.rank) + " removed process set " +
+           std::to_string(first.args.at(0)) + ", but rank " + std::to_string(r.rank) + " removed " +
+           std::to_string(r.args.at(0)) +
+           ". Every rank must remove the same process sets in the same order.";
+  }
   if (first.type == OpType::kBroadcast && r.root != first.root) {
     return "Mismatched broadcast root ranks: One rank specified root rank " +
            std::to_string(first.root) + ", but another rank specified root rank " +

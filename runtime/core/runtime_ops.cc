@@ -428,8 +428,7 @@ Result<int32_t> Runtime::AddProcessSet(std::vector<int32_t> ranks) {
   }
   Request r;
   r.type = OpType::kProcessSetAdd;
-  r.name = "process_set.add";
-  for (int32_t x : ranks) r.name += "." + std::to_string(x);
+  r.name = "process_set.add";  // the same on every rank: RequestValidator compares the ranks
   r.args.assign(ranks.begin(), ranks.end());
   HVD_ASSIGN_OR_RETURN(int64_t handle, SubmitControl(std::move(r)));
   Status s = handles_.Wait(handle, std::chrono::duration<double>(-1));
@@ -450,7 +449,7 @@ Status Runtime::RemoveProcessSet(int32_t id) {
   }
   Request r;
   r.type = OpType::kProcessSetRemove;
-  r.name = "process_set.remove." + std::to_string(id);
+  r.name = "process_set.remove";  // the same on every rank: RequestValidator compares the ids
   r.args = {id};
   HVD_ASSIGN_OR_RETURN(int64_t handle, SubmitControl(std::move(r)));
   Status s = handles_.Wait(handle, std::chrono::duration<double>(-1));

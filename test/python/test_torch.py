@@ -441,6 +441,27 @@ def test_dynamic_process_sets(hvd):
         hvd.allreduce(torch.ones(1), process_set=evens)
 
 
+def test_dynamic_process_sets_that_differ_between_ranks_fail_on_every_rank(hvd):
+    # Given ranks that add different sets (the last rank another pair; before, each waited for
+    # the others' request forever),
+    size, rank = hvd.size(), hvd.rank()
+    if size < 3:
+        pytest.skip("needs 3 ranks")
+    mine = [0, 2] if rank == size - 1 else [0, 1]
+    # then every rank's add fails, naming both,
+    expected = (r"Mismatched process sets: rank 0 added a process set of ranks \[0, 1\], "
+                r"but rank %d added \[0, 2\]" % (size - 1))
+    with pytest.raises(RuntimeError, match=expected):
+        hvd.add_process_set(mine)
+    # and nothing was added: the same set added on every rank works next.
+    pair = hvd.add_process_set([0, 1])
+    try:
+        if pair.included():
+            assert hvd.allreduce(torch.ones(1), op=hvd.Sum, process_set=pair).item() == 2.0
+    finally:
+        assert hvd.remove_process_set(pair)
+
+
 def test_join_contributes_zeros(hvd):
     size, rank = hvd.size(), hvd.rank()
     # Rank r runs r + 1 allreduces, then joins; allreduce i is summed over ranks r >= i.
@@ -754,8 +775,9 @@ def test_process_sets_that_differ_between_ranks_fail_init_on_every_rank(hvd):
     try:
         # then init fails on every rank, naming both definitions (before, it succeeded, and
         # rank 0's allreduce over "[0, 1]" summed with rank 2),
-        with pytest.raises(ValueError, match=r"process sets given to init differ between "
-                           r"ranks: rank 0 has \[\[0, 1\]\], rank %d has \[\[0, 2\]\]" % (size - 1)):
+        expected = (r"process sets given to init differ between ranks: rank 0 has "
+                    r"\[\[0, 1\]\], rank %d has \[\[0, 2\]\]" % (size - 1))
+        with pytest.raises(ValueError, match=expected):
             hvd.init(process_sets=[hvd.ProcessSet(mine)])
         assert not hvd.is_initialized()
         # and an empty set is named as such (it was "set_ranks/set_sizes must not be NULL").

@@ -32,6 +32,31 @@ TEST(RequestValidatorTest, AllgatherRecordsEveryFirstDimension) {
             "to 4, but another rank sent a tensor with dimension 1 equal to 5.");
 }
 
+TEST(RequestValidatorTest, ProcessSetChangesMustAgree) {
+  auto control = [](int rank, OpType type, std::vector<int64_t> args) {
+    Request r = Req(rank, {}, type);
+    r.args = std::move(args);
+    return r;
+  };
+  Response same = ConstructResponse(
+      {control(0, OpType::kProcessSetAdd, {0, 1}), control(1, OpType::kProcessSetAdd, {0, 1})},
+      false, 3);
+  ASSERT_EQ(same.type, OpType::kProcessSetAdd) << same.error;
+  EXPECT_EQ(same.sizes, (std::vector<int64_t>{0, 1}));
+  Response added = ConstructResponse(
+      {control(0, OpType::kProcessSetAdd, {0, 1}), control(2, OpType::kProcessSetAdd, {0, 2})},
+      false, 3);
+  EXPECT_EQ(added.error,
+            "Mismatched process sets: rank 0 added a process set of ranks [0, 1], but rank 2 "
+            "added [0, 2]. Every rank must add the same process sets in the same order.");
+  Response removed = ConstructResponse(
+      {control(0, OpType::kProcessSetRemove, {1}), control(1, OpType::kProcessSetRemove, {2})},
+      false, 2);
+  EXPECT_EQ(removed.error,
+            "Mismatched process sets: rank 0 removed process set 1, but rank 1 removed 2. Every "
+            "rank must remove the same process sets in the same order.");
+}
+
 TEST(RequestValidatorTest, DeviceMismatch) {
   Request gpu = Req(1, {2});
   gpu.device = 0;
