@@ -36,7 +36,19 @@ Status ParseLine(std::string_view content, const LineContext& context, HostSlots
   std::vector<Token> tokens = SplitWhitespace(content);
   std::string_view host = StripBrackets(tokens[0].text);
   Status name = ValidateHostName(host);
-  if (!name.ok()) return context.Error(tokens[0].offset, name.message());
+  if (!name.ok()) {
+    std::string message(name.message());
+    // "host:N" is -H's syntax; a hostfile wants "host slots=N" (which a name with one ':' and a
+    // number after it, not an IPv6 address, almost certainly meant).
+    size_t colon = host.rfind(':');
+    if (colon != std::string_view::npos && host.find(':') == colon &&
+        ValidateHostName(host.substr(0, colon)).ok() &&
+        ParseSlotCount(host.substr(colon + 1), "slots").ok()) {
+      message += " (a hostfile line is '" + std::string(host.substr(0, colon)) +
+                 " slots=" + std::string(host.substr(colon + 1)) + "'; 'host:N' is -H's syntax)";
+    }
+    return context.Error(tokens[0].offset, message);
+  }
   out.host = std::string(host);
   bool have_slots = false;
   for (size_t i = 1; i < tokens.size(); ++i) {

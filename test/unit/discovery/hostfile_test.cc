@@ -54,6 +54,11 @@ TEST(ParseHostfileTest, RejectsBadLinesNamingFileLineAndColumn) {
       {"a slots=4 max_slots=2", {"hosts.txt:1:1:", "max_slots=2 is less than slots=4"}},
       {"# x\r\nb@c slots=1\r\n", {"hosts.txt:2:1:", "'b@c'", "line: 'b@c slots=1'"}},
       {"  -bad", {"hosts.txt:1:3:", "starts with '-'"}},
+      // -H's syntax in a hostfile: the line it meant is named.
+      {"localhost:2\n",
+       {"hosts.txt:1:1:",
+        "(a hostfile line is 'localhost slots=2'; 'host:N' is "
+        "-H's syntax)"}},
       {"", {"hostfile 'hosts.txt' lists no hosts"}},
       {"# only comments\n\n", {"lists no hosts"}},
   };
