@@ -31,7 +31,8 @@ Result<std::optional<Allocation>> ExplicitOrScheduler(std::string_view hosts_tex
 }  // namespace
 
 Result<Allocation> ResolveAllocation(std::string_view hosts_text, const std::string& hostfile_path,
-                                     std::optional<int> num_proc, const env::Environment& env) {
+                                     std::optional<int> num_proc, const env::Environment& env,
+                                     std::optional<int> local_default) {
   if (!hosts_text.empty() && !hostfile_path.empty()) {
     return Status::InvalidArgument("-H/--hosts '" + std::string(hosts_text) + "' and --hostfile '" +
                                    hostfile_path + "' are mutually exclusive; give one");
@@ -42,6 +43,7 @@ Result<Allocation> ResolveAllocation(std::string_view hosts_text, const std::str
   HVD_ASSIGN_OR_RETURN(std::optional<Allocation> found,
                        ExplicitOrScheduler(hosts_text, hostfile_path, env));
   if (!found.has_value()) {
+    if (!num_proc.has_value()) num_proc = local_default;
     if (!num_proc.has_value()) {
       return Status::InvalidArgument(
           "-np is required when no hosts are given (no -H, no --hostfile, and no Slurm or LSF "

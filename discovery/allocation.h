@@ -26,12 +26,14 @@ struct Allocation {
 //   1. -H (`hosts_text`) or --hostfile (`hostfile_path`); giving both is an error.
 //   2. else the Slurm allocation (SlurmAllocation), when inside one;
 //   3. else the LSF allocation (LsfAllocation), when inside one;
-//   4. else "localhost:<num_proc>", which needs `num_proc` ("-np is required ...").
+//   4. else "localhost:<num_proc>", which needs `num_proc` ("-np is required ..."), or
+//      `local_default` when given (hvdrun --check without hosts checks this machine).
 // The returned num_proc is always set: an explicit `num_proc` wins, else the allocation's
 // own (SLURM_NTASKS), else the sum of its slots. A `num_proc` <= 0 is an error. Whether the
 // hosts have enough slots for num_proc is PlanRanks's check.
 Result<Allocation> ResolveAllocation(std::string_view hosts_text, const std::string& hostfile_path,
-                                     std::optional<int> num_proc, const env::Environment& env);
+                                     std::optional<int> num_proc, const env::Environment& env,
+                                     std::optional<int> local_default = std::nullopt);
 
 }  // namespace hvd::discovery
 

@@ -36,8 +36,9 @@ bool JobPlan::IsRemote(const std::string& host) const {
 Result<JobPlan> PlanJob(const LaunchSpec& spec, const env::Environment& env) {
   HVD_RETURN_IF_ERROR(CheckBuiltFeatures(spec));
   JobPlan plan;
-  HVD_ASSIGN_OR_RETURN(plan.allocation,
-                       discovery::ResolveAllocation(spec.hosts, spec.hostfile, spec.num_proc, env));
+  HVD_ASSIGN_OR_RETURN(plan.allocation, discovery::ResolveAllocation(
+                                            spec.hosts, spec.hostfile, spec.num_proc, env,
+                                            spec.check ? std::optional<int>(1) : std::nullopt));
   int num_proc = 0;
   if (spec.num_proc) {
     num_proc = *spec.num_proc;

@@ -180,6 +180,16 @@ def test_verbose_prints_the_launch_steps():
     assert "started rank 0 on localhost" in err and "started rank 1 on localhost" in err
 
 
+def test_check_without_hosts_checks_this_machine():
+    # docs/cli.md: --check needs no command; without -H/--hostfile/-np it checks localhost
+    # (it answered "-np is required when no hosts are given", a launch's usage error).
+    result = run(["--check"])
+    out = result.stdout.decode()
+    assert result.returncode == 0, out + result.stderr.decode()
+    assert re.search(r"^localhost\s+local\s+hvd-agent .* OK$", out, re.M), out
+    assert "all 1 hosts OK" in out
+
+
 def test_np_smaller_than_slots_starts_np_ranks():
     result = run(["-np", "2", "-H", "localhost:4", "sh", "-c", "echo $HVD_SIZE"])
     assert result.returncode == 0

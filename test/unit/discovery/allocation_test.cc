@@ -132,5 +132,17 @@ TEST(ResolveAllocationTest, RejectsConflictsAndMissingInformation) {
   }
 }
 
+TEST(ResolveAllocationTest, LocalDefaultStandsInForAMissingNumProcOnlyWithoutHosts) {
+  // hvdrun --check with no hosts checks this machine; with hosts, all of them.
+  Result<Allocation> local = ResolveAllocation("", "", {}, env::Environment::FromMap({}), 1);
+  ASSERT_TRUE(local.ok()) << local.status().message();
+  EXPECT_EQ(local->hosts, (std::vector<HostSlots>{{"localhost", 1, {}}}));
+  EXPECT_EQ(local->num_proc, 1);
+  Result<Allocation> hosts = ResolveAllocation("a:2,b:2", "", {}, env::Environment::FromMap({}), 1);
+  ASSERT_TRUE(hosts.ok()) << hosts.status().message();
+  EXPECT_EQ(hosts->num_proc, 4);
+  EXPECT_EQ(ResolveAllocation("", "", 3, env::Environment::FromMap({}), 1)->num_proc, 3);
+}
+
 }  // namespace
 }  // namespace hvd::discovery
