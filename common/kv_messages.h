@@ -20,6 +20,11 @@
 // Pure functions, no state.
 namespace hvd::control {
 
+// A worker's report that it is failing on its own (an uncaught exception, hvd_report_failure),
+// under "failure/<rank>": hvdrun names that rank first in its failure summary, not a peer that
+// only failed because this one shut down and happened to exit before it.
+inline constexpr std::string_view kFailureReportPrefix = "failure/";
+
 struct KvRequest {
   FrameType op = FrameType::kGet;
   std::string key;  // the prefix for kFinishScope

@@ -24,6 +24,21 @@ std::optional<std::string> OtherTransportError(const JobOutcome& outcome,
   return std::nullopt;
 }
 
+// The rank named first. Usually the first rank that failed. But a rank that reported failing on
+// its own (an uncaught exception) shuts the runtime down as it exits, which fails its peers'
+// collectives at once, and a peer may exit before it does (its own teardown is no faster): when
+// the first rank to fail reported nothing, the first rank (lowest number) that did is named.
+std::optional<int> BlamedRank(const JobOutcome& outcome) {
+  if (!outcome.first_failed_rank) return std::nullopt;
+  if (outcome.ranks[static_cast<size_t>(*outcome.first_failed_rank)].reported_failure) {
+    return outcome.first_failed_rank;
+  }
+  for (const RankOutcome& rank : outcome.ranks) {
+    if (rank.reported_failure) return rank.rank;
+  }
+  return outcome.first_failed_rank;
+}
+
 std::string Headline(const JobOutcome& outcome) {
   if (outcome.launcher_signal == SIGPIPE) {
     return "job stopped: hvdrun's output was closed (SIGPIPE); hvdrun exits " +
@@ -36,10 +51,20 @@ std::string Headline(const JobOutcome& outcome) {
   if (outcome.start_timed_out) return "job stopped: start-up timed out";
   if (outcome.launch_error) return "job stopped: " + *outcome.launch_error;
   if (outcome.first_failed_rank) {
-    const RankOutcome& rank = outcome.ranks[static_cast<size_t>(*outcome.first_failed_rank)];
+    const RankOutcome& first = outcome.ranks[static_cast<size_t>(*outcome.first_failed_rank)];
+    const RankOutcome& rank = outcome.ranks[static_cast<size_t>(*BlamedRank(outcome))];
     std::string why = rank.exec_error        ? *rank.exec_error
                       : rank.transport_error ? *rank.transport_error
                                              : DescribeWaitStatus(rank.wait_status);
+    if (rank.reported_failure) {
+      why = *rank.reported_failure;
+      if (&rank == &first) {
+        why = DescribeWaitStatus(rank.wait_status) + ": " + why;
+      } else {
+        why += " (reported before its exit; rank " + std::to_string(first.rank) +
+               " exited first: " + DescribeWaitStatus(first.wait_status) + ")";
+      }
+    }
     if (std::optional<std::string> also = OtherTransportError(outcome, rank)) why += "; " + *also;
     return "job failed: rank " + std::to_string(rank.rank) + " on " + rank.host +
            " failed first: " + why + "; hvdrun exits " + std::to_string(ExitCodeOf(outcome));
@@ -74,17 +99,22 @@ std::string FormatFailureSummary(const JobOutcome& outcome, const StderrTailFn& 
   for (const RankOutcome& rank : outcome.ranks) host_width = std::max(host_width, rank.host.size());
   std::string text = Headline(outcome) + "\n";
   text += "  " + Pad("rank", 6) + Pad("host", host_width + 2) + "result\n";
+  const std::optional<int> blamed = BlamedRank(outcome);
   for (const RankOutcome& rank : outcome.ranks) {
-    bool first = outcome.first_failed_rank == rank.rank;
     text += "  " + Pad(std::to_string(rank.rank), 6) + Pad(rank.host, host_width + 2) +
-            ResultText(rank, first) + "\n";
+            ResultText(rank, blamed == rank.rank) + "\n";
   }
-  for (const RankOutcome& rank : outcome.ranks) {
-    if (!FailedOnItsOwn(rank)) continue;
+  // The named rank's lines first (shown even when hvdrun stopped it), then every other rank's
+  // that failed on its own.
+  auto tail = [&](const RankOutcome& rank) {
     std::vector<std::string> lines = stderr_tail(rank.rank);
-    if (lines.empty()) continue;
+    if (lines.empty()) return;
     text += "last stderr lines of rank " + std::to_string(rank.rank) + ":\n";
     for (const std::string& line : lines) text += "  " + line + "\n";
+  };
+  if (blamed) tail(outcome.ranks[static_cast<size_t>(*blamed)]);
+  for (const RankOutcome& rank : outcome.ranks) {
+    if (FailedOnItsOwn(rank) && blamed != rank.rank) tail(rank);
   }
   return text;
 }

@@ -20,6 +20,9 @@ struct RankOutcome {
   // A remote rank whose connection ended before it reported ("connection to root@h2:22
   // lost ..."); its wait_status is then exit code 255.
   std::optional<std::string> transport_error;
+  // What the rank reported failing on its own before it exited (an uncaught exception:
+  // Runtime::ReportFailure), read from the rendezvous server once the job ended.
+  std::optional<std::string> reported_failure;
 };
 
 // Why the job ended, in the order exit-code precedence looks at it.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/job_key.h"
+#include "common/kv_messages.h"
 #include "launcher/agent_spawner.h"
 #include "launcher/console.h"
 #include "launcher/dry_run.h"
@@ -127,8 +128,8 @@ std::vector<SpawnRequest> BuildRequests(const LaunchSpec& spec, const env::Envir
 }
 
 int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan& plan,
-             const JobEnvContext& job, int secret_fd, SignalChannel& signals,
-             RankSpawner& spawner) {
+             const JobEnvContext& job, int secret_fd, SignalChannel& signals, RankSpawner& spawner,
+             const RendezvousServer& server) {
   OutputForwarder::Options output_options;
   output_options.size = job.size;
   output_options.prefix_timestamp = spec.prefix_timestamp;
@@ -148,6 +149,10 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
   for (const std::string& line : leftovers.CleanUp()) PrintStep(spec.verbose, line);
   int code = ExitCodeOf(outcome);
   if (code != kExitOk) {
+    for (RankOutcome& rank : outcome.ranks) {
+      rank.reported_failure =
+          server.Get(std::string(control::kFailureReportPrefix) + std::to_string(rank.rank));
+    }
     PrintToUser(FormatFailureSummary(outcome, [&](int r) { return output.StderrTail(r); }));
   }
   return code;
@@ -205,7 +210,7 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
   int code;
   {
     AgentSpawner spawner(setup ? setup->agents.get() : nullptr);
-    code = RunRanks(spec, env, plan, job, *secret_fd, *signals, spawner);
+    code = RunRanks(spec, env, plan, job, *secret_fd, *signals, spawner, **server);
   }
   if (setup) setup->agents.reset();  // remote ranks are gone before the rendezvous server stops
   (*server)->Stop();

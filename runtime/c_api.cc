@@ -268,6 +268,11 @@ hvd_status_t hvd_abort(const char* reason) {
   return Guard([&] { return Report(Default().Abort(reason ? reason : "")); });
 }
 
+hvd_status_t hvd_report_failure(const char* text) {
+  if (text == nullptr) return NullArg("text");
+  return Guard([&] { return Report(Default().ReportFailure(text)); });
+}
+
 hvd_status_t hvd_is_initialized(int32_t* initialized) {
   if (initialized == nullptr) return NullArg("initialized");
   *initialized = Default().initialized() ? 1 : 0;

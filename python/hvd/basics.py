@@ -5,6 +5,7 @@ Every function here is the same object in hvd.torch and hvd.numpy.
 """
 import atexit
 import os
+import sys
 from typing import Callable, List, Optional, Sequence
 
 from hvd import _hvd_c as _c
@@ -89,6 +90,26 @@ def _shutdown_at_exit() -> None:
 
 # Stop the runtime's threads before the interpreter tears down the objects they use.
 atexit.register(_shutdown_at_exit)
+
+
+def _report_uncaught(exc_type, exc, tb) -> None:
+    """sys.excepthook: an uncaught exception ends this process, whose exit shuts the runtime
+    down and fails the peers' collectives at once; a peer may then exit before this rank does.
+    Told first, hvdrun names this rank and its exception in its failure summary. Not for
+    HorovodInternalError (a collective failed: a consequence, or every rank's mismatch) or a
+    Ctrl-C."""
+    try:
+        from hvd.exceptions import HorovodInternalError
+        if _c.is_initialized() and not issubclass(exc_type, (HorovodInternalError,
+                                                             KeyboardInterrupt)):
+            _c.report_failure(f"{exc_type.__name__}: {exc}")
+    except Exception:  # the report is a courtesy; the traceback below is what counts
+        pass
+    _previous_excepthook(exc_type, exc, tb)
+
+
+_previous_excepthook = sys.excepthook
+sys.excepthook = _report_uncaught
 
 
 def is_initialized() -> bool:

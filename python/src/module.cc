@@ -464,6 +464,8 @@ void BindLifecycle(py::module_& m) {
   m.def("shutdown", [] { Check([] { return Api().shutdown(); }); });
   m.def("abort",
         [](const std::string& reason) { Check([&] { return Api().abort(reason.c_str()); }); });
+  m.def("report_failure",
+        [](const std::string& text) { Check([&] { return Api().report_failure(text.c_str()); }); });
   m.def("is_initialized", [] { return GetInt(Api().is_initialized) != 0; });
   m.def("rank", [] { return GetInt(Api().rank); });
   m.def("size", [] { return GetInt(Api().size); });

@@ -24,6 +24,7 @@ std::string ResolveAll(void* library, RuntimeApi* api) {
   HVD_RESOLVE(init_with_process_sets);
   HVD_RESOLVE(shutdown);
   HVD_RESOLVE(abort);
+  HVD_RESOLVE(report_failure);
   HVD_RESOLVE(is_initialized);
   HVD_RESOLVE(last_error);
   HVD_RESOLVE(status_name);

@@ -21,6 +21,7 @@ struct RuntimeApi {
   decltype(&::hvd_init_with_process_sets) init_with_process_sets;
   decltype(&::hvd_shutdown) shutdown;
   decltype(&::hvd_abort) abort;
+  decltype(&::hvd_report_failure) report_failure;
   decltype(&::hvd_is_initialized) is_initialized;
   decltype(&::hvd_last_error) last_error;
   decltype(&::hvd_status_name) status_name;

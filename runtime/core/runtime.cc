@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/kv_client.h"
+#include "common/kv_messages.h"
 #include "common/logging.h"
 #include "runtime/core/output_memory.h"
 
@@ -276,6 +278,16 @@ void Runtime::StopLocked() {
   ReleaseCachedOutputs();  // outputs given back later are kept again, up to the limit
   std::lock_guard<std::mutex> lock(state_mu_);
   state_ = State::kStopped;
+}
+
+Status Runtime::ReportFailure(const std::string& text) {
+  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);  // keeps provider_
+  if (provider_ == nullptr) return Status::NotInitialized(kNotInitializedMessage);
+  control::KvClient* kv = provider_->kv();
+  if (kv == nullptr) return Status::OK();
+  constexpr size_t kMaxReport = 1000;
+  return kv->Set(std::string(control::kFailureReportPrefix) + std::to_string(config_.rank),
+                 text.substr(0, kMaxReport));
 }
 
 Status Runtime::Abort(const std::string& reason) {

@@ -85,6 +85,11 @@ class Runtime {
   // Fails everything in flight now with kAborted(reason) and aborts the communicators, which
   // breaks the peers' collectives. Shutdown() is still needed before a re-Init.
   Status Abort(const std::string& reason);
+  // Tells hvdrun that this rank is failing on its own (`text`: what failed, e.g. the uncaught
+  // exception's type and message, cut to 1000 bytes), before its exit shuts the runtime down and
+  // fails its peers: hvdrun's failure summary then names this rank first (common/kv_messages.h
+  // kFailureReportPrefix). OK without anyone to tell (MPI, a single rank).
+  Status ReportFailure(const std::string& text);
   bool initialized() const;
 
   Result<Topology> topology() const;

@@ -108,6 +108,7 @@ class TcpProvider : public CommunicatorProvider {
     return CreateTcpCommunicator(options);
   }
   uint32_t enabled_flags() const override { return 0; }
+  control::KvClient* kv() override { return kv_.get(); }
 
  private:
   std::unique_ptr<control::KvClient> kv_;
@@ -140,6 +141,7 @@ class GlooProvider : public CommunicatorProvider {
     return CreateGlooCommunicator(options);
   }
   uint32_t enabled_flags() const override { return HVD_BUILT_GLOO; }
+  control::KvClient* kv() override { return kv_.get(); }
 
  private:
   std::unique_ptr<control::KvClient> kv_;

@@ -13,6 +13,10 @@
 #include "runtime/transports/communicator.h"
 #include "runtime/transports/gpu_backend.h"
 
+namespace hvd::control {
+class KvClient;
+}  // namespace hvd::control
+
 namespace hvd::runtime {
 
 // Which group a communicator spans. `scope` namespaces its rendezvous keys
@@ -48,6 +52,9 @@ class CommunicatorProvider {
   // (under mpirun: Horovod's cross communicator over MPI); called once by every rank after
   // the provider is made. False keeps the configured values.
   virtual bool CrossTopology(int32_t* /*cross_rank*/, int32_t* /*cross_size*/) { return false; }
+  // The connection to hvdrun's KV server, when the transport rendezvouses through it (null
+  // under MPI and for a single rank); thread-safe. Runtime::ReportFailure writes to it.
+  virtual control::KvClient* kv() { return nullptr; }
 };
 
 // Makes the provider for a configuration; called once per Init (a seam for tests, which

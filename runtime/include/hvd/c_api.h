@@ -153,6 +153,11 @@ HVD_EXPORT hvd_status_t hvd_elastic_round(int64_t* round, int32_t* joined,
                                           int64_t* hosts_timestamp);
 HVD_EXPORT hvd_status_t hvd_elastic_host_update(int64_t* timestamp, int32_t* flags);
 HVD_EXPORT hvd_status_t hvd_abort(const char* reason);
+/* Tells hvdrun that this rank is failing on its own (text: what failed, e.g. an uncaught
+ * exception), before its exit shuts the runtime down and fails its peers, so that hvdrun's
+ * failure summary names this rank first. HVD_OK where there is no hvdrun to tell (MPI, one
+ * rank); the Python package calls it from sys.excepthook. */
+HVD_EXPORT hvd_status_t hvd_report_failure(const char* text);
 HVD_EXPORT hvd_status_t hvd_is_initialized(int32_t* initialized);
 /* Message of the last call on this thread that did not return HVD_OK; "" if none. */
 HVD_EXPORT const char* hvd_last_error(void);

@@ -39,6 +39,7 @@ class ShmProvider : public CommunicatorProvider {
 
   Result<std::unique_ptr<Communicator>> Create(const GroupSpec& group) override;
   uint32_t enabled_flags() const override;
+  control::KvClient* kv() override { return kv_.get(); }
 
  private:
   Result<std::unique_ptr<Communicator>> CreateShm(const GroupSpec& spec);

@@ -48,6 +48,39 @@ TEST(JobOutcomeTest, ExitCodePrecedence) {
   EXPECT_EQ(ExitCodeOf(outcome), 130);
 }
 
+TEST(FailureSummaryTest, ARankThatReportedItsOwnFailureIsNamedBeforeAPeerThatExitedFirst) {
+  // Rank 1 raised and reported it; its exit shut the runtime down, rank 2 failed at once and
+  // exited first, and hvdrun stopped the rest.
+  JobOutcome outcome;
+  outcome.ranks = {Finished(0, Killed(SIGTERM), true), Finished(1, Killed(SIGTERM), true),
+                   Finished(2, Exited(1))};
+  outcome.ranks[1].reported_failure = "RuntimeError: boom";
+  outcome.first_failed_rank = 2;
+  auto tail = [](int rank) { return std::vector<std::string>{"line of " + std::to_string(rank)}; };
+  std::string text = FormatFailureSummary(outcome, tail);
+  EXPECT_NE(text.find("rank 1 on localhost failed first: RuntimeError: boom (reported before its "
+                      "exit; rank 2 exited first: exit code 1); hvdrun exits 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("SIGTERM (signal 15)  <- first failure, stopped by hvdrun"),
+            std::string::npos)
+      << text;
+  // Rank 1's lines first, then those of rank 2 (failed on its own), not rank 0's.
+  size_t one = text.find("last stderr lines of rank 1:\n  line of 1");
+  size_t two = text.find("last stderr lines of rank 2:\n  line of 2");
+  ASSERT_NE(one, std::string::npos) << text;
+  ASSERT_NE(two, std::string::npos) << text;
+  EXPECT_LT(one, two);
+  EXPECT_EQ(text.find("rank 0:"), std::string::npos) << text;
+  EXPECT_EQ(ExitCodeOf(outcome), 1);
+  // The first rank to fail reported too: named with its exit and its report.
+  outcome.ranks[2].reported_failure = "ValueError: bad";
+  EXPECT_NE(FormatFailureSummary(outcome, tail)
+                .find("rank 2 on localhost failed first: exit code 1: ValueError: bad; hvdrun "
+                      "exits 1"),
+            std::string::npos);
+}
+
 TEST(FailureSummaryTest, NamesFirstFailureAndShowsItsStderrTail) {
   JobOutcome outcome;
   outcome.ranks = {Finished(0, Killed(SIGTERM), /*stopped=*/true), Finished(1, Killed(SIGKILL))};

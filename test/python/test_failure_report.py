@@ -1,0 +1,81 @@
+"""End-to-end: a rank whose uncaught exception ends it is the rank hvdrun's failure summary
+names, even when a peer, failed by that rank's exit (the runtime shuts down), exits first.
+
+Runs from a single pytest process that launches the build tree's hvdrun (HVD_TEST_HVDRUN).
+"""
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HVDRUN = os.environ.get("HVD_TEST_HVDRUN")
+
+pytestmark = pytest.mark.skipif(not HVDRUN, reason="HVD_TEST_HVDRUN not set")
+
+# Rank 1 raises after one allreduce while the others wait in the next. Its exit is held up by
+# 3 s after hvd's own exit handler (registered before hvd is imported, so it runs after hvd's:
+# atexit runs in reverse), so the peers, failed at once by rank 1's shutdown, always exit
+# first: before the report, hvdrun named one of them, with "Horovod has been shut down" as the
+# stderr shown.
+WORKER = textwrap.dedent("""
+    import atexit, sys, time
+    atexit.register(time.sleep, 3)
+    import torch
+    import hvd.torch as hvd
+
+    hvd.init()
+    hvd.allreduce(torch.ones(8), name="warm")
+    if hvd.rank() == 1:
+        raise RuntimeError("boom from rank 1")
+    hvd.allreduce(torch.ones(8), name="never")
+""")
+
+
+def run(tmp_path, *extra):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    return subprocess.run([HVDRUN, "-np", "3", "--grace-period-seconds", "5", *extra,
+                           sys.executable, str(script)],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("cpu_operations", ["auto", "tcp"])
+def test_the_rank_whose_exception_ended_the_job_is_named_first(tmp_path, cpu_operations):
+    os.environ["HVD_CPU_OPERATIONS"] = cpu_operations
+    try:
+        result = run(tmp_path)
+    finally:
+        del os.environ["HVD_CPU_OPERATIONS"]
+    err = result.stderr
+    assert result.returncode == 1, err
+    headline = [line for line in err.splitlines() if "failed first" in line]
+    assert len(headline) == 1 and re.fullmatch(
+        r"hvdrun: job failed: rank 1 on localhost failed first: RuntimeError: boom from rank 1 "
+        r"\(reported before its exit; rank [02] exited first: exit code 1\); hvdrun exits 1",
+        headline[0]), err
+    assert "1     localhost  SIGTERM (signal 15)  <- first failure, stopped by hvdrun" in err, err
+    # The traceback shown first is rank 1's own.
+    shown = err.split("last stderr lines of rank ")[1]
+    assert shown.startswith("1:") and "RuntimeError: boom from rank 1" in shown, err
+
+
+def test_a_rank_that_exits_first_with_its_own_exception_is_named_with_it(tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        import hvd.torch as hvd
+        hvd.init()
+        if hvd.rank() == 2:
+            raise ValueError("bad input on rank 2")
+        hvd.allreduce(torch.ones(8), name="never")
+    """))
+    result = subprocess.run([HVDRUN, "-np", "3", sys.executable, str(script)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    # Either it exits first (named with its code and exception) or it does not (named with
+    # its report); never a peer.
+    assert "rank 2 on localhost failed first: " in result.stderr, result.stderr
+    assert "ValueError: bad input on rank 2" in result.stderr.split("failed first")[1]
