@@ -27,13 +27,19 @@ Status TensorQueue::Add(std::span<const TensorEntry> entries) {
       if (!inserted) spare_.push_back(std::move(result.node));
     }
     if (!inserted) {
+      // The earlier op has run (or is running) and its handle is not released: the usual
+      // cause is a handle never synchronized, which Horovod would have let go (docs/python.md).
+      const std::string why =
+          it->second.taken ? "; an earlier op under this name has run but its handle was never "
+                             "synchronized, and hvd keeps the name reserved until it is"
+                           : "";
       // All or nothing: the entries before this one leave again.
       for (size_t j = i; j-- > 0;) {
         spare_.push_back(table_.extract(entries[j].request.name));
         fresh_.pop_back();
       }
       return Status::InvalidArgument(std::string(kDuplicateNameError) + " (tensor '" +
-                                     e.request.name + "')");
+                                     e.request.name + "'" + why + ")");
     }
     Slot& slot = it->second;
     slot.entry = e;  // into the recycled node's buffers (a swap of entries costs more)

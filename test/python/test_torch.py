@@ -6,9 +6,11 @@ CPU transports, 2026-11-26).
 Inputs depend on the rank, so a wrong reduction, a mixed-up root or a misplaced slice shows.
 """
 import dataclasses
+import gc
 import itertools
 import os
 import threading
+import time
 
 import pytest
 import torch
@@ -656,6 +658,34 @@ def test_distributed_optimizer_zero_grad_with_pending_handles(hvd):
     model(torch.ones(2, 3)).sum().backward()
     with pytest.raises(AssertionError, match="zero_grad"):
         optimizer.zero_grad()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+def test_dropped_optimizer_with_pending_handles_frees_its_gradients_names(hvd):
+    # Given an optimizer dropped between backward and step (its zero_grad raised, the script
+    # starts over with a new model and optimizer under the same parameter names),
+    if hvd.size() == 1:
+        pytest.skip("at size 1 no gradient hooks are registered")
+
+    def fresh():
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 1)
+        return model, hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                               named_parameters=model.named_parameters())
+
+    model, optimizer = fresh()
+    model(torch.ones(2, 3)).sum().backward()
+    with pytest.raises(AssertionError, match="zero_grad"):
+        optimizer.zero_grad()
+    for handle, _ in optimizer._handles.values():  # the allreduces complete, unsynchronized
+        while not hvd.poll(handle):
+            time.sleep(0.001)
+    del model, optimizer
+    gc.collect()
+    # then the new one trains (its names were still reserved by the unsynchronized handles).
+    model, optimizer = fresh()
+    model(torch.ones(2, 3)).sum().backward()
     optimizer.step()
     optimizer.zero_grad()
 

@@ -16,7 +16,7 @@ from hvd.basics import Adasum, Average, size
 from hvd.process_sets import ProcessSet, global_process_set
 from hvd.torch.compression import Compression
 from hvd.torch.functions import broadcast_object
-from hvd.torch.mpi_ops import (allreduce_async_, grouped_allreduce_async_,
+from hvd.torch.mpi_ops import (_forget, allreduce_async_, grouped_allreduce_async_, poll,
                                sparse_allreduce_async, synchronize)
 
 
@@ -164,6 +164,19 @@ class _HookedOptimizer(torch.optim.Optimizer):
         """The wrapped optimizer's own step(), without any allreduce (broadcast_optimizer_state
         uses it to create a fresh optimizer's state)."""
         return super(self.__class__, self).step(closure)
+
+    def __del__(self):
+        # Handles never synchronized (a zero_grad() that raised, an optimizer dropped between
+        # backward and step) keep their gradients' names reserved for the rest of the process
+        # (docs/python.md), and a new optimizer of the same model could not allreduce them.
+        # Those whose op completed are released; one still running is left as it is (its
+        # tensors must stay alive, and waiting for it here could block).
+        for handle, _ in list(getattr(self, "_handles", {}).values()):
+            try:
+                if handle is not None and poll(handle):
+                    _forget(handle)
+            except Exception:  # shut down already, or at interpreter exit
+                pass
 
     def zero_grad(self, set_to_none: bool = False):
         if self._handles:
