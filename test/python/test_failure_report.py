@@ -16,13 +16,13 @@ HVDRUN = os.environ.get("HVD_TEST_HVDRUN")
 pytestmark = pytest.mark.skipif(not HVDRUN, reason="HVD_TEST_HVDRUN not set")
 
 # Rank 1 raises after one allreduce while the others wait in the next. Its exit is held up by
-# 3 s after hvd's own exit handler (registered before hvd is imported, so it runs after hvd's:
-# atexit runs in reverse), so the peers, failed at once by rank 1's shutdown, always exit
-# first: before the report, hvdrun named one of them, with "Horovod has been shut down" as the
-# stderr shown.
+# 10 s after hvd's own exit handler (registered before hvd is imported, so it runs after hvd's:
+# atexit runs in reverse), so the peers, failed at once by rank 1's shutdown, exit first (unless
+# the machine is so loaded that their teardown takes longer): before the report, hvdrun named
+# one of them, with "Horovod has been shut down" as the stderr shown.
 WORKER = textwrap.dedent("""
     import atexit, sys, time
-    atexit.register(time.sleep, 3)
+    atexit.register(time.sleep, 10)
     import torch
     import hvd.torch as hvd
 
@@ -52,11 +52,12 @@ def test_the_rank_whose_exception_ended_the_job_is_named_first(tmp_path, cpu_ope
     err = result.stderr
     assert result.returncode == 1, err
     headline = [line for line in err.splitlines() if "failed first" in line]
+    # Named with its report whichever rank exited first (rank 1 itself, on a loaded machine).
     assert len(headline) == 1 and re.fullmatch(
-        r"hvdrun: job failed: rank 1 on localhost failed first: RuntimeError: boom from rank 1 "
-        r"\(reported before its exit; rank [02] exited first: exit code 1\); hvdrun exits 1",
-        headline[0]), err
-    assert "1     localhost  SIGTERM (signal 15)  <- first failure, stopped by hvdrun" in err, err
+        r"hvdrun: job failed: rank 1 on localhost failed first: (RuntimeError: boom from rank 1 "
+        r"\(reported before its exit; rank [02] exited first: exit code 1\)|exit code 1: "
+        r"RuntimeError: boom from rank 1); hvdrun exits 1", headline[0]), err
+    assert re.search(r"^  1     localhost  .*<- first failure", err, re.M), err
     # The traceback shown first is rank 1's own.
     shown = err.split("last stderr lines of rank ")[1]
     assert shown.startswith("1:") and "RuntimeError: boom from rank 1" in shown, err
