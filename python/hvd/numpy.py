@@ -28,8 +28,11 @@ _HVD_TO_NUMPY = {code: dtype for dtype, code in _NUMPY_TO_HVD.items()}
 
 
 def _contiguous(array) -> tuple:
-    """(a C-contiguous array with the data of `array`, its dtype code)."""
-    array = np.ascontiguousarray(array)
+    """(a C-contiguous array with the data of `array`, its dtype code). A 0-d array stays 0-d
+    (np.ascontiguousarray would make it 1-d, and the result's shape with it)."""
+    array = np.asarray(array)
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
     code = _NUMPY_TO_HVD.get(array.dtype)
     if code is None:
         raise ValueError(f"numpy dtype {array.dtype} is not supported")

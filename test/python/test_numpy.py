@@ -52,6 +52,18 @@ def test_allgather_and_broadcast():
     assert np.array_equal(hvd_np.broadcast(non_contiguous, 0), np.arange(12.0).reshape(3, 4).T)
 
 
+def test_scalars_keep_their_shape():
+    # A 0-d array or numpy scalar comes back 0-d, as a 0-d torch tensor does (it came back with
+    # shape (1,)).
+    size, rank = hvd_np.size(), hvd_np.rank()
+    total = hvd_np.allreduce(np.array(float(rank)), op=hvd_np.Sum, name="np.scalar.sum")
+    assert total.shape == () and total == sum(range(size))
+    scalar = hvd_np.allreduce(np.float32(2), op=hvd_np.Sum, name="np.scalar.f32")
+    assert scalar.shape == () and scalar.dtype == np.float32 and scalar == 2 * size
+    root = hvd_np.broadcast(np.array(rank + 5), size - 1, name="np.scalar.bcast")
+    assert root.shape == () and root == size + 4
+
+
 def test_bad_dtype():
     with pytest.raises(ValueError):
         hvd_np.allreduce(np.array(["a"]))
