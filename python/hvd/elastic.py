@@ -179,7 +179,7 @@ def run_fn(func: Callable, reset: Callable[[], None]) -> Callable:
                 if not elastic_enabled():
                     raise HorovodInternalError(
                         f"{error} (the state was restored to the last commit; retrying needs "
-                        "hvdrun's elastic driver: launch with --min-np/--max-np or "
+                        "hvdrun's elastic driver: launch with hvdrun --elastic, --min-np or "
                         "--host-discovery-script)") from error
                 skip_sync = False
             except HostsUpdatedInterrupt as interrupt:

@@ -112,7 +112,8 @@ def test_run_restores_and_reraises_without_elastic_driver(monkeypatch):
         state.step = 5
         raise hvd.HorovodInternalError("peer died")
 
-    with pytest.raises(hvd.HorovodInternalError, match="elastic driver"):
+    with pytest.raises(hvd.HorovodInternalError, match="elastic driver: launch with hvdrun "
+                       "--elastic, --min-np or --host-discovery-script"):
         train(state)
     assert state.step == 0
 

@@ -29,6 +29,18 @@ def test_run_carries_closures_and_accepts_horovods_deprecated_np():
     assert results == [8, 8]
 
 
+def _size():
+    import os
+    return int(os.environ["HVD_SIZE"])
+
+
+def test_without_num_proc_hvdruns_defaults_decide():
+    # The ranks come from -H's slots, and from --min-np (a fixed "-np 1" used to override
+    # both: one rank, and "-np: must be >= --min-np (2), got 1").
+    assert horovod.run(_size, hosts="localhost:3") == [3, 3, 3]
+    assert horovod.run(_size) == [1]
+
+
 def _fail_on_rank_one():
     import os
     if os.environ["HVD_RANK"] == "1":

@@ -58,7 +58,11 @@ def _flags(num_proc, min_num_proc, max_num_proc, slots, reset_limit, cooldown_ra
            hostfile, host_discovery_script, start_timeout, ssh_port, ssh_identity_file,
            disable_cache, output_filename, verbose, use_gloo, use_mpi, mpi_args,
            network_interfaces) -> List[str]:
-    flags = ["-np", str(num_proc if num_proc is not None else 1)]
+    # Without num_proc, hvdrun's own defaults decide (-np = --min-np, or the slots of -H /
+    # --hostfile); a fixed 1 here overrode them (hosts="localhost:3" ran one rank, min_num_proc=2
+    # failed "-np: must be >= --min-np"). With nothing to decide from, one rank, as before.
+    decided = any(v is not None for v in (min_num_proc, hosts, hostfile, host_discovery_script))
+    flags = [] if num_proc is None and decided else ["-np", str(num_proc or 1)]
     valued = [("--min-np", min_num_proc), ("--max-np", max_num_proc),
               ("--slots-per-host", slots), ("--reset-limit", reset_limit),
               ("-H", hosts), ("--hostfile", hostfile),
