@@ -3,7 +3,8 @@
 
     hvdrun -np 2 --min-np 1 --max-np 4 --host-discovery-script ./hosts.sh \\
         /usr/bin/python3 examples/torch_elastic.py
-    hvdrun --elastic -np 4 -H localhost:2,127.0.0.1:2 /usr/bin/python3 examples/torch_elastic.py
+    hvdrun --elastic -np 4 --min-np 2 -H localhost:2,127.0.0.1:2 \\
+        /usr/bin/python3 examples/torch_elastic.py
 
 The training loop runs inside ``@hvd.elastic.run``; everything it must not lose lives in an
 ``hvd.elastic.TorchState`` (model, optimizer, the ElasticSampler, epoch and batch).

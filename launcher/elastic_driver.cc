@@ -293,7 +293,7 @@ void ElasticDriver::SpawnFree(TimePoint now) {
   if (finishing_ || ending_) return;
   const int eligible = EligibleSlots(now);
   if (workers_.empty() && eligible < options_.start_np) {
-    if (!below_min_since_) below_min_since_ = now;
+    StartWaiting(now, options_.start_np, "-np");
     return;
   }
   std::vector<Worker*> live = Live();
@@ -369,7 +369,7 @@ void ElasticDriver::MaybeFormRound(TimePoint now) {
     if (w->IsReady()) ready.push_back(w);
   }
   if (static_cast<int>(ready.size()) < options_.min_np) {
-    if (!below_min_since_) below_min_since_ = now;
+    StartWaiting(now, options_.min_np, "--min-np");
     return;
   }
   below_min_since_.reset();
@@ -446,6 +446,26 @@ void ElasticDriver::FormRound(std::vector<Worker*> members, TimePoint now) {
   actions_->Step("round " + std::to_string(round_) + ": " + std::to_string(members.size()) +
                  " ranks (" + DescribeLayout(layout) + ")" +
                  (round_ > 1 ? "; reset " + std::to_string(reset_count_) : ""));
+}
+
+void ElasticDriver::StartWaiting(TimePoint now, int needed, const char* flag) {
+  if (below_min_since_) return;
+  below_min_since_ = now;
+  // Said at once, not only when --elastic-timeout (600 s by default) runs out: a job whose
+  // --min-np is its -np (the default) cannot lose a host, and used to sit silent that long.
+  // Not while enough slots are left and their workers are still starting.
+  const int slots = EligibleSlots(now);
+  if (slots >= needed) return;
+  std::vector<std::string> blacklisted = blacklist_.Hosts(now);
+  actions_->Warn("only " + std::to_string(slots) + " workers can run, fewer than " + flag + " " +
+                 std::to_string(needed) +
+                 (blacklisted.empty() ? "" : " (blacklisted: " + Join(blacklisted) + ")") +
+                 "; waiting up to " + Seconds(options_.elastic_timeout) +
+                 " s (--elastic-timeout) for hosts" +
+                 (options_.min_np == options_.start_np && round_ > 0
+                      ? " (--min-np is -np here, its default: a lower --min-np lets the job go "
+                        "on without the lost workers)"
+                      : ""));
 }
 
 void ElasticDriver::CheckEnd(TimePoint now) {

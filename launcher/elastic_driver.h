@@ -150,6 +150,9 @@ class ElasticDriver {
   void Remove(Worker& worker, const std::string& why, TimePoint now);
   void Notify(int flags);
   void CheckEnd(TimePoint now);
+  // Starts the --elastic-timeout clock (below_min_since_) unless it runs; warns once when the
+  // hosts' eligible slots are fewer than `needed` (`flag`: "-np" or "--min-np").
+  void StartWaiting(TimePoint now, int needed, const char* flag);
   void EndWithoutWorkers(TimePoint now);
   void Finish(bool success, int exit_code, std::string message);
   bool Eligible(const Worker& worker, TimePoint now) const;

@@ -126,6 +126,9 @@ TEST_F(ElasticDriverTest, NothingStartsBeforeNpSlotsAndTheWaitIsBounded) {
   Make(o);
   Hosts({{"a", 2, {}}});
   EXPECT_TRUE(rec_.spawned.empty());
+  EXPECT_THAT(rec_.warnings,
+              ElementsAre("only 2 workers can run, fewer than -np 4; waiting up to 10 s "
+                          "(--elastic-timeout) for hosts"));
   now_ += seconds(5);
   Hosts({{"a", 2, {}}, {"b", 1, {}}});
   EXPECT_TRUE(rec_.spawned.empty());
@@ -283,6 +286,12 @@ TEST_F(ElasticDriverTest, BelowMinNpTimesOut) {
   driver_->OnExit(0, kExit1, now_);
   Ready({2, 3});
   EXPECT_FALSE(driver_->end().has_value());
+  // Said at once, not only when the timeout (600 s by default) ends the job.
+  ASSERT_EQ(rec_.warnings.size(), 2u);
+  EXPECT_EQ(rec_.warnings[1],
+            "only 2 workers can run, fewer than --min-np 4 (blacklisted: a); waiting up to 1 s "
+            "(--elastic-timeout) for hosts (--min-np is -np here, its default: a lower --min-np "
+            "lets the job go on without the lost workers)");
   now_ += seconds(1);
   driver_->OnTick(now_);
   ASSERT_TRUE(driver_->end().has_value());
