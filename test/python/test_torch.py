@@ -795,6 +795,20 @@ def test_static_process_sets_and_reinit(hvd):
     assert hvd.allreduce(torch.ones(1), op=hvd.Sum).item() == float(size)
 
 
+def test_synchronize_after_shutdown_raises_for_a_dropped_handle(hvd):
+    # A handle left unsynchronized when hvd.shutdown() ran (done or not) raises from
+    # synchronize, as the pending operations it stands for failed; it returned None.
+    handle = hvd.allreduce_async(torch.ones(3), name="dropped.by.shutdown")
+    hvd.shutdown()
+    try:
+        with pytest.raises(hvd.HorovodInternalError, match="shut down"):
+            hvd.synchronize(handle)
+        assert hvd.synchronize(handle) is None  # said once; then unknown like any other
+    finally:
+        hvd.init(process_sets="dynamic")
+    assert hvd.allreduce(torch.ones(1), op=hvd.Sum).item() == float(hvd.size())
+
+
 def test_process_sets_that_differ_between_ranks_fail_init_on_every_rank(hvd):
     # Given ranks that define different process sets (the last rank another pair),
     size, rank = hvd.size(), hvd.rank()

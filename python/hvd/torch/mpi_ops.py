@@ -51,9 +51,16 @@ class _Pending:
 _handle_map: Dict[Handle, _Pending] = {}
 
 
+# Handles that shutdown() dropped before they were synchronized: synchronize() raises for them
+# (the op failed with the shutdown, or its result went with the runtime), instead of returning
+# None as for a handle it never saw.
+_dropped: set = set()
+
+
 def _drop_handles() -> None:
     for handle in list(_handle_map):
         _forget(handle)
+        _dropped.add(handle)
 
 
 on_shutdown(_drop_handles)
@@ -701,6 +708,11 @@ def synchronize(handle: Handle):
     (output, received_splits) for alltoall). Raises HorovodInternalError if it failed."""
     pending = _handle_map.get(handle)
     if pending is None:
+        if handle in _dropped:
+            _dropped.discard(handle)
+            raise HorovodInternalError(
+                "Horovod has been shut down: hvd.shutdown() ran before this handle was "
+                "synchronized, and its operation's result is gone")
         return None
     try:
         _c.wait(handle)
