@@ -27,8 +27,20 @@ Status NonNegative(const Knob<T>& knob) {
   return Status::OK();
 }
 
+// The runtime's own bounds (runtime/runtime_config.cc), checked here so that a bad value is
+// hvdrun's usage error (exit 64) before anything starts, not every rank's init error. NaN is
+// out of every range.
+template <typename T>
+Status InRange(const Knob<T>& knob, T low, T high) {
+  if (knob.value && !(*knob.value >= low && *knob.value <= high)) {
+    return Status::InvalidArgument(knob.Where() + ": must be in [" + Show(low) + ", " + Show(high) +
+                                   "], got " + Show(*knob.value));
+  }
+  return Status::OK();
+}
+
 Status CheckNoise(const Knob<double>& knob) {
-  if (knob.value && (*knob.value < 0 || *knob.value > 1)) {
+  if (knob.value && !(*knob.value >= 0 && *knob.value <= 1)) {
     return Status::InvalidArgument(knob.Where() + ": must be in [0, 1], got " + Show(*knob.value));
   }
   return Status::OK();
@@ -113,13 +125,17 @@ Status ValidateKnobs(Knobs* k) {
         &k->num_nccl_streams, &k->gloo_timeout_seconds}) {
     HVD_RETURN_IF_ERROR(NonNegative(*knob));
   }
-  constexpr int64_t kMaxFusionMb = INT64_MAX / (1024 * 1024);  // bytes must fit in int64
-  if (k->fusion_threshold_mb.value && *k->fusion_threshold_mb.value > kMaxFusionMb) {
-    return Status::InvalidArgument(k->fusion_threshold_mb.Where() +
-                                   ": must be <= " + std::to_string(kMaxFusionMb) + ", got " +
-                                   Show(*k->fusion_threshold_mb.value));
-  }
   HVD_RETURN_IF_ERROR(NonNegative(k->cycle_time_ms));
+  constexpr int64_t kMillion = int64_t{1} << 20;
+  constexpr int64_t kYear = int64_t{86400} * 365;
+  HVD_RETURN_IF_ERROR(InRange(k->fusion_threshold_mb, int64_t{0}, kMillion));  // 1 TiB
+  HVD_RETURN_IF_ERROR(InRange(k->cycle_time_ms, 0.0, 60000.0));
+  HVD_RETURN_IF_ERROR(InRange(k->cache_capacity, int64_t{0}, kMillion));
+  HVD_RETURN_IF_ERROR(InRange(k->autotune_warmup_samples, int64_t{0}, kMillion));
+  HVD_RETURN_IF_ERROR(InRange(k->autotune_steps_per_sample, int64_t{1}, kMillion));
+  HVD_RETURN_IF_ERROR(InRange(k->autotune_bayes_opt_max_samples, int64_t{1}, kMillion));
+  HVD_RETURN_IF_ERROR(InRange(k->stall_check_warning_time_seconds, int64_t{0}, kYear));
+  HVD_RETURN_IF_ERROR(InRange(k->stall_check_shutdown_time_seconds, int64_t{0}, kYear));
   HVD_RETURN_IF_ERROR(CheckNoise(k->autotune_gaussian_process_noise));
   HVD_RETURN_IF_ERROR(CheckAffinity(k->thread_affinity));
   if (k->bind_to.value && *k->bind_to.value != "core" && *k->bind_to.value != "none") {

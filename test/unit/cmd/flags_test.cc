@@ -214,9 +214,22 @@ TEST(FlagsTest, ValidationNamesFlagAndValue) {
   };
   for (const Case& c : std::vector<Case>{
            {{"--fusion-threshold-mb", "-1"}, "--fusion-threshold-mb: must be >= 0, got -1"},
+           // Beyond the runtime's own bounds: hvdrun's usage error, not every rank's init error.
            {{"--fusion-threshold-mb", "9999999999999"},
-            "--fusion-threshold-mb: must be <= 8796093022207, got 9999999999999"},
+            "--fusion-threshold-mb: must be in [0, 1048576], got 9999999999999"},
            {{"--cycle-time-ms", "-0.5"}, "--cycle-time-ms: must be >= 0, got -0.5"},
+           {{"--cycle-time-ms", "100000"}, "--cycle-time-ms: must be in [0, 60000], got 100000"},
+           {{"--cycle-time-ms", "nan"}, "--cycle-time-ms: must be in [0, 60000], got nan"},
+           {{"--cache-capacity", "2000000"},
+            "--cache-capacity: must be in [0, 1048576], got 2000000"},
+           {{"--autotune-steps-per-sample", "0"},
+            "--autotune-steps-per-sample: must be in [1, 1048576], got 0"},
+           {{"--autotune-bayes-opt-max-samples", "0"},
+            "--autotune-bayes-opt-max-samples: must be in [1, 1048576], got 0"},
+           {{"--autotune-gaussian-process-noise", "nan"},
+            "--autotune-gaussian-process-noise: must be in [0, 1], got nan"},
+           {{"--stall-check-shutdown-time-seconds", "99999999999"},
+            "--stall-check-shutdown-time-seconds: must be in [0, 31536000], got 99999999999"},
            {{"--cache-capacity", "-3"}, "--cache-capacity: must be >= 0, got -3"},
            {{"--autotune-warmup-samples", "-1"}, "--autotune-warmup-samples: must be >= 0, got -1"},
            {{"--autotune-gaussian-process-noise", "1.5"},
