@@ -17,15 +17,25 @@ Timeline::Timeline(Clock clock, int local_rank)
 Timeline::~Timeline() { Stop(); }
 
 Status Timeline::Start(const std::string& path, const TimelineOptions& options) {
-  Stop();
+  // A running file is closed only once the new one is open: a path that cannot be opened
+  // leaves the current recording going (a failed switch used to end it). The same file is
+  // closed first: two writers on it would interleave.
+  bool same_file;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    same_file = writer_ != nullptr && path_ == path;
+  }
+  if (same_file) Stop();
   auto writer = std::make_unique<TimelineWriter>(options.queue_capacity);
   const int64_t start_us = clock_();
   TraceRecord name{'M', "process_name", 0, 0, 0, {}};
   name.args = {{"name", std::string("hvd")}, {"start_time_since_epoch_in_micros", start_us}};
   TraceRecord sort{'M', "process_sort_index", 0, 0, 0, {{"sort_index", int64_t{0}}}};
   HVD_RETURN_IF_ERROR(writer->Open(path, {name, sort}));
+  Stop();
   std::lock_guard<std::mutex> lock(mu_);
   writer_ = std::move(writer);
+  path_ = path;
   options_ = options;
   start_us_ = start_us;
   rows_.clear();

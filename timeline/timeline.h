@@ -64,6 +64,8 @@ class Timeline {
   explicit Timeline(Clock clock = SystemClockMicros, int local_rank = 0);
   ~Timeline();
 
+  // Writes to `path` (a running file is closed once it is open; when it cannot be opened, the
+  // error is returned and a running file goes on).
   Status Start(const std::string& path, const TimelineOptions& options = {});
   // Active without a file: events are kept for TakeCollected(). Stops a running file.
   void StartCollecting(const TimelineOptions& options = {});
@@ -117,6 +119,7 @@ class Timeline {
 
   mutable std::mutex mu_;
   std::unique_ptr<TimelineWriter> writer_;  // null when stopped or collecting
+  std::string path_;                        // writer_'s file
   bool collecting_ = false;
   std::vector<TimelineEvent> collected_;
   uint64_t collect_dropped_ = 0;

@@ -26,7 +26,10 @@ Status RuntimeTimeline::Start(const std::string& path, bool mark_cycles) {
   options.all_ranks = all_ranks_;
   if (rank_ == 0) {
     Status s = timeline_.Start(path, options);
-    if (!s.ok()) return s;
+    if (!s.ok()) {
+      on_.store(timeline_.active(), std::memory_order_relaxed);  // the running file goes on
+      return s;
+    }
   } else {
     timeline_.StartCollecting(options);
   }

@@ -116,6 +116,37 @@ TEST_F(TimelineTest, RestartsIntoASecondFile) {
   EXPECT_EQ(ParseFile(Path("first.json")).back()["name"], "hvd_dropped_events");
 }
 
+TEST_F(TimelineTest, RestartingOnTheSameFileStartsItOver) {
+  Timeline t(FakeClock());
+  ASSERT_TRUE(t.Start(Path("running.json")).ok());
+  RecordAllreduce(t, "grad.a");
+  ASSERT_TRUE(t.Start(Path("running.json")).ok());
+  RecordAllreduce(t, "grad.c");
+  t.Stop();
+  const std::string text = ReadFile(Path("running.json"));
+  EXPECT_EQ(text.find("grad.a"), std::string::npos) << text;
+  EXPECT_NE(text.find("grad.c"), std::string::npos) << text;
+  ParseFile(Path("running.json"));
+}
+
+// A switch to a path that cannot be opened fails naming it, and the running file records on
+// (a failed switch used to end it).
+TEST_F(TimelineTest, AFailedSwitchKeepsTheRunningFile) {
+  Timeline t(FakeClock());
+  ASSERT_TRUE(t.Start(Path("kept.json")).ok());
+  RecordAllreduce(t, "grad.a");
+  Status failed = t.Start(Path("missing-dir/other.json"));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find("missing-dir/other.json"), std::string::npos);
+  EXPECT_TRUE(t.active());
+  RecordAllreduce(t, "grad.b");
+  t.Stop();
+  const std::string text = ReadFile(Path("kept.json"));
+  EXPECT_NE(text.find("grad.a"), std::string::npos);
+  EXPECT_NE(text.find("grad.b"), std::string::npos) << text;
+  ParseFile(Path("kept.json"));
+}
+
 TEST_F(TimelineTest, AllRanksModePutsEachRankOnItsOwnRowWithClockOffsets) {
   // Given an all-ranks timeline whose rank 1 clock runs 500 µs ahead of rank 0's
   Timeline t([] { return kEpoch; });
