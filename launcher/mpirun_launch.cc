@@ -62,8 +62,11 @@ EnvMap MpirunEnvironment(const LaunchSpec& spec, const env::Environment& env,
   for (const auto& [name, value] : env.all()) {
     if (!IsPerRankVariable(name)) vars[name] = value;
   }
+  // No PYTHONUNBUFFERED here (hvdrun's own launcher sets it and relays whole lines): mpirun's
+  // --tag-output tags every chunk it reads, and an unbuffered print() arrives as several
+  // ("[1,0]<stdout>:rank[1,0]<stdout>: ..."), two ranks' pieces on one line. As under
+  // horovodrun + mpirun, Python's output is block-buffered; a user's own PYTHONUNBUFFERED passes.
   EnvMap job = spec.worker_env;
-  job["PYTHONUNBUFFERED"] = "1";
   if (std::optional<std::string> lib = FindRuntimeLibrary(SelfExecutablePath())) {
     if (vars.count("HVD_RUNTIME_LIBRARY") == 0) job["HVD_RUNTIME_LIBRARY"] = *lib;
   }

@@ -1,9 +1,10 @@
 """hvdrun --mpi through the real Open MPI mpirun (label mpi)."""
+import os
 import shutil
 
 import pytest
 
-from hvdrun_harness import run
+from hvdrun_harness import PYTHON, run
 
 pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed")
 
@@ -13,6 +14,17 @@ def test_two_ranks_print_tagged_lines():
     assert result.returncode == 0, result.stderr.decode()
     lines = sorted(result.stdout.decode().splitlines())
     assert lines == ["[1,0]<stdout>:0", "[1,1]<stdout>:1"], lines
+
+
+def test_a_python_print_stays_one_tagged_line():
+    # hvdrun's PYTHONUNBUFFERED made every piece of a print() a write of its own, which mpirun
+    # tagged apart ("[1,0]<stdout>:rank[1,0]<stdout>: [1,0]<stdout>:0 ...").
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    script = "import os; print('rank', os.environ['OMPI_COMM_WORLD_RANK'], 'of', 2, 'done')"
+    result = run(["--mpi", "-np", "2", PYTHON, "-c", script], env=env)
+    assert result.returncode == 0, result.stderr.decode()
+    lines = sorted(result.stdout.decode().splitlines())
+    assert lines == ["[1,0]<stdout>:rank 0 of 2 done", "[1,1]<stdout>:rank 1 of 2 done"], lines
 
 
 def test_exit_code_propagates():
