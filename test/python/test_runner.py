@@ -90,3 +90,13 @@ def test_check_extension():
                                           "If this is not expected, reinstall Horovod with "
                                           "HOROVOD_WITH_TENSORFLOW=1"):
         check_extension("horovod.tensorflow", "HOROVOD_WITH_TENSORFLOW", __file__, "mpi_lib")
+
+
+def test_horovod_version_and_process_sets_module():
+    # Scripts gate features on horovod.__version__ and import process sets from
+    # horovod.common.process_sets (both missing before).
+    import hvd.process_sets
+    from horovod.common import process_sets
+    assert horovod.__version__ == "0.28.1"
+    assert process_sets.ProcessSet is hvd.process_sets.ProcessSet
+    assert process_sets.global_process_set is hvd.process_sets.global_process_set
