@@ -37,6 +37,17 @@ def _needs_peers(hvd):
         pytest.skip("cross-rank mismatches need at least 2 ranks")
 
 
+@pytest.mark.parametrize("op", ["grouped_allreduce", "grouped_allreduce_async",
+                                "grouped_allreduce_", "grouped_allreduce_async_",
+                                "grouped_allgather", "grouped_allgather_async",
+                                "grouped_reducescatter", "grouped_reducescatter_async"])
+def test_grouped_ops_of_no_tensors_say_so(hvd, op):
+    # It was "not enough values to unpack (expected 2, got 0)" or the C API's wording.
+    family = op.rstrip("_").replace("_async", "")
+    with pytest.raises(ValueError, match=f"{family} needs at least one tensor; got an empty list"):
+        getattr(hvd, op)([])
+
+
 def test_mismatched_shape_fails_on_every_rank_and_recovers(hvd):
     _needs_peers(hvd)
     with pytest.raises(hvd.HorovodInternalError):

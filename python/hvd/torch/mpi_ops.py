@@ -74,6 +74,13 @@ def _forget(handle: Handle) -> None:
         pass  # already gone (shutdown) or never completed; nothing left to free here
 
 
+def _require_tensors(tensors, op: str) -> None:
+    """A grouped op of no tensors is the caller's mistake, said as such (it was "not enough
+    values to unpack" or the C API's "tensor list must be non-NULL")."""
+    if len(tensors) == 0:
+        raise ValueError(f"{op} needs at least one tensor; got an empty list")
+
+
 # The build does not change while the process runs: ask libhvd once (the per-tensor checks).
 _cuda_built = functools.cache(cuda_built)
 
@@ -345,6 +352,7 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postsc
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=global_process_set) -> Handle:
     """Allreduces a list of tensors as one fused group; synchronize() returns a list."""
+    _require_tensors(tensors, "grouped_allreduce")
     op = _resolve_op(average, op)
     outputs = [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in tensors]
     return _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor,
@@ -353,6 +361,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=global_process_set) -> Handle:
+    _require_tensors(tensors, "grouped_allreduce")
     op = _resolve_op(average, op)
     return _grouped_allreduce_async(tensors, None, name, op, prescale_factor, postscale_factor,
                                     process_set)
@@ -379,6 +388,7 @@ class HorovodGroupedAllreduce(torch.autograd.Function):
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Differentiable grouped allreduce; returns a list of new tensors."""
+    _require_tensors(tensors, "grouped_allreduce")
     compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
     reduced = HorovodGroupedAllreduce.apply(average, name, op, prescale_factor,
                                             postscale_factor, process_set, *compressed)
@@ -447,6 +457,7 @@ def allgather(tensor, name=None, process_set=global_process_set):
 
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set) -> Handle:
+    _require_tensors(tensors, "grouped_allgather")
     prepared = [_prepare(t) for t in tensors]
     handle = _enqueue(_c.grouped_allgather, [d for _, d in prepared],
                       *_target("grouped_allgather", name, process_set))
@@ -471,6 +482,7 @@ class HorovodGroupedAllgather(torch.autograd.Function):
 
 
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    _require_tensors(tensors, "grouped_allgather")
     return list(HorovodGroupedAllgather.apply(name, process_set, *tensors))
 
 
@@ -662,6 +674,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
 
 def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
                                 prescale_factor=1.0, postscale_factor=1.0) -> Handle:
+    _require_tensors(tensors, "grouped_reducescatter")
     op = _check_reducescatter_op(op)
     prepared = [_prepare(t) for t in tensors]
     op_name, set_id = _target("grouped_reducescatter", name, process_set)
@@ -687,6 +700,7 @@ class HorovodGroupedReducescatter(torch.autograd.Function):
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
                           process_set=global_process_set, prescale_factor=1.0,
                           postscale_factor=1.0):
+    _require_tensors(tensors, "grouped_reducescatter")
     compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
     reduced = HorovodGroupedReducescatter.apply(name, op, process_set, prescale_factor,
                                                 postscale_factor, *compressed)
