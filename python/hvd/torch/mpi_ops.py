@@ -77,7 +77,7 @@ def _forget(handle: Handle) -> None:
 def _require_tensors(tensors, op: str) -> None:
     """A grouped op of no tensors is the caller's mistake, said as such (it was "not enough
     values to unpack" or the C API's "tensor list must be non-NULL")."""
-    if len(tensors) == 0:
+    if isinstance(tensors, (list, tuple)) and not tensors:  # an iterator is taken as it comes
         raise ValueError(f"{op} needs at least one tensor; got an empty list")
 
 
