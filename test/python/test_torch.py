@@ -799,6 +799,9 @@ def test_synchronize_after_shutdown_raises_for_a_dropped_handle(hvd):
     # A handle left unsynchronized when hvd.shutdown() ran (done or not) raises from
     # synchronize, as the pending operations it stands for failed; it returned None.
     handle = hvd.allreduce_async(torch.ones(3), name="dropped.by.shutdown")
+    # Every rank has enqueued it before any shuts down (a peer's shutdown stops this rank's
+    # runtime too, and an enqueue after it fails).
+    hvd.allreduce(torch.ones(1), name="dropped.by.shutdown.all.enqueued")
     hvd.shutdown()
     try:
         with pytest.raises(hvd.HorovodInternalError, match="shut down"):
