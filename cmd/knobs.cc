@@ -126,14 +126,15 @@ Status ValidateKnobs(Knobs* k) {
     HVD_RETURN_IF_ERROR(NonNegative(*knob));
   }
   HVD_RETURN_IF_ERROR(NonNegative(k->cycle_time_ms));
-  constexpr int64_t kMillion = int64_t{1} << 20;
+  // The runtime's limit for counts, and 1 TiB in MB for the fusion threshold.
+  constexpr int64_t kMaxCount = int64_t{1} << 20;
   constexpr int64_t kYear = int64_t{86400} * 365;
-  HVD_RETURN_IF_ERROR(InRange(k->fusion_threshold_mb, int64_t{0}, kMillion));  // 1 TiB
+  HVD_RETURN_IF_ERROR(InRange(k->fusion_threshold_mb, int64_t{0}, kMaxCount));
   HVD_RETURN_IF_ERROR(InRange(k->cycle_time_ms, 0.0, 60000.0));
-  HVD_RETURN_IF_ERROR(InRange(k->cache_capacity, int64_t{0}, kMillion));
-  HVD_RETURN_IF_ERROR(InRange(k->autotune_warmup_samples, int64_t{0}, kMillion));
-  HVD_RETURN_IF_ERROR(InRange(k->autotune_steps_per_sample, int64_t{1}, kMillion));
-  HVD_RETURN_IF_ERROR(InRange(k->autotune_bayes_opt_max_samples, int64_t{1}, kMillion));
+  HVD_RETURN_IF_ERROR(InRange(k->cache_capacity, int64_t{0}, kMaxCount));
+  HVD_RETURN_IF_ERROR(InRange(k->autotune_warmup_samples, int64_t{0}, kMaxCount));
+  HVD_RETURN_IF_ERROR(InRange(k->autotune_steps_per_sample, int64_t{1}, kMaxCount));
+  HVD_RETURN_IF_ERROR(InRange(k->autotune_bayes_opt_max_samples, int64_t{1}, kMaxCount));
   HVD_RETURN_IF_ERROR(InRange(k->stall_check_warning_time_seconds, int64_t{0}, kYear));
   HVD_RETURN_IF_ERROR(InRange(k->stall_check_shutdown_time_seconds, int64_t{0}, kYear));
   HVD_RETURN_IF_ERROR(CheckNoise(k->autotune_gaussian_process_noise));

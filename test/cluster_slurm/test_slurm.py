@@ -107,7 +107,10 @@ def test_job_key_and_rank_environment_are_not_on_srun_command_lines():
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=slurm_env())
     try:
-        wait_for(lambda: len(live_pids_with_marker(marker)) >= 4, 60, "4 ranks running")
+        # The ranks themselves (the marker is on hvdrun's, salloc's and srun's lines too).
+        wait_for(lambda: len([pid for pid in live_pids_with_marker(marker)
+                              if cmdline(pid).startswith("sh -c sleep 30")]) >= 4, 60,
+                 "4 ranks running")
         # One step per node, each running one agent for the node's two ranks.
         steps = [step for step in job_steps() if step.endswith(" hvd-agent")]
         assert len(steps) == 2, job_steps()
@@ -249,8 +252,13 @@ def test_node_cut_off_mid_job_is_named_and_leaves_nothing(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=slurm_env())
     cut = None
+    # The ranks themselves: the marker is also on hvdrun's, salloc's, srun's and the agents'
+    # command lines, and counting those let the link go down while hvd-h2's agent was still
+    # starting (hvdrun then rightly said "nothing was started", exit 69: seen under ctest -j2).
+    ranks = lambda: [pid for pid in live_pids_with_marker(marker)  # noqa: E731
+                     if cmdline(pid).startswith("sh -c echo up; sleep 60")]
     try:
-        wait_for(lambda: len(live_pids_with_marker(marker)) >= 4, 60, "4 ranks running")
+        wait_for(lambda: len(ranks()) >= 4, 60, "4 ranks running")
         # When hvd-h2's link goes down (its step's agent stops answering)
         cut = time.monotonic()
         subprocess.run(["ip", "link", "set", "hvd-v2", "down"], check=True)
