@@ -209,16 +209,12 @@ hvd_status_t hvd_init_with_process_sets(const int32_t* set_ranks, const int32_t*
   return Guard([&] {
     std::vector<std::vector<int32_t>> sets;
     if (num_sets > 0 && set_sizes == nullptr) return NullArg("set_sizes");
-    int64_t total = 0;
-    for (int32_t i = 0; i < num_sets; ++i) {
-      if (set_sizes[i] < 0) return Report(Status::InvalidArgument("negative process set size"));
-      total += set_sizes[i];
-    }
-    // Empty sets only (a Python ProcessSet([])) may come without a ranks array; the runtime
-    // names them ("a process set needs at least one rank").
-    if (total > 0 && set_ranks == nullptr) return NullArg("set_ranks");
     int64_t offset = 0;
     for (int32_t i = 0; i < num_sets; ++i) {
+      if (set_sizes[i] < 0) return Report(Status::InvalidArgument("negative process set size"));
+      // Empty sets only (a Python ProcessSet([])) may come without a ranks array; the runtime
+      // names them ("a process set needs at least one rank").
+      if (set_sizes[i] > 0 && set_ranks == nullptr) return NullArg("set_ranks");
       sets.emplace_back(set_ranks + offset, set_ranks + offset + set_sizes[i]);
       offset += set_sizes[i];
     }

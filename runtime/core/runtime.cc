@@ -199,11 +199,7 @@ Status Runtime::CheckSameEverywhere(Communicator* comm,
   for (const Knob& k : knobs) mine += " " + std::to_string(k.value);
   // Each set as given (Python sorts them; the C API checks them after this), in order: the
   // order numbers the sets.
-  std::string sets = "[";
-  for (const auto& set : process_sets) {
-    sets += (sets.size() > 1 ? ", [" : "[") + fmt::format("{}", fmt::join(set, ", ")) + "]";
-  }
-  sets += "]";
+  const std::string sets = fmt::format("{}", process_sets);  // "[[0, 1], [0, 2]]"
   mine += " " + sets;
   std::vector<std::string> all;
   HVD_RETURN_IF_ERROR(comm->GatherBytes(mine, 0, &all));
