@@ -323,6 +323,7 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
     HVD_RETURN_IF_ERROR(Process(negotiated->responses, !any_joined, &result));
     result.shutdown = negotiated->shutdown;
     result.shutdown_reason = std::move(negotiated->shutdown_reason);
+    result.shutdown_ranks = std::move(negotiated->shutdown_ranks);
   }
   result.mine_pending = MinePending();
   return result;
@@ -483,7 +484,10 @@ ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists,
       *malformed = true;
       continue;
     }
-    out.shutdown = out.shutdown || decoded->shutdown;
+    if (decoded->shutdown) {
+      out.shutdown = true;
+      out.shutdown_ranks.push_back(static_cast<int32_t>(r));
+    }
     for (Request& q : decoded->requests) {
       q.rank = static_cast<int32_t>(r);  // trust the position, not the payload
       const bool fresh = coordinator_->Add(q, now);

@@ -41,7 +41,8 @@ struct CycleResult {
   bool mine_pending = false;  // this rank has work in flight
   bool shutdown = false;      // the set agreed to shut down
   std::string shutdown_reason;
-  std::vector<Response> executed;  // data responses run, when set_report_executed(true)
+  std::vector<int32_t> shutdown_ranks;  // the members that asked for it (global set: ranks)
+  std::vector<Response> executed;       // data responses run, when set_report_executed(true)
 };
 
 // Controller negotiates and executes the collectives of one process set on this rank.

@@ -9,7 +9,7 @@ namespace {
 // Layout: u8 version, then fields in declaration order. Integers and doubles are fixed-width
 // little-endian (every supported host is little-endian; the version byte guards changes);
 // strings and vectors are a u32 count followed by the elements.
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;           // 2: the response list names the ranks that shut down
 constexpr uint32_t kMaxCount = 1u << 26;  // sanity cap on any single count
 
 class Writer {
@@ -233,6 +233,7 @@ std::string EncodeResponseList(const ResponseList& list) {
   w.Put<uint8_t>(kVersion);
   w.Put<uint8_t>(list.shutdown ? 1 : 0);
   w.PutString(list.shutdown_reason);
+  w.PutVector(list.shutdown_ranks);
   w.Put<uint32_t>(static_cast<uint32_t>(list.responses.size()));
   for (const auto& r : list.responses) PutResponse(&w, r);
   return w.Take();
@@ -244,7 +245,8 @@ Result<ResponseList> DecodeResponseList(const std::string& bytes) {
   uint32_t n = 0;
   ResponseList list;
   if (!rd.Get(&version) || version != kVersion || !rd.Get(&shutdown) ||
-      !rd.GetString(&list.shutdown_reason) || !rd.GetCount(&n, 16)) {
+      !rd.GetString(&list.shutdown_reason) || !rd.GetVector(&list.shutdown_ranks) ||
+      !rd.GetCount(&n, 16)) {
     return Malformed("response list", bytes.size());
   }
   list.shutdown = shutdown != 0;

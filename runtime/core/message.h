@@ -89,6 +89,9 @@ struct ResponseList {
   std::vector<Response> responses;
   bool shutdown = false;
   std::string shutdown_reason;
+  // The members whose request list asked to shut down (positions in the set), so a bystander's
+  // error can name who stopped the job.
+  std::vector<int32_t> shutdown_ranks;
 };
 
 std::string EncodeRequestList(const RequestList& list);

@@ -33,6 +33,16 @@ const char kShutDownMessage[] =
     "attempt to allreduce, allgather or broadcast a tensor after one of the ranks finished "
     "execution. If the shutdown was caused by an exception, you should see the exception in "
     "the log before the first shutdown message.";
+std::string ShutDownMessage(std::span<const int32_t> ranks, const std::string& reason) {
+  std::string message = kShutDownMessage;
+  if (!ranks.empty()) {
+    message += fmt::format(" Shut down by rank{} {} (hvd.shutdown(), or its process exiting).",
+                           ranks.size() > 1 ? "s" : "", fmt::join(ranks, ", "));
+  }
+  if (!reason.empty()) message += " Reason: " + reason;
+  return message;
+}
+
 const char kNotInitializedMessage[] = "Horovod has not been initialized; use hvd.init().";
 const char kTimelineDisabledMessage[] =
     "Set HVD_TIMELINE=DYNAMIC (or HOROVOD_TIMELINE=DYNAMIC) before hvd.init() to start and "
@@ -302,6 +312,14 @@ Status Runtime::Abort(const std::string& reason) {
   return Status::OK();
 }
 
+Status Runtime::ShutDownStatusLocked() const {
+  if (failure_.code() == StatusCode::kAborted &&
+      std::string_view(failure_.message()).starts_with(kShutDownMessage)) {
+    return failure_;
+  }
+  return Status::Aborted(kShutDownMessage);
+}
+
 void Runtime::FailEverything(const Status& status) {
   {
     std::lock_guard<std::mutex> lock(state_mu_);
@@ -461,8 +479,7 @@ bool Runtime::IterateLocked(bool request_shutdown, CycleResult* total) {
   }
   if (total->shutdown) {
     if (!total->shutdown_reason.empty()) HVD_LOG_ERROR("{}", total->shutdown_reason);
-    std::string why = total->shutdown_reason.empty() ? "" : " Reason: " + total->shutdown_reason;
-    FailEverything(Status::Aborted(kShutDownMessage + why));
+    FailEverything(Status::Aborted(ShutDownMessage(total->shutdown_ranks, total->shutdown_reason)));
     return false;
   }
   if (autotuner_ && autotuner_->active()) {
@@ -636,6 +653,7 @@ Status Runtime::RunIteration(bool request_shutdown, CycleResult* total) {
       } else if (r->shutdown) {
         total->shutdown = true;
         total->shutdown_reason = r->shutdown_reason;
+        total->shutdown_ranks = r->shutdown_ranks;
         return Status::OK();
       }
     }

@@ -197,6 +197,9 @@ class Runtime {
   Status RunIteration(bool request_shutdown, CycleResult* total);
   std::chrono::microseconds NextInterval(const CycleResult& r, std::chrono::microseconds prev);
   void FailEverything(const Status& status);
+  // What an op gets once the runtime has shut down: the agreed shutdown's own message (naming
+  // who shut down) where that is why it stopped, Horovod's plain message otherwise. state_mu_.
+  Status ShutDownStatusLocked() const;
   void StopOnError(const Status& status);
   Status SyncAutotune(const CycleResult& total);
   Status AlignTimelineClocks(Communicator* comm);
@@ -307,6 +310,8 @@ class Runtime {
 
 // Horovod's messages for a runtime that is shut down / not initialized.
 extern const char kShutDownMessage[];
+// kShutDownMessage, naming the ranks that asked to shut down and the reason, where known.
+std::string ShutDownMessage(std::span<const int32_t> ranks, const std::string& reason);
 extern const char kNotInitializedMessage[];
 extern const char kTimelineDisabledMessage[];
 using timeline::kDynamicTimeline;

@@ -181,7 +181,7 @@ Result<std::shared_ptr<Controller>> Runtime::ControllerFor(int32_t process_set_i
   {
     std::lock_guard<std::mutex> lock(state_mu_);
     if (state_ == State::kStopped) return Status::NotInitialized(kNotInitializedMessage);
-    if (state_ == State::kShutDown) return Status::Aborted(kShutDownMessage);
+    if (state_ == State::kShutDown) return ShutDownStatusLocked();
   }
   if (!registered) {
     return Status::InvalidArgument("process set " + std::to_string(process_set_id) +
@@ -231,7 +231,7 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> e
       }
     } else {
       s = state_ == State::kStopped ? Status::NotInitialized(kNotInitializedMessage)
-                                    : Status::Aborted(kShutDownMessage);
+                                    : ShutDownStatusLocked();
     }
   }
   if (!s.ok()) {

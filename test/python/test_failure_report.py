@@ -61,6 +61,10 @@ def test_the_rank_whose_exception_ended_the_job_is_named_first(tmp_path, cpu_ope
     # The traceback shown first is rank 1's own.
     shown = err.split("last stderr lines of rank ")[1]
     assert shown.startswith("1:") and "RuntimeError: boom from rank 1" in shown, err
+    # The peers' own errors name the rank whose exit shut the job down.
+    assert re.search(r"^\[[02]\]<stderr>:hvd\.exceptions\.HorovodInternalError: Horovod has been "
+                     r"shut down\. .* Shut down by rank 1 \(hvd\.shutdown\(\), or its process "
+                     r"exiting\)\.$", err, re.M), err
 
 
 def test_a_rank_that_exits_first_with_its_own_exception_is_named_with_it(tmp_path):

@@ -71,8 +71,9 @@ TEST(FailureTest, ShutdownOnOneRankShutsDownItsPeers) {
     if (h.ok()) {
       Status s = WaitAndRelease(rt, *h, 20);
       EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+      EXPECT_NE(s.message().find("Shut down by rank 0 "), std::string::npos) << s.message();
     }
-    // Later enqueues fail with Horovod's shut-down message.
+    // Later enqueues fail with Horovod's shut-down message, naming who shut down.
     Status later;
     for (int i = 0; i < 200 && later.ok(); ++i) {
       auto again = EnqueueOnes(rt, &buf, "later");
@@ -80,6 +81,7 @@ TEST(FailureTest, ShutdownOnOneRankShutsDownItsPeers) {
     }
     EXPECT_EQ(later.code(), StatusCode::kAborted);
     EXPECT_NE(later.message().find("Horovod has been shut down"), std::string::npos);
+    EXPECT_NE(later.message().find("Shut down by rank 0 "), std::string::npos) << later.message();
   });
 }
 

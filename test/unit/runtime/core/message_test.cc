@@ -58,6 +58,7 @@ TEST(MessageTest, ResponseListRoundTrips) {
   list.responses = {a, Response()};
   list.shutdown = true;
   list.shutdown_reason = "stall";
+  list.shutdown_ranks = {1, 3};
   auto decoded = DecodeResponseList(EncodeResponseList(list));
   ASSERT_TRUE(decoded.ok());
   ASSERT_EQ(decoded->responses.size(), 2u);
@@ -66,6 +67,7 @@ TEST(MessageTest, ResponseListRoundTrips) {
   EXPECT_EQ(decoded->responses[0].sizes, a.sizes);
   EXPECT_EQ(decoded->responses[0].last_joined_rank, 2);
   EXPECT_EQ(decoded->shutdown_reason, "stall");
+  EXPECT_EQ(decoded->shutdown_ranks, (std::vector<int32_t>{1, 3}));
 }
 
 TEST(MessageTest, EveryTruncationIsAnErrorNotACrash) {
@@ -120,7 +122,7 @@ TEST(MessageTest, EvenAlltoallRowsRoundTripAndAreBoundsChecked) {
   EXPECT_EQ(decoded->responses[0].even_alltoall_rows, (std::vector<int64_t>{6, 9, 3}));
   EXPECT_TRUE(decoded->responses[1].even_alltoall_rows.empty());
   // And a count claiming more rows than there are bytes is rejected, not read past the end
-  std::string huge = EncodeResponseList(ResponseList{{a2a}, false, ""});
+  std::string huge = EncodeResponseList(ResponseList{{a2a}, false, "", {}});
   const size_t count_at = huge.size() - 4 - 3 * 8 - 4;  // before {6, 9, 3} and the join rank
   ASSERT_EQ(huge[count_at], 3);
   huge[count_at + 3] = '\x7f';
