@@ -26,7 +26,11 @@ Level CurrentLevel();
 
 }  // namespace hvd::log
 
-#define HVD_LOG_TRACE(...) SPDLOG_TRACE(__VA_ARGS__)
+// Checked at run time, like the others (SPDLOG_TRACE compiles out unless SPDLOG_ACTIVE_LEVEL
+// says otherwise, which made --log-level TRACE a synonym of DEBUG). On a hot path, test
+// HVD_LOG_ENABLED(trace) first so the arguments are not even built.
+#define HVD_LOG_TRACE(...) ::spdlog::trace(__VA_ARGS__)
+#define HVD_LOG_ENABLED(lvl) ::spdlog::should_log(::spdlog::level::lvl)
 #define HVD_LOG_DEBUG(...) ::spdlog::debug(__VA_ARGS__)
 #define HVD_LOG_INFO(...) ::spdlog::info(__VA_ARGS__)
 #define HVD_LOG_WARNING(...) ::spdlog::warn(__VA_ARGS__)

@@ -1,5 +1,8 @@
 #include "runtime/core/controller.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -306,6 +309,10 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
       HVD_RETURN_IF_ERROR(Process(fused_, false, &result));
       executed += fused_.size();
     }
+    if (executed > 0 && HVD_LOG_ENABLED(trace)) {
+      HVD_LOG_TRACE("process set {}: cycle ran {} cached response{}", id_, executed,
+                    executed == 1 ? "" : "s");
+    }
     // Nothing to learn where no op can be eager (eager_bit_ stays kNoEager).
     if (eager_capable_) HVD_RETURN_IF_ERROR(LearnEager(executed, lone, result.any_pending));
   } else {
@@ -471,7 +478,33 @@ Result<ResponseList> Controller::Negotiate(bool request_shutdown) {
     encoded = EncodeResponseList(out);
   }
   HVD_RETURN_IF_ERROR(comm_->BroadcastBytes(&encoded, 0));
-  return DecodeResponseList(encoded);
+  auto decoded = DecodeResponseList(encoded);
+  if (decoded.ok() && HVD_LOG_ENABLED(debug)) LogNegotiated(*decoded);
+  return decoded;
+}
+
+// --log-level DEBUG: what each negotiation decided (cache hits, a training step's usual path,
+// are not negotiated and not logged here; TRACE logs them per cycle).
+void Controller::LogNegotiated(const ResponseList& list) const {
+  constexpr size_t kNamesShown = 4;
+  for (const Response& r : list.responses) {
+    const size_t shown = std::min(r.names.size(), kNamesShown);
+    const std::string more =
+        r.names.size() > shown ? fmt::format(" and {} more", r.names.size() - shown) : "";
+    std::vector<std::string_view> names(r.names.begin(), r.names.begin() + shown);
+    if (r.type == OpType::kError) {
+      HVD_LOG_DEBUG("process set {}: negotiated an error for [{}]{}: {}", id_,
+                    fmt::join(names, ", "), more, r.error);
+    } else {
+      HVD_LOG_DEBUG("process set {}: negotiated {} of {} tensor{} [{}]{}", id_, OpTypeName(r.type),
+                    r.names.size(), r.names.size() == 1 ? "" : "s", fmt::join(names, ", "), more);
+    }
+  }
+  if (list.shutdown) {
+    HVD_LOG_DEBUG("process set {}: negotiated a shutdown (asked by members {}){}", id_,
+                  list.shutdown_ranks,
+                  list.shutdown_reason.empty() ? "" : ": " + list.shutdown_reason);
+  }
 }
 
 ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists, bool* malformed) {

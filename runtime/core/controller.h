@@ -178,6 +178,7 @@ class Controller {
   Result<uint32_t> NoteLone(uint32_t slot);
   uint32_t SeveralSlot() const { return static_cast<uint32_t>(next_lone_.size() - 1); }
   Result<ResponseList> Negotiate(bool request_shutdown);
+  void LogNegotiated(const ResponseList& list) const;
   ResponseList CoordinateLocked(const std::vector<std::string>& lists, bool* malformed);
   // `reduced`: the eager allreduce's reduced tail; `via`: the communicator of the posted
   // inputs (one response each; see "Eager" above).

@@ -135,6 +135,15 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
     HVD_RETURN_IF_ERROR(ValidateProcessSetRanks(ranks, config.size));
     HVD_RETURN_IF_ERROR(AddProcessSetNow(ranks).status());
   }
+  HVD_LOG_DEBUG(
+      "rank {} of {} (local {} of {}, cross {} of {}, {}homogeneous): global set on {}; fusion "
+      "threshold {} bytes, cycle time {:.3g} ms, response cache {}, autotune {}, timeline {}",
+      topology_.rank, topology_.size, topology_.local_rank, topology_.local_size,
+      topology_.cross_rank, topology_.cross_size, topology_.homogeneous ? "" : "not ",
+      global->communicator()->name(), config.fusion_threshold_bytes,
+      config.cycle_time.count() / 1000.0, config.cache_capacity,
+      config.autotune.enabled ? "on" : "off",
+      config.timeline_path.empty() ? std::string("off") : config.timeline_path);
   {
     // Before state_mu_: the iterations take cycle_mu_ first, then state_mu_.
     std::lock_guard<std::mutex> cycle(cycle_mu_);
@@ -181,6 +190,13 @@ Result<std::shared_ptr<Controller>> Runtime::MakeController(int32_t id,
       id, std::move(ranks), config_.rank, std::move(comm).value(), config_, &handles_,
       executor_.get(), id == 0 ? hooks_.get() : nullptr, timeline_.get());
   controller->ApplyTuning(config_.fusion_threshold_bytes, cache_enabled_);
+  if (HVD_LOG_ENABLED(debug)) {
+    const auto& members = controller->ranks();
+    HVD_LOG_DEBUG("process set {} ({}): {} communicator, member {} of {}", id,
+                  members.size() <= 16 ? fmt::format("ranks {}", members)
+                                       : fmt::format("{} ranks", members.size()),
+                  controller->communicator()->name(), spec.rank_in_group, members.size());
+  }
   if (id == 0 && autotuner_ && config_.rank == 0) controller->set_report_executed(true);
   return controller;
 }
@@ -255,6 +271,7 @@ Result<int32_t> Runtime::AddProcessSetNow(const std::vector<int32_t>& ranks) {
 
 Status Runtime::RemoveProcessSetNow(int32_t id) {
   std::shared_ptr<Controller> c = sets_.Remove(id);
+  HVD_LOG_DEBUG("process set {} removed", id);
   if (c) c->FailAll(Status::Aborted("process set " + std::to_string(id) + " was removed"));
   return Status::OK();
 }
@@ -479,6 +496,8 @@ bool Runtime::IterateLocked(bool request_shutdown, CycleResult* total) {
   }
   if (total->shutdown) {
     if (!total->shutdown_reason.empty()) HVD_LOG_ERROR("{}", total->shutdown_reason);
+    HVD_LOG_DEBUG("rank {}: the job agreed to shut down (asked by ranks {})", config_.rank,
+                  total->shutdown_ranks);
     FailEverything(Status::Aborted(ShutDownMessage(total->shutdown_ranks, total->shutdown_reason)));
     return false;
   }
