@@ -24,6 +24,11 @@ namespace hvd::control {
 // under "failure/<rank>": hvdrun names that rank first in its failure summary, not a peer that
 // only failed because this one shut down and happened to exit before it.
 inline constexpr std::string_view kFailureReportPrefix = "failure/";
+// A rank whose collectives were failed by peers' shutdown (an agreed shutdown it did not ask
+// for), under "shutdown_by/<rank>": the first rank that asked, in decimal. When this rank
+// then exits failing before that one has, hvdrun waits for the one that shut down (up to the
+// grace period) and names it, with its own exit code: a rank ended by sys.exit(7), say.
+inline constexpr std::string_view kShutdownCausePrefix = "shutdown_by/";
 
 struct KvRequest {
   FrameType op = FrameType::kGet;

@@ -56,7 +56,14 @@ std::string Headline(const JobOutcome& outcome) {
     std::string why = rank.exec_error        ? *rank.exec_error
                       : rank.transport_error ? *rank.transport_error
                                              : DescribeWaitStatus(rank.wait_status);
-    if (rank.reported_failure) {
+    if (outcome.exited_before_cause && &rank == &first) {
+      // It shut down (sys.exit, an exception) and its peers' failures reached hvdrun first.
+      const RankOutcome& earlier = outcome.ranks[static_cast<size_t>(*outcome.exited_before_cause)];
+      why = DescribeWaitStatus(rank.wait_status) +
+            (rank.reported_failure ? ": " + *rank.reported_failure : "") +
+            " (its exit shut the job down; rank " + std::to_string(earlier.rank) +
+            ", failed by that, exited first: " + DescribeWaitStatus(earlier.wait_status) + ")";
+    } else if (rank.reported_failure) {
       why = *rank.reported_failure;
       if (&rank == &first) {
         why = DescribeWaitStatus(rank.wait_status) + ": " + why;

@@ -117,7 +117,9 @@ bool JobController::AllReaped() const {
 
 int JobController::PollTimeoutMs() const {
   if (!terminating_ || killed_) return -1;
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(kill_deadline_ - Clock::now());
+  const Clock::time_point next =
+      awaited_cause_ >= 0 ? std::min(cause_deadline_, kill_deadline_) : kill_deadline_;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
   return static_cast<int>(std::max<int64_t>(0, left.count() + 1));
 }
 
@@ -168,6 +170,7 @@ void JobController::EventLoop() {
     }
     if (ready > 0 && fds[0].revents != 0) HandleSignals();
     if (output_.console_closed()) OnLauncherSignal(SIGPIPE);
+    if (awaited_cause_ >= 0 && Clock::now() >= cause_deadline_) StopAwaitingCause();
     if (terminating_ && !killed_ && Clock::now() >= kill_deadline_) {
       SignalRunning(SIGKILL);
       killed_ = true;
@@ -250,6 +253,15 @@ void JobController::OnRankExit(int rank, int wait_status) {
   output_.DrainAndClosePipes(rank, states_[static_cast<size_t>(rank)].fds);
   PrintStep(options_.verbose,
             "rank " + std::to_string(rank) + " finished: " + DescribeWaitStatus(wait_status));
+  if (rank == awaited_cause_) {
+    awaited_cause_ = -1;
+    if (!WaitStatusIsSuccess(wait_status) && !states_[static_cast<size_t>(rank)].signalled) {
+      // It failed on its own after all: the first failure, ahead of the rank it failed.
+      outcome_.exited_before_cause = outcome_.first_failed_rank;
+      outcome_.first_failed_rank = rank;
+      return;
+    }
+  }
   if (WaitStatusIsSuccess(wait_status) || outcome_.first_failed_rank == rank) return;
   if (states_[static_cast<size_t>(rank)].signalled) {
     outcome.stopped_by_hvdrun = true;
@@ -257,8 +269,34 @@ void JobController::OnRankExit(int rank, int wait_status) {
   }
   if (!outcome_.first_failed_rank && !terminating_) {
     outcome_.first_failed_rank = rank;
+    AwaitShutdownCause(rank);
     BeginTermination();
   }
+}
+
+void JobController::AwaitShutdownCause(int failed) {
+  if (!options_.shutdown_cause || options_.grace_period_s <= 0) return;
+  std::optional<int> cause = options_.shutdown_cause(failed);
+  if (!cause || *cause == failed || *cause < 0 ||
+      static_cast<size_t>(*cause) >= outcome_.ranks.size()) {
+    return;
+  }
+  const RankOutcome& peer = outcome_.ranks[static_cast<size_t>(*cause)];
+  if (!peer.started || peer.finished) return;
+  awaited_cause_ = *cause;
+  cause_deadline_ = Clock::now() + Seconds(options_.grace_period_s / 2);
+  PrintStep(options_.verbose, "rank " + std::to_string(failed) + " failed after rank " +
+                                  std::to_string(*cause) + " shut down; rank " +
+                                  std::to_string(*cause) +
+                                  " gets half the grace period to exit on its own");
+}
+
+void JobController::StopAwaitingCause() {
+  const int rank = awaited_cause_;
+  awaited_cause_ = -1;
+  if (outcome_.ranks[static_cast<size_t>(rank)].finished || killed_) return;
+  states_[static_cast<size_t>(rank)].signalled = true;
+  SignalRank(rank, SIGTERM);
 }
 
 void JobController::BeginTermination() {
@@ -276,6 +314,7 @@ void JobController::BeginTermination() {
 void JobController::SignalRunning(int signo) {
   for (size_t r = 0; r < states_.size(); ++r) {
     if (!outcome_.ranks[r].started || outcome_.ranks[r].finished) continue;
+    if (signo == SIGTERM && static_cast<int>(r) == awaited_cause_) continue;  // SIGKILL only
     states_[r].signalled = true;
     SignalRank(static_cast<int>(r), signo);
   }

@@ -5,7 +5,9 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -23,6 +25,9 @@ struct JobControlOptions {
   bool verbose = false;
   // Where the stdin of a rank spawned with stdin_pipe comes from (hvdrun's 0); -1 = none.
   int stdin_source_fd = -1;
+  // The rank whose shutdown failed `rank`'s collectives, if it said so before exiting
+  // (control::kShutdownCausePrefix); empty = nobody.
+  std::function<std::optional<int>(int rank)> shutdown_cause = nullptr;
 };
 
 // Starts every rank and watches them until all are gone, in one poll() loop that reads the
@@ -32,6 +37,13 @@ struct JobControlOptions {
 // Remote ranks (SpawnedRank::handle) have no pid: their exit event descriptor joins the poll
 // set, they are signalled through the handle, and the final sweep closes the handle (the
 // remote agent then kills what is left of the rank's process group).
+//
+// Who failed first: a rank whose collectives failed because a peer shut down (the peer
+// raised, or called sys.exit(7): its exit shut the runtime down) often exits before that
+// peer, whose own teardown is no faster. When the first rank to fail names such a peer
+// (options.shutdown_cause) that is still running, the peer is spared the SIGTERM until the
+// grace period ends: if it then exits failing on its own, it is the first failure (its exit
+// code is hvdrun's), otherwise the rank that exited first stays so.
 //
 // Fail-fast: the first rank that exits non-zero or by a signal, a signal to hvdrun, its
 // console output being closed (EPIPE, reported as SIGPIPE), an exec failure or the start
@@ -72,6 +84,10 @@ class JobController {
   void SignalRank(int rank, int signo);
   // Fail-fast: signals every running rank to stop (SIGTERM, SIGKILL after the grace period).
   void BeginTermination();
+  // The first failure named the peer whose shutdown failed it: spare that peer the SIGTERM
+  // for half the grace period (then StopAwaitingCause sends it).
+  void AwaitShutdownCause(int failed);
+  void StopAwaitingCause();
   void SignalRunning(int signo);
   void SweepProcessGroups();
   bool AllReaped() const;
@@ -84,6 +100,8 @@ class JobController {
   std::vector<RankState> states_;
   std::unique_ptr<StdinPump> stdin_pump_;
   int stdin_rank_ = -1;
+  int awaited_cause_ = -1;  // the peer whose shutdown failed the first failure, spared SIGTERM
+  Clock::time_point cause_deadline_;  // ... until then
   bool terminating_ = false;
   bool killed_ = false;
   Clock::time_point kill_deadline_;

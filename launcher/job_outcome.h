@@ -31,6 +31,9 @@ struct JobOutcome {
   bool start_timed_out = false;
   std::optional<std::string> launch_error;  // a rank could not be spawned at all
   std::optional<int> first_failed_rank;
+  // When first_failed_rank is a rank whose shutdown failed its peers: the peer that exited
+  // (failing) before it did (JobController "Who failed first").
+  std::optional<int> exited_before_cause;
   std::vector<RankOutcome> ranks;
 };
 

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -136,8 +137,21 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
   output_options.output_dir = spec.output_filename;
   OutputForwarder output(output_options);
   if (Status status = output.OpenFiles(); !status.ok()) return Fail(kExitLaunchFailed, status);
-  JobControlOptions control{spec.start_timeout_s, spec.grace_period_s, spec.verbose,
-                            ForwardableStdin()};
+  JobControlOptions control;
+  control.start_timeout_s = spec.start_timeout_s;
+  control.grace_period_s = spec.grace_period_s;
+  control.verbose = spec.verbose;
+  control.stdin_source_fd = ForwardableStdin();
+  control.shutdown_cause = [&server](int rank) -> std::optional<int> {
+    std::optional<std::string> cause =
+        server.Get(std::string(control::kShutdownCausePrefix) + std::to_string(rank));
+    int peer = -1;
+    if (!cause ||
+        std::from_chars(cause->data(), cause->data() + cause->size(), peer).ec != std::errc()) {
+      return std::nullopt;
+    }
+    return peer;
+  };
   PrintStep(spec.verbose,
             "starting " + std::to_string(job.size) + " ranks: " + ShellJoin(spec.command));
   std::vector<SpawnRequest> requests = BuildRequests(spec, env, plan, job, secret_fd);

@@ -313,6 +313,15 @@ Status Runtime::ReportFailure(const std::string& text) {
                  text.substr(0, kMaxReport));
 }
 
+void Runtime::ReportShutdownCause(std::span<const int32_t> asked) {
+  if (asked.empty() || std::ranges::find(asked, config_.rank) != asked.end()) return;
+  control::KvClient* kv = provider_ != nullptr ? provider_->kv() : nullptr;
+  if (kv == nullptr) return;  // under mpirun or srun without hvdrun: nobody to tell
+  Status s = kv->Set(std::string(control::kShutdownCausePrefix) + std::to_string(config_.rank),
+                     std::to_string(asked.front()));
+  if (!s.ok()) HVD_LOG_DEBUG("could not tell hvdrun who shut down: {}", s.message());
+}
+
 Status Runtime::Abort(const std::string& reason) {
   std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
   {
@@ -498,6 +507,7 @@ bool Runtime::IterateLocked(bool request_shutdown, CycleResult* total) {
     if (!total->shutdown_reason.empty()) HVD_LOG_ERROR("{}", total->shutdown_reason);
     HVD_LOG_DEBUG("rank {}: the job agreed to shut down (asked by ranks {})", config_.rank,
                   total->shutdown_ranks);
+    ReportShutdownCause(total->shutdown_ranks);
     FailEverything(Status::Aborted(ShutDownMessage(total->shutdown_ranks, total->shutdown_reason)));
     return false;
   }

@@ -200,6 +200,9 @@ class Runtime {
   // What an op gets once the runtime has shut down: the agreed shutdown's own message (naming
   // who shut down) where that is why it stopped, Horovod's plain message otherwise. state_mu_.
   Status ShutDownStatusLocked() const;
+  // A bystander of an agreed shutdown (not among the ranks that `asked`) tells hvdrun which
+  // rank it was (control::kShutdownCausePrefix). Background thread.
+  void ReportShutdownCause(std::span<const int32_t> asked);
   void StopOnError(const Status& status);
   Status SyncAutotune(const CycleResult& total);
   Status AlignTimelineClocks(Communicator* comm);

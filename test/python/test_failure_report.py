@@ -56,7 +56,8 @@ def test_the_rank_whose_exception_ended_the_job_is_named_first(tmp_path, cpu_ope
     assert len(headline) == 1 and re.fullmatch(
         r"hvdrun: job failed: rank 1 on localhost failed first: (RuntimeError: boom from rank 1 "
         r"\(reported before its exit; rank [02] exited first: exit code 1\)|exit code 1: "
-        r"RuntimeError: boom from rank 1); hvdrun exits 1", headline[0]), err
+        r"RuntimeError: boom from rank 1( \(its exit shut the job down; rank [02], failed by "
+        r"that, exited first: exit code 1\))?); hvdrun exits 1", headline[0]), err
     assert re.search(r"^  1     localhost  .*<- first failure", err, re.M), err
     # The traceback shown first is rank 1's own.
     shown = err.split("last stderr lines of rank ")[1]
@@ -84,3 +85,28 @@ def test_a_rank_that_exits_first_with_its_own_exception_is_named_with_it(tmp_pat
     # its report); never a peer.
     assert "rank 2 on localhost failed first: " in result.stderr, result.stderr
     assert "ValueError: bad input on rank 2" in result.stderr.split("failed first")[1]
+
+
+def test_a_rank_ended_by_sys_exit_is_named_with_its_own_exit_code(tmp_path):
+    # sys.exit goes around sys.excepthook: nothing is reported, but the peers its shutdown
+    # failed tell hvdrun who shut down, and hvdrun waits for that rank's own exit.
+    script = tmp_path / "worker.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        import torch
+        import hvd.torch as hvd
+        hvd.init()
+        for step in range(200):
+            if step == 3 and hvd.rank() == 3:
+                sys.exit(7)
+            hvd.allreduce(torch.ones(1000), name="g")
+    """))
+    result = subprocess.run([HVDRUN, "-np", "4", sys.executable, str(script)],
+                            capture_output=True, text=True, timeout=120)
+    err = result.stderr
+    assert result.returncode == 7, err
+    headline = [line for line in err.splitlines() if "failed first" in line]
+    assert len(headline) == 1 and re.fullmatch(
+        r"hvdrun: job failed: rank 3 on localhost failed first: exit code 7( \(its exit shut the "
+        r"job down; rank [012], failed by that, exited first: exit code 1\))?; hvdrun exits 7",
+        headline[0]), err

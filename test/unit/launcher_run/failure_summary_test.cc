@@ -81,6 +81,35 @@ TEST(FailureSummaryTest, ARankThatReportedItsOwnFailureIsNamedBeforeAPeerThatExi
             std::string::npos);
 }
 
+TEST(FailureSummaryTest, ARankWhoseShutdownFailedAPeerThatExitedFirstIsNamedWithItsCode) {
+  // Rank 3 called sys.exit(7); its shutdown failed rank 0, which exited first (job control
+  // then waited for rank 3 and made it the first failure).
+  JobOutcome outcome;
+  outcome.ranks = {Finished(0, Exited(1)), Finished(1, Killed(SIGTERM), true),
+                   Finished(2, Killed(SIGTERM), true), Finished(3, Exited(7))};
+  outcome.first_failed_rank = 3;
+  outcome.exited_before_cause = 0;
+  auto tail = [](int rank) { return std::vector<std::string>{"line of " + std::to_string(rank)}; };
+  std::string text = FormatFailureSummary(outcome, tail);
+  EXPECT_NE(text.find("rank 3 on localhost failed first: exit code 7 (its exit shut the job "
+                      "down; rank 0, failed by that, exited first: exit code 1); hvdrun exits 7"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(ExitCodeOf(outcome), 7);
+  // Its lines first, then rank 0's (it failed on its own too)
+  size_t three = text.find("last stderr lines of rank 3:");
+  size_t zero = text.find("last stderr lines of rank 0:");
+  ASSERT_NE(three, std::string::npos) << text;
+  ASSERT_NE(zero, std::string::npos) << text;
+  EXPECT_LT(three, zero);
+  // With a report (an exception rather than sys.exit), the report follows the exit code
+  outcome.ranks[3].reported_failure = "RuntimeError: boom";
+  EXPECT_NE(FormatFailureSummary(outcome, tail)
+                .find("failed first: exit code 7: RuntimeError: boom (its exit shut the job "
+                      "down;"),
+            std::string::npos);
+}
+
 TEST(FailureSummaryTest, NamesFirstFailureAndShowsItsStderrTail) {
   JobOutcome outcome;
   outcome.ranks = {Finished(0, Killed(SIGTERM), /*stopped=*/true), Finished(1, Killed(SIGKILL))};

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "launcher/exit_codes.h"
@@ -67,7 +69,9 @@ class JobControllerTest : public ::testing::Test {
       requests.push_back(request);
     }
     LocalSpawner spawner;
-    JobController controller({30, grace_s, false}, spawner, output, *signals);
+    JobControlOptions control{30, grace_s, false};
+    control.shutdown_cause = shutdown_cause_;
+    JobController controller(control, spawner, output, *signals);
     JobOutcome outcome = controller.Run(requests);
     tails_.clear();
     for (size_t i = 0; i < argvs.size(); ++i)
@@ -78,6 +82,7 @@ class JobControllerTest : public ::testing::Test {
   int out_fd_ = -1;
   int err_fd_ = -1;
   std::vector<std::vector<std::string>> tails_;
+  std::function<std::optional<int>(int)> shutdown_cause_;  // JobControlOptions::shutdown_cause
 };
 
 TEST_F(JobControllerTest, AllRanksSucceed) {
@@ -98,6 +103,52 @@ TEST_F(JobControllerTest, FirstFailureEndsTheJobWithItsCode) {
   EXPECT_TRUE(outcome.ranks[0].stopped_by_hvdrun);
   EXPECT_EQ(DescribeWaitStatus(outcome.ranks[0].wait_status), "SIGTERM (signal 15)");
   EXPECT_EQ(tails_[1], std::vector<std::string>{"bad"});
+}
+
+// Rank 0 runs `first` once rank 1 has started, rank 1 `then` once rank 0 is about to.
+std::vector<std::string> InOrder(const std::string& first, const std::string& then) {
+  const std::string dir = "/tmp/hvd_jc_order_" + std::to_string(getpid());
+  const std::string wait = "while [ ! -e " + dir + "/";
+  return {"mkdir -p " + dir + "; " + wait + "started ]; do sleep 0.01; done; touch " + dir +
+              "/first; rm -rf " + dir + "; " + first,
+          "mkdir -p " + dir + "; touch " + dir + "/started; " + wait + "first ] && [ -d " + dir +
+              " ]; do sleep 0.01; done; " + then};
+}
+
+// Rank 0 fails at once and says rank 1's shutdown failed it (as a bystander of an agreed
+// shutdown does); rank 1 is in its own exit, sys.exit(7) say.
+TEST_F(JobControllerTest, ThePeerWhoseShutdownFailedTheFirstFailureIsNamedWithItsCode) {
+  shutdown_cause_ = [](int rank) { return rank == 0 ? std::optional<int>(1) : std::nullopt; };
+  JobOutcome outcome = RunScripts(InOrder("exit 1", "sleep 0.5; exit 7"));
+  EXPECT_EQ(ExitCodeOf(outcome), 7);
+  ASSERT_TRUE(outcome.first_failed_rank.has_value());
+  EXPECT_EQ(*outcome.first_failed_rank, 1);
+  EXPECT_EQ(outcome.exited_before_cause, std::optional<int>(0));
+  EXPECT_FALSE(outcome.ranks[0].stopped_by_hvdrun);
+  EXPECT_FALSE(outcome.ranks[1].stopped_by_hvdrun);
+}
+
+TEST_F(JobControllerTest, APeerThatShutDownAndExitsCleanlyLeavesTheFirstFailureFirst) {
+  shutdown_cause_ = [](int rank) { return rank == 0 ? std::optional<int>(1) : std::nullopt; };
+  JobOutcome outcome = RunScripts(InOrder("exit 1", "sleep 0.5; exit 0"));
+  EXPECT_EQ(ExitCodeOf(outcome), 1);
+  EXPECT_EQ(outcome.first_failed_rank, std::optional<int>(0));
+  EXPECT_FALSE(outcome.exited_before_cause.has_value());
+}
+
+TEST_F(JobControllerTest, APeerThatShutDownButKeepsRunningGetsSigtermAfterHalfTheGrace) {
+  shutdown_cause_ = [](int rank) { return rank == 0 ? std::optional<int>(1) : std::nullopt; };
+  const auto start = std::chrono::steady_clock::now();
+  JobOutcome outcome = RunScripts({"sleep 0.3; exit 1", "sleep 30", "sleep 30"}, 2);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(ExitCodeOf(outcome), 1);
+  EXPECT_EQ(outcome.first_failed_rank, std::optional<int>(0));
+  // Rank 2 got SIGTERM at once, rank 1 a second (half the grace period) later
+  EXPECT_TRUE(outcome.ranks[1].stopped_by_hvdrun);
+  EXPECT_EQ(DescribeWaitStatus(outcome.ranks[1].wait_status), "SIGTERM (signal 15)");
+  EXPECT_EQ(DescribeWaitStatus(outcome.ranks[2].wait_status), "SIGTERM (signal 15)");
+  EXPECT_GE(took, std::chrono::milliseconds(1000));
+  EXPECT_LT(took, std::chrono::seconds(10));
 }
 
 TEST_F(JobControllerTest, RankKilledBySignalGives128PlusN) {
