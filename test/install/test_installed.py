@@ -78,3 +78,16 @@ def test_hvdrun_starts_python_workers_from_the_installed_package(installed, tmp_
               tmp_path)
     assert out.count("2 2") == 2, out
     run(["hvdrun", "-np", "2", "hvd-bench", "--sizes", "4K", "--rounds", "2", "--round-seconds", "0.05"], tmp_path)
+
+
+def test_horovods_launcher_names_run_the_installed_hvdrun(installed, tmp_path):
+    # `horovodrun` (Horovod's console script) and `python -m horovod.runner.launch`, as job
+    # scripts written for Horovod call them.
+    assert run(["sh", "-c", "command -v horovodrun"], tmp_path).strip() == \
+        os.path.join(BIN, "horovodrun")
+    script = ("import torch, horovod.torch as hvd; hvd.init(); "
+              "print('sum', int(hvd.allreduce(torch.ones(1), op=hvd.Sum).item()))")
+    out = run(["horovodrun", "-np", "2", "-H", "localhost:2", PYTHON, "-c", script], tmp_path)
+    assert out.count("sum 2") == 2, out
+    out = run([PYTHON, "-m", "horovod.runner.launch", "-np", "2", PYTHON, "-c", script], tmp_path)
+    assert out.count("sum 2") == 2, out
