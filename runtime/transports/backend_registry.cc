@@ -107,7 +107,9 @@ class TcpProvider : public CommunicatorProvider {
     options.busy_yield = !cpu_per_rank;
     return CreateTcpCommunicator(options);
   }
-  uint32_t enabled_flags() const override { return 0; }
+  // hvdrun's rendezvous is Horovod's Gloo controller's role (horovodrun without --mpi), and
+  // scripts ask gloo_enabled() to tell that launch from mpirun's: the same answer here.
+  uint32_t enabled_flags() const override { return HVD_BUILT_GLOO; }
   control::KvClient* kv() override { return kv_.get(); }
 
  private:

@@ -107,6 +107,10 @@ def test_build_info(hvd):
     if not hvd.mpi_enabled():
         with pytest.raises(ValueError):
             hvd.mpi_threads_supported()
+    # Launched by hvdrun without --mpi (these tests' launch): Horovod's Gloo controller's role,
+    # so gloo_enabled() as under horovodrun's Gloo launch, whichever transport carries the data
+    if hvd.size() > 1 and os.environ.get("HVD_CPU_OPERATIONS", "auto") != "mpi":
+        assert hvd.gloo_enabled() is True and hvd.mpi_enabled() is False
 
 
 # ---- allreduce ---------------------------------------------------------------------------

@@ -263,7 +263,10 @@ HVD_EXPORT hvd_status_t hvd_build_flags(uint32_t* flags);
 /* NCCL_VERSION_CODE of the NCCL the GPU path was built against (22809 for 2.28.9), 0 in a
  * build without it: what Horovod's nccl_built() returns. */
 HVD_EXPORT hvd_status_t hvd_nccl_version(int32_t* version);
-/* Backends in use after init: HVD_BUILT_* bits. */
+/* The controller in use after init, as Horovod's gloo_enabled()/mpi_enabled() answer:
+ * HVD_BUILT_GLOO under hvdrun's rendezvous (its shm, tcp or gloo transports: the role of
+ * horovodrun's Gloo launch), HVD_BUILT_MPI under mpirun (HVD_CPU_OPERATIONS=mpi or an mpirun
+ * launch), 0 for a single process started alone. */
 HVD_EXPORT hvd_status_t hvd_enabled_flags(uint32_t* flags);
 HVD_EXPORT const char* hvd_version(void);
 

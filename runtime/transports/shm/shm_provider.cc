@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "runtime/include/hvd/c_api.h"
 #include "runtime/transports/hierarchical_communicator.h"
 #include "runtime/transports/host_layout.h"
 #include "runtime/transports/shm/shm_communicator.h"
@@ -124,6 +125,10 @@ Result<std::unique_ptr<Communicator>> ShmProvider::CreateSpanning(
                                       ops);
 }
 
-uint32_t ShmProvider::enabled_flags() const { return fallback_ ? fallback_->enabled_flags() : 0; }
+// The controller's (the fallback's): HVD_BUILT_GLOO under hvdrun's rendezvous (tcp, gloo),
+// HVD_BUILT_MPI under mpirun, as Horovod's gloo_enabled()/mpi_enabled() answer there.
+uint32_t ShmProvider::enabled_flags() const {
+  return fallback_ ? fallback_->enabled_flags() : HVD_BUILT_GLOO;
+}
 
 }  // namespace hvd::runtime
