@@ -78,3 +78,29 @@ def test_mismatched_allgather_trailing_dims_fail(hvd):
     with pytest.raises(hvd.HorovodInternalError):
         hvd.allgather(torch.ones(2, hvd.rank() + 1), name="mismatch.allgather")
     hvd.barrier()
+
+
+@pytest.mark.parametrize("op", ["allreduce", "allreduce_async", "allreduce_",
+                                "allreduce_async_", "allgather", "allgather_async", "broadcast",
+                                "broadcast_async", "broadcast_", "broadcast_async_", "alltoall",
+                                "alltoall_async", "reducescatter", "reducescatter_async"])
+@pytest.mark.parametrize("value", [[1.0, 2.0], "numpy"])
+def test_a_non_tensor_is_a_type_error_naming_the_op(hvd, op, value):
+    import numpy as np
+    value = np.ones(2, dtype=np.float32) if value == "numpy" else value
+    args = (0,) if op.startswith("broadcast") else ()
+    with pytest.raises(TypeError, match=r"expect(s|ed) a torch\.Tensor, got (list|ndarray)"):
+        getattr(hvd, op)(value, *args)
+    # nothing was enqueued: the runtime still works, on every rank alike
+    assert hvd.allreduce(torch.ones(1), op=hvd.Sum, name=f"after.{op}").item() == hvd.size()
+
+
+def test_poll_of_an_unknown_or_synchronized_handle_is_a_value_error(hvd):
+    # Horovod's invalid_argument: a caller error, not a failed collective (which elastic
+    # training would answer with a reset)
+    with pytest.raises(ValueError, match="was not created or has been cleared"):
+        hvd.poll(987654321)
+    handle = hvd.allreduce_async(torch.ones(1), name="poll.after.sync")
+    hvd.synchronize(handle)
+    with pytest.raises(ValueError, match=f"Handle {handle} was not created"):
+        hvd.poll(handle)

@@ -81,6 +81,14 @@ def _require_tensors(tensors, op: str) -> None:
         raise ValueError(f"{op} needs at least one tensor; got an empty list")
 
 
+def _require_tensor(tensor, op: str) -> None:
+    """A non-tensor is the caller's mistake, said as such (it was an AttributeError about
+    `requires_grad` or `shape` from deep inside)."""
+    if not isinstance(tensor, torch.Tensor):
+        hint = " (hvd.numpy takes NumPy arrays)" if type(tensor).__module__ == "numpy" else ""
+        raise TypeError(f"{op} expects a torch.Tensor, got {type(tensor).__name__}{hint}")
+
+
 # The build does not change while the process runs: ask libhvd once (the per-tensor checks).
 _cuda_built = functools.cache(cuda_built)
 
@@ -271,6 +279,7 @@ def _allreduce_async(tensor: torch.Tensor, output: Optional[torch.Tensor], name,
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                     postscale_factor=1.0, process_set=global_process_set) -> Handle:
     """Starts an allreduce of `tensor` into a new tensor; returns a handle for synchronize()."""
+    _require_tensor(tensor, "allreduce_async")
     op = _resolve_op(average, op)
     output = torch.empty(tensor.shape, dtype=tensor.dtype, device=tensor.device)
     return _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor,
@@ -280,6 +289,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, process_set=global_process_set) -> Handle:
     """Starts an in-place allreduce of `tensor`; returns a handle for synchronize()."""
+    _require_tensor(tensor, "allreduce_async_")
     op = _resolve_op(average, op)
     return _allreduce_async(tensor, None, name, op, prescale_factor, postscale_factor,
                             process_set)
@@ -305,6 +315,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Reduces `tensor` over all ranks of `process_set` (Average by default) into a new
     tensor. Differentiable: the gradient is the allreduce of the gradient with the same op."""
+    _require_tensor(tensor, "allreduce")
     if compression is Compression.none and _no_graph(tensor):
         code = _plain_code(tensor)
         if code is not None:  # no graph to record: skip autograd, one runtime call
@@ -425,6 +436,7 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set) -> 
 
 def allgather_async(tensor, name=None, process_set=global_process_set) -> Handle:
     """Starts concatenating `tensor` from every rank along dim 0 (first dims may differ)."""
+    _require_tensor(tensor, "allgather_async")
     data, desc = _prepare(tensor)
     handle = _enqueue(_c.allgather, desc, *_target("allgather", name, process_set))
     return _register(handle, (data,), lambda h: _output_tensor(h, 0, tensor.device))
@@ -449,6 +461,7 @@ class HorovodAllgather(torch.autograd.Function):
 def allgather(tensor, name=None, process_set=global_process_set):
     """Concatenation of `tensor` from every rank along dim 0. Differentiable: the gradient is
     the averaged gradient's slice that belongs to this rank."""
+    _require_tensor(tensor, "allgather")
     code = _host_code(tensor)
     if code is not None and _no_graph(tensor):  # one runtime call, no autograd node
         return _from_buffer(_enqueue(_c.allgather_now, tensor.data_ptr(), code, tensor.shape,
@@ -504,12 +517,14 @@ def _broadcast_async(tensor, output, root_rank, name, process_set) -> Handle:
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set) -> Handle:
     """Starts broadcasting `tensor` from global rank `root_rank` into a new tensor."""
+    _require_tensor(tensor, "broadcast_async")
     output = torch.empty(tensor.shape, dtype=tensor.dtype, device=tensor.device)
     return _broadcast_async(tensor, output, root_rank, name, process_set)
 
 
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set) -> Handle:
     """Starts an in-place broadcast of `tensor` from global rank `root_rank`."""
+    _require_tensor(tensor, "broadcast_async_")
     return _broadcast_async(tensor, None, root_rank, name, process_set)
 
 
@@ -536,6 +551,7 @@ def _broadcast_now(tensor, output, code, root_rank, name, process_set) -> None:
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """`tensor` of global rank `root_rank`, on every rank. Differentiable: the root gets the
     averaged gradient, the other ranks zero."""
+    _require_tensor(tensor, "broadcast")
     code = _host_code(tensor)
     if code is not None and _no_graph(tensor):
         output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
@@ -546,6 +562,7 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
 
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
     """In-place broadcast; returns `tensor`."""
+    _require_tensor(tensor, "broadcast_")
     code = _host_code(tensor)
     if code is not None:
         _broadcast_now(tensor, tensor, code, root_rank, name, process_set)
@@ -568,6 +585,7 @@ def _splits_list(splits) -> Optional[List[int]]:
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set) -> Handle:
     """Starts an alltoall: rows of dim 0 go to the set's ranks according to `splits` (equal
     parts if None). synchronize() returns (output, received_splits)."""
+    _require_tensor(tensor, "alltoall_async")
     data, desc = _prepare(tensor)
     split_list = _splits_list(splits)
     handle = _enqueue(_c.alltoall, desc, split_list, *_target("alltoall", name, process_set))
@@ -600,6 +618,7 @@ class HorovodAlltoall(torch.autograd.Function):
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Scatters rows of `tensor` to the set's ranks and gathers what they send. Returns the
     output, or (output, received_splits) when `splits` is given. Differentiable."""
+    _require_tensor(tensor, "alltoall")
     code = _host_code(tensor)
     if code is not None and _no_graph(tensor):
         op_name, set_id = _target("alltoall", name, process_set)
@@ -624,6 +643,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
                         prescale_factor=1.0, postscale_factor=1.0) -> Handle:
     """Starts a reduction whose result is split along dim 0 across the set's ranks (the first
     dim0 % size ranks get one more row)."""
+    _require_tensor(tensor, "reducescatter_async")
     op = _check_reducescatter_op(op)
     data, desc = _prepare(tensor)
     op_name, set_id = _target("reducescatter", name, process_set)
@@ -659,6 +679,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
     """Reduce-scatter of `tensor` (Sum or Average). Differentiable: the gradient is the
     allgather of the gradient, times size() for Sum (Horovod's convention) and the scale
     factors."""
+    _require_tensor(tensor, "reducescatter")
     code = _host_code(tensor)
     if compression is Compression.none and code is not None and _no_graph(tensor):
         op = _check_reducescatter_op(op)
@@ -714,6 +735,9 @@ def poll(handle: Handle) -> bool:
     try:
         return _c.poll(handle)
     except _c.Error as error:
+        if error.status == _c.NOT_FOUND:  # a caller error, as Horovod's invalid_argument
+            raise ValueError(f"Handle {handle} was not created or has been cleared "
+                             f"(synchronized already?): {error}") from None
         raise HorovodInternalError(str(error)) from None
 
 
