@@ -207,10 +207,17 @@ void ReadLogging(const env::Environment& env, const Knobs& knobs, ParsedCommandL
   } else if (env.IsSet("HVD_LOG_LEVEL")) {
     env::Lookup l = env.Get("HVD_LOG_LEVEL");
     Result<log::Level> level = log::ParseLevel(l.value);
-    if (level.ok())
+    if (level.ok()) {
       spec->log_level = log::LevelName(*level);
-    else
+    } else {
       out->warnings.push_back(l.source + ": " + level.status().message() + "; using WARNING");
+      // The ranks too, and said once (here), not by each rank again.
+      for (const char* name : {"HVD_LOG_LEVEL", "HOROVOD_LOG_LEVEL"}) {
+        spec->worker_env[name] = "WARNING";
+      }
+      out->settings["HVD_LOG_LEVEL"] = {
+          "WARNING", l.source + " (unknown level '" + l.value + "' ignored, as Horovod does)"};
+    }
   }
   if (knobs.log_with_timestamp.value) {
     spec->log_with_timestamp = *knobs.log_with_timestamp.value;

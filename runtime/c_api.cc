@@ -168,6 +168,7 @@ hvd_status_t InitWith(const std::vector<std::vector<int32_t>>& sets) {
   if (!config.ok()) return Report(config.status());
   hvd::log::Configure(config->log_level, !config->log_hide_time,
                       "hvd rank " + std::to_string(config->rank));
+  if (!config->log_level_warning.empty()) HVD_LOG_WARNING("{}", config->log_level_warning);
   if (hvd::runtime::IsElasticWorker(*config)) {
     return Report(Elastic().Init(Default(), *config, sets));
   }

@@ -223,8 +223,12 @@ Status LoadStall(const env::Environment& env, RuntimeConfig* c) {
 Status LoadLogging(const env::Environment& env, RuntimeConfig* c) {
   env::Lookup level = env.Get("HVD_LOG_LEVEL");
   auto parsed = log::ParseLevel(level.value);
-  if (!parsed.ok()) return parsed.status().WithContext(level.source);
-  c->log_level = *parsed;
+  if (parsed.ok()) {
+    c->log_level = *parsed;
+  } else {  // Horovod's rule (an unknown level is WARNING), which hvdrun follows too
+    c->log_level = log::Level::kWarning;
+    c->log_level_warning = level.source + ": " + parsed.status().message() + "; using WARNING";
+  }
   HVD_ASSIGN_OR_RETURN(c->log_hide_time, env.GetBool("HVD_LOG_HIDE_TIME"));
   HVD_ASSIGN_OR_RETURN(c->timeline_path, env.GetString("HVD_TIMELINE"));
   HVD_ASSIGN_OR_RETURN(c->timeline_mark_cycles, env.GetBool("HVD_TIMELINE_MARK_CYCLES"));

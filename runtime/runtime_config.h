@@ -131,6 +131,9 @@ struct RuntimeConfig {
   } autotune;
 
   log::Level log_level = log::Level::kWarning;
+  // HVD_LOG_LEVEL's value was not a level: WARNING is used (as Horovod does), and init logs
+  // this text once the logger is set up.
+  std::string log_level_warning;
   bool log_hide_time = false;
 };
 

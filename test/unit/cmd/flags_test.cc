@@ -165,6 +165,9 @@ TEST(FlagsTest, BadLogLevelInTheEnvironmentIsAWarning) {
   ParsedCommandLine p = MustParse({"c"}, {{"HVD_LOG_LEVEL", "chatty"}});
   EXPECT_EQ(p.spec.log_level, "WARNING");
   EXPECT_THAT(p.warnings, ElementsAre(HasSubstr("HVD_LOG_LEVEL")));
+  // The ranks get the level hvdrun uses, not the value their init would warn about again
+  EXPECT_EQ(p.spec.worker_env.at("HVD_LOG_LEVEL"), "WARNING");
+  EXPECT_EQ(p.spec.worker_env.at("HOROVOD_LOG_LEVEL"), "WARNING");
 }
 
 TEST(FlagsTest, CommandKeepsItsFlagsAndDoubleDash) {
