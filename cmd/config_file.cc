@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -210,8 +211,18 @@ Result<ConfigFile> LoadConfigFile(const std::string& path) {
     return Status::InvalidArgument("config file " + path +
                                    ": cannot read: " + std::strerror(errno));
   }
+  // A directory opens (and reads as nothing): an empty config, silently, before this check.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::InvalidArgument("config file " + path +
+                                   ": is a directory; give the YAML file's path");
+  }
   std::ostringstream text;
   text << in.rdbuf();
+  if (in.bad()) {
+    return Status::InvalidArgument("config file " + path +
+                                   ": cannot read: " + std::strerror(errno));
+  }
   return ParseConfigYaml(text.str(), path);
 }
 

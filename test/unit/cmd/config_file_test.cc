@@ -151,6 +151,11 @@ TEST(ConfigFileTest, LoadReadsTheFileOrNamesIt) {
   Result<ConfigFile> missing = LoadConfigFile("/nonexistent/hvd.yaml");
   ASSERT_FALSE(missing.ok());
   EXPECT_THAT(missing.status().message(), HasSubstr("config file /nonexistent/hvd.yaml"));
+
+  // A directory opens and reads as nothing: it was an empty config, silently
+  Result<ConfigFile> dir = LoadConfigFile("/tmp");
+  ASSERT_FALSE(dir.ok());
+  EXPECT_THAT(dir.status().message(), HasSubstr("config file /tmp: is a directory"));
 }
 
 }  // namespace
