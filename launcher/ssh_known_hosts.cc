@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -140,10 +141,15 @@ Status VerifyHostKey(LIBSSH2_SESSION* session, const std::string& host, int port
                             " failed");
   }
   if (policy == HostKeyPolicy::kStrict) {
+    std::error_code ec;
+    const bool exists = std::filesystem::exists(known_hosts_path, ec);
     return Status::PermissionDenied(
-        "host " + where + " is not in " + known_hosts_path + " (it presented " + described +
+        "host " + where + " is not in " + known_hosts_path +
+        (exists ? "" : " (which does not exist)") + " (it presented " + described +
         "). Verify and add it, e.g. ssh-keyscan -p " + std::to_string(port) + " " + host + " >> " +
-        known_hosts_path + ", or allow new hosts to be recorded on first use");
+        known_hosts_path +
+        ", or give hvdrun --ssh-accept-new-host-keys to record new hosts on first use (or "
+        "--ssh-known-hosts FILE for another known_hosts file)");
   }
   libssh2_knownhost* added = nullptr;
   std::string pattern = HostPattern(host, port);

@@ -298,6 +298,11 @@ TEST_F(SshClusterTest, UnknownHostIsRefusedUnlessAcceptNewIsAsked) {
   ASSERT_FALSE(strict.ok());
   EXPECT_TRUE(Contains(strict.status().message(), "hvd-h2:22 is not in"))
       << strict.status().message();
+  // naming the missing file, and the flags that fix it
+  EXPECT_TRUE(Contains(strict.status().message(), "known_hosts (which does not exist)"))
+      << strict.status().message();
+  EXPECT_TRUE(Contains(strict.status().message(), "--ssh-accept-new-host-keys"))
+      << strict.status().message();
 
   target.options.host_key_policy = launcher::HostKeyPolicy::kAcceptNew;
   auto first = SshSession::Connect(target, Clock::now() + seconds(10));
