@@ -118,9 +118,9 @@ void FillUnset(Knobs from, Knobs* into) {
 }
 
 Status ValidateKnobs(Knobs* k) {
+  // (Not the knobs whose least value is 1: their range below says so, for -1 as for 0.)
   for (const auto* knob :
        {&k->fusion_threshold_mb, &k->cache_capacity, &k->autotune_warmup_samples,
-        &k->autotune_steps_per_sample, &k->autotune_bayes_opt_max_samples,
         &k->stall_check_warning_time_seconds, &k->stall_check_shutdown_time_seconds,
         &k->num_nccl_streams, &k->gloo_timeout_seconds}) {
     HVD_RETURN_IF_ERROR(NonNegative(*knob));
