@@ -283,6 +283,28 @@ Status WriteWorkerMalloc(const env::Environment& env, const Knobs& knobs, Parsed
   return Status::OK();
 }
 
+// Options that only qualify another one do nothing without it: said, not ignored (Horovod
+// ignores them silently).
+void WarnAboutIdleOptions(const env::Environment& env, const Knobs& knobs, ParsedCommandLine* out) {
+  Result<bool> autotune_env = env.GetBool("HVD_AUTOTUNE");
+  const bool autotune = knobs.autotune.value.value_or(autotune_env.ok() && *autotune_env);
+  for (const Knob<std::string>* knob : {&knobs.autotune_log_file, &knobs.autotune_cache}) {
+    if (knob->value && !autotune) {
+      out->warnings.push_back(knob->Where() +
+                              " does nothing without --autotune (or HVD_AUTOTUNE=1); ignored");
+    }
+  }
+  const bool timeline =
+      knobs.timeline_filename.value.has_value() || !env.Get("HVD_TIMELINE").value.empty();
+  for (const Knob<bool>* knob : {&knobs.timeline_mark_cycles, &knobs.timeline_all_ranks}) {
+    if (knob->value.value_or(false) && !timeline) {
+      out->warnings.push_back(knob->Where() +
+                              " does nothing without --timeline-filename (or HVD_TIMELINE); "
+                              "ignored");
+    }
+  }
+}
+
 }  // namespace
 
 Status BuildLaunchSpec(const CLI::App& app, const env::Environment& env, const Knobs& knobs,
@@ -293,6 +315,7 @@ Status BuildLaunchSpec(const CLI::App& app, const env::Environment& env, const K
   HVD_RETURN_IF_ERROR(CheckElastic(app, &out->spec));
   HVD_RETURN_IF_ERROR(ReadJobControl(app, env, out));
   ReadLogging(env, knobs, out);
+  WarnAboutIdleOptions(env, knobs, out);
   WriteWorkerEnv(knobs, out);
   return WriteWorkerMalloc(env, knobs, out);
 }

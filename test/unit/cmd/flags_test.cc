@@ -170,6 +170,27 @@ TEST(FlagsTest, BadLogLevelInTheEnvironmentIsAWarning) {
   EXPECT_EQ(p.spec.worker_env.at("HOROVOD_LOG_LEVEL"), "WARNING");
 }
 
+TEST(FlagsTest, OptionsThatOnlyQualifyAnAbsentOneAreWarnedAbout) {
+  ParsedCommandLine idle = MustParse({"--autotune-log-file", "t.csv", "--autotune-cache", "c.json",
+                                      "--timeline-mark-cycles", "--timeline-all-ranks", "c"});
+  EXPECT_THAT(idle.warnings,
+              ElementsAre(HasSubstr("--autotune-log-file does nothing without --autotune"),
+                          HasSubstr("--autotune-cache does nothing without --autotune"),
+                          HasSubstr("--timeline-mark-cycles does nothing without "
+                                    "--timeline-filename"),
+                          HasSubstr("--timeline-all-ranks does nothing without "
+                                    "--timeline-filename")));
+  // With what they qualify, from a flag or the environment, nothing to say
+  EXPECT_THAT(MustParse({"--autotune", "--autotune-log-file", "t.csv", "--timeline-filename",
+                         "t.json", "--timeline-mark-cycles", "c"})
+                  .warnings,
+              ElementsAre());
+  EXPECT_THAT(MustParse({"--autotune-log-file", "t.csv", "--timeline-mark-cycles", "c"},
+                        {{"HOROVOD_AUTOTUNE", "1"}, {"HOROVOD_TIMELINE", "DYNAMIC"}})
+                  .warnings,
+              ElementsAre());
+}
+
 TEST(FlagsTest, CommandKeepsItsFlagsAndDoubleDash) {
   EXPECT_THAT(MustParse({"-np", "2", "python3", "-u", "train.py", "--lr", "0.1"}).spec.command,
               ElementsAre("python3", "-u", "train.py", "--lr", "0.1"));
