@@ -1,7 +1,9 @@
 #include "runtime/core/autotuner.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include "autotune/autotune_cache.h"
@@ -51,13 +53,23 @@ Autotuner::Autotuner(const RuntimeConfig& config, bool coordinator)
   if (options_.cache_fixed) o.fixed.set(size_t(autotune::Knob::kCacheEnabled));
   o.available = config.cache_capacity > 0 ? autotune::MakeKnobSet({autotune::Knob::kCacheEnabled})
                                           : autotune::KnobSet();
+  if (options_.fusion_threshold_fixed && options_.cycle_time_fixed &&
+      (options_.cache_fixed || config.cache_capacity == 0)) {
+    HVD_LOG_WARNING(
+        "autotune: nothing to tune: the fusion threshold, the cycle time and the response cache "
+        "are all set (HVD_FUSION_THRESHOLD, HVD_CYCLE_TIME, HVD_CACHE_CAPACITY or their flags); "
+        "HVD_AUTOTUNE_TUNE_SET_KNOBS=1 tunes set knobs too, starting from their values");
+  }
   o.warmup_samples = options_.warmup_samples;
   o.steps_per_sample = options_.steps_per_sample;
   o.bayes_opt_max_samples = options_.bayes_opt_max_samples;
   o.gaussian_process_noise = options_.gaussian_process_noise;
   if (!options_.log_path.empty()) {
     log_.open(options_.log_path, std::ios::out | std::ios::trunc);
-    if (!log_) HVD_LOG_WARNING("autotune: cannot write the log {}", options_.log_path);
+    if (!log_) {
+      HVD_LOG_WARNING("autotune: cannot write the log {}: {}; tuning goes on without it",
+                      options_.log_path, std::strerror(errno));
+    }
     o.log_sink = [this](const std::string& line) {
       if (log_) log_ << line << '\n' << std::flush;
     };
@@ -76,7 +88,7 @@ void Autotuner::CheckCache(bool* changed) {
   auto cached = autotune::LoadCachedParams(options_.cache_path, digest);
   if (!cached.ok()) {
     if (cached.status().code() != StatusCode::kNotFound) {
-      HVD_LOG_WARNING("autotune: {}", cached.status().message());
+      HVD_LOG_WARNING("autotune: {}; tuning from the start instead", cached.status().message());
     }
     return;
   }
@@ -93,7 +105,7 @@ void Autotuner::StoreBest() {
   for (const auto& [name, t] : tensors_) signature.AddTensor(name, t.first, t.second);
   Status s = autotune::StoreCachedParams(options_.cache_path, signature.Digest(),
                                          {manager_->best(), manager_->best_score()});
-  if (!s.ok()) HVD_LOG_WARNING("autotune: {}", s.message());
+  if (!s.ok()) HVD_LOG_WARNING("autotune: {}; the tuned result is not stored", s.message());
 }
 
 std::string Autotuner::Step(const std::vector<Response>& executed) {

@@ -76,3 +76,15 @@ def test_cached_result_is_reused_without_tuning(first_run):
         rows = list(csv.reader(f))
     assert rows == [HEADER]
     assert finals(proc) == finals(first)
+
+
+def test_autotune_says_when_it_has_nothing_to_tune_and_why_it_cannot_log(tmp_path):
+    proc = jobs.check(jobs.hvdrun(
+        2, ["--autotune", "--fusion-threshold-mb", "0", "--cycle-time-ms", "2",
+            "--cache-capacity", "0", "--autotune-log-file", str(tmp_path / "no" / "t.csv")],
+        ["--steps", "20", "--tensors", "4", "--bytes", "1K"], tmp_path))
+    assert "autotune: nothing to tune: the fusion threshold, the cycle time and the response " \
+           "cache are all set" in proc.stderr, proc.stderr
+    assert "HVD_AUTOTUNE_TUNE_SET_KNOBS=1" in proc.stderr, proc.stderr
+    assert re.search(r"autotune: cannot write the log \S+/no/t\.csv: No such file or directory; "
+                     r"tuning goes on without it", proc.stderr), proc.stderr
