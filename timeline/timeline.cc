@@ -153,6 +153,12 @@ Timeline::Row* Timeline::RowForLocked(const TimelineEvent& event, bool queue_row
   return &rows_.emplace(key, row).first->second;
 }
 
+Timeline::Row* Timeline::FindRowLocked(const TimelineEvent& event) {
+  const int rank_key = options_.all_ranks ? event.rank : -1;
+  auto it = rows_.find(std::tuple<int, std::string_view, bool>(rank_key, event.tensor, false));
+  return it == rows_.end() ? nullptr : &it->second;
+}
+
 void Timeline::Record(const TimelineEvent& event) {
   std::lock_guard<std::mutex> lock(mu_);
   if (collecting_) {
@@ -172,25 +178,30 @@ void Timeline::Record(const TimelineEvent& event) {
     if (options_.mark_cycles) EmitLocked('i', "CYCLE_START", Row{}, ts);
     return;
   }
-  Row* row = RowForLocked(event, event.type == EventType::kQueue);
+  // Only a span's B may create its row; the other events belong to a span already open here.
+  const bool opens = event.type == EventType::kQueue || event.type == EventType::kNegotiateStart ||
+                     event.type == EventType::kStart;
+  Row* row = opens ? RowForLocked(event, event.type == EventType::kQueue) : FindRowLocked(event);
   if (row == nullptr) return;
   switch (event.type) {
     case EventType::kQueue:
       EmitLocked('X', "QUEUE", *row, ts, {{"op", event.name}}, std::max<int64_t>(0, event.dur_us));
       break;
     case EventType::kNegotiateStart:
-      EmitLocked('B', "NEGOTIATE_" + event.name, *row, ts);
+      row->negotiate_open = EmitLocked('B', "NEGOTIATE_" + event.name, *row, ts);
       break;
     case EventType::kNegotiateRankReady:
-      EmitLocked('X', std::to_string(event.ready_rank), *row, ts);
+      if (row->negotiate_open) EmitLocked('X', std::to_string(event.ready_rank), *row, ts);
       break;
     case EventType::kNegotiateEnd:
-      EmitLocked('E', "", *row, ts);
+      if (row->negotiate_open) EmitLocked('E', "", *row, ts);
+      row->negotiate_open = false;
       break;
     case EventType::kStart:
-      EmitLocked('B', event.name, *row, ts);
+      row->op_open = EmitLocked('B', event.name, *row, ts);
       break;
     case EventType::kActivityStart:
+      if (!row->op_open) break;
       if (row->activity_open) EmitLocked('E', "", *row, ts);
       row->activity_open = EmitLocked('B', event.name, *row, ts);
       break;
@@ -201,6 +212,8 @@ void Timeline::Record(const TimelineEvent& event) {
     case EventType::kEnd: {
       if (row->activity_open) EmitLocked('E', "", *row, ts);
       row->activity_open = false;
+      if (!row->op_open) break;
+      row->op_open = false;
       std::vector<std::pair<std::string, TraceArg>> args = {{"dtype", event.dtype},
                                                             {"shape", event.shape}};
       if (event.bytes >= 0) args.emplace_back("bytes", event.bytes);

@@ -102,14 +102,22 @@ class Timeline {
   void Queue(std::string_view tensor, std::string_view op, int64_t enqueued_us);
 
  private:
+  // Rows are per file (Start clears them). The *_open flags say whether this file holds the
+  // B of the span in progress: an E, rank tick or activity of a span whose B was not written
+  // here (the timeline started or switched mid-span, or the B was dropped) is skipped, so a
+  // file never holds an E without its B.
   struct Row {
     int pid = 0;
     int tid = 0;
+    bool negotiate_open = false;
+    bool op_open = false;
     bool activity_open = false;
   };
 
   TimelineEvent LocalEvent(EventType type, std::string_view tensor, std::string_view name) const;
   Row* RowForLocked(const TimelineEvent& event, bool queue_row);
+  // The event's existing row, or null: no B of this tensor was written to this file.
+  Row* FindRowLocked(const TimelineEvent& event);
   bool EmitLocked(char phase, std::string name, const Row& row, int64_t ts,
                   std::vector<std::pair<std::string, TraceArg>> args = {}, int64_t dur = 0);
   bool EmitMetadataLocked(const char* name, int pid, int tid, TraceArg value);

@@ -147,6 +147,53 @@ TEST_F(TimelineTest, AFailedSwitchKeepsTheRunningFile) {
   ParseFile(Path("kept.json"));
 }
 
+// A timeline started (or switched) while a negotiation or an op was in flight used to begin
+// with an E (and rank ticks) whose B it never held: "1 unmatched end events" in the summary.
+TEST_F(TimelineTest, SpansInFlightAtStartOrSwitchLeaveNoOrphanEnd) {
+  // Given a negotiation of tensor a and an op of tensor b begun while the timeline is off
+  Timeline t(FakeClock());
+  ASSERT_TRUE(t.Start(Path("before.json")).ok());
+  t.Stop();
+  t.NegotiateStart("a", "ALLREDUCE");
+  t.NegotiateRankReady("a", 0);
+  t.Start("b", "ALLREDUCE");
+  t.ActivityStart("b", "MEMCPY_IN_FUSION_BUFFER");
+  // When the timeline starts and both finish, and tensor c's negotiation is cut by a switch
+  ASSERT_TRUE(t.Start(Path("first.json")).ok());
+  t.NegotiateRankReady("a", 1);
+  t.NegotiateEnd("a");
+  t.ActivityStart("b", "GLOO_ALLREDUCE");
+  t.ActivityEnd("b");
+  t.End("b", "float32", "[4]");
+  t.Start("a", "ALLREDUCE");
+  t.ActivityStart("a", "GLOO_ALLREDUCE");
+  t.End("a", "float32", "[4]");
+  t.NegotiateStart("c", "ALLREDUCE");
+  ASSERT_TRUE(t.Start(Path("second.json")).ok());
+  t.NegotiateRankReady("c", 1);
+  t.NegotiateEnd("c");
+  RecordAllreduce(t, "d");
+  t.Stop();
+  // Then the first file holds a's op span and c's cut negotiation, nothing of b and no E
+  // without its B
+  EXPECT_EQ(Names(ParseFile(Path("first.json"))),
+            (std::vector<std::string>{"M:process_name", "M:process_sort_index", "M:process_name",
+                                      "M:process_sort_index", "B:ALLREDUCE", "B:GLOO_ALLREDUCE",
+                                      "E:", "E:", "M:process_name", "M:process_sort_index",
+                                      "B:NEGOTIATE_ALLREDUCE", "M:hvd_dropped_events"}));
+  // And the second holds tensor d whole and nothing of c
+  const std::string second = ReadFile(Path("second.json"));
+  EXPECT_EQ(second.find("\"c\""), std::string::npos) << second;
+  for (const char* file : {"first.json", "second.json"}) {
+    Result<TimelineSummary> s = SummarizeFile(Path(file));
+    ASSERT_TRUE(s.ok()) << file;
+    EXPECT_EQ(s->unmatched_ends, 0) << file;
+  }
+  Result<TimelineSummary> s = SummarizeFile(Path("second.json"));
+  EXPECT_EQ(s->open_spans, 0);
+  EXPECT_EQ(s->by_op.at("ALLREDUCE").count, 1);
+}
+
 TEST_F(TimelineTest, AllRanksModePutsEachRankOnItsOwnRowWithClockOffsets) {
   // Given an all-ranks timeline whose rank 1 clock runs 500 µs ahead of rank 0's
   Timeline t([] { return kEpoch; });
