@@ -49,8 +49,6 @@ void Timeline::StartCollecting(const TimelineOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
   collecting_ = true;
   options_ = options;
-  collected_.clear();
-  collect_dropped_ = 0;
 }
 
 uint64_t Timeline::TakeCollected(std::vector<TimelineEvent>* out) {
@@ -71,8 +69,7 @@ void Timeline::Stop() {
   std::unique_ptr<TimelineWriter> writer;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    collecting_ = false;
-    collected_.clear();
+    collecting_ = false;  // what was collected stays for TakeCollected
     writer = std::move(writer_);
   }
   if (!writer) return;

@@ -67,7 +67,9 @@ class Timeline {
   // Writes to `path` (a running file is closed once it is open; when it cannot be opened, the
   // error is returned and a running file goes on).
   Status Start(const std::string& path, const TimelineOptions& options = {});
-  // Active without a file: events are kept for TakeCollected(). Stops a running file.
+  // Active without a file: events are kept for TakeCollected(). Stops a running file. Events
+  // collected before a Stop() (or an earlier StartCollecting) are kept until taken: an
+  // all-ranks rank ships them with its next shipment.
   void StartCollecting(const TimelineOptions& options = {});
   void Stop();
   bool active() const;

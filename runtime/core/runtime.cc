@@ -424,6 +424,7 @@ void Runtime::Loop() {
 
 void Runtime::StopIterations() {
   loop_stopped_ = true;
+  if (timeline_) timeline_->EndShipments();  // a stop_timeline waiting for one goes on
   cycle_controllers_.clear();  // the sets' controllers may go (sets_.Clear) once the loop ends
   cycle_version_ = kNoSnapshot;
 }
@@ -610,6 +611,7 @@ Status Runtime::ShipTimeline() {
     for (size_t r = 1; r < gathered.size(); ++r) {
       timeline_->ReceiveShipment(static_cast<int>(r), gathered[r]);
     }
+    timeline_->ShipmentRoundDone();
   }
   return Status::OK();
 }

@@ -18,8 +18,29 @@ RuntimeTimeline::RuntimeTimeline(int rank, bool all_ranks, int64_t clock_skew_us
               : [clock_skew_us] { return timeline::Timeline::SystemClockMicros() + clock_skew_us; },
           rank) {}
 
+RuntimeTimeline::~RuntimeTimeline() {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_.store(false, std::memory_order_relaxed);
+  timeline_.Stop();
+}
+
+void RuntimeTimeline::AwaitShipmentLocked() {
+  if (rank_ != 0 || !all_ranks_ || !timeline_.active()) return;
+  const uint64_t due = iterations_.load(std::memory_order_relaxed) + 2;
+  std::unique_lock<std::mutex> lock(ship_mu_);
+  const bool shipped = ship_cv_.wait_for(
+      lock, kShipmentWait, [&] { return shipments_ended_ || shipped_iteration_ >= due; });
+  if (!shipped) {
+    HVD_LOG_WARNING(
+        "timeline: no event shipment from the other ranks within {} s; the file closes without "
+        "their events since the last one",
+        kShipmentWait.count());
+  }
+}
+
 Status RuntimeTimeline::Start(const std::string& path, bool mark_cycles) {
   std::lock_guard<std::mutex> lock(mu_);
+  AwaitShipmentLocked();  // a running file gets the other ranks' events before the switch
   on_.store(false, std::memory_order_relaxed);
   timeline::TimelineOptions options;
   options.mark_cycles = mark_cycles;
@@ -40,14 +61,34 @@ Status RuntimeTimeline::Start(const std::string& path, bool mark_cycles) {
 
 void RuntimeTimeline::Stop() {
   std::lock_guard<std::mutex> lock(mu_);
-  on_.store(false, std::memory_order_relaxed);
+  draining_.store(true, std::memory_order_relaxed);
+  on_.store(false, std::memory_order_release);  // ReceiveShipment sees draining_ with it
+  AwaitShipmentLocked();
+  draining_.store(false, std::memory_order_relaxed);
   timeline_.Stop();
 }
 
 void RuntimeTimeline::MarkCycleStart() {
+  iterations_.fetch_add(1, std::memory_order_relaxed);
   if (rank_ == 0 && on() && mark_cycles_.load(std::memory_order_relaxed)) {
     timeline_.MarkCycleStart();
   }
+}
+
+void RuntimeTimeline::ShipmentRoundDone() {
+  {
+    std::lock_guard<std::mutex> lock(ship_mu_);
+    shipped_iteration_ = iterations_.load(std::memory_order_relaxed);
+  }
+  ship_cv_.notify_all();
+}
+
+void RuntimeTimeline::EndShipments() {
+  {
+    std::lock_guard<std::mutex> lock(ship_mu_);
+    shipments_ended_ = true;
+  }
+  ship_cv_.notify_all();
 }
 
 // A shipment is "<dropped events>\n<EncodeEvents array>".
@@ -60,7 +101,10 @@ std::string RuntimeTimeline::TakeShipment() {
 }
 
 void RuntimeTimeline::ReceiveShipment(int rank, std::string_view shipment) {
-  if (rank_ != 0 || shipment.empty() || !on()) return;
+  if (rank_ != 0 || shipment.empty()) return;
+  // Off: the events were recorded while rank 0 was not recording (before its start, after its
+  // stop), except while a Stop waits for exactly these.
+  if (!on_.load(std::memory_order_acquire) && !draining_.load(std::memory_order_relaxed)) return;
   const size_t newline = shipment.find('\n');
   uint64_t dropped = 0;
   if (newline == std::string_view::npos ||

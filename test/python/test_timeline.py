@@ -96,3 +96,67 @@ def test_dynamic_timeline_start_stop(tmp_path):
     assert "allreduce.grad.weight" in rows and "allreduce.after.stop" not in rows
     assert "CYCLE_START" in names
     assert "ALLREDUCE" in _summary(path)
+
+
+ALL_RANKS_WORKER = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import hvd.numpy as hvd
+    from hvd.basics import start_timeline, stop_timeline
+
+    hvd.init()
+    for i in range(int(sys.argv[2])):
+        start_timeline(f"{sys.argv[1]}/dyn_{i}.json")
+        for k in range(3):
+            hvd.allreduce(np.ones(4, np.float32), name=f"round{i}.t{k}")
+        stop_timeline()
+    hvd.shutdown()
+""")
+
+
+def _spans_by_rank(trace):
+    """{(rank, tensor): ["B:<name>" / "E:", in file order]} of the all-ranks rows."""
+    ranks = {e["pid"]: e["args"]["name"] for e in trace
+             if e.get("name") == "process_name" and e.get("pid", 0) > 0}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace
+               if e.get("name") == "thread_name"}
+    spans = {}
+    for e in trace:
+        if e.get("ph") in ("B", "E") and (e["pid"], e["tid"]) in threads:
+            spans.setdefault((ranks[e["pid"]], threads[e["pid"], e["tid"]]), []).append(
+                e["ph"] + ":" + e.get("name", ""))
+    return spans
+
+
+def test_dynamic_all_ranks_stop_keeps_the_other_ranks_events(tmp_path):
+    # Given 2 ranks in all-ranks mode that each start a timeline, run 3 allreduces and stop,
+    # three times over, with no pause before the stop
+    script = tmp_path / "all_ranks.py"
+    script.write_text(ALL_RANKS_WORKER)
+    rounds = 3
+    env = dict(os.environ, HVD_TIMELINE="DYNAMIC", HVD_TIMELINE_ALL_RANKS="1")
+    cmd = [HVDRUN, "-np", "2", sys.executable, str(script), str(tmp_path), str(rounds)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, f"{cmd} failed:\n{proc.stdout}\n{proc.stderr}"
+    for i in range(rounds):
+        path = tmp_path / f"dyn_{i}.json"
+        trace, _, _ = _load(path)
+        spans = _spans_by_rank(trace)
+        # Then each file holds rank 1's op spans of its round as well as rank 0's (rank 1's
+        # unshipped events used to be lost at the stop, with "dropped_events": 0), and no op of
+        # another round
+        for rank in ("rank 0", "rank 1"):
+            for k in range(3):
+                tensor = next((t for r, t in spans if r == rank and t.endswith(f"round{i}.t{k}")),
+                              None)
+                assert tensor is not None, f"{path}: no {rank} row for round{i}.t{k}: {spans}"
+                row = spans[rank, tensor]
+                depths = [sum(1 if p.startswith("B") else -1 for p in row[:n + 1])
+                          for n in range(len(row))]
+                assert "B:ALLREDUCE" in row and min(depths) >= 0 and depths[-1] == 0, \
+                    (path, rank, tensor, row)
+        assert all(f"round{i}." in t for (_, t), row in spans.items() if "B:ALLREDUCE" in row), \
+            (path, spans)
+        assert trace[-1]["args"]["dropped_events"] == 0
+        out = _summary(path)
+        assert "unmatched end events" not in out, out

@@ -301,6 +301,31 @@ TEST_F(TimelineTest, CollectingKeepsEventsForShippingAndQueueSpansGetTheirOwnRow
   EXPECT_EQ(trace.back()["args"]["dropped_events"], 1);
 }
 
+// hvd.stop_timeline on a rank other than 0 (all-ranks mode) used to discard what it had
+// collected since the last shipment, so rank 0's file lacked that rank's last ops, with no drop
+// counted.
+TEST_F(TimelineTest, CollectedEventsOutliveStopAndRestartUntilTaken) {
+  // Given rank 1 collecting, with an op and a drop not yet shipped
+  Timeline collector([] { return kEpoch; }, /*local_rank=*/1);
+  collector.StartCollecting({.all_ranks = true, .queue_capacity = 2});
+  collector.Start("grad.w", "ALLREDUCE");
+  collector.End("grad.w", "float32", "[4]", 16);
+  collector.End("grad.w", "float32", "[4]", 16);  // over capacity: dropped
+  // When it is stopped, records nothing more, and is started again
+  collector.Stop();
+  EXPECT_FALSE(collector.active());
+  collector.Start("grad.after_stop", "ALLREDUCE");
+  collector.StartCollecting({.all_ranks = true});
+  collector.Start("grad.v", "ALLREDUCE");
+  // Then the next shipment still holds the op and the drop, then what came after the restart
+  std::vector<TimelineEvent> events;
+  EXPECT_EQ(collector.TakeCollected(&events), 1u);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].tensor, "grad.w");
+  EXPECT_EQ(events[1].type, EventType::kEnd);
+  EXPECT_EQ(events[2].tensor, "grad.v");
+}
+
 TEST_F(TimelineTest, TinyQueueDropsEventsButFileStaysValid) {
   // Given a timeline whose writer queue holds one record
   Timeline t(FakeClock());
