@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
 namespace hvd::timeline {
@@ -45,7 +48,161 @@ std::string Errno(const std::string& what, const std::string& path) {
   return fmt::format("cannot {} timeline file '{}': {}", what, path, std::strerror(errno));
 }
 
+// Where the events of a JSON array that `text` starts (after whitespace) end: the end of each
+// complete element, counted, until the text ends or the array closes.
+struct ArrayScan {
+  bool array = false;    // the text starts with "["
+  bool closed = false;   // the array's "]" was reached
+  int64_t open_end = 0;  // just past the "["
+  int64_t complete_end = 0;
+  int64_t events = 0;
+};
+
+ArrayScan ScanArray(std::string_view text) {
+  ArrayScan scan;
+  size_t i = text.find_first_not_of(" \t\r\n");
+  if (i == std::string_view::npos || text[i] != '[') return scan;
+  scan.array = true;
+  scan.open_end = scan.complete_end = static_cast<int64_t>(i + 1);
+  int depth = 1;
+  bool in_string = false, escaped = false;
+  for (++i; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) {
+        scan.closed = true;
+        return scan;
+      }
+      if (depth == 1) {
+        scan.complete_end = static_cast<int64_t>(i + 1);
+        ++scan.events;
+      }
+    }
+  }
+  return scan;
+}
+
+// The parser's complaint about `text`, and whether it is that the text ended.
+std::string ParseError(std::string_view text, bool* at_end) {
+  try {
+    const nlohmann::json parsed = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    *at_end = e.byte > text.size();  // 1-based: one past the end when the text ran out
+    return e.what();
+  }
+  *at_end = false;
+  return {};
+}
+
 }  // namespace
+
+TimelineCheck CheckTimelineText(std::string_view text) {
+  TimelineCheck check;
+  check.size = static_cast<int64_t>(text.size());
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    check.shape = TimelineShape::kEmpty;
+    return check;
+  }
+  if (OldTailOf(check.size, [&](int64_t at) {
+        return static_cast<int>(static_cast<unsigned char>(text[static_cast<size_t>(at)]));
+      }) >= 0) {
+    check.shape = TimelineShape::kTornGrowth;
+    return check;
+  }
+  const nlohmann::json trace = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!trace.is_discarded()) {
+    if (trace.is_array() ||
+        (trace.is_object() && trace.contains("traceEvents") && trace["traceEvents"].is_array())) {
+      check.shape = TimelineShape::kComplete;
+    } else {
+      check.detail = trace.is_object()
+                         ? "a JSON object without a \"traceEvents\" array"
+                         : std::string("a JSON ") + trace.type_name() + ", not an array of events";
+    }
+    return check;
+  }
+  bool at_end = false;
+  const std::string error = ParseError(text, &at_end);
+  const ArrayScan scan = ScanArray(text);
+  // Damaged only at its end: the complete events, closed, parse.
+  const std::string kept =
+      std::string(text.substr(0, static_cast<size_t>(scan.complete_end))) + "\n]";
+  if (!scan.array || scan.closed || !at_end || !nlohmann::json::accept(kept)) {
+    check.detail = "not JSON (" + error + ")";
+    return check;
+  }
+  check.events = scan.events;
+  check.complete_end = scan.complete_end;
+  const std::string_view rest = text.substr(static_cast<size_t>(scan.complete_end));
+  const size_t comma = rest.find_first_not_of(" \t\r\n");
+  const bool unclosed = comma == std::string_view::npos ||
+                        (rest[comma] == ',' &&
+                         rest.find_first_not_of(" \t\r\n", comma + 1) == std::string_view::npos);
+  check.shape = unclosed ? TimelineShape::kUnclosed : TimelineShape::kTruncated;
+  return check;
+}
+
+bool Repairable(const TimelineCheck& check) {
+  return check.shape == TimelineShape::kTornGrowth || check.shape == TimelineShape::kUnclosed ||
+         check.shape == TimelineShape::kTruncated;
+}
+
+bool RepairTimelineText(const TimelineCheck& check, std::string* text) {
+  if (check.shape == TimelineShape::kTornGrowth) return RepairTornTimelineText(text);
+  if (!Repairable(check)) return false;
+  text->resize(static_cast<size_t>(check.complete_end));
+  text->append(kTail);
+  return true;
+}
+
+Result<std::string> ReadTimelineFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(fmt::format("'{}' is a directory, not a timeline file", path));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    const std::string message = fmt::format("cannot open '{}': {}", path, std::strerror(err));
+    return err == ENOENT ? Status::NotFound(message) : Status::IoError(message);
+  }
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) return Status::IoError(fmt::format("cannot read '{}'", path));
+  return text;
+}
+
+Result<TimelineCheck> RepairTimelineFile(const std::string& path) {
+  HVD_ASSIGN_OR_RETURN(const std::string text, ReadTimelineFile(path));
+  const TimelineCheck check = CheckTimelineText(text);
+  if (check.shape == TimelineShape::kTornGrowth) {
+    HVD_ASSIGN_OR_RETURN(bool repaired, RepairTornTimelineFile(path));
+    (void)repaired;  // the check just saw it torn
+    return check;
+  }
+  if (!Repairable(check)) return check;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  const bool ok = fd >= 0 && ::ftruncate(fd, check.complete_end) == 0 &&
+                  ::pwrite(fd, kTail.data(), kTail.size(), check.complete_end) ==
+                      static_cast<ssize_t>(kTail.size());
+  Status s = ok ? Status::OK() : Status::IoError(Errno("repair", path));
+  if (fd >= 0) ::close(fd);
+  if (!s.ok()) return s;
+  return check;
+}
 
 bool RepairTornTimelineText(std::string* text) {
   const int64_t old_tail = OldTailOf(static_cast<int64_t>(text->size()), [&](int64_t at) {

@@ -4,12 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <vector>
 
 #include "timeline/timeline_repair.h"
@@ -224,25 +220,34 @@ Result<TimelineSummary> Summarize(const nlohmann::json& trace) {
 }
 
 Result<TimelineSummary> SummarizeFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    const int err = errno;
-    const std::string message = fmt::format("cannot open '{}': {}", path, std::strerror(err));
-    return err == ENOENT ? Status::NotFound(message) : Status::IoError(message);
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
+  HVD_ASSIGN_OR_RETURN(std::string text, ReadTimelineFile(path));
   const bool torn = RepairTornTimelineText(&text);
-  nlohmann::json trace;
-  try {
-    trace = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return Status::InvalidArgument(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
+  nlohmann::json trace = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  TimelineCheck damage;
+  damage.shape = TimelineShape::kComplete;
+  if (trace.is_discarded()) {
+    damage = CheckTimelineText(text);
+    if (damage.shape == TimelineShape::kEmpty) {
+      return Status::InvalidArgument(
+          fmt::format("'{}' is empty ({} bytes): not a timeline", path, damage.size));
+    }
+    if (Repairable(damage) && damage.events == 0) {
+      return Status::InvalidArgument(
+          fmt::format("'{}' is not a timeline: it ends at byte {} before its first complete event",
+                      path, damage.size));
+    }
+    if (!RepairTimelineText(damage, &text)) {
+      return Status::InvalidArgument(
+          fmt::format("'{}' is not a timeline: {}", path, damage.detail));
+    }
+    trace = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   }
   Result<TimelineSummary> summary = Summarize(trace);
   if (!summary.ok()) return summary.status().WithContext("'" + path + "'");
   summary->torn_growth = torn;
+  summary->unclosed = damage.shape == TimelineShape::kUnclosed;
+  if (damage.shape == TimelineShape::kTruncated) summary->truncated_at = damage.size;
+  summary->kept_events = damage.events;
   return summary;
 }
 
@@ -279,6 +284,18 @@ std::string FormatSummary(const TimelineSummary& s) {
   if (s.unmatched_ends > 0 || s.open_spans > 0) {
     out += fmt::format("\n{} unmatched end events, {} spans never closed\n", s.unmatched_ends,
                        s.open_spans);
+  }
+  if (s.unclosed) {
+    out += fmt::format(
+        "\nthe array was never closed (Horovod's writer leaves it so); read its {} events: "
+        "`hvd-timeline repair FILE` closes it\n",
+        s.kept_events);
+  }
+  if (s.truncated_at >= 0) {
+    out += fmt::format(
+        "\nthe file is cut at byte {} inside an event; read the {} complete events before it: "
+        "`hvd-timeline repair FILE` drops the partial event and closes the array\n",
+        s.truncated_at, s.kept_events);
   }
   if (s.torn_growth) {
     out +=

@@ -55,11 +55,17 @@ struct TimelineSummary {
   int64_t open_spans = 0;      // B never closed (e.g. the job was killed)
   // The file was torn mid-growth (timeline_repair.h) and was read as repaired.
   bool torn_growth = false;
+  // The array was never closed (Horovod's writer leaves it so), or the file was cut inside an
+  // event (truncated_at = its size): read as repaired, i.e. its first kept_events events.
+  bool unclosed = false;
+  int64_t truncated_at = -1;
+  int64_t kept_events = 0;
 };
 
 Result<TimelineSummary> Summarize(const nlohmann::json& trace);
-// Errors name the file: kNotFound / kIoError when unreadable, kInvalidArgument when it is
-// not a JSON trace. A file a killed writer tore mid-growth is read as repaired (torn_growth).
+// Errors name the file: kNotFound / kIoError when unreadable, kInvalidArgument when it is a
+// directory, empty or not a JSON trace. A file a killed writer tore mid-growth, an array never
+// closed and a file cut inside an event are read as repaired (timeline_repair.h) and flagged.
 Result<TimelineSummary> SummarizeFile(const std::string& path);
 
 // Bytes per element for Horovod/torch/numpy dtype spellings ("float32", "HOROVOD_FLOAT32",

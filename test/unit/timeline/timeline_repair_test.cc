@@ -104,6 +104,115 @@ TEST_F(TimelineRepairTest, AMissingFileIsAnErrorNamingIt) {
       << repaired.status().message();
 }
 
+// A file cut at any byte (a copy, a full disk, Horovod's writer killed) keeps every event that
+// is whole: the check says how it ends, and a repair cuts the partial event and closes the
+// array. `repair` used to call all of these "not torn mid-growth" and leave them unreadable.
+TEST_F(TimelineRepairTest, AFileCutAtAnyByteIsRepairedToItsCompleteEvents) {
+  // Given a written file and the records it holds
+  const std::string valid = ReadFile(WrittenFile(6));
+  const nlohmann::json records = nlohmann::json::parse(valid);
+  const size_t closing = valid.rfind(']');
+  const size_t records_end = valid.find_last_not_of(" \n]") + 1;
+  std::vector<size_t> cuts;
+  for (size_t cut = 0; cut < records_end + 8; ++cut) cuts.push_back(cut);
+  for (size_t cut = closing - 2; cut <= valid.size(); ++cut) cuts.push_back(cut);
+  for (size_t cut : cuts) {
+    SCOPED_TRACE(cut);
+    // When it is cut at that byte and checked
+    std::string text = valid.substr(0, cut);
+    const TimelineCheck check = CheckTimelineText(text);
+    if (cut == 0) {
+      EXPECT_EQ(check.shape, TimelineShape::kEmpty);
+      continue;
+    }
+    if (cut > closing) {
+      EXPECT_EQ(check.shape, TimelineShape::kComplete);
+      continue;
+    }
+    // Then a cut between records (or in the trailing spaces) reads as an unclosed array, one
+    // inside a record as truncated; either way the repair holds the whole records before it
+    // (a '}' ends one unless another '}' follows: the last record nests its args)
+    const size_t last = text.find_last_not_of(" \n,");
+    const bool between = text[last] == '[' || (text[last] == '}' && valid[last + 1] != '}');
+    EXPECT_EQ(check.shape, between ? TimelineShape::kUnclosed : TimelineShape::kTruncated) << text;
+    ASSERT_TRUE(RepairTimelineText(check, &text));
+    const nlohmann::json repaired = nlohmann::json::parse(text, nullptr, false);
+    ASSERT_FALSE(repaired.is_discarded()) << text;
+    ASSERT_EQ(repaired.size(), static_cast<size_t>(check.events));
+    for (size_t i = 0; i < repaired.size(); ++i) EXPECT_EQ(repaired[i], records[i]);
+    if (cut == closing) {
+      EXPECT_EQ(repaired, records);
+    }
+  }
+}
+
+TEST_F(TimelineRepairTest, TheCheckNamesWhatIsNotATimeline) {
+  struct Case {
+    std::string text;
+    TimelineShape shape;
+    std::string detail;  // substring
+  };
+  const Case cases[] = {
+      {"", TimelineShape::kEmpty, ""},
+      {" \n\t", TimelineShape::kEmpty, ""},
+      {"\x8f\x01\xfe garbage", TimelineShape::kNotTimeline, "not JSON"},
+      {"{\"a\":1}", TimelineShape::kNotTimeline, "without a \"traceEvents\" array"},
+      {"42", TimelineShape::kNotTimeline, "a JSON number"},
+      {"{\"traceEvents\":[", TimelineShape::kNotTimeline, "not JSON"},
+      {"[\n{\"a\":1}]x", TimelineShape::kNotTimeline, "not JSON"},
+      {"[\n{\"a\":1}, garbage, {\"b\":", TimelineShape::kNotTimeline, "not JSON"},
+      {"[\n{\"a\":1},\n{\"b\":2},\n", TimelineShape::kUnclosed, ""},  // Horovod's form
+      {"[\n{\"a\":\"}]\\\"\"},\n{\"b\":", TimelineShape::kTruncated, ""},
+      {"{\"traceEvents\":[]}", TimelineShape::kComplete, ""},
+      {"[]", TimelineShape::kComplete, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    const TimelineCheck check = CheckTimelineText(c.text);
+    EXPECT_EQ(check.shape, c.shape);
+    EXPECT_NE(check.detail.find(c.detail), std::string::npos) << check.detail;
+    std::string text = c.text;
+    EXPECT_EQ(RepairTimelineText(check, &text), Repairable(check));
+    if (!Repairable(check)) {
+      EXPECT_EQ(text, c.text);
+    }
+  }
+  EXPECT_EQ(CheckTimelineText("[\n{\"a\":\"}]\\\"\"},\n{\"b\":").events, 1);
+}
+
+TEST_F(TimelineRepairTest, TheToolSaysWhatAFileIsAndFailsWhenItIsNoTimeline) {
+  struct Case {
+    std::string content;
+    int code;
+    std::string message;  // substring of stdout (code 0) or stderr
+    std::string after;    // the file afterwards; "" = as it was
+  };
+  const Case cases[] = {
+      {"\x8f\x01\xfe garbage", kToolFileError, "not a timeline: not JSON", ""},
+      {"", kToolFileError, "empty (0 bytes)", ""},
+      {"{\"a\":1}", kToolFileError, "not a timeline: a JSON object without", ""},
+      {"[\n{\"a\":1},\n{\"b\":", kToolOk, "truncated at byte 16 inside an event",
+       "[\n{\"a\":1}\n]\n"},
+      {"[\n{\"a\":1},\n", kToolOk, "never closed", "[\n{\"a\":1}\n]\n"},
+      {"[\n{\"a\":1}\n]\n", kToolOk, "a complete timeline; nothing to repair", ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.content);
+    // Given a file, when the tool repairs it
+    const std::string path = Path("damaged.json");
+    WriteFile(path, c.content);
+    std::ostringstream out, err;
+    const int code = RunTimelineTool({"repair", path}, out, err);
+    // Then it names what the file is, fails unless it is (or now is) a timeline, and writes
+    // only a repairable one
+    EXPECT_EQ(code, c.code);
+    EXPECT_NE((code == kToolOk ? out : err).str().find(c.message), std::string::npos)
+        << out.str() << err.str();
+    EXPECT_EQ(out.str().find("not torn mid-growth"), std::string::npos);
+    EXPECT_EQ(ReadFile(path), c.after.empty() ? c.content : c.after);
+  }
+}
+
 TEST_F(TimelineRepairTest, TheToolSummarisesATornFileAndRepairsIt) {
   // Given a torn file
   const std::string path = WrittenFile(4);
@@ -128,7 +237,7 @@ TEST_F(TimelineRepairTest, TheToolSummarisesATornFileAndRepairsIt) {
   EXPECT_NE(err4.str().find("absent.json"), std::string::npos) << err4.str();
   std::ostringstream out5, err5;
   EXPECT_EQ(RunTimelineTool({"repair"}, out5, err5), kToolUsageError);
-  EXPECT_NE(err5.str().find("'repair' takes exactly one FILE"), std::string::npos);
+  EXPECT_NE(err5.str().find("FILE is required"), std::string::npos) << err5.str();
 }
 
 }  // namespace

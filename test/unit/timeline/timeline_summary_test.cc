@@ -131,7 +131,10 @@ TEST_F(TimelineSummaryTest, FileErrorsNameTheFile) {
   };
   const Case cases[] = {
       {"missing.json", nullptr, StatusCode::kNotFound, "cannot open"},
-      {"truncated.json", "[{\"ph\":\"B\"", StatusCode::kInvalidArgument, "is not valid JSON"},
+      {"truncated.json", "[{\"ph\":\"B\"", StatusCode::kInvalidArgument,
+       "before its first complete event"},
+      {"garbage.json", "\x8f\x01 x", StatusCode::kInvalidArgument, "is not a timeline: not JSON"},
+      {"empty.json", "", StatusCode::kInvalidArgument, "is empty (0 bytes)"},
       {"object.json", "{\"a\":1}", StatusCode::kInvalidArgument, "not a trace"},
   };
   for (const Case& c : cases) {

@@ -16,7 +16,14 @@ class TimelineToolTest : public testing::TempDirTest {};
 
 TEST_F(TimelineToolTest, ExitCodesAndMessages) {
   testing::WriteFile(Path("good.json"), testing::kHandTrace);
-  testing::WriteFile(Path("bad.json"), "[{\"ph\":");
+  testing::WriteFile(Path("bad.json"), "[{\"ph\" 1");
+  testing::WriteFile(Path("empty.json"), "");
+  testing::WriteFile(Path("horovod.json"),
+                     "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":"
+                     "\"grad.a\"}},\n{\"ph\":\"B\",\"name\":\"ALLREDUCE\",\"ts\":0,\"pid\":1},\n"
+                     "{\"ph\":\"E\",\"ts\":5,\"pid\":1},\n");
+  const std::string hand = testing::kHandTrace;
+  testing::WriteFile(Path("cut.json"), hand.substr(0, hand.size() / 2));
   struct Case {
     std::vector<std::string> args;
     int code;
@@ -25,10 +32,17 @@ TEST_F(TimelineToolTest, ExitCodesAndMessages) {
   };
   const Case cases[] = {
       {{"summary", Path("good.json")}, kToolOk, "grad.a (ALLREDUCE)", ""},
-      {{"--help"}, kToolOk, "usage: hvd-timeline summary FILE", ""},
-      {{}, kToolUsageError, "", "usage:"},
+      {{"--help"}, kToolOk, "Usage: hvd-timeline [OPTIONS] SUBCOMMAND", ""},
+      {{"help"}, kToolOk, "repair", ""},
+      {{}, kToolUsageError, "", "A subcommand is required"},
       {{"sumary", "x"}, kToolUsageError, "", "unknown command 'sumary'"},
-      {{"summary"}, kToolUsageError, "", "takes exactly one FILE"},
+      {{"summary"}, kToolUsageError, "", "FILE is required"},
+      {{"summary", "a", "b"}, kToolUsageError, "", "not expected: b"},
+      // A subcommand's --help is its help (it used to be taken for a FILE: "cannot open")
+      {{"summary", "--help"}, kToolOk, "Usage: hvd-timeline summary [OPTIONS] FILE", ""},
+      {{"repair", "-h"}, kToolOk, "Usage: hvd-timeline repair [OPTIONS] FILE", ""},
+      // A directory is named as one (it used to be "not valid JSON ... end of input")
+      {{"summary", dir_.string()}, kToolFileError, "", "is a directory"},
       {{"summary", Path("nope.json")},
        kToolFileError,
        "",
@@ -36,7 +50,12 @@ TEST_F(TimelineToolTest, ExitCodesAndMessages) {
       {{"summary", Path("bad.json")},
        kToolFileError,
        "",
-       "'" + Path("bad.json") + "' is not valid JSON"},
+       "'" + Path("bad.json") + "' is not a timeline: not JSON"},
+      {{"summary", Path("empty.json")}, kToolFileError, "", "is empty (0 bytes)"},
+      // Horovod's form (each event followed by ",", the array never closed) is read, as
+      // Chrome's trace viewer does (it used to be refused), and the summary says so
+      {{"summary", Path("horovod.json")}, kToolOk, "never closed", ""},
+      {{"summary", Path("cut.json")}, kToolOk, "cut at byte", ""},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::PrintToString(c.args));
@@ -63,7 +82,8 @@ TEST_F(TimelineToolTest, RealBinaryReportsErrorsWithExitCode) {
   const Case cases[] = {
       {"summary " + Path("good.json"), 0, "BROADCAST"},
       {"summary " + Path("missing.json"), 1, Path("missing.json")},
-      {"frobnicate", 2, "usage:"},
+      {"frobnicate", 2, "unknown command 'frobnicate'"},
+      {"summary --help", 0, "Usage: hvd-timeline summary [OPTIONS] FILE"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args);
