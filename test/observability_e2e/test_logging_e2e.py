@@ -25,7 +25,8 @@ def test_debug_shows_the_set_up_and_each_negotiation(tmp_path, level):
     assert re.search(r"rank 0 of 2 \(local 0 of 2, cross 0 of 1, homogeneous\): global set on "
                      r"SHM; fusion threshold \d+ bytes, cycle time [\d.]+ ms", debug), proc.stderr
     assert re.search(r"process set 0: negotiated allreduce of \d+ tensors? \[", debug), debug
-    assert "negotiated a shutdown (asked by members [0, 1])" in debug, debug
+    # by both ranks, or by the first to get there
+    assert re.search(r"negotiated a shutdown \(asked by members \[(0, 1|0|1)\]\)", debug), debug
     trace = rank0_lines(proc, "trace")
     if level == "TRACE":
         # The 19 steps after the first are cache hits, logged per cycle only at TRACE
