@@ -52,11 +52,54 @@ bool IsForwardedToRemoteHosts(const std::string& name) {
   return false;
 }
 
+bool DescribesThisMachineOrSession(const std::string& name) {
+  // Horovod's exclusions (BASH_FUNC_*, OLDPWD, its secret) and what names this machine, this
+  // login (HOME, USER: the SSH user may be another) or this terminal: the remote login has its
+  // own. (The working directory travels apart; SLURM_*/OMPI_*/PMI* describe hvdrun's own
+  // place in an allocation or MPI job.)
+  static constexpr std::string_view kNames[] = {"HVD_SECRET_FD",
+                                                "HOME",
+                                                "USER",
+                                                "LOGNAME",
+                                                "SHELL",
+                                                "HOSTNAME",
+                                                "HOST",
+                                                "PWD",
+                                                "OLDPWD",
+                                                "SHLVL",
+                                                "_",
+                                                "DISPLAY",
+                                                "XAUTHORITY",
+                                                "SSH_AUTH_SOCK",
+                                                "SSH_AGENT_PID",
+                                                "SSH_CONNECTION",
+                                                "SSH_CLIENT",
+                                                "SSH_TTY",
+                                                "TMUX",
+                                                "TMUX_PANE",
+                                                "STY",
+                                                "WINDOWID",
+                                                "MAIL",
+                                                "XDG_RUNTIME_DIR",
+                                                "XDG_SESSION_ID",
+                                                "DBUS_SESSION_BUS_ADDRESS",
+                                                "KRB5CCNAME"};
+  static constexpr std::string_view kPrefixes[] = {"BASH_FUNC_", "SLURM_", "OMPI_",
+                                                   "PMIX_",      "PMI_",   "SUDO_"};
+  for (std::string_view n : kNames) {
+    if (name == n) return true;
+  }
+  for (std::string_view prefix : kPrefixes) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
 EnvMap BuildRemoteWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
                             const discovery::RankInfo& rank, const JobEnvContext& job) {
   EnvMap forwarded;
   for (const auto& [name, value] : launcher_env) {
-    if (IsForwardedToRemoteHosts(name)) forwarded[name] = value;
+    if (!DescribesThisMachineOrSession(name)) forwarded[name] = value;
   }
   EnvMap env = BuildWorkerEnv(forwarded, worker_env, rank, job);
   env.erase("HVD_SECRET_FD");

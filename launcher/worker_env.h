@@ -42,13 +42,18 @@ EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
                       const discovery::RankInfo& rank, const JobEnvContext& job);
 
 // What is sent for a rank on another host, where it is merged over the remote login
-// environment: `worker_env` and RankVariables (as BuildWorkerEnv) plus only the variables of
-// `launcher_env` a job is configured by: HVD_*, HOROVOD_*, NCCL_*, PYTHON*. hvdrun's
-// HVD_SECRET_FD is dropped (the agent makes its own from the key it is sent).
+// environment: `worker_env` and RankVariables (as BuildWorkerEnv) plus hvdrun's whole
+// environment, as horovodrun exports it (OMP_NUM_THREADS, PATH, a conda env's variables, the
+// user's own), but for what describes this machine or session (DescribesThisMachineOrSession).
+// hvdrun's HVD_SECRET_FD is dropped (the agent makes its own from the key it is sent).
 EnvMap BuildRemoteWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
                             const discovery::RankInfo& rank, const JobEnvContext& job);
 
-// True for the launcher variables BuildRemoteWorkerEnv forwards.
+// HOSTNAME, PWD, SSH_*, DISPLAY, SLURM_*, BASH_FUNC_*, ...: not sent to other hosts.
+bool DescribesThisMachineOrSession(const std::string& name);
+
+// The variables of a job's own configuration (HVD_*, HOROVOD_*, NCCL_*, PYTHON*), which
+// `hvdrun --mpi` passes to mpirun with -x.
 bool IsForwardedToRemoteHosts(const std::string& name);
 
 }  // namespace hvd::launcher

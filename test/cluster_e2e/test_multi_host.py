@@ -67,6 +67,20 @@ def test_four_ranks_on_two_hosts_print_prefixed_lines_from_the_right_hosts():
         assert lines[rank] == "[%d]<stdout>:%d %s 10.77.0.1" % (rank, rank, ADDRS[host]), out
 
 
+def test_remote_ranks_get_hvdruns_environment_as_horovodrun_exports_it():
+    # A variable of the user's and OMP_NUM_THREADS reach the remote rank as the local one; what
+    # names this machine (HOSTNAME) and HOME (the SSH user's own login sets it) do not.
+    env = dict(os.environ, MY_DATA_DIR="/data/x y", OMP_NUM_THREADS="3", HOSTNAME="launcher-box")
+    result = run(SSH + ["-np", "2", "-H", "localhost:1,hvd-h1:1", "sh", "-c",
+                        "echo \"$HVD_RANK [$MY_DATA_DIR] $OMP_NUM_THREADS $HOSTNAME\""],
+                 timeout=60, env=env)
+    assert result.returncode == 0, result.stderr.decode()
+    lines = sorted(result.stdout.decode().splitlines())
+    assert lines[0] == "[0]<stdout>:0 [/data/x y] 3 launcher-box", lines
+    assert lines[1].startswith("[1]<stdout>:1 [/data/x y] 3 "), lines
+    assert not lines[1].endswith("launcher-box"), lines
+
+
 def test_remote_failure_propagates_its_code_and_leaves_nothing_anywhere():
     marker = unique_marker()
     script = ('if [ "$HVD_RANK" = 3 ]; then echo bad >&2; exit 3; fi; '

@@ -22,7 +22,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(RemoteWorkerEnvTest, ForwardsOnlyTheAllowListAndNeverTheSecretFd) {
+TEST(RemoteWorkerEnvTest, ForwardsTheEnvironmentAsHorovodDoesButNotThisMachinesOrTheSecretFd) {
   discovery::RankInfo rank;
   rank.rank = 1;
   rank.host = "h2";
@@ -30,14 +30,30 @@ TEST(RemoteWorkerEnvTest, ForwardsOnlyTheAllowListAndNeverTheSecretFd) {
   job.size = 2;
   job.rendezvous_addr = "10.0.0.1";
   job.secret_fd = "5";
-  EnvMap launcher = {{"HOME", "/root"},          {"PATH", "/bin"},       {"HVD_TIMELINE", "t.json"},
-                     {"HOROVOD_LOG_LEVEL", "x"}, {"NCCL_DEBUG", "INFO"}, {"PYTHONPATH", "/p"},
-                     {"SSH_AUTH_SOCK", "/s"},    {"HVD_SECRET_FD", "9"}};
+  EnvMap launcher = {{"HOME", "/root"},
+                     {"PATH", "/bin"},
+                     {"HVD_TIMELINE", "t.json"},
+                     {"HOROVOD_LOG_LEVEL", "x"},
+                     {"NCCL_DEBUG", "INFO"},
+                     {"PYTHONPATH", "/p"},
+                     {"OMP_NUM_THREADS", "4"},
+                     {"MY_DATA_DIR", "/data"},
+                     {"SSH_AUTH_SOCK", "/s"},
+                     {"HOSTNAME", "h1"},
+                     {"PWD", "/here"},
+                     {"SLURM_PROCID", "0"},
+                     {"BASH_FUNC_f%%", "() { :; }"},
+                     {"HVD_SECRET_FD", "9"}};
   EnvMap env = BuildRemoteWorkerEnv(launcher, {{"HVD_CYCLE_TIME", "2"}}, rank, job);
-  EXPECT_EQ(env.count("HOME"), 0u);
-  EXPECT_EQ(env.count("PATH"), 0u);
-  EXPECT_EQ(env.count("SSH_AUTH_SOCK"), 0u);
-  EXPECT_EQ(env.count("HVD_SECRET_FD"), 0u);
+  // what the user set up here, as horovodrun exports it
+  EXPECT_EQ(env["PATH"], "/bin");
+  EXPECT_EQ(env["OMP_NUM_THREADS"], "4");
+  EXPECT_EQ(env["MY_DATA_DIR"], "/data");
+  // not what names this machine or session
+  for (const char* name : {"HOME", "SSH_AUTH_SOCK", "HOSTNAME", "PWD", "SLURM_PROCID",
+                           "BASH_FUNC_f%%", "HVD_SECRET_FD"}) {
+    EXPECT_EQ(env.count(name), 0u) << name;
+  }
   EXPECT_EQ(env["HVD_TIMELINE"], "t.json");
   EXPECT_EQ(env["HOROVOD_LOG_LEVEL"], "x");
   EXPECT_EQ(env["NCCL_DEBUG"], "INFO");
