@@ -5,11 +5,16 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "agent/agent.h"
+#include "common/deadline_socket.h"
 #include "common/env_registry.h"
+#include "launcher/network_interface.h"
 #include "launcher/remote_agent_path.h"
 
 namespace {
@@ -19,6 +24,39 @@ void SetNonBlocking(int fd) {
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
+// hvdrun --check's remote half: can this host reach hvdrun's address at `port`, and has it
+// the interface (--network-interface) the ranks would bind? Prints one line per answer;
+// exits 0 when every answer is yes.
+int Probe(const std::string& address, const std::string& port, const std::string& iface) {
+  bool ok = true;
+  if (!iface.empty()) {
+    auto found = hvd::launcher::FindInterface(iface);
+    if (found.ok()) {
+      std::printf("interface %s %s\n", found->name.c_str(), found->address.c_str());
+    } else {
+      std::printf("interface error: %s\n", found.status().message().c_str());
+      ok = false;
+    }
+  }
+  int number = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
+  if (ec != std::errc() || end != port.data() + port.size() || number <= 0 || number > 65535) {
+    std::printf("reach error: bad port '%s'\n", port.c_str());
+    return 1;
+  }
+  auto connected = hvd::control::DeadlineSocket::Connect(
+      address, static_cast<uint16_t>(number),
+      hvd::control::DeadlineSocket::Clock::now() + std::chrono::seconds(3));
+  if (connected.ok()) {
+    std::printf("reach ok %s:%d\n", address.c_str(), number);
+  } else {
+    std::printf("reach error: %s\n", connected.status().message().c_str());
+    ok = false;
+  }
+  std::fflush(stdout);
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -26,9 +64,13 @@ int main(int argc, char** argv) {
     std::printf("%s\n", hvd::launcher::AgentVersionLine().c_str());
     return 0;
   }
+  if ((argc == 4 || argc == 5) && std::strcmp(argv[1], "--probe") == 0) {
+    return Probe(argv[2], argv[3], argc == 5 ? argv[4] : "");
+  }
   if (argc > 1) {
     std::fprintf(stderr,
-                 "usage: %s [--version]\n  Started by hvdrun over SSH or srun; speaks "
+                 "usage: %s [--version | --probe ADDRESS PORT [INTERFACE]]\n  Started by hvdrun "
+                 "over SSH or srun; speaks "
                  "launcher/agent_protocol.h on stdin and stdout. Not meant to be run by hand.\n",
                  argv[0]);
     return 2;

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "launcher/exit_codes.h"
@@ -61,22 +63,57 @@ Result<std::string> RunRemote(SshSession& session, const std::string& command,
   return out;
 }
 
-std::string PortCheck(const std::string& address) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+// Listens on a free port of `address`, as the rendezvous server would; the remote hosts'
+// probes connect to it (the kernel completes their connections from the backlog) while it
+// stays open. *port is 0 when listening failed.
+std::string PortCheck(const std::string& address, int* fd, int* port) {
+  *port = 0;
+  *fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr = {};
   addr.sin_family = AF_INET;
   inet_pton(AF_INET, address.c_str(), &addr.sin_addr);
   socklen_t len = sizeof(addr);
-  bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-            ::listen(fd, 1) == 0 &&
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  if (fd >= 0) ::close(fd);
+  bool ok = *fd >= 0 && ::bind(*fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+            ::listen(*fd, 128) == 0 &&
+            ::getsockname(*fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   if (!ok) return "error: cannot listen on " + address;
-  return "ok (" + std::to_string(ntohs(addr.sin_port)) + ")";
+  *port = ntohs(addr.sin_port);
+  return "ok (" + std::to_string(*port) + ")";
 }
 
-void CheckRemote(const SshOptions& ssh, const std::string& agent_path, Clock::time_point deadline,
-                 HostCheck& check) {
+// On the remote host: `hvd-agent --probe ADDRESS PORT [INTERFACE]` (agent_main.cc).
+void ProbeFromRemote(SshSession& session, const std::string& agent_path, const std::string& address,
+                     int port, const std::string& iface, Clock::time_point deadline,
+                     HostCheck& check) {
+  if (port == 0) {
+    check.reach = "-";
+    return;
+  }
+  std::string command =
+      ShellQuote(agent_path) + " --probe " + ShellQuote(address) + " " + std::to_string(port);
+  if (!iface.empty()) command += " " + ShellQuote(iface);
+  // Its answers are on stdout, also when it exits 1; only a failure to run it has none.
+  Result<std::string> out = RunRemote(session, command + "; exit 0", deadline);
+  if (!out.ok()) {
+    check.reach = "error: " + out.status().message();
+    return;
+  }
+  check.reach = "error: no answer from '" + command + "'";
+  std::istringstream lines(*out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("interface ", 0) == 0 && check.interface.rfind("error", 0) != 0) {
+      std::string answer = line.substr(10);
+      check.interface = answer + " (on " + check.host + ")";
+    } else if (line.rfind("reach ", 0) == 0) {
+      std::string answer = line.substr(6);
+      check.reach = answer.rfind("ok", 0) == 0 ? "ok" : answer + " (from " + check.host + ")";
+    }
+  }
+}
+
+void CheckRemote(const SshOptions& ssh, const std::string& agent_path, const std::string& address,
+                 int port, const std::string& iface, Clock::time_point deadline, HostCheck& check) {
   auto start = Clock::now();
   Result<std::unique_ptr<SshSession>> session = SshSession::Connect({check.host, ssh}, deadline);
   if (!session.ok()) {
@@ -95,7 +132,9 @@ void CheckRemote(const SshOptions& ssh, const std::string& agent_path, Clock::ti
   check.agent = Trim(*version);
   if (check.agent != AgentVersionLine()) {
     check.agent = "error: " + check.agent + " differs from " + AgentVersionLine();
+    return;
   }
+  ProbeFromRemote(**session, agent_path, address, port, iface, deadline, check);
 }
 
 }  // namespace
@@ -105,7 +144,7 @@ std::vector<HostCheck> RunPreflight(const LaunchSpec& spec, const env::Environme
   std::vector<HostCheck> checks;
   for (const discovery::RankInfo& rank : plan.ranks) {
     if (!checks.empty() && checks.back().host == rank.host) continue;
-    checks.push_back({rank.host, plan.IsRemote(rank.host), "local", "", "", "", false});
+    checks.push_back({rank.host, plan.IsRemote(rank.host), "local", "", "", "", "local", false});
   }
   Result<std::string> agent = LocalAgentPath();
   std::string address = "127.0.0.1";
@@ -116,7 +155,10 @@ std::vector<HostCheck> RunPreflight(const LaunchSpec& spec, const env::Environme
                              : "error: " + network.status().message();
     if (network.ok()) address = network->interface.address;
   }
-  std::string port = PortCheck(address);
+  int listener = -1;
+  int port_number = 0;
+  std::string port = PortCheck(address, &listener, &port_number);
+  const std::string iface = spec.network_interfaces.empty() ? "" : spec.network_interfaces[0];
   auto deadline =
       Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(spec.start_timeout_s * 1000));
   SshOptions ssh = SshOptionsFor(spec, env);
@@ -129,14 +171,18 @@ std::vector<HostCheck> RunPreflight(const LaunchSpec& spec, const env::Environme
     } else if (!check.remote) {
       check.agent = AgentVersionLine();
     } else {
-      threads.emplace_back([&, path = *agent] { CheckRemote(ssh, path, deadline, check); });
+      check.reach = "-";
+      threads.emplace_back([&, path = *agent] {
+        CheckRemote(ssh, path, address, port_number, iface, deadline, check);
+      });
     }
   }
   for (std::thread& thread : threads) thread.join();
+  if (listener >= 0) ::close(listener);
   for (HostCheck& check : checks) {
     check.ok = check.ssh.rfind("error", 0) != 0 && check.agent.rfind("error", 0) != 0 &&
                check.agent != "-" && check.interface.rfind("error", 0) != 0 &&
-               check.port.rfind("error", 0) != 0;
+               check.port.rfind("error", 0) != 0 && check.reach.rfind("error", 0) != 0;
   }
   return checks;
 }
@@ -148,11 +194,13 @@ std::string FormatPreflight(const std::vector<HostCheck>& checks) {
     return text.size() < w ? text + std::string(w - text.size(), ' ') : text + " ";
   };
   std::string text = pad("host", width) + pad("ssh", 20) + pad("hvd-agent", 32) +
-                     pad("interface", 22) + pad("port", 14) + "status\n";
+                     pad("interface", 22) + pad("port", 14) + pad("reaches hvdrun", 16) +
+                     "status\n";
   std::vector<std::string> failing;
   for (const HostCheck& check : checks) {
     text += pad(check.host, width) + pad(check.ssh, 20) + pad(check.agent, 32) +
-            pad(check.interface, 22) + pad(check.port, 14) + (check.ok ? "OK" : "FAILED") + "\n";
+            pad(check.interface, 22) + pad(check.port, 14) + pad(check.reach, 16) +
+            (check.ok ? "OK" : "FAILED") + "\n";
     if (!check.ok) failing.push_back(check.host);
   }
   if (failing.empty()) return text + "all " + std::to_string(checks.size()) + " hosts OK\n";

@@ -18,6 +18,9 @@ struct HostCheck {
   std::string agent;      // the agent's --version line, or the error
   std::string interface;  // "hvd-br0 10.77.0.1"
   std::string port;       // "ok (45123)" or the error
+  // A remote host: its connection to hvdrun's address at that port ("ok" or the error: what
+  // every rank there needs for the rendezvous); "local" here.
+  std::string reach;
   bool ok = false;
 };
 

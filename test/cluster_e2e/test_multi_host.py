@@ -5,6 +5,7 @@ are few and every wait is bounded.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -160,6 +161,24 @@ def test_check_prints_a_table_and_names_the_failing_host():
               timeout=30)
     assert bad.returncode == 69
     assert "FAILED: 10.77.0.99" in bad.stdout.decode(), bad.stdout.decode()
+    # The remote half: each host checks the interface the ranks would bind there and that it
+    # reaches hvdrun's address. hvd-br0 exists only on this machine (the job would fail on
+    # every rank: "HVD_GLOO_IFACE 'hvd-br0': no such interface"); through eth0 (this
+    # machine's own uplink, not the cluster's bridge) the hosts cannot reach hvdrun.
+    iface = run(SSH + ["--check", "-H", "hvd-h1:1,hvd-h2:1", "--network-interface", "hvd-br0"],
+                timeout=30)
+    out = iface.stdout.decode()
+    assert iface.returncode == 69, out
+    assert "error: network interface 'hvd-br0' does not exist here" in out and \
+        "(on hvd-h1)" in out and "(on hvd-h2)" in out, out
+    assert "FAILED: hvd-h1, hvd-h2" in out, out
+    if any(line.split(":")[0].strip() == "eth0" for line in open("/proc/net/dev")):
+        unreachable = run(SSH + ["--check", "-H", "localhost:1,hvd-h1:1", "--network-interface",
+                                 "eth0"], timeout=30)
+        out = unreachable.stdout.decode()
+        assert unreachable.returncode == 69, out
+        assert re.search(r"hvd-h1 .* error: connecting to \S+ (failed|timed out).* \(from hvd-h1\) +FAILED",
+                         out), out
 
 
 def test_dry_run_shows_the_remote_command_without_secrets():
