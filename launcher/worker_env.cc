@@ -55,8 +55,8 @@ bool IsForwardedToRemoteHosts(const std::string& name) {
 bool DescribesThisMachineOrSession(const std::string& name) {
   // Horovod's exclusions (BASH_FUNC_*, OLDPWD, its secret) and what names this machine, this
   // login (HOME, USER: the SSH user may be another) or this terminal: the remote login has its
-  // own. (The working directory travels apart; SLURM_*/OMPI_*/PMI* describe hvdrun's own
-  // place in an allocation or MPI job.)
+  // own. (The working directory travels apart; SLURM_*/SLURMD_*/OMPI_*/PMI* describe hvdrun's
+  // own place in an allocation or MPI job.)
   static constexpr std::string_view kNames[] = {"HVD_SECRET_FD",
                                                 "HOME",
                                                 "USER",
@@ -84,8 +84,9 @@ bool DescribesThisMachineOrSession(const std::string& name) {
                                                 "XDG_SESSION_ID",
                                                 "DBUS_SESSION_BUS_ADDRESS",
                                                 "KRB5CCNAME"};
-  static constexpr std::string_view kPrefixes[] = {"BASH_FUNC_", "SLURM_", "OMPI_",
-                                                   "PMIX_",      "PMI_",   "SUDO_"};
+  // SLURMD_NODENAME and the batch systems' own (PBS_, LSB_) describe the node hvdrun runs on.
+  static constexpr std::string_view kPrefixes[] = {
+      "BASH_FUNC_", "SLURM_", "SLURMD_", "PBS_", "LSB_", "OMPI_", "PMIX_", "PMI_", "SUDO_"};
   for (std::string_view n : kNames) {
     if (name == n) return true;
   }

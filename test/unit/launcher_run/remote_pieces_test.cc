@@ -30,19 +30,13 @@ TEST(RemoteWorkerEnvTest, ForwardsTheEnvironmentAsHorovodDoesButNotThisMachinesO
   job.size = 2;
   job.rendezvous_addr = "10.0.0.1";
   job.secret_fd = "5";
-  EnvMap launcher = {{"HOME", "/root"},
-                     {"PATH", "/bin"},
-                     {"HVD_TIMELINE", "t.json"},
-                     {"HOROVOD_LOG_LEVEL", "x"},
-                     {"NCCL_DEBUG", "INFO"},
-                     {"PYTHONPATH", "/p"},
-                     {"OMP_NUM_THREADS", "4"},
-                     {"MY_DATA_DIR", "/data"},
-                     {"SSH_AUTH_SOCK", "/s"},
-                     {"HOSTNAME", "h1"},
-                     {"PWD", "/here"},
-                     {"SLURM_PROCID", "0"},
-                     {"BASH_FUNC_f%%", "() { :; }"},
+  EnvMap launcher = {{"HOME", "/root"},          {"PATH", "/bin"},
+                     {"HVD_TIMELINE", "t.json"}, {"HOROVOD_LOG_LEVEL", "x"},
+                     {"NCCL_DEBUG", "INFO"},     {"PYTHONPATH", "/p"},
+                     {"OMP_NUM_THREADS", "4"},   {"MY_DATA_DIR", "/data"},
+                     {"SSH_AUTH_SOCK", "/s"},    {"HOSTNAME", "h1"},
+                     {"PWD", "/here"},           {"SLURM_PROCID", "0"},
+                     {"SLURMD_NODENAME", "h1"},  {"BASH_FUNC_f%%", "() { :; }"},
                      {"HVD_SECRET_FD", "9"}};
   EnvMap env = BuildRemoteWorkerEnv(launcher, {{"HVD_CYCLE_TIME", "2"}}, rank, job);
   // what the user set up here, as horovodrun exports it
@@ -51,7 +45,7 @@ TEST(RemoteWorkerEnvTest, ForwardsTheEnvironmentAsHorovodDoesButNotThisMachinesO
   EXPECT_EQ(env["MY_DATA_DIR"], "/data");
   // not what names this machine or session
   for (const char* name : {"HOME", "SSH_AUTH_SOCK", "HOSTNAME", "PWD", "SLURM_PROCID",
-                           "BASH_FUNC_f%%", "HVD_SECRET_FD"}) {
+                           "SLURMD_NODENAME", "BASH_FUNC_f%%", "HVD_SECRET_FD"}) {
     EXPECT_EQ(env.count(name), 0u) << name;
   }
   EXPECT_EQ(env["HVD_TIMELINE"], "t.json");
