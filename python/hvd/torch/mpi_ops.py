@@ -315,15 +315,15 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Reduces `tensor` over all ranks of `process_set` (Average by default) into a new
     tensor. Differentiable: the gradient is the allreduce of the gradient with the same op."""
-    _require_tensor(tensor, "allreduce")
-    if compression is Compression.none and _no_graph(tensor):
-        code = _plain_code(tensor)
-        if code is not None:  # no graph to record: skip autograd, one runtime call
+    if compression is Compression.none:
+        code = _plain_code(tensor)  # None for a non-tensor too: checked below, off this path
+        if code is not None and _no_graph(tensor):  # no graph: skip autograd, one runtime call
             op = _resolve_op(average, op)
             output = torch.empty_like(tensor)
             _allreduce_now(tensor, output, code, name, op, prescale_factor, postscale_factor,
                            process_set)
             return output
+    _require_tensor(tensor, "allreduce")
     compressed, ctx = compression.compress(tensor)
     reduced = HorovodAllreduce.apply(compressed, average, name, op, prescale_factor,
                                      postscale_factor, process_set)
@@ -461,11 +461,11 @@ class HorovodAllgather(torch.autograd.Function):
 def allgather(tensor, name=None, process_set=global_process_set):
     """Concatenation of `tensor` from every rank along dim 0. Differentiable: the gradient is
     the averaged gradient's slice that belongs to this rank."""
-    _require_tensor(tensor, "allgather")
     code = _host_code(tensor)
     if code is not None and _no_graph(tensor):  # one runtime call, no autograd node
         return _from_buffer(_enqueue(_c.allgather_now, tensor.data_ptr(), code, tensor.shape,
                                      *_target("allgather", name, process_set)))
+    _require_tensor(tensor, "allgather")
     return HorovodAllgather.apply(tensor, name, process_set)
 
 
@@ -551,22 +551,22 @@ def _broadcast_now(tensor, output, code, root_rank, name, process_set) -> None:
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """`tensor` of global rank `root_rank`, on every rank. Differentiable: the root gets the
     averaged gradient, the other ranks zero."""
-    _require_tensor(tensor, "broadcast")
     code = _host_code(tensor)
     if code is not None and _no_graph(tensor):
         output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
         _broadcast_now(tensor, output, code, root_rank, name, process_set)
         return output
+    _require_tensor(tensor, "broadcast")
     return HorovodBroadcast.apply(tensor, root_rank, name, process_set)
 
 
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
     """In-place broadcast; returns `tensor`."""
-    _require_tensor(tensor, "broadcast_")
     code = _host_code(tensor)
     if code is not None:
         _broadcast_now(tensor, tensor, code, root_rank, name, process_set)
         return tensor
+    _require_tensor(tensor, "broadcast_")
     return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
 
 
@@ -618,7 +618,6 @@ class HorovodAlltoall(torch.autograd.Function):
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Scatters rows of `tensor` to the set's ranks and gathers what they send. Returns the
     output, or (output, received_splits) when `splits` is given. Differentiable."""
-    _require_tensor(tensor, "alltoall")
     code = _host_code(tensor)
     if code is not None and _no_graph(tensor):
         op_name, set_id = _target("alltoall", name, process_set)
@@ -628,6 +627,7 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
         if splits is None:
             return output
         return output, torch.tensor(received, dtype=torch.int32)
+    _require_tensor(tensor, "alltoall")
     return HorovodAlltoall.apply(tensor, splits, name, process_set)
 
 
@@ -679,7 +679,6 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
     """Reduce-scatter of `tensor` (Sum or Average). Differentiable: the gradient is the
     allgather of the gradient, times size() for Sum (Horovod's convention) and the scale
     factors."""
-    _require_tensor(tensor, "reducescatter")
     code = _host_code(tensor)
     if compression is Compression.none and code is not None and _no_graph(tensor):
         op = _check_reducescatter_op(op)
@@ -687,6 +686,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
         return _from_buffer(_enqueue(_c.reducescatter_now, tensor.data_ptr(), code, tensor.shape,
                                      op_name, op, float(prescale_factor), float(postscale_factor),
                                      set_id))
+    _require_tensor(tensor, "reducescatter")
     compressed, ctx = compression.compress(tensor)
     reduced = HorovodReducescatter.apply(compressed, name, op, process_set, prescale_factor,
                                          postscale_factor)
