@@ -63,6 +63,9 @@ Result<std::string> RunRemote(SshSession& session, const std::string& command,
   return out;
 }
 
+// A column's value that is a failure ("error: ...").
+bool IsError(const std::string& value) { return value.rfind("error", 0) == 0; }
+
 // Listens on a free port of `address`, as the rendezvous server would; the remote hosts'
 // probes connect to it (the kernel completes their connections from the backlog) while it
 // stays open. *port is 0 when listening failed.
@@ -102,7 +105,7 @@ void ProbeFromRemote(SshSession& session, const std::string& agent_path, const s
   std::istringstream lines(*out);
   std::string line;
   while (std::getline(lines, line)) {
-    if (line.rfind("interface ", 0) == 0 && check.interface.rfind("error", 0) != 0) {
+    if (line.rfind("interface ", 0) == 0 && !IsError(check.interface)) {
       std::string answer = line.substr(10);
       check.interface = answer + " (on " + check.host + ")";
     } else if (line.rfind("reach ", 0) == 0) {
@@ -180,9 +183,8 @@ std::vector<HostCheck> RunPreflight(const LaunchSpec& spec, const env::Environme
   for (std::thread& thread : threads) thread.join();
   if (listener >= 0) ::close(listener);
   for (HostCheck& check : checks) {
-    check.ok = check.ssh.rfind("error", 0) != 0 && check.agent.rfind("error", 0) != 0 &&
-               check.agent != "-" && check.interface.rfind("error", 0) != 0 &&
-               check.port.rfind("error", 0) != 0 && check.reach.rfind("error", 0) != 0;
+    check.ok = !IsError(check.ssh) && !IsError(check.agent) && check.agent != "-" &&
+               !IsError(check.interface) && !IsError(check.port) && !IsError(check.reach);
   }
   return checks;
 }

@@ -506,8 +506,6 @@ bool Runtime::IterateLocked(bool request_shutdown, CycleResult* total) {
   }
   if (total->shutdown) {
     if (!total->shutdown_reason.empty()) HVD_LOG_ERROR("{}", total->shutdown_reason);
-    HVD_LOG_DEBUG("rank {}: the job agreed to shut down (asked by ranks {})", config_.rank,
-                  total->shutdown_ranks);
     ReportShutdownCause(total->shutdown_ranks);
     FailEverything(Status::Aborted(ShutDownMessage(total->shutdown_ranks, total->shutdown_reason)));
     return false;
