@@ -96,18 +96,6 @@ ArrayScan ScanArray(std::string_view text) {
   return scan;
 }
 
-// The parser's complaint about `text`, and whether it is that the text ended.
-std::string ParseError(std::string_view text, bool* at_end) {
-  try {
-    const nlohmann::json parsed = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    *at_end = e.byte > text.size();  // 1-based: one past the end when the text ran out
-    return e.what();
-  }
-  *at_end = false;
-  return {};
-}
-
 }  // namespace
 
 TimelineCheck CheckTimelineText(std::string_view text) {
@@ -123,8 +111,17 @@ TimelineCheck CheckTimelineText(std::string_view text) {
     check.shape = TimelineShape::kTornGrowth;
     return check;
   }
-  const nlohmann::json trace = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!trace.is_discarded()) {
+  // One parse: its value, or its complaint and whether that is that the text ended.
+  nlohmann::json trace;
+  std::string error;
+  bool at_end = false;
+  try {
+    trace = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    error = e.what();
+    at_end = e.byte > text.size();  // 1-based: one past the end when the text ran out
+  }
+  if (error.empty()) {
     if (trace.is_array() ||
         (trace.is_object() && trace.contains("traceEvents") && trace["traceEvents"].is_array())) {
       check.shape = TimelineShape::kComplete;
@@ -135,8 +132,6 @@ TimelineCheck CheckTimelineText(std::string_view text) {
     }
     return check;
   }
-  bool at_end = false;
-  const std::string error = ParseError(text, &at_end);
   const ArrayScan scan = ScanArray(text);
   // Damaged only at its end: the complete events, closed, parse.
   const std::string kept =
