@@ -14,7 +14,8 @@
 # "e2e": the C API's scenarios by value at E2E_NPS ranks, default "8 16", e2e.log;
 # "direct": HVD_SHM_DIRECT_BYTES auto against 65536 at DIRECT_NPS, default "4 8 16", direct.log;
 # "placement": the placement rule on many cores, hvd unbound against --bind-to core taking
-# turns, allreduce at PLACEMENT_NPS (default "4 16") ranks and the convnet at 8, placement.log);
+# turns, allreduce at PLACEMENT_NPS (default "4 16") ranks and the convnet at 8, placement.log;
+# "knobs": HVD_EAGER_ALLREDUCE_BYTES, HVD_SHM_SINGLE_COPY, dtypes and ops at 4-16 ranks, knobs.log);
 # Steps run in this file's order whatever the order in STEPS (the direct-size A/B before the
 # table, which takes what time is left). SKIP_BUILD=1 reuses a build-gpu/ left by an earlier
 # call on the same warm machine; NPS and SIDES pass to bench/compare_allreduce.sh (default
@@ -137,9 +138,43 @@ if has placement; then
         --sizes 4K,64K,1M,16M --rounds 5
     done
   done
-  for b in none core; do
-    step "placement $b convnet 8" 60 "$p" env ROUNDS=2 PYTHON=python3 HVDRUN_ARGS="--bind-to $b" \
-      bench/compare_ddp.sh build-gpu/cmd/hvdrun convnet 8
+  # The convnet at 8 ranks, 2 torch threads each (as compare_ddp.sh runs it on 16 CPUs), hvd
+  # alone: the placement is hvd's choice, DDP's numbers are not needed for it (each run ~15 s).
+  for b in none core none core; do
+    step "placement $b convnet 8" 40 "$p" env OMP_NUM_THREADS=2 hvdrun -np 8 --bind-to "$b" \
+      python3 examples/torch_synthetic_benchmark.py --model convnet --batch-size 32 \
+      --num-warmup-batches 5 --num-batches-per-iter 5 --num-iters 5
+  done
+  grep -E "^=== placement|Total img/sec" "$p" | grep -B1 "Total img" | grep -v "^--" >>"$summary"
+fi
+# Knobs whose defaults on many cores were set from the 2-vCPU VM: a lone 64 KiB allreduce /
+# reducescatter posted with the negotiation (HVD_EAGER_ALLREDUCE_BYTES=131072) against the
+# default, and the shared-memory single copy (HVD_SHM_SINGLE_COPY) always/never/auto, taking
+# turns; then readings of the N-input reduction passes (bfloat16), Average against Sum and the
+# balanced reduce-scatter rounds at 8 and 16 ranks. knobs.log
+if has knobs; then
+  k=$out/knobs.log
+  for n in ${KNOB_NPS:-4 8 16}; do
+    for e in default 131072 default 131072; do
+      [ "$e" = default ] && ev=() || ev=(HVD_EAGER_ALLREDUCE_BYTES=$e)
+      step "eager $e np$n" 15 "$k" env "${ev[@]}" hvdrun -np "$n" "$bench" --sizes 32K,64K,128K
+      step "eager $e np$n rs" 15 "$k" env "${ev[@]}" hvdrun -np "$n" "$bench" --op reducescatter \
+        --sizes 32K,64K,128K
+    done
+  done
+  for n in 8 16; do
+    step "bfloat16 np$n" 20 "$k" hvdrun -np "$n" "$bench" --dtype bfloat16 --sizes 64K,1M,16M
+    for op in sum average; do
+      step "allreduce $op np$n" 20 "$k" hvdrun -np "$n" "$bench" --reduce-op "$op" --sizes 1M,16M,64M
+      step "reducescatter $op np$n" 20 "$k" hvdrun -np "$n" "$bench" --op reducescatter \
+        --reduce-op "$op" --sizes 1M,16M,64M
+    done
+  done
+  for n in 2 16; do
+    for m in auto always never; do
+      step "single copy $m np$n" 20 "$k" env HVD_SHM_SINGLE_COPY=$m hvdrun -np "$n" "$bench" \
+        --sizes 4M,16M,64M --rounds 3
+    done
   done
 fi
 if has ddp; then
