@@ -41,6 +41,7 @@ Status Timeline::Start(const std::string& path, const TimelineOptions& options) 
   rows_.clear();
   tensor_ids_.clear();
   rank_rows_named_.clear();
+  SetActiveLocked();
   return Status::OK();
 }
 
@@ -49,6 +50,7 @@ void Timeline::StartCollecting(const TimelineOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
   collecting_ = true;
   options_ = options;
+  SetActiveLocked();
 }
 
 uint64_t Timeline::TakeCollected(std::vector<TimelineEvent>* out) {
@@ -71,6 +73,7 @@ void Timeline::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     collecting_ = false;  // what was collected stays for TakeCollected
     writer = std::move(writer_);
+    SetActiveLocked();
   }
   if (!writer) return;
   writer->Close();  // outside mu_: producers keep going (and are ignored) while it drains
@@ -78,10 +81,7 @@ void Timeline::Stop() {
   last_dropped_ = writer->dropped();
 }
 
-bool Timeline::active() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return writer_ != nullptr || collecting_;
-}
+bool Timeline::active() const { return active_.load(std::memory_order_relaxed); }
 
 uint64_t Timeline::dropped_events() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -93,43 +93,66 @@ void Timeline::SetClockOffset(int rank, int64_t offset_us) {
   clock_offsets_[rank] = offset_us;
 }
 
-bool Timeline::EmitLocked(char phase, std::string name, const Row& row, int64_t ts,
-                          std::vector<std::pair<std::string, TraceArg>> args, int64_t dur) {
-  return writer_->Enqueue(
-      TraceRecord{phase, std::move(name), row.pid, row.tid, ts, std::move(args), dur});
+bool Timeline::EmitLocked(char phase, std::string_view stable_name, const Row& row, int64_t ts,
+                          TraceArgs args, int64_t dur) {
+  TraceRecord r{phase, {}, row.pid, row.tid, ts, std::move(args), dur};
+  r.stable_name = stable_name;
+  return writer_->Enqueue(std::move(r));
 }
 
 bool Timeline::EmitMetadataLocked(const char* name, int pid, int tid, TraceArg value) {
   const bool is_name = std::string_view(name).ends_with("_name");
-  TraceRecord r{'M', name, pid, tid, 0, {}};
+  TraceRecord r{'M', {}, pid, tid, 0, {}};
+  r.stable_name = name;
   r.args.emplace_back(is_name ? "name" : "sort_index", std::move(value));
   return writer_->Enqueue(std::move(r));
+}
+
+std::string_view Timeline::InternLocked(std::string_view name) {
+  auto it = names_.find(name);
+  if (it == names_.end()) it = names_.emplace(name).first;
+  return *it;
+}
+
+std::string_view Timeline::NegotiateNameLocked(std::string_view request_type) {
+  auto it = negotiate_names_.find(request_type);
+  if (it == negotiate_names_.end()) {
+    const std::string_view full = InternLocked("NEGOTIATE_" + std::string(request_type));
+    it = negotiate_names_.emplace(std::string(request_type), full).first;
+  }
+  return it->second;
 }
 
 // Finds or creates the row of the event's tensor (or of its QUEUE spans), writing its
 // metadata first. Returns null if the metadata could not be queued (queue full): the event
 // is then dropped too and the metadata is retried with the tensor's next event.
-Timeline::Row* Timeline::RowForLocked(const TimelineEvent& event, bool queue_row) {
+Timeline::Row* Timeline::RowForLocked(const EventView& event, bool queue_row) {
   const int rank_key = options_.all_ranks ? event.rank : -1;
-  auto it = rows_.find(std::tuple<int, std::string_view, bool>(rank_key, event.tensor, queue_row));
-  if (it != rows_.end()) return &it->second;
-  auto key = std::make_tuple(rank_key, event.tensor, queue_row);
-  auto [id_it, inserted] =
-      tensor_ids_.emplace(event.tensor, static_cast<int>(tensor_ids_.size()) + 1);
+  auto it = rows_.find(RowKeyView{rank_key, event.tensor});
+  if (it != rows_.end() && (queue_row ? it->second.has_queue : it->second.has_main)) {
+    return queue_row ? &it->second.queue : &it->second.main;
+  }
+  if (it == rows_.end()) {
+    it = rows_.emplace(RowKey{rank_key, std::string(event.tensor)}, TensorRows{}).first;
+  }
+  TensorRows& rows = it->second;
+  auto id_it = tensor_ids_.find(event.tensor);
+  if (id_it == tensor_ids_.end()) {
+    id_it = tensor_ids_.emplace(std::string(event.tensor), static_cast<int>(tensor_ids_.size()) + 1)
+                .first;
+  }
   const int id = id_it->second;
   // The tensor's process row must exist before its QUEUE thread row is named.
-  if (queue_row && rows_.find(std::make_tuple(rank_key, event.tensor, false)) == rows_.end() &&
-      RowForLocked(event, false) == nullptr) {
-    return nullptr;
-  }
+  if (queue_row && !rows.has_main && RowForLocked(event, false) == nullptr) return nullptr;
   Row row;
   if (!options_.all_ranks) {
     row.pid = id;
     row.tid = queue_row ? 1 : 0;
-    const bool ok = queue_row ? EmitMetadataLocked("thread_name", id, 1, std::string("QUEUE")) &&
-                                    EmitMetadataLocked("thread_sort_index", id, 1, int64_t{1})
-                              : EmitMetadataLocked("process_name", id, 0, event.tensor) &&
-                                    EmitMetadataLocked("process_sort_index", id, 0, int64_t{id});
+    const bool ok = queue_row
+                        ? EmitMetadataLocked("thread_name", id, 1, std::string("QUEUE")) &&
+                              EmitMetadataLocked("thread_sort_index", id, 1, int64_t{1})
+                        : EmitMetadataLocked("process_name", id, 0, std::string(event.tensor)) &&
+                              EmitMetadataLocked("process_sort_index", id, 0, int64_t{id});
     if (!ok) return nullptr;
   } else {
     row.pid = event.rank + 1;
@@ -141,30 +164,65 @@ Timeline::Row* Timeline::RowForLocked(const TimelineEvent& event, bool queue_row
       }
       rank_rows_named_[event.rank] = true;
     }
-    const std::string name = queue_row ? event.tensor + " QUEUE" : event.tensor;
-    if (!EmitMetadataLocked("thread_name", row.pid, row.tid, name) ||
+    std::string name(event.tensor);
+    if (queue_row) name += " QUEUE";
+    if (!EmitMetadataLocked("thread_name", row.pid, row.tid, std::move(name)) ||
         !EmitMetadataLocked("thread_sort_index", row.pid, row.tid, int64_t{row.tid})) {
       return nullptr;
     }
   }
-  return &rows_.emplace(key, row).first->second;
+  // RowForLocked(event, false) above may have rehashed rows_: `rows` stays valid (unordered_map
+  // keeps its elements in place).
+  if (queue_row) {
+    rows.queue = row;
+    rows.has_queue = true;
+    return &rows.queue;
+  }
+  rows.main = row;
+  rows.has_main = true;
+  return &rows.main;
 }
 
-Timeline::Row* Timeline::FindRowLocked(const TimelineEvent& event) {
+Timeline::Row* Timeline::FindRowLocked(const EventView& event) {
   const int rank_key = options_.all_ranks ? event.rank : -1;
-  auto it = rows_.find(std::tuple<int, std::string_view, bool>(rank_key, event.tensor, false));
-  return it == rows_.end() ? nullptr : &it->second;
+  auto it = rows_.find(RowKeyView{rank_key, event.tensor});
+  return it == rows_.end() || !it->second.has_main ? nullptr : &it->second.main;
 }
 
 void Timeline::Record(const TimelineEvent& event) {
+  EventView v;
+  v.type = event.type;
+  v.rank = event.rank;
+  v.time_us = event.time_us;
+  v.tensor = event.tensor;
+  v.name = event.name;
+  v.ready_rank = event.ready_rank;
+  v.dtype = event.dtype;
+  v.shape = event.shape;
+  v.bytes = event.bytes;
+  v.dur_us = event.dur_us;
   std::lock_guard<std::mutex> lock(mu_);
+  RecordLocked(v);
+}
+
+void Timeline::RecordLocked(const EventView& event) {
   if (collecting_) {
     if (event.type == EventType::kCycleStart) return;  // rank 0 marks the job's cycles
     if (collected_.size() >= options_.queue_capacity) {
       ++collect_dropped_;
-    } else {
-      collected_.push_back(event);
+      return;
     }
+    TimelineEvent& e = collected_.emplace_back();
+    e.type = event.type;
+    e.rank = event.rank;
+    e.time_us = event.time_us;
+    e.tensor = std::string(event.tensor);
+    e.name = std::string(event.name);
+    e.ready_rank = event.ready_rank;
+    e.dtype = std::string(event.dtype);
+    e.shape = std::string(event.shape);
+    e.bytes = event.bytes;
+    e.dur_us = event.dur_us;
     return;
   }
   if (!writer_) return;
@@ -181,26 +239,33 @@ void Timeline::Record(const TimelineEvent& event) {
   Row* row = opens ? RowForLocked(event, event.type == EventType::kQueue) : FindRowLocked(event);
   if (row == nullptr) return;
   switch (event.type) {
-    case EventType::kQueue:
-      EmitLocked('X', "QUEUE", *row, ts, {{"op", event.name}}, std::max<int64_t>(0, event.dur_us));
+    case EventType::kQueue: {
+      TraceArgs args;
+      args.emplace_back("op", std::string(event.name));
+      EmitLocked('X', "QUEUE", *row, ts, std::move(args), std::max<int64_t>(0, event.dur_us));
       break;
+    }
     case EventType::kNegotiateStart:
-      row->negotiate_open = EmitLocked('B', "NEGOTIATE_" + event.name, *row, ts);
+      row->negotiate_open = EmitLocked('B', NegotiateNameLocked(event.name), *row, ts);
       break;
     case EventType::kNegotiateRankReady:
-      if (row->negotiate_open) EmitLocked('X', std::to_string(event.ready_rank), *row, ts);
+      if (row->negotiate_open) {
+        // A rank's number: not a name to keep; its record carries it.
+        TraceRecord r{'X', std::to_string(event.ready_rank), row->pid, row->tid, ts, {}};
+        writer_->Enqueue(std::move(r));
+      }
       break;
     case EventType::kNegotiateEnd:
       if (row->negotiate_open) EmitLocked('E', "", *row, ts);
       row->negotiate_open = false;
       break;
     case EventType::kStart:
-      row->op_open = EmitLocked('B', event.name, *row, ts);
+      row->op_open = EmitLocked('B', InternLocked(event.name), *row, ts);
       break;
     case EventType::kActivityStart:
       if (!row->op_open) break;
       if (row->activity_open) EmitLocked('E', "", *row, ts);
-      row->activity_open = EmitLocked('B', event.name, *row, ts);
+      row->activity_open = EmitLocked('B', InternLocked(event.name), *row, ts);
       break;
     case EventType::kActivityEnd:
       if (row->activity_open) EmitLocked('E', "", *row, ts);
@@ -211,8 +276,9 @@ void Timeline::Record(const TimelineEvent& event) {
       row->activity_open = false;
       if (!row->op_open) break;
       row->op_open = false;
-      std::vector<std::pair<std::string, TraceArg>> args = {{"dtype", event.dtype},
-                                                            {"shape", event.shape}};
+      TraceArgs args;
+      args.emplace_back("dtype", std::string(event.dtype));
+      args.emplace_back("shape", std::string(event.shape));
       if (event.bytes >= 0) args.emplace_back("bytes", event.bytes);
       EmitLocked('E', "", *row, ts, std::move(args));
       break;
@@ -222,64 +288,85 @@ void Timeline::Record(const TimelineEvent& event) {
   }
 }
 
-TimelineEvent Timeline::LocalEvent(EventType type, std::string_view tensor,
-                                   std::string_view name) const {
-  TimelineEvent e;
+Timeline::EventView Timeline::LocalEvent(EventType type, std::string_view tensor,
+                                         std::string_view name) const {
+  EventView e;
   e.type = type;
   e.rank = local_rank_;
   e.time_us = clock_();
-  e.tensor = std::string(tensor);
-  e.name = std::string(name);
+  e.tensor = tensor;
+  e.name = name;
   return e;
 }
 
 void Timeline::NegotiateStart(std::string_view tensor, std::string_view request_type) {
-  if (active()) Record(LocalEvent(EventType::kNegotiateStart, tensor, request_type));
+  if (!active()) return;
+  const EventView e = LocalEvent(EventType::kNegotiateStart, tensor, request_type);
+  std::lock_guard<std::mutex> lock(mu_);
+  RecordLocked(e);
 }
 
 void Timeline::NegotiateRankReady(std::string_view tensor, int rank) {
   if (!active()) return;
-  TimelineEvent e = LocalEvent(EventType::kNegotiateRankReady, tensor, "");
+  EventView e = LocalEvent(EventType::kNegotiateRankReady, tensor, "");
   e.ready_rank = rank;
-  Record(e);
+  std::lock_guard<std::mutex> lock(mu_);
+  RecordLocked(e);
 }
 
 void Timeline::NegotiateEnd(std::string_view tensor) {
-  if (active()) Record(LocalEvent(EventType::kNegotiateEnd, tensor, ""));
+  if (!active()) return;
+  const EventView e = LocalEvent(EventType::kNegotiateEnd, tensor, "");
+  std::lock_guard<std::mutex> lock(mu_);
+  RecordLocked(e);
 }
 
 void Timeline::Start(std::string_view tensor, std::string_view response_type) {
-  if (active()) Record(LocalEvent(EventType::kStart, tensor, response_type));
+  if (!active()) return;
+  const EventView e = LocalEvent(EventType::kStart, tensor, response_type);
+  std::lock_guard<std::mutex> lock(mu_);
+  RecordLocked(e);
 }
 
 void Timeline::ActivityStart(std::string_view tensor, std::string_view activity) {
-  if (active()) Record(LocalEvent(EventType::kActivityStart, tensor, activity));
+  if (!active()) return;
+  const EventView e = LocalEvent(EventType::kActivityStart, tensor, activity);
+  std::lock_guard<std::mutex> lock(mu_);
+  RecordLocked(e);
 }
 
 void Timeline::ActivityEnd(std::string_view tensor) {
-  if (active()) Record(LocalEvent(EventType::kActivityEnd, tensor, ""));
+  if (!active()) return;
+  const EventView e = LocalEvent(EventType::kActivityEnd, tensor, "");
+  std::lock_guard<std::mutex> lock(mu_);
+  RecordLocked(e);
 }
 
 void Timeline::End(std::string_view tensor, std::string_view dtype, std::string_view shape,
                    int64_t bytes) {
   if (!active()) return;
-  TimelineEvent e = LocalEvent(EventType::kEnd, tensor, "");
-  e.dtype = std::string(dtype);
-  e.shape = std::string(shape);
+  EventView e = LocalEvent(EventType::kEnd, tensor, "");
+  e.dtype = dtype;
+  e.shape = shape;
   e.bytes = bytes;
-  Record(e);
+  std::lock_guard<std::mutex> lock(mu_);
+  RecordLocked(e);
 }
 
 void Timeline::MarkCycleStart() {
-  if (active()) Record(LocalEvent(EventType::kCycleStart, "", ""));
+  if (!active()) return;
+  const EventView e = LocalEvent(EventType::kCycleStart, "", "");
+  std::lock_guard<std::mutex> lock(mu_);
+  RecordLocked(e);
 }
 
 void Timeline::Queue(std::string_view tensor, std::string_view op, int64_t enqueued_us) {
   if (!active()) return;
-  TimelineEvent e = LocalEvent(EventType::kQueue, tensor, op);
+  EventView e = LocalEvent(EventType::kQueue, tensor, op);
   e.dur_us = e.time_us - enqueued_us;
   e.time_us = enqueued_us;
-  Record(e);
+  std::lock_guard<std::mutex> lock(mu_);
+  RecordLocked(e);
 }
 
 }  // namespace hvd::timeline

@@ -1,6 +1,7 @@
 #ifndef HVD_TIMELINE_TIMELINE_H_
 #define HVD_TIMELINE_TIMELINE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -8,7 +9,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -115,19 +117,76 @@ class Timeline {
     bool op_open = false;
     bool activity_open = false;
   };
+  // A tensor's rows (of one rank in all-ranks mode): its own and its QUEUE row, each made (its
+  // metadata written) when its first span begins.
+  struct TensorRows {
+    Row main, queue;
+    bool has_main = false, has_queue = false;
+  };
+  // What the helpers and Record() map onto records: a TimelineEvent's fields, borrowed.
+  struct EventView {
+    EventType type = EventType::kCycleStart;
+    int rank = 0;
+    int64_t time_us = 0;
+    std::string_view tensor, name;
+    int ready_rank = -1;
+    std::string_view dtype, shape;
+    int64_t bytes = -1;
+    int64_t dur_us = 0;
+  };
+  // Lookups by (rank or -1, tensor) without building a key: heterogeneous hash and equality.
+  struct RowKey {
+    int rank;
+    std::string tensor;
+  };
+  struct RowKeyView {
+    int rank;
+    std::string_view tensor;
+  };
+  struct RowKeyHash {
+    using is_transparent = void;
+    size_t operator()(const RowKeyView& k) const {
+      return std::hash<std::string_view>()(k.tensor) * 31 + static_cast<size_t>(k.rank);
+    }
+    size_t operator()(const RowKey& k) const { return (*this)(RowKeyView{k.rank, k.tensor}); }
+  };
+  struct RowKeyEq {
+    using is_transparent = void;
+    static RowKeyView View(const RowKey& k) { return {k.rank, k.tensor}; }
+    static RowKeyView View(const RowKeyView& k) { return k; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return View(a).rank == View(b).rank && View(a).tensor == View(b).tensor;
+    }
+  };
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
 
-  TimelineEvent LocalEvent(EventType type, std::string_view tensor, std::string_view name) const;
-  Row* RowForLocked(const TimelineEvent& event, bool queue_row);
+  EventView LocalEvent(EventType type, std::string_view tensor, std::string_view name) const;
+  void RecordLocked(const EventView& event);
+  Row* RowForLocked(const EventView& event, bool queue_row);
   // The event's existing row, or null: no B of this tensor was written to this file.
-  Row* FindRowLocked(const TimelineEvent& event);
-  bool EmitLocked(char phase, std::string name, const Row& row, int64_t ts,
-                  std::vector<std::pair<std::string, TraceArg>> args = {}, int64_t dur = 0);
+  Row* FindRowLocked(const EventView& event);
+  // A name kept for the Timeline's lifetime (records refer to it: no copy per record); the
+  // names are the ops', activities' and NEGOTIATE_<op>, a handful.
+  std::string_view InternLocked(std::string_view name);
+  std::string_view NegotiateNameLocked(std::string_view request_type);
+  bool EmitLocked(char phase, std::string_view stable_name, const Row& row, int64_t ts,
+                  TraceArgs args = {}, int64_t dur = 0);
   bool EmitMetadataLocked(const char* name, int pid, int tid, TraceArg value);
+  void SetActiveLocked() {
+    active_.store(writer_ != nullptr || collecting_, std::memory_order_relaxed);
+  }
 
   const Clock clock_;
   const int local_rank_;
 
   mutable std::mutex mu_;
+  // writer_ != nullptr || collecting_, readable without mu_: a helper of a stopped timeline
+  // builds nothing (a record racing a Stop finds the writer gone under mu_ and is dropped).
+  std::atomic<bool> active_{false};
   std::unique_ptr<TimelineWriter> writer_;  // null when stopped or collecting
   std::string path_;                        // writer_'s file
   bool collecting_ = false;
@@ -137,10 +196,11 @@ class Timeline {
   TimelineOptions options_;
   int64_t start_us_ = 0;
   std::map<int, int64_t> clock_offsets_;
-  // (rank or -1, tensor, queue row); transparent, so lookups need no copy of the name
-  std::map<std::tuple<int, std::string, bool>, Row, std::less<>> rows_;
-  std::map<std::string, int> tensor_ids_;  // tensor -> 1-based index
-  std::map<int, bool> rank_rows_named_;    // all-ranks: rank -> process_name written
+  std::unordered_map<RowKey, TensorRows, RowKeyHash, RowKeyEq> rows_;
+  std::unordered_map<std::string, int, StringHash, std::equal_to<>> tensor_ids_;  // 1-based
+  std::map<int, bool> rank_rows_named_;  // all-ranks: rank -> process_name written
+  std::unordered_set<std::string, StringHash, std::equal_to<>> names_;  // InternLocked
+  std::unordered_map<std::string, std::string_view, StringHash, std::equal_to<>> negotiate_names_;
 };
 
 }  // namespace hvd::timeline

@@ -23,6 +23,8 @@ constexpr int64_t kPageBytes = 4096;
 // the file holds, at most kMaxGrowth at a time.
 constexpr int64_t kFirstRegion = 64 << 10;
 constexpr int64_t kMaxGrowth = 4 << 20;
+// Records are written in runs of up to this many bytes (whole pages of records, see Append).
+constexpr int64_t kChunkBytes = 64 << 10;
 
 int64_t PageStart(int64_t offset) { return offset / kPageBytes * kPageBytes; }
 
@@ -163,25 +165,32 @@ void TimelineWriter::Grow(int64_t end) {
   }
 }
 
-// Packs records into writes that stay inside one kPageBytes page of the file (see the class
-// comment): a record that cannot fit in what is left of a page starts at the next one.
+// Packs records so that none crosses a kPageBytes page of the file (see the class comment): a
+// record that cannot fit in what is left of a page starts at the next one, the rest of the page
+// staying spaces (written as spaces again: the buffer runs on across pages, and one write
+// covers up to kChunkBytes). A write that a SIGKILL stops between two pages leaves whole
+// records only.
 void TimelineWriter::Append(const TraceRecord& record) {
-  std::string piece = (any_record_ ? ",\n" : "\n") + ToJson(record);
+  piece_.clear();
+  piece_ += any_record_ ? ",\n" : "\n";
+  AppendJson(&piece_, record);
   any_record_ = true;
-  const int64_t size = static_cast<int64_t>(piece.size());
-  int64_t at = tail_offset_ + static_cast<int64_t>(chunk_.size());
-  if (at % kPageBytes + size > kPageBytes) {
+  const int64_t size = static_cast<int64_t>(piece_.size());
+  const int64_t at = tail_offset_ + static_cast<int64_t>(chunk_.size());
+  // Only a record longer than a page crosses a boundary (from a page start).
+  const int64_t start = at % kPageBytes + size > kPageBytes ? PageStart(at + kPageBytes - 1) : at;
+  if (start + size > region_end_) {
+    // The spaces run out: what is buffered goes first, then the region grows (the padding up to
+    // `start` would have covered the closing bracket; those bytes are spaces after Grow).
     Flush();
-    // Only a record longer than a page is written across a boundary (from a page start).
-    tail_offset_ = PageStart(tail_offset_ + kPageBytes - 1);
-    at = tail_offset_;
+    tail_offset_ = start;
+    Grow(start + size);
+  } else if (start != at) {
+    chunk_.append(static_cast<size_t>(start - at), ' ');
   }
-  if (at + size > region_end_) {
-    Flush();
-    Grow(at + size);
-  }
-  chunk_ += piece;
+  chunk_ += piece_;
   ++chunk_records_;
+  if (static_cast<int64_t>(chunk_.size()) >= kChunkBytes || size > kPageBytes) Flush();
 }
 
 // Polls the queue: 1 ms after a batch, backing off to 16 ms while idle. Waking the writer

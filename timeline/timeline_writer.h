@@ -23,9 +23,10 @@
 // The file is a JSON array that is complete at every moment: "[" and the records, then a region
 // of spaces (whitespace inside the array) ending in the closing "\n]\n". Records are written
 // into the spaces, so a write never touches the closing bracket. A SIGKILL can tear a write only
-// where it crosses a page boundary (the kernel checks for fatal signals between pages), so
-// every write stays inside one 4 KiB page: a record that does not fit in the rest of a page
-// starts at the next page (the rest stays spaces). When the spaces run out the region grows:
+// where it crosses a page boundary (the kernel checks for fatal signals between pages), so no
+// record crosses a 4 KiB page: one that does not fit in the rest of a page starts at the next
+// page (the rest stays spaces), and a write of several pages (up to 64 KiB at once) that is
+// torn between two of them leaves whole records only. When the spaces run out the region grows:
 // spaces and a new "\n]\n" are written past the end, then the old closing bracket becomes
 // spaces. Between those two writes (once per growth: the region doubles from 64 KiB up to
 // steps of 4 MiB) the file has two closing brackets; that is the one moment a SIGKILL leaves a
@@ -84,6 +85,7 @@ class TimelineWriter {
   bool any_record_ = false;  // writer thread only (and Open before the thread starts)
   bool failed_ = false;      // writer thread only: a write failed, later records are discarded
   std::string chunk_;        // writer thread only: records to write at tail_offset_
+  std::string piece_;        // writer thread only: the record being appended
   uint64_t chunk_records_ = 0;
   std::thread thread_;
 

@@ -36,43 +36,48 @@ void AppendInt(std::string* out, int64_t value) {
 }  // namespace
 
 // Written by hand rather than through a JSON library: this runs for every record on the
-// writer thread, and its cost is what the timeline costs a job (bench/timeline_cost.sh).
-std::string ToJson(const TraceRecord& r) {
-  std::string out;
-  out.reserve(96 + r.name.size());
-  out += R"({"ph":")";
-  out.push_back(r.phase);
-  out += R"(","name":)";
-  AppendQuoted(&out, r.name);
-  out += R"(,"pid":)";
-  AppendInt(&out, r.pid);
-  out += R"(,"tid":)";
-  AppendInt(&out, r.tid);
+// writer thread, and its cost is what the timeline costs a job (bench/timeline_cost.sh,
+// bench/timeline_micro.cc).
+void AppendJson(std::string* out, const TraceRecord& r) {
+  *out += R"({"ph":")";
+  out->push_back(r.phase);
+  *out += R"(","name":)";
+  AppendQuoted(out, r.Name());
+  *out += R"(,"pid":)";
+  AppendInt(out, r.pid);
+  *out += R"(,"tid":)";
+  AppendInt(out, r.tid);
   if (r.phase != 'M') {
-    out += R"(,"ts":)";
-    AppendInt(&out, r.ts_us);
+    *out += R"(,"ts":)";
+    AppendInt(out, r.ts_us);
   }
   if (r.phase == 'X') {
-    out += R"(,"dur":)";
-    AppendInt(&out, r.dur_us);
+    *out += R"(,"dur":)";
+    AppendInt(out, r.dur_us);
   }
-  if (r.phase == 'i') out += R"(,"s":"g")";
+  if (r.phase == 'i') *out += R"(,"s":"g")";
   if (!r.args.empty()) {
-    out += R"(,"args":{)";
+    *out += R"(,"args":{)";
     for (size_t i = 0; i < r.args.size(); ++i) {
       const auto& [key, value] = r.args[i];
-      if (i > 0) out += ',';
-      AppendQuoted(&out, key);
-      out += ':';
+      if (i > 0) out->push_back(',');
+      AppendQuoted(out, key);
+      out->push_back(':');
       if (const auto* n = std::get_if<int64_t>(&value)) {
-        AppendInt(&out, *n);
+        AppendInt(out, *n);
       } else {
-        AppendQuoted(&out, std::get<std::string>(value));
+        AppendQuoted(out, std::get<std::string>(value));
       }
     }
-    out += '}';
+    out->push_back('}');
   }
-  out += '}';
+  out->push_back('}');
+}
+
+std::string ToJson(const TraceRecord& r) {
+  std::string out;
+  out.reserve(96 + r.Name().size());
+  AppendJson(&out, r);
   return out;
 }
 

@@ -70,9 +70,8 @@ void OpExecutor::ActivityEnd(const Response& r) {
 
 std::string OpExecutor::CommActivity(const Response& r, const Communicator* comm) const {
   if (!recording_) return {};
-  std::string op = TimelineOpName(r.type);
-  if (r.type == OpType::kBroadcast) op = "BCAST";
-  return std::string(comm->name()) + "_" + op;
+  const std::string_view op = r.type == OpType::kBroadcast ? "BCAST" : TimelineOpName(r.type);
+  return std::string(comm->name()) + "_" + std::string(op);
 }
 
 void OpExecutor::RecordEnd(const Response& r, std::span<TensorEntry* const> entries) {
@@ -83,11 +82,11 @@ void OpExecutor::RecordEnd(const Response& r, std::span<TensorEntry* const> entr
   const char* dtype = DataTypeName(r.dtype);
   const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
   for (size_t i = 0; i < r.names.size(); ++i) {
-    std::vector<int64_t> shape;
+    std::span<const int64_t> shape;
     if (i < entries.size() && entries[i]) {
       shape = entries[i]->request.shape;
     } else if (r.type == OpType::kAllreduce && i < r.sizes.size()) {
-      shape = {r.sizes[i]};  // a joined rank 0 has no local tensor
+      shape = std::span<const int64_t>(&r.sizes[i], 1);  // a joined rank 0 has no local tensor
     }
     int64_t count = 1;
     for (int64_t d : shape) count *= d;
@@ -121,7 +120,7 @@ Status OpExecutor::Execute(const Response& r, std::span<TensorEntry* const> entr
   }
   recording_ = timeline_ != nullptr && timeline_->on();
   if (recording_) {
-    const std::string op = TimelineOpName(r.type);
+    const std::string_view op = TimelineOpName(r.type);
     for (const auto& e : entries) {
       if (e && e->enqueued_us > 0) timeline_->timeline().Queue(e->request.name, op, e->enqueued_us);
     }

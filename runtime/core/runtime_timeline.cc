@@ -1,5 +1,6 @@
 #include "runtime/core/runtime_timeline.h"
 
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cstdio>
@@ -162,13 +163,22 @@ Status EstimateClockOffsets(Communicator* comm, const timeline::Timeline& clock,
   return Status::OK();
 }
 
-std::string TimelineOpName(OpType type) {
-  std::string name = OpTypeName(type);
-  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return name;
+std::string_view TimelineOpName(OpType type) {
+  // Upper-cased once per op type; the timeline records these names for every tensor.
+  static const auto* const names = [] {
+    auto* table = new std::array<std::string, kMaxOpType + 1>();
+    for (size_t i = 0; i < table->size(); ++i) {
+      std::string name = OpTypeName(static_cast<OpType>(i));
+      for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      (*table)[i] = std::move(name);
+    }
+    return table;
+  }();
+  const auto i = static_cast<size_t>(type);
+  return i < names->size() ? std::string_view((*names)[i]) : std::string_view("UNKNOWN");
 }
 
-std::string ShapeText(const std::vector<int64_t>& shape) {
+std::string ShapeText(std::span<const int64_t> shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i > 0) out += ", ";

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -106,9 +107,9 @@ Status EstimateClockOffsets(Communicator* comm, const timeline::Timeline& clock,
                             std::vector<int64_t>* offsets_us, std::vector<int64_t>* rtts_us);
 
 // Upper-case timeline name of an op ("ALLREDUCE", "ADD_PROCESS_SET").
-std::string TimelineOpName(OpType type);
+std::string_view TimelineOpName(OpType type);
 // "[2, 3]", the shape text of Horovod's timeline End args.
-std::string ShapeText(const std::vector<int64_t>& shape);
+std::string ShapeText(std::span<const int64_t> shape);
 
 }  // namespace hvd::runtime
 

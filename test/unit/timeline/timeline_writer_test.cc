@@ -132,18 +132,69 @@ TEST_F(TimelineWriterTest, AbandonedMidRunLeavesParseableFile) {
     const std::string ending = content.substr(content.size() > 300 ? content.size() - 300 : 0);
     nlohmann::json trace = nlohmann::json::parse(content, nullptr, false);
     if (trace.is_discarded()) {
-      ASSERT_EQ(content.size() % 4096, 0u) << "torn away from a page boundary, ending in: "
-                                           << ending;
+      ASSERT_EQ(content.size() % 4096, 0u)
+          << "torn away from a page boundary, ending in: " << ending;
       ASSERT_EQ(content.substr(content.size() - 3), "\n]\n") << ending;
       const size_t first = content.find_last_not_of(' ', content.size() - 4);
       ASSERT_NE(first, std::string::npos) << ending;
       trace = nlohmann::json::parse(content.substr(0, first + 1), nullptr, false);
-      ASSERT_FALSE(trace.is_discarded()) << "not valid up to the first bracket, ending in: "
-                                         << ending;
+      ASSERT_FALSE(trace.is_discarded())
+          << "not valid up to the first bracket, ending in: " << ending;
     }
     ASSERT_TRUE(trace.is_array()) << content.size() << " bytes, ending in: " << ending;
     EXPECT_GT(trace.size(), 100u) << ReadFile(path).size() << " bytes";
     EXPECT_EQ(trace[0]["name"], "process_name");
+  }
+}
+
+// Records are written in runs of many pages at once; a SIGKILL can stop such a write only
+// between two pages, so no record may cross a page boundary and a file cut at any page boundary
+// of its records (the rest still spaces) must parse.
+TEST_F(TimelineWriterTest, NoRecordCrossesAPageSoAWriteTornBetweenPagesLeavesWholeRecords) {
+  // Given records of irregular lengths, and one longer than a page (the documented exception)
+  TimelineWriter writer(1 << 14);
+  const std::string path = Path("t.json");
+  ASSERT_TRUE(writer.Open(path, Header()).ok());
+  constexpr int kRecords = 3000;
+  for (int i = 0; i < kRecords; ++i) {
+    TraceRecord r = Begin(i);
+    r.name += std::string(static_cast<size_t>(i * 7 % 61), 'x');
+    if (i == 1234) r.name = std::string(5000, 'L');
+    ASSERT_TRUE(writer.Enqueue(std::move(r)));
+  }
+  // When the writer has written them all
+  writer.Close();
+  const std::string content = ReadFile(path);
+  ASSERT_EQ(ParseFile(path).size(), 1u + kRecords + 1u);
+  // Then every record but the long one lies inside one 4 KiB page
+  size_t records = 0;
+  size_t long_begin = 0, long_end = 0;
+  for (size_t at = content.find("\n{"); at != std::string::npos; at = content.find("\n{", at)) {
+    const size_t begin = at + 1;
+    const size_t end = content.find('}', begin);  // the names hold no braces
+    ASSERT_NE(end, std::string::npos);
+    ++records;
+    if (end - begin + 1 <= 4096) {
+      EXPECT_EQ(begin / 4096, end / 4096) << "record at byte " << begin << " crosses a page";
+    } else {
+      EXPECT_EQ((begin - 2) % 4096, 0u)
+          << "a record longer than a page starts a page (its \",\\n\" first)";
+      long_begin = begin;
+      long_end = end;
+    }
+    at = end;
+  }
+  EXPECT_EQ(records, 1u + kRecords + 1u);
+  ASSERT_GT(long_end, long_begin) << "the long record was found";
+  // And a write torn at any page boundary of the records leaves a valid array of whole records
+  const size_t last = content.rfind('}');
+  for (size_t cut = 4096; cut < last; cut += 4096) {
+    std::string torn = content;
+    std::fill(torn.begin() + static_cast<std::ptrdiff_t>(cut),
+              torn.begin() + static_cast<std::ptrdiff_t>(last + 1), ' ');
+    if (cut > long_begin && cut <= long_end) continue;  // inside the long record: torn there
+    const nlohmann::json trace = nlohmann::json::parse(torn, nullptr, false);
+    ASSERT_FALSE(trace.is_discarded()) << "cut at " << cut << " leaves a partial record";
   }
 }
 
