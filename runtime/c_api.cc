@@ -3,6 +3,7 @@
 #include "runtime/include/hvd/c_api.h"
 
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -391,6 +392,9 @@ hvd_status_t hvd_poll(hvd_handle_t handle, int32_t* done) {
 
 hvd_status_t hvd_wait(hvd_handle_t handle, double timeout_seconds) {
   return Guard([&] {
+    if (std::isnan(timeout_seconds)) {
+      return Report(Status::InvalidArgument("hvd_wait: timeout_seconds is NaN"));
+    }
     return Report(Default().Wait(handle, std::chrono::duration<double>(timeout_seconds)));
   });
 }

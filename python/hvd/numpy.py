@@ -12,7 +12,8 @@ from hvd import _hvd_c as _c
 from hvd.basics import (Adasum, Average, Max, Min, Product, Sum, init, is_initialized, local_rank,
                         local_size, rank, shutdown, size, translate_error)
 from hvd.exceptions import HorovodInternalError
-from hvd.process_sets import ProcessSet, global_process_set, operation_name
+from hvd.process_sets import (ProcessSet, global_process_set, operation_name, registered_id,
+                               root_rank_arg)
 
 __all__ = ["init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
            "allreduce", "allgather", "broadcast", "Average", "Sum", "Adasum", "Min", "Max",
@@ -59,7 +60,7 @@ def allreduce(array, op: int = Average, name: Optional[str] = None,
     # memory read through the buffer protocol.
     _now(_c.allreduce_now, data, output, code, data.shape,
          operation_name("allreduce", name, process_set), op, float(prescale_factor),
-         float(postscale_factor), process_set.process_set_id)
+         float(postscale_factor), registered_id(process_set))
     return output
 
 
@@ -70,7 +71,7 @@ def allgather(array, name: Optional[str] = None,
         raise ValueError("allgather needs an array with at least one dimension")
     data, code = _contiguous(array)
     buffer = _now(_c.allgather_now, data, code, data.shape,
-                  operation_name("allgather", name, process_set), process_set.process_set_id)
+                  operation_name("allgather", name, process_set), registered_id(process_set))
     dtype = _HVD_TO_NUMPY[buffer.dtype]
     if buffer.nbytes == 0:
         return np.empty(buffer.shape, dtype=dtype)
@@ -82,6 +83,6 @@ def broadcast(array, root_rank: int, name: Optional[str] = None,
     """`root_rank`'s `array` on every rank; a new array."""
     data, code = _contiguous(array)
     output = np.empty_like(data)
-    _now(_c.broadcast_now, data, output, code, data.shape, int(root_rank),
-         operation_name("broadcast", name, process_set), process_set.process_set_id)
+    _now(_c.broadcast_now, data, output, code, data.shape, root_rank_arg(root_rank),
+         operation_name("broadcast", name, process_set), registered_id(process_set))
     return output

@@ -4,6 +4,7 @@ Set id 0 is ``global_process_set`` (all ranks). Sets given to ``init(process_set
 registered at init; ``add_process_set``/``remove_process_set`` afterwards need
 ``init(process_sets="dynamic")``. Every rank must make the same calls in the same order.
 """
+import operator
 from typing import Dict, List, Optional, Sequence, Union
 
 from hvd import _hvd_c as _c
@@ -59,6 +60,24 @@ _registered: dict = {}
 # it, so per-set counters stay equal across those members even when ranks run different
 # numbers of operations on other sets (a process-wide counter would drift apart).
 _unnamed_counts: Dict[int, int] = {}
+
+
+def registered_id(process_set: "ProcessSet") -> int:
+    """The runtime id of `process_set`; ValueError naming it while it is not registered."""
+    if process_set.process_set_id is None:
+        raise ValueError(f"{process_set} is not registered; use hvd.add_process_set() or "
+                         "hvd.init(process_sets=[...])")
+    return process_set.process_set_id
+
+
+def root_rank_arg(root_rank) -> int:
+    """`root_rank` as an int: an integer (Python's, numpy's) only; 1.7 is a TypeError, as under
+    Horovod's bindings, not root 1."""
+    try:
+        return operator.index(root_rank)
+    except TypeError:
+        raise TypeError(f"root_rank must be an integer, got {type(root_rank).__name__} "
+                        f"{root_rank!r}") from None
 
 
 def operation_name(prefix: str, name: Optional[str], process_set: "ProcessSet") -> str:

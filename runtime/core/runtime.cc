@@ -525,7 +525,10 @@ Status Runtime::Wait(int64_t handle, std::chrono::duration<double> timeout) {
   // While another thread runs an iteration, wait for the handle in slices this long, then try
   // again to run the next one.
   constexpr std::chrono::milliseconds kSlice{1};
-  const bool forever = timeout.count() < 0;
+  // Beyond ~30 years is no limit either: now + 1e10 s overflows the clock's nanoseconds, which
+  // made hvd_wait(h, INFINITY) return "in progress" at once.
+  constexpr double kForeverSeconds = 1e9;
+  const bool forever = timeout.count() < 0 || timeout.count() > kForeverSeconds;
   const auto deadline = forever
                             ? Clock::time_point::max()
                             : Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);

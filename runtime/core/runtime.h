@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -220,8 +221,22 @@ class Runtime {
   Result<int64_t> Submit(Controller* controller, std::span<TensorEntry> entries,
                          int32_t num_outputs, bool wait_now = false);
   Result<int64_t> SubmitControl(Request request);
-  // `name`, or when empty a generated "<op>.noname.<n>" written into `*scratch`.
-  std::string_view NameOrGenerated(const std::string& name, const char* op, std::string* scratch);
+  // An unnamed op's number in its process set's count: taken (Taken) only once the op is
+  // queued, so an enqueue refused here (bad arguments) takes none and the members' counts stay
+  // in step (generated names must match across ranks). The count's lock is held from the name
+  // to the Submit, so concurrent unnamed enqueues get distinct numbers.
+  struct UnnamedCount {
+    std::unique_lock<std::mutex> lock;
+    int64_t* count = nullptr;
+    void Taken() {
+      if (count != nullptr) ++*count;
+    }
+  };
+  // `name`, or when empty a generated "<op>.noname.<n>" (another set than the global one:
+  // "<op>.noname.<set id>.<n>"), n counting that set's unnamed ops from 1, written into
+  // `*scratch`; `*unnamed` then holds the count (its Taken() after a successful Submit).
+  std::string_view NameOrGenerated(const std::string& name, const char* op, int32_t process_set_id,
+                                   std::string* scratch, UnnamedCount* unnamed);
 
   ProviderFactory factory_;
   HandleManager handles_;
@@ -307,7 +322,8 @@ class Runtime {
   static constexpr uint64_t kNoSnapshot = ~uint64_t{0};
   uint64_t cycle_version_ = kNoSnapshot;
   std::thread thread_;
-  std::atomic<int64_t> name_counter_{0};
+  std::mutex unnamed_mu_;
+  std::map<int32_t, int64_t> unnamed_counts_;  // under unnamed_mu_: process set -> ops taken
   std::atomic<uint32_t> enabled_flags_{0};
 };
 

@@ -1,11 +1,13 @@
 // Runtime's enqueue side: validation of each call and hand-off to the set's tensor queue.
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <numeric>
 #include <ranges>
 
 #include "runtime/core/adasum.h"
 #include "runtime/core/runtime.h"
+#include "runtime/core/runtime_timeline.h"
 
 namespace hvd::runtime {
 namespace {
@@ -19,8 +21,22 @@ Status CheckTensor(const TensorSpec& t, const char* what) {
     return Status::InvalidArgument(std::string(what) + ": more than 8 dimensions");
   }
   int64_t n = 1;
-  for (int64_t d : t.shape) {
-    if (d < 0) return Status::InvalidArgument(std::string(what) + ": negative dimension");
+  bool zero = false;
+  for (int64_t d : t.shape) zero = zero || d == 0;
+  // The byte size must fit in int64: a shape whose product overflows (2^32 x 2^32) used to be
+  // accepted, the op "succeeding" on a wrapped size and an allgather reporting its shape.
+  const int64_t max_elements =
+      std::numeric_limits<int64_t>::max() / static_cast<int64_t>(DataTypeSize(t.dtype));
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    const int64_t d = t.shape[i];
+    if (d < 0) {
+      return Status::InvalidArgument(std::string(what) + ": negative dimension " +
+                                     std::to_string(d) + " at index " + std::to_string(i));
+    }
+    if (!zero && n > max_elements / d) {
+      return Status::InvalidArgument(std::string(what) + ": shape " + ShapeText(t.shape) +
+                                     " holds more bytes than fit in 64 bits");
+    }
     n *= d;
   }
   if (t.device < -1) {
@@ -136,11 +152,18 @@ Status CheckReduceOp(ReduceOp op, bool reducescatter) {
 }  // namespace
 
 std::string_view Runtime::NameOrGenerated(const std::string& name, const char* op,
-                                          std::string* scratch) {
+                                          int32_t process_set_id, std::string* scratch,
+                                          UnnamedCount* unnamed) {
   if (!name.empty()) return name;
+  unnamed->lock = std::unique_lock<std::mutex>(unnamed_mu_);
+  unnamed->count = &unnamed_counts_[process_set_id];
   scratch->assign(op);
   scratch->append(".noname.");
-  AppendNumber(scratch, ++name_counter_);
+  if (process_set_id != 0) {
+    AppendNumber(scratch, process_set_id);
+    scratch->push_back('.');
+  }
+  AppendNumber(scratch, *unnamed->count + 1);
   return *scratch;
 }
 
@@ -257,9 +280,10 @@ Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
     return Status::InvalidArgument("allreduce needs as many outputs as inputs (at least one)");
   }
   EnqueueScratch& scratch = Scratch();
+  UnnamedCount unnamed;
   MarkedEvents marked(gpu_.get(), scratch);
-  const std::string_view base =
-      NameOrGenerated(o.name, grouped ? "grouped_allreduce" : "allreduce", &scratch.name);
+  const std::string_view base = NameOrGenerated(o.name, grouped ? "grouped_allreduce" : "allreduce",
+                                                o.process_set_id, &scratch.name, &unnamed);
   for (size_t i = 0; i < inputs.size(); ++i) {
     HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "allreduce input"));
     HVD_RETURN_IF_ERROR(CheckTensor(outputs[i], "allreduce output"));
@@ -280,7 +304,9 @@ Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
     HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], &outputs[i], o));
   }
   marked.Submitting();
-  return Submit(controller.get(), scratch.entries, 0, o.wait_now);
+  Result<int64_t> handle = Submit(controller.get(), scratch.entries, 0, o.wait_now);
+  if (handle.ok()) unnamed.Taken();  // an unnamed op's number counts once it is queued
+  return handle;
 }
 
 Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, const OpOptions& o,
@@ -288,9 +314,10 @@ Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, co
   HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(o.process_set_id));
   if (inputs.empty()) return Status::InvalidArgument("allgather needs at least one tensor");
   EnqueueScratch& scratch = Scratch();
+  UnnamedCount unnamed;
   MarkedEvents marked(gpu_.get(), scratch);
-  const std::string_view base =
-      NameOrGenerated(o.name, grouped ? "grouped_allgather" : "allgather", &scratch.name);
+  const std::string_view base = NameOrGenerated(o.name, grouped ? "grouped_allgather" : "allgather",
+                                                o.process_set_id, &scratch.name, &unnamed);
   for (size_t i = 0; i < inputs.size(); ++i) {
     HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "allgather input"));
     TensorEntry& e = NewEntry(scratch);
@@ -300,7 +327,10 @@ Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, co
     HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], nullptr, o));
   }
   marked.Submitting();
-  return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()), o.wait_now);
+  Result<int64_t> handle =
+      Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()), o.wait_now);
+  if (handle.ok()) unnamed.Taken();  // an unnamed op's number counts once it is queued
+  return handle;
 }
 
 Result<int64_t> Runtime::EnqueueBroadcast(const TensorSpec& input, const TensorSpec& output,
@@ -319,14 +349,18 @@ Result<int64_t> Runtime::EnqueueBroadcast(const TensorSpec& input, const TensorS
                                    std::to_string(o.process_set_id));
   }
   EnqueueScratch& scratch = Scratch();
+  UnnamedCount unnamed;
   TensorEntry& e = NewEntry(scratch);
-  FillRequest(&e.request, OpType::kBroadcast, NameOrGenerated(o.name, "broadcast", &scratch.name),
+  FillRequest(&e.request, OpType::kBroadcast,
+              NameOrGenerated(o.name, "broadcast", o.process_set_id, &scratch.name, &unnamed),
               input, o);
   e.request.root = static_cast<int32_t>(it - ranks.begin());
   e.input = input.data;
   e.output = output.data;
   HVD_RETURN_IF_ERROR(MarkDevice(&e, input, &output, o));
-  return Submit(controller.get(), scratch.entries, 0, o.wait_now);
+  Result<int64_t> handle = Submit(controller.get(), scratch.entries, 0, o.wait_now);
+  if (handle.ok()) unnamed.Taken();  // an unnamed op's number counts once it is queued
+  return handle;
 }
 
 Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOptions& o) {
@@ -334,9 +368,11 @@ Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOption
   HVD_RETURN_IF_ERROR(CheckTensor(input, "alltoall input"));
   const int64_t n = controller->set_size();
   EnqueueScratch& scratch = Scratch();
+  UnnamedCount unnamed;
   TensorEntry& e = NewEntry(scratch);
-  FillRequest(&e.request, OpType::kAlltoall, NameOrGenerated(o.name, "alltoall", &scratch.name),
-              input, o);
+  FillRequest(&e.request, OpType::kAlltoall,
+              NameOrGenerated(o.name, "alltoall", o.process_set_id, &scratch.name, &unnamed), input,
+              o);
   if (input.shape.size() > 0 && o.has_splits) {
     if (static_cast<int64_t>(o.splits.size()) != n) {
       return Status::InvalidArgument("alltoall: got " + std::to_string(o.splits.size()) +
@@ -362,7 +398,9 @@ Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOption
   }
   e.input = input.data;
   HVD_RETURN_IF_ERROR(MarkDevice(&e, input, nullptr, o));
-  return Submit(controller.get(), scratch.entries, 1, o.wait_now);
+  Result<int64_t> handle = Submit(controller.get(), scratch.entries, 1, o.wait_now);
+  if (handle.ok()) unnamed.Taken();  // an unnamed op's number counts once it is queued
+  return handle;
 }
 
 Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs,
@@ -371,9 +409,11 @@ Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs
   HVD_RETURN_IF_ERROR(CheckReduceOp(o.reduce_op, true));
   if (inputs.empty()) return Status::InvalidArgument("reducescatter needs at least one tensor");
   EnqueueScratch& scratch = Scratch();
+  UnnamedCount unnamed;
   MarkedEvents marked(gpu_.get(), scratch);
   const std::string_view base =
-      NameOrGenerated(o.name, grouped ? "grouped_reducescatter" : "reducescatter", &scratch.name);
+      NameOrGenerated(o.name, grouped ? "grouped_reducescatter" : "reducescatter", o.process_set_id,
+                      &scratch.name, &unnamed);
   for (size_t i = 0; i < inputs.size(); ++i) {
     HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "reducescatter input"));
     TensorEntry& e = NewEntry(scratch);
@@ -383,7 +423,10 @@ Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs
     HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], nullptr, o));
   }
   marked.Submitting();
-  return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()), o.wait_now);
+  Result<int64_t> handle =
+      Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()), o.wait_now);
+  if (handle.ok()) unnamed.Taken();  // an unnamed op's number counts once it is queued
+  return handle;
 }
 
 Result<int64_t> Runtime::EnqueueBarrier(int32_t process_set_id) {
@@ -397,6 +440,12 @@ Result<int64_t> Runtime::EnqueueBarrier(int32_t process_set_id) {
 
 Result<int64_t> Runtime::EnqueueJoin(int32_t device) {
   HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(0));
+  if (device < -1) return Status::InvalidArgument("join: bad device " + std::to_string(device));
+  if (device >= 0 && gpu_ == nullptr) {
+    return Status::InvalidArgument("join: CUDA device " + std::to_string(device) +
+                                   " needs a libhvd built with CUDA and NCCL (hvdrun -cb); "
+                                   "join on the CPU (device -1)");
+  }
   EnqueueScratch& scratch = Scratch();
   TensorEntry& e = NewEntry(scratch);
   e.request.type = OpType::kJoin;

@@ -83,3 +83,19 @@ def test_allgather_and_broadcast_errors():
             hvd_np.allgather(np.ones((2, rank + 1)), name="np.mismatch.allgather")
     gathered = hvd_np.allgather(np.full(1, rank, dtype=np.int64), name="np.after")
     assert gathered.tolist() == list(range(size))
+
+
+def test_arguments_of_the_wrong_kind_are_refused_naming_them():
+    # A float root is a TypeError (Horovod's bindings), not root int(1.7); a process set that
+    # is not registered is hvd.torch's ValueError, not pybind's signature dump.
+    from hvd.process_sets import ProcessSet
+    with pytest.raises(TypeError, match="root_rank must be an integer, got float 0.7"):
+        hvd_np.broadcast(np.ones(2), root_rank=0.7, name="np.float.root")
+    assert hvd_np.broadcast(np.ones(2), root_rank=np.int64(0), name="np.int64.root").tolist() == \
+        [1.0, 1.0]
+    unregistered = ProcessSet([0])
+    for call in (lambda: hvd_np.allreduce(np.ones(2), process_set=unregistered),
+                 lambda: hvd_np.allgather(np.ones(2), process_set=unregistered),
+                 lambda: hvd_np.broadcast(np.ones(2), 0, process_set=unregistered)):
+        with pytest.raises(ValueError, match="is not registered; use hvd.add_process_set"):
+            call()

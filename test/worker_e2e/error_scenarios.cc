@@ -1,6 +1,9 @@
 // Cross-rank mismatches (Horovod's messages, inventory 8.3) and the duplicate in-flight name.
 // Rank 0's request is the "one rank" of a message and rank 1's the "another rank".
+#include <chrono>
+#include <cmath>
 #include <memory>
+#include <thread>
 
 #include "scenarios.h"
 
@@ -223,6 +226,65 @@ void DuplicateName() {
   ExpectValues("allreduce 'dup'", x, std::vector<double>(5, N() * (N() + 1) / 2.0));
   // Once completed, the name is free again.
   SumAllreduce("dup", 2, 2.0 * N());
+}
+
+// Arguments refused on one rank only, and waits without a limit. An enqueue refused here must
+// not take an unnamed op's number (the next unnamed op on every rank must get the same name and
+// complete, not stall); sizes past 64 bits are refused naming the shape; hvd_wait(INFINITY)
+// waits; a NaN timeout and a bad join device are refused.
+void BadInput() {
+  Tensor x(HVD_FLOAT32, {3});
+  Tensor wrong(HVD_INT32, {3});
+  hvd_tensor_t xd = x.Desc();
+  hvd_tensor_t wd = wrong.Desc();
+  hvd_op_options_t unnamed;
+  hvd_op_options_init(&unnamed);
+  hvd_handle_t h = 0;
+  if (R() % 2 == 1) {  // refused on odd ranks only: output dtype differs from the input's
+    if (hvd_allreduce(&xd, &wd, &unnamed, &h) != HVD_INVALID_ARGUMENT) {
+      Fail("an allreduce with an int32 output of a float32 input was not refused");
+    }
+  }
+  x.Fill(R() + 1);
+  Require(hvd_allreduce(&xd, &xd, &unnamed, &h), "unnamed allreduce after a refused one");
+  if (hvd_wait(h, 60.0) != HVD_OK) {
+    Fail(std::string("unnamed allreduce after a refused one did not complete: ") +
+         hvd_last_error());
+  } else {
+    ExpectValues("unnamed allreduce after a refused one", x,
+                 std::vector<double>(3, N() * (N() + 1) / 2.0));
+  }
+  hvd_release(h);
+
+  // 2^32 x 2^32 float32: the byte count overflows int64.
+  hvd_tensor_t huge = xd;
+  huge.ndim = 2;
+  huge.shape[0] = int64_t{1} << 32;
+  huge.shape[1] = int64_t{1} << 32;
+  hvd_op_options_t o = Options("bad_input.huge");
+  if (hvd_allreduce(&huge, &huge, &o, &h) != HVD_INVALID_ARGUMENT ||
+      std::string(hvd_last_error()).find("64 bits") == std::string::npos) {
+    Fail(std::string("a shape past 64 bits of bytes was not refused naming it: ") +
+         hvd_last_error());
+  }
+
+  // A wait without a limit waits: rank 0 waits on an op the others start a little later.
+  hvd_op_options_t later = Options("bad_input.later");
+  if (R() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  Require(hvd_allreduce(&xd, &xd, &later, &h), "allreduce 'bad_input.later'");
+  if (hvd_wait(h, std::nan("")) != HVD_INVALID_ARGUMENT) Fail("hvd_wait(NaN) was not refused");
+  const hvd_status_t waited = hvd_wait(h, INFINITY);
+  if (waited != HVD_OK) {
+    Fail("hvd_wait(INFINITY) returned " + std::to_string(waited) + ": " + hvd_last_error());
+  }
+  hvd_release(h);
+
+  uint32_t flags = 0;
+  Require(hvd_build_flags(&flags), "hvd_build_flags");
+  if (hvd_join(-5, &h) != HVD_INVALID_ARGUMENT) Fail("hvd_join(-5) was not refused");
+  if ((flags & HVD_BUILT_CUDA) == 0 && hvd_join(7, &h) != HVD_INVALID_ARGUMENT) {
+    Fail("hvd_join(7) was not refused by a build without CUDA");
+  }
 }
 
 }  // namespace hvd_e2e

@@ -39,6 +39,7 @@ const Scenario kScenarios[] = {
     {"process_sets_dynamic", hvd_e2e::ProcessSetsDynamic, true},
     {"mismatch", hvd_e2e::Mismatch, false},
     {"duplicate_name", hvd_e2e::DuplicateName, false},
+    {"bad_input", hvd_e2e::BadInput, false},
     {"join", hvd_e2e::Join, false},
     {"reinit", hvd_e2e::Reinit, true},
 };

@@ -82,6 +82,7 @@ void ProcessSetsDynamic();  // own init (HVD_DYNAMIC_PROCESS_SETS=1)
 // error_scenarios.cc (initialized)
 void Mismatch();
 void DuplicateName();
+void BadInput();
 // lifecycle_scenarios.cc
 void Join();    // initialized
 void Reinit();  // own init

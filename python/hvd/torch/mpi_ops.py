@@ -23,7 +23,8 @@ from hvd.basics import (Adasum, Average, Max, Min, Product, Sum, cuda_built, on_
                         translate_error)
 from hvd.basics import is_homogeneous  # noqa: F401  (Horovod scripts call mpi_ops.is_homogeneous)
 from hvd.exceptions import HorovodInternalError
-from hvd.process_sets import ProcessSet, global_process_set, operation_name
+from hvd.process_sets import (ProcessSet, global_process_set, operation_name, registered_id,
+                              root_rank_arg)
 from hvd.torch.compression import Compression
 
 _TORCH_TO_HVD = {
@@ -130,10 +131,7 @@ def _prepare(tensor: torch.Tensor) -> Tuple[torch.Tensor, Descriptor]:
 
 
 def _set_id(process_set: ProcessSet) -> int:
-    if process_set.process_set_id is None:
-        raise ValueError(f"{process_set} is not registered; use hvd.add_process_set() or "
-                         "hvd.init(process_sets=[...])")
-    return process_set.process_set_id
+    return registered_id(process_set)
 
 
 def _target(prefix: str, name: Optional[str], process_set: ProcessSet) -> Tuple[str, int]:
@@ -510,7 +508,7 @@ def _broadcast_async(tensor, output, root_rank, name, process_set) -> Handle:
         result = output
         out_desc = (output.data_ptr(), desc[1], desc[2], desc[3])
         finish = lambda _: result
-    handle = _enqueue(_c.broadcast, desc, out_desc, int(root_rank),
+    handle = _enqueue(_c.broadcast, desc, out_desc, root_rank_arg(root_rank),
                       *_target("broadcast", name, process_set))
     return _register(handle, (tensor, data, result), finish)
 
@@ -545,7 +543,7 @@ class HorovodBroadcast(torch.autograd.Function):
 def _broadcast_now(tensor, output, code, root_rank, name, process_set) -> None:
     op_name, set_id = _target("broadcast", name, process_set)
     _enqueue(_c.broadcast_now, tensor.data_ptr(), output.data_ptr(), code, tensor.shape,
-             int(root_rank), op_name, set_id)
+             root_rank_arg(root_rank), op_name, set_id)
 
 
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
