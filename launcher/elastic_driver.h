@@ -174,8 +174,9 @@ class ElasticDriver {
   int64_t hosts_timestamp_ = 0;
   int hosts_flags_ = 0;  // accumulated since the current round formed
   bool announced_new_ = false;
-  bool finishing_ = false;  // a worker exited 0
-  bool ending_ = false;     // nobody holds the state: the job ends once the workers are gone
+  bool finishing_ = false;                 // a worker exited 0
+  bool finishing_below_min_said_ = false;  // the warning of a finishing job below --min-np
+  bool ending_ = false;  // nobody holds the state: the job ends once the workers are gone
   std::optional<int> first_failure_status_;
   std::string first_failure_;  // "worker 3 on h2: exit code 1"
   std::optional<TimePoint> below_min_since_;

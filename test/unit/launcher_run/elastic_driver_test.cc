@@ -178,6 +178,22 @@ TEST_F(ElasticDriverTest, AWorkerExitingZeroDoesNotStopTheOthers) {
   EXPECT_EQ(driver_->end()->exit_code, 0);
 }
 
+// With --min-np equal to -np (its default) a worker exiting 0 left the others below it: the
+// job waited --elastic-timeout for workers a finishing job never adds, then failed (124).
+TEST_F(ElasticDriverTest, AFinishingJobBelowMinNpGoesOnWithoutWaiting) {
+  StartRound1({{"a", 1, {}}, {"b", 1, {}}}, 2, 2);
+  driver_->OnExit(1, kExit0, now_);
+  Ready({0});
+  ASSERT_EQ(driver_->round(), 2) << "the survivor re-forms at once";
+  EXPECT_EQ(rec_.Assigned(0).size, 1);
+  EXPECT_FALSE(driver_->NextDeadline().has_value()) << "no --elastic-timeout is running";
+  ASSERT_EQ(rec_.warnings.size(), 1u);
+  EXPECT_THAT(rec_.warnings[0], HasSubstr("1 worker(s) left, fewer than --min-np 2: they go on"));
+  driver_->OnExit(0, kExit0, now_);
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_TRUE(driver_->end()->success);
+}
+
 // Workers started for a new host that have not joined yet are let go once the job is
 // finishing.
 TEST_F(ElasticDriverTest, AFinishingJobLetsPendingWorkersGo) {
