@@ -12,13 +12,23 @@
 namespace hvd::runtime {
 namespace {
 
-Status CheckTensor(const TensorSpec& t, const char* what) {
+// "<what> '<name>'" (a grouped op's member: "<name>.<member>"): whom an enqueue error is about.
+std::string Subject(const char* what, std::string_view name, int member) {
+  std::string out = std::string(what) + " '" + std::string(name);
+  if (member >= 0) out += "." + std::to_string(member);
+  return out + "'";
+}
+
+// The tensor `what` (e.g. "allreduce input") of the op `name`; errors name both. Nothing is
+// built unless there is an error.
+Status CheckTensor(const TensorSpec& t, const char* what, std::string_view name, int member = -1) {
   const int32_t dtype = static_cast<int32_t>(t.dtype);
   if (dtype < 0 || dtype > static_cast<int32_t>(DataType::kBFloat16)) {
-    return Status::InvalidArgument(std::string(what) + ": unknown dtype " + std::to_string(dtype));
+    return Status::InvalidArgument(Subject(what, name, member) + ": unknown dtype " +
+                                   std::to_string(dtype));
   }
   if (t.shape.size() > 8) {
-    return Status::InvalidArgument(std::string(what) + ": more than 8 dimensions");
+    return Status::InvalidArgument(Subject(what, name, member) + ": more than 8 dimensions");
   }
   int64_t n = 1;
   bool zero = false;
@@ -30,22 +40,32 @@ Status CheckTensor(const TensorSpec& t, const char* what) {
   for (size_t i = 0; i < t.shape.size(); ++i) {
     const int64_t d = t.shape[i];
     if (d < 0) {
-      return Status::InvalidArgument(std::string(what) + ": negative dimension " +
+      return Status::InvalidArgument(Subject(what, name, member) + ": negative dimension " +
                                      std::to_string(d) + " at index " + std::to_string(i));
     }
     if (!zero && n > max_elements / d) {
-      return Status::InvalidArgument(std::string(what) + ": shape " + ShapeText(t.shape) +
+      return Status::InvalidArgument(Subject(what, name, member) + ": shape " + ShapeText(t.shape) +
                                      " holds more bytes than fit in 64 bits");
     }
     n *= d;
   }
   if (t.device < -1) {
-    return Status::InvalidArgument(std::string(what) + ": bad device " + std::to_string(t.device));
+    return Status::InvalidArgument(Subject(what, name, member) + ": bad device " +
+                                   std::to_string(t.device));
   }
   if (n > 0 && t.data == nullptr) {
-    return Status::InvalidArgument(std::string(what) + ": data is NULL");
+    return Status::InvalidArgument(Subject(what, name, member) + ": data is NULL");
   }
   return Status::OK();
+}
+
+// An output that differs from its input in dtype or shape, both named.
+Status OutputMismatch(const char* op, const TensorSpec& in, const TensorSpec& out,
+                      std::string_view name, int member) {
+  return Status::InvalidArgument(Subject(op, name, member) + ": the output (" +
+                                 DataTypeName(out.dtype) + " " + ShapeText(out.shape) +
+                                 ") must have the input's dtype and shape (" +
+                                 DataTypeName(in.dtype) + " " + ShapeText(in.shape) + ")");
 }
 
 // Appends the decimal digits of `n` to `*out` (no temporary string).
@@ -285,10 +305,11 @@ Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
   const std::string_view base = NameOrGenerated(o.name, grouped ? "grouped_allreduce" : "allreduce",
                                                 o.process_set_id, &scratch.name, &unnamed);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "allreduce input"));
-    HVD_RETURN_IF_ERROR(CheckTensor(outputs[i], "allreduce output"));
+    const int member = grouped ? static_cast<int>(i) : -1;
+    HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "allreduce input", base, member));
+    HVD_RETURN_IF_ERROR(CheckTensor(outputs[i], "allreduce output", base, member));
     if (outputs[i].shape != inputs[i].shape || outputs[i].dtype != inputs[i].dtype) {
-      return Status::InvalidArgument("allreduce output must have the input's dtype and shape");
+      return OutputMismatch("allreduce", inputs[i], outputs[i], base, member);
     }
     if (o.reduce_op == ReduceOp::kAdasum && !AdasumSupports(inputs[i].dtype)) {
       return Status::InvalidArgument(
@@ -319,7 +340,8 @@ Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, co
   const std::string_view base = NameOrGenerated(o.name, grouped ? "grouped_allgather" : "allgather",
                                                 o.process_set_id, &scratch.name, &unnamed);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "allgather input"));
+    HVD_RETURN_IF_ERROR(
+        CheckTensor(inputs[i], "allgather input", base, grouped ? static_cast<int>(i) : -1));
     TensorEntry& e = NewEntry(scratch);
     FillMember(&e.request, OpType::kAllgather, base, i, inputs.size(), grouped, inputs[i], o);
     e.input = inputs[i].data;
@@ -336,10 +358,14 @@ Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, co
 Result<int64_t> Runtime::EnqueueBroadcast(const TensorSpec& input, const TensorSpec& output,
                                           const OpOptions& o) {
   HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(o.process_set_id));
-  HVD_RETURN_IF_ERROR(CheckTensor(input, "broadcast input"));
-  HVD_RETURN_IF_ERROR(CheckTensor(output, "broadcast output"));
+  EnqueueScratch& scratch = Scratch();
+  UnnamedCount unnamed;
+  const std::string_view name =
+      NameOrGenerated(o.name, "broadcast", o.process_set_id, &scratch.name, &unnamed);
+  HVD_RETURN_IF_ERROR(CheckTensor(input, "broadcast input", name));
+  HVD_RETURN_IF_ERROR(CheckTensor(output, "broadcast output", name));
   if (output.shape != input.shape || output.dtype != input.dtype) {
-    return Status::InvalidArgument("broadcast output must have the input's dtype and shape");
+    return OutputMismatch("broadcast", input, output, name, -1);
   }
   const auto& ranks = controller->ranks();
   auto it = std::find(ranks.begin(), ranks.end(), o.root_rank);
@@ -348,12 +374,8 @@ Result<int64_t> Runtime::EnqueueBroadcast(const TensorSpec& input, const TensorS
                                    " is not a member of process set " +
                                    std::to_string(o.process_set_id));
   }
-  EnqueueScratch& scratch = Scratch();
-  UnnamedCount unnamed;
   TensorEntry& e = NewEntry(scratch);
-  FillRequest(&e.request, OpType::kBroadcast,
-              NameOrGenerated(o.name, "broadcast", o.process_set_id, &scratch.name, &unnamed),
-              input, o);
+  FillRequest(&e.request, OpType::kBroadcast, name, input, o);
   e.request.root = static_cast<int32_t>(it - ranks.begin());
   e.input = input.data;
   e.output = output.data;
@@ -365,14 +387,14 @@ Result<int64_t> Runtime::EnqueueBroadcast(const TensorSpec& input, const TensorS
 
 Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOptions& o) {
   HVD_ASSIGN_OR_RETURN(auto controller, ControllerFor(o.process_set_id));
-  HVD_RETURN_IF_ERROR(CheckTensor(input, "alltoall input"));
-  const int64_t n = controller->set_size();
   EnqueueScratch& scratch = Scratch();
   UnnamedCount unnamed;
+  const std::string_view name =
+      NameOrGenerated(o.name, "alltoall", o.process_set_id, &scratch.name, &unnamed);
+  HVD_RETURN_IF_ERROR(CheckTensor(input, "alltoall input", name));
+  const int64_t n = controller->set_size();
   TensorEntry& e = NewEntry(scratch);
-  FillRequest(&e.request, OpType::kAlltoall,
-              NameOrGenerated(o.name, "alltoall", o.process_set_id, &scratch.name, &unnamed), input,
-              o);
+  FillRequest(&e.request, OpType::kAlltoall, name, input, o);
   if (input.shape.size() > 0 && o.has_splits) {
     if (static_cast<int64_t>(o.splits.size()) != n) {
       return Status::InvalidArgument("alltoall: got " + std::to_string(o.splits.size()) +
@@ -415,7 +437,8 @@ Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs
       NameOrGenerated(o.name, grouped ? "grouped_reducescatter" : "reducescatter", o.process_set_id,
                       &scratch.name, &unnamed);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "reducescatter input"));
+    HVD_RETURN_IF_ERROR(
+        CheckTensor(inputs[i], "reducescatter input", base, grouped ? static_cast<int>(i) : -1));
     TensorEntry& e = NewEntry(scratch);
     FillMember(&e.request, OpType::kReducescatter, base, i, inputs.size(), grouped, inputs[i], o);
     e.input = inputs[i].data;
