@@ -71,6 +71,23 @@ Result<Message> DecodeMessage(std::string_view text) {
   return m;
 }
 
+std::string EncodeReady(int64_t cursor, int64_t synced_round) {
+  std::string text = std::to_string(cursor);
+  if (synced_round > 0) text += " " + std::to_string(synced_round);
+  return text;
+}
+
+bool DecodeReady(std::string_view text, int64_t* cursor, int64_t* synced_round) {
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, *cursor);
+  if (ec != std::errc() || *cursor < 0) return false;
+  *synced_round = 0;
+  if (p == end) return true;
+  if (*p != ' ') return false;
+  auto [q, ec2] = std::from_chars(p + 1, end, *synced_round);
+  return ec2 == std::errc() && q == end && *synced_round > 0;
+}
+
 std::string EncodeHostUpdate(int64_t timestamp, int flags) {
   return std::to_string(timestamp) + " " + std::to_string(flags);
 }

@@ -14,8 +14,12 @@
 //
 //   elastic/mail/<worker>/<n>   driver -> worker: the n-th message (n = 1, 2, ...), an
 //                               Assignment ("assign ...") or a removal ("removed <why>")
-//   elastic/ready/<worker>      worker -> driver: "<n>": the worker has read n messages, has
-//                               no runtime running, and waits for message n + 1
+//   elastic/ready/<worker>      worker -> driver: "<n>" or "<n> <synced round>": the worker has
+//                               read n messages, has no runtime running, and waits for message
+//                               n + 1; the synced round (since 2026-11-27) is the last round in
+//                               which it received (or held) the training state: hvd.elastic.run
+//                               says so after state.sync(). Only such workers can hand the state
+//                               on once one has said it
 //   elastic/hosts               driver -> workers: "<timestamp> <flags>", the latest host
 //                               change (flags: 1 hosts removed, 2 hosts added, 3 both)
 //
@@ -60,6 +64,11 @@ std::string RoundPrefix(int64_t round);
 std::string EncodeMessage(const Message& message);
 // InvalidArgument quoting the text when it is not a message this version writes.
 Result<Message> DecodeMessage(std::string_view text);
+
+// A ready report: "<cursor>" or "<cursor> <synced round>" (synced round > 0).
+std::string EncodeReady(int64_t cursor, int64_t synced_round);
+// False for anything else (both numbers non-negative).
+bool DecodeReady(std::string_view text, int64_t* cursor, int64_t* synced_round);
 
 std::string EncodeHostUpdate(int64_t timestamp, int flags);
 Status DecodeHostUpdate(std::string_view text, int64_t* timestamp, int* flags);

@@ -142,11 +142,15 @@ void ElasticDriver::OnHosts(const std::vector<discovery::HostSlots>& hosts, Time
   Reconcile(now);
 }
 
-void ElasticDriver::OnReady(int id, int64_t cursor, TimePoint now) {
+void ElasticDriver::OnReady(int id, int64_t cursor, int64_t synced_round, TimePoint now) {
   auto it = workers_.find(id);
   if (end_ || it == workers_.end() || !it->second.alive) return;
   Worker& w = it->second;
   w.ready = cursor;
+  if (synced_round > 0) {
+    w.synced_round = std::max(w.synced_round, synced_round);
+    any_synced_ = true;
+  }
   if (w.IsReady() && IsMember(w) && !reset_needed_) {
     actions_->Step("worker " + std::to_string(id) + " (rank " + std::to_string(w.rank) +
                    ") left round " + std::to_string(round_) + "; the others re-form");
@@ -384,7 +388,10 @@ void ElasticDriver::MaybeFormRound(TimePoint now) {
   }
   below_min_since_.reset();
   if (round_ > 0) {
-    bool survivor = std::any_of(ready.begin(), ready.end(), [](Worker* w) { return w->round > 0; });
+    // A joiner that never received the state is no survivor: re-forming around it would restart
+    // training from its initial state, silently.
+    bool survivor =
+        std::any_of(ready.begin(), ready.end(), [&](Worker* w) { return HoldsState(*w); });
     if (!survivor) return;  // CheckEnd ends the job
     if (options_.reset_limit && reset_count_ >= *options_.reset_limit) {
       return Finish(false, FailureCode(),
@@ -491,8 +498,11 @@ void ElasticDriver::CheckEnd(TimePoint now) {
     return;
   }
   std::vector<Worker*> live = Live();
-  const bool holder =
-      std::any_of(live.begin(), live.end(), [&](Worker* w) { return w->round > 0 || round_ == 0; });
+  // A member still in the round may hold the state (its sync is only reported when it is ready
+  // again).
+  const bool holder = std::any_of(live.begin(), live.end(), [&](Worker* w) {
+    return HoldsState(*w) || (IsMember(*w) && !w->IsReady()) || round_ == 0;
+  });
   if (!holder && !(round_ == 0 && !finishing_ && EligibleSlots(now) > 0)) {
     // Nobody holds the training state any more (or, before the first round, nobody can
     // start): once every worker is gone, say why the job ends.
@@ -542,9 +552,14 @@ void ElasticDriver::EndWithoutWorkers(TimePoint now) {
                   "all hosts are blacklisted (" + Join(blacklist_.Hosts(now)) +
                       "): no host is left to run workers on; the first failure: " + first_failure_);
   }
+  // Workers of the round that joined it but never received the state (any_synced_) are no
+  // holders either.
   Finish(false, FailureCode(),
-         "No hosts from previous set remaining, unable to broadcast state: no worker of round " +
-             std::to_string(round_) + " is left to hand over the training state" +
+         "No hosts from previous set remaining, unable to broadcast state: no worker " +
+             std::string(any_synced_ ? "holding the training state (of round " +
+                                           std::to_string(round_) + " or before)"
+                                     : "of round " + std::to_string(round_)) +
+             " is left to hand it over" +
              (first_failure_.empty() ? "" : "; the first failure: " + first_failure_));
 }
 

@@ -101,8 +101,10 @@ class ElasticDriver {
 
   // The discovered hosts (or the fixed list); hosts missing from it are gone.
   void OnHosts(const std::vector<discovery::HostSlots>& hosts, TimePoint now);
-  // Worker `id` has read `cursor` messages and waits for the next.
-  void OnReady(int id, int64_t cursor, TimePoint now);
+  // Worker `id` has read `cursor` messages and waits for the next; `synced_round` > 0: the last
+  // round in which it held the training state (hvd_elastic_synced).
+  void OnReady(int id, int64_t cursor, int64_t synced_round, TimePoint now);
+  void OnReady(int id, int64_t cursor, TimePoint now) { OnReady(id, cursor, 0, now); }
   void OnExit(int id, int wait_status, TimePoint now);
   // Timers: cooldowns, timeouts, removals.
   void OnTick(TimePoint now);
@@ -120,15 +122,16 @@ class ElasticDriver {
     std::string host;
     int slot = 0;
     bool alive = true;
-    bool removed = false;  // told (or to be told) it is not in the job any more
-    int64_t removal = 0;   // the index of its removal message
-    bool failed = false;   // exited non-zero or by a signal on its own
-    bool stopped = false;  // the driver terminated it
-    int64_t sent = 0;      // messages put into its mailbox
-    int64_t ready = -1;    // last cursor it reported
-    int64_t round = 0;     // last round it was assigned (0 = none)
-    int rank = -1;         // its rank in that round
-    int wait_status = 0;   // once !alive
+    bool removed = false;      // told (or to be told) it is not in the job any more
+    int64_t removal = 0;       // the index of its removal message
+    bool failed = false;       // exited non-zero or by a signal on its own
+    bool stopped = false;      // the driver terminated it
+    int64_t sent = 0;          // messages put into its mailbox
+    int64_t ready = -1;        // last cursor it reported
+    int64_t round = 0;         // last round it was assigned (0 = none)
+    int64_t synced_round = 0;  // last round it said it held the state in (0 = never said)
+    int rank = -1;             // its rank in that round
+    int wait_status = 0;       // once !alive
     TimePoint spawned_at;
     std::optional<TimePoint> terminate_at;
     bool IsReady() const { return alive && ready == sent; }
@@ -140,6 +143,10 @@ class ElasticDriver {
     bool listed = true;
   };
 
+  // Whether `w` can hand the training state on to a new round: once some worker said it held
+  // the state (hvd.elastic.run does after each sync), only workers that did; before, any worker
+  // that was in a round (a job whose workers never say so, e.g. C API workers).
+  bool HoldsState(const Worker& w) const { return any_synced_ ? w.synced_round > 0 : w.round > 0; }
   void Reconcile(TimePoint now);
   void RemoveIneligible(TimePoint now);
   void SpawnFree(TimePoint now);
@@ -174,6 +181,7 @@ class ElasticDriver {
   int64_t hosts_timestamp_ = 0;
   int hosts_flags_ = 0;  // accumulated since the current round formed
   bool announced_new_ = false;
+  bool any_synced_ = false;                // some worker reported a synced round
   bool finishing_ = false;                 // a worker exited 0
   bool finishing_below_min_said_ = false;  // the warning of a finishing job below --min-np
   bool ending_ = false;  // nobody holds the state: the job ends once the workers are gone

@@ -50,20 +50,22 @@ ReadyQueue::~ReadyQueue() {
 void ReadyQueue::Push(const std::string& key, const std::string& value) {
   std::string_view id_text = std::string_view(key).substr(sizeof(elastic::kReadyPrefix) - 1);
   int id = -1;
-  int64_t cursor = -1;
+  int64_t cursor = -1, synced = 0;
   auto [id_end, id_ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
-  auto [c_end, c_ec] = std::from_chars(value.data(), value.data() + value.size(), cursor);
-  if (id_ec != std::errc() || c_ec != std::errc() || id < 0 || cursor < 0) return;
+  if (id_ec != std::errc() || id_end != id_text.data() + id_text.size() || id < 0 ||
+      !elastic::DecodeReady(value, &cursor, &synced)) {
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queued_.emplace_back(id, cursor);
+    queued_.push_back({id, cursor, synced});
   }
   uint64_t one = 1;
   ssize_t ignored = ::write(event_fd_, &one, sizeof(one));
   (void)ignored;
 }
 
-std::vector<std::pair<int, int64_t>> ReadyQueue::TakeAll() {
+std::vector<ReadyQueue::Report> ReadyQueue::TakeAll() {
   DrainEventFd(event_fd_);
   std::lock_guard<std::mutex> lock(mu_);
   return std::exchange(queued_, {});
@@ -215,8 +217,8 @@ void ElasticJob::OnDiscovery() {
 }
 
 void ElasticJob::OnReady() {
-  for (auto [id, cursor] : context_.ready->TakeAll()) {
-    if (!launcher_signal_) driver_.OnReady(id, cursor, Clock::now());
+  for (const ReadyQueue::Report& r : context_.ready->TakeAll()) {
+    if (!launcher_signal_) driver_.OnReady(r.id, r.cursor, r.synced_round, Clock::now());
   }
 }
 

@@ -36,14 +36,20 @@ class ReadyQueue {
   ReadyQueue& operator=(const ReadyQueue&) = delete;
 
   int event_fd() const { return event_fd_; }
-  // From the server's observer: key "elastic/ready/<id>", value "<cursor>"; others ignored.
+  struct Report {
+    int id;
+    int64_t cursor;
+    int64_t synced_round;  // 0: the worker has not said it holds the state
+  };
+  // From the server's observer: key "elastic/ready/<id>", value "<cursor>[ <synced round>]"
+  // (elastic::DecodeReady); others ignored.
   void Push(const std::string& key, const std::string& value);
-  std::vector<std::pair<int, int64_t>> TakeAll();
+  std::vector<Report> TakeAll();
 
  private:
   int event_fd_ = -1;
   std::mutex mu_;
-  std::vector<std::pair<int, int64_t>> queued_;
+  std::vector<Report> queued_;
 };
 
 // Everything an elastic job's event loop needs from the launch.

@@ -2,8 +2,8 @@
 // and conversion between the POD descriptors and the C++ types. No exception crosses it.
 #include "runtime/include/hvd/c_api.h"
 
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -256,6 +256,10 @@ hvd_status_t hvd_elastic_host_update(int64_t* timestamp, int32_t* flags) {
     *flags = f;
     return Report(s);
   });
+}
+
+hvd_status_t hvd_elastic_synced(void) {
+  return Guard([] { return Report(Elastic().MarkSynced()); });
 }
 
 hvd_status_t hvd_shutdown(void) {

@@ -50,7 +50,7 @@ Result<elastic::Message> ElasticSession::NextMessageLocked(const RuntimeConfig& 
     kv_ = std::move(kv).value();
   }
   const int64_t id = base.elastic_worker_id;
-  HVD_RETURN_IF_ERROR(kv_->Set(elastic::ReadyKey(id), std::to_string(cursor_))
+  HVD_RETURN_IF_ERROR(kv_->Set(elastic::ReadyKey(id), elastic::EncodeReady(cursor_, synced_round_))
                           .WithContext("reporting to hvdrun's elastic driver"));
   Result<std::string> text = kv_->Wait(elastic::MailKey(id, cursor_ + 1), base.elastic_timeout);
   if (!text.ok()) {
@@ -92,6 +92,13 @@ Result<elastic::Assignment> ElasticSession::current() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!current_) return Status::PreconditionFailed("not in an elastic round");
   return *current_;
+}
+
+Status ElasticSession::MarkSynced() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!current_) return Status::PreconditionFailed("not in an elastic round");
+  synced_round_ = current_->round;
+  return Status::OK();
 }
 
 Status ElasticSession::HostUpdate(int64_t* timestamp, int* flags) {

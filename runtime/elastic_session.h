@@ -37,13 +37,18 @@ class ElasticSession {
   Result<control::elastic::Assignment> current() const;
   // The driver's latest host change (timestamp 0 = none so far): one request to hvdrun.
   Status HostUpdate(int64_t* timestamp, int* flags);
+  // This worker now holds the training state of its current round (hvd.elastic.run calls it
+  // once state.sync() succeeded); the next ready report tells the driver, which then counts
+  // only such workers as able to hand the state on. PreconditionFailed outside a round.
+  Status MarkSynced();
 
  private:
   Result<control::elastic::Message> NextMessageLocked(const RuntimeConfig& base);
 
   mutable std::mutex mu_;
   std::unique_ptr<control::KvClient> kv_;
-  int64_t cursor_ = 0;  // messages read from the mailbox
+  int64_t cursor_ = 0;        // messages read from the mailbox
+  int64_t synced_round_ = 0;  // the last round in which MarkSynced was called; 0: none
   std::optional<control::elastic::Assignment> current_;
 };
 

@@ -148,6 +148,19 @@ def _driver_round():
         return None
 
 
+def _synced() -> None:
+    """Tells hvdrun's elastic driver that this worker holds the round's state (after a
+    successful sync): a round that fails is then re-formed only around such workers, so a
+    joiner that never got the state cannot restart training from its own initial state."""
+    if not _driver_worker():
+        return
+    from hvd import _hvd_c as _c
+    try:
+        _c.elastic_synced()
+    except _c.Error:
+        pass  # not in a round (a script driving init itself): nothing to report
+
+
 def _enter_round(state: State) -> bool:
     """Aligns `state` with the round just joined; returns True when a member is new (then
     everyone syncs from rank 0, even survivors of a pure removal: Horovod #3494)."""
@@ -173,6 +186,7 @@ def run_fn(func: Callable, reset: Callable[[], None]) -> Callable:
             try:
                 if not skip_sync:
                     state.sync()
+                    _synced()
                 return func(state, *args, **kwargs)
             except HorovodInternalError as error:
                 state.restore()

@@ -486,6 +486,7 @@ void BindLifecycle(py::module_& m) {
     Check([&] { return Api().elastic_host_update(&timestamp, &flags); });
     return py::make_tuple(timestamp, flags);
   });
+  m.def("elastic_synced", [] { Check([] { return Api().elastic_synced(); }); });
   m.def("start_timeline", [](const std::string& path, bool mark_cycles) {
     Check([&] { return Api().start_timeline(path.c_str(), mark_cycles ? 1 : 0); });
   });

@@ -37,6 +37,7 @@ std::string ResolveAll(void* library, RuntimeApi* api) {
   HVD_RESOLVE(is_homogeneous);
   HVD_RESOLVE(elastic_round);
   HVD_RESOLVE(elastic_host_update);
+  HVD_RESOLVE(elastic_synced);
   HVD_RESOLVE(allreduce);
   HVD_RESOLVE(grouped_allreduce);
   HVD_RESOLVE(allgather);

@@ -34,6 +34,7 @@ struct RuntimeApi {
   decltype(&::hvd_is_homogeneous) is_homogeneous;
   decltype(&::hvd_elastic_round) elastic_round;
   decltype(&::hvd_elastic_host_update) elastic_host_update;
+  decltype(&::hvd_elastic_synced) elastic_synced;
   decltype(&::hvd_allreduce) allreduce;
   decltype(&::hvd_grouped_allreduce) grouped_allreduce;
   decltype(&::hvd_allgather) allgather;

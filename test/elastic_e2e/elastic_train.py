@@ -43,6 +43,9 @@ parser.add_argument("--block-start-rank", type=int, default=-1,
                     help="this worker stops training (sleeps) at its first failure")
 parser.add_argument("--fail-before-init-on", default="",
                     help="workers on this host exit 1 before hvd.init()")
+parser.add_argument("--die-in-reset-on-worker", type=int, default=-1,
+                    help="this worker (elastic worker id) SIGKILLs itself in its first reset "
+                         "callback, before the new round's state sync")
 parser.add_argument("--mismatch-at-epoch", type=int, default=-1,
                     help="every rank submits a differently shaped allreduce once, at batch 0")
 args = parser.parse_args()
@@ -177,5 +180,7 @@ class LoggedState(hvd.elastic.TorchState):
 
 state = LoggedState(model, optimizer, epoch=0, batch=0, commits=0, rendezvous=0)
 state.log_saves = True
+if worker == args.die_in_reset_on_worker:
+    state.register_reset_callbacks([lambda: os.kill(os.getpid(), signal.SIGKILL)])
 train(state)
 print(f"worker {worker} done: rank {hvd.rank()} of {hvd.size()}", flush=True)

@@ -116,6 +116,32 @@ def test_f11_one_worker_exiting_0_does_not_stop_the_others(tmp_path):
     assert_state_recovered(run)
 
 
+# F11 below --min-np (its default, -np): the others re-form at once and finish, instead of
+# waiting --elastic-timeout for workers a finishing job never adds and failing with 124.
+def test_f11_a_worker_exiting_0_below_min_np_lets_the_others_finish(tmp_path):
+    run = with_fixed_hosts(tmp_path, ["--exit-schedule", '{"1,0": [3]}', "--exit-mode", "exit0"],
+                           ["--elastic-timeout", "60"], np=4, min_np=4)
+    assert run.returncode == 0, run.describe()
+    assert run.sizes() == [4, 3, 3], run.describe()
+    assert "3 worker(s) left, fewer than --min-np 4: they go on without waiting" in run.err
+    assert_state_recovered(run)
+
+
+# The only worker holding the state dies in its reset callback during the reset that admits a
+# new worker, before the new round's sync: the job ends as Horovod's does when no host of the
+# previous set remains, instead of going on from the joiner's initial state with exit 0.
+def test_a_joiner_that_never_got_the_state_does_not_restart_training(tmp_path):
+    script = discovery_script(tmp_path / "discover.sh", tmp_path / "log.jsonl",
+                              [(0, ["localhost:1"]), (None, ["localhost:1", "127.0.0.1:1"])])
+    run = hvdrun(["-np", "1", "--min-np", "1", "--host-discovery-script", script,
+                  "--host-discovery-interval", "0.05"],
+                 ["--wait-for-update-after", "0", "--die-in-reset-on-worker", "0"], tmp_path)
+    assert run.returncode == 137, run.describe()
+    assert "No hosts from previous set remaining, unable to broadcast state" in run.err, \
+        run.describe()
+    assert [l["round"] for l in run.log] == [1], run.describe()  # no epoch after the loss
+
+
 # kill -9 of hvdrun while the survivors re-form: nothing of the job survives it.
 def test_sigkill_of_hvdrun_mid_reset_leaves_nothing(tmp_path):
     require_hvdrun()

@@ -152,6 +152,13 @@ HVD_EXPORT hvd_status_t hvd_shutdown(void);
 HVD_EXPORT hvd_status_t hvd_elastic_round(int64_t* round, int32_t* joined,
                                           int64_t* hosts_timestamp);
 HVD_EXPORT hvd_status_t hvd_elastic_host_update(int64_t* timestamp, int32_t* flags);
+/* This worker has the training state of its current elastic round (it received it from rank 0,
+ * or holds it as a survivor): hvd.elastic.run calls it after each successful state sync. Once
+ * any worker said so, hvdrun re-forms a failed round only around workers that did, and ends the
+ * job ("No hosts from previous set remaining, unable to broadcast state") when none is left,
+ * instead of restarting training from a new worker's initial state. HVD_PRECONDITION_FAILED
+ * outside an elastic round. */
+HVD_EXPORT hvd_status_t hvd_elastic_synced(void);
 HVD_EXPORT hvd_status_t hvd_abort(const char* reason);
 /* Tells hvdrun that this rank is failing on its own (text: what failed, e.g. an uncaught
  * exception), before its exit shuts the runtime down and fails its peers, so that hvdrun's

@@ -359,6 +359,47 @@ TEST_F(ElasticDriverTest, NoSurvivorToHandOverTheState) {
               HasSubstr("No hosts from previous set remaining, unable to broadcast state"));
 }
 
+// The only worker holding the state dies during the reset that admits a new worker (before the
+// new round's sync): the new worker is a member of that round but never got the state, so the
+// job ends as when the holder dies earlier, instead of re-forming around the joiner and
+// restarting training from its initial state (found by a user's-eye pass, 2026-11-27).
+TEST_F(ElasticDriverTest, AJoinerThatNeverSyncedIsNoStateHolder) {
+  StartRound1({{"a", 1, {}}}, 1, 1);
+  Hosts({{"a", 1, {}}, {"b", 1, {}}});
+  ASSERT_THAT(rec_.spawn_order, ElementsAre(0, 1));
+  Ready({1});
+  // Worker 0 synced in round 1 and says so when it re-forms for the joiner.
+  driver_->OnReady(0, static_cast<int64_t>(rec_.mail[0].size()), 1, now_);
+  ASSERT_EQ(driver_->round(), 2);
+  EXPECT_TRUE(rec_.Assigned(1).joined);
+  // It dies in its reset callback; worker 1's sync fails and it is ready again, unsynced.
+  driver_->OnExit(0, kExit1, now_);
+  Ready({1});
+  EXPECT_EQ(driver_->round(), 2) << "no round is formed around a worker without the state";
+  now_ += seconds(5);
+  driver_->OnTick(now_);
+  EXPECT_THAT(rec_.terminated, ElementsAre(1));
+  driver_->OnExit(1, SIGTERM, now_);
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_FALSE(driver_->end()->success);
+  EXPECT_THAT(driver_->end()->message,
+              HasSubstr("No hosts from previous set remaining, unable to broadcast state"));
+}
+
+// The same with the joiner synced: it holds the state and goes on alone.
+TEST_F(ElasticDriverTest, AJoinerThatSyncedHandsTheStateOn) {
+  StartRound1({{"a", 1, {}}}, 1, 1);
+  Hosts({{"a", 1, {}}, {"b", 1, {}}});
+  Ready({1});
+  driver_->OnReady(0, static_cast<int64_t>(rec_.mail[0].size()), 1, now_);
+  ASSERT_EQ(driver_->round(), 2);
+  driver_->OnExit(0, kExit1, now_);
+  driver_->OnReady(1, static_cast<int64_t>(rec_.mail[1].size()), 2, now_);
+  ASSERT_EQ(driver_->round(), 3);
+  EXPECT_EQ(rec_.Assigned(1).rank, 0);
+  EXPECT_FALSE(driver_->end().has_value());
+}
+
 // A member whose init comes back on its own (a timeout, a manual shutdown/init) makes the
 // round re-form once the others notice.
 TEST_F(ElasticDriverTest, AMemberReinitializingStartsANewRound) {
