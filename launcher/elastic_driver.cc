@@ -474,8 +474,8 @@ void ElasticDriver::StartWaiting(TimePoint now, int needed, const char* flag) {
   const int slots = EligibleSlots(now);
   if (slots >= needed) return;
   std::vector<std::string> blacklisted = blacklist_.Hosts(now);
-  actions_->Warn("only " + std::to_string(slots) + " workers can run, fewer than " + flag + " " +
-                 std::to_string(needed) +
+  actions_->Warn("only " + std::to_string(slots) + (slots == 1 ? " worker" : " workers") +
+                 " can run, fewer than " + flag + " " + std::to_string(needed) +
                  (blacklisted.empty() ? "" : " (blacklisted: " + Join(blacklisted) + ")") +
                  "; waiting up to " + Seconds(options_.elastic_timeout) +
                  " s (--elastic-timeout) for hosts" +
@@ -515,11 +515,12 @@ void ElasticDriver::CheckEnd(TimePoint now) {
   }
   if (timed_out) {
     std::vector<std::string> blacklisted = blacklist_.Hosts(now);
+    const int can_run = std::min<int>(EligibleSlots(now), static_cast<int>(live.size()));
     Finish(false, kExitTimeout,
            "Timed out waiting for the minimum number of slots: after " +
                Seconds(options_.elastic_timeout) + " s (--elastic-timeout) only " +
-               std::to_string(std::min<int>(EligibleSlots(now), static_cast<int>(live.size()))) +
-               " workers can run, fewer than --min-np " + std::to_string(options_.min_np) +
+               std::to_string(can_run) + (can_run == 1 ? " worker" : " workers") +
+               " can run, fewer than --min-np " + std::to_string(options_.min_np) +
                (blacklisted.empty() ? "" : " (blacklisted: " + Join(blacklisted) + ")"));
   }
 }

@@ -174,7 +174,13 @@ Result<ElasticNetwork> PrepareNetwork(const LaunchSpec& spec, const env::Environ
     if (!IsLocalHost(h.host)) remote.push_back(h.host);
   }
   if (remote.empty() && spec.network_interfaces.empty()) return network;
-  HVD_ASSIGN_OR_RETURN(NetworkChoice choice, ChooseNetwork(remote, spec.network_interfaces));
+  Result<NetworkChoice> chosen = ChooseNetwork(remote, spec.network_interfaces);
+  if (!chosen.ok() && !spec.host_discovery_script.empty()) {
+    // The hosts came from the script: say so, the name alone does not tell.
+    return chosen.status().WithContext("the first output of --host-discovery-script '" +
+                                       spec.host_discovery_script + "'");
+  }
+  HVD_ASSIGN_OR_RETURN(NetworkChoice choice, std::move(chosen));
   PrintStep(spec.verbose, "elastic job network: " + choice.interface.name + " (" +
                               choice.interface.address + ", " + choice.reason + ")");
   network.address = choice.interface.address;

@@ -354,6 +354,10 @@ hvd_status_t hvd_alltoall(const hvd_tensor_t* input, const hvd_op_options_t* opt
                           hvd_handle_t* handle) {
   return EnqueueGuarded(handle, [&]() -> hvd::Result<int64_t> {
     HVD_ASSIGN_OR_RETURN(TensorSpec in, ToSpec(input));
+    if (options != nullptr && options->splits == nullptr && options->num_splits != 0) {
+      return Status::InvalidArgument("alltoall: splits is NULL but num_splits is " +
+                                     std::to_string(options->num_splits));
+    }
     return Default().EnqueueAlltoall(in, ToOptions(options));
   });
 }

@@ -166,6 +166,7 @@ Result<HandleManager::State*> HandleManager::DoneStateLocked(int64_t handle) {
 Result<int32_t> HandleManager::NumOutputs(int64_t handle) {
   std::lock_guard<std::mutex> lock(mu_);
   HVD_ASSIGN_OR_RETURN(State * s, DoneStateLocked(handle));
+  if (!s->status.ok()) return s->status;  // a failed op has no outputs (as TakeOutput says)
   return static_cast<int32_t>(s->outputs.size());
 }
 

@@ -21,6 +21,19 @@ def test_f12_first_discovery_failure_ends_the_job_at_once(tmp_path):
     assert run.events == []
 
 
+# A first host set naming a host that does not resolve ends the job at once; the message says
+# the name came from the discovery script (the name alone does not tell where it was written).
+def test_an_unresolvable_first_host_is_named_with_the_script(tmp_path):
+    script = tmp_path / "discover.sh"
+    script.write_text("#!/bin/sh\necho localhost:1\necho nosuchhost.invalid:1\n")
+    script.chmod(0o755)
+    run = hvdrun(["-np", "1", "--min-np", "1", "--host-discovery-script", str(script)], [],
+                 tmp_path, timeout=60)
+    assert run.returncode == 69, run.describe()
+    assert ("the first output of --host-discovery-script '%s': cannot resolve host "
+            "'nosuchhost.invalid'" % script) in run.err, run.describe()
+
+
 # F12/F13: later failures and bad output are warnings naming the line (or the exit code, or
 # the timeout); the last good host set stays in force and training goes on.
 def test_f13_bad_discovery_output_later_keeps_the_last_good_hosts(tmp_path):

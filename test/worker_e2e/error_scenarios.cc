@@ -279,6 +279,24 @@ void BadInput() {
   }
   hvd_release(h);
 
+  // An alltoall given a split count without splits; a failed allgather has no outputs to count.
+  hvd_op_options_t no_splits = Options("bad_input.no_splits");
+  no_splits.num_splits = 2;
+  if (hvd_alltoall(&xd, &no_splits, &h) != HVD_INVALID_ARGUMENT) {
+    Fail("an alltoall with num_splits 2 and no splits was not refused");
+  }
+  hvd_tensor_t scalar = xd;
+  scalar.ndim = 0;
+  hvd_op_options_t zero_d = Options("bad_input.zero_d");
+  Require(hvd_allgather(&scalar, &zero_d, &h), "allgather of a 0-d tensor");
+  if (hvd_wait(h, 60.0) != HVD_REMOTE_ERROR) Fail("a 0-d allgather did not fail on every rank");
+  int32_t outputs = -1;
+  if (hvd_num_outputs(h, &outputs) != HVD_REMOTE_ERROR) {
+    Fail("hvd_num_outputs of a failed allgather gave " + std::to_string(outputs) +
+         " instead of its error");
+  }
+  hvd_release(h);
+
   uint32_t flags = 0;
   Require(hvd_build_flags(&flags), "hvd_build_flags");
   if (hvd_join(-5, &h) != HVD_INVALID_ARGUMENT) Fail("hvd_join(-5) was not refused");

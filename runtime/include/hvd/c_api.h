@@ -221,7 +221,7 @@ HVD_EXPORT hvd_status_t hvd_poll(hvd_handle_t handle, int32_t* done);
  * (HVD_GLOO_TIMEOUT_SECONDS) when a peer stopped answering. */
 HVD_EXPORT hvd_status_t hvd_wait(hvd_handle_t handle, double timeout_seconds);
 /* Number of runtime-allocated outputs of a completed handle (allgather/alltoall/
- * reducescatter: one per input tensor). */
+ * reducescatter: one per input tensor); a failed op's status instead (it has none). */
 HVD_EXPORT hvd_status_t hvd_num_outputs(hvd_handle_t handle, int32_t* count);
 /* Describes output `index` of a completed handle and transfers ownership of out->data to the
  * caller (free with hvd_free). May be called once per output. */
