@@ -201,8 +201,12 @@ void Timeline::Record(const TimelineEvent& event) {
   v.shape = event.shape;
   v.bytes = event.bytes;
   v.dur_us = event.dur_us;
+  RecordView(v);
+}
+
+void Timeline::RecordView(const EventView& event) {
   std::lock_guard<std::mutex> lock(mu_);
-  RecordLocked(v);
+  RecordLocked(event);
 }
 
 void Timeline::RecordLocked(const EventView& event) {
@@ -300,46 +304,30 @@ Timeline::EventView Timeline::LocalEvent(EventType type, std::string_view tensor
 }
 
 void Timeline::NegotiateStart(std::string_view tensor, std::string_view request_type) {
-  if (!active()) return;
-  const EventView e = LocalEvent(EventType::kNegotiateStart, tensor, request_type);
-  std::lock_guard<std::mutex> lock(mu_);
-  RecordLocked(e);
+  if (active()) RecordView(LocalEvent(EventType::kNegotiateStart, tensor, request_type));
 }
 
 void Timeline::NegotiateRankReady(std::string_view tensor, int rank) {
   if (!active()) return;
   EventView e = LocalEvent(EventType::kNegotiateRankReady, tensor, "");
   e.ready_rank = rank;
-  std::lock_guard<std::mutex> lock(mu_);
-  RecordLocked(e);
+  RecordView(e);
 }
 
 void Timeline::NegotiateEnd(std::string_view tensor) {
-  if (!active()) return;
-  const EventView e = LocalEvent(EventType::kNegotiateEnd, tensor, "");
-  std::lock_guard<std::mutex> lock(mu_);
-  RecordLocked(e);
+  if (active()) RecordView(LocalEvent(EventType::kNegotiateEnd, tensor, ""));
 }
 
 void Timeline::Start(std::string_view tensor, std::string_view response_type) {
-  if (!active()) return;
-  const EventView e = LocalEvent(EventType::kStart, tensor, response_type);
-  std::lock_guard<std::mutex> lock(mu_);
-  RecordLocked(e);
+  if (active()) RecordView(LocalEvent(EventType::kStart, tensor, response_type));
 }
 
 void Timeline::ActivityStart(std::string_view tensor, std::string_view activity) {
-  if (!active()) return;
-  const EventView e = LocalEvent(EventType::kActivityStart, tensor, activity);
-  std::lock_guard<std::mutex> lock(mu_);
-  RecordLocked(e);
+  if (active()) RecordView(LocalEvent(EventType::kActivityStart, tensor, activity));
 }
 
 void Timeline::ActivityEnd(std::string_view tensor) {
-  if (!active()) return;
-  const EventView e = LocalEvent(EventType::kActivityEnd, tensor, "");
-  std::lock_guard<std::mutex> lock(mu_);
-  RecordLocked(e);
+  if (active()) RecordView(LocalEvent(EventType::kActivityEnd, tensor, ""));
 }
 
 void Timeline::End(std::string_view tensor, std::string_view dtype, std::string_view shape,
@@ -349,15 +337,11 @@ void Timeline::End(std::string_view tensor, std::string_view dtype, std::string_
   e.dtype = dtype;
   e.shape = shape;
   e.bytes = bytes;
-  std::lock_guard<std::mutex> lock(mu_);
-  RecordLocked(e);
+  RecordView(e);
 }
 
 void Timeline::MarkCycleStart() {
-  if (!active()) return;
-  const EventView e = LocalEvent(EventType::kCycleStart, "", "");
-  std::lock_guard<std::mutex> lock(mu_);
-  RecordLocked(e);
+  if (active()) RecordView(LocalEvent(EventType::kCycleStart, "", ""));
 }
 
 void Timeline::Queue(std::string_view tensor, std::string_view op, int64_t enqueued_us) {
@@ -365,8 +349,7 @@ void Timeline::Queue(std::string_view tensor, std::string_view op, int64_t enque
   EventView e = LocalEvent(EventType::kQueue, tensor, op);
   e.dur_us = e.time_us - enqueued_us;
   e.time_us = enqueued_us;
-  std::lock_guard<std::mutex> lock(mu_);
-  RecordLocked(e);
+  RecordView(e);
 }
 
 }  // namespace hvd::timeline

@@ -165,6 +165,7 @@ class Timeline {
   };
 
   EventView LocalEvent(EventType type, std::string_view tensor, std::string_view name) const;
+  void RecordView(const EventView& event);  // takes mu_
   void RecordLocked(const EventView& event);
   Row* RowForLocked(const EventView& event, bool queue_row);
   // The event's existing row, or null: no B of this tensor was written to this file.

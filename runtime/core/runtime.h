@@ -215,11 +215,6 @@ class Runtime {
   Result<std::shared_ptr<Controller>> ControllerFor(int32_t process_set_id) const;
   Status MarkDevice(TensorEntry* e, const TensorSpec& in, const TensorSpec* out,
                     const OpOptions& o);
-  // Queues `entries` under one new handle and wakes the background thread, unless
-  // `wait_now` and a waiting caller may run the cycle itself (Wait then wakes the thread if it
-  // does not).
-  Result<int64_t> Submit(Controller* controller, std::span<TensorEntry> entries,
-                         int32_t num_outputs, bool wait_now = false);
   Result<int64_t> SubmitControl(Request request);
   // An unnamed op's number in its process set's count: taken (Taken) only once the op is
   // queued, so an enqueue refused here (bad arguments) takes none and the members' counts stay
@@ -232,9 +227,16 @@ class Runtime {
       if (count != nullptr) ++*count;
     }
   };
+  // Queues `entries` under one new handle and wakes the background thread, unless
+  // `wait_now` and a waiting caller may run the cycle itself (Wait then wakes the thread if it
+  // does not). `unnamed`: the count of a generated name (NameOrGenerated), taken once the
+  // entries are queued.
+  Result<int64_t> Submit(Controller* controller, std::span<TensorEntry> entries,
+                         int32_t num_outputs, bool wait_now = false,
+                         UnnamedCount* unnamed = nullptr);
   // `name`, or when empty a generated "<op>.noname.<n>" (another set than the global one:
   // "<op>.noname.<set id>.<n>"), n counting that set's unnamed ops from 1, written into
-  // `*scratch`; `*unnamed` then holds the count (its Taken() after a successful Submit).
+  // `*scratch`; `*unnamed` then holds the count, which Submit takes.
   std::string_view NameOrGenerated(const std::string& name, const char* op, int32_t process_set_id,
                                    std::string* scratch, UnnamedCount* unnamed);
 

@@ -236,7 +236,7 @@ Result<std::shared_ptr<Controller>> Runtime::ControllerFor(int32_t process_set_i
 }
 
 Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> entries,
-                                int32_t num_outputs, bool wait_now) {
+                                int32_t num_outputs, bool wait_now, UnnamedCount* unnamed) {
   const int64_t handle = handles_.Create(
       static_cast<int32_t>(entries.size()), num_outputs, controller->shared_queue(),
       std::views::transform(
@@ -282,6 +282,7 @@ Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> e
     handles_.Abandon(handle, s);
     return s;
   }
+  if (unnamed != nullptr) unnamed->Taken();  // an unnamed op's number counts once it is queued
   // A synchronous caller drives its own cycle (Runtime::Wait): waking the background thread
   // would cost a futex wake (and on a VM an inter-processor interrupt) per op for nothing.
   if (notify && !(wait_now && CallersMayDrive())) wake_cv_.notify_one();
@@ -325,9 +326,7 @@ Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
     HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], &outputs[i], o));
   }
   marked.Submitting();
-  Result<int64_t> handle = Submit(controller.get(), scratch.entries, 0, o.wait_now);
-  if (handle.ok()) unnamed.Taken();  // an unnamed op's number counts once it is queued
-  return handle;
+  return Submit(controller.get(), scratch.entries, 0, o.wait_now, &unnamed);
 }
 
 Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, const OpOptions& o,
@@ -349,10 +348,8 @@ Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, co
     HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], nullptr, o));
   }
   marked.Submitting();
-  Result<int64_t> handle =
-      Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()), o.wait_now);
-  if (handle.ok()) unnamed.Taken();  // an unnamed op's number counts once it is queued
-  return handle;
+  return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()), o.wait_now,
+                &unnamed);
 }
 
 Result<int64_t> Runtime::EnqueueBroadcast(const TensorSpec& input, const TensorSpec& output,
@@ -380,9 +377,7 @@ Result<int64_t> Runtime::EnqueueBroadcast(const TensorSpec& input, const TensorS
   e.input = input.data;
   e.output = output.data;
   HVD_RETURN_IF_ERROR(MarkDevice(&e, input, &output, o));
-  Result<int64_t> handle = Submit(controller.get(), scratch.entries, 0, o.wait_now);
-  if (handle.ok()) unnamed.Taken();  // an unnamed op's number counts once it is queued
-  return handle;
+  return Submit(controller.get(), scratch.entries, 0, o.wait_now, &unnamed);
 }
 
 Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOptions& o) {
@@ -420,9 +415,7 @@ Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOption
   }
   e.input = input.data;
   HVD_RETURN_IF_ERROR(MarkDevice(&e, input, nullptr, o));
-  Result<int64_t> handle = Submit(controller.get(), scratch.entries, 1, o.wait_now);
-  if (handle.ok()) unnamed.Taken();  // an unnamed op's number counts once it is queued
-  return handle;
+  return Submit(controller.get(), scratch.entries, 1, o.wait_now, &unnamed);
 }
 
 Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs,
@@ -446,10 +439,8 @@ Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs
     HVD_RETURN_IF_ERROR(MarkDevice(&e, inputs[i], nullptr, o));
   }
   marked.Submitting();
-  Result<int64_t> handle =
-      Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()), o.wait_now);
-  if (handle.ok()) unnamed.Taken();  // an unnamed op's number counts once it is queued
-  return handle;
+  return Submit(controller.get(), scratch.entries, static_cast<int32_t>(inputs.size()), o.wait_now,
+                &unnamed);
 }
 
 Result<int64_t> Runtime::EnqueueBarrier(int32_t process_set_id) {

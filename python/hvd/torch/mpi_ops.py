@@ -130,13 +130,9 @@ def _prepare(tensor: torch.Tensor) -> Tuple[torch.Tensor, Descriptor]:
     return data, (data.data_ptr(), code, tuple(data.shape), device)
 
 
-def _set_id(process_set: ProcessSet) -> int:
-    return registered_id(process_set)
-
-
 def _target(prefix: str, name: Optional[str], process_set: ProcessSet) -> Tuple[str, int]:
     """(runtime name, process set id) of an operation; see process_sets.operation_name."""
-    set_id = _set_id(process_set)
+    set_id = registered_id(process_set)
     return operation_name(prefix, name, process_set), set_id
 
 
@@ -780,5 +776,5 @@ def join(device: int = -1) -> int:
 
 def barrier(process_set: ProcessSet = global_process_set) -> None:
     """Blocks until every rank of `process_set` reached the barrier."""
-    handle = _enqueue(_c.barrier, _set_id(process_set))
+    handle = _enqueue(_c.barrier, registered_id(process_set))
     _run_blocking(handle, lambda _: None)
