@@ -375,16 +375,18 @@ void ElasticDriver::MaybeFormRound(TimePoint now) {
   // A finishing job (a worker exited 0) adds no one, so waiting for --min-np could only time
   // out (--elastic-timeout, 600 s by default, then exit 124 with the survivors idle): the
   // survivors re-form as they are and finish.
-  if (static_cast<int>(ready.size()) < options_.min_np && !(finishing_ && round_ > 0)) {
-    StartWaiting(now, options_.min_np, "--min-np");
-    return;
-  }
-  if (static_cast<int>(ready.size()) < options_.min_np && !finishing_below_min_said_) {
-    finishing_below_min_said_ = true;
-    actions_->Warn(std::to_string(ready.size()) + " worker(s) left, fewer than --min-np " +
-                   std::to_string(options_.min_np) +
-                   ": they go on without waiting, as the job is finishing (a worker exited 0) "
-                   "and takes no new workers");
+  if (static_cast<int>(ready.size()) < options_.min_np) {
+    if (!(finishing_ && round_ > 0)) {
+      StartWaiting(now, options_.min_np, "--min-np");
+      return;
+    }
+    if (!finishing_below_min_said_) {
+      finishing_below_min_said_ = true;
+      actions_->Warn(std::to_string(ready.size()) + " worker(s) left, fewer than --min-np " +
+                     std::to_string(options_.min_np) +
+                     ": they go on without waiting, as the job is finishing (a worker exited 0) "
+                     "and takes no new workers");
+    }
   }
   below_min_since_.reset();
   if (round_ > 0) {
