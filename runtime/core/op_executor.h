@@ -104,6 +104,9 @@ class OpExecutor {
                 GpuSetState* state);
   Status NcclAllreduce(const Response& r, std::span<TensorEntry* const> entries, GpuGroup* group,
                        double scale);
+  // Host staging of what the set's NCCL group (if any) does not run: StagedAllreduce or Staged.
+  Status RunStaged(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
+                   int device);
   Status Staged(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
                 int device);
   // `entry` is null on a joined rank, which reduces zeros in the same chunks.

@@ -14,6 +14,20 @@ namespace {
 // of chunk i-1 overlap the CPU transport's work on chunk i.
 constexpr int64_t kStageChunkBytes = int64_t{4} << 20;
 
+// `factor` as the 16-bit float type holds it. Horovod's GPU path scales a float16 tensor in
+// half (its kernel multiplies by the factor converted to half), where hvd's host path multiplies
+// in float by the float factor: a staged float16 x 0.1 then differed from Horovod's by one unit
+// in the last place. The factor rounded to the type, applied in float and rounded once, gives
+// the half product's bits (two 11-bit significands multiply exactly in float's 24; bfloat16's 8
+// likewise). Average's 1/n is hvd's own, not the caller's, and stays in float.
+double FactorInType(double factor, DataType dtype) {
+  if (factor == 1.0) return factor;
+  const float f = static_cast<float>(factor);
+  if (dtype == DataType::kFloat16) return HalfToFloat(FloatToHalf(f));
+  if (dtype == DataType::kBFloat16) return BFloat16ToFloat(FloatToBFloat16(f));
+  return factor;
+}
+
 }  // namespace
 
 Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entries,
@@ -67,6 +81,21 @@ Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entri
     ActivityEnd(r);
     return s;
   }
+  // A 16-bit float's scale factors as its type holds them (FactorInType): a copy of the
+  // response, only when there are factors to round.
+  const double prescale = FactorInType(r.prescale, r.dtype);
+  const double postscale = FactorInType(r.postscale, r.dtype);
+  if (prescale != r.prescale || postscale != r.postscale) {
+    Response in_type = r;
+    in_type.prescale = prescale;
+    in_type.postscale = postscale;
+    return RunStaged(in_type, entries, comm, device);
+  }
+  return RunStaged(r, entries, comm, device);
+}
+
+Status OpExecutor::RunStaged(const Response& r, std::span<TensorEntry* const> entries,
+                             Communicator* comm, int device) {
   // Decided by the response alone, so a joined rank (no entry) makes the same CPU collectives.
   // Adasum needs whole tensors (its dot products), not chunks: the plain staged way.
   if (r.type == OpType::kAllreduce && r.sizes.size() == 1 && r.reduce_op != ReduceOp::kAdasum) {

@@ -157,6 +157,24 @@ void FillMember(Request* r, OpType type, std::string_view base, size_t i, size_t
   }
 }
 
+std::string DeviceText(int32_t device) {
+  return device < 0 ? "the CPU" : "CUDA device " + std::to_string(device);
+}
+
+// The members of one call are fused into one buffer of one device: a CPU tensor beside a CUDA
+// tensor, or tensors of two GPUs, are refused here, where the caller sees it, instead of failing
+// later in a device copy (whose CUDA error then stays pending for the framework's next call).
+Status CheckOneDevice(std::span<const TensorSpec> inputs, const char* what, std::string_view base) {
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    if (inputs[i].device == inputs[0].device) continue;
+    return Status::InvalidArgument(Subject(what, base, static_cast<int>(i)) + " is on " +
+                                   DeviceText(inputs[i].device) + " but '" + std::string(base) +
+                                   ".0' on " + DeviceText(inputs[0].device) +
+                                   ": the tensors of one grouped op must be on one device");
+  }
+  return Status::OK();
+}
+
 Status CheckReduceOp(ReduceOp op, bool reducescatter) {
   const int32_t v = static_cast<int32_t>(op);
   if (v < 0 || v > static_cast<int32_t>(ReduceOp::kProduct)) {
@@ -305,6 +323,7 @@ Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
   MarkedEvents marked(gpu_.get(), scratch);
   const std::string_view base = NameOrGenerated(o.name, grouped ? "grouped_allreduce" : "allreduce",
                                                 o.process_set_id, &scratch.name, &unnamed);
+  HVD_RETURN_IF_ERROR(CheckOneDevice(inputs, "allreduce input", base));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const int member = grouped ? static_cast<int>(i) : -1;
     HVD_RETURN_IF_ERROR(CheckTensor(inputs[i], "allreduce input", base, member));
@@ -338,6 +357,7 @@ Result<int64_t> Runtime::EnqueueAllgather(std::span<const TensorSpec> inputs, co
   MarkedEvents marked(gpu_.get(), scratch);
   const std::string_view base = NameOrGenerated(o.name, grouped ? "grouped_allgather" : "allgather",
                                                 o.process_set_id, &scratch.name, &unnamed);
+  HVD_RETURN_IF_ERROR(CheckOneDevice(inputs, "allgather input", base));
   for (size_t i = 0; i < inputs.size(); ++i) {
     HVD_RETURN_IF_ERROR(
         CheckTensor(inputs[i], "allgather input", base, grouped ? static_cast<int>(i) : -1));
@@ -429,6 +449,7 @@ Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs
   const std::string_view base =
       NameOrGenerated(o.name, grouped ? "grouped_reducescatter" : "reducescatter", o.process_set_id,
                       &scratch.name, &unnamed);
+  HVD_RETURN_IF_ERROR(CheckOneDevice(inputs, "reducescatter input", base));
   for (size_t i = 0; i < inputs.size(); ++i) {
     HVD_RETURN_IF_ERROR(
         CheckTensor(inputs[i], "reducescatter input", base, grouped ? static_cast<int>(i) : -1));

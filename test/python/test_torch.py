@@ -688,6 +688,29 @@ def test_sync_batch_norm_matches_full_batch(hvd, shape):
     torch.testing.assert_close(bn(full[rows]), reference.eval()(full[rows]))
 
 
+def test_sync_batch_norm_takes_one_value_per_channel(hvd):
+    # A batch of one row with no spatial dims on every rank: one value per channel at one rank
+    # (torch's own batch_norm refuses it; Horovod's sync kernel does not). Each channel is then
+    # normalized over the ranks' values; at one rank the output is the bias, the input gradient
+    # 0, and the running variance stays finite.
+    bn = hvd.SyncBatchNorm(2).double()
+    with torch.no_grad():
+        bn.bias.copy_(torch.tensor([0.5, -1.0]))
+    x = torch.tensor([[float(hvd.rank()), 2.0 * hvd.rank()]], dtype=torch.float64,
+                     requires_grad=True)
+    out = bn(x)
+    out.sum().backward()
+    values = torch.arange(hvd.size(), dtype=torch.float64)
+    full = torch.stack([values, 2 * values], dim=1)
+    mean, var = full.mean(0), full.var(0, unbiased=False)
+    expected = (full[hvd.rank()] - mean) / torch.sqrt(var + bn.eps) + bn.bias
+    torch.testing.assert_close(out[0], expected.detach())
+    assert torch.isfinite(bn.running_var).all()
+    if hvd.size() == 1:
+        torch.testing.assert_close(out, bn.bias.detach().view(1, 2))
+        torch.testing.assert_close(x.grad, torch.zeros_like(x))
+
+
 # ---- compatibility package ---------------------------------------------------------------
 
 def test_horovod_torch_is_hvd_torch(hvd):

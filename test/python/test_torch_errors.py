@@ -48,6 +48,19 @@ def test_grouped_ops_of_no_tensors_say_so(hvd, op):
         getattr(hvd, op)([])
 
 
+@pytest.mark.parametrize("op", ["grouped_allreduce", "grouped_allreduce_async",
+                                "grouped_allreduce_", "grouped_allgather_async",
+                                "grouped_reducescatter"])
+def test_grouped_ops_on_two_devices_are_refused_at_the_call(hvd, op):
+    # A CPU tensor beside one of another device (meta here; CUDA on a GPU machine) was handed to
+    # the runtime, whose device copy then failed with a CUDA error left pending for torch.
+    with pytest.raises(RuntimeError, match="tensor 1 is on meta but tensor 0 on cpu; the "
+                                           "tensors of one grouped op must be on one device"):
+        getattr(hvd, op)([torch.ones(2), torch.ones(2, device="meta")])
+    assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum, name="after.two.devices"),
+                       torch.full((2,), float(hvd.size())))
+
+
 def test_mismatched_shape_fails_on_every_rank_and_recovers(hvd):
     _needs_peers(hvd)
     with pytest.raises(hvd.HorovodInternalError):

@@ -297,6 +297,25 @@ void BadInput() {
   }
   hvd_release(h);
 
+  // A grouped op's tensors on two devices (the second claims CUDA device 0) is refused at the
+  // call, naming both, in any build: it used to fail inside the fusion buffer's device copy.
+  Tensor y(HVD_FLOAT32, {3});
+  hvd_tensor_t mixed[2] = {xd, y.Desc()};
+  mixed[1].device = 0;
+  hvd_op_options_t grouped = Options("bad_input.mixed");
+  const auto refused_mixed = [&](hvd_status_t s, const char* op) {
+    const std::string message = s == HVD_OK ? "" : hvd_last_error();
+    if (s != HVD_INVALID_ARGUMENT ||
+        message.find("'bad_input.mixed.1' is on CUDA device 0 but "
+                     "'bad_input.mixed.0' on the CPU") == std::string::npos) {
+      Fail(std::string(op) + " of a CPU and a CUDA tensor: expected a refusal naming both, got " +
+           std::to_string(s) + " '" + message + "'");
+    }
+  };
+  refused_mixed(hvd_grouped_allreduce(mixed, mixed, 2, &grouped, &h), "grouped allreduce");
+  refused_mixed(hvd_grouped_allgather(mixed, 2, &grouped, &h), "grouped allgather");
+  refused_mixed(hvd_grouped_reducescatter(mixed, 2, &grouped, &h), "grouped reducescatter");
+
   uint32_t flags = 0;
   Require(hvd_build_flags(&flags), "hvd_build_flags");
   if (hvd_join(-5, &h) != HVD_INVALID_ARGUMENT) Fail("hvd_join(-5) was not refused");

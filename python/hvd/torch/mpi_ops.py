@@ -78,8 +78,17 @@ def _forget(handle: Handle) -> None:
 def _require_tensors(tensors, op: str) -> None:
     """A grouped op of no tensors is the caller's mistake, said as such (it was "not enough
     values to unpack" or the C API's "tensor list must be non-NULL")."""
-    if isinstance(tensors, (list, tuple)) and not tensors:  # an iterator is taken as it comes
+    if not isinstance(tensors, (list, tuple)):  # an iterator is taken as it comes
+        return
+    if not tensors:
         raise ValueError(f"{op} needs at least one tensor; got an empty list")
+    # One fused buffer on one device: a CPU tensor beside a CUDA one (or two GPUs) is refused
+    # here with Horovod's error type (its extension raises RuntimeError), before anything runs.
+    first = tensors[0].device if isinstance(tensors[0], torch.Tensor) else None
+    for i, t in enumerate(tensors):
+        if first is not None and isinstance(t, torch.Tensor) and t.device != first:
+            raise RuntimeError(f"{op}: tensor {i} is on {t.device} but tensor 0 on {first}; "
+                               "the tensors of one grouped op must be on one device")
 
 
 def _require_tensor(tensor, op: str) -> None:
@@ -586,7 +595,9 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
 
     def finish(h: Handle):
         received = _c.received_splits(h, process_set.size())
-        return _output_tensor(h, 0, tensor.device), torch.tensor(received, dtype=torch.int32)
+        # On the tensor's device, as Horovod returns them (and as backward() passes them on).
+        return (_output_tensor(h, 0, tensor.device),
+                torch.tensor(received, dtype=torch.int32, device=tensor.device))
 
     return _register(handle, (data,), finish)
 

@@ -37,8 +37,8 @@ class SyncBatchNorm(_BatchNorm):
             self.num_batches_tracked = self.num_batches_tracked + 1
         if not self.training and self.track_running_stats:
             return self._run_bn(input)
-        if size() == 1:
-            return self._run_bn(input)
+        if size() == 1 and input.numel() > input.shape[1]:
+            return self._run_bn(input)  # torch's own kernel; it refuses one value per channel
         if self.momentum is None:
             momentum = 1.0 / float(self.num_batches_tracked)
         else:
@@ -66,15 +66,18 @@ class _SyncBatchNorm(torch.autograd.Function):
                            torch.tensor([local_count], dtype=x.dtype, device=x.device)])
         stats = allreduce(stats, op=Sum, name=None)
         total = stats[-1]
-        if total.item() <= 1:
-            raise ValueError("Expected more than 1 value per channel when training")
+        # One value per channel in the whole batch is allowed, as Horovod's sync kernel allows
+        # it: the output is the bias. Its variance 0 has no unbiased estimate (torch's kernel
+        # stores 0/0 = NaN); the running variance takes the 0 instead, so it stays finite.
+        if total.item() < 1:
+            raise ValueError("Expected at least 1 value per channel when training, got 0")
         mean = stats[:channels] / total
         var = (stats[channels:2 * channels] / total - mean * mean).clamp_min(0)
         invstd = torch.rsqrt(var + eps)
 
         if running_mean is not None:
             with torch.no_grad():
-                unbiased = var * total / (total - 1)
+                unbiased = var * total / (total - 1) if total.item() > 1 else var
                 running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
                 running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
 

@@ -17,6 +17,9 @@ std::string Hex(const void* p) {
 }  // namespace
 
 Status CudaError(const std::string& what, cudaError_t err) {
+  // Consumed here, so that the framework's next CUDA call does not fail with hvd's error (a
+  // sticky error, one that broke the context, stays whatever is done).
+  cudaGetLastError();
   return Status::Internal(what + ": CUDA error " + cudaGetErrorName(err) + " (" +
                           cudaGetErrorString(err) + ")");
 }
@@ -70,7 +73,7 @@ Status CudaBackend::CheckMemory(int device, const void* data) {
   cudaPointerAttributes attr{};
   cudaError_t err = cudaPointerGetAttributes(&attr, data);
   if (err != cudaSuccess) {
-    cudaGetLastError();  // not sticky; clear it for the framework
+    cudaGetLastError();  // consumed, as CudaError does
     return Status::InvalidArgument("tensor data at " + Hex(data) + " (CUDA device " +
                                    std::to_string(device) + "): " + cudaGetErrorString(err));
   }

@@ -18,7 +18,8 @@
 
 namespace hvd::runtime {
 
-// "<what>: <CUDA's name and message for err>".
+// "<what>: <CUDA's name and message for err>", with the error consumed (cudaGetLastError): no
+// CUDA error hvd met is left pending for the framework's next call.
 Status CudaError(const std::string& what, cudaError_t err);
 
 // Waits for `event` by polling it, so that every wait of the GPU path is bounded and can be

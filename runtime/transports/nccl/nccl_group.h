@@ -27,7 +27,7 @@ std::string DecideGpuPath(const std::vector<std::string>& identities);
 // ncclCommAbort instead of a hang.
 class NcclGroup final : public GpuGroup {
  public:
-  NcclGroup(CudaBackend* backend, ncclComm_t comm, int device);
+  NcclGroup(CudaBackend* backend, ncclComm_t comm, int device, int size);
   ~NcclGroup() override;
 
   const char* name() const override { return "NCCL"; }
@@ -59,6 +59,7 @@ class NcclGroup final : public GpuGroup {
   CudaBackend* backend_;
   ncclComm_t comm_;  // null once aborted
   int device_;
+  int size_;  // ranks in the communicator
   cudaEvent_t done_ = nullptr;
   void* fusion_ = nullptr;
   int64_t fusion_bytes_ = 0;

@@ -11,8 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/core/output_memory.h"
 #include "runtime/core/runtime.h"
 #include "runtime/transports/nccl/nccl_group.h"
+#include "runtime/transports/reduction.h"
 
 namespace hvd::runtime {
 namespace {
@@ -252,6 +254,78 @@ TEST(GpuPathTest, ACallerWaitingOnALoneGpuOpRunsItsCycleAndKeepsItsDevice) {
   ASSERT_EQ(threads.size(), 2u * kRounds);  // a device->host and a host->device copy per op
   const auto mine = std::count(threads.begin(), threads.end(), std::this_thread::get_id());
   EXPECT_GE(mine, kRounds) << mine << " of " << threads.size() << " copies on the caller's thread";
+  EXPECT_TRUE(rt.Shutdown().ok());
+}
+
+TensorSpec Float16Spec(uint16_t* data, int32_t device) {
+  TensorSpec t;
+  t.data = data;
+  t.dtype = DataType::kFloat16;
+  t.shape = TensorShape(std::vector<int64_t>{1});
+  t.device = device;
+  return t;
+}
+
+// Given a grouped op with a CPU tensor and a CUDA tensor (or tensors of two GPUs), then the
+// enqueue is refused naming both members and their devices, and no event is kept. It used to be
+// queued and fail in the fusion buffer's device copy with cudaErrorInvalidValue, which stayed
+// pending for torch's next CUDA call.
+TEST(GpuPathTest, AGroupedOpOfTwoDevicesIsRefusedAtEnqueueNamingBoth) {
+  auto owned = std::make_unique<CountingGpu>();
+  CountingGpu* gpu = owned.get();
+  Runtime rt(CreateDefaultProvider, std::move(owned));
+  ASSERT_TRUE(rt.Init(RuntimeConfig{}).ok());
+  uint16_t a = 0, b = 0;
+  OpOptions o;
+  o.name = "mixed";
+  for (int32_t second : {0, 1}) {
+    const std::vector<TensorSpec> group = {Float16Spec(&a, second - 1), Float16Spec(&b, second)};
+    const std::string first_text = second == 0 ? "the CPU" : "CUDA device 0";
+    const std::string expected =
+        "'mixed.1' is on CUDA device " + std::to_string(second) + " but 'mixed.0' on " + first_text;
+    for (const auto& r :
+         {rt.EnqueueAllreduce(group, group, o, true), rt.EnqueueAllgather(group, o, true),
+          rt.EnqueueReducescatter(group, o, true)}) {
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(r.status().message().find(expected), std::string::npos) << r.status().ToString();
+    }
+  }
+  EXPECT_EQ(gpu->outstanding, 0);
+  EXPECT_TRUE(rt.Shutdown().ok());
+}
+
+// Given a float16 CUDA tensor staged through the host with a prescale or postscale of 0.1, then
+// the result is Horovod's GPU result: the product in half of the value and half(0.1), not the
+// float product rounded (7 x 0.1 is 0.69970703125 in half math, 0.7001953125 in float).
+TEST(GpuPathTest, AStagedFloat16IsScaledByTheFactorInHalfAsHorovodsGpuPathDoes) {
+  Runtime rt(CreateDefaultProvider, std::make_unique<StagingGpu>());
+  ASSERT_TRUE(rt.Init(RuntimeConfig{}).ok());
+  const float half_tenth = HalfToFloat(FloatToHalf(0.1f));
+  const uint16_t expected = FloatToHalf(7.0f * half_tenth);
+  ASSERT_NE(expected, FloatToHalf(7.0f * 0.1f));  // the two ways differ for this value
+  for (bool pre : {true, false}) {
+    uint16_t in = FloatToHalf(7.0f), out = 0;
+    OpOptions o;
+    o.name = pre ? "scaled.pre" : "scaled.post";
+    o.reduce_op = ReduceOp::kSum;
+    (pre ? o.prescale : o.postscale) = 0.1;
+    auto h = rt.EnqueueAllreduce({Float16Spec(&in, 0)}, {Float16Spec(&out, 0)}, o, false);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    ASSERT_TRUE(rt.Wait(*h, std::chrono::duration<double>(30)).ok());
+    ASSERT_TRUE(rt.ReleaseHandle(*h).ok());
+    EXPECT_EQ(out, expected) << o.name << ": " << HalfToFloat(out);
+    auto rs = rt.EnqueueReducescatter({Float16Spec(&in, 0)}, o, false);
+    ASSERT_TRUE(rs.ok()) << rs.status().ToString();
+    ASSERT_TRUE(rt.Wait(*rs, std::chrono::duration<double>(30)).ok());
+    auto output = rt.handles().TakeOutput(*rs, 0);
+    ASSERT_TRUE(output.ok()) << output.status().ToString();
+    uint16_t scattered = 0;
+    std::memcpy(&scattered, output->data, sizeof(scattered));
+    FreeOutput(output->data);
+    EXPECT_EQ(scattered, expected) << o.name << " reducescatter: " << HalfToFloat(scattered);
+    ASSERT_TRUE(rt.ReleaseHandle(*rs).ok());
+  }
   EXPECT_TRUE(rt.Shutdown().ok());
 }
 
