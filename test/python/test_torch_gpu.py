@@ -72,6 +72,66 @@ def test_allreduce_scale_factors_match_cpu(g, dtype):
         same(gpu, cpu)
 
 
+@pytest.mark.parametrize("count", [1, 7, 17 ** 3, 4099, 65537])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_scaled_allreduce_writes_every_element(g, count, dtype):
+    # 17^3 float32 with a prescale came back with its last element 0 at one rank (NCCL's
+    # one-rank pre-multiplied sum): odd and prime counts, every float dtype, pre- and postscale
+    # and Average, one tensor and a fused pair.
+    x = make(dtype, (count,), g.rank())
+    for op, kw in ((g.Sum, dict(prescale_factor=0.5)), (g.Sum, dict(postscale_factor=3.0)),
+                   (g.Average, dict(prescale_factor=2.0, postscale_factor=0.25)),
+                   (g.Average, {})):
+        cpu = g.allreduce(x, op=op, **kw)
+        same(g.allreduce(x.cuda(), op=op, **kw), cpu)
+        pair = g.grouped_allreduce([x.cuda(), x[:count // 2 + 1].cuda()], op=op, **kw)
+        same(pair[0], cpu)
+        same(pair[1], g.allreduce(x[:count // 2 + 1], op=op, **kw))
+
+
+def test_reducescatter_float16_scaled_as_horovods_gpu_path(g):
+    # Horovod scales a CUDA float16 in half: the factor rounded to half, the product rounded.
+    x = (torch.arange(4 * g.size() * 3, dtype=torch.float32) % 23 + 1).reshape(4 * g.size(), 3)
+    factor = 0.1
+    half = x.half().cuda()
+    rows = slice(g.rank() * 4, (g.rank() + 1) * 4)
+    expected = (half[rows] * torch.tensor(factor, dtype=torch.float16, device="cuda")) * g.size()
+    results = [g.reducescatter(half, op=g.Sum, prescale_factor=factor)]
+    results += g.grouped_reducescatter([half, half], op=g.Sum, prescale_factor=factor)
+    for got in results:
+        if g.size() <= 3:  # exact, as Horovod's test asks up to 3 ranks
+            assert torch.equal(got, expected), (got, expected)
+        else:
+            same(got, expected.cpu())
+
+
+def test_grouped_op_of_cpu_and_cuda_tensors_is_refused_and_nothing_breaks(g):
+    tensors = [torch.ones(10) if i % 2 else torch.ones(10, device="cuda") for i in range(5)]
+    for op in (g.grouped_allreduce, g.grouped_allgather, g.grouped_reducescatter):
+        with pytest.raises(RuntimeError, match="must be on one device"):
+            op(tensors)
+    # torch's next CUDA call and hvd's next op work: no CUDA error was left pending
+    assert torch.ones(3).cuda().sum().item() == 3
+    out = g.allreduce(torch.ones(3, device="cuda"), op=g.Sum, name="after.mixed")
+    assert out.is_cuda and torch.all(out == g.size()).item()
+
+
+def test_alltoall_received_splits_on_the_tensors_device(g):
+    rows = torch.arange(2 * g.size(), dtype=torch.float32, device="cuda")
+    out, received = g.alltoall(rows, splits=[2] * g.size())
+    assert out.is_cuda and received.is_cuda and received.dtype == torch.int32
+    assert received.tolist() == [2] * g.size()
+
+
+def test_sync_batch_norm_takes_one_value_per_channel_on_gpu(g):
+    bn = g.SyncBatchNorm(4).cuda()
+    x = torch.arange(4, dtype=torch.float32, device="cuda").reshape(1, 4, 1) + g.rank()
+    out = bn(x.requires_grad_())
+    out.sum().backward()
+    assert out.shape == x.shape and torch.isfinite(out).all().item()
+    assert torch.isfinite(bn.running_var).all().item()
+
+
 def test_large_allreduce_in_place_is_chunked_and_exact(g):
     # 24 MiB: the staged path pipelines it in chunks; every element must come back.
     n = 6 << 20
