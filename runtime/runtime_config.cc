@@ -279,6 +279,8 @@ Status LoadGpu(const env::Environment& env, RuntimeConfig* c) {
         mode + "'");
   }
   c->gpu_operations = mode;
+  // NCCL's own variable, read as NCCL reads it (not one of hvd's: no HVD_ name, no default).
+  c->gpu_host_id = env.Raw("NCCL_HOSTID").value_or("");
   return Status::OK();
 }
 

@@ -45,6 +45,9 @@ struct RuntimeConfig {
   // whose members each have a GPU of their own, else host staging), "nccl" or "cpu" (GPU
   // tensors staged through host memory and the CPU transport). gpu_backend.h.
   std::string gpu_operations = "auto";
+  // NCCL_HOSTID: the machine this rank declares to NCCL, and to the GPU path's decision (ranks
+  // that declare different ones have GPUs of their own); empty: the kernel's host name.
+  std::string gpu_host_id;
   // HVD_SHM_BUFFER_BYTES: staging memory per rank of a shared-memory group (shm_communicator.h).
   int64_t shm_buffer_bytes = int64_t{1} << 20;
   // HVD_SHM_SINGLE_COPY_BYTES: allreduces from this size read the peers' buffers directly

@@ -92,8 +92,10 @@ class GpuBackend {
   virtual void RestoreDevice(int device) = 0;
   // Thread-safe: every group's call in flight fails with kAborted, until the next Start.
   virtual void Abort() = 0;
-  // At every runtime init: clears an earlier Abort; `timeout` bounds each NCCL call.
-  virtual void Start(std::chrono::milliseconds timeout) = 0;
+  // At every runtime init: clears an earlier Abort; `timeout` bounds each NCCL call. `host_id`
+  // names this rank's machine in CreateGroup's decision (RuntimeConfig::gpu_host_id, NCCL_HOSTID;
+  // empty: the kernel's host name).
+  virtual void Start(std::chrono::milliseconds timeout, const std::string& host_id) = 0;
 };
 
 }  // namespace hvd::runtime

@@ -87,14 +87,17 @@ class CudaBackend final : public GpuBackend {
   int CurrentDevice() override;
   void RestoreDevice(int device) override;
   void Abort() override;
-  void Start(std::chrono::milliseconds timeout) override {
+  void Start(std::chrono::milliseconds timeout, const std::string& host_id) override {
     timeout_ = timeout;
+    host_id_ = host_id;
     aborted_ = false;
   }
 
   // For NcclGroup: the runtime stream of `device` (made on first use; cycle thread).
   Result<cudaStream_t> Stream(int device);
   std::chrono::milliseconds timeout() const { return timeout_; }
+  // Start's host id: NCCL_HOSTID, or empty for the kernel's host name.
+  const std::string& host_id() const { return host_id_; }
   // "<seconds> s (HVD_GLOO_TIMEOUT_SECONDS)": how the GPU path's timeout messages name it.
   std::string TimeoutText() const;
   bool aborted() const { return aborted_.load(); }
@@ -116,6 +119,7 @@ class CudaBackend final : public GpuBackend {
               const char* what);
 
   std::chrono::milliseconds timeout_{30000};
+  std::string host_id_;
   std::atomic<bool> aborted_{false};
   std::map<int, DeviceState> devices_;  // cycle thread (one at a time: cycle_mu_)
   std::array<void*, 4> host_{};

@@ -116,9 +116,17 @@ NcclWait WaitWhileInProgress(ncclComm_t comm, std::chrono::steady_clock::time_po
   }
 }
 
-std::string Identity(const std::string& mode, int device) {
+// "<mode>\n<machine>\n<PCI bus id>" (DecideGpuPath). The machine is the NCCL_HOSTID this rank
+// declares, as NCCL itself tells hosts apart by it: ranks that declare different ones are on
+// different machines to NCCL too, so several of them may share one GPU (NCCL's socket transport
+// between them), and each is given its GPU. Otherwise the kernel's host name.
+std::string Identity(const std::string& mode, const std::string& host_id, int device) {
   char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
+  if (host_id.empty()) {
+    gethostname(host, sizeof(host) - 1);
+  } else {
+    std::snprintf(host, sizeof(host), "NCCL_HOSTID=%s", host_id.c_str());
+  }
   char bus[64] = {};
   if (cudaDeviceGetPCIBusId(bus, sizeof(bus), device) != cudaSuccess) {
     std::snprintf(bus, sizeof(bus), "device-%d", device);
@@ -338,7 +346,7 @@ Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communic
   cudaError_t err = cudaSetDevice(device);
   if (err != cudaSuccess) return CudaError("selecting CUDA device " + std::to_string(device), err);
   std::vector<std::string> identities;
-  HVD_RETURN_IF_ERROR(cpu->GatherBytes(Identity(mode, device), 0, &identities));
+  HVD_RETURN_IF_ERROR(cpu->GatherBytes(Identity(mode, backend->host_id(), device), 0, &identities));
   std::string decision;
   if (cpu->rank() == 0) {
     decision = DecideGpuPath(identities);

@@ -16,7 +16,8 @@ namespace hvd::runtime {
 class CudaBackend;
 
 // Which way a process set's GPU ops go, decided by its rank 0 from every member's
-// "<HVD_GPU_OPERATIONS>\n<host>\n<PCI bus id>" (in set-rank order): 'N' NCCL (every member has a
+// "<HVD_GPU_OPERATIONS>\n<machine>\n<PCI bus id>" (in set-rank order; the machine is the
+// NCCL_HOSTID the rank declares, else its host name): 'N' NCCL (every member has a
 // GPU of its own), 'S' staged through the host, or 'E' followed by an error message (the modes
 // differ, or nccl was asked for with a shared GPU). Pure, so a unit test checks it without a GPU.
 std::string DecideGpuPath(const std::vector<std::string>& identities);

@@ -87,6 +87,16 @@ TEST(RuntimeConfigTest, GpuOperationsTakeHorovodsNamesAndRejectOthers) {
   EXPECT_NE(bad.status().message().find("'ddl'"), std::string::npos);
 }
 
+// NCCL_HOSTID names the rank's machine for the GPU path's decision, as it does for NCCL.
+TEST(RuntimeConfigTest, TheNcclHostIdARankDeclaresIsItsGpuHost) {
+  auto unset = Load({});
+  ASSERT_TRUE(unset.ok()) << unset.status().ToString();
+  EXPECT_EQ(unset->gpu_host_id, "");
+  auto set = Load({{"NCCL_HOSTID", "rank-3"}});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->gpu_host_id, "rank-3");
+}
+
 TEST(RuntimeConfigTest, HierarchicalAllreduceIsAutoUnlessSetAndNeedsTheAutoTransport) {
   auto unset = Load({});
   ASSERT_TRUE(unset.ok()) << unset.status().ToString();

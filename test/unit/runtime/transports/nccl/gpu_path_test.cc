@@ -117,7 +117,7 @@ class CountingGpu final : public GpuBackend {
   int CurrentDevice() override { return 0; }
   void RestoreDevice(int) override {}
   void Abort() override {}
-  void Start(std::chrono::milliseconds) override {}
+  void Start(std::chrono::milliseconds, const std::string&) override {}
 
  private:
   static Status Unused() { return Status::Unimplemented("not used by this test"); }
@@ -200,7 +200,7 @@ class StagingGpu final : public GpuBackend {
   int CurrentDevice() override { return Current(); }
   void RestoreDevice(int device) override { Current() = device; }
   void Abort() override {}
-  void Start(std::chrono::milliseconds) override {}
+  void Start(std::chrono::milliseconds, const std::string&) override {}
 
  private:
   Status Copy(void* dst, const void* src, int64_t bytes, int device) {

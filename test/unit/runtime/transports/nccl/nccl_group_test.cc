@@ -52,7 +52,7 @@ Result<std::unique_ptr<GpuGroup>> CreateWithAbsentPeer(CudaBackend* backend, dou
 
 TEST(NcclGroupTest, AMemberThatNeverJoinsFailsTheOthersAtTheTimeoutNotAHang) {
   CudaBackend backend;
-  backend.Start(std::chrono::milliseconds(2000));
+  backend.Start(std::chrono::milliseconds(2000), "");
   double took = 0;
   auto group = CreateWithAbsentPeer(&backend, &took);
   ASSERT_FALSE(group.ok()) << "created a 2-rank NCCL communicator whose rank 1 never joined";
@@ -69,7 +69,7 @@ TEST(NcclGroupTest, AMemberThatNeverJoinsFailsTheOthersAtTheTimeoutNotAHang) {
 
 TEST(NcclGroupTest, AbortEndsTheWaitForAMemberThatNeverJoins) {
   CudaBackend backend;
-  backend.Start(std::chrono::milliseconds(120000));
+  backend.Start(std::chrono::milliseconds(120000), "");
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     backend.Abort();  // as hvd_abort (an elastic reset, shutdown) does from another thread
@@ -91,7 +91,7 @@ TEST(NcclGroupTest, OneMemberReducesFusesAndBroadcastsOnItsGpu) {
   hvd::testing::InProcessWorld world;
   auto comm = world.Join("nccl-one", 0, 1);
   CudaBackend backend;
-  backend.Start(std::chrono::milliseconds(30000));
+  backend.Start(std::chrono::milliseconds(30000), "");
   auto made = CreateNcclGroup(&backend, comm.get(), 0, "auto");
   ASSERT_TRUE(made.ok()) << made.status().message();
   ASSERT_NE(made.value(), nullptr) << "one member with a GPU of its own should get NCCL";
