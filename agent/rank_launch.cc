@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "launcher/cpu_binding.h"
-#include "launcher/exec_search.h"
-#include "launcher/network_interface.h"
+#include "launcher/local/exec_search.h"
+#include "launcher/rendezvous/network_interface.h"
+#include "launcher/worker/cpu_binding.h"
 
 namespace hvd::agent {
 namespace {
@@ -31,7 +31,7 @@ struct ChildPlan {
   int stderr_fd = -1;
   int error_fd = -1;
   pid_t parent = 0;
-  std::optional<cpu_set_t> cpus;  // bind the rank here (launcher/cpu_binding.h)
+  std::optional<cpu_set_t> cpus;  // bind the rank here (launcher/worker/cpu_binding.h)
 };
 
 // Runs in the forked child: async-signal-safe calls only.

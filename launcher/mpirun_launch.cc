@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "launcher/console.h"
 #include "launcher/dry_run.h"
-#include "launcher/exit_codes.h"
-#include "launcher/mpirun_command.h"
-#include "launcher/rank_leftovers.h"
-#include "launcher/runtime_library.h"
-#include "launcher/signal_channel.h"
-#include "launcher/worker_env.h"
+#include "launcher/local/rank_leftovers.h"
+#include "launcher/local/signal_channel.h"
+#include "launcher/outcome/exit_codes.h"
+#include "launcher/output/console.h"
+#include "launcher/schedulers/mpirun_command.h"
+#include "launcher/worker/runtime_library.h"
+#include "launcher/worker/worker_env.h"
 
 namespace hvd::launcher {
 namespace {
