@@ -1,8 +1,5 @@
 #include "launcher/local/exec_search.h"
 
-#include <errno.h>
-#include <unistd.h>
-
 namespace hvd::launcher {
 
 std::vector<std::string> ExecCandidates(const std::string& program,
@@ -20,25 +17,6 @@ std::vector<std::string> ExecCandidates(const std::string& program,
     begin = end + 1;
   }
   return out;
-}
-
-[[noreturn]] void ExecFirstCandidate(const std::vector<std::string>& candidates, char* const argv[],
-                                     char* const envp[], int error_fd) {
-  int error = ENOENT;
-  bool saw_eacces = false;
-  for (const std::string& candidate : candidates) {
-    ::execve(candidate.c_str(), argv, envp);
-    error = errno;
-    if (error == EACCES) {
-      saw_eacces = true;
-    } else if (error != ENOENT && error != ENOTDIR) {
-      break;
-    }
-  }
-  if (saw_eacces && (error == ENOENT || error == ENOTDIR)) error = EACCES;
-  ssize_t ignored = ::write(error_fd, &error, sizeof(error));
-  (void)ignored;
-  ::_exit(error == ENOENT || error == ENOTDIR ? kExitNotFound : kExitNotExecutable);
 }
 
 }  // namespace hvd::launcher

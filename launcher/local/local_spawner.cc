@@ -2,18 +2,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/close_range.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <optional>
 #include <utility>
 
+#include "launcher/local/child_process.h"
 #include "launcher/local/exec_search.h"
 #include "launcher/outcome/exit_codes.h"
 #include "launcher/worker/cpu_binding.h"
@@ -21,11 +20,8 @@
 namespace hvd::launcher {
 namespace {
 
-constexpr int kExitParentGone = 1;
 // The guardian's PR_SET_PDEATHSIG: a signal it can catch (with sigwaitinfo), unlike SIGKILL.
 constexpr int kGuardianDeathSignal = SIGUSR1;
-// Fallback bound for closing descriptors where close_range(2) is missing.
-constexpr int kMaxFdToClose = 65536;
 
 // Owns one descriptor.
 class OwnedFd {
@@ -66,65 +62,6 @@ Status MakePipe(OwnedFd& read_end, OwnedFd& write_end) {
   return MoveAboveStdio(write_end);
 }
 
-// Everything the child needs, built before fork so the child does not allocate.
-struct ChildPlan {
-  std::vector<std::string> candidates;
-  std::vector<char*> argv;
-  std::vector<std::string> env_storage;
-  std::vector<char*> envp;
-  int stdin_fd = -1;
-  int stdout_fd = -1;
-  int stderr_fd = -1;
-  int error_fd = -1;
-  int inherited_fd = -1;
-  pid_t parent = 0;
-  std::optional<cpu_set_t> cpus;  // bind the rank here (launcher/worker/cpu_binding.h)
-};
-
-void FillArgvEnvp(const SpawnRequest& request, ChildPlan& plan) {
-  for (const std::string& arg : request.argv) plan.argv.push_back(const_cast<char*>(arg.c_str()));
-  plan.argv.push_back(nullptr);
-  for (const auto& [name, value] : request.env) plan.env_storage.push_back(name + "=" + value);
-  for (std::string& entry : plan.env_storage) plan.envp.push_back(entry.data());
-  plan.envp.push_back(nullptr);
-}
-
-// Marks [first, last] close-on-exec, so the rank inherits nothing hvdrun did not mean to
-// give it (a listening socket, another rank's pipe), as Python's subprocess does.
-void MarkCloseOnExec(unsigned first, unsigned last) {
-  if (first > last) return;
-  if (::syscall(SYS_close_range, first, last, CLOSE_RANGE_CLOEXEC) == 0) return;
-  for (unsigned fd = first; fd <= last && fd < static_cast<unsigned>(kMaxFdToClose); ++fd) {
-    int flags = ::fcntl(static_cast<int>(fd), F_GETFD);
-    if (flags >= 0) ::fcntl(static_cast<int>(fd), F_SETFD, flags | FD_CLOEXEC);
-  }
-}
-
-// Runs in the rank process (forked by its guardian, or by hvdrun when `guardian` is 0 and
-// the rank outlives hvdrun): async-signal-safe calls only.
-[[noreturn]] void RunRank(const ChildPlan& plan, pid_t guardian) {
-  if (guardian == 0) {
-    ::setpgid(0, 0);
-  } else if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != guardian) {
-    ::_exit(kExitParentGone);
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  // Best effort: a mask the kernel refuses (CPUs gone meanwhile) leaves the rank unbound.
-  if (plan.cpus) ::sched_setaffinity(0, sizeof(*plan.cpus), &*plan.cpus);
-  ::dup2(plan.stdin_fd, 0);
-  ::dup2(plan.stdout_fd, 1);
-  ::dup2(plan.stderr_fd, 2);
-  if (plan.inherited_fd > 2) {
-    MarkCloseOnExec(3, static_cast<unsigned>(plan.inherited_fd) - 1);
-    MarkCloseOnExec(static_cast<unsigned>(plan.inherited_fd) + 1, ~0u);
-  } else {
-    MarkCloseOnExec(3, ~0u);
-  }
-  ExecFirstCandidate(plan.candidates, plan.argv.data(), plan.envp.data(), plan.error_fd);
-}
-
 // Ends the guardian the way the rank ended, so hvdrun's waitpid sees the rank's status.
 [[noreturn]] void RelayStatus(int status) {
   if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
@@ -142,28 +79,23 @@ void MarkCloseOnExec(unsigned first, unsigned last) {
   ::_exit(kExitSignalBase + signo);  // not reached for a fatal signal
 }
 
-void CloseAllDescriptors() {
-  if (::syscall(SYS_close_range, 0u, ~0u, 0u) == 0) return;
-  for (int fd = 0; fd < kMaxFdToClose; ++fd) ::close(fd);
-}
-
 // Runs in the forked child, the rank's guardian and process-group leader: async-signal-safe
 // calls only. It forks the rank, keeps no descriptor, and waits with every signal blocked
 // (hvdrun's SIGTERM to the group reaches the rank, not the guardian). When hvdrun dies the
 // guardian gets kGuardianDeathSignal and SIGKILLs the whole group, so even processes the
 // rank started do not outlive hvdrun; when the rank ends it relays the rank's status.
-[[noreturn]] void RunGuardian(const ChildPlan& plan) {
+[[noreturn]] void RunGuardian(const ChildPlan& plan, pid_t hvdrun) {
   ::setpgid(0, 0);
   sigset_t all;
   sigfillset(&all);
   ::sigprocmask(SIG_SETMASK, &all, nullptr);
-  if (::prctl(PR_SET_PDEATHSIG, kGuardianDeathSignal) != 0 || ::getppid() != plan.parent) {
+  if (::prctl(PR_SET_PDEATHSIG, kGuardianDeathSignal) != 0 || ::getppid() != hvdrun) {
     ::_exit(kExitParentGone);
   }
   ::prctl(PR_SET_NAME, "hvdrun-guard");  // how ps/top show it (argv stays hvdrun's)
   pid_t guardian = ::getpid();
   pid_t rank = ::_Fork();
-  if (rank == 0) RunRank(plan, guardian);
+  if (rank == 0) RunChild(plan, guardian);
   if (rank < 0) {
     int error = errno;
     ssize_t ignored = ::write(plan.error_fd, &error, sizeof(error));
@@ -184,24 +116,6 @@ void CloseAllDescriptors() {
     int status = 0;
     if (signo == SIGCHLD && ::waitpid(rank, &status, WNOHANG) == rank) RelayStatus(status);
   }
-}
-
-std::string ExecErrorMessage(const std::string& program, int error) {
-  if (error == ENOENT && program.find('/') == std::string::npos) {
-    return "cannot execute '" + program + "': command not found in PATH";
-  }
-  return "cannot execute '" + program + "': " + strerror(error);
-}
-
-// Waits for the child's exec outcome: EOF means execve succeeded.
-std::optional<int> ReadExecErrno(int fd) {
-  int error = 0;
-  ssize_t n;
-  do {
-    n = ::read(fd, &error, sizeof(error));
-  } while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(sizeof(error))) return error;
-  return std::nullopt;
 }
 
 Status SetNonBlocking(int fd) {
@@ -247,33 +161,35 @@ struct RankPipes {
 
 Result<SpawnedRank> LocalSpawner::Spawn(const SpawnRequest& request) {
   if (request.argv.empty()) return Status::InvalidArgument("no command to run");
-  ChildPlan plan;
+  // The rank leads its own group when it has no guardian; otherwise it stays in the group
+  // its guardian leads.
+  ChildPlan plan(request.argv, request.env);
+  plan.group = request.outlives_launcher ? ChildPlan::Group::kNewGroup : ChildPlan::Group::kParent;
   if (!request.outlives_launcher) {  // srun: its tasks run elsewhere, bound by their agent
     HVD_ASSIGN_OR_RETURN(plan.cpus, RankCpuSet(request.env, AllowedCpus()));
   }
   RankPipes pipes;
   HVD_RETURN_IF_ERROR(pipes.Open(request.stdin_pipe));
-  plan.candidates = ExecCandidates(request.argv[0], request.env);
-  FillArgvEnvp(request, plan);
   plan.stdin_fd = pipes.in_read.get();
   plan.stdout_fd = pipes.out_write.get();
   plan.stderr_fd = pipes.err_write.get();
-  plan.error_fd = pipes.exec_write.get();
+  plan.close_other_fds = true;
   plan.inherited_fd = request.inherited_fd;
-  plan.parent = ::getpid();
+  plan.error_fd = pipes.exec_write.get();
+  const pid_t hvdrun = ::getpid();
 
   pid_t pid = ::fork();
   if (pid < 0) return Status::IoError(std::string("fork: ") + strerror(errno));
   if (pid == 0) {
-    if (request.outlives_launcher) RunRank(plan, 0);
-    RunGuardian(plan);
+    if (request.outlives_launcher) RunChild(plan, 0);
+    RunGuardian(plan, hvdrun);
   }
   ::setpgid(pid, pid);  // may fail with EACCES once the child has exec'd; it did it itself
   pipes.CloseChildEnds();
 
   SpawnedRank spawned;
   spawned.pid = pid;
-  if (std::optional<int> error = ReadExecErrno(pipes.exec_read.get())) {
+  if (std::optional<int> error = ReadExecError(pipes.exec_read.get())) {
     spawned.exec_error = ExecErrorMessage(request.argv[0], *error);
     // The child is between its error report and _exit; reaping it here keeps job control
     // from signalling it (it would then die of SIGTERM instead of exiting 127/126).

@@ -16,8 +16,9 @@ namespace hvd::launcher {
 // rank killed by signal N makes it die of signal N). The rank itself gets SIGKILL when its
 // guardian dies, clears the signal mask hvdrun blocks for its signalfd (ignored dispositions
 // are inherited on purpose, as nohup expects) and gets stdout/stderr pipes and, as stdin, a
-// pipe from hvdrun or /dev/null. The PATH search happens in the parent over the rank's own
-// PATH; the children only call async-signal-safe functions, because hvdrun has other
+// pipe from hvdrun or /dev/null (its set-up between fork and exec: ChildPlan,
+// launcher/local/child_process.h). The PATH search happens in the parent over the rank's
+// own PATH; the children only call async-signal-safe functions, because hvdrun has other
 // threads when it forks.
 //
 // A request with outlives_launcher is forked and exec'd directly (no guardian, no death
