@@ -7,8 +7,8 @@
 #include <map>
 #include <string>
 
-#include "launcher/agent_protocol.h"
-#include "launcher/rank_leftovers.h"
+#include "launcher/agents/agent_protocol.h"
+#include "launcher/local/rank_leftovers.h"
 
 namespace hvd::agent {
 
@@ -17,7 +17,7 @@ namespace hvd::agent {
 // (Hello first, then Start / Signal / Stop / Heartbeat at any time), forks each rank
 // (agent/rank_launch.h), relays the ranks' stdout and stderr as Output frames and their
 // ends as Exit frames on `out_fd`, and answers Hello with Ready. The protocol is described
-// once, in launcher/agent_protocol.h.
+// once, in launcher/agents/agent_protocol.h.
 //
 // Lifetime rules. A rank leads its own session and process group and dies with the agent
 // (PR_SET_PDEATHSIG). When a rank is reaped its group gets a final SIGKILL, so nothing it

@@ -1,6 +1,6 @@
 // hvd-agent: the remote half of hvdrun's multi-host launch, one per host. hvdrun runs it as
 // the command of one SSH session (or the task of one srun step) and speaks the protocol of
-// launcher/agent_protocol.h on its stdin and stdout; see agent/agent.h.
+// launcher/agents/agent_protocol.h on its stdin and stdout; see agent/agent.h.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -14,8 +14,8 @@
 #include "agent/agent.h"
 #include "common/deadline_socket.h"
 #include "common/env_registry.h"
-#include "launcher/network_interface.h"
-#include "launcher/remote_agent_path.h"
+#include "launcher/agents/remote_agent_path.h"
+#include "launcher/rendezvous/network_interface.h"
 
 namespace {
 
@@ -68,11 +68,12 @@ int main(int argc, char** argv) {
     return Probe(argv[2], argv[3], argc == 5 ? argv[4] : "");
   }
   if (argc > 1) {
-    std::fprintf(stderr,
-                 "usage: %s [--version | --probe ADDRESS PORT [INTERFACE]]\n  Started by hvdrun "
-                 "over SSH or srun; speaks "
-                 "launcher/agent_protocol.h on stdin and stdout. Not meant to be run by hand.\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s [--version | --probe ADDRESS PORT [INTERFACE]]\n  Started by hvdrun "
+        "over SSH or srun; speaks "
+        "launcher/agents/agent_protocol.h on stdin and stdout. Not meant to be run by hand.\n",
+        argv[0]);
     return 2;
   }
   sigset_t set;

@@ -8,8 +8,8 @@
 #include <variant>
 
 #include "common/status.h"
-#include "launcher/agent_protocol.h"
-#include "launcher/exec_search.h"
+#include "launcher/agents/agent_protocol.h"
+#include "launcher/local/exec_search.h"
 
 namespace hvd::agent {
 

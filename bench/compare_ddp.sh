@@ -10,12 +10,12 @@
 # are printed.
 #
 # hvdrun gives its workers glibc allocator settings (`--worker-malloc tuned`, the default;
-# launcher/worker_malloc.h) that torchrun does not: a convnet's step re-faulted its temporaries'
-# pages every step without them. So DDP runs twice per round: as torchrun runs it (what a user
-# gets: "hvd / DDP"), and with the same MALLOC_* variables hvdrun sets, read from its --dry-run
-# ("hvd / DDP, same allocator": the libraries alone). The processes alone (one process, the
-# bound) run with those variables too, so the bound is hvd's. HVDRUN_ARGS="--worker-malloc
-# system" compares with glibc's defaults everywhere.
+# launcher/worker/worker_malloc.h) that torchrun does not: a convnet's step re-faulted its
+# temporaries' pages every step without them. So DDP runs twice per round: as torchrun runs it
+# (what a user gets: "hvd / DDP"), and with the same MALLOC_* variables hvdrun sets, read from
+# its --dry-run ("hvd / DDP, same allocator": the libraries alone). The processes alone (one
+# process, the bound) run with those variables too, so the bound is hvd's.
+# HVDRUN_ARGS="--worker-malloc system" compares with glibc's defaults everywhere.
 #
 # The bound: N independent processes at once (no communication at all) give what the machine
 # gives N ranks; a synchronous step goes at the slowest rank's pace, so N x the slowest of them

@@ -6,7 +6,8 @@
 //                    allgather,broadcast,alltoall,bitand,bitor,barrier,gatherbytes,idle]
 //                    [-b gloo|tcp]
 //
-// -b tcp times hvd's own TCP communicator (runtime/transports/tcp/tcp_communicator.h) instead of Gloo's.
+// -b tcp times hvd's own TCP communicator (runtime/transports/tcp/tcp_communicator.h) instead of
+// Gloo's.
 //
 // rsag = ReduceScatter + Allgatherv called separately (the direct allreduce path, whatever the
 // size); bitand/bitor = BitwiseAnd/BitwiseOr of bytes/8 words (the coordinator's per-cycle
@@ -29,7 +30,7 @@
 
 #include "bench/alloc_counter.h"
 #include "common/kv_client.h"
-#include "launcher/rendezvous_server.h"
+#include "launcher/rendezvous/rendezvous_server.h"
 #include "runtime/transports/gloo/gloo_communicator.h"
 #include "runtime/transports/tcp/tcp_communicator.h"
 

@@ -6,7 +6,7 @@
 
 #include "cmd/knobs.h"
 #include "common/status.h"
-#include "launcher/launch_spec.h"
+#include "launcher/plan/launch_spec.h"
 
 // horovodrun's --config-file: a YAML file with the schema of
 // horovod/runner/common/util/config_parser.py::set_args_from_config

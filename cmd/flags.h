@@ -7,7 +7,7 @@
 
 #include "common/env_registry.h"
 #include "common/status.h"
-#include "launcher/launch_spec.h"
+#include "launcher/plan/launch_spec.h"
 
 // hvdrun's command line: every horovodrun flag (same spellings, same meaning, same YAML config
 // file) plus hvd's own, turned into a LaunchSpec. Precedence: command line > --config-file >

@@ -81,9 +81,9 @@ struct Knobs {
   Knob<std::string> thread_affinity{"--thread-affinity", "library_options.thread_affinity"};
   Knob<int64_t> gloo_timeout_seconds{"--gloo-timeout-seconds",
                                      "library_options.gloo_timeout_seconds"};
-  // none (default) | core: launcher/cpu_binding.h. hvd extension.
+  // none (default) | core: launcher/worker/cpu_binding.h. hvd extension.
   Knob<std::string> bind_to{"--bind-to", "library_options.bind_to"};
-  // tuned (default) | system: launcher/worker_malloc.h. hvd extension; hvdrun decides, the
+  // tuned (default) | system: launcher/worker/worker_malloc.h. hvd extension; hvdrun decides, the
   // workers get glibc's MALLOC_* variables.
   Knob<std::string> worker_malloc{"--worker-malloc", "library_options.worker_malloc"};
   Knob<bool> tcp{"--tcp", nullptr};

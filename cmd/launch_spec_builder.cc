@@ -10,7 +10,7 @@
 #include "cmd/cli_app.h"
 #include "cmd/knob_env.h"
 #include "common/logging.h"
-#include "launcher/worker_malloc.h"
+#include "launcher/worker/worker_malloc.h"
 
 namespace hvd::cmd {
 namespace {
@@ -257,7 +257,7 @@ void WriteWorkerEnv(const Knobs& knobs, ParsedCommandLine* out) {
   }
 }
 
-// The allocator settings of launcher/worker_malloc.h: the knob (flag or config), else
+// The allocator settings of launcher/worker/worker_malloc.h: the knob (flag or config), else
 // HVD_WORKER_MALLOC, else tuned. What it adds goes into every worker's environment and is
 // shown by --dry-run; --print-config shows the policy and where it came from (the knob's
 // setting is recorded with the others by WriteWorkerEnv).

@@ -8,7 +8,7 @@
 #include "cmd/knobs.h"
 #include "common/env_registry.h"
 #include "common/status.h"
-#include "launcher/launch_spec.h"
+#include "launcher/plan/launch_spec.h"
 
 namespace hvd::cmd {
 

@@ -9,8 +9,8 @@
 #include "cmd/print_config.h"
 #include "common/env_registry.h"
 #include "common/logging.h"
-#include "launcher/elastic_summary.h"
-#include "launcher/exit_codes.h"
+#include "launcher/elastic/elastic_summary.h"
+#include "launcher/outcome/exit_codes.h"
 #include "launcher/run.h"
 
 int main(int argc, char** argv) {

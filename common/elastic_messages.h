@@ -7,7 +7,7 @@
 
 #include "common/status.h"
 
-// What hvdrun's elastic driver (launcher/elastic_driver.h) and an elastic worker's runtime
+// What hvdrun's elastic driver (launcher/elastic/elastic_driver.h) and an elastic worker's runtime
 // (runtime/elastic_worker.h) say to each other, through the authenticated rendezvous server
 // (common/kv_client.h), as keys of the job's namespace. Plain text values; nothing is
 // deserialized into code.

@@ -10,8 +10,8 @@
 #include "common/job_key.h"
 
 // The hvd control-channel wire protocol (version 1), spoken between hvdrun's rendezvous
-// server (launcher/rendezvous_server.h) and KvClient (common/kv_client.h). Everything here is
-// pure (no sockets) so it is unit-tested byte by byte.
+// server (launcher/rendezvous/rendezvous_server.h) and KvClient (common/kv_client.h). Everything
+// here is pure (no sockets) so it is unit-tested byte by byte.
 //
 // Frame: a 20-byte header, the body, and a 32-byte tag. All integers are big-endian.
 //

@@ -8,7 +8,7 @@
 
 // The names of a job's shared-memory segments in /dev/shm, shared by the runtime that creates
 // them (runtime/transports/shm/shm_segment.h) and the launcher and hvd-agent, which remove
-// what a killed rank left behind (launcher/rank_leftovers.h).
+// what a killed rank left behind (launcher/local/rank_leftovers.h).
 //
 // Segments are normally unnamed (an O_TMPFILE file passed by /proc/<pid>/fd); a name exists
 // only while a group whose members cannot open that way gathers (shm_segment.h). A name is

@@ -4,8 +4,8 @@
 #include <cctype>
 #include <string_view>
 
+#include "launcher/agents/ssh_agent_link.h"
 #include "launcher/multi_host.h"
-#include "launcher/ssh_agent_link.h"
 
 namespace hvd::launcher {
 namespace {

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "launcher/job_plan.h"
-#include "launcher/launch_spec.h"
-#include "launcher/worker_env.h"
+#include "launcher/plan/job_plan.h"
+#include "launcher/plan/launch_spec.h"
+#include "launcher/worker/worker_env.h"
 
 namespace hvd::launcher {
 

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <string>
 
-#include "launcher/console.h"
-#include "launcher/wait_status.h"
+#include "launcher/outcome/wait_status.h"
+#include "launcher/output/console.h"
 
 namespace hvd::launcher {
 namespace {

@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include "launcher/job_outcome.h"
-#include "launcher/output_forwarder.h"
-#include "launcher/rank_spawner.h"
-#include "launcher/signal_channel.h"
-#include "launcher/stdin_pump.h"
+#include "launcher/local/rank_spawner.h"
+#include "launcher/local/signal_channel.h"
+#include "launcher/outcome/job_outcome.h"
+#include "launcher/output/output_forwarder.h"
+#include "launcher/output/stdin_pump.h"
 
 namespace hvd::launcher {
 

@@ -11,14 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "launcher/console.h"
 #include "launcher/dry_run.h"
-#include "launcher/exit_codes.h"
-#include "launcher/mpirun_command.h"
-#include "launcher/rank_leftovers.h"
-#include "launcher/runtime_library.h"
-#include "launcher/signal_channel.h"
-#include "launcher/worker_env.h"
+#include "launcher/local/child_process.h"
+#include "launcher/local/rank_leftovers.h"
+#include "launcher/local/signal_channel.h"
+#include "launcher/outcome/exit_codes.h"
+#include "launcher/output/console.h"
+#include "launcher/schedulers/mpirun_command.h"
+#include "launcher/worker/runtime_library.h"
+#include "launcher/worker/worker_env.h"
 
 namespace hvd::launcher {
 namespace {
@@ -82,25 +83,14 @@ EnvMap MpirunEnvironment(const LaunchSpec& spec, const env::Environment& env,
   return vars;
 }
 
-// Forks and execs argv (PATH search) in a new process group with the signal mask cleared;
-// -1 when fork fails. The child only calls async-signal-safe functions.
+// Forks and execs argv (execvpe's PATH search) in a new process group with the signal mask
+// cleared; -1 when fork fails. The child only calls async-signal-safe functions.
 pid_t StartChild(const std::vector<std::string>& argv, const EnvMap& vars) {
-  std::vector<std::string> env_storage;
-  for (const auto& [name, value] : vars) env_storage.push_back(name + "=" + value);
-  std::vector<char*> args, envp;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (std::string& e : env_storage) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  ChildPlan plan(argv, vars);
+  plan.group = ChildPlan::Group::kNewGroup;
+  plan.search = ChildPlan::Search::kParentPath;
   pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execvpe(args[0], args.data(), envp.data());
-    ::_exit(127);
-  }
+  if (pid == 0) RunChild(plan, 0);
   if (pid > 0) ::setpgid(pid, pid);
   return pid;
 }

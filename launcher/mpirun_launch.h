@@ -2,8 +2,8 @@
 #define HVD_LAUNCHER_MPIRUN_LAUNCH_H_
 
 #include "common/env_registry.h"
-#include "launcher/job_plan.h"
-#include "launcher/launch_spec.h"
+#include "launcher/plan/job_plan.h"
+#include "launcher/plan/launch_spec.h"
 
 namespace hvd::launcher {
 

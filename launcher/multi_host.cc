@@ -6,11 +6,11 @@
 #include <chrono>
 #include <cstdio>
 
-#include "launcher/console.h"
+#include "launcher/agents/remote_agent_path.h"
+#include "launcher/agents/ssh_agent_link.h"
 #include "launcher/dry_run.h"
-#include "launcher/remote_agent_path.h"
-#include "launcher/runtime_library.h"
-#include "launcher/ssh_agent_link.h"
+#include "launcher/output/console.h"
+#include "launcher/worker/runtime_library.h"
 
 namespace hvd::launcher {
 namespace {

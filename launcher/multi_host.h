@@ -7,12 +7,12 @@
 #include "common/env_registry.h"
 #include "common/job_key.h"
 #include "common/status.h"
-#include "launcher/agent_fleet.h"
-#include "launcher/job_plan.h"
-#include "launcher/launch_spec.h"
-#include "launcher/network_interface.h"
-#include "launcher/srun_command.h"
-#include "launcher/ssh_options.h"
+#include "launcher/agents/agent_fleet.h"
+#include "launcher/plan/job_plan.h"
+#include "launcher/plan/launch_spec.h"
+#include "launcher/rendezvous/network_interface.h"
+#include "launcher/schedulers/srun_command.h"
+#include "launcher/ssh/ssh_options.h"
 
 namespace hvd::launcher {
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <thread>
 
-#include "launcher/exit_codes.h"
+#include "launcher/agents/remote_agent_path.h"
+#include "launcher/agents/ssh_agent_link.h"
 #include "launcher/multi_host.h"
-#include "launcher/remote_agent_path.h"
-#include "launcher/ssh_agent_link.h"
-#include "launcher/ssh_session.h"
+#include "launcher/outcome/exit_codes.h"
+#include "launcher/ssh/ssh_session.h"
 
 namespace hvd::launcher {
 namespace {

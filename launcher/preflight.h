@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "common/env_registry.h"
-#include "launcher/job_plan.h"
-#include "launcher/launch_spec.h"
+#include "launcher/plan/job_plan.h"
+#include "launcher/plan/launch_spec.h"
 
 namespace hvd::launcher {
 

@@ -14,7 +14,7 @@
 // the write the writer did not get to. A file of any other form is left as it is.
 //
 // hvdrun and hvd-agent repair the job's timeline once its ranks on the host have ended
-// (launcher/rank_leftovers.h); `hvd-timeline summary` reads a torn file as repaired and
+// (launcher/local/rank_leftovers.h); `hvd-timeline summary` reads a torn file as repaired and
 // `hvd-timeline repair FILE` repairs one by hand.
 //
 // CheckTimelineText / RepairTimelineFile (the tool's) also name and mend the files no writer

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "launcher/rank_spawner.h"
-#include "launcher/ssh_options.h"
+#include "launcher/local/rank_spawner.h"
+#include "launcher/ssh/ssh_options.h"
 
 namespace hvd::test {
 

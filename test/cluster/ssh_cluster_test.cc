@@ -14,10 +14,10 @@
 #include <random>
 #include <thread>
 
-#include "launcher/agent_fleet.h"
-#include "launcher/agent_session.h"
-#include "launcher/ssh_agent_link.h"
-#include "launcher/ssh_session.h"
+#include "launcher/agents/agent_fleet.h"
+#include "launcher/agents/agent_session.h"
+#include "launcher/agents/ssh_agent_link.h"
+#include "launcher/ssh/ssh_session.h"
 #include "test/cluster/cluster_env.h"
 
 namespace hvd::test {

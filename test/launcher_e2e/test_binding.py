@@ -1,4 +1,6 @@
-"""hvdrun --bind-to: each local rank gets an even share of hvdrun's CPUs (launcher/cpu_binding.h)."""
+"""hvdrun --bind-to: each local rank gets an even share of hvdrun's CPUs.
+
+launcher/worker/cpu_binding.h decides the shares."""
 import os
 
 from hvdrun_harness import run

@@ -1,5 +1,5 @@
 """What a killed rank leaves on its host, cleaned up by hvdrun once the job's ranks have ended
-(launcher/rank_leftovers.h): a shared-memory segment whose group never formed, and a timeline
+(launcher/local/rank_leftovers.h): a shared-memory segment whose group never formed, and a timeline
 torn mid-growth."""
 import json
 import os

@@ -1,5 +1,5 @@
 """hvdrun --worker-malloc: the glibc allocator settings the workers start with
-(launcher/worker_malloc.h), and that glibc in the worker applies them."""
+(launcher/worker/worker_malloc.h), and that glibc in the worker applies them."""
 import os
 
 from hvdrun_harness import PYTHON, run

@@ -11,7 +11,7 @@
 
 #include "common/job_key.h"
 #include "common/kv_client.h"
-#include "launcher/rendezvous_server.h"
+#include "launcher/rendezvous/rendezvous_server.h"
 
 namespace hvd::test {
 

@@ -45,7 +45,7 @@ enum ShmFailure : uint32_t { kShmHealthy = 0, kShmBroken = 1, kShmAborted = 2 };
 // /proc/<pid>/fd), so a killed member leaves nothing behind. A member that cannot open it that
 // way (another pid namespace) gets it by a name (common/shm_names.h) that exists only until
 // every member has mapped it; a member 0 killed in that window leaves the name, which hvdrun or
-// hvd-agent removes once the job's ranks on the host have ended (launcher/rank_leftovers.h).
+// hvd-agent removes once the job's ranks on the host have ended (launcher/local/rank_leftovers.h).
 // Immutable after Open except through the atomics and the staging memory, whose protocol belongs
 // to ShmChannel. Not copyable; unmaps on destruction.
 class ShmSegment {

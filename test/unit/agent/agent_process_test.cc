@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-#include "launcher/agent_protocol.h"
+#include "launcher/agents/agent_protocol.h"
 
 namespace hvd::launcher {
 namespace {

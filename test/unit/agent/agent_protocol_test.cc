@@ -1,4 +1,4 @@
-#include "launcher/agent_protocol.h"
+#include "launcher/agents/agent_protocol.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

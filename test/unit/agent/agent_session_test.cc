@@ -1,6 +1,6 @@
 // AgentSession against the real hvd-agent started as a local child over pipes
 // (StartProcessAgent): the launcher's side of the protocol end to end, without SSH.
-#include "launcher/agent_session.h"
+#include "launcher/agents/agent_session.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <chrono>
 #include <string>
 
-#include "launcher/agent_fleet.h"
+#include "launcher/agents/agent_fleet.h"
 
 namespace hvd::launcher {
 namespace {

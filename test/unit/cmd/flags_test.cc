@@ -30,7 +30,7 @@ TEST(FlagsTest, DefaultsWithNothingButACommand) {
   EXPECT_EQ(s.log_level, "WARNING");
   EXPECT_TRUE(s.log_with_timestamp);
   EXPECT_FALSE(s.elastic());
-  // Only the allocator settings of launcher/worker_malloc.h (tuned by default).
+  // Only the allocator settings of launcher/worker/worker_malloc.h (tuned by default).
   EXPECT_THAT(s.worker_env, ElementsAre(Pair("MALLOC_MMAP_THRESHOLD_", "33554432"),
                                         Pair("MALLOC_TRIM_THRESHOLD_", "1073741824")));
   EXPECT_THAT(p.settings, IsEmpty());

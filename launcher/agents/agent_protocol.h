@@ -1,0 +1,169 @@
+#ifndef HVD_LAUNCHER_AGENTS_AGENT_PROTOCOL_H_
+#define HVD_LAUNCHER_AGENTS_AGENT_PROTOCOL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "common/job_key.h"
+#include "common/status.h"
+
+// The launcher <-> hvd-agent protocol (version 2). One hvd-agent runs per remote host and
+// supervises every rank hvdrun places there; it is the remote command of one SSH session
+// (`exec '<agent_path>'`) or the one task of one srun step. Nothing about the job (argv,
+// environment, job key) is on any command line: it all travels as frames on the agent's
+// stdin, and the agent answers with frames on its stdout. The agent's stderr carries only its
+// own diagnostics (text lines "hvd-agent: ..."), which hvdrun prints naming the host.
+//
+//   frame := u32 big-endian body length | body
+//   body  := u8 type | fields (common/byte_codec.h encoding: big-endian integers, bytes =
+//            u32 length + raw bytes)
+//
+// Launcher -> agent (stdin):
+//   Hello     (1, exactly once, first): "HVDA", u32 version, u8 has_key, [32 raw key bytes],
+//             u32 grace ms, u32 heartbeat interval ms, u32 heartbeat timeout ms (0 = none),
+//             bytes cwd ("" = the login directory)
+//   Start     (2): u32 id, u32 argc, argc x bytes, u32 envc, envc x (bytes name, bytes value)
+//   Signal    (3): u32 id, u32 signo            -> killpg(rank, signo)
+//   Stop      (4): u32 id                       -> SIGTERM to its group, SIGKILL after grace
+//   Heartbeat (5): nothing
+// Agent -> launcher (stdout):
+//   Ready     (129, first): "HVDA", u32 version, bytes hostname, u32 agent pid
+//   Started   (130): u32 id, u32 pid
+//   Output    (131): u32 id, u8 stream (1 stdout, 2 stderr), bytes data
+//   Exit      (132): u32 id, u32 waitpid() status (W_EXITCODE(125|126|127, 0) = never ran)
+//   Heartbeat (133): nothing
+//
+// Start, Signal and Stop may arrive at any time after Hello, so ranks can be added to and
+// removed from a running host (elastic jobs). `id` names a rank within one agent session
+// (hvdrun uses the global rank); an id may be reused once its Exit was sent. Every started id
+// gets exactly one Exit, after all of its Output. Heartbeats flow both ways every interval;
+// any bytes count as a sign of life, and a side that hears nothing for the timeout treats
+// the other as gone (the agent then terminates every rank). End of the agent's stdin means
+// "terminate every rank": SIGTERM to each group, SIGKILL after the grace period; the agent
+// still reports their exits, then exits 0.
+//
+// No code-bearing format; a fixed schema per type; counts and lengths are capped before
+// anything is allocated. A version mismatch is refused with "install the same hvd build on
+// every host"; an agent of protocol version 1 (one rank per session) reads a version-2 Hello
+// as a start frame of the wrong version and says the same.
+namespace hvd::launcher {
+
+inline constexpr uint32_t kAgentProtocolVersion = 2;
+// A Start frame holds one rank's argv and environment.
+inline constexpr size_t kMaxLauncherFrameBytes = 16u << 20;
+// Output frames carry at most kMaxOutputChunk bytes of data.
+inline constexpr size_t kMaxOutputChunk = 64u << 10;
+inline constexpr size_t kMaxAgentFrameBytes = kMaxOutputChunk + 64;
+
+struct AgentHello {
+  std::optional<control::JobKey> job_key;  // the agent puts it in a sealed memfd
+  double grace_period_s = 5;               // SIGTERM -> SIGKILL
+  double heartbeat_interval_s = 1;
+  double heartbeat_timeout_s = 0;  // 0 = no liveness check
+  std::string cwd;                 // every rank's working directory; "" = login directory
+};
+
+// Starts rank `id` with `argv` (argv[0] looked up in the merged PATH) and `env` merged over
+// the agent's own (login) environment. A launcher-side HVD_SECRET_FD in `env` is never sent:
+// the agent names its own memfd.
+struct AgentStart {
+  uint32_t id = 0;
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+};
+struct AgentSignal {
+  uint32_t id = 0;
+  int signo = 0;
+};
+struct AgentStop {
+  uint32_t id = 0;
+};
+struct AgentHeartbeat {};
+
+struct AgentReady {
+  uint32_t version = kAgentProtocolVersion;
+  std::string hostname;
+  uint32_t pid = 0;
+};
+struct AgentStarted {
+  uint32_t id = 0;
+  uint32_t pid = 0;
+};
+struct AgentOutput {
+  uint32_t id = 0;
+  int stream = 1;  // 1 stdout, 2 stderr
+  std::string data;
+};
+struct AgentExit {
+  uint32_t id = 0;
+  int wait_status = 0;
+};
+
+using LauncherMessage =
+    std::variant<AgentHello, AgentStart, AgentSignal, AgentStop, AgentHeartbeat>;
+using AgentMessage = std::variant<AgentReady, AgentStarted, AgentOutput, AgentExit, AgentHeartbeat>;
+
+// Whole frames, length prefix included.
+std::string EncodeHello(const AgentHello& hello);
+std::string EncodeStart(const AgentStart& start);
+std::string EncodeSignal(uint32_t id, int signo);
+std::string EncodeStop(uint32_t id);
+std::string EncodeLauncherHeartbeat();
+std::string EncodeReady(const AgentReady& ready);
+std::string EncodeStarted(uint32_t id, uint32_t pid);
+// Appends the frame to *out (the agent's output path builds frames in place).
+void AppendOutput(uint32_t id, int stream, std::string_view data, std::string* out);
+std::string EncodeExit(uint32_t id, int wait_status);
+std::string EncodeAgentHeartbeat();
+
+// Parse one frame body (without the length prefix). Errors say what was malformed.
+Result<LauncherMessage> DecodeLauncherFrame(std::string_view body);
+Result<AgentMessage> DecodeAgentFrame(std::string_view body);
+
+// Splits a byte stream into frame bodies. Feed bytes as they arrive; Next returns the next
+// complete body, nullopt when more bytes are needed, or an error for a frame longer than
+// `max_frame_bytes` (after which the stream is unusable). Not synchronized.
+class FrameSplitter {
+ public:
+  explicit FrameSplitter(size_t max_frame_bytes) : max_(max_frame_bytes) {}
+  void Feed(std::string_view bytes) { buffer_.append(bytes); }
+  Result<std::optional<std::string>> Next();
+  size_t buffered() const { return buffer_.size() - pos_; }
+
+ private:
+  size_t max_;
+  std::string buffer_;
+  size_t pos_ = 0;  // consumed prefix of buffer_, dropped lazily
+};
+
+// Reads launcher frames in order and enforces that Hello comes first and only once.
+class LauncherFrameReader {
+ public:
+  void Feed(std::string_view bytes) { splitter_.Feed(bytes); }
+  Result<std::optional<LauncherMessage>> Next();
+
+ private:
+  FrameSplitter splitter_{kMaxLauncherFrameBytes};
+  bool first_ = true;
+};
+
+// Reads agent frames in order and enforces that Ready comes first and only once.
+class AgentFrameReader {
+ public:
+  void Feed(std::string_view bytes) { splitter_.Feed(bytes); }
+  Result<std::optional<AgentMessage>> Next();
+
+ private:
+  FrameSplitter splitter_{kMaxAgentFrameBytes};
+  bool first_ = true;
+};
+
+}  // namespace hvd::launcher
+
+#endif  // HVD_LAUNCHER_AGENTS_AGENT_PROTOCOL_H_

@@ -1,0 +1,576 @@
+#include "launcher/elastic/elastic_driver.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <climits>
+#include <tuple>
+
+#include "launcher/outcome/exit_codes.h"
+#include "launcher/outcome/wait_status.h"
+
+namespace hvd::launcher {
+namespace {
+
+namespace elastic = control::elastic;
+
+std::string Seconds(ElasticClock::duration d) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", std::chrono::duration<double>(d).count());
+  return buf;
+}
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// Rank, size, local and cross rank and size of members on `hosts` (one entry per member,
+// in rank order; a host's members are adjacent), as PlanRanks numbers them.
+std::vector<elastic::Assignment> Layout(const std::vector<std::string>& hosts) {
+  std::vector<std::pair<std::string, int>> blocks;  // host, members
+  for (const std::string& host : hosts) {
+    if (blocks.empty() || blocks.back().first != host) blocks.emplace_back(host, 0);
+    ++blocks.back().second;
+  }
+  std::vector<elastic::Assignment> layout;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    for (int l = 0; l < blocks[b].second; ++l) {
+      elastic::Assignment a;
+      a.rank = static_cast<int32_t>(layout.size());
+      a.size = static_cast<int32_t>(hosts.size());
+      a.local_rank = l;
+      a.local_size = blocks[b].second;
+      a.cross_rank = 0;
+      a.cross_size = 0;
+      for (size_t c = 0; c < blocks.size(); ++c) {
+        if (blocks[c].second <= l) continue;
+        if (c < b) ++a.cross_rank;
+        ++a.cross_size;
+      }
+      a.host = blocks[b].first;
+      layout.push_back(a);
+    }
+  }
+  return layout;
+}
+
+// "0-1 on localhost, 2 on 127.0.0.1"
+std::string DescribeLayout(const std::vector<elastic::Assignment>& layout) {
+  std::string text;
+  for (const elastic::Assignment& a : layout) {
+    if (a.local_rank != 0) continue;
+    text += (text.empty() ? "" : ", ") + std::to_string(a.rank) +
+            (a.local_size > 1 ? "-" + std::to_string(a.rank + a.local_size - 1) : "") + " on " +
+            a.host;
+  }
+  return text;
+}
+
+}  // namespace
+
+ElasticDriver::ElasticDriver(ElasticDriverOptions options, ElasticActions* actions)
+    : options_(std::move(options)),
+      actions_(actions),
+      blacklist_(options_.cooldown_range_s, options_.seed) {}
+
+int ElasticDriver::live_workers() const {
+  int n = 0;
+  for (const auto& [id, w] : workers_) n += w.alive ? 1 : 0;
+  return n;
+}
+
+bool ElasticDriver::IsMember(const Worker& w) const {
+  return round_ > 0 && w.round == round_ && members_.count(w.id) > 0;
+}
+
+bool ElasticDriver::Eligible(const Worker& w, TimePoint now) const {
+  for (const Host& h : hosts_) {
+    if (h.name == w.host) return h.listed && w.slot < h.slots && !blacklist_.Contains(h.name, now);
+  }
+  return false;
+}
+
+int ElasticDriver::EligibleSlots(TimePoint now) const {
+  int slots = 0;
+  for (const Host& h : hosts_) {
+    if (h.listed && !blacklist_.Contains(h.name, now)) slots += h.slots;
+  }
+  return slots;
+}
+
+std::vector<ElasticDriver::Worker*> ElasticDriver::Live() {
+  std::vector<Worker*> live;
+  for (auto& [id, w] : workers_) {
+    if (w.alive && !w.removed) live.push_back(&w);
+  }
+  return live;
+}
+
+int ElasticDriver::FailureCode() const {
+  if (!first_failure_status_) return 1;
+  int status = *first_failure_status_;
+  if (WIFEXITED(status)) return WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1;
+  if (WIFSIGNALED(status)) return kExitSignalBase + WTERMSIG(status);
+  return 1;
+}
+
+void ElasticDriver::OnHosts(const std::vector<discovery::HostSlots>& hosts, TimePoint now) {
+  if (end_) return;
+  std::set<std::string> listed;
+  for (const discovery::HostSlots& item : hosts) {
+    listed.insert(item.host);
+    auto it = std::find_if(hosts_.begin(), hosts_.end(),
+                           [&](const Host& h) { return h.name == item.host; });
+    if (it == hosts_.end()) {
+      hosts_.push_back({item.host, item.slots, static_cast<int>(hosts_.size()), true});
+      actions_->Step("host " + item.host + " with " + std::to_string(item.slots) +
+                     " slot(s) is available");
+    } else if (!it->listed || it->slots != item.slots) {
+      actions_->Step("host " + item.host + " has " + std::to_string(item.slots) + " slot(s)");
+      it->listed = true;
+      it->slots = item.slots;
+    }
+  }
+  for (Host& h : hosts_) {
+    if (h.listed && listed.count(h.name) == 0) {
+      h.listed = false;
+      actions_->Step("host " + h.name + " is no longer available");
+    }
+  }
+  Reconcile(now);
+}
+
+void ElasticDriver::OnReady(int id, int64_t cursor, int64_t synced_round, TimePoint now) {
+  auto it = workers_.find(id);
+  if (end_ || it == workers_.end() || !it->second.alive) return;
+  Worker& w = it->second;
+  w.ready = cursor;
+  if (synced_round > 0) {
+    w.synced_round = std::max(w.synced_round, synced_round);
+    any_synced_ = true;
+  }
+  if (w.IsReady() && IsMember(w) && !reset_needed_) {
+    actions_->Step("worker " + std::to_string(id) + " (rank " + std::to_string(w.rank) +
+                   ") left round " + std::to_string(round_) + "; the others re-form");
+    reset_needed_ = true;
+  }
+  Reconcile(now);
+}
+
+void ElasticDriver::OnExit(int id, int wait_status, TimePoint now) {
+  auto it = workers_.find(id);
+  if (it == workers_.end() || !it->second.alive) return;
+  Worker& w = it->second;
+  const bool member = IsMember(w);
+  w.alive = false;
+  w.wait_status = wait_status;
+  const std::string who = "worker " + std::to_string(id) +
+                          (w.round > 0 ? " (rank " + std::to_string(w.rank) + " of round " +
+                                             std::to_string(w.round) + ")"
+                                       : "") +
+                          " on " + w.host;
+  if (end_) return;
+  // A removed worker that exits after reading its removal just leaves; one that fails before
+  // (it had not re-initialized since) failed on its own.
+  const bool read_removal = w.removed && w.ready + 1 >= w.removal;
+  w.failed = !WaitStatusIsSuccess(wait_status) && !read_removal && !w.stopped;
+  if (w.failed && !first_failure_status_) {
+    first_failure_status_ = wait_status;
+    first_failure_ = who + ": " + DescribeWaitStatus(wait_status);
+  }
+  if (w.removed || w.stopped) {
+    actions_->Step(who + " left the job: " + DescribeWaitStatus(wait_status));
+  } else if (WaitStatusIsSuccess(wait_status)) {
+    if (!finishing_) {
+      actions_->Step(who +
+                     " exited 0: the job is finishing; the other workers go on, none is "
+                     "added");
+    }
+    finishing_ = true;
+  } else {
+    std::optional<ElasticClock::duration> cooldown = blacklist_.Add(w.host, now);
+    actions_->Warn(who + " failed: " + DescribeWaitStatus(wait_status) + "; host " + w.host +
+                   " is blacklisted " +
+                   (cooldown ? "for " + Seconds(*cooldown) + " s" : std::string("for good")));
+    for (auto& [other_id, other] : workers_) {
+      if (other.alive && !other.removed && other.host == w.host) {
+        Remove(other, "host " + w.host + " is blacklisted after " + who + " failed", now);
+      }
+    }
+  }
+  if (member) {
+    reset_needed_ = true;
+    actions_->AbortRound(round_);  // members still in its rendezvous move on at once
+  }
+  Reconcile(now);
+}
+
+void ElasticDriver::OnTick(TimePoint now) {
+  if (end_) return;
+  for (auto& [id, w] : workers_) {
+    if (w.alive && w.terminate_at && *w.terminate_at <= now) {
+      w.terminate_at.reset();
+      w.stopped = true;
+      actions_->Step("stopping worker " + std::to_string(id) + ": it is not needed any more");
+      actions_->Terminate(id);
+    }
+  }
+  Reconcile(now);
+}
+
+std::optional<ElasticDriver::TimePoint> ElasticDriver::NextDeadline() const {
+  std::optional<TimePoint> next;
+  auto consider = [&](std::optional<TimePoint> t) {
+    if (t && (!next || *t < *next)) next = t;
+  };
+  if (end_) return next;
+  for (const auto& [id, w] : workers_) {
+    if (w.alive) consider(w.terminate_at);
+  }
+  consider(blacklist_.NextExpiry(last_now_));
+  if (below_min_since_) consider(*below_min_since_ + options_.elastic_timeout);
+  if (pending_ready_since_ && !announced_new_) {
+    consider(*pending_ready_since_ + options_.start_timeout);
+  }
+  if (round_ == 0) {
+    for (const auto& [id, w] : workers_) {
+      if (w.alive) consider(w.spawned_at + options_.start_timeout);
+    }
+  }
+  return next;
+}
+
+void ElasticDriver::Reconcile(TimePoint now) {
+  last_now_ = now;
+  if (end_) return;
+  RemoveIneligible(now);
+  SpawnFree(now);
+  MaybeAnnounceNewWorkers(now);
+  MaybeFormRound(now);
+  CheckEnd(now);
+}
+
+void ElasticDriver::RemoveIneligible(TimePoint now) {
+  bool member_removed = false;
+  for (auto& [id, w] : workers_) {
+    if (!w.alive || w.removed || Eligible(w, now)) continue;
+    auto host =
+        std::find_if(hosts_.begin(), hosts_.end(), [&](const Host& h) { return h.name == w.host; });
+    const bool gone = host == hosts_.end() || !host->listed;
+    std::string why =
+        gone ? "host " + w.host + " is no longer available"
+        : blacklist_.Contains(w.host, now)
+            ? "host " + w.host + " is blacklisted"
+            : "host " + w.host + " now has " + std::to_string(host->slots) + " slot(s)";
+    member_removed |= IsMember(w) && !blacklist_.Contains(w.host, now);
+    Remove(w, why, now);
+  }
+  // One announcement for all of them: every member raises HostsUpdatedInterrupt at the same
+  // commit; the removed ones then read their removal, the others re-form.
+  if (member_removed) Notify(elastic::kHostsRemoved);
+}
+
+void ElasticDriver::Remove(Worker& w, const std::string& why, TimePoint now) {
+  w.removed = true;
+  elastic::Message message;
+  message.removed = true;
+  message.reason = why;
+  actions_->Send(w.id, ++w.sent, message);
+  w.removal = w.sent;
+  actions_->Step("removing worker " + std::to_string(w.id) + " from the job: " + why);
+  if (IsMember(w)) {
+    reset_needed_ = true;
+  } else {
+    w.terminate_at = now + options_.grace_period;  // it never joined; it just has to go
+  }
+}
+
+void ElasticDriver::Notify(int flags) {
+  ++hosts_timestamp_;
+  hosts_flags_ |= flags;
+  actions_->NotifyHosts(hosts_timestamp_, hosts_flags_);
+}
+
+void ElasticDriver::SpawnFree(TimePoint now) {
+  if (finishing_ || ending_) return;
+  const int eligible = EligibleSlots(now);
+  if (workers_.empty() && eligible < options_.start_np) {
+    StartWaiting(now, options_.start_np, "-np");
+    return;
+  }
+  std::vector<Worker*> live = Live();
+  const int cap = options_.max_np.value_or(INT_MAX);
+  const int planned = std::min(cap, eligible);
+  int count = static_cast<int>(live.size());
+  for (const Host& h : hosts_) {
+    if (!h.listed || blacklist_.Contains(h.name, now)) continue;
+    for (int slot = 0; slot < h.slots && count < cap; ++slot) {
+      bool taken = std::any_of(live.begin(), live.end(), [&](const Worker* w) {
+        return w->host == h.name && w->slot == slot;
+      });
+      if (taken) continue;
+      Worker w;
+      w.id = next_id_++;
+      w.host = h.name;
+      w.slot = slot;
+      w.spawned_at = now;
+      auto [it, inserted] = workers_.emplace(w.id, w);
+      live.push_back(&it->second);
+      if (round_ == 0) below_min_since_.reset();
+      actions_->Step("starting worker " + std::to_string(w.id) + " on " + h.name + " (slot " +
+                     std::to_string(slot) + ")");
+      actions_->Spawn(w.id, h.name, slot, count, planned);
+      ++count;
+    }
+  }
+}
+
+void ElasticDriver::MaybeAnnounceNewWorkers(TimePoint now) {
+  if (round_ > 0 && finishing_) {
+    // A finishing job takes no one in: workers that never joined are let go.
+    for (Worker* w : Live()) {
+      if (w->round == 0) Remove(*w, "the job is finishing (a worker exited 0)", now);
+    }
+    return;
+  }
+  if (round_ == 0 || announced_new_) return;
+  size_t pending = 0, ready = 0;
+  for (Worker* w : Live()) {
+    if (w->round != 0) continue;
+    ++pending;
+    if (w->IsReady()) ++ready;
+  }
+  if (ready == 0) {
+    pending_ready_since_.reset();
+    return;
+  }
+  if (!pending_ready_since_) pending_ready_since_ = now;
+  if (ready < pending && now - *pending_ready_since_ < options_.start_timeout) return;
+  actions_->Step(std::to_string(ready) + " new worker(s) ready: announcing the host change");
+  Notify(elastic::kHostsAdded);
+  announced_new_ = true;
+  reset_needed_ = true;
+}
+
+void ElasticDriver::MaybeFormRound(TimePoint now) {
+  std::vector<Worker*> live = Live();
+  if (live.empty()) return;
+  if (round_ > 0) {
+    if (!reset_needed_) return;
+    for (Worker* w : live) {
+      if (IsMember(*w) && !w->IsReady()) return;  // still training, or leaving
+    }
+  } else {
+    bool all_ready = std::all_of(live.begin(), live.end(), [](Worker* w) { return w->IsReady(); });
+    TimePoint first = live.front()->spawned_at;
+    for (Worker* w : live) first = std::min(first, w->spawned_at);
+    if (!all_ready && now - first < options_.start_timeout) return;
+  }
+  std::vector<Worker*> ready;
+  for (Worker* w : live) {
+    if (w->IsReady()) ready.push_back(w);
+  }
+  // A finishing job (a worker exited 0) adds no one, so waiting for --min-np could only time
+  // out (--elastic-timeout, 600 s by default, then exit 124 with the survivors idle): the
+  // survivors re-form as they are and finish.
+  if (static_cast<int>(ready.size()) < options_.min_np) {
+    if (!(finishing_ && round_ > 0)) {
+      StartWaiting(now, options_.min_np, "--min-np");
+      return;
+    }
+    if (!finishing_below_min_said_) {
+      finishing_below_min_said_ = true;
+      actions_->Warn(std::to_string(ready.size()) + " worker(s) left, fewer than --min-np " +
+                     std::to_string(options_.min_np) +
+                     ": they go on without waiting, as the job is finishing (a worker exited 0) "
+                     "and takes no new workers");
+    }
+  }
+  below_min_since_.reset();
+  if (round_ > 0) {
+    // A joiner that never received the state is no survivor: re-forming around it would restart
+    // training from its initial state, silently.
+    bool survivor =
+        std::any_of(ready.begin(), ready.end(), [&](Worker* w) { return HoldsState(*w); });
+    if (!survivor) return;  // CheckEnd ends the job
+    if (options_.reset_limit && reset_count_ >= *options_.reset_limit) {
+      return Finish(false, FailureCode(),
+                    "Horovod was shutdown because number of resets during elastic job exceeded "
+                    "limit: " +
+                        std::to_string(*options_.reset_limit));
+    }
+  }
+  FormRound(std::move(ready), now);
+}
+
+void ElasticDriver::OrderMembers(std::vector<Worker*>& members) const {
+  // Hosts with survivors first, by their lowest previous rank (rank 0 keeps the state); then
+  // hosts of new workers in first-seen order. Within a host: survivors by rank, then slots.
+  auto host_order = [&](const std::string& host) {
+    int best = INT_MAX;
+    for (Worker* w : members) {
+      if (w->host == host && w->round > 0) best = std::min(best, w->rank);
+    }
+    int seen = 0;
+    for (const Host& h : hosts_) {
+      if (h.name == host) seen = h.order;
+    }
+    return std::make_pair(best, seen);
+  };
+  auto key = [&](const Worker* w) {
+    return std::make_tuple(host_order(w->host), w->round > 0 ? 0 : 1,
+                           w->round > 0 ? w->rank : w->slot);
+  };
+  std::sort(members.begin(), members.end(),
+            [&](const Worker* a, const Worker* b) { return key(a) < key(b); });
+  if (options_.max_np && static_cast<int>(members.size()) > *options_.max_np) {
+    members.resize(static_cast<size_t>(*options_.max_np));
+  }
+}
+
+void ElasticDriver::FormRound(std::vector<Worker*> members, TimePoint now) {
+  OrderMembers(members);
+  if (round_ > 0) {
+    ++reset_count_;
+    actions_->AbortRound(round_);
+  }
+  ++round_;
+  std::vector<std::string> hosts;
+  for (Worker* w : members) hosts.push_back(w->host);
+  std::vector<elastic::Assignment> layout = Layout(hosts);
+  const bool joined =
+      std::any_of(members.begin(), members.end(), [](Worker* w) { return w->round == 0; });
+  for (size_t i = 0; i < members.size(); ++i) {
+    Worker* w = members[i];
+    elastic::Message message;
+    message.assignment = layout[i];
+    message.assignment.round = round_;
+    message.assignment.joined = joined;
+    message.assignment.hosts_timestamp = hosts_timestamp_;
+    actions_->Send(w->id, ++w->sent, message);
+    w->round = round_;
+    w->rank = static_cast<int>(i);
+  }
+  members_.clear();
+  for (Worker* w : members) members_.insert(w->id);
+  reset_needed_ = false;
+  announced_new_ = false;
+  pending_ready_since_.reset();
+  hosts_flags_ = 0;
+  for (auto& [id, w] : workers_) {
+    if (w.alive && w.removed && !w.terminate_at) w.terminate_at = now + options_.grace_period;
+  }
+  actions_->Step("round " + std::to_string(round_) + ": " + std::to_string(members.size()) +
+                 " ranks (" + DescribeLayout(layout) + ")" +
+                 (round_ > 1 ? "; reset " + std::to_string(reset_count_) : ""));
+}
+
+void ElasticDriver::StartWaiting(TimePoint now, int needed, const char* flag) {
+  if (below_min_since_) return;
+  below_min_since_ = now;
+  // Said at once, not only when --elastic-timeout (600 s by default) runs out: a job whose
+  // --min-np is its -np (the default) cannot lose a host, and used to sit silent that long.
+  // Not while enough slots are left and their workers are still starting.
+  const int slots = EligibleSlots(now);
+  if (slots >= needed) return;
+  std::vector<std::string> blacklisted = blacklist_.Hosts(now);
+  actions_->Warn("only " + std::to_string(slots) + (slots == 1 ? " worker" : " workers") +
+                 " can run, fewer than " + flag + " " + std::to_string(needed) +
+                 (blacklisted.empty() ? "" : " (blacklisted: " + Join(blacklisted) + ")") +
+                 "; waiting up to " + Seconds(options_.elastic_timeout) +
+                 " s (--elastic-timeout) for hosts" +
+                 (options_.min_np == options_.start_np && round_ > 0
+                      ? " (--min-np is -np here, its default: a lower --min-np lets the job go "
+                        "on without the lost workers)"
+                      : ""));
+}
+
+void ElasticDriver::CheckEnd(TimePoint now) {
+  if (end_) return;
+  const bool timed_out = below_min_since_ && now - *below_min_since_ >= options_.elastic_timeout;
+  if (workers_.empty()) {
+    if (timed_out) {
+      Finish(false, kExitTimeout,
+             "timed out after " + Seconds(options_.elastic_timeout) +
+                 " s (--elastic-timeout) waiting for " + std::to_string(options_.start_np) +
+                 " slots (-np) to start: the hosts offer " + std::to_string(EligibleSlots(now)));
+    }
+    return;
+  }
+  std::vector<Worker*> live = Live();
+  // A member still in the round may hold the state (its sync is only reported when it is ready
+  // again).
+  const bool holder = std::any_of(live.begin(), live.end(), [&](Worker* w) {
+    return HoldsState(*w) || (IsMember(*w) && !w->IsReady()) || round_ == 0;
+  });
+  if (!holder && !(round_ == 0 && !finishing_ && EligibleSlots(now) > 0)) {
+    // Nobody holds the training state any more (or, before the first round, nobody can
+    // start): once every worker is gone, say why the job ends.
+    ending_ = true;
+    for (auto& [id, w] : workers_) {
+      if (w.alive && !w.terminate_at) w.terminate_at = now + options_.grace_period;
+    }
+    if (live_workers() == 0) EndWithoutWorkers(now);
+    return;
+  }
+  if (timed_out) {
+    std::vector<std::string> blacklisted = blacklist_.Hosts(now);
+    const int can_run = std::min<int>(EligibleSlots(now), static_cast<int>(live.size()));
+    Finish(false, kExitTimeout,
+           "Timed out waiting for the minimum number of slots: after " +
+               Seconds(options_.elastic_timeout) + " s (--elastic-timeout) only " +
+               std::to_string(can_run) + (can_run == 1 ? " worker" : " workers") +
+               " can run, fewer than --min-np " + std::to_string(options_.min_np) +
+               (blacklisted.empty() ? "" : " (blacklisted: " + Join(blacklisted) + ")"));
+  }
+}
+
+void ElasticDriver::EndWithoutWorkers(TimePoint now) {
+  bool members_succeeded = !members_.empty();
+  bool members_failed = !members_.empty();
+  for (int id : members_) {
+    members_succeeded &= WaitStatusIsSuccess(workers_.at(id).wait_status);
+    members_failed &= workers_.at(id).failed;
+  }
+  if (finishing_ && members_succeeded) return Finish(true, kExitOk, "");
+  if (finishing_) {
+    return Finish(false, FailureCode(),
+                  "the job was finishing, but not every worker of round " + std::to_string(round_) +
+                      " exited 0; the first failure: " + first_failure_);
+  }
+  if (members_failed || round_ == 0) {
+    return Finish(false, FailureCode(),
+                  "every worker of " +
+                      (round_ > 0 ? "round " + std::to_string(round_) : std::string("the job")) +
+                      " failed; the first failure: " + first_failure_);
+  }
+  std::vector<std::string> listed;
+  for (const Host& h : hosts_) {
+    if (h.listed) listed.push_back(h.name);
+  }
+  if (!listed.empty() && blacklist_.Hosts(now).size() >= listed.size()) {
+    return Finish(false, FailureCode(),
+                  "all hosts are blacklisted (" + Join(blacklist_.Hosts(now)) +
+                      "): no host is left to run workers on; the first failure: " + first_failure_);
+  }
+  // Workers of the round that joined it but never received the state (any_synced_) are no
+  // holders either.
+  Finish(false, FailureCode(),
+         "No hosts from previous set remaining, unable to broadcast state: no worker " +
+             std::string(any_synced_ ? "holding the training state (of round " +
+                                           std::to_string(round_) + " or before)"
+                                     : "of round " + std::to_string(round_)) +
+             " is left to hand it over" +
+             (first_failure_.empty() ? "" : "; the first failure: " + first_failure_));
+}
+
+void ElasticDriver::Finish(bool success, int exit_code, std::string message) {
+  end_ = ElasticEnd{success, exit_code, std::move(message)};
+  for (auto& [id, w] : workers_) {
+    if (w.alive) actions_->Terminate(id);
+  }
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,198 @@
+#ifndef HVD_LAUNCHER_ELASTIC_ELASTIC_DRIVER_H_
+#define HVD_LAUNCHER_ELASTIC_ELASTIC_DRIVER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/elastic_messages.h"
+#include "discovery/host_blacklist.h"
+#include "discovery/host_slots.h"
+
+namespace hvd::launcher {
+
+using ElasticClock = std::chrono::steady_clock;
+
+// What the elastic driver asks the outside world to do; the event loop (elastic_run.cc)
+// implements it with processes and the rendezvous server, tests with a recorder.
+class ElasticActions {
+ public:
+  virtual ~ElasticActions() = default;
+  // Starts worker `id` on `host` in `slot` (0-based, below the host's slot count). `rank` and
+  // `size` are what the worker's environment says before its first init (HVD_RANK, ...).
+  virtual void Spawn(int id, const std::string& host, int slot, int rank, int size) = 0;
+  // Puts the worker's n-th message into its mailbox (common/elastic_messages.h).
+  virtual void Send(int id, int64_t n, const control::elastic::Message& message) = 0;
+  // Publishes the latest host change for check_host_updates().
+  virtual void NotifyHosts(int64_t timestamp, int flags) = 0;
+  // Gives up on round `round`'s rendezvous keys (RendezvousServer::AbortPrefix).
+  virtual void AbortRound(int64_t round) = 0;
+  // Stops a worker: SIGTERM to its process group, SIGKILL after the grace period.
+  virtual void Terminate(int id) = 0;
+  // A line for the user: a step with --verbose, else logged.
+  virtual void Step(const std::string& message) = 0;
+  // A warning the user always sees.
+  virtual void Warn(const std::string& message) = 0;
+};
+
+struct ElasticDriverOptions {
+  int start_np = 1;  // -np: slots needed before the first workers start
+  int min_np = 1;    // --min-np: fewer members than this and no round is formed
+  std::optional<int> max_np;
+  std::optional<int> reset_limit;
+  ElasticClock::duration elastic_timeout = std::chrono::seconds(600);
+  // How long the first round (and a scale-up) waits for every new worker to be ready before it
+  // goes ahead with those that are.
+  ElasticClock::duration start_timeout = std::chrono::seconds(30);
+  // Removed workers that did not leave by themselves are stopped this long after the round
+  // without them formed.
+  ElasticClock::duration grace_period = std::chrono::seconds(5);
+  std::optional<std::pair<int, int>> cooldown_range_s;
+  uint64_t seed = 0;
+};
+
+// How the job ended, once the driver is done.
+struct ElasticEnd {
+  bool success = false;
+  int exit_code = 0;
+  std::string message;  // "" on success
+};
+
+// The elastic driver: decides which workers run where, when the surviving workers re-form
+// in a new round, and when the job is over. A pure state machine (no processes, sockets or
+// clocks): events come in with the time, decisions go out through ElasticActions.
+//
+// Workers and slots. Hosts come from discovery (OnHosts) in first-seen order. Each worker
+// occupies (host, slot). Free slots on hosts that are not blacklisted get new workers, up to
+// --max-np in total, as soon as they are known (not after the running workers reset, as in
+// Horovod): new workers start their interpreter and report ready while the others train.
+// Before the first round nothing starts until the hosts offer -np slots.
+//
+// Rounds. A worker is ready when it waits for its next message (it has read every message
+// sent). A round is formed when one is needed (first round; a member failed, left or re-init
+// by itself; new workers are ready; hosts were removed) and every live member of the current
+// round is ready: the ready workers, at most --max-np, get consecutive ranks, survivors first
+// (by previous rank, grouped by host: rank 0 stays with the state), then new workers by host
+// and slot. The round's members get an Assignment; workers left out get a removal.
+//
+// Failures. A worker that exits non-zero or by a signal blacklists its host (cooldown per
+// HostBlacklist), its host's other workers are drained (removed), and the current round's
+// rendezvous is aborted so members stuck in it move on. A worker exiting 0 does not stop the
+// others (unlike Horovod, #3852): the job is then finishing, no worker is added, and it ends
+// when every worker has exited, successfully if the members of the last round all exited 0.
+//
+// Host changes. New workers ready to join, or hosts that disappear from discovery, are
+// announced (NotifyHosts) so every member raises HostsUpdatedInterrupt at the same commit.
+//
+// The job fails when every worker failed, when every host is blacklisted, when fewer than
+// --min-np slots are available for --elastic-timeout, when a round would exceed
+// --reset-limit resets, or when no member of the previous round survives to hand over the
+// state. Not synchronized: one thread drives it.
+class ElasticDriver {
+ public:
+  using TimePoint = ElasticClock::time_point;
+
+  ElasticDriver(ElasticDriverOptions options, ElasticActions* actions);
+
+  // The discovered hosts (or the fixed list); hosts missing from it are gone.
+  void OnHosts(const std::vector<discovery::HostSlots>& hosts, TimePoint now);
+  // Worker `id` has read `cursor` messages and waits for the next; `synced_round` > 0: the last
+  // round in which it held the training state (hvd_elastic_synced).
+  void OnReady(int id, int64_t cursor, int64_t synced_round, TimePoint now);
+  void OnReady(int id, int64_t cursor, TimePoint now) { OnReady(id, cursor, 0, now); }
+  void OnExit(int id, int wait_status, TimePoint now);
+  // Timers: cooldowns, timeouts, removals.
+  void OnTick(TimePoint now);
+  // When OnTick has something to do next.
+  std::optional<TimePoint> NextDeadline() const;
+
+  std::optional<ElasticEnd> end() const { return end_; }
+  int64_t round() const { return round_; }
+  int reset_count() const { return reset_count_; }
+  int live_workers() const;
+
+ private:
+  struct Worker {
+    int id = 0;
+    std::string host;
+    int slot = 0;
+    bool alive = true;
+    bool removed = false;      // told (or to be told) it is not in the job any more
+    int64_t removal = 0;       // the index of its removal message
+    bool failed = false;       // exited non-zero or by a signal on its own
+    bool stopped = false;      // the driver terminated it
+    int64_t sent = 0;          // messages put into its mailbox
+    int64_t ready = -1;        // last cursor it reported
+    int64_t round = 0;         // last round it was assigned (0 = none)
+    int64_t synced_round = 0;  // last round it said it held the state in (0 = never said)
+    int rank = -1;             // its rank in that round
+    int wait_status = 0;       // once !alive
+    TimePoint spawned_at;
+    std::optional<TimePoint> terminate_at;
+    bool IsReady() const { return alive && ready == sent; }
+  };
+  struct Host {
+    std::string name;
+    int slots = 0;
+    int order = 0;  // first-seen order
+    bool listed = true;
+  };
+
+  // Whether `w` can hand the training state on to a new round: once some worker said it held
+  // the state (hvd.elastic.run does after each sync), only workers that did; before, any worker
+  // that was in a round (a job whose workers never say so, e.g. C API workers).
+  bool HoldsState(const Worker& w) const { return any_synced_ ? w.synced_round > 0 : w.round > 0; }
+  void Reconcile(TimePoint now);
+  void RemoveIneligible(TimePoint now);
+  void SpawnFree(TimePoint now);
+  void MaybeAnnounceNewWorkers(TimePoint now);
+  void MaybeFormRound(TimePoint now);
+  void OrderMembers(std::vector<Worker*>& members) const;
+  void FormRound(std::vector<Worker*> members, TimePoint now);
+  void Remove(Worker& worker, const std::string& why, TimePoint now);
+  void Notify(int flags);
+  void CheckEnd(TimePoint now);
+  // Starts the --elastic-timeout clock (below_min_since_) unless it runs; warns once when the
+  // hosts' eligible slots are fewer than `needed` (`flag`: "-np" or "--min-np").
+  void StartWaiting(TimePoint now, int needed, const char* flag);
+  void EndWithoutWorkers(TimePoint now);
+  void Finish(bool success, int exit_code, std::string message);
+  bool Eligible(const Worker& worker, TimePoint now) const;
+  int EligibleSlots(TimePoint now) const;
+  std::vector<Worker*> Live();
+  bool IsMember(const Worker& worker) const;
+  int FailureCode() const;
+
+  ElasticDriverOptions options_;
+  ElasticActions* actions_;
+  discovery::HostBlacklist blacklist_;
+  std::vector<Host> hosts_;  // first-seen order; never shrinks (listed = false when gone)
+  std::map<int, Worker> workers_;
+  int next_id_ = 0;
+  int64_t round_ = 0;
+  std::set<int> members_;  // ids in the current round
+  bool reset_needed_ = false;
+  int reset_count_ = 0;
+  int64_t hosts_timestamp_ = 0;
+  int hosts_flags_ = 0;  // accumulated since the current round formed
+  bool announced_new_ = false;
+  bool any_synced_ = false;                // some worker reported a synced round
+  bool finishing_ = false;                 // a worker exited 0
+  bool finishing_below_min_said_ = false;  // the warning of a finishing job below --min-np
+  bool ending_ = false;  // nobody holds the state: the job ends once the workers are gone
+  std::optional<int> first_failure_status_;
+  std::string first_failure_;  // "worker 3 on h2: exit code 1"
+  std::optional<TimePoint> below_min_since_;
+  std::optional<TimePoint> pending_ready_since_;
+  std::optional<ElasticEnd> end_;
+  TimePoint last_now_{};
+};
+
+}  // namespace hvd::launcher
+
+#endif  // HVD_LAUNCHER_ELASTIC_ELASTIC_DRIVER_H_

@@ -1,0 +1,456 @@
+#include "launcher/elastic/elastic_job.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "common/elastic_messages.h"
+#include "launcher/local/local_host.h"
+#include "launcher/outcome/exit_codes.h"
+#include "launcher/outcome/failure_summary.h"
+#include "launcher/outcome/wait_status.h"
+#include "launcher/output/console.h"
+
+namespace hvd::launcher {
+namespace {
+
+namespace elastic = control::elastic;
+
+// Poll-set owners that are not workers.
+constexpr int kSignalOwner = -1;
+constexpr int kReadyOwner = -2;
+constexpr int kDiscoveryOwner = -3;
+constexpr int kAgentsOwner = -4;
+constexpr int kExitEvent = 2;  // stream index of a remote worker's exit event
+
+ElasticClock::duration SecondsOf(double s) {
+  return std::chrono::duration_cast<ElasticClock::duration>(std::chrono::duration<double>(s));
+}
+
+void DrainEventFd(int fd) {
+  uint64_t count;
+  ssize_t ignored = ::read(fd, &count, sizeof(count));
+  (void)ignored;
+}
+
+}  // namespace
+
+ReadyQueue::ReadyQueue() : event_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+
+ReadyQueue::~ReadyQueue() {
+  if (event_fd_ >= 0) ::close(event_fd_);
+}
+
+void ReadyQueue::Push(const std::string& key, const std::string& value) {
+  std::string_view id_text = std::string_view(key).substr(sizeof(elastic::kReadyPrefix) - 1);
+  int id = -1;
+  int64_t cursor = -1, synced = 0;
+  auto [id_end, id_ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
+  if (id_ec != std::errc() || id_end != id_text.data() + id_text.size() || id < 0 ||
+      !elastic::DecodeReady(value, &cursor, &synced)) {
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queued_.push_back({id, cursor, synced});
+  }
+  uint64_t one = 1;
+  ssize_t ignored = ::write(event_fd_, &one, sizeof(one));
+  (void)ignored;
+}
+
+std::vector<ReadyQueue::Report> ReadyQueue::TakeAll() {
+  DrainEventFd(event_fd_);
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(queued_, {});
+}
+
+ElasticJob::ElasticJob(ElasticJobContext context, ElasticDriverOptions options)
+    : context_(std::move(context)), driver_(std::move(options), this) {}
+
+ElasticJob::~ElasticJob() {
+  for (auto& [id, p] : procs_) {
+    for (int& fd : p.fds) {
+      if (fd >= 0) ::close(fd);
+    }
+    if (p.handle) p.handle->Close();
+  }
+}
+
+int ElasticJob::Run(const std::vector<discovery::HostSlots>& first_hosts) {
+  driver_.OnHosts(first_hosts, Clock::now());
+  Loop();
+  return Finish();
+}
+
+bool ElasticJob::AnyAlive() const {
+  return std::any_of(procs_.begin(), procs_.end(), [](const auto& p) { return !p.second.exited; });
+}
+
+void ElasticJob::Loop() {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<int, int>> owners;
+  while (true) {
+    while (!deferred_exits_.empty()) {
+      auto [id, status] = deferred_exits_.front();
+      deferred_exits_.erase(deferred_exits_.begin());
+      WorkerExited(id, status);
+    }
+    if ((driver_.end() || launcher_signal_) && !AnyAlive()) return;
+    BuildPollSet(fds, owners);
+    int ready = ::poll(fds.data(), fds.size(), PollTimeoutMs());
+    if (ready < 0 && errno != EINTR) {
+      PrintToUser(std::string("poll failed, killing every worker: ") + strerror(errno));
+      return KillAndReapAll();
+    }
+    for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      auto [owner, which] = owners[i];
+      if (owner == kSignalOwner) {
+        OnSignals();
+      } else if (owner == kReadyOwner) {
+        OnReady();
+      } else if (owner == kDiscoveryOwner) {
+        OnDiscovery();
+      } else if (owner == kAgentsOwner) {
+        OnAgents();
+      } else if (which == kExitEvent) {
+        OnHandleEvent(owner);
+      } else if (!context_.output->ReadPipe(owner, which, procs_.at(owner).fds)) {
+        context_.output->ClosePipe(owner, which, procs_.at(owner).fds);
+      }
+    }
+    if (context_.output->console_closed() && !launcher_signal_) OnLauncherSignal(SIGPIPE);
+    KillOverdue();
+    std::optional<Clock::time_point> deadline = driver_.NextDeadline();
+    if (deadline && Clock::now() >= *deadline) driver_.OnTick(Clock::now());
+  }
+}
+
+int ElasticJob::PollTimeoutMs() const {
+  if (!deferred_exits_.empty()) return 0;
+  std::optional<Clock::time_point> next = driver_.NextDeadline();
+  for (const auto& [id, p] : procs_) {
+    if (!p.exited && p.kill_at && (!next || *p.kill_at < *next)) next = p.kill_at;
+  }
+  if (!next) return -1;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 60000));
+}
+
+void ElasticJob::BuildPollSet(std::vector<pollfd>& fds,
+                              std::vector<std::pair<int, int>>& owners) const {
+  fds.assign({{context_.signals->fd(), POLLIN, 0}, {context_.ready->event_fd(), POLLIN, 0}});
+  owners.assign({{kSignalOwner, 0}, {kReadyOwner, 0}});
+  if (context_.poller != nullptr) {
+    fds.push_back({context_.poller->event_fd(), POLLIN, 0});
+    owners.emplace_back(kDiscoveryOwner, 0);
+  }
+  if (context_.agents != nullptr) {
+    fds.push_back({context_.agents->event_fd(), POLLIN, 0});
+    owners.emplace_back(kAgentsOwner, 0);
+  }
+  for (const auto& [id, p] : procs_) {
+    for (int which = 0; which < 2; ++which) {
+      if (p.fds[which] < 0) continue;
+      fds.push_back({p.fds[which], POLLIN, 0});
+      owners.emplace_back(id, which);
+    }
+    if (p.handle && !p.exited) {
+      fds.push_back({p.handle->exit_event_fd(), POLLIN, 0});
+      owners.emplace_back(id, kExitEvent);
+    }
+  }
+}
+
+void ElasticJob::OnSignals() {
+  bool child_exited = false;
+  for (int signo : context_.signals->ReadPending()) {
+    if (signo == SIGCHLD) {
+      child_exited = true;
+    } else if (signo != SIGPIPE) {
+      OnLauncherSignal(signo);
+    }
+  }
+  if (child_exited) ReapExited();
+}
+
+void ElasticJob::OnLauncherSignal(int signo) {
+  if (!launcher_signal_) {
+    launcher_signal_ = signo;
+    PrintToUser(signo == SIGPIPE ? std::string("hvdrun's output was closed, stopping the job")
+                                 : "received " + SignalName(signo) + ", stopping the job");
+    for (auto& [id, p] : procs_) Terminate(id);
+    return;
+  }
+  if (killed_) return;
+  if (signo != SIGPIPE)
+    PrintToUser("received " + SignalName(signo) + " again, killing every worker now");
+  killed_ = true;
+  for (auto& [id, p] : procs_) {
+    if (p.exited) continue;
+    if (p.handle) {
+      p.handle->Signal(SIGKILL);
+    } else if (p.pid > 0) {
+      ::kill(-p.pid, SIGKILL);
+    }
+  }
+}
+
+void ElasticJob::OnDiscovery() {
+  std::optional<Result<std::vector<discovery::HostSlots>>> result = context_.poller->Take();
+  if (!result || launcher_signal_) return;
+  if (result->ok()) {
+    last_discovery_warning_.clear();
+    driver_.OnHosts(**result, Clock::now());
+    return;
+  }
+  std::string warning = result->status().message() + "; the last good host set stays in force";
+  if (warning != last_discovery_warning_) PrintToUser("warning: " + warning);
+  last_discovery_warning_ = warning;
+}
+
+void ElasticJob::OnReady() {
+  for (const ReadyQueue::Report& r : context_.ready->TakeAll()) {
+    if (!launcher_signal_) driver_.OnReady(r.id, r.cursor, r.synced_round, Clock::now());
+  }
+}
+
+void ElasticJob::ReapExited() {
+  for (auto& [id, p] : procs_) {
+    if (p.exited || p.handle || p.pid <= 0) continue;
+    int status = 0;
+    pid_t pid;
+    do {
+      pid = ::waitpid(p.pid, &status, WNOHANG);
+    } while (pid < 0 && errno == EINTR);
+    if (pid == p.pid) WorkerExited(id, status);
+  }
+}
+
+void ElasticJob::OnHandleEvent(int id) {
+  Proc& p = procs_.at(id);
+  std::optional<int> status = p.handle->TryWait();
+  if (!status || p.exited) return;
+  std::string transport = p.handle->TransportError();
+  if (!transport.empty() && !p.stopped)
+    PrintToUser("worker " + std::to_string(id) + ": " + transport);
+  WorkerExited(id, *status);
+}
+
+void ElasticJob::WorkerExited(int id, int wait_status) {
+  Proc& p = procs_.at(id);
+  if (p.exited) return;
+  p.exited = true;
+  p.wait_status = wait_status;
+  context_.output->DrainAndClosePipes(id, procs_.at(id).fds);
+  PrintStep(context_.spec->verbose,
+            "worker " + std::to_string(id) + " finished: " + DescribeWaitStatus(wait_status));
+  if (!launcher_signal_) driver_.OnExit(id, wait_status, Clock::now());
+}
+
+// The last resort when the event loop itself fails: nothing may outlive hvdrun.
+void ElasticJob::KillAndReapAll() {
+  if (!launcher_signal_) launcher_signal_ = SIGKILL;
+  for (auto& [id, p] : procs_) {
+    if (p.exited) continue;
+    int status = W_EXITCODE(0, SIGKILL);
+    if (p.handle) {
+      p.handle->Close();
+    } else if (p.pid > 0) {
+      ::kill(-p.pid, SIGKILL);
+      while (::waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+    p.exited = true;
+    p.wait_status = status;
+  }
+}
+
+void ElasticJob::KillOverdue() {
+  const Clock::time_point now = Clock::now();
+  for (auto& [id, p] : procs_) {
+    if (p.exited || !p.kill_at || *p.kill_at > now) continue;
+    p.kill_at.reset();
+    if (p.handle) {
+      p.handle->Signal(SIGKILL);
+    } else if (p.pid > 0) {
+      ::kill(-p.pid, SIGKILL);
+    }
+  }
+}
+
+void ElasticJob::Spawn(int id, const std::string& host, int slot, int rank, int size) {
+  const LaunchSpec& spec = *context_.spec;
+  if (Status s = context_.output->Grow(id + 1); !s.ok()) PrintToUser("warning: " + s.message());
+  discovery::RankInfo info{rank, slot, slot + 1, 0, 1, host};
+  JobEnvContext job = context_.job;
+  job.size = size;
+  SpawnRequest request;
+  request.rank = id;
+  request.host = host;
+  request.argv = spec.command;
+  request.inherited_fd = context_.secret_fd;
+  request.remote = !IsLocalHost(host);
+  if (request.remote) {
+    job.gloo_iface.clear();  // each host's agent picks its own interface (as in static jobs)
+    job.nccl_socket_ifname.clear();
+    if (!spec.network_interfaces.empty()) {
+      job.gloo_iface = context_.job.gloo_iface;
+      job.nccl_socket_ifname = context_.job.nccl_socket_ifname;
+    }
+  }
+  request.env = request.remote
+                    ? BuildRemoteWorkerEnv(context_.env->all(), spec.worker_env, info, job)
+                    : BuildWorkerEnv(context_.env->all(), spec.worker_env, info, job);
+  request.env["HVD_ELASTIC"] = request.env["HOROVOD_ELASTIC"] = "1";
+  request.env["HVD_ELASTIC_WORKER_ID"] = std::to_string(id);
+  Proc& p = procs_[id];
+  p.host = host;
+  if (request.remote) return SpawnRemote(id, request);
+  if (context_.leftovers != nullptr) context_.leftovers->Add(request.env);
+  Result<SpawnedRank> spawned = context_.spawner->Spawn(request);
+  if (!spawned.ok()) {
+    PrintToUser("cannot start worker " + std::to_string(id) + " on " + host + ": " +
+                spawned.status().message());
+    deferred_exits_.emplace_back(id, W_EXITCODE(kExitLaunchFailed, 0));
+    return;
+  }
+  p.pid = spawned->pid;
+  p.fds[0] = spawned->stdout_fd;
+  p.fds[1] = spawned->stderr_fd;
+  p.handle = std::move(spawned->handle);
+  if (spawned->stdin_fd >= 0) ::close(spawned->stdin_fd);
+  if (spawned->exec_error) {
+    PrintToUser("worker " + std::to_string(id) + " on " + host + ": " + *spawned->exec_error);
+    deferred_exits_.emplace_back(id, spawned->exec_wait_status);
+  }
+}
+
+void ElasticJob::SpawnRemote(int id, const SpawnRequest& request) {
+  if (context_.agents == nullptr) {
+    PrintToUser("cannot start worker " + std::to_string(id) + " on " + request.host +
+                ": hvdrun listens on loopback only because no host of the first host set was "
+                "remote; give --network-interface NIC to let remote hosts join later");
+    deferred_exits_.emplace_back(id, W_EXITCODE(kExitLaunchFailed, 0));
+    return;
+  }
+  if (AgentSession* session = context_.agents->session(request.host)) {
+    return StartOnAgent(id, request, *session);
+  }
+  awaiting_agent_[request.host].emplace_back(id, request);
+  context_.agents->Connect(request.host);
+}
+
+void ElasticJob::StartOnAgent(int id, const SpawnRequest& request, AgentSession& session) {
+  Result<SpawnedRank> spawned =
+      session.StartRank(static_cast<uint32_t>(id), request.argv, request.env);
+  if (!spawned.ok()) {
+    PrintToUser("cannot start worker " + std::to_string(id) + " on " + request.host + ": " +
+                spawned.status().message());
+    deferred_exits_.emplace_back(id, W_EXITCODE(kExitLaunchFailed, 0));
+    return;
+  }
+  Proc& p = procs_.at(id);
+  p.fds[0] = spawned->stdout_fd;
+  p.fds[1] = spawned->stderr_fd;
+  p.handle = std::move(spawned->handle);
+  PrintStep(context_.spec->verbose,
+            "worker " + std::to_string(id) + " started on " + request.host + " (hvd-agent)");
+}
+
+void ElasticJob::OnAgents() {
+  for (auto& [host, status] : context_.agents->TakeFinished()) {
+    std::vector<std::pair<int, SpawnRequest>> waiting = std::move(awaiting_agent_[host]);
+    awaiting_agent_.erase(host);
+    AgentSession* session = status.ok() ? context_.agents->session(host) : nullptr;
+    if (session == nullptr) {
+      PrintToUser("cannot reach host " + host + ": " + status.message());
+    } else {
+      PrintStep(context_.spec->verbose, "hvd-agent running on " + host);
+    }
+    for (auto& [id, request] : waiting) {
+      if (procs_.at(id).stopped) {
+        deferred_exits_.emplace_back(id, W_EXITCODE(0, SIGTERM));
+      } else if (session != nullptr) {
+        StartOnAgent(id, request, *session);
+      } else {
+        deferred_exits_.emplace_back(id, W_EXITCODE(kExitLaunchFailed, 0));
+      }
+    }
+  }
+}
+
+void ElasticJob::Send(int id, int64_t n, const elastic::Message& message) {
+  context_.server->Set(elastic::MailKey(id, n), elastic::EncodeMessage(message));
+  if (message.removed) procs_[id].removed = true;
+}
+
+void ElasticJob::NotifyHosts(int64_t timestamp, int flags) {
+  context_.server->Set(elastic::kHostsKey, elastic::EncodeHostUpdate(timestamp, flags));
+}
+
+void ElasticJob::AbortRound(int64_t round) {
+  context_.server->AbortPrefix(elastic::RoundPrefix(round),
+                               "elastic round " + std::to_string(round) +
+                                   " was given up by hvdrun's driver (a member failed or left)");
+}
+
+void ElasticJob::Terminate(int id) {
+  auto it = procs_.find(id);
+  if (it == procs_.end() || it->second.exited || it->second.stopped) return;
+  Proc& p = it->second;
+  p.stopped = true;
+  const int signo = context_.spec->grace_period_s > 0 ? SIGTERM : SIGKILL;
+  if (p.handle) {
+    p.handle->Signal(signo);
+  } else if (p.pid > 0) {
+    ::kill(-p.pid, signo);
+  }  // else it waits for its host's agent and is reported stopped when that answers
+  if (signo == SIGTERM) p.kill_at = Clock::now() + SecondsOf(context_.spec->grace_period_s);
+}
+
+void ElasticJob::Step(const std::string& message) { PrintStep(context_.spec->verbose, message); }
+
+void ElasticJob::Warn(const std::string& message) { PrintToUser(message); }
+
+int ElasticJob::Finish() {
+  for (auto& [id, p] : procs_) {
+    if (p.pid > 0) ::kill(-p.pid, SIGKILL);  // whatever the workers left in their groups
+    if (p.handle) p.handle->Close();
+  }
+  std::string headline;
+  int code = kExitOk;
+  if (launcher_signal_) {
+    code = kExitSignalBase + *launcher_signal_;
+    headline = "hvdrun received " + SignalName(*launcher_signal_) + "; hvdrun exits " +
+               std::to_string(code);
+  } else if (driver_.end() && !driver_.end()->success) {
+    code = driver_.end()->exit_code;
+    headline = driver_.end()->message + "; hvdrun exits " + std::to_string(code);
+  }
+  if (code == kExitOk) return code;
+  JobOutcome outcome;
+  outcome.launch_error = headline;
+  for (const auto& [id, p] : procs_) {
+    RankOutcome rank;
+    rank.rank = id;
+    rank.host = p.host;
+    rank.started = p.pid > 0 || p.handle != nullptr;
+    rank.finished = p.exited;
+    rank.wait_status = p.wait_status;
+    rank.stopped_by_hvdrun = p.stopped || p.removed;
+    outcome.ranks.push_back(rank);
+  }
+  PrintToUser("elastic " + FormatFailureSummary(
+                               outcome, [&](int id) { return context_.output->StderrTail(id); }));
+  return code;
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,22 @@
+#include "launcher/local/exec_search.h"
+
+namespace hvd::launcher {
+
+std::vector<std::string> ExecCandidates(const std::string& program,
+                                        const std::map<std::string, std::string>& env) {
+  if (program.find('/') != std::string::npos) return {program};
+  auto it = env.find("PATH");
+  std::string path = it != env.end() ? it->second : "/usr/local/bin:/usr/bin:/bin";
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin <= path.size()) {
+    size_t end = path.find(':', begin);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(begin, end - begin);
+    out.push_back((dir.empty() ? "." : dir) + "/" + program);
+    begin = end + 1;
+  }
+  return out;
+}
+
+}  // namespace hvd::launcher

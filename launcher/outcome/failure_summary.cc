@@ -1,0 +1,129 @@
+#include "launcher/outcome/failure_summary.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "launcher/outcome/exit_codes.h"
+#include "launcher/outcome/wait_status.h"
+
+namespace hvd::launcher {
+namespace {
+
+// A lost connection or host that was not the first failure (the survivors of a vanished host
+// may fail on their own before hvdrun's heartbeat says so): named in the headline too.
+std::optional<std::string> OtherTransportError(const JobOutcome& outcome,
+                                               const RankOutcome& first) {
+  for (const RankOutcome& rank : outcome.ranks) {
+    if (&rank == &first || !rank.transport_error) continue;
+    if (first.transport_error && rank.host == first.host) continue;
+    return *rank.transport_error;
+  }
+  return std::nullopt;
+}
+
+// The rank named first. Usually the first rank that failed. But a rank that reported failing on
+// its own (an uncaught exception) shuts the runtime down as it exits, which fails its peers'
+// collectives at once, and a peer may exit before it does (its own teardown is no faster): when
+// the first rank to fail reported nothing, the first rank (lowest number) that did is named.
+std::optional<int> BlamedRank(const JobOutcome& outcome) {
+  if (!outcome.first_failed_rank) return std::nullopt;
+  if (outcome.ranks[static_cast<size_t>(*outcome.first_failed_rank)].reported_failure) {
+    return outcome.first_failed_rank;
+  }
+  for (const RankOutcome& rank : outcome.ranks) {
+    if (rank.reported_failure) return rank.rank;
+  }
+  return outcome.first_failed_rank;
+}
+
+std::string Headline(const JobOutcome& outcome) {
+  if (outcome.launcher_signal == SIGPIPE) {
+    return "job stopped: hvdrun's output was closed (SIGPIPE); hvdrun exits " +
+           std::to_string(ExitCodeOf(outcome));
+  }
+  if (outcome.launcher_signal) {
+    return "job stopped: hvdrun received " + SignalName(*outcome.launcher_signal) +
+           "; hvdrun exits " + std::to_string(ExitCodeOf(outcome));
+  }
+  if (outcome.start_timed_out) return "job stopped: start-up timed out";
+  if (outcome.launch_error) return "job stopped: " + *outcome.launch_error;
+  if (outcome.first_failed_rank) {
+    const RankOutcome& first = outcome.ranks[static_cast<size_t>(*outcome.first_failed_rank)];
+    const RankOutcome& rank = outcome.ranks[static_cast<size_t>(*BlamedRank(outcome))];
+    std::string why = rank.exec_error        ? *rank.exec_error
+                      : rank.transport_error ? *rank.transport_error
+                                             : DescribeWaitStatus(rank.wait_status);
+    if (outcome.exited_before_cause && &rank == &first) {
+      // It shut down (sys.exit, an exception) and its peers' failures reached hvdrun first.
+      const RankOutcome& earlier = outcome.ranks[static_cast<size_t>(*outcome.exited_before_cause)];
+      why = DescribeWaitStatus(rank.wait_status) +
+            (rank.reported_failure ? ": " + *rank.reported_failure : "") +
+            " (its exit shut the job down; rank " + std::to_string(earlier.rank) +
+            ", failed by that, exited first: " + DescribeWaitStatus(earlier.wait_status) + ")";
+    } else if (rank.reported_failure) {
+      why = *rank.reported_failure;
+      if (&rank == &first) {
+        why = DescribeWaitStatus(rank.wait_status) + ": " + why;
+      } else {
+        why += " (reported before its exit; rank " + std::to_string(first.rank) +
+               " exited first: " + DescribeWaitStatus(first.wait_status) + ")";
+      }
+    }
+    if (std::optional<std::string> also = OtherTransportError(outcome, rank)) why += "; " + *also;
+    return "job failed: rank " + std::to_string(rank.rank) + " on " + rank.host +
+           " failed first: " + why + "; hvdrun exits " + std::to_string(ExitCodeOf(outcome));
+  }
+  return "job failed";
+}
+
+std::string ResultText(const RankOutcome& rank, bool first) {
+  if (!rank.started) return "not started";
+  if (!rank.finished) return "still running";
+  std::string text = DescribeWaitStatus(rank.wait_status);
+  if (rank.exec_error) text += ", " + *rank.exec_error;
+  if (rank.transport_error) text += ", " + *rank.transport_error;
+  if (first) text += "  <- first failure";
+  if (rank.stopped_by_hvdrun) text += ", stopped by hvdrun";
+  return text;
+}
+
+std::string Pad(std::string text, size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+bool FailedOnItsOwn(const RankOutcome& rank) {
+  return rank.finished && !rank.stopped_by_hvdrun && !WaitStatusIsSuccess(rank.wait_status);
+}
+
+}  // namespace
+
+std::string FormatFailureSummary(const JobOutcome& outcome, const StderrTailFn& stderr_tail) {
+  size_t host_width = 4;
+  for (const RankOutcome& rank : outcome.ranks) host_width = std::max(host_width, rank.host.size());
+  std::string text = Headline(outcome) + "\n";
+  text += "  " + Pad("rank", 6) + Pad("host", host_width + 2) + "result\n";
+  const std::optional<int> blamed = BlamedRank(outcome);
+  for (const RankOutcome& rank : outcome.ranks) {
+    text += "  " + Pad(std::to_string(rank.rank), 6) + Pad(rank.host, host_width + 2) +
+            ResultText(rank, blamed == rank.rank) + "\n";
+  }
+  // The named rank's lines first (shown even when hvdrun stopped it), then every other rank's
+  // that failed on its own.
+  auto tail = [&](const RankOutcome& rank) {
+    std::vector<std::string> lines = stderr_tail(rank.rank);
+    if (lines.empty()) return;
+    text += "last stderr lines of rank " + std::to_string(rank.rank) + ":\n";
+    for (const std::string& line : lines) text += "  " + line + "\n";
+  };
+  if (blamed) tail(outcome.ranks[static_cast<size_t>(*blamed)]);
+  for (const RankOutcome& rank : outcome.ranks) {
+    if (FailedOnItsOwn(rank) && blamed != rank.rank) tail(rank);
+  }
+  return text;
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,23 @@
+#ifndef HVD_LAUNCHER_OUTCOME_FAILURE_SUMMARY_H_
+#define HVD_LAUNCHER_OUTCOME_FAILURE_SUMMARY_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "launcher/outcome/job_outcome.h"
+
+namespace hvd::launcher {
+
+// Returns the last stderr lines of a rank (OutputForwarder::StderrTail).
+using StderrTailFn = std::function<std::vector<std::string>(int rank)>;
+
+// The report printed to stderr when a job does not succeed: one headline naming the cause
+// (the first failing rank with its host and exit code or signal name, or hvdrun's own
+// signal or timeout), a table of every rank (rank, host, result), and the last stderr
+// lines of each rank that failed on its own. Pure; thread-safe.
+std::string FormatFailureSummary(const JobOutcome& outcome, const StderrTailFn& stderr_tail);
+
+}  // namespace hvd::launcher
+
+#endif  // HVD_LAUNCHER_OUTCOME_FAILURE_SUMMARY_H_

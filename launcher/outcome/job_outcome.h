@@ -1,0 +1,46 @@
+#ifndef HVD_LAUNCHER_OUTCOME_JOB_OUTCOME_H_
+#define HVD_LAUNCHER_OUTCOME_JOB_OUTCOME_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+// What happened to a job, as job control saw it; input to the exit code and the failure
+// summary. Plain data.
+namespace hvd::launcher {
+
+struct RankOutcome {
+  int rank = 0;
+  std::string host;
+  bool started = false;
+  bool finished = false;           // reaped; wait_status is valid
+  int wait_status = 0;             // as from waitpid()
+  bool stopped_by_hvdrun = false;  // ended after hvdrun signalled it
+  std::optional<std::string> exec_error;
+  // A remote rank whose connection ended before it reported ("connection to root@h2:22
+  // lost ..."); its wait_status is then exit code 255.
+  std::optional<std::string> transport_error;
+  // What the rank reported failing on its own before it exited (an uncaught exception:
+  // Runtime::ReportFailure), read from the rendezvous server once the job ended.
+  std::optional<std::string> reported_failure;
+};
+
+// Why the job ended, in the order exit-code precedence looks at it.
+struct JobOutcome {
+  std::optional<int> launcher_signal;  // SIGINT/SIGTERM/SIGHUP hvdrun received
+  bool start_timed_out = false;
+  std::optional<std::string> launch_error;  // a rank could not be spawned at all
+  std::optional<int> first_failed_rank;
+  // When first_failed_rank is a rank whose shutdown failed its peers: the peer that exited
+  // (failing) before it did (JobController "Who failed first").
+  std::optional<int> exited_before_cause;
+  std::vector<RankOutcome> ranks;
+};
+
+// hvdrun's exit code for `outcome` (launcher/outcome/exit_codes.h): 128+signal when hvdrun was
+// signalled, kExitTimeout, kExitLaunchFailed, the first failing rank's code, else 0.
+int ExitCodeOf(const JobOutcome& outcome);
+
+}  // namespace hvd::launcher
+
+#endif  // HVD_LAUNCHER_OUTCOME_JOB_OUTCOME_H_

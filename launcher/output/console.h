@@ -1,0 +1,18 @@
+#ifndef HVD_LAUNCHER_OUTPUT_CONSOLE_H_
+#define HVD_LAUNCHER_OUTPUT_CONSOLE_H_
+
+#include <string_view>
+
+// hvdrun's own user-facing messages on stderr ("hvdrun: ..."), each written with a single
+// write() so they never split a forwarded rank line. Thread-safe.
+namespace hvd::launcher {
+
+// Always printed: errors and the failure summary.
+void PrintToUser(std::string_view message);
+
+// A launch step: printed with --verbose, else logged at INFO.
+void PrintStep(bool verbose, std::string_view message);
+
+}  // namespace hvd::launcher
+
+#endif  // HVD_LAUNCHER_OUTPUT_CONSOLE_H_

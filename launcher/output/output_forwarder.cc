@@ -1,0 +1,231 @@
+#include "launcher/output/output_forwarder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+#include <system_error>
+
+#include "common/check.h"
+
+namespace hvd::launcher {
+namespace {
+
+constexpr size_t kTailLineLimit = 512;
+
+// Writes all of `data`; waits out EAGAIN on a non-blocking descriptor. Returns 0 or the
+// errno of the failed write. Undeliverable output (a full disk) is dropped: losing output
+// must not stop the job; a closed console is the caller's business.
+int WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n > 0) {
+      data.remove_prefix(static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && errno == EAGAIN) {
+      pollfd p = {fd, POLLOUT, 0};
+      ::poll(&p, 1, 1000);
+    } else {
+      return n < 0 ? errno : EIO;
+    }
+  }
+  return 0;
+}
+
+// Horovod's time.asctime() form, "Sun Nov  2 04:18:34 2026".
+std::string AscTimeNow() {
+  std::time_t now = std::time(nullptr);
+  std::tm local = {};
+  localtime_r(&now, &local);
+  char buf[64] = {};
+  std::strftime(buf, sizeof(buf), "%a %b %e %H:%M:%S %Y", &local);
+  return buf;
+}
+
+Result<int> OpenOutputFile(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return Status::IoError("cannot create output file '" + path.string() + "': " + strerror(errno));
+  }
+  return fd;
+}
+
+}  // namespace
+
+OutputForwarder::OutputForwarder(Options options)
+    : options_(std::move(options)), ranks_(static_cast<size_t>(options_.size)) {}
+
+OutputForwarder::~OutputForwarder() {
+  for (auto& rank : ranks_) {
+    for (Channel* channel : {&rank.out, &rank.err}) {
+      if (channel->file_fd >= 0) ::close(channel->file_fd);
+    }
+  }
+}
+
+std::string OutputForwarder::RankDirName(int rank, int size) {
+  size_t width = std::to_string(size > 0 ? size - 1 : 0).size();
+  std::string number = std::to_string(rank);
+  if (number.size() < width) number.insert(0, width - number.size(), '0');
+  return "rank." + number;
+}
+
+Status OutputForwarder::OpenFiles() { return OpenFilesFrom(0); }
+
+Status OutputForwarder::Grow(int size) {
+  if (size <= options_.size) return Status::OK();
+  const int first = options_.size;
+  ranks_.resize(static_cast<size_t>(size));
+  options_.size = size;
+  return OpenFilesFrom(first);
+}
+
+Status OutputForwarder::OpenFilesFrom(int first) {
+  if (options_.output_dir.empty()) return Status::OK();
+  const int width_size = std::max(options_.size, options_.name_width_size);
+  for (int rank = first; rank < options_.size; ++rank) {
+    std::filesystem::path dir =
+        std::filesystem::path(options_.output_dir) / RankDirName(rank, width_size);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return Status::IoError("cannot create output directory '" + dir.string() +
+                             "': " + ec.message());
+    }
+    RankChannels& channels = ranks_[static_cast<size_t>(rank)];
+    HVD_ASSIGN_OR_RETURN(channels.out.file_fd, OpenOutputFile(dir / "stdout"));
+    HVD_ASSIGN_OR_RETURN(channels.err.file_fd, OpenOutputFile(dir / "stderr"));
+  }
+  return Status::OK();
+}
+
+OutputForwarder::Channel& OutputForwarder::ChannelOf(int rank, Stream stream) {
+  HVD_CHECK(rank >= 0 && rank < options_.size) << "rank " << rank << " of " << options_.size;
+  RankChannels& channels = ranks_[static_cast<size_t>(rank)];
+  return stream == Stream::kStdout ? channels.out : channels.err;
+}
+
+void OutputForwarder::Write(int rank, Stream stream, std::string_view bytes) {
+  Channel& channel = ChannelOf(rank, stream);
+  if (channel.file_fd >= 0) WriteAll(channel.file_fd, bytes);
+  if (channel.cr_pending && !bytes.empty()) {
+    // The previous read ended in '\r'; only now do we know whether it was half of "\r\n".
+    channel.cr_pending = false;
+    bool crlf = bytes.front() == '\n';
+    EmitLine(rank, stream, channel.pending, crlf ? "\r\n" : "\r");
+    channel.pending.clear();
+    if (crlf) bytes.remove_prefix(1);
+  }
+  while (!bytes.empty()) {
+    size_t end = bytes.find_first_of("\r\n");
+    if (end == std::string_view::npos) {
+      channel.pending.append(bytes);
+      return;
+    }
+    std::string_view head = bytes.substr(0, end);
+    if (bytes[end] == '\r' && end + 1 == bytes.size()) {
+      channel.pending.append(head);
+      channel.cr_pending = true;
+      return;
+    }
+    bool crlf = bytes[end] == '\r' && bytes[end + 1] == '\n';
+    std::string_view terminator = crlf ? "\r\n" : bytes.substr(end, 1);
+    if (channel.pending.empty()) {
+      EmitLine(rank, stream, head, terminator);
+    } else {
+      channel.pending.append(head);
+      EmitLine(rank, stream, channel.pending, terminator);
+      channel.pending.clear();
+    }
+    bytes.remove_prefix(end + terminator.size());
+  }
+}
+
+void OutputForwarder::Finish(int rank, Stream stream) {
+  Channel& channel = ChannelOf(rank, stream);
+  if (channel.pending.empty() && !channel.cr_pending) return;
+  EmitLine(rank, stream, channel.pending, channel.cr_pending ? "\r\n" : "\n");
+  channel.pending.clear();
+  channel.cr_pending = false;
+}
+
+std::string OutputForwarder::Prefix(int rank, Stream stream) const {
+  std::string prefix = options_.prefix_timestamp ? AscTimeNow() : std::string();
+  prefix += "[" + std::to_string(rank) + "]";
+  prefix += stream == Stream::kStdout ? "<stdout>:" : "<stderr>:";
+  return prefix;
+}
+
+void OutputForwarder::EmitLine(int rank, Stream stream, std::string_view body,
+                               std::string_view terminator) {
+  std::string line = Prefix(rank, stream);
+  line.reserve(line.size() + body.size() + terminator.size());
+  line.append(body);
+  line.append(terminator);
+  int error = WriteAll(stream == Stream::kStdout ? options_.stdout_fd : options_.stderr_fd, line);
+  if (error == EPIPE) console_closed_ = true;
+  if (stream == Stream::kStderr) RememberStderrLine(rank, body);
+}
+
+void OutputForwarder::RememberStderrLine(int rank, std::string_view body) {
+  if (options_.stderr_tail_lines == 0 || body.empty()) return;
+  std::deque<std::string>& tail = ranks_[static_cast<size_t>(rank)].tail;
+  std::string kept(body.substr(0, kTailLineLimit));
+  if (body.size() > kTailLineLimit) kept += "...";
+  tail.push_back(std::move(kept));
+  while (tail.size() > options_.stderr_tail_lines) tail.pop_front();
+}
+
+std::vector<std::string> OutputForwarder::StderrTail(int rank) const {
+  const std::deque<std::string>& tail = ranks_[static_cast<size_t>(rank)].tail;
+  return {tail.begin(), tail.end()};
+}
+
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+// Bounds the drain after a rank exits, in case something it left behind keeps writing.
+constexpr int kMaxDrainReads = 256;
+
+Stream StreamOf(int which) { return which == 0 ? Stream::kStdout : Stream::kStderr; }
+
+}  // namespace
+
+bool OutputForwarder::ReadPipe(int rank, int which, const int (&fds)[2]) {
+  char buf[kReadChunk];
+  while (true) {
+    ssize_t n = ::read(fds[which], buf, sizeof(buf));
+    if (n > 0) {
+      Write(rank, StreamOf(which), std::string_view(buf, static_cast<size_t>(n)));
+      return true;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && errno == EAGAIN;
+  }
+}
+
+void OutputForwarder::ClosePipe(int rank, int which, int (&fds)[2]) {
+  if (fds[which] < 0) return;
+  ::close(fds[which]);
+  fds[which] = -1;
+  Finish(rank, StreamOf(which));
+}
+
+void OutputForwarder::DrainAndClosePipes(int rank, int (&fds)[2]) {
+  for (int which = 0; which < 2; ++which) {
+    if (fds[which] < 0) continue;
+    for (int i = 0; i < kMaxDrainReads; ++i) {
+      pollfd p = {fds[which], POLLIN, 0};
+      if (::poll(&p, 1, 0) <= 0 || !ReadPipe(rank, which, fds)) break;
+    }
+    ClosePipe(rank, which, fds);
+  }
+}
+
+}  // namespace hvd::launcher

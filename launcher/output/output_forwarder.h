@@ -1,0 +1,104 @@
+#ifndef HVD_LAUNCHER_OUTPUT_OUTPUT_FORWARDER_H_
+#define HVD_LAUNCHER_OUTPUT_OUTPUT_FORWARDER_H_
+
+#include <cstddef>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hvd::launcher {
+
+enum class Stream { kStdout, kStderr };
+
+// Turns each rank's raw stdout/stderr bytes into Horovod-style prefixed lines,
+//   [<rank>]<stdout>:<line>\n        ("<asctime>[<rank>]<stdout>:..." with timestamps)
+// on hvdrun's own stdout/stderr. A line ends at '\n', "\r\n" or a lone '\r' (the terminator
+// is kept, so progress bars still redraw); a partial line waits for more bytes and is
+// completed with '\n' by Finish. Every
+// output line, however long, is written whole with one write() so two ranks' bytes never
+// share a line. Bytes pass through unchanged (UTF-8 sequences split across reads are
+// reassembled because splitting only happens at '\n'/'\r').
+//
+// With an output directory, the raw bytes also go to <dir>/rank.<N>/{stdout,stderr}, N
+// zero-padded to the width of size-1 (Horovod's layout). Keeps the last few stderr lines of
+// each rank for the failure summary.
+//
+// Threading: not synchronized; the job controller calls it from its one event-loop thread.
+class OutputForwarder {
+ public:
+  struct Options {
+    int size = 1;
+    bool prefix_timestamp = false;
+    std::string output_dir;  // "" = console only
+    int stdout_fd = 1;
+    int stderr_fd = 2;
+    size_t stderr_tail_lines = 5;
+    // Directory names are padded to the width of max(size, name_width_size) - 1, so a job
+    // that grows (Grow) keeps one width.
+    int name_width_size = 0;
+  };
+
+  explicit OutputForwarder(Options options);
+  ~OutputForwarder();
+  OutputForwarder(const OutputForwarder&) = delete;
+  OutputForwarder& operator=(const OutputForwarder&) = delete;
+
+  // Creates the per-rank files; a no-op without an output directory. Errors name the path.
+  Status OpenFiles();
+  // Makes room for ranks up to `size` - 1 (elastic jobs number their workers as they start
+  // them) and creates their files.
+  Status Grow(int size);
+
+  // Forwards bytes a rank wrote to `stream`.
+  void Write(int rank, Stream stream, std::string_view bytes);
+  // The stream reached its end: flushes a pending partial line.
+  void Finish(int rank, Stream stream);
+
+  // A rank's output pipes as the event loops hold them: fds[0] its stdout, fds[1] its stderr,
+  // non-blocking, -1 once closed. ReadPipe forwards what one read() of fds[which] returns and
+  // is false at end of file or on an error (ClosePipe it then). ClosePipe closes fds[which]
+  // if open, sets it to -1 and finishes the stream. DrainAndClosePipes, for a rank whose exit
+  // status is known (so all it wrote is in the pipes), forwards what is left (a bounded number
+  // of reads) and closes both.
+  bool ReadPipe(int rank, int which, const int (&fds)[2]);
+  void ClosePipe(int rank, int which, int (&fds)[2]);
+  void DrainAndClosePipes(int rank, int (&fds)[2]);
+
+  // The last stderr lines of `rank`, oldest first, each cut to a readable length.
+  std::vector<std::string> StderrTail(int rank) const;
+
+  // True once writing to hvdrun's stdout or stderr failed with EPIPE (its reader is gone).
+  bool console_closed() const { return console_closed_; }
+
+  // "rank.03" for rank 3 of 12.
+  static std::string RankDirName(int rank, int size);
+
+ private:
+  struct Channel {
+    std::string pending;      // bytes after the last line end
+    bool cr_pending = false;  // `pending` ended with '\r', which may start "\r\n"
+    int file_fd = -1;
+  };
+  struct RankChannels {
+    Channel out;
+    Channel err;
+    std::deque<std::string> tail;
+  };
+
+  Status OpenFilesFrom(int first);
+  Channel& ChannelOf(int rank, Stream stream);
+  void EmitLine(int rank, Stream stream, std::string_view body, std::string_view terminator);
+  void RememberStderrLine(int rank, std::string_view body);
+  std::string Prefix(int rank, Stream stream) const;
+
+  Options options_;
+  std::vector<RankChannels> ranks_;
+  bool console_closed_ = false;
+};
+
+}  // namespace hvd::launcher
+
+#endif  // HVD_LAUNCHER_OUTPUT_OUTPUT_FORWARDER_H_

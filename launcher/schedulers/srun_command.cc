@@ -1,0 +1,73 @@
+#include "launcher/schedulers/srun_command.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "discovery/slurm.h"
+#include "launcher/local/exec_search.h"
+
+namespace hvd::launcher {
+namespace {
+
+std::optional<std::string> FindExecutable(const std::string& program, const env::Environment& env) {
+  for (const std::string& candidate : ExecCandidates(program, env.all())) {
+    struct stat info;
+    if (::stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<SrunLaunch> NotUsed(std::string* why_not, std::string reason) {
+  if (why_not != nullptr) *why_not = std::move(reason);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<SrunLaunch> DetectSrunLaunch(const std::vector<std::string>& remote_hosts,
+                                           const env::Environment& env, std::string* why_not) {
+  std::optional<std::string> job_id = env.Raw("SLURM_JOB_ID");
+  if (!job_id) job_id = env.Raw("SLURM_JOBID");
+  if (!job_id || job_id->empty()) return NotUsed(why_not, "");
+  std::optional<std::string> nodelist = env.Raw("SLURM_JOB_NODELIST");
+  if (!nodelist) nodelist = env.Raw("SLURM_NODELIST");
+  if (!nodelist) {
+    return NotUsed(why_not, "Slurm job " + *job_id + " has no SLURM_JOB_NODELIST; using ssh");
+  }
+  Result<std::vector<std::string>> nodes = discovery::ExpandSlurmHostlist(*nodelist);
+  if (!nodes.ok()) return NotUsed(why_not, nodes.status().message() + "; using ssh");
+  for (const std::string& host : remote_hosts) {
+    if (std::find(nodes->begin(), nodes->end(), host) == nodes->end()) {
+      return NotUsed(why_not, "host " + host + " is not a node of Slurm job " + *job_id + " (" +
+                                  *nodelist + "); using ssh");
+    }
+  }
+  std::optional<std::string> srun = FindExecutable("srun", env);
+  if (!srun) {
+    return NotUsed(why_not, "inside Slurm job " + *job_id + " but srun is not on PATH; using ssh");
+  }
+  return SrunLaunch{*srun, *job_id};
+}
+
+std::vector<std::string> SrunAgentArgv(const SrunLaunch& launch, const std::string& host,
+                                       const std::string& agent_path) {
+  return {launch.srun_path,
+          "--jobid=" + launch.job_id,
+          "--nodes=1",
+          "--ntasks=1",
+          "--ntasks-per-node=1",
+          "--nodelist=" + host,
+          "--overlap",
+          "--job-name=hvd-agent",
+          "--mpi=none",
+          "--unbuffered",
+          "--quiet",
+          agent_path};
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,22 @@
+#ifndef HVD_LAUNCHER_WORKER_RUNTIME_LIBRARY_H_
+#define HVD_LAUNCHER_WORKER_RUNTIME_LIBRARY_H_
+
+#include <optional>
+#include <string>
+
+// Finds the libhvd that was built or installed alongside hvdrun, so every worker's Python
+// binding loads the runtime that matches this launcher (DESIGN.md "Runtime loading").
+namespace hvd::launcher {
+
+// Absolute path of the running executable (/proc/self/exe), or "" when unreadable.
+std::string SelfExecutablePath();
+
+// Given hvdrun's absolute path, returns the first existing file of
+//   <exe_dir>/../runtime/libhvd.so   (build tree: build/cmd/hvdrun)
+//   <exe_dir>/../lib/libhvd.so       (installed: <prefix>/bin/hvdrun)
+// canonicalised, or nullopt when neither exists.
+std::optional<std::string> FindRuntimeLibrary(const std::string& exe_path);
+
+}  // namespace hvd::launcher
+
+#endif  // HVD_LAUNCHER_WORKER_RUNTIME_LIBRARY_H_

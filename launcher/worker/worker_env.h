@@ -1,0 +1,61 @@
+#ifndef HVD_LAUNCHER_WORKER_WORKER_ENV_H_
+#define HVD_LAUNCHER_WORKER_WORKER_ENV_H_
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "discovery/rank_plan.h"
+
+// The environment each worker starts with. Pure functions; thread-safe.
+namespace hvd::launcher {
+
+using EnvMap = std::map<std::string, std::string>;
+
+// Job-wide values hvdrun hands every worker. Text, so --dry-run can show placeholders for
+// values only known at launch ("<rendezvous port>").
+struct JobEnvContext {
+  int size = 1;
+  std::string rendezvous_addr;
+  std::string rendezvous_port;
+  std::string master_addr;  // torchrun's MASTER_ADDR
+  std::string master_port;  // torchrun's MASTER_PORT
+  std::string job_id;
+  std::string secret_fd;  // descriptor number only; never key material
+  std::optional<std::string> runtime_library;
+  // HVD_GLOO_IFACE (+ HOROVOD_GLOO_IFACE) and NCCL_SOCKET_IFNAME; "" = not set by hvdrun.
+  std::string gloo_iface;
+  std::string nccl_socket_ifname;
+};
+
+// The variables hvdrun itself sets for `rank`: HVD_RANK/SIZE/LOCAL_*/CROSS_*/HOSTNAME with
+// their HOROVOD_* aliases, torchrun's RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/
+// MASTER_ADDR/MASTER_PORT, the rendezvous address (HVD_* and HOROVOD_GLOO_*), HVD_JOB_ID,
+// HVD_SECRET_FD, the Gloo controller choice, the interfaces when chosen and
+// PYTHONUNBUFFERED=1. HVD_RUNTIME_LIBRARY is not included (see BuildWorkerEnv).
+EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job);
+
+// The full environment of `rank`: `launcher_env` (hvdrun's own), overlaid with
+// `worker_env` (knobs from flags / config), overlaid with RankVariables. Adds
+// HVD_RUNTIME_LIBRARY = job.runtime_library unless the user already set it in either map.
+EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
+                      const discovery::RankInfo& rank, const JobEnvContext& job);
+
+// What is sent for a rank on another host, where it is merged over the remote login
+// environment: `worker_env` and RankVariables (as BuildWorkerEnv) plus hvdrun's whole
+// environment, as horovodrun exports it (OMP_NUM_THREADS, PATH, a conda env's variables, the
+// user's own), but for what describes this machine or session (DescribesThisMachineOrSession).
+// hvdrun's HVD_SECRET_FD is dropped (the agent makes its own from the key it is sent).
+EnvMap BuildRemoteWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
+                            const discovery::RankInfo& rank, const JobEnvContext& job);
+
+// HOSTNAME, PWD, SSH_*, DISPLAY, SLURM_*, BASH_FUNC_*, ...: not sent to other hosts.
+bool DescribesThisMachineOrSession(const std::string& name);
+
+// The variables of a job's own configuration (HVD_*, HOROVOD_*, NCCL_*, PYTHON*), which
+// `hvdrun --mpi` passes to mpirun with -x.
+bool IsForwardedToRemoteHosts(const std::string& name);
+
+}  // namespace hvd::launcher
+
+#endif  // HVD_LAUNCHER_WORKER_WORKER_ENV_H_

@@ -1,0 +1,433 @@
+#include "launcher/elastic/elastic_driver.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <map>
+
+namespace hvd::launcher {
+namespace {
+
+using std::chrono::seconds;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+namespace elastic = control::elastic;
+
+constexpr int kExit0 = 0;
+constexpr int kExit1 = 1 << 8;
+constexpr int kKilled = SIGKILL;
+
+// Records what the driver asks for; a worker's mailbox is the list of messages it got.
+class Recorder : public ElasticActions {
+ public:
+  struct Spawned {
+    std::string host;
+    int slot;
+  };
+  void Spawn(int id, const std::string& host, int slot, int rank, int size) override {
+    spawned[id] = {host, slot};
+    spawn_order.push_back(id);
+  }
+  void Send(int id, int64_t n, const elastic::Message& message) override {
+    EXPECT_EQ(static_cast<int64_t>(mail[id].size()) + 1, n) << "worker " << id;
+    mail[id].push_back(message);
+  }
+  void NotifyHosts(int64_t timestamp, int flags) override {
+    notified.emplace_back(timestamp, flags);
+  }
+  void AbortRound(int64_t round) override { aborted.push_back(round); }
+  void Terminate(int id) override { terminated.push_back(id); }
+  void Step(const std::string& message) override { steps.push_back(message); }
+  void Warn(const std::string& message) override { warnings.push_back(message); }
+
+  // The last message of `id`, which must be an assignment.
+  elastic::Assignment Assigned(int id) {
+    EXPECT_FALSE(mail[id].empty()) << "worker " << id;
+    if (mail[id].empty()) return {};
+    EXPECT_FALSE(mail[id].back().removed) << "worker " << id << ": " << mail[id].back().reason;
+    return mail[id].back().assignment;
+  }
+  bool Removed(int id) { return !mail[id].empty() && mail[id].back().removed; }
+
+  std::map<int, Spawned> spawned;
+  std::vector<int> spawn_order;
+  std::map<int, std::vector<elastic::Message>> mail;
+  std::vector<std::pair<int64_t, int>> notified;
+  std::vector<int64_t> aborted;
+  std::vector<int> terminated;
+  std::vector<std::string> steps, warnings;
+};
+
+class ElasticDriverTest : public ::testing::Test {
+ protected:
+  void Make(ElasticDriverOptions options) {
+    driver_ = std::make_unique<ElasticDriver>(options, &rec_);
+  }
+  ElasticDriverOptions Options(int np, int min, std::optional<int> max = {}) {
+    ElasticDriverOptions o;
+    o.start_np = np;
+    o.min_np = min;
+    o.max_np = max;
+    return o;
+  }
+  // Every listed worker reports it has read all its mail and waits for more.
+  void Ready(std::initializer_list<int> ids) {
+    for (int id : ids) driver_->OnReady(id, static_cast<int64_t>(rec_.mail[id].size()), now_);
+  }
+  void Hosts(std::vector<discovery::HostSlots> hosts) { driver_->OnHosts(hosts, now_); }
+  std::vector<int> Ranks(std::initializer_list<int> ids) {
+    std::vector<int> ranks;
+    for (int id : ids) ranks.push_back(rec_.Assigned(id).rank);
+    return ranks;
+  }
+  // Starts a job of `ids` workers on the given hosts and forms round 1.
+  void StartRound1(std::vector<discovery::HostSlots> hosts, int np, int min,
+                   std::optional<int> max = {}) {
+    Make(Options(np, min, max));
+    Hosts(hosts);
+    for (const auto& [id, s] : rec_.spawned) driver_->OnReady(id, 0, now_);
+    ASSERT_EQ(driver_->round(), 1);
+  }
+
+  Recorder rec_;
+  std::unique_ptr<ElasticDriver> driver_;
+  ElasticDriver::TimePoint now_{};
+};
+
+TEST_F(ElasticDriverTest, FirstRoundOnEverySlotOnceAllAreReady) {
+  Make(Options(2, 2, 3));
+  Hosts({{"a", 2, {}}, {"b", 2, {}}});
+  ASSERT_THAT(rec_.spawn_order, ElementsAre(0, 1, 2));  // capped by --max-np
+  EXPECT_EQ(rec_.spawned[2].host, "b");
+  Ready({0, 1});
+  EXPECT_EQ(driver_->round(), 0) << "waits for every worker it started";
+  Ready({2});
+  ASSERT_EQ(driver_->round(), 1);
+  elastic::Assignment a0 = rec_.Assigned(0), a2 = rec_.Assigned(2);
+  EXPECT_EQ(a0.rank, 0);
+  EXPECT_EQ(a0.size, 3);
+  EXPECT_EQ(a0.local_size, 2);
+  EXPECT_EQ(a0.cross_size, 2);
+  EXPECT_EQ(a2.rank, 2);
+  EXPECT_EQ(a2.local_rank, 0);
+  EXPECT_EQ(a2.local_size, 1);
+  EXPECT_EQ(a2.cross_rank, 1);
+  EXPECT_EQ(a2.cross_size, 2);
+  EXPECT_EQ(rec_.Assigned(1).cross_size, 1) << "local rank 1 exists on host a only";
+  EXPECT_TRUE(a0.joined);
+  EXPECT_EQ(driver_->reset_count(), 0);
+}
+
+TEST_F(ElasticDriverTest, NothingStartsBeforeNpSlotsAndTheWaitIsBounded) {
+  ElasticDriverOptions o = Options(4, 4);
+  o.elastic_timeout = seconds(10);
+  Make(o);
+  Hosts({{"a", 2, {}}});
+  EXPECT_TRUE(rec_.spawned.empty());
+  EXPECT_THAT(rec_.warnings,
+              ElementsAre("only 2 workers can run, fewer than -np 4; waiting up to 10 s "
+                          "(--elastic-timeout) for hosts"));
+  now_ += seconds(5);
+  Hosts({{"a", 2, {}}, {"b", 1, {}}});
+  EXPECT_TRUE(rec_.spawned.empty());
+  ASSERT_TRUE(driver_->NextDeadline().has_value());
+  now_ += seconds(6);
+  driver_->OnTick(now_);
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_EQ(driver_->end()->exit_code, 124);
+  EXPECT_THAT(driver_->end()->message, HasSubstr("waiting for 4 slots (-np) to start"));
+}
+
+// F02/F03/F10: a failed worker blacklists its host; the host's other worker is drained; the
+// survivors re-form with the lowest surviving rank as rank 0.
+TEST_F(ElasticDriverTest, FailureBlacklistsAndDrainsTheHost) {
+  StartRound1({{"a", 2, {}}, {"b", 2, {}}}, 4, 2);
+  driver_->OnExit(0, kKilled, now_);
+  EXPECT_THAT(rec_.aborted, ElementsAre(1)) << "members stuck in the rendezvous move on";
+  EXPECT_TRUE(rec_.Removed(1));
+  EXPECT_THAT(rec_.mail[1].back().reason, HasSubstr("host a is blacklisted"));
+  ASSERT_EQ(rec_.warnings.size(), 1u);
+  EXPECT_THAT(rec_.warnings[0], HasSubstr("worker 0 (rank 0 of round 1) on a failed: SIGKILL"));
+  EXPECT_EQ(rec_.spawn_order.size(), 4u) << "no replacement on a blacklisted host";
+  Ready({2});
+  EXPECT_EQ(driver_->round(), 1) << "waits for every surviving member";
+  Ready({3});
+  ASSERT_EQ(driver_->round(), 2);
+  EXPECT_EQ(Ranks({2, 3}), (std::vector<int>{0, 1}));
+  EXPECT_EQ(rec_.Assigned(2).size, 2);
+  EXPECT_FALSE(rec_.Assigned(2).joined);
+  EXPECT_EQ(driver_->reset_count(), 1);
+  EXPECT_FALSE(driver_->end().has_value());
+}
+
+// Horovod #3852: one worker exiting 0 does not stop the others.
+TEST_F(ElasticDriverTest, AWorkerExitingZeroDoesNotStopTheOthers) {
+  StartRound1({{"a", 2, {}}}, 2, 1);
+  driver_->OnExit(1, kExit0, now_);
+  EXPECT_FALSE(driver_->end().has_value());
+  EXPECT_TRUE(rec_.terminated.empty());
+  Ready({0});  // its collectives failed; it re-forms alone
+  ASSERT_EQ(driver_->round(), 2);
+  EXPECT_EQ(rec_.Assigned(0).size, 1);
+  EXPECT_EQ(rec_.spawn_order.size(), 2u) << "a finishing job adds no worker";
+  driver_->OnExit(0, kExit0, now_);
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_TRUE(driver_->end()->success);
+  EXPECT_EQ(driver_->end()->exit_code, 0);
+}
+
+// With --min-np equal to -np (its default) a worker exiting 0 left the others below it: the
+// job waited --elastic-timeout for workers a finishing job never adds, then failed (124).
+TEST_F(ElasticDriverTest, AFinishingJobBelowMinNpGoesOnWithoutWaiting) {
+  StartRound1({{"a", 1, {}}, {"b", 1, {}}}, 2, 2);
+  driver_->OnExit(1, kExit0, now_);
+  Ready({0});
+  ASSERT_EQ(driver_->round(), 2) << "the survivor re-forms at once";
+  EXPECT_EQ(rec_.Assigned(0).size, 1);
+  EXPECT_FALSE(driver_->NextDeadline().has_value()) << "no --elastic-timeout is running";
+  ASSERT_EQ(rec_.warnings.size(), 1u);
+  EXPECT_THAT(rec_.warnings[0], HasSubstr("1 worker(s) left, fewer than --min-np 2: they go on"));
+  driver_->OnExit(0, kExit0, now_);
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_TRUE(driver_->end()->success);
+}
+
+// Workers started for a new host that have not joined yet are let go once the job is
+// finishing.
+TEST_F(ElasticDriverTest, AFinishingJobLetsPendingWorkersGo) {
+  StartRound1({{"a", 2, {}}}, 2, 1);
+  Hosts({{"a", 2, {}}, {"b", 1, {}}});
+  ASSERT_THAT(rec_.spawn_order, ElementsAre(0, 1, 2));
+  driver_->OnExit(1, kExit0, now_);
+  EXPECT_TRUE(rec_.Removed(2));
+  EXPECT_THAT(rec_.mail[2].back().reason, HasSubstr("the job is finishing"));
+  Ready({0});
+  ASSERT_EQ(driver_->round(), 2);
+  EXPECT_EQ(rec_.Assigned(0).size, 1);
+}
+
+// F01: hosts added then removed. New workers start at once; the members are interrupted only
+// when all new workers are ready, and a removal lets the survivors skip nothing but the sync.
+TEST_F(ElasticDriverTest, ScaleUpThenDown) {
+  StartRound1({{"localhost", 2, {}}}, 2, 2, 4);
+  Hosts({{"localhost", 2, {}}, {"127.0.0.1", 2, {}}});
+  ASSERT_THAT(rec_.spawn_order, ElementsAre(0, 1, 2, 3));
+  Ready({2});
+  EXPECT_TRUE(rec_.notified.empty()) << "waits for every new worker";
+  Ready({3});
+  ASSERT_THAT(rec_.notified, ElementsAre(std::make_pair(int64_t{1}, elastic::kHostsAdded)));
+  EXPECT_EQ(driver_->round(), 1);
+  Ready({0, 1});  // HostsUpdatedInterrupt at their commit
+  ASSERT_EQ(driver_->round(), 2);
+  EXPECT_EQ(Ranks({0, 1, 2, 3}), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(rec_.Assigned(0).joined);
+  EXPECT_EQ(rec_.Assigned(0).hosts_timestamp, 1);
+
+  Hosts({{"127.0.0.1", 2, {}}});
+  EXPECT_TRUE(rec_.Removed(0));
+  EXPECT_TRUE(rec_.Removed(1));
+  ASSERT_EQ(rec_.notified.size(), 2u);
+  EXPECT_EQ(rec_.notified[1], std::make_pair(int64_t{2}, elastic::kHostsRemoved));
+  Ready({2, 3});
+  ASSERT_EQ(driver_->round(), 3) << "does not wait for the removed workers";
+  EXPECT_EQ(Ranks({2, 3}), (std::vector<int>{0, 1}));
+  EXPECT_FALSE(rec_.Assigned(2).joined);
+  EXPECT_EQ(driver_->reset_count(), 2);
+  // The removed workers read their removal; one that lingers is stopped after the grace period.
+  driver_->OnExit(0, kExit1, now_);
+  EXPECT_FALSE(driver_->end().has_value()) << "a removed worker's exit is expected";
+  EXPECT_TRUE(rec_.warnings.empty());
+  now_ += seconds(6);
+  driver_->OnTick(now_);
+  EXPECT_THAT(rec_.terminated, ElementsAre(1));
+}
+
+// F07, with Horovod's message.
+TEST_F(ElasticDriverTest, ResetLimit) {
+  ElasticDriverOptions o = Options(2, 2, 4);
+  o.reset_limit = 1;
+  Make(o);
+  Hosts({{"localhost", 2, {}}});
+  Ready({0, 1});
+  Hosts({{"localhost", 2, {}}, {"127.0.0.1", 2, {}}});
+  Ready({2, 3});
+  Ready({0, 1});
+  ASSERT_EQ(driver_->round(), 2);
+  Hosts({{"127.0.0.1", 2, {}}});
+  Ready({2, 3});
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_EQ(driver_->end()->message,
+            "Horovod was shutdown because number of resets during elastic job exceeded limit: 1");
+  EXPECT_THAT(rec_.terminated, ::testing::UnorderedElementsAre(0, 1, 2, 3));
+}
+
+// F05: the failed workers' hosts are all blacklisted; the drained workers read their removal.
+TEST_F(ElasticDriverTest, AllHostsBlacklisted) {
+  StartRound1({{"a", 2, {}}, {"b", 2, {}}}, 4, 1);
+  driver_->OnExit(0, kExit1, now_);
+  driver_->OnExit(2, kExit1, now_);
+  EXPECT_FALSE(driver_->end().has_value()) << "the drained workers are still leaving";
+  for (int id : {1, 3}) {
+    driver_->OnReady(id, static_cast<int64_t>(rec_.mail[id].size()) - 1, now_);
+    driver_->OnExit(id, kExit1, now_);
+  }
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_EQ(driver_->end()->exit_code, 1);
+  EXPECT_THAT(driver_->end()->message, HasSubstr("all hosts are blacklisted (a, b)"));
+  EXPECT_THAT(driver_->end()->message,
+              HasSubstr("the first failure: worker 0 (rank 0 of round 1)"));
+}
+
+// F04: every worker fails on its own, drained ones included (they never read their removal).
+TEST_F(ElasticDriverTest, AllWorkersFail) {
+  StartRound1({{"a", 2, {}}, {"b", 2, {}}}, 4, 1);
+  driver_->OnExit(1, kKilled, now_);
+  for (int id : {0, 2, 3}) driver_->OnExit(id, kExit1, now_);
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_EQ(driver_->end()->exit_code, 137);
+  EXPECT_THAT(driver_->end()->message,
+              HasSubstr("every worker of round 1 failed; the first failure: worker 1 (rank 1 of "
+                        "round 1) on a: SIGKILL"));
+}
+
+// F06: below --min-np for --elastic-timeout.
+TEST_F(ElasticDriverTest, BelowMinNpTimesOut) {
+  ElasticDriverOptions o = Options(4, 4);
+  o.elastic_timeout = seconds(1);
+  Make(o);
+  Hosts({{"a", 2, {}}, {"b", 2, {}}});
+  Ready({0, 1, 2, 3});
+  driver_->OnExit(0, kExit1, now_);
+  Ready({2, 3});
+  EXPECT_FALSE(driver_->end().has_value());
+  // Said at once, not only when the timeout (600 s by default) ends the job.
+  ASSERT_EQ(rec_.warnings.size(), 2u);
+  EXPECT_EQ(rec_.warnings[1],
+            "only 2 workers can run, fewer than --min-np 4 (blacklisted: a); waiting up to 1 s "
+            "(--elastic-timeout) for hosts (--min-np is -np here, its default: a lower --min-np "
+            "lets the job go on without the lost workers)");
+  now_ += seconds(1);
+  driver_->OnTick(now_);
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_EQ(driver_->end()->exit_code, 124);
+  EXPECT_THAT(driver_->end()->message,
+              HasSubstr("Timed out waiting for the minimum number of slots"));
+  EXPECT_THAT(driver_->end()->message, HasSubstr("fewer than --min-np 4 (blacklisted: a)"));
+}
+
+// F08: a blacklisted host is used again after its cooldown, while discovery still lists it.
+TEST_F(ElasticDriverTest, BlacklistedHostComesBackAfterTheCooldown) {
+  ElasticDriverOptions o = Options(4, 2);
+  o.cooldown_range_s = std::make_pair(1, 2);
+  Make(o);
+  Hosts({{"a", 2, {}}, {"b", 2, {}}});
+  Ready({0, 1, 2, 3});
+  driver_->OnExit(3, kExit1, now_);
+  Ready({0, 1});
+  ASSERT_EQ(driver_->round(), 2);
+  ASSERT_TRUE(driver_->NextDeadline().has_value());
+  now_ = *driver_->NextDeadline();
+  driver_->OnTick(now_);
+  ASSERT_THAT(rec_.spawn_order, ElementsAre(0, 1, 2, 3, 4, 5));
+  EXPECT_EQ(rec_.spawned[4].host, "b");
+  Ready({4, 5});
+  ASSERT_EQ(rec_.notified.size(), 1u);
+  Ready({0, 1});
+  ASSERT_EQ(driver_->round(), 3);
+  EXPECT_EQ(Ranks({0, 1, 4, 5}), (std::vector<int>{0, 1, 2, 3}));
+}
+
+// Horovod: "No hosts from previous set remaining, unable to broadcast state."
+TEST_F(ElasticDriverTest, NoSurvivorToHandOverTheState) {
+  StartRound1({{"a", 1, {}}, {"b", 1, {}}}, 1, 1, 1);
+  ASSERT_EQ(rec_.spawn_order.size(), 1u);
+  Hosts({{"b", 1, {}}});  // a is gone: worker 0 removed, worker 1 starts on b
+  ASSERT_EQ(rec_.spawn_order.size(), 2u);
+  Ready({1});
+  EXPECT_EQ(driver_->round(), 1) << "a round without any survivor is never formed";
+  driver_->OnReady(0, static_cast<int64_t>(rec_.mail[0].size()) - 1, now_);  // reads its removal
+  driver_->OnExit(0, kExit1, now_);
+  EXPECT_FALSE(driver_->end().has_value());
+  now_ += seconds(5);
+  driver_->OnTick(now_);
+  EXPECT_THAT(rec_.terminated, ElementsAre(1));
+  driver_->OnExit(1, SIGTERM, now_);
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_THAT(driver_->end()->message,
+              HasSubstr("No hosts from previous set remaining, unable to broadcast state"));
+}
+
+// The only worker holding the state dies during the reset that admits a new worker (before the
+// new round's sync): the new worker is a member of that round but never got the state, so the
+// job ends as when the holder dies earlier, instead of re-forming around the joiner and
+// restarting training from its initial state (found by a user's-eye pass, 2026-11-27).
+TEST_F(ElasticDriverTest, AJoinerThatNeverSyncedIsNoStateHolder) {
+  StartRound1({{"a", 1, {}}}, 1, 1);
+  Hosts({{"a", 1, {}}, {"b", 1, {}}});
+  ASSERT_THAT(rec_.spawn_order, ElementsAre(0, 1));
+  Ready({1});
+  // Worker 0 synced in round 1 and says so when it re-forms for the joiner.
+  driver_->OnReady(0, static_cast<int64_t>(rec_.mail[0].size()), 1, now_);
+  ASSERT_EQ(driver_->round(), 2);
+  EXPECT_TRUE(rec_.Assigned(1).joined);
+  // It dies in its reset callback; worker 1's sync fails and it is ready again, unsynced.
+  driver_->OnExit(0, kExit1, now_);
+  Ready({1});
+  EXPECT_EQ(driver_->round(), 2) << "no round is formed around a worker without the state";
+  now_ += seconds(5);
+  driver_->OnTick(now_);
+  EXPECT_THAT(rec_.terminated, ElementsAre(1));
+  driver_->OnExit(1, SIGTERM, now_);
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_FALSE(driver_->end()->success);
+  EXPECT_THAT(driver_->end()->message,
+              HasSubstr("No hosts from previous set remaining, unable to broadcast state"));
+}
+
+// The same with the joiner synced: it holds the state and goes on alone.
+TEST_F(ElasticDriverTest, AJoinerThatSyncedHandsTheStateOn) {
+  StartRound1({{"a", 1, {}}}, 1, 1);
+  Hosts({{"a", 1, {}}, {"b", 1, {}}});
+  Ready({1});
+  driver_->OnReady(0, static_cast<int64_t>(rec_.mail[0].size()), 1, now_);
+  ASSERT_EQ(driver_->round(), 2);
+  driver_->OnExit(0, kExit1, now_);
+  driver_->OnReady(1, static_cast<int64_t>(rec_.mail[1].size()), 2, now_);
+  ASSERT_EQ(driver_->round(), 3);
+  EXPECT_EQ(rec_.Assigned(1).rank, 0);
+  EXPECT_FALSE(driver_->end().has_value());
+}
+
+// A member whose init comes back on its own (a timeout, a manual shutdown/init) makes the
+// round re-form once the others notice.
+TEST_F(ElasticDriverTest, AMemberReinitializingStartsANewRound) {
+  StartRound1({{"a", 3, {}}}, 3, 1);
+  Ready({1});
+  EXPECT_EQ(driver_->round(), 1);
+  Ready({0, 2});
+  ASSERT_EQ(driver_->round(), 2);
+  EXPECT_EQ(Ranks({0, 1, 2}), (std::vector<int>{0, 1, 2}));
+}
+
+// A new worker that never becomes ready does not hold up the first round for more than the
+// start timeout; it joins later.
+TEST_F(ElasticDriverTest, SlowWorkerJoinsLater) {
+  Make(Options(2, 2));
+  Hosts({{"a", 3, {}}});
+  Ready({0, 1});
+  EXPECT_EQ(driver_->round(), 0);
+  now_ += seconds(30);
+  driver_->OnTick(now_);
+  ASSERT_EQ(driver_->round(), 1);
+  EXPECT_EQ(rec_.Assigned(0).size, 2);
+  Ready({2});
+  ASSERT_EQ(rec_.notified.size(), 1u);
+  Ready({0, 1});
+  ASSERT_EQ(driver_->round(), 2);
+  EXPECT_EQ(rec_.Assigned(2).rank, 2);
+}
+
+}  // namespace
+}  // namespace hvd::launcher

@@ -1,0 +1,249 @@
+// Job control over real processes: LocalSpawner + SignalChannel + OutputForwarder.
+#include "launcher/job_controller.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "launcher/local/local_spawner.h"
+#include "launcher/outcome/exit_codes.h"
+#include "launcher/outcome/wait_status.h"
+
+namespace hvd::launcher {
+namespace {
+
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[4096];
+  off_t offset = 0;
+  ssize_t n;
+  while ((n = pread(fd, buf, sizeof(buf), offset)) > 0) {
+    out.append(buf, static_cast<size_t>(n));
+    offset += n;
+  }
+  return out;
+}
+
+class JobControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    out_fd_ = memfd_create("out", MFD_CLOEXEC);
+    err_fd_ = memfd_create("err", MFD_CLOEXEC);
+  }
+  void TearDown() override {
+    close(out_fd_);
+    close(err_fd_);
+  }
+
+  // Runs one `sh -c script` per entry as ranks 0..n-1.
+  JobOutcome RunScripts(const std::vector<std::string>& scripts, double grace_s = 5) {
+    std::vector<std::vector<std::string>> argvs;
+    for (const std::string& script : scripts) argvs.push_back({"/bin/sh", "-c", script});
+    return RunAll(argvs, grace_s);
+  }
+
+  JobOutcome RunArgv(const std::vector<std::string>& argv) { return RunAll({argv}, 5); }
+
+  JobOutcome RunAll(const std::vector<std::vector<std::string>>& argvs, double grace_s) {
+    OutputForwarder::Options options;
+    options.size = static_cast<int>(argvs.size());
+    options.stdout_fd = out_fd_;
+    options.stderr_fd = err_fd_;
+    OutputForwarder output(options);
+    Result<SignalChannel> signals = SignalChannel::Open();
+    HVD_CHECK(signals.ok()) << signals.status().ToString();
+    std::vector<SpawnRequest> requests;
+    for (size_t i = 0; i < argvs.size(); ++i) {
+      SpawnRequest request;
+      request.rank = static_cast<int>(i);
+      request.host = "localhost";
+      request.argv = argvs[i];
+      request.env = {{"PATH", "/usr/bin:/bin"}, {"R", std::to_string(i)}};
+      requests.push_back(request);
+    }
+    LocalSpawner spawner;
+    JobControlOptions control{30, grace_s, false};
+    control.shutdown_cause = shutdown_cause_;
+    JobController controller(control, spawner, output, *signals);
+    JobOutcome outcome = controller.Run(requests);
+    tails_.clear();
+    for (size_t i = 0; i < argvs.size(); ++i)
+      tails_.push_back(output.StderrTail(static_cast<int>(i)));
+    return outcome;
+  }
+
+  int out_fd_ = -1;
+  int err_fd_ = -1;
+  std::vector<std::vector<std::string>> tails_;
+  std::function<std::optional<int>(int)> shutdown_cause_;  // JobControlOptions::shutdown_cause
+};
+
+TEST_F(JobControllerTest, AllRanksSucceed) {
+  JobOutcome outcome = RunScripts({"echo zero", "echo one"});
+  EXPECT_EQ(ExitCodeOf(outcome), kExitOk);
+  std::string out = ReadAll(out_fd_);
+  EXPECT_NE(out.find("[0]<stdout>:zero\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("[1]<stdout>:one\n"), std::string::npos) << out;
+}
+
+TEST_F(JobControllerTest, FirstFailureEndsTheJobWithItsCode) {
+  auto start = std::chrono::steady_clock::now();
+  JobOutcome outcome = RunScripts({"sleep 30", "echo bad >&2; exit 3"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(ExitCodeOf(outcome), 3);
+  ASSERT_TRUE(outcome.first_failed_rank.has_value());
+  EXPECT_EQ(*outcome.first_failed_rank, 1);
+  EXPECT_TRUE(outcome.ranks[0].stopped_by_hvdrun);
+  EXPECT_EQ(DescribeWaitStatus(outcome.ranks[0].wait_status), "SIGTERM (signal 15)");
+  EXPECT_EQ(tails_[1], std::vector<std::string>{"bad"});
+}
+
+// Rank 0 runs `first` once rank 1 has started, rank 1 `then` once rank 0 is about to.
+std::vector<std::string> InOrder(const std::string& first, const std::string& then) {
+  const std::string dir = "/tmp/hvd_jc_order_" + std::to_string(getpid());
+  const std::string wait = "while [ ! -e " + dir + "/";
+  return {"mkdir -p " + dir + "; " + wait + "started ]; do sleep 0.01; done; touch " + dir +
+              "/first; rm -rf " + dir + "; " + first,
+          "mkdir -p " + dir + "; touch " + dir + "/started; " + wait + "first ] && [ -d " + dir +
+              " ]; do sleep 0.01; done; " + then};
+}
+
+// Rank 0 fails at once and says rank 1's shutdown failed it (as a bystander of an agreed
+// shutdown does); rank 1 is in its own exit, sys.exit(7) say.
+TEST_F(JobControllerTest, ThePeerWhoseShutdownFailedTheFirstFailureIsNamedWithItsCode) {
+  shutdown_cause_ = [](int rank) { return rank == 0 ? std::optional<int>(1) : std::nullopt; };
+  JobOutcome outcome = RunScripts(InOrder("exit 1", "sleep 0.5; exit 7"));
+  EXPECT_EQ(ExitCodeOf(outcome), 7);
+  ASSERT_TRUE(outcome.first_failed_rank.has_value());
+  EXPECT_EQ(*outcome.first_failed_rank, 1);
+  EXPECT_EQ(outcome.exited_before_cause, std::optional<int>(0));
+  EXPECT_FALSE(outcome.ranks[0].stopped_by_hvdrun);
+  EXPECT_FALSE(outcome.ranks[1].stopped_by_hvdrun);
+}
+
+TEST_F(JobControllerTest, APeerThatShutDownAndExitsCleanlyLeavesTheFirstFailureFirst) {
+  shutdown_cause_ = [](int rank) { return rank == 0 ? std::optional<int>(1) : std::nullopt; };
+  JobOutcome outcome = RunScripts(InOrder("exit 1", "sleep 0.5; exit 0"));
+  EXPECT_EQ(ExitCodeOf(outcome), 1);
+  EXPECT_EQ(outcome.first_failed_rank, std::optional<int>(0));
+  EXPECT_FALSE(outcome.exited_before_cause.has_value());
+}
+
+TEST_F(JobControllerTest, APeerThatShutDownButKeepsRunningGetsSigtermAfterHalfTheGrace) {
+  shutdown_cause_ = [](int rank) { return rank == 0 ? std::optional<int>(1) : std::nullopt; };
+  const auto start = std::chrono::steady_clock::now();
+  JobOutcome outcome = RunScripts({"sleep 0.3; exit 1", "sleep 30", "sleep 30"}, 2);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(ExitCodeOf(outcome), 1);
+  EXPECT_EQ(outcome.first_failed_rank, std::optional<int>(0));
+  // Rank 2 got SIGTERM at once, rank 1 a second (half the grace period) later
+  EXPECT_TRUE(outcome.ranks[1].stopped_by_hvdrun);
+  EXPECT_EQ(DescribeWaitStatus(outcome.ranks[1].wait_status), "SIGTERM (signal 15)");
+  EXPECT_EQ(DescribeWaitStatus(outcome.ranks[2].wait_status), "SIGTERM (signal 15)");
+  EXPECT_GE(took, std::chrono::milliseconds(1000));
+  EXPECT_LT(took, std::chrono::seconds(10));
+}
+
+TEST_F(JobControllerTest, RankKilledBySignalGives128PlusN) {
+  JobOutcome outcome = RunScripts({"kill -9 $$"});
+  EXPECT_EQ(ExitCodeOf(outcome), 137);
+}
+
+TEST_F(JobControllerTest, RankIgnoringSigtermIsKilledAfterGrace) {
+  // Rank 1 fails only once rank 0 ignores SIGTERM (the file appears after the trap).
+  std::string ready = "/tmp/hvd_trap_ready_" + std::to_string(getpid());
+  unlink(ready.c_str());
+  auto start = std::chrono::steady_clock::now();
+  JobOutcome outcome =
+      RunScripts({"trap '' TERM; touch " + ready + "; sleep 30 & wait; sleep 30",
+                  "i=0; while [ ! -e " + ready + " ] && [ $i -lt 1000 ]; do sleep 0.01; " +
+                      "i=$((i+1)); done; exit 1"},
+                 1.0);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  unlink(ready.c_str());
+  EXPECT_GE(elapsed, std::chrono::milliseconds(900));
+  EXPECT_LT(elapsed, std::chrono::seconds(10));
+  EXPECT_EQ(ExitCodeOf(outcome), 1);
+  EXPECT_EQ(DescribeWaitStatus(outcome.ranks[0].wait_status), "SIGKILL (signal 9)");
+}
+
+TEST_F(JobControllerTest, MissingProgramExits127AndNamesIt) {
+  JobOutcome outcome = RunArgv({"hvd-no-such-program-xyz", "arg"});
+  EXPECT_EQ(ExitCodeOf(outcome), 127);
+  ASSERT_TRUE(outcome.ranks[0].exec_error.has_value());
+  EXPECT_NE(outcome.ranks[0].exec_error->find("hvd-no-such-program-xyz"), std::string::npos);
+  EXPECT_FALSE(outcome.ranks[0].stopped_by_hvdrun);
+}
+
+TEST_F(JobControllerTest, NonExecutableFileExits126) {
+  std::string path = "/tmp/hvd_not_executable_" + std::to_string(getpid());
+  close(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
+  JobOutcome outcome = RunArgv({path});
+  unlink(path.c_str());
+  EXPECT_EQ(ExitCodeOf(outcome), 126);
+  ASSERT_TRUE(outcome.ranks[0].exec_error.has_value());
+  EXPECT_NE(outcome.ranks[0].exec_error->find(path + "': Permission denied"), std::string::npos)
+      << *outcome.ranks[0].exec_error;
+}
+
+TEST_F(JobControllerTest, PartialLastLineIsFlushedWhenRankExits) {
+  JobOutcome outcome = RunScripts({"printf 'no newline'"});
+  EXPECT_EQ(ExitCodeOf(outcome), kExitOk);
+  EXPECT_EQ(ReadAll(out_fd_), "[0]<stdout>:no newline\n");
+}
+
+TEST_F(JobControllerTest, LeftoverProcessInRankGroupIsKilledAtTheEnd) {
+  // The rank starts a background sleep that holds its stdout open, then exits 0.
+  auto start = std::chrono::steady_clock::now();
+  JobOutcome outcome = RunScripts({"sleep 30 & echo started"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(ExitCodeOf(outcome), kExitOk);
+  EXPECT_NE(ReadAll(out_fd_).find("[0]<stdout>:started"), std::string::npos);
+}
+
+// Starts ranks like LocalSpawner, but slowly.
+class SlowSpawner : public RankSpawner {
+ public:
+  Result<SpawnedRank> Spawn(const SpawnRequest& request) override {
+    usleep(100 * 1000);
+    return local_.Spawn(request);
+  }
+
+ private:
+  LocalSpawner local_;
+};
+
+TEST_F(JobControllerTest, StartTimeoutStopsTheJobWithTimeoutCode) {
+  OutputForwarder::Options options;
+  options.size = 3;
+  options.stdout_fd = out_fd_;
+  options.stderr_fd = err_fd_;
+  OutputForwarder output(options);
+  Result<SignalChannel> signals = SignalChannel::Open();
+  ASSERT_TRUE(signals.ok());
+  std::vector<SpawnRequest> requests(3);
+  for (int i = 0; i < 3; ++i) {
+    requests[i].rank = i;
+    requests[i].host = "localhost";
+    requests[i].argv = {"/bin/sleep", "30"};
+  }
+  SlowSpawner spawner;
+  auto start = std::chrono::steady_clock::now();
+  JobOutcome outcome = JobController({0.05, 5, false}, spawner, output, *signals).Run(requests);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_TRUE(outcome.start_timed_out);
+  EXPECT_EQ(ExitCodeOf(outcome), kExitTimeout);
+  EXPECT_TRUE(outcome.ranks[0].started);
+  EXPECT_FALSE(outcome.ranks[2].started);
+  EXPECT_TRUE(outcome.ranks[0].finished);
+}
+
+}  // namespace
+}  // namespace hvd::launcher

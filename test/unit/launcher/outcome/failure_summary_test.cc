@@ -1,0 +1,156 @@
+#include "launcher/outcome/failure_summary.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "launcher/outcome/exit_codes.h"
+#include "launcher/outcome/wait_status.h"
+
+namespace hvd::launcher {
+namespace {
+
+// waitpid() status words, built the way the kernel encodes them.
+int Exited(int code) { return (code & 0xff) << 8; }
+int Killed(int signo) { return signo; }
+
+RankOutcome Finished(int rank, int status, bool stopped = false) {
+  RankOutcome outcome;
+  outcome.rank = rank;
+  outcome.host = "localhost";
+  outcome.started = true;
+  outcome.finished = true;
+  outcome.wait_status = status;
+  outcome.stopped_by_hvdrun = stopped;
+  return outcome;
+}
+
+TEST(WaitStatusTest, DescribesExitCodesAndSignals) {
+  EXPECT_EQ(DescribeWaitStatus(Exited(3)), "exit code 3");
+  EXPECT_EQ(DescribeWaitStatus(Killed(SIGKILL)), "SIGKILL (signal 9)");
+  EXPECT_EQ(ExitCodeOfWaitStatus(Exited(3)), 3);
+  EXPECT_EQ(ExitCodeOfWaitStatus(Killed(SIGKILL)), 137);
+  EXPECT_TRUE(WaitStatusIsSuccess(Exited(0)));
+  EXPECT_FALSE(WaitStatusIsSuccess(Killed(SIGTERM)));
+  EXPECT_EQ(SignalName(SIGSEGV), "SIGSEGV");
+}
+
+TEST(JobOutcomeTest, ExitCodePrecedence) {
+  JobOutcome outcome;
+  outcome.ranks = {Finished(0, Exited(0)), Finished(1, Exited(3))};
+  EXPECT_EQ(ExitCodeOf(outcome), kExitOk);
+  outcome.first_failed_rank = 1;
+  EXPECT_EQ(ExitCodeOf(outcome), 3);
+  outcome.launch_error = "fork failed";
+  EXPECT_EQ(ExitCodeOf(outcome), kExitLaunchFailed);
+  outcome.start_timed_out = true;
+  EXPECT_EQ(ExitCodeOf(outcome), kExitTimeout);
+  outcome.launcher_signal = SIGINT;
+  EXPECT_EQ(ExitCodeOf(outcome), 130);
+}
+
+TEST(FailureSummaryTest, ARankThatReportedItsOwnFailureIsNamedBeforeAPeerThatExitedFirst) {
+  // Rank 1 raised and reported it; its exit shut the runtime down, rank 2 failed at once and
+  // exited first, and hvdrun stopped the rest.
+  JobOutcome outcome;
+  outcome.ranks = {Finished(0, Killed(SIGTERM), true), Finished(1, Killed(SIGTERM), true),
+                   Finished(2, Exited(1))};
+  outcome.ranks[1].reported_failure = "RuntimeError: boom";
+  outcome.first_failed_rank = 2;
+  auto tail = [](int rank) { return std::vector<std::string>{"line of " + std::to_string(rank)}; };
+  std::string text = FormatFailureSummary(outcome, tail);
+  EXPECT_NE(text.find("rank 1 on localhost failed first: RuntimeError: boom (reported before its "
+                      "exit; rank 2 exited first: exit code 1); hvdrun exits 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("SIGTERM (signal 15)  <- first failure, stopped by hvdrun"),
+            std::string::npos)
+      << text;
+  // Rank 1's lines first, then those of rank 2 (failed on its own), not rank 0's.
+  size_t one = text.find("last stderr lines of rank 1:\n  line of 1");
+  size_t two = text.find("last stderr lines of rank 2:\n  line of 2");
+  ASSERT_NE(one, std::string::npos) << text;
+  ASSERT_NE(two, std::string::npos) << text;
+  EXPECT_LT(one, two);
+  EXPECT_EQ(text.find("rank 0:"), std::string::npos) << text;
+  EXPECT_EQ(ExitCodeOf(outcome), 1);
+  // The first rank to fail reported too: named with its exit and its report.
+  outcome.ranks[2].reported_failure = "ValueError: bad";
+  EXPECT_NE(FormatFailureSummary(outcome, tail)
+                .find("rank 2 on localhost failed first: exit code 1: ValueError: bad; hvdrun "
+                      "exits 1"),
+            std::string::npos);
+}
+
+TEST(FailureSummaryTest, ARankWhoseShutdownFailedAPeerThatExitedFirstIsNamedWithItsCode) {
+  // Rank 3 called sys.exit(7); its shutdown failed rank 0, which exited first (job control
+  // then waited for rank 3 and made it the first failure).
+  JobOutcome outcome;
+  outcome.ranks = {Finished(0, Exited(1)), Finished(1, Killed(SIGTERM), true),
+                   Finished(2, Killed(SIGTERM), true), Finished(3, Exited(7))};
+  outcome.first_failed_rank = 3;
+  outcome.exited_before_cause = 0;
+  auto tail = [](int rank) { return std::vector<std::string>{"line of " + std::to_string(rank)}; };
+  std::string text = FormatFailureSummary(outcome, tail);
+  EXPECT_NE(text.find("rank 3 on localhost failed first: exit code 7 (its exit shut the job "
+                      "down; rank 0, failed by that, exited first: exit code 1); hvdrun exits 7"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(ExitCodeOf(outcome), 7);
+  // Its lines first, then rank 0's (it failed on its own too)
+  size_t three = text.find("last stderr lines of rank 3:");
+  size_t zero = text.find("last stderr lines of rank 0:");
+  ASSERT_NE(three, std::string::npos) << text;
+  ASSERT_NE(zero, std::string::npos) << text;
+  EXPECT_LT(three, zero);
+  // With a report (an exception rather than sys.exit), the report follows the exit code
+  outcome.ranks[3].reported_failure = "RuntimeError: boom";
+  EXPECT_NE(FormatFailureSummary(outcome, tail)
+                .find("failed first: exit code 7: RuntimeError: boom (its exit shut the job "
+                      "down;"),
+            std::string::npos);
+}
+
+TEST(FailureSummaryTest, NamesFirstFailureAndShowsItsStderrTail) {
+  JobOutcome outcome;
+  outcome.ranks = {Finished(0, Killed(SIGTERM), /*stopped=*/true), Finished(1, Killed(SIGKILL))};
+  outcome.first_failed_rank = 1;
+  std::string text = FormatFailureSummary(outcome, [](int rank) {
+    return rank == 1 ? std::vector<std::string>{"Traceback", "boom"}
+                     : std::vector<std::string>{"x"};
+  });
+  EXPECT_NE(text.find("rank 1 on localhost failed first: SIGKILL (signal 9); hvdrun exits 137"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("SIGTERM (signal 15), stopped by hvdrun"), std::string::npos) << text;
+  EXPECT_NE(text.find("last stderr lines of rank 1:\n  Traceback\n  boom\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("last stderr lines of rank 0"), std::string::npos) << text;
+}
+
+TEST(FailureSummaryTest, LostHostIsNamedEvenWhenASurvivorFailedFirst) {
+  // Given a survivor that failed (its collective saw the peer vanish) before hvdrun's
+  // heartbeat declared the peer's host lost
+  JobOutcome outcome;
+  RankOutcome lost = Finished(1, Exited(255), /*stopped=*/true);
+  lost.host = "h2";
+  lost.transport_error = "host h2 lost: no sign of life from its hvd-agent for 5 s";
+  outcome.ranks = {Finished(0, Exited(1)), lost};
+  outcome.first_failed_rank = 0;
+  // Then the headline names both
+  std::string text = FormatFailureSummary(outcome, [](int) { return std::vector<std::string>{}; });
+  EXPECT_NE(text.find("rank 0 on localhost failed first: exit code 1; host h2 lost: no sign of "
+                      "life from its hvd-agent for 5 s; hvdrun exits 1"),
+            std::string::npos)
+      << text;
+}
+
+TEST(FailureSummaryTest, LauncherSignalHeadline) {
+  JobOutcome outcome;
+  outcome.launcher_signal = SIGINT;
+  outcome.ranks = {Finished(0, Killed(SIGKILL), true)};
+  std::string text = FormatFailureSummary(outcome, [](int) { return std::vector<std::string>{}; });
+  EXPECT_NE(text.find("hvdrun received SIGINT; hvdrun exits 130"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace hvd::launcher

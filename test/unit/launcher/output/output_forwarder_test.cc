@@ -1,0 +1,152 @@
+#include "launcher/output/output_forwarder.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace hvd::launcher {
+namespace {
+
+// An in-memory file standing in for hvdrun's stdout or stderr.
+class MemFile {
+ public:
+  MemFile() : fd_(memfd_create("forwarder_test", MFD_CLOEXEC)) {}
+  ~MemFile() { close(fd_); }
+  int fd() const { return fd_; }
+  std::string Contents() const {
+    std::string out;
+    char buf[4096];
+    off_t offset = 0;
+    ssize_t n;
+    while ((n = pread(fd_, buf, sizeof(buf), offset)) > 0) {
+      out.append(buf, static_cast<size_t>(n));
+      offset += n;
+    }
+    return out;
+  }
+
+ private:
+  int fd_;
+};
+
+struct Fixture {
+  explicit Fixture(int size = 2, std::string dir = "") {
+    OutputForwarder::Options options;
+    options.size = size;
+    options.output_dir = std::move(dir);
+    options.stdout_fd = out.fd();
+    options.stderr_fd = err.fd();
+    forwarder = std::make_unique<OutputForwarder>(options);
+  }
+  MemFile out;
+  MemFile err;
+  std::unique_ptr<OutputForwarder> forwarder;
+};
+
+TEST(OutputForwarderTest, PrefixesEveryLineWithRankAndStream) {
+  Fixture f;
+  f.forwarder->Write(0, Stream::kStdout, "hello\nworld\n");
+  f.forwarder->Write(1, Stream::kStderr, "oops\n");
+  EXPECT_EQ(f.out.Contents(), "[0]<stdout>:hello\n[0]<stdout>:world\n");
+  EXPECT_EQ(f.err.Contents(), "[1]<stderr>:oops\n");
+}
+
+TEST(OutputForwarderTest, JoinsLinesSplitAcrossReadsAndKeepsRanksApart) {
+  Fixture f;
+  f.forwarder->Write(0, Stream::kStdout, "par");
+  f.forwarder->Write(1, Stream::kStdout, "other\n");
+  f.forwarder->Write(0, Stream::kStdout, "tial\n");
+  EXPECT_EQ(f.out.Contents(), "[1]<stdout>:other\n[0]<stdout>:partial\n");
+}
+
+TEST(OutputForwarderTest, FinishFlushesPartialLastLineWithNewline) {
+  Fixture f;
+  f.forwarder->Write(0, Stream::kStdout, "no newline");
+  EXPECT_EQ(f.out.Contents(), "");
+  f.forwarder->Finish(0, Stream::kStdout);
+  EXPECT_EQ(f.out.Contents(), "[0]<stdout>:no newline\n");
+  f.forwarder->Finish(0, Stream::kStdout);  // nothing pending: no empty line
+  EXPECT_EQ(f.out.Contents(), "[0]<stdout>:no newline\n");
+}
+
+TEST(OutputForwarderTest, CarriageReturnEndsALineAndCrLfStaysOneLine) {
+  Fixture f;
+  f.forwarder->Write(0, Stream::kStdout, "10%\r20%\r");
+  f.forwarder->Write(0, Stream::kStdout, "\ndone\r\n");
+  f.forwarder->Write(0, Stream::kStdout, "last\r");
+  f.forwarder->Write(0, Stream::kStdout, "x");
+  f.forwarder->Finish(0, Stream::kStdout);
+  EXPECT_EQ(f.out.Contents(),
+            "[0]<stdout>:10%\r[0]<stdout>:20%\r\n[0]<stdout>:done\r\n[0]<stdout>:last\r"
+            "[0]<stdout>:x\n");
+}
+
+TEST(OutputForwarderTest, Utf8SplitAcrossReadsPassesThroughByteExact) {
+  Fixture f;
+  std::string text = "h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80\n";  // é, €, emoji
+  for (char c : text) f.forwarder->Write(0, Stream::kStdout, std::string(1, c));
+  EXPECT_EQ(f.out.Contents(), "[0]<stdout>:" + text);
+}
+
+TEST(OutputForwarderTest, VeryLongLineIsWrittenWhole) {
+  Fixture f;
+  std::string line(3 * 1024 * 1024, 'x');
+  f.forwarder->Write(1, Stream::kStdout, line.substr(0, 100000));
+  f.forwarder->Write(0, Stream::kStdout, "short\n");
+  f.forwarder->Write(1, Stream::kStdout, line.substr(100000) + "\n");
+  EXPECT_EQ(f.out.Contents(), "[0]<stdout>:short\n[1]<stdout>:" + line + "\n");
+}
+
+TEST(OutputForwarderTest, KeepsTheLastStderrLines) {
+  Fixture f;
+  for (int i = 0; i < 8; ++i)
+    f.forwarder->Write(0, Stream::kStderr, "e" + std::to_string(i) + "\n");
+  f.forwarder->Write(0, Stream::kStdout, "not stderr\n");
+  EXPECT_EQ(f.forwarder->StderrTail(0), (std::vector<std::string>{"e3", "e4", "e5", "e6", "e7"}));
+  EXPECT_TRUE(f.forwarder->StderrTail(1).empty());
+}
+
+TEST(OutputForwarderTest, RankDirNamesArePaddedToTheWidthOfSizeMinusOne) {
+  EXPECT_EQ(OutputForwarder::RankDirName(0, 1), "rank.0");
+  EXPECT_EQ(OutputForwarder::RankDirName(3, 10), "rank.3");
+  EXPECT_EQ(OutputForwarder::RankDirName(3, 11), "rank.03");
+  EXPECT_EQ(OutputForwarder::RankDirName(42, 101), "rank.042");
+}
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+TEST(OutputForwarderTest, WritesRawBytesToPerRankFiles) {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("hvd_forwarder_test_" + std::to_string(getpid()));
+  {
+    Fixture f(11, dir.string());
+    ASSERT_TRUE(f.forwarder->OpenFiles().ok());
+    f.forwarder->Write(10, Stream::kStdout, "raw\rbytes");
+    f.forwarder->Write(10, Stream::kStderr, "err\n");
+    f.forwarder->Finish(10, Stream::kStdout);
+  }
+  EXPECT_EQ(ReadFile(dir / "rank.10" / "stdout"), "raw\rbytes");
+  EXPECT_EQ(ReadFile(dir / "rank.10" / "stderr"), "err\n");
+  EXPECT_TRUE(std::filesystem::exists(dir / "rank.00" / "stdout"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(OutputForwarderTest, UncreatableOutputDirectoryIsAnErrorNamingThePath) {
+  Fixture f(1, "/proc/hvd_no_such_dir");
+  Status status = f.forwarder->OpenFiles();
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("/proc/hvd_no_such_dir"), std::string::npos) << status.message();
+}
+
+}  // namespace
+}  // namespace hvd::launcher

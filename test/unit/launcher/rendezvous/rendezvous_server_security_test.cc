@@ -1,0 +1,267 @@
+// Negative tests: every way a peer can break the control-channel protocol is refused, counted,
+// and leaves the server serving genuine clients.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <future>
+
+#include "common/byte_codec.h"
+#include "common/kv_client.h"
+#include "common/tcp_kv_client.h"
+#include "launcher/rendezvous/rendezvous_server.h"
+#include "test/unit/launcher/rendezvous/rendezvous_test_util.h"
+
+namespace hvd::launcher {
+namespace {
+
+using control::FrameType;
+using std::chrono::milliseconds;
+using testing::In;
+using testing::RawSession;
+
+control::JobKey Key(uint8_t fill) {
+  control::JobKey key{};
+  key.fill(fill);
+  return key;
+}
+
+class RendezvousSecurityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RendezvousServerOptions options;
+    options.key = Key(0x11);
+    options.job_id = "job-1";
+    options.handshake_timeout = milliseconds(300);
+    options.max_frame_bytes = 64 << 10;
+    auto server = RendezvousServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(server).value();
+  }
+
+  // A genuine client still works: the server survived whatever the test did.
+  void ExpectServerStillServes() {
+    auto client = control::KvClient::Connect("127.0.0.1", server_->port(), Key(0x11), "job-1",
+                                             milliseconds(5000));
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    ASSERT_TRUE((*client)->Set("alive", "yes").ok());
+    EXPECT_EQ(*(*client)->Get("alive"), "yes");
+  }
+
+  // Everything but `field` must still be zero.
+  void ExpectOnlyCounter(uint64_t RendezvousServer::Stats::*field, uint64_t expected) {
+    RendezvousServer::Stats s = server_->stats();
+    EXPECT_EQ(s.*field, expected);
+    uint64_t rejected = s.rejected_auth + s.rejected_replay + s.rejected_oversize +
+                        s.rejected_malformed + s.handshake_timeouts;
+    EXPECT_EQ(rejected, expected) << "another rejection counter moved";
+  }
+
+  std::unique_ptr<RendezvousServer> server_;
+};
+
+TEST_F(RendezvousSecurityTest, WrongKeyIsPermissionDeniedAndCounted) {
+  auto client = control::KvClient::Connect("127.0.0.1", server_->port(), Key(0x22), "job-1",
+                                           milliseconds(5000));
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), StatusCode::kPermissionDenied) << client.status().ToString();
+  EXPECT_NE(client.status().message().find("127.0.0.1:" + std::to_string(server_->port())),
+            std::string::npos);
+  ExpectOnlyCounter(&RendezvousServer::Stats::rejected_auth, 1);
+  ExpectServerStillServes();
+}
+
+TEST_F(RendezvousSecurityTest, WrongJobIdIsPermissionDenied) {
+  auto client = control::KvClient::Connect("127.0.0.1", server_->port(), Key(0x11), "job-2",
+                                           milliseconds(5000));
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(client.status().message().find("job-2"), std::string::npos);
+  ExpectOnlyCounter(&RendezvousServer::Stats::rejected_auth, 1);
+  ExpectServerStillServes();
+}
+
+TEST_F(RendezvousSecurityTest, ReplayedConnectionBytesFailOnANewConnection) {
+  // Given the bytes a real client sent (hello, auth, set) captured by a proxy.
+  testing::RecordingProxy proxy(server_->port());
+  {
+    auto client = control::KvClient::Connect("127.0.0.1", proxy.port(), Key(0x11), "job-1",
+                                             milliseconds(5000));
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    ASSERT_TRUE((*client)->Set("victim", "original").ok());
+  }
+  std::string captured = proxy.client_bytes();
+  ASSERT_EQ(testing::SplitFrames(captured).size(), 3u);
+  server_->Set("victim", "current");
+
+  // When they are resent verbatim on a new connection.
+  RawSession raw = RawSession::Open(server_->port(), Key(0x11), "job-1", /*handshake=*/false);
+  ASSERT_TRUE(raw.socket().WriteAll(captured, In(milliseconds(5000))).ok());
+
+  // Then the recorded hello earns only a fresh server nonce; the recorded auth fails.
+  EXPECT_TRUE(raw.ServerClosed(In(milliseconds(5000))));
+  ExpectOnlyCounter(&RendezvousServer::Stats::rejected_auth, 1);
+  EXPECT_EQ(server_->Get("victim"), "current");
+  ExpectServerStillServes();
+}
+
+TEST_F(RendezvousSecurityTest, ReplayedFrameOnTheSameConnectionIsRejected) {
+  testing::RecordingProxy proxy(server_->port());
+  auto client =
+      control::KvClient::Connect("127.0.0.1", proxy.port(), Key(0x11), "job-1", milliseconds(5000));
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Set("victim", "original").ok());
+  auto frames = testing::SplitFrames(proxy.client_bytes());
+  ASSERT_EQ(frames.size(), 3u);
+  server_->Set("victim", "current");
+
+  // Resend the captured set frame inside the live, authenticated connection.
+  proxy.Inject(frames[2]);
+  ASSERT_TRUE(proxy.WaitUpstreamClosed(In(milliseconds(5000))));
+  ExpectOnlyCounter(&RendezvousServer::Stats::rejected_replay, 1);
+  EXPECT_EQ(server_->Get("victim"), "current");
+  // The real client's connection is gone; it gets an error, not a hang.
+  EXPECT_FALSE((*client)->Get("victim").ok());
+  ExpectServerStillServes();
+}
+
+TEST_F(RendezvousSecurityTest, FrameFromAnotherConnectionFailsTheTag) {
+  RawSession a = RawSession::Open(server_->port(), Key(0x11), "job-1");
+  RawSession b = RawSession::Open(server_->port(), Key(0x11), "job-1");
+  control::KvRequest request{FrameType::kSet, "victim", "spliced", 0, 0};
+  control::FrameChannel a_copy = a.channel();  // leaves a's own sequence untouched
+  std::string from_a = a_copy.Seal(FrameType::kSet, control::EncodeKvRequest(request));
+  ASSERT_TRUE(b.socket().WriteAll(from_a, In(milliseconds(5000))).ok());
+  EXPECT_TRUE(b.ServerClosed(In(milliseconds(5000))));
+  ExpectOnlyCounter(&RendezvousServer::Stats::rejected_auth, 1);
+  EXPECT_EQ(server_->Get("victim"), std::nullopt);
+  // Connection a is unaffected.
+  auto response = a.Call({FrameType::kGet, "alive", "", 0, 0});
+  ASSERT_TRUE(response.ok());
+  EXPECT_EQ(response->code, StatusCode::kNotFound);
+}
+
+TEST_F(RendezvousSecurityTest, TruncatedHelloIsMalformed) {
+  std::string hello = control::EncodeFrame(control::HelloKey(Key(0x11)), FrameType::kHello, 0,
+                                           control::EncodeHello({control::NewNonce(), "job-1"}));
+  RawSession raw = RawSession::Open(server_->port(), Key(0x11), "job-1", false);
+  ASSERT_TRUE(
+      raw.socket().WriteAll(hello.substr(0, hello.size() - 5), In(milliseconds(5000))).ok());
+  raw.socket().ShutdownWrite();
+  EXPECT_TRUE(raw.ServerClosed(In(milliseconds(5000))));
+  ExpectOnlyCounter(&RendezvousServer::Stats::rejected_malformed, 1);
+  ExpectServerStillServes();
+}
+
+TEST_F(RendezvousSecurityTest, TruncatedRequestAfterHandshakeIsMalformed) {
+  RawSession raw = RawSession::Open(server_->port(), Key(0x11), "job-1");
+  std::string frame = raw.channel().Seal(
+      FrameType::kSet,
+      control::EncodeKvRequest({FrameType::kSet, "k", std::string(100, 'v'), 0, 0}));
+  ASSERT_TRUE(raw.socket().WriteAll(frame.substr(0, 30), In(milliseconds(5000))).ok());
+  raw.socket().ShutdownWrite();
+  EXPECT_TRUE(raw.ServerClosed(In(milliseconds(5000))));
+  ExpectOnlyCounter(&RendezvousServer::Stats::rejected_malformed, 1);
+  EXPECT_EQ(server_->Get("k"), std::nullopt);
+  ExpectServerStillServes();
+}
+
+TEST_F(RendezvousSecurityTest, StalledRequestBodyIsDroppedAtTheDeadline) {
+  RawSession raw = RawSession::Open(server_->port(), Key(0x11), "job-1");
+  std::string frame = raw.channel().Seal(
+      FrameType::kSet, control::EncodeKvRequest({FrameType::kSet, "k", "v", 0, 0}));
+  ASSERT_TRUE(raw.socket().WriteAll(frame.substr(0, 25), In(milliseconds(5000))).ok());
+  EXPECT_TRUE(raw.ServerClosed(In(milliseconds(5000))));  // no ShutdownWrite: it just stalls
+  ExpectOnlyCounter(&RendezvousServer::Stats::rejected_malformed, 1);
+  ExpectServerStillServes();
+}
+
+TEST_F(RendezvousSecurityTest, OversizedLengthIsRefusedBeforeTheBody) {
+  RawSession raw = RawSession::Open(server_->port(), Key(0x11), "job-1");
+  std::string header =
+      control::EncodeHeader({FrameType::kSet, 0, /*body_length=*/1u << 30, /*sequence=*/2});
+  ASSERT_TRUE(raw.socket().WriteAll(header, In(milliseconds(5000))).ok());
+  EXPECT_TRUE(raw.ServerClosed(In(milliseconds(5000))));
+  ExpectOnlyCounter(&RendezvousServer::Stats::rejected_oversize, 1);
+  ExpectServerStillServes();
+}
+
+TEST_F(RendezvousSecurityTest, OversizedHelloIsRefused) {
+  RawSession raw = RawSession::Open(server_->port(), Key(0x11), "job-1", false);
+  std::string header = control::EncodeHeader({FrameType::kHello, 0, 1u << 20, 0});
+  ASSERT_TRUE(raw.socket().WriteAll(header, In(milliseconds(5000))).ok());
+  EXPECT_TRUE(raw.ServerClosed(In(milliseconds(5000))));
+  ExpectOnlyCounter(&RendezvousServer::Stats::rejected_oversize, 1);
+  ExpectServerStillServes();
+}
+
+TEST_F(RendezvousSecurityTest, GarbageBytesAreMalformed) {
+  RawSession raw = RawSession::Open(server_->port(), Key(0x11), "job-1", false);
+  ASSERT_TRUE(raw.socket()
+                  .WriteAll("PUT /global/0 HTTP/1.1\r\nContent-Length: 4\r\n\r\nevil",
+                            In(milliseconds(5000)))
+                  .ok());
+  EXPECT_TRUE(raw.ServerClosed(In(milliseconds(5000))));
+  ExpectOnlyCounter(&RendezvousServer::Stats::rejected_malformed, 1);
+  ExpectServerStillServes();
+}
+
+TEST_F(RendezvousSecurityTest, SilentClientTimesOutInTheHandshake) {
+  RawSession raw = RawSession::Open(server_->port(), Key(0x11), "job-1", false);
+  auto start = testing::Clock::now();
+  EXPECT_TRUE(raw.ServerClosed(In(milliseconds(5000))));
+  EXPECT_GE(testing::Clock::now() - start, milliseconds(250));
+  ExpectOnlyCounter(&RendezvousServer::Stats::handshake_timeouts, 1);
+  ExpectServerStillServes();
+}
+
+TEST_F(RendezvousSecurityTest, HelloWithoutAuthTimesOut) {
+  // A replayed hello alone never gets past the server hello.
+  RawSession raw = RawSession::Open(server_->port(), Key(0x11), "job-1", false);
+  std::string hello = control::EncodeFrame(control::HelloKey(Key(0x11)), FrameType::kHello, 0,
+                                           control::EncodeHello({control::NewNonce(), "job-1"}));
+  ASSERT_TRUE(raw.socket().WriteAll(hello, In(milliseconds(5000))).ok());
+  EXPECT_TRUE(raw.ServerClosed(In(milliseconds(5000))));
+  ExpectOnlyCounter(&RendezvousServer::Stats::handshake_timeouts, 1);
+}
+
+TEST_F(RendezvousSecurityTest, RequestBodyThatDoesNotParseIsMalformed) {
+  RawSession raw = RawSession::Open(server_->port(), Key(0x11), "job-1");
+  std::string frame = raw.channel().Seal(FrameType::kAdd, std::string("\0\0\0\1k", 5));  // no delta
+  ASSERT_TRUE(raw.socket().WriteAll(frame, In(milliseconds(5000))).ok());
+  EXPECT_TRUE(raw.ServerClosed(In(milliseconds(5000))));
+  ExpectOnlyCounter(&RendezvousServer::Stats::rejected_malformed, 1);
+  ExpectServerStillServes();
+}
+
+// Mutual authentication: a server that does not hold the key cannot impersonate hvdrun.
+TEST(RendezvousClientAuth, ImpostorServerIsPermissionDenied) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  uint16_t port = ntohs(addr.sin_port);
+  auto impostor = std::async(std::launch::async, [listener] {
+    int fd = accept(listener, nullptr, nullptr);
+    char hello[256];
+    (void)!read(fd, hello, sizeof(hello));
+    std::string reply = control::EncodeFrame(Key(0x99), FrameType::kServerHello, 0,
+                                             control::EncodeServerHello(control::NewNonce()));
+    (void)!write(fd, reply.data(), reply.size());
+    return fd;
+  });
+  auto client =
+      control::KvClient::Connect("127.0.0.1", port, Key(0x11), "job-1", milliseconds(5000));
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), StatusCode::kPermissionDenied) << client.status().ToString();
+  close(impostor.get());
+  close(listener);
+}
+
+}  // namespace
+}  // namespace hvd::launcher

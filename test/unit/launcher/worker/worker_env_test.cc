@@ -1,0 +1,97 @@
+#include "launcher/worker/worker_env.h"
+
+#include <gtest/gtest.h>
+
+namespace hvd::launcher {
+namespace {
+
+discovery::RankInfo Rank3() {
+  discovery::RankInfo rank;
+  rank.rank = 3;
+  rank.local_rank = 1;
+  rank.local_size = 2;
+  rank.cross_rank = 1;
+  rank.cross_size = 2;
+  rank.host = "localhost";
+  return rank;
+}
+
+JobEnvContext Job() {
+  JobEnvContext job;
+  job.size = 4;
+  job.rendezvous_addr = "127.0.0.1";
+  job.rendezvous_port = "4242";
+  job.master_addr = "127.0.0.1";
+  job.master_port = "5151";
+  job.job_id = "abc123";
+  job.secret_fd = "7";
+  job.runtime_library = "/opt/hvd/lib/libhvd.so";
+  return job;
+}
+
+TEST(WorkerEnvTest, SetsRankVariablesWithHorovodAndTorchrunNames) {
+  EnvMap env = BuildWorkerEnv({}, {}, Rank3(), Job());
+  EXPECT_EQ(env["HVD_RANK"], "3");
+  EXPECT_EQ(env["HOROVOD_RANK"], "3");
+  EXPECT_EQ(env["HVD_SIZE"], "4");
+  EXPECT_EQ(env["HOROVOD_SIZE"], "4");
+  EXPECT_EQ(env["HVD_LOCAL_RANK"], "1");
+  EXPECT_EQ(env["HOROVOD_LOCAL_SIZE"], "2");
+  EXPECT_EQ(env["HVD_CROSS_RANK"], "1");
+  EXPECT_EQ(env["HOROVOD_CROSS_SIZE"], "2");
+  EXPECT_EQ(env["HVD_HOSTNAME"], "localhost");
+  EXPECT_EQ(env["HOROVOD_HOSTNAME"], "localhost");
+  EXPECT_EQ(env["RANK"], "3");
+  EXPECT_EQ(env["WORLD_SIZE"], "4");
+  EXPECT_EQ(env["LOCAL_RANK"], "1");
+  EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+  EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.1");
+  EXPECT_EQ(env["MASTER_PORT"], "5151");
+  EXPECT_EQ(env["HVD_RENDEZVOUS_ADDR"], "127.0.0.1");
+  EXPECT_EQ(env["HVD_RENDEZVOUS_PORT"], "4242");
+  EXPECT_EQ(env["HOROVOD_GLOO_RENDEZVOUS_ADDR"], "127.0.0.1");
+  EXPECT_EQ(env["HOROVOD_GLOO_RENDEZVOUS_PORT"], "4242");
+  EXPECT_EQ(env["HVD_JOB_ID"], "abc123");
+  EXPECT_EQ(env["HVD_SECRET_FD"], "7");
+  EXPECT_EQ(env["HVD_CONTROLLER"], "gloo");
+  EXPECT_EQ(env["HOROVOD_CPU_OPERATIONS"], "auto");
+  EXPECT_EQ(env["PYTHONUNBUFFERED"], "1");
+  EXPECT_EQ(env["HVD_RUNTIME_LIBRARY"], "/opt/hvd/lib/libhvd.so");
+}
+
+TEST(WorkerEnvTest, LayersLauncherEnvThenKnobsThenRankVariables) {
+  EnvMap launcher = {{"PATH", "/bin"}, {"HVD_FUSION_THRESHOLD", "1"}, {"HVD_RANK", "99"}};
+  EnvMap knobs = {{"HVD_FUSION_THRESHOLD", "2"}, {"HOROVOD_FUSION_THRESHOLD", "2"}};
+  EnvMap env = BuildWorkerEnv(launcher, knobs, Rank3(), Job());
+  EXPECT_EQ(env["PATH"], "/bin");
+  EXPECT_EQ(env["HVD_FUSION_THRESHOLD"], "2");
+  EXPECT_EQ(env["HOROVOD_FUSION_THRESHOLD"], "2");
+  EXPECT_EQ(env["HVD_RANK"], "3");
+}
+
+TEST(WorkerEnvTest, UserExportedCpuOperationsWins) {
+  // Given HVD_CPU_OPERATIONS=tcp (or Horovod's name) exported to hvdrun
+  EnvMap env = BuildWorkerEnv({{"HVD_CPU_OPERATIONS", "tcp"}}, {}, Rank3(), Job());
+  // Then both names carry it to the worker instead of the default
+  EXPECT_EQ(env["HVD_CPU_OPERATIONS"], "tcp");
+  EXPECT_EQ(env["HOROVOD_CPU_OPERATIONS"], "tcp");
+  env = BuildWorkerEnv({{"HOROVOD_CPU_OPERATIONS", "tcp"}}, {}, Rank3(), Job());
+  EXPECT_EQ(env["HVD_CPU_OPERATIONS"], "tcp");
+}
+
+TEST(WorkerEnvTest, UserSetRuntimeLibraryWins) {
+  EnvMap env = BuildWorkerEnv({{"HVD_RUNTIME_LIBRARY", "/mine.so"}}, {}, Rank3(), Job());
+  EXPECT_EQ(env["HVD_RUNTIME_LIBRARY"], "/mine.so");
+  env = BuildWorkerEnv({}, {{"HVD_RUNTIME_LIBRARY", "/knob.so"}}, Rank3(), Job());
+  EXPECT_EQ(env["HVD_RUNTIME_LIBRARY"], "/knob.so");
+}
+
+TEST(WorkerEnvTest, NoRuntimeLibraryFoundLeavesTheVariableUnset) {
+  JobEnvContext job = Job();
+  job.runtime_library.reset();
+  EnvMap env = BuildWorkerEnv({}, {}, Rank3(), job);
+  EXPECT_EQ(env.count("HVD_RUNTIME_LIBRARY"), 0u);
+}
+
+}  // namespace
+}  // namespace hvd::launcher
