@@ -119,6 +119,12 @@ EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
   }
   for (auto& [name, value] : RankVariables(rank, job)) env[name] = std::move(value);
   if (!cpu_operations.empty()) SetBoth(env, "CPU_OPERATIONS", cpu_operations);
+  // NCCL tells machines apart by NCCL_HOSTID (else by host name and boot id), hvd by the host
+  // name as given: the same name for both unless the user set NCCL's. Ranks given as different
+  // hosts are then different machines to NCCL too, each with a GPU of its own to hvd's GPU path
+  // (runtime/transports/nccl/nccl_group.h), so `-H localhost:1,127.0.0.1:1` runs two NCCL ranks
+  // on one GPU, each local rank 0 of its host.
+  if (env.count("NCCL_HOSTID") == 0) env["NCCL_HOSTID"] = rank.host;
   if (job.runtime_library && env.count("HVD_RUNTIME_LIBRARY") == 0) {
     env["HVD_RUNTIME_LIBRARY"] = *job.runtime_library;
   }

@@ -37,6 +37,19 @@ def test_echo_rank_prints_four_prefixed_lines():
         "[0]<stdout>:0", "[1]<stdout>:1", "[2]<stdout>:2", "[3]<stdout>:3"]
 
 
+def test_ranks_given_as_different_local_hosts_are_hosts_of_their_own_to_nccl_too():
+    # Two names of this machine: each rank is local rank 0 of its own host, and NCCL is told
+    # the same (NCCL_HOSTID), so two NCCL ranks may share one GPU; a user's NCCL_HOSTID wins.
+    script = "echo $HVD_LOCAL_RANK/$HVD_LOCAL_SIZE $HVD_HOSTNAME $NCCL_HOSTID $LOCAL_RANK"
+    result = run(["-np", "2", "-H", "localhost:1,127.0.0.1:1", "sh", "-c", script])
+    assert result.returncode == 0, result.stderr.decode()
+    assert sorted(result.stdout.decode().splitlines()) == [
+        "[0]<stdout>:0/1 localhost localhost 0", "[1]<stdout>:0/1 127.0.0.1 127.0.0.1 0"]
+    result = run(["-np", "2", "sh", "-c", "echo $NCCL_HOSTID"],
+                 env=dict(os.environ, NCCL_HOSTID="mine"))
+    assert sorted(result.stdout.decode().splitlines()) == ["[0]<stdout>:mine", "[1]<stdout>:mine"]
+
+
 def test_every_rank_gets_the_documented_environment(tmp_path):
     result = run(["-np", "4", "-H", "localhost:4"] + python_rank(DUMP_ENV) + [str(tmp_path)])
     assert result.returncode == 0, result.stderr.decode()

@@ -274,6 +274,17 @@ def test_nccl_at_one_rank_and_staging_at_two_show_in_the_timeline(g, tmp_path):
         assert activity in timeline.read_text(), (np, activity)
 
 
+def test_ranks_of_hosts_of_their_own_take_nccl_on_one_gpu(g, tmp_path):
+    if g.size() != 1:
+        pytest.skip("launches its own jobs from the -np 1 run")
+    # Each rank its own host (NCCL_HOSTID differs): 2 NCCL ranks on the one GPU.
+    timeline = tmp_path / "timeline.json"
+    proc, _ = _hvdrun(["-np", "2", "-H", "localhost:1,127.0.0.1:1", "--timeline-filename",
+                       str(timeline), sys.executable, SCRIPT, "allreduce"], 120)
+    assert proc.returncode == 0, proc.stderr
+    assert "NCCL_ALLREDUCE" in timeline.read_text()
+
+
 def test_nccl_forced_on_a_shared_gpu_is_a_clear_error(g):
     if g.size() != 1:
         pytest.skip("launches its own jobs from the -np 1 run")

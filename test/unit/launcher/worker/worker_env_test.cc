@@ -79,6 +79,15 @@ TEST(WorkerEnvTest, UserExportedCpuOperationsWins) {
   EXPECT_EQ(env["HVD_CPU_OPERATIONS"], "tcp");
 }
 
+// NCCL tells machines apart as hvd does (the host name as given), unless the user set it.
+TEST(WorkerEnvTest, NcclHostIdIsTheRanksHostUnlessTheUserSetIt) {
+  EXPECT_EQ(BuildWorkerEnv({}, {}, Rank3(), Job())["NCCL_HOSTID"], "localhost");
+  discovery::RankInfo other = Rank3();
+  other.host = "127.0.0.1";
+  EXPECT_EQ(BuildWorkerEnv({}, {}, other, Job())["NCCL_HOSTID"], "127.0.0.1");
+  EXPECT_EQ(BuildWorkerEnv({{"NCCL_HOSTID", "mine"}}, {}, other, Job())["NCCL_HOSTID"], "mine");
+}
+
 TEST(WorkerEnvTest, UserSetRuntimeLibraryWins) {
   EnvMap env = BuildWorkerEnv({{"HVD_RUNTIME_LIBRARY", "/mine.so"}}, {}, Rank3(), Job());
   EXPECT_EQ(env["HVD_RUNTIME_LIBRARY"], "/mine.so");
