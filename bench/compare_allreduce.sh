@@ -29,7 +29,7 @@
 #         with more ranks than CPUs nobody binds (as hvdrun's rule).
 # The header line records the date, the machine, the load, the placement and the kernel's TCP
 # congestion control. hvd's TCP data connections replace a BBR default by cubic
-# (HVD_TCP_CONGESTION=auto, docs/runtime.md); torch's Gloo and Open MPI keep the default.
+# (HVD_TCP_CONGESTION=auto, docs/transports.md); torch's Gloo and Open MPI keep the default.
 # TCP_CC=cubic (any name the kernel has) makes it this machine's default for the run, so every
 # side uses it (the previous default and allowed list are restored at exit).
 set -eu

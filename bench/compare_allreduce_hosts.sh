@@ -26,7 +26,7 @@
 # Prints time per op (median round, max over ranks) and MPI/hvd ratios (> 1: hvd faster).
 #
 # TCP congestion control: hvd's data connections replace a BBR default by cubic
-# (HVD_TCP_CONGESTION=auto, docs/runtime.md); Open MPI keeps the kernel's default. TCP_CC=cubic (any
+# (HVD_TCP_CONGESTION=auto, docs/transports.md); Open MPI keeps the kernel's default. TCP_CC=cubic (any
 # name the kernel has) makes it the hosts' default for the run, so both sides use it (the
 # name is added to net.ipv4.tcp_allowed_congestion_control meanwhile and that list restored;
 # hosts_common.sh).

@@ -48,7 +48,7 @@ layout_fields() {
 # CPUs, which mpirun cannot see), MPI runs with --mca mpi_yield_when_idle 1, what mpirun sets
 # itself when it knows it is oversubscribed: its busy polling otherwise stalls the ranks sharing
 # a CPU (4x1, 4 KiB allreduce: 6.1 ms spinning against 93-97 us yielding, 2026-11-23). hvd
-# counts the ranks per machine by boot id and yields too (docs/runtime.md).
+# counts the ranks per machine by boot id and yields too (docs/transports.md).
 mpi_yield() {
   if [ "$1" -gt "$(nproc)" ]; then echo "--mca mpi_yield_when_idle 1"; fi
 }

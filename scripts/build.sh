@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Configures, builds and installs hvd (hvdrun, libhvd, the Python package) into /usr/local.
 #   BUILD_DIR (default: build)   HVD_WERROR (default: ON)   INSTALL (default: 1)
+#   HVD_BUILD_TESTS (default: ON): OFF builds only what `cmake --install` installs (hvdrun and
+#   its horovodrun link, hvd-agent, libhvd, the Python package, hvd-timeline, hvd-bench,
+#   hvd-step-bench): 217 of the 373 build steps, what scripts/quickstart.sh runs. The value is
+#   passed on every run, so scripts/test.sh after quickstart reconfigures the same build dir
+#   with the tests.
 # The Python package is built for /usr/bin/python3, Debian's interpreter that has torch;
 # after install, `/usr/bin/python3 -c 'import hvd.torch'` works from any directory.
 set -euo pipefail
@@ -8,7 +13,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 jobs=$(nproc)
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DHVD_WERROR="${HVD_WERROR:-ON}" -DHVD_PYTHON_EXECUTABLE=/usr/bin/python3
+  -DHVD_WERROR="${HVD_WERROR:-ON}" -DHVD_BUILD_TESTS="${HVD_BUILD_TESTS:-ON}" \
+  -DHVD_PYTHON_EXECUTABLE=/usr/bin/python3
 cmake --build "$build" -j "$jobs"
 if [ "${INSTALL:-1}" = 1 ]; then
   if [ -w /usr/local/bin ]; then

@@ -7,7 +7,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 "$root/scripts/setup.sh"
-BUILD_DIR="$build" "$root/scripts/build.sh"
+BUILD_DIR="$build" HVD_BUILD_TESTS=ON "$root/scripts/build.sh"
 cd "$build"
 # Tests oversubscribe 2 cores with several ranks each, so they run one at a time.
 rc=0

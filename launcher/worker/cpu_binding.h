@@ -16,7 +16,7 @@
 // hvd-agent on another host) may use: local rank r gets CPUs [r*C/N, (r+1)*C/N) of those C
 // CPUs, as mpirun --bind-to core does.
 //
-// The trade-off, measured on a 2-vCPU VM (docs/runtime.md "Rank placement"): a rank's
+// The trade-off, measured on a 2-vCPU VM (docs/known-gaps.md "Rank placement"): a rank's
 // framework thread and its runtime thread hand every small op to each other; unbound, the
 // scheduler often spreads them over two CPUs and each hand-off wakes a halted vCPU, so a 4 KiB
 // allreduce takes ~90 us instead of ~10 us bound. But a training step that overlaps compute

@@ -16,8 +16,8 @@
 // the kernel and faulted in again, page by page, every step. On the 2-vCPU VM this project is
 // measured on, the synthetic convnet (examples/torch_synthetic_benchmark.py, batch 32, one
 // thread) took 150-236 thousand page faults in 55 steps and ran at 380-710 img/s in one process;
-// with the two settings below, 40-43 thousand and 1190-1600 img/s (2026-11-26, docs/benchmarks.md
-// "Training"). The mlp, whose temporaries are small, ran the same either way.
+// with the two settings below, 40-43 thousand and 1190-1600 img/s (2026-11-26,
+// docs/benchmarks-training.md). The mlp, whose temporaries are small, ran the same either way.
 //
 // `tuned` (the default) sets MALLOC_MMAP_THRESHOLD_ = 32 MiB (glibc's own ceiling for the
 // threshold it adapts: blocks below it come from the heap, where a freed block is reused) and

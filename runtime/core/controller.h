@@ -65,7 +65,7 @@ struct CycleResult {
 //     0 round trip.
 //  5. Slow path: every rank sends its uncached requests (all requests once a rank has joined)
 //     with GatherBytes to set rank 0. Rank 0 records them in its Coordinator, validates the
-//     ready ones (inventory 8.3), prepends the common hits, fuses, runs the stall inspector
+//     ready ones (Horovod's checks), prepends the common hits, fuses, runs the stall inspector
 //     and BroadcastBytes the ResponseList (with the shutdown flag). Every rank then puts the
 //     per-tensor responses into its cache in list order (skipped while a rank has joined)
 //     and executes the list in order.

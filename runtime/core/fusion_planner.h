@@ -17,7 +17,7 @@ struct FusionOptions {
 };
 
 // Merges per-tensor allreduce and allgather responses into fused ones, Horovod's greedy
-// algorithm with look-ahead (inventory 9.4): a response joins the current one when type,
+// algorithm with look-ahead (its FuseResponses): a response joins the current one when type,
 // dtype, device (allreduce: also reduce op and scale factors) match and the total stays within
 // the threshold; an incompatible response is skipped (kept for later, order preserved) while
 // the skipped bytes plus the current total still fit. Barrier and join stop fusion. Members of

@@ -8,7 +8,7 @@
 namespace hvd::runtime {
 
 // Builds rank 0's response for one tensor from the requests of every rank that submitted it
-// (inventory 8.3): mismatched op type, dtype, shape (full shape for allreduce/broadcast/
+// (Horovod's checks): mismatched op type, dtype, shape (full shape for allreduce/broadcast/
 // reducescatter; rank and non-first dims for allgather/alltoall), 0-d tensors where a first
 // dimension is needed, device, root rank, scale factors or reduce op yield a kError response
 // whose message follows Horovod's wording. `any_joined` forbids ops that cannot run while a

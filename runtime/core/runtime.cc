@@ -375,9 +375,9 @@ void Runtime::Loop() {
       // The batch an asynchronous enqueue started goes into one cycle whole: started while
       // the caller is still enqueueing, the cycle would take part of it, its peers another
       // part, and the rest would follow in more cycles (100 x 16 KiB at 2 ranks ran in 3-10
-      // cycles half of the time). Measured: docs/runtime.md "Known gaps" (4b). A later batch's
-      // enqueue does not wake this thread while it sleeps in an earlier hold (Submit): past
-      // that deadline it holds on until the current hold_until_.
+      // cycles half of the time). Measured: docs/known-gaps.md "Many small tensors enqueued
+      // together" (4b). A later batch's enqueue does not wake this thread while it sleeps in
+      // an earlier hold (Submit): past that deadline it holds on until the current hold_until_.
       while (hold_ && wake_ && !abort_requested_ && drivers_.load() == 0) {
         loop_wakes_at_ = hold_until_;
         wake_cv_.wait_until(lock, hold_until_);

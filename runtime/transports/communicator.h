@@ -154,7 +154,7 @@ class Communicator {
   // same on every member.
   virtual bool posting_costs_a_copy() const { return false; }
   // The most times the limit an op may be posted: what was measured (16 ranks on 2 CPUs, 8
-  // per CPU: 256 KiB posted level with the op's own rounds; docs/runtime.md "Eager on shared
+  // per CPU: 256 KiB posted level with the op's own rounds; docs/eager.md "Eager on shared
   // memory").
   static constexpr int kMaxPostedCopyFactor = 8;
   // Posting piece by piece, for an op whose every member's input is cut at the same boundaries

@@ -107,7 +107,7 @@ if has e2e; then
   grep -E "FAILED|difference|job failed|^\[0\].*(passed|failed)" "$out/e2e.log" | head -20 >>"$summary"
 fi
 
-# The shared-memory direct size (HVD_SHM_DIRECT_BYTES, docs/runtime.md "Direct size"): the
+# The shared-memory direct size (HVD_SHM_DIRECT_BYTES, docs/shared-memory.md "Direct size"): the
 # rule by group size (auto) against 64 KiB for every group (the rule before 2026-11-26), taking
 # turns, at 4, 8 and 16 ranks, 4-64 KiB and 100 x 16 KiB one by one.
 if has direct; then
@@ -181,7 +181,7 @@ if has ddp; then
   for m in ${DDP_MODELS:-mlp convnet}; do
     step "compare_ddp $m 8" 60 "$out/ddp.log" env ROUNDS=2 PYTHON=python3 \
       bench/compare_ddp.sh build-gpu/cmd/hvdrun "$m" 8
-    # Where a step's time goes (the mlp's gap to its bound, README "The 16-core machine"): the
+    # Where a step's time goes (the mlp's gap to its bound, docs/benchmarks-16-core.md): the
     # timeline's per-tensor summary of the same job (2 torch threads per rank, as compare_ddp).
     tl=$(mktemp -d)
     step "timeline $m 8" 40 "$out/ddp.log" env OMP_NUM_THREADS=2 \

@@ -24,7 +24,7 @@ def main() -> None:
         assert torch.allclose(avg, torch.full((count,), (size - 1) / 2)), count
     # A loss-like lone allreduce repeated: from its fifth op it rides the negotiation's round
     # (the eager allreduce), which goes through the hierarchy too.
-    # A 16 KiB one rides it too, split across the cross groups (docs/runtime.md).
+    # A 16 KiB one rides it too, split across the cross groups (docs/transports.md).
     for step in range(20):
         loss = hvd.allreduce(torch.tensor([float(rank + step)]), op=hvd.Sum, name="loss")
         assert loss.item() == sum(range(size)) + size * step, (step, loss)

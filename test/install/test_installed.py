@@ -3,7 +3,8 @@
 Given this build installed into its prefix (done here), when the
 README's tools and the Python package are run with a clean environment from a scratch
 directory, then every `hvd-*` tool the README shows is on PATH from the prefix, `import
-hvd.torch` finds the installed package and runtime, and the README's timeline example runs.
+hvd.torch` finds the installed package and runtime, and the timeline example of
+docs/timeline.md runs.
 """
 import os
 import re

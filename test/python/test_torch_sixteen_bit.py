@@ -1,4 +1,4 @@
-"""float16/bfloat16 reductions on shared memory (docs/runtime.md "Reduction kernels"): every
+"""float16/bfloat16 reductions on shared memory (docs/reduction-kernels.md): every
 rank's input added in float and rounded once, and an Average's 1/n applied in float before that
 rounding, in allreduce and reducescatter, one tensor, posted with the negotiation, fused and past
 the staging sizes. Runs at any size, as test_torch.py (the checks need 2 or 3 ranks on one host).
@@ -23,7 +23,7 @@ def on_shared_memory(hvd, least):
 @pytest.mark.parametrize("count", [37, 70000])
 def test_allreduce_sixteen_bit_sums_round_once(hvd, count):
     """On shared memory a float16/bfloat16 sum adds every rank's input in float and rounds once
-    (docs/runtime.md "Reduction kernels"), small (posted with the negotiation) and past the
+    (docs/reduction-kernels.md), small (posted with the negotiation) and past the
     direct size: addends are not lost against a large one, and a partial sum past float16's
     range does not overflow a total that fits. Pairwise rounding (hvd's TCP rings, Horovod's MPI
     op, NCCL) gives 256 and inf here."""

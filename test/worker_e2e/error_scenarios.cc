@@ -1,5 +1,5 @@
-// Cross-rank mismatches (Horovod's messages, inventory 8.3) and the duplicate in-flight name.
-// Rank 0's request is the "one rank" of a message and rank 1's the "another rank".
+// Cross-rank mismatches (Horovod's messages, its ConstructResponse) and the duplicate in-flight
+// name. Rank 0's request is the "one rank" of a message and rank 1's the "another rank".
 #include <chrono>
 #include <cmath>
 #include <memory>

@@ -25,7 +25,7 @@ namespace {
 
 // Allreduces below this many bytes take gloo's legacy ring, larger ones its halving-doubling
 // (gloo_legacy_allreducer.h). Measured on the 2-core project machine: ring wins below
-// ~256 KiB-1 MiB, halving-doubling above (bench/README.md, perf-anchors B.3).
+// ~256 KiB-1 MiB, halving-doubling above (bench/README.md, libgloo timed on its own there).
 constexpr size_t kHalvingDoublingBytes = size_t{512} << 10;
 
 // GlooCommunicator: see CreateGlooCommunicator. All collectives run on the caller's thread;

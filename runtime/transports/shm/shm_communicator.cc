@@ -93,7 +93,7 @@ class ShmCommunicator final : public ScalingCommunicator {
   // 16 ranks on 2 vCPUs (2026-11-25, eager limit 32 KiB against 512 KiB, 2 passes) 64 KiB
   // 441-460 -> 266-336 us, 256 KiB 564-606 -> 407-468; 8 ranks 64 KiB 164-165 -> 108-129,
   // 256 KiB 185-205 -> 156-168; 4 ranks 64 KiB 37-47 -> 29-31 but 128 KiB level and 256 KiB
-  // 62-65 -> 62-76; 3 ranks lost from 128 KiB (docs/runtime.md, "Eager on shared memory").
+  // 62-65 -> 62-76; 3 ranks lost from 128 KiB (docs/eager.md, "Eager on shared memory").
   int posted_copy_factor() const override { return ranks_per_cpu_; }
   // Every op, since a member reads from the posted inputs only what the op's rounds would:
   // posted against the default limit (hvd-bench, interleaved, 2 vCPUs, 2026-11-26 12:20-12:35
@@ -102,7 +102,7 @@ class ShmCommunicator final : public ScalingCommunicator {
   // / 578-599 (256 KiB level); reducescatter 3 ranks 64 KiB 28-34 -> 19-24, 8 ranks 64 / 128
   // KiB 157-187 / 184-197 -> 103-152 / 164-173, 16 ranks 64 KiB 564-613 -> 343-391; alltoall
   // 4 ranks 64 KiB 41-52 -> 29-36, 8 ranks 128 KiB 184-230 -> 139-180; past the factor they
-  // lose (3 ranks, allreduce 128 KiB 48-53 -> 64; docs/runtime.md).
+  // lose (3 ranks, allreduce 128 KiB 48-53 -> 64; docs/eager.md).
   bool posting_costs_a_copy() const override { return true; }
   Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
                                 std::span<const int64_t> posted_bytes) override;

@@ -38,7 +38,7 @@ constexpr int64_t kShmDirectBytes = int64_t{64} << 10;
 // to the 64 KiB cap), 3 members 48 KiB, 4 members 21 KiB, 8 members 6 KiB, 16 members 2.4 KiB, at
 // least 1 KiB. With more ranks than CPUs a round is a scheduling turn per rank sharing a CPU,
 // far more than r, and the cap stays (the 2-vCPU VM's 3- and 4-rank rows were measured so).
-// Measured on that machine on 2026-11-27 against 64 KiB for every group (docs/benchmarks.md
+// Measured on that machine on 2026-11-27 against 64 KiB for every group (docs/benchmarks-16-core.md
 // "Direct size"): the two rounds win wherever the rule picks them; their measured crossover
 // looks lower still (~14 / 3 / 1.4 KiB at 4 / 8 / 16), by extrapolation only, so r B here is
 // kept until the sizes between are run.
