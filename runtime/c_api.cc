@@ -429,7 +429,11 @@ hvd_status_t hvd_output(hvd_handle_t handle, int32_t index, hvd_tensor_t* out) {
   });
 }
 
-void hvd_free(void* data) { hvd::runtime::FreeOutput(data); }
+void hvd_free(void* data) { hvd::runtime::FreeOutputOn(data, nullptr); }
+
+void hvd_free_on_stream(void* data, void* cuda_stream) {
+  hvd::runtime::FreeOutputOn(data, cuda_stream);
+}
 
 hvd_status_t hvd_received_splits(hvd_handle_t handle, int32_t* splits, int32_t capacity,
                                  int32_t* count) {

@@ -2,9 +2,10 @@
 //
 // Tensors cross this boundary as plain descriptors (data address, dtype code, shape, device);
 // the framework glue (torch, numpy) lives in Python, so the extension has no torch headers and
-// no coupling to torch's C++ ABI. Runtime-allocated outputs come back as OutputBuffer objects:
-// they expose the memory through the buffer protocol (torch.frombuffer / numpy.frombuffer wrap
-// it without a copy) and hand it back to hvd_free when the last view is gone.
+// no coupling to torch's C++ ABI. Runtime-allocated outputs come back as OutputBuffer objects
+// (host memory, the buffer protocol) or DeviceBuffer objects (CUDA memory,
+// __cuda_array_interface__), which hand the memory back when the last view is gone
+// (output_buffers.h).
 //
 // Every call that can block or contend with the runtime's background thread runs with the
 // GIL released. A failing call raises hvd._hvd_c.Error (a RuntimeError) whose `status` is the
@@ -22,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "output_buffers.h"
 #include "runtime_api.h"
 
 namespace py = pybind11;
@@ -73,27 +75,6 @@ void Check(Call&& call) {
   if (status != HVD_OK) {
     Raise(status, message);
   }
-}
-
-size_t ElementSize(hvd_dtype_t dtype) {
-  switch (dtype) {
-    case HVD_UINT8:
-    case HVD_INT8:
-    case HVD_BOOL:
-      return 1;
-    case HVD_UINT16:
-    case HVD_INT16:
-    case HVD_FLOAT16:
-    case HVD_BFLOAT16:
-      return 2;
-    case HVD_INT32:
-    case HVD_FLOAT32:
-      return 4;
-    case HVD_INT64:
-    case HVD_FLOAT64:
-      return 8;
-  }
-  return 0;
 }
 
 // (data address, dtype code, shape, device) as built by hvd/_tensor_desc helpers in Python.
@@ -155,39 +136,6 @@ struct Options {
     raw.splits = splits.data();
     raw.num_splits = static_cast<int32_t>(splits.size());
   }
-};
-
-// A runtime-allocated output whose memory this object owns until it is destroyed.
-class OutputBuffer {
- public:
-  explicit OutputBuffer(const hvd_tensor_t& tensor)
-      : data_(tensor.data), dtype_(tensor.dtype), shape_(tensor.shape, tensor.shape + tensor.ndim) {
-    nbytes_ = ElementSize(dtype_);
-    for (int64_t extent : shape_) {
-      nbytes_ *= static_cast<size_t>(extent);
-    }
-  }
-  OutputBuffer(const OutputBuffer&) = delete;
-  OutputBuffer& operator=(const OutputBuffer&) = delete;
-  ~OutputBuffer() {
-    if (data_ != nullptr) {
-      g_api.free(data_);
-    }
-  }
-
-  py::buffer_info Buffer() const {
-    return py::buffer_info(data_, 1, py::format_descriptor<uint8_t>::format(), 1,
-                           {static_cast<py::ssize_t>(nbytes_)}, {1}, /*readonly=*/false);
-  }
-  int dtype() const { return static_cast<int>(dtype_); }
-  py::tuple shape() const { return py::cast(shape_); }
-  size_t nbytes() const { return nbytes_; }
-
- private:
-  void* data_;
-  hvd_dtype_t dtype_;
-  std::vector<int64_t> shape_;
-  size_t nbytes_;
 };
 
 void Wait(hvd_handle_t handle) {
@@ -325,7 +273,21 @@ hvd_op_options_t NowOptions(int32_t process_set_id) {
 std::unique_ptr<OutputBuffer> TakeOutput(hvd_handle_t handle, int32_t index) {
   hvd_tensor_t tensor{};
   Check([&] { return Api().output(handle, index, &tensor); });
+  if (tensor.device != HVD_DEVICE_CPU) {  // only host memory here (the synchronous CPU calls)
+    g_api.free_on_stream(tensor.data, nullptr);
+    Raise(HVD_INTERNAL, "output " + std::to_string(index) + " of handle " + std::to_string(handle) +
+                            " is memory of CUDA device " + std::to_string(tensor.device) +
+                            ", not host memory");
+  }
   return std::make_unique<OutputBuffer>(tensor);
+}
+
+// TakeOutput for any op: an OutputBuffer (host memory) or a DeviceBuffer (CUDA memory).
+py::object TakeAnyOutput(hvd_handle_t handle, int32_t index) {
+  hvd_tensor_t tensor{};
+  Check([&] { return Api().output(handle, index, &tensor); });
+  if (tensor.device != HVD_DEVICE_CPU) return py::cast(std::make_unique<DeviceBuffer>(tensor));
+  return py::cast(std::make_unique<OutputBuffer>(tensor));
 }
 
 // An allreduce's arguments from the plain ones allreduce_now and allreduce_start take.
@@ -611,11 +573,7 @@ void BindCollectives(py::module_& m) {
 }
 
 void BindHandles(py::module_& m) {
-  py::class_<OutputBuffer>(m, "OutputBuffer", py::buffer_protocol())
-      .def_buffer(&OutputBuffer::Buffer)
-      .def_property_readonly("dtype", &OutputBuffer::dtype)
-      .def_property_readonly("shape", &OutputBuffer::shape)
-      .def_property_readonly("nbytes", &OutputBuffer::nbytes);
+  BindOutputBuffers(m, &g_api);
   m.def("poll", [](hvd_handle_t handle) {
     return Out<int32_t>([&](int32_t* done) { return Api().poll(handle, done); }) != 0;
   });
@@ -624,7 +582,9 @@ void BindHandles(py::module_& m) {
   m.def("num_outputs", [](hvd_handle_t handle) {
     return Out<int32_t>([&](int32_t* count) { return Api().num_outputs(handle, count); });
   });
-  m.def("output", &TakeOutput, py::arg("handle"), py::arg("index"));
+  m.def("output", &TakeAnyOutput, py::arg("handle"), py::arg("index"),
+        "Output `index` of a completed handle: an OutputBuffer (host memory, buffer protocol) or "
+        "a DeviceBuffer (CUDA memory, __cuda_array_interface__); `device` says which");
   m.def("received_splits", [](hvd_handle_t handle, int32_t capacity) {
     return GetList([&](int32_t* out, int32_t cap,
                        int32_t* count) { return Api().received_splits(handle, out, cap, count); },

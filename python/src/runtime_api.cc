@@ -53,6 +53,7 @@ std::string ResolveAll(void* library, RuntimeApi* api) {
   HVD_RESOLVE(num_outputs);
   HVD_RESOLVE(output);
   HVD_RESOLVE(free);
+  HVD_RESOLVE(free_on_stream);
   HVD_RESOLVE(received_splits);
   HVD_RESOLVE(join_result);
   HVD_RESOLVE(release);

@@ -50,6 +50,7 @@ struct RuntimeApi {
   decltype(&::hvd_num_outputs) num_outputs;
   decltype(&::hvd_output) output;
   decltype(&::hvd_free) free;
+  decltype(&::hvd_free_on_stream) free_on_stream;
   decltype(&::hvd_received_splits) received_splits;
   decltype(&::hvd_join_result) join_result;
   decltype(&::hvd_release) release;

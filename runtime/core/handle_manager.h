@@ -20,8 +20,10 @@
 namespace hvd::runtime {
 
 // A runtime-allocated output (allgather/alltoall/reducescatter). `data` comes from AllocOutput
-// and is owned by the handle until TakeOutput hands it to the caller (who gives it back with
-// hvd_free / FreeOutput). The shape is inline: handing an output over allocates nothing.
+// (host memory, `device` -1) or, for a GPU op run on NCCL, from GpuBackend::AllocDeviceOutput
+// (memory of CUDA device `device`), and is owned by the handle until TakeOutput hands it to the
+// caller (who gives it back with hvd_free / hvd_free_on_stream); FreeOutput gives back either
+// kind (output_memory.h). The shape is inline: handing an output over allocates nothing.
 struct OutputTensor {
   void* data = nullptr;
   DataType dtype = DataType::kFloat32;

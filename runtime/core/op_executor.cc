@@ -16,17 +16,7 @@ double PostscaleFor(const Response& r, int size) {
 
 ReduceOp BackendOp(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
 
-int64_t RowElements(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (size_t d = 1; d < shape.size(); ++d) n *= shape[d];
-  return n;
-}
-
 int64_t Align64(int64_t n) { return (n + 63) / 64 * 64; }
-
-int64_t ScatterRows(int64_t dim0, int64_t n, int64_t k) {
-  return dim0 / n + (k < dim0 % n ? 1 : 0);
-}
 
 namespace {
 
@@ -35,8 +25,8 @@ Status Failed(const Response& r, const Status& s) {
                               "' failed: " + s.message());
 }
 
-// A fused allgather's response must describe its entries: one block of set-size dims 0 and a
-// row size per member, matching this rank's tensors.
+}  // namespace
+
 Status CheckFusedGather(const Response& r, std::span<TensorEntry* const> entries, size_t n,
                         size_t me) {
   const size_t m = entries.size();
@@ -55,8 +45,6 @@ Status CheckFusedGather(const Response& r, std::span<TensorEntry* const> entries
   }
   return Status::OK();
 }
-
-}  // namespace
 
 void OpExecutor::ActivityStart(const Response& r, std::string_view activity) {
   if (!recording_) return;
@@ -381,9 +369,8 @@ Status OpExecutor::FusedAllgather(const Response& r, std::span<TensorEntry* cons
   return s;
 }
 
-Status OpExecutor::Alltoall(const Response& r, TensorEntry* entry, Communicator* comm) {
-  if (!entry) return Status::Internal("alltoall without a local tensor");
-  const Request& q = entry->request;
+Status OpExecutor::AlltoallRows(const Response& r, const TensorEntry& entry, Communicator* comm) {
+  const Request& q = entry.request;
   const int n = comm->size();
   send_rows_.resize(n);
   recv_rows_.resize(n);
@@ -395,16 +382,19 @@ Status OpExecutor::Alltoall(const Response& r, TensorEntry* entry, Communicator*
     ActivityStart(r, CommActivity(r, comm));
     Status splits = comm->Alltoallv(send_rows_.data(), eight_, recv_rows_.data(), eight_);
     if (!splits.ok()) ActivityEnd(r);
-    HVD_RETURN_IF_ERROR(splits);
-  } else {  // every member splits evenly and the response says their dims 0
-    if (static_cast<int>(r.even_alltoall_rows.size()) != n || !q.args.empty() ||
-        r.even_alltoall_rows[comm->rank()] != q.shape[0]) {
-      return Status::Internal("alltoall response for '" + q.name +
-                              "' does not match the local tensor");
-    }
-    for (int i = 0; i < n; ++i) recv_rows_[i] = r.even_alltoall_rows[i] / n;
+    return splits;
   }
-  const int64_t row_bytes = RowElements(q.shape) * static_cast<int64_t>(DataTypeSize(q.dtype));
+  // Every member splits evenly and the response says their dims 0.
+  if (static_cast<int>(r.even_alltoall_rows.size()) != n || !q.args.empty() ||
+      r.even_alltoall_rows[comm->rank()] != q.shape[0]) {
+    return Status::Internal("alltoall response for '" + q.name +
+                            "' does not match the local tensor");
+  }
+  for (int i = 0; i < n; ++i) recv_rows_[i] = r.even_alltoall_rows[i] / n;
+  return Status::OK();
+}
+
+int64_t OpExecutor::AlltoallBytes(int64_t row_bytes, int n) {
   send_bytes_.resize(n);
   recv_bytes_.resize(n);
   received_.resize(n);
@@ -415,6 +405,16 @@ Status OpExecutor::Alltoall(const Response& r, TensorEntry* entry, Communicator*
     received_[i] = static_cast<int32_t>(recv_rows_[i]);
     rows += recv_rows_[i];
   }
+  return rows;
+}
+
+Status OpExecutor::Alltoall(const Response& r, TensorEntry* entry, Communicator* comm) {
+  if (!entry) return Status::Internal("alltoall without a local tensor");
+  const Request& q = entry->request;
+  const int n = comm->size();
+  HVD_RETURN_IF_ERROR(AlltoallRows(r, *entry, comm));
+  const int64_t row_bytes = RowElements(q.shape) * static_cast<int64_t>(DataTypeSize(q.dtype));
+  const int64_t rows = AlltoallBytes(row_bytes, n);
   ActivityStart(r, "ALLOCATE_OUTPUT");
   OutputTensor out{AllocOutput(rows * row_bytes), q.dtype, TensorShape(q.shape), q.device};
   out.shape[0] = rows;

@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "runtime/core/adasum.h"
+#include "runtime/core/collective_plan.h"
 #include "runtime/core/fusion_buffer.h"
 #include "runtime/core/handle_manager.h"
 #include "runtime/core/message.h"
@@ -25,10 +26,10 @@ namespace hvd::runtime {
 double PostscaleFor(const Response& r, int size);
 // What the backend runs for `op` (Average is not a backend op).
 ReduceOp BackendOp(ReduceOp op);
-// Elements of one row of a tensor of `shape` (all dims but the first); 1 for a vector.
-int64_t RowElements(const std::vector<int64_t>& shape);
-// Rows of a reducescatter's dim0 that member k of n receives: the first dim0 % n one more.
-int64_t ScatterRows(int64_t dim0, int64_t n, int64_t k);
+// A fused allgather's response must describe its entries: one block of set-size dims 0 and a
+// row size per member, matching this rank's tensors (n members, this one `me`).
+Status CheckFusedGather(const Response& r, std::span<TensorEntry* const> entries, size_t n,
+                        size_t me);
 
 // `n` rounded up to a multiple of 64: where a second region of the fusion buffer starts.
 int64_t Align64(int64_t n);
@@ -59,13 +60,19 @@ struct GpuSetState {
 // per response; nothing is built when off.
 //
 // GPU tensors (response.device >= 0; op_executor_gpu.cc): the executor first makes hvd's
-// stream wait for each tensor's producer (the entry's `ready` event), then runs allreduce and
-// broadcast on the set's NCCL group when it has one and NCCL can do the op, and everything
-// else staged: device->pinned host copies, the CPU path above on the host copies, host->device
-// copies of the results (a single large allreduce in chunks, so the copies overlap the
-// transfer). Runtime-allocated outputs of GPU ops are host memory (OutputTensor::device -1);
-// the framework binding moves them to the device. Timeline activities NCCL_ALLREDUCE,
-// NCCL_BCAST, MEMCPY_D2H, MEMCPY_H2D and <COMM>_STAGED_ALLREDUCE.
+// stream wait for each tensor's producer (the entry's `ready` event). When the set has a NCCL
+// group, allreduce, broadcast, allgather, alltoall and reducescatter run on it
+// (op_executor_nccl.cc) -- a reduction only where NCCL can do it (GpuGroup::CanReduce) --
+// fused as the CPU path fuses them (collective_plan.h: device copies into and out of the
+// backend's device scratch), and their runtime-allocated outputs are device memory of the
+// tensors' device (GpuBackend::AllocDeviceOutput; OutputTensor::device is that device). The
+// split sizes of an alltoall are exchanged over the set's CPU communicator, as Horovod exchanges
+// them over its controller. Everything else is staged: device->pinned host copies, the CPU path
+// above on the host copies, host->device copies of the results (a single large allreduce in
+// chunks, so the copies overlap the transfer); its runtime-allocated outputs are host memory
+// (OutputTensor::device -1) that the framework binding moves to the device. Timeline activities
+// NCCL_ALLREDUCE, NCCL_BCAST, NCCL_ALLGATHER, NCCL_ALLTOALL, NCCL_REDUCESCATTER, MEMCPY_D2H,
+// MEMCPY_H2D and <COMM>_STAGED_ALLREDUCE.
 //
 // A non-OK return (also in *outcome) means the communicator failed (peer died, timeout,
 // abort): the caller must fail the entries and stop. Errors that concern only these tensors
@@ -102,8 +109,35 @@ class OpExecutor {
   // op_executor_gpu.cc
   Status RunGpu(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
                 GpuSetState* state);
+  // What the set's NCCL group runs of `r` (sets *taken; false: stage it).
+  Status RunOnGroup(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
+                    GpuGroup* group, int device, bool* taken);
   Status NcclAllreduce(const Response& r, std::span<TensorEntry* const> entries, GpuGroup* group,
                        double scale);
+  // op_executor_nccl.cc: the NCCL path of the ops whose outputs the runtime allocates.
+  Status NcclAllgather(const Response& r, std::span<TensorEntry* const> entries, GpuGroup* group,
+                       Communicator* comm, int device);
+  Status NcclReducescatter(const Response& r, std::span<TensorEntry* const> entries,
+                           GpuGroup* group, Communicator* comm, int device, double scale);
+  Status NcclAlltoall(const Response& r, TensorEntry* entry, GpuGroup* group, Communicator* comm,
+                      int device);
+  // Their fused halves, after layout_ and outputs_ are made.
+  Status FusedNcclAllgather(const Response& r, std::span<TensorEntry* const> entries,
+                            GpuGroup* group, size_t me, int device);
+  Status FusedNcclReducescatter(const Response& r, std::span<TensorEntry* const> entries,
+                                GpuGroup* group, size_t me, int device, double scale);
+  // outputs_ = one device output of layout_.tensor_bytes[i] (gather) or `bytes(i)` bytes per
+  // tensor; on a failure those made are given back.
+  template <typename Bytes>
+  Status AllocDeviceOutputs(size_t count, int device, const Bytes& bytes);
+  // Attaches outputs_[i] to entries[i]'s handle as a tensor of its shape with dim 0 `rows(i)`.
+  template <typename Rows>
+  void AttachOutputs(std::span<TensorEntry* const> entries, int device, const Rows& rows);
+  // An alltoall's send_rows_ and recv_rows_: from the response when every member splits evenly,
+  // else exchanged over `comm` (the set's CPU communicator); then send_bytes_, recv_bytes_ and
+  // received_, and the rows received in all. The CPU and the NCCL path share it.
+  Status AlltoallRows(const Response& r, const TensorEntry& entry, Communicator* comm);
+  int64_t AlltoallBytes(int64_t row_bytes, int n);
   // Host staging of what the set's NCCL group (if any) does not run: StagedAllreduce or Staged.
   Status RunStaged(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
                    int device);
@@ -164,6 +198,9 @@ class OpExecutor {
   std::vector<AllreducePiece> pieces_;
   AdasumScratch adasum_;
   std::vector<int64_t> piece_starts_;
+  // The NCCL path's layouts (collective_plan.h) and per-rank counts.
+  std::vector<int64_t> row_bytes_, dim0s_, parts_, nccl_counts_;
+  RankMajorLayout layout_;
   // NCCL allreduce arguments.
   std::vector<const void*> gpu_inputs_;
   std::vector<void*> gpu_outputs_;

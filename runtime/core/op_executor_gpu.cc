@@ -66,20 +66,10 @@ Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entri
     state->decided = true;
   }
   GpuGroup* group = state != nullptr ? state->group.get() : nullptr;
-  if (group != nullptr && r.type == OpType::kAllreduce) {
-    const double post = PostscaleFor(r, comm->size());
-    const bool scaled = r.prescale != 1.0 || post != 1.0;
-    if (group->CanAllreduce(r.dtype, BackendOp(r.reduce_op), scaled)) {
-      return NcclAllreduce(r, entries, group, r.prescale * post);
-    }
-  }
-  if (group != nullptr && r.type == OpType::kBroadcast && entries.front() != nullptr) {
-    const TensorEntry& e = *entries.front();
-    const int64_t bytes = e.request.NumElements() * static_cast<int64_t>(DataTypeSize(r.dtype));
-    if (recording_) ActivityStart(r, std::string(group->name()) + "_BCAST");
-    Status s = group->Broadcast(e.input, e.output, bytes, r.root);
-    ActivityEnd(r);
-    return s;
+  if (group != nullptr) {
+    bool taken = false;
+    Status s = RunOnGroup(r, entries, comm, group, device, &taken);
+    if (taken) return s;
   }
   // A 16-bit float's scale factors as its type holds them (FactorInType): a copy of the
   // response, only when there are factors to round.
@@ -92,6 +82,39 @@ Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entri
     return RunStaged(in_type, entries, comm, device);
   }
   return RunStaged(r, entries, comm, device);
+}
+
+Status OpExecutor::RunOnGroup(const Response& r, std::span<TensorEntry* const> entries,
+                              Communicator* comm, GpuGroup* group, int device, bool* taken) {
+  *taken = true;
+  const double post = PostscaleFor(r, comm->size());
+  const bool scaled = r.prescale != 1.0 || post != 1.0;
+  switch (r.type) {
+    case OpType::kAllreduce:
+      if (!group->CanReduce(r.dtype, BackendOp(r.reduce_op), scaled)) break;
+      return NcclAllreduce(r, entries, group, r.prescale * post);
+    case OpType::kBroadcast: {
+      if (entries.front() == nullptr) break;
+      const TensorEntry& e = *entries.front();
+      const int64_t bytes = e.request.NumElements() * static_cast<int64_t>(DataTypeSize(r.dtype));
+      if (recording_) ActivityStart(r, std::string(group->name()) + "_BCAST");
+      Status s = group->Broadcast(e.input, e.output, bytes, r.root);
+      ActivityEnd(r);
+      return s;
+    }
+    // Data movement: any dtype (bytes), as the broadcast.
+    case OpType::kAllgather:
+      return NcclAllgather(r, entries, group, comm, device);
+    case OpType::kAlltoall:
+      return NcclAlltoall(r, entries.front(), group, comm, device);
+    case OpType::kReducescatter:
+      if (!group->CanReduce(r.dtype, BackendOp(r.reduce_op), scaled)) break;
+      return NcclReducescatter(r, entries, group, comm, device, r.prescale * post);
+    default:
+      break;
+  }
+  *taken = false;
+  return Status::OK();
 }
 
 Status OpExecutor::RunStaged(const Response& r, std::span<TensorEntry* const> entries,

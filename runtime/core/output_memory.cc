@@ -1,6 +1,8 @@
 #include "runtime/core/output_memory.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <bit>
 #include <cstdlib>
 #include <mutex>
@@ -115,24 +117,21 @@ Cache& TheCache() {
   return *cache;
 }
 
-}  // namespace
+using DeviceFree = bool (*)(void* data, bool on_caller_stream, void* stream);
 
-void* AllocOutput(int64_t bytes) {
-  const int64_t capacity = SizeClass(std::max<int64_t>(bytes, 1));
-  char* base = capacity >= kMinCachedBytes ? TheCache().Take(capacity) : nullptr;
-  if (base == nullptr) {
-    void* p = nullptr;
-    if (posix_memalign(&p, kHeaderBytes, kHeaderBytes + static_cast<size_t>(capacity)) != 0) {
-      throw std::bad_alloc();
-    }
-    base = static_cast<char*>(p);
-    *reinterpret_cast<Header*>(base) = {kMagic, capacity};
+// AddDeviceOutputFree's functions: filled in order, never removed, so readers need no lock.
+std::array<std::atomic<DeviceFree>, kMaxDeviceOutputFrees> device_frees{};
+
+bool FreedOnDevice(void* data, bool on_caller_stream, void* stream) {
+  for (auto& slot : device_frees) {
+    const DeviceFree free = slot.load(std::memory_order_acquire);
+    if (free == nullptr) return false;
+    if (free(data, on_caller_stream, stream)) return true;
   }
-  return base + kHeaderBytes;
+  return false;
 }
 
-void FreeOutput(void* data) {
-  if (data == nullptr) return;
+void FreeHost(void* data) {
   char* base = static_cast<char*>(data) - kHeaderBytes;
   const Header h = *reinterpret_cast<const Header*>(base);
   if (h.magic != kMagic) {
@@ -149,6 +148,49 @@ void FreeOutput(void* data) {
     return;
   }
   TheCache().Give({base, h.capacity});
+}
+
+}  // namespace
+
+void AddDeviceOutputFree(DeviceFree free) {
+  static std::mutex mu;  // adders only; FreedOnDevice reads the slots without it
+  std::lock_guard<std::mutex> lock(mu);
+  for (auto& slot : device_frees) {
+    const DeviceFree there = slot.load(std::memory_order_relaxed);
+    if (there == free) return;
+    if (there == nullptr) {
+      slot.store(free, std::memory_order_release);
+      return;
+    }
+  }
+  HVD_LOG_ERROR(
+      "more than {} kinds of GPU backend in one process: the outputs of the last one "
+      "will not be freed",
+      kMaxDeviceOutputFrees);
+}
+
+void* AllocOutput(int64_t bytes) {
+  const int64_t capacity = SizeClass(std::max<int64_t>(bytes, 1));
+  char* base = capacity >= kMinCachedBytes ? TheCache().Take(capacity) : nullptr;
+  if (base == nullptr) {
+    void* p = nullptr;
+    if (posix_memalign(&p, kHeaderBytes, kHeaderBytes + static_cast<size_t>(capacity)) != 0) {
+      throw std::bad_alloc();
+    }
+    base = static_cast<char*>(p);
+    *reinterpret_cast<Header*>(base) = {kMagic, capacity};
+  }
+  return base + kHeaderBytes;
+}
+
+void FreeOutput(void* data) {
+  if (data == nullptr || FreedOnDevice(data, false, nullptr)) return;
+  FreeHost(data);
+}
+
+void FreeOutputOn(void* data, void* stream) {
+  if (data == nullptr || FreedOnDevice(data, true, stream)) return;
+  FreeHost(data);
 }
 
 void SetOutputCacheBytes(int64_t bytes) { TheCache().SetLimit(bytes); }

@@ -21,8 +21,20 @@ namespace hvd::runtime {
 // At least `bytes` bytes (1 for 0), 64-byte aligned; never null (throws std::bad_alloc on
 // exhaustion, as operator new does).
 void* AllocOutput(int64_t bytes);
-// Gives back a block from AllocOutput (null: nothing). Thread-safe.
+// Gives back a block from AllocOutput (null: nothing), or a device output (below) no framework
+// took, freed in the order of the stream that allocated it (the runtime's). Thread-safe.
 void FreeOutput(void* data);
+
+// Device outputs (GPU ops on NCCL) are GPU backends' memory, not AllocOutput's. A runtime whose
+// backend hands them out installs the backend's GpuBackend::device_output_free() here (a plain
+// function, valid for the life of the process; at most kMaxDeviceOutputFrees distinct ones,
+// kept for ever); FreeOutput and FreeOutputOn ask them first whether `data` is theirs.
+constexpr int kMaxDeviceOutputFrees = 4;
+void AddDeviceOutputFree(bool (*free)(void* data, bool on_caller_stream, void* stream));
+// hvd_free_on_stream: FreeOutput, except that a device output's free is ordered after the work
+// queued on `stream` (a CUDA stream of its device, the framework's; null: its legacy default
+// stream) before the call. Thread-safe.
+void FreeOutputOn(void* data, void* stream);
 // The most bytes of given-back blocks kept for reuse (HVD_OUTPUT_CACHE_BYTES); 0 keeps none.
 // Lowering it frees what no longer fits.
 void SetOutputCacheBytes(int64_t bytes);

@@ -107,7 +107,10 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
     }
   }
   if (gpu_ == nullptr) gpu_ = CreateGpuBackend();
-  if (gpu_ != nullptr) gpu_->Start(config.timeout, config.gpu_host_id);
+  if (gpu_ != nullptr) {
+    gpu_->Start(config.timeout, config.gpu_host_id, config.output_cache_bytes);
+    if (DeviceOutputFree free = gpu_->device_output_free()) AddDeviceOutputFree(free);
+  }
   join_device_.store(-1);
   executor_ = std::make_unique<OpExecutor>(fusion_buffer_.get(), &handles_, timeline_.get(),
                                            gpu_.get(), config.gpu_operations, &join_device_);

@@ -20,17 +20,19 @@ namespace hvd::runtime {
 // (the background thread or a waiting caller, one at a time), except Abort.
 //
 // Every call is collective over the set, like Communicator's, and returns once the device
-// finished the work: a peer that never joins, a NCCL error or the runtime's timeout abort the
-// NCCL communicator (ncclCommAbort) and return a non-OK Status with NCCL's message; the group
-// is unusable afterwards (the runtime then fails the set like any communicator failure).
+// finished the work (Allreduce, Broadcast, Finish) or once NCCL has enqueued it (the calls
+// before Finish): a peer that never joins, a NCCL error or the runtime's timeout abort the NCCL
+// communicator (ncclCommAbort) and return a non-OK Status with NCCL's message; the group is
+// unusable afterwards (the runtime then fails the set like any communicator failure).
 class GpuGroup {
  public:
   virtual ~GpuGroup() = default;
   virtual const char* name() const = 0;  // "NCCL": the timeline's activity prefix
-  // Can Allreduce take this op? `scaled`: the op has a prescale or postscale factor other
-  // than 1 (NCCL: Sum/Min/Max/Product unscaled; scaled only floating-point Sum, as NCCL's
-  // pre-multiplied sum of both factors' product). Otherwise the op is staged.
-  virtual bool CanAllreduce(DataType dtype, ReduceOp op, bool scaled) const = 0;
+  // Can Allreduce and ReduceScatter take this op? `scaled`: the op has a prescale or postscale
+  // factor other than 1 (NCCL: Sum/Min/Max/Product unscaled; scaled only floating-point Sum, as
+  // NCCL's pre-multiplied sum of both factors' product, and not on a one-member group).
+  // Otherwise the op is staged.
+  virtual bool CanReduce(DataType dtype, ReduceOp op, bool scaled) const = 0;
   // Allreduce of tensors[i] (counts[i] elements, device memory) into outputs[i] (may alias),
   // multiplied by `scale`; several tensors are fused through a device buffer.
   virtual Status Allreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
@@ -38,9 +40,47 @@ class GpuGroup {
                            double scale) = 0;
   // Broadcast of `bytes` from set rank `root`'s `input` into every member's `output`.
   virtual Status Broadcast(const void* input, void* output, int64_t bytes, int root) = 0;
+
+  // Allgatherv, ReduceScatter and Alltoallv only enqueue their collective on the backend's stream
+  // of the group's device (the stream of GpuBackend::CopyOnDevice) and return once NCCL has taken
+  // it (bounded and abortable as Allreduce's calls). Finish then waits for everything enqueued on
+  // that stream -- the collectives and the copies issued around them -- bounded and abortable
+  // as Allreduce. A failure of either aborts the communicator. The per-member sizes come from the
+  // negotiated response: the same lists on every member. `input` and `output` never overlap.
+  //
+  // Member k contributes bytes_per_rank[k] bytes (`input` holds this member's); `output`
+  // receives the concatenation in set-rank order. Bytes: any dtype.
+  virtual Status Allgatherv(const void* input, void* output,
+                            std::span<const int64_t> bytes_per_rank) = 0;
+  // Reduces `input` (the sum of counts_per_rank elements of `dtype`) over the members with `op`,
+  // each member's input multiplied by `scale` first (NCCL's pre-multiplied sum; CanReduce(dtype,
+  // op, scale != 1) holds); member k receives its counts_per_rank[k] elements in `output`.
+  virtual Status ReduceScatter(const void* input, void* output,
+                               std::span<const int64_t> counts_per_rank, DataType dtype,
+                               ReduceOp op, double scale) = 0;
+  // send_bytes[k] bytes of `input`, taken consecutively, go to member k; recv_bytes[k] bytes from
+  // member k land consecutively in `output` (this member's own piece too).
+  virtual Status Alltoallv(const void* input, std::span<const int64_t> send_bytes, void* output,
+                           std::span<const int64_t> recv_bytes) = 0;
+  // `what` names the op in its errors ("allgather").
+  virtual Status Finish(const char* what) = 0;
   // Thread-safe: a call in flight (or the next one) fails promptly with kAborted.
   virtual void Abort() = 0;
 };
+
+// Gives back a device output (GpuBackend::AllocDeviceOutput) and returns true, or returns false
+// when `data` is not one. The free is ordered after the work queued before the call on `stream`
+// (a CUDA stream of the output's device; null: its legacy default stream) when
+// `on_caller_stream`, else after the work queued on the stream that allocated it (the runtime's:
+// an output the framework never took). A plain function, valid for the life of the process.
+using DeviceOutputFree = bool (*)(void* data, bool on_caller_stream, void* stream);
+
+// What NCCL reduces (NcclGroup::CanReduce; pure, so the tests' fake group answers alike):
+// uint8, int8, int32, int64 and the float types (not int16, uint16, bool) with Sum, Min, Max or
+// Product; scaled, only a floating-point Sum, and not on a one-member group (NCCL 2.28's
+// one-rank pre-multiplied sum left the last element of a 17x17x17 float32 tensor unwritten:
+// such a set is staged, where the host scales).
+bool NcclReduces(DataType dtype, ReduceOp op, bool scaled, int members);
 
 // GpuBackend: the runtime's access to CUDA devices, behind an interface so that runtime/core
 // builds and runs without CUDA (CreateGpuBackend() is null in a build without CUDA/NCCL).
@@ -76,6 +116,22 @@ class GpuBackend {
   virtual Status Sync(int device) = 0;
   // Pinned host staging memory, slot `slot` (0..3), at least `bytes`; kept and grown.
   virtual Result<void*> HostBuffer(int slot, int64_t bytes) = 0;
+  // Cycle thread. An asynchronous copy within `device`'s memory on the backend's stream (the
+  // packing of fused NCCL ops).
+  virtual Status CopyOnDevice(void* to, const void* from, int64_t bytes, int device) = 0;
+  // Cycle thread. At least `bytes` of `device`'s memory for the packed blocks of fused NCCL ops,
+  // kept and grown; valid until the next call (a grown buffer's old memory is freed in the
+  // order of the backend's stream, after the work already queued that uses it).
+  virtual Result<void*> DeviceScratch(int device, int64_t bytes) = 0;
+  // Cycle thread. `bytes` (0 allowed; never null) of `device`'s memory for an output the runtime
+  // allocates (allgather, alltoall, reducescatter on NCCL), stream-ordered: usable by the work
+  // queued on the backend's stream after the call, no device synchronize. Given back through
+  // device_output_free() (output_memory.h FreeOutputOn, hvd_free).
+  virtual Result<void*> AllocDeviceOutput(int device, int64_t bytes) = 0;
+  // The function that gives this backend's device outputs back; null when it hands out none. It
+  // must outlive the backend: outputs outlive the runtime (hvd.torch frees a tensor's memory when
+  // the tensor dies, perhaps after hvd.shutdown()).
+  virtual DeviceOutputFree device_output_free() const = 0;
 
   // Collective over `cpu`'s members (all call it for the same set at the same point): decides
   // whether the set's GPU ops run on NCCL and if so bootstraps its communicator, the
@@ -94,8 +150,10 @@ class GpuBackend {
   virtual void Abort() = 0;
   // At every runtime init: clears an earlier Abort; `timeout` bounds each NCCL call. `host_id`
   // names this rank's machine in CreateGroup's decision (RuntimeConfig::gpu_host_id, NCCL_HOSTID;
-  // empty: the kernel's host name).
-  virtual void Start(std::chrono::milliseconds timeout, const std::string& host_id) = 0;
+  // empty: the kernel's host name). `output_cache_bytes` (HVD_OUTPUT_CACHE_BYTES): the most bytes
+  // of given-back device outputs kept for reuse.
+  virtual void Start(std::chrono::milliseconds timeout, const std::string& host_id,
+                     int64_t output_cache_bytes) = 0;
 };
 
 }  // namespace hvd::runtime

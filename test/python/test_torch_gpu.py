@@ -1,6 +1,7 @@
 """hvd.torch on CUDA tensors (ctest label gpu): every collective gives on the GPU what it gives
-on the CPU, at -np 1 (NCCL) and -np 2/4 on one GPU (staged through host memory), with the
-framework's stream order kept. Skips (exit 77) with the reason when no GPU is visible or the
+on the CPU, at -np 1 (NCCL), -np 2/4 on one GPU (staged through host memory) and -np 2/4 with
+each rank its own host (NCCL on the one GPU: python_gpu_nccl_np*), with the framework's stream
+order kept. Skips (exit 77) with the reason when no GPU is visible or the
 build has no GPU path.
 """
 import os
@@ -204,6 +205,94 @@ def test_process_set_on_gpu(g):
     g.remove_process_set(ps)
 
 
+# ---- allgather, reducescatter and alltoall on NCCL (device outputs) ----------------------------
+
+def _nccl(g):
+    """Whether this job's global set runs on NCCL: every rank has a GPU of its own (one GPU per
+    host here: -np 1, or the python_gpu_nccl_np* runs where each rank is its own host)."""
+    return g.local_size() <= torch.cuda.device_count()
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [torch.int16, torch.bool])
+def test_uneven_allgather_and_alltoall_match_cpu(g, dtype):
+    # Ranks give 1, 0, 2, 1, ... rows: uneven (the NCCL group's grouped broadcasts), one empty.
+    x = make(dtype, ((g.rank() * 2 + 1) % 3, 3), g.rank())
+    same(g.allgather(x.cuda(), name=f"gpu.ag.{dtype}"), g.allgather(x, name=f"cpu.ag.{dtype}"))
+    xs = [x, make(dtype, (g.rank() + 1,), g.rank(), 1), make(dtype, (2, 2, 2), g.rank(), 2)]
+    for a, b in zip(g.grouped_allgather([t.cuda() for t in xs]), g.grouped_allgather(xs)):
+        same(a, b)
+    # Splits: rank r sends r rows to member 0, none to member 1, the rest spread evenly.
+    rows = make(dtype, (2 * g.size() + 3, 2), g.rank())
+    splits = [0] * g.size()
+    splits[0] = min(g.rank(), rows.shape[0])
+    for i in range(rows.shape[0] - splits[0]):
+        splits[2 + i % (g.size() - 2) if g.size() > 2 else 0] += 1
+    got, got_splits = g.alltoall(rows.cuda(), splits=splits)
+    want, want_splits = g.alltoall(rows, splits=splits)
+    same(got, want)
+    assert got_splits.is_cuda and got_splits.tolist() == want_splits.tolist()
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int32, torch.int64, torch.uint8, torch.int16])
+@pytest.mark.parametrize("op", ["Sum", "Average"])
+def test_uneven_reducescatter_matches_cpu(g, dtype, op):
+    if op == "Average" and dtype not in FLOATS:
+        pytest.skip("Average of integers truncates differently by design")
+    x = make(dtype, (2 * g.size() + 1, 3), g.rank())  # the first rank gets a row more
+    for kw in ({}, dict(prescale_factor=0.5, postscale_factor=2.0)):
+        if kw and dtype not in FLOATS:
+            continue
+        same(g.reducescatter(x.cuda(), op=getattr(g, op), **kw),
+             g.reducescatter(x, op=getattr(g, op), **kw))
+        xs = [x, make(dtype, (g.size() + 2,), g.rank(), 1), make(dtype, (1, 4), g.rank(), 2)]
+        for a, b in zip(g.grouped_reducescatter([t.cuda() for t in xs], op=getattr(g, op), **kw),
+                        g.grouped_reducescatter(xs, op=getattr(g, op), **kw)):
+            same(a, b)
+
+
+def test_nccl_outputs_are_device_memory_not_copies_of_host_memory(g):
+    # On NCCL the output is hvd's device memory wrapped without a copy: torch's allocator
+    # grows by nothing; staged, the host output is moved in (torch allocates it).
+    x = torch.ones(1 << 20, device="cuda")
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    outs = [g.allgather(x, name="nocopy.ag"), g.reducescatter(x, op=g.Sum, name="nocopy.rs"),
+            g.alltoall(x, name="nocopy.a2a")]
+    grown = torch.cuda.memory_allocated() - before
+    if _nccl(g):
+        assert grown == 0, grown
+    else:
+        assert grown >= sum(o.numel() * o.element_size() for o in outs)
+    assert torch.all(outs[0] == 1).item() and torch.all(outs[1] == g.size()).item()
+
+
+def test_device_outputs_are_freed_when_their_tensors_die(g):
+    # 16 outputs of 256 MiB made and dropped: leaked, they would hold 4 GiB per rank.
+    x = torch.ones((256 << 20) // 4 // g.size(), device="cuda")
+    g.allgather(x, name="free.warm")
+    g.barrier()
+    torch.cuda.synchronize()
+    free_before = torch.cuda.mem_get_info()[0]
+    for i in range(16):
+        out = g.allgather(x, name=f"free.{i}")
+        out.add_(1)  # used on the current stream before it dies (freed after that work)
+        del out
+    torch.cuda.synchronize()
+    g.barrier()
+    lost = free_before - torch.cuda.mem_get_info()[0]
+    assert lost < (2 << 30), f"{lost >> 20} MiB of device memory not given back"
+
+
+def test_device_output_views_keep_the_memory_alive(g):
+    out = g.allgather(torch.arange(6, dtype=torch.float32, device="cuda").reshape(3, 2),
+                      name="views")
+    view = out[1:]
+    del out
+    torch.cuda.synchronize()
+    expected = torch.arange(6, dtype=torch.float32).reshape(3, 2).repeat(g.size(), 1)[1:]
+    torch.testing.assert_close(view.cpu(), expected)
+
+
 def _train(g, device, steps=5):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
@@ -272,6 +361,20 @@ def test_nccl_at_one_rank_and_staging_at_two_show_in_the_timeline(g, tmp_path):
                            SCRIPT, "allreduce"], 120)
         assert proc.returncode == 0, proc.stderr
         assert activity in timeline.read_text(), (np, activity)
+
+
+def test_allgather_reducescatter_alltoall_take_nccl_at_two_nccl_ranks(g, tmp_path):
+    if g.size() != 1:
+        pytest.skip("launches its own jobs from the -np 1 run")
+    # Each rank its own host: the three ops of CUDA tensors run on NCCL (the worker checks
+    # their values and that the outputs are device memory), as the timeline shows.
+    timeline = tmp_path / "timeline.json"
+    proc, _ = _hvdrun(["-np", "2", "-H", "localhost:1,127.0.0.1:1", "--timeline-filename",
+                       str(timeline), sys.executable, SCRIPT, "gather"], 120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = timeline.read_text()
+    for activity in ("NCCL_ALLGATHER", "NCCL_REDUCESCATTER", "NCCL_ALLTOALL"):
+        assert activity in text, activity
 
 
 def test_ranks_of_hosts_of_their_own_take_nccl_on_one_gpu(g, tmp_path):

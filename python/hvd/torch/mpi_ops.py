@@ -5,8 +5,9 @@ producer's current stream, which the runtime waits on through an event). Each ``
 returns an integer handle; ``_handle_map`` keeps the tensors the runtime reads or writes
 alive until ``synchronize`` (or ``poll`` + ``synchronize``) completes the handle. Outputs
 whose size depends on other ranks (allgather, alltoall, reducescatter) are runtime buffers
-wrapped by torch.frombuffer without a copy and freed with the last tensor that views them;
-for CUDA inputs they are host memory that is moved to the input's device.
+wrapped without a copy and freed with the last tensor that views them (hvd.torch._outputs):
+device memory for CUDA inputs whose process set runs on NCCL, else host memory (moved to the
+input's device for CUDA inputs whose set stages through the host).
 
 Names are prefixed as Horovod does ("allreduce.<name>"); unnamed operations are named
 "<op>.noname.<set id>.<n>" with n counted per process set, which requires the members of a
@@ -25,14 +26,10 @@ from hvd.basics import is_homogeneous  # noqa: F401  (Horovod scripts call mpi_o
 from hvd.exceptions import HorovodInternalError
 from hvd.process_sets import (ProcessSet, global_process_set, operation_name, registered_id,
                               root_rank_arg)
+from hvd.torch._outputs import (_TORCH_TO_HVD, _current_stream, _from_buffer, _output_tensor,
+                                _outputs_on)
 from hvd.torch.compression import Compression
 
-_TORCH_TO_HVD = {
-    torch.uint8: _c.UINT8, torch.int8: _c.INT8, torch.int16: _c.INT16, torch.int32: _c.INT32,
-    torch.int64: _c.INT64, torch.float16: _c.FLOAT16, torch.bfloat16: _c.BFLOAT16,
-    torch.float32: _c.FLOAT32, torch.float64: _c.FLOAT64, torch.bool: _c.BOOL,
-}
-_HVD_TO_TORCH = {code: dtype for dtype, code in _TORCH_TO_HVD.items()}
 _REDUCE_OPS = (Average, Sum, Adasum, Min, Max, Product)
 
 Descriptor = Tuple[int, int, Tuple[int, ...], int]
@@ -101,15 +98,6 @@ def _require_tensor(tensor, op: str) -> None:
 
 # The build does not change while the process runs: ask libhvd once (the per-tensor checks).
 _cuda_built = functools.cache(cuda_built)
-
-
-def _current_stream(index: int) -> int:
-    """The address of `index`'s current CUDA stream (torch's raw accessor where it has one: a
-    Stream object costs microseconds per call)."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw(index)
-    return torch.cuda.current_stream(index).cuda_stream
 
 
 def _prepare(tensor: torch.Tensor) -> Tuple[torch.Tensor, Descriptor]:
@@ -225,29 +213,6 @@ def _copy_back(target: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
             target.copy_(result)
     return target
-
-
-def _output_tensor(handle: Handle, index: int, device: Optional[torch.device] = None) -> torch.Tensor:
-    """Output `index` of a completed handle; on `device` when given (the input's CUDA device:
-    the runtime returns host memory)."""
-    host = _from_buffer(_c.output(handle, index))
-    if device is not None and device.type == "cuda":
-        return host.to(device)
-    return host
-
-
-def _from_buffer(buffer: "_c.OutputBuffer") -> torch.Tensor:
-    """A tensor over a runtime output without a copy (freed with the last view of it)."""
-    dtype, shape = _HVD_TO_TORCH[buffer.dtype], buffer.shape
-    if buffer.nbytes == 0:
-        return torch.empty(shape, dtype=dtype)
-    flat = torch.frombuffer(buffer, dtype=dtype)
-    return flat if len(shape) == 1 else flat.view(shape)  # a view costs ~1.5 µs
-
-
-def _outputs_on(device: torch.device) -> Callable[[Handle], List[torch.Tensor]]:
-    return lambda handle: [_output_tensor(handle, i, device)
-                           for i in range(_c.num_outputs(handle))]
 
 
 # ---- allreduce ----------------------------------------------------------------------------

@@ -25,9 +25,14 @@
  *
  * GPU tensors (device >= 0; builds with HVD_BUILT_CUDA): data is memory of that CUDA device
  * (checked at enqueue). The runtime reads inputs after the work queued on options->cuda_stream
- * before the call (an event, no device synchronize); a handle completes once allreduce and
- * broadcast results are written on the device. Runtime-allocated outputs of GPU ops
- * (allgather, alltoall, reducescatter) are host memory, described with HVD_DEVICE_CPU.
+ * before the call (an event, no device synchronize); a handle completes once its results are
+ * written on the device. Runtime-allocated outputs of GPU ops (allgather, alltoall,
+ * reducescatter) are memory of the input's device when the process set runs them on NCCL (each
+ * member has a GPU of its own): hvd_output describes them with that device, and they come from
+ * a stream-ordered pool (no device synchronize to allocate or free). Where the set stages GPU
+ * tensors through the host (ranks sharing a GPU, HVD_GPU_OPERATIONS=cpu, a dtype or reduction
+ * NCCL lacks) they are host memory, described with HVD_DEVICE_CPU. hvd_output's `device` says
+ * which; the caller never guesses.
  */
 #ifndef HVD_C_API_H_
 #define HVD_C_API_H_
@@ -224,12 +229,23 @@ HVD_EXPORT hvd_status_t hvd_wait(hvd_handle_t handle, double timeout_seconds);
  * reducescatter: one per input tensor); a failed op's status instead (it has none). */
 HVD_EXPORT hvd_status_t hvd_num_outputs(hvd_handle_t handle, int32_t* count);
 /* Describes output `index` of a completed handle and transfers ownership of out->data to the
- * caller (free with hvd_free). May be called once per output. */
+ * caller (free with hvd_free or hvd_free_on_stream). May be called once per output.
+ * out->device is where the memory is: HVD_DEVICE_CPU for host memory, else the CUDA device
+ * ordinal (an output of a GPU op run on NCCL), ready for any stream to use. */
 HVD_EXPORT hvd_status_t hvd_output(hvd_handle_t handle, int32_t index, hvd_tensor_t* out);
-/* Gives back an output that hvd_output handed over (NULL: nothing). Only such memory: like
- * free() for malloc's, anything else is undefined; memory without the runtime's header is
- * reported (an error in the log) and not freed. */
+/* Gives back an output that hvd_output handed over (NULL: nothing), from any thread, also
+ * after hvd_shutdown. Only such memory: like free() for malloc's, anything else is undefined;
+ * host memory without the runtime's header is reported (an error in the log) and not freed.
+ * A device output is freed in stream order after the work queued before the call on its
+ * device's legacy default stream: hvd_free_on_stream(data, NULL). */
 HVD_EXPORT void hvd_free(void* data);
+/* hvd_free for an output the caller's device work may still be using: a device output is freed
+ * in the order of `cuda_stream` (a cudaStream_t of its device; NULL: the legacy default
+ * stream), after the work queued there before the call (cudaFreeAsync: no synchronize). Work
+ * on any other stream that uses the memory must be ordered before that point by the caller
+ * (an event, or a synchronize), as with any stream-ordered free (torch's record_stream).
+ * hvd.torch passes the device's current stream when the tensor dies. Host outputs: hvd_free. */
+HVD_EXPORT void hvd_free_on_stream(void* data, void* cuda_stream);
 /* alltoall: rows of dim 0 received from each member of the set (capacity >= set size). */
 HVD_EXPORT hvd_status_t hvd_received_splits(hvd_handle_t handle, int32_t* splits, int32_t capacity,
                                             int32_t* count);

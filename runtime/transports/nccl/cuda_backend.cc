@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "runtime/transports/nccl/device_memory.h"
 #include "runtime/transports/nccl/nccl_group.h"
 
 namespace hvd::runtime {
@@ -62,7 +63,11 @@ CudaBackend::~CudaBackend() {
       if (e != nullptr) cudaEventDestroy(e);
     }
     if (state.drained != nullptr) cudaEventDestroy(state.drained);
-    if (state.stream != nullptr) cudaStreamDestroy(state.stream);
+    FreeDeviceMemory(state.scratch, device, state.stream);
+    if (state.stream != nullptr) {
+      ForgetDeviceStream(state.stream);  // outputs still out are freed on another stream
+      cudaStreamDestroy(state.stream);
+    }
   }
   for (void* p : host_) {
     if (p != nullptr) cudaFreeHost(p);
@@ -225,6 +230,38 @@ Result<void*> CudaBackend::HostBuffer(int slot, int64_t bytes) {
   }
   host_bytes_[slot] = grown;
   return host_[slot];
+}
+
+Status CudaBackend::CopyOnDevice(void* to, const void* from, int64_t bytes, int device) {
+  return Copy(to, from, bytes, device, cudaMemcpyDeviceToDevice, "copying within the GPU");
+}
+
+Result<void*> CudaBackend::DeviceScratch(int device, int64_t bytes) {
+  HVD_ASSIGN_OR_RETURN(DeviceState * s, State(device));
+  if (bytes <= s->scratch_bytes && s->scratch != nullptr) return s->scratch;
+  const int64_t grown = std::max<int64_t>({bytes, s->scratch_bytes * 3 / 2, int64_t{1} << 20});
+  // Ordered on the stream: the old buffer goes once the work already queued with it is done.
+  FreeDeviceMemory(s->scratch, device, s->stream);
+  s->scratch = nullptr;
+  s->scratch_bytes = 0;
+  HVD_ASSIGN_OR_RETURN(s->scratch, AllocDeviceMemory(device, grown, s->stream, false));
+  s->scratch_bytes = grown;
+  return s->scratch;
+}
+
+Result<void*> CudaBackend::AllocDeviceOutput(int device, int64_t bytes) {
+  HVD_ASSIGN_OR_RETURN(DeviceState * s, State(device));
+  return AllocDeviceMemory(device, bytes, s->stream, true);
+}
+
+DeviceOutputFree CudaBackend::device_output_free() const { return &FreeDeviceOutput; }
+
+void CudaBackend::Start(std::chrono::milliseconds timeout, const std::string& host_id,
+                        int64_t output_cache_bytes) {
+  timeout_ = timeout;
+  host_id_ = host_id;
+  aborted_ = false;
+  SetDevicePoolBytes(output_cache_bytes);
 }
 
 void CudaBackend::Register(NcclGroup* group) {

@@ -65,7 +65,8 @@ class NcclGroup;
 
 // The CUDA half of the GPU path (gpu_backend.h): per device one non-blocking stream that every
 // copy and NCCL call of the runtime runs on, a pool of events for MarkReady, the markers of the
-// pipelined staging, and pinned staging buffers. Its NCCL groups register themselves so that
+// pipelined staging, pinned staging buffers, and the device scratch and outputs of NCCL ops
+// (stream-ordered: device_memory.h). Its NCCL groups register themselves so that
 // Abort reaches them.
 class CudaBackend final : public GpuBackend {
  public:
@@ -82,16 +83,17 @@ class CudaBackend final : public GpuBackend {
   Status WaitMarker(int device, int marker) override;
   Status Sync(int device) override;
   Result<void*> HostBuffer(int slot, int64_t bytes) override;
+  Status CopyOnDevice(void* to, const void* from, int64_t bytes, int device) override;
+  Result<void*> DeviceScratch(int device, int64_t bytes) override;
+  Result<void*> AllocDeviceOutput(int device, int64_t bytes) override;
+  DeviceOutputFree device_output_free() const override;
   Result<std::unique_ptr<GpuGroup>> CreateGroup(Communicator* cpu, int device,
                                                 const std::string& mode) override;
   int CurrentDevice() override;
   void RestoreDevice(int device) override;
   void Abort() override;
-  void Start(std::chrono::milliseconds timeout, const std::string& host_id) override {
-    timeout_ = timeout;
-    host_id_ = host_id;
-    aborted_ = false;
-  }
+  void Start(std::chrono::milliseconds timeout, const std::string& host_id,
+             int64_t output_cache_bytes) override;
 
   // For NcclGroup: the runtime stream of `device` (made on first use; cycle thread).
   Result<cudaStream_t> Stream(int device);
@@ -110,6 +112,8 @@ class CudaBackend final : public GpuBackend {
     std::array<cudaEvent_t, kMaxMarkers> markers{};
     int next_marker = 0;
     cudaEvent_t drained = nullptr;  // recorded by Sync
+    void* scratch = nullptr;        // DeviceScratch (device_memory.h, ordered on `stream`)
+    int64_t scratch_bytes = 0;
   };
   Result<DeviceState*> State(int device);
   // Waits for `event` of hvd's stream within the timeout (PollEvent); stops on Abort.

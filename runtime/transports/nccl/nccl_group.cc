@@ -66,11 +66,6 @@ bool NcclOp(ReduceOp op, ncclRedOp_t* out) {
   }
 }
 
-bool IsFloat(DataType dtype) {
-  return dtype == DataType::kFloat16 || dtype == DataType::kFloat32 ||
-         dtype == DataType::kFloat64 || dtype == DataType::kBFloat16;
-}
-
 // NCCL's pre-multiplied sum by `scale`, its scalar in the tensor's own type.
 ncclResult_t ScaledSum(DataType dtype, ncclDataType_t type, double scale, ncclComm_t comm,
                        ncclRedOp_t* op) {
@@ -168,8 +163,8 @@ std::string DecideGpuPath(const std::vector<std::string>& identities) {
   return "S";
 }
 
-NcclGroup::NcclGroup(CudaBackend* backend, ncclComm_t comm, int device, int size)
-    : backend_(backend), comm_(comm), device_(device), size_(size) {
+NcclGroup::NcclGroup(CudaBackend* backend, ncclComm_t comm, int device, int rank, int size)
+    : backend_(backend), comm_(comm), device_(device), rank_(rank), size_(size) {
   backend_->Register(this);
 }
 
@@ -183,16 +178,8 @@ NcclGroup::~NcclGroup() {
   if (fusion_ != nullptr) cudaFree(fusion_);
 }
 
-bool NcclGroup::CanAllreduce(DataType dtype, ReduceOp op, bool scaled) const {
-  ncclDataType_t type;
-  ncclRedOp_t nop;
-  if (!NcclType(dtype, &type) || !NcclOp(op, &nop)) return false;
-  // A one-rank communicator runs a pre-multiplied sum as its own scaling kernel, not a
-  // collective, and NCCL 2.28's left the last element of a 17x17x17 float32 tensor unwritten
-  // (Horovod's prescale test: 0 where the others were right). Such a set is staged instead,
-  // where the host scales; its unscaled allreduce stays on NCCL (a plain copy there).
-  if (scaled && size_ == 1) return false;
-  return !scaled || (op == ReduceOp::kSum && IsFloat(dtype));
+bool NcclGroup::CanReduce(DataType dtype, ReduceOp op, bool scaled) const {
+  return NcclReduces(dtype, op, scaled, size_);
 }
 
 void NcclGroup::AbortComm() {
@@ -341,6 +328,155 @@ Status NcclGroup::Broadcast(const void* input, void* output, int64_t bytes, int 
   return Wait(stream, "broadcast");
 }
 
+Result<cudaStream_t> NcclGroup::Begin(size_t sizes) {
+  if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
+  if (sizes != static_cast<size_t>(size_)) {
+    return Status::Internal("NCCL call with " + std::to_string(sizes) + " sizes for " +
+                            std::to_string(size_) + " members");
+  }
+  return backend_->Stream(device_);
+}
+
+template <typename Calls>
+Status NcclGroup::Grouped(const char* what, const Calls& calls) {
+  ncclResult_t r = ncclGroupStart();
+  if (r != ncclSuccess) return NcclFailure(what, r);
+  const ncclResult_t first = calls();
+  // Ended whatever happened: the group depth is the thread's, and this thread goes on.
+  const ncclResult_t end = ncclGroupEnd();
+  if (first != ncclSuccess && first != ncclInProgress) return NcclFailure(what, first);
+  return Settle(end, what);
+}
+
+namespace {
+
+bool AllEqual(std::span<const int64_t> sizes) {
+  return std::all_of(sizes.begin(), sizes.end(), [&](int64_t v) { return v == sizes[0]; });
+}
+
+bool Failed(ncclResult_t r) { return r != ncclSuccess && r != ncclInProgress; }
+
+}  // namespace
+
+Status NcclGroup::Allgatherv(const void* input, void* output,
+                             std::span<const int64_t> bytes_per_rank) {
+  HVD_ASSIGN_OR_RETURN(cudaStream_t stream, Begin(bytes_per_rank.size()));
+  if (AllEqual(bytes_per_rank)) {
+    if (bytes_per_rank[0] == 0) return Status::OK();
+    return Settle(ncclAllGather(input, output, static_cast<size_t>(bytes_per_rank[0]), ncclUint8,
+                                comm_, stream),
+                  "allgather");
+  }
+  return Grouped("allgather", [&] {
+    char* to = static_cast<char*>(output);
+    for (int k = 0; k < size_; ++k) {
+      const auto bytes = static_cast<size_t>(bytes_per_rank[k]);
+      if (bytes > 0) {
+        // The root sends from its input; the others' send buffer is not read.
+        const ncclResult_t r =
+            ncclBroadcast(k == rank_ ? input : to, to, bytes, ncclUint8, k, comm_, stream);
+        if (Failed(r)) return r;
+      }
+      to += bytes;
+    }
+    return ncclSuccess;
+  });
+}
+
+Status NcclGroup::ReduceScatter(const void* input, void* output,
+                                std::span<const int64_t> counts_per_rank, DataType dtype,
+                                ReduceOp op, double scale) {
+  HVD_ASSIGN_OR_RETURN(cudaStream_t stream, Begin(counts_per_rank.size()));
+  ncclDataType_t type;
+  ncclRedOp_t nop;
+  if (!NcclType(dtype, &type) || !NcclOp(op, &nop)) {
+    return Status::Internal("NCCL reducescatter of an unsupported type or op");
+  }
+  const bool scaled = scale != 1.0;
+  if (scaled) HVD_RETURN_IF_ERROR(Settle(ScaledSum(dtype, type, scale, comm_, &nop), "scaled sum"));
+  Status s;
+  if (AllEqual(counts_per_rank)) {
+    if (counts_per_rank[0] > 0) {
+      s = Settle(ncclReduceScatter(input, output, static_cast<size_t>(counts_per_rank[0]), type,
+                                   nop, comm_, stream),
+                 "reducescatter");
+    }
+  } else {
+    const size_t elem = DataTypeSize(dtype);
+    s = Grouped("reducescatter", [&] {
+      const char* from = static_cast<const char*>(input);
+      for (int k = 0; k < size_; ++k) {
+        const auto count = static_cast<size_t>(counts_per_rank[k]);
+        if (count > 0) {
+          // Only member k's receive buffer is written; the others' is not touched.
+          const ncclResult_t r = ncclReduce(from, output, count, type, nop, k, comm_, stream);
+          if (Failed(r)) return r;
+        }
+        from += count * elem;
+      }
+      return ncclSuccess;
+    });
+  }
+  // Legal once the calls that use it are enqueued (settled), or on no communicator at all.
+  if (scaled && comm_ != nullptr) ncclRedOpDestroy(nop, comm_);
+  return s;
+}
+
+Status NcclGroup::Alltoallv(const void* input, std::span<const int64_t> send_bytes, void* output,
+                            std::span<const int64_t> recv_bytes) {
+  HVD_ASSIGN_OR_RETURN(cudaStream_t stream, Begin(send_bytes.size()));
+  if (recv_bytes.size() != send_bytes.size() || send_bytes[rank_] != recv_bytes[rank_]) {
+    return Status::Internal("NCCL alltoall: this member sends itself " +
+                            std::to_string(send_bytes[rank_]) + " bytes but receives " +
+                            (recv_bytes.size() == send_bytes.size()
+                                 ? std::to_string(recv_bytes[rank_])
+                                 : std::string("a list of another length")));
+  }
+  const char* from = static_cast<const char*>(input);
+  char* to = static_cast<char*>(output);
+  int64_t send_at = 0, recv_at = 0, peers = 0;
+  for (int k = 0; k < size_; ++k) {
+    if (k == rank_ && send_bytes[k] > 0) {
+      cudaError_t err =
+          cudaMemcpyAsync(to + recv_at, from + send_at, static_cast<size_t>(send_bytes[k]),
+                          cudaMemcpyDeviceToDevice, stream);
+      if (err != cudaSuccess) {
+        AbortComm();  // as a failed NCCL call: the set fails, its group is unusable
+        return CudaError("NCCL alltoall: copying this member's own piece", err);
+      }
+    } else if (k != rank_ && (send_bytes[k] > 0 || recv_bytes[k] > 0)) {
+      ++peers;
+    }
+    send_at += send_bytes[k];
+    recv_at += recv_bytes[k];
+  }
+  if (peers == 0) return Status::OK();
+  return Grouped("alltoall", [&] {
+    int64_t sent = 0, received = 0;
+    for (int k = 0; k < size_; ++k) {
+      if (k != rank_ && send_bytes[k] > 0) {
+        const ncclResult_t r =
+            ncclSend(from + sent, static_cast<size_t>(send_bytes[k]), ncclUint8, k, comm_, stream);
+        if (Failed(r)) return r;
+      }
+      if (k != rank_ && recv_bytes[k] > 0) {
+        const ncclResult_t r = ncclRecv(to + received, static_cast<size_t>(recv_bytes[k]),
+                                        ncclUint8, k, comm_, stream);
+        if (Failed(r)) return r;
+      }
+      sent += send_bytes[k];
+      received += recv_bytes[k];
+    }
+    return ncclSuccess;
+  });
+}
+
+Status NcclGroup::Finish(const char* what) {
+  if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
+  HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
+  return Wait(stream, what);
+}
+
 Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communicator* cpu,
                                                   int device, const std::string& mode) {
   cudaError_t err = cudaSetDevice(device);
@@ -401,7 +537,8 @@ Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communic
     if (waited == NcclWait::kStopped) return Status::Aborted(message);
     return Status::Internal(message);
   }
-  return std::unique_ptr<GpuGroup>(std::make_unique<NcclGroup>(backend, comm, device, cpu->size()));
+  return std::unique_ptr<GpuGroup>(
+      std::make_unique<NcclGroup>(backend, comm, device, cpu->rank(), cpu->size()));
 }
 
 }  // namespace hvd::runtime

@@ -28,15 +28,30 @@ std::string DecideGpuPath(const std::vector<std::string>& identities);
 // ncclCommAbort instead of a hang.
 class NcclGroup final : public GpuGroup {
  public:
-  NcclGroup(CudaBackend* backend, ncclComm_t comm, int device, int size);
+  NcclGroup(CudaBackend* backend, ncclComm_t comm, int device, int rank, int size);
   ~NcclGroup() override;
 
   const char* name() const override { return "NCCL"; }
-  bool CanAllreduce(DataType dtype, ReduceOp op, bool scaled) const override;
+  bool CanReduce(DataType dtype, ReduceOp op, bool scaled) const override;
   Status Allreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
                    std::span<const int64_t> counts, DataType dtype, ReduceOp op,
                    double scale) override;
   Status Broadcast(const void* input, void* output, int64_t bytes, int root) override;
+  // Equal sizes: ncclAllGather. Uneven: one ncclBroadcast per member with data, grouped (as
+  // Horovod does): it runs on the rings NCCL already set up for the collectives, moving what
+  // ncclAllGather's ring would, where ncclSend/ncclRecv would connect every pair of members
+  // (on the socket transport, a connection each).
+  Status Allgatherv(const void* input, void* output,
+                    std::span<const int64_t> bytes_per_rank) override;
+  // Equal counts: ncclReduceScatter. Uneven (hvd's split: the first dim0 % size members get a
+  // row more): one ncclReduce per member with data, rooted there, grouped (as Horovod does).
+  Status ReduceScatter(const void* input, void* output, std::span<const int64_t> counts_per_rank,
+                       DataType dtype, ReduceOp op, double scale) override;
+  // Grouped ncclSend/ncclRecv with every other member that has data; this member's own piece
+  // is a device copy on the same stream.
+  Status Alltoallv(const void* input, std::span<const int64_t> send_bytes, void* output,
+                   std::span<const int64_t> recv_bytes) override;
+  Status Finish(const char* what) override;
   void Abort() override { abort_requested_ = true; }
 
  private:
@@ -52,6 +67,12 @@ class NcclGroup final : public GpuGroup {
   // still enqueues it. Waits until it is enqueued (OK), or fails as Wait does (a NCCL error,
   // hvd_abort, the timeout), aborting the communicator.
   Status Settle(ncclResult_t result, const char* what);
+  // Runs `calls` (NCCL calls, answering the first failure or ncclSuccess) between ncclGroupStart
+  // and ncclGroupEnd, the group ended also when a call failed; the end is settled.
+  template <typename Calls>
+  Status Grouped(const char* what, const Calls& calls);
+  // The checks every call makes first: a live communicator, `sizes` one per member; the stream.
+  Result<cudaStream_t> Begin(size_t sizes);
   // Enqueues the allreduce (and fusion copies) on `stream`, settled.
   Status Enqueue(std::span<const void* const> inputs, std::span<void* const> outputs,
                  std::span<const int64_t> counts, int64_t elem, ncclDataType_t type, ncclRedOp_t op,
@@ -60,6 +81,7 @@ class NcclGroup final : public GpuGroup {
   CudaBackend* backend_;
   ncclComm_t comm_;  // null once aborted
   int device_;
+  int rank_;  // this member's
   int size_;  // ranks in the communicator
   cudaEvent_t done_ = nullptr;
   void* fusion_ = nullptr;

@@ -27,15 +27,22 @@ static hvd_tensor_t Vector(float* data, int64_t n) {
   return t;
 }
 
-static void CheckGathered(hvd_handle_t h, const float* expect, int64_t n) {
+/* Host outputs (CPU inputs); given back by hvd_free, or by hvd_free_on_stream when
+ * `on_stream` (for host memory the same). */
+static void CheckGathered(hvd_handle_t h, const float* expect, int64_t n, int on_stream) {
   int32_t count = 0;
   hvd_tensor_t out;
   EXPECT(hvd_wait(h, 10.0) == HVD_OK);
   EXPECT(hvd_num_outputs(h, &count) == HVD_OK && count == 1);
   EXPECT(hvd_output(h, 0, &out) == HVD_OK);
   EXPECT(out.ndim == 1 && out.shape[0] == n && out.dtype == HVD_FLOAT32);
+  EXPECT(out.device == HVD_DEVICE_CPU);
   EXPECT(out.data != NULL && memcmp(out.data, expect, (size_t)n * sizeof(float)) == 0);
-  hvd_free(out.data);
+  if (on_stream) {
+    hvd_free_on_stream(out.data, NULL);
+  } else {
+    hvd_free(out.data);
+  }
   EXPECT(hvd_release(h) == HVD_OK);
 }
 
@@ -66,11 +73,11 @@ int main(void) {
 
   hvd_op_options_init(&opts);
   EXPECT(hvd_allgather(&tin, &opts, &h) == HVD_OK);
-  CheckGathered(h, in, 4);
+  CheckGathered(h, in, 4, 0);
   EXPECT(hvd_alltoall(&tin, &opts, &h) == HVD_OK);
-  CheckGathered(h, in, 4);
+  CheckGathered(h, in, 4, 1);
   EXPECT(hvd_reducescatter(&tin, &opts, &h) == HVD_OK);
-  CheckGathered(h, in, 4);
+  CheckGathered(h, in, 4, 0);
 
   memset(out, 0, sizeof(out));
   EXPECT(hvd_broadcast(&tin, &tout, &opts, &h) == HVD_OK);

@@ -135,5 +135,38 @@ TEST_F(OutputMemoryTest, AllocatedOnOneThreadGivenBackOnAnother) {
   EXPECT_GT(GetOutputCacheStats().reused, kRounds / 2);
 }
 
+// A device-output free installed by a GPU backend (AddDeviceOutputFree): it stands for memory
+// without the host header, so it must be asked before the header is read.
+struct DeviceFrees {
+  static inline char block[64];
+  static inline std::atomic<int> own{0}, caller{0};
+  static inline std::atomic<void*> last_stream{nullptr};
+  static bool Free(void* data, bool on_caller_stream, void* stream) {
+    if (data != block) return false;
+    (on_caller_stream ? caller : own)++;
+    last_stream = stream;
+    return true;
+  }
+};
+
+// Given a backend's device output, then FreeOutput gives it back on its own stream (an output
+// the handle frees, never taken), FreeOutputOn on the caller's stream (hvd_free_on_stream), and
+// host outputs still go to the host cache.
+TEST_F(OutputMemoryTest, DeviceOutputsGoBackToTheirBackendOnTheRightStream) {
+  AddDeviceOutputFree(&DeviceFrees::Free);
+  AddDeviceOutputFree(&DeviceFrees::Free);  // installed once however often a runtime starts
+  FreeOutput(DeviceFrees::block);
+  EXPECT_EQ(DeviceFrees::own.load(), 1);
+  int stream = 0;
+  FreeOutputOn(DeviceFrees::block, &stream);
+  EXPECT_EQ(DeviceFrees::caller.load(), 1);
+  EXPECT_EQ(DeviceFrees::last_stream.load(), &stream);
+  void* host = AllocOutput(64 << 10);
+  const int64_t kept = GetOutputCacheStats().blocks;
+  FreeOutputOn(host, &stream);
+  EXPECT_EQ(GetOutputCacheStats().blocks, kept + 1);
+  EXPECT_EQ(DeviceFrees::caller.load(), 1);
+}
+
 }  // namespace
 }  // namespace hvd::runtime

@@ -21,7 +21,7 @@ runtime::RuntimeConfig TestConfig(int rank, int size) {
 }
 
 void RunRanks(int size, const RankBody& body, const ConfigTweak& tweak, InProcessWorld* world,
-              const std::vector<std::vector<int32_t>>& process_sets) {
+              const std::vector<std::vector<int32_t>>& process_sets, const GpuFactory& gpu) {
   std::unique_ptr<InProcessWorld> owned;
   if (world == nullptr) {
     owned = std::make_unique<InProcessWorld>(std::chrono::seconds(20));
@@ -30,7 +30,7 @@ void RunRanks(int size, const RankBody& body, const ConfigTweak& tweak, InProces
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {
-      runtime::Runtime rt(world->Factory());
+      runtime::Runtime rt(world->Factory(), gpu ? gpu(r) : nullptr);
       runtime::RuntimeConfig config = TestConfig(r, size);
       if (tweak) tweak(&config);
       Status s = rt.Init(config, process_sets);

@@ -2,6 +2,7 @@
 #define HVD_TEST_UNIT_RUNTIME_CORE_RANK_HARNESS_H_
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,16 @@ runtime::RuntimeConfig TestConfig(int rank, int size);
 using ConfigTweak = std::function<void(runtime::RuntimeConfig*)>;
 using RankBody = std::function<void(int rank, runtime::Runtime& rt)>;
 
+// A rank's GPU backend (a fake: test/fakes/fake_gpu.h); null: the build's own.
+using GpuFactory = std::function<std::unique_ptr<runtime::GpuBackend>(int rank)>;
+
 // Runs `body` on `size` threads, each one rank with its own Runtime on `world` (a fresh one
-// when null): Init (must succeed), body, Shutdown.
+// when null) and, when `gpu` is given, gpu(rank) as its GPU backend: Init (must succeed), body,
+// Shutdown.
 void RunRanks(int size, const RankBody& body, const ConfigTweak& tweak = nullptr,
               InProcessWorld* world = nullptr,
-              const std::vector<std::vector<int32_t>>& process_sets = {});
+              const std::vector<std::vector<int32_t>>& process_sets = {},
+              const GpuFactory& gpu = nullptr);
 
 // Waits up to `seconds` and returns the handle's status; releases it unless keep.
 Status WaitAndRelease(runtime::Runtime& rt, int64_t handle, double seconds = 30);

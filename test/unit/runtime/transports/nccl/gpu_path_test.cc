@@ -111,13 +111,17 @@ class CountingGpu final : public GpuBackend {
   Status WaitMarker(int, int) override { return Unused(); }
   Status Sync(int) override { return Unused(); }
   Result<void*> HostBuffer(int, int64_t) override { return Unused(); }
+  Status CopyOnDevice(void*, const void*, int64_t, int) override { return Unused(); }
+  Result<void*> DeviceScratch(int, int64_t) override { return Unused(); }
+  Result<void*> AllocDeviceOutput(int, int64_t) override { return Unused(); }
+  DeviceOutputFree device_output_free() const override { return nullptr; }
   Result<std::unique_ptr<GpuGroup>> CreateGroup(Communicator*, int, const std::string&) override {
     return std::unique_ptr<GpuGroup>();
   }
   int CurrentDevice() override { return 0; }
   void RestoreDevice(int) override {}
   void Abort() override {}
-  void Start(std::chrono::milliseconds, const std::string&) override {}
+  void Start(std::chrono::milliseconds, const std::string&, int64_t) override {}
 
  private:
   static Status Unused() { return Status::Unimplemented("not used by this test"); }
@@ -194,15 +198,20 @@ class StagingGpu final : public GpuBackend {
     if (b.size() < static_cast<size_t>(bytes)) b.resize(static_cast<size_t>(bytes));
     return static_cast<void*>(b.data());
   }
+  Status CopyOnDevice(void*, const void*, int64_t, int) override { return Unstaged(); }
+  Result<void*> DeviceScratch(int, int64_t) override { return Unstaged(); }
+  Result<void*> AllocDeviceOutput(int, int64_t) override { return Unstaged(); }
+  DeviceOutputFree device_output_free() const override { return nullptr; }
   Result<std::unique_ptr<GpuGroup>> CreateGroup(Communicator*, int, const std::string&) override {
     return std::unique_ptr<GpuGroup>();  // stage through the host
   }
   int CurrentDevice() override { return Current(); }
   void RestoreDevice(int device) override { Current() = device; }
   void Abort() override {}
-  void Start(std::chrono::milliseconds, const std::string&) override {}
+  void Start(std::chrono::milliseconds, const std::string&, int64_t) override {}
 
  private:
+  static Status Unstaged() { return Status::Unimplemented("only the staged path is modelled"); }
   Status Copy(void* dst, const void* src, int64_t bytes, int device) {
     Current() = device;
     std::memcpy(dst, src, static_cast<size_t>(bytes));

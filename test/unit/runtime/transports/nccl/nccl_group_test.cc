@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/transports/nccl/cuda_backend.h"
+#include "runtime/transports/nccl/device_memory.h"
 #include "test/fakes/in_process_communicator.h"
 
 namespace hvd::runtime {
@@ -52,7 +53,7 @@ Result<std::unique_ptr<GpuGroup>> CreateWithAbsentPeer(CudaBackend* backend, dou
 
 TEST(NcclGroupTest, AMemberThatNeverJoinsFailsTheOthersAtTheTimeoutNotAHang) {
   CudaBackend backend;
-  backend.Start(std::chrono::milliseconds(2000), "");
+  backend.Start(std::chrono::milliseconds(2000), "", 0);
   double took = 0;
   auto group = CreateWithAbsentPeer(&backend, &took);
   ASSERT_FALSE(group.ok()) << "created a 2-rank NCCL communicator whose rank 1 never joined";
@@ -69,7 +70,7 @@ TEST(NcclGroupTest, AMemberThatNeverJoinsFailsTheOthersAtTheTimeoutNotAHang) {
 
 TEST(NcclGroupTest, AbortEndsTheWaitForAMemberThatNeverJoins) {
   CudaBackend backend;
-  backend.Start(std::chrono::milliseconds(120000), "");
+  backend.Start(std::chrono::milliseconds(120000), "", 0);
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     backend.Abort();  // as hvd_abort (an elastic reset, shutdown) does from another thread
@@ -91,7 +92,7 @@ TEST(NcclGroupTest, OneMemberReducesFusesAndBroadcastsOnItsGpu) {
   hvd::testing::InProcessWorld world;
   auto comm = world.Join("nccl-one", 0, 1);
   CudaBackend backend;
-  backend.Start(std::chrono::milliseconds(30000), "");
+  backend.Start(std::chrono::milliseconds(30000), "", 0);
   auto made = CreateNcclGroup(&backend, comm.get(), 0, "auto");
   ASSERT_TRUE(made.ok()) << made.status().message();
   ASSERT_NE(made.value(), nullptr) << "one member with a GPU of its own should get NCCL";
@@ -141,6 +142,71 @@ TEST(NcclGroupTest, OneMemberReducesFusesAndBroadcastsOnItsGpu) {
   group.reset();
   cudaFree(a);
   cudaFree(b);
+}
+
+// One member: the enqueue-only calls and Finish, on device outputs and scratch from the
+// backend's stream-ordered pool: an allgather, a reducescatter and an alltoall (its own
+// piece, a device copy) into outputs that are then given back, on the caller's stream and on
+// their own; none is left registered.
+TEST(NcclGroupTest, OneMemberGathersScattersAndExchangesIntoDeviceOutputs) {
+  hvd::testing::InProcessWorld world;
+  auto comm = world.Join("nccl-outputs", 0, 1);
+  CudaBackend backend;
+  backend.Start(std::chrono::milliseconds(30000), "", int64_t{64} << 20);
+  auto made = CreateNcclGroup(&backend, comm.get(), 0, "auto");
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  ASSERT_NE(made.value(), nullptr);
+  std::unique_ptr<GpuGroup> group = std::move(made).value();
+  const int64_t live = LiveDeviceOutputs();
+
+  constexpr int64_t kCount = 4099;  // odd and prime: no tail left out
+  constexpr int64_t kBytes = kCount * static_cast<int64_t>(sizeof(float));
+  std::vector<float> host(kCount);
+  for (int64_t i = 0; i < kCount; ++i) host[i] = static_cast<float>(i % 251);
+  auto input = backend.DeviceScratch(0, kBytes);
+  ASSERT_TRUE(input.ok()) << input.status().message();
+  auto expect = [&](void* d, float factor, const char* what) {
+    std::vector<float> got(kCount);
+    ASSERT_EQ(cudaMemcpy(got.data(), d, kBytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int64_t i = 0; i < kCount; ++i) {
+      ASSERT_EQ(got[i], host[i] * factor) << what << " element " << i;
+    }
+  };
+  const int64_t bytes[] = {kBytes}, counts[] = {kCount};
+  std::vector<void*> outputs;
+  for (int i = 0; i < 3; ++i) {
+    auto out = backend.AllocDeviceOutput(0, kBytes);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    outputs.push_back(*out);
+  }
+  EXPECT_EQ(LiveDeviceOutputs(), live + 3);
+  // The memory was allocated in the order of hvd's stream: other streams use it after that.
+  ASSERT_TRUE(backend.Sync(0).ok());
+  ASSERT_EQ(cudaMemcpy(*input, host.data(), kBytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_TRUE(group->Allgatherv(*input, outputs[0], bytes).ok());
+  ASSERT_TRUE(
+      group->ReduceScatter(*input, outputs[1], counts, DataType::kFloat32, ReduceOp::kSum, 1.0)
+          .ok());
+  ASSERT_TRUE(group->Alltoallv(*input, bytes, outputs[2], bytes).ok());
+  ASSERT_TRUE(group->Finish("the three ops").ok());
+  expect(outputs[0], 1.0f, "allgather");
+  expect(outputs[1], 1.0f, "reducescatter");
+  expect(outputs[2], 1.0f, "alltoall");
+  // Freed on the caller's stream (hvd_free_on_stream), on the legacy one, on their own.
+  cudaStream_t side = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
+  DeviceOutputFree free = backend.device_output_free();
+  ASSERT_NE(free, nullptr);
+  EXPECT_TRUE(free(outputs[0], true, side));
+  EXPECT_TRUE(free(outputs[1], true, nullptr));
+  EXPECT_TRUE(free(outputs[2], false, nullptr));
+  EXPECT_FALSE(free(outputs[2], false, nullptr));  // not twice
+  EXPECT_FALSE(free(host.data(), true, nullptr));  // not its memory: left alone
+  EXPECT_EQ(LiveDeviceOutputs(), live);
+  ASSERT_EQ(cudaStreamSynchronize(side), cudaSuccess);
+  cudaStreamDestroy(side);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  group.reset();
 }
 
 }  // namespace
