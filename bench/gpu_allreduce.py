@@ -7,7 +7,12 @@
 ncclAllReduce of the same buffer through CuPy's NCCL binding plus a stream synchronize, in
 nccl-tests' columns (size, count, time, algbw, busbw; busbw = algbw at one rank).
 
--np >= 2 (ranks share the GPU, so hvd stages through host memory): hvd against
+-np >= 2 with each rank its own host (`-H localhost:1,127.0.0.1:1`: hvdrun gives every rank its
+NCCL_HOSTID, so NCCL runs several ranks on one GPU over its socket transport): hvd's NCCL path
+against torch.distributed's NCCL backend on the same CUDA tensors in the same processes, for
+allreduce, allgather and reducescatter (--ops), with the ratio torch/hvd (> 1: hvd faster).
+
+-np >= 2 on one host (ranks share the GPU, so hvd stages through host memory): hvd against
 torch.distributed's Gloo backend on the same CUDA tensors in the same processes, and against
 the sum of its parts measured here: device->host copy + hvd's CPU allreduce of the same bytes +
 host->device copy (pinned). Medians of --iters runs after --warmup; float32 sum.
@@ -111,18 +116,58 @@ def many_ranks(sizes, args):
     dist.destroy_process_group()
 
 
+def nccl_ranks(sizes, args):
+    """Each rank its own host: hvd's NCCL path against torch's NCCL backend, same tensors."""
+    import torch.distributed as dist
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{args.port}",
+                            rank=hvd.rank(), world_size=hvd.size())
+    n = hvd.size()
+    if hvd.rank() == 0:
+        print(f"# NCCL ranks on one GPU (NCCL_HOSTID per rank), {n} ranks, {stamp()}, float32, "
+              "median us of the slowest rank")
+        print(f"{'op':>14} {'size':>8} {'hvd':>10} {'torch nccl':>11} {'torch/hvd':>10}")
+    for op in args.ops.split(","):
+        for size in sizes:
+            count = max(size // 4 // n, 1) * n
+            x = torch.ones(count, device="cuda")
+            if op == "allreduce":
+                ours = lambda: hvd.allreduce_(x, op=hvd.Sum, name="n.ar")
+                peer = lambda: dist.all_reduce(x)
+            elif op == "allgather":
+                out = torch.empty(count * n, device="cuda")
+                ours = lambda: hvd.allgather(x, name="n.ag")
+                peer = lambda: dist.all_gather_into_tensor(out, x)
+            elif op == "reducescatter":
+                out = torch.empty(count // n, device="cuda")
+                ours = lambda: hvd.reducescatter(x, op=hvd.Sum, name="n.rs")
+                peer = lambda: dist.reduce_scatter_tensor(out, x)
+            else:
+                raise SystemExit(f"unknown op {op}: allreduce, allgather or reducescatter")
+            t_hvd = agreed(median_us(ours, args.warmup, args.iters))
+            t_peer = agreed(median_us(peer, args.warmup, args.iters))
+            if hvd.rank() == 0:
+                label = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
+                print(f"{op:>14} {label:>8} {t_hvd:>10.1f} {t_peer:>11.1f} "
+                      f"{t_peer / t_hvd:>10.2f}")
+    dist.destroy_process_group()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="4096,65536,1048576,16777216,67108864")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--port", type=int, default=int(os.environ.get("BENCH_PORT", "29531")))
+    parser.add_argument("--ops", default="allreduce,allgather,reducescatter",
+                        help="NCCL ranks (each its own host): the collectives to compare")
     args = parser.parse_args()
     hvd.init()
     torch.cuda.set_device(hvd.local_rank() % torch.cuda.device_count())
     sizes = [int(s) for s in args.sizes.split(",")]
     if hvd.size() == 1:
         one_rank(sizes, args)
+    elif hvd.local_size() == 1:  # every rank its own host: NCCL ranks on one GPU
+        nccl_ranks(sizes, args)
     else:
         many_ranks(sizes, args)
     hvd.shutdown()

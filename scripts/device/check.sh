@@ -15,7 +15,8 @@
 # "direct": HVD_SHM_DIRECT_BYTES auto against 65536 at DIRECT_NPS, default "4 8 16", direct.log;
 # "placement": the placement rule on many cores, hvd unbound against --bind-to core taking
 # turns, allreduce at PLACEMENT_NPS (default "4 16") ranks and the convnet at 8, placement.log;
-# "knobs": HVD_EAGER_ALLREDUCE_BYTES, HVD_SHM_SINGLE_COPY, dtypes and ops at 4-16 ranks, knobs.log);
+# "knobs": HVD_EAGER_ALLREDUCE_BYTES, HVD_SHM_SINGLE_COPY, dtypes and ops at 4-16 ranks, knobs.log;
+# "nccl": 2 and 4 NCCL ranks on the one GPU against torch.distributed's NCCL, nccl_bench.log);
 # Steps run in this file's order whatever the order in STEPS (the direct-size A/B before the
 # table, which takes what time is left). SKIP_BUILD=1 reuses a build-gpu/ left by an earlier
 # call on the same warm machine; NPS and SIDES pass to bench/compare_allreduce.sh (default
@@ -86,7 +87,21 @@ fi
 if has train; then
   step "torch_train --cuda np2" 60 "$out/train.log" \
     hvdrun -np 2 python3 examples/torch_train.py --cuda --epochs 3 --min-accuracy 0.9
-  grep -iE "accuracy" "$out/train.log" | tail -4 >>"$summary"
+  # the same on 2 NCCL ranks (each its own host, so its own NCCL_HOSTID)
+  step "torch_train --cuda 2 NCCL ranks" 60 "$out/train.log" \
+    hvdrun -np 2 -H localhost:1,127.0.0.1:1 python3 examples/torch_train.py --cuda --epochs 3 \
+    --min-accuracy 0.9
+  grep -iE "accuracy" "$out/train.log" | tail -8 >>"$summary"
+fi
+
+# NCCL ranks sharing the one GPU (each its own host): hvd's NCCL path against torch.distributed's
+# NCCL backend on the same tensors, allreduce / allgather / reducescatter, 4 KiB-64 MiB.
+if has nccl; then
+  step "nccl ranks np2" 60 "$out/nccl_bench.log" \
+    hvdrun -np 2 -H localhost:1,127.0.0.1:1 python3 bench/gpu_allreduce.py
+  step "nccl ranks np4" 60 "$out/nccl_bench.log" \
+    hvdrun -np 4 -H localhost:1,127.0.0.1:1,127.0.0.2:1,127.0.0.3:1 python3 bench/gpu_allreduce.py
+  grep -E "torch/hvd|allreduce|allgather|reducescatter" "$out/nccl_bench.log" | tail -32 >>"$summary"
 fi
 
 # The C API's scenarios checked by value (test/worker_e2e) at 8 and 16 ranks, each with a CPU of
