@@ -12,7 +12,7 @@
 
 #include "common/env_registry.h"
 #include "common/logging.h"
-#include "runtime/core/output_memory.h"
+#include "runtime/core/execution/output_memory.h"
 #include "runtime/core/runtime.h"
 #include "runtime/elastic_session.h"
 #include "runtime/transports/backend_registry.h"

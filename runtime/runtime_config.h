@@ -103,7 +103,7 @@ struct RuntimeConfig {
   bool disable_group_fusion = false;
   bool dynamic_process_sets = false;
   // HVD_OUTPUT_CACHE_BYTES: given-back runtime-allocated outputs kept for reuse
-  // (core/output_memory.h); 0 = none.
+  // (core/execution/output_memory.h); 0 = none.
   int64_t output_cache_bytes = int64_t{128} << 20;
 
   // Stall inspector; zero shutdown time = never shut down.

@@ -9,7 +9,7 @@
 #include "autotune/autotune_cache.h"
 #include "autotune/parameter_manager.h"
 #include "common/logging.h"
-#include "runtime/core/fusion_planner.h"
+#include "runtime/core/negotiation/fusion_planner.h"
 
 namespace hvd::runtime {
 namespace {

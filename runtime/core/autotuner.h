@@ -12,7 +12,7 @@
 
 #include "autotune/params.h"
 #include "common/status.h"
-#include "runtime/core/message.h"
+#include "runtime/core/negotiation/message.h"
 #include "runtime/runtime_config.h"
 #include "runtime/transports/communicator.h"
 

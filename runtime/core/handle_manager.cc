@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/logging.h"
-#include "runtime/core/output_memory.h"
+#include "runtime/core/execution/output_memory.h"
 
 namespace hvd::runtime {
 namespace {

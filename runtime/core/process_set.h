@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "runtime/core/controller.h"
+#include "runtime/core/negotiation/controller.h"
 
 namespace hvd::runtime {
 

@@ -10,7 +10,7 @@
 #include "common/kv_client.h"
 #include "common/kv_messages.h"
 #include "common/logging.h"
-#include "runtime/core/output_memory.h"
+#include "runtime/core/execution/output_memory.h"
 
 namespace hvd::runtime {
 namespace {

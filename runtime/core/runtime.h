@@ -19,10 +19,10 @@
 
 #include "common/status.h"
 #include "runtime/core/autotuner.h"
-#include "runtime/core/controller.h"
-#include "runtime/core/fusion_buffer.h"
+#include "runtime/core/execution/fusion_buffer.h"
+#include "runtime/core/execution/op_executor.h"
 #include "runtime/core/handle_manager.h"
-#include "runtime/core/op_executor.h"
+#include "runtime/core/negotiation/controller.h"
 #include "runtime/core/process_set.h"
 #include "runtime/core/runtime_timeline.h"
 #include "runtime/core/tensor_shape.h"

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <ranges>
 
-#include "runtime/core/adasum.h"
+#include "runtime/core/execution/adasum.h"
 #include "runtime/core/runtime.h"
 #include "runtime/core/runtime_timeline.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runtime/core/message.h"
+#include "runtime/core/negotiation/message.h"
 #include "runtime/transports/communicator.h"
 #include "timeline/timeline.h"
 

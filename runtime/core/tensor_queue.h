@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runtime/core/message.h"
+#include "runtime/core/negotiation/message.h"
 
 namespace hvd::runtime {
 

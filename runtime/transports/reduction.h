@@ -90,8 +90,8 @@ void ReduceWide(void* dst, int n, int64_t count, DataType dtype, ReduceOp op, In
   }
 }
 
-// Adasum's two passes over a pair of vectors (runtime/core/adasum.h): sums[0..3) += a.b, |a|^2,
-// |b|^2 accumulated in double; then a[i] = a_coeff * a[i] + b_coeff * b[i] (the coefficients
+// Adasum's two passes over a pair of vectors (runtime/core/execution/adasum.h): sums[0..3) += a.b,
+// |a|^2, |b|^2 accumulated in double; then a[i] = a_coeff * a[i] + b_coeff * b[i] (the coefficients
 // rounded to T). Vectorised like the reductions.
 void AdasumSums(const float* a, const float* b, int64_t count, double* sums);
 void AdasumSums(const double* a, const double* b, int64_t count, double* sums);

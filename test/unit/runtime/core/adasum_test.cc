@@ -1,6 +1,7 @@
-// Adasum (runtime/core/adasum.h): the pair arithmetic, and the sliced collective on members that
-// are threads (InProcessWorld) against the tree computed here in double from the formula.
-#include "runtime/core/adasum.h"
+// Adasum (runtime/core/execution/adasum.h): the pair arithmetic, and the sliced collective on
+// members that are threads (InProcessWorld) against the tree computed here in double from the
+// formula.
+#include "runtime/core/execution/adasum.h"
 
 #include <gtest/gtest.h>
 

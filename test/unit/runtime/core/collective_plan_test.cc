@@ -1,6 +1,6 @@
 // The NCCL path's layouts (collective_plan.h), checked by hand-worked examples: uneven parts,
 // empty parts, one tensor.
-#include "runtime/core/collective_plan.h"
+#include "runtime/core/execution/collective_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/output_memory.h"
+#include "runtime/core/execution/output_memory.h"
 #include "test/unit/runtime/core/gpu_op_harness.h"
 
 namespace hvd::testing {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/core/output_memory.h"
+#include "runtime/core/execution/output_memory.h"
 #include "runtime/transports/reduction.h"
 
 namespace hvd::testing {

@@ -1,6 +1,6 @@
-// The memory of runtime-allocated outputs (core/output_memory.h): blocks given back are handed
-// out again for the same size class, within the cache's bounds, from any thread.
-#include "runtime/core/output_memory.h"
+// The memory of runtime-allocated outputs (core/execution/output_memory.h): blocks given back are
+// handed out again for the same size class, within the cache's bounds, from any thread.
+#include "runtime/core/execution/output_memory.h"
 
 #include <gtest/gtest.h>
 

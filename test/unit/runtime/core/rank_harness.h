@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/output_memory.h"  // FreeOutput for the outputs tests take
+#include "runtime/core/execution/output_memory.h"  // FreeOutput for the outputs tests take
 #include "runtime/core/runtime.h"
 #include "test/fakes/in_process_communicator.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/core/response_cache.h"
+#include "runtime/core/negotiation/response_cache.h"
 
 #include <gtest/gtest.h>
 

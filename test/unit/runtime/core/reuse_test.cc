@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "runtime/core/execution/output_memory.h"
 #include "runtime/core/handle_manager.h"
-#include "runtime/core/output_memory.h"
 #include "runtime/core/reuse_vector.h"
 #include "runtime/core/tensor_queue.h"
 

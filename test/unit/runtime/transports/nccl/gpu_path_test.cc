@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/core/output_memory.h"
+#include "runtime/core/execution/output_memory.h"
 #include "runtime/core/runtime.h"
 #include "runtime/transports/nccl/nccl_group.h"
 #include "runtime/transports/reduction.h"

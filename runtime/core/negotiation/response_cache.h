@@ -1,5 +1,5 @@
-#ifndef HVD_RUNTIME_CORE_RESPONSE_CACHE_H_
-#define HVD_RUNTIME_CORE_RESPONSE_CACHE_H_
+#ifndef HVD_RUNTIME_CORE_NEGOTIATION_RESPONSE_CACHE_H_
+#define HVD_RUNTIME_CORE_NEGOTIATION_RESPONSE_CACHE_H_
 
 #include <cstdint>
 #include <list>
@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/core/message.h"
+#include "runtime/core/negotiation/message.h"
 
 namespace hvd::runtime {
 
@@ -65,4 +65,4 @@ bool SameParams(const Request& a, const Request& b);
 
 }  // namespace hvd::runtime
 
-#endif  // HVD_RUNTIME_CORE_RESPONSE_CACHE_H_
+#endif  // HVD_RUNTIME_CORE_NEGOTIATION_RESPONSE_CACHE_H_

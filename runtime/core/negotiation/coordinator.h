@@ -1,5 +1,5 @@
-#ifndef HVD_RUNTIME_CORE_COORDINATOR_H_
-#define HVD_RUNTIME_CORE_COORDINATOR_H_
+#ifndef HVD_RUNTIME_CORE_NEGOTIATION_COORDINATOR_H_
+#define HVD_RUNTIME_CORE_NEGOTIATION_COORDINATOR_H_
 
 #include <chrono>
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/message.h"
+#include "runtime/core/negotiation/message.h"
 
 namespace hvd::runtime {
 
@@ -55,4 +55,4 @@ class Coordinator {
 
 }  // namespace hvd::runtime
 
-#endif  // HVD_RUNTIME_CORE_COORDINATOR_H_
+#endif  // HVD_RUNTIME_CORE_NEGOTIATION_COORDINATOR_H_

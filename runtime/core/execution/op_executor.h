@@ -1,5 +1,5 @@
-#ifndef HVD_RUNTIME_CORE_OP_EXECUTOR_H_
-#define HVD_RUNTIME_CORE_OP_EXECUTOR_H_
+#ifndef HVD_RUNTIME_CORE_EXECUTION_OP_EXECUTOR_H_
+#define HVD_RUNTIME_CORE_EXECUTION_OP_EXECUTOR_H_
 
 #include <atomic>
 #include <memory>
@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runtime/core/adasum.h"
-#include "runtime/core/collective_plan.h"
-#include "runtime/core/fusion_buffer.h"
+#include "runtime/core/execution/adasum.h"
+#include "runtime/core/execution/collective_plan.h"
+#include "runtime/core/execution/fusion_buffer.h"
 #include "runtime/core/handle_manager.h"
-#include "runtime/core/message.h"
+#include "runtime/core/negotiation/message.h"
 #include "runtime/core/runtime_timeline.h"
 #include "runtime/core/tensor_queue.h"
 #include "runtime/transports/allreduce_pieces.h"
@@ -209,4 +209,4 @@ class OpExecutor {
 
 }  // namespace hvd::runtime
 
-#endif  // HVD_RUNTIME_CORE_OP_EXECUTOR_H_
+#endif  // HVD_RUNTIME_CORE_EXECUTION_OP_EXECUTOR_H_

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "runtime/core/op_executor.h"
+#include "runtime/core/execution/op_executor.h"
 #include "runtime/transports/reduction.h"
 
 namespace hvd::runtime {

@@ -6,8 +6,8 @@
 // into its fusion buffer.
 #include <string>
 
-#include "runtime/core/op_executor.h"
-#include "runtime/core/output_memory.h"
+#include "runtime/core/execution/op_executor.h"
+#include "runtime/core/execution/output_memory.h"
 
 namespace hvd::runtime {
 

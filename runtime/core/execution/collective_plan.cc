@@ -1,4 +1,4 @@
-#include "runtime/core/collective_plan.h"
+#include "runtime/core/execution/collective_plan.h"
 
 namespace hvd::runtime {
 

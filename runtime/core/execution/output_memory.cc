@@ -1,4 +1,4 @@
-#include "runtime/core/output_memory.h"
+#include "runtime/core/execution/output_memory.h"
 
 #include <algorithm>
 #include <array>

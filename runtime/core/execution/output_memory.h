@@ -1,5 +1,5 @@
-#ifndef HVD_RUNTIME_CORE_OUTPUT_MEMORY_H_
-#define HVD_RUNTIME_CORE_OUTPUT_MEMORY_H_
+#ifndef HVD_RUNTIME_CORE_EXECUTION_OUTPUT_MEMORY_H_
+#define HVD_RUNTIME_CORE_EXECUTION_OUTPUT_MEMORY_H_
 
 #include <cstdint>
 
@@ -54,4 +54,4 @@ constexpr int64_t kDefaultOutputCacheBytes = int64_t{128} << 20;
 
 }  // namespace hvd::runtime
 
-#endif  // HVD_RUNTIME_CORE_OUTPUT_MEMORY_H_
+#endif  // HVD_RUNTIME_CORE_EXECUTION_OUTPUT_MEMORY_H_

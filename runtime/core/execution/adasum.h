@@ -1,5 +1,5 @@
-#ifndef HVD_RUNTIME_CORE_ADASUM_H_
-#define HVD_RUNTIME_CORE_ADASUM_H_
+#ifndef HVD_RUNTIME_CORE_EXECUTION_ADASUM_H_
+#define HVD_RUNTIME_CORE_EXECUTION_ADASUM_H_
 
 #include <cstdint>
 #include <span>
@@ -59,4 +59,4 @@ void AdasumCombine(T* a, const T* b, int64_t count, const double* sums);
 
 }  // namespace hvd::runtime
 
-#endif  // HVD_RUNTIME_CORE_ADASUM_H_
+#endif  // HVD_RUNTIME_CORE_EXECUTION_ADASUM_H_

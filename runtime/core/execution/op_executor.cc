@@ -1,10 +1,10 @@
-#include "runtime/core/op_executor.h"
+#include "runtime/core/execution/op_executor.h"
 
 #include <cstring>
 #include <numeric>
 
-#include "runtime/core/adasum.h"
-#include "runtime/core/output_memory.h"
+#include "runtime/core/execution/adasum.h"
+#include "runtime/core/execution/output_memory.h"
 #include "runtime/transports/allreduce_pieces.h"
 #include "runtime/transports/reduction.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/core/request_validator.h"
+#include "runtime/core/negotiation/request_validator.h"
 
 #include <algorithm>
 #include <sstream>

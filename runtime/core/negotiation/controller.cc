@@ -1,4 +1,4 @@
-#include "runtime/core/controller.h"
+#include "runtime/core/negotiation/controller.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,5 +1,5 @@
-#ifndef HVD_RUNTIME_CORE_FUSION_BUFFER_H_
-#define HVD_RUNTIME_CORE_FUSION_BUFFER_H_
+#ifndef HVD_RUNTIME_CORE_EXECUTION_FUSION_BUFFER_H_
+#define HVD_RUNTIME_CORE_EXECUTION_FUSION_BUFFER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -33,4 +33,4 @@ class FusionBuffer {
 
 }  // namespace hvd::runtime
 
-#endif  // HVD_RUNTIME_CORE_FUSION_BUFFER_H_
+#endif  // HVD_RUNTIME_CORE_EXECUTION_FUSION_BUFFER_H_

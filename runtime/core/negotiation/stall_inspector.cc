@@ -1,4 +1,4 @@
-#include "runtime/core/stall_inspector.h"
+#include "runtime/core/negotiation/stall_inspector.h"
 
 #include <map>
 #include <sstream>

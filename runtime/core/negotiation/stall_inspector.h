@@ -1,12 +1,12 @@
-#ifndef HVD_RUNTIME_CORE_STALL_INSPECTOR_H_
-#define HVD_RUNTIME_CORE_STALL_INSPECTOR_H_
+#ifndef HVD_RUNTIME_CORE_NEGOTIATION_STALL_INSPECTOR_H_
+#define HVD_RUNTIME_CORE_NEGOTIATION_STALL_INSPECTOR_H_
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "runtime/core/coordinator.h"
+#include "runtime/core/negotiation/coordinator.h"
 
 namespace hvd::runtime {
 
@@ -41,4 +41,4 @@ class StallInspector {
 
 }  // namespace hvd::runtime
 
-#endif  // HVD_RUNTIME_CORE_STALL_INSPECTOR_H_
+#endif  // HVD_RUNTIME_CORE_NEGOTIATION_STALL_INSPECTOR_H_

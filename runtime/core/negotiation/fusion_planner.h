@@ -1,12 +1,12 @@
-#ifndef HVD_RUNTIME_CORE_FUSION_PLANNER_H_
-#define HVD_RUNTIME_CORE_FUSION_PLANNER_H_
+#ifndef HVD_RUNTIME_CORE_NEGOTIATION_FUSION_PLANNER_H_
+#define HVD_RUNTIME_CORE_NEGOTIATION_FUSION_PLANNER_H_
 
 #include <cstdint>
 #include <span>
 #include <utility>
 #include <vector>
 
-#include "runtime/core/message.h"
+#include "runtime/core/negotiation/message.h"
 #include "runtime/core/reuse_vector.h"
 
 namespace hvd::runtime {
@@ -45,4 +45,4 @@ int64_t ResponseBytes(const Response& response);
 
 }  // namespace hvd::runtime
 
-#endif  // HVD_RUNTIME_CORE_FUSION_PLANNER_H_
+#endif  // HVD_RUNTIME_CORE_NEGOTIATION_FUSION_PLANNER_H_

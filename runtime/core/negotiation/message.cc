@@ -1,4 +1,4 @@
-#include "runtime/core/message.h"
+#include "runtime/core/negotiation/message.h"
 
 #include <cstring>
 #include <type_traits>

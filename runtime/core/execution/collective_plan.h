@@ -1,5 +1,5 @@
-#ifndef HVD_RUNTIME_CORE_COLLECTIVE_PLAN_H_
-#define HVD_RUNTIME_CORE_COLLECTIVE_PLAN_H_
+#ifndef HVD_RUNTIME_CORE_EXECUTION_COLLECTIVE_PLAN_H_
+#define HVD_RUNTIME_CORE_EXECUTION_COLLECTIVE_PLAN_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -56,4 +56,4 @@ void ScatterParts(std::span<const int64_t> dim0s, std::span<const int64_t> row_b
 
 }  // namespace hvd::runtime
 
-#endif  // HVD_RUNTIME_CORE_COLLECTIVE_PLAN_H_
+#endif  // HVD_RUNTIME_CORE_EXECUTION_COLLECTIVE_PLAN_H_

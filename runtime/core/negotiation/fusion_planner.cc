@@ -1,4 +1,4 @@
-#include "runtime/core/fusion_planner.h"
+#include "runtime/core/negotiation/fusion_planner.h"
 
 namespace hvd::runtime {
 namespace {

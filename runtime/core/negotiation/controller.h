@@ -1,5 +1,5 @@
-#ifndef HVD_RUNTIME_CORE_CONTROLLER_H_
-#define HVD_RUNTIME_CORE_CONTROLLER_H_
+#ifndef HVD_RUNTIME_CORE_NEGOTIATION_CONTROLLER_H_
+#define HVD_RUNTIME_CORE_NEGOTIATION_CONTROLLER_H_
 
 #include <chrono>
 #include <cstdint>
@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runtime/core/coordinator.h"
-#include "runtime/core/fusion_planner.h"
+#include "runtime/core/execution/op_executor.h"
 #include "runtime/core/handle_manager.h"
-#include "runtime/core/op_executor.h"
-#include "runtime/core/response_cache.h"
+#include "runtime/core/negotiation/coordinator.h"
+#include "runtime/core/negotiation/fusion_planner.h"
+#include "runtime/core/negotiation/response_cache.h"
+#include "runtime/core/negotiation/stall_inspector.h"
 #include "runtime/core/reuse_vector.h"
 #include "runtime/core/runtime_timeline.h"
-#include "runtime/core/stall_inspector.h"
 #include "runtime/core/tensor_queue.h"
 #include "runtime/runtime_config.h"
 #include "runtime/transports/communicator.h"
@@ -280,4 +280,4 @@ class Controller {
 
 }  // namespace hvd::runtime
 
-#endif  // HVD_RUNTIME_CORE_CONTROLLER_H_
+#endif  // HVD_RUNTIME_CORE_NEGOTIATION_CONTROLLER_H_

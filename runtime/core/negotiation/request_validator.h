@@ -1,9 +1,9 @@
-#ifndef HVD_RUNTIME_CORE_REQUEST_VALIDATOR_H_
-#define HVD_RUNTIME_CORE_REQUEST_VALIDATOR_H_
+#ifndef HVD_RUNTIME_CORE_NEGOTIATION_REQUEST_VALIDATOR_H_
+#define HVD_RUNTIME_CORE_NEGOTIATION_REQUEST_VALIDATOR_H_
 
 #include <vector>
 
-#include "runtime/core/message.h"
+#include "runtime/core/negotiation/message.h"
 
 namespace hvd::runtime {
 
@@ -18,4 +18,4 @@ Response ConstructResponse(const std::vector<Request>& requests, bool any_joined
 
 }  // namespace hvd::runtime
 
-#endif  // HVD_RUNTIME_CORE_REQUEST_VALIDATOR_H_
+#endif  // HVD_RUNTIME_CORE_NEGOTIATION_REQUEST_VALIDATOR_H_

@@ -1,8 +1,8 @@
-#include "runtime/core/coordinator.h"
+#include "runtime/core/negotiation/coordinator.h"
 
 #include <algorithm>
 
-#include "runtime/core/request_validator.h"
+#include "runtime/core/negotiation/request_validator.h"
 
 namespace hvd::runtime {
 

@@ -1,5 +1,5 @@
-#ifndef HVD_RUNTIME_CORE_MESSAGE_H_
-#define HVD_RUNTIME_CORE_MESSAGE_H_
+#ifndef HVD_RUNTIME_CORE_NEGOTIATION_MESSAGE_H_
+#define HVD_RUNTIME_CORE_NEGOTIATION_MESSAGE_H_
 
 #include <cstdint>
 #include <string>
@@ -101,4 +101,4 @@ Result<ResponseList> DecodeResponseList(const std::string& bytes);
 
 }  // namespace hvd::runtime
 
-#endif  // HVD_RUNTIME_CORE_MESSAGE_H_
+#endif  // HVD_RUNTIME_CORE_NEGOTIATION_MESSAGE_H_

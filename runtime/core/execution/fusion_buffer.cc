@@ -1,4 +1,4 @@
-#include "runtime/core/fusion_buffer.h"
+#include "runtime/core/execution/fusion_buffer.h"
 
 #include <algorithm>
 #include <cstdlib>

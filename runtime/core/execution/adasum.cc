@@ -1,4 +1,4 @@
-#include "runtime/core/adasum.h"
+#include "runtime/core/execution/adasum.h"
 
 #include <algorithm>
 #include <cstring>
