@@ -115,11 +115,13 @@ def wait(predicate, timeout, what):
 
 
 class FaultJob:
-    """hvdrun --verbose <args> python3 elastic_fault_worker.py, with the hosts file
-    `hosts` (["hvd-h1:2", ...]) printed by the discovery script unless `args` names hosts
-    itself. prefix: what runs hvdrun (salloc ...)."""
+    """hvdrun --verbose <args> python3 elastic_fault_worker.py (or `worker`: the script and
+    its arguments), with the hosts file `hosts` (["hvd-h1:2", ...]) printed by the discovery
+    script unless `args` names hosts itself. prefix: what runs hvdrun (salloc ...); ssh: pass
+    the cluster's SSH key and known_hosts."""
 
-    def __init__(self, tmp_path, args, hosts=None, env=None, prefix=(), timeout=240):
+    def __init__(self, tmp_path, args, hosts=None, env=None, prefix=(), timeout=240,
+                 worker=None, ssh=True):
         self.tmp = tmp_path
         self.events_path = str(tmp_path / "events.jsonl")
         self.stop_file = str(tmp_path / "stop")
@@ -138,8 +140,10 @@ class FaultJob:
                        PYTHONPATH=os.environ.get("HVD_TEST_PYTHONPATH", ""))
         run_env.update(FAST_ENV)
         run_env.update(env or {})
-        argv = (list(prefix) + [HVDRUN, "--verbose"] + SSH + list(args) + discovery +
-                [PYTHON, WORKER, "--events", self.events_path, "--stop-file", self.stop_file])
+        if worker is None:
+            worker = [WORKER, "--events", self.events_path, "--stop-file", self.stop_file]
+        argv = (list(prefix) + [HVDRUN, "--verbose"] + (SSH if ssh else []) + list(args) +
+                discovery + [PYTHON] + list(worker))
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env=run_env, start_new_session=True)
         self.out = []

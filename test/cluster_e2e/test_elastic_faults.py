@@ -7,9 +7,12 @@ job with a clear error, and a discovery script that fails, hangs, prints garbage
 unresolvable host mid-job changes nothing. Each job asserts its outcome, the sizes it went
 through, that every round resumed from the last commit, and that nothing is left on any host.
 """
+import json
 import os
+import queue
 import signal
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -170,4 +173,73 @@ def test_a_misbehaving_discovery_script_mid_job_changes_nothing(tmp_path):
     assert [r[0] for r in job.rounds()] == [1], job.describe()
     assert "the last good host set stays in force" in job.err, job.describe()
     assert "host nosuchhost.invalid is blacklisted" in job.err, job.describe()
+    job.assert_nothing_left()
+
+
+EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                       "torch_elastic.py")
+
+
+class EpochFifo:
+    """examples/torch_elastic.py's --epoch-log as a FIFO: rank 0 blocks at the end of each epoch
+    until take() reads its line, so the test decides when training may go on (a new worker
+    imports torch for seconds: without the gate the job could end before it joins)."""
+
+    def __init__(self, path):
+        self.path = path
+        os.mkfifo(path)
+        self.lines = queue.Queue()
+        self.go = threading.Semaphore(0)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while True:
+            self.go.acquire()
+            with open(self.path) as f:  # blocks until rank 0 opens it
+                for line in f.read().splitlines():
+                    self.lines.put(json.loads(line))
+
+    def take(self, timeout=90):
+        self.go.release()
+        return self.lines.get(timeout=timeout)
+
+    def close(self):
+        try:  # frees the reader from its open() when no writer came
+            os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+
+
+def test_the_elastic_example_trains_through_a_host_cut_and_return_to_4_ranks(tmp_path):
+    job = FaultJob(tmp_path, ELASTIC_4, hosts=BOTH, worker=[
+        EXAMPLE, "--epochs", "6", "--train-samples", "4096", "--test-samples", "1024",
+        "--epoch-log", str(tmp_path / "epochs.fifo"), "--min-accuracy", "0.85"])
+    fifo = EpochFifo(str(tmp_path / "epochs.fifo"))
+    sizes = []
+    try:
+        sizes.append(fifo.take()["size"])
+        # When hvd-h2 is cut off (and leaves discovery) during epoch 2,
+        cut = time.time()
+        link("hvd-h2", "down")
+        job.set_hosts(["hvd-h1:2"])
+        while sizes[-1] != 2 and len(sizes) < 3:
+            sizes.append(fifo.take()["size"])
+        # and comes back: rank 0 waits at the end of an epoch until its workers are ready,
+        restored = time.time()
+        link("hvd-h2", "up")
+        job.set_hosts(BOTH)
+        job.wait_for_err("new worker(s) ready: announcing the host change", after=restored)
+        while len(sizes) < 6:
+            sizes.append(fifo.take()["size"])
+        code = job.wait_exit(timeout=120)
+    finally:
+        link("hvd-h2", "up")
+        fifo.close()
+        job.close()
+    # then the example exits 0 at 4 ranks, accurate, having trained at 2 in between.
+    print("example: epoch sizes %s, %.1f s from the cut to the end" % (sizes, time.time() - cut))
+    assert code == 0, job.describe()
+    assert 2 in sizes and sizes[-1] == 4 and sizes[-2] == 4, (sizes, job.describe())
+    assert "ranks 4  epoch 6  test accuracy" in "".join(job.out), job.describe()
     job.assert_nothing_left()
