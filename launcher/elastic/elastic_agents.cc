@@ -39,7 +39,7 @@ Status ElasticAgents::Init() {
   return Status::OK();
 }
 
-void ElasticAgents::Spawn(std::function<void()> body) {
+void ElasticAgents::StartThread(std::function<void()> body) {
   auto done = std::make_shared<std::atomic<bool>>(false);
   threads_.push_back({std::thread([body = std::move(body), done] {
                         body();
@@ -65,7 +65,7 @@ void ElasticAgents::RetireLocked(SessionMap::iterator it) {
   std::shared_ptr<AgentSession> session(std::move(it->second));
   sessions_.erase(it);
   session->Close();
-  Spawn([session = std::move(session)]() mutable { session.reset(); });
+  StartThread([session = std::move(session)]() mutable { session.reset(); });
 }
 
 void ElasticAgents::DropIfEndedLocked(const std::string& host) {
@@ -80,7 +80,7 @@ void ElasticAgents::Connect(const std::string& host) {
     DropIfEndedLocked(host);
     released_while_connecting_.erase(host);
     if (sessions_.count(host) > 0 || !connecting_.insert(host).second) return;
-    Spawn([this, host] { ConnectThread(host); });
+    StartThread([this, host] { ConnectThread(host); });
   }
 }
 

@@ -2,6 +2,7 @@
 #define HVD_LAUNCHER_ELASTIC_ELASTIC_AGENTS_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,7 +58,7 @@ class ElasticAgents {
 
  private:
   using SessionMap = std::map<std::string, std::unique_ptr<AgentSession>>;
-  void Spawn(std::function<void()> body);
+  void StartThread(std::function<void()> body);
   void RetireLocked(SessionMap::iterator it);
   void DropIfEndedLocked(const std::string& host);
   void JoinFinishedLocked();
