@@ -425,7 +425,7 @@ void ElasticJob::Terminate(int id) {
 }
 
 void ElasticJob::ReleaseHost(const std::string& host) {
-  if (context_.agents != nullptr && !IsLocalHost(host)) context_.agents->Release(host);
+  if (context_.agents != nullptr) context_.agents->Release(host);  // none for a local host
 }
 
 void ElasticJob::Step(const std::string& message) { PrintStep(context_.spec->verbose, message); }
