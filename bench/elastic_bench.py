@@ -124,7 +124,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hvdrun", default=os.path.join(HERE, "..", "build", "cmd", "hvdrun"))
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--hosts", action="store_true",
+                        help="across the namespace cluster instead (root; bench/elastic_hosts.py)")
+    parser.add_argument("--heartbeat", type=float, default=5.0,
+                        help="--hosts: HVD_HEARTBEAT_TIMEOUT_SECONDS of the hvd jobs")
+    parser.add_argument("--no-torchrun", action="store_true", help="--hosts: hvd only")
     args = parser.parse_args()
+    if args.hosts:
+        return hosts_main(args)
     failure, back, scale, tr_fast, tr_default = [], [], [], [], []
     for _ in range(args.reps):  # interleaved, so load drifts hit every column alike
         failure.append(hvd_failure(args.hvdrun, cooldown=False))
@@ -151,6 +158,43 @@ def main():
           "torchrun restart / hvd new host joining: %.1fx" %
           (median_of(tr_fast, "restart") / resume,
            median_of(tr_fast, "restart") / median_of(scale, "join")))
+    return 0
+
+
+def hosts_main(args):
+    import elastic_hosts
+    elastic_hosts.cluster("up")
+    runs, torchrun_cuts = [], []
+    try:
+        for _ in range(args.reps):
+            runs.append(elastic_hosts.hvd_rep(os.path.abspath(args.hvdrun), args.heartbeat))
+            print("  hvd rep: " + ", ".join("%s %.3f" % kv for kv in runs[-1].items()),
+                  flush=True)
+            if not args.no_torchrun:
+                torchrun_cuts.append(elastic_hosts.torchrun_rep())
+                print("  torchrun rep: cut -> restarted %s" % torchrun_cuts[-1], flush=True)
+    finally:
+        elastic_hosts.cluster("down")
+    h = args.heartbeat
+    rows = [
+        ("hvd: discovery lists a new host -> first step at 4", "new host", 3.0),
+        ("hvd: discovery drops a healthy host (drain) -> first step at 2", "drain", 1.0),
+        ("hvd: discovery lists the drained host again -> first step at 4", "re-add", 3.0),
+        ("hvd: link cut (heartbeat %g s) -> survivors' first step at 2" % h, "cut", h + 1.0),
+        ("hvd: the cut host listed again after its cooldown -> first step at 4", "return", 3.0),
+        ("hvd: a worker SIGKILLed -> survivors' first step at 2", "exit", 1.0),
+    ]
+    print("elastic recovery across 2 SSH hosts x 2 workers, median of %d runs (%s, load %.1f)" %
+          (args.reps, time.strftime("%Y-%m-%d"), os.getloadavg()[0]))
+    for name, key, target in rows:
+        print("  %-72s %7.3f s  (target <= %g s)" % (name, median_of(runs, key), target))
+    done = [t for t in torchrun_cuts if t is not None]
+    if torchrun_cuts:
+        print("  %-72s %s" % ("torchrun: link cut -> restarted group's first allreduce "
+                              "(gloo timeout 5 s)", "%7.3f s" % statistics.median(done)
+                              if done else "never (120 s)") +
+              ("" if len(done) == len(torchrun_cuts) else
+               "  (%d of %d runs recovered)" % (len(done), len(torchrun_cuts))))
     return 0
 
 

@@ -221,6 +221,11 @@ Status AgentSession::status() const {
   return core_->end_status;
 }
 
+bool AgentSession::ended() const {
+  std::lock_guard<std::mutex> lock(core_->mu);
+  return core_->ended || core_->close_requested;
+}
+
 std::shared_ptr<RankSlot> AgentSession::Core::Running(uint32_t id) {
   std::lock_guard<std::mutex> lock(mu);
   auto it = running.find(id);

@@ -78,6 +78,9 @@ class AgentSession {
   // OK while the agent is connected; afterwards why the session ended (OK after a clean
   // Close()).
   Status status() const;
+  // True once the session has ended or Close() was called: StartRank refuses from then on, so
+  // a caller that wants the host again needs a new session.
+  bool ended() const;
   // Readable once the session has ended (the agent exited, the connection dropped, or the host
   // was lost: status() says which), with or without ranks running; for a caller's poll loop
   // (an elastic driver watching its hosts).

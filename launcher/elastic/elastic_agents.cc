@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <functional>
 
 namespace hvd::launcher {
 
@@ -14,14 +15,19 @@ ElasticAgents::ElasticAgents(AgentLinkFactory connect, AgentSession::Options opt
     : connect_(std::move(connect)), options_(std::move(options)), timeout_(connect_timeout) {}
 
 ElasticAgents::~ElasticAgents() {
-  std::map<std::string, std::unique_ptr<AgentSession>> sessions;
+  SessionMap sessions;
+  std::vector<Thread> threads;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [host, session] : sessions_) session->Close();  // all agents stop at once
     sessions.swap(sessions_);
   }
   sessions.clear();  // waits for each agent to report and end
-  for (std::thread& t : threads_) t.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    threads.swap(threads_);
+  }
+  for (Thread& t : threads) t.thread.join();  // connections under way, sessions being closed
   std::lock_guard<std::mutex> lock(mu_);
   sessions_.clear();  // sessions a connection thread added meanwhile
   if (event_fd_ >= 0) ::close(event_fd_);
@@ -33,39 +39,83 @@ Status ElasticAgents::Init() {
   return Status::OK();
 }
 
+void ElasticAgents::StartThread(std::function<void()> body) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  threads_.push_back({std::thread([body = std::move(body), done] {
+                        body();
+                        done->store(true);
+                      }),
+                      done});
+}
+
+void ElasticAgents::JoinFinishedLocked() {
+  for (auto it = threads_.begin(); it != threads_.end();) {
+    if (!it->done->load()) {
+      ++it;
+      continue;
+    }
+    it->thread.join();
+    it = threads_.erase(it);
+  }
+}
+
+// Closing a session waits for its agent to report (up to the grace period and some) and then
+// for its link to let go: never on the event loop's thread.
+void ElasticAgents::RetireLocked(SessionMap::iterator it) {
+  std::shared_ptr<AgentSession> session(std::move(it->second));
+  sessions_.erase(it);
+  session->Close();
+  StartThread([session = std::move(session)]() mutable { session.reset(); });
+}
+
+void ElasticAgents::DropIfEndedLocked(const std::string& host) {
+  auto it = sessions_.find(host);
+  if (it != sessions_.end() && it->second->ended()) RetireLocked(it);
+}
+
 void ElasticAgents::Connect(const std::string& host) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    JoinFinishedLocked();
+    DropIfEndedLocked(host);
+    released_while_connecting_.erase(host);
     if (sessions_.count(host) > 0 || !connecting_.insert(host).second) return;
+    StartThread([this, host] { ConnectThread(host); });
   }
-  threads_.emplace_back([this, host] {
-    const auto deadline = std::chrono::steady_clock::now() + timeout_;
-    Status status = Status::OK();
-    std::unique_ptr<AgentSession> session;
-    Result<std::unique_ptr<AgentLink>> link = connect_(host, deadline);
-    if (link.ok()) {
-      AgentSession::Options options = options_;
-      options.host = host;
-      Result<std::unique_ptr<AgentSession>> opened =
-          AgentSession::Open(std::move(*link), options, deadline);
-      if (opened.ok()) {
-        session = std::move(*opened);
-      } else {
-        status = opened.status();
-      }
+}
+
+void ElasticAgents::ConnectThread(const std::string& host) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  Status status = Status::OK();
+  std::unique_ptr<AgentSession> session;
+  Result<std::unique_ptr<AgentLink>> link = connect_(host, deadline);
+  if (link.ok()) {
+    AgentSession::Options options = options_;
+    options.host = host;
+    Result<std::unique_ptr<AgentSession>> opened =
+        AgentSession::Open(std::move(*link), options, deadline);
+    if (opened.ok()) {
+      session = std::move(*opened);
     } else {
-      status = link.status();
+      status = opened.status();
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      connecting_.erase(host);
-      if (session) sessions_[host] = std::move(session);
-      finished_.emplace_back(host, status);
+  } else {
+    status = link.status();
+  }
+  std::unique_ptr<AgentSession> unwanted;  // closed on this thread, outside the lock
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    connecting_.erase(host);
+    if (released_while_connecting_.erase(host) > 0 && session) {
+      unwanted = std::move(session);
+      status = Status::Aborted("host " + host + " left the job while hvdrun connected to it");
     }
-    uint64_t one = 1;
-    ssize_t ignored = ::write(event_fd_, &one, sizeof(one));
-    (void)ignored;
-  });
+    if (session) sessions_[host] = std::move(session);
+    finished_.emplace_back(host, status);
+  }
+  uint64_t one = 1;
+  ssize_t ignored = ::write(event_fd_, &one, sizeof(one));
+  (void)ignored;
 }
 
 std::vector<std::pair<std::string, Status>> ElasticAgents::TakeFinished() {
@@ -78,8 +128,22 @@ std::vector<std::pair<std::string, Status>> ElasticAgents::TakeFinished() {
 
 AgentSession* ElasticAgents::session(const std::string& host) {
   std::lock_guard<std::mutex> lock(mu_);
+  DropIfEndedLocked(host);
   auto it = sessions_.find(host);
   return it == sessions_.end() ? nullptr : it->second.get();
+}
+
+void ElasticAgents::DropIfEnded(const std::string& host) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DropIfEndedLocked(host);
+}
+
+void ElasticAgents::Release(const std::string& host) {
+  std::lock_guard<std::mutex> lock(mu_);
+  JoinFinishedLocked();
+  auto it = sessions_.find(host);
+  if (it != sessions_.end()) RetireLocked(it);
+  if (connecting_.count(host) > 0) released_while_connecting_.insert(host);
 }
 
 }  // namespace hvd::launcher

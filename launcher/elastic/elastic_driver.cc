@@ -81,6 +81,12 @@ int ElasticDriver::live_workers() const {
   return n;
 }
 
+std::set<std::string> ElasticDriver::HostsOf(const std::set<int>& ids) const {
+  std::set<std::string> hosts;
+  for (int id : ids) hosts.insert(workers_.at(id).host);
+  return hosts;
+}
+
 bool ElasticDriver::IsMember(const Worker& w) const {
   return round_ > 0 && w.round == round_ && members_.count(w.id) > 0;
 }
@@ -159,13 +165,15 @@ void ElasticDriver::OnReady(int id, int64_t cursor, int64_t synced_round, TimePo
   Reconcile(now);
 }
 
-void ElasticDriver::OnExit(int id, int wait_status, TimePoint now) {
+void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::string& lost) {
   auto it = workers_.find(id);
   if (it == workers_.end() || !it->second.alive) return;
   Worker& w = it->second;
   const bool member = IsMember(w);
   w.alive = false;
   w.wait_status = wait_status;
+  w.lost = !lost.empty();
+  const std::string how = w.lost ? lost : DescribeWaitStatus(wait_status);
   const std::string who = "worker " + std::to_string(id) +
                           (w.round > 0 ? " (rank " + std::to_string(w.rank) + " of round " +
                                              std::to_string(w.round) + ")"
@@ -178,7 +186,7 @@ void ElasticDriver::OnExit(int id, int wait_status, TimePoint now) {
   w.failed = !WaitStatusIsSuccess(wait_status) && !read_removal && !w.stopped;
   if (w.failed && !first_failure_status_) {
     first_failure_status_ = wait_status;
-    first_failure_ = who + ": " + DescribeWaitStatus(wait_status);
+    first_failure_ = who + ": " + how;
   }
   if (w.removed || w.stopped) {
     actions_->Step(who + " left the job: " + DescribeWaitStatus(wait_status));
@@ -191,8 +199,7 @@ void ElasticDriver::OnExit(int id, int wait_status, TimePoint now) {
     finishing_ = true;
   } else {
     std::optional<ElasticClock::duration> cooldown = blacklist_.Add(w.host, now);
-    actions_->Warn(who + " failed: " + DescribeWaitStatus(wait_status) + "; host " + w.host +
-                   " is blacklisted " +
+    actions_->Warn(who + " failed: " + how + "; host " + w.host + " is blacklisted " +
                    (cooldown ? "for " + Seconds(*cooldown) + " s" : std::string("for good")));
     for (auto& [other_id, other] : workers_) {
       if (other.alive && !other.removed && other.host == w.host) {
@@ -246,10 +253,25 @@ void ElasticDriver::Reconcile(TimePoint now) {
   last_now_ = now;
   if (end_) return;
   RemoveIneligible(now);
+  ReleaseGoneHosts(now);
   SpawnFree(now);
   MaybeAnnounceNewWorkers(now);
   MaybeFormRound(now);
   CheckEnd(now);
+}
+
+void ElasticDriver::ReleaseGoneHosts(TimePoint now) {
+  for (Host& h : hosts_) {
+    const bool for_good = !options_.cooldown_range_s && blacklist_.Contains(h.name, now);
+    if (!h.in_use || (h.listed && !for_good)) continue;
+    const bool busy = std::any_of(workers_.begin(), workers_.end(), [&](const auto& entry) {
+      return entry.second.alive && entry.second.host == h.name;
+    });
+    if (busy) continue;
+    h.in_use = false;
+    actions_->Step("host " + h.name + " has left the job: none of its workers is left");
+    actions_->ReleaseHost(h.name);
+  }
 }
 
 void ElasticDriver::RemoveIneligible(TimePoint now) {
@@ -293,8 +315,19 @@ void ElasticDriver::Notify(int flags) {
   actions_->NotifyHosts(hosts_timestamp_, hosts_flags_);
 }
 
+bool ElasticDriver::AnyStateHolder() {
+  // A member still in the round may hold the state (its sync is only reported when it is ready
+  // again).
+  std::vector<Worker*> live = Live();
+  return std::any_of(live.begin(), live.end(), [&](Worker* w) {
+    return HoldsState(*w) || (IsMember(*w) && !w->IsReady()) || round_ == 0;
+  });
+}
+
 void ElasticDriver::SpawnFree(TimePoint now) {
-  if (finishing_ || ending_) return;
+  // Once no live worker holds the training state (every host of the round was lost), a new
+  // worker could never be handed it: CheckEnd ends the job instead.
+  if (finishing_ || ending_ || (round_ > 0 && !AnyStateHolder())) return;
   const int eligible = EligibleSlots(now);
   if (workers_.empty() && eligible < options_.start_np) {
     StartWaiting(now, options_.start_np, "-np");
@@ -304,7 +337,7 @@ void ElasticDriver::SpawnFree(TimePoint now) {
   const int cap = options_.max_np.value_or(INT_MAX);
   const int planned = std::min(cap, eligible);
   int count = static_cast<int>(live.size());
-  for (const Host& h : hosts_) {
+  for (Host& h : hosts_) {
     if (!h.listed || blacklist_.Contains(h.name, now)) continue;
     for (int slot = 0; slot < h.slots && count < cap; ++slot) {
       bool taken = std::any_of(live.begin(), live.end(), [&](const Worker* w) {
@@ -318,6 +351,7 @@ void ElasticDriver::SpawnFree(TimePoint now) {
       w.spawned_at = now;
       auto [it, inserted] = workers_.emplace(w.id, w);
       live.push_back(&it->second);
+      h.in_use = true;
       if (round_ == 0) below_min_since_.reset();
       actions_->Step("starting worker " + std::to_string(w.id) + " on " + h.name + " (slot " +
                      std::to_string(slot) + ")");
@@ -500,11 +534,7 @@ void ElasticDriver::CheckEnd(TimePoint now) {
     return;
   }
   std::vector<Worker*> live = Live();
-  // A member still in the round may hold the state (its sync is only reported when it is ready
-  // again).
-  const bool holder = std::any_of(live.begin(), live.end(), [&](Worker* w) {
-    return HoldsState(*w) || (IsMember(*w) && !w->IsReady()) || round_ == 0;
-  });
+  const bool holder = AnyStateHolder();
   if (!holder && !(round_ == 0 && !finishing_ && EligibleSlots(now) > 0)) {
     // Nobody holds the training state any more (or, before the first round, nobody can
     // start): once every worker is gone, say why the job ends.
@@ -541,10 +571,20 @@ void ElasticDriver::EndWithoutWorkers(TimePoint now) {
                       " exited 0; the first failure: " + first_failure_);
   }
   if (members_failed || round_ == 0) {
+    const std::string of_round =
+        round_ > 0 ? "round " + std::to_string(round_) : std::string("the job");
+    std::set<std::string> lost;
+    for (int id : members_) {
+      if (workers_.at(id).lost) lost.insert(workers_.at(id).host);
+    }
+    if (round_ > 0 && !lost.empty() && lost.size() == HostsOf(members_).size()) {
+      return Finish(false, FailureCode(),
+                    "every host of " + of_round + " was lost (" +
+                        Join(std::vector<std::string>(lost.begin(), lost.end())) +
+                        "): no worker is left to go on; the first: " + first_failure_);
+    }
     return Finish(false, FailureCode(),
-                  "every worker of " +
-                      (round_ > 0 ? "round " + std::to_string(round_) : std::string("the job")) +
-                      " failed; the first failure: " + first_failure_);
+                  "every worker of " + of_round + " failed; the first failure: " + first_failure_);
   }
   std::vector<std::string> listed;
   for (const Host& h : hosts_) {

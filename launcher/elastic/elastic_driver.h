@@ -34,6 +34,10 @@ class ElasticActions {
   virtual void AbortRound(int64_t round) = 0;
   // Stops a worker: SIGTERM to its process group, SIGKILL after the grace period.
   virtual void Terminate(int id) = 0;
+  // `host` had workers, has left the job (discovery no longer lists it, or it is blacklisted
+  // for good) and none of its workers is alive any more: what the job holds open there (its
+  // hvd-agent session) can go. Should the host come back it starts afresh.
+  virtual void ReleaseHost(const std::string& host) = 0;
   // A line for the user: a step with --verbose, else logged.
   virtual void Step(const std::string& message) = 0;
   // A warning the user always sees.
@@ -88,6 +92,10 @@ struct ElasticEnd {
 //
 // Host changes. New workers ready to join, or hosts that disappear from discovery, are
 // announced (NotifyHosts) so every member raises HostsUpdatedInterrupt at the same commit.
+// A host that disappears while healthy is drained: its workers are removed (they leave at
+// that commit), it is not blacklisted, and once none of them is alive it is released
+// (ReleaseHost). A host that is listed again later, or whose cooldown is over, gets workers
+// like a new one.
 //
 // The job fails when every worker failed, when every host is blacklisted, when fewer than
 // --min-np slots are available for --elastic-timeout, when a round would exceed
@@ -105,7 +113,10 @@ class ElasticDriver {
   // round in which it held the training state (hvd_elastic_synced).
   void OnReady(int id, int64_t cursor, int64_t synced_round, TimePoint now);
   void OnReady(int id, int64_t cursor, TimePoint now) { OnReady(id, cursor, 0, now); }
-  void OnExit(int id, int wait_status, TimePoint now);
+  // Worker `id` ended. `lost`: why its host was lost, when that ended it ("host h2 lost: no
+  // sign of life from its hvd-agent for 5 s"); the reason messages give instead of the exit
+  // code.
+  void OnExit(int id, int wait_status, TimePoint now, const std::string& lost = "");
   // Timers: cooldowns, timeouts, removals.
   void OnTick(TimePoint now);
   // When OnTick has something to do next.
@@ -126,6 +137,7 @@ class ElasticDriver {
     int64_t removal = 0;       // the index of its removal message
     bool failed = false;       // exited non-zero or by a signal on its own
     bool stopped = false;      // the driver terminated it
+    bool lost = false;         // its host was lost (OnExit's `lost`)
     int64_t sent = 0;          // messages put into its mailbox
     int64_t ready = -1;        // last cursor it reported
     int64_t round = 0;         // last round it was assigned (0 = none)
@@ -141,6 +153,7 @@ class ElasticDriver {
     int slots = 0;
     int order = 0;  // first-seen order
     bool listed = true;
+    bool in_use = false;  // got a worker since it was last released (ReleaseHost)
   };
 
   // Whether `w` can hand the training state on to a new round: once some worker said it held
@@ -149,6 +162,8 @@ class ElasticDriver {
   bool HoldsState(const Worker& w) const { return any_synced_ ? w.synced_round > 0 : w.round > 0; }
   void Reconcile(TimePoint now);
   void RemoveIneligible(TimePoint now);
+  void ReleaseGoneHosts(TimePoint now);
+  bool AnyStateHolder();
   void SpawnFree(TimePoint now);
   void MaybeAnnounceNewWorkers(TimePoint now);
   void MaybeFormRound(TimePoint now);
@@ -166,6 +181,7 @@ class ElasticDriver {
   int EligibleSlots(TimePoint now) const;
   std::vector<Worker*> Live();
   bool IsMember(const Worker& worker) const;
+  std::set<std::string> HostsOf(const std::set<int>& ids) const;
   int FailureCode() const;
 
   ElasticDriverOptions options_;

@@ -241,6 +241,9 @@ void ElasticJob::OnHandleEvent(int id) {
   std::string transport = p.handle->TransportError();
   if (!transport.empty() && !p.stopped)
     PrintToUser("worker " + std::to_string(id) + ": " + transport);
+  p.lost = transport;
+  // A lost host's session goes with it: the host, if admitted again, gets a new one.
+  if (!transport.empty() && context_.agents != nullptr) context_.agents->DropIfEnded(p.host);
   WorkerExited(id, *status);
 }
 
@@ -252,7 +255,7 @@ void ElasticJob::WorkerExited(int id, int wait_status) {
   context_.output->DrainAndClosePipes(id, procs_.at(id).fds);
   PrintStep(context_.spec->verbose,
             "worker " + std::to_string(id) + " finished: " + DescribeWaitStatus(wait_status));
-  if (!launcher_signal_) driver_.OnExit(id, wait_status, Clock::now());
+  if (!launcher_signal_) driver_.OnExit(id, wait_status, Clock::now(), p.lost);
 }
 
 // The last resort when the event loop itself fails: nothing may outlive hvdrun.
@@ -371,7 +374,12 @@ void ElasticJob::OnAgents() {
     awaiting_agent_.erase(host);
     AgentSession* session = status.ok() ? context_.agents->session(host) : nullptr;
     if (session == nullptr) {
-      PrintToUser("cannot reach host " + host + ": " + status.message());
+      std::string why = "cannot reach host " + host + ": " + status.message();
+      if (waiting.empty()) {
+        PrintStep(context_.spec->verbose, why);  // a connection made ahead, or no longer wanted
+      } else {
+        PrintToUser(why);
+      }
     } else {
       PrintStep(context_.spec->verbose, "hvd-agent running on " + host);
     }
@@ -416,6 +424,10 @@ void ElasticJob::Terminate(int id) {
   if (signo == SIGTERM) p.kill_at = Clock::now() + SecondsOf(context_.spec->grace_period_s);
 }
 
+void ElasticJob::ReleaseHost(const std::string& host) {
+  if (context_.agents != nullptr) context_.agents->Release(host);  // none for a local host
+}
+
 void ElasticJob::Step(const std::string& message) { PrintStep(context_.spec->verbose, message); }
 
 void ElasticJob::Warn(const std::string& message) { PrintToUser(message); }
@@ -445,7 +457,8 @@ int ElasticJob::Finish() {
     rank.started = p.pid > 0 || p.handle != nullptr;
     rank.finished = p.exited;
     rank.wait_status = p.wait_status;
-    rank.stopped_by_hvdrun = p.stopped || p.removed;
+    rank.stopped_by_hvdrun = (p.stopped || p.removed) && p.lost.empty();
+    if (!p.lost.empty()) rank.transport_error = p.lost;
     outcome.ranks.push_back(rank);
   }
   PrintToUser("elastic " + FormatFailureSummary(

@@ -77,10 +77,11 @@ struct ElasticJobContext {
 // timers, and hvdrun's own signals (SIGINT/SIGTERM/SIGHUP stop every worker: SIGTERM, then
 // SIGKILL after the grace period or at a second signal). Workers on other hosts start through
 // the host's hvd-agent (ElasticAgents; a host that cannot be reached fails its workers, which
-// blacklists it). Worker output is forwarded as in a
-// static job, prefixed with the worker's number ("[3]<stdout>:"), which is its rank in the
-// first round. One poll() loop, no spinning. Threading: Run() is called once, from the thread
-// that owns the signal channel and lives as long as the job (the spawner's contract).
+// blacklists it; a host whose session ended, or that left the job, gets a new session when it
+// is given workers again). Worker output is forwarded as in a static job, prefixed with the
+// worker's number ("[3]<stdout>:"), which is its rank in the first round. One poll() loop, no
+// spinning. Threading: Run() is called once, from the thread that owns the signal channel and lives
+// as long as the job (the spawner's contract).
 class ElasticJob : public ElasticActions {
  public:
   ElasticJob(ElasticJobContext context, ElasticDriverOptions options);
@@ -96,6 +97,7 @@ class ElasticJob : public ElasticActions {
   void NotifyHosts(int64_t timestamp, int flags) override;
   void AbortRound(int64_t round) override;
   void Terminate(int id) override;
+  void ReleaseHost(const std::string& host) override;
   void Step(const std::string& message) override;
   void Warn(const std::string& message) override;
 
@@ -110,6 +112,7 @@ class ElasticJob : public ElasticActions {
     int wait_status = 0;
     bool stopped = false;  // hvdrun signalled it
     bool removed = false;  // the driver removed it from the job
+    std::string lost;      // why its remote host was lost, if that ended it
     std::optional<Clock::time_point> kill_at;
   };
 

@@ -343,3 +343,35 @@ def test_elastic_discovery_of_a_host_outside_the_allocation_is_refused(tmp_path)
     assert "host hvd-elsewhere is not a node of Slurm job" in run.err, run.err
     assert set(run.sizes()) == {3}, run.describe()
     wait_for(lambda: not job_steps(), 30, "no Slurm step left (%s)" % job_steps())
+
+
+sys.path.insert(0, os.path.join(REPO, "test", "cluster_e2e"))
+from elastic_fault_job import FaultJob, link  # noqa: E402
+
+
+def test_elastic_node_cut_off_rejoins_through_a_new_srun_step(tmp_path):
+    # Given an elastic job on both nodes of salloc -N2 (hosts from the allocation, no discovery
+    # script, each node's agent a srun step), when hvd-h2's link is cut and restored,
+    job = FaultJob(tmp_path, ["--elastic", "-np", "4", "--min-np", "2",
+                              "--blacklist-cooldown-range", "3", "4", "--start-timeout", "8"],
+                   prefix=SALLOC, env={"SLURM_CONF": SLURM_CONF}, ssh=False)
+    try:
+        job.wait_for_size(4, timeout=90)
+        cut = time.time()
+        link("hvd-h2", "down")
+        job.wait_for_size(2, after=cut, steps=1)
+        restored = time.time()
+        link("hvd-h2", "up")
+        # then the survivors go on at 2, and after its cooldown the node is back at 4 through a
+        # new srun step.
+        job.wait_for_size(4, after=restored)
+        assert job.finish() == 0, job.describe()
+    finally:
+        link("hvd-h2", "up")
+        job.close()
+    assert job.sizes() == [4, 2, 4], job.describe()
+    assert "host hvd-h2 lost" in job.err, job.describe()
+    assert job.err.count("--nodelist=hvd-h2 --overlap") == 2, job.describe()
+    job.assert_resumed_from_last_commit()
+    job.assert_nothing_left()
+    wait_for(lambda: not job_steps(), 30, "no Slurm step left (%s)" % job_steps())

@@ -39,6 +39,7 @@ class Recorder : public ElasticActions {
   }
   void AbortRound(int64_t round) override { aborted.push_back(round); }
   void Terminate(int id) override { terminated.push_back(id); }
+  void ReleaseHost(const std::string& host) override { released.push_back(host); }
   void Step(const std::string& message) override { steps.push_back(message); }
   void Warn(const std::string& message) override { warnings.push_back(message); }
 
@@ -57,6 +58,7 @@ class Recorder : public ElasticActions {
   std::vector<std::pair<int64_t, int>> notified;
   std::vector<int64_t> aborted;
   std::vector<int> terminated;
+  std::vector<std::string> released;
   std::vector<std::string> steps, warnings;
 };
 
@@ -339,21 +341,99 @@ TEST_F(ElasticDriverTest, BlacklistedHostComesBackAfterTheCooldown) {
   EXPECT_EQ(Ranks({0, 1, 4, 5}), (std::vector<int>{0, 1, 2, 3}));
 }
 
+// A healthy host that discovery stops listing is drained, not failed: its workers are
+// removed, it is not blacklisted, and once they are gone it is released (its agent session
+// closed); listed again, it gets new workers at once.
+TEST_F(ElasticDriverTest, ADrainedHostIsReleasedAndComesBackWithoutCooldown) {
+  ElasticDriverOptions o = Options(4, 2, 4);
+  o.cooldown_range_s = std::make_pair(5, 10);
+  Make(o);
+  Hosts({{"a", 2, {}}, {"b", 2, {}}});
+  Ready({0, 1, 2, 3});
+  Hosts({{"a", 2, {}}});
+  EXPECT_TRUE(rec_.Removed(2));
+  EXPECT_TRUE(rec_.Removed(3));
+  Ready({0, 1});
+  ASSERT_EQ(driver_->round(), 2);
+  driver_->OnExit(2, kExit1, now_);
+  EXPECT_TRUE(rec_.released.empty()) << "worker 3 is still alive on b";
+  driver_->OnExit(3, kExit1, now_);
+  EXPECT_THAT(rec_.released, ElementsAre("b"));
+  EXPECT_TRUE(rec_.warnings.empty()) << "nothing failed";
+  Hosts({{"a", 2, {}}, {"b", 2, {}}});
+  ASSERT_THAT(rec_.spawn_order, ElementsAre(0, 1, 2, 3, 4, 5)) << "no cooldown to wait out";
+  EXPECT_EQ(rec_.spawned[4].host, "b");
+  Ready({4, 5});
+  Ready({0, 1});
+  ASSERT_EQ(driver_->round(), 3);
+  EXPECT_EQ(rec_.Assigned(4).size, 4);
+  EXPECT_THAT(rec_.released, ElementsAre("b")) << "a host in the job is not released";
+}
+
+// A lost host (its agent went silent) fails its workers with the reason, is blacklisted for
+// the cooldown, and is admitted again after it while discovery lists it.
+TEST_F(ElasticDriverTest, ALostHostIsReadmittedAfterItsCooldown) {
+  ElasticDriverOptions o = Options(4, 2, 4);
+  o.cooldown_range_s = std::make_pair(1, 2);
+  Make(o);
+  Hosts({{"a", 2, {}}, {"b", 2, {}}});
+  Ready({0, 1, 2, 3});
+  const std::string lost = "host b lost: no sign of life from its hvd-agent for 5 s";
+  driver_->OnExit(2, 255 << 8, now_, lost);
+  driver_->OnExit(3, 255 << 8, now_, lost);
+  ASSERT_EQ(rec_.warnings.size(), 1u);
+  EXPECT_THAT(rec_.warnings[0], HasSubstr("on b failed: " + lost + "; host b is blacklisted for"));
+  Ready({0, 1});
+  ASSERT_EQ(driver_->round(), 2);
+  EXPECT_TRUE(rec_.released.empty()) << "b is still listed: it may come back";
+  ASSERT_TRUE(driver_->NextDeadline().has_value());
+  now_ = *driver_->NextDeadline();
+  driver_->OnTick(now_);
+  ASSERT_THAT(rec_.spawn_order, ElementsAre(0, 1, 2, 3, 4, 5));
+  Ready({4, 5});
+  Ready({0, 1});
+  ASSERT_EQ(driver_->round(), 3);
+  EXPECT_EQ(Ranks({0, 1, 4, 5}), (std::vector<int>{0, 1, 2, 3}));
+}
+
+// Every host of the round lost: the job ends at once, saying so.
+TEST_F(ElasticDriverTest, EveryHostLostEndsTheJob) {
+  ElasticDriverOptions o = Options(2, 1);
+  o.cooldown_range_s = std::make_pair(1, 2);
+  Make(o);
+  Hosts({{"a", 1, {}}, {"b", 1, {}}});
+  Ready({0, 1});
+  driver_->OnExit(1, 255 << 8, now_, "host b lost: x");
+  now_ += seconds(3);  // a's cooldown would be over by now
+  driver_->OnExit(0, 255 << 8, now_, "host a lost: y");
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_EQ(driver_->end()->exit_code, 255);
+  EXPECT_THAT(driver_->end()->message,
+              HasSubstr("every host of round 1 was lost (a, b): no worker is left to go on; the "
+                        "first: worker 1 (rank 1 of round 1) on b: host b lost: x"));
+}
+
+// Without a cooldown a failed host is blacklisted for good: it is released once its workers
+// are gone.
+TEST_F(ElasticDriverTest, AHostBlacklistedForGoodIsReleased) {
+  StartRound1({{"a", 1, {}}, {"b", 2, {}}}, 3, 1);
+  driver_->OnExit(1, kExit1, now_);
+  EXPECT_TRUE(rec_.released.empty()) << "worker 2 on b is still alive";
+  driver_->OnExit(2, kExit1, now_);
+  EXPECT_THAT(rec_.released, ElementsAre("b"));
+}
+
 // Horovod: "No hosts from previous set remaining, unable to broadcast state."
 TEST_F(ElasticDriverTest, NoSurvivorToHandOverTheState) {
   StartRound1({{"a", 1, {}}, {"b", 1, {}}}, 1, 1, 1);
   ASSERT_EQ(rec_.spawn_order.size(), 1u);
-  Hosts({{"b", 1, {}}});  // a is gone: worker 0 removed, worker 1 starts on b
-  ASSERT_EQ(rec_.spawn_order.size(), 2u);
-  Ready({1});
-  EXPECT_EQ(driver_->round(), 1) << "a round without any survivor is never formed";
+  Hosts({{"b", 1, {}}});  // a is gone: worker 0 removed
+  // No worker is started on b: it could never be handed the state (until 2026-11-27 one was,
+  // and stopped again after the grace period).
+  ASSERT_EQ(rec_.spawn_order.size(), 1u);
+  EXPECT_EQ(driver_->round(), 1);
   driver_->OnReady(0, static_cast<int64_t>(rec_.mail[0].size()) - 1, now_);  // reads its removal
   driver_->OnExit(0, kExit1, now_);
-  EXPECT_FALSE(driver_->end().has_value());
-  now_ += seconds(5);
-  driver_->OnTick(now_);
-  EXPECT_THAT(rec_.terminated, ElementsAre(1));
-  driver_->OnExit(1, SIGTERM, now_);
   ASSERT_TRUE(driver_->end().has_value());
   EXPECT_THAT(driver_->end()->message,
               HasSubstr("No hosts from previous set remaining, unable to broadcast state"));
