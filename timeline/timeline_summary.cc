@@ -221,6 +221,10 @@ Result<TimelineSummary> Summarize(const nlohmann::json& trace) {
 
 Result<TimelineSummary> SummarizeFile(const std::string& path) {
   HVD_ASSIGN_OR_RETURN(std::string text, ReadTimelineFile(path));
+  return SummarizeText(std::move(text), path);
+}
+
+Result<TimelineSummary> SummarizeText(std::string text, const std::string& path) {
   const bool torn = RepairTornTimelineText(&text);
   nlohmann::json trace = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   TimelineCheck damage;
