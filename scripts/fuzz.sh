@@ -36,6 +36,7 @@ for t in "${targets[@]}"; do
   [ -x "$bin" ] || { echo "fuzz.sh: no target $t ($bin)" >&2; exit 2; }
   corpus=$build/fuzz-corpus/$t
   findings=$build/fuzz-findings/$t
+  rm -rf "$findings"  # this run's findings only
   mkdir -p "$corpus" "$findings"
   dict=()
   [ -f "$fuzz_dir/dict/$t.dict" ] && dict=(-dict="$fuzz_dir/dict/$t.dict")

@@ -8,15 +8,16 @@
 # faster than -O2 -g), without Python, Gloo, MPI and NCCL (a sanitizer needs every library of
 # the program instrumented). build-asan/ also holds the libFuzzer targets (HVD_FUZZ=ON), so
 # scripts/fuzz.sh and this share one build.
-#   address: every C++ unit test (ctest -L unit, the fuzz corpus test included) and the worker
+#   address: every C++ unit test (ctest -L unit, the fuzz corpus test included), the attacks
+#            on a live job (security_e2e, docs/threat-model.md) and the worker
 #            scenario groups of test/worker_e2e under the built hvdrun: 2 and 3 ranks, shared
 #            memory (the default) and hvd's TCP transport, shared memory's single-copy path and
 #            its allreduce without the direct round. --ci: the unit tests and every scenario
 #            ("all") once at 2 ranks on shared memory and once at 3 on TCP.
-#   thread:  the threaded tests: runtime_test (ranks as threads over the in-process
-#            communicator: the controller, background thread, callers driving cycles, aborts,
-#            timeline, autotune) and rendezvous_server_test (the server's I/O thread against
-#            client threads); without --ci also the worker groups as above.
+#   thread:  runtime_test (ranks as threads over the in-process communicator: the controller,
+#            background thread, callers driving cycles, aborts, timeline, autotune); without
+#            --ci also rendezvous_server_test (the server's I/O thread against client threads)
+#            and the worker groups as above.
 # Exit 1 when a test fails or a sanitizer reports anything; the last line is the summary
 # ("sanitize <mode>: ..."), the reports are in <build>/sanitize-logs/. Run scripts/setup.sh
 # first on a fresh machine. BUILD_DIR overrides the build folder.
@@ -26,7 +27,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 configure() {  # configure MODE BUILD
   local extra=()
   [ "$1" = address ] && extra=(-DHVD_FUZZ=ON)
-  CC=clang CXX=clang++ cmake -S "$root" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=None \
+  CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=None \
     -DCMAKE_C_FLAGS="-O1 -gline-tables-only" -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" \
     -DHVD_SANITIZE="$1" -DHVD_WERROR=OFF -DHVD_WITH_GLOO=OFF -DHVD_WITH_MPI=OFF \
     -DHVD_WITH_NCCL=OFF -DHVD_BUILD_PYTHON=OFF "${extra[@]}" > /dev/null
@@ -61,9 +62,9 @@ if [ "$mode" = address ]; then
   unit_exclude='^bench_bad_args_'
   mapfile -t unit_targets < <(cd "$build" && ctest -N -L unit -E "$unit_exclude" |
     sed -n 's/^ *Test *#[0-9]*: //p')
-  targets=(hvdrun hvd-agent hvd_e2e_worker "${unit_targets[@]}")
+  targets=(hvdrun hvd-agent hvd_e2e_worker hvd_attack_probe "${unit_targets[@]}")
 elif [ "$ci" = 1 ]; then
-  targets=(runtime_test rendezvous_server_test)
+  targets=(runtime_test)
 else
   targets=(hvdrun hvd_e2e_worker runtime_test rendezvous_server_test)
 fi
@@ -99,9 +100,10 @@ worker() {  # worker NAME NP ENV... -- SCENARIO...
 if [ "$mode" = address ]; then
   run unit_tests ctest --test-dir "$build" -L unit -E "$unit_exclude" --output-on-failure \
     --timeout 900
+  run security_e2e ctest --test-dir "$build" -R '^security_e2e$' --output-on-failure
 else
   run runtime_test "$build/test/unit/runtime/runtime_test"
-  run rendezvous_server_test "$build/test/unit/launcher/rendezvous_server_test"
+  [ "$ci" = 1 ] || run rendezvous_server_test "$build/test/unit/launcher/rendezvous_server_test"
 fi
 if [ "$ci" = 1 ]; then
   [ "$mode" = address ] && worker worker_np2_shm_all 2 -- all
