@@ -9,8 +9,6 @@
 namespace hvd::discovery {
 namespace {
 
-constexpr size_t kMaxHostNameLength = 253;
-
 bool IsNameChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
 }

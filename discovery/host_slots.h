@@ -41,6 +41,8 @@ Status ValidateHostName(std::string_view name);
 Result<int> ParseSlotCount(std::string_view text, std::string_view what);
 
 inline constexpr int kMaxSlots = 1 << 20;
+// The longest host name (a DNS name) ValidateHostName accepts.
+inline constexpr size_t kMaxHostNameLength = 253;
 
 // "host:slots", bracketing IPv6 addresses: the inverse of ParseHostItem.
 std::string FormatHostSlots(const HostSlots& host);

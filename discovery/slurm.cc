@@ -10,7 +10,20 @@
 namespace hvd::discovery {
 namespace {
 
-constexpr size_t kMaxExpandedHosts = 1000000;
+// hvdrun starts one hvd-agent per node, so a list naming more nodes than any job can use is
+// refused before its names are built: at the earlier cap of 1,000,000, 200-character names
+// took 200 MB and two seconds to expand (found by the fuzz target "slurm").
+constexpr size_t kMaxExpandedHosts = 65536;
+
+// "Slurm node list '<list>', column N: ". Built only for an error: quoting the whole list at
+// every item made a long list quadratic (fuzz target "slurm").
+std::string Where(std::string_view nodelist, size_t offset) {
+  return "Slurm node list " + Quote(nodelist) + ", column " + std::to_string(offset + 1) + ": ";
+}
+
+std::string TooMany() {
+  return "expands to more than " + std::to_string(kMaxExpandedHosts) + " names";
+}
 
 // Parses a non-negative decimal integer occupying all of `text`.
 std::optional<long long> ParseCount(std::string_view text) {
@@ -33,22 +46,25 @@ Result<std::vector<std::string>> ExpandGroup(std::string_view group, std::string
   while (start <= group.size()) {
     size_t end = std::min(group.find(',', start), group.size());
     std::string_view range = group.substr(start, end - start);
-    std::string where = "Slurm node list " + Quote(nodelist) + ", column " +
-                        std::to_string(offset + start + 1) + ": ";
+    auto where = [&] { return Where(nodelist, offset + start); };
     size_t dash = range.find('-');
     std::string_view lo_text = range.substr(0, dash);
     std::string_view hi_text = dash == std::string_view::npos ? lo_text : range.substr(dash + 1);
     std::optional<long long> lo = ParseCount(lo_text);
     std::optional<long long> hi = ParseCount(hi_text);
     if (!lo || !hi) {
-      return Status::InvalidArgument(where + "range " + Quote(range) +
+      return Status::InvalidArgument(where() + "range " + Quote(range) +
                                      " is not 'N' or 'N-M' with non-negative integers");
     }
+    if (lo_text.size() > kMaxHostNameLength || hi_text.size() > kMaxHostNameLength) {
+      return Status::InvalidArgument(where() + "range " + Quote(range) +
+                                     " is longer than a host name");
+    }
     if (*hi < *lo) {
-      return Status::InvalidArgument(where + "range " + Quote(range) + " is descending");
+      return Status::InvalidArgument(where() + "range " + Quote(range) + " is descending");
     }
     if (static_cast<size_t>(*hi - *lo) + out.size() >= kMaxExpandedHosts) {
-      return Status::InvalidArgument(where + "range " + Quote(range) + " is too large");
+      return Status::InvalidArgument(where() + "range " + Quote(range) + " is too large");
     }
     for (long long i = *lo; i <= *hi; ++i) {
       std::string digits = std::to_string(i);
@@ -64,26 +80,37 @@ Result<std::vector<std::string>> ExpandGroup(std::string_view group, std::string
 Result<std::vector<std::string>> ExpandItem(std::string_view item, std::string_view nodelist,
                                             size_t offset) {
   std::vector<std::string> names = {""};
+  size_t longest = 0;  // of `names`; checked before each piece is appended to every name
   size_t i = 0;
   while (i < item.size()) {
-    std::string where =
-        "Slurm node list " + Quote(nodelist) + ", column " + std::to_string(offset + i + 1) + ": ";
-    if (item[i] == ']') return Status::InvalidArgument(where + "unmatched ']'");
+    auto where = [&] { return Where(nodelist, offset + i); };
+    auto too_long = [&] {
+      return Status::InvalidArgument(where() + "item " + Quote(item) +
+                                     " makes host names longer than " +
+                                     std::to_string(kMaxHostNameLength) + " characters");
+    };
+    if (item[i] == ']') return Status::InvalidArgument(where() + "unmatched ']'");
     if (item[i] != '[') {
       size_t next = std::min(item.find_first_of("[]", i), item.size());
+      longest += next - i;
+      if (longest > kMaxHostNameLength) return too_long();
       for (std::string& name : names) name.append(item.substr(i, next - i));
       i = next;
       continue;
     }
     size_t close = item.find(']', i);
     size_t nested = item.find('[', i + 1);
-    if (close == std::string_view::npos) return Status::InvalidArgument(where + "unmatched '['");
-    if (nested < close) return Status::InvalidArgument(where + "nested '['");
+    if (close == std::string_view::npos) return Status::InvalidArgument(where() + "unmatched '['");
+    if (nested < close) return Status::InvalidArgument(where() + "nested '['");
     HVD_ASSIGN_OR_RETURN(std::vector<std::string> group,
                          ExpandGroup(item.substr(i + 1, close - i - 1), nodelist, offset + i + 1));
     if (names.size() * group.size() > kMaxExpandedHosts) {
-      return Status::InvalidArgument(where + "expands to more than 1000000 names");
+      return Status::InvalidArgument(where() + TooMany());
     }
+    size_t widest = 0;
+    for (const std::string& suffix : group) widest = std::max(widest, suffix.size());
+    longest += widest;
+    if (longest > kMaxHostNameLength) return too_long();
     std::vector<std::string> product;
     product.reserve(names.size() * group.size());
     for (const std::string& prefix : names) {
@@ -114,16 +141,13 @@ Result<std::vector<std::string>> ExpandSlurmHostlist(std::string_view nodelist) 
     std::string_view raw = nodelist.substr(start, end - start);
     std::string_view item = Trim(raw);
     size_t offset = start + (item.empty() ? 0 : static_cast<size_t>(item.data() - raw.data()));
-    std::string where =
-        "Slurm node list " + Quote(nodelist) + ", column " + std::to_string(offset + 1) + ": ";
-    if (item.empty()) return Status::InvalidArgument(where + "empty item (stray ',')");
+    auto where = [&] { return Where(nodelist, offset); };
+    if (item.empty()) return Status::InvalidArgument(where() + "empty item (stray ',')");
     HVD_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandItem(item, nodelist, offset));
     for (std::string& name : names) {
       Status valid = ValidateHostName(name);
-      if (!valid.ok()) return valid.WithContext(where + "item " + Quote(item));
-      if (hosts.size() >= kMaxExpandedHosts) {
-        return Status::InvalidArgument(where + "expands to more than 1000000 names");
-      }
+      if (!valid.ok()) return valid.WithContext(where() + "item " + Quote(item));
+      if (hosts.size() >= kMaxExpandedHosts) return Status::InvalidArgument(where() + TooMany());
       hosts.push_back(std::move(name));
     }
     start = end + 1;
@@ -140,8 +164,9 @@ Result<std::vector<int>> ParseSlurmTasksPerNode(std::string_view text) {
   while (start <= text.size()) {
     size_t end = std::min(text.find(',', start), text.size());
     std::string_view item = Trim(text.substr(start, end - start));
-    std::string where =
-        "SLURM_TASKS_PER_NODE " + Quote(text) + ", column " + std::to_string(start + 1) + ": ";
+    auto where = [&] {
+      return "SLURM_TASKS_PER_NODE " + Quote(text) + ", column " + std::to_string(start + 1) + ": ";
+    };
     std::string_view count_text = item;
     std::string_view repeat_text = "1";
     size_t paren = item.find('(');
@@ -149,7 +174,7 @@ Result<std::vector<int>> ParseSlurmTasksPerNode(std::string_view text) {
       count_text = item.substr(0, paren);
       std::string_view suffix = item.substr(paren);
       if (suffix.size() < 4 || suffix.substr(0, 2) != "(x" || suffix.back() != ')') {
-        return Status::InvalidArgument(where + "expected 'N' or 'N(xM)', got " + Quote(item));
+        return Status::InvalidArgument(where() + "expected 'N' or 'N(xM)', got " + Quote(item));
       }
       repeat_text = suffix.substr(2, suffix.size() - 3);
     }
@@ -158,7 +183,7 @@ Result<std::vector<int>> ParseSlurmTasksPerNode(std::string_view text) {
     if (!count || !repeat || *count > kMaxSlots || *repeat < 1 ||
         *repeat + counts.size() > kMaxExpandedHosts) {
       return Status::InvalidArgument(
-          where + "expected 'N' or 'N(xM)' with N >= 0 and M >= 1, got " + Quote(item));
+          where() + "expected 'N' or 'N(xM)' with N >= 0 and M >= 1, got " + Quote(item));
     }
     counts.insert(counts.end(), static_cast<size_t>(*repeat), static_cast<int>(*count));
     start = end + 1;

@@ -17,7 +17,7 @@ namespace hvd::discovery {
 // its lower bound; several bracket groups in one name expand as a cartesian product with
 // the leftmost group varying slowest ("r[1-2]n[1-2]" -> r1n1 r1n2 r2n1 r2n2). Unbalanced or
 // nested brackets, empty groups, non-numeric or descending ranges, bad host names and
-// expansions over 1,000,000 names are InvalidArgument errors quoting the list and column.
+// expansions over 65,536 names are InvalidArgument errors quoting the list and column.
 Result<std::vector<std::string>> ExpandSlurmHostlist(std::string_view nodelist);
 
 // Expands SLURM_TASKS_PER_NODE syntax: "2(x3),1" -> {2, 2, 2, 1}. Counts are >= 0 (Slurm

@@ -1,29 +1,74 @@
 #!/usr/bin/env bash
-# Runs libhvd's threaded tests under a sanitizer: bash scripts/sanitize.sh thread|address
+# Runs hvd's tests under a sanitizer (docs/fuzzing.md "Sanitizers"):
+#   bash scripts/sanitize.sh address [--ci]     ASan + UBSan, build-asan/
+#   bash scripts/sanitize.sh thread [--ci]      ThreadSanitizer, build-tsan/
+#   bash scripts/sanitize.sh build address|thread TARGET...   configure and build only
 #
-# Builds build-tsan/ or build-asan/ (HVD_SANITIZE=<mode>; no Python, Gloo, MPI or NCCL: the sanitizers need
-# every library of the program instrumented) and runs, each with a time limit:
-#   runtime_test      thread ranks over the in-process communicator: the controller, the
-#                     background thread, callers driving cycles, aborts, timeline, autotune;
-#   hvd_e2e_worker    every scenario group of test/worker_e2e under the built hvdrun, 2 and 3
-#                     ranks, on shared memory (the default) and on hvd's TCP transport,
-#                     shared memory's single-copy path and its allreduce without the direct
-#                     round (sliced when posted).
-# Exit 1 when a test fails or a sanitizer reports anything (its reports are in
-# sanitize-logs/ of that folder). Not part of scripts/test.sh: about 20 minutes on 2 cores.
-# Run scripts/setup.sh first on a fresh machine. docs/runtime.md "Sanitizer builds".
+# Both builds use clang (-O1, line tables only: the stacks name file:line and it compiles far
+# faster than -O2 -g), without Python, Gloo, MPI and NCCL (a sanitizer needs every library of
+# the program instrumented). build-asan/ also holds the libFuzzer targets (HVD_FUZZ=ON), so
+# scripts/fuzz.sh and this share one build.
+#   address: every C++ unit test (ctest -L unit, the fuzz corpus test included), the attacks
+#            on a live job (security_e2e, docs/threat-model.md) and the worker
+#            scenario groups of test/worker_e2e under the built hvdrun: 2 and 3 ranks, shared
+#            memory (the default) and hvd's TCP transport, shared memory's single-copy path and
+#            its allreduce without the direct round. --ci: the unit tests and every scenario
+#            ("all") once at 2 ranks on shared memory and once at 3 on TCP.
+#   thread:  runtime_test (ranks as threads over the in-process communicator: the controller,
+#            background thread, callers driving cycles, aborts, timeline, autotune); without
+#            --ci also rendezvous_server_test (the server's I/O thread against client threads)
+#            and the worker groups as above.
+# Exit 1 when a test fails or a sanitizer reports anything; the last line is the summary
+# ("sanitize <mode>: ..."), the reports are in <build>/sanitize-logs/. Run scripts/setup.sh
+# first on a fresh machine. BUILD_DIR overrides the build folder.
 set -euo pipefail
-mode=${1:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
-case "$mode" in
-  thread) build=$root/build-tsan ;;
-  address) build=$root/build-asan ;;
-  *) echo "usage: $0 thread|address" >&2; exit 2 ;;
-esac
+
+configure() {  # configure MODE BUILD
+  local extra=()
+  [ "$1" = address ] && extra=(-DHVD_FUZZ=ON)
+  CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=None \
+    -DCMAKE_C_FLAGS="-O1 -gline-tables-only" -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" \
+    -DHVD_SANITIZE="$1" -DHVD_WERROR=OFF -DHVD_WITH_GLOO=OFF -DHVD_WITH_MPI=OFF \
+    -DHVD_WITH_NCCL=OFF -DHVD_BUILD_PYTHON=OFF "${extra[@]}" > /dev/null
+}
+
+default_build() {
+  case "$1" in
+    address) echo "${BUILD_DIR:-$root/build-asan}" ;;
+    thread) echo "${BUILD_DIR:-$root/build-tsan}" ;;
+    *) echo "usage: $0 address|thread [--ci] | build address|thread TARGET..." >&2; exit 2 ;;
+  esac
+}
+
+if [ "${1:-}" = build ]; then
+  mode=${2:-}
+  build=$(default_build "$mode")
+  shift 2
+  configure "$mode" "$build"
+  cmake --build "$build" -j "$(nproc)" --target "$@"
+  exit 0
+fi
+
+mode=${1:-}
+ci=0
+[ "${2:-}" = --ci ] && ci=1
+build=$(default_build "$mode")
 logs=$build/sanitize-logs
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHVD_SANITIZE="$mode" \
-  -DHVD_WITH_GLOO=OFF -DHVD_WITH_MPI=OFF -DHVD_WITH_NCCL=OFF -DHVD_BUILD_PYTHON=OFF > /dev/null
-cmake --build "$build" -j "$(nproc)" --target runtime_test hvdrun hvd_e2e_worker
+configure "$mode" "$build"
+if [ "$mode" = address ]; then
+  # Every unit test binary: ctest -L unit's tests are named after their gtest targets, but for
+  # the benchmarks' command-line checks (not worth a sanitizer build of the benchmarks).
+  unit_exclude='^bench_bad_args_'
+  mapfile -t unit_targets < <(cd "$build" && ctest -N -L unit -E "$unit_exclude" |
+    sed -n 's/^ *Test *#[0-9]*: //p')
+  targets=(hvdrun hvd-agent hvd_e2e_worker hvd_attack_probe "${unit_targets[@]}")
+elif [ "$ci" = 1 ]; then
+  targets=(runtime_test)
+else
+  targets=(hvdrun hvd_e2e_worker runtime_test rendezvous_server_test)
+fi
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 rm -rf "$logs" && mkdir -p "$logs"
 # halt_on_error=0: report every finding of a run, not just the first. detect_leaks=0: the
 # tests' deliberate kills and aborts leave allocations behind that are not leaks of a run.
@@ -31,38 +76,57 @@ export TSAN_OPTIONS="halt_on_error=0 history_size=4 log_path=$logs/tsan"
 export ASAN_OPTIONS="detect_leaks=0 log_path=$logs/asan"
 export UBSAN_OPTIONS="print_stacktrace=1 log_path=$logs/ubsan"
 failed=0
+runs=0
 run() {  # run NAME COMMAND...: a failing command is named, the run goes on
-  local name=$1
+  local name=$1 start=$SECONDS
   shift
+  runs=$((runs + 1))
   if timeout 900 "$@" > "$logs/$name.out" 2>&1; then
-    echo "ok      $name"
+    echo "ok      $name ($((SECONDS - start)) s)"
   else
     echo "FAILED  $name (exit $?; $logs/$name.out)"
     failed=1
   fi
 }
-run runtime_test "$build/test/unit/runtime/runtime_test"
-groups=("allreduce adasum lone lone_collectives allgather broadcast alltoall reducescatter barrier"
-  "grouped fused fused_allgather" "process_sets_static process_sets_dynamic"
-  "mismatch duplicate_name" "join reinit")
-for np in 2 3; do
-  for backend in auto tcp; do
-    for i in "${!groups[@]}"; do
-      # shellcheck disable=SC2086
-      run "worker_np${np}_${backend}_$i" env HVD_CPU_OPERATIONS=$backend HVD_GLOO_TIMEOUT_SECONDS=60 \
-        "$build/cmd/hvdrun" -np "$np" --start-timeout 120 \
-        "$build/test/worker_e2e/hvd_e2e_worker" ${groups[$i]}
+worker() {  # worker NAME NP ENV... -- SCENARIO...
+  local name=$1 np=$2
+  shift 2
+  local env=()
+  while [ "$1" != -- ]; do env+=("$1"); shift; done
+  shift
+  run "$name" env HVD_GLOO_TIMEOUT_SECONDS=60 "${env[@]}" "$build/cmd/hvdrun" -np "$np" \
+    --start-timeout 120 "$build/test/worker_e2e/hvd_e2e_worker" "$@"
+}
+if [ "$mode" = address ]; then
+  run unit_tests ctest --test-dir "$build" -L unit -E "$unit_exclude" --output-on-failure \
+    --timeout 900
+  run security_e2e ctest --test-dir "$build" -R '^security_e2e$' --output-on-failure
+else
+  run runtime_test "$build/test/unit/runtime/runtime_test"
+  [ "$ci" = 1 ] || run rendezvous_server_test "$build/test/unit/launcher/rendezvous_server_test"
+fi
+if [ "$ci" = 1 ]; then
+  [ "$mode" = address ] && worker worker_np2_shm_all 2 -- all
+  [ "$mode" = address ] && worker worker_np3_tcp_all 3 HVD_CPU_OPERATIONS=tcp -- all
+else
+  groups=("allreduce adasum lone lone_collectives allgather broadcast alltoall reducescatter barrier"
+    "grouped fused fused_allgather" "process_sets_static process_sets_dynamic"
+    "mismatch duplicate_name" "join reinit")
+  for np in 2 3; do
+    for backend in auto tcp; do
+      for i in "${!groups[@]}"; do
+        # shellcheck disable=SC2086
+        worker "worker_np${np}_${backend}_$i" "$np" HVD_CPU_OPERATIONS=$backend -- ${groups[$i]}
+      done
     done
   done
-done
-# Shared memory's two-round allreduce at every size and a lone posted one sliced
-# (HVD_SHM_DIRECT_BYTES=0: what groups of many ranks with a CPU each get past a few KiB).
-run worker_no_direct env HVD_SHM_DIRECT_BYTES=0 HVD_CPU_OPERATIONS=shm \
-  "$build/cmd/hvdrun" -np 3 --start-timeout 120 "$build/test/worker_e2e/hvd_e2e_worker" \
-  allreduce lone lone_collectives fused join
-run worker_single_copy env HVD_SHM_SINGLE_COPY_BYTES=1 HVD_SHM_SINGLE_COPY=always \
-  "$build/cmd/hvdrun" -np 2 --start-timeout 120 "$build/test/worker_e2e/hvd_e2e_worker" \
-  allreduce grouped fused join
+  # Shared memory's two-round allreduce at every size and a lone posted one sliced
+  # (HVD_SHM_DIRECT_BYTES=0: what groups of many ranks with a CPU each get past a few KiB).
+  worker worker_no_direct 3 HVD_SHM_DIRECT_BYTES=0 HVD_CPU_OPERATIONS=shm -- \
+    allreduce lone lone_collectives fused join
+  worker worker_single_copy 2 HVD_SHM_SINGLE_COPY_BYTES=1 HVD_SHM_SINGLE_COPY=always -- \
+    allreduce grouped fused join
+fi
 reports=$({
   find "$logs" -name 'tsan.*' -o -name 'asan.*' -o -name 'ubsan.*'
   grep -l -E "runtime error:|WARNING: ThreadSanitizer|ERROR: AddressSanitizer" "$logs"/*.out || true
@@ -72,5 +136,9 @@ if [ -n "$reports" ]; then
   echo "$reports"
   failed=1
 fi
-[ "$failed" = 0 ] && echo "sanitize $mode: every run passed, no reports"
+if [ "$failed" = 0 ]; then
+  echo "sanitize $mode: $runs runs passed, no sanitizer reports"
+else
+  echo "sanitize $mode: FAILED ($runs runs; see above and $logs/)"
+fi
 exit "$failed"

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The README's second command: installs what is needed, builds, and runs the whole test suite
 # (ctest: unit, multiproc, e2e; GPU tests skip cleanly without a GPU). Prints ctest's summary,
-# then the summary line of every pytest run inside it.
+# then the summary line of every pytest run inside it. Then the sanitizer and fuzz parts
+# (docs/fuzzing.md): ASan + UBSan over the unit tests and the worker scenarios, every fuzz
+# target over its corpus plus a few seconds, ThreadSanitizer over the runtime's threaded
+# tests; each prints a summary line and its time, and any failure fails the run.
 #   CTEST_ARGS: extra arguments for ctest (e.g. "-L unit").
+#   HVD_SANITIZERS=0: skip the sanitizer and fuzz parts (a quicker local run).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
@@ -21,5 +25,18 @@ if [ -f "$log" ]; then
        /[0-9]+ (passed|failed|error|errors|skipped)(,| in )/ && !shown {
          line = $0; sub(/^\[[0-9]+\]<stdout>:/, "", line); gsub(/=/, "", line)
          gsub(/^ +| +$/, "", line); printf "  %-40s %s\n", name, line; shown = 1 }' "$log"
+fi
+if [ "${HVD_SANITIZERS:-1}" != 0 ]; then
+  part() {  # part NAME COMMAND...: runs one part, prints its time, records a failure
+    local name=$1 start=$SECONDS
+    shift
+    echo "== $name"
+    "$@" || rc=1
+    echo "== $name: $((SECONDS - start)) s"
+  }
+  part "sanitize address (ASan + UBSan)" bash "$root/scripts/sanitize.sh" address --ci
+  # FUZZ_TIMEOUT 5: an input over 1 s is a finding of the long runs; CI machines are shared.
+  part "fuzz (3 s per target)" env FUZZ_TIMEOUT=5 bash "$root/scripts/fuzz.sh" 3
+  part "sanitize thread (TSan)" bash "$root/scripts/sanitize.sh" thread --ci
 fi
 exit "$rc"

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
@@ -31,7 +33,8 @@ struct OpenSpan {
   double ts = 0.0;
 };
 
-// Elements described by a shape string such as "[2, 3]" or "torch.Size([2, 3])".
+// Elements described by a shape string such as "[2, 3]" or "torch.Size([2, 3])"; nullopt when
+// there is none or it does not fit in 64 bits (checked: the file is anyone's input).
 std::optional<int64_t> ShapeElements(std::string_view shape) {
   if (shape.find_first_of("[(") == std::string_view::npos) return std::nullopt;
   int64_t elements = 1;
@@ -42,11 +45,27 @@ std::optional<int64_t> ShapeElements(std::string_view shape) {
     }
     int64_t dim = 0;
     while (i < shape.size() && std::isdigit(static_cast<unsigned char>(shape[i]))) {
-      dim = dim * 10 + (shape[i++] - '0');
+      if (__builtin_mul_overflow(dim, 10, &dim) ||
+          __builtin_add_overflow(dim, shape[i++] - '0', &dim)) {
+        return std::nullopt;
+      }
     }
-    elements *= dim;
+    if (__builtin_mul_overflow(elements, dim, &elements)) return std::nullopt;
   }
   return elements;
+}
+
+// a + b, held at INT64_MAX / INT64_MIN instead of overflowing.
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
+
+// The event's string field `key`; "" when absent or not a string.
+std::string StringField(const nlohmann::json& e, const char* key) {
+  auto it = e.find(key);
+  return it != e.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 int64_t BytesFromArgs(const nlohmann::json& event) {
@@ -61,7 +80,12 @@ int64_t BytesFromArgs(const nlohmann::json& event) {
     return 0;
   }
   std::optional<int64_t> elements = ShapeElements(shape->get<std::string>());
-  return elements ? *elements * DtypeSize(dtype->get<std::string>()) : 0;
+  int64_t bytes = 0;
+  if (!elements ||
+      __builtin_mul_overflow(*elements, DtypeSize(dtype->get<std::string>()), &bytes)) {
+    return 0;
+  }
+  return bytes;
 }
 
 double Share(double part, const SpanStats& s) {
@@ -75,7 +99,7 @@ class Walker {
   explicit Walker(TimelineSummary* out) : out_(out) {}
 
   void Metadata(const nlohmann::json& e, int pid, int tid) {
-    const std::string name = e.value("name", "");
+    const std::string name = StringField(e, "name");
     auto args = e.find("args");
     if (args == e.end() || !args->contains("name") || !(*args)["name"].is_string()) return;
     if (name == "process_name") process_names_[pid] = (*args)["name"].get<std::string>();
@@ -84,7 +108,7 @@ class Walker {
 
   // A complete event; only QUEUE spans count.
   void Complete(const nlohmann::json& e, int pid, int tid) {
-    if (e.value("name", "") != "QUEUE") return;
+    if (StringField(e, "name") != "QUEUE") return;
     auto args = e.find("args");
     if (args == e.end() || !args->is_object() || !args->contains("op")) return;
     const std::string op = (*args)["op"].is_string() ? (*args)["op"].get<std::string>() : "";
@@ -104,7 +128,7 @@ class Walker {
   }
 
   void Begin(const nlohmann::json& e, int pid, int tid, double ts) {
-    stacks_[{pid, tid}].push_back({e.value("name", ""), ts});
+    stacks_[{pid, tid}].push_back({StringField(e, "name"), ts});
   }
 
   void End(const nlohmann::json& e, int pid, int tid, double ts) {
@@ -128,7 +152,7 @@ class Walker {
       for (SpanStats* s : Stats(pid, tensor, span.name)) {
         ++s->count;
         s->op_us += us;
-        s->bytes += bytes;
+        s->bytes = SaturatingAdd(s->bytes, bytes);
       }
     } else if (stack.size() == 1) {
       const ActivityKind kind = Classify(span.name);
@@ -165,9 +189,18 @@ class Walker {
   std::map<std::pair<int, int>, std::vector<OpenSpan>> stacks_;
 };
 
-int IntField(const nlohmann::json& e, const char* key) {
+// The event's integer field `key` (pid, tid): 0 when absent or not a number, nullopt when a
+// number that is no int (1e59 converted to int was undefined behaviour; found by the fuzz
+// target "timeline").
+std::optional<int> IntField(const nlohmann::json& e, const char* key) {
   auto it = e.find(key);
-  return it != e.end() && it->is_number() ? it->get<int>() : 0;
+  if (it == e.end() || !it->is_number()) return 0;
+  const double v = it->get<double>();
+  if (!(v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max()) ||
+      v != std::trunc(v)) {
+    return std::nullopt;
+  }
+  return static_cast<int>(v);
 }
 
 }  // namespace
@@ -199,20 +232,27 @@ Result<TimelineSummary> Summarize(const nlohmann::json& trace) {
   }
   TimelineSummary summary;
   Walker walker(&summary);
+  int64_t index = -1;
   for (const nlohmann::json& e : *events) {
+    ++index;
     if (!e.is_object()) continue;
-    const std::string ph = e.value("ph", "");
-    const int pid = IntField(e, "pid");
-    const int tid = IntField(e, "tid");
+    const std::string ph = StringField(e, "ph");
+    const std::optional<int> pid = IntField(e, "pid");
+    const std::optional<int> tid = IntField(e, "tid");
+    if (!pid || !tid) {
+      return Status::InvalidArgument(fmt::format(
+          "event {} ({}): its pid and tid must be integers", index,
+          e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).substr(0, 200)));
+    }
     const double ts = e.contains("ts") && e["ts"].is_number() ? e["ts"].get<double>() : 0.0;
     if (ph == "M") {
-      walker.Metadata(e, pid, tid);
+      walker.Metadata(e, *pid, *tid);
     } else if (ph == "B") {
-      walker.Begin(e, pid, tid, ts);
+      walker.Begin(e, *pid, *tid, ts);
     } else if (ph == "E") {
-      walker.End(e, pid, tid, ts);
+      walker.End(e, *pid, *tid, ts);
     } else if (ph == "X") {
-      walker.Complete(e, pid, tid);
+      walker.Complete(e, *pid, *tid);
     }
   }
   walker.Finish();
@@ -221,6 +261,10 @@ Result<TimelineSummary> Summarize(const nlohmann::json& trace) {
 
 Result<TimelineSummary> SummarizeFile(const std::string& path) {
   HVD_ASSIGN_OR_RETURN(std::string text, ReadTimelineFile(path));
+  return SummarizeText(std::move(text), path);
+}
+
+Result<TimelineSummary> SummarizeText(std::string text, const std::string& path) {
   const bool torn = RepairTornTimelineText(&text);
   nlohmann::json trace = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   TimelineCheck damage;

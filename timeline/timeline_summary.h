@@ -67,6 +67,8 @@ Result<TimelineSummary> Summarize(const nlohmann::json& trace);
 // directory, empty or not a JSON trace. A file a killed writer tore mid-growth, an array never
 // closed and a file cut inside an event are read as repaired (timeline_repair.h) and flagged.
 Result<TimelineSummary> SummarizeFile(const std::string& path);
+// The same for a file's text; `path` only names it in errors.
+Result<TimelineSummary> SummarizeText(std::string text, const std::string& path);
 
 // Bytes per element for Horovod/torch/numpy dtype spellings ("float32", "HOROVOD_FLOAT32",
 // "torch.float32"); 0 if unknown.

@@ -278,8 +278,8 @@ void ElasticDriver::RemoveIneligible(TimePoint now) {
   bool member_removed = false;
   for (auto& [id, w] : workers_) {
     if (!w.alive || w.removed || Eligible(w, now)) continue;
-    auto host =
-        std::find_if(hosts_.begin(), hosts_.end(), [&](const Host& h) { return h.name == w.host; });
+    auto host = std::find_if(hosts_.begin(), hosts_.end(),
+                             [&name = w.host](const Host& h) { return h.name == name; });
     const bool gone = host == hosts_.end() || !host->listed;
     std::string why =
         gone ? "host " + w.host + " is no longer available"

@@ -11,12 +11,9 @@
 namespace hvd::launcher::internal {
 namespace {
 
-using control::Frame;
 using control::FrameCheck;
 using control::FrameFault;
-using control::FrameType;
 using control::KvRequest;
-using control::KvResponse;
 
 // Longest wait a client may ask for; keeps timer arithmetic far from overflow.
 constexpr uint64_t kMaxWaitMs = 7ull * 24 * 3600 * 1000;
@@ -57,7 +54,8 @@ RendezvousConnection::RendezvousConnection(asio::ip::tcp::socket socket, uint64_
       wait_timer_(socket_.get_executor()),
       id_(id),
       context_(context),
-      peer_(PeerName(socket_)) {}
+      peer_(PeerName(socket_)),
+      session_(context, id) {}
 
 void RendezvousConnection::Start() {
   asio::error_code ec;
@@ -68,20 +66,20 @@ void RendezvousConnection::Start() {
   frame_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
     if (ec == asio::error::operation_aborted) return;
     self->Guarded("frame timer", [&] {
-      if (self->state_ == State::kClosed) return;
-      if (self->state_ != State::kReady) return self->RejectHandshakeTimeout();
+      if (self->session_.state() == State::kClosed) return;
+      if (self->session_.state() != State::kReady) return self->RejectHandshakeTimeout();
     });
   });
   ReadHeader();
 }
 
 void RendezvousConnection::ReadHeader() {
-  if (state_ == State::kClosed) return;
+  if (session_.state() == State::kClosed) return;
   buffer_.assign(control::kFrameHeaderBytes, '\0');
   asio::async_read(socket_, asio::buffer(buffer_.data(), buffer_.size()),
                    [self = shared_from_this()](const asio::error_code& ec, size_t n) {
                      self->Guarded("header read", [&] {
-                       if (self->state_ == State::kClosed) return;
+                       if (self->session_.state() == State::kClosed) return;
                        if (ec && n > 0) {
                          return self->Reject(
                              FrameFault::kTruncated,
@@ -93,7 +91,7 @@ void RendezvousConnection::ReadHeader() {
                                        self->context_->server_name, self->peer_, ec.message());
                          return self->Close();
                        }
-                       uint32_t max_body = self->state_ == State::kReady
+                       uint32_t max_body = self->session_.state() == State::kReady
                                                ? self->context_->options->max_frame_bytes
                                                : control::kMaxHandshakeBodyBytes;
                        control::FrameHeader header;
@@ -107,14 +105,14 @@ void RendezvousConnection::ReadHeader() {
 void RendezvousConnection::ReadBody(const control::FrameHeader& header) {
   size_t rest = header.body_length + control::kFrameTagBytes;
   buffer_.resize(control::kFrameHeaderBytes + rest);
-  if (state_ == State::kReady) {
+  if (session_.state() == State::kReady) {
     // After the handshake a client may idle between frames, but not stall inside one.
     body_pending_ = true;
     frame_timer_.expires_after(context_->options->handshake_timeout);
     frame_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
       if (ec == asio::error::operation_aborted) return;
       self->Guarded("frame timer", [&] {
-        if (self->state_ != State::kReady || !self->body_pending_) return;
+        if (self->session_.state() != State::kReady || !self->body_pending_) return;
         self->Reject(FrameFault::kTruncated, "frame body did not arrive in time");
       });
     });
@@ -122,8 +120,8 @@ void RendezvousConnection::ReadBody(const control::FrameHeader& header) {
   asio::async_read(socket_, asio::buffer(buffer_.data() + control::kFrameHeaderBytes, rest),
                    [self = shared_from_this(), rest](const asio::error_code& ec, size_t n) {
                      self->Guarded("body read", [&] {
-                       if (self->state_ == State::kClosed) return;
-                       if (self->state_ == State::kReady) {
+                       if (self->session_.state() == State::kClosed) return;
+                       if (self->session_.state() == State::kReady) {
                          self->body_pending_ = false;
                          self->frame_timer_.cancel();
                        }
@@ -139,140 +137,16 @@ void RendezvousConnection::ReadBody(const control::FrameHeader& header) {
 }
 
 void RendezvousConnection::OnFrame() {
-  switch (state_) {
-    case State::kHello: {
-      Frame frame;
-      FrameCheck check = control::ParseFrame(buffer_, control::kMaxHandshakeBodyBytes, &frame);
-      if (!check.ok()) return Reject(check.fault, check.detail);
-      return OnHello(frame);
-    }
-    case State::kAuth:
-      return OnAuth();
-    case State::kReady:
-      return OnRequest();
-    case State::kClosed:
-      return;
+  const State before = session_.state();
+  RendezvousSession::Step step = session_.OnFrame(buffer_);
+  if (!step.ok()) return Reject(step.fault, step.detail);
+  if (before == State::kAuth && session_.state() == State::kReady) {
+    frame_timer_.cancel();
+    HVD_LOG_DEBUG("rendezvous server {}: {} authenticated for job '{}'", context_->server_name,
+                  peer_, session_.job_id());
   }
-}
-
-void RendezvousConnection::OnHello(const Frame& frame) {
-  if (frame.header.type != FrameType::kHello || frame.header.sequence != 0) {
-    return Reject(FrameFault::kMalformed,
-                  std::string("expected hello, got ") + control::FrameTypeName(frame.header.type));
-  }
-  if (!control::FrameTagValid(context_->hello_key, buffer_)) {
-    return Reject(FrameFault::kBadTag, "hello is not signed with this job's key");
-  }
-  control::Hello hello;
-  FrameCheck check = control::DecodeHello(frame.body, &hello);
-  if (!check.ok()) return Reject(check.fault, check.detail);
-  const std::string& expected_job = context_->options->job_id;
-  if (!expected_job.empty() && hello.job_id != expected_job) {
-    return Reject(FrameFault::kBadTag,
-                  "job id '" + hello.job_id + "' is not this server's job '" + expected_job + "'");
-  }
-  job_id_ = hello.job_id;
-  control::Nonce server_nonce = control::NewNonce();
-  control::SessionKeys keys =
-      control::DeriveSessionKeys(context_->options->key, job_id_, hello.client_nonce, server_nonce);
-  channel_.emplace(keys.server_to_client, keys.client_to_server, /*next_send=*/0,
-                   /*next_recv=*/1, context_->options->max_frame_bytes);
-  state_ = State::kAuth;
-  Send(channel_->Seal(FrameType::kServerHello, control::EncodeServerHello(server_nonce)));
-  ReadHeader();
-}
-
-void RendezvousConnection::OnAuth() {
-  Frame frame;
-  FrameCheck check = channel_->Open(buffer_, &frame);
-  if (!check.ok()) return Reject(check.fault, check.detail);
-  if (frame.header.type != FrameType::kAuth) {
-    return Reject(FrameFault::kMalformed,
-                  std::string("expected auth, got ") + control::FrameTypeName(frame.header.type));
-  }
-  frame_timer_.cancel();
-  state_ = State::kReady;
-  HVD_LOG_DEBUG("rendezvous server {}: {} authenticated for job '{}'", context_->server_name, peer_,
-                job_id_);
-  Send(channel_->Seal(FrameType::kAuthOk, ""));
-  ReadHeader();
-}
-
-void RendezvousConnection::OnRequest() {
-  Frame frame;
-  FrameCheck check = channel_->Open(buffer_, &frame);
-  if (!check.ok()) return Reject(check.fault, check.detail);
-  Result<KvRequest> request = control::DecodeKvRequest(frame.header.type, frame.body);
-  if (!request.ok()) return Reject(FrameFault::kMalformed, request.status().message());
-  context_->counters->requests.fetch_add(1, std::memory_order_relaxed);
-  HandleRequest(*request);
-}
-
-namespace {
-
-// The reason of the aborted prefix `key` falls under (RendezvousServer::AbortPrefix), if any.
-const std::string* AbortedReason(const ConnectionContext& context, const std::string& key) {
-  if (context.aborted_prefixes == nullptr) return nullptr;
-  for (const auto& [prefix, reason] : *context.aborted_prefixes) {
-    if (key.starts_with(prefix)) return &reason;
-  }
-  return nullptr;
-}
-
-}  // namespace
-
-void RendezvousConnection::HandleRequest(const KvRequest& request) {
-  control::KvStore& store = *context_->store;
-  KvResponse response;
-  if (request.op != FrameType::kFinishScope) {
-    if (const std::string* reason = AbortedReason(*context_, request.key)) {
-      Respond({StatusCode::kAborted, *reason + " (key '" + request.key + "')", "", 0});
-      return ReadHeader();
-    }
-  }
-  const RendezvousServerOptions& options = *context_->options;
-  switch (request.op) {
-    case FrameType::kSet:
-      store.Set(job_id_, request.key, request.value);
-      if (options.on_observed_set && request.key.starts_with(options.observed_prefix)) {
-        options.on_observed_set(request.key, request.value);
-      }
-      break;
-    case FrameType::kGet:
-      if (auto value = store.Get(job_id_, request.key)) {
-        response.value = std::move(*value);
-      } else {
-        response.code = StatusCode::kNotFound;
-        response.message = "key '" + request.key + "' is not set";
-      }
-      break;
-    case FrameType::kAdd: {
-      Result<int64_t> sum = store.Add(job_id_, request.key, request.number);
-      if (sum.ok()) {
-        response.number = *sum;
-      } else {
-        response.code = sum.status().code();
-        response.message = sum.status().message();
-      }
-      break;
-    }
-    case FrameType::kDelete:
-      store.Delete(job_id_, request.key);
-      break;
-    case FrameType::kFinishScope: {
-      Result<bool> done = store.FinishScope(job_id_, request.key, request.number, id_);
-      if (!done.ok()) {
-        response.code = done.status().code();
-        response.message = done.status().message();
-      }
-      break;
-    }
-    case FrameType::kWait:
-      return StartWait(request);
-    default:
-      return Reject(FrameFault::kMalformed, "not a request");
-  }
-  Respond(std::move(response));
+  if (!step.reply.empty()) Send(std::move(step.reply));
+  if (step.wait) return StartWait(*step.wait);
   ReadHeader();
 }
 
@@ -287,7 +161,7 @@ void RendezvousConnection::StartWait(const KvRequest& request) {
   };
   uint64_t waiter = 0;
   std::optional<std::string> value =
-      context_->store->GetOrWait(job_id_, request.key, std::move(on_set), &waiter);
+      context_->store->GetOrWait(session_.job_id(), request.key, std::move(on_set), &waiter);
   wait_key_ = request.key;
   wait_timeout_ms_ = std::min(request.timeout_ms, kMaxWaitMs);
   waiting_ = true;
@@ -306,23 +180,11 @@ void RendezvousConnection::StartWait(const KvRequest& request) {
 }
 
 void RendezvousConnection::FinishWait(std::optional<std::string> value) {
-  if (!waiting_ || state_ != State::kReady) return;
+  if (!waiting_ || session_.state() != State::kReady) return;
   waiting_ = false;
   wait_timer_.cancel();
-  KvResponse response;
-  if (value) {
-    response.value = std::move(*value);
-  } else {
-    response.code = StatusCode::kTimeout;
-    response.message =
-        "key '" + wait_key_ + "' was not set within " + std::to_string(wait_timeout_ms_) + " ms";
-  }
-  Respond(std::move(response));
+  Send(session_.WaitAnswer(wait_key_, std::move(value), wait_timeout_ms_));
   ReadHeader();
-}
-
-void RendezvousConnection::Respond(KvResponse response) {
-  Send(channel_->Seal(FrameType::kResponse, control::EncodeKvResponse(response)));
 }
 
 void RendezvousConnection::Send(std::string bytes) {
@@ -334,7 +196,7 @@ void RendezvousConnection::WriteNext() {
   asio::async_write(socket_, asio::buffer(write_queue_.front()),
                     [self = shared_from_this()](const asio::error_code& ec, size_t) {
                       self->Guarded("write", [&] {
-                        if (self->state_ == State::kClosed) return;
+                        if (self->session_.state() == State::kClosed) return;
                         if (ec) {
                           HVD_LOG_DEBUG("rendezvous server {}: writing to {} failed: {}",
                                         self->context_->server_name, self->peer_, ec.message());
@@ -347,7 +209,7 @@ void RendezvousConnection::WriteNext() {
 }
 
 void RendezvousConnection::Reject(FrameFault fault, const std::string& detail) {
-  if (state_ == State::kClosed) return;
+  if (session_.state() == State::kClosed) return;
   RendezvousCounters& c = *context_->counters;
   switch (fault) {
     case FrameFault::kBadTag:
@@ -366,7 +228,7 @@ void RendezvousConnection::Reject(FrameFault fault, const std::string& detail) {
   HVD_LOG_WARNING("rendezvous server {}: rejected connection from {}: {}: {}",
                   context_->server_name, peer_, control::FrameFaultName(fault), detail);
   // Only a client that got the framing right but not the key hears why (see frame.h).
-  if (fault == FrameFault::kBadTag && state_ == State::kHello) {
+  if (fault == FrameFault::kBadTag && session_.state() == State::kHello) {
     SendNow(socket_, control::EncodeReject(detail));
   }
   Close();
@@ -382,28 +244,28 @@ void RendezvousConnection::RejectHandshakeTimeout() {
 }
 
 void RendezvousConnection::Shutdown() {
-  if (state_ == State::kClosed) return;
+  if (session_.state() == State::kClosed) return;
   if (waiting_ && context_->store->CancelWait(waiter_id_)) {
-    KvResponse response{StatusCode::kAborted, "rendezvous server is shutting down", "", 0};
-    SendNow(socket_, channel_->Seal(FrameType::kResponse, control::EncodeKvResponse(response)));
+    SendNow(socket_,
+            session_.Seal({StatusCode::kAborted, "rendezvous server is shutting down", "", 0}));
   }
   waiting_ = false;
   Close();
 }
 
 void RendezvousConnection::AbortWait(const std::string& prefix, const std::string& reason) {
-  if (state_ != State::kReady || !waiting_ || !wait_key_.starts_with(prefix)) return;
+  if (session_.state() != State::kReady || !waiting_ || !wait_key_.starts_with(prefix)) return;
   // When CancelWait loses the race, the set's posted FinishWait answers instead.
   if (!context_->store->CancelWait(waiter_id_)) return;
   waiting_ = false;
   wait_timer_.cancel();
-  Respond({StatusCode::kAborted, reason + " (key '" + wait_key_ + "')", "", 0});
+  Send(session_.Seal({StatusCode::kAborted, reason + " (key '" + wait_key_ + "')", "", 0}));
   ReadHeader();
 }
 
 void RendezvousConnection::Close() {
-  if (state_ == State::kClosed) return;
-  state_ = State::kClosed;
+  if (session_.state() == State::kClosed) return;
+  session_.Close();
   if (waiting_) context_->store->CancelWait(waiter_id_);
   waiting_ = false;
   asio::error_code ec;

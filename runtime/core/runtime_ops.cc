@@ -3,7 +3,6 @@
 #include <charconv>
 #include <limits>
 #include <numeric>
-#include <ranges>
 
 #include "runtime/core/execution/adasum.h"
 #include "runtime/core/runtime.h"
@@ -11,6 +10,23 @@
 
 namespace hvd::runtime {
 namespace {
+
+// The names of `entries`, as a range for HandleManager::Create, without copying them. (Not
+// std::views::transform: clang 14, the sanitizer build's compiler, cannot use libstdc++ 12's.)
+struct EntryNames {
+  std::span<const TensorEntry> entries;
+  struct Iterator {
+    const TensorEntry* at;
+    const std::string& operator*() const { return at->request.name; }
+    Iterator& operator++() {
+      ++at;
+      return *this;
+    }
+    bool operator!=(const Iterator& other) const { return at != other.at; }
+  };
+  Iterator begin() const { return {entries.data()}; }
+  Iterator end() const { return {entries.data() + entries.size()}; }
+};
 
 // "<what> '<name>'" (a grouped op's member: "<name>.<member>"): whom an enqueue error is about.
 std::string Subject(const char* what, std::string_view name, int member) {
@@ -255,10 +271,8 @@ Result<std::shared_ptr<Controller>> Runtime::ControllerFor(int32_t process_set_i
 
 Result<int64_t> Runtime::Submit(Controller* controller, std::span<TensorEntry> entries,
                                 int32_t num_outputs, bool wait_now, UnnamedCount* unnamed) {
-  const int64_t handle = handles_.Create(
-      static_cast<int32_t>(entries.size()), num_outputs, controller->shared_queue(),
-      std::views::transform(
-          entries, [](const TensorEntry& e) -> const std::string& { return e.request.name; }));
+  const int64_t handle = handles_.Create(static_cast<int32_t>(entries.size()), num_outputs,
+                                         controller->shared_queue(), EntryNames{entries});
   for (auto& e : entries) e.handle = handle;
   Status s;
   bool notify = false;

@@ -574,7 +574,7 @@ void Grouped() {
     p.what = what;
     p.keep = tensors;
     const int32_t n = N();
-    p.check = [=](hvd_handle_t) {
+    p.check = [=, op = op](hvd_handle_t) {
       for (size_t m = 0; m < tensors.size(); ++m) {
         std::vector<double> want(tensors[m]->count());
         for (int64_t i = 0; i < tensors[m]->count(); ++i) {

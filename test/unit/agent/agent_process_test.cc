@@ -248,5 +248,51 @@ TEST(AgentProcessTest, EarlyEndOfStdinStartsNothing) {
   EXPECT_EQ(WEXITSTATUS(status), 125);
 }
 
+// A peer that is not hvdrun (anything that can write the agent's stdin without speaking the
+// protocol) starts nothing: a start frame before the hello, a hello of another protocol
+// version, then a start, each end the agent with 125 before any rank runs.
+TEST(AgentProcessTest, StartBeforeHelloStartsNothing) {
+  const std::string marker = ::testing::TempDir() + "hvd_agent_start_before_hello";
+  ::unlink(marker.c_str());
+  AgentProcess agent;
+  agent.Send(Start(0, "touch " + marker) + EncodeHello(Hello()) + Start(1, "touch " + marker));
+  int status = agent.Finish();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 125);
+  EXPECT_NE(agent.err().find("expected a hello frame first"), std::string::npos) << agent.err();
+  EXPECT_NE(::access(marker.c_str(), F_OK), 0) << "a rank ran";
+}
+
+TEST(AgentProcessTest, HelloOfAnotherVersionStartsNothing) {
+  const std::string marker = ::testing::TempDir() + "hvd_agent_other_version";
+  ::unlink(marker.c_str());
+  std::string hello = EncodeHello(Hello());
+  hello[4 + 1 + 4 + 3] = 9;  // length, type, "HVDA", then the version's low byte
+  AgentProcess agent;
+  agent.Send(hello + Start(0, "touch " + marker));
+  int status = agent.Finish();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 125);
+  EXPECT_NE(agent.err().find("version mismatch"), std::string::npos) << agent.err();
+  EXPECT_NE(::access(marker.c_str(), F_OK), 0) << "a rank ran";
+}
+
+// Garbage after a valid session start: the agent stops the ranks it runs and ends with 125
+// rather than acting on anything after the garbage.
+TEST(AgentProcessTest, GarbageMidSessionStopsItsRanksAndStartsNothingMore) {
+  const std::string marker = ::testing::TempDir() + "hvd_agent_after_garbage";
+  ::unlink(marker.c_str());
+  AgentProcess agent;
+  agent.Send(EncodeHello(Hello()) + Start(0, "echo $$; exec sleep 30"));
+  pid_t rank = std::stoi(agent.ReadLine());
+  agent.Send(std::string("\0\0\0\5\x09junk", 9) + Start(1, "touch " + marker));
+  int status = agent.Finish();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 125);
+  EXPECT_NE(agent.err().find("unknown hvd-agent frame type 9"), std::string::npos) << agent.err();
+  EXPECT_FALSE(ProcessExists(rank));
+  EXPECT_NE(::access(marker.c_str(), F_OK), 0) << "a rank ran after the garbage";
+}
+
 }  // namespace
 }  // namespace hvd::launcher

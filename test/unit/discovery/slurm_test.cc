@@ -66,7 +66,8 @@ TEST(ExpandSlurmHostlistTest, RejectsMalformedListsQuotingColumn) {
           {"a,,b", {"column 3", "empty item"}},
           {"n[1-2],bad@host", {"column 8", "'bad@host'", "contains '@'"}},
           {"n[0-99999999]", {"too large"}},
-          {"a[0-999]b[0-999]c[0-9]", {"more than 1000000"}},
+          {"a[0-999]b[0-999]c[0-9]", {"more than 65536"}},
+          {"n[0-65536]", {"too large"}},
       },
       ExpandSlurmHostlist);
 }

@@ -13,6 +13,13 @@ namespace {
 
 // The reference every kernel must match bit for bit: the op on one element at a time, 16-bit
 // floats through the scalar conversions (what the kernels did before they were vectorised).
+// An integer op's result as the kernels compute it: wrapped to T's width. (In T itself, 16-bit
+// operands are promoted to int, whose overflow is undefined: UBSan, 65497 * 65499.)
+template <typename T>
+T Wrapped(uint64_t v) {
+  return static_cast<T>(v);
+}
+
 template <typename T>
 T RefOp(T a, T b, ReduceOp op) {
   switch (op) {
@@ -21,8 +28,10 @@ T RefOp(T a, T b, ReduceOp op) {
     case ReduceOp::kMax:
       return std::max(a, b);
     case ReduceOp::kProduct:
+      if constexpr (std::is_integral_v<T>) return Wrapped<T>(uint64_t(a) * uint64_t(b));
       return static_cast<T>(a * b);
     default:
+      if constexpr (std::is_integral_v<T>) return Wrapped<T>(uint64_t(a) + uint64_t(b));
       return static_cast<T>(a + b);
   }
 }
@@ -171,7 +180,14 @@ void CheckFan(DataType dtype) {
           // Fractions for the floats (order-sensitive sums), small values for the integers.
           const double v = std::is_floating_point_v<T> ? ((i * 31 + k * 17) % 97 - 48) / 7.0
                                                        : (i * 31 + k * 17) % 7 - (k % 2 ? 3 : 0);
-          const T t = static_cast<T>(v);
+          // Integers through int64_t: a negative double converted to an unsigned type is
+          // undefined (UBSan); through int64_t it wraps, as intended.
+          T t;
+          if constexpr (std::is_floating_point_v<T>) {
+            t = static_cast<T>(v);
+          } else {
+            t = static_cast<T>(static_cast<int64_t>(v));
+          }
           std::memcpy(in[k].data() + i * elem, &t, elem);
         }
       }

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Fuzzes every decoder of outside input (test/fuzz/, docs/fuzzing.md):
+#   bash scripts/fuzz.sh [SECONDS] [TARGET...]      (default: 60 seconds, every target)
+# Builds the libFuzzer targets in build-asan/ (clang, ASan + UBSan; scripts/sanitize.sh
+# configures it), then runs each target for SECONDS, one after another, starting from the
+# committed corpus (test/fuzz/corpus/<target>/) plus what earlier runs found
+# (build-asan/fuzz-corpus/<target>/). Prints per target: executions, final corpus size,
+# coverage (libFuzzer's cov and ft) and findings; exit 1 when any target found something
+# (the inputs are in build-asan/fuzz-findings/<target>/, the logs in build-asan/fuzz-logs/).
+# A finding is a crash, a sanitizer report, a leak, an input taking over FUZZ_TIMEOUT seconds
+# (default 1), an allocation over 256 MiB or a process over 2 GiB.
+#   BUILD_DIR (default build-asan)   FUZZ_TIMEOUT (1)   NO_BUILD=1: use the built targets as they are
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+seconds=${1:-60}
+shift || true
+build=${BUILD_DIR:-$root/build-asan}
+fuzz_dir=$root/test/fuzz
+if [ "${NO_BUILD:-0}" != 1 ]; then
+  BUILD_DIR="$build" bash "$root/scripts/sanitize.sh" build address fuzz_targets > /dev/null
+fi
+targets=("$@")
+if [ ${#targets[@]} = 0 ]; then
+  # fuzz_target.h's order.
+  mapfile -t targets < <(sed -n 's/^ *{"\([a-z_]*\)", Fuzz[A-Za-z]*},$/\1/p' "$fuzz_dir/fuzz_target.h")
+fi
+logs=$build/fuzz-logs
+mkdir -p "$logs"
+# halt_on_error: a UBSan report is a crash the fuzzer stops at (UBSan alone would go on).
+export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
+export ASAN_OPTIONS="detect_leaks=1"
+failed=0
+printf '%-22s %12s %8s %8s %8s  %s\n' target executions corpus cov ft findings
+for t in "${targets[@]}"; do
+  bin=$build/test/fuzz/fuzz_$t
+  [ -x "$bin" ] || { echo "fuzz.sh: no target $t ($bin)" >&2; exit 2; }
+  corpus=$build/fuzz-corpus/$t
+  findings=$build/fuzz-findings/$t
+  rm -rf "$findings"  # this run's findings only
+  mkdir -p "$corpus" "$findings"
+  dict=()
+  [ -f "$fuzz_dir/dict/$t.dict" ] && dict=(-dict="$fuzz_dir/dict/$t.dict")
+  # The first folder takes the new inputs; the committed corpus is only read.
+  "$bin" "$corpus" "$fuzz_dir/corpus/$t" "${dict[@]}" -max_total_time="$seconds" \
+    -timeout="${FUZZ_TIMEOUT:-1}" -rss_limit_mb=2048 -malloc_limit_mb=256 -print_final_stats=1 \
+    -artifact_prefix="$findings/" > "$logs/$t.log" 2>&1 || true
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logs/$t.log" | tail -1)
+  status=$(grep -E '^#[0-9]+' "$logs/$t.log" | grep 'cov:' | tail -1 || true)
+  cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<< "$status")
+  ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<< "$status")
+  found=$(find "$findings" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
+    -o -name 'oom-*' -o -name 'slow-unit-*' \) | wc -l)
+  size=$(sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p' <<< "$status")
+  note=$found
+  if [ "$found" != 0 ] || [ -z "$runs" ]; then
+    failed=1
+    note="$found (log: $logs/$t.log)"
+  fi
+  printf '%-22s %12s %8s %8s %8s  %s\n' "$t" "${runs:-?}" "${size:-?}" "${cov:-?}" "${ft:-?}" "$note"
+done
+[ "$failed" = 0 ] && echo "fuzz: every target ran ${seconds}s, no findings"
+exit "$failed"

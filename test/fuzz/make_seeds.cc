@@ -1,0 +1,236 @@
+// hvd_fuzz_seeds CORPUS_DIR: writes the seed corpus of every target into CORPUS_DIR/<target>/
+// (test/fuzz/corpus/ in the repository), from the protocols' own encoders (frames tagged under
+// fuzz_keys.h's fixed test key, so they verify) and from the inputs of the unit tests. Run it
+// again after a protocol change; docs/fuzzing.md.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/byte_codec.h"
+#include "common/elastic_messages.h"
+#include "common/kv_messages.h"
+#include "launcher/agents/agent_protocol.h"
+#include "test/fuzz/fuzz_keys.h"
+#include "timeline/trace_record.h"
+
+namespace hvd::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+using control::FrameType;
+using control::KvRequest;
+
+class Corpus {
+ public:
+  explicit Corpus(fs::path root) : root_(std::move(root)) {}
+  void Write(const std::string& target, const std::string& name, const std::string& bytes) {
+    fs::create_directories(root_ / target);
+    std::ofstream(root_ / target / ("seed-" + name), std::ios::binary) << bytes;
+    ++count_;
+  }
+  int count() const { return count_; }
+
+ private:
+  fs::path root_;
+  int count_ = 0;
+};
+
+std::string Mode(uint8_t mode, const std::string& bytes) {
+  return std::string(1, static_cast<char>(mode)) + bytes;
+}
+
+std::vector<KvRequest> Requests() {
+  return {{FrameType::kSet, "rank/0/addr", "10.0.0.1:4000", 0, 0},
+          {FrameType::kGet, "rank/0/addr", "", 0, 0},
+          {FrameType::kWait, "rank/1/addr", "", 0, 100},
+          {FrameType::kAdd, "counter", "", 3, 0},
+          {FrameType::kDelete, "rank/0/addr", "", 0, 0},
+          {FrameType::kFinishScope, "1/", "", 2, 0},
+          {FrameType::kSet, "elastic/ready/0", "1 1", 0, 0},
+          {FrameType::kGet, "aborted/x", "", 0, 0}};
+}
+
+std::string HelloFrame() {
+  control::Hello hello{FuzzClientNonce(), std::string(kFuzzJobId)};
+  return control::EncodeFrame(control::HelloKey(FuzzJobKey()), FrameType::kHello, 0,
+                              control::EncodeHello(hello));
+}
+
+void FrameSeeds(Corpus& c) {
+  const control::SessionKeys keys = FuzzSessionKeys();
+  c.Write("frame", "hello", Mode(1, HelloFrame()));
+  c.Write("frame", "hello-resigned", Mode(3, HelloFrame()));
+  c.Write("frame", "server-hello",
+          Mode(0, control::EncodeFrame(keys.server_to_client, FrameType::kServerHello, 0,
+                                       control::EncodeServerHello(FuzzServerNonce()))));
+  c.Write("frame", "reject", Mode(1, control::EncodeReject("hello is not signed")));
+  int i = 0;
+  for (const KvRequest& request : Requests()) {
+    c.Write("frame", "request-" + std::to_string(i++),
+            Mode(4, control::EncodeFrame(keys.client_to_server, request.op, 2,
+                                         control::EncodeKvRequest(request))));
+  }
+  c.Write("frame", "response",
+          Mode(2, control::EncodeFrame(keys.server_to_client, FrameType::kResponse, 2,
+                                       control::EncodeKvResponse({StatusCode::kOk, "", "v", 7}))));
+  c.Write("frame", "huge-length",
+          Mode(0, control::EncodeHeader({FrameType::kSet, 0, 0xffffffffu, 2})));
+}
+
+void KvSeeds(Corpus& c) {
+  int i = 0;
+  for (const KvRequest& request : Requests()) {
+    c.Write("kv_messages", "request-" + std::to_string(i++),
+            Mode(static_cast<uint8_t>(request.op), control::EncodeKvRequest(request)));
+  }
+  c.Write("kv_messages", "response-ok",
+          Mode(32, control::EncodeKvResponse({StatusCode::kOk, "", "value", 42})));
+  c.Write(
+      "kv_messages", "response-timeout",
+      Mode(32, control::EncodeKvResponse({StatusCode::kTimeout, "key 'k' was not set", "", 0})));
+  control::ByteWriter huge;
+  huge.PutU32(0xffffffffu);
+  c.Write("kv_messages", "huge-length", Mode(16, huge.Take()));
+}
+
+void ElasticSeeds(Corpus& c) {
+  namespace e = control::elastic;
+  e::Message assign;
+  assign.assignment = {3, 1, 4, 1, 2, 0, 2, true, 1700000000, "node-1"};
+  c.Write("elastic_messages", "assign", e::EncodeMessage(assign));
+  c.Write("elastic_messages", "removed", e::EncodeMessage({true, {}, "host node-2 failed"}));
+  c.Write("elastic_messages", "ready", e::EncodeReady(5, 2));
+  c.Write("elastic_messages", "ready-unsynced", e::EncodeReady(1, 0));
+  c.Write("elastic_messages", "hosts", e::EncodeHostUpdate(1700000000, e::kHostsAdded));
+}
+
+void HmacSeeds(Corpus& c) {
+  const control::JobKey key = FuzzJobKey();
+  std::string bytes(1, static_cast<char>(key.size()));
+  bytes.append(reinterpret_cast<const char*>(key.data()), key.size());
+  c.Write("hmac", "job-key", bytes + "hvd-v1 hello");
+  c.Write("hmac", "empty-key", std::string(1, '\0') + "message");
+}
+
+void AgentSeeds(Corpus& c) {
+  namespace l = hvd::launcher;
+  l::AgentHello hello;
+  hello.job_key = FuzzJobKey();
+  hello.heartbeat_timeout_s = 10;
+  hello.cwd = "/home/user";
+  l::AgentStart start{0, {"python3", "train.py"}, {{"HVD_RANK", "0"}, {"PATH", "/usr/bin"}}};
+  const std::string to_agent = l::EncodeHello(hello) + l::EncodeStart(start) +
+                               l::EncodeSignal(0, 15) + l::EncodeStop(0) +
+                               l::EncodeLauncherHeartbeat();
+  c.Write("agent_protocol", "to-agent", Mode(0xfe, to_agent));
+  c.Write("agent_protocol", "to-agent-bytewise", Mode(0, to_agent));
+  std::string from_agent =
+      l::EncodeReady({l::kAgentProtocolVersion, "node-1", 4242}) + l::EncodeStarted(0, 4243);
+  l::AppendOutput(0, 1, "[0]<stdout>:hello\n", &from_agent);
+  from_agent += l::EncodeExit(0, 0) + l::EncodeAgentHeartbeat();
+  c.Write("agent_protocol", "from-agent", Mode(0xff, from_agent));
+  c.Write("agent_protocol", "from-agent-pieces", Mode(0x0d, from_agent));
+  c.Write("agent_protocol", "huge-length", Mode(0xfe, std::string(4, '\xff')));
+}
+
+void RendezvousSeeds(Corpus& c) {
+  const control::SessionKeys keys = FuzzSessionKeys();
+  control::FrameChannel client(keys.client_to_server, keys.server_to_client, 1, 1,
+                               control::kDefaultMaxFrameBytes);
+  std::string stream = HelloFrame() + client.Seal(FrameType::kAuth, "");
+  c.Write("rendezvous_connection", "handshake", Mode(0, stream));
+  std::string script;
+  for (const KvRequest& request : Requests()) {
+    const std::string body = control::EncodeKvRequest(request);
+    stream += client.Seal(request.op, body);
+    script += static_cast<char>(request.op);
+    script += static_cast<char>(body.size() >> 8);
+    script += static_cast<char>(body.size());
+    script += body;
+  }
+  c.Write("rendezvous_connection", "requests", Mode(0, stream));
+  c.Write("rendezvous_connection", "requests-any-job", Mode(2, stream));
+  c.Write("rendezvous_connection", "script", Mode(1, script));
+  // The first request again, unsealed: a replay on the same connection.
+  const std::string first = control::EncodeKvRequest(Requests()[0]);
+  control::FrameChannel replayer(keys.client_to_server, keys.server_to_client, 2, 2,
+                                 control::kDefaultMaxFrameBytes);
+  const std::string replay = replayer.Seal(FrameType::kSet, first);
+  c.Write("rendezvous_connection", "replay",
+          Mode(1, script +
+                      std::string{'\x80', static_cast<char>(replay.size() >> 8),
+                                  static_cast<char>(replay.size())} +
+                      replay));
+}
+
+void TextSeeds(Corpus& c) {
+  using std::string_literals::operator""s;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> texts = {
+      {"host_spec",
+       {"a:2,b:1", " a:2 , b:1 ", "10.0.0.1:8,10.0.0.2:8", "[fe80::1%eth0]:2,[::1]", "a,b:3",
+        "a:1,a:2", "good:2,bad:0"}},
+      {"hostfile",
+       {"# hosts\nnode1 slots=4\nnode2 slots=4 max_slots=8\nnode3\n",
+        "fe80::1 slots=2\r\n[::1] max-slots=3 slots=1  # note\n", "node1 slots=0\n"}},
+      {"slurm",
+       {"node[01-04,07],gpu-[1-2]a,x\0002(x3),1,1,1\00010"s, "r[1-2]n[1-2]\0001(x4)"s, "node[1-3",
+        "n[5-1]"}},
+      {"lsf",
+       {"\0hostA 4 hostB 4"s, "\1hostA hostA hostB", "\2hostA\nhostA\n\nhostB\n", "\0hostA x"s}},
+      {"discovery_output",
+       {"\0host-1:4\nhost-2:4\n"s, "\2host-1\r\nhost-2:2\n\n",
+        "\0[fe80::1]:2\nhost-1:2\nhost-1:3\n"s}},
+      {"config_file",
+       {"params:\n  fusion_threshold_mb: 64\n  cycle_time_ms: 1.0\n  cache_capacity: 1024\n"
+        "autotune:\n  enabled: false\n  log_file: autotune.csv\n  warmup_samples: 3\n"
+        "timeline:\n  mark_cycles: false\nstall_check:\n  enabled: true\n"
+        "  warning_time_seconds: 60\nlibrary_options:\n  gloo_timeout_seconds: 30\n"
+        "logging:\n  level: WARNING\n  with_timestamp: true\n",
+        "controller: gloo\nparams: {fusion_threshold_mb: x}\n", "- a\n- b\n",
+        "a: &x [1, 2]\nb: *x\n"}}};
+  for (const auto& [target, inputs] : texts) {
+    for (size_t i = 0; i < inputs.size(); ++i) c.Write(target, std::to_string(i), inputs[i]);
+  }
+}
+
+void TimelineSeeds(Corpus& c) {
+  std::string events;
+  events += timeline::ToJson({'M', "process_name", 0, 0, 0, {{"name", std::string("rank 0")}}});
+  events += ",\n" + timeline::ToJson({'B', "NEGOTIATE_ALLREDUCE", 0, 1, 10, {}});
+  events += ",\n" + timeline::ToJson({'E', "NEGOTIATE_ALLREDUCE", 0, 1, 20, {}});
+  events += ",\n" + timeline::ToJson({'B', "ALLREDUCE", 0, 1, 20, {}});
+  events += ",\n" + timeline::ToJson({'B', "MEMCPY_IN_FUSION_BUFFER", 0, 1, 21, {}});
+  events += ",\n" + timeline::ToJson({'E', "MEMCPY_IN_FUSION_BUFFER", 0, 1, 22, {}});
+  events += ",\n" + timeline::ToJson({'E', "ALLREDUCE", 0, 1, 40, {{"bytes", int64_t{4096}}}});
+  events +=
+      ",\n" + timeline::ToJson({'X', "QUEUE", 0, 2, 5, {{"op", std::string("ALLREDUCE")}}, 15});
+  const std::string complete = "[\n" + events + "\n]\n";
+  c.Write("timeline", "complete", complete);
+  c.Write("timeline", "trace-events", "{\"traceEvents\": " + complete + "}");
+  c.Write("timeline", "torn", "[\n" + events + "\n]\n" + std::string(64, ' ') + "\n]\n");
+  c.Write("timeline", "unclosed", "[\n" + events + ",\n");
+  c.Write("timeline", "truncated", complete.substr(0, complete.size() / 2));
+}
+
+}  // namespace
+}  // namespace hvd::fuzz
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  hvd::fuzz::Corpus corpus(argv[1]);
+  hvd::fuzz::FrameSeeds(corpus);
+  hvd::fuzz::KvSeeds(corpus);
+  hvd::fuzz::ElasticSeeds(corpus);
+  hvd::fuzz::HmacSeeds(corpus);
+  hvd::fuzz::AgentSeeds(corpus);
+  hvd::fuzz::RendezvousSeeds(corpus);
+  hvd::fuzz::TextSeeds(corpus);
+  hvd::fuzz::TimelineSeeds(corpus);
+  std::printf("wrote %d seeds under %s\n", corpus.count(), argv[1]);
+  return 0;
+}

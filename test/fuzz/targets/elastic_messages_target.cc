@@ -1,0 +1,51 @@
+// Target "elastic_messages": the text values the elastic driver and its workers read from the
+// job's keys (common/elastic_messages.h): a mailbox message, a ready report, a host update.
+// The input is the value; each decoder gets it. What decodes, re-encodes to text that decodes
+// to the same values.
+#include "common/check.h"
+#include "common/elastic_messages.h"
+#include "test/fuzz/fuzz_input.h"
+#include "test/fuzz/fuzz_target.h"
+
+namespace hvd::fuzz {
+
+std::string FuzzElasticMessages(std::string_view input) {
+  namespace elastic = control::elastic;
+  std::string outcome;
+  Result<elastic::Message> message = elastic::DecodeMessage(input);
+  Note(&outcome, message.status());
+  if (message.ok()) {
+    Result<elastic::Message> again = elastic::DecodeMessage(elastic::EncodeMessage(*message));
+    HVD_CHECK(again.ok()) << again.status().message();
+    HVD_CHECK_EQ(again->removed, message->removed);
+    HVD_CHECK(again->assignment == message->assignment);
+    HVD_CHECK(again->reason == message->reason);
+  }
+
+  int64_t cursor = 0, synced = 0;
+  if (elastic::DecodeReady(input, &cursor, &synced)) {
+    int64_t cursor2 = 0, synced2 = 0;
+    HVD_CHECK(elastic::DecodeReady(elastic::EncodeReady(cursor, synced), &cursor2, &synced2));
+    HVD_CHECK_EQ(cursor2, cursor);
+    HVD_CHECK_EQ(synced2, synced);
+  } else {
+    Note(&outcome, "not a ready report");
+  }
+
+  int64_t timestamp = 0;
+  int flags = 0;
+  Status update = elastic::DecodeHostUpdate(input, &timestamp, &flags);
+  Note(&outcome, update);
+  if (update.ok()) {
+    int64_t timestamp2 = 0;
+    int flags2 = 0;
+    HVD_CHECK(
+        elastic::DecodeHostUpdate(elastic::EncodeHostUpdate(timestamp, flags), &timestamp2, &flags2)
+            .ok());
+    HVD_CHECK_EQ(timestamp2, timestamp);
+    HVD_CHECK_EQ(flags2, flags);
+  }
+  return outcome;
+}
+
+}  // namespace hvd::fuzz
