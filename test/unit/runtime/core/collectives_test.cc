@@ -15,72 +15,6 @@ namespace {
 using runtime::DataType;
 using runtime::ReduceOp;
 
-double Get(const void* buf, DataType dt, int64_t i) {
-  switch (dt) {
-    case DataType::kUInt8:
-      return static_cast<const uint8_t*>(buf)[i];
-    case DataType::kInt8:
-      return static_cast<const int8_t*>(buf)[i];
-    case DataType::kUInt16:
-      return static_cast<const uint16_t*>(buf)[i];
-    case DataType::kInt16:
-      return static_cast<const int16_t*>(buf)[i];
-    case DataType::kInt32:
-      return static_cast<const int32_t*>(buf)[i];
-    case DataType::kInt64:
-      return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-    case DataType::kFloat32:
-      return static_cast<const float*>(buf)[i];
-    case DataType::kFloat64:
-      return static_cast<const double*>(buf)[i];
-    case DataType::kBool:
-      return static_cast<const uint8_t*>(buf)[i];
-    case DataType::kFloat16:
-      return runtime::HalfToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case DataType::kBFloat16:
-      return runtime::BFloat16ToFloat(static_cast<const uint16_t*>(buf)[i]);
-  }
-  return 0;
-}
-
-void Set(void* buf, DataType dt, int64_t i, double v) {
-  switch (dt) {
-    case DataType::kUInt8:
-      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v);
-      break;
-    case DataType::kInt8:
-      static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v);
-      break;
-    case DataType::kUInt16:
-      static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>(v);
-      break;
-    case DataType::kInt16:
-      static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(v);
-      break;
-    case DataType::kInt32:
-      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
-      break;
-    case DataType::kInt64:
-      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
-      break;
-    case DataType::kFloat32:
-      static_cast<float*>(buf)[i] = static_cast<float>(v);
-      break;
-    case DataType::kFloat64:
-      static_cast<double*>(buf)[i] = v;
-      break;
-    case DataType::kBool:
-      static_cast<uint8_t*>(buf)[i] = v != 0;
-      break;
-    case DataType::kFloat16:
-      static_cast<uint16_t*>(buf)[i] = runtime::FloatToHalf(static_cast<float>(v));
-      break;
-    case DataType::kBFloat16:
-      static_cast<uint16_t*>(buf)[i] = runtime::FloatToBFloat16(static_cast<float>(v));
-      break;
-  }
-}
-
 bool IsInteger(DataType dt) {
   return dt != DataType::kFloat16 && dt != DataType::kFloat32 && dt != DataType::kFloat64 &&
          dt != DataType::kBFloat16;
@@ -132,7 +66,7 @@ TEST(CollectivesTest, AllreduceEveryDtypeAndOpOnThreeRanks) {
         ASSERT_TRUE(WaitAndRelease(rt, *h).ok()) << o.name;
         for (int64_t i = 0; i < kN; ++i) {
           double want = Expected(op, kSize, i, dt);
-          EXPECT_NEAR(Get(out.data(), dt, i), want, IsInteger(dt) ? 0 : 0.02 * std::abs(want))
+          EXPECT_NEAR(At(out.data(), dt, i), want, IsInteger(dt) ? 0 : 0.02 * std::abs(want))
               << o.name << " element " << i;
         }
       }
@@ -187,7 +121,7 @@ TEST(CollectivesTest, AllgatherWithDifferentFirstDimensions) {
       EXPECT_EQ(out->shape.ToVector(), (std::vector<int64_t>{6, 2}));
       int64_t k = 0;
       for (int r = 0; r < kSize; ++r) {
-        for (int64_t i = 0; i < (r + 1) * 2; ++i) EXPECT_EQ(Get(out->data, dt, k++), r * 10 + i);
+        for (int64_t i = 0; i < (r + 1) * 2; ++i) EXPECT_EQ(At(out->data, dt, k++), r * 10 + i);
       }
       runtime::FreeOutput(out->data);
       ASSERT_TRUE(rt.ReleaseHandle(*h).ok());

@@ -24,74 +24,16 @@ bool IsFloat(DataType t) {
          t == DataType::kFloat64;
 }
 
-double At(const void* buf, DataType t, int64_t i) {
-  switch (t) {
-    case DataType::kUInt8:
-    case DataType::kBool:
-      return static_cast<const uint8_t*>(buf)[i];
-    case DataType::kInt8:
-      return static_cast<const int8_t*>(buf)[i];
-    case DataType::kUInt16:
-      return static_cast<const uint16_t*>(buf)[i];
-    case DataType::kInt16:
-      return static_cast<const int16_t*>(buf)[i];
-    case DataType::kInt32:
-      return static_cast<const int32_t*>(buf)[i];
-    case DataType::kInt64:
-      return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-    case DataType::kFloat16:
-      return runtime::HalfToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case DataType::kBFloat16:
-      return runtime::BFloat16ToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case DataType::kFloat32:
-      return static_cast<const float*>(buf)[i];
-    default:
-      return static_cast<const double*>(buf)[i];
-  }
-}
-
-void Set(void* buf, DataType t, int64_t i, double v) {
-  switch (t) {
-    case DataType::kUInt8:
-    case DataType::kBool:
-      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(t == DataType::kBool ? v > 2 : v);
-      break;
-    case DataType::kInt8:
-      static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v);
-      break;
-    case DataType::kUInt16:
-      static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>(v);
-      break;
-    case DataType::kInt16:
-      static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(v);
-      break;
-    case DataType::kInt32:
-      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
-      break;
-    case DataType::kInt64:
-      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
-      break;
-    case DataType::kFloat16:
-      static_cast<uint16_t*>(buf)[i] = runtime::FloatToHalf(static_cast<float>(v));
-      break;
-    case DataType::kBFloat16:
-      static_cast<uint16_t*>(buf)[i] = runtime::FloatToBFloat16(static_cast<float>(v));
-      break;
-    case DataType::kFloat32:
-      static_cast<float*>(buf)[i] = static_cast<float>(v);
-      break;
-    default:
-      static_cast<double*>(buf)[i] = v;
-  }
-}
-
 // Values 1..5 (a product over 3 ranks fits int8), different per rank, element and `salt`.
 Tensor Make(DataType t, std::vector<int64_t> shape, int rank, int salt) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   Tensor x{t, std::move(shape),
            std::vector<char>(static_cast<size_t>(n + 1) * runtime::DataTypeSize(t))};
-  for (int64_t i = 0; i < n; ++i) Set(x.data.data(), t, i, (i * 7 + rank * 3 + salt) % 5 + 1);
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = (i * 7 + rank * 3 + salt) % 5 + 1;
+    Set(x.data.data(), t, i, t == DataType::kBool ? v > 2 : v);  // bool: both values
+  }
   return x;
 }
 

@@ -26,8 +26,6 @@ struct Tensor {
 };
 
 // Element i of `buf` as a double, and set to `v`.
-double At(const void* buf, runtime::DataType t, int64_t i);
-void Set(void* buf, runtime::DataType t, int64_t i, double v);
 // Values 1..5 (a product over 3 ranks fits int8), different per rank, element and `salt`.
 Tensor Make(runtime::DataType t, std::vector<int64_t> shape, int rank, int salt = 0);
 

@@ -6,6 +6,8 @@
 #include <memory>
 #include <thread>
 
+#include "runtime/transports/reduction.h"
+
 namespace hvd::testing {
 
 runtime::RuntimeConfig TestConfig(int rank, int size) {
@@ -145,6 +147,70 @@ void AllgatherAndCheck(runtime::Runtime& rt, int rank, int size,
     ExpectGathered(rt, h, grouped ? static_cast<int32_t>(t) : 0, t, cases[t], size);
   }
   for (int64_t h : handles) EXPECT_TRUE(rt.ReleaseHandle(h).ok());
+}
+
+double At(const void* buf, runtime::DataType t, int64_t i) {
+  switch (t) {
+    case runtime::DataType::kUInt8:
+    case runtime::DataType::kBool:
+      return static_cast<const uint8_t*>(buf)[i];
+    case runtime::DataType::kInt8:
+      return static_cast<const int8_t*>(buf)[i];
+    case runtime::DataType::kUInt16:
+      return static_cast<const uint16_t*>(buf)[i];
+    case runtime::DataType::kInt16:
+      return static_cast<const int16_t*>(buf)[i];
+    case runtime::DataType::kInt32:
+      return static_cast<const int32_t*>(buf)[i];
+    case runtime::DataType::kInt64:
+      return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
+    case runtime::DataType::kFloat16:
+      return runtime::HalfToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case runtime::DataType::kBFloat16:
+      return runtime::BFloat16ToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case runtime::DataType::kFloat32:
+      return static_cast<const float*>(buf)[i];
+    default:
+      return static_cast<const double*>(buf)[i];
+  }
+}
+
+void Set(void* buf, runtime::DataType dt, int64_t i, double v) {
+  switch (dt) {
+    case runtime::DataType::kUInt8:
+      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v);
+      break;
+    case runtime::DataType::kInt8:
+      static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v);
+      break;
+    case runtime::DataType::kUInt16:
+      static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>(v);
+      break;
+    case runtime::DataType::kInt16:
+      static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(v);
+      break;
+    case runtime::DataType::kInt32:
+      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
+      break;
+    case runtime::DataType::kInt64:
+      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
+      break;
+    case runtime::DataType::kFloat32:
+      static_cast<float*>(buf)[i] = static_cast<float>(v);
+      break;
+    case runtime::DataType::kFloat64:
+      static_cast<double*>(buf)[i] = v;
+      break;
+    case runtime::DataType::kBool:
+      static_cast<uint8_t*>(buf)[i] = v != 0;
+      break;
+    case runtime::DataType::kFloat16:
+      static_cast<uint16_t*>(buf)[i] = runtime::FloatToHalf(static_cast<float>(v));
+      break;
+    case runtime::DataType::kBFloat16:
+      static_cast<uint16_t*>(buf)[i] = runtime::FloatToBFloat16(static_cast<float>(v));
+      break;
+  }
 }
 
 }  // namespace hvd::testing

@@ -33,6 +33,10 @@ void RunRanks(int size, const RankBody& body, const ConfigTweak& tweak = nullptr
 Status WaitAndRelease(runtime::Runtime& rt, int64_t handle, double seconds = 30);
 
 runtime::TensorSpec Spec(void* data, runtime::DataType dtype, std::vector<int64_t> shape);
+// Element i of a buffer of `dtype`, as a double (16-bit floats through float), and the same
+// element set from a double (bool: v != 0; 16-bit floats rounded to nearest even).
+double At(const void* buf, runtime::DataType dtype, int64_t i);
+void Set(void* buf, runtime::DataType dtype, int64_t i, double v);
 
 // One tensor of an allgather batch: rank r contributes rows(r) rows of `cols` elements.
 struct GatherCase {
