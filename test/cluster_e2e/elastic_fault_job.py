@@ -18,6 +18,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "elastic_e2e"))
 from elastic_harness import kill_marked, live_marked  # noqa: E402
 
+sys.path.insert(0, os.path.join(HERE, "..", "launcher_e2e"))
+from hvdrun_harness import cmdline, netns_pids  # noqa: E402
+
 HVDRUN = os.environ.get("HVDRUN", "")
 PYTHON = "/usr/bin/python3"
 WORKER = os.path.join(HERE, "elastic_fault_worker.py")
@@ -37,19 +40,6 @@ def read_json_lines(path):
         return []
     with open(path) as f:
         return [json.loads(line) for line in f if line.endswith("\n") and line.strip()]
-
-
-def netns_pids(host):
-    out = subprocess.run(["ip", "netns", "pids", host], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
-
-
-def cmdline(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def job_processes(hosts=HOSTS):

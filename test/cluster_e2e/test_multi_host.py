@@ -12,27 +12,15 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "launcher_e2e"))
-from hvdrun_harness import (assert_no_survivors, kill_leftovers, live_pids_with_marker,  # noqa
-                            run, start, torn_timeline_rank, unique_marker, wait_for)
+from hvdrun_harness import (assert_no_survivors, cmdline, kill_leftovers,  # noqa
+                            live_pids_with_marker, netns_pids, run, start, torn_timeline_rank,
+                            unique_marker, wait_for)
 
 STATE = os.environ.get("HVD_CLUSTER_STATE", "/run/hvd-cluster")
 KEY = os.path.join(STATE, "id_ed25519")
 KNOWN_HOSTS = os.path.join(STATE, "known_hosts")
 SSH = ["-i", KEY, "--ssh-known-hosts", KNOWN_HOSTS]
 ADDRS = {"hvd-h1": "10.77.0.11", "hvd-h2": "10.77.0.12"}
-
-
-def netns_pids(host):
-    out = subprocess.run(["ip", "netns", "pids", host], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
-
-
-def cmdline(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 # The cluster's own daemons in the host namespaces: the sshd listeners, and slurmd when the

@@ -14,7 +14,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "launcher_e2e"))
-from hvdrun_harness import (HVDRUN, assert_no_survivors, kill_leftovers,  # noqa: E402
+from hvdrun_harness import (HVDRUN, assert_no_survivors, cmdline, kill_leftovers,  # noqa: E402
                             live_pids_with_marker, unique_marker, wait_for)
 
 STATE = os.environ.get("HVD_CLUSTER_STATE", "/run/hvd-cluster")
@@ -40,14 +40,6 @@ def job_steps():
     out = subprocess.run(["squeue", "-h", "-s", "-o", "%i %j"], capture_output=True, text=True,
                          timeout=20, env=slurm_env()).stdout
     return [line for line in out.splitlines() if line.strip()]
-
-
-def cmdline(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def node_job_processes():

@@ -114,3 +114,18 @@ def torn_timeline_rank(directory):
         "        f.write(sys.argv[1])\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n")
     return ["/usr/bin/python3", str(rank), TORN_TIMELINE]
+
+
+def netns_pids(host):
+    """The pids running in network namespace `host` (a host of scripts/cluster/up.sh)."""
+    out = subprocess.run(["ip", "netns", "pids", host], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def cmdline(pid):
+    """Process `pid`'s command line as one string ("" once it is gone)."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
