@@ -5,10 +5,11 @@
 # configures it), then runs each target for SECONDS, one after another, starting from the
 # committed corpus (test/fuzz/corpus/<target>/) plus what earlier runs found
 # (build-asan/fuzz-corpus/<target>/). Prints per target: executions, final corpus size,
-# coverage (libFuzzer's cov and ft) and findings; exit 1 when any target found something
-# (the inputs are in build-asan/fuzz-findings/<target>/, the logs in build-asan/fuzz-logs/).
-# A finding is a crash, a sanitizer report, a leak, an input taking over FUZZ_TIMEOUT seconds
-# (default 1), an allocation over 256 MiB or a process over 2 GiB.
+# coverage (libFuzzer's cov and ft), the slowest input's time and findings; exit 1 when any
+# target found something (the inputs are in build-asan/fuzz-findings/<target>/, the logs in
+# build-asan/fuzz-logs/). A finding is a crash, a sanitizer report, a leak, an input taking
+# over FUZZ_TIMEOUT seconds (default 1; wall-clock, so raise it on a loaded machine and judge
+# by the "slowest" column), an allocation over 256 MiB or a process over 2 GiB.
 #   BUILD_DIR (default build-asan)   FUZZ_TIMEOUT (1)   NO_BUILD=1: use the built targets as they are
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,7 +31,7 @@ mkdir -p "$logs"
 export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
 export ASAN_OPTIONS="detect_leaks=1"
 failed=0
-printf '%-22s %12s %8s %8s %8s  %s\n' target executions corpus cov ft findings
+printf '%-22s %12s %8s %8s %8s %9s  %s\n' target executions corpus cov ft slowest findings
 for t in "${targets[@]}"; do
   bin=$build/test/fuzz/fuzz_$t
   [ -x "$bin" ] || { echo "fuzz.sh: no target $t ($bin)" >&2; exit 2; }
@@ -51,12 +52,14 @@ for t in "${targets[@]}"; do
   found=$(find "$findings" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
     -o -name 'oom-*' -o -name 'slow-unit-*' \) | wc -l)
   size=$(sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p' <<< "$status")
+  slowest=$(sed -n 's/^stat::slowest_unit_time_sec: *//p' "$logs/$t.log" | tail -1)
   note=$found
   if [ "$found" != 0 ] || [ -z "$runs" ]; then
     failed=1
     note="$found (log: $logs/$t.log)"
   fi
-  printf '%-22s %12s %8s %8s %8s  %s\n' "$t" "${runs:-?}" "${size:-?}" "${cov:-?}" "${ft:-?}" "$note"
+  printf '%-22s %12s %8s %8s %8s %8ss  %s\n' "$t" "${runs:-?}" "${size:-?}" "${cov:-?}" "${ft:-?}" \
+    "${slowest:-?}" "$note"
 done
 [ "$failed" = 0 ] && echo "fuzz: every target ran ${seconds}s, no findings"
 exit "$failed"
