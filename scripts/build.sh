@@ -8,11 +8,15 @@
 #   with the tests.
 # The Python package is built for /usr/bin/python3, Debian's interpreter that has torch;
 # after install, `/usr/bin/python3 -c 'import hvd.torch'` works from any directory.
+# Optimized, with -g1 debug information (function names and line tables: backtraces and
+# sanitizer reports name file:line, no local variables), which compiles about 30 % faster than
+# -g (a gtest file 3.5 -> 2.4 s, 2026-11-27); a developer's own `cmake` configure keeps -g.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 jobs=$(nproc)
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DHVD_WERROR="${HVD_WERROR:-ON}" -DHVD_BUILD_TESTS="${HVD_BUILD_TESTS:-ON}" \
   -DHVD_PYTHON_EXECUTABLE=/usr/bin/python3
 cmake --build "$build" -j "$jobs"
