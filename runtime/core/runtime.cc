@@ -113,7 +113,8 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
   }
   join_device_.store(-1);
   executor_ = std::make_unique<OpExecutor>(fusion_buffer_.get(), &handles_, timeline_.get(),
-                                           gpu_.get(), config.gpu_operations, &join_device_);
+                                           gpu_.get(), config.gpu_operations, &join_device_,
+                                           config.hierarchical_allreduce == "on");
   cache_enabled_ = true;
   autotuner_.reset();
   if (config.autotune.enabled) {

@@ -203,6 +203,16 @@ class Communicator {
 
   // Fails every blocked and future call with kAborted. Thread-safe.
   virtual void Abort() = 0;
+
+  // A hierarchical communicator's groups (hierarchical_communicator.h) when its allreduce goes
+  // through the hierarchy: this member's host and its cross group (this local rank on every
+  // host). Both null for any other communicator. The GPU path runs its hierarchical allreduce
+  // on them (NCCL within the host, `cross` between hosts); they belong to this communicator.
+  struct Hierarchy {
+    Communicator* local = nullptr;
+    Communicator* cross = nullptr;
+  };
+  virtual Hierarchy hierarchy() { return {}; }
 };
 
 // A Communicator that folds the scale into its reductions (shared memory, hvd's TCP, the

@@ -117,7 +117,7 @@ class GpuBackend {
   // Pinned host staging memory, slot `slot` (0..3), at least `bytes`; kept and grown.
   virtual Result<void*> HostBuffer(int slot, int64_t bytes) = 0;
   // Cycle thread. An asynchronous copy within `device`'s memory on the backend's stream (the
-  // packing of fused NCCL ops).
+  // packing of fused NCCL ops); `from` null: `to` is zeroed (a joined rank's share).
   virtual Status CopyOnDevice(void* to, const void* from, int64_t bytes, int device) = 0;
   // Cycle thread. At least `bytes` of `device`'s memory for the packed blocks of fused NCCL ops,
   // kept and grown; valid until the next call (a grown buffer's old memory is freed in the

@@ -92,6 +92,9 @@ class HierarchicalCommunicator final : public ScalingCommunicator {
   // alltoall 108-157 us (median 126) against 111-153 (114), reducescatter 98-158 (148)
   // against 98-159 (125).
   Communicator* posted_inputs() override { return flat_->posted_inputs(); }
+  Hierarchy hierarchy() override {
+    return ops_.allreduce ? Hierarchy{local_.get(), cross_.get()} : Hierarchy{};
+  }
 
   // The scale goes with the last reduction, the cross groups' (of the slice each carries, so
   // the result takes no pass of its own where the cross transport folds it: hvd's TCP).

@@ -169,7 +169,8 @@ Result<void*> FakeGpu::HostBuffer(int slot, int64_t bytes) {
 }
 
 Status FakeGpu::CopyOnDevice(void* to, const void* from, int64_t bytes, int) {
-  if (bytes > 0) std::memcpy(to, from, static_cast<size_t>(bytes));
+  if (bytes > 0 && from != nullptr) std::memcpy(to, from, static_cast<size_t>(bytes));
+  if (bytes > 0 && from == nullptr) std::memset(to, 0, static_cast<size_t>(bytes));
   log_->Add("CopyOnDevice");
   return Status::OK();
 }

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "common/check.h"
+#include "runtime/transports/hierarchical_communicator.h"
+#include "runtime/transports/host_layout.h"
 #include "runtime/transports/reduction.h"
 
 namespace hvd::testing {
@@ -197,14 +199,30 @@ class InProcessCommunicator : public runtime::Communicator {
 
 class InProcessProvider : public runtime::CommunicatorProvider {
  public:
-  explicit InProcessProvider(InProcessWorld* world) : world_(world) {}
+  InProcessProvider(InProcessWorld* world, bool hierarchy) : world_(world), hierarchy_(hierarchy) {}
   Result<std::unique_ptr<runtime::Communicator>> Create(const runtime::GroupSpec& spec) override {
-    return world_->Join(spec.scope, spec.rank_in_group, static_cast<int>(spec.ranks.size()));
+    const int size = static_cast<int>(spec.ranks.size());
+    const int per_host = world_->ranks_per_host();
+    if (!hierarchy_ || per_host <= 0) return world_->Join(spec.scope, spec.rank_in_group, size);
+    std::vector<std::string> host_of;
+    for (int32_t r : spec.ranks) host_of.push_back("h" + std::to_string(r / per_host));
+    const runtime::HostLayout l = runtime::ComputeHostLayout(host_of, spec.rank_in_group);
+    if (!l.uniform || l.hosts < 2 || l.local_size < 2) {
+      return world_->Join(spec.scope, spec.rank_in_group, size);
+    }
+    return runtime::MakeHierarchicalCommunicator(
+        world_->Join(spec.scope, spec.rank_in_group, size),
+        world_->Join(spec.scope + "/local" + std::to_string(l.host_index), l.local_rank,
+                     l.local_size),
+        world_->Join(spec.scope + "/cross" + std::to_string(l.local_rank), l.host_index, l.hosts,
+                     {.ands_with_allreduce = true}),
+        runtime::HierarchicalOps{});
   }
   uint32_t enabled_flags() const override { return 0; }
 
  private:
   InProcessWorld* world_;
+  bool hierarchy_;
 };
 
 }  // namespace
@@ -234,11 +252,11 @@ void InProcessWorld::AbortAll() {
 }
 
 runtime::ProviderFactory InProcessWorld::Factory() {
-  return
-      [this](
-          const runtime::RuntimeConfig&) -> Result<std::unique_ptr<runtime::CommunicatorProvider>> {
-        return std::unique_ptr<runtime::CommunicatorProvider>(new InProcessProvider(this));
-      };
+  return [this](const runtime::RuntimeConfig& config)
+             -> Result<std::unique_ptr<runtime::CommunicatorProvider>> {
+    return std::unique_ptr<runtime::CommunicatorProvider>(
+        new InProcessProvider(this, config.hierarchical_allreduce != "off"));
+  };
 }
 
 int64_t InProcessWorld::calls() const {

@@ -42,6 +42,13 @@ class InProcessWorld {
   // A factory for runtime::Runtime: communicators of this world (ignores the config's
   // rendezvous settings).
   runtime::ProviderFactory Factory();
+  // From now on the factory's ranks run `ranks_per_host` to a "host" (rank r on host
+  // r / ranks_per_host), and a group spread evenly over 2+ hosts with 2+ members on each gets a
+  // hierarchical communicator (hierarchical_communicator.h) unless the config's
+  // hierarchical_allreduce is "off", as ShmProvider makes one: flat, local and cross groups of
+  // this world named like its own. 0 (the default): one host.
+  void SetRanksPerHost(int ranks_per_host) { ranks_per_host_ = ranks_per_host; }
+  int ranks_per_host() const { return ranks_per_host_; }
   // Number of collective calls made so far across all groups (lockstep checks), or by the
   // members of the group named `scope` (0 when there is none).
   int64_t calls() const;
@@ -54,6 +61,7 @@ class InProcessWorld {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Group>> groups_;
   bool aborted_ = false;
+  int ranks_per_host_ = 0;
 };
 
 }  // namespace hvd::testing

@@ -39,6 +39,9 @@ int64_t Align64(int64_t n);
 struct GpuSetState {
   bool decided = false;
   std::unique_ptr<GpuGroup> group;  // null: GPU tensors are staged through host memory
+  // The NCCL group of this member's host, for the hierarchical allreduce (made with `group`
+  // when it is asked for and the set's communicator is a hierarchy); null: allreduces are flat.
+  std::unique_ptr<GpuGroup> local_group;
 };
 
 // OpExecutor runs one negotiated (possibly fused) response on a process set's communicator
@@ -70,9 +73,12 @@ struct GpuSetState {
 // them over its controller. Everything else is staged: device->pinned host copies, the CPU path
 // above on the host copies, host->device copies of the results (a single large allreduce in
 // chunks, so the copies overlap the transfer); its runtime-allocated outputs are host memory
-// (OutputTensor::device -1) that the framework binding moves to the device. Timeline activities
-// NCCL_ALLREDUCE, NCCL_BCAST, NCCL_ALLGATHER, NCCL_ALLTOALL, NCCL_REDUCESCATTER, MEMCPY_D2H,
-// MEMCPY_H2D and <COMM>_STAGED_ALLREDUCE.
+// (OutputTensor::device -1) that the framework binding moves to the device. With
+// HVD_HIERARCHICAL_ALLREDUCE=1 on a set spread over several hosts, an allreduce on NCCL is
+// hierarchical (HierarchicalNcclAllreduce). Timeline activities NCCL_ALLREDUCE, NCCL_BCAST,
+// NCCL_ALLGATHER, NCCL_ALLTOALL, NCCL_REDUCESCATTER, MEMCPY_D2H, MEMCPY_H2D,
+// <COMM>_STAGED_ALLREDUCE, and the hierarchy's MEMCPY_IN_HOST_BUFFER, <CROSS COMM>_ALLREDUCE,
+// MEMCPY_OUT_HOST_BUFFER.
 //
 // A non-OK return (also in *outcome) means the communicator failed (peer died, timeout,
 // abort): the caller must fail the entries and stop. Errors that concern only these tensors
@@ -81,15 +87,18 @@ class OpExecutor {
  public:
   // `join_device`: the device of this rank's hvd_join (written by the framework thread, -1 for
   // none); a rank that joined before its first GPU op runs its GPU work there.
+  // `hierarchical_gpu_allreduce` (HVD_HIERARCHICAL_ALLREDUCE=1): a GPU allreduce of a set whose
+  // communicator is a hierarchy runs as HierarchicalNcclAllreduce.
   OpExecutor(FusionBuffer* buffer, HandleManager* handles, RuntimeTimeline* timeline = nullptr,
              GpuBackend* gpu = nullptr, std::string gpu_operations = "auto",
-             const std::atomic<int>* join_device = nullptr)
+             const std::atomic<int>* join_device = nullptr, bool hierarchical_gpu_allreduce = false)
       : buffer_(buffer),
         handles_(handles),
         timeline_(timeline),
         gpu_(gpu),
         gpu_operations_(std::move(gpu_operations)),
-        join_device_(join_device) {}
+        join_device_(join_device),
+        hierarchical_gpu_allreduce_(hierarchical_gpu_allreduce) {}
 
   // `gpu` is the set's GpuSetState (null: GPU responses are staged). `reduced` (non-null only
   // for a single-tensor CPU allreduce whose reduction already ran in the negotiation round,
@@ -109,11 +118,17 @@ class OpExecutor {
   // op_executor_gpu.cc
   Status RunGpu(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
                 GpuSetState* state);
-  // What the set's NCCL group runs of `r` (sets *taken; false: stage it).
+  // What the set's NCCL groups run of `r` (sets *taken; false: stage it).
   Status RunOnGroup(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
-                    GpuGroup* group, int device, bool* taken);
+                    GpuSetState* state, int device, bool* taken);
   Status NcclAllreduce(const Response& r, std::span<TensorEntry* const> entries, GpuGroup* group,
                        double scale);
+  // Horovod's NCCLHierarchicalAllreduce: a NCCL reduce-scatter within the host (`local`), this
+  // member's slice allreduced across hosts over `h.cross` through host memory, a NCCL allgather
+  // within the host. `post`: the postscale (with Average's 1/n), applied on the host.
+  Status HierarchicalNcclAllreduce(const Response& r, std::span<TensorEntry* const> entries,
+                                   Communicator::Hierarchy h, GpuGroup* local, int device,
+                                   double post);
   // op_executor_nccl.cc: the NCCL path of the ops whose outputs the runtime allocates.
   Status NcclAllgather(const Response& r, std::span<TensorEntry* const> entries, GpuGroup* group,
                        Communicator* comm, int device);
@@ -178,6 +193,7 @@ class OpExecutor {
   GpuBackend* gpu_;
   std::string gpu_operations_;
   const std::atomic<int>* join_device_;
+  bool hierarchical_gpu_allreduce_;
   int last_device_ = -1;  // the device of this rank's last GPU op (a joined rank has none)
   bool recording_ = false;
   // FusedAllgather's per-rank block bytes and unpack cursors (FusedReducescatter: each
@@ -194,6 +210,8 @@ class OpExecutor {
   std::vector<int64_t> staged_offsets_, staged_bytes_;
   std::vector<std::pair<const void*, void*>> device_ptrs_;
   std::vector<int> markers_;
+  // HierarchicalNcclAllreduce: each local rank's slice, elements and bytes.
+  std::vector<int64_t> slice_counts_, slice_bytes_;
   // A fused allreduce's tensors, and their first elements when packed into the fusion buffer.
   std::vector<AllreducePiece> pieces_;
   AdasumScratch adasum_;

@@ -63,12 +63,22 @@ Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entri
     ActivityEnd(r);
     HVD_RETURN_IF_ERROR(group.status());
     state->group = std::move(group).value();
+    // The host's group for the hierarchical allreduce: every member decides alike (the flat
+    // group's decision is the set's, the hierarchy the same on all), so the hosts' groups are
+    // made together. Every member with a GPU of its own means each host's members have too.
+    const Communicator::Hierarchy h = comm->hierarchy();
+    if (state->group != nullptr && hierarchical_gpu_allreduce_ && h.local != nullptr) {
+      ActivityStart(r, "GPU_INIT_LOCAL");
+      auto local = gpu_->CreateGroup(h.local, device, gpu_operations_);
+      ActivityEnd(r);
+      HVD_RETURN_IF_ERROR(local.status());
+      state->local_group = std::move(local).value();
+    }
     state->decided = true;
   }
-  GpuGroup* group = state != nullptr ? state->group.get() : nullptr;
-  if (group != nullptr) {
+  if (state != nullptr && state->group != nullptr) {
     bool taken = false;
-    Status s = RunOnGroup(r, entries, comm, group, device, &taken);
+    Status s = RunOnGroup(r, entries, comm, state, device, &taken);
     if (taken) return s;
   }
   // A 16-bit float's scale factors as its type holds them (FactorInType): a copy of the
@@ -85,12 +95,23 @@ Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entri
 }
 
 Status OpExecutor::RunOnGroup(const Response& r, std::span<TensorEntry* const> entries,
-                              Communicator* comm, GpuGroup* group, int device, bool* taken) {
+                              Communicator* comm, GpuSetState* state, int device, bool* taken) {
   *taken = true;
+  GpuGroup* group = state->group.get();
   const double post = PostscaleFor(r, comm->size());
   const bool scaled = r.prescale != 1.0 || post != 1.0;
   switch (r.type) {
     case OpType::kAllreduce:
+      // The prescale goes with the host's reduce-scatter (NCCL), the postscale with the cross
+      // allreduce (the host): a 16-bit type's postscale as the type holds it (FactorInType).
+      if (state->local_group != nullptr &&
+          state->local_group->CanReduce(r.dtype, BackendOp(r.reduce_op), r.prescale != 1.0)) {
+        const double in_type = FactorInType(r.postscale, r.dtype);
+        const double hier_post =
+            r.reduce_op == ReduceOp::kAverage ? in_type / comm->size() : in_type;
+        return HierarchicalNcclAllreduce(r, entries, comm->hierarchy(), state->local_group.get(),
+                                         device, hier_post);
+      }
       if (!group->CanReduce(r.dtype, BackendOp(r.reduce_op), scaled)) break;
       return NcclAllreduce(r, entries, group, r.prescale * post);
     case OpType::kBroadcast: {
@@ -148,6 +169,85 @@ Status OpExecutor::NcclAllreduce(const Response& r, std::span<TensorEntry* const
   if (recording_) ActivityStart(r, std::string(group->name()) + "_ALLREDUCE");
   Status s = group->Allreduce(gpu_inputs_, gpu_outputs_, gpu_counts_, r.dtype,
                               BackendOp(r.reduce_op), scale);
+  ActivityEnd(r);
+  return s;
+}
+
+// Horovod's NCCLHierarchicalAllreduce (HVD_HIERARCHICAL_ALLREDUCE=1, a set over several hosts):
+// each byte crosses hosts once per host instead of once per rank, on the CPU transport between
+// hosts (hvd's TCP) while NCCL works within each host. Local rank i gets slice i of the host's
+// sum from the reduce-scatter (the first count % L slices an element longer); the L cross groups
+// allreduce their slices in parallel through pinned host memory; the allgather spreads the
+// result. One tensor is read from its input and gathered into its output; fused tensors (and a
+// joined rank's zeros) are packed into the backend's device scratch first and copied out after.
+// Every member gets bit-identical results (the same reduce-scatter, the cross reductions
+// deterministic, as the CPU hierarchy's).
+Status OpExecutor::HierarchicalNcclAllreduce(const Response& r,
+                                             std::span<TensorEntry* const> entries,
+                                             Communicator::Hierarchy h, GpuGroup* local, int device,
+                                             double post) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  int64_t total = 0;
+  for (int64_t count : r.sizes) total += count;
+  const int l = h.local->size(), me = h.local->rank();
+  slice_counts_.resize(l);
+  slice_bytes_.resize(l);
+  for (int i = 0; i < l; ++i) {
+    slice_counts_[i] = total / l + (i < total % l ? 1 : 0);
+    slice_bytes_[i] = slice_counts_[i] * elem;
+  }
+  const bool in_place = entries.size() == 1 && entries[0] != nullptr;
+  const int64_t packed = in_place ? 0 : Align64(total * elem);
+  HVD_ASSIGN_OR_RETURN(void* scratch, gpu_->DeviceScratch(device, packed + slice_bytes_[me]));
+  char* buf = static_cast<char*>(scratch);
+  char* slice = buf + packed;
+  const void* in = in_place ? entries[0]->input : buf;
+  void* out = in_place ? entries[0]->output : buf;
+  Status s;
+  if (!in_place) {
+    ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
+    int64_t offset = 0;
+    for (size_t i = 0; s.ok() && i < entries.size(); ++i) {
+      const int64_t bytes = r.sizes[i] * elem;
+      s = gpu_->CopyOnDevice(buf + offset, entries[i] ? entries[i]->input : nullptr, bytes, device);
+      offset += bytes;
+    }
+    ActivityEnd(r);
+    HVD_RETURN_IF_ERROR(s);
+  }
+  const ReduceOp op = BackendOp(r.reduce_op);
+  if (recording_) ActivityStart(r, std::string(local->name()) + "_REDUCESCATTER");
+  s = local->ReduceScatter(in, slice, slice_counts_, r.dtype, op, r.prescale);
+  if (s.ok()) s = local->Finish("hierarchical allreduce");
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
+  HVD_ASSIGN_OR_RETURN(void* staging, gpu_->HostBuffer(2, slice_bytes_[me]));
+  ActivityStart(r, "MEMCPY_IN_HOST_BUFFER");
+  s = gpu_->CopyToHost(staging, slice, slice_bytes_[me], device);
+  Status synced = gpu_->Sync(device);
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
+  HVD_RETURN_IF_ERROR(synced);
+  if (recording_) ActivityStart(r, std::string(h.cross->name()) + "_ALLREDUCE");
+  s = h.cross->AllreduceScaled(staging, slice_counts_[me], r.dtype, op, post);
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
+  // Ordered before the allgather on the backend's stream; the staging stays untouched until
+  // Finish has waited for the copy.
+  ActivityStart(r, "MEMCPY_OUT_HOST_BUFFER");
+  s = gpu_->CopyToDevice(slice, staging, slice_bytes_[me], device);
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
+  if (recording_) ActivityStart(r, std::string(local->name()) + "_ALLGATHER");
+  s = local->Allgatherv(slice, out, slice_bytes_);
+  int64_t offset = 0;
+  for (size_t i = 0; s.ok() && !in_place && i < entries.size(); ++i) {
+    const int64_t bytes = r.sizes[i] * elem;
+    if (entries[i] != nullptr)
+      s = gpu_->CopyOnDevice(entries[i]->output, buf + offset, bytes, device);
+    offset += bytes;
+  }
+  if (s.ok()) s = local->Finish("hierarchical allreduce");
   ActivityEnd(r);
   return s;
 }

@@ -233,6 +233,12 @@ Result<void*> CudaBackend::HostBuffer(int slot, int64_t bytes) {
 }
 
 Status CudaBackend::CopyOnDevice(void* to, const void* from, int64_t bytes, int device) {
+  if (from == nullptr && bytes > 0) {
+    HVD_ASSIGN_OR_RETURN(DeviceState * s, State(device));
+    cudaError_t err = cudaMemsetAsync(to, 0, static_cast<size_t>(bytes), s->stream);
+    if (err != cudaSuccess) return CudaError("zeroing GPU memory", err);
+    return Status::OK();
+  }
   return Copy(to, from, bytes, device, cudaMemcpyDeviceToDevice, "copying within the GPU");
 }
 
