@@ -293,26 +293,35 @@ def test_device_output_views_keep_the_memory_alive(g):
     torch.testing.assert_close(view.cpu(), expected)
 
 
-def _train(g, device, steps=5):
+def _train(g, device, compression=None, predivide=1.0, passes=1, steps=4):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
                                 torch.nn.Linear(16, 1)).to(device)
     opt = g.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                  named_parameters=model.named_parameters(),
-                                 compression=g.Compression.fp16)
+                                 compression=compression or g.Compression.none,
+                                 gradient_predivide_factor=predivide,
+                                 backward_passes_per_step=passes)
     g.broadcast_parameters(model.state_dict(), root_rank=0)
     g.broadcast_optimizer_state(opt, root_rank=0)
     gen = torch.Generator().manual_seed(1 + g.rank())
     for _ in range(steps):
-        data = torch.randn(4, 8, generator=gen).to(device)
         opt.zero_grad()
-        model(data).pow(2).mean().backward()
+        for _ in range(passes):  # gradients accumulate over the passes, then one allreduce
+            data = torch.randn(4, 8, generator=gen).to(device)
+            model(data).pow(2).mean().backward()
         opt.step()
     return [p.detach().cpu() for p in model.parameters()]
 
 
-def test_distributed_optimizer_on_gpu_matches_cpu(g):
-    for a, b in zip(_train(g, "cuda"), _train(g, "cpu")):
+# Horovod's DistributedOptimizer options on a CUDA model (NCCL or staged by the job's layout)
+# against the same training on CPU tensors: fp16 compression, gradient_predivide_factor (the
+# prescale and postscale of an Average) and backward_passes_per_step.
+@pytest.mark.parametrize("case", ["fp16", "predivide", "passes"])
+def test_distributed_optimizer_on_gpu_matches_cpu(g, case):
+    kw = {"fp16": {"compression": g.Compression.fp16}, "predivide": {"predivide": 2.0},
+          "passes": {"passes": 2}}[case]
+    for a, b in zip(_train(g, "cuda", **kw), _train(g, "cpu", **kw)):
         torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-4)
 
 
