@@ -6,6 +6,7 @@ build has no GPU path.
 """
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -56,9 +57,17 @@ def test_allreduce_matches_cpu(g, dtype, op):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_adasum_matches_cpu(g, dtype):
-    # Adasum is not a NCCL op: CUDA tensors are staged and combined as on the CPU.
+    # Staged (and at one rank per host) CUDA tensors combine as on the CPU. On NCCL over hosts of
+    # several ranks (python_gpu_hierarchical_np4) it is Horovod's GPU Adasum: each host's average
+    # on NCCL, then Adasum across hosts -- the CPU's Adasum of every rank's host average (Adasum
+    # of equal vectors is that vector).
     x = torch.sin(torch.arange(15, dtype=torch.float64) * (g.rank() + 1)).reshape(3, 5).to(dtype)
-    cpu = g.allreduce(x, op=g.Adasum, name=f"cpu.adasum.{dtype}")
+    ref = x
+    if _nccl(g) and g.local_size() > 1 and g.cross_size() > 1:
+        every = g.allgather(x.unsqueeze(0).double(), name=f"adasum.inputs.{dtype}")
+        first = g.rank() // g.local_size() * g.local_size()
+        ref = every[first:first + g.local_size()].mean(0).to(dtype)
+    cpu = g.allreduce(ref, op=g.Adasum, name=f"cpu.adasum.{dtype}")
     gpu = g.allreduce(x.cuda(), op=g.Adasum, name=f"gpu.adasum.{dtype}")
     same(gpu, cpu)
 
@@ -208,9 +217,13 @@ def test_process_set_on_gpu(g):
 # ---- allgather, reducescatter and alltoall on NCCL (device outputs) ----------------------------
 
 def _nccl(g):
-    """Whether this job's global set runs on NCCL: every rank has a GPU of its own (one GPU per
-    host here: -np 1, or the python_gpu_nccl_np* runs where each rank is its own host)."""
-    return g.local_size() <= torch.cuda.device_count()
+    """Whether this job's global set runs on NCCL: no two ranks on one GPU of one machine (hvd's
+    rule, docs/gpu.md: a rank's machine is the NCCL_HOSTID it declares, else its host name):
+    -np 1, python_gpu_nccl_np* (each rank its own host), python_gpu_hierarchical_np4 (each rank
+    its own NCCL_HOSTID)."""
+    me = (os.environ.get("NCCL_HOSTID") or socket.gethostname(), torch.cuda.current_device())
+    every = g.allgather_object(me)
+    return len(set(every)) == len(every)
 
 
 @pytest.mark.parametrize("dtype", DTYPES + [torch.int16, torch.bool])

@@ -39,8 +39,9 @@ int64_t Align64(int64_t n);
 struct GpuSetState {
   bool decided = false;
   std::unique_ptr<GpuGroup> group;  // null: GPU tensors are staged through host memory
-  // The NCCL group of this member's host, for the hierarchical allreduce (made with `group`
-  // when it is asked for and the set's communicator is a hierarchy); null: allreduces are flat.
+  // The NCCL group of this member's host, for the hierarchical allreduce and Adasum (made at
+  // the first op that needs it when the set's communicator is a hierarchy); null: flat.
+  bool local_decided = false;
   std::unique_ptr<GpuGroup> local_group;
 };
 
@@ -129,6 +130,14 @@ class OpExecutor {
   Status HierarchicalNcclAllreduce(const Response& r, std::span<TensorEntry* const> entries,
                                    Communicator::Hierarchy h, GpuGroup* local, int device,
                                    double post);
+  // Horovod's GPU Adasum: the host's average on NCCL, Adasum of the host averages across hosts
+  // (local rank 0's cross group, on the host), a NCCL broadcast within the host.
+  Status HierarchicalNcclAdasum(const Response& r, std::span<TensorEntry* const> entries,
+                                Communicator::Hierarchy h, GpuGroup* local, int device);
+  // The set's host group (GpuSetState::local_group), made at the first call; null when the set's
+  // communicator is no hierarchy.
+  Result<GpuGroup*> HostGroup(const Response& r, Communicator* comm, GpuSetState* state,
+                              int device);
   // op_executor_nccl.cc: the NCCL path of the ops whose outputs the runtime allocates.
   Status NcclAllgather(const Response& r, std::span<TensorEntry* const> entries, GpuGroup* group,
                        Communicator* comm, int device);

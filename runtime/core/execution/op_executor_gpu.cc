@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/core/execution/adasum.h"
 #include "runtime/core/execution/op_executor.h"
 #include "runtime/transports/reduction.h"
 
@@ -63,17 +64,6 @@ Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entri
     ActivityEnd(r);
     HVD_RETURN_IF_ERROR(group.status());
     state->group = std::move(group).value();
-    // The host's group for the hierarchical allreduce: every member decides alike (the flat
-    // group's decision is the set's, the hierarchy the same on all), so the hosts' groups are
-    // made together. Every member with a GPU of its own means each host's members have too.
-    const Communicator::Hierarchy h = comm->hierarchy();
-    if (state->group != nullptr && hierarchical_gpu_allreduce_ && h.local != nullptr) {
-      ActivityStart(r, "GPU_INIT_LOCAL");
-      auto local = gpu_->CreateGroup(h.local, device, gpu_operations_);
-      ActivityEnd(r);
-      HVD_RETURN_IF_ERROR(local.status());
-      state->local_group = std::move(local).value();
-    }
     state->decided = true;
   }
   if (state != nullptr && state->group != nullptr) {
@@ -101,19 +91,27 @@ Status OpExecutor::RunOnGroup(const Response& r, std::span<TensorEntry* const> e
   const double post = PostscaleFor(r, comm->size());
   const bool scaled = r.prescale != 1.0 || post != 1.0;
   switch (r.type) {
-    case OpType::kAllreduce:
-      // The prescale goes with the host's reduce-scatter (NCCL), the postscale with the cross
-      // allreduce (the host): a 16-bit type's postscale as the type holds it (FactorInType).
-      if (state->local_group != nullptr &&
-          state->local_group->CanReduce(r.dtype, BackendOp(r.reduce_op), r.prescale != 1.0)) {
-        const double in_type = FactorInType(r.postscale, r.dtype);
-        const double hier_post =
-            r.reduce_op == ReduceOp::kAverage ? in_type / comm->size() : in_type;
-        return HierarchicalNcclAllreduce(r, entries, comm->hierarchy(), state->local_group.get(),
-                                         device, hier_post);
+    case OpType::kAllreduce: {
+      const bool adasum = r.reduce_op == ReduceOp::kAdasum;
+      if (adasum || hierarchical_gpu_allreduce_) {
+        HVD_ASSIGN_OR_RETURN(GpuGroup * host, HostGroup(r, comm, state, device));
+        if (host != nullptr && adasum && AdasumSupports(r.dtype) &&
+            host->CanReduce(r.dtype, ReduceOp::kSum, true)) {
+          return HierarchicalNcclAdasum(r, entries, comm->hierarchy(), host, device);
+        }
+        // The prescale goes with the host's reduce-scatter (NCCL), the postscale with the cross
+        // allreduce (the host): a 16-bit type's postscale as the type holds it (FactorInType).
+        if (host != nullptr && !adasum &&
+            host->CanReduce(r.dtype, BackendOp(r.reduce_op), r.prescale != 1.0)) {
+          const double in_type = FactorInType(r.postscale, r.dtype);
+          const double hier_post =
+              r.reduce_op == ReduceOp::kAverage ? in_type / comm->size() : in_type;
+          return HierarchicalNcclAllreduce(r, entries, comm->hierarchy(), host, device, hier_post);
+        }
       }
       if (!group->CanReduce(r.dtype, BackendOp(r.reduce_op), scaled)) break;
       return NcclAllreduce(r, entries, group, r.prescale * post);
+    }
     case OpType::kBroadcast: {
       if (entries.front() == nullptr) break;
       const TensorEntry& e = *entries.front();
@@ -136,6 +134,25 @@ Status OpExecutor::RunOnGroup(const Response& r, std::span<TensorEntry* const> e
   }
   *taken = false;
   return Status::OK();
+}
+
+// The host's NCCL group, made at the set's first op that needs it (a hierarchical allreduce or
+// an Adasum): every member of the set runs that response, the hierarchy is the same on all, and
+// every member having a GPU of its own (the set's group) means each host's members have too.
+Result<GpuGroup*> OpExecutor::HostGroup(const Response& r, Communicator* comm, GpuSetState* state,
+                                        int device) {
+  if (!state->local_decided) {
+    state->local_decided = true;
+    const Communicator::Hierarchy h = comm->hierarchy();
+    if (h.local != nullptr) {
+      ActivityStart(r, "GPU_INIT_LOCAL");
+      auto local = gpu_->CreateGroup(h.local, device, gpu_operations_);
+      ActivityEnd(r);
+      HVD_RETURN_IF_ERROR(local.status());
+      state->local_group = std::move(local).value();
+    }
+  }
+  return state->local_group.get();
 }
 
 Status OpExecutor::RunStaged(const Response& r, std::span<TensorEntry* const> entries,
@@ -250,6 +267,71 @@ Status OpExecutor::HierarchicalNcclAllreduce(const Response& r,
   if (s.ok()) s = local->Finish("hierarchical allreduce");
   ActivityEnd(r);
   return s;
+}
+
+// op=Adasum on a set spread over several hosts, as Horovod's GPU Adasum (AdasumGpuAllreduceOp):
+// the host's average on NCCL (the prescale folded in), Adasum across hosts of the host averages
+// over local rank 0's cross group through pinned host memory (every tensor combined whole,
+// adasum.h; the postscale after it), and a NCCL broadcast within the host. The tensors (a joined
+// rank's zeros) are packed into the backend's device scratch.
+Status OpExecutor::HierarchicalNcclAdasum(const Response& r, std::span<TensorEntry* const> entries,
+                                          Communicator::Hierarchy h, GpuGroup* local, int device) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  int64_t total = 0;
+  for (int64_t count : r.sizes) total += count;
+  const int64_t bytes = total * elem;
+  HVD_ASSIGN_OR_RETURN(void* scratch, gpu_->DeviceScratch(device, bytes));
+  char* buf = static_cast<char*>(scratch);
+  ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
+  Status s;
+  int64_t offset = 0;
+  for (size_t i = 0; s.ok() && i < entries.size(); ++i) {
+    const int64_t n = r.sizes[i] * elem;
+    s = gpu_->CopyOnDevice(buf + offset, entries[i] ? entries[i]->input : nullptr, n, device);
+    offset += n;
+  }
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
+  gpu_inputs_.assign(1, buf);
+  gpu_outputs_.assign(1, buf);
+  gpu_counts_.assign(1, total);
+  if (recording_) ActivityStart(r, std::string(local->name()) + "_ALLREDUCE");
+  s = local->Allreduce(gpu_inputs_, gpu_outputs_, gpu_counts_, r.dtype, ReduceOp::kSum,
+                       r.prescale / h.local->size());
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
+  if (h.local->rank() == 0) {
+    HVD_ASSIGN_OR_RETURN(void* staging, gpu_->HostBuffer(2, bytes));
+    ActivityStart(r, "MEMCPY_IN_HOST_BUFFER");
+    s = gpu_->CopyToHost(staging, buf, bytes, device);
+    Status synced = gpu_->Sync(device);
+    ActivityEnd(r);
+    HVD_RETURN_IF_ERROR(s);
+    HVD_RETURN_IF_ERROR(synced);
+    if (recording_) ActivityStart(r, std::string(h.cross->name()) + "_ADASUM_ALLREDUCE");
+    s = AdasumAllreduce(h.cross, staging, staging, r.sizes, r.dtype, &adasum_);
+    ActivityEnd(r);
+    HVD_RETURN_IF_ERROR(s);
+    ScaleBuffer(staging, total, r.dtype, FactorInType(r.postscale, r.dtype));
+    ActivityStart(r, "MEMCPY_OUT_HOST_BUFFER");
+    s = gpu_->CopyToDevice(buf, staging, bytes, device);
+    ActivityEnd(r);
+    HVD_RETURN_IF_ERROR(s);
+  }
+  if (recording_) ActivityStart(r, std::string(local->name()) + "_BCAST");
+  s = local->Broadcast(buf, buf, bytes, 0);
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
+  ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
+  offset = 0;
+  for (size_t i = 0; s.ok() && i < entries.size(); ++i) {
+    const int64_t n = r.sizes[i] * elem;
+    if (entries[i] != nullptr) s = gpu_->CopyOnDevice(entries[i]->output, buf + offset, n, device);
+    offset += n;
+  }
+  Status synced = gpu_->Sync(device);
+  ActivityEnd(r);
+  return s.ok() ? synced : s;
 }
 
 // One allreduce through host memory in chunks: all device->host copies are issued at once,

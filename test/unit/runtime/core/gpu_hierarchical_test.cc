@@ -181,5 +181,62 @@ TEST(GpuHierarchicalTest, AJoinedRankContributesZerosThroughTheHierarchy) {
   for (const auto& log : logs) EXPECT_EQ(log->Count("ReduceScatter"), 2);  // rank 3's too
 }
 
+// Rank's input with every element replaced by the average of its host's ranks' (Make).
+Tensor HostAverage(DataType t, std::vector<int64_t> shape, int rank, int salt) {
+  const int first = rank / kPerHost * kPerHost;
+  Tensor avg = Make(t, shape, first, salt);
+  const Tensor other = Make(t, shape, first + 1, salt);
+  for (size_t i = 0; i < avg.data.size() / DataTypeSize(t) - 1; ++i) {
+    const int64_t k = static_cast<int64_t>(i);
+    Set(avg.data.data(), t, k, (At(avg.data.data(), t, k) + At(other.data.data(), t, k)) / 2);
+  }
+  return avg;
+}
+
+// op=Adasum on NCCL over several hosts, as Horovod's GPU Adasum: the host's average on NCCL,
+// Adasum of the host averages across hosts, a broadcast within the host. The reference is the
+// CPU path's Adasum of every rank's host average (Adasum of equal vectors is that vector, so
+// four ranks holding A, A, B, B combine to Adasum(A, B)), one tensor and a fused pair, with and
+// without a postscale. With the hierarchy off, the GPU Adasum is the CPU's over all ranks.
+TEST(GpuHierarchicalTest, AdasumAveragesWithinTheHostOnNcclAndCombinesHostsAsHorovodsGpuAdasum) {
+  auto logs = WorldLogs();
+  RunOnTwoHosts(
+      [](int rank, Runtime& rt) {
+        for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16}) {
+          for (bool fused : {false, true}) {
+            std::vector<Tensor> in = {Make(t, {6, 5}, rank)},
+                                ref = {HostAverage(t, {6, 5}, rank, 0)};
+            if (fused) {
+              in.push_back(Make(t, {7}, rank, 3));
+              ref.push_back(HostAverage(t, {7}, rank, 3));
+            }
+            OpOptions o;
+            o.name = std::string("adasum.") + runtime::DataTypeName(t) + (fused ? ".fused" : "");
+            o.reduce_op = ReduceOp::kAdasum;
+            o.postscale = fused ? 0.5 : 1.0;
+            ExpectSame(Allreduce(rt, in, o, 0), Allreduce(rt, ref, o, -1), t, true, o.name);
+          }
+        }
+      },
+      logs, "auto");
+  for (const auto& log : logs) {
+    EXPECT_EQ(log->Count("Allreduce"), 6);  // the host's average
+    EXPECT_EQ(log->Count("Broadcast"), 6);
+    EXPECT_EQ(log->Count("ReduceScatter"), 0);
+  }
+  auto off = WorldLogs();
+  RunOnTwoHosts(
+      [](int rank, Runtime& rt) {
+        std::vector<Tensor> in = {Make(DataType::kFloat32, {6, 5}, rank)};
+        OpOptions o;
+        o.name = "adasum.flat";
+        o.reduce_op = ReduceOp::kAdasum;
+        ExpectSame(Allreduce(rt, in, o, 0), Allreduce(rt, in, o, -1), DataType::kFloat32, true,
+                   o.name);
+      },
+      off, "off");
+  for (const auto& log : off) EXPECT_EQ(log->Count("Allreduce"), 0);  // staged
+}
+
 }  // namespace
 }  // namespace hvd::testing
