@@ -6,6 +6,8 @@ gather     -- allgather (uneven rows), reducescatter and alltoall (with splits) 
               nothing: no host copy moved in) when the job runs on NCCL (each rank its host).
 kill-peer  -- rank 1 dies (os._exit) after three allreduces; rank 0 keeps allreducing and must
               get HorovodInternalError, which it prints with the time it took.
+kill-peer:OP -- the same with rank 0 calling OP (allreduce, allgather, reducescatter, alltoall,
+              broadcast) after the death.
 """
 import os
 import signal
@@ -37,10 +39,18 @@ def main(mode: str) -> int:
     # hvdrun ends the job once rank 1 has died; ignoring its SIGTERM lets the survivor show
     # what its own collective did (the test gives a long grace period before SIGKILL).
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    op = mode.split(":")[1] if ":" in mode else "allreduce"
+    calls = {
+        "allreduce": lambda i: hvd.allreduce(x, op=hvd.Sum, name=f"after.{i}"),
+        "allgather": lambda i: hvd.allgather(x, name=f"after.{i}"),
+        "reducescatter": lambda i: hvd.reducescatter(x, op=hvd.Sum, name=f"after.{i}"),
+        "alltoall": lambda i: hvd.alltoall(x, name=f"after.{i}"),
+        "broadcast": lambda i: hvd.broadcast(x, root_rank=1, name=f"after.{i}"),
+    }
     started = time.monotonic()
     try:
         for i in range(100000):
-            hvd.allreduce(x, op=hvd.Sum, name=f"after.{i}")
+            calls[op](i)
     except hvd.HorovodInternalError as error:
         print(f"survivor: HorovodInternalError after {time.monotonic() - started:.2f} s: {error}",
               flush=True)

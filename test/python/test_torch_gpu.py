@@ -420,6 +420,24 @@ def test_nccl_forced_on_a_shared_gpu_is_a_clear_error(g):
         proc.stderr
 
 
+@pytest.mark.parametrize("op", ["allreduce", "allgather", "reducescatter", "alltoall",
+                                "broadcast"])
+def test_killed_nccl_peer_fails_the_survivor_within_seconds(g, op):
+    if g.size() != 1:
+        pytest.skip("launches its own jobs from the -np 1 run")
+    # Given 2 NCCL ranks on the one GPU (each its own host), when rank 1 dies, then rank 0's
+    # next collective on NCCL raises HorovodInternalError within seconds (the heartbeat, then
+    # ncclCommAbort), whichever collective it is, and hvdrun names rank 1.
+    proc, took = _hvdrun(["-np", "2", "-H", "localhost:1,127.0.0.1:1", "--grace-period-seconds",
+                          "30", sys.executable, SCRIPT, "kill-peer:" + op], 120)
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert "rank 1" in proc.stderr, proc.stderr
+    found = re.search(r"survivor: HorovodInternalError after ([0-9.]+) s", proc.stdout)
+    assert found, proc.stdout + proc.stderr
+    assert float(found.group(1)) < 10, found.group(0)
+    assert took < 45, f"the job took {took:.1f} s to end"
+
+
 def test_killed_peer_fails_the_survivor_within_seconds(g):
     if g.size() != 1:
         pytest.skip("launches its own jobs from the -np 1 run")
