@@ -134,6 +134,13 @@ class OpExecutor {
   // (local rank 0's cross group, on the host), a NCCL broadcast within the host.
   Status HierarchicalNcclAdasum(const Response& r, std::span<TensorEntry* const> entries,
                                 Communicator::Hierarchy h, GpuGroup* local, int device);
+  // The tensors of `r` packed one after another into device memory `buf` (a null entry, a
+  // joined rank's, as zeros), and copied back out into their outputs: asynchronous copies on
+  // the backend's stream.
+  Status PackOnDevice(const Response& r, std::span<TensorEntry* const> entries, char* buf,
+                      int device);
+  Status UnpackOnDevice(const Response& r, std::span<TensorEntry* const> entries, const char* buf,
+                        int device);
   // The set's host group (GpuSetState::local_group), made at the first call; null when the set's
   // communicator is no hierarchy.
   Result<GpuGroup*> HostGroup(const Response& r, Communicator* comm, GpuSetState* state,

@@ -223,12 +223,7 @@ Status OpExecutor::HierarchicalNcclAllreduce(const Response& r,
   Status s;
   if (!in_place) {
     ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
-    int64_t offset = 0;
-    for (size_t i = 0; s.ok() && i < entries.size(); ++i) {
-      const int64_t bytes = r.sizes[i] * elem;
-      s = gpu_->CopyOnDevice(buf + offset, entries[i] ? entries[i]->input : nullptr, bytes, device);
-      offset += bytes;
-    }
+    s = PackOnDevice(r, entries, buf, device);
     ActivityEnd(r);
     HVD_RETURN_IF_ERROR(s);
   }
@@ -257,13 +252,7 @@ Status OpExecutor::HierarchicalNcclAllreduce(const Response& r,
   HVD_RETURN_IF_ERROR(s);
   if (recording_) ActivityStart(r, std::string(local->name()) + "_ALLGATHER");
   s = local->Allgatherv(slice, out, slice_bytes_);
-  int64_t offset = 0;
-  for (size_t i = 0; s.ok() && !in_place && i < entries.size(); ++i) {
-    const int64_t bytes = r.sizes[i] * elem;
-    if (entries[i] != nullptr)
-      s = gpu_->CopyOnDevice(entries[i]->output, buf + offset, bytes, device);
-    offset += bytes;
-  }
+  if (s.ok() && !in_place) s = UnpackOnDevice(r, entries, buf, device);  // before Finish's wait
   if (s.ok()) s = local->Finish("hierarchical allreduce");
   ActivityEnd(r);
   return s;
@@ -283,13 +272,7 @@ Status OpExecutor::HierarchicalNcclAdasum(const Response& r, std::span<TensorEnt
   HVD_ASSIGN_OR_RETURN(void* scratch, gpu_->DeviceScratch(device, bytes));
   char* buf = static_cast<char*>(scratch);
   ActivityStart(r, "MEMCPY_IN_FUSION_BUFFER");
-  Status s;
-  int64_t offset = 0;
-  for (size_t i = 0; s.ok() && i < entries.size(); ++i) {
-    const int64_t n = r.sizes[i] * elem;
-    s = gpu_->CopyOnDevice(buf + offset, entries[i] ? entries[i]->input : nullptr, n, device);
-    offset += n;
-  }
+  Status s = PackOnDevice(r, entries, buf, device);
   ActivityEnd(r);
   HVD_RETURN_IF_ERROR(s);
   gpu_inputs_.assign(1, buf);
@@ -323,15 +306,38 @@ Status OpExecutor::HierarchicalNcclAdasum(const Response& r, std::span<TensorEnt
   ActivityEnd(r);
   HVD_RETURN_IF_ERROR(s);
   ActivityStart(r, "MEMCPY_OUT_FUSION_BUFFER");
-  offset = 0;
-  for (size_t i = 0; s.ok() && i < entries.size(); ++i) {
-    const int64_t n = r.sizes[i] * elem;
-    if (entries[i] != nullptr) s = gpu_->CopyOnDevice(entries[i]->output, buf + offset, n, device);
-    offset += n;
-  }
+  s = UnpackOnDevice(r, entries, buf, device);
   Status synced = gpu_->Sync(device);
   ActivityEnd(r);
   return s.ok() ? synced : s;
+}
+
+Status OpExecutor::PackOnDevice(const Response& r, std::span<TensorEntry* const> entries, char* buf,
+                                int device) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  Status s;
+  int64_t offset = 0;
+  for (size_t i = 0; s.ok() && i < entries.size(); ++i) {
+    const int64_t bytes = r.sizes[i] * elem;
+    s = gpu_->CopyOnDevice(buf + offset, entries[i] ? entries[i]->input : nullptr, bytes, device);
+    offset += bytes;
+  }
+  return s;
+}
+
+Status OpExecutor::UnpackOnDevice(const Response& r, std::span<TensorEntry* const> entries,
+                                  const char* buf, int device) {
+  const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
+  Status s;
+  int64_t offset = 0;
+  for (size_t i = 0; s.ok() && i < entries.size(); ++i) {
+    const int64_t bytes = r.sizes[i] * elem;
+    if (entries[i] != nullptr) {
+      s = gpu_->CopyOnDevice(entries[i]->output, buf + offset, bytes, device);
+    }
+    offset += bytes;
+  }
+  return s;
 }
 
 // One allreduce through host memory in chunks: all device->host copies are issued at once,
