@@ -279,6 +279,18 @@ Status LoadGpu(const env::Environment& env, RuntimeConfig* c) {
         mode + "'");
   }
   c->gpu_operations = mode;
+  for (auto [op_var, staged] : {std::pair{"HVD_GPU_ALLGATHER", &c->gpu_staged.allgather},
+                                std::pair{"HVD_GPU_BROADCAST", &c->gpu_staged.broadcast},
+                                std::pair{"HVD_GPU_ALLTOALL", &c->gpu_staged.alltoall},
+                                std::pair{"HVD_GPU_REDUCESCATTER", &c->gpu_staged.reducescatter}}) {
+    HVD_ASSIGN_OR_RETURN(const std::string op_mode, GetLowered(env, op_var));
+    if (!op_mode.empty() && op_mode != "nccl" && op_mode != "mpi" && op_mode != "gloo") {
+      return Status::InvalidArgument(env.Get(op_var).source +
+                                     ": expected NCCL, MPI or GLOO (Horovod's values), got '" +
+                                     op_mode + "'");
+    }
+    *staged = op_mode == "mpi" || op_mode == "gloo";
+  }
   // NCCL's own variable, read as NCCL reads it (not one of hvd's: no HVD_ name, no default).
   c->gpu_host_id = env.Raw("NCCL_HOSTID").value_or("");
   return Status::OK();

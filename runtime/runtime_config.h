@@ -45,6 +45,12 @@ struct RuntimeConfig {
   // whose members each have a GPU of their own, else host staging), "nccl" or "cpu" (GPU
   // tensors staged through host memory and the CPU transport). gpu_backend.h.
   std::string gpu_operations = "auto";
+  // Horovod's per-op GPU knobs (HVD_GPU_ALLGATHER, _BROADCAST, _ALLTOALL, _REDUCESCATTER): MPI or
+  // GLOO stages that op through host memory even where the set runs on NCCL; NCCL (or unset)
+  // leaves it to gpu_operations.
+  struct GpuStagedOps {
+    bool allgather = false, broadcast = false, alltoall = false, reducescatter = false;
+  } gpu_staged;
   // NCCL_HOSTID: the machine this rank declares to NCCL, and to the GPU path's decision (ranks
   // that declare different ones have GPUs of their own); empty: the kernel's host name.
   std::string gpu_host_id;

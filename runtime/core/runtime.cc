@@ -112,9 +112,10 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
     if (DeviceOutputFree free = gpu_->device_output_free()) AddDeviceOutputFree(free);
   }
   join_device_.store(-1);
-  executor_ = std::make_unique<OpExecutor>(fusion_buffer_.get(), &handles_, timeline_.get(),
-                                           gpu_.get(), config.gpu_operations, &join_device_,
-                                           config.hierarchical_allreduce == "on");
+  executor_ = std::make_unique<OpExecutor>(
+      fusion_buffer_.get(), &handles_, timeline_.get(), gpu_.get(),
+      GpuOptions{config.gpu_operations, config.hierarchical_allreduce == "on", config.gpu_staged},
+      &join_device_);
   cache_enabled_ = true;
   autotuner_.reset();
   if (config.autotune.enabled) {

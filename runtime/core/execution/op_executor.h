@@ -16,6 +16,7 @@
 #include "runtime/core/negotiation/message.h"
 #include "runtime/core/runtime_timeline.h"
 #include "runtime/core/tensor_queue.h"
+#include "runtime/runtime_config.h"
 #include "runtime/transports/allreduce_pieces.h"
 #include "runtime/transports/communicator.h"
 #include "runtime/transports/gpu_backend.h"
@@ -33,6 +34,13 @@ Status CheckFusedGather(const Response& r, std::span<TensorEntry* const> entries
 
 // `n` rounded up to a multiple of 64: where a second region of the fusion buffer starts.
 int64_t Align64(int64_t n);
+
+// How the executor runs GPU tensors (RuntimeConfig's GPU knobs).
+struct GpuOptions {
+  std::string operations = "auto";      // HVD_GPU_OPERATIONS, normalised
+  bool hierarchical_allreduce = false;  // HVD_HIERARCHICAL_ALLREDUCE=1: HierarchicalNcclAllreduce
+  RuntimeConfig::GpuStagedOps staged;   // ops staged even where the set runs on NCCL
+};
 
 // A process set's GPU state, owned by its Controller: whether its GPU ops run on NCCL, decided
 // with the set's members at its first GPU op (GpuBackend::CreateGroup), and the NCCL group.
@@ -88,18 +96,15 @@ class OpExecutor {
  public:
   // `join_device`: the device of this rank's hvd_join (written by the framework thread, -1 for
   // none); a rank that joined before its first GPU op runs its GPU work there.
-  // `hierarchical_gpu_allreduce` (HVD_HIERARCHICAL_ALLREDUCE=1): a GPU allreduce of a set whose
-  // communicator is a hierarchy runs as HierarchicalNcclAllreduce.
   OpExecutor(FusionBuffer* buffer, HandleManager* handles, RuntimeTimeline* timeline = nullptr,
-             GpuBackend* gpu = nullptr, std::string gpu_operations = "auto",
-             const std::atomic<int>* join_device = nullptr, bool hierarchical_gpu_allreduce = false)
+             GpuBackend* gpu = nullptr, GpuOptions gpu_options = {},
+             const std::atomic<int>* join_device = nullptr)
       : buffer_(buffer),
         handles_(handles),
         timeline_(timeline),
         gpu_(gpu),
-        gpu_operations_(std::move(gpu_operations)),
-        join_device_(join_device),
-        hierarchical_gpu_allreduce_(hierarchical_gpu_allreduce) {}
+        gpu_options_(std::move(gpu_options)),
+        join_device_(join_device) {}
 
   // `gpu` is the set's GpuSetState (null: GPU responses are staged). `reduced` (non-null only
   // for a single-tensor CPU allreduce whose reduction already ran in the negotiation round,
@@ -207,9 +212,8 @@ class OpExecutor {
   HandleManager* handles_;
   RuntimeTimeline* timeline_;  // null unless this is global rank 0
   GpuBackend* gpu_;
-  std::string gpu_operations_;
+  GpuOptions gpu_options_;
   const std::atomic<int>* join_device_;
-  bool hierarchical_gpu_allreduce_;
   int last_device_ = -1;  // the device of this rank's last GPU op (a joined rank has none)
   bool recording_ = false;
   // FusedAllgather's per-rank block bytes and unpack cursors (FusedReducescatter: each

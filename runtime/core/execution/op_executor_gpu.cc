@@ -60,7 +60,7 @@ Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entri
   HVD_RETURN_IF_ERROR(waited);
   if (state != nullptr && !state->decided) {
     ActivityStart(r, "GPU_INIT");
-    auto group = gpu_->CreateGroup(comm, device, gpu_operations_);
+    auto group = gpu_->CreateGroup(comm, device, gpu_options_.operations);
     ActivityEnd(r);
     HVD_RETURN_IF_ERROR(group.status());
     state->group = std::move(group).value();
@@ -93,7 +93,7 @@ Status OpExecutor::RunOnGroup(const Response& r, std::span<TensorEntry* const> e
   switch (r.type) {
     case OpType::kAllreduce: {
       const bool adasum = r.reduce_op == ReduceOp::kAdasum;
-      if (adasum || hierarchical_gpu_allreduce_) {
+      if (adasum || gpu_options_.hierarchical_allreduce) {
         HVD_ASSIGN_OR_RETURN(GpuGroup * host, HostGroup(r, comm, state, device));
         if (host != nullptr && adasum && AdasumSupports(r.dtype) &&
             host->CanReduce(r.dtype, ReduceOp::kSum, true)) {
@@ -113,7 +113,7 @@ Status OpExecutor::RunOnGroup(const Response& r, std::span<TensorEntry* const> e
       return NcclAllreduce(r, entries, group, r.prescale * post);
     }
     case OpType::kBroadcast: {
-      if (entries.front() == nullptr) break;
+      if (entries.front() == nullptr || gpu_options_.staged.broadcast) break;
       const TensorEntry& e = *entries.front();
       const int64_t bytes = e.request.NumElements() * static_cast<int64_t>(DataTypeSize(r.dtype));
       if (recording_) ActivityStart(r, std::string(group->name()) + "_BCAST");
@@ -123,11 +123,16 @@ Status OpExecutor::RunOnGroup(const Response& r, std::span<TensorEntry* const> e
     }
     // Data movement: any dtype (bytes), as the broadcast.
     case OpType::kAllgather:
+      if (gpu_options_.staged.allgather) break;
       return NcclAllgather(r, entries, group, comm, device);
     case OpType::kAlltoall:
+      if (gpu_options_.staged.alltoall) break;
       return NcclAlltoall(r, entries.front(), group, comm, device);
     case OpType::kReducescatter:
-      if (!group->CanReduce(r.dtype, BackendOp(r.reduce_op), scaled)) break;
+      if (gpu_options_.staged.reducescatter ||
+          !group->CanReduce(r.dtype, BackendOp(r.reduce_op), scaled)) {
+        break;
+      }
       return NcclReducescatter(r, entries, group, comm, device, r.prescale * post);
     default:
       break;
@@ -146,7 +151,7 @@ Result<GpuGroup*> OpExecutor::HostGroup(const Response& r, Communicator* comm, G
     const Communicator::Hierarchy h = comm->hierarchy();
     if (h.local != nullptr) {
       ActivityStart(r, "GPU_INIT_LOCAL");
-      auto local = gpu_->CreateGroup(h.local, device, gpu_operations_);
+      auto local = gpu_->CreateGroup(h.local, device, gpu_options_.operations);
       ActivityEnd(r);
       HVD_RETURN_IF_ERROR(local.status());
       state->local_group = std::move(local).value();

@@ -192,5 +192,33 @@ TEST(GpuCollectivesTest, AProcessSetRunsItsOpsOnItsOwnGroup) {
   }
 }
 
+// Horovod's per-op knobs (HOROVOD_GPU_ALLGATHER=MPI, ...): the ops they name are staged through
+// host memory even though the set runs on NCCL (host outputs, the CPU path's results), while
+// the others stay on NCCL.
+TEST(GpuCollectivesTest, PerOpKnobsStageTheirOpsWhereTheSetRunsOnNccl) {
+  auto logs = Logs();
+  RunWithFakeGpus(
+      [](int rank, Runtime& rt) {
+        for (Op op : {Op::kAllgather, Op::kReducescatter, Op::kAlltoall}) {
+          std::vector<Tensor> in = {Make(DataType::kFloat32, {6, 2}, rank)};
+          OpOptions o;
+          o.name = "knob." + std::to_string(static_cast<int>(op));
+          const bool staged = op != Op::kAlltoall;
+          ExpectSame(RunOp(rt, op, in, o, 0), RunOp(rt, op, in, o, -1), DataType::kFloat32, false,
+                     o.name, staged ? -1 : 0);
+        }
+      },
+      logs, true, {},
+      [](runtime::RuntimeConfig* c) {
+        c->gpu_staged.allgather = true;
+        c->gpu_staged.reducescatter = true;
+      });
+  for (const auto& log : logs) {
+    EXPECT_EQ(log->Count("Allgatherv"), 0);
+    EXPECT_EQ(log->Count("ReduceScatter"), 0);
+    EXPECT_EQ(log->Count("Alltoallv"), 1);
+  }
+}
+
 }  // namespace
 }  // namespace hvd::testing

@@ -87,6 +87,29 @@ TEST(RuntimeConfigTest, GpuOperationsTakeHorovodsNamesAndRejectOthers) {
   EXPECT_NE(bad.status().message().find("'ddl'"), std::string::npos);
 }
 
+// Horovod's per-op GPU knobs: MPI or GLOO stage that op; NCCL or unset leave it to
+// HVD_GPU_OPERATIONS; anything else is refused naming the variable.
+TEST(RuntimeConfigTest, PerOpGpuKnobsStageTheirOpAndRejectOtherValues) {
+  auto unset = Load({});
+  ASSERT_TRUE(unset.ok()) << unset.status().ToString();
+  EXPECT_FALSE(unset->gpu_staged.allgather || unset->gpu_staged.broadcast ||
+               unset->gpu_staged.alltoall || unset->gpu_staged.reducescatter);
+  auto some = Load({{"HOROVOD_GPU_ALLGATHER", "MPI"},
+                    {"HOROVOD_GPU_BROADCAST", "NCCL"},
+                    {"HVD_GPU_ALLTOALL", "gloo"}});
+  ASSERT_TRUE(some.ok()) << some.status().ToString();
+  EXPECT_TRUE(some->gpu_staged.allgather);
+  EXPECT_FALSE(some->gpu_staged.broadcast);
+  EXPECT_TRUE(some->gpu_staged.alltoall);
+  EXPECT_FALSE(some->gpu_staged.reducescatter);
+  EXPECT_EQ(some->gpu_operations, "auto");
+  auto bad = Load({{"HOROVOD_GPU_REDUCESCATTER", "ddl"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("HOROVOD_GPU_REDUCESCATTER"), std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("'ddl'"), std::string::npos);
+}
+
 // NCCL_HOSTID names the rank's machine for the GPU path's decision, as it does for NCCL.
 TEST(RuntimeConfigTest, TheNcclHostIdARankDeclaresIsItsGpuHost) {
   auto unset = Load({});
