@@ -113,6 +113,14 @@ TimelineCheck CheckTimelineText(std::string_view text) {
     check.shape = TimelineShape::kEmpty;
     return check;
   }
+  // JSON has no NUL byte, but nlohmann's parser takes one outside a string for the end of its
+  // input: "[]" followed by a NUL and anything parsed as complete, and a repair of such a file
+  // was still not a timeline (found by the fuzz target "timeline"). A file a crash left
+  // zero-filled, or no text at all: named, never written to.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    check.detail = fmt::format("not JSON (a NUL byte at byte {})", nul + 1);
+    return check;
+  }
   if (OldTailOf(check.size, [&](int64_t at) {
         return static_cast<int>(static_cast<unsigned char>(text[static_cast<size_t>(at)]));
       }) >= 0) {

@@ -265,6 +265,10 @@ Result<TimelineSummary> SummarizeFile(const std::string& path) {
 }
 
 Result<TimelineSummary> SummarizeText(std::string text, const std::string& path) {
+  if (text.find('\0') != std::string::npos) {  // the parser would stop there (CheckTimelineText)
+    return Status::InvalidArgument(
+        fmt::format("'{}' is not a timeline: {}", path, CheckTimelineText(text).detail));
+  }
   const bool torn = RepairTornTimelineText(&text);
   nlohmann::json trace = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   TimelineCheck damage;

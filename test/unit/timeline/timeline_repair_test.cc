@@ -165,6 +165,10 @@ TEST_F(TimelineRepairTest, TheCheckNamesWhatIsNotATimeline) {
       {"[\n{\"a\":\"}]\\\"\"},\n{\"b\":", TimelineShape::kTruncated, ""},
       {"{\"traceEvents\":[]}", TimelineShape::kComplete, ""},
       {"[]", TimelineShape::kComplete, ""},
+      // A NUL byte ends nlohmann's parse: "[]" and a NUL would pass for complete.
+      {std::string("[]\0 garbage", 11), TimelineShape::kNotTimeline, "a NUL byte at byte 3"},
+      {std::string("[\n{\"a\":1},\0\0\0", 14), TimelineShape::kNotTimeline, "NUL byte"},
+      {std::string(8, '\0'), TimelineShape::kNotTimeline, "a NUL byte at byte 1"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);
