@@ -135,6 +135,9 @@ class OpExecutor {
   Status HierarchicalNcclAllreduce(const Response& r, std::span<TensorEntry* const> entries,
                                    Communicator::Hierarchy h, GpuGroup* local, int device,
                                    double post);
+  // Its step across hosts: `count` elements of `slice` through the host and `cross`.
+  Status AllreduceAcrossHosts(const Response& r, Communicator* cross, char* slice, int64_t count,
+                              int device, double post);
   // Horovod's GPU Adasum: the host's average on NCCL, Adasum of the host averages across hosts
   // (local rank 0's cross group, on the host), a NCCL broadcast within the host.
   Status HierarchicalNcclAdasum(const Response& r, std::span<TensorEntry* const> entries,

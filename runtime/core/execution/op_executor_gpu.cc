@@ -211,6 +211,7 @@ Status OpExecutor::HierarchicalNcclAllreduce(const Response& r,
   const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
   int64_t total = 0;
   for (int64_t count : r.sizes) total += count;
+  if (total == 0) return Status::OK();  // the same on every member
   const int l = h.local->size(), me = h.local->rank();
   slice_counts_.resize(l);
   slice_bytes_.resize(l);
@@ -238,23 +239,11 @@ Status OpExecutor::HierarchicalNcclAllreduce(const Response& r,
   if (s.ok()) s = local->Finish("hierarchical allreduce");
   ActivityEnd(r);
   HVD_RETURN_IF_ERROR(s);
-  HVD_ASSIGN_OR_RETURN(void* staging, gpu_->HostBuffer(2, slice_bytes_[me]));
-  ActivityStart(r, "MEMCPY_IN_HOST_BUFFER");
-  s = gpu_->CopyToHost(staging, slice, slice_bytes_[me], device);
-  Status synced = gpu_->Sync(device);
-  ActivityEnd(r);
-  HVD_RETURN_IF_ERROR(s);
-  HVD_RETURN_IF_ERROR(synced);
-  if (recording_) ActivityStart(r, std::string(h.cross->name()) + "_ALLREDUCE");
-  s = h.cross->AllreduceScaled(staging, slice_counts_[me], r.dtype, op, post);
-  ActivityEnd(r);
-  HVD_RETURN_IF_ERROR(s);
-  // Ordered before the allgather on the backend's stream; the staging stays untouched until
-  // Finish has waited for the copy.
-  ActivityStart(r, "MEMCPY_OUT_HOST_BUFFER");
-  s = gpu_->CopyToDevice(slice, staging, slice_bytes_[me], device);
-  ActivityEnd(r);
-  HVD_RETURN_IF_ERROR(s);
+  // Every host splits alike, so a cross group's members all have a slice or all have none (a
+  // count below the host's ranks).
+  if (slice_counts_[me] > 0) {
+    HVD_RETURN_IF_ERROR(AllreduceAcrossHosts(r, h.cross, slice, slice_counts_[me], device, post));
+  }
   if (recording_) ActivityStart(r, std::string(local->name()) + "_ALLGATHER");
   s = local->Allgatherv(slice, out, slice_bytes_);
   if (s.ok() && !in_place) s = UnpackOnDevice(r, entries, buf, device);  // before Finish's wait
@@ -273,6 +262,7 @@ Status OpExecutor::HierarchicalNcclAdasum(const Response& r, std::span<TensorEnt
   const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
   int64_t total = 0;
   for (int64_t count : r.sizes) total += count;
+  if (total == 0) return Status::OK();  // the same on every member
   const int64_t bytes = total * elem;
   HVD_ASSIGN_OR_RETURN(void* scratch, gpu_->DeviceScratch(device, bytes));
   char* buf = static_cast<char*>(scratch);
@@ -315,6 +305,30 @@ Status OpExecutor::HierarchicalNcclAdasum(const Response& r, std::span<TensorEnt
   Status synced = gpu_->Sync(device);
   ActivityEnd(r);
   return s.ok() ? synced : s;
+}
+
+// Step 2 of HierarchicalNcclAllreduce: this member's slice (`count` elements of device memory)
+// through pinned host memory and `cross`'s allreduce (scaled by `post`) and back, the copy back
+// ordered on the backend's stream before what follows there; the staging stays untouched until
+// the caller's Finish has waited for it.
+Status OpExecutor::AllreduceAcrossHosts(const Response& r, Communicator* cross, char* slice,
+                                        int64_t count, int device, double post) {
+  const int64_t bytes = count * static_cast<int64_t>(DataTypeSize(r.dtype));
+  HVD_ASSIGN_OR_RETURN(void* staging, gpu_->HostBuffer(2, bytes));
+  ActivityStart(r, "MEMCPY_IN_HOST_BUFFER");
+  Status s = gpu_->CopyToHost(staging, slice, bytes, device);
+  Status synced = gpu_->Sync(device);
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
+  HVD_RETURN_IF_ERROR(synced);
+  if (recording_) ActivityStart(r, std::string(cross->name()) + "_ALLREDUCE");
+  s = cross->AllreduceScaled(staging, count, r.dtype, BackendOp(r.reduce_op), post);
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
+  ActivityStart(r, "MEMCPY_OUT_HOST_BUFFER");
+  s = gpu_->CopyToDevice(slice, staging, bytes, device);
+  ActivityEnd(r);
+  return s;
 }
 
 Status OpExecutor::PackOnDevice(const Response& r, std::span<TensorEntry* const> entries, char* buf,
