@@ -16,7 +16,8 @@
 # "placement": the placement rule on many cores, hvd unbound against --bind-to core taking
 # turns, allreduce at PLACEMENT_NPS (default "4 16") ranks and the convnet at 8, placement.log;
 # "knobs": HVD_EAGER_ALLREDUCE_BYTES, HVD_SHM_SINGLE_COPY, dtypes and ops at 4-16 ranks, knobs.log;
-# "nccl": 2 and 4 NCCL ranks on the one GPU against torch.distributed's NCCL, nccl_bench.log);
+# "nccl": 2 and 4 NCCL ranks on the one GPU against torch.distributed's NCCL, then ResNet-50
+# training against plain PyTorch (1 rank) and DDP on NCCL (2 NCCL ranks), nccl_bench.log);
 # Steps run in this file's order whatever the order in STEPS (the direct-size A/B before the
 # table, which takes what time is left). SKIP_BUILD=1 reuses a build-gpu/ left by an earlier
 # call on the same warm machine; NPS and SIDES pass to bench/compare_allreduce.sh (default
@@ -102,6 +103,11 @@ if has nccl; then
   step "nccl ranks np4" 60 "$out/nccl_bench.log" \
     hvdrun -np 4 -H localhost:1,127.0.0.1:1,127.0.0.2:1,127.0.0.3:1 python3 bench/gpu_allreduce.py
   grep -E "torch/hvd|allreduce|allgather|reducescatter" "$out/nccl_bench.log" | tail -32 >>"$summary"
+  # ResNet-50 training: hvd against plain PyTorch at one rank, against DDP on NCCL at two.
+  step "resnet50 np1" 60 "$out/nccl_bench.log" hvdrun -np 1 python3 bench/gpu_train.py
+  step "resnet50 2 NCCL ranks" 90 "$out/nccl_bench.log" \
+    hvdrun -np 2 -H localhost:1,127.0.0.1:1 python3 bench/gpu_train.py
+  grep -E "hvd/peer" "$out/nccl_bench.log" | tail -4 >>"$summary"
 fi
 
 # The C API's scenarios checked by value (test/worker_e2e) at 8 and 16 ranks, each with a CPU of
