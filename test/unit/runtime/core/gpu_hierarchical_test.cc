@@ -7,6 +7,9 @@
 // reduce-scatter and allgather on NCCL (never the flat NCCL allreduce).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -57,14 +60,19 @@ std::vector<std::shared_ptr<FakeGpuLog>> WorldLogs() {
   return logs;
 }
 
-// Runs `body` on 2 hosts x 2 ranks with fake GPUs, HVD_HIERARCHICAL_ALLREDUCE as `hierarchical`.
+// Runs `body` on 2 hosts x 2 ranks with fake GPUs, HVD_HIERARCHICAL_ALLREDUCE as `hierarchical`
+// and rank 0's timeline written to `timeline` when it is not empty.
 void RunOnTwoHosts(const RankBody& body, const std::vector<std::shared_ptr<FakeGpuLog>>& logs,
-                   const std::string& hierarchical) {
+                   const std::string& hierarchical, const std::string& timeline = "") {
   InProcessWorld world(std::chrono::seconds(30));
   world.SetRanksPerHost(kPerHost);
   const int64_t live = FakeDeviceOutputsLive();
   RunRanks(
-      kWorld, body, [&](runtime::RuntimeConfig* c) { c->hierarchical_allreduce = hierarchical; },
+      kWorld, body,
+      [&](runtime::RuntimeConfig* c) {
+        c->hierarchical_allreduce = hierarchical;
+        c->timeline_path = timeline;
+      },
       &world, {}, [&](int rank) { return std::make_unique<FakeGpu>(true, logs[rank]); });
   EXPECT_EQ(FakeDeviceOutputsLive(), live);
   for (const auto& log : logs) EXPECT_EQ(log->contract_violations, 0);
@@ -236,6 +244,34 @@ TEST(GpuHierarchicalTest, AdasumAveragesWithinTheHostOnNcclAndCombinesHostsAsHor
       },
       off, "off");
   for (const auto& log : off) EXPECT_EQ(log->Count("Allreduce"), 0);  // staged
+}
+
+// The timeline shows the hierarchy's steps, as docs/gpu.md names them (the in-process cross
+// group's name is FAKE where hvd's TCP would say TCP).
+TEST(GpuHierarchicalTest, TheTimelineNamesTheHierarchysSteps) {
+  const std::string path = ::testing::TempDir() + "/gpu_hierarchical_timeline.json";
+  std::remove(path.c_str());
+  auto logs = WorldLogs();
+  RunOnTwoHosts(
+      [](int rank, Runtime& rt) {
+        std::vector<Tensor> in = {Make(DataType::kFloat32, {9}, rank)};
+        OpOptions o;
+        o.name = "tl.sum";
+        EXPECT_TRUE(Allreduce(rt, in, o, 0).status.ok());
+        o.name = "tl.adasum";
+        o.reduce_op = ReduceOp::kAdasum;
+        EXPECT_TRUE(Allreduce(rt, in, o, 0).status.ok());
+      },
+      logs, "on", path);
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  for (const char* activity :
+       {"GPU_INIT_LOCAL", "NCCL_REDUCESCATTER", "MEMCPY_IN_HOST_BUFFER", "FAKE_ALLREDUCE",
+        "MEMCPY_OUT_HOST_BUFFER", "NCCL_ALLGATHER", "NCCL_ALLREDUCE", "FAKE_ADASUM_ALLREDUCE",
+        "NCCL_BCAST", "MEMCPY_OUT_FUSION_BUFFER"}) {
+    EXPECT_NE(text.str().find(activity), std::string::npos) << activity << " in " << path;
+  }
 }
 
 }  // namespace
