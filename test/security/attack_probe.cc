@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/env_registry.h"
 #include "common/frame.h"
 #include "common/job_key.h"
 #include "common/kv_messages.h"
@@ -173,21 +174,27 @@ int Run(const Target& t) {
 }  // namespace
 }  // namespace hvd::control
 
+// The job's rendezvous and key as a rank reads them: the registry's declared variables.
+hvd::Result<hvd::control::Target> TargetFromEnvironment() {
+  const hvd::env::Environment env = hvd::env::Environment::FromProcess();
+  HVD_ASSIGN_OR_RETURN(std::string host, env.GetString("HVD_RENDEZVOUS_ADDR"));
+  HVD_ASSIGN_OR_RETURN(int64_t port, env.GetInt("HVD_RENDEZVOUS_PORT"));
+  HVD_ASSIGN_OR_RETURN(std::string job, env.GetString("HVD_JOB_ID"));
+  HVD_ASSIGN_OR_RETURN(int64_t fd, env.GetInt("HVD_SECRET_FD"));
+  if (host.empty() || port <= 0 || port > 65535 || job.empty() || fd < 0) {
+    return hvd::Status::InvalidArgument(
+        "run as a rank of hvdrun (HVD_RENDEZVOUS_ADDR, HVD_RENDEZVOUS_PORT, HVD_JOB_ID or "
+        "HVD_SECRET_FD unset)");
+  }
+  HVD_ASSIGN_OR_RETURN(hvd::control::JobKey key, hvd::control::ReadKeyFromFd(static_cast<int>(fd)));
+  return hvd::control::Target{host, static_cast<uint16_t>(port), job, key};
+}
+
 int main() {
-  const char* host = std::getenv("HVD_RENDEZVOUS_ADDR");
-  const char* port = std::getenv("HVD_RENDEZVOUS_PORT");
-  const char* job = std::getenv("HVD_JOB_ID");
-  const char* fd = std::getenv("HVD_SECRET_FD");
-  if (!host || !port || !job || !fd) {
-    std::fprintf(stderr, "usage: run as a rank of hvdrun (HVD_RENDEZVOUS_ADDR etc. unset)\n");
+  hvd::Result<hvd::control::Target> target = TargetFromEnvironment();
+  if (!target.ok()) {
+    std::fprintf(stderr, "probe: %s\n", target.status().ToString().c_str());
     return 2;
   }
-  hvd::control::Target target{host, static_cast<uint16_t>(std::atoi(port)), job, {}};
-  auto key = hvd::control::ReadKeyFromFd(std::atoi(fd));
-  if (!key.ok()) {
-    std::fprintf(stderr, "probe: %s\n", key.status().ToString().c_str());
-    return 2;
-  }
-  target.key = *key;
-  return hvd::control::Run(target);
+  return hvd::control::Run(*target);
 }
