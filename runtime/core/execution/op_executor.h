@@ -135,9 +135,11 @@ class OpExecutor {
   Status HierarchicalNcclAllreduce(const Response& r, std::span<TensorEntry* const> entries,
                                    Communicator::Hierarchy h, GpuGroup* local, int device,
                                    double post);
-  // Its step across hosts: `count` elements of `slice` through the host and `cross`.
-  Status AllreduceAcrossHosts(const Response& r, Communicator* cross, char* slice, int64_t count,
-                              int device, double post);
+  // The step across hosts of both: `bytes` of device memory through pinned host memory, where
+  // `on_host(void* staging)` runs `cross`'s collective on them (op_executor_gpu.cc).
+  template <typename OnHost>
+  Status ThroughHost(const Response& r, char* data, int64_t bytes, int device,
+                     const Communicator* cross, const char* suffix, const OnHost& on_host);
   // Horovod's GPU Adasum: the host's average on NCCL, Adasum of the host averages across hosts
   // (local rank 0's cross group, on the host), a NCCL broadcast within the host.
   Status HierarchicalNcclAdasum(const Response& r, std::span<TensorEntry* const> entries,

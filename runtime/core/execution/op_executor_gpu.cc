@@ -195,6 +195,30 @@ Status OpExecutor::NcclAllreduce(const Response& r, std::span<TensorEntry* const
   return s;
 }
 
+// `bytes` of device memory at `data` through pinned host memory: copied there (and waited for),
+// `on_host(staging)` run as the activity <cross>`suffix`, copied back on the backend's stream,
+// ordered before what follows there; the staging stays untouched until the caller's wait.
+template <typename OnHost>
+Status OpExecutor::ThroughHost(const Response& r, char* data, int64_t bytes, int device,
+                               const Communicator* cross, const char* suffix,
+                               const OnHost& on_host) {
+  HVD_ASSIGN_OR_RETURN(void* staging, gpu_->HostBuffer(2, bytes));
+  ActivityStart(r, "MEMCPY_IN_HOST_BUFFER");
+  Status s = gpu_->CopyToHost(staging, data, bytes, device);
+  Status synced = gpu_->Sync(device);
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
+  HVD_RETURN_IF_ERROR(synced);
+  if (recording_) ActivityStart(r, std::string(cross->name()) + suffix);
+  s = on_host(staging);
+  ActivityEnd(r);
+  HVD_RETURN_IF_ERROR(s);
+  ActivityStart(r, "MEMCPY_OUT_HOST_BUFFER");
+  s = gpu_->CopyToDevice(data, staging, bytes, device);
+  ActivityEnd(r);
+  return s;
+}
+
 // Horovod's NCCLHierarchicalAllreduce (HVD_HIERARCHICAL_ALLREDUCE=1, a set over several hosts):
 // each byte crosses hosts once per host instead of once per rank, on the CPU transport between
 // hosts (hvd's TCP) while NCCL works within each host. Local rank i gets slice i of the host's
@@ -242,7 +266,10 @@ Status OpExecutor::HierarchicalNcclAllreduce(const Response& r,
   // Every host splits alike, so a cross group's members all have a slice or all have none (a
   // count below the host's ranks).
   if (slice_counts_[me] > 0) {
-    HVD_RETURN_IF_ERROR(AllreduceAcrossHosts(r, h.cross, slice, slice_counts_[me], device, post));
+    HVD_RETURN_IF_ERROR(
+        ThroughHost(r, slice, slice_bytes_[me], device, h.cross, "_ALLREDUCE", [&](void* host) {
+          return h.cross->AllreduceScaled(host, slice_counts_[me], r.dtype, op, post);
+        }));
   }
   if (recording_) ActivityStart(r, std::string(local->name()) + "_ALLGATHER");
   s = local->Allgatherv(slice, out, slice_bytes_);
@@ -279,22 +306,12 @@ Status OpExecutor::HierarchicalNcclAdasum(const Response& r, std::span<TensorEnt
   ActivityEnd(r);
   HVD_RETURN_IF_ERROR(s);
   if (h.local->rank() == 0) {
-    HVD_ASSIGN_OR_RETURN(void* staging, gpu_->HostBuffer(2, bytes));
-    ActivityStart(r, "MEMCPY_IN_HOST_BUFFER");
-    s = gpu_->CopyToHost(staging, buf, bytes, device);
-    Status synced = gpu_->Sync(device);
-    ActivityEnd(r);
-    HVD_RETURN_IF_ERROR(s);
-    HVD_RETURN_IF_ERROR(synced);
-    if (recording_) ActivityStart(r, std::string(h.cross->name()) + "_ADASUM_ALLREDUCE");
-    s = AdasumAllreduce(h.cross, staging, staging, r.sizes, r.dtype, &adasum_);
-    ActivityEnd(r);
-    HVD_RETURN_IF_ERROR(s);
-    ScaleBuffer(staging, total, r.dtype, FactorInType(r.postscale, r.dtype));
-    ActivityStart(r, "MEMCPY_OUT_HOST_BUFFER");
-    s = gpu_->CopyToDevice(buf, staging, bytes, device);
-    ActivityEnd(r);
-    HVD_RETURN_IF_ERROR(s);
+    HVD_RETURN_IF_ERROR(
+        ThroughHost(r, buf, bytes, device, h.cross, "_ADASUM_ALLREDUCE", [&](void* host) {
+          HVD_RETURN_IF_ERROR(AdasumAllreduce(h.cross, host, host, r.sizes, r.dtype, &adasum_));
+          ScaleBuffer(host, total, r.dtype, FactorInType(r.postscale, r.dtype));
+          return Status::OK();
+        }));
   }
   if (recording_) ActivityStart(r, std::string(local->name()) + "_BCAST");
   s = local->Broadcast(buf, buf, bytes, 0);
@@ -305,30 +322,6 @@ Status OpExecutor::HierarchicalNcclAdasum(const Response& r, std::span<TensorEnt
   Status synced = gpu_->Sync(device);
   ActivityEnd(r);
   return s.ok() ? synced : s;
-}
-
-// Step 2 of HierarchicalNcclAllreduce: this member's slice (`count` elements of device memory)
-// through pinned host memory and `cross`'s allreduce (scaled by `post`) and back, the copy back
-// ordered on the backend's stream before what follows there; the staging stays untouched until
-// the caller's Finish has waited for it.
-Status OpExecutor::AllreduceAcrossHosts(const Response& r, Communicator* cross, char* slice,
-                                        int64_t count, int device, double post) {
-  const int64_t bytes = count * static_cast<int64_t>(DataTypeSize(r.dtype));
-  HVD_ASSIGN_OR_RETURN(void* staging, gpu_->HostBuffer(2, bytes));
-  ActivityStart(r, "MEMCPY_IN_HOST_BUFFER");
-  Status s = gpu_->CopyToHost(staging, slice, bytes, device);
-  Status synced = gpu_->Sync(device);
-  ActivityEnd(r);
-  HVD_RETURN_IF_ERROR(s);
-  HVD_RETURN_IF_ERROR(synced);
-  if (recording_) ActivityStart(r, std::string(cross->name()) + "_ALLREDUCE");
-  s = cross->AllreduceScaled(staging, count, r.dtype, BackendOp(r.reduce_op), post);
-  ActivityEnd(r);
-  HVD_RETURN_IF_ERROR(s);
-  ActivityStart(r, "MEMCPY_OUT_HOST_BUFFER");
-  s = gpu_->CopyToDevice(slice, staging, bytes, device);
-  ActivityEnd(r);
-  return s;
 }
 
 Status OpExecutor::PackOnDevice(const Response& r, std::span<TensorEntry* const> entries, char* buf,
