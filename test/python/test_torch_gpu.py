@@ -4,6 +4,7 @@ each rank its own host (NCCL on the one GPU: python_gpu_nccl_np*), with the fram
 order kept. Skips (exit 77) with the reason when no GPU is visible or the
 build has no GPU path.
 """
+import functools
 import os
 import re
 import socket
@@ -216,6 +217,7 @@ def test_process_set_on_gpu(g):
 
 # ---- allgather, reducescatter and alltoall on NCCL (device outputs) ----------------------------
 
+@functools.cache  # a property of the job: one allgather, at the first call (on every rank)
 def _nccl(g):
     """Whether this job's global set runs on NCCL: no two ranks on one GPU of one machine (hvd's
     rule, docs/gpu.md: a rank's machine is the NCCL_HOSTID it declares, else its host name):
