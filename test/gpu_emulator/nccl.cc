@@ -1,0 +1,1019 @@
+// NCCL on emulated GPUs (see README.md): the communicator calls hvd makes, between processes of
+// one machine through a shared-memory segment per communicator. Collectives run on the stream
+// they are queued on, after the work queued before them, as NCCL's kernels do; a rank whose
+// peers have not arrived waits on the stream, not in the call. Stricter than NCCL where a
+// mistake of the caller would otherwise pass unseen: ranks that call different collectives (or
+// the same with other counts, types or roots) fail with ncclInvalidUsage naming both, a call on
+// a non-blocking communicator that is still ncclInProgress is refused, and buffers must be
+// device memory of the communicator's device, wholly inside one allocation.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <nccl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test/gpu_emulator/device.h"
+
+namespace hvd::gpu_emulator {
+namespace {
+
+constexpr uint64_t kMagic = 0x68766447505545ULL;  // "hvdGPUE"
+constexpr int kMaxRanks = 64;
+constexpr char kIdPrefix[] = "hvd-gpu-emulator:";
+
+size_t EnvBytes(const char* name, size_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? static_cast<size_t>(std::atoll(v)) : fallback;
+}
+
+// What each rank says it is about to run, checked against the others before any data moves.
+struct OpDesc {
+  uint32_t kind;
+  uint32_t type;
+  uint32_t op;
+  int32_t root;
+  uint64_t count;
+};
+
+struct Mailbox {  // one direction of one pair of ranks
+  std::atomic<uint64_t> written;
+  std::atomic<uint64_t> read;
+  uint64_t bytes;  // of the chunk in it
+  uint64_t total;  // of the whole message
+};
+
+struct Header {
+  uint64_t magic;
+  uint32_t nranks;
+  std::atomic<uint32_t> joined;
+  std::atomic<uint32_t> arrived;     // this barrier's arrivals
+  std::atomic<uint32_t> generation;  // the barrier's futex word
+  std::atomic<uint32_t> p2p;         // bumped at every mailbox change: the p2p futex word
+  int32_t pids[kMaxRanks];
+  OpDesc ops[kMaxRanks];
+};
+
+long Futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout) {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
+}
+
+void Wake(std::atomic<uint32_t>* word) { Futex(word, FUTEX_WAKE, INT32_MAX, nullptr); }
+
+bool ProcessGone(int pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+}
+
+// The last failure's text, of any thread (a stream's included), for ncclGetLastError.
+std::mutex g_error_mu;
+std::string g_last_error;
+thread_local std::string tl_last_error_copy;
+
+ncclResult_t NcclFail(ncclResult_t r, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(g_error_mu);
+    g_last_error = why;
+  }
+  std::fprintf(stderr, "[gpu emulator] NCCL: %s\n", why.c_str());
+  return r;
+}
+
+}  // namespace
+
+// One rank's communicator; the work queued on streams holds it by shared_ptr, so an abort
+// while work is queued is safe.
+struct CommState {
+  int nranks = 0;
+  int rank = 0;
+  int device = 0;
+  bool blocking = true;
+  std::string name;  // the shared-memory segment's
+  size_t slot_bytes = 0;
+  size_t box_bytes = 0;
+  size_t mapped = 0;
+  Header* header = nullptr;
+  char* slots = nullptr;     // nranks slots of slot_bytes
+  Mailbox* boxes = nullptr;  // nranks * nranks: [from * nranks + to]
+  char* box_data = nullptr;
+  std::atomic<bool> aborted{false};
+  std::atomic<int> async{ncclInProgress};
+  std::atomic<int> pending_polls{0};  // ncclInProgress answers still to give (in-progress mode)
+  std::mutex mu;
+  std::map<int, double> premul;  // live ncclRedOpCreatePreMulSum ops -> their scalar
+  int next_op = ncclNumOps;
+
+  ~CommState() {
+    if (header != nullptr) munmap(header, mapped);
+  }
+
+  char* Slot(int r) const { return slots + static_cast<size_t>(r) * slot_bytes; }
+  Mailbox& Box(int from, int to) const { return boxes[from * nranks + to]; }
+  char* BoxData(int from, int to) const {
+    return box_data + static_cast<size_t>(from * nranks + to) * box_bytes;
+  }
+
+  // Fails the communicator as NCCL's socket transport does when a peer is lost.
+  bool Broken() {
+    if (aborted.load()) return true;
+    const int a = async.load();
+    return a != ncclSuccess && a != ncclInProgress;
+  }
+
+  void Break(ncclResult_t r, const std::string& why) {
+    int expected = ncclSuccess;
+    if (async.compare_exchange_strong(expected, r)) NcclFail(r, why);
+  }
+
+  // Waits on `word` while it is `seen`; false once the communicator is aborted or broken (a
+  // peer process is gone).
+  bool WaitWord(std::atomic<uint32_t>* word, uint32_t seen, int* checks) {
+    if (Broken()) return false;
+    const timespec tick{0, 20'000'000};
+    Futex(word, FUTEX_WAIT, seen, &tick);
+    if (++*checks % 10 == 0) {
+      for (int r = 0; r < nranks; ++r) {
+        if (r != rank && header->pids[r] != 0 && ProcessGone(header->pids[r])) {
+          Break(ncclRemoteError, "rank " + std::to_string(r) + " (pid " +
+                                     std::to_string(header->pids[r]) + ") of communicator " + name +
+                                     " is gone");
+          return false;
+        }
+      }
+    }
+    return !Broken();
+  }
+
+  bool Barrier() {
+    const uint32_t generation = header->generation.load();
+    if (header->arrived.fetch_add(1) + 1 == static_cast<uint32_t>(nranks)) {
+      header->arrived.store(0);
+      header->generation.fetch_add(1);
+      Wake(&header->generation);
+      return true;
+    }
+    int checks = 0;
+    while (header->generation.load() == generation) {
+      if (!WaitWord(&header->generation, generation, &checks)) return false;
+    }
+    return true;
+  }
+
+  // Everyone's OpDesc for the collective about to run must agree.
+  bool Agree(const OpDesc& mine, const char* what) {
+    header->ops[rank] = mine;
+    if (!Barrier()) return false;
+    for (int r = 0; r < nranks; ++r) {
+      const OpDesc& o = header->ops[r];
+      if (std::memcmp(&o, &mine, sizeof(OpDesc)) != 0) {
+        char text[320];
+        std::snprintf(text, sizeof(text),
+                      "%s: rank %d called collective %u (count %llu, type %u, op %u, root %d) "
+                      "while rank %d called collective %u (count %llu, type %u, op %u, root %d)",
+                      what, rank, mine.kind, static_cast<unsigned long long>(mine.count), mine.type,
+                      mine.op, mine.root, r, o.kind, static_cast<unsigned long long>(o.count),
+                      o.type, o.op, o.root);
+        Break(ncclInvalidUsage, text);
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
+}  // namespace hvd::gpu_emulator
+
+struct ncclComm {
+  std::shared_ptr<hvd::gpu_emulator::CommState> state;
+};
+
+namespace hvd::gpu_emulator {
+namespace {
+
+size_t TypeSize(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
+      return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+// A reduction: the operator, and for a pre-multiplied sum its scalar (captured at the call, as
+// NCCL lets the op be destroyed once the call that uses it is enqueued).
+struct Reduction {
+  ncclRedOp_t op = ncclSum;
+  bool premul = false;
+  double scalar = 1.0;
+};
+
+template <typename T>
+double ToDouble(T v) {
+  return static_cast<double>(v);
+}
+template <>
+double ToDouble(__half v) {
+  return static_cast<double>(__half2float(v));
+}
+template <>
+double ToDouble(__nv_bfloat16 v) {
+  return static_cast<double>(__bfloat162float(v));
+}
+
+template <typename T>
+T FromDouble(double v) {
+  return static_cast<T>(v);
+}
+template <>
+__half FromDouble(double v) {
+  return __float2half(static_cast<float>(v));
+}
+template <>
+__nv_bfloat16 FromDouble(double v) {
+  return __float2bfloat16(static_cast<float>(v));
+}
+
+template <typename T>
+constexpr bool kIntegral = std::is_integral_v<T>;
+
+// acc = acc (op) x, each step rounded to T as the GPU does. The first contribution is
+// `first`: acc = x (pre-multiplied for a scaled sum).
+template <typename T>
+void Fold(T* acc, const T* x, size_t n, const Reduction& red, bool first) {
+  for (size_t i = 0; i < n; ++i) {
+    T v = x[i];
+    if (red.premul) v = FromDouble<T>(ToDouble(v) * red.scalar);
+    if (first) {
+      acc[i] = v;
+      continue;
+    }
+    if constexpr (kIntegral<T>) {
+      switch (red.op) {
+        case ncclProd:
+          acc[i] = static_cast<T>(acc[i] * v);
+          break;
+        case ncclMax:
+          acc[i] = std::max(acc[i], v);
+          break;
+        case ncclMin:
+          acc[i] = std::min(acc[i], v);
+          break;
+        default:
+          acc[i] = static_cast<T>(acc[i] + v);
+          break;
+      }
+    } else {
+      const double a = ToDouble(acc[i]), b = ToDouble(v);
+      double r;
+      switch (red.op) {
+        case ncclProd:
+          r = a * b;
+          break;
+        case ncclMax:
+          r = std::max(a, b);
+          break;
+        case ncclMin:
+          r = std::min(a, b);
+          break;
+        default:
+          r = a + b;
+          break;
+      }
+      if constexpr (std::is_same_v<T, float>) {
+        acc[i] = static_cast<float>(r);  // float + float in float (exact in double, rounded once)
+      } else {
+        acc[i] = FromDouble<T>(r);
+      }
+    }
+  }
+}
+
+template <typename T>
+void Divide(T* acc, size_t n, int by) {
+  for (size_t i = 0; i < n; ++i) {
+    if constexpr (kIntegral<T>) {
+      acc[i] = static_cast<T>(acc[i] / by);
+    } else {
+      acc[i] = FromDouble<T>(ToDouble(acc[i]) / by);
+    }
+  }
+}
+
+template <typename F>
+void Dispatch(ncclDataType_t t, const F& f) {
+  switch (t) {
+    case ncclInt8:
+      f(int8_t{});
+      break;
+    case ncclUint8:
+      f(uint8_t{});
+      break;
+    case ncclInt32:
+      f(int32_t{});
+      break;
+    case ncclUint32:
+      f(uint32_t{});
+      break;
+    case ncclInt64:
+      f(int64_t{});
+      break;
+    case ncclUint64:
+      f(uint64_t{});
+      break;
+    case ncclFloat16:
+      f(__half{});
+      break;
+    case ncclBfloat16:
+      f(__nv_bfloat16{});
+      break;
+    case ncclFloat32:
+      f(float{});
+      break;
+    case ncclFloat64:
+      f(double{});
+      break;
+    default:
+      break;
+  }
+}
+
+// The reduction of every rank's `count` elements at `sources[r]`, in rank order, into `out`.
+void ReduceAll(char* out, const std::vector<const char*>& sources, size_t count,
+               ncclDataType_t type, const Reduction& red) {
+  Dispatch(type, [&](auto tag) {
+    using T = decltype(tag);
+    T* acc = reinterpret_cast<T*>(out);
+    Reduction folded = red;
+    if (red.op == ncclAvg) {
+      folded.op = ncclSum;
+      if constexpr (!kIntegral<T>) {
+        folded.premul = true;  // NCCL's average of floats: a sum pre-multiplied by 1/n
+        folded.scalar = 1.0 / static_cast<double>(sources.size());
+      }
+    }
+    // Reduced into a scratch copy: `out` may be one of the sources (in place).
+    std::vector<T> scratch(count);
+    for (size_t r = 0; r < sources.size(); ++r) {
+      Fold(scratch.data(), reinterpret_cast<const T*>(sources[r]), count, folded, r == 0);
+    }
+    if (red.op == ncclAvg && kIntegral<T>)
+      Divide(scratch.data(), count, static_cast<int>(sources.size()));
+    std::memcpy(acc, scratch.data(), count * sizeof(T));
+  });
+}
+
+enum Kind : uint32_t {
+  kAllReduce = 1,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kSend,
+  kRecv
+};
+
+const char* KindName(uint32_t kind) {
+  static const char* names[] = {"?",         "allreduce",     "broadcast", "reduce",
+                                "allgather", "reducescatter", "send",      "recv"};
+  return kind < 8 ? names[kind] : "?";
+}
+
+// One call, its buffers already translated to their host-accessible aliases.
+struct Call {
+  explicit Call(Kind k) : kind(k) {}
+  Kind kind;
+  const char* send = nullptr;
+  char* recv = nullptr;
+  size_t count = 0;  // elements (per rank where NCCL counts so)
+  ncclDataType_t type = ncclUint8;
+  Reduction red;
+  int root = -1;  // or the peer of a send or receive
+};
+
+bool RunCollective(CommState& c, const Call& call) {
+  const size_t elem = TypeSize(call.type);
+  const int n = c.nranks;
+  const OpDesc desc{call.kind, static_cast<uint32_t>(call.type),
+                    static_cast<uint32_t>(call.red.op) | (call.red.premul ? 0x100u : 0u), call.root,
+                    call.count};
+  if (!c.Agree(desc, KindName(call.kind))) return false;
+  // In chunks that fit a slot; every rank takes the same chunks (same count).
+  const size_t per = call.kind == kReduceScatter ? c.slot_bytes / (elem * n) : c.slot_bytes / elem;
+  for (size_t at = 0; at < call.count; at += per) {
+    const size_t k = std::min(per, call.count - at);
+    const size_t bytes = k * elem;
+    char* mine = c.Slot(c.rank);
+    switch (call.kind) {
+      case kAllReduce:
+      case kReduce:
+      case kAllGather:
+        std::memcpy(mine, call.send + at * elem, bytes);
+        break;
+      case kBroadcast:
+        if (c.rank == call.root) std::memcpy(mine, call.send + at * elem, bytes);
+        break;
+      case kReduceScatter:
+        for (int r = 0; r < n; ++r) {
+          std::memcpy(mine + r * bytes, call.send + (r * call.count + at) * elem, bytes);
+        }
+        break;
+      default:
+        break;
+    }
+    if (!c.Barrier()) return false;
+    std::vector<const char*> sources(n);
+    switch (call.kind) {
+      case kAllReduce:
+        for (int r = 0; r < n; ++r) sources[r] = c.Slot(r);
+        ReduceAll(call.recv + at * elem, sources, k, call.type, call.red);
+        break;
+      case kReduce:
+        if (c.rank == call.root) {
+          for (int r = 0; r < n; ++r) sources[r] = c.Slot(r);
+          ReduceAll(call.recv + at * elem, sources, k, call.type, call.red);
+        }
+        break;
+      case kBroadcast:
+        std::memcpy(call.recv + at * elem, c.Slot(call.root), bytes);
+        break;
+      case kAllGather:
+        for (int r = 0; r < n; ++r) {
+          std::memcpy(call.recv + (r * call.count + at) * elem, c.Slot(r), bytes);
+        }
+        break;
+      case kReduceScatter:
+        for (int r = 0; r < n; ++r) sources[r] = c.Slot(r) + c.rank * bytes;
+        ReduceAll(call.recv + at * elem, sources, k, call.type, call.red);
+        break;
+      default:
+        break;
+    }
+    if (!c.Barrier()) return false;
+  }
+  return true;
+}
+
+// Sends and receives of one group, moved together through the pairs' mailboxes until every
+// one is done (as NCCL runs a group's point-to-point calls concurrently).
+bool RunPointToPoint(CommState& c, const std::vector<Call>& calls) {
+  std::vector<size_t> done(calls.size(), 0);
+  int checks = 0;
+  for (;;) {
+    const uint32_t seen = c.header->p2p.load();
+    bool all = true, moved = false;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const Call& call = calls[i];
+      const size_t total = call.count * TypeSize(call.type);  // > 0: Submit drops empty calls
+      if (done[i] == total) continue;
+      // Only the first unfinished call per peer and direction moves (messages are in order).
+      bool earlier = false;
+      for (size_t j = 0; j < i; ++j) {
+        if (calls[j].kind == call.kind && calls[j].root == call.root &&
+            done[j] < calls[j].count * TypeSize(calls[j].type)) {
+          earlier = true;
+        }
+      }
+      all = false;
+      if (earlier) continue;
+      if (call.kind == kSend) {
+        Mailbox& box = c.Box(c.rank, call.root);
+        if (box.written.load() != box.read.load()) continue;  // the peer has not taken the last
+        const size_t k = std::min(c.box_bytes, total - done[i]);
+        std::memcpy(c.BoxData(c.rank, call.root), call.send + done[i], k);
+        box.bytes = k;
+        box.total = total;
+        box.written.fetch_add(1);
+        done[i] += k;
+      } else {
+        Mailbox& box = c.Box(call.root, c.rank);
+        if (box.written.load() == box.read.load()) continue;
+        if (box.total != total) {
+          c.Break(ncclInvalidUsage, "rank " + std::to_string(c.rank) + " receives " +
+                                        std::to_string(total) + " bytes from rank " +
+                                        std::to_string(call.root) + ", which sends " +
+                                        std::to_string(box.total));
+          return false;
+        }
+        std::memcpy(call.recv + done[i], c.BoxData(call.root, c.rank), box.bytes);
+        done[i] += box.bytes;
+        box.read.fetch_add(1);
+      }
+      moved = true;
+      c.header->p2p.fetch_add(1);
+      Wake(&c.header->p2p);
+    }
+    if (all) return true;
+    if (!moved && !c.WaitWord(&c.header->p2p, seen, &checks)) return false;
+  }
+}
+
+// The calls of one group (or one call outside a group) for one communicator and stream.
+struct Batch {
+  std::shared_ptr<CommState> comm;
+  cudaStream_t stream;
+  std::vector<Call> calls;
+};
+
+thread_local int tl_group_depth = 0;
+thread_local std::vector<Batch> tl_group;
+
+void Launch(Batch batch) {
+  auto stream = StreamOf(batch.stream);
+  Enqueue(stream, [batch = std::move(batch)] {
+    CommState& c = *batch.comm;
+    std::vector<Call> p2p;
+    for (const Call& call : batch.calls) {
+      if (call.kind == kSend || call.kind == kRecv) {
+        p2p.push_back(call);
+      } else if (!c.Broken() && !RunCollective(c, call)) {
+        return;
+      }
+    }
+    if (!p2p.empty() && !c.Broken()) RunPointToPoint(c, p2p);
+  });
+}
+
+ncclResult_t Submit(ncclComm_t comm, cudaStream_t stream, Call call) {
+  CommState& c = *comm->state;
+  if (StreamOf(stream) == nullptr) {
+    return NcclFail(ncclInvalidArgument, std::string(KindName(call.kind)) + ": not a live stream");
+  }
+  if (tl_group_depth > 0) {
+    for (Batch& b : tl_group) {
+      if (b.comm.get() == &c && b.stream == stream) {
+        b.calls.push_back(call);
+        return ncclSuccess;
+      }
+    }
+    tl_group.push_back(Batch{comm->state, stream, {call}});
+    return ncclSuccess;
+  }
+  Launch(Batch{comm->state, stream, {call}});
+  const int polls = static_cast<int>(EnvBytes("HVD_GPU_EMU_IN_PROGRESS", 0));
+  if (!c.blocking && polls > 0) {
+    c.pending_polls = polls;
+    return ncclInProgress;
+  }
+  return ncclSuccess;
+}
+
+// The checks NCCL makes of a call (and some it does not: see the top of the file).
+ncclResult_t Check(ncclComm_t comm, const char* what) {
+  if (comm == nullptr || comm->state == nullptr) {
+    return NcclFail(ncclInvalidArgument, std::string(what) + ": no communicator");
+  }
+  CommState& c = *comm->state;
+  if (c.aborted.load()) return NcclFail(ncclInvalidUsage, std::string(what) + ": aborted");
+  if (c.pending_polls.load() > 0) {
+    return NcclFail(ncclInvalidUsage,
+                    std::string(what) +
+                        " on a non-blocking communicator whose last call is still "
+                        "ncclInProgress (poll ncclCommGetAsyncError until it settles first)");
+  }
+  const int a = c.async.load();
+  if (a == ncclInProgress) {
+    return NcclFail(ncclInvalidUsage, std::string(what) +
+                                          " before the communicator's init "
+                                          "finished");
+  }
+  if (a != ncclSuccess) return static_cast<ncclResult_t>(a);
+  return ncclSuccess;
+}
+
+ncclResult_t Buffer(ncclComm_t comm, const void* p, size_t bytes, const char* what,
+                    const char* which, char** out) {
+  if (bytes == 0) {
+    *out = nullptr;
+    return ncclSuccess;
+  }
+  Span span;
+  std::string why;
+  if (!Locate(p, bytes, &span, &why)) {
+    return NcclFail(ncclInvalidArgument, std::string(what) + " " + which + ": " + why);
+  }
+  if (span.where != Where::kDevice || span.device != comm->state->device) {
+    char text[200];
+    std::snprintf(text, sizeof(text), "%s %s %p is not memory of the communicator's device %d",
+                  what, which, p, comm->state->device);
+    return NcclFail(ncclInvalidArgument, text);
+  }
+  *out = span.backing;
+  return ncclSuccess;
+}
+
+ncclResult_t Reduce(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t type, const char* what,
+                    Reduction* out) {
+  if (TypeSize(type) == 0) return NcclFail(ncclInvalidArgument, std::string(what) + ": bad type");
+  if (static_cast<int>(op) < ncclNumOps) {
+    out->op = op;
+    return ncclSuccess;
+  }
+  std::lock_guard<std::mutex> lock(comm->state->mu);
+  auto it = comm->state->premul.find(static_cast<int>(op));
+  if (it == comm->state->premul.end()) {
+    return NcclFail(ncclInvalidArgument, std::string(what) + ": op " +
+                                             std::to_string(static_cast<int>(op)) +
+                                             " is not a live op of this communicator");
+  }
+  *out = Reduction{ncclSum, true, it->second};
+  return ncclSuccess;
+}
+
+#define EMU_TRY(expr)                 \
+  do {                                \
+    const ncclResult_t r_ = (expr);   \
+    if (r_ != ncclSuccess) return r_; \
+  } while (0)
+
+ncclResult_t Join(CommState& c) {
+  const int fd = shm_open(c.name.c_str(), O_CREAT | O_RDWR, 0600);
+  if (fd < 0) return NcclFail(ncclSystemError, "shm_open " + c.name + ": " + std::strerror(errno));
+  const size_t n = static_cast<size_t>(c.nranks);
+  const size_t header = (sizeof(Header) + 4095) / 4096 * 4096;
+  const size_t boxes = (n * n * sizeof(Mailbox) + 4095) / 4096 * 4096;
+  c.mapped = header + boxes + n * c.slot_bytes + n * n * c.box_bytes;
+  if (ftruncate(fd, static_cast<off_t>(c.mapped)) != 0) {
+    close(fd);
+    return NcclFail(ncclSystemError, "sizing " + c.name + ": " + std::strerror(errno));
+  }
+  void* base = mmap(nullptr, c.mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) return NcclFail(ncclSystemError, "mapping " + c.name);
+  c.header = static_cast<Header*>(base);
+  c.boxes = reinterpret_cast<Mailbox*>(static_cast<char*>(base) + header);
+  c.slots = static_cast<char*>(base) + header + boxes;
+  c.box_data = c.slots + n * c.slot_bytes;
+  c.header->pids[c.rank] = getpid();
+  // The segment starts zeroed; nranks and magic are written by everyone alike.
+  c.header->nranks = static_cast<uint32_t>(c.nranks);
+  c.header->magic = kMagic;
+  if (c.header->joined.fetch_add(1) + 1 == n) {
+    c.header->generation.fetch_add(1);
+    Wake(&c.header->generation);
+  }
+  return ncclSuccess;
+}
+
+// Waits for every rank to join; the last to see them all unlinks the segment name.
+void FinishInit(const std::shared_ptr<CommState>& c) {
+  const ncclResult_t joined = Join(*c);
+  if (joined != ncclSuccess) {
+    c->async = joined;
+    return;
+  }
+  int checks = 0;
+  while (c->header->joined.load() < static_cast<uint32_t>(c->nranks)) {
+    const uint32_t seen = c->header->generation.load();
+    if (c->header->joined.load() >= static_cast<uint32_t>(c->nranks)) break;
+    if (c->aborted.load()) return;
+    const timespec tick{0, 20'000'000};
+    Futex(&c->header->generation, FUTEX_WAIT, seen, &tick);
+    ++checks;
+  }
+  if (!c->Barrier()) return;
+  if (c->rank == 0) shm_unlink(c->name.c_str());
+  int expected = ncclInProgress;
+  c->async.compare_exchange_strong(expected, ncclSuccess);
+}
+
+}  // namespace
+}  // namespace hvd::gpu_emulator
+
+using namespace hvd::gpu_emulator;  // NOLINT: the C entry points below
+
+extern "C" {
+
+const char* ncclGetErrorString(ncclResult_t r) {
+  switch (r) {
+    case ncclSuccess:
+      return "no error";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error";
+    case ncclSystemError:
+      return "unhandled system error";
+    case ncclInternalError:
+      return "internal error";
+    case ncclInvalidArgument:
+      return "invalid argument";
+    case ncclInvalidUsage:
+      return "invalid usage";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    case ncclInProgress:
+      return "NCCL operation in progress";
+    default:
+      return "unknown result code";
+  }
+}
+
+const char* ncclGetLastError(ncclComm_t) {
+  std::lock_guard<std::mutex> lock(g_error_mu);
+  tl_last_error_copy = g_last_error;
+  return tl_last_error_copy.c_str();
+}
+
+ncclResult_t ncclGetVersion(int* version) {
+  if (version == nullptr) return ncclInvalidArgument;
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  if (id == nullptr) return ncclInvalidArgument;
+  std::random_device random;
+  char name[96];
+  std::snprintf(name, sizeof(name), "%s/hvd-gpuemu-%d-%08x%08x", kIdPrefix, getpid(), random(),
+                random());
+  std::memset(id->internal, 0, sizeof(id->internal));
+  std::memcpy(id->internal, name, std::strlen(name));
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* out, int nranks, ncclUniqueId id, int rank,
+                                    ncclConfig_t* config) {
+  if (out == nullptr || nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks) {
+    return NcclFail(ncclInvalidArgument, "ncclCommInitRank: bad rank or size");
+  }
+  const std::string text(id.internal, strnlen(id.internal, sizeof(id.internal)));
+  if (text.rfind(kIdPrefix, 0) != 0) {
+    return NcclFail(ncclInvalidArgument, "ncclCommInitRank: not an emulator's unique id");
+  }
+  auto state = std::make_shared<CommState>();
+  state->nranks = nranks;
+  state->rank = rank;
+  state->device = CurrentDevice();
+  state->blocking = config == nullptr || config->blocking != 0;
+  state->name = text.substr(std::strlen(kIdPrefix));
+  state->slot_bytes = std::max<size_t>(EnvBytes("HVD_GPU_EMU_SLOT_BYTES", 4 << 20), 64);
+  state->box_bytes = std::max<size_t>(EnvBytes("HVD_GPU_EMU_BOX_BYTES", 1 << 20), 64);
+  *out = new ncclComm{state};
+  if (state->blocking) {
+    FinishInit(state);
+    return static_cast<ncclResult_t>(state->async.load());
+  }
+  std::thread([state] { FinishInit(state); }).detach();
+  return ncclInProgress;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t* out, int nranks, ncclUniqueId id, int rank) {
+  return ncclCommInitRankConfig(out, nranks, id, rank, nullptr);
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* state) {
+  if (comm == nullptr || state == nullptr) return ncclInvalidArgument;
+  CommState& c = *comm->state;
+  int polls = c.pending_polls.load();
+  while (polls > 0 && !c.pending_polls.compare_exchange_weak(polls, polls - 1)) {
+  }
+  if (polls > 0) {
+    *state = ncclInProgress;
+    return ncclSuccess;
+  }
+  *state = static_cast<ncclResult_t>(c.async.load());
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;
+  comm->state->aborted = true;
+  // An init that never finished leaves the segment's name to whoever stops waiting.
+  if (comm->state->async.load() == ncclInProgress) shm_unlink(comm->state->name.c_str());
+  if (comm->state->header != nullptr) {
+    Wake(&comm->state->header->generation);
+    Wake(&comm->state->header->p2p);
+  }
+  delete comm;  // the state lives on while queued work holds it
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) { return ncclCommAbort(comm); }
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  if (comm == nullptr || count == nullptr) return ncclInvalidArgument;
+  *count = comm->state->nranks;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  if (comm == nullptr || rank == nullptr) return ncclInvalidArgument;
+  *rank = comm->state->rank;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t type,
+                                      ncclScalarResidence_t residence, ncclComm_t comm) {
+  EMU_TRY(Check(comm, "ncclRedOpCreatePreMulSum"));
+  if (op == nullptr || scalar == nullptr || residence != ncclScalarHostImmediate) {
+    return NcclFail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: bad arguments");
+  }
+  double value = 0;
+  bool known = true;
+  Dispatch(type, [&](auto tag) {
+    using T = decltype(tag);
+    T v;
+    std::memcpy(&v, scalar, sizeof(T));
+    value = ToDouble(v);
+  });
+  if (TypeSize(type) == 0) known = false;
+  if (!known) return NcclFail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: bad type");
+  CommState& c = *comm->state;
+  std::lock_guard<std::mutex> lock(c.mu);
+  const int id = c.next_op++;
+  c.premul[id] = value;
+  *op = static_cast<ncclRedOp_t>(id);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  if (comm == nullptr) return ncclInvalidArgument;
+  CommState& c = *comm->state;
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.premul.erase(static_cast<int>(op)) != 1) {
+    return NcclFail(ncclInvalidArgument, "ncclRedOpDestroy: not a live op");
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type,
+                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  EMU_TRY(Check(comm, "ncclAllReduce"));
+  Call call(kAllReduce);
+  EMU_TRY(Reduce(comm, op, type, "ncclAllReduce", &call.red));
+  const size_t bytes = count * TypeSize(type);
+  char* s = nullptr;
+  EMU_TRY(Buffer(comm, send, bytes, "ncclAllReduce", "sendbuff", &s));
+  EMU_TRY(Buffer(comm, recv, bytes, "ncclAllReduce", "recvbuff", &call.recv));
+  call.send = s;
+  call.count = count;
+  call.type = type;
+  if (count == 0) return ncclSuccess;
+  return Submit(comm, stream, call);
+}
+
+ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t type,
+                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  EMU_TRY(Check(comm, "ncclReduce"));
+  if (root < 0 || root >= comm->state->nranks) {
+    return NcclFail(ncclInvalidArgument, "ncclReduce: bad root");
+  }
+  Call call(kReduce);
+  EMU_TRY(Reduce(comm, op, type, "ncclReduce", &call.red));
+  const size_t bytes = count * TypeSize(type);
+  char* s = nullptr;
+  EMU_TRY(Buffer(comm, send, bytes, "ncclReduce", "sendbuff", &s));
+  // Only the root's receive buffer is used.
+  if (comm->state->rank == root) {
+    EMU_TRY(Buffer(comm, recv, bytes, "ncclReduce", "recvbuff", &call.recv));
+  }
+  call.send = s;
+  call.count = count;
+  call.type = type;
+  call.root = root;
+  if (count == 0) return ncclSuccess;
+  return Submit(comm, stream, call);
+}
+
+ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type,
+                           int root, ncclComm_t comm, cudaStream_t stream) {
+  EMU_TRY(Check(comm, "ncclBroadcast"));
+  if (root < 0 || root >= comm->state->nranks || TypeSize(type) == 0) {
+    return NcclFail(ncclInvalidArgument, "ncclBroadcast: bad root or type");
+  }
+  Call call(kBroadcast);
+  const size_t bytes = count * TypeSize(type);
+  char* s = nullptr;
+  // Only the root's send buffer is read.
+  if (comm->state->rank == root)
+    EMU_TRY(Buffer(comm, send, bytes, "ncclBroadcast", "sendbuff", &s));
+  EMU_TRY(Buffer(comm, recv, bytes, "ncclBroadcast", "recvbuff", &call.recv));
+  call.send = s;
+  call.count = count;
+  call.type = type;
+  call.root = root;
+  if (count == 0) return ncclSuccess;
+  return Submit(comm, stream, call);
+}
+
+ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t type,
+                           ncclComm_t comm, cudaStream_t stream) {
+  EMU_TRY(Check(comm, "ncclAllGather"));
+  if (TypeSize(type) == 0) return NcclFail(ncclInvalidArgument, "ncclAllGather: bad type");
+  Call call(kAllGather);
+  const size_t bytes = count * TypeSize(type);
+  char* s = nullptr;
+  EMU_TRY(Buffer(comm, send, bytes, "ncclAllGather", "sendbuff", &s));
+  EMU_TRY(Buffer(comm, recv, bytes * comm->state->nranks, "ncclAllGather", "recvbuff", &call.recv));
+  call.send = s;
+  call.count = count;
+  call.type = type;
+  if (count == 0) return ncclSuccess;
+  return Submit(comm, stream, call);
+}
+
+ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t type,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  EMU_TRY(Check(comm, "ncclReduceScatter"));
+  Call call(kReduceScatter);
+  EMU_TRY(Reduce(comm, op, type, "ncclReduceScatter", &call.red));
+  const size_t bytes = count * TypeSize(type);
+  char* s = nullptr;
+  EMU_TRY(Buffer(comm, send, bytes * comm->state->nranks, "ncclReduceScatter", "sendbuff", &s));
+  EMU_TRY(Buffer(comm, recv, bytes, "ncclReduceScatter", "recvbuff", &call.recv));
+  call.send = s;
+  call.count = count;
+  call.type = type;
+  if (count == 0) return ncclSuccess;
+  return Submit(comm, stream, call);
+}
+
+ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t type, int peer,
+                      ncclComm_t comm, cudaStream_t stream) {
+  EMU_TRY(Check(comm, "ncclSend"));
+  if (peer < 0 || peer >= comm->state->nranks || peer == comm->state->rank || TypeSize(type) == 0) {
+    return NcclFail(ncclInvalidArgument, "ncclSend: bad peer or type");
+  }
+  Call call(kSend);
+  char* s = nullptr;
+  EMU_TRY(Buffer(comm, send, count * TypeSize(type), "ncclSend", "sendbuff", &s));
+  call.send = s;
+  call.count = count;
+  call.type = type;
+  call.root = peer;
+  if (count == 0) return ncclSuccess;
+  return Submit(comm, stream, call);
+}
+
+ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                      cudaStream_t stream) {
+  EMU_TRY(Check(comm, "ncclRecv"));
+  if (peer < 0 || peer >= comm->state->nranks || peer == comm->state->rank || TypeSize(type) == 0) {
+    return NcclFail(ncclInvalidArgument, "ncclRecv: bad peer or type");
+  }
+  Call call(kRecv);
+  EMU_TRY(Buffer(comm, recv, count * TypeSize(type), "ncclRecv", "recvbuff", &call.recv));
+  call.count = count;
+  call.type = type;
+  call.root = peer;
+  if (count == 0) return ncclSuccess;
+  return Submit(comm, stream, call);
+}
+
+ncclResult_t ncclGroupStart() {
+  ++tl_group_depth;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd() {
+  if (tl_group_depth == 0) return NcclFail(ncclInvalidUsage, "ncclGroupEnd without a start");
+  if (--tl_group_depth > 0) return ncclSuccess;
+  std::vector<Batch> batches = std::move(tl_group);
+  tl_group.clear();
+  std::vector<std::shared_ptr<CommState>> nonblocking;
+  for (Batch& b : batches) {
+    if (!b.comm->blocking) nonblocking.push_back(b.comm);
+    Launch(std::move(b));
+  }
+  const int polls = static_cast<int>(EnvBytes("HVD_GPU_EMU_IN_PROGRESS", 0));
+  if (nonblocking.empty() || polls <= 0) return ncclSuccess;
+  for (auto& comm : nonblocking) comm->pending_polls = polls;
+  return ncclInProgress;
+}
+
+}  // extern "C"
