@@ -152,9 +152,12 @@ struct CommState {
   // peer process is gone).
   bool WaitWord(std::atomic<uint32_t>* word, uint32_t seen, int* checks) {
     if (Broken()) return false;
-    const timespec tick{0, 20'000'000};
+    const timespec tick{0, 10'000'000};
     Futex(word, FUTEX_WAIT, seen, &tick);
-    if (++*checks % 10 == 0) {
+    // HVD_GPU_EMU_PEER_CHECK=0: a lost peer is not noticed (as NCCL over shared memory or
+    // NVLink, which waits for ever): only the caller's ncclCommAbort ends the wait.
+    static const bool check_peers = EnvBytes("HVD_GPU_EMU_PEER_CHECK", 1) != 0;
+    if (check_peers && ++*checks % 2 == 0) {
       for (int r = 0; r < nranks; ++r) {
         if (r != rank && header->pids[r] != 0 && ProcessGone(header->pids[r])) {
           Break(ncclRemoteError, "rank " + std::to_string(r) + " (pid " +
@@ -427,7 +430,20 @@ struct Call {
   int root = -1;  // or the peer of a send or receive
 };
 
+// Set by hvd_gpu_emulator_exit_in_next_collective: the exit code (0: none).
+std::atomic<int> g_exit_in_collective{0};
+
+// A process that dies inside a collective, after its peers passed hvd's negotiation with it.
+void MaybeExit() {
+  const int code = g_exit_in_collective.load();
+  if (code == 0) return;
+  std::fprintf(stderr, "[gpu emulator] exiting with %d inside a NCCL collective, as asked\n", code);
+  std::fflush(nullptr);
+  _exit(code);
+}
+
 bool RunCollective(CommState& c, const Call& call) {
+  MaybeExit();
   const size_t elem = TypeSize(call.type);
   const int n = c.nranks;
   const OpDesc desc{call.kind, static_cast<uint32_t>(call.type),
@@ -493,6 +509,7 @@ bool RunCollective(CommState& c, const Call& call) {
 // Sends and receives of one group, moved together through the pairs' mailboxes until every
 // one is done (as NCCL runs a group's point-to-point calls concurrently).
 bool RunPointToPoint(CommState& c, const std::vector<Call>& calls) {
+  MaybeExit();
   std::vector<size_t> done(calls.size(), 0);
   int checks = 0;
   for (;;) {
@@ -719,6 +736,12 @@ void FinishInit(const std::shared_ptr<CommState>& c) {
 using namespace hvd::gpu_emulator;  // NOLINT: the C entry points below
 
 extern "C" {
+
+// The emulator's own entry point (tests find it with dlsym): this process exits with `code`
+// when its next collective or point-to-point group starts to run on its stream.
+__attribute__((visibility("default"))) void hvd_gpu_emulator_exit_in_next_collective(int code) {
+  g_exit_in_collective = code;
+}
 
 const char* ncclGetErrorString(ncclResult_t r) {
   switch (r) {

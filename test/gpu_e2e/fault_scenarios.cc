@@ -1,0 +1,184 @@
+// Adasum of CUDA tensors, and a NCCL peer that dies in the middle of a job.
+#include <dlfcn.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gpu_worker.h"
+
+namespace hvd_gpu {
+
+// Whether op=Adasum goes as Horovod's GPU Adasum here: every rank has a GPU of its own, on
+// several hosts of several ranks each (docs/gpu.md): the host's NCCL average, then Adasum of the
+// host averages across hosts. Elsewhere it combines every rank's update like CPU tensors.
+bool HostAveragedAdasum() {
+  return Ctx().own_gpus && Ctx().local_size > 1 && Ctx().local_size < Ctx().size;
+}
+
+void Adasum() {
+  std::vector<Pending> pending;
+  const int32_t n = N(), r = R();
+  // Updates orthogonal across ranks add up exactly (every Adasum coefficient is 1), whatever
+  // the tree; the host averages of such updates are orthogonal across hosts too, so the GPU
+  // Adasum gives their sum divided by the ranks per host. Exact in every float type: values up
+  // to 7, halved at most twice.
+  const double divisor = HostAveragedAdasum() ? Ctx().local_size : 1.0;
+  int k = 0;
+  for (hvd_dtype_t id : {HVD_FLOAT16, HVD_BFLOAT16, HVD_FLOAT32, HVD_FLOAT64}) {
+    const DType& d = DTypeOf(id);
+    for (int64_t per : {int64_t{1}, int64_t{4097}}) {
+      const int64_t count = per * n + 3;
+      const auto value = [per, r](int64_t i) { return i / per == r ? (i % 7) + 1.0 : 0.0; };
+      DevicePtr in = MakeDevice(id, {count}, value);
+      DevicePtr out = k % 2 ? in : MakeDevice(id, {count}, [](int64_t) { return 0.0; });
+      const std::string what = std::string("Adasum of orthogonal ") + d.name + " updates, " +
+                               std::to_string(count) + " elements" + (in == out ? " in place" : "");
+      hvd_op_options_t o = Options("gpu.adasum." + std::to_string(k++));
+      o.reduce_op = HVD_OP_ADASUM;
+      hvd_tensor_t a = in->Desc(), b = out->Desc();
+      Pending p;
+      Require(hvd_allreduce(&a, &b, &o, &p.handle), what);
+      p.what = what;
+      p.keep = {in, out};
+      p.check = [=](hvd_handle_t) {
+        std::vector<double> want(count);
+        for (int64_t i = 0; i < count; ++i) want[i] = i / per < n ? ((i % 7) + 1.0) / divisor : 0;
+        ExpectDevice(what, *out, want);
+      };
+      pending.push_back(std::move(p));
+    }
+    // Equal updates stay as they are (Adasum of equal vectors is the vector; so is a host
+    // average of them): with a prescale of 2 and a postscale of 1/4, half of them.
+    const auto same_value = [](int64_t i) { return (i % 5) - 2.0; };
+    DevicePtr same = MakeDevice(id, {37}, same_value);
+    const std::string what = std::string("Adasum of equal ") + d.name + " updates, scaled";
+    hvd_op_options_t o = Options("gpu.adasum.same." + std::to_string(k++));
+    o.reduce_op = HVD_OP_ADASUM;
+    o.prescale_factor = 2.0;
+    o.postscale_factor = 0.25;
+    hvd_tensor_t a = same->Desc();
+    Pending p;
+    Require(hvd_allreduce(&a, &a, &o, &p.handle), what);
+    p.what = what;
+    p.keep = {same};
+    p.check = [=](hvd_handle_t) {
+      std::vector<double> want(37);
+      for (int64_t i = 0; i < 37; ++i) want[i] = 0.5 * same_value(i);
+      ExpectDevice(what, *same, want);
+    };
+    pending.push_back(std::move(p));
+  }
+  FinishAll(&pending);
+}
+
+namespace {
+
+// Enqueues one op of `kind` on small float32 device tensors; the handle, or the refusal's status.
+hvd_status_t EnqueueKind(const std::string& kind, const std::string& name, DevicePtr* keep,
+                         hvd_handle_t* handle) {
+  const int32_t n = N();
+  *keep = MakeDevice(HVD_FLOAT32, {2 * n, 3}, [](int64_t i) { return i % 5; });
+  hvd_tensor_t t = (*keep)->Desc();
+  hvd_op_options_t o = Options(name);
+  if (kind == "allreduce") return hvd_allreduce(&t, &t, &o, handle);
+  if (kind == "allgather") return hvd_allgather(&t, &o, handle);
+  if (kind == "reducescatter") return hvd_reducescatter(&t, &o, handle);
+  if (kind == "alltoall") return hvd_alltoall(&t, &o, handle);
+  o.root_rank = 0;
+  return hvd_broadcast(&t, &t, &o, handle);
+}
+
+void ReleaseOutputs(hvd_handle_t h) {
+  int32_t outputs = 0;
+  if (hvd_num_outputs(h, &outputs) != HVD_OK) return;
+  for (int32_t i = 0; i < outputs; ++i) {
+    hvd_tensor_t out{};
+    if (hvd_output(h, i, &out) != HVD_OK) continue;
+    if (out.device == HVD_DEVICE_CPU) {
+      hvd_free(out.data);
+    } else {
+      hvd_free_on_stream(out.data, nullptr);
+    }
+  }
+}
+
+}  // namespace
+
+// The last rank dies (exit 3) after one good op of `kind`; rank 0's next op of that kind must
+// fail within 10 s (hvd's heartbeat, then ncclCommAbort; or NCCL's own error for the lost peer),
+// not hang. `in_nccl`: it dies inside the NCCL collective of that op, once every rank passed
+// hvd's negotiation of it (the CUDA emulator's hook: elsewhere the scenario is skipped, exit 77);
+// else as it enqueues. The survivors go on with the same ops, ignoring hvdrun's SIGTERM; rank 0
+// says what it saw: "survivor: failed after X s (within 10 s): <error>", which the ctest test looks
+// for.
+void KillPeer(const std::string& kind, bool in_nccl) {
+  if (N() < 2) Die("kill_peer needs 2 ranks or more", HVD_INVALID_ARGUMENT);
+  using ExitHook = void (*)(int);
+  const auto hook =
+      reinterpret_cast<ExitHook>(dlsym(RTLD_DEFAULT, "hvd_gpu_emulator_exit_in_next_collective"));
+  if (in_nccl && (hook == nullptr || !Ctx().own_gpus)) {
+    std::printf(
+        "skipped: dying inside a NCCL collective needs the CUDA emulator and a GPU per "
+        "rank\n");
+    std::fflush(stdout);
+    _exit(77);
+  }
+  DevicePtr keep;
+  hvd_handle_t h = 0;
+  Require(EnqueueKind(kind, "gpu.kill.warm", &keep, &h), kind + " before the peer dies");
+  WaitOk(h, kind + " before the peer dies");
+  ReleaseOutputs(h);
+  hvd_release(h);
+  GlobalBarrier("barrier before the peer dies");
+  if (R() == N() - 1) {
+    std::fflush(stdout);
+    if (!in_nccl) _exit(3);
+    hook(3);
+    Require(EnqueueKind(kind, "gpu.kill.after", &keep, &h), kind + " to die in");
+    hvd_wait(h, 30.0);
+    std::printf("rank %d: still alive after its %s\n", R(), kind.c_str());
+    std::fflush(stdout);
+    _exit(1);
+  }
+  // Every other rank goes on with the same ops (a collective needs them all); rank 0 says what
+  // it saw.
+  signal(SIGTERM, SIG_IGN);
+  const auto started = std::chrono::steady_clock::now();
+  const auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  // Several ops, as a training loop would go on: the first may still complete where the peer's
+  // part of it was done before it died.
+  for (int i = 0; i < 200; ++i) {
+    hvd_status_t s = EnqueueKind(kind, "gpu.kill.after", &keep, &h);
+    if (s == HVD_OK) {
+      s = hvd_wait(h, 30.0);
+      if (s == HVD_OK) ReleaseOutputs(h);
+      if (s != HVD_IN_PROGRESS) hvd_release(h);
+    }
+    if (s != HVD_OK && R() != 0) _exit(0);
+    if (s == HVD_IN_PROGRESS) {
+      std::printf("survivor: too late: no error after %.1f s\n", seconds());
+      std::fflush(stdout);
+      _exit(1);
+    }
+    if (s != HVD_OK) {
+      const double took = seconds();
+      std::printf("survivor: failed after %.1f s (%s 10 s): status %d: %s\n", took,
+                  took < 10.0 ? "within" : "NOT within", static_cast<int>(s), hvd_last_error());
+      std::fflush(stdout);
+      _exit(took < 10.0 ? 0 : 1);
+    }
+    if (seconds() > 30.0) break;
+  }
+  if (R() != 0) _exit(0);
+  std::printf("survivor: succeeded: every %s went through with a dead peer\n", kind.c_str());
+  std::fflush(stdout);
+  _exit(1);
+}
+
+}  // namespace hvd_gpu
