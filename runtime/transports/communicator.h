@@ -204,6 +204,14 @@ class Communicator {
   // Fails every blocked and future call with kAborted. Thread-safe.
   virtual void Abort() = 0;
 
+  // For a caller waiting on work of the same members that this communicator does not carry (a
+  // NCCL collective, which may never notice a lost peer: over shared memory or NVLink it waits
+  // for ever): whether a member is known to be gone, without blocking and without touching
+  // data in flight. kRemoteError naming it (its process exited, its connection was closed or
+  // reset); OK when none is known, or the transport cannot tell (Gloo, MPI). Called by the
+  // thread that makes the calls, between them.
+  virtual Status CheckPeers() { return Status::OK(); }
+
   // A hierarchical communicator's groups (hierarchical_communicator.h) when its allreduce goes
   // through the hierarchy: this member's host and its cross group (this local rank on every
   // host). Both null for any other communicator. The GPU path runs its hierarchical allreduce

@@ -138,6 +138,11 @@ class HierarchicalCommunicator final : public ScalingCommunicator {
     local_->Abort();
     cross_->Abort();
   }
+  Status CheckPeers() override {
+    HVD_RETURN_IF_ERROR(local_->CheckPeers());
+    HVD_RETURN_IF_ERROR(cross_->CheckPeers());
+    return flat_->CheckPeers();
+  }
 
  private:
   // True when `count` elements of `elem` bytes take the two-step path (see the header).

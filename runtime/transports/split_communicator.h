@@ -88,6 +88,10 @@ class SplitCommunicator final : public Communicator {
     control_->Abort();
     data_->Abort();
   }
+  Status CheckPeers() override {
+    HVD_RETURN_IF_ERROR(control_->CheckPeers());
+    return data_->CheckPeers();
+  }
 
  private:
   std::unique_ptr<Communicator> control_;

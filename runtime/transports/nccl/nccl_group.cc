@@ -94,6 +94,10 @@ ncclResult_t ScaledSum(DataType dtype, ncclDataType_t type, double scale, ncclCo
 
 enum class NcclWait { kSettled, kStopped, kLate };
 
+// How often a long wait asks the CPU communicator whether a member is gone (NcclGroup::PeerGone):
+// the first time after this much waiting, so that a collective of normal length never asks.
+constexpr std::chrono::milliseconds kPeerCheckInterval{100};
+
 // Polls `comm`'s asynchronous state (ncclCommGetAsyncError) while it is ncclInProgress: a
 // non-blocking communicator's init, or a call it has taken but not yet enqueued on the stream
 // (e.g. while it connects to a peer for the first time). kSettled with the final state in
@@ -163,8 +167,9 @@ std::string DecideGpuPath(const std::vector<std::string>& identities) {
   return "S";
 }
 
-NcclGroup::NcclGroup(CudaBackend* backend, ncclComm_t comm, int device, int rank, int size)
-    : backend_(backend), comm_(comm), device_(device), rank_(rank), size_(size) {
+NcclGroup::NcclGroup(CudaBackend* backend, ncclComm_t comm, int device, int rank, int size,
+                     Communicator* peers)
+    : backend_(backend), peers_(peers), comm_(comm), device_(device), rank_(rank), size_(size) {
   backend_->Register(this);
 }
 
@@ -197,18 +202,30 @@ Status NcclGroup::NcclFailure(const char* what, ncclResult_t result) {
 
 bool NcclGroup::Stopping() const { return abort_requested_.load() || backend_->aborted(); }
 
+bool NcclGroup::PeerGone(std::chrono::steady_clock::time_point* next, Status* gone) const {
+  if (peers_ == nullptr) return false;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < *next) return false;
+  *next = now + kPeerCheckInterval;
+  *gone = peers_->CheckPeers();
+  return !gone->ok();
+}
+
 Status NcclGroup::Settle(ncclResult_t result, const char* what) {
   if (result == ncclSuccess) return Status::OK();
   if (result != ncclInProgress) return NcclFailure(what, result);
   ncclResult_t state = ncclSuccess;
+  auto next_check = std::chrono::steady_clock::now() + kPeerCheckInterval;
+  Status gone;
   const NcclWait waited = WaitWhileInProgress(
-      comm_, std::chrono::steady_clock::now() + backend_->timeout(), [&] { return Stopping(); },
-      &state);
+      comm_, std::chrono::steady_clock::now() + backend_->timeout(),
+      [&] { return Stopping() || PeerGone(&next_check, &gone); }, &state);
   if (waited == NcclWait::kSettled) {
     return state == ncclSuccess ? Status::OK() : NcclFailure(what, state);
   }
   AbortComm();
   if (waited == NcclWait::kStopped) {
+    if (!gone.ok()) return Status::RemoteError(std::string("NCCL ") + what + ": " + gone.message());
     return Status::Aborted(std::string("NCCL ") + what + " aborted");
   }
   return Status::Timeout(std::string("NCCL ") + what + " was not enqueued within " +
@@ -225,6 +242,7 @@ Status NcclGroup::Wait(cudaStream_t stream, const char* what) {
     AbortComm();  // the work queued on the communicator is in an unknown state
     return CudaError(std::string("NCCL ") + what, err);
   }
+  auto next_check = std::chrono::steady_clock::now() + kPeerCheckInterval;
   Status st = PollEvent(
       done_, std::chrono::steady_clock::now() + backend_->timeout(),
       [&] {
@@ -233,6 +251,10 @@ Status NcclGroup::Wait(cudaStream_t stream, const char* what) {
         if (async != ncclSuccess && async != ncclInProgress) return NcclFailure(what, async);
         if (Stopping()) {
           return Status::Aborted(std::string("NCCL ") + what + " aborted");
+        }
+        Status gone;
+        if (PeerGone(&next_check, &gone)) {
+          return Status::RemoteError(std::string("NCCL ") + what + ": " + gone.message());
         }
         return Status::OK();
       },
@@ -513,11 +535,22 @@ Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communic
   ncclComm_t comm = nullptr;
   ncclResult_t r = ncclCommInitRankConfig(&comm, cpu->size(), id, cpu->rank(), &config);
   ncclResult_t state = r;
-  const NcclWait waited = r == ncclInProgress
-                              ? WaitWhileInProgress(
-                                    comm, std::chrono::steady_clock::now() + backend->timeout(),
-                                    [&] { return backend->aborted(); }, &state)
-                              : NcclWait::kSettled;
+  // A member that died after the id exchange is seen by the CPU communicator at once.
+  auto next_check = std::chrono::steady_clock::now() + kPeerCheckInterval;
+  Status gone;
+  const auto stop = [&] {
+    if (backend->aborted()) return true;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_check) return false;
+    next_check = now + kPeerCheckInterval;
+    gone = cpu->CheckPeers();
+    return !gone.ok();
+  };
+  const NcclWait waited =
+      r == ncclInProgress
+          ? WaitWhileInProgress(comm, std::chrono::steady_clock::now() + backend->timeout(), stop,
+                                &state)
+          : NcclWait::kSettled;
   if (waited != NcclWait::kSettled || state != ncclSuccess) {
     std::string message = "creating the NCCL communicator of " + std::to_string(cpu->size()) +
                           " ranks (this is rank " + std::to_string(cpu->rank()) + ") ";
@@ -526,7 +559,7 @@ Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communic
                  ": a member did not join (it exited, or has not reached its first GPU "
                  "collective)";
     } else if (waited == NcclWait::kStopped) {
-      message += "was aborted";
+      message += gone.ok() ? "was aborted" : "failed: " + gone.message();
     } else {
       message += std::string("failed: ") + ncclGetErrorString(state);
       const char* last = ncclGetLastError(comm);
@@ -534,11 +567,13 @@ Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communic
     }
     if (comm != nullptr) ncclCommAbort(comm);  // also ends an init still in progress
     if (waited == NcclWait::kLate) return Status::Timeout(message);
-    if (waited == NcclWait::kStopped) return Status::Aborted(message);
+    if (waited == NcclWait::kStopped) {
+      return gone.ok() ? Status::Aborted(message) : Status::RemoteError(message);
+    }
     return Status::Internal(message);
   }
   return std::unique_ptr<GpuGroup>(
-      std::make_unique<NcclGroup>(backend, comm, device, cpu->rank(), cpu->size()));
+      std::make_unique<NcclGroup>(backend, comm, device, cpu->rank(), cpu->size(), cpu));
 }
 
 }  // namespace hvd::runtime

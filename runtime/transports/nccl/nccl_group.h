@@ -28,7 +28,10 @@ std::string DecideGpuPath(const std::vector<std::string>& identities);
 // ncclCommAbort instead of a hang.
 class NcclGroup final : public GpuGroup {
  public:
-  NcclGroup(CudaBackend* backend, ncclComm_t comm, int device, int rank, int size);
+  // `peers`: the CPU communicator of the same members (may be null), asked during long waits
+  // whether a member is gone (PeerGone).
+  NcclGroup(CudaBackend* backend, ncclComm_t comm, int device, int rank, int size,
+            Communicator* peers);
   ~NcclGroup() override;
 
   const char* name() const override { return "NCCL"; }
@@ -57,6 +60,10 @@ class NcclGroup final : public GpuGroup {
  private:
   // Whether a wait should stop: this group's Abort or the backend's.
   bool Stopping() const;
+  // Whether the CPU communicator knows a member to be gone (Communicator::CheckPeers), asked
+  // once `*next` has passed and then every kPeerCheckInterval: NCCL over shared memory, P2P or
+  // NVLink never notices a dead peer and would wait for the whole timeout. *gone says who.
+  bool PeerGone(std::chrono::steady_clock::time_point* next, Status* gone) const;
   // Waits for the work enqueued on `stream`; on a failure aborts the communicator.
   Status Wait(cudaStream_t stream, const char* what);
   Status NcclFailure(const char* what, ncclResult_t result);
@@ -79,7 +86,8 @@ class NcclGroup final : public GpuGroup {
                  cudaStream_t stream);
 
   CudaBackend* backend_;
-  ncclComm_t comm_;  // null once aborted
+  Communicator* peers_;  // the set's CPU communicator; outlives the group (Controller)
+  ncclComm_t comm_;      // null once aborted
   int device_;
   int rank_;  // this member's
   int size_;  // ranks in the communicator

@@ -330,6 +330,24 @@ Status ShmChannel::Fail(Status status) {
   return status;
 }
 
+Status ShmChannel::CheckPeers() const {
+  for (int k = 0; k < size_; ++k) {
+    if (k == rank_) continue;
+    const ShmMember& peer = segment_->member(k);
+    const uint32_t failed = peer.failed.load();
+    if (failed != kShmHealthy) {
+      return Status::RemoteError(
+          "shared-memory rank " + std::to_string(k) +
+          (failed == kShmAborted ? " aborted its communicator" : " failed in a collective"));
+    }
+    if (segment_->PeerExited(k)) {
+      return Status::RemoteError("shared-memory rank " + std::to_string(k) + " (pid " +
+                                 std::to_string(peer.pid.load()) + ") exited");
+    }
+  }
+  return Status::OK();
+}
+
 void ShmChannel::Abort() {
   aborted_.store(true);
   std::lock_guard<std::mutex> lock(abort_mu_);

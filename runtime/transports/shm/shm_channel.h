@@ -107,6 +107,9 @@ class ShmChannel {
   // A failure description of this call for precondition errors (no effect on the channel).
   std::string What() const;
   void Abort();
+  // Communicator::CheckPeers: a member that marked itself failed or aborted, or whose process
+  // exited, is kRemoteError naming it. Changes nothing in the segment.
+  Status CheckPeers() const;
 
  private:
   // One round in which every member posts `value` and folds every member's into its own, in

@@ -219,6 +219,7 @@ class TcpCommunicator final : public ScalingCommunicator {
                                         dtype, &gather_);
   }
   void Abort() override { transport_->Abort(); }
+  Status CheckPeers() override { return transport_->CheckClosed(); }
 
  private:
   // Runs body(what) unless the communicator is aborted or broken; a failure breaks it.

@@ -110,6 +110,26 @@ void TcpTransport::Shutdown() {
   }
 }
 
+Status TcpTransport::CheckClosed() const {
+  std::vector<pollfd> p;
+  std::vector<int> peers;
+  for (size_t r = 0; r < fds_.size(); ++r) {
+    if (fds_[r] < 0) continue;
+    p.push_back(pollfd{fds_[r], POLLRDHUP, 0});
+    peers.push_back(static_cast<int>(r));
+  }
+  if (p.empty() || poll(p.data(), p.size(), 0) <= 0) return Status::OK();
+  for (size_t i = 0; i < p.size(); ++i) {
+    if ((p[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    getsockopt(p[i].fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    return PeerError(peers[i], "closed its connection (its process ended, or its host is gone)",
+                     err);
+  }
+  return Status::OK();
+}
+
 Status TcpTransport::PeerError(int peer, const char* what, int err) const {
   std::string msg = peer_names_[peer] + " " + what;
   if (err != 0) msg += std::string(": ") + std::strerror(err);

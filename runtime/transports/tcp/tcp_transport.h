@@ -139,6 +139,10 @@ class TcpTransport {
   void Abort();
   // Shuts every socket down (peers see EOF); used after a failure.
   void Shutdown();
+  // Communicator::CheckPeers: a peer whose connection the kernel saw closed (its FIN, even with
+  // bytes still unread), reset or failed (keepalive) is kRemoteError naming it. One poll() of
+  // every socket, timeout 0; reads nothing.
+  Status CheckClosed() const;
   bool aborted() const { return aborted_.load(); }
   const std::string& peer_name(int r) const { return peer_names_[r]; }
 
