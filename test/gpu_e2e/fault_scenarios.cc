@@ -1,4 +1,5 @@
-// Adasum of CUDA tensors, and a NCCL peer that dies in the middle of a job.
+// Adasum of CUDA tensors, the order of the caller's stream, and a NCCL peer that dies in the
+// middle of a job.
 #include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
@@ -73,6 +74,80 @@ void Adasum() {
     pending.push_back(std::move(p));
   }
   FinishAll(&pending);
+}
+
+void StreamOrder() {
+  // Inputs written by asynchronous copies on a stream of the caller's, the op enqueued with that
+  // stream and no synchronisation: hvd must wait for the copies (the event it records at
+  // enqueue) before it reads them, and its results must be there for the caller's stream once
+  // the handle completes. On the emulated GPU (gpu_emu_worker_adversarial_np3) stream work is
+  // delayed, so a missing wait reads the fresh tensors' sentinel bytes.
+  cudaStream_t stream = nullptr;
+  RequireCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  // Before each upload the stream copies 32 MiB within the device: microseconds on a GPU,
+  // milliseconds on the emulated one, where hvd's negotiation takes far less; so an op that does
+  // not wait for the caller's stream reads its inputs before they are written.
+  constexpr int64_t kBusyFloats = int64_t{8} << 20;
+  DeviceTensor busy_from(HVD_FLOAT32, {kBusyFloats}), busy_to(HVD_FLOAT32, {kBusyFloats});
+  const int32_t n = N(), r = R();
+  struct Case {
+    hvd_dtype_t dtype;
+    const char* op;
+  };
+  // float32 takes NCCL where every rank has a GPU; int16 has no NCCL type: staged.
+  const Case cases[] = {{HVD_FLOAT32, "allreduce"},
+                        {HVD_INT16, "allreduce"},
+                        {HVD_FLOAT32, "broadcast"},
+                        {HVD_FLOAT32, "allgather"}};
+  int k = 0;
+  for (const Case& c : cases) {
+    const std::string what =
+        std::string(c.op) + " of " + DTypeOf(c.dtype).name + " written on the caller's stream";
+    const int64_t count = 4099;
+    const HostTensor host = MakeHost(c.dtype, {count}, [r](int64_t i) { return (i + r) % 9; });
+    auto t = std::make_shared<DeviceTensor>(c.dtype, std::vector<int64_t>{count});
+    hvd_tensor_t d = t->Desc();
+    RequireCuda(cudaMemcpyAsync(busy_to.Desc().data, busy_from.Desc().data, busy_from.nbytes(),
+                                cudaMemcpyDeviceToDevice, stream),
+                what + ": cudaMemcpyAsync of 32 MiB");
+    RequireCuda(cudaMemcpyAsync(d.data, host.data(), host.nbytes(), cudaMemcpyHostToDevice, stream),
+                what + ": cudaMemcpyAsync");
+    hvd_op_options_t o = Options("gpu.stream." + std::to_string(k++));
+    o.cuda_stream = stream;
+    hvd_handle_t h = 0;
+    std::vector<double> want(count);
+    std::vector<double> gathered;
+    if (std::string(c.op) == "allreduce") {
+      Require(hvd_allreduce(&d, &d, &o, &h), what);
+      for (int64_t i = 0; i < count; ++i) {
+        for (int32_t j = 0; j < n; ++j) want[i] += (i + j) % 9;
+      }
+    } else if (std::string(c.op) == "broadcast") {
+      o.root_rank = n - 1;
+      Require(hvd_broadcast(&d, &d, &o, &h), what);
+      for (int64_t i = 0; i < count; ++i) want[i] = (i + n - 1) % 9;
+    } else {
+      Require(hvd_allgather(&d, &o, &h), what);
+      for (int32_t j = 0; j < n; ++j) {
+        for (int64_t i = 0; i < count; ++i) gathered.push_back((i + j) % 9);
+      }
+    }
+    WaitOk(h, what);
+    if (!gathered.empty()) {
+      ExpectOutput(h, 0, what, c.dtype, {count * n}, gathered, DeviceOutputsExpected("ALLGATHER"));
+    } else {
+      // Read back on the caller's stream, as its next kernel would.
+      HostTensor got(c.dtype, {count});
+      RequireCuda(cudaMemcpyAsync(got.data(), d.data, got.nbytes(), cudaMemcpyDeviceToHost, stream),
+                  what + ": cudaMemcpyAsync back");
+      RequireCuda(cudaStreamSynchronize(stream), what + ": cudaStreamSynchronize");
+      ExpectValues(what, got, want);
+    }
+    Require(hvd_release(h), what + ": hvd_release");
+    // The host buffer of the upload must outlive the copy: done once the stream is.
+    RequireCuda(cudaStreamSynchronize(stream), what + ": cudaStreamSynchronize");
+  }
+  RequireCuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
 }
 
 namespace {

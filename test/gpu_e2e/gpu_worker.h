@@ -203,6 +203,8 @@ void Join();        // rank 0 joined with its device: it contributes zeros
 void BadDevice();   // host memory as CUDA memory is refused at the call; mixed groups too
 // fault_scenarios.cc
 void Adasum();  // orthogonal and equal updates; host-averaged where Horovod's GPU Adasum runs
+// Inputs written asynchronously on a stream of the caller's, given as the op's cuda_stream.
+void StreamOrder();
 // The last rank dies after one op of `kind` (inside the next one's NCCL collective where
 // `in_nccl`); rank 0's next ones must fail within 10 s.
 void KillPeer(const std::string& kind, bool in_nccl);

@@ -286,6 +286,7 @@ const Scenario kScenarios[] = {
     {"join", hvd_gpu::Join},
     {"bad_device", hvd_gpu::BadDevice},
     {"adasum", hvd_gpu::Adasum},
+    {"stream_order", hvd_gpu::StreamOrder},
     {"kill_peer_allreduce", [] { hvd_gpu::KillPeer("allreduce", false); }, false},
     {"nccl_peer_dies_allreduce", [] { hvd_gpu::KillPeer("allreduce", true); }, false},
     {"kill_peer_allgather", [] { hvd_gpu::KillPeer("allgather", false); }, false},

@@ -220,8 +220,6 @@ size_t TypeSize(ncclDataType_t t) {
   switch (t) {
     case ncclInt8:
     case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
       return 1;
     case ncclFloat16:
     case ncclBfloat16:
