@@ -205,6 +205,10 @@ void BadDevice();   // host memory as CUDA memory is refused at the call; mixed 
 void Adasum();  // orthogonal and equal updates; host-averaged where Horovod's GPU Adasum runs
 // Inputs written asynchronously on a stream of the caller's, given as the op's cuda_stream.
 void StreamOrder();
+// lifecycle_scenarios.cc: shutdown and init again three times (outputs freed after the
+// shutdown, an op pending at it aborted), process sets added, removed and added again. Runs
+// last: the sets registered at the first init are gone after it.
+void Lifecycle();
 // The last rank dies after one op of `kind` (inside the next one's NCCL collective where
 // `in_nccl`); rank 0's next ones must fail within 10 s.
 void KillPeer(const std::string& kind, bool in_nccl);

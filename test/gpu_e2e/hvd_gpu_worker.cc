@@ -287,6 +287,7 @@ const Scenario kScenarios[] = {
     {"bad_device", hvd_gpu::BadDevice},
     {"adasum", hvd_gpu::Adasum},
     {"stream_order", hvd_gpu::StreamOrder},
+    {"lifecycle", hvd_gpu::Lifecycle},  // last: it re-initializes
     {"kill_peer_allreduce", [] { hvd_gpu::KillPeer("allreduce", false); }, false},
     {"nccl_peer_dies_allreduce", [] { hvd_gpu::KillPeer("allreduce", true); }, false},
     {"kill_peer_allgather", [] { hvd_gpu::KillPeer("allgather", false); }, false},

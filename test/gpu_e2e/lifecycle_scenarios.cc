@@ -1,0 +1,131 @@
+// The GPU path across the runtime's lifecycle: shutdown and init again (each init makes its NCCL
+// communicators anew; device outputs outlive the runtime that made them), and process sets
+// added, removed and added again (each a NCCL communicator of its own).
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gpu_worker.h"
+
+namespace hvd_gpu {
+namespace {
+
+// An allgather of rank r's r + 1 rows of 2 float32 on set `set` (whose members are `members`);
+// the output taken and returned, checked, not freed.
+void* GatherKept(const std::string& name, int32_t set, const std::vector<int32_t>& members) {
+  const int32_t r = R();
+  DevicePtr t = MakeDevice(HVD_FLOAT32, {r + 1, 2}, [r](int64_t i) { return r * 10 + i; });
+  hvd_tensor_t d = t->Desc();
+  hvd_op_options_t o = Options(name);
+  o.process_set_id = set;
+  hvd_handle_t h = 0;
+  Require(hvd_allgather(&d, &o, &h), "allgather " + name);
+  WaitOk(h, "allgather " + name);
+  std::vector<double> want;
+  int64_t rows = 0;
+  for (int32_t m : members) {
+    for (int64_t i = 0; i < (m + 1) * 2; ++i) want.push_back(m * 10 + i);
+    rows += m + 1;
+  }
+  hvd_tensor_t out{};
+  Require(hvd_output(h, 0, &out), "hvd_output of " + name);
+  if (out.ndim != 2 || out.shape[0] != rows || out.shape[1] != 2) {
+    Fail("allgather " + name + ": output shape is not [" + std::to_string(rows) + ", 2]");
+  }
+  if (DeviceOutputsExpected("ALLGATHER") && out.device != Ctx().device) {
+    Fail("allgather " + name + ": output on device " + std::to_string(out.device) +
+         ", not on this rank's device " + std::to_string(Ctx().device));
+  }
+  HostTensor got(HVD_FLOAT32, {rows, 2});
+  RequireCuda(
+      cudaMemcpy(got.data(), out.data, got.nbytes(),
+                 out.device == HVD_DEVICE_CPU ? cudaMemcpyHostToHost : cudaMemcpyDeviceToHost),
+      "copying the output of " + name);
+  ExpectValues("allgather " + name, got, want);
+  Require(hvd_release(h), "hvd_release of " + name);
+  return out.data;
+}
+
+std::vector<int32_t> AllRanks() {
+  std::vector<int32_t> all;
+  for (int32_t r = 0; r < N(); ++r) all.push_back(r);
+  return all;
+}
+
+// Adds the set of `members` (every rank makes the call), runs an allreduce and an allgather of
+// device tensors in it on its members, removes it.
+void UseDynamicSet(const std::string& tag, const std::vector<int32_t>& members) {
+  int32_t id = -1;
+  Require(hvd_add_process_set(members.data(), static_cast<int32_t>(members.size()), &id),
+          tag + ": hvd_add_process_set " + List(members));
+  bool member = false;
+  double sum = 0;
+  for (int32_t m : members) {
+    member = member || m == R();
+    sum += m + 1;
+  }
+  if (member) {
+    DeviceSumAllreduce(tag + ".sum", R() + 1, sum, id);
+    hvd_free(GatherKept(tag + ".gather", id, members));
+  }
+  GlobalBarrier(tag + ": barrier before hvd_remove_process_set");
+  Require(hvd_remove_process_set(id), tag + ": hvd_remove_process_set");
+}
+
+}  // namespace
+
+void Lifecycle() {
+  const int32_t n = N();
+  std::vector<void*> kept;  // device outputs of the runtime before, freed after its shutdown
+  hvd_handle_t orphan = 0;
+  DevicePtr orphan_tensor;
+  for (int round = 0; round < 3; ++round) {
+    const std::string tag = "gpu.life." + std::to_string(round);
+    Require(hvd_shutdown(), tag + ": hvd_shutdown");
+    if (orphan != 0) {
+      // Rank 0's op that nobody else submitted: shutdown completed it as aborted.
+      const hvd_status_t s = hvd_wait(orphan, kWaitSeconds);
+      if (s != HVD_ABORTED) {
+        Fail(tag + ": a GPU op pending at shutdown ended with status " + std::to_string(s) +
+             ", not HVD_ABORTED");
+      }
+      hvd_release(orphan);
+      orphan = 0;
+    }
+    // Device outputs outlive the runtime that made them (c_api.h: hvd_free after shutdown).
+    for (void* p : kept) hvd_free(p);
+    kept.clear();
+    // Round 1 on: process sets may be added and removed after init.
+    if (round == 1) setenv("HVD_DYNAMIC_PROCESS_SETS", "1", 1);
+    Require(hvd_init(), tag + ": hvd_init");
+    int32_t rank = -1, size = -1;
+    Require(hvd_rank(&rank), tag + ": hvd_rank");
+    Require(hvd_size(&size), tag + ": hvd_size");
+    if (rank != R() || size != n) {
+      Fail(tag + ": rank/size " + std::to_string(rank) + "/" + std::to_string(size) +
+           " after init again, not " + std::to_string(R()) + "/" + std::to_string(n));
+    }
+    // The same names in every round; a NCCL communicator made anew by each runtime.
+    DeviceSumAllreduce("gpu.life.x", R() + 1, n * (n + 1) / 2.0);
+    kept.push_back(GatherKept("gpu.life.gather", 0, AllRanks()));
+    if (round >= 1 && n >= 2) {
+      // A set of the last two ranks (of the last one at 2 ranks: not the global set), removed
+      // and added again: a communicator of its own each time.
+      const std::vector<int32_t> set =
+          n >= 3 ? std::vector<int32_t>{n - 2, n - 1} : std::vector<int32_t>{n - 1};
+      UseDynamicSet(tag + ".set", set);
+      UseDynamicSet(tag + ".set_again", set);
+    }
+    if (round == 1 && R() == 0 && n >= 2) {
+      orphan_tensor = MakeDevice(HVD_FLOAT32, {5}, [](int64_t) { return 1.0; });
+      hvd_tensor_t d = orphan_tensor->Desc();
+      hvd_op_options_t o = Options("gpu.life.orphan");
+      Require(hvd_allreduce(&d, &d, &o, &orphan), tag + ": the orphan allreduce");
+    }
+    GlobalBarrier(tag + ": barrier");
+  }
+  // Left initialized for main's final barrier and shutdown; the last outputs freed now.
+  for (void* p : kept) hvd_free(p);
+}
+
+}  // namespace hvd_gpu
