@@ -1,5 +1,5 @@
-// Adasum of CUDA tensors, the order of the caller's stream, and a NCCL peer that dies in the
-// middle of a job.
+// Adasum of CUDA tensors, tensors of tens of MiB, the order of the caller's stream, and a NCCL
+// peer that dies in the middle of a job.
 #include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
@@ -73,6 +73,79 @@ void Adasum() {
     };
     pending.push_back(std::move(p));
   }
+  FinishAll(&pending);
+}
+
+void Large() {
+  // Tens of MiB: a staged allreduce moves in 4 MiB chunks (the device->host copies of one chunk
+  // overlapping the transfer of another), NCCL calls cross the emulator's slots in chunks, and
+  // odd counts leave a short last chunk. Small integers: every sum is exact, float16 too.
+  const int32_t n = N(), r = R();
+  std::vector<Pending> pending;
+  int k = 0;
+  for (hvd_dtype_t id : {HVD_FLOAT32, HVD_FLOAT16}) {
+    const int64_t count = id == HVD_FLOAT32 ? 5'000'003 : 3'000'001;
+    for (bool scaled : {false, true}) {
+      const std::string what = std::string("allreduce of ") + std::to_string(count) + " " +
+                               DTypeOf(id).name + (scaled ? ", scaled by 0.5 and 2" : "");
+      DevicePtr t = MakeDevice(id, {count}, [r](int64_t i) { return (i % 5) + r; });
+      hvd_tensor_t d = t->Desc();
+      hvd_op_options_t o = Options("gpu.large." + std::to_string(k++));
+      if (scaled) {
+        o.prescale_factor = 0.5;
+        o.postscale_factor = 2.0;
+      }
+      Pending p;
+      Require(hvd_allreduce(&d, &d, &o, &p.handle), what);
+      p.what = what;
+      p.keep = {t};
+      p.check = [=](hvd_handle_t) {
+        std::vector<double> want(count);
+        for (int64_t i = 0; i < count; ++i) want[i] = n * (i % 5) + n * (n - 1) / 2.0;
+        ExpectDevice(what, *t, want);
+      };
+      pending.push_back(std::move(p));
+    }
+  }
+  // An allgather of 4 MiB from each rank, and a reducescatter of 8 MiB in 2 columns.
+  const int64_t per = 1'000'003;
+  DevicePtr g = MakeDevice(HVD_FLOAT32, {per}, [r](int64_t i) { return (i % 11) + 100 * r; });
+  hvd_tensor_t gd = g->Desc();
+  hvd_op_options_t go = Options("gpu.large.gather");
+  Pending gp;
+  Require(hvd_allgather(&gd, &go, &gp.handle), "allgather of 4 MiB per rank");
+  gp.what = "allgather of 4 MiB per rank";
+  gp.keep = {g};
+  gp.check = [=](hvd_handle_t h) {
+    std::vector<double> want;
+    for (int32_t j = 0; j < n; ++j) {
+      for (int64_t i = 0; i < per; ++i) want.push_back((i % 11) + 100 * j);
+    }
+    ExpectOutput(h, 0, "allgather of 4 MiB per rank", HVD_FLOAT32, {per * n}, want,
+                 DeviceOutputsExpected("ALLGATHER"));
+  };
+  pending.push_back(std::move(gp));
+  const int64_t rows = 1'000'001;  // uneven over 2-4 ranks
+  DevicePtr s = MakeDevice(HVD_FLOAT32, {rows, 2}, [r](int64_t i) { return (i % 7) + r; });
+  hvd_tensor_t sd = s->Desc();
+  hvd_op_options_t so = Options("gpu.large.scatter");
+  Pending sp;
+  Require(hvd_reducescatter(&sd, &so, &sp.handle), "reducescatter of 8 MiB");
+  sp.what = "reducescatter of 8 MiB";
+  sp.keep = {s};
+  sp.check = [=](hvd_handle_t h) {
+    // hvd's split: the first rows % n ranks get a row more.
+    const int64_t mine = rows / n + (r < rows % n ? 1 : 0);
+    int64_t first = 0;
+    for (int32_t j = 0; j < r; ++j) first += rows / n + (j < rows % n ? 1 : 0);
+    std::vector<double> want(mine * 2);
+    for (int64_t i = 0; i < mine * 2; ++i) {
+      want[i] = n * ((first * 2 + i) % 7) + n * (n - 1) / 2.0;
+    }
+    ExpectOutput(h, 0, "reducescatter of 8 MiB", HVD_FLOAT32, {mine, 2}, want,
+                 DeviceOutputsExpected("REDUCESCATTER"));
+  };
+  pending.push_back(std::move(sp));
   FinishAll(&pending);
 }
 

@@ -203,6 +203,8 @@ void Join();        // rank 0 joined with its device: it contributes zeros
 void BadDevice();   // host memory as CUDA memory is refused at the call; mixed groups too
 // fault_scenarios.cc
 void Adasum();  // orthogonal and equal updates; host-averaged where Horovod's GPU Adasum runs
+// Allreduces of 20 and 6 MiB (the staged path's chunks), an allgather and a reducescatter of MiB.
+void Large();
 // Inputs written asynchronously on a stream of the caller's, given as the op's cuda_stream.
 void StreamOrder();
 // lifecycle_scenarios.cc: shutdown and init again three times (outputs freed after the

@@ -233,6 +233,27 @@ void BadDevice() {
                 "grouped allreduce whose second member is host memory as CUDA memory",
                 {"'gpu.bad.grouped.1'", not_device});
 
+  // With two GPUs or more: memory of another device described as this one's, and a grouped op
+  // over tensors of two devices.
+  void* other_memory = nullptr;
+  if (Ctx().device_count >= 2) {
+    const int other = (dev + 1) % Ctx().device_count;
+    RequireCuda(cudaSetDevice(other), "cudaSetDevice(" + std::to_string(other) + ")");
+    RequireCuda(cudaMalloc(&other_memory, 8 * sizeof(float)), "cudaMalloc on the other device");
+    RequireCuda(cudaSetDevice(dev), "cudaSetDevice(" + std::to_string(dev) + ")");
+    hvd_tensor_t elsewhere = describe(other_memory, 8, HVD_DEVICE_CUDA(dev));
+    o = Options("gpu.bad.elsewhere");
+    ExpectRefused(hvd_allreduce(&elsewhere, &elsewhere, &o, &h), h,
+                  "allreduce of another GPU's memory described as this one's",
+                  {"'gpu.bad.elsewhere'", not_device, "it is on device " + std::to_string(other)});
+    hvd_tensor_t two_gpus[2] = {good_desc, describe(other_memory, 8, HVD_DEVICE_CUDA(other))};
+    o = Options("gpu.bad.two_gpus");
+    ExpectRefused(hvd_grouped_allreduce(two_gpus, two_gpus, 2, &o, &h), h,
+                  "grouped allreduce of tensors on two GPUs",
+                  {"'gpu.bad.two_gpus.1' is on CUDA device " + std::to_string(other) +
+                   " but 'gpu.bad.two_gpus.0' on " + cuda});
+  }
+
   // The refusals left no CUDA error behind for the caller's next CUDA call (docs/gpu.md), and
   // nothing was written to the memory refused.
   const cudaError_t pending_error = cudaGetLastError();
@@ -249,6 +270,7 @@ void BadDevice() {
   }
   std::free(host);
   RequireCuda(cudaFreeHost(pinned), "cudaFreeHost");
+  if (other_memory != nullptr) RequireCuda(cudaFree(other_memory), "cudaFree");
 
   // The process is still usable, and a refused call did not keep its name: the same names work.
   const int32_t n = N();
@@ -286,6 +308,7 @@ const Scenario kScenarios[] = {
     {"join", hvd_gpu::Join},
     {"bad_device", hvd_gpu::BadDevice},
     {"adasum", hvd_gpu::Adasum},
+    {"large", hvd_gpu::Large},
     {"stream_order", hvd_gpu::StreamOrder},
     {"lifecycle", hvd_gpu::Lifecycle},  // last: it re-initializes
     {"kill_peer_allreduce", [] { hvd_gpu::KillPeer("allreduce", false); }, false},
