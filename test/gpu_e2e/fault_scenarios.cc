@@ -1,5 +1,5 @@
 // Adasum of CUDA tensors, tensors of tens of MiB, the order of the caller's stream, and a NCCL
-// peer that dies in the middle of a job.
+// peer that dies in the middle of a job (a plain one, and an elastic one that goes on).
 #include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
@@ -327,6 +327,70 @@ void KillPeer(const std::string& kind, bool in_nccl) {
   std::printf("survivor: succeeded: every %s went through with a dead peer\n", kind.c_str());
   std::fflush(stdout);
   _exit(1);
+}
+
+void Elastic() {
+  // Under `hvdrun --elastic`: in the first round the last rank dies inside a NCCL collective (the
+  // emulator's hook) after three good steps; the others' step fails, they shut down and init
+  // again (a round without it, whose first GPU op makes a new NCCL communicator) and go on.
+  // Every worker left ends after 5 good steps in a later round. Skipped (exit 77) outside an
+  // elastic job or without the emulator.
+  int64_t round = -1, stamp = 0;
+  int32_t joined = 0;
+  using ExitHook = void (*)(int);
+  const auto hook =
+      reinterpret_cast<ExitHook>(dlsym(RTLD_DEFAULT, "hvd_gpu_emulator_exit_in_next_collective"));
+  if (hvd_elastic_round(&round, &joined, &stamp) != HVD_OK || hook == nullptr) {
+    std::printf("skipped: needs hvdrun --elastic and the CUDA emulator\n");
+    std::fflush(stdout);
+    _exit(77);
+  }
+  const int64_t first_round = round;
+  int good_later = 0, resets = 0;
+  for (int step = 0; step < 100 && good_later < 5; ++step) {
+    Require(hvd_elastic_round(&round, &joined, &stamp), "hvd_elastic_round");
+    if (round == first_round && step == 3 && R() == N() - 1) hook(3);
+    const int32_t n = N();
+    const auto value = [](int64_t i) { return i % 3; };
+    DevicePtr mine = MakeDevice(HVD_FLOAT32, {1031}, [&](int64_t i) { return value(i) + R(); });
+    hvd_tensor_t d = mine->Desc();
+    hvd_op_options_t o =
+        Options("gpu.elastic." + std::to_string(round) + "." + std::to_string(step));
+    hvd_handle_t h = 0;
+    hvd_status_t s = hvd_allreduce(&d, &d, &o, &h);
+    if (s == HVD_OK) {
+      s = hvd_wait(h, kWaitSeconds);
+      if (s == HVD_IN_PROGRESS) Die("an elastic step did not end within the wait", s);
+      hvd_release(h);
+    }
+    if (s != HVD_OK) {
+      // What hvd.elastic.run does on HorovodInternalError: shut down, init again (the next
+      // round), pick up this rank's place in it.
+      ++resets;
+      Require(hvd_shutdown(), "hvd_shutdown after a failed step");
+      Require(hvd_init(), "hvd_init of the next round");
+      Require(hvd_rank(&Ctx().rank), "hvd_rank");
+      Require(hvd_size(&Ctx().size), "hvd_size");
+      Require(hvd_local_rank(&Ctx().local_rank), "hvd_local_rank");
+      Ctx().device = Ctx().local_rank % Ctx().device_count;
+      RequireCuda(cudaSetDevice(Ctx().device), "cudaSetDevice after the reset");
+      continue;
+    }
+    std::vector<double> want(1031);
+    for (int64_t i = 0; i < 1031; ++i) want[i] = n * value(i) + n * (n - 1) / 2.0;
+    ExpectDevice("elastic step " + std::to_string(step) + " at " + std::to_string(n) + " ranks",
+                 *mine, want);
+    if (round != first_round) ++good_later;
+  }
+  if (good_later < 5) {
+    Fail("only " + std::to_string(good_later) + " good steps after the reset (" +
+         std::to_string(resets) + " resets)");
+  }
+  if (R() == 0) {
+    std::printf("elastic: %d reset(s), 5 good steps at %d ranks in round %lld\n", resets, N(),
+                static_cast<long long>(round));
+    std::fflush(stdout);
+  }
 }
 
 }  // namespace hvd_gpu

@@ -214,6 +214,8 @@ void Lifecycle();
 // The last rank dies after one op of `kind` (inside the next one's NCCL collective where
 // `in_nccl`); rank 0's next ones must fail within 10 s.
 void KillPeer(const std::string& kind, bool in_nccl);
+// Under hvdrun --elastic: the last rank dies inside a NCCL collective; the others re-form.
+void Elastic();
 
 }  // namespace hvd_gpu
 
