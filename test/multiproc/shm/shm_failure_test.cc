@@ -49,6 +49,49 @@ ShmJob::Body LoopUntilFailure(int victim, int signal, size_t count, StatusCode w
   };
 }
 
+TEST(ShmFailure, CheckPeersNamesAMemberThatExitedNotABusyOne) {
+  // Given 3 members: member 2 exits after two barriers, member 1 is busy for 300 ms
+  ShmJob::Options options;
+  options.size = 3;
+  options.comm_timeout = std::chrono::milliseconds(10000);
+  options.victims = {2};
+  ShmJob job(options);
+  auto outcomes = job.Run([](Communicator& comm) -> int {
+    if (!comm.Barrier().ok()) return 5;
+    // While every member is alive, nothing is known
+    const Status alive = comm.CheckPeers();
+    if (!alive.ok()) {
+      std::fprintf(stderr, "rank %d: %s\n", comm.rank(), alive.ToString().c_str());
+      return 6;
+    }
+    if (!comm.Barrier().ok()) return 7;
+    if (comm.rank() == 2) _exit(0);
+    if (comm.rank() == 1) {
+      // Busy (reads nothing) while rank 0 checks; then it leaves once it sees a peer gone.
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const auto start = Clock::now();
+      while (comm.CheckPeers().ok() && Seconds(Clock::now() - start) < 5.0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      return 0;
+    }
+    // Then rank 0 learns, without a collective, that rank 2 is gone; busy rank 1 is not named
+    const auto start = Clock::now();
+    Status st;
+    while ((st = comm.CheckPeers()).ok() && Seconds(Clock::now() - start) < 5.0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::fprintf(stderr, "rank 0 after %.3f s: %s\n", Seconds(Clock::now() - start),
+                 st.ToString().c_str());
+    if (st.code() != StatusCode::kRemoteError) return 1;
+    return st.message().find("shared-memory rank 2 (pid ") != std::string::npos ? 0 : 2;
+  });
+  ASSERT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(outcomes[r].exited && outcomes[r].exit_code == 0) << Describe(outcomes);
+  }
+}
+
 void ExpectSurvivorsOk(const std::vector<RankOutcome>& outcomes, int victim) {
   for (int r = 0; r < static_cast<int>(outcomes.size()); ++r) {
     if (r == victim) continue;

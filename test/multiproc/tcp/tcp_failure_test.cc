@@ -81,6 +81,45 @@ TEST(TcpFailure, SigkilledMemberMidOpFailsTheOthersFast) {
   EXPECT_NE(messages.find("rank 2 (host2 127.0.0.1:"), std::string::npos) << messages;
 }
 
+TEST(TcpFailure, CheckPeersNamesAMemberThatExitedNotABusyOne) {
+  // Given 3 ranks: rank 2 exits after two barriers, rank 1 is busy for 300 ms (reads nothing)
+  TcpJob job(TcpJobOptions(3, std::chrono::seconds(10), {2}));
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run([](Communicator& comm) {
+    if (!comm.Barrier().ok()) return 5;
+    // While every member is alive, nothing is known
+    const Status alive = comm.CheckPeers();
+    if (!alive.ok()) {
+      std::fprintf(stderr, "rank %d: %s\n", comm.rank(), alive.ToString().c_str());
+      return 6;
+    }
+    if (!comm.Barrier().ok()) return 7;
+    if (comm.rank() == 2) _exit(0);
+    if (comm.rank() == 1) {
+      // Busy (reads nothing) while rank 0 checks; then it leaves once it sees a peer gone.
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const auto start = Clock::now();
+      while (comm.CheckPeers().ok() && Seconds(start) < 5.0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      return 0;
+    }
+    // Then rank 0 learns, without a collective, that rank 2 is gone; busy rank 1 is not named
+    const auto start = Clock::now();
+    Status st;
+    while ((st = comm.CheckPeers()).ok() && Seconds(start) < 5.0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::fprintf(stderr, "rank 0 after %.3f s: %s\n", Seconds(start), st.ToString().c_str());
+    if (st.code() != StatusCode::kRemoteError) return 1;
+    return st.message().find("rank 2 (host2 127.0.0.1:") != std::string::npos ? 0 : 2;
+  });
+  ASSERT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(outcomes[r].exited && outcomes[r].exit_code == 0) << Describe(outcomes);
+  }
+}
+
 TEST(TcpFailure, StoppedMemberIsATimeout) {
   // Given 2 ranks with a 1 s timeout, and rank 1 stopped before the op
   TcpJob job(TcpJobOptions(2, std::chrono::seconds(1), {1}));
