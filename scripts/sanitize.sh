@@ -6,7 +6,8 @@
 #
 # Both builds use clang (-O1, line tables only: the stacks name file:line and it compiles far
 # faster than -O2 -g), without Python, Gloo, MPI and NCCL (a sanitizer needs every library of
-# the program instrumented). build-asan/ also holds the libFuzzer targets (HVD_FUZZ=ON), so
+# the program instrumented; the full thread run builds the GPU path for the emulated GPU, whose
+# preloaded library answers every CUDA and NCCL call). build-asan/ also holds the libFuzzer targets (HVD_FUZZ=ON), so
 # scripts/fuzz.sh and this share one build.
 #   address: every C++ unit test (ctest -L unit, the fuzz corpus test included), the attacks
 #            on a live job (security_e2e, docs/threat-model.md) and the worker
@@ -16,8 +17,9 @@
 #            ("all") once at 2 ranks on shared memory and once at 3 on TCP.
 #   thread:  runtime_test (ranks as threads over the in-process communicator: the controller,
 #            background thread, callers driving cycles, aborts, timeline, autotune); without
-#            --ci also launcher_rendezvous_test (the server's I/O thread against client threads)
-#            and the worker groups as above.
+#            --ci also launcher_rendezvous_test (the server's I/O thread against client threads),
+#            the worker groups as above, and where CUDA and NCCL are found the GPU worker
+#            (test/gpu_e2e) on the emulated GPU (test/gpu_emulator) at 2-4 ranks.
 # Exit 1 when a test fails or a sanitizer reports anything; the last line is the summary
 # ("sanitize <mode>: ..."), the reports are in <build>/sanitize-logs/. Run scripts/setup.sh
 # first on a fresh machine. BUILD_DIR overrides the build folder; SANITIZE_FLAGS the compile
@@ -27,13 +29,13 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
-configure() {  # configure MODE BUILD
+configure() {  # configure MODE BUILD [NCCL]
   local extra=() flags=${SANITIZE_FLAGS:--O1 -gline-tables-only}
   [ "$1" = address ] && extra=(-DHVD_FUZZ=ON)
   CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=None \
     -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
     -DHVD_SANITIZE="$1" -DHVD_WERROR=OFF -DHVD_WITH_GLOO=OFF -DHVD_WITH_MPI=OFF \
-    -DHVD_WITH_NCCL=OFF -DHVD_BUILD_PYTHON=OFF "${extra[@]}" > /dev/null
+    -DHVD_WITH_NCCL="${3:-OFF}" -DHVD_BUILD_PYTHON=OFF "${extra[@]}" > /dev/null
 }
 
 default_build() {
@@ -48,7 +50,11 @@ if [ "${1:-}" = build ]; then
   mode=${2:-}
   build=$(default_build "$mode")
   shift 2
-  configure "$mode" "$build"
+  # The full thread run also builds the GPU path where CUDA and NCCL are found, for the GPU worker
+# on the emulated GPU (test/gpu_emulator: the real CUDA and NCCL libraries are never called).
+nccl=OFF
+[ "$mode" = thread ] && [ "$ci" = 0 ] && nccl=ON
+configure "$mode" "$build" "$nccl"
   cmake --build "$build" -j "$(nproc)" --target "$@"
   exit 0
 fi
@@ -58,7 +64,11 @@ ci=0
 [ "${2:-}" = --ci ] && ci=1
 build=$(default_build "$mode")
 logs=$build/sanitize-logs
-configure "$mode" "$build"
+# The full thread run also builds the GPU path where CUDA and NCCL are found, for the GPU worker
+# on the emulated GPU (test/gpu_emulator: the real CUDA and NCCL libraries are never called).
+nccl=OFF
+[ "$mode" = thread ] && [ "$ci" = 0 ] && nccl=ON
+configure "$mode" "$build" "$nccl"
 if [ "$mode" = address ]; then
   # Every unit test binary: ctest -L unit's tests are named after their gtest targets, but for
   # the benchmarks' command-line checks (not worth a sanitizer build of the benchmarks).
@@ -72,6 +82,8 @@ elif [ "$ci" = 1 ]; then
   targets=(runtime_test)
 else
   targets=(hvdrun hvd_e2e_worker runtime_test launcher_rendezvous_test)
+  gpu=$(ninja -C "$build" -t targets all | grep -c '^hvd_gpu_emulator:' || true)
+  [ "$gpu" = 1 ] && targets+=(hvd_gpu_worker hvd_gpu_emulator)
 fi
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 rm -rf "$logs" && mkdir -p "$logs"
@@ -131,6 +143,23 @@ else
     allreduce lone lone_collectives fused join
   worker worker_single_copy 2 HVD_SHM_SINGLE_COPY_BYTES=1 HVD_SHM_SINGLE_COPY=always -- \
     allreduce grouped fused join
+  if [ "${gpu:-0}" = 1 ]; then
+    # The GPU path on the emulated GPU: NCCL between ranks with a device each, the staged path
+    # of ranks sharing one, the hierarchy over two hosts, with stream work delayed. (A rank
+    # that dies leaves its threads running: not a finding, so no dying rank here.)
+    gpu_worker() {  # gpu_worker NAME DEVICES HVDRUN-ARGS...
+      local name=$1 devices=$2
+      shift 2
+      run "$name" env HVD_GLOO_TIMEOUT_SECONDS=60 HVD_GPU_EMU_DEVICES="$devices" \
+        HVD_GPU_EMU_DELAY_US=100 HVD_GPU_EMU_IN_PROGRESS=2 \
+        LD_PRELOAD="$build/test/gpu_emulator/libhvd_gpu_emulator.so" "$build/cmd/hvdrun" "$@" \
+        --start-timeout 120 "$build/test/gpu_e2e/hvd_gpu_worker" all
+    }
+    gpu_worker gpu_worker_np3_nccl 4 -np 3
+    gpu_worker gpu_worker_np2_staged 1 -np 2
+    gpu_worker gpu_worker_np4_hierarchical 2 -np 4 -H localhost:2,127.0.0.1:2 \
+      --hierarchical-allreduce
+  fi
 fi
 reports=$({
   find "$logs" -name 'tsan.*' -o -name 'asan.*' -o -name 'ubsan.*'
