@@ -74,8 +74,8 @@ TEST(GpuEmulator, CopiesAreCheckedForKindAndBounds) {
 }
 
 TEST(GpuEmulator, StreamsAreOrderedByEventsNotByTheHost) {
-  // Stream a: four 64 MiB copies (tens of milliseconds here), then x = 1, then event e. Stream b waits for e
-  // and reads x: it must see 1, though the host queued it long before a got there.
+  // Stream a: four 64 MiB copies (tens of milliseconds here), then x = 1, then event e. Stream b
+  // waits for e and reads x: it must see 1, though the host queued it long before a got there.
   constexpr size_t kBig = size_t{64} << 20;
   void *big_from = nullptr, *big_to = nullptr;
   ASSERT_EQ(cudaMalloc(&big_from, kBig), cudaSuccess);

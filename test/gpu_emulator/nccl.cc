@@ -136,13 +136,15 @@ struct CommState {
     return box_data + static_cast<size_t>(from * nranks + to) * box_bytes;
   }
 
-  // Fails the communicator as NCCL's socket transport does when a peer is lost.
+  // Aborted, or failed (Break).
   bool Broken() {
     if (aborted.load()) return true;
     const int a = async.load();
     return a != ncclSuccess && a != ncclInProgress;
   }
 
+  // Fails the communicator (its async error; the first failure stays), as NCCL does when a
+  // peer is lost or the ranks disagree.
   void Break(ncclResult_t r, const std::string& why) {
     int expected = ncclSuccess;
     if (async.compare_exchange_strong(expected, r)) NcclFail(r, why);
@@ -706,21 +708,20 @@ ncclResult_t Join(CommState& c) {
   return ncclSuccess;
 }
 
-// Waits for every rank to join; the last to see them all unlinks the segment name.
+// Waits for every rank to join (until aborted: the caller bounds the wait); then rank 0 unlinks
+// the segment's name, which every rank has mapped by then.
 void FinishInit(const std::shared_ptr<CommState>& c) {
   const ncclResult_t joined = Join(*c);
   if (joined != ncclSuccess) {
     c->async = joined;
     return;
   }
-  int checks = 0;
   while (c->header->joined.load() < static_cast<uint32_t>(c->nranks)) {
     const uint32_t seen = c->header->generation.load();
     if (c->header->joined.load() >= static_cast<uint32_t>(c->nranks)) break;
     if (c->aborted.load()) return;
     const timespec tick{0, 20'000'000};
     Futex(&c->header->generation, FUTEX_WAIT, seen, &tick);
-    ++checks;
   }
   if (!c->Barrier()) return;
   if (c->rank == 0) shm_unlink(c->name.c_str());
