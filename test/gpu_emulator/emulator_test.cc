@@ -17,6 +17,10 @@
 
 namespace {
 
+// Ranks as threads need a device each (NCCL refuses two ranks on one GPU): four emulated GPUs,
+// set before the emulator reads it (at its first call, from main on).
+const bool kDevices = setenv("HVD_GPU_EMU_DEVICES", "4", 0) == 0;
+
 std::vector<float> Download(const void* device, size_t count) {
   std::vector<float> host(count);
   EXPECT_EQ(cudaMemcpy(host.data(), device, count * sizeof(float), cudaMemcpyDeviceToHost),
@@ -108,21 +112,29 @@ TEST(GpuEmulator, StreamsAreOrderedByEventsNotByTheHost) {
   cudaFree(x);
 }
 
-// `n` ranks as threads, each with its own communicator (one unique id) and stream, running
-// body(rank, comm, stream); every communicator is non-blocking, as hvd makes them.
+// A non-blocking communicator (as hvd makes them) of rank r of n, on the calling thread's
+// device; the state its init settled in.
+ncclResult_t Init(ncclComm_t* comm, int n, const ncclUniqueId& id, int r) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclResult_t state = ncclCommInitRankConfig(comm, n, id, r, &config);
+  while (state == ncclInProgress) ncclCommGetAsyncError(*comm, &state);
+  return state;
+}
+
+// `n` ranks as threads, rank r on device r, each with its own communicator (one unique id) and
+// stream, running body(rank, comm, stream).
 template <typename Body>
 void Ranks(int n, const Body& body) {
+  ASSERT_TRUE(kDevices);
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-      config.blocking = 0;
+      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
       ncclComm_t comm = nullptr;
-      ncclResult_t state = ncclCommInitRankConfig(&comm, n, id, r, &config);
-      while (state == ncclInProgress) ncclCommGetAsyncError(comm, &state);
-      ASSERT_EQ(state, ncclSuccess);
+      ASSERT_EQ(Init(&comm, n, id, r), ncclSuccess);
       cudaStream_t stream = nullptr;
       ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
       body(r, comm, stream);
@@ -191,6 +203,28 @@ TEST(GpuEmulator, Float16SumsRoundAtEachStep) {
     EXPECT_EQ(__half2float(got), 2048.0f);
     cudaFree(buf);
   });
+}
+
+TEST(GpuEmulator, TwoRanksOnOneGpuOfOneHostAreRefusedAsByNccl) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclResult_t states[2];
+  std::string errors[2];
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      cudaSetDevice(0);
+      ncclComm_t comm = nullptr;
+      states[r] = Init(&comm, 2, id, r);
+      errors[r] = ncclGetLastError(comm);
+      ncclCommAbort(comm);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(states[r], ncclInvalidUsage);
+    EXPECT_NE(errors[r].find("Duplicate GPU detected"), std::string::npos) << errors[r];
+  }
 }
 
 TEST(GpuEmulator, RanksThatCallDifferentCollectivesFailNamingBoth) {

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -71,6 +72,10 @@ struct Header {
   std::atomic<uint32_t> p2p;         // bumped at every mailbox change: the p2p futex word
   int32_t pids[kMaxRanks];
   OpDesc ops[kMaxRanks];
+  // Where each rank's GPU is, as NCCL tells GPUs apart: its host (NCCL_HOSTID, else the host
+  // name) and the device.
+  uint64_t host_hash[kMaxRanks];
+  int32_t device[kMaxRanks];
 };
 
 long Futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout) {
@@ -679,6 +684,20 @@ ncclResult_t Reduce(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t type, const 
     if (r_ != ncclSuccess) return r_; \
   } while (0)
 
+// NCCL's host identity: NCCL_HOSTID when set, else the host name.
+uint64_t HostHash() {
+  const char* id = std::getenv("NCCL_HOSTID");
+  std::string host;
+  if (id != nullptr && *id != '\0') {
+    host = id;
+  } else {
+    char name[256] = {};
+    gethostname(name, sizeof(name) - 1);
+    host = name;
+  }
+  return std::hash<std::string>{}(host);
+}
+
 ncclResult_t Join(CommState& c) {
   const int fd = shm_open(c.name.c_str(), O_CREAT | O_RDWR, 0600);
   if (fd < 0) return NcclFail(ncclSystemError, "shm_open " + c.name + ": " + std::strerror(errno));
@@ -698,6 +717,8 @@ ncclResult_t Join(CommState& c) {
   c.slots = static_cast<char*>(base) + header + boxes;
   c.box_data = c.slots + n * c.slot_bytes;
   c.header->pids[c.rank] = getpid();
+  c.header->host_hash[c.rank] = HostHash();
+  c.header->device[c.rank] = c.device;
   // The segment starts zeroed; nranks and magic are written by everyone alike.
   c.header->nranks = static_cast<uint32_t>(c.nranks);
   c.header->magic = kMagic;
@@ -725,6 +746,19 @@ void FinishInit(const std::shared_ptr<CommState>& c) {
   }
   if (!c->Barrier()) return;
   if (c->rank == 0) shm_unlink(c->name.c_str());
+  // NCCL refuses two ranks on one GPU of one host ("Duplicate GPU detected"): so does this, so
+  // that a caller who would get that on a GPU gets it here too.
+  for (int r = 0; r < c->nranks; ++r) {
+    if (r == c->rank || c->header->host_hash[r] != c->header->host_hash[c->rank] ||
+        c->header->device[r] != c->header->device[c->rank]) {
+      continue;
+    }
+    c->async = NcclFail(ncclInvalidUsage,
+                        "Duplicate GPU detected: rank " + std::to_string(c->rank) + " and rank " +
+                            std::to_string(r) + " both on CUDA device " +
+                            std::to_string(c->device) + " of one host (NCCL_HOSTID or host name)");
+    return;
+  }
   int expected = ncclInProgress;
   c->async.compare_exchange_strong(expected, ncclSuccess);
 }
