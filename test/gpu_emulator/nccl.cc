@@ -831,6 +831,15 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* out, int nranks, ncclUniqueId id
   if (text.rfind(kIdPrefix, 0) != 0) {
     return NcclFail(ncclInvalidArgument, "ncclCommInitRank: not an emulator's unique id");
   }
+  // HVD_GPU_EMU_EXIT_IN_INIT=R: the process initialising rank R of a communicator exits (3)
+  // instead, after its peers got the unique id: a member that dies before it joins.
+  const char* exit_rank = std::getenv("HVD_GPU_EMU_EXIT_IN_INIT");
+  if (exit_rank != nullptr && *exit_rank != '\0' && std::atoi(exit_rank) == rank) {
+    std::fprintf(stderr, "[gpu emulator] exiting with 3 in ncclCommInitRank of rank %d, as asked\n",
+                 rank);
+    std::fflush(nullptr);
+    _exit(3);
+  }
   auto state = std::make_shared<CommState>();
   state->nranks = nranks;
   state->rank = rank;
