@@ -17,7 +17,8 @@ namespace hvd_gpu {
 // several hosts of several ranks each (docs/gpu.md): the host's NCCL average, then Adasum of the
 // host averages across hosts. Elsewhere it combines every rank's update like CPU tensors.
 bool HostAveragedAdasum() {
-  return Ctx().own_gpus && Ctx().local_size > 1 && Ctx().local_size < Ctx().size;
+  return DeviceOutputsExpected("ALLREDUCE") && Ctx().local_size > 1 &&
+         Ctx().local_size < Ctx().size;
 }
 
 void Adasum() {

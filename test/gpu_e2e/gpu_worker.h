@@ -44,7 +44,8 @@ struct Context {
   int32_t local_size = 1;
   int device = 0;        // this rank's CUDA device (local_rank % device count)
   int device_count = 0;  // cudaGetDeviceCount
-  // Every rank has a GPU of its own and no knob stages GPU ops: the process sets run on NCCL,
+  // No two ranks on one GPU of one host (the host as NCCL tells it: NCCL_HOSTID, else the host
+  // name): unless a knob stages GPU ops (DeviceOutputsExpected), the process sets run on NCCL,
   // so runtime-allocated outputs must be device memory (c_api.h; docs/gpu.md "Which path").
   bool own_gpus = false;
   int32_t even_set = -1;  // the process set of the even ranks, registered at init (-1: none)

@@ -10,6 +10,8 @@
 // prints "[scenario] rank R: ..." for each difference and exits 1 if there was any; rank 0
 // prints "[scenario] ok on N ranks" for each passing one. Without a CUDA device (or a libhvd
 // without CUDA) every rank says why and exits 77, which ctest counts as skipped.
+#include <unistd.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -375,17 +377,46 @@ void Setup(int device_count) {
   for (int32_t i = 0; i < num_ids; ++i) {
     if (ids[i] != 0) Ctx().even_set = ids[i];
   }
-  // Each rank has a GPU of its own when its host's ranks do not outnumber the host's devices;
-  // the set runs on NCCL (outputs on the device) only when that holds on every rank: a Min.
-  const double mine = Ctx().local_size <= device_count ? 1.0 : 0.0;
-  hvd_gpu::DevicePtr own = hvd_gpu::MakeDevice(HVD_INT32, {1}, [mine](int64_t) { return mine; });
-  hvd_tensor_t d = own->Desc();
-  hvd_op_options_t o = hvd_gpu::Options("gpu.setup.own_gpus");
-  o.reduce_op = HVD_OP_MIN;
+  // Each rank has a GPU of its own, as NCCL (and hvd, which asks the same) tells GPUs apart,
+  // when no two ranks have the same host and device: the host is NCCL_HOSTID where set (hvdrun
+  // sets the rank's host; a wrapper may declare one per rank), else the host name. Gathered in
+  // host memory (an allgather of fixed-size CPU tensors); then the sets run on NCCL, their
+  // outputs on the device.
+  char identity[128] = {};
+  const char* host_id = std::getenv("NCCL_HOSTID");
+  char host[64] = {};
+  if (host_id == nullptr || *host_id == '\0') {
+    gethostname(host, sizeof(host) - 1);
+    host_id = host;
+  }
+  char bus[32] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), Ctx().device) != cudaSuccess) {
+    std::snprintf(bus, sizeof(bus), "device-%d", Ctx().device);
+  }
+  std::snprintf(identity, sizeof(identity), "%s %s", host_id, bus);
+  hvd_tensor_t d;
+  std::memset(&d, 0, sizeof(d));
+  d.data = identity;
+  d.dtype = HVD_UINT8;
+  d.ndim = 1;
+  d.shape[0] = sizeof(identity);
+  d.device = HVD_DEVICE_CPU;
+  hvd_op_options_t o = hvd_gpu::Options("gpu.setup.identities");
   hvd_handle_t h = 0;
-  hvd_gpu::Require(hvd_allreduce(&d, &d, &o, &h), "allreduce Min of 'a GPU of its own'");
-  hvd_gpu::WaitRelease(h, "allreduce Min of 'a GPU of its own'");
-  Ctx().own_gpus = own->Download().Get(0) == 1.0;
+  hvd_gpu::Require(hvd_allgather(&d, &o, &h), "allgather of the GPU identities");
+  hvd_gpu::WaitOk(h, "allgather of the GPU identities");
+  hvd_tensor_t all{};
+  hvd_gpu::Require(hvd_output(h, 0, &all), "hvd_output of the GPU identities");
+  std::vector<std::string> seen;
+  Ctx().own_gpus = true;
+  for (int32_t r = 0; r < Ctx().size; ++r) {
+    const char* id = static_cast<const char*>(all.data) + r * sizeof(identity);
+    const std::string one(id, strnlen(id, sizeof(identity)));
+    if (std::find(seen.begin(), seen.end(), one) != seen.end()) Ctx().own_gpus = false;
+    seen.push_back(one);
+  }
+  hvd_free(all.data);
+  hvd_gpu::Require(hvd_release(h), "hvd_release of the GPU identities");
   if (Ctx().rank == 0) {
     const auto where = [](const char* op) {
       return hvd_gpu::DeviceOutputsExpected(op) ? "device" : "device or host";
