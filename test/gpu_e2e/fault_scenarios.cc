@@ -1,5 +1,6 @@
-// Adasum of CUDA tensors, tensors of tens of MiB, the order of the caller's stream, and a NCCL
-// peer that dies in the middle of a job (a plain one, and an elastic one that goes on).
+// Adasum of CUDA tensors, tensors of tens of MiB, the order of the caller's stream, a failing
+// CUDA or NCCL call, and a NCCL peer that dies in the middle of a job (a plain one, and an
+// elastic one that goes on).
 #include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
@@ -391,6 +392,89 @@ void Elastic() {
     std::printf("elastic: %d reset(s), 5 good steps at %d ranks in round %lld\n", resets, N(),
                 static_cast<long long>(round));
     std::fflush(stdout);
+  }
+}
+
+void CudaErrors() {
+  // One rank (its calls alone fail): the next call of a CUDA or NCCL function fails (the
+  // emulator's hook; skipped elsewhere). The op fails with an error naming it and CUDA's or
+  // NCCL's message, and no CUDA error is left pending for the caller's next CUDA call. The
+  // runtime is then shut down, as Horovod's is after such an error (on several ranks the
+  // others may already be in the collective: only a new runtime agrees again), so the caller
+  // does what hvd.elastic.run does, shutdown and init, and the same op then works.
+  using FailHook = void (*)(const char*, int);
+  const auto fail_next =
+      reinterpret_cast<FailHook>(dlsym(RTLD_DEFAULT, "hvd_gpu_emulator_fail_next"));
+  if (fail_next == nullptr || N() != 1) {
+    if (R() == 0) std::printf("[cuda_errors] skipped: needs one rank and the CUDA emulator\n");
+    return;
+  }
+  constexpr int kNcclUnhandledCudaError = 1;  // nccl.h's ncclUnhandledCudaError
+  struct Case {
+    const char* function;
+    int error;
+    const char* op;
+    hvd_dtype_t dtype;
+  };
+  const Case cases[] = {
+      {"cudaMemcpyAsync", cudaErrorInvalidValue, "allreduce", HVD_INT16},  // staged
+      {"cudaStreamWaitEvent", cudaErrorInvalidValue, "allreduce", HVD_FLOAT32},
+      {"cudaEventQuery", cudaErrorLaunchFailure, "allreduce", HVD_INT16},
+      {"ncclAllReduce", kNcclUnhandledCudaError, "allreduce", HVD_FLOAT32},
+      {"ncclAllGather", kNcclUnhandledCudaError, "allgather", HVD_FLOAT32},
+      {"cudaMallocFromPoolAsync", cudaErrorMemoryAllocation, "allgather", HVD_FLOAT32},
+  };
+  int k = 0;
+  for (const Case& c : cases) {
+    for (bool failing : {true, false}) {
+      const std::string name = "gpu.cuda_error." + std::to_string(k++);
+      const std::string what = std::string(c.op) + " of " + DTypeOf(c.dtype).name +
+                               (failing ? std::string(" with ") + c.function + " failing"
+                                        : std::string(" after ") + c.function + " failed");
+      DevicePtr t = MakeDevice(c.dtype, {6}, [](int64_t i) { return i + 1; });
+      hvd_tensor_t d = t->Desc();
+      hvd_op_options_t o = Options(name);
+      if (failing) fail_next(c.function, c.error);
+      hvd_handle_t h = 0;
+      hvd_status_t s = std::string(c.op) == "allreduce" ? hvd_allreduce(&d, &d, &o, &h)
+                                                        : hvd_allgather(&d, &o, &h);
+      std::string message;
+      if (s == HVD_OK) {
+        s = hvd_wait(h, kWaitSeconds);
+        if (s == HVD_IN_PROGRESS) Die(what + ": not complete", s);
+        if (s != HVD_OK) message = hvd_last_error();
+        if (s == HVD_OK && std::string(c.op) == "allgather") {
+          ExpectOutput(h, 0, what, c.dtype, {6}, {1, 2, 3, 4, 5, 6},
+                       DeviceOutputsExpected("ALLGATHER"));
+        }
+        hvd_release(h);
+      } else {
+        message = hvd_last_error();
+      }
+      if (failing) {
+        fail_next("", 0);  // disarmed, had the call not come
+        if (s == HVD_OK) {
+          Fail(what + ": succeeded");
+        } else if (message.find(name) == std::string::npos ||
+                   (message.find("CUDA error") == std::string::npos &&
+                    message.find("NCCL") == std::string::npos)) {
+          Fail(what + ": the error does not name the op and CUDA's or NCCL's error: " + message);
+        }
+        const cudaError_t pending = cudaGetLastError();
+        if (pending != cudaSuccess) {
+          Fail(what + ": CUDA error " + cudaGetErrorName(pending) + " left pending");
+        }
+        Require(hvd_shutdown(), what + ": hvd_shutdown");
+        Require(hvd_init(), what + ": hvd_init again");
+        Ctx().even_set = -1;  // the sets of the first init are gone
+        continue;
+      }
+      if (s != HVD_OK) {
+        Fail(what + ": failed again (status " + std::to_string(s) + "): " + message);
+      } else if (std::string(c.op) == "allreduce") {
+        ExpectDevice(what, *t, {1, 2, 3, 4, 5, 6});
+      }
+    }
   }
 }
 

@@ -217,6 +217,9 @@ void Lifecycle();
 void KillPeer(const std::string& kind, bool in_nccl);
 // Under hvdrun --elastic: the last rank dies inside a NCCL collective; the others re-form.
 void Elastic();
+// One rank: a failing CUDA or NCCL call fails its op, naming it, leaving no CUDA error pending;
+// after shutdown and init the op works.
+void CudaErrors();
 
 }  // namespace hvd_gpu
 

@@ -315,6 +315,7 @@ const Scenario kScenarios[] = {
     {"stream_order", hvd_gpu::StreamOrder},
     {"lifecycle", hvd_gpu::Lifecycle},  // last: it re-initializes
     {"elastic", hvd_gpu::Elastic, false},
+    {"cuda_errors", hvd_gpu::CudaErrors, false},
     {"kill_peer_allreduce", [] { hvd_gpu::KillPeer("allreduce", false); }, false},
     {"nccl_peer_dies_allreduce", [] { hvd_gpu::KillPeer("allreduce", true); }, false},
     {"kill_peer_allgather", [] { hvd_gpu::KillPeer("allgather", false); }, false},

@@ -163,6 +163,25 @@ class Stream {
   uint64_t done_ = 0;
 };
 
+namespace {
+
+std::mutex g_inject_mu;
+std::string g_inject_function;  // guarded by g_inject_mu
+int g_inject_error = 0;
+std::atomic<bool> g_inject_armed{false};
+
+}  // namespace
+
+int Injected(const char* function) {
+  if (!g_inject_armed.load()) return 0;
+  std::lock_guard<std::mutex> lock(g_inject_mu);
+  if (g_inject_function != function) return 0;
+  g_inject_armed = false;
+  g_inject_function.clear();
+  std::fprintf(stderr, "[gpu emulator] %s fails with %d, as asked\n", function, g_inject_error);
+  return g_inject_error;
+}
+
 int DeviceCount() {
   static const int count = EnvInt("HVD_GPU_EMU_DEVICES", 1);
   return count;
@@ -292,6 +311,17 @@ using namespace hvd::gpu_emulator;  // NOLINT: the C entry points below
 
 extern "C" {
 
+// The emulator's own entry point (tests find it with dlsym): the next call of `function` (a CUDA
+// runtime or NCCL function the emulator answers) fails with `error` (a cudaError_t, or an
+// ncclResult_t for NCCL), once, as a failing driver or kernel would.
+__attribute__((visibility("default"))) void hvd_gpu_emulator_fail_next(const char* function,
+                                                                       int error) {
+  std::lock_guard<std::mutex> lock(g_inject_mu);
+  g_inject_function = function;
+  g_inject_error = error;
+  g_inject_armed = true;
+}
+
 cudaError_t cudaGetDeviceCount(int* count) {
   if (count == nullptr) return Fail(cudaErrorInvalidValue);
   *count = DeviceCount();
@@ -347,6 +377,10 @@ const char* cudaGetErrorName(cudaError_t err) {
       return "cudaErrorInvalidResourceHandle";
     case cudaErrorNotReady:
       return "cudaErrorNotReady";
+    case cudaErrorLaunchFailure:
+      return "cudaErrorLaunchFailure";
+    case cudaErrorIllegalAddress:
+      return "cudaErrorIllegalAddress";
     default:
       return "cudaErrorUnknown";
   }
@@ -368,12 +402,19 @@ const char* cudaGetErrorString(cudaError_t err) {
       return "invalid resource handle";
     case cudaErrorNotReady:
       return "device not ready";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure";
+    case cudaErrorIllegalAddress:
+      return "an illegal memory access was encountered";
     default:
       return "unknown error";
   }
 }
 
-cudaError_t cudaMalloc(void** p, size_t bytes) { return AllocDevice(p, bytes); }
+cudaError_t cudaMalloc(void** p, size_t bytes) {
+  if (const int e = Injected("cudaMalloc")) return Fail(static_cast<cudaError_t>(e));
+  return AllocDevice(p, bytes);
+}
 
 cudaError_t cudaFree(void* p) {
   if (p == nullptr) return cudaSuccess;
@@ -383,6 +424,7 @@ cudaError_t cudaFree(void* p) {
 }
 
 cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int /*flags*/) {
+  if (const int e = Injected("cudaHostAlloc")) return Fail(static_cast<cudaError_t>(e));
   if (p == nullptr) return Fail(cudaErrorInvalidValue);
   void* mem = std::aligned_alloc(4096, PageRound(bytes));
   if (mem == nullptr) return Fail(cudaErrorMemoryAllocation);
@@ -500,6 +542,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t handle) {
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t handle, cudaStream_t stream_handle) {
+  if (const int e = Injected("cudaEventRecord")) return Fail(static_cast<cudaError_t>(e));
   auto event = EventOf(handle);
   auto stream = StreamOf(stream_handle);
   if (event == nullptr || stream == nullptr) return Fail(cudaErrorInvalidResourceHandle);
@@ -517,6 +560,7 @@ cudaError_t cudaEventRecord(cudaEvent_t handle, cudaStream_t stream_handle) {
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t handle) {
+  if (const int e = Injected("cudaEventQuery")) return Fail(static_cast<cudaError_t>(e));
   auto event = EventOf(handle);
   if (event == nullptr) return Fail(cudaErrorInvalidResourceHandle);
   std::lock_guard<std::mutex> lock(event->mu);
@@ -535,6 +579,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t handle) {
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream_handle, cudaEvent_t handle,
                                 unsigned int /*flags*/) {
+  if (const int e = Injected("cudaStreamWaitEvent")) return Fail(static_cast<cudaError_t>(e));
   auto event = EventOf(handle);
   auto stream = StreamOf(stream_handle);
   if (event == nullptr || stream == nullptr) return Fail(cudaErrorInvalidResourceHandle);
@@ -552,6 +597,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream_handle, cudaEvent_t handle,
 
 cudaError_t cudaMemcpyAsync(void* to, const void* from, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream_handle) {
+  if (const int e = Injected("cudaMemcpyAsync")) return Fail(static_cast<cudaError_t>(e));
   auto stream = StreamOf(stream_handle);
   if (stream == nullptr) return Fail(cudaErrorInvalidResourceHandle);
   if (bytes == 0) return cudaSuccess;
@@ -569,6 +615,7 @@ cudaError_t cudaMemcpy(void* to, const void* from, size_t bytes, cudaMemcpyKind 
 }
 
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream_handle) {
+  if (const int e = Injected("cudaMemsetAsync")) return Fail(static_cast<cudaError_t>(e));
   auto stream = StreamOf(stream_handle);
   if (stream == nullptr) return Fail(cudaErrorInvalidResourceHandle);
   if (bytes == 0) return cudaSuccess;
@@ -603,6 +650,7 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr, vo
 
 cudaError_t cudaMallocFromPoolAsync(void** p, size_t bytes, cudaMemPool_t pool,
                                     cudaStream_t stream_handle) {
+  if (const int e = Injected("cudaMallocFromPoolAsync")) return Fail(static_cast<cudaError_t>(e));
   if (pool == nullptr || StreamOf(stream_handle) == nullptr) return Fail(cudaErrorInvalidValue);
   return AllocDevice(p, bytes);
 }

@@ -38,4 +38,8 @@ void Enqueue(const std::shared_ptr<Stream>& stream, std::function<void()> work);
 // Waits until everything queued on `stream` so far has run.
 void Drain(const std::shared_ptr<Stream>& stream);
 
+// Fault injection (hvd_gpu_emulator_fail_next): the error the next call of `function` must
+// answer, once; 0 for none.
+int Injected(const char* function);
+
 }  // namespace hvd::gpu_emulator

@@ -938,6 +938,9 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
 
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  if (const int e = Injected("ncclAllReduce")) {
+    return NcclFail(static_cast<ncclResult_t>(e), "ncclAllReduce failed, as asked");
+  }
   EMU_TRY(Check(comm, "ncclAllReduce"));
   Call call(kAllReduce);
   EMU_TRY(Reduce(comm, op, type, "ncclAllReduce", &call.red));
@@ -977,6 +980,9 @@ ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType
 
 ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type,
                            int root, ncclComm_t comm, cudaStream_t stream) {
+  if (const int e = Injected("ncclBroadcast")) {
+    return NcclFail(static_cast<ncclResult_t>(e), "ncclBroadcast failed, as asked");
+  }
   EMU_TRY(Check(comm, "ncclBroadcast"));
   if (root < 0 || root >= comm->state->nranks || TypeSize(type) == 0) {
     return NcclFail(ncclInvalidArgument, "ncclBroadcast: bad root or type");
@@ -998,6 +1004,9 @@ ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataT
 
 ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t type,
                            ncclComm_t comm, cudaStream_t stream) {
+  if (const int e = Injected("ncclAllGather")) {
+    return NcclFail(static_cast<ncclResult_t>(e), "ncclAllGather failed, as asked");
+  }
   EMU_TRY(Check(comm, "ncclAllGather"));
   if (TypeSize(type) == 0) return NcclFail(ncclInvalidArgument, "ncclAllGather: bad type");
   Call call(kAllGather);
@@ -1014,6 +1023,9 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataT
 
 ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t type,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  if (const int e = Injected("ncclReduceScatter")) {
+    return NcclFail(static_cast<ncclResult_t>(e), "ncclReduceScatter failed, as asked");
+  }
   EMU_TRY(Check(comm, "ncclReduceScatter"));
   Call call(kReduceScatter);
   EMU_TRY(Reduce(comm, op, type, "ncclReduceScatter", &call.red));
@@ -1066,6 +1078,11 @@ ncclResult_t ncclGroupStart() {
 }
 
 ncclResult_t ncclGroupEnd() {
+  if (const int e = Injected("ncclGroupEnd")) {
+    --tl_group_depth;
+    tl_group.clear();
+    return NcclFail(static_cast<ncclResult_t>(e), "ncclGroupEnd failed, as asked");
+  }
   if (tl_group_depth == 0) return NcclFail(ncclInvalidUsage, "ncclGroupEnd without a start");
   if (--tl_group_depth > 0) return ncclSuccess;
   std::vector<Batch> batches = std::move(tl_group);
