@@ -20,7 +20,6 @@
 #include <random>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace hvd::gpu_emulator {
 namespace {
