@@ -212,6 +212,9 @@ void StreamOrder();
 // shutdown, an op pending at it aborted), process sets added, removed and added again. Runs
 // last: the sets registered at the first init are gone after it.
 void Lifecycle();
+// Sets {0,1}, {1,2}, {0,2} (3 ranks or more) whose ops each rank enqueues in its own order,
+// and global ones, all waited for at the end. Re-initializes with dynamic process sets.
+void OverlappingSets();
 // The last rank dies after one op of `kind` (inside the next one's NCCL collective where
 // `in_nccl`); rank 0's next ones must fail within 10 s.
 void KillPeer(const std::string& kind, bool in_nccl);

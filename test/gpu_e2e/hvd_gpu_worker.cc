@@ -313,7 +313,8 @@ const Scenario kScenarios[] = {
     {"adasum", hvd_gpu::Adasum},
     {"large", hvd_gpu::Large},
     {"stream_order", hvd_gpu::StreamOrder},
-    {"lifecycle", hvd_gpu::Lifecycle},  // last: it re-initializes
+    {"overlapping_sets", hvd_gpu::OverlappingSets},  // these two re-initialize: last
+    {"lifecycle", hvd_gpu::Lifecycle},
     {"elastic", hvd_gpu::Elastic, false},
     {"cuda_errors", hvd_gpu::CudaErrors, false},
     {"kill_peer_allreduce", [] { hvd_gpu::KillPeer("allreduce", false); }, false},

@@ -1,6 +1,9 @@
 // The GPU path across the runtime's lifecycle: shutdown and init again (each init makes its NCCL
-// communicators anew; device outputs outlive the runtime that made them), and process sets
-// added, removed and added again (each a NCCL communicator of its own).
+// communicators anew; device outputs outlive the runtime that made them), process sets added,
+// removed and added again (each a NCCL communicator of its own), and overlapping sets whose ops
+// every rank enqueues in its own order.
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -126,6 +129,71 @@ void Lifecycle() {
   }
   // Left initialized for main's final barrier and shutdown; the last outputs freed now.
   for (void* p : kept) hvd_free(p);
+}
+
+void OverlappingSets() {
+  // Three ranks or more: sets {0,1}, {1,2} and {0,2}, each a NCCL communicator on the same
+  // device stream of its members. Every rank enqueues its ops in the sets it is in, starting
+  // with a different set than its neighbours (a cycle: 0 waits on A for 1, 1 on B for 2, 2 on C
+  // for 0, if the runtime ran them in the order enqueued), plus global ones, and only then
+  // waits: the runtime must order them the same on every member.
+  const int32_t n = N(), r = R();
+  if (n < 3) {
+    if (r == 0) std::printf("[overlapping_sets] skipped: needs 3 ranks or more\n");
+    return;
+  }
+  Require(hvd_shutdown(), "hvd_shutdown");
+  setenv("HVD_DYNAMIC_PROCESS_SETS", "1", 1);
+  Require(hvd_init(), "hvd_init with dynamic process sets");
+  Ctx().even_set = -1;  // the sets of the first init are gone
+  const std::vector<std::vector<int32_t>> members = {{0, 1}, {1, 2}, {0, 2}};
+  std::vector<int32_t> ids;
+  for (const auto& m : members) {
+    int32_t id = -1;
+    Require(hvd_add_process_set(m.data(), static_cast<int32_t>(m.size()), &id),
+            "hvd_add_process_set " + List(m));
+    ids.push_back(id);
+  }
+  std::vector<Pending> pending;
+  for (int round = 0; round < 3; ++round) {
+    for (int j = 0; j < 3; ++j) {
+      const int s = (r + j) % 3;  // rank r starts with set r % 3
+      const auto& m = members[s];
+      if (std::find(m.begin(), m.end(), r) == m.end()) continue;
+      const double sum = (m[0] + 1) + (m[1] + 1);
+      const std::string name = "gpu.overlap." + std::to_string(round) + "." + std::to_string(s);
+      DevicePtr t = MakeDevice(HVD_FLOAT32, {257}, [r](int64_t i) { return (r + 1) * (i % 4); });
+      hvd_tensor_t d = t->Desc();
+      hvd_op_options_t o = Options(name);
+      o.process_set_id = ids[s];
+      Pending p;
+      Require(hvd_allreduce(&d, &d, &o, &p.handle), "allreduce " + name);
+      p.what = "allreduce " + name + " in set " + List(m);
+      p.keep = {t};
+      p.check = [=](hvd_handle_t) {
+        std::vector<double> want(257);
+        for (int64_t i = 0; i < 257; ++i) want[i] = sum * (i % 4);
+        ExpectDevice(p.what, *t, want);
+      };
+      pending.push_back(std::move(p));
+    }
+    // And one over every rank.
+    const std::string name = "gpu.overlap.all." + std::to_string(round);
+    DevicePtr t = MakeDevice(HVD_FLOAT32, {33}, [r](int64_t) { return r + 1.0; });
+    hvd_tensor_t d = t->Desc();
+    hvd_op_options_t o = Options(name);
+    Pending p;
+    Require(hvd_allreduce(&d, &d, &o, &p.handle), "allreduce " + name);
+    p.what = "allreduce " + name;
+    p.keep = {t};
+    p.check = [=](hvd_handle_t) {
+      ExpectDevice(p.what, *t, std::vector<double>(33, n * (n + 1) / 2.0));
+    };
+    pending.push_back(std::move(p));
+  }
+  FinishAll(&pending);
+  GlobalBarrier("barrier before removing the sets");
+  for (int32_t id : ids) Require(hvd_remove_process_set(id), "hvd_remove_process_set");
 }
 
 }  // namespace hvd_gpu
