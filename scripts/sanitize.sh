@@ -6,7 +6,7 @@
 #
 # Both builds use clang (-O1, line tables only: the stacks name file:line and it compiles far
 # faster than -O2 -g), without Python, Gloo, MPI and NCCL (a sanitizer needs every library of
-# the program instrumented; the full thread run builds the GPU path for the emulated GPU, whose
+# the program instrumented; the full runs build the GPU path for the emulated GPU, whose
 # preloaded library answers every CUDA and NCCL call). build-asan/ also holds the libFuzzer targets (HVD_FUZZ=ON), so
 # scripts/fuzz.sh and this share one build.
 #   address: every C++ unit test (ctest -L unit, the fuzz corpus test included), the attacks
@@ -17,9 +17,10 @@
 #            ("all") once at 2 ranks on shared memory and once at 3 on TCP.
 #   thread:  runtime_test (ranks as threads over the in-process communicator: the controller,
 #            background thread, callers driving cycles, aborts, timeline, autotune); without
-#            --ci also launcher_rendezvous_test (the server's I/O thread against client threads),
-#            the worker groups as above, and where CUDA and NCCL are found the GPU worker
-#            (test/gpu_e2e) on the emulated GPU (test/gpu_emulator) at 2-4 ranks.
+#            --ci also launcher_rendezvous_test (the server's I/O thread against client threads)
+#            and the worker groups as above.
+#   Both without --ci, where CUDA and NCCL are found: the GPU worker (test/gpu_e2e) on the
+#   emulated GPU (test/gpu_emulator) at 2-4 ranks, NCCL, staged and the hierarchy.
 # Exit 1 when a test fails or a sanitizer reports anything; the last line is the summary
 # ("sanitize <mode>: ..."), the reports are in <build>/sanitize-logs/. Run scripts/setup.sh
 # first on a fresh machine. BUILD_DIR overrides the build folder; SANITIZE_FLAGS the compile
@@ -50,11 +51,12 @@ if [ "${1:-}" = build ]; then
   mode=${2:-}
   build=$(default_build "$mode")
   shift 2
-  # The full thread run also builds the GPU path where CUDA and NCCL are found, for the GPU worker
-# on the emulated GPU (test/gpu_emulator: the real CUDA and NCCL libraries are never called).
+  # The full runs also build the GPU path where CUDA and NCCL are found, for the GPU worker on the
+# emulated GPU (test/gpu_emulator: the real CUDA and NCCL libraries are never called).
 nccl=OFF
-[ "$mode" = thread ] && [ "$ci" = 0 ] && nccl=ON
+[ "$ci" = 0 ] && nccl=ON
 configure "$mode" "$build" "$nccl"
+gpu=$(ninja -C "$build" -t targets all | grep -c '^hvd_gpu_emulator:' || true)
   cmake --build "$build" -j "$(nproc)" --target "$@"
   exit 0
 fi
@@ -64,25 +66,28 @@ ci=0
 [ "${2:-}" = --ci ] && ci=1
 build=$(default_build "$mode")
 logs=$build/sanitize-logs
-# The full thread run also builds the GPU path where CUDA and NCCL are found, for the GPU worker
-# on the emulated GPU (test/gpu_emulator: the real CUDA and NCCL libraries are never called).
+# The full runs also build the GPU path where CUDA and NCCL are found, for the GPU worker on the
+# emulated GPU (test/gpu_emulator: the real CUDA and NCCL libraries are never called).
 nccl=OFF
-[ "$mode" = thread ] && [ "$ci" = 0 ] && nccl=ON
+[ "$ci" = 0 ] && nccl=ON
 configure "$mode" "$build" "$nccl"
+gpu=$(ninja -C "$build" -t targets all | grep -c '^hvd_gpu_emulator:' || true)
 if [ "$mode" = address ]; then
   # Every unit test binary: ctest -L unit's tests are named after their gtest targets, but for
   # the benchmarks' command-line checks (not worth a sanitizer build of the benchmarks).
-  unit_exclude='^bench_bad_args_'
+  # gpu_emulator_test: the emulator's own death test crashes on purpose (a report here).
+  unit_exclude='^bench_bad_args_|^gpu_emulator_test$'
   # (Tests that are scripts, such as launcher_layout, have no target of that name: left out.)
   mapfile -t unit_targets < <(cd "$build" && ctest -N -L unit -E "$unit_exclude" |
     sed -n 's/^ *Test *#[0-9]*: //p' |
     grep -Fxf <(ninja -C "$build" -t targets all | sed -n 's/: .*//p'))
   targets=(hvdrun hvd-agent hvd_e2e_worker hvd_attack_probe "${unit_targets[@]}")
+  # nccl_group_emulated_test (unit) runs nccl_group_test's binary on the emulated GPU.
+  [ "$gpu" = 1 ] && targets+=(nccl_group_test hvd_gpu_worker hvd_gpu_emulator)
 elif [ "$ci" = 1 ]; then
   targets=(runtime_test)
 else
   targets=(hvdrun hvd_e2e_worker runtime_test launcher_rendezvous_test)
-  gpu=$(ninja -C "$build" -t targets all | grep -c '^hvd_gpu_emulator:' || true)
   [ "$gpu" = 1 ] && targets+=(hvd_gpu_worker hvd_gpu_emulator)
 fi
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
@@ -143,7 +148,7 @@ else
     allreduce lone lone_collectives fused join
   worker worker_single_copy 2 HVD_SHM_SINGLE_COPY_BYTES=1 HVD_SHM_SINGLE_COPY=always -- \
     allreduce grouped fused join
-  if [ "${gpu:-0}" = 1 ]; then
+  if [ "$gpu" = 1 ]; then
     # The GPU path on the emulated GPU: NCCL between ranks with a device each, the staged path
     # of ranks sharing one, the hierarchy over two hosts, with stream work delayed. (A rank
     # that dies leaves its threads running: not a finding, so no dying rank here.)
