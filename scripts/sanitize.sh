@@ -7,8 +7,8 @@
 # Both builds use clang (-O1, line tables only: the stacks name file:line and it compiles far
 # faster than -O2 -g), without Python, Gloo, MPI and NCCL (a sanitizer needs every library of
 # the program instrumented; the full runs build the GPU path for the emulated GPU, whose
-# preloaded library answers every CUDA and NCCL call). build-asan/ also holds the libFuzzer targets (HVD_FUZZ=ON), so
-# scripts/fuzz.sh and this share one build.
+# preloaded library answers every CUDA and NCCL call). build-asan/ also holds the libFuzzer
+# targets (HVD_FUZZ=ON), so scripts/fuzz.sh and this share one build.
 #   address: every C++ unit test (ctest -L unit, the fuzz corpus test included), the attacks
 #            on a live job (security_e2e, docs/threat-model.md) and the worker
 #            scenario groups of test/worker_e2e under the built hvdrun: 2 and 3 ranks, shared
@@ -51,12 +51,7 @@ if [ "${1:-}" = build ]; then
   mode=${2:-}
   build=$(default_build "$mode")
   shift 2
-  # The full runs also build the GPU path where CUDA and NCCL are found, for the GPU worker on the
-# emulated GPU (test/gpu_emulator: the real CUDA and NCCL libraries are never called).
-nccl=OFF
-[ "$ci" = 0 ] && nccl=ON
-configure "$mode" "$build" "$nccl"
-gpu=$(ninja -C "$build" -t targets all | grep -c '^hvd_gpu_emulator:' || true)
+  configure "$mode" "$build"
   cmake --build "$build" -j "$(nproc)" --target "$@"
   exit 0
 fi
