@@ -741,7 +741,12 @@ void FinishInit(const std::shared_ptr<CommState>& c) {
   while (c->header->joined.load() < static_cast<uint32_t>(c->nranks)) {
     const uint32_t seen = c->header->generation.load();
     if (c->header->joined.load() >= static_cast<uint32_t>(c->nranks)) break;
-    if (c->aborted.load()) return;
+    if (c->aborted.load()) {
+      // Aborted before everyone joined (ncclCommAbort may have unlinked the name before this
+      // thread created it): nobody else will unlink it.
+      shm_unlink(c->name.c_str());
+      return;
+    }
     const timespec tick{0, 20'000'000};
     Futex(&c->header->generation, FUTEX_WAIT, seen, &tick);
   }
