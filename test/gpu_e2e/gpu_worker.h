@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "worker_values.h"
+
 namespace hvd_gpu {
 
 // Seconds any single wait may take before the worker gives up (no test may hang).
@@ -26,13 +28,7 @@ constexpr double kWaitSeconds = 60.0;
 // no scenario expects, so an element the runtime never wrote shows up as a difference.
 constexpr int kSentinelByte = 0xA5;
 
-struct DType {
-  hvd_dtype_t id;
-  const char* name;
-  size_t size;
-  bool is_signed;  // has negative values
-  bool is_float;
-};
+using hvd_worker::DType;
 const DType& DTypeOf(hvd_dtype_t id);
 
 // The scenario now running and this process's place in the job; set by main.
@@ -70,7 +66,7 @@ void WaitRelease(hvd_handle_t handle, const std::string& what);
 hvd_op_options_t Options(const std::string& name);
 
 std::string Shape(const std::vector<int64_t>& shape);
-std::string List(const std::vector<int32_t>& v);
+using hvd_worker::List;
 std::string Num(double v);
 int64_t Elements(const std::vector<int64_t>& shape);
 bool PowerOfTwo(int64_t n);
@@ -163,17 +159,11 @@ struct Pending {
 // Waits for every op (in order), runs its check, releases it.
 void FinishAll(std::vector<Pending>* pending);
 
-// Reduction inputs and results (as test/worker_e2e's): element i of the member at position
-// `pos` of a set of `n`. Sum, Average, Min and Max use s(i) * (b(i) + d(pos)), b(i) = 3..7,
-// members in pairs d = +m, -m (m = 1..3, an odd n's last member 0) so an average is exact;
-// Product uses 1..3 on four members per element and 1 on the rest (|product| <= 81); bool uses
-// bit pos % 4 of i + pos / 4; s(i) = -1 for odd i of signed dtypes.
-double ReduceInput(hvd_reduce_op_t op, const DType& d, int32_t pos, int32_t n, int64_t i);
-double ReduceExpected(hvd_reduce_op_t op, const DType& d, int32_t n, int64_t i,
-                      double prescale = 1.0, double postscale = 1.0);
-// Whether the sum and the result fit an integer dtype (always true for floats and bool).
-bool ReduceFits(hvd_reduce_op_t op, const DType& d, int32_t n, double prescale, double postscale);
-const char* ReduceOpName(hvd_reduce_op_t op);
+// The reductions' inputs and expected results (worker_values.h, as hvd_e2e_worker's).
+using hvd_worker::ReduceExpected;
+using hvd_worker::ReduceFits;
+using hvd_worker::ReduceInput;
+using hvd_worker::ReduceOpName;
 // Whether a float reduction is exact: the scale factors are powers of two and Average divides
 // by a power of two. Integer results are always compared exactly.
 bool ReductionExact(const DType& d, hvd_reduce_op_t op, double prescale, double postscale,

@@ -38,23 +38,12 @@ inline std::shared_ptr<Tensor> Make(hvd_dtype_t dtype, std::vector<int64_t> shap
 // so that it is exact and in range in every dtype (int8 included) at up to 16 ranks.
 inline double Small(int64_t v) { return static_cast<double>(v % 127); }
 
-// Allreduce/reducescatter inputs: element i of the member at position `pos` of a set of `n`.
-// Sum, Average, Min and Max use s(i) * (b(i) + d(pos)), b(i) = 3..7, with members in pairs
-// d = +m, -m (m = 1..3), so d sums to 0 and an average is exact in every dtype, and no value is
-// negative for unsigned dtypes; Product uses 1..3 on four members per element and 1 on the rest
-// (|product| <= 81 at any n); bool uses bit pos % 4 of i + pos / 4. s(i) = -1 for odd i of
-// signed dtypes. Every dtype and op holds unscaled for 2-16 members (|sum| <= 112 at 16); the
-// scaled integer cases only while ReduceFits.
-double ReduceInput(hvd_reduce_op_t op, const DType& d, int32_t pos, int32_t n, int64_t i);
-// Whether the sum of n members' ReduceInput scaled by `prescale`, and the result, fit an
-// integer dtype (int8 at 16 members holds the sum of 112 but not twice it).
-bool ReduceFits(hvd_reduce_op_t op, const DType& d, int32_t n, double prescale, double postscale);
-// The reduction over all n members of ReduceInput (with pre/postscale), computed in double.
-double ReduceExpected(hvd_reduce_op_t op, const DType& d, int32_t n, int64_t i,
-                      double prescale = 1.0, double postscale = 1.0);
-const char* ReduceOpName(hvd_reduce_op_t op);
-
-std::string List(const std::vector<int32_t>& v);
+// The reductions' inputs and expected results, and List (worker_values.h).
+using hvd_worker::List;
+using hvd_worker::ReduceExpected;
+using hvd_worker::ReduceFits;
+using hvd_worker::ReduceInput;
+using hvd_worker::ReduceOpName;
 // Records a difference unless a call returned `want` (immediate results, not handles).
 void ExpectStatus(hvd_status_t got, hvd_status_t want, const std::string& what);
 // A Sum allreduce of float32 [4] filled with `mine` on set `set`; the result must be `want`.

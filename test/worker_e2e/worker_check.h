@@ -13,21 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "worker_values.h"
+
 namespace hvd_e2e {
 
 // Seconds any single wait may take before the worker gives up (no test may hang).
 constexpr double kWaitSeconds = 60.0;
 
-struct DType {
-  hvd_dtype_t id;
-  const char* name;
-  size_t size;
-  bool is_signed;  // has negative values
-  bool is_float;
-};
-
-// All eleven dtypes of the C API, bool last.
-const std::vector<DType>& AllDTypes();
+using hvd_worker::AllDTypes;  // all eleven dtypes of the C API, bool last
+using hvd_worker::DType;
 const DType& DTypeOf(hvd_dtype_t id);
 
 // The scenario now running and this process's place in the job; set by main.
