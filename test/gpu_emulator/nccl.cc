@@ -6,8 +6,6 @@
 // the same with other counts, types or roots) fail with ncclInvalidUsage naming both, a call on
 // a non-blocking communicator that is still ncclInProgress is refused, and buffers must be
 // device memory of the communicator's device, wholly inside one allocation.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <nccl.h>
@@ -35,6 +33,7 @@
 #include <vector>
 
 #include "test/gpu_emulator/device.h"
+#include "test/gpu_emulator/reduce.h"
 
 namespace hvd::gpu_emulator {
 namespace {
@@ -223,190 +222,6 @@ struct ncclComm {
 
 namespace hvd::gpu_emulator {
 namespace {
-
-size_t TypeSize(ncclDataType_t t) {
-  switch (t) {
-    case ncclInt8:
-    case ncclUint8:
-      return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    case ncclInt64:
-    case ncclUint64:
-    case ncclFloat64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
-// A reduction: the operator, and for a pre-multiplied sum its scalar (captured at the call, as
-// NCCL lets the op be destroyed once the call that uses it is enqueued).
-struct Reduction {
-  ncclRedOp_t op = ncclSum;
-  bool premul = false;
-  double scalar = 1.0;
-};
-
-template <typename T>
-double ToDouble(T v) {
-  return static_cast<double>(v);
-}
-template <>
-double ToDouble(__half v) {
-  return static_cast<double>(__half2float(v));
-}
-template <>
-double ToDouble(__nv_bfloat16 v) {
-  return static_cast<double>(__bfloat162float(v));
-}
-
-template <typename T>
-T FromDouble(double v) {
-  return static_cast<T>(v);
-}
-template <>
-__half FromDouble(double v) {
-  return __float2half(static_cast<float>(v));
-}
-template <>
-__nv_bfloat16 FromDouble(double v) {
-  return __float2bfloat16(static_cast<float>(v));
-}
-
-template <typename T>
-constexpr bool kIntegral = std::is_integral_v<T>;
-
-// acc = acc (op) x, each step rounded to T as the GPU does. The first contribution is
-// `first`: acc = x (pre-multiplied for a scaled sum).
-template <typename T>
-void Fold(T* acc, const T* x, size_t n, const Reduction& red, bool first) {
-  for (size_t i = 0; i < n; ++i) {
-    T v = x[i];
-    if (red.premul) v = FromDouble<T>(ToDouble(v) * red.scalar);
-    if (first) {
-      acc[i] = v;
-      continue;
-    }
-    if constexpr (kIntegral<T>) {
-      switch (red.op) {
-        case ncclProd:
-          acc[i] = static_cast<T>(acc[i] * v);
-          break;
-        case ncclMax:
-          acc[i] = std::max(acc[i], v);
-          break;
-        case ncclMin:
-          acc[i] = std::min(acc[i], v);
-          break;
-        default:
-          acc[i] = static_cast<T>(acc[i] + v);
-          break;
-      }
-    } else {
-      const double a = ToDouble(acc[i]), b = ToDouble(v);
-      double r;
-      switch (red.op) {
-        case ncclProd:
-          r = a * b;
-          break;
-        case ncclMax:
-          r = std::max(a, b);
-          break;
-        case ncclMin:
-          r = std::min(a, b);
-          break;
-        default:
-          r = a + b;
-          break;
-      }
-      if constexpr (std::is_same_v<T, float>) {
-        acc[i] = static_cast<float>(r);  // float + float in float (exact in double, rounded once)
-      } else {
-        acc[i] = FromDouble<T>(r);
-      }
-    }
-  }
-}
-
-template <typename T>
-void Divide(T* acc, size_t n, int by) {
-  for (size_t i = 0; i < n; ++i) {
-    if constexpr (kIntegral<T>) {
-      acc[i] = static_cast<T>(acc[i] / by);
-    } else {
-      acc[i] = FromDouble<T>(ToDouble(acc[i]) / by);
-    }
-  }
-}
-
-template <typename F>
-void Dispatch(ncclDataType_t t, const F& f) {
-  switch (t) {
-    case ncclInt8:
-      f(int8_t{});
-      break;
-    case ncclUint8:
-      f(uint8_t{});
-      break;
-    case ncclInt32:
-      f(int32_t{});
-      break;
-    case ncclUint32:
-      f(uint32_t{});
-      break;
-    case ncclInt64:
-      f(int64_t{});
-      break;
-    case ncclUint64:
-      f(uint64_t{});
-      break;
-    case ncclFloat16:
-      f(__half{});
-      break;
-    case ncclBfloat16:
-      f(__nv_bfloat16{});
-      break;
-    case ncclFloat32:
-      f(float{});
-      break;
-    case ncclFloat64:
-      f(double{});
-      break;
-    default:
-      break;
-  }
-}
-
-// The reduction of every rank's `count` elements at `sources[r]`, in rank order, into `out`.
-void ReduceAll(char* out, const std::vector<const char*>& sources, size_t count,
-               ncclDataType_t type, const Reduction& red) {
-  Dispatch(type, [&](auto tag) {
-    using T = decltype(tag);
-    T* acc = reinterpret_cast<T*>(out);
-    Reduction folded = red;
-    if (red.op == ncclAvg) {
-      folded.op = ncclSum;
-      if constexpr (!kIntegral<T>) {
-        folded.premul = true;  // NCCL's average of floats: a sum pre-multiplied by 1/n
-        folded.scalar = 1.0 / static_cast<double>(sources.size());
-      }
-    }
-    // Reduced into a scratch copy: `out` may be one of the sources (in place).
-    std::vector<T> scratch(count);
-    for (size_t r = 0; r < sources.size(); ++r) {
-      Fold(scratch.data(), reinterpret_cast<const T*>(sources[r]), count, folded, r == 0);
-    }
-    if (red.op == ncclAvg && kIntegral<T>)
-      Divide(scratch.data(), count, static_cast<int>(sources.size()));
-    std::memcpy(acc, scratch.data(), count * sizeof(T));
-  });
-}
 
 enum Kind : uint32_t {
   kAllReduce = 1,
@@ -914,20 +729,13 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTyp
   if (op == nullptr || scalar == nullptr || residence != ncclScalarHostImmediate) {
     return NcclFail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: bad arguments");
   }
-  double value = 0;
-  bool known = true;
-  Dispatch(type, [&](auto tag) {
-    using T = decltype(tag);
-    T v;
-    std::memcpy(&v, scalar, sizeof(T));
-    value = ToDouble(v);
-  });
-  if (TypeSize(type) == 0) known = false;
-  if (!known) return NcclFail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: bad type");
+  if (TypeSize(type) == 0) {
+    return NcclFail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: bad type");
+  }
   CommState& c = *comm->state;
   std::lock_guard<std::mutex> lock(c.mu);
   const int id = c.next_op++;
-  c.premul[id] = value;
+  c.premul[id] = ScalarValue(scalar, type);
   *op = static_cast<ncclRedOp_t>(id);
   return ncclSuccess;
 }
