@@ -32,189 +32,9 @@
 #include <thread>
 #include <vector>
 
+#include "test/gpu_emulator/comm_state.h"
 #include "test/gpu_emulator/device.h"
 #include "test/gpu_emulator/reduce.h"
-
-namespace hvd::gpu_emulator {
-namespace {
-
-constexpr uint64_t kMagic = 0x68766447505545ULL;  // "hvdGPUE"
-constexpr int kMaxRanks = 64;
-constexpr char kIdPrefix[] = "hvd-gpu-emulator:";
-
-size_t EnvBytes(const char* name, size_t fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? static_cast<size_t>(std::atoll(v)) : fallback;
-}
-
-// What each rank says it is about to run, checked against the others before any data moves.
-struct OpDesc {
-  uint32_t kind;
-  uint32_t type;
-  uint32_t op;
-  int32_t root;
-  uint64_t count;
-};
-
-struct Mailbox {  // one direction of one pair of ranks
-  std::atomic<uint64_t> written;
-  std::atomic<uint64_t> read;
-  uint64_t bytes;  // of the chunk in it
-  uint64_t total;  // of the whole message
-};
-
-struct Header {
-  uint64_t magic;
-  uint32_t nranks;
-  std::atomic<uint32_t> joined;
-  std::atomic<uint32_t> arrived;     // this barrier's arrivals
-  std::atomic<uint32_t> generation;  // the barrier's futex word
-  std::atomic<uint32_t> p2p;         // bumped at every mailbox change: the p2p futex word
-  int32_t pids[kMaxRanks];
-  OpDesc ops[kMaxRanks];
-  // Where each rank's GPU is, as NCCL tells GPUs apart: its host (NCCL_HOSTID, else the host
-  // name) and the device.
-  uint64_t host_hash[kMaxRanks];
-  int32_t device[kMaxRanks];
-};
-
-long Futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout) {
-  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
-}
-
-void Wake(std::atomic<uint32_t>* word) { Futex(word, FUTEX_WAKE, INT32_MAX, nullptr); }
-
-bool ProcessGone(int pid) {
-  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return true;
-  const size_t paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
-}
-
-// The last failure's text, of any thread (a stream's included), for ncclGetLastError.
-std::mutex g_error_mu;
-std::string g_last_error;
-thread_local std::string tl_last_error_copy;
-
-ncclResult_t NcclFail(ncclResult_t r, const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(g_error_mu);
-    g_last_error = why;
-  }
-  std::fprintf(stderr, "[gpu emulator] NCCL: %s\n", why.c_str());
-  return r;
-}
-
-}  // namespace
-
-// One rank's communicator; the work queued on streams holds it by shared_ptr, so an abort
-// while work is queued is safe.
-struct CommState {
-  int nranks = 0;
-  int rank = 0;
-  int device = 0;
-  bool blocking = true;
-  std::string name;  // the shared-memory segment's
-  size_t slot_bytes = 0;
-  size_t box_bytes = 0;
-  size_t mapped = 0;
-  Header* header = nullptr;
-  char* slots = nullptr;     // nranks slots of slot_bytes
-  Mailbox* boxes = nullptr;  // nranks * nranks: [from * nranks + to]
-  char* box_data = nullptr;
-  std::atomic<bool> aborted{false};
-  std::atomic<int> async{ncclInProgress};
-  std::atomic<int> pending_polls{0};  // ncclInProgress answers still to give (in-progress mode)
-  std::mutex mu;
-  std::map<int, double> premul;  // live ncclRedOpCreatePreMulSum ops -> their scalar
-  int next_op = ncclNumOps;
-
-  ~CommState() {
-    if (header != nullptr) munmap(header, mapped);
-  }
-
-  char* Slot(int r) const { return slots + static_cast<size_t>(r) * slot_bytes; }
-  Mailbox& Box(int from, int to) const { return boxes[from * nranks + to]; }
-  char* BoxData(int from, int to) const {
-    return box_data + static_cast<size_t>(from * nranks + to) * box_bytes;
-  }
-
-  // Aborted, or failed (Break).
-  bool Broken() {
-    if (aborted.load()) return true;
-    const int a = async.load();
-    return a != ncclSuccess && a != ncclInProgress;
-  }
-
-  // Fails the communicator (its async error; the first failure stays), as NCCL does when a
-  // peer is lost or the ranks disagree.
-  void Break(ncclResult_t r, const std::string& why) {
-    int expected = ncclSuccess;
-    if (async.compare_exchange_strong(expected, r)) NcclFail(r, why);
-  }
-
-  // Waits on `word` while it is `seen`; false once the communicator is aborted or broken (a
-  // peer process is gone).
-  bool WaitWord(std::atomic<uint32_t>* word, uint32_t seen, int* checks) {
-    if (Broken()) return false;
-    const timespec tick{0, 10'000'000};
-    Futex(word, FUTEX_WAIT, seen, &tick);
-    // HVD_GPU_EMU_PEER_CHECK=0: a lost peer is not noticed (as NCCL over shared memory or
-    // NVLink, which waits for ever): only the caller's ncclCommAbort ends the wait.
-    static const bool check_peers = EnvBytes("HVD_GPU_EMU_PEER_CHECK", 1) != 0;
-    if (check_peers && ++*checks % 2 == 0) {
-      for (int r = 0; r < nranks; ++r) {
-        if (r != rank && header->pids[r] != 0 && ProcessGone(header->pids[r])) {
-          Break(ncclRemoteError, "rank " + std::to_string(r) + " (pid " +
-                                     std::to_string(header->pids[r]) + ") of communicator " + name +
-                                     " is gone");
-          return false;
-        }
-      }
-    }
-    return !Broken();
-  }
-
-  bool Barrier() {
-    const uint32_t generation = header->generation.load();
-    if (header->arrived.fetch_add(1) + 1 == static_cast<uint32_t>(nranks)) {
-      header->arrived.store(0);
-      header->generation.fetch_add(1);
-      Wake(&header->generation);
-      return true;
-    }
-    int checks = 0;
-    while (header->generation.load() == generation) {
-      if (!WaitWord(&header->generation, generation, &checks)) return false;
-    }
-    return true;
-  }
-
-  // Everyone's OpDesc for the collective about to run must agree.
-  bool Agree(const OpDesc& mine, const char* what) {
-    header->ops[rank] = mine;
-    if (!Barrier()) return false;
-    for (int r = 0; r < nranks; ++r) {
-      const OpDesc& o = header->ops[r];
-      if (std::memcmp(&o, &mine, sizeof(OpDesc)) != 0) {
-        char text[320];
-        std::snprintf(text, sizeof(text),
-                      "%s: rank %d called collective %u (count %llu, type %u, op %u, root %d) "
-                      "while rank %d called collective %u (count %llu, type %u, op %u, root %d)",
-                      what, rank, mine.kind, static_cast<unsigned long long>(mine.count), mine.type,
-                      mine.op, mine.root, r, o.kind, static_cast<unsigned long long>(o.count),
-                      o.type, o.op, o.root);
-        Break(ncclInvalidUsage, text);
-        return false;
-      }
-    }
-    return true;
-  }
-};
-
-}  // namespace hvd::gpu_emulator
 
 struct ncclComm {
   std::shared_ptr<hvd::gpu_emulator::CommState> state;
@@ -222,6 +42,8 @@ struct ncclComm {
 
 namespace hvd::gpu_emulator {
 namespace {
+
+constexpr char kIdPrefix[] = "hvd-gpu-emulator:";
 
 enum Kind : uint32_t {
   kAllReduce = 1,
@@ -500,90 +322,6 @@ ncclResult_t Reduce(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t type, const 
     if (r_ != ncclSuccess) return r_; \
   } while (0)
 
-// NCCL's host identity: NCCL_HOSTID when set, else the host name.
-uint64_t HostHash() {
-  const char* id = std::getenv("NCCL_HOSTID");
-  std::string host;
-  if (id != nullptr && *id != '\0') {
-    host = id;
-  } else {
-    char name[256] = {};
-    gethostname(name, sizeof(name) - 1);
-    host = name;
-  }
-  return std::hash<std::string>{}(host);
-}
-
-ncclResult_t Join(CommState& c) {
-  const int fd = shm_open(c.name.c_str(), O_CREAT | O_RDWR, 0600);
-  if (fd < 0) return NcclFail(ncclSystemError, "shm_open " + c.name + ": " + std::strerror(errno));
-  const size_t n = static_cast<size_t>(c.nranks);
-  const size_t header = (sizeof(Header) + 4095) / 4096 * 4096;
-  const size_t boxes = (n * n * sizeof(Mailbox) + 4095) / 4096 * 4096;
-  c.mapped = header + boxes + n * c.slot_bytes + n * n * c.box_bytes;
-  if (ftruncate(fd, static_cast<off_t>(c.mapped)) != 0) {
-    close(fd);
-    return NcclFail(ncclSystemError, "sizing " + c.name + ": " + std::strerror(errno));
-  }
-  void* base = mmap(nullptr, c.mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (base == MAP_FAILED) return NcclFail(ncclSystemError, "mapping " + c.name);
-  c.header = static_cast<Header*>(base);
-  c.boxes = reinterpret_cast<Mailbox*>(static_cast<char*>(base) + header);
-  c.slots = static_cast<char*>(base) + header + boxes;
-  c.box_data = c.slots + n * c.slot_bytes;
-  c.header->pids[c.rank] = getpid();
-  c.header->host_hash[c.rank] = HostHash();
-  c.header->device[c.rank] = c.device;
-  // The segment starts zeroed; nranks and magic are written by everyone alike.
-  c.header->nranks = static_cast<uint32_t>(c.nranks);
-  c.header->magic = kMagic;
-  if (c.header->joined.fetch_add(1) + 1 == n) {
-    c.header->generation.fetch_add(1);
-    Wake(&c.header->generation);
-  }
-  return ncclSuccess;
-}
-
-// Waits for every rank to join (until aborted: the caller bounds the wait); then rank 0 unlinks
-// the segment's name, which every rank has mapped by then.
-void FinishInit(const std::shared_ptr<CommState>& c) {
-  const ncclResult_t joined = Join(*c);
-  if (joined != ncclSuccess) {
-    c->async = joined;
-    return;
-  }
-  while (c->header->joined.load() < static_cast<uint32_t>(c->nranks)) {
-    const uint32_t seen = c->header->generation.load();
-    if (c->header->joined.load() >= static_cast<uint32_t>(c->nranks)) break;
-    if (c->aborted.load()) {
-      // Aborted before everyone joined (ncclCommAbort may have unlinked the name before this
-      // thread created it): nobody else will unlink it.
-      shm_unlink(c->name.c_str());
-      return;
-    }
-    const timespec tick{0, 20'000'000};
-    Futex(&c->header->generation, FUTEX_WAIT, seen, &tick);
-  }
-  if (!c->Barrier()) return;
-  if (c->rank == 0) shm_unlink(c->name.c_str());
-  // NCCL refuses two ranks on one GPU of one host ("Duplicate GPU detected"): so does this, so
-  // that a caller who would get that on a GPU gets it here too.
-  for (int r = 0; r < c->nranks; ++r) {
-    if (r == c->rank || c->header->host_hash[r] != c->header->host_hash[c->rank] ||
-        c->header->device[r] != c->header->device[c->rank]) {
-      continue;
-    }
-    c->async = NcclFail(ncclInvalidUsage,
-                        "Duplicate GPU detected: rank " + std::to_string(c->rank) + " and rank " +
-                            std::to_string(r) + " both on CUDA device " +
-                            std::to_string(c->device) + " of one host (NCCL_HOSTID or host name)");
-    return;
-  }
-  int expected = ncclInProgress;
-  c->async.compare_exchange_strong(expected, ncclSuccess);
-}
-
 }  // namespace
 }  // namespace hvd::gpu_emulator
 
@@ -620,11 +358,7 @@ const char* ncclGetErrorString(ncclResult_t r) {
   }
 }
 
-const char* ncclGetLastError(ncclComm_t) {
-  std::lock_guard<std::mutex> lock(g_error_mu);
-  tl_last_error_copy = g_last_error;
-  return tl_last_error_copy.c_str();
-}
+const char* ncclGetLastError(ncclComm_t) { return LastErrorText(); }
 
 ncclResult_t ncclGetVersion(int* version) {
   if (version == nullptr) return ncclInvalidArgument;
