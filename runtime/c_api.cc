@@ -69,10 +69,11 @@ hvd_status_t NullArg(const char* what) {
   return Report(Status::InvalidArgument(std::string(what) + " must not be NULL"));
 }
 
-// Copies a list of ids out through the C API's (buffer, capacity, count) convention. `*count`
-// is always set; (NULL, 0) is a size query and succeeds, a short buffer is an error.
-hvd_status_t CopyOutIds(const hvd::Result<std::vector<int32_t>>& r, const char* what, int32_t* out,
-                        int32_t capacity, int32_t* count) {
+// Copies a list of ints (ranks, ids, splits) out through the C API's (buffer, capacity, count)
+// convention. `*count` is always set; (NULL, 0) is a size query and succeeds, a short buffer is an
+// error.
+hvd_status_t CopyOutList(const hvd::Result<std::vector<int32_t>>& r, const char* what, int32_t* out,
+                         int32_t capacity, int32_t* count) {
   if (count == nullptr) return NullArg("count");
   if (!r.ok()) return Report(r.status());
   *count = static_cast<int32_t>(r->size());
@@ -438,9 +439,8 @@ void hvd_free_on_stream(void* data, void* cuda_stream) {
 hvd_status_t hvd_received_splits(hvd_handle_t handle, int32_t* splits, int32_t capacity,
                                  int32_t* count) {
   return Guard([&] {
-    if (count == nullptr) return NullArg("count");
-    return ReportResult<int32_t>(Default().handles().ReceivedSplits(handle, splits, capacity),
-                                 count);
+    return CopyOutList(Default().handles().ReceivedSplits(handle), "splits", splits, capacity,
+                       count);
   });
 }
 
@@ -506,11 +506,11 @@ hvd_status_t hvd_process_set_included(int32_t id, int32_t* included) {
 
 hvd_status_t hvd_process_set_ranks(int32_t id, int32_t* ranks, int32_t capacity, int32_t* count) {
   return Guard(
-      [&] { return CopyOutIds(Default().ProcessSetRanks(id), "ranks", ranks, capacity, count); });
+      [&] { return CopyOutList(Default().ProcessSetRanks(id), "ranks", ranks, capacity, count); });
 }
 
 hvd_status_t hvd_process_set_ids(int32_t* ids, int32_t capacity, int32_t* count) {
-  return Guard([&] { return CopyOutIds(Default().ProcessSetIds(), "ids", ids, capacity, count); });
+  return Guard([&] { return CopyOutList(Default().ProcessSetIds(), "ids", ids, capacity, count); });
 }
 
 hvd_status_t hvd_start_timeline(const char* path, int32_t mark_cycles) {

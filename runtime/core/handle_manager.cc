@@ -186,17 +186,11 @@ Result<OutputTensor> HandleManager::TakeOutput(int64_t handle, int32_t index) {
   return s->outputs[index];
 }
 
-Result<int32_t> HandleManager::ReceivedSplits(int64_t handle, int32_t* out, int32_t capacity) {
+Result<std::vector<int32_t>> HandleManager::ReceivedSplits(int64_t handle) {
   std::lock_guard<std::mutex> lock(mu_);
   HVD_ASSIGN_OR_RETURN(State * s, DoneStateLocked(handle));
   if (!s->status.ok()) return s->status;
-  const auto count = static_cast<int32_t>(s->received_splits.size());
-  if (capacity < count || (out == nullptr && count > 0)) {
-    return Status::InvalidArgument("splits capacity " + std::to_string(capacity) +
-                                   " is less than " + std::to_string(count));
-  }
-  std::copy(s->received_splits.begin(), s->received_splits.end(), out);
-  return count;
+  return s->received_splits;
 }
 
 Result<int64_t> HandleManager::IntResult(int64_t handle) {

@@ -97,9 +97,8 @@ class HandleManager {
   Status Wait(int64_t handle, std::chrono::duration<double> timeout);
   Result<int32_t> NumOutputs(int64_t handle);
   Result<OutputTensor> TakeOutput(int64_t handle, int32_t index);
-  // alltoall: the rows received from each member; copied into `out` when `capacity` holds
-  // them all (kInvalidArgument otherwise). Returns the count.
-  Result<int32_t> ReceivedSplits(int64_t handle, int32_t* out, int32_t capacity);
+  // alltoall: the rows received from each member of the set.
+  Result<std::vector<int32_t>> ReceivedSplits(int64_t handle);
   Result<int64_t> IntResult(int64_t handle);
   // Frees the handle and ends the reservation of its names. kPreconditionFailed while
   // incomplete. Takes the queue's lock under this one's (a queue never calls in here).

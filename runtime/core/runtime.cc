@@ -134,10 +134,20 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
     HVD_RETURN_IF_ERROR(AlignTimelineClocks(global->communicator()));
   }
   sets_.Insert({0, all, global});
+  std::vector<std::vector<int32_t>> given;
   for (const auto& set : process_sets) {
     std::vector<int32_t> ranks = set;
     std::sort(ranks.begin(), ranks.end());
     HVD_RETURN_IF_ERROR(ValidateProcessSetRanks(ranks, config.size));
+    // As hvd_add_process_set refuses a set that exists: two ids for one group of ranks would
+    // only double its communicators (Horovod leaves the second ProcessSet without an id).
+    if (auto same = std::ranges::find(given, ranks); same != given.end()) {
+      return Status::InvalidArgument(fmt::format(
+          "process sets {} and {} given to init have the same ranks {}; give each group of "
+          "ranks once",
+          same - given.begin() + 1, given.size() + 1, ranks));
+    }
+    given.push_back(ranks);
     HVD_RETURN_IF_ERROR(AddProcessSetNow(ranks).status());
   }
   HVD_LOG_DEBUG(

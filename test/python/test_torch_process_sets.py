@@ -102,3 +102,22 @@ def test_process_sets_that_differ_between_ranks_fail_init_on_every_rank(hvd):
     finally:
         hvd.init(process_sets="dynamic")
     assert hvd.allreduce(torch.ones(1), op=hvd.Sum).item() == float(size)
+
+
+def test_the_same_ranks_twice_at_init_is_refused_on_every_rank(hvd):
+    # Given two process sets of the same ranks (in another order) passed to init,
+    size = hvd.size()
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    hvd.shutdown()
+    try:
+        # then init fails naming both (before, each got an id and communicators of its own,
+        # where hvd.add_process_set refuses a set that exists),
+        with pytest.raises(ValueError, match=r"process sets 1 and 2 given to init have the same "
+                                             r"ranks \[0, 1\]"):
+            hvd.init(process_sets=[hvd.ProcessSet([0, 1]), hvd.ProcessSet([1, 0])])
+        assert not hvd.is_initialized()
+    finally:
+        hvd.init(process_sets="dynamic")
+    # and the job goes on.
+    assert hvd.allreduce(torch.ones(1), op=hvd.Sum).item() == float(size)

@@ -279,6 +279,17 @@ void EnqueueAlltoall(std::vector<Pending>* pending, const DType& d, bool with_sp
       for (int32_t x : want_splits) w += std::to_string(x) + " ";
       Fail(what + ": received splits: expected [ " + w + "], got [ " + g + "]");
     }
+    // As the other list queries: (NULL, 0) asks for the count, a short buffer is refused and
+    // still says how many there are.
+    int32_t asked = -1;
+    Require(hvd_received_splits(h, nullptr, 0, &asked), what + ": hvd_received_splits count");
+    int32_t one = -1, told = -1;
+    const hvd_status_t short_buffer = hvd_received_splits(h, &one, 1, &told);
+    if (asked != n || (n > 1 && (short_buffer != HVD_INVALID_ARGUMENT || told != n))) {
+      Fail(what + ": hvd_received_splits(NULL, 0) counted " + std::to_string(asked) +
+           ", a 1-element buffer gave status " + std::to_string(short_buffer) + " and count " +
+           std::to_string(told) + ", for " + std::to_string(n) + " members");
+    }
   };
   pending->push_back(std::move(p));
 }

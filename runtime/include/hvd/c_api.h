@@ -246,7 +246,9 @@ HVD_EXPORT void hvd_free(void* data);
  * (an event, or a synchronize), as with any stream-ordered free (torch's record_stream).
  * hvd.torch passes the device's current stream when the tensor dies. Host outputs: hvd_free. */
 HVD_EXPORT void hvd_free_on_stream(void* data, void* cuda_stream);
-/* alltoall: rows of dim 0 received from each member of the set (capacity >= set size). */
+/* alltoall: rows of dim 0 received from each member of the set. As the list queries below:
+ * *count is always set (the set's size), (NULL, 0) asks only for it, and a buffer shorter
+ * than the list is HVD_INVALID_ARGUMENT. */
 HVD_EXPORT hvd_status_t hvd_received_splits(hvd_handle_t handle, int32_t* splits, int32_t capacity,
                                             int32_t* count);
 HVD_EXPORT hvd_status_t hvd_join_result(hvd_handle_t handle, int32_t* last_joined_rank);
@@ -264,8 +266,8 @@ HVD_EXPORT hvd_status_t hvd_remove_process_set(int32_t id);
 HVD_EXPORT hvd_status_t hvd_process_set_rank(int32_t id, int32_t* rank); /* -1 if not a member */
 HVD_EXPORT hvd_status_t hvd_process_set_size(int32_t id, int32_t* size);
 HVD_EXPORT hvd_status_t hvd_process_set_included(int32_t id, int32_t* included);
-/* The two list queries set *count always; passing (NULL, 0) asks only for the count, a
- * buffer shorter than the list is HVD_INVALID_ARGUMENT. */
+/* The list queries (these two and hvd_received_splits) set *count always; passing (NULL, 0)
+ * asks only for the count, a buffer shorter than the list is HVD_INVALID_ARGUMENT. */
 HVD_EXPORT hvd_status_t hvd_process_set_ranks(int32_t id, int32_t* ranks, int32_t capacity,
                                               int32_t* count);
 HVD_EXPORT hvd_status_t hvd_process_set_ids(int32_t* ids, int32_t capacity, int32_t* count);

@@ -252,13 +252,9 @@ TEST(CollectivesTest, AlltoallEqualAndExplicitSplits) {
     h = rt.EnqueueAlltoall(Spec(rows_in.data(), DataType::kInt64, {6, 2}), s);
     ASSERT_TRUE(h.ok());
     ASSERT_TRUE(rt.handles().Wait(*h, std::chrono::seconds(30)).ok());
-    std::vector<int32_t> splits(kSize, -1);
-    auto count = rt.handles().ReceivedSplits(*h, splits.data(), kSize);
-    ASSERT_TRUE(count.ok());
-    EXPECT_EQ(*count, kSize);
-    EXPECT_EQ(splits, (std::vector<int32_t>(kSize, rank + 1)));
-    EXPECT_EQ(rt.handles().ReceivedSplits(*h, splits.data(), kSize - 1).status().code(),
-              StatusCode::kInvalidArgument);
+    auto splits = rt.handles().ReceivedSplits(*h);
+    ASSERT_TRUE(splits.ok());
+    EXPECT_EQ(*splits, (std::vector<int32_t>(kSize, rank + 1)));
     out = rt.handles().TakeOutput(*h, 0);
     ASSERT_TRUE(out.ok());
     EXPECT_EQ(out->shape.ToVector(), (std::vector<int64_t>{3 * (rank + 1), 2}));
@@ -297,8 +293,9 @@ TEST(CollectivesTest, AlltoallSplitsThatChangeUnderTheResponseCache) {
           Spec(in.data(), DataType::kFloat32, {static_cast<int64_t>(in.size())}), o);
       ASSERT_TRUE(h.ok());
       ASSERT_TRUE(rt.handles().Wait(*h, std::chrono::seconds(30)).ok()) << "step " << step;
-      std::vector<int32_t> received(kSize, -1);
-      ASSERT_TRUE(rt.handles().ReceivedSplits(*h, received.data(), kSize).ok());
+      auto splits = rt.handles().ReceivedSplits(*h);
+      ASSERT_TRUE(splits.ok());
+      const std::vector<int32_t>& received = *splits;
       auto out = rt.handles().TakeOutput(*h, 0);
       ASSERT_TRUE(out.ok());
       const float* got = static_cast<const float*>(out->data);
