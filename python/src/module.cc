@@ -4,8 +4,8 @@
 // the framework glue (torch, numpy) lives in Python, so the extension has no torch headers and
 // no coupling to torch's C++ ABI. Runtime-allocated outputs come back as OutputBuffer objects
 // (host memory, the buffer protocol) or DeviceBuffer objects (CUDA memory,
-// __cuda_array_interface__), which hand the memory back when the last view is gone
-// (output_buffers.h).
+// __cuda_array_interface__), both DLPack producers (dlpack_export.h), which hand the memory back
+// when the last view is gone (output_buffers.h).
 //
 // Every call that can block or contend with the runtime's background thread runs with the
 // GIL released. A failing call raises hvd._hvd_c.Error (a RuntimeError) whose `status` is the
@@ -582,9 +582,11 @@ void BindHandles(py::module_& m) {
   m.def("num_outputs", [](hvd_handle_t handle) {
     return Out<int32_t>([&](int32_t* count) { return Api().num_outputs(handle, count); });
   });
-  m.def("output", &TakeAnyOutput, py::arg("handle"), py::arg("index"),
-        "Output `index` of a completed handle: an OutputBuffer (host memory, buffer protocol) or "
-        "a DeviceBuffer (CUDA memory, __cuda_array_interface__); `device` says which");
+  m.def(
+      "output", &TakeAnyOutput, py::arg("handle"), py::arg("index"),
+      "Output `index` of a completed handle: an OutputBuffer (host memory, buffer protocol) or "
+      "a DeviceBuffer (CUDA memory, __cuda_array_interface__); both have __dlpack__; `device` says "
+      "which");
   m.def("received_splits", [](hvd_handle_t handle, int32_t capacity) {
     return GetList([&](int32_t* out, int32_t cap,
                        int32_t* count) { return Api().received_splits(handle, out, cap, count); },

@@ -2,6 +2,8 @@
 
 #include <Python.h>
 
+#include "dlpack_export.h"
+
 namespace py = pybind11;
 
 namespace hvd::python {
@@ -14,18 +16,10 @@ const RuntimeApi* g_free_api = nullptr;  // BindOutputBuffers' table
 // interpreter shutdown.
 PyObject* g_stream_getter = nullptr;
 
-bool Finalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
-}
-
 // The calling thread's current stream of `device` by g_stream_getter, or 0 (the legacy default
 // stream) when there is none or it fails (interpreter shutdown). GIL held.
 uintptr_t CurrentStream(int32_t device) {
-  if (g_stream_getter == nullptr || Finalizing()) return 0;
+  if (g_stream_getter == nullptr || InterpreterFinalizing()) return 0;
   PyObject* result = PyObject_CallFunction(g_stream_getter, "i", static_cast<int>(device));
   uintptr_t stream = 0;
   if (result != nullptr) {
@@ -46,6 +40,14 @@ size_t Bytes(hvd_dtype_t dtype, const std::vector<int64_t>& shape) {
 }
 
 }  // namespace
+
+bool InterpreterFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
 
 size_t ElementSize(hvd_dtype_t dtype) {
   switch (dtype) {
@@ -114,13 +116,42 @@ void BindOutputBuffers(py::module_& m, const RuntimeApi* api) {
       .def_property_readonly("dtype", &OutputBuffer::dtype)
       .def_property_readonly("shape", &OutputBuffer::shape)
       .def_property_readonly("nbytes", &OutputBuffer::nbytes)
-      .def_property_readonly("device", [](const OutputBuffer&) { return HVD_DEVICE_CPU; });
+      .def_property_readonly("device", [](const OutputBuffer&) { return HVD_DEVICE_CPU; })
+      .def(
+          "__dlpack__",
+          [](py::object self, py::object /*stream*/, py::object /*max_version*/,
+             py::object dl_device, py::object copy) {
+            const auto& b = self.cast<const OutputBuffer&>();
+            return ExportDlpack(self, b.data(), b.dtype_code(), b.dims(), DlDevice::kCpu, 0,
+                                dl_device, copy);
+          },
+          py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
+          py::arg("dl_device") = py::none(), py::arg("copy") = py::none(),
+          "A DLPack capsule over this memory, without a copy (torch.from_dlpack(buffer))")
+      .def("__dlpack_device__",
+           [](const OutputBuffer&) { return py::make_tuple(static_cast<int>(DlDevice::kCpu), 0); });
   py::class_<DeviceBuffer>(m, "DeviceBuffer")
       .def_property_readonly("__cuda_array_interface__", &DeviceBuffer::Interface)
       .def_property_readonly("dtype", &DeviceBuffer::dtype)
       .def_property_readonly("device", &DeviceBuffer::device)
       .def_property_readonly("shape", &DeviceBuffer::shape)
-      .def_property_readonly("nbytes", &DeviceBuffer::nbytes);
+      .def_property_readonly("nbytes", &DeviceBuffer::nbytes)
+      .def(
+          "__dlpack__",
+          // `stream`: the memory is complete (its handle completed), nothing to wait for.
+          [](py::object self, py::object /*stream*/, py::object /*max_version*/,
+             py::object dl_device, py::object copy) {
+            const auto& b = self.cast<const DeviceBuffer&>();
+            return ExportDlpack(self, b.data(), b.dtype_code(), b.dims(), DlDevice::kCuda,
+                                b.device(), dl_device, copy);
+          },
+          py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
+          py::arg("dl_device") = py::none(), py::arg("copy") = py::none(),
+          "A DLPack capsule over this CUDA memory, without a copy: hvd.torch's way to a tensor "
+          "(torch.utils.dlpack.from_dlpack(buffer.__dlpack__()))")
+      .def("__dlpack_device__", [](const DeviceBuffer& b) {
+        return py::make_tuple(static_cast<int>(DlDevice::kCuda), b.device());
+      });
   m.def(
       "set_stream_getter",
       [](py::object getter) {

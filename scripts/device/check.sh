@@ -124,7 +124,8 @@ if has e2e; then
   # hvd.torch / hvd.numpy and Horovod's own expectations at 8 ranks, under that image's torch.
   step "pytest np8" 60 "$out/e2e.log" env OMP_NUM_THREADS=1 \
     hvdrun -np 8 --start-timeout 60 python3 -m pytest -q test/python/test_torch.py \
-    test/python/test_torch_sixteen_bit.py test/python/test_numpy.py test/python/test_horovod_parity.py
+    test/python/test_torch_sixteen_bit.py test/python/test_numpy.py test/python/test_horovod_parity.py \
+    test/python/test_dlpack.py
   grep -E "FAILED|difference|job failed|^\[0\].*(passed|failed)" "$out/e2e.log" | head -20 >>"$summary"
 fi
 

@@ -2,9 +2,10 @@
 answered on the CPU, preloaded into the ranks), where Debian's torch has no CUDA: the raw
 module's ops on device memory given as (address, dtype, shape, device), their runtime-allocated
 outputs (a DeviceBuffer on the input's device when the op ran on NCCL, an OutputBuffer in host
-memory when the set stages), a DeviceBuffer's __cuda_array_interface__, and its memory given
-back in the order of the stream the stream getter names when the last reference dies. What
-torch makes of such a buffer (torch.as_tensor) runs only on a GPU (test_torch_gpu.py).
+memory when the set stages), a DeviceBuffer's __cuda_array_interface__ and DLPack capsule
+(hvd.torch's way to a tensor), and its memory given back in the order of the stream the stream
+getter names when the last reference dies, also when that is the capsule's. What torch makes of
+such a capsule runs only on a GPU (test_torch_gpu.py); of a host one, in test_dlpack.py.
 
 Run under hvdrun with LD_PRELOAD=<libhvd_gpu_emulator.so> and HVD_GPU_EMU_DEVICES; skipped
 elsewhere.
@@ -16,6 +17,7 @@ import struct
 
 import pytest
 
+from dlpack_abi import deleter, take
 from hvd import _hvd_c as _c
 
 _cuda = ctypes.CDLL(None)
@@ -134,4 +136,46 @@ def test_an_allreduce_of_device_memory_in_place(ranks):
     _c.wait(handle)
     _c.release(handle)
     assert _download(data, 2) == [size * (size + 1) / 2.0, float(size * (size - 1))]
+    _check(_cuda.cudaFree(ctypes.c_void_p(data)), "cudaFree")
+
+
+def test_a_device_buffer_as_a_dlpack_capsule_lives_until_its_deleter_runs(ranks):
+    # Given an allgather output in device memory, exported as a capsule (what hvd.torch hands
+    # torch.utils.dlpack.from_dlpack) and consumed,
+    rank, size, device, own = ranks
+    if not own:
+        pytest.skip("outputs are host memory when the set stages")
+    data = _upload([rank * 10.0 + i for i in range(5)], device)
+    handle = _c.allgather((data, _c.FLOAT32, [5], device), "pybuf.dlpack", 0)
+    _c.wait(handle)
+    buffer = _c.output(handle, 0)
+    _c.release(handle)
+    address = buffer.__cuda_array_interface__["data"][0]
+    assert buffer.__dlpack_device__() == (2, device)  # kDLCUDA
+    with pytest.raises(BufferError, match=r"not \(1, 0\)"):
+        buffer.__dlpack__(dl_device=(1, 0))
+    # (torch passes its current stream and a version: the memory is complete, both are taken)
+    capsule_address, managed = take(buffer.__dlpack__(stream=1, max_version=(1, 0)))
+    # then it describes the output in its own dtype and shape on its device,
+    assert managed.data == address
+    assert (managed.device_type, managed.device_id, managed.ndim) == (2, device, 1)
+    assert (managed.code, managed.bits, managed.lanes) == (2, 32, 1)
+    assert managed.shape[0] == 5 * size and managed.strides[0] == 1
+    # keeps the memory after the buffer's last Python reference is gone,
+    stream = ctypes.c_void_p()
+    _check(_cuda.cudaStreamCreateWithFlags(ctypes.byref(stream), 1), "cudaStreamCreate")
+    _c.set_stream_getter(lambda d: stream.value)
+    try:
+        del buffer
+        gc.collect()
+        assert _memory_type(address) == 2
+        assert _download(address, 5 * size) == [r * 10.0 + i for r in range(size)
+                                                 for i in range(5)]
+        # and frees it in the getter's stream order when the consumer's tensor dies.
+        deleter(managed)(capsule_address)
+        _check(_cuda.cudaStreamSynchronize(stream), "cudaStreamSynchronize")
+        assert _memory_type(address) == 0
+    finally:
+        import hvd.torch._outputs as outputs  # hvd.torch's getter back
+        _c.set_stream_getter(outputs._current_stream)
     _check(_cuda.cudaFree(ctypes.c_void_p(data)), "cudaFree")

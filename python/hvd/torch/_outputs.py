@@ -1,15 +1,17 @@
 """Runtime-allocated outputs (allgather, alltoall, reducescatter) as torch tensors, without a
-copy: host memory (an OutputBuffer) by torch.frombuffer; CUDA memory of an op that ran on NCCL (a
-DeviceBuffer) by torch.as_tensor through __cuda_array_interface__, which keeps the buffer alive
-while any view of the tensor lives. A DeviceBuffer that dies gives its memory back in the order
-of its device's current stream then (set_stream_getter below): work queued there on the tensor
-finishes first; work on another stream must be ordered before it, as for torch's own allocator
-(Tensor.record_stream). A host output of a CUDA input (a set that stages through the host) is
-moved to the input's device.
+copy: a DLPack capsule of the output (an OutputBuffer in host memory, a DeviceBuffer in the CUDA
+memory of an op that ran on NCCL) read by torch.utils.dlpack.from_dlpack, the same call on either
+device and with any torch since 1.10 (torch reads __cuda_array_interface__ only through numpy).
+The capsule's deleter keeps the buffer alive while any view of the tensor lives. A DeviceBuffer
+that dies gives its memory back in the order of its device's current stream then
+(set_stream_getter below): work queued there on the tensor finishes first; work on another
+stream must be ordered before it, as for torch's own allocator (Tensor.record_stream). A host
+output of a CUDA input (a set that stages through the host) is moved to the input's device.
 """
 from typing import Callable, List, Optional
 
 import torch
+from torch.utils.dlpack import from_dlpack as _from_dlpack
 
 from hvd import _hvd_c as _c
 
@@ -34,34 +36,21 @@ def _output_tensor(handle: int, index: int, device: Optional[torch.device] = Non
     """Output `index` of a completed handle; on `device` when given (the input's CUDA device:
     the runtime returns device memory there when the op ran on NCCL, host memory when it was
     staged)."""
-    buffer = _c.output(handle, index)
-    if buffer.device >= 0:
-        return _from_device_buffer(buffer)
-    host = _from_buffer(buffer)
-    if device is not None and device.type == "cuda":
-        return host.to(device)
-    return host
+    tensor = _from_buffer(_c.output(handle, index))
+    if device is not None and device.type == "cuda" and not tensor.is_cuda:
+        return tensor.to(device)
+    return tensor
 
 
-def _from_device_buffer(buffer: "_c.DeviceBuffer") -> torch.Tensor:
-    """A CUDA tensor over a runtime output in device memory, without a copy: torch.as_tensor
-    keeps `buffer` alive while any view lives; it then frees the memory in the order of the
-    device's current stream (set_stream_getter below)."""
-    dtype, shape = _HVD_TO_TORCH[buffer.dtype], buffer.shape
-    device = torch.device("cuda", buffer.device)
+def _from_buffer(buffer) -> torch.Tensor:
+    """A tensor over a runtime output (an OutputBuffer or a DeviceBuffer) without a copy; the
+    output is freed with the last view of it."""
+    dtype = _HVD_TO_TORCH[buffer.dtype]
     if buffer.nbytes == 0:
-        return torch.empty(shape, dtype=dtype, device=device)  # `buffer` is freed with this frame
-    flat = torch.as_tensor(buffer, device=device).view(dtype)  # the bytes seen as the dtype
-    return flat if len(shape) == 1 else flat.view(shape)
-
-
-def _from_buffer(buffer: "_c.OutputBuffer") -> torch.Tensor:
-    """A tensor over a runtime output without a copy (freed with the last view of it)."""
-    dtype, shape = _HVD_TO_TORCH[buffer.dtype], buffer.shape
-    if buffer.nbytes == 0:
-        return torch.empty(shape, dtype=dtype)
-    flat = torch.frombuffer(buffer, dtype=dtype)
-    return flat if len(shape) == 1 else flat.view(shape)  # a view costs ~1.5 µs
+        device = "cpu" if buffer.device < 0 else torch.device("cuda", buffer.device)
+        return torch.empty(buffer.shape, dtype=dtype, device=device)  # `buffer` dies here
+    tensor = _from_dlpack(buffer.__dlpack__())  # its dtype, shape and device
+    return tensor.view(torch.bool) if dtype == torch.bool else tensor  # bool comes as uint8
 
 
 def _outputs_on(device: torch.device) -> Callable[[int], List[torch.Tensor]]:

@@ -104,6 +104,14 @@ def _encode(obj: Any) -> Tuple[Optional[torch.Tensor], Optional[Exception]]:
     return torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8), None
 
 
+def _bytes_of(tensor: torch.Tensor) -> bytearray:
+    """A CPU uint8 tensor's bytes, copied without numpy (Tensor.numpy() needs it)."""
+    out = bytearray(tensor.numel())
+    if out:
+        torch.frombuffer(out, dtype=torch.uint8).copy_(tensor)
+    return out
+
+
 def _decode(data: bytes) -> Any:
     return pickle.loads(data)  # cloudpickle's output is standard pickle
 
@@ -130,9 +138,9 @@ def broadcast_object(obj: Any, root_rank: int = 0, name: Optional[str] = None,
     broadcast_(size, root_rank, name + ".sz", process_set)
     if int(size[0]) == _UNENCODABLE:
         raise TypeError(f"broadcast_object: rank {root_rank} could not pickle its object")
-    data = torch.empty(int(size[0]), dtype=torch.uint8)
-    broadcast_(data, root_rank, name + ".t", process_set)
-    return _decode(data.numpy().tobytes())
+    received = bytearray(int(size[0]))  # a pickle is never empty
+    broadcast_(torch.frombuffer(received, dtype=torch.uint8), root_rank, name + ".t", process_set)
+    return _decode(received)
 
 
 def allgather_object(obj: Any, name: Optional[str] = None,
@@ -151,10 +159,10 @@ def allgather_object(obj: Any, name: Optional[str] = None,
         failed = [process_set.ranks[i] if process_set.ranks else i
                   for i, s in enumerate(sizes) if s == _UNENCODABLE]
         raise TypeError(f"allgather_object: rank(s) {failed} could not pickle their object")
-    gathered = allgather(data, name=name + ".t", process_set=process_set).numpy().tobytes()
+    gathered = _bytes_of(allgather(data, name=name + ".t", process_set=process_set))
     objects = []
     offset = 0
     for size in sizes:
-        objects.append(_decode(gathered[offset:offset + size]))
+        objects.append(_decode(memoryview(gathered)[offset:offset + size]))
         offset += size
     return objects
