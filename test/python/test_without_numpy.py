@@ -26,6 +26,21 @@ assert hvd.broadcast_object({"a": [1, 2]}, root_rank=0) == {"a": [1, 2]}
 assert hvd.allgather_object(("b", 3)) == [("b", 3)]
 handle = hvd.allgather_async(x, name="async")
 assert torch.equal(hvd.synchronize(handle), x)
+# A training step as a Horovod script takes it, and the elastic state's sync.
+model = torch.nn.Sequential(torch.nn.Linear(3, 4), hvd.SyncBatchNorm(4), torch.nn.Linear(4, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
+                                     compression=hvd.Compression.fp16)
+hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+loss = model(torch.randn(8, 3)).square().mean()
+optimizer.zero_grad()
+loss.backward()
+optimizer.step()
+from hvd.torch.elastic import TorchState
+state = TorchState(model=model, optimizer=optimizer, epoch=2)
+state.sync()
+assert state.epoch == 2
 hvd.shutdown()
 try:
     import numpy  # noqa: F401
