@@ -48,7 +48,7 @@ b0=$(mean "$tmp/b.json" 0); b1=$(mean "$tmp/b.json" 1); b2=$(mean "$tmp/b.json" 
 printf '\n%-40s %10s %10s %8s\n' "case" "hvdrun_s" "peer_s" "ratio"
 printf '%-40s %10.3f %10.3f %8.2f  (peer: mpirun)\n' "8 ranks, no work" "$a0" "$a1" "$($py -c "print($a0/$a1)")"
 printf '%-40s %10.3f %10.3f %8.2f  (peer: torchrun)\n' "4 ranks, import torch + init" "$b0" "$b1" "$($py -c "print($b0/$b1)")"
-printf '%-40s %10.3f %10.3f %8s  (hvd.torch import + init + shutdown: %+.0f ms; target <= 100)\n' \
+printf '%-40s %10.3f %10s %8s  (hvd.torch import + init + shutdown: %+.0f ms; target <= 100)\n' \
   "4 ranks, import torch only (hvdrun)" "$b2" "-" "-" "$($py -c "print(($b0-$b2)*1000)")"
 fi
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
