@@ -4,6 +4,9 @@ allreduce  -- three allreduces of a CUDA tensor, checked.
 gather     -- allgather (uneven rows), reducescatter and alltoall (with splits) of CUDA tensors,
               checked, and their outputs hvd's device memory (torch's allocator grows by
               nothing: no host copy moved in) when the job runs on NCCL (each rank its host).
+gather-without-numpy -- the same in an interpreter where `import numpy` fails (PyTorch 2.x
+              does not install numpy; hvd.torch reads CUDA outputs through DLPack, not
+              through __cuda_array_interface__, which torch reads only with numpy).
 kill-peer  -- rank 1 dies (os._exit) after three allreduces; rank 0 keeps allreducing and must
               get HorovodInternalError, which it prints with the time it took.
 kill-peer:OP -- the same with rank 0 calling OP (allreduce, allgather, reducescatter, alltoall,
@@ -14,9 +17,11 @@ import signal
 import sys
 import time
 
-import torch
+if sys.argv[1:] == ["gather-without-numpy"]:
+    sys.modules["numpy"] = None  # before torch: `import numpy` raises ImportError from here on
+import torch  # noqa: E402
 
-import hvd.torch as hvd
+import hvd.torch as hvd  # noqa: E402
 
 
 def main(mode: str) -> int:
@@ -30,9 +35,15 @@ def main(mode: str) -> int:
     if mode == "allreduce":
         hvd.shutdown()
         return 0
-    if mode == "gather":
+    if mode in ("gather", "gather-without-numpy"):
         gather_checks()
         hvd.shutdown()
+        if mode == "gather-without-numpy":
+            try:
+                import numpy  # noqa: F401
+            except ImportError:
+                return 0
+            return 4  # numpy was importable: the check did not check anything
         return 0
     if hvd.rank() == 1:
         os._exit(9)

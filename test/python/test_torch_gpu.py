@@ -401,6 +401,19 @@ def test_allgather_reducescatter_alltoall_take_nccl_at_two_nccl_ranks(g, tmp_pat
         assert activity in text, activity
 
 
+def test_nccl_outputs_become_tensors_without_numpy(g, tmp_path):
+    if g.size() != 1:
+        pytest.skip("launches its own jobs from the -np 1 run")
+    # The same checks as above with `import numpy` failing in the ranks: hvd.torch reads the
+    # device outputs through their DLPack capsules (torch.as_tensor of a
+    # __cuda_array_interface__ raised "Numpy is not available" there).
+    timeline = tmp_path / "timeline.json"
+    proc, _ = _hvdrun(["-np", "2", "-H", "localhost:1,127.0.0.1:1", "--timeline-filename",
+                       str(timeline), sys.executable, SCRIPT, "gather-without-numpy"], 120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "NCCL_ALLGATHER" in timeline.read_text()
+
+
 def test_ranks_of_hosts_of_their_own_take_nccl_on_one_gpu(g, tmp_path):
     if g.size() != 1:
         pytest.skip("launches its own jobs from the -np 1 run")
