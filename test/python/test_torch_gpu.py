@@ -387,31 +387,22 @@ def test_nccl_at_one_rank_and_staging_at_two_show_in_the_timeline(g, tmp_path):
         assert activity in timeline.read_text(), (np, activity)
 
 
-def test_allgather_reducescatter_alltoall_take_nccl_at_two_nccl_ranks(g, tmp_path):
+# "gather-without-numpy": the same with `import numpy` failing in the ranks; hvd.torch reads
+# the device outputs through their DLPack capsules (torch.as_tensor of a
+# __cuda_array_interface__ raised "Numpy is not available" there).
+@pytest.mark.parametrize("mode", ["gather", "gather-without-numpy"])
+def test_allgather_reducescatter_alltoall_take_nccl_at_two_nccl_ranks(g, tmp_path, mode):
     if g.size() != 1:
         pytest.skip("launches its own jobs from the -np 1 run")
     # Each rank its own host: the three ops of CUDA tensors run on NCCL (the worker checks
     # their values and that the outputs are device memory), as the timeline shows.
     timeline = tmp_path / "timeline.json"
     proc, _ = _hvdrun(["-np", "2", "-H", "localhost:1,127.0.0.1:1", "--timeline-filename",
-                       str(timeline), sys.executable, SCRIPT, "gather"], 120)
+                       str(timeline), sys.executable, SCRIPT, mode], 120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = timeline.read_text()
     for activity in ("NCCL_ALLGATHER", "NCCL_REDUCESCATTER", "NCCL_ALLTOALL"):
         assert activity in text, activity
-
-
-def test_nccl_outputs_become_tensors_without_numpy(g, tmp_path):
-    if g.size() != 1:
-        pytest.skip("launches its own jobs from the -np 1 run")
-    # The same checks as above with `import numpy` failing in the ranks: hvd.torch reads the
-    # device outputs through their DLPack capsules (torch.as_tensor of a
-    # __cuda_array_interface__ raised "Numpy is not available" there).
-    timeline = tmp_path / "timeline.json"
-    proc, _ = _hvdrun(["-np", "2", "-H", "localhost:1,127.0.0.1:1", "--timeline-filename",
-                       str(timeline), sys.executable, SCRIPT, "gather-without-numpy"], 120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "NCCL_ALLGATHER" in timeline.read_text()
 
 
 def test_ranks_of_hosts_of_their_own_take_nccl_on_one_gpu(g, tmp_path):
