@@ -69,8 +69,38 @@ if(HVD_WITH_NCCL)
     endif()
   endif()
 endif()
+# hvd's one CUDA kernel (runtime/transports/nccl/scale_kernels.cu: the postscale after a NCCL
+# sum, as Horovod's own kernel) needs nvcc: the toolkit's, or CMAKE_CUDA_COMPILER / CUDACXX.
+# Without one the GPU path is still built and folds the postscale into NCCL's pre-multiplied
+# sum (docs/gpu.md "Scale factors"). The machine code is for Turing, Ampere and Hopper, with
+# Hopper's PTX for newer GPUs (CUDA 13 dropped everything before Turing); set
+# CMAKE_CUDA_ARCHITECTURES for others.
+set(HVD_HAVE_SCALE_KERNEL OFF)
+if(HVD_HAVE_NCCL)
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND CUDAToolkit_NVCC_EXECUTABLE
+     AND EXISTS "${CUDAToolkit_NVCC_EXECUTABLE}")
+    set(CMAKE_CUDA_COMPILER "${CUDAToolkit_NVCC_EXECUTABLE}")
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 75-real 80-real 90)
+    endif()
+    # The runtime libhvd links (CUDA::cudart) is the shared one: the kernel's registration and
+    # launch go through it too (and through the tests' CUDA emulator, which takes its place).
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+    enable_language(CUDA)
+    set(HVD_HAVE_SCALE_KERNEL ON)
+  else()
+    message(STATUS "no CUDA compiler (nvcc): the GPU path folds postscale factors into NCCL's "
+                   "pre-multiplied sum instead of Horovod's kernel after the sum")
+  endif()
+endif()
+
 # What the build reports as built (hvdrun -cb, hvd.nccl_built()/cuda_built()) is exactly what
 # it compiled: CUDA tensors and NCCL come together, with the GPU path.
 set(HVD_BUILT_NCCL_BACKEND ${HVD_HAVE_NCCL})
 message(STATUS "hvd backends: gloo=${HVD_HAVE_GLOO} mpi=${HVD_HAVE_MPI} "
-               "gpu (cuda+nccl)=${HVD_BUILT_NCCL_BACKEND} ${NCCL_LIBRARY}")
+               "gpu (cuda+nccl)=${HVD_BUILT_NCCL_BACKEND} ${NCCL_LIBRARY} "
+               "scale kernel=${HVD_HAVE_SCALE_KERNEL}")

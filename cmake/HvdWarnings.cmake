@@ -21,7 +21,9 @@ function(hvd_apply_sanitizers)
   else()
     message(FATAL_ERROR "HVD_SANITIZE=${HVD_SANITIZE}: expected OFF, ON, address or thread")
   endif()
-  add_compile_options(${flag} -fno-omit-frame-pointer)
+  # Not for CUDA sources: nvcc compiles the one kernel file (scale_kernels.cu) with the host's
+  # gcc, which runs no sanitizer code there; its host side is a launch, nothing to instrument.
+  add_compile_options("$<$<NOT:$<COMPILE_LANGUAGE:CUDA>>:${flag};-fno-omit-frame-pointer>")
   add_link_options(${flag})
   set(HVD_SANITIZE_FLAG "${flag}" PARENT_SCOPE)
   message(STATUS "hvd sanitizers: ${flag}")

@@ -2,7 +2,7 @@
 
 namespace hvd::runtime {
 
-bool NcclReduces(DataType dtype, ReduceOp op, bool scaled, int members) {
+bool NcclReduces(DataType dtype, ReduceOp op, bool scaled, int members, bool scale_kernel) {
   switch (dtype) {
     case DataType::kUInt8:
     case DataType::kInt8:
@@ -20,7 +20,7 @@ bool NcclReduces(DataType dtype, ReduceOp op, bool scaled, int members) {
                         dtype == DataType::kFloat64 || dtype == DataType::kBFloat16;
   switch (op) {
     case ReduceOp::kSum:
-      return !scaled || (is_float && members > 1);
+      return !scaled || (is_float && (members > 1 || scale_kernel));
     case ReduceOp::kMin:
     case ReduceOp::kMax:
     case ReduceOp::kProduct:

@@ -29,15 +29,16 @@ class GpuGroup {
   virtual ~GpuGroup() = default;
   virtual const char* name() const = 0;  // "NCCL": the timeline's activity prefix
   // Can Allreduce and ReduceScatter take this op? `scaled`: the op has a prescale or postscale
-  // factor other than 1 (NCCL: Sum/Min/Max/Product unscaled; scaled only floating-point Sum, as
-  // NCCL's pre-multiplied sum of both factors' product, and not on a one-member group).
-  // Otherwise the op is staged.
+  // factor other than 1 (NCCL: Sum/Min/Max/Product unscaled; scaled only a floating-point Sum,
+  // NcclReduces). Otherwise the op is staged.
   virtual bool CanReduce(DataType dtype, ReduceOp op, bool scaled) const = 0;
   // Allreduce of tensors[i] (counts[i] elements, device memory) into outputs[i] (may alias),
-  // multiplied by `scale`; several tensors are fused through a device buffer.
+  // as Horovod's GPU path scales: each member's input multiplied by `prescale` before the sum,
+  // the sum by `postscale` after it (NcclGroup's ScalePlan); several tensors are fused through a
+  // device buffer.
   virtual Status Allreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
                            std::span<const int64_t> counts, DataType dtype, ReduceOp op,
-                           double scale) = 0;
+                           double prescale, double postscale) = 0;
   // Broadcast of `bytes` from set rank `root`'s `input` into every member's `output`.
   virtual Status Broadcast(const void* input, void* output, int64_t bytes, int root) = 0;
 
@@ -53,11 +54,11 @@ class GpuGroup {
   virtual Status Allgatherv(const void* input, void* output,
                             std::span<const int64_t> bytes_per_rank) = 0;
   // Reduces `input` (the sum of counts_per_rank elements of `dtype`) over the members with `op`,
-  // each member's input multiplied by `scale` first (NCCL's pre-multiplied sum; CanReduce(dtype,
-  // op, scale != 1) holds); member k receives its counts_per_rank[k] elements in `output`.
+  // scaled as Allreduce (CanReduce(dtype, op, scaled) holds); member k receives its
+  // counts_per_rank[k] elements in `output`.
   virtual Status ReduceScatter(const void* input, void* output,
                                std::span<const int64_t> counts_per_rank, DataType dtype,
-                               ReduceOp op, double scale) = 0;
+                               ReduceOp op, double prescale, double postscale) = 0;
   // send_bytes[k] bytes of `input`, taken consecutively, go to member k; recv_bytes[k] bytes from
   // member k land consecutively in `output` (this member's own piece too).
   virtual Status Alltoallv(const void* input, std::span<const int64_t> send_bytes, void* output,
@@ -77,10 +78,11 @@ using DeviceOutputFree = bool (*)(void* data, bool on_caller_stream, void* strea
 
 // What NCCL reduces (NcclGroup::CanReduce; pure, so the tests' fake group answers alike):
 // uint8, int8, int32, int64 and the float types (not int16, uint16, bool) with Sum, Min, Max or
-// Product; scaled, only a floating-point Sum, and not on a one-member group (NCCL 2.28's
-// one-rank pre-multiplied sum left the last element of a 17x17x17 float32 tensor unwritten:
-// such a set is staged, where the host scales).
-bool NcclReduces(DataType dtype, ReduceOp op, bool scaled, int members);
+// Product; scaled, only a floating-point Sum (NCCL has no integer scaling of Horovod's kind: the
+// host scales those), and on a one-member group only with hvd's scaling kernel
+// (`scale_kernel`: NCCL 2.28.9's one-rank pre-multiplied sum left the last element of a
+// 17x17x17 float32 tensor unwritten, so without the kernel such a set is staged).
+bool NcclReduces(DataType dtype, ReduceOp op, bool scaled, int members, bool scale_kernel);
 
 // GpuBackend: the runtime's access to CUDA devices, behind an interface so that runtime/core
 // builds and runs without CUDA (CreateGpuBackend() is null in a build without CUDA/NCCL).

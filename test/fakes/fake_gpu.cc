@@ -50,12 +50,13 @@ class FakeGroup final : public runtime::GpuGroup {
   }
 
   const char* name() const override { return "NCCL"; }
+  // As a build with the scaling kernel: the factors in Horovod's order (Scaled).
   bool CanReduce(DataType dtype, ReduceOp op, bool scaled) const override {
-    return runtime::NcclReduces(dtype, op, scaled, cpu_->size());
+    return runtime::NcclReduces(dtype, op, scaled, cpu_->size(), true);
   }
   Status Allreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
-                   std::span<const int64_t> counts, DataType dtype, ReduceOp op,
-                   double scale) override {
+                   std::span<const int64_t> counts, DataType dtype, ReduceOp op, double prescale,
+                   double postscale) override {
     HVD_RETURN_IF_ERROR(Enter("Allreduce", true));
     const size_t elem = runtime::DataTypeSize(dtype);
     int64_t total = 0;
@@ -67,8 +68,9 @@ class FakeGroup final : public runtime::GpuGroup {
       if (inputs[i] != nullptr && bytes > 0) std::memcpy(buf.data() + at, inputs[i], bytes);
       at += bytes;
     }
-    runtime::ScaleBuffer(buf.data(), total, dtype, scale);  // NCCL's pre-multiplied sum
+    runtime::ScaleBuffer(buf.data(), total, dtype, prescale);  // NCCL's pre-multiplied sum
     HVD_RETURN_IF_ERROR(cpu_->Allreduce(buf.data(), total, dtype, op));
+    runtime::ScaleBuffer(buf.data(), total, dtype, postscale);  // the scaling kernel
     at = 0;
     for (size_t i = 0; i < outputs.size(); ++i) {
       const size_t bytes = static_cast<size_t>(counts[i]) * elem;
@@ -88,16 +90,19 @@ class FakeGroup final : public runtime::GpuGroup {
     return cpu_->Allgatherv(input, output, {bytes_per_rank.begin(), bytes_per_rank.end()});
   }
   Status ReduceScatter(const void* input, void* output, std::span<const int64_t> counts_per_rank,
-                       DataType dtype, ReduceOp op, double scale) override {
+                       DataType dtype, ReduceOp op, double prescale, double postscale) override {
     HVD_RETURN_IF_ERROR(Enter("ReduceScatter", false));
-    if (!CanReduce(dtype, op, scale != 1.0)) Violation();  // the executor must have asked
+    // The executor must have asked.
+    if (!CanReduce(dtype, op, prescale != 1.0 || postscale != 1.0)) Violation();
     int64_t total = 0;
     for (int64_t c : counts_per_rank) total += c;
     const auto* in = static_cast<const char*>(input);
     std::vector<char> scaled(in, in + total * static_cast<int64_t>(runtime::DataTypeSize(dtype)));
-    runtime::ScaleBuffer(scaled.data(), total, dtype, scale);
-    return cpu_->ReduceScatter(scaled.data(), output,
-                               {counts_per_rank.begin(), counts_per_rank.end()}, dtype, op);
+    runtime::ScaleBuffer(scaled.data(), total, dtype, prescale);
+    HVD_RETURN_IF_ERROR(cpu_->ReduceScatter(
+        scaled.data(), output, {counts_per_rank.begin(), counts_per_rank.end()}, dtype, op));
+    runtime::ScaleBuffer(output, counts_per_rank[cpu_->rank()], dtype, postscale);
+    return Status::OK();
   }
   Status Alltoallv(const void* input, std::span<const int64_t> send_bytes, void* output,
                    std::span<const int64_t> recv_bytes) override {

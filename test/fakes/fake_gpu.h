@@ -13,7 +13,8 @@
 // A GPU path without a GPU, for rank-thread tests of the runtime's GPU code (op_executor_gpu.cc,
 // op_executor_nccl.cc): "device memory" is host memory, copies are memcpys, and the set's
 // "NCCL group" runs each collective over the set's CPU Communicator, with NCCL's semantics
-// (the inputs pre-multiplied by the scale; NcclReduces decides what it reduces). Every call runs
+// (the inputs multiplied by the prescale, the result by the postscale, as a build with the
+// scaling kernel; NcclReduces decides what it reduces). Every call runs
 // at once, which is the order the real backend's single stream gives them.
 namespace hvd::testing {
 

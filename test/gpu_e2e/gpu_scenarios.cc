@@ -550,6 +550,132 @@ void Reducescatter() {
   FinishAll(&pending);
 }
 
+// ---- Horovod's scaling arithmetic -----------------------------------------------------------
+
+namespace {
+
+// `v` rounded to the dtype (float16/bfloat16 to nearest even, float32 once).
+double InType(const DType& d, double v) {
+  unsigned char bytes[8];
+  hvd_worker::SetElement(bytes, d.id, v);
+  return hvd_worker::GetElement(bytes, d.id);
+}
+
+// A scale factor as Horovod's GPU kernel holds it: float64 as given, float32 as a float, the
+// 16-bit types through a float (__float2half((float)factor)).
+double FactorInType(const DType& d, double f) {
+  return d.id == HVD_FLOAT64 ? f : InType(d, static_cast<double>(static_cast<float>(f)));
+}
+
+// What Horovod's GPU path gives for `x` on each of `n` members: the prescale kernel on each
+// input, NCCL's sum in rank order (each step rounded), the postscale kernel (with Average's 1/n)
+// on the sum; every product of two values of the type is exact in double, rounded once here.
+double HorovodScaled(const DType& d, double x, int32_t n, double pre, double post) {
+  const double m = pre == 1.0 ? x : InType(d, x * FactorInType(d, pre));
+  double sum = m;
+  for (int32_t k = 1; k < n; ++k) sum = InType(d, sum + m);
+  return post == 1.0 ? sum : InType(d, sum * FactorInType(d, post));
+}
+
+// Horovod's test inputs: integers in [-100, 100), the same on every rank.
+double HorovodInput(int64_t i) { return static_cast<double>((i * 37) % 200 - 100); }
+
+}  // namespace
+
+void HorovodScaling() {
+  // Horovod's own GPU tests (test_horovod_allreduce_average / _prescale / _postscale and the
+  // reducescatter ones) ask for these results exactly at up to 3 ranks: the same integer inputs
+  // on every rank, a factor that is no power of two, a 17 x 17 x 17 tensor. Folding the postscale
+  // (or Average's 1/3) into NCCL's pre-multiplied sum gives round(3 * round(x * f)) where Horovod
+  // gives round(round(3x) * f): at 3 ranks, float32's average of 100 came out 100.0000076.
+  constexpr double kPre = 0.6180339887498949, kPost = 1.7320508075688772;
+  struct Case {
+    hvd_reduce_op_t op;
+    double pre, post;
+  };
+  const Case cases[] = {{HVD_OP_AVERAGE, 1.0, 1.0},
+                        {HVD_OP_SUM, kPre, 1.0},
+                        {HVD_OP_SUM, 1.0, kPost},
+                        {HVD_OP_AVERAGE, kPre, kPost}};
+  // Bit for bit at up to 3 ranks (beyond, NCCL's order of the sum is its own: ring or tree) on
+  // NCCL, and for float32/float64 staged too. A staged float16/bfloat16 sum is more precise than
+  // NCCL's (the host adds in float and rounds once; NCCL rounds every step to the type).
+  const auto exact = [](const DType& d, bool on_nccl) {
+    return N() <= 3 && (on_nccl || d.size >= 4);
+  };
+  std::vector<Pending> pending;
+  int k = 0;
+  for (hvd_dtype_t id : {HVD_FLOAT32, HVD_FLOAT64, HVD_FLOAT16, HVD_BFLOAT16}) {
+    const DType& d = DTypeOf(id);
+    for (const Case& c : cases) {
+      const double post = c.op == HVD_OP_AVERAGE ? c.post / N() : c.post;
+      char scales[96];
+      std::snprintf(scales, sizeof(scales), " %s prescale %.17g postscale %.17g", d.name, c.pre,
+                    c.post);
+      const std::string label = std::string(ReduceOpName(c.op)) + scales;
+      const auto options = [&](const std::string& name) {
+        hvd_op_options_t o = Options(name);
+        o.reduce_op = c.op;
+        o.prescale_factor = c.pre;
+        o.postscale_factor = c.post;
+        return o;
+      };
+      // A lone allreduce (out of place), then two enqueued together (fused through the device
+      // buffer where the runtime fuses them).
+      for (int tensors : {1, 2}) {
+        for (int t = 0; t < tensors; ++t) {
+          const std::vector<int64_t> shape = {17, 17, 17};
+          DevicePtr in = MakeDevice(d.id, shape, HorovodInput);
+          auto out = std::make_shared<DeviceTensor>(d.id, shape);
+          const std::string what = "Horovod-scaled allreduce " + label + " tensor " +
+                                   std::to_string(t + 1) + " of " + std::to_string(tensors);
+          hvd_op_options_t named = options("gpu.hvdscale.ar." + std::to_string(k++));
+          hvd_tensor_t a = in->Desc(), b = out->Desc();
+          Pending p;
+          Require(hvd_allreduce(&a, &b, &named, &p.handle), what);
+          p.what = what;
+          p.keep = {in, out};
+          const bool bits = exact(
+              d, DeviceOutputsExpected("ALLREDUCE") && NcclReduces(d, c.op, c.pre, c.post, N()));
+          p.check = [=, &d](hvd_handle_t) {
+            std::vector<double> want(out->count());
+            for (int64_t i = 0; i < out->count(); ++i) {
+              want[i] = HorovodScaled(d, HorovodInput(i), N(), c.pre, post);
+            }
+            ExpectDevice(what, *out, want, bits);
+          };
+          pending.push_back(std::move(p));
+        }
+      }
+      // A reducescatter of 17 rows of 17 (uneven over 2 and 4 ranks).
+      const std::vector<int64_t> shape = {17, 17};
+      DevicePtr in = MakeDevice(d.id, shape, HorovodInput);
+      int64_t first = 0;
+      for (int32_t r = 0; r < R(); ++r) first += ScatterRows(17, r);
+      const int64_t rows = ScatterRows(17, R());
+      std::vector<double> want;
+      for (int64_t i = first * 17; i < (first + rows) * 17; ++i) {
+        want.push_back(HorovodScaled(d, HorovodInput(i), N(), c.pre, post));
+      }
+      const std::string what = "Horovod-scaled reducescatter " + label;
+      hvd_op_options_t named = options("gpu.hvdscale.rs." + std::to_string(k++));
+      hvd_tensor_t a = in->Desc();
+      Pending p;
+      Require(hvd_reducescatter(&a, &named, &p.handle), what);
+      p.what = what;
+      p.keep = {in};
+      const bool on_device =
+          DeviceOutputsExpected("REDUCESCATTER") && NcclReduces(d, c.op, c.pre, c.post, N());
+      const bool bits = exact(d, on_device);
+      p.check = [=, &d](hvd_handle_t h) {
+        ExpectOutput(h, 0, what, d.id, {rows, 17}, want, on_device, bits);
+      };
+      pending.push_back(std::move(p));
+    }
+  }
+  FinishAll(&pending);
+}
+
 void EnqueueSetAllreduce(std::vector<Pending>* pending, int32_t set, int32_t pos, int32_t n) {
   EnqueueAllreduce(pending, DTypeOf(HVD_FLOAT32), HVD_OP_SUM, 1.0, 1.0, {17, 17, 17}, true,
                    "gpu.set.ar", "process set: ", set, pos, n);

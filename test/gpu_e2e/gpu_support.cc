@@ -302,9 +302,9 @@ bool NcclReduces(const DType& d, hvd_reduce_op_t op, double prescale, double pos
   const bool scaled = prescale != 1.0 || postscale != 1.0;
   switch (op) {
     case HVD_OP_SUM:
-      return !scaled || (d.is_float && members > 1);
+      return !scaled || (d.is_float && (members > 1 || HVD_SCALE_KERNEL));
     case HVD_OP_AVERAGE:  // a sum scaled by 1/members
-      return (!scaled && members == 1) || (d.is_float && members > 1);
+      return (!scaled && members == 1) || (d.is_float && (members > 1 || HVD_SCALE_KERNEL));
     case HVD_OP_MIN:
     case HVD_OP_MAX:
     case HVD_OP_PRODUCT:

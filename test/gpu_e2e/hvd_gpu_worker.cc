@@ -307,6 +307,7 @@ const Scenario kScenarios[] = {
     {"broadcast", hvd_gpu::Broadcast},
     {"alltoall", hvd_gpu::Alltoall},
     {"reducescatter", hvd_gpu::Reducescatter},
+    {"horovod_scaling", hvd_gpu::HorovodScaling},
     {"process_set", hvd_gpu::ProcessSet},
     {"join", hvd_gpu::Join},
     {"bad_device", hvd_gpu::BadDevice},

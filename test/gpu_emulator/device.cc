@@ -33,10 +33,15 @@ int EnvInt(const char* name, int fallback) {
 thread_local int tl_device = 0;
 thread_local cudaError_t tl_last_error = cudaSuccess;
 
+}  // namespace
+
+// (device.h)
 cudaError_t Fail(cudaError_t err) {
   if (err != cudaSuccess) tl_last_error = err;
   return err;
 }
+
+namespace {
 
 struct Allocation {
   size_t bytes;

@@ -39,6 +39,10 @@ void Enqueue(const std::shared_ptr<Stream>& stream, std::function<void()> work);
 // Waits until everything queued on `stream` so far has run.
 void Drain(const std::shared_ptr<Stream>& stream);
 
+// Returns `err`, which the calling thread's next cudaGetLastError answers too (unless it is
+// cudaSuccess), as the CUDA runtime keeps a failed call's error.
+cudaError_t Fail(cudaError_t err);
+
 // Fault injection (hvd_gpu_emulator_fail_next): the error the next call of `function` must
 // answer, once; 0 for none.
 int Injected(const char* function);

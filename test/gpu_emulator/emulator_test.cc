@@ -205,6 +205,53 @@ TEST(GpuEmulator, Float16SumsRoundAtEachStep) {
   });
 }
 
+// What nvcc's module constructor does for each kernel (crt/host_runtime.h).
+extern "C" void __cudaRegisterFunction(void** fat_cubin, const char* host_fun, char* device_fun,
+                                       const char* device_name, int thread_limit, uint3* tid,
+                                       uint3* bid, dim3* block, dim3* grid, int* warp_size);
+
+void StubA() {}
+void StubB() {}
+
+TEST(GpuEmulator, RunsHvdsScaleKernelByItsRegisteredNameAndRefusesOthers) {
+  // hvd_scale_float16's arguments (runtime/transports/nccl/scale_kernels.cu): in, out, count,
+  // the factor in the type. 3 * 0.1 in float16: the factor rounds to 0.0999755859375 and the
+  // product 0.2999267578125 is exact in float, then rounded once to 0.2998046875 (a float
+  // multiply by the float factor 0.1 would give 0.300048828125).
+  char name[] = "hvd_scale_float16";
+  __cudaRegisterFunction(nullptr, reinterpret_cast<const char*>(&StubA), name, name, -1, nullptr,
+                         nullptr, nullptr, nullptr, nullptr);
+  const int64_t count = 5;
+  std::vector<__half> host(count, __float2half(3.0f));
+  void* in = nullptr;
+  void* out = nullptr;
+  ASSERT_EQ(cudaMalloc(&in, count * sizeof(__half)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&out, count * sizeof(__half)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(in, host.data(), count * sizeof(__half), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  __half factor = __float2half(0.1f);
+  int64_t n = count;
+  void* args[] = {&in, &out, &n, &factor};
+  ASSERT_EQ(
+      cudaLaunchKernel(reinterpret_cast<const void*>(&StubA), dim3(1), dim3(256), args, 0, nullptr),
+      cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(host.data(), out, count * sizeof(__half), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (const __half& v : host) EXPECT_EQ(__half2float(v), 0.2998046875f);
+  // A range past the allocation, and a function never registered, are refused.
+  n = count + 1;
+  EXPECT_EQ(
+      cudaLaunchKernel(reinterpret_cast<const void*>(&StubA), dim3(1), dim3(256), args, 0, nullptr),
+      cudaErrorIllegalAddress);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorIllegalAddress);
+  EXPECT_EQ(
+      cudaLaunchKernel(reinterpret_cast<const void*>(&StubB), dim3(1), dim3(256), args, 0, nullptr),
+      cudaErrorInvalidDeviceFunction);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
+  cudaFree(in);
+  cudaFree(out);
+}
+
 TEST(GpuEmulator, TwoRanksOnOneGpuOfOneHostAreRefusedAsByNccl) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);

@@ -25,6 +25,11 @@ struct Reduction {
 void ReduceAll(char* out, const std::vector<const char*>& sources, size_t count,
                ncclDataType_t type, const Reduction& red);
 
+// out[i] = in[i] * factor for `count` elements of `type` (out may be in), the product rounded
+// once to the type, as hvd's scaling kernel (runtime/transports/nccl/scale_kernels.cu); the
+// factor is given in the type at `factor`.
+void ScaleAll(char* out, const char* in, size_t count, ncclDataType_t type, const void* factor);
+
 // A pre-multiplied sum's scalar, given in the tensor's type at `scalar`, as a double.
 double ScalarValue(const void* scalar, ncclDataType_t type);
 

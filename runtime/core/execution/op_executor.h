@@ -128,7 +128,7 @@ class OpExecutor {
   Status RunOnGroup(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
                     GpuSetState* state, int device, bool* taken);
   Status NcclAllreduce(const Response& r, std::span<TensorEntry* const> entries, GpuGroup* group,
-                       double scale);
+                       double prescale, double postscale);
   // Horovod's NCCLHierarchicalAllreduce: a NCCL reduce-scatter within the host (`local`), this
   // member's slice allreduced across hosts over `h.cross` through host memory, a NCCL allgather
   // within the host. `post`: the postscale (with Average's 1/n), applied on the host.
@@ -159,14 +159,16 @@ class OpExecutor {
   Status NcclAllgather(const Response& r, std::span<TensorEntry* const> entries, GpuGroup* group,
                        Communicator* comm, int device);
   Status NcclReducescatter(const Response& r, std::span<TensorEntry* const> entries,
-                           GpuGroup* group, Communicator* comm, int device, double scale);
+                           GpuGroup* group, Communicator* comm, int device, double prescale,
+                           double postscale);
   Status NcclAlltoall(const Response& r, TensorEntry* entry, GpuGroup* group, Communicator* comm,
                       int device);
   // Their fused halves, after layout_ and outputs_ are made.
   Status FusedNcclAllgather(const Response& r, std::span<TensorEntry* const> entries,
                             GpuGroup* group, size_t me, int device);
   Status FusedNcclReducescatter(const Response& r, std::span<TensorEntry* const> entries,
-                                GpuGroup* group, size_t me, int device, double scale);
+                                GpuGroup* group, size_t me, int device, double prescale,
+                                double postscale);
   // outputs_ = one device output of layout_.tensor_bytes[i] (gather) or `bytes(i)` bytes per
   // tensor; on a failure those made are given back.
   template <typename Bytes>

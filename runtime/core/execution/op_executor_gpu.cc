@@ -110,7 +110,7 @@ Status OpExecutor::RunOnGroup(const Response& r, std::span<TensorEntry* const> e
         }
       }
       if (!group->CanReduce(r.dtype, BackendOp(r.reduce_op), scaled)) break;
-      return NcclAllreduce(r, entries, group, r.prescale * post);
+      return NcclAllreduce(r, entries, group, r.prescale, post);
     }
     case OpType::kBroadcast: {
       if (entries.front() == nullptr || gpu_options_.staged.broadcast) break;
@@ -133,7 +133,7 @@ Status OpExecutor::RunOnGroup(const Response& r, std::span<TensorEntry* const> e
           !group->CanReduce(r.dtype, BackendOp(r.reduce_op), scaled)) {
         break;
       }
-      return NcclReducescatter(r, entries, group, comm, device, r.prescale * post);
+      return NcclReducescatter(r, entries, group, comm, device, r.prescale, post);
     default:
       break;
   }
@@ -180,7 +180,7 @@ void OpExecutor::ReleaseReady(std::span<TensorEntry* const> entries) {
 }
 
 Status OpExecutor::NcclAllreduce(const Response& r, std::span<TensorEntry* const> entries,
-                                 GpuGroup* group, double scale) {
+                                 GpuGroup* group, double prescale, double postscale) {
   gpu_inputs_.clear();
   gpu_outputs_.clear();
   gpu_counts_.assign(r.sizes.begin(), r.sizes.end());
@@ -190,7 +190,7 @@ Status OpExecutor::NcclAllreduce(const Response& r, std::span<TensorEntry* const
   }
   if (recording_) ActivityStart(r, std::string(group->name()) + "_ALLREDUCE");
   Status s = group->Allreduce(gpu_inputs_, gpu_outputs_, gpu_counts_, r.dtype,
-                              BackendOp(r.reduce_op), scale);
+                              BackendOp(r.reduce_op), prescale, postscale);
   ActivityEnd(r);
   return s;
 }
@@ -259,7 +259,7 @@ Status OpExecutor::HierarchicalNcclAllreduce(const Response& r,
   }
   const ReduceOp op = BackendOp(r.reduce_op);
   if (recording_) ActivityStart(r, std::string(local->name()) + "_REDUCESCATTER");
-  s = local->ReduceScatter(in, slice, slice_counts_, r.dtype, op, r.prescale);
+  s = local->ReduceScatter(in, slice, slice_counts_, r.dtype, op, r.prescale, 1.0);
   if (s.ok()) s = local->Finish("hierarchical allreduce");
   ActivityEnd(r);
   HVD_RETURN_IF_ERROR(s);
@@ -302,7 +302,7 @@ Status OpExecutor::HierarchicalNcclAdasum(const Response& r, std::span<TensorEnt
   gpu_counts_.assign(1, total);
   if (recording_) ActivityStart(r, std::string(local->name()) + "_ALLREDUCE");
   s = local->Allreduce(gpu_inputs_, gpu_outputs_, gpu_counts_, r.dtype, ReduceOp::kSum,
-                       r.prescale / h.local->size());
+                       r.prescale / h.local->size(), 1.0);
   ActivityEnd(r);
   HVD_RETURN_IF_ERROR(s);
   if (h.local->rank() == 0) {

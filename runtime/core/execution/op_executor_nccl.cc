@@ -112,11 +112,11 @@ Status OpExecutor::FusedNcclAllgather(const Response& r, std::span<TensorEntry* 
 
 // One tensor: reduced straight from its input into its output. Several: every tensor's part for
 // rank k packed into rank k's region (the CPU path's layout), the packed buffer reduced and
-// scattered into this rank's region (after it), and this rank's parts copied out. `scale`: both
-// factors (and Average's 1/n), NCCL's pre-multiplied sum.
+// scattered into this rank's region (after it), and this rank's parts copied out. The factors:
+// GpuGroup::ReduceScatter's (`postscale` with Average's 1/n).
 Status OpExecutor::NcclReducescatter(const Response& r, std::span<TensorEntry* const> entries,
                                      GpuGroup* group, Communicator* comm, int device,
-                                     double scale) {
+                                     double prescale, double postscale) {
   const size_t n = static_cast<size_t>(comm->size()), me = static_cast<size_t>(comm->rank());
   const size_t m = entries.size();
   const int64_t elem = static_cast<int64_t>(DataTypeSize(r.dtype));
@@ -140,9 +140,10 @@ Status OpExecutor::NcclReducescatter(const Response& r, std::span<TensorEntry* c
   const ReduceOp op = BackendOp(r.reduce_op);
   if (m == 1) {
     if (recording_) ActivityStart(r, Activity(group, r));
-    s = group->ReduceScatter(entries[0]->input, outputs_[0], nccl_counts_, r.dtype, op, scale);
+    s = group->ReduceScatter(entries[0]->input, outputs_[0], nccl_counts_, r.dtype, op, prescale,
+                             postscale);
   } else {
-    s = FusedNcclReducescatter(r, entries, group, me, device, scale);
+    s = FusedNcclReducescatter(r, entries, group, me, device, prescale, postscale);
   }
   if (s.ok()) s = group->Finish("reducescatter");
   ActivityEnd(r);
@@ -154,7 +155,8 @@ Status OpExecutor::NcclReducescatter(const Response& r, std::span<TensorEntry* c
 
 // Leaves the NCCL activity open (NcclReducescatter ends it after Finish).
 Status OpExecutor::FusedNcclReducescatter(const Response& r, std::span<TensorEntry* const> entries,
-                                          GpuGroup* group, size_t me, int device, double scale) {
+                                          GpuGroup* group, size_t me, int device, double prescale,
+                                          double postscale) {
   const int64_t out_offset = Align64(layout_.total);
   HVD_ASSIGN_OR_RETURN(void* scratch,
                        gpu_->DeviceScratch(device, out_offset + layout_.region_bytes[me]));
@@ -170,7 +172,7 @@ Status OpExecutor::FusedNcclReducescatter(const Response& r, std::span<TensorEnt
   HVD_RETURN_IF_ERROR(s);
   if (recording_) ActivityStart(r, Activity(group, r));
   HVD_RETURN_IF_ERROR(group->ReduceScatter(buf, buf + out_offset, nccl_counts_, r.dtype,
-                                           BackendOp(r.reduce_op), scale));
+                                           BackendOp(r.reduce_op), prescale, postscale));
   const char* region = buf + out_offset - layout_.region_starts[me];  // + a run's packed offset
   for (const auto& run : layout_.runs) {
     if (run.rank != me) continue;

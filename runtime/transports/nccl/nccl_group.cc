@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "runtime/transports/nccl/cuda_backend.h"
+#include "runtime/transports/nccl/scale_kernels.h"
 
 namespace hvd::runtime {
 namespace {
@@ -90,6 +91,40 @@ ncclResult_t ScaledSum(DataType dtype, ncclDataType_t type, double scale, ncclCo
       break;
   }
   return ncclRedOpCreatePreMulSum(op, &scalar, type, ncclScalarHostImmediate, comm);
+}
+
+bool ScaleTypeOf(DataType dtype, ScaleType* out) {
+  switch (dtype) {
+    case DataType::kFloat16:
+      *out = ScaleType::kFloat16;
+      return true;
+    case DataType::kBFloat16:
+      *out = ScaleType::kBFloat16;
+      return true;
+    case DataType::kFloat32:
+      *out = ScaleType::kFloat32;
+      return true;
+    case DataType::kFloat64:
+      *out = ScaleType::kFloat64;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// NcclGroup's ScalePlan (nccl_group.h) for these factors.
+ScalePlan PlanScale(double prescale, double postscale, int members) {
+  ScalePlan plan;
+  if (!HaveScaleKernel()) {
+    plan.premul = prescale * postscale;
+  } else if (members == 1) {
+    plan.after[0] = prescale;
+    plan.after[1] = postscale;
+  } else {
+    plan.premul = prescale;
+    plan.after[0] = postscale;
+  }
+  return plan;
 }
 
 enum class NcclWait { kSettled, kStopped, kLate };
@@ -184,7 +219,24 @@ NcclGroup::~NcclGroup() {
 }
 
 bool NcclGroup::CanReduce(DataType dtype, ReduceOp op, bool scaled) const {
-  return NcclReduces(dtype, op, scaled, size_);
+  return NcclReduces(dtype, op, scaled, size_, HaveScaleKernel());
+}
+
+Status NcclGroup::ScaleResult(void* data, int64_t count, DataType dtype, const ScalePlan& plan,
+                              cudaStream_t stream) {
+  for (double factor : plan.after) {
+    if (factor == 1.0 || count == 0) continue;
+    ScaleType type;
+    if (!ScaleTypeOf(dtype, &type)) {
+      return Status::Internal(std::string("NCCL: scaling a result of type ") + DataTypeName(dtype));
+    }
+    const cudaError_t err = LaunchScale(data, data, count, type, factor, stream);
+    if (err != cudaSuccess) {
+      AbortComm();  // as a failed NCCL call: the set fails, its group is unusable
+      return CudaError("NCCL: scaling the result by " + std::to_string(factor), err);
+    }
+  }
+  return Status::OK();
 }
 
 void NcclGroup::AbortComm() {
@@ -284,7 +336,7 @@ Result<void*> NcclGroup::Fusion(int64_t bytes) {
 
 Status NcclGroup::Allreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
                             std::span<const int64_t> counts, DataType dtype, ReduceOp op,
-                            double scale) {
+                            double prescale, double postscale) {
   if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
   ncclDataType_t type;
   ncclRedOp_t nop;
@@ -292,10 +344,12 @@ Status NcclGroup::Allreduce(std::span<const void* const> inputs, std::span<void*
     return Status::Internal("NCCL allreduce of an unsupported type or op");
   }
   HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
-  const bool scaled = scale != 1.0;
-  if (scaled) HVD_RETURN_IF_ERROR(Settle(ScaledSum(dtype, type, scale, comm_, &nop), "scaled sum"));
-  Status enqueued = Enqueue(inputs, outputs, counts, static_cast<int64_t>(DataTypeSize(dtype)),
-                            type, nop, stream);
+  const ScalePlan plan = PlanScale(prescale, postscale, size_);
+  const bool scaled = plan.scaled();
+  if (scaled) {
+    HVD_RETURN_IF_ERROR(Settle(ScaledSum(dtype, type, plan.premul, comm_, &nop), "scaled sum"));
+  }
+  Status enqueued = Enqueue(inputs, outputs, counts, dtype, type, nop, plan, stream);
   // Legal once the allreduce that uses it is enqueued (settled), or on no communicator at all.
   if (scaled && comm_ != nullptr) ncclRedOpDestroy(nop, comm_);
   HVD_RETURN_IF_ERROR(enqueued);
@@ -306,12 +360,14 @@ Status NcclGroup::Allreduce(std::span<const void* const> inputs, std::span<void*
 // device fusion buffer; the copies out follow the allreduce on the stream only once NCCL has
 // enqueued it (Settle), so they wait for it.
 Status NcclGroup::Enqueue(std::span<const void* const> inputs, std::span<void* const> outputs,
-                          std::span<const int64_t> counts, int64_t elem, ncclDataType_t type,
-                          ncclRedOp_t op, cudaStream_t stream) {
+                          std::span<const int64_t> counts, DataType dtype, ncclDataType_t type,
+                          ncclRedOp_t op, const ScalePlan& plan, cudaStream_t stream) {
+  const auto elem = static_cast<int64_t>(DataTypeSize(dtype));
   if (inputs.size() == 1 && inputs[0] != nullptr) {
-    return Settle(ncclAllReduce(inputs[0], outputs[0], static_cast<size_t>(counts[0]), type, op,
-                                comm_, stream),
-                  "allreduce");
+    HVD_RETURN_IF_ERROR(Settle(ncclAllReduce(inputs[0], outputs[0], static_cast<size_t>(counts[0]),
+                                             type, op, comm_, stream),
+                               "allreduce"));
+    return ScaleResult(outputs[0], counts[0], dtype, plan, stream);
   }
   int64_t total = 0;
   for (int64_t c : counts) total += c;
@@ -328,6 +384,7 @@ Status NcclGroup::Enqueue(std::span<const void* const> inputs, std::span<void* c
   }
   HVD_RETURN_IF_ERROR(Settle(
       ncclAllReduce(buf, buf, static_cast<size_t>(total), type, op, comm_, stream), "allreduce"));
+  HVD_RETURN_IF_ERROR(ScaleResult(buf, total, dtype, plan, stream));
   offset = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const size_t bytes = static_cast<size_t>(counts[i] * elem);
@@ -407,15 +464,18 @@ Status NcclGroup::Allgatherv(const void* input, void* output,
 
 Status NcclGroup::ReduceScatter(const void* input, void* output,
                                 std::span<const int64_t> counts_per_rank, DataType dtype,
-                                ReduceOp op, double scale) {
+                                ReduceOp op, double prescale, double postscale) {
   HVD_ASSIGN_OR_RETURN(cudaStream_t stream, Begin(counts_per_rank.size()));
   ncclDataType_t type;
   ncclRedOp_t nop;
   if (!NcclType(dtype, &type) || !NcclOp(op, &nop)) {
     return Status::Internal("NCCL reducescatter of an unsupported type or op");
   }
-  const bool scaled = scale != 1.0;
-  if (scaled) HVD_RETURN_IF_ERROR(Settle(ScaledSum(dtype, type, scale, comm_, &nop), "scaled sum"));
+  const ScalePlan plan = PlanScale(prescale, postscale, size_);
+  const bool scaled = plan.scaled();
+  if (scaled) {
+    HVD_RETURN_IF_ERROR(Settle(ScaledSum(dtype, type, plan.premul, comm_, &nop), "scaled sum"));
+  }
   Status s;
   if (AllEqual(counts_per_rank)) {
     if (counts_per_rank[0] > 0) {
@@ -441,7 +501,8 @@ Status NcclGroup::ReduceScatter(const void* input, void* output,
   }
   // Legal once the calls that use it are enqueued (settled), or on no communicator at all.
   if (scaled && comm_ != nullptr) ncclRedOpDestroy(nop, comm_);
-  return s;
+  HVD_RETURN_IF_ERROR(s);
+  return ScaleResult(output, counts_per_rank[rank_], dtype, plan, stream);
 }
 
 Status NcclGroup::Alltoallv(const void* input, std::span<const int64_t> send_bytes, void* output,

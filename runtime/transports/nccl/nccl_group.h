@@ -15,6 +15,20 @@ namespace hvd::runtime {
 
 class CudaBackend;
 
+// Where the factors of a scaled sum are applied. With the scaling kernel, as Horovod's GPU path:
+// the prescale multiplies each member's input as NCCL sums (its pre-multiplied sum: the same
+// product, rounded once in the type, that Horovod's prescale kernel makes before its plain sum),
+// and the postscale (Average's 1/n in it) multiplies the sum afterwards, in the kernel. A
+// one-member set scales in the kernel only, the prescale and then the postscale (NCCL 2.28.9's
+// one-rank pre-multiplied sum left the last element of a 17x17x17 float32 tensor unwritten).
+// Without the kernel (no nvcc at build time) both factors are folded into the pre-multiplied sum,
+// which rounds differently where the postscale is not 1 (docs/gpu.md "Scale factors").
+struct ScalePlan {
+  double premul = 1.0;           // NCCL's pre-multiplied sum; 1: a plain sum
+  double after[2] = {1.0, 1.0};  // the kernel on the result, in order; 1: none
+  bool scaled() const { return premul != 1.0; }
+};
+
 // Which way a process set's GPU ops go, decided by its rank 0 from every member's
 // "<HVD_GPU_OPERATIONS>\n<machine>\n<PCI bus id>" (in set-rank order; the machine is the
 // NCCL_HOSTID the rank declares, else its host name): 'N' NCCL (every member has a
@@ -37,8 +51,8 @@ class NcclGroup final : public GpuGroup {
   const char* name() const override { return "NCCL"; }
   bool CanReduce(DataType dtype, ReduceOp op, bool scaled) const override;
   Status Allreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
-                   std::span<const int64_t> counts, DataType dtype, ReduceOp op,
-                   double scale) override;
+                   std::span<const int64_t> counts, DataType dtype, ReduceOp op, double prescale,
+                   double postscale) override;
   Status Broadcast(const void* input, void* output, int64_t bytes, int root) override;
   // Equal sizes: ncclAllGather. Uneven: one ncclBroadcast per member with data, grouped (as
   // Horovod does): it runs on the rings NCCL already set up for the collectives, moving what
@@ -49,7 +63,7 @@ class NcclGroup final : public GpuGroup {
   // Equal counts: ncclReduceScatter. Uneven (hvd's split: the first dim0 % size members get a
   // row more): one ncclReduce per member with data, rooted there, grouped (as Horovod does).
   Status ReduceScatter(const void* input, void* output, std::span<const int64_t> counts_per_rank,
-                       DataType dtype, ReduceOp op, double scale) override;
+                       DataType dtype, ReduceOp op, double prescale, double postscale) override;
   // Grouped ncclSend/ncclRecv with every other member that has data; this member's own piece
   // is a device copy on the same stream.
   Status Alltoallv(const void* input, std::span<const int64_t> send_bytes, void* output,
@@ -80,10 +94,15 @@ class NcclGroup final : public GpuGroup {
   Status Grouped(const char* what, const Calls& calls);
   // The checks every call makes first: a live communicator, `sizes` one per member; the stream.
   Result<cudaStream_t> Begin(size_t sizes);
-  // Enqueues the allreduce (and fusion copies) on `stream`, settled.
+  // Enqueues the allreduce (and fusion copies, and the plan's scaling of the result) on
+  // `stream`, settled.
   Status Enqueue(std::span<const void* const> inputs, std::span<void* const> outputs,
-                 std::span<const int64_t> counts, int64_t elem, ncclDataType_t type, ncclRedOp_t op,
-                 cudaStream_t stream);
+                 std::span<const int64_t> counts, DataType dtype, ncclDataType_t type,
+                 ncclRedOp_t op, const ScalePlan& plan, cudaStream_t stream);
+  // Enqueues the plan's kernel factors on `count` elements at `data` (after the NCCL call that
+  // wrote them, on the same stream); a launch failure aborts the communicator.
+  Status ScaleResult(void* data, int64_t count, DataType dtype, const ScalePlan& plan,
+                     cudaStream_t stream);
 
   CudaBackend* backend_;
   Communicator* peers_;  // the set's CPU communicator; outlives the group (Controller)

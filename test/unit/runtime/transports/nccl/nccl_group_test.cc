@@ -122,17 +122,21 @@ TEST(NcclGroupTest, OneMemberReducesFusesAndBroadcastsOnItsGpu) {
   const void* in1[] = {a};
   void* out1[] = {a};
   const int64_t count1[] = {kCount};
-  ASSERT_TRUE(group->Allreduce(in1, out1, count1, DataType::kFloat32, ReduceOp::kSum, 1.0).ok());
+  ASSERT_TRUE(
+      group->Allreduce(in1, out1, count1, DataType::kFloat32, ReduceOp::kSum, 1.0, 1.0).ok());
   expect(a, 1.0f, "lone allreduce");
-  ASSERT_TRUE(group->Allreduce(in1, out1, count1, DataType::kFloat32, ReduceOp::kSum, 0.5).ok());
-  expect(a, 0.5f, "scaled allreduce");
+  // One member scales in hvd's kernel (HaveScaleKernel), else in NCCL's one-rank sum.
+  ASSERT_TRUE(
+      group->Allreduce(in1, out1, count1, DataType::kFloat32, ReduceOp::kSum, 0.5, 1.0).ok());
+  expect(a, 0.5f, "prescaled allreduce");
 
   upload(a);
   upload(b);
   const void* in2[] = {a, b};
   void* out2[] = {b, a};  // swapped: each output is the other tensor's result
   const int64_t count2[] = {kCount, kCount};
-  ASSERT_TRUE(group->Allreduce(in2, out2, count2, DataType::kFloat32, ReduceOp::kSum, 2.0).ok());
+  ASSERT_TRUE(
+      group->Allreduce(in2, out2, count2, DataType::kFloat32, ReduceOp::kSum, 4.0, 0.5).ok());
   expect(a, 2.0f, "fused scaled allreduce, first output");
   expect(b, 2.0f, "fused scaled allreduce, second output");
 
@@ -185,12 +189,13 @@ TEST(NcclGroupTest, OneMemberGathersScattersAndExchangesIntoDeviceOutputs) {
   ASSERT_EQ(cudaMemcpy(*input, host.data(), kBytes, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_TRUE(group->Allgatherv(*input, outputs[0], bytes).ok());
   ASSERT_TRUE(
-      group->ReduceScatter(*input, outputs[1], counts, DataType::kFloat32, ReduceOp::kSum, 1.0)
+      group
+          ->ReduceScatter(*input, outputs[1], counts, DataType::kFloat32, ReduceOp::kSum, 1.0, 0.25)
           .ok());
   ASSERT_TRUE(group->Alltoallv(*input, bytes, outputs[2], bytes).ok());
   ASSERT_TRUE(group->Finish("the three ops").ok());
   expect(outputs[0], 1.0f, "allgather");
-  expect(outputs[1], 1.0f, "reducescatter");
+  expect(outputs[1], 0.25f, "postscaled reducescatter");
   expect(outputs[2], 1.0f, "alltoall");
   // Freed on the caller's stream (hvd_free_on_stream), on the legacy one, on their own.
   cudaStream_t side = nullptr;
