@@ -288,27 +288,31 @@ void AgentSession::Core::Finish(RankSlot& slot, int wait_status, const std::stri
   (void)ignored;
 }
 
-// The session is over: every rank still running ends with kLostExitCode and `why`.
+// The session is over: every rank still running ends with kLostExitCode and `why`. The session
+// is marked ended (status() says why, end_event_fd is readable, StartRank refuses) before the
+// first rank is finished, so that a caller woken by a rank's end already sees why, and no rank
+// can start after the ranks to finish were taken.
 void AgentSession::Core::End(Status why) {
   std::vector<std::shared_ptr<RankSlot>> slots;
+  const std::string lost =
+      why.ok() ? "hvd-agent on " + options.host + " ended first" : why.message();
   {
     std::lock_guard<std::mutex> lock(mu);
+    ended = true;
+    end_status = std::move(why);
     for (const auto& [id, slot] : running) slots.push_back(slot);
+    uint64_t one = 1;
+    ssize_t ignored = ::write(end_event_fd, &one, sizeof(one));
+    (void)ignored;
   }
   for (const auto& slot : slots) {
     if (slot->exit_received) {
       Finish(*slot, *slot->exit_received, "");
     } else {
-      Finish(*slot, W_EXITCODE(kLostExitCode, 0),
-             why.ok() ? "hvd-agent on " + options.host + " ended first" : why.message());
+      Finish(*slot, W_EXITCODE(kLostExitCode, 0), lost);
     }
   }
   std::lock_guard<std::mutex> lock(mu);
-  ended = true;
-  end_status = std::move(why);
-  uint64_t one = 1;
-  ssize_t ignored = ::write(end_event_fd, &one, sizeof(one));
-  (void)ignored;
   cv.notify_all();
 }
 
