@@ -598,10 +598,11 @@ void HorovodScaling() {
                         {HVD_OP_SUM, 1.0, kPost},
                         {HVD_OP_AVERAGE, kPre, kPost}};
   // Bit for bit at up to 3 ranks (beyond, NCCL's order of the sum is its own: ring or tree) on
-  // NCCL, and for float32/float64 staged too. A staged float16/bfloat16 sum is more precise than
-  // NCCL's (the host adds in float and rounds once; NCCL rounds every step to the type).
+  // NCCL with hvd's scaling kernel (a build without nvcc folds the factors), and for
+  // float32/float64 staged too. A staged float16/bfloat16 sum is more precise than NCCL's (the
+  // host adds in float and rounds once; NCCL rounds every step to the type).
   const auto exact = [](const DType& d, bool on_nccl) {
-    return N() <= 3 && (on_nccl || d.size >= 4);
+    return N() <= 3 && (on_nccl ? HVD_SCALE_KERNEL == 1 : d.size >= 4);
   };
   std::vector<Pending> pending;
   int k = 0;
