@@ -242,6 +242,8 @@ void Enqueue(const std::shared_ptr<Stream>& stream, std::function<void()> work) 
 
 void Drain(const std::shared_ptr<Stream>& stream) { stream->Drain(); }
 
+int StreamDevice(const std::shared_ptr<Stream>& stream) { return stream->device(); }
+
 namespace {
 
 // An event: the generation last recorded on it, and the one its stream has reached.

@@ -38,6 +38,8 @@ std::shared_ptr<Stream> StreamOf(cudaStream_t handle);
 void Enqueue(const std::shared_ptr<Stream>& stream, std::function<void()> work);
 // Waits until everything queued on `stream` so far has run.
 void Drain(const std::shared_ptr<Stream>& stream);
+// The device `stream` belongs to (the current one when it was created).
+int StreamDevice(const std::shared_ptr<Stream>& stream);
 
 // Returns `err`, which the calling thread's next cudaGetLastError answers too (unless it is
 // cudaSuccess), as the CUDA runtime keeps a failed call's error.

@@ -92,7 +92,13 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** arg
     return Fail(cudaErrorInvalidConfiguration);
   }
   auto stream = StreamOf(stream_handle);
-  if (stream == nullptr) return Fail(cudaErrorInvalidResourceHandle);
+  // A kernel runs on the current device, in a stream of that device (CUDA refuses another's).
+  if (stream == nullptr || StreamDevice(stream) != CurrentDevice()) {
+    std::fprintf(
+        stderr, "[gpu emulator] cudaLaunchKernel of %s: %s\n", name.c_str(),
+        stream == nullptr ? "not a live stream" : "the stream is not one of the current device");
+    return Fail(cudaErrorInvalidResourceHandle);
+  }
   const void* in = *static_cast<const void* const*>(args[0]);
   void* out = *static_cast<void* const*>(args[1]);
   const int64_t count = *static_cast<const int64_t*>(args[2]);
@@ -104,9 +110,10 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** arg
   Span src, dst;
   std::string why;
   if (!Locate(in, bytes, &src, &why) || !Locate(out, bytes, &dst, &why) ||
-      src.where != Where::kDevice || dst.where != Where::kDevice || src.device != dst.device) {
+      src.where != Where::kDevice || dst.where != Where::kDevice || src.device != CurrentDevice() ||
+      dst.device != CurrentDevice()) {
     std::fprintf(stderr, "[gpu emulator] %s: %s\n", name.c_str(),
-                 why.empty() ? "its buffers are not device memory of one device" : why.c_str());
+                 why.empty() ? "its buffers are not memory of the current device" : why.c_str());
     return Fail(cudaErrorIllegalAddress);
   }
   Enqueue(stream, [src, dst, count, type, factor] {
