@@ -100,6 +100,33 @@ def test_scaled_allreduce_writes_every_element(g, count, dtype):
         same(pair[1], g.allreduce(x[:count // 2 + 1], op=op, **kw))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+def test_scaled_results_are_horovods_bit_for_bit(g, dtype):
+    # Horovod's test_horovod_allreduce_average / _postscale / _prescale: the same integers on
+    # every rank, exact at up to 3 ranks (threshold 0), 1e-4 below 10. Horovod sums and then
+    # scales (postscale, Average's 1/n) in a kernel of its own; one factor folded into NCCL's
+    # pre-multiplied sum gave 100.0000076 for float32's average of 100 at 3 ranks.
+    torch.manual_seed(1234)
+    x = torch.FloatTensor(17, 17, 17).random_(-100, 100).to(dtype).cuda()
+    factor = 0.6180339887498949
+    f = torch.tensor(factor, dtype=dtype, device="cuda")
+    n = g.size()
+    checks = [
+        ("average", g.allreduce(x, op=g.Average, name=f"hvd.avg.{dtype}"), x),
+        ("postscale", g.allreduce(x, op=g.Sum, postscale_factor=factor, name=f"hvd.post.{dtype}"),
+         (x * n) * f),
+        ("prescale", g.allreduce(x, op=g.Sum, prescale_factor=factor, name=f"hvd.pre.{dtype}"),
+         (x * f) * n),
+    ]
+    for what, got, want in checks:
+        if n <= 3:
+            assert torch.equal(got, want), (what, (got - want).abs().max().item())
+        else:  # NCCL's order of the sum is its own beyond 3 ranks: a few units in the last place
+            rel = {torch.float16: 2e-3, torch.float32: 1e-6, torch.float64: 1e-12}[dtype]
+            tol = rel * want.double().abs().max().item()
+            assert (got.double() - want.double()).abs().max().item() <= tol, what
+
+
 def test_reducescatter_float16_scaled_as_horovods_gpu_path(g):
     # Horovod scales a CUDA float16 in half: the factor rounded to half, the product rounded.
     x = (torch.arange(4 * g.size() * 3, dtype=torch.float32) % 23 + 1).reshape(4 * g.size(), 3)
