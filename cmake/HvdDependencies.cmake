@@ -77,9 +77,12 @@ endif()
 # CMAKE_CUDA_ARCHITECTURES for others.
 set(HVD_HAVE_SCALE_KERNEL OFF)
 if(HVD_HAVE_NCCL)
-  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND CUDAToolkit_NVCC_EXECUTABLE
+  # The toolkit's nvcc even when it is not on PATH, through CUDACXX: check_language still tries
+  # it in a test project, so an nvcc that cannot build here (an unsupported host compiler)
+  # leaves the kernel out instead of failing the configure.
+  if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND CUDAToolkit_NVCC_EXECUTABLE
      AND EXISTS "${CUDAToolkit_NVCC_EXECUTABLE}")
-    set(CMAKE_CUDA_COMPILER "${CUDAToolkit_NVCC_EXECUTABLE}")
+    set(ENV{CUDACXX} "${CUDAToolkit_NVCC_EXECUTABLE}")
   endif()
   include(CheckLanguage)
   check_language(CUDA)
