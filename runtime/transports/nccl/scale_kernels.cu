@@ -4,7 +4,7 @@
 // The kernels are extern "C" so that their names are plain: the CUDA emulator of the tests
 // (test/gpu_emulator) runs a kernel launched through cudaLaunchKernel by the name it was
 // registered under, with the arguments laid out as here: (const T* in, T* out, int64_t count,
-// T factor) -- double for float32's factor is not used: the factor has the element's type.
+// T factor), the factor in the element's type (a float for float32, not a double).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
