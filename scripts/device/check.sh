@@ -63,6 +63,8 @@ else
   }
   note "built"
   head -14 "$out/build.log" | tee -a "$summary"
+  # hvd's CUDA kernel (scale_kernels.cu) is built only when CMake found nvcc.
+  grep -o "scale kernel=[A-Z]*" "$out/build.log" | head -1 | tee -a "$summary"
 fi
 # shellcheck disable=SC1091
 source build-gpu/device-env.sh
