@@ -93,25 +93,6 @@ ncclResult_t ScaledSum(DataType dtype, ncclDataType_t type, double scale, ncclCo
   return ncclRedOpCreatePreMulSum(op, &scalar, type, ncclScalarHostImmediate, comm);
 }
 
-bool ScaleTypeOf(DataType dtype, ScaleType* out) {
-  switch (dtype) {
-    case DataType::kFloat16:
-      *out = ScaleType::kFloat16;
-      return true;
-    case DataType::kBFloat16:
-      *out = ScaleType::kBFloat16;
-      return true;
-    case DataType::kFloat32:
-      *out = ScaleType::kFloat32;
-      return true;
-    case DataType::kFloat64:
-      *out = ScaleType::kFloat64;
-      return true;
-    default:
-      return false;
-  }
-}
-
 // NcclGroup's ScalePlan (nccl_group.h) for these factors.
 ScalePlan PlanScale(double prescale, double postscale, int members) {
   ScalePlan plan;
@@ -222,14 +203,10 @@ bool NcclGroup::CanReduce(DataType dtype, ReduceOp op, bool scaled) const {
   return NcclReduces(dtype, op, scaled, size_, HaveScaleKernel());
 }
 
-Status NcclGroup::ScaleResult(void* data, int64_t count, DataType dtype, const ScalePlan& plan,
+Status NcclGroup::ScaleResult(void* data, int64_t count, ncclDataType_t type, const ScalePlan& plan,
                               cudaStream_t stream) {
   for (double factor : plan.after) {
     if (factor == 1.0 || count == 0) continue;
-    ScaleType type;
-    if (!ScaleTypeOf(dtype, &type)) {
-      return Status::Internal(std::string("NCCL: scaling a result of type ") + DataTypeName(dtype));
-    }
     const cudaError_t err = LaunchScale(data, data, count, type, factor, stream);
     if (err != cudaSuccess) {
       AbortComm();  // as a failed NCCL call: the set fails, its group is unusable
@@ -349,7 +326,8 @@ Status NcclGroup::Allreduce(std::span<const void* const> inputs, std::span<void*
   if (scaled) {
     HVD_RETURN_IF_ERROR(Settle(ScaledSum(dtype, type, plan.premul, comm_, &nop), "scaled sum"));
   }
-  Status enqueued = Enqueue(inputs, outputs, counts, dtype, type, nop, plan, stream);
+  Status enqueued = Enqueue(inputs, outputs, counts, static_cast<int64_t>(DataTypeSize(dtype)),
+                            type, nop, plan, stream);
   // Legal once the allreduce that uses it is enqueued (settled), or on no communicator at all.
   if (scaled && comm_ != nullptr) ncclRedOpDestroy(nop, comm_);
   HVD_RETURN_IF_ERROR(enqueued);
@@ -360,14 +338,13 @@ Status NcclGroup::Allreduce(std::span<const void* const> inputs, std::span<void*
 // device fusion buffer; the copies out follow the allreduce on the stream only once NCCL has
 // enqueued it (Settle), so they wait for it.
 Status NcclGroup::Enqueue(std::span<const void* const> inputs, std::span<void* const> outputs,
-                          std::span<const int64_t> counts, DataType dtype, ncclDataType_t type,
+                          std::span<const int64_t> counts, int64_t elem, ncclDataType_t type,
                           ncclRedOp_t op, const ScalePlan& plan, cudaStream_t stream) {
-  const auto elem = static_cast<int64_t>(DataTypeSize(dtype));
   if (inputs.size() == 1 && inputs[0] != nullptr) {
     HVD_RETURN_IF_ERROR(Settle(ncclAllReduce(inputs[0], outputs[0], static_cast<size_t>(counts[0]),
                                              type, op, comm_, stream),
                                "allreduce"));
-    return ScaleResult(outputs[0], counts[0], dtype, plan, stream);
+    return ScaleResult(outputs[0], counts[0], type, plan, stream);
   }
   int64_t total = 0;
   for (int64_t c : counts) total += c;
@@ -384,7 +361,7 @@ Status NcclGroup::Enqueue(std::span<const void* const> inputs, std::span<void* c
   }
   HVD_RETURN_IF_ERROR(Settle(
       ncclAllReduce(buf, buf, static_cast<size_t>(total), type, op, comm_, stream), "allreduce"));
-  HVD_RETURN_IF_ERROR(ScaleResult(buf, total, dtype, plan, stream));
+  HVD_RETURN_IF_ERROR(ScaleResult(buf, total, type, plan, stream));
   offset = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const size_t bytes = static_cast<size_t>(counts[i] * elem);
@@ -502,7 +479,7 @@ Status NcclGroup::ReduceScatter(const void* input, void* output,
   // Legal once the calls that use it are enqueued (settled), or on no communicator at all.
   if (scaled && comm_ != nullptr) ncclRedOpDestroy(nop, comm_);
   HVD_RETURN_IF_ERROR(s);
-  return ScaleResult(output, counts_per_rank[rank_], dtype, plan, stream);
+  return ScaleResult(output, counts_per_rank[rank_], type, plan, stream);
 }
 
 Status NcclGroup::Alltoallv(const void* input, std::span<const int64_t> send_bytes, void* output,

@@ -97,11 +97,11 @@ class NcclGroup final : public GpuGroup {
   // Enqueues the allreduce (and fusion copies, and the plan's scaling of the result) on
   // `stream`, settled.
   Status Enqueue(std::span<const void* const> inputs, std::span<void* const> outputs,
-                 std::span<const int64_t> counts, DataType dtype, ncclDataType_t type,
-                 ncclRedOp_t op, const ScalePlan& plan, cudaStream_t stream);
+                 std::span<const int64_t> counts, int64_t elem, ncclDataType_t type, ncclRedOp_t op,
+                 const ScalePlan& plan, cudaStream_t stream);
   // Enqueues the plan's kernel factors on `count` elements at `data` (after the NCCL call that
   // wrote them, on the same stream); a launch failure aborts the communicator.
-  Status ScaleResult(void* data, int64_t count, DataType dtype, const ScalePlan& plan,
+  Status ScaleResult(void* data, int64_t count, ncclDataType_t type, const ScalePlan& plan,
                      cudaStream_t stream);
 
   CudaBackend* backend_;

@@ -66,23 +66,24 @@ cudaError_t Launch(const void* kernel, const void* in, void* out, int64_t count,
 
 bool HaveScaleKernel() { return true; }
 
-cudaError_t LaunchScale(const void* in, void* out, int64_t count, ScaleType type, double factor,
-                        cudaStream_t stream) {
+cudaError_t LaunchScale(const void* in, void* out, int64_t count, ncclDataType_t type,
+                        double factor, cudaStream_t stream) {
   switch (type) {
-    case ScaleType::kFloat16:
+    case ncclFloat16:
       return Launch(reinterpret_cast<const void*>(&hvd_scale_float16), in, out, count,
                     __float2half_rn(static_cast<float>(factor)), stream);
-    case ScaleType::kBFloat16:
+    case ncclBfloat16:
       return Launch(reinterpret_cast<const void*>(&hvd_scale_bfloat16), in, out, count,
                     __float2bfloat16_rn(static_cast<float>(factor)), stream);
-    case ScaleType::kFloat32:
+    case ncclFloat32:
       return Launch(reinterpret_cast<const void*>(&hvd_scale_float32), in, out, count,
                     static_cast<float>(factor), stream);
-    case ScaleType::kFloat64:
+    case ncclFloat64:
       return Launch(reinterpret_cast<const void*>(&hvd_scale_float64), in, out, count, factor,
                     stream);
+    default:
+      return cudaErrorInvalidValue;
   }
-  return cudaErrorInvalidValue;
 }
 
 }  // namespace hvd::runtime

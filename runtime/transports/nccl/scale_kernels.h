@@ -2,13 +2,11 @@
 #define HVD_RUNTIME_TRANSPORTS_NCCL_SCALE_KERNELS_H_
 
 #include <cuda_runtime_api.h>
+#include <nccl.h>
 
 #include <cstdint>
 
 namespace hvd::runtime {
-
-// The element types the scaling kernel takes: NCCL's floating-point ones.
-enum class ScaleType { kFloat16, kBFloat16, kFloat32, kFloat64 };
 
 // Whether this build has the scaling kernel (scale_kernels.cu, compiled when CMake finds nvcc).
 // Without it NcclGroup folds the prescale and postscale into one pre-multiplied sum.
@@ -20,9 +18,10 @@ bool HaveScaleKernel();
 // float, as Horovod's __float2half((float)factor)), the product rounded once to the type. A
 // float16 or bfloat16 product of two values of the type is exact in float, so multiplying in
 // float and rounding once gives the bits of Horovod's __hmul2. Only enqueues: the error is a
-// launch error (cudaLaunchKernel's), not consumed here.
-cudaError_t LaunchScale(const void* in, void* out, int64_t count, ScaleType type, double factor,
-                        cudaStream_t stream);
+// launch error (cudaLaunchKernel's), not consumed here. `type`: NCCL's floating-point types
+// (ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64); any other is cudaErrorInvalidValue.
+cudaError_t LaunchScale(const void* in, void* out, int64_t count, ncclDataType_t type,
+                        double factor, cudaStream_t stream);
 
 }  // namespace hvd::runtime
 

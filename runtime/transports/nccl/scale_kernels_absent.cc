@@ -8,7 +8,7 @@ namespace hvd::runtime {
 
 bool HaveScaleKernel() { return false; }
 
-cudaError_t LaunchScale(const void*, void*, int64_t, ScaleType, double, cudaStream_t) {
+cudaError_t LaunchScale(const void*, void*, int64_t, ncclDataType_t, double, cudaStream_t) {
   return cudaErrorNotSupported;
 }
 
