@@ -30,23 +30,32 @@ const std::vector<std::vector<int64_t>>& AllreduceShapes() {
 
 // ---- allreduce ------------------------------------------------------------------------------
 
-// One allreduce of this rank's ReduceInput (at `pos` of `n` members of `set`), checked against
-// ReduceExpected; out of place, the input must come back unchanged. `label` starts its messages.
-void EnqueueAllreduce(std::vector<Pending>* pending, const DType& d, hvd_reduce_op_t op, double pre,
-                      double post, const std::vector<int64_t>& shape, bool in_place,
-                      const std::string& name, const std::string& label = "", int32_t set = 0,
-                      int32_t pos = R(), int32_t n = N()) {
-  const HostTensor host =
-      MakeHost(d.id, shape, [&](int64_t i) { return ReduceInput(op, d, pos, n, i); });
-  auto in = std::make_shared<DeviceTensor>(d.id, shape);
-  in->Upload(host);
-  DevicePtr out = in_place ? in : std::make_shared<DeviceTensor>(d.id, shape);
+// What an op reduces and must give: element i of this rank's input, element i (its index in the
+// whole tensor) of the result, and whether results are compared bit for bit.
+struct Values {
+  std::function<double(int64_t)> input;
+  std::function<double(int64_t)> expected;
+  bool exact = true;
+};
+
+std::string Scales(double pre, double post) {
   char scales[64] = "";
   if (pre != 1.0 || post != 1.0) {
     std::snprintf(scales, sizeof(scales), " prescale %g postscale %g", pre, post);
   }
-  const std::string what = label + "allreduce " + ReduceOpName(op) + " " + d.name + " " +
-                           Shape(shape) + scales + (in_place ? " in place" : " out of place");
+  return scales;
+}
+
+// One allreduce of `values.input` named `name` on `set`, checked against `values.expected`; out
+// of place, the input must come back unchanged. `what` names it in messages.
+void EnqueueAllreduceOf(std::vector<Pending>* pending, const DType& d, hvd_reduce_op_t op,
+                        double pre, double post, const std::vector<int64_t>& shape, bool in_place,
+                        const std::string& name, const std::string& what, int32_t set,
+                        const Values& values) {
+  const HostTensor host = MakeHost(d.id, shape, values.input);
+  auto in = std::make_shared<DeviceTensor>(d.id, shape);
+  in->Upload(host);
+  DevicePtr out = in_place ? in : std::make_shared<DeviceTensor>(d.id, shape);
   hvd_op_options_t o = Options(name);
   o.reduce_op = op;
   o.prescale_factor = pre;
@@ -57,11 +66,10 @@ void EnqueueAllreduce(std::vector<Pending>* pending, const DType& d, hvd_reduce_
   Require(hvd_allreduce(&a, &b, &o, &p.handle), what);
   p.what = what;
   p.keep = {in, out};
-  const bool exact = ReductionExact(d, op, pre, post, n);
   p.check = [=](hvd_handle_t) {
     std::vector<double> want(out->count());
-    for (int64_t i = 0; i < out->count(); ++i) want[i] = ReduceExpected(op, d, n, i, pre, post);
-    ExpectDevice(what, *out, want, exact);
+    for (int64_t i = 0; i < out->count(); ++i) want[i] = values.expected(i);
+    ExpectDevice(what, *out, want, values.exact);
     if (!in_place) {
       std::vector<double> unchanged(host.count());
       for (int64_t i = 0; i < host.count(); ++i) unchanged[i] = host.Get(i);
@@ -69,6 +77,22 @@ void EnqueueAllreduce(std::vector<Pending>* pending, const DType& d, hvd_reduce_
     }
   };
   pending->push_back(std::move(p));
+}
+
+// One allreduce of this rank's ReduceInput (at `pos` of `n` members of `set`), checked against
+// ReduceExpected; out of place, the input must come back unchanged. `label` starts its messages.
+void EnqueueAllreduce(std::vector<Pending>* pending, const DType& d, hvd_reduce_op_t op, double pre,
+                      double post, const std::vector<int64_t>& shape, bool in_place,
+                      const std::string& name, const std::string& label = "", int32_t set = 0,
+                      int32_t pos = R(), int32_t n = N()) {
+  const std::string what = label + "allreduce " + ReduceOpName(op) + " " + d.name + " " +
+                           Shape(shape) + Scales(pre, post) +
+                           (in_place ? " in place" : " out of place");
+  EnqueueAllreduceOf(
+      pending, d, op, pre, post, shape, in_place, name, what, set,
+      {[d, op, pos, n](int64_t i) { return ReduceInput(op, d, pos, n, i); },
+       [d, op, n, pre, post](int64_t i) { return ReduceExpected(op, d, n, i, pre, post); },
+       ReductionExact(d, op, pre, post, n)});
 }
 
 // Every op unscaled, then the scaled ones (`scales`, pairs of pre- and postscale), for each
@@ -254,28 +278,24 @@ void EnqueueAlltoall(std::vector<Pending>* pending, const DType& d, bool with_sp
 
 // ---- reducescatter --------------------------------------------------------------------------
 
-void EnqueueReducescatter(std::vector<Pending>* pending, const DType& d, hvd_reduce_op_t op,
-                          const std::vector<int64_t>& shape, double pre, double post,
-                          const std::string& tag) {
-  DevicePtr in =
-      MakeDevice(d.id, shape, [&](int64_t i) { return ReduceInput(op, d, R(), N(), i); });
+// A reducescatter of `values.input` named `name`: this rank gets its rows (hvd's split, the first
+// dim0 % size ranks a row more), checked against `values.expected` of their indices in the whole
+// tensor; device memory where NCCL runs it.
+void EnqueueReducescatterOf(std::vector<Pending>* pending, const DType& d, hvd_reduce_op_t op,
+                            const std::vector<int64_t>& shape, double pre, double post,
+                            const std::string& name, const std::string& what,
+                            const Values& values) {
+  DevicePtr in = MakeDevice(d.id, shape, values.input);
   const int64_t row = shape[0] == 0 ? 0 : in->count() / shape[0];
   int64_t first = 0;
   for (int32_t r = 0; r < R(); ++r) first += ScatterRows(shape[0], r);
   std::vector<double> want;
   for (int64_t i = first * row; i < (first + ScatterRows(shape[0], R())) * row; ++i) {
-    want.push_back(ReduceExpected(op, d, N(), i, pre, post));
+    want.push_back(values.expected(i));
   }
   std::vector<int64_t> out_shape = shape;
   out_shape[0] = ScatterRows(shape[0], R());
-  char scales[64] = "";
-  if (pre != 1.0 || post != 1.0) {
-    std::snprintf(scales, sizeof(scales), " prescale %g postscale %g", pre, post);
-  }
-  const std::string what = std::string("reducescatter ") + ReduceOpName(op) + " " + tag + " " +
-                           d.name + " " + Shape(shape) + scales;
-  hvd_op_options_t o = Options("gpu.rs." + tag + "." + ReduceOpName(op) + "." + d.name +
-                               (pre != 1.0 || post != 1.0 ? ".scaled" : ""));
+  hvd_op_options_t o = Options(name);
   o.reduce_op = op;
   o.prescale_factor = pre;
   o.postscale_factor = post;
@@ -286,11 +306,25 @@ void EnqueueReducescatter(std::vector<Pending>* pending, const DType& d, hvd_red
   p.keep = {in};
   const bool on_device =
       DeviceOutputsExpected("REDUCESCATTER") && NcclReduces(d, op, pre, post, N());
-  const bool exact = ReductionExact(d, op, pre, post, N());
+  const bool exact = values.exact;
   p.check = [=](hvd_handle_t h) {
     ExpectOutput(h, 0, what, d.id, out_shape, want, on_device, exact);
   };
   pending->push_back(std::move(p));
+}
+
+void EnqueueReducescatter(std::vector<Pending>* pending, const DType& d, hvd_reduce_op_t op,
+                          const std::vector<int64_t>& shape, double pre, double post,
+                          const std::string& tag) {
+  const std::string what = std::string("reducescatter ") + ReduceOpName(op) + " " + tag + " " +
+                           d.name + " " + Shape(shape) + Scales(pre, post);
+  const std::string name = "gpu.rs." + tag + "." + ReduceOpName(op) + "." + d.name +
+                           (pre != 1.0 || post != 1.0 ? ".scaled" : "");
+  EnqueueReducescatterOf(
+      pending, d, op, shape, pre, post, name, what,
+      {[d, op](int64_t i) { return ReduceInput(op, d, R(), N(), i); },
+       [d, op, pre, post](int64_t i) { return ReduceExpected(op, d, N(), i, pre, post); },
+       ReductionExact(d, op, pre, post, N())});
 }
 
 }  // namespace
@@ -614,64 +648,27 @@ void HorovodScaling() {
       std::snprintf(scales, sizeof(scales), " %s prescale %.17g postscale %.17g", d.name, c.pre,
                     c.post);
       const std::string label = std::string(ReduceOpName(c.op)) + scales;
-      const auto options = [&](const std::string& name) {
-        hvd_op_options_t o = Options(name);
-        o.reduce_op = c.op;
-        o.prescale_factor = c.pre;
-        o.postscale_factor = c.post;
-        return o;
+      const auto values = [&](const char* op) {
+        return Values{
+            HorovodInput,
+            [d, c, post](int64_t i) { return HorovodScaled(d, HorovodInput(i), N(), c.pre, post); },
+            exact(d, DeviceOutputsExpected(op) && NcclReduces(d, c.op, c.pre, c.post, N()))};
       };
       // A lone allreduce (out of place), then two enqueued together (fused through the device
       // buffer where the runtime fuses them).
       for (int tensors : {1, 2}) {
         for (int t = 0; t < tensors; ++t) {
-          const std::vector<int64_t> shape = {17, 17, 17};
-          DevicePtr in = MakeDevice(d.id, shape, HorovodInput);
-          auto out = std::make_shared<DeviceTensor>(d.id, shape);
-          const std::string what = "Horovod-scaled allreduce " + label + " tensor " +
-                                   std::to_string(t + 1) + " of " + std::to_string(tensors);
-          hvd_op_options_t named = options("gpu.hvdscale.ar." + std::to_string(k++));
-          hvd_tensor_t a = in->Desc(), b = out->Desc();
-          Pending p;
-          Require(hvd_allreduce(&a, &b, &named, &p.handle), what);
-          p.what = what;
-          p.keep = {in, out};
-          const bool bits = exact(
-              d, DeviceOutputsExpected("ALLREDUCE") && NcclReduces(d, c.op, c.pre, c.post, N()));
-          p.check = [=, &d](hvd_handle_t) {
-            std::vector<double> want(out->count());
-            for (int64_t i = 0; i < out->count(); ++i) {
-              want[i] = HorovodScaled(d, HorovodInput(i), N(), c.pre, post);
-            }
-            ExpectDevice(what, *out, want, bits);
-          };
-          pending.push_back(std::move(p));
+          EnqueueAllreduceOf(&pending, d, c.op, c.pre, c.post, {17, 17, 17}, false,
+                             "gpu.hvdscale.ar." + std::to_string(k++),
+                             "Horovod-scaled allreduce " + label + " tensor " +
+                                 std::to_string(t + 1) + " of " + std::to_string(tensors),
+                             0, values("ALLREDUCE"));
         }
       }
       // A reducescatter of 17 rows of 17 (uneven over 2 and 4 ranks).
-      const std::vector<int64_t> shape = {17, 17};
-      DevicePtr in = MakeDevice(d.id, shape, HorovodInput);
-      int64_t first = 0;
-      for (int32_t r = 0; r < R(); ++r) first += ScatterRows(17, r);
-      const int64_t rows = ScatterRows(17, R());
-      std::vector<double> want;
-      for (int64_t i = first * 17; i < (first + rows) * 17; ++i) {
-        want.push_back(HorovodScaled(d, HorovodInput(i), N(), c.pre, post));
-      }
-      const std::string what = "Horovod-scaled reducescatter " + label;
-      hvd_op_options_t named = options("gpu.hvdscale.rs." + std::to_string(k++));
-      hvd_tensor_t a = in->Desc();
-      Pending p;
-      Require(hvd_reducescatter(&a, &named, &p.handle), what);
-      p.what = what;
-      p.keep = {in};
-      const bool on_device =
-          DeviceOutputsExpected("REDUCESCATTER") && NcclReduces(d, c.op, c.pre, c.post, N());
-      const bool bits = exact(d, on_device);
-      p.check = [=, &d](hvd_handle_t h) {
-        ExpectOutput(h, 0, what, d.id, {rows, 17}, want, on_device, bits);
-      };
-      pending.push_back(std::move(p));
+      EnqueueReducescatterOf(&pending, d, c.op, {17, 17}, c.pre, c.post,
+                             "gpu.hvdscale.rs." + std::to_string(k++),
+                             "Horovod-scaled reducescatter " + label, values("REDUCESCATTER"));
     }
   }
   FinishAll(&pending);
