@@ -194,21 +194,13 @@ void ReduceAll(char* out, const std::vector<const char*>& sources, size_t count,
 }
 
 void ScaleAll(char* out, const char* in, size_t count, ncclDataType_t type, const void* factor) {
-  const double f = ScalarValue(factor, type);
+  // A pre-multiplied sum's first contribution is exactly this product (Fold).
+  Reduction scale;
+  scale.premul = true;
+  scale.scalar = ScalarValue(factor, type);
   Dispatch(type, [&](auto tag) {
     using T = decltype(tag);
-    for (size_t i = 0; i < count; ++i) {
-      T v;
-      std::memcpy(&v, in + i * sizeof(T), sizeof(T));
-      // Exact in double for every float type (two significands of at most 24 bits), then
-      // rounded once to T: float16/bfloat16 through float, exact there too.
-      if constexpr (std::is_same_v<T, float>) {
-        v = static_cast<float>(ToDouble(v) * f);
-      } else {
-        v = FromDouble<T>(ToDouble(v) * f);
-      }
-      std::memcpy(out + i * sizeof(T), &v, sizeof(T));
-    }
+    Fold(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), count, scale, true);
   });
 }
 
