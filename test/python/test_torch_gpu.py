@@ -242,6 +242,69 @@ def test_process_set_on_gpu(g):
     g.remove_process_set(ps)
 
 
+# ---- autograd, join and barrier on CUDA tensors (Horovod's suite runs its *_grad and join
+# tests on CUDA tensors too) --------------------------------------------------------------------
+
+def _grads(g, device, dtype):
+    """Leaf gradients of every differentiable collective on `device`, each backward fed a
+    rank-dependent upstream gradient so the reduction of the gradient shows."""
+    size, rank = g.size(), g.rank()
+    seed = make(dtype, (2 * size, 3), rank)
+    grads = []
+
+    def leaf(t):
+        return t.detach().clone().to(device).requires_grad_()
+
+    def back(out, x):
+        up = make(dtype, tuple(out.shape), rank, offset=1).to(device)
+        out.backward(up)
+        grads.append(x.grad.detach().cpu())
+
+    for op in (g.Sum, g.Average):
+        x = leaf(seed)
+        back(g.allreduce(x, op=op, name=f"grad.ar.{op}.{device}"), x)
+        x = leaf(seed)
+        back(g.reducescatter(x, op=op, name=f"grad.rs.{op}.{device}"), x)
+    x = leaf(seed[:rank + 1])  # uneven first dimensions
+    back(g.allgather(x, name=f"grad.ag.{device}"), x)
+    x = leaf(seed[:4])
+    back(g.broadcast(x, size - 1, name=f"grad.bc.{device}"), x)
+    x = leaf(seed)
+    back(g.alltoall(x, name=f"grad.a2a.{device}"), x)
+    xs = [leaf(seed), leaf(seed[:1])]
+    outs = g.grouped_allreduce(xs, op=g.Sum, name=f"grad.gar.{device}")
+    torch.autograd.backward(outs, [make(dtype, tuple(o.shape), rank, 1).to(device) for o in outs])
+    grads += [x.grad.detach().cpu() for x in xs]
+    return grads
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gradients_of_every_collective_on_gpu_match_cpu(g, dtype):
+    gpu, cpu = _grads(g, "cuda", dtype), _grads(g, "cpu", dtype)
+    assert len(gpu) == len(cpu) == 9
+    for a, b in zip(gpu, cpu):
+        torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32])
+def test_join_on_gpu_contributes_zeros(g, dtype):
+    size, rank = g.size(), g.rank()
+    # Rank r runs r + 1 allreduces of CUDA tensors, then joins with its device (Horovod's
+    # hvd.join(hvd.local_rank())); allreduce i is summed over the ranks r >= i, the joined
+    # ones contributing zeros.
+    for i in range(rank + 1):
+        got = g.allreduce(torch.full((5,), i + 1, dtype=dtype, device="cuda"), op=g.Sum,
+                          name=f"join.gpu.{dtype}.{i}")
+        assert got.is_cuda and got.dtype == dtype
+        assert torch.equal(got.cpu(), torch.full((5,), (i + 1) * (size - i), dtype=dtype))
+    last = g.join(torch.cuda.current_device())
+    assert 0 <= last < size
+    g.barrier()
+    # hvd and torch go on as before
+    out = g.allreduce(torch.ones(3, device="cuda"), op=g.Sum, name=f"after.join.{dtype}")
+    assert torch.equal(out.cpu(), torch.full((3,), float(size)))
+
+
 # ---- allgather, reducescatter and alltoall on NCCL (device outputs) ----------------------------
 
 @functools.cache  # a property of the job: one allgather, at the first call (on every rank)
