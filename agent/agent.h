@@ -4,10 +4,13 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "launcher/agents/agent_protocol.h"
+#include "launcher/local/oom_kills.h"
 #include "launcher/local/rank_leftovers.h"
 
 namespace hvd::agent {
@@ -105,7 +108,10 @@ class Agent {
   int key_fd_ = -1;
   std::map<uint32_t, Rank> ranks_;
   launcher::RankLeftovers leftovers_;  // cleaned up once every rank has ended (Run)
-  std::string out_;                    // frames not yet written to out_fd
+  // This host's OOM kills when the agent started: a rank killed by the OOM killer since is
+  // reported so (launcher/local/oom_kills.h).
+  std::optional<uint64_t> oom_kills_at_start_ = launcher::OomKillCount();
+  std::string out_;  // frames not yet written to out_fd
   bool out_broken_ = false;
   bool control_open_ = true;
   bool shutting_down_ = false;

@@ -100,7 +100,11 @@ void Agent::ReportFinishedRanks(Clock::time_point now) {
     }
     // A process that escaped the group may still hold the pipes: stop waiting for their end.
     CloseRankPipes(rank);
-    out_ += launcher::EncodeExit(it->first, rank.status);
+    std::optional<std::string> cause;  // the OOM killer, when it was (launcher/local/oom_kills.h)
+    if (!rank.terminating) {
+      cause = launcher::ExplainKill(rank.pid, rank.status, oom_kills_at_start_);
+    }
+    out_ += launcher::EncodeExit(it->first, rank.status, cause.value_or(""));
     it = ranks_.erase(it);
   }
 }

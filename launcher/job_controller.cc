@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <string>
 
+#include "launcher/local/oom_kills.h"
 #include "launcher/outcome/wait_status.h"
 #include "launcher/output/console.h"
 
@@ -43,6 +44,7 @@ JobOutcome JobController::Run(const std::vector<SpawnRequest>& requests) {
     rank.host = request.host;
     outcome_.ranks.push_back(rank);
   }
+  oom_kills_at_start_ = OomKillCount();
   spawner_.Prepare(requests, Clock::now() + Seconds(options_.start_timeout_s));
   SpawnAll(requests);
   EventLoop();
@@ -88,6 +90,7 @@ bool JobController::SpawnOne(const SpawnRequest& request) {
     if (options_.stdin_source_fd < 0) stdin_pump_->Close();
   }
   state.pid = spawned->pid;
+  state.rank_pid = spawned->rank_pid;
   state.fds[0] = spawned->stdout_fd;
   state.fds[1] = spawned->stderr_fd;
   state.handle = std::move(spawned->handle);
@@ -249,10 +252,14 @@ void JobController::OnRankExit(int rank, int wait_status) {
   RankOutcome& outcome = outcome_.ranks[static_cast<size_t>(rank)];
   outcome.finished = true;
   outcome.wait_status = wait_status;
+  if (!WaitStatusIsSuccess(wait_status) && !states_[static_cast<size_t>(rank)].signalled) {
+    outcome.kill_cause = KillCause(rank, wait_status);
+  }
   if (stdin_pump_ && stdin_rank_ == rank) stdin_pump_->Close();
   output_.DrainAndClosePipes(rank, states_[static_cast<size_t>(rank)].fds);
-  PrintStep(options_.verbose,
-            "rank " + std::to_string(rank) + " finished: " + DescribeWaitStatus(wait_status));
+  PrintStep(options_.verbose, "rank " + std::to_string(rank) +
+                                  " finished: " + DescribeWaitStatus(wait_status) +
+                                  (outcome.kill_cause ? ": " + *outcome.kill_cause : ""));
   if (rank == awaited_cause_) {
     awaited_cause_ = -1;
     if (!WaitStatusIsSuccess(wait_status) && !states_[static_cast<size_t>(rank)].signalled) {
@@ -272,6 +279,14 @@ void JobController::OnRankExit(int rank, int wait_status) {
     AwaitShutdownCause(rank);
     BeginTermination();
   }
+}
+
+std::optional<std::string> JobController::KillCause(int rank, int wait_status) const {
+  const RankState& state = states_[static_cast<size_t>(rank)];
+  if (killed_) return std::nullopt;
+  if (state.handle) return state.handle->KillCause();
+  if (state.pid <= 0) return std::nullopt;
+  return ExplainKill(state.rank_pid, wait_status, oom_kills_at_start_);
 }
 
 void JobController::AwaitShutdownCause(int failed) {

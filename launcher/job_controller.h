@@ -5,9 +5,11 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -65,6 +67,7 @@ class JobController {
   using Clock = std::chrono::steady_clock;
   struct RankState {
     pid_t pid = -1;
+    pid_t rank_pid = -1;    // SpawnedRank::rank_pid
     int fds[2] = {-1, -1};  // stdout, stderr
     bool signalled = false;
     std::unique_ptr<RankHandle> handle;  // remote ranks (pid is -1)
@@ -80,6 +83,8 @@ class JobController {
   void KillAndReapAll();
   void ReapExited();
   void OnRankExit(int rank, int wait_status);
+  // Why a rank that hvdrun did not stop was killed, where its host knows (the OOM killer).
+  std::optional<std::string> KillCause(int rank, int wait_status) const;
   void OnHandleEvent(int rank);
   void SignalRank(int rank, int signo);
   // Fail-fast: signals every running rank to stop (SIGTERM, SIGKILL after the grace period).
@@ -104,6 +109,7 @@ class JobController {
   Clock::time_point cause_deadline_;  // ... until then
   bool terminating_ = false;
   bool killed_ = false;
+  std::optional<uint64_t> oom_kills_at_start_;  // this host's OOM kills before the first spawn
   Clock::time_point kill_deadline_;
 };
 

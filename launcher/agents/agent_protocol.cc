@@ -234,11 +234,12 @@ void AppendOutput(uint32_t id, int stream, std::string_view data, std::string* o
   out->append(data);
 }
 
-std::string EncodeExit(uint32_t id, int wait_status) {
+std::string EncodeExit(uint32_t id, int wait_status, std::string_view kill_cause) {
   control::ByteWriter w;
   w.PutU8(kExit);
   w.PutU32(id);
   w.PutU32(static_cast<uint32_t>(wait_status));
+  w.PutBytes(kill_cause.substr(0, kMaxKillCause));
   return Frame(w.data());
 }
 
@@ -293,8 +294,12 @@ Result<AgentMessage> DecodeAgentFrame(std::string_view body) {
     case kExit: {
       auto id = r.GetU32();
       auto status = r.GetU32();
-      if (!id || !status || !r.Done()) return Malformed("exit", "bad rank id or status");
-      return AgentMessage(AgentExit{*id, static_cast<int>(*status)});
+      if (!id || !status) return Malformed("exit", "bad rank id or status");
+      auto cause = r.GetBytes();
+      if (!cause || cause->size() > kMaxKillCause || !r.Done()) {
+        return Malformed("exit", "bad kill cause");
+      }
+      return AgentMessage(AgentExit{*id, static_cast<int>(*status), std::move(*cause)});
     }
     case kAgentHeartbeat:
       if (!r.Done()) return Malformed("heartbeat", "trailing bytes");

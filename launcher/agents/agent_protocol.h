@@ -13,7 +13,7 @@
 #include "common/job_key.h"
 #include "common/status.h"
 
-// The launcher <-> hvd-agent protocol (version 2). One hvd-agent runs per remote host and
+// The launcher <-> hvd-agent protocol (version 3). One hvd-agent runs per remote host and
 // supervises every rank hvdrun places there; it is the remote command of one SSH session
 // (`exec '<agent_path>'`) or the one task of one srun step. Nothing about the job (argv,
 // environment, job key) is on any command line: it all travels as frames on the agent's
@@ -36,7 +36,9 @@
 //   Ready     (129, first): "HVDA", u32 version, bytes hostname, u32 agent pid
 //   Started   (130): u32 id, u32 pid
 //   Output    (131): u32 id, u8 stream (1 stdout, 2 stderr), bytes data
-//   Exit      (132): u32 id, u32 waitpid() status (W_EXITCODE(125|126|127, 0) = never ran)
+//   Exit      (132): u32 id, u32 waitpid() status (W_EXITCODE(125|126|127, 0) = never ran),
+//             bytes kill cause ("" = none; at most kMaxKillCause bytes: why the host says a
+//             rank killed by SIGKILL died, launcher/local/oom_kills.h)
 //   Heartbeat (133): nothing
 //
 // Start, Signal and Stop may arrive at any time after Hello, so ranks can be added to and
@@ -50,16 +52,17 @@
 //
 // No code-bearing format; a fixed schema per type; counts and lengths are capped before
 // anything is allocated. A version mismatch is refused with "install the same hvd build on
-// every host"; an agent of protocol version 1 (one rank per session) reads a version-2 Hello
-// as a start frame of the wrong version and says the same.
+// every host"; an agent of protocol version 1 (one rank per session) reads a later Hello
+// as a start frame of the wrong version and says the same. Version 3 added the kill cause.
 namespace hvd::launcher {
 
-inline constexpr uint32_t kAgentProtocolVersion = 2;
+inline constexpr uint32_t kAgentProtocolVersion = 3;
 // A Start frame holds one rank's argv and environment.
 inline constexpr size_t kMaxLauncherFrameBytes = 16u << 20;
 // Output frames carry at most kMaxOutputChunk bytes of data.
 inline constexpr size_t kMaxOutputChunk = 64u << 10;
 inline constexpr size_t kMaxAgentFrameBytes = kMaxOutputChunk + 64;
+inline constexpr size_t kMaxKillCause = 1024;
 
 struct AgentHello {
   std::optional<control::JobKey> job_key;  // the agent puts it in a sealed memfd
@@ -103,6 +106,7 @@ struct AgentOutput {
 struct AgentExit {
   uint32_t id = 0;
   int wait_status = 0;
+  std::string kill_cause;  // "" = none
 };
 
 using LauncherMessage =
@@ -119,7 +123,8 @@ std::string EncodeReady(const AgentReady& ready);
 std::string EncodeStarted(uint32_t id, uint32_t pid);
 // Appends the frame to *out (the agent's output path builds frames in place).
 void AppendOutput(uint32_t id, int stream, std::string_view data, std::string* out);
-std::string EncodeExit(uint32_t id, int wait_status);
+// A longer kill cause is cut to kMaxKillCause bytes.
+std::string EncodeExit(uint32_t id, int wait_status, std::string_view kill_cause = {});
 std::string EncodeAgentHeartbeat();
 
 // Parse one frame body (without the length prefix). Errors say what was malformed.

@@ -50,6 +50,11 @@ class SessionRankHandle : public RankHandle {
     std::lock_guard<std::mutex> lock(core_->mu);
     return slot_->transport_error;
   }
+  std::optional<std::string> KillCause() const override {
+    std::lock_guard<std::mutex> lock(core_->mu);
+    if (slot_->kill_cause.empty()) return std::nullopt;
+    return slot_->kill_cause;
+  }
 
  private:
   std::shared_ptr<AgentSession::Core> core_;

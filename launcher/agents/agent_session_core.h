@@ -27,10 +27,12 @@ struct RankSlot {
   int pipe_fds[2] = {-1, -1};  // write ends of the rank's stdout / stderr pipes
   std::string pending[2];      // output not yet written to the pipes
   std::optional<int> exit_received;
+  std::string exit_cause;  // the Exit frame's kill cause
 
   // mu
   std::optional<int> status;
   std::string transport_error;
+  std::string kill_cause;
   bool stop_sent = false;
 };
 

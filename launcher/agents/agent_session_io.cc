@@ -221,6 +221,7 @@ void AgentSession::Core::OnMessage(AgentMessage message) {
     std::shared_ptr<RankSlot> slot = Running(exit->id);
     if (!slot) return;
     slot->exit_received = exit->wait_status;
+    slot->exit_cause = std::move(exit->kill_cause);
     FlushSlot(*slot);
   } else if (auto* r = std::get_if<AgentReady>(&message)) {
     std::lock_guard<std::mutex> lock(mu);
@@ -282,6 +283,7 @@ void AgentSession::Core::Finish(RankSlot& slot, int wait_status, const std::stri
   if (slot.status) return;
   slot.status = wait_status;
   slot.transport_error = transport;
+  slot.kill_cause = slot.exit_cause;
   running.erase(slot.id);
   uint64_t one = 1;
   ssize_t ignored = ::write(slot.exit_event_fd, &one, sizeof(one));

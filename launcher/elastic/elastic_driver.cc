@@ -165,7 +165,8 @@ void ElasticDriver::OnReady(int id, int64_t cursor, int64_t synced_round, TimePo
   Reconcile(now);
 }
 
-void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::string& lost) {
+void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::string& lost,
+                           const std::string& kill_cause) {
   auto it = workers_.find(id);
   if (it == workers_.end() || !it->second.alive) return;
   Worker& w = it->second;
@@ -173,7 +174,10 @@ void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::st
   w.alive = false;
   w.wait_status = wait_status;
   w.lost = !lost.empty();
-  const std::string how = w.lost ? lost : DescribeWaitStatus(wait_status);
+  const std::string how = w.lost ? lost
+                          : kill_cause.empty()
+                              ? DescribeWaitStatus(wait_status)
+                              : DescribeWaitStatus(wait_status) + ": " + kill_cause;
   const std::string who = "worker " + std::to_string(id) +
                           (w.round > 0 ? " (rank " + std::to_string(w.rank) + " of round " +
                                              std::to_string(w.round) + ")"

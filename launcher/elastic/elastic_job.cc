@@ -12,6 +12,7 @@
 
 #include "common/elastic_messages.h"
 #include "launcher/local/local_host.h"
+#include "launcher/local/oom_kills.h"
 #include "launcher/outcome/exit_codes.h"
 #include "launcher/outcome/failure_summary.h"
 #include "launcher/outcome/wait_status.h"
@@ -84,6 +85,7 @@ ElasticJob::~ElasticJob() {
 }
 
 int ElasticJob::Run(const std::vector<discovery::HostSlots>& first_hosts) {
+  oom_kills_at_start_ = OomKillCount();
   driver_.OnHosts(first_hosts, Clock::now());
   Loop();
   return Finish();
@@ -252,10 +254,18 @@ void ElasticJob::WorkerExited(int id, int wait_status) {
   if (p.exited) return;
   p.exited = true;
   p.wait_status = wait_status;
+  if (!WaitStatusIsSuccess(wait_status) && !p.stopped && !p.removed && !killed_) {
+    p.kill_cause = p.handle    ? p.handle->KillCause()
+                   : p.pid > 0 ? ExplainKill(p.rank_pid, wait_status, oom_kills_at_start_)
+                               : std::nullopt;
+  }
   context_.output->DrainAndClosePipes(id, procs_.at(id).fds);
-  PrintStep(context_.spec->verbose,
-            "worker " + std::to_string(id) + " finished: " + DescribeWaitStatus(wait_status));
-  if (!launcher_signal_) driver_.OnExit(id, wait_status, Clock::now(), p.lost);
+  PrintStep(context_.spec->verbose, "worker " + std::to_string(id) +
+                                        " finished: " + DescribeWaitStatus(wait_status) +
+                                        (p.kill_cause ? ": " + *p.kill_cause : ""));
+  if (!launcher_signal_) {
+    driver_.OnExit(id, wait_status, Clock::now(), p.lost, p.kill_cause.value_or(""));
+  }
 }
 
 // The last resort when the event loop itself fails: nothing may outlive hvdrun.
@@ -326,6 +336,7 @@ void ElasticJob::Spawn(int id, const std::string& host, int slot, int rank, int 
     return;
   }
   p.pid = spawned->pid;
+  p.rank_pid = spawned->rank_pid;
   p.fds[0] = spawned->stdout_fd;
   p.fds[1] = spawned->stderr_fd;
   p.handle = std::move(spawned->handle);
@@ -459,6 +470,7 @@ int ElasticJob::Finish() {
     rank.wait_status = p.wait_status;
     rank.stopped_by_hvdrun = (p.stopped || p.removed) && p.lost.empty();
     if (!p.lost.empty()) rank.transport_error = p.lost;
+    rank.kill_cause = p.kill_cause;
     outcome.ranks.push_back(rank);
   }
   PrintToUser("elastic " + FormatFailureSummary(

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -105,14 +106,16 @@ class ElasticJob : public ElasticActions {
   using Clock = ElasticClock;
   struct Proc {
     pid_t pid = -1;
+    pid_t rank_pid = -1;  // SpawnedRank::rank_pid
     int fds[2] = {-1, -1};
     std::unique_ptr<RankHandle> handle;
     std::string host;
     bool exited = false;
     int wait_status = 0;
-    bool stopped = false;  // hvdrun signalled it
-    bool removed = false;  // the driver removed it from the job
-    std::string lost;      // why its remote host was lost, if that ended it
+    bool stopped = false;                   // hvdrun signalled it
+    bool removed = false;                   // the driver removed it from the job
+    std::string lost;                       // why its remote host was lost, if that ended it
+    std::optional<std::string> kill_cause;  // the OOM killer, where its host knows
     std::optional<Clock::time_point> kill_at;
   };
 
@@ -139,6 +142,7 @@ class ElasticJob : public ElasticActions {
   std::map<int, Proc> procs_;
   std::optional<int> launcher_signal_;
   bool killed_ = false;
+  std::optional<uint64_t> oom_kills_at_start_;  // this host's OOM kills when the job started
   std::string last_discovery_warning_;
   // Workers that never started (spawn or exec failure): reported to the driver from the loop,
   // never from inside one of its calls.

@@ -80,11 +80,13 @@ Status MakePipe(OwnedFd& read_end, OwnedFd& write_end) {
 }
 
 // Runs in the forked child, the rank's guardian and process-group leader: async-signal-safe
-// calls only. It forks the rank, keeps no descriptor, and waits with every signal blocked
-// (hvdrun's SIGTERM to the group reaches the rank, not the guardian). When hvdrun dies the
-// guardian gets kGuardianDeathSignal and SIGKILLs the whole group, so even processes the
-// rank started do not outlive hvdrun; when the rank ends it relays the rank's status.
-[[noreturn]] void RunGuardian(const ChildPlan& plan, pid_t hvdrun) {
+// calls only. It forks the rank, tells hvdrun the rank's pid through `pid_fd` (the process
+// the kernel's OOM killer would name: launcher/local/oom_kills.h), keeps no descriptor, and
+// waits with every signal blocked (hvdrun's SIGTERM to the group reaches the rank, not the
+// guardian). When hvdrun dies the guardian gets kGuardianDeathSignal and SIGKILLs the whole
+// group, so even processes the rank started do not outlive hvdrun; when the rank ends it
+// relays the rank's status.
+[[noreturn]] void RunGuardian(const ChildPlan& plan, pid_t hvdrun, int pid_fd) {
   ::setpgid(0, 0);
   sigset_t all;
   sigfillset(&all);
@@ -102,6 +104,8 @@ Status MakePipe(OwnedFd& read_end, OwnedFd& write_end) {
     (void)ignored;
     ::_exit(kExitNotExecutable);
   }
+  ssize_t written = ::write(pid_fd, &rank, sizeof(rank));
+  (void)written;
   CloseAllDescriptors();
   sigset_t waited;
   sigemptyset(&waited);
@@ -130,11 +134,13 @@ Status SetNonBlocking(int fd) {
 // everything is close-on-exec and above the standard descriptors.
 struct RankPipes {
   OwnedFd out_read, out_write, err_read, err_write, exec_read, exec_write, in_read, in_write;
+  OwnedFd pid_read, pid_write;  // the guardian's report of the rank's pid
 
   Status Open(bool stdin_pipe) {
     HVD_RETURN_IF_ERROR(MakePipe(out_read, out_write));
     HVD_RETURN_IF_ERROR(MakePipe(err_read, err_write));
     HVD_RETURN_IF_ERROR(MakePipe(exec_read, exec_write));
+    HVD_RETURN_IF_ERROR(MakePipe(pid_read, pid_write));
     HVD_RETURN_IF_ERROR(SetNonBlocking(out_read.get()));
     HVD_RETURN_IF_ERROR(SetNonBlocking(err_read.get()));
     if (stdin_pipe) {
@@ -153,6 +159,7 @@ struct RankPipes {
     out_write.Reset();
     err_write.Reset();
     exec_write.Reset();
+    pid_write.Reset();
     in_read.Reset();
   }
 };
@@ -182,7 +189,7 @@ Result<SpawnedRank> LocalSpawner::Spawn(const SpawnRequest& request) {
   if (pid < 0) return Status::IoError(std::string("fork: ") + strerror(errno));
   if (pid == 0) {
     if (request.outlives_launcher) RunChild(plan, 0);
-    RunGuardian(plan, hvdrun);
+    RunGuardian(plan, hvdrun, pipes.pid_write.get());
   }
   ::setpgid(pid, pid);  // may fail with EACCES once the child has exec'd; it did it itself
   pipes.CloseChildEnds();
@@ -195,6 +202,18 @@ Result<SpawnedRank> LocalSpawner::Spawn(const SpawnRequest& request) {
     // from signalling it (it would then die of SIGTERM instead of exiting 127/126).
     while (::waitpid(pid, &spawned.exec_wait_status, 0) < 0 && errno == EINTR) {
     }
+  }
+  if (!request.outlives_launcher) {
+    // Written by the guardian right after its fork, before it closes its descriptors (end of
+    // file when it never forked).
+    pid_t rank = -1;
+    ssize_t n;
+    do {
+      n = ::read(pipes.pid_read.get(), &rank, sizeof(rank));
+    } while (n < 0 && errno == EINTR);
+    if (n == static_cast<ssize_t>(sizeof(rank)) && rank > 0) spawned.rank_pid = rank;
+  } else {
+    spawned.rank_pid = pid;
   }
   spawned.stdout_fd = pipes.out_read.Release();
   spawned.stderr_fd = pipes.err_read.Release();

@@ -50,6 +50,9 @@ class RankHandle {
   virtual void Close() = 0;
   // Why the connection ended before the rank reported its status; "" when it did not.
   virtual std::string TransportError() const = 0;
+  // Why the host says the rank died, when it was killed by SIGKILL that nobody of the job sent
+  // (the kernel's OOM killer: launcher/local/oom_kills.h); nullopt when it does not know.
+  virtual std::optional<std::string> KillCause() const { return std::nullopt; }
 };
 
 // A started rank. The rank leads its own process group (pgid == pid), so signalling -pid
@@ -57,6 +60,10 @@ class RankHandle {
 // close-on-exec) and must reap `pid`.
 struct SpawnedRank {
   pid_t pid = -1;
+  // The process the rank's command runs as (the guardian's child, for a local rank with a
+  // guardian; else `pid`); -1 where unknown. Never waited for or signalled: for naming it
+  // (the kernel's OOM killer names it).
+  pid_t rank_pid = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
   int stdin_fd = -1;  // write end of the rank's stdin (non-blocking), when stdin_pipe

@@ -39,6 +39,13 @@ std::optional<int> BlamedRank(const JobOutcome& outcome) {
   return outcome.first_failed_rank;
 }
 
+// "SIGKILL (signal 9)", with the kernel's reason when it gave one.
+std::string DescribeEnd(const RankOutcome& rank) {
+  std::string text = DescribeWaitStatus(rank.wait_status);
+  if (rank.kill_cause) text += ": " + *rank.kill_cause;
+  return text;
+}
+
 std::string Headline(const JobOutcome& outcome) {
   if (outcome.launcher_signal == SIGPIPE) {
     return "job stopped: hvdrun's output was closed (SIGPIPE); hvdrun exits " +
@@ -55,21 +62,20 @@ std::string Headline(const JobOutcome& outcome) {
     const RankOutcome& rank = outcome.ranks[static_cast<size_t>(*BlamedRank(outcome))];
     std::string why = rank.exec_error        ? *rank.exec_error
                       : rank.transport_error ? *rank.transport_error
-                                             : DescribeWaitStatus(rank.wait_status);
+                                             : DescribeEnd(rank);
     if (outcome.exited_before_cause && &rank == &first) {
       // It shut down (sys.exit, an exception) and its peers' failures reached hvdrun first.
       const RankOutcome& earlier = outcome.ranks[static_cast<size_t>(*outcome.exited_before_cause)];
-      why = DescribeWaitStatus(rank.wait_status) +
-            (rank.reported_failure ? ": " + *rank.reported_failure : "") +
+      why = DescribeEnd(rank) + (rank.reported_failure ? ": " + *rank.reported_failure : "") +
             " (its exit shut the job down; rank " + std::to_string(earlier.rank) +
-            ", failed by that, exited first: " + DescribeWaitStatus(earlier.wait_status) + ")";
+            ", failed by that, exited first: " + DescribeEnd(earlier) + ")";
     } else if (rank.reported_failure) {
       why = *rank.reported_failure;
       if (&rank == &first) {
-        why = DescribeWaitStatus(rank.wait_status) + ": " + why;
+        why = DescribeEnd(rank) + ": " + why;
       } else {
         why += " (reported before its exit; rank " + std::to_string(first.rank) +
-               " exited first: " + DescribeWaitStatus(first.wait_status) + ")";
+               " exited first: " + DescribeEnd(first) + ")";
       }
     }
     if (std::optional<std::string> also = OtherTransportError(outcome, rank)) why += "; " + *also;
@@ -82,7 +88,7 @@ std::string Headline(const JobOutcome& outcome) {
 std::string ResultText(const RankOutcome& rank, bool first) {
   if (!rank.started) return "not started";
   if (!rank.finished) return "still running";
-  std::string text = DescribeWaitStatus(rank.wait_status);
+  std::string text = DescribeEnd(rank);
   if (rank.exec_error) text += ", " + *rank.exec_error;
   if (rank.transport_error) text += ", " + *rank.transport_error;
   if (first) text += "  <- first failure";

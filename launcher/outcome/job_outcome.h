@@ -20,6 +20,9 @@ struct RankOutcome {
   // A remote rank whose connection ended before it reported ("connection to root@h2:22
   // lost ..."); its wait_status is then exit code 255.
   std::optional<std::string> transport_error;
+  // Why a rank killed by SIGKILL (or exit code 137 behind a shell) that hvdrun did not stop
+  // died, where the host knows: the kernel's OOM killer (launcher/local/oom_kills.h).
+  std::optional<std::string> kill_cause;
   // What the rank reported failing on its own before it exited (an uncaught exception:
   // Runtime::ReportFailure), read from the rendezvous server once the job ended.
   std::optional<std::string> reported_failure;

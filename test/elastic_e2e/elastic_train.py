@@ -11,7 +11,8 @@ TorchState, and two logs the tests read.
 
 --exit-schedule '{"1,0": [0]}' makes the workers whose start_rank is listed fail at (epoch,
 batch) = (1, 0) the first time they get there: --exit-mode exception raises, kill SIGKILLs
-itself, exit0 leaves with status 0. --wait-for-update-after 0,1: after those epochs every
+itself, exit0 leaves with status 0, oom joins --oom-cgroup and fills memory until the kernel's
+OOM killer ends it. --wait-for-update-after 0,1: after those epochs every
 rank waits (checking for host updates, at most --update-wait seconds) until hvdrun's host
 change arrives, so a test's discovery schedule lines up with epochs, as Horovod's test does
 with its epoch wait.
@@ -36,7 +37,11 @@ parser.add_argument("--events", required=True)
 parser.add_argument("--epochs", type=int, default=3)
 parser.add_argument("--batches-per-epoch", type=int, default=4)
 parser.add_argument("--exit-schedule", default="{}")
-parser.add_argument("--exit-mode", default="exception", choices=["exception", "kill", "exit0"])
+parser.add_argument("--exit-mode", default="exception",
+                    choices=["exception", "kill", "exit0", "oom"])
+parser.add_argument("--oom-cgroup", default="",
+                    help="--exit-mode oom: the cgroup.procs file of a memory-limited cgroup the "
+                         "worker joins before it outgrows the limit (the OOM killer ends it)")
 parser.add_argument("--wait-for-update-after", default="")
 parser.add_argument("--update-wait", type=float, default=60.0)
 parser.add_argument("--block-start-rank", type=int, default=-1,
@@ -104,6 +109,11 @@ def check_exit(epoch, batch):
                            f"epoch {epoch} batch {batch}")
     if args.exit_mode == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
+    if args.exit_mode == "oom":
+        with open(args.oom_cgroup, "w") as f:
+            f.write(str(os.getpid()))
+        hog = [b"x" * (64 << 20) for _ in range(64)]  # 4 GiB, every page written
+        raise RuntimeError(f"worker {worker} was not killed holding {len(hog) * 64} MiB")
     print(f"worker {worker} leaves with status 0 at epoch {epoch} batch {batch}", flush=True)
     sys.exit(0)
 

@@ -10,6 +10,7 @@ import pytest
 
 from elastic_harness import (HVDRUN, PYTHON, TRAIN, assert_state_recovered, discovery_script,
                              hvdrun, kill_marked, live_marked, require_hvdrun, rounds_by_worker)
+from memory_cgroup import memory_cgroup
 
 TWO_HOSTS = ["localhost:2", "127.0.0.1:2"]
 
@@ -53,6 +54,20 @@ def test_f02_single_rank_failure_with_discovery(tmp_path, mode):
 def test_f03_fault_tolerance_without_discovery(tmp_path, mode):
     run = with_fixed_hosts(tmp_path, ["--exit-schedule", '{"1,0": [0]}', "--exit-mode", mode])
     assert_single_failure(run, mode)
+
+
+# A worker the kernel's OOM killer ends (a real OOM kill: it joins a memory cgroup of 256 MiB
+# and outgrows it): the job goes on as after any failure, and says why the worker died.
+def test_a_worker_killed_by_the_oom_killer_is_said_to_be_out_of_memory(tmp_path):
+    with memory_cgroup(256 << 20) as procs:
+        run = with_fixed_hosts(tmp_path, ["--exit-schedule", '{"1,0": [0]}', "--exit-mode", "oom",
+                                          "--oom-cgroup", procs])
+    assert run.returncode == 0, run.describe()
+    assert run.sizes() == [4, 2, 2], run.describe()
+    assert ("worker 0 (rank 0 of round 1) on localhost failed: SIGKILL (signal 9): killed by the "
+            "kernel's OOM killer (") in run.err, run.describe()
+    assert ", anon-rss " in run.err, run.describe()
+    assert_state_recovered(run)
 
 
 # F04: every worker fails.

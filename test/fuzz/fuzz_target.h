@@ -32,6 +32,7 @@ std::string FuzzConfigFile(std::string_view input);
 std::string FuzzTimeline(std::string_view input);
 std::string FuzzAgentProtocol(std::string_view input);
 std::string FuzzRendezvousConnection(std::string_view input);
+std::string FuzzKernelLog(std::string_view input);
 
 struct Target {
   const char* name;  // the folder name under corpus/, regressions/ and dict/
@@ -53,6 +54,7 @@ inline constexpr Target kTargets[] = {
     {"timeline", FuzzTimeline},
     {"agent_protocol", FuzzAgentProtocol},
     {"rendezvous_connection", FuzzRendezvousConnection},
+    {"kernel_log", FuzzKernelLog},
 };
 
 }  // namespace hvd::fuzz

@@ -129,7 +129,11 @@ void AgentSeeds(Corpus& c) {
   std::string from_agent =
       l::EncodeReady({l::kAgentProtocolVersion, "node-1", 4242}) + l::EncodeStarted(0, 4243);
   l::AppendOutput(0, 1, "[0]<stdout>:hello\n", &from_agent);
-  from_agent += l::EncodeExit(0, 0) + l::EncodeAgentHeartbeat();
+  from_agent += l::EncodeExit(0, 0) +
+                l::EncodeExit(1, 9,
+                              "killed by the kernel's OOM killer (Memory cgroup out of memory; "
+                              "python3, anon-rss 65152 kB)") +
+                l::EncodeAgentHeartbeat();
   c.Write("agent_protocol", "from-agent", Mode(0xff, from_agent));
   c.Write("agent_protocol", "from-agent-pieces", Mode(0x0d, from_agent));
   c.Write("agent_protocol", "huge-length", Mode(0xfe, std::string(4, '\xff')));
@@ -179,6 +183,14 @@ void TextSeeds(Corpus& c) {
         "n[5-1]"}},
       {"lsf",
        {"\0hostA 4 hostB 4"s, "\1hostA hostA hostB", "\2hostA\nhostA\n\nhostB\n", "\0hostA x"s}},
+      {"kernel_log",
+       {"\1\x47\xba\0Memory cgroup out of memory: Killed process 18362 (python3) "
+        "total-vm:278712kB, anon-rss:65152kB, file-rss:6656kB, shmem-rss:0kB, UID:0 "
+        "pgtables:184kB oom_score_adj:0\nhvd-br0: port 1(hvd-v1) entered forwarding state"s,
+        "\2\0\x4d\0Out of memory: Kill process 77 (python3) score 912 or sacrifice child\n"
+        "Killed process 77 (python3) total-vm:100kB, anon-rss:64kB, file-rss:0kB\n"
+        "oom_reaper: reaped process 77 (python3), now anon-rss:0kB"s,
+        "\1\0\x09\1Out of memory: Killed process 9 (a (b) c) total-vm:1kB, anon-rss:2kB"s}},
       {"discovery_output",
        {"\0host-1:4\nhost-2:4\n"s, "\2host-1\r\nhost-2:2\n\n",
         "\0[fe80::1]:2\nhost-1:2\nhost-1:3\n"s}},

@@ -5,6 +5,7 @@ import time
 
 from hvdrun_harness import (assert_no_survivors, kill_leftovers, python_rank, run, start,
                             unique_marker, wait_for)
+from memory_cgroup import memory_cgroup
 
 # A rank that records that it is up (a file named after its rank in argv[-1]) and then waits;
 # with "ignore" in argv it also ignores SIGTERM.
@@ -51,6 +52,20 @@ def test_rank_killed_by_sigkill_gives_137_and_signal_name():
     assert result.returncode == 137
     assert "rank 1 on localhost failed first: SIGKILL (signal 9); hvdrun exits 137" in \
         result.stderr.decode()
+
+
+def test_rank_killed_by_the_oom_killer_is_said_to_be_out_of_memory():
+    # A real OOM kill: rank 1 joins a memory cgroup of 64 MiB and reads 256 MiB into one buffer.
+    # hvdrun reads the kernel's record of it (launcher/local/oom_kills.h).
+    with memory_cgroup(64 << 20) as procs:
+        result = run(["-np", "2", "sh", "-c",
+                      'if [ "$HVD_RANK" = 1 ]; then echo $$ > %s; '
+                      'exec dd if=/dev/zero of=/dev/null bs=256M count=1; fi; sleep 60' % procs])
+    err = result.stderr.decode()
+    assert result.returncode == 137, err
+    assert ("rank 1 on localhost failed first: SIGKILL (signal 9): killed by the kernel's OOM "
+            "killer (") in err, err
+    assert "; dd, anon-rss " in err, err
 
 
 def test_sigint_stops_ranks_that_ignore_sigterm_after_the_grace_period(tmp_path):

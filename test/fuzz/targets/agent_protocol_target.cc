@@ -43,7 +43,7 @@ std::string Encode(const launcher::AgentMessage& message) {
       return out;
     }
     std::string operator()(const launcher::AgentExit& m) {
-      return launcher::EncodeExit(m.id, m.wait_status);
+      return launcher::EncodeExit(m.id, m.wait_status, m.kill_cause);
     }
     std::string operator()(const launcher::AgentHeartbeat&) {
       return launcher::EncodeAgentHeartbeat();

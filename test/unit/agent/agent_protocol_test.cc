@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include "common/byte_codec.h"
+
 namespace hvd::launcher {
 namespace {
 
@@ -83,7 +85,9 @@ TEST(AgentProtocolTest, AgentFramesRoundTrip) {
   ready.pid = 4242;
   std::string stream = EncodeReady(ready) + EncodeStarted(1, 99) + EncodeAgentHeartbeat();
   AppendOutput(1, 2, std::string("line\0bin\n", 9), &stream);
-  stream += EncodeExit(1, W_EXITCODE(3, 0)) + EncodeExit(2, SIGSEGV);
+  stream += EncodeExit(1, W_EXITCODE(3, 0)) + EncodeExit(2, SIGSEGV) +
+            EncodeExit(3, SIGKILL, "killed by the kernel's OOM killer (Out of memory; python3)") +
+            EncodeExit(4, SIGKILL, std::string(5000, 'x'));
   AgentFrameReader reader;
   reader.Feed(stream);
   std::vector<AgentMessage> got;
@@ -93,7 +97,7 @@ TEST(AgentProtocolTest, AgentFramesRoundTrip) {
     if (!next->has_value()) break;
     got.push_back(std::move(**next));
   }
-  ASSERT_EQ(got.size(), 6u);
+  ASSERT_EQ(got.size(), 8u);
   EXPECT_EQ(std::get<AgentReady>(got[0]).hostname, "node-3");
   EXPECT_EQ(std::get<AgentReady>(got[0]).pid, 4242u);
   EXPECT_EQ(std::get<AgentStarted>(got[1]).pid, 99u);
@@ -102,6 +106,30 @@ TEST(AgentProtocolTest, AgentFramesRoundTrip) {
   EXPECT_EQ(std::get<AgentOutput>(got[3]).data, std::string("line\0bin\n", 9));
   EXPECT_EQ(std::get<AgentExit>(got[4]).wait_status, W_EXITCODE(3, 0));
   EXPECT_EQ(std::get<AgentExit>(got[5]).wait_status, SIGSEGV);
+  EXPECT_EQ(std::get<AgentExit>(got[5]).kill_cause, "");
+  EXPECT_EQ(std::get<AgentExit>(got[6]).kill_cause,
+            "killed by the kernel's OOM killer (Out of memory; python3)");
+  EXPECT_EQ(std::get<AgentExit>(got[7]).kill_cause, std::string(kMaxKillCause, 'x'));  // cut
+}
+
+TEST(AgentProtocolTest, ExitFramesOfAnotherVersionOrOverlongCausesAreRefused) {
+  // Version 2's exit frame had no cause: refused, not read as an exit without one
+  control::ByteWriter v2;
+  v2.PutU8(132);
+  v2.PutU32(1);
+  v2.PutU32(0);
+  EXPECT_FALSE(DecodeAgentFrame(v2.data()).ok());
+  control::ByteWriter long_cause;
+  long_cause.PutU8(132);
+  long_cause.PutU32(1);
+  long_cause.PutU32(SIGKILL);
+  long_cause.PutBytes(std::string(kMaxKillCause + 1, 'x'));
+  auto got = DecodeAgentFrame(long_cause.data());
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("bad kill cause"), std::string::npos);
+  std::string body = EncodeExit(1, SIGKILL, "why").substr(4);
+  for (size_t n = 0; n < body.size(); ++n) EXPECT_FALSE(DecodeAgentFrame(body.substr(0, n)).ok());
+  EXPECT_FALSE(DecodeAgentFrame(body + "x").ok()) << "trailing byte";
 }
 
 TEST(AgentProtocolTest, EveryTruncationIsAnError) {

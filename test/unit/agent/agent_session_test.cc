@@ -13,6 +13,7 @@
 #include <string>
 
 #include "launcher/agents/agent_fleet.h"
+#include "test/support/memory_cgroup.h"
 
 namespace hvd::launcher {
 namespace {
@@ -192,6 +193,40 @@ TEST_F(AgentSessionTest, MissingProgramIsExit127WithItsMessage) {
   RankResult r = Collect(*rank);
   EXPECT_EQ(r.status, W_EXITCODE(127, 0));
   EXPECT_THAT(r.err, HasSubstr("cannot execute 'no-such-program-hvd'"));
+}
+
+// A rank that outgrows its memory is killed by the kernel's OOM killer on the agent's host; the
+// agent reads the kernel's record of it and the launcher's handle says so, where "SIGKILL"
+// alone would tell the user nothing. A real OOM kill: the rank joins a memory cgroup of 64 MiB
+// and reads 256 MiB into one buffer.
+TEST_F(AgentSessionTest, RankKilledByTheOomKillerIsReportedSo) {
+  std::string why_not;
+  std::unique_ptr<testing::MemoryCgroup> cgroup = testing::MemoryCgroup::Create(64 << 20, &why_not);
+  if (!cgroup) GTEST_SKIP() << why_not;
+  auto session = Open();
+  ASSERT_TRUE(session);
+  SpawnedRank rank = Start(
+      *session, 0,
+      "echo $$ > " + cgroup->procs() + " && exec dd if=/dev/zero of=/dev/null bs=256M count=1");
+  RankResult r = Collect(rank);
+  ASSERT_TRUE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL) << r.status << " " << r.err;
+  std::optional<std::string> cause = rank.handle->KillCause();
+  ASSERT_TRUE(cause.has_value());
+  EXPECT_THAT(*cause, HasSubstr("killed by the kernel's OOM killer ("));
+  EXPECT_THAT(*cause, HasSubstr("; dd, anon-rss "));
+}
+
+// A rank killed by SIGKILL from elsewhere is not said to be out of memory.
+TEST_F(AgentSessionTest, RankKilledByAnotherProcessIsNotCalledOutOfMemory) {
+  auto session = Open();
+  ASSERT_TRUE(session);
+  SpawnedRank rank = Start(*session, 0, "kill -9 $$");
+  RankResult r = Collect(rank);
+  ASSERT_TRUE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL) << r.status;
+  std::optional<std::string> cause = rank.handle->KillCause();
+  // (where the kernel log cannot be read, another test's OOM kill meanwhile would be counted,
+  // but never named as this rank's)
+  EXPECT_TRUE(!cause || cause->find("killed by") == std::string::npos) << *cause;
 }
 
 TEST_F(AgentSessionTest, SilentAgentIsDeclaredLostWithinTheTimeout) {

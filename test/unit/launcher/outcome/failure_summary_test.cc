@@ -127,6 +127,24 @@ TEST(FailureSummaryTest, NamesFirstFailureAndShowsItsStderrTail) {
   EXPECT_EQ(text.find("last stderr lines of rank 0"), std::string::npos) << text;
 }
 
+TEST(FailureSummaryTest, TheKernelsReasonForAKillIsGivenWithIt) {
+  JobOutcome outcome;
+  RankOutcome oom = Finished(1, Killed(SIGKILL));
+  oom.kill_cause = "killed by the kernel's OOM killer (Out of memory; python3, anon-rss 9 kB)";
+  outcome.ranks = {Finished(0, Killed(SIGTERM), /*stopped=*/true), oom};
+  outcome.first_failed_rank = 1;
+  std::string text = FormatFailureSummary(outcome, [](int) { return std::vector<std::string>{}; });
+  EXPECT_NE(text.find("rank 1 on localhost failed first: SIGKILL (signal 9): killed by the "
+                      "kernel's OOM killer (Out of memory; python3, anon-rss 9 kB); hvdrun exits "
+                      "137"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("SIGKILL (signal 9): killed by the kernel's OOM killer (Out of memory; "
+                      "python3, anon-rss 9 kB)  <- first failure"),
+            std::string::npos)
+      << text;
+}
+
 TEST(FailureSummaryTest, LostHostIsNamedEvenWhenASurvivorFailedFirst) {
   // Given a survivor that failed (its collective saw the peer vanish) before hvdrun's
   // heartbeat declared the peer's host lost
