@@ -19,8 +19,8 @@ namespace {
 constexpr size_t kTailLineLimit = 512;
 
 // Writes all of `data`; waits out EAGAIN on a non-blocking descriptor. Returns 0 or the
-// errno of the failed write. Undeliverable output (a full disk) is dropped: losing output
-// must not stop the job; a closed console is the caller's business.
+// errno of the failed write; the callers decide (a full disk must not stop the job: the file
+// ends and the console goes on; a closed console is EmitLine's business).
 int WriteAll(int fd, std::string_view data) {
   while (!data.empty()) {
     ssize_t n = ::write(fd, data.data(), data.size());
@@ -101,8 +101,21 @@ Status OutputForwarder::OpenFilesFrom(int first) {
     RankChannels& channels = ranks_[static_cast<size_t>(rank)];
     HVD_ASSIGN_OR_RETURN(channels.out.file_fd, OpenOutputFile(dir / "stdout"));
     HVD_ASSIGN_OR_RETURN(channels.err.file_fd, OpenOutputFile(dir / "stderr"));
+    channels.out.file_path = (dir / "stdout").string();
+    channels.err.file_path = (dir / "stderr").string();
   }
   return Status::OK();
+}
+
+void OutputForwarder::FileFailed(int rank, Stream stream, Channel& channel, int error) {
+  ::close(channel.file_fd);
+  channel.file_fd = -1;
+  const std::string line = "hvdrun: cannot write rank " + std::to_string(rank) + "'s " +
+                           (stream == Stream::kStdout ? "stdout" : "stderr") + " to '" +
+                           channel.file_path + "': " + strerror(error) +
+                           "; the file ends there, and the rest of that output goes to this "
+                           "console only\n";
+  WriteAll(options_.stderr_fd, line);
 }
 
 OutputForwarder::Channel& OutputForwarder::ChannelOf(int rank, Stream stream) {
@@ -113,7 +126,9 @@ OutputForwarder::Channel& OutputForwarder::ChannelOf(int rank, Stream stream) {
 
 void OutputForwarder::Write(int rank, Stream stream, std::string_view bytes) {
   Channel& channel = ChannelOf(rank, stream);
-  if (channel.file_fd >= 0) WriteAll(channel.file_fd, bytes);
+  if (channel.file_fd >= 0) {
+    if (int error = WriteAll(channel.file_fd, bytes)) FileFailed(rank, stream, channel, error);
+  }
   if (channel.cr_pending && !bytes.empty()) {
     // The previous read ended in '\r'; only now do we know whether it was half of "\r\n".
     channel.cr_pending = false;

@@ -23,8 +23,10 @@ enum class Stream { kStdout, kStderr };
 // reassembled because splitting only happens at '\n'/'\r').
 //
 // With an output directory, the raw bytes also go to <dir>/rank.<N>/{stdout,stderr}, N
-// zero-padded to the width of size-1 (Horovod's layout). Keeps the last few stderr lines of
-// each rank for the failure summary.
+// zero-padded to the width of size-1 (Horovod's layout). A file that cannot be written (a full
+// disk) ends there: hvdrun says so once on its stderr, naming the file and the error, and
+// writes nothing more to it (no gap in the middle when space comes back); the console still
+// gets every line. Keeps the last few stderr lines of each rank for the failure summary.
 //
 // Threading: not synchronized; the job controller calls it from its one event-loop thread.
 class OutputForwarder {
@@ -81,6 +83,7 @@ class OutputForwarder {
     std::string pending;      // bytes after the last line end
     bool cr_pending = false;  // `pending` ended with '\r', which may start "\r\n"
     int file_fd = -1;
+    std::string file_path;  // for the message when writing it fails
   };
   struct RankChannels {
     Channel out;
@@ -90,6 +93,8 @@ class OutputForwarder {
 
   Status OpenFilesFrom(int first);
   Channel& ChannelOf(int rank, Stream stream);
+  // Writing `channel`'s file failed with `error`: close it and say so on hvdrun's stderr.
+  void FileFailed(int rank, Stream stream, Channel& channel, int error);
   void EmitLine(int rank, Stream stream, std::string_view body, std::string_view terminator);
   void RememberStderrLine(int rank, std::string_view body);
   std::string Prefix(int rank, Stream stream) const;

@@ -1,5 +1,9 @@
 """hvdrun's output forwarding: prefixes, line integrity under load, odd line ends, files."""
+import os
 import re
+import subprocess
+
+import pytest
 
 from hvdrun_harness import python_rank, run
 
@@ -79,6 +83,46 @@ def test_output_filename_writes_raw_per_rank_files(tmp_path):
         assert (out_dir / ("rank.%02d" % r) / "stderr").read_bytes() == b"err\r%d" % r
     # Still echoed to the console.
     assert "[10]<stdout>:out10" in result.stdout.decode()
+
+
+def test_output_files_on_a_full_disk_end_early_say_so_and_lose_nothing_on_the_console(tmp_path):
+    # A real full file system: a 64 KiB tmpfs (root only).
+    if os.geteuid() != 0:
+        pytest.skip("needs root (mounts a small tmpfs)")
+    disk = tmp_path / "small"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs: %s" % mounted.stderr.decode().strip())
+    try:
+        out_dir = disk / "logs"
+        result = run(["-np", "2", "--output-filename", str(out_dir), "sh", "-c",
+                      'for i in $(seq 1 3000); do echo "rank $HVD_RANK line $i ........"; done'])
+        files = {r: (out_dir / ("rank.%d" % r) / "stdout").read_bytes() for r in range(2)}
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+    err = result.stderr.decode()
+    assert result.returncode == 0, err
+    # Every line reached the console
+    console = result.stdout.decode().splitlines()
+    for r in range(2):
+        lines = [l for l in console if l.startswith("[%d]<stdout>:" % r)]
+        assert lines == ["[%d]<stdout>:rank %d line %d ........" % (r, r, i)
+                         for i in range(1, 3001)]
+    # 2 x 3000 lines do not fit in 64 KiB: a file (or both) ended early, said once each,
+    # and what it holds is the start of the rank's output, without a gap
+    said = [l for l in err.splitlines() if "cannot write rank" in l]
+    assert said, err
+    for line in said:
+        assert re.fullmatch(r"hvdrun: cannot write rank [01]'s stdout to '.*/logs/rank\.[01]/"
+                            r"stdout': No space left on device; the file ends there, and the "
+                            r"rest of that output goes to this console only", line), line
+    assert len(said) == len(set(said))
+    for r in range(2):
+        whole = "".join("rank %d line %d ........\n" % (r, i) for i in range(1, 3001)).encode()
+        assert whole.startswith(files[r])
+        assert (len(files[r]) < len(whole)) == any("rank %d's" % r in l for l in said)
 
 
 def test_prefix_timestamp_uses_asctime_form():

@@ -141,6 +141,32 @@ TEST(OutputForwarderTest, WritesRawBytesToPerRankFiles) {
   std::filesystem::remove_all(dir);
 }
 
+// A rank's file on a full disk (here /dev/full, whose every write fails with ENOSPC): hvdrun
+// says once which file ends early and why, writes nothing more to it, and the console still
+// gets every line.
+TEST(OutputForwarderTest, AFileThatCannotBeWrittenEndsThereAndSaysSoOnce) {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("hvd_forwarder_full_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "rank.1");
+  std::filesystem::create_symlink("/dev/full", dir / "rank.1" / "stdout");
+  {
+    Fixture f(2, dir.string());
+    ASSERT_TRUE(f.forwarder->OpenFiles().ok());
+    f.forwarder->Write(1, Stream::kStdout, "one\n");
+    f.forwarder->Write(1, Stream::kStdout, "two\n");
+    f.forwarder->Write(1, Stream::kStderr, "err\n");
+    EXPECT_EQ(f.out.Contents(), "[1]<stdout>:one\n[1]<stdout>:two\n");
+    const std::string err = f.err.Contents();
+    const std::string said = "hvdrun: cannot write rank 1's stdout to '" +
+                             (dir / "rank.1" / "stdout").string() +
+                             "': No space left on device; the file ends there, and the rest of "
+                             "that output goes to this console only\n";
+    EXPECT_EQ(err, said + "[1]<stderr>:err\n");
+  }
+  EXPECT_EQ(ReadFile(dir / "rank.1" / "stderr"), "err\n");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(OutputForwarderTest, UncreatableOutputDirectoryIsAnErrorNamingThePath) {
   Fixture f(1, "/proc/hvd_no_such_dir");
   Status status = f.forwarder->OpenFiles();
