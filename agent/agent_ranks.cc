@@ -50,6 +50,7 @@ void Agent::StopRank(Rank& rank) {
     return;
   }
   ::killpg(rank.pid, SIGTERM);
+  ::killpg(rank.pid, SIGCONT);  // a stopped rank would hold the SIGTERM until the SIGKILL
   rank.kill_deadline =
       Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(hello_.grace_period_s * 1000));
 }

@@ -339,12 +339,17 @@ void JobController::SignalRunning(int signo) {
   }
 }
 
+// A SIGTERM is followed by SIGCONT: a stopped rank (SIGSTOP, a debugger's ^Z) would hold it
+// pending until the SIGKILL at the end of the grace period.
 void JobController::SignalRank(int rank, int signo) {
   RankState& state = states_[static_cast<size_t>(rank)];
-  if (state.handle) {
-    state.handle->Signal(signo);
-  } else {
-    ::kill(-state.pid, signo);
+  for (int s : {signo, signo == SIGTERM ? SIGCONT : 0}) {
+    if (s == 0) break;
+    if (state.handle) {
+      state.handle->Signal(s);
+    } else {
+      ::kill(-state.pid, s);
+    }
   }
 }
 

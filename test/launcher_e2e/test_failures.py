@@ -54,6 +54,23 @@ def test_rank_killed_by_sigkill_gives_137_and_signal_name():
         result.stderr.decode()
 
 
+def test_a_stopped_rank_gets_the_sigterm_without_waiting_out_the_grace_period(tmp_path):
+    # Rank 1 stops itself (as SIGSTOP or a ^Z would); once it is stopped, rank 0 fails. hvdrun's
+    # SIGTERM is followed by SIGCONT, so rank 1 ends by the SIGTERM: without the SIGCONT it
+    # would hold it pending until the SIGKILL 30 s later.
+    flag = tmp_path / "pid"
+    script = (
+        'if [ "$HVD_RANK" = 1 ]; then echo $$ > %(f)s.tmp; mv %(f)s.tmp %(f)s; kill -STOP $$; '
+        'sleep 60; fi; '
+        'while [ ! -f %(f)s ]; do sleep 0.01; done; '
+        'while ! grep -q "^[0-9]* ([^)]*) T" /proc/$(cat %(f)s)/stat; do sleep 0.01; done; '
+        'exit 3' % {"f": flag})
+    result = run(["-np", "2", "--grace-period-seconds", "30", "sh", "-c", script], timeout=120)
+    err = result.stderr.decode()
+    assert result.returncode == 3, err
+    assert "1     localhost  SIGTERM (signal 15), stopped by hvdrun" in err, err
+
+
 def test_rank_killed_by_the_oom_killer_is_said_to_be_out_of_memory():
     # A real OOM kill: rank 1 joins a memory cgroup of 64 MiB and reads 256 MiB into one buffer.
     # hvdrun reads the kernel's record of it (launcher/local/oom_kills.h).
