@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 namespace hvd::launcher {
 namespace {
@@ -133,9 +135,18 @@ std::optional<std::string> ExplainKill(pid_t pid, int wait_status,
   }
   const std::optional<uint64_t> now = OomKillCount();
   if (!now || *now <= *count_at_start) return std::nullopt;
-  const std::optional<std::vector<std::string>> log =
-      KilledBySigkill(wait_status) ? ReadKernelLog() : std::nullopt;
-  return ExplainKillFrom(pid, wait_status, *now - *count_at_start, log);
+  const uint64_t kills = *now - *count_at_start;
+  if (!KilledBySigkill(wait_status)) return ExplainKillFrom(pid, wait_status, kills, std::nullopt);
+  std::optional<std::vector<std::string>> log = ReadKernelLog();
+  std::optional<std::string> why = ExplainKillFrom(pid, wait_status, kills, log);
+  if (!why && log) {
+    // The kernel counts a kill and sends the SIGKILL before it logs the kill: a reader woken
+    // by the victim's death may be ahead of the record. Once more, a moment later.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    log = ReadKernelLog();
+    why = ExplainKillFrom(pid, wait_status, kills, log);
+  }
+  return why;
 }
 
 }  // namespace hvd::launcher

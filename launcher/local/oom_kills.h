@@ -48,7 +48,8 @@ std::optional<std::vector<std::string>> ReadKernelLog();
 // child killed by SIGKILL) died, when the OOM killer acted on this host since `count_at_start`
 // (OomKillCount() when the job started):
 // - "killed by the kernel's OOM killer (Memory cgroup out of memory; python3, anon-rss 65152
-//   kB)" when one of those kills names `pid`;
+//   kB)" when one of those kills names `pid` (the log is read again once, 100 ms later, when
+//   none does: the kernel logs a kill just after it sends the SIGKILL);
 // - "the kernel's OOM killer killed 2 processes on this host during the job (dmesg names
 //   them)" when it cannot tell whose: the log cannot be read, or the rank is a shell that
 //   reports its child's SIGKILL as exit code 137, or its pid is unknown (-1);
