@@ -10,10 +10,9 @@
 #include <vector>
 
 // Whether the kernel's OOM killer ended a rank. A rank killed for memory shows up as "SIGKILL
-// (signal 9)", or as exit code 137 behind a shell, which tells a user nothing (the launchers
-// before hvd said "exitcode -9" and left them to guess). Where the rank ran — hvdrun for its own
-// ranks, hvd-agent for the ranks it started — the failure is explained from two things the
-// kernel keeps:
+// (signal 9)", or as exit code 137 behind a shell, which does not say why (torchrun reports
+// "exitcode: -9" alike). Where the rank ran — hvdrun for its own ranks, hvd-agent for the ranks
+// it started — the failure is explained from two things the kernel keeps:
 // - /proc/vmstat's oom_kill, the host's count of OOM kills (Linux 4.13+; memory-cgroup kills
 //   included), read when the job starts and again when a rank dies: did the OOM killer act
 //   while the job ran?
