@@ -111,6 +111,11 @@ Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& argv,
         "no command given (usage: hvdrun [OPTIONS] [--] COMMAND [ARGS...], e.g. "
         "hvdrun -np 2 python3 train.py)");
   }
+  if (!out.spec.command.empty() && out.spec.command.front().empty()) {
+    return Status::InvalidArgument(
+        "the command's program is an empty string (hvdrun -np 2 '' ...): name the program to "
+        "run, e.g. hvdrun -np 2 python3 train.py");
+  }
   return out;
 }
 

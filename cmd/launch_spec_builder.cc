@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -305,6 +307,24 @@ void WarnAboutIdleOptions(const env::Environment& env, const Knobs& knobs, Parse
   }
 }
 
+// A timeline file whose directory does not exist here: a rank 0 on this machine cannot write it,
+// and the runtime says so only in rank 0's log and goes on without one (as Horovod does), which
+// a user finds out after the run. Said at the start (rank 0 may run on another host, where the
+// directory may exist: a warning). DYNAMIC is hvd.start_timeline's, not a path.
+void WarnAboutTimelinePath(const env::Environment& env, const Knobs& knobs,
+                           ParsedCommandLine* out) {
+  const env::Lookup from_env = env.Get("HVD_TIMELINE");
+  const std::string path = knobs.timeline_filename.value.value_or(from_env.value);
+  if (path.empty() || path == "DYNAMIC") return;
+  const std::string where =
+      knobs.timeline_filename.value ? knobs.timeline_filename.Where() : from_env.source;
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (dir.empty() || std::filesystem::is_directory(dir, ec)) return;
+  out->warnings.push_back(where + " '" + path + "': there is no directory '" + dir.string() +
+                          "' on this machine, so a rank 0 here will write no timeline");
+}
+
 }  // namespace
 
 Status BuildLaunchSpec(const CLI::App& app, const env::Environment& env, const Knobs& knobs,
@@ -316,6 +336,7 @@ Status BuildLaunchSpec(const CLI::App& app, const env::Environment& env, const K
   HVD_RETURN_IF_ERROR(ReadJobControl(app, env, out));
   ReadLogging(env, knobs, out);
   WarnAboutIdleOptions(env, knobs, out);
+  WarnAboutTimelinePath(env, knobs, out);
   WriteWorkerEnv(knobs, out);
   return WriteWorkerMalloc(env, knobs, out);
 }

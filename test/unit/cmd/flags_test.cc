@@ -215,9 +215,29 @@ TEST(FlagsTest, Modes) {
   EXPECT_TRUE(MustParse({"-h"}).show_help);
 }
 
+// A timeline whose directory does not exist here is said at the start (a rank 0 here would
+// write none, and only its log would say so); an existing directory, a bare file name and
+// DYNAMIC say nothing.
+TEST(FlagsTest, ATimelineInAMissingDirectoryIsWarnedAbout) {
+  EXPECT_THAT(MustParse({"--timeline-filename", "/nonexistent-hvd/dir/t.json", "c"}).warnings,
+              ElementsAre("--timeline-filename '/nonexistent-hvd/dir/t.json': there is no "
+                          "directory '/nonexistent-hvd/dir' on this machine, so a rank 0 here "
+                          "will write no timeline"));
+  EXPECT_THAT(MustParse({"c"}, {{"HOROVOD_TIMELINE", "/nonexistent-hvd/t.json"}}).warnings,
+              ElementsAre(HasSubstr("HOROVOD_TIMELINE '/nonexistent-hvd/t.json': there is no "
+                                    "directory '/nonexistent-hvd'")));
+  EXPECT_THAT(MustParse({"--timeline-filename", "/tmp/t.json", "c"}).warnings, ElementsAre());
+  EXPECT_THAT(MustParse({"--timeline-filename", "t.json", "c"}).warnings, ElementsAre());
+  EXPECT_THAT(MustParse({"c"}, {{"HOROVOD_TIMELINE", "DYNAMIC"}}).warnings, ElementsAre());
+}
+
 TEST(FlagsTest, MissingCommandIsAUsageError) {
   EXPECT_THAT(ParseError({"-np", "2"}), HasSubstr("no command given"));
   EXPECT_THAT(ParseError({}), HasSubstr("no command given"));
+  // An empty program name ('') is the caller's mistake too, not a command that is not found
+  EXPECT_THAT(ParseError({"-np", "2", ""}), HasSubstr("the command's program is an empty string"));
+  EXPECT_THAT(ParseError({"-np", "2", "--", "", "x"}),
+              HasSubstr("the command's program is an empty string"));
 }
 
 TEST(FlagsTest, MutuallyExclusiveGroupsNameBothFlags) {
