@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <variant>
 
@@ -12,6 +14,7 @@
 #include "cmd/config_file.h"
 #include "cmd/knobs.h"
 #include "cmd/launch_spec_builder.h"
+#include "runtime/runtime_config.h"
 
 namespace hvd::cmd {
 namespace {
@@ -110,6 +113,18 @@ Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& argv,
     return Status::InvalidArgument(
         "no command given (usage: hvdrun [OPTIONS] [--] COMMAND [ARGS...], e.g. "
         "hvdrun -np 2 python3 train.py)");
+  }
+  if (!out.spec.command.empty() && !out.print_config) {
+    // The runtime's own variables as the ranks will see them (this environment, then what
+    // the flags and the config file set): a bad one would fail every rank's hvd.init().
+    std::map<std::string, std::string> ranks_env = env.all();
+    for (const auto& [name, value] : out.spec.worker_env) ranks_env[name] = value;
+    Status knobs_ok =
+        runtime::CheckRankIndependentKnobs(env::Environment::FromMap(std::move(ranks_env)));
+    if (!knobs_ok.ok()) {
+      return Status::InvalidArgument(knobs_ok.message() +
+                                     " (every rank's hvd.init() would refuse it; nothing started)");
+    }
   }
   if (!out.spec.command.empty() && out.spec.command.front().empty()) {
     return Status::InvalidArgument(

@@ -298,6 +298,15 @@ Status LoadGpu(const env::Environment& env, RuntimeConfig* c) {
 
 }  // namespace
 
+Status CheckRankIndependentKnobs(const env::Environment& env) {
+  RuntimeConfig scratch;
+  HVD_RETURN_IF_ERROR(LoadCoordinator(env, &scratch));
+  HVD_RETURN_IF_ERROR(LoadStall(env, &scratch));
+  HVD_RETURN_IF_ERROR(LoadLogging(env, &scratch));
+  HVD_RETURN_IF_ERROR(LoadAutotune(env, &scratch));
+  return LoadGpu(env, &scratch);
+}
+
 Result<RuntimeConfig> LoadRuntimeConfig(const env::Environment& env) {
   RuntimeConfig c;
   HVD_RETURN_IF_ERROR(LoadTopology(env, &c));

@@ -150,6 +150,12 @@ struct RuntimeConfig {
 // InvalidArgument naming the variable (e.g. "HVD_FUSION_THRESHOLD: expected ... got 'x'").
 Result<RuntimeConfig> LoadRuntimeConfig(const env::Environment& env);
 
+// The variables LoadRuntimeConfig reads that are the same on every rank (fusion, cycle time,
+// cache, stall check, logging, timeline, autotune, GPU operations), checked alike: what
+// hvdrun runs over the environment its ranks will get before it starts any, so that a
+// malformed value fails the launch naming it instead of every rank's hvd.init().
+Status CheckRankIndependentKnobs(const env::Environment& env);
+
 }  // namespace hvd::runtime
 
 #endif  // HVD_RUNTIME_RUNTIME_CONFIG_H_

@@ -8,7 +8,8 @@
 //                was stopped by SIGINT (130), SIGTERM (143) or SIGHUP (129)
 //   126 / 127    the command is not executable / not found (reported like a shell would)
 //   141          hvdrun's own output pipe was closed (128+SIGPIPE)
-//   kUsage       bad command line, config file, host spec or hostfile (nothing was started)
+//   kUsage       bad command line, config file, host spec or hostfile, or a malformed runtime
+//                variable (nothing was started)
 //   kLaunchFailed a rank could not be started (fork/pipe failed, rendezvous server could not
 //                bind, output directory could not be created)
 //   kTimeout     --start-timeout (or another launcher deadline) expired

@@ -231,6 +231,27 @@ TEST(FlagsTest, ATimelineInAMissingDirectoryIsWarnedAbout) {
   EXPECT_THAT(MustParse({"c"}, {{"HOROVOD_TIMELINE", "DYNAMIC"}}).warnings, ElementsAre());
 }
 
+// The runtime's variables are checked before any rank starts, as the ranks would see them:
+// a malformed one fails the launch naming it (it failed every rank's hvd.init() before).
+TEST(FlagsTest, AMalformedRuntimeVariableFailsTheLaunchNamingIt) {
+  EXPECT_EQ(ParseError({"-np", "2", "c"}, {{"HOROVOD_FUSION_THRESHOLD", "abc"}}),
+            "HOROVOD_FUSION_THRESHOLD: expected an integer, got 'abc' (every rank's hvd.init() "
+            "would refuse it; nothing started)");
+  EXPECT_THAT(ParseError({"-np", "2", "c"}, {{"HOROVOD_CYCLE_TIME", "-1"}}),
+              HasSubstr("HOROVOD_CYCLE_TIME: cycle time"));
+  EXPECT_THAT(ParseError({"-np", "2", "c"}, {{"HOROVOD_GPU_OPERATIONS", "FOO"}}),
+              HasSubstr("HOROVOD_GPU_OPERATIONS: expected auto, nccl or cpu"));
+  EXPECT_THAT(ParseError({"-np", "2", "c"}, {{"HVD_STALL_CHECK_DISABLE", "maybe"}}),
+              HasSubstr("HVD_STALL_CHECK_DISABLE"));
+  // --print-config still shows what is set, bad values included
+  EXPECT_TRUE(MustParse({"--print-config"}, {{"HOROVOD_FUSION_THRESHOLD", "abc"}}).print_config);
+  // Good values, from the environment or the flags, pass
+  EXPECT_THAT(MustParse({"-np", "2", "--fusion-threshold-mb", "32", "c"},
+                        {{"HOROVOD_CYCLE_TIME", "2.5"}, {"HOROVOD_GPU_OPERATIONS", "NCCL"}})
+                  .warnings,
+              ElementsAre());
+}
+
 TEST(FlagsTest, MissingCommandIsAUsageError) {
   EXPECT_THAT(ParseError({"-np", "2"}), HasSubstr("no command given"));
   EXPECT_THAT(ParseError({}), HasSubstr("no command given"));
