@@ -8,6 +8,7 @@
 
 #include "agent/agent.h"
 #include "agent/rank_launch.h"
+#include "launcher/local/rank_spawner.h"
 
 namespace hvd::agent {
 
@@ -38,7 +39,7 @@ void Agent::FailStart(uint32_t id, int exit_code, const std::string& message) {
 
 void Agent::SignalRank(uint32_t id, int signo) {
   auto it = ranks_.find(id);
-  if (it != ranks_.end() && !it->second.reaped) ::killpg(it->second.pid, signo);
+  if (it != ranks_.end() && !it->second.reaped) launcher::SignalRankGroup(it->second.pid, signo);
 }
 
 void Agent::StopRank(Rank& rank) {
@@ -49,8 +50,7 @@ void Agent::StopRank(Rank& rank) {
     rank.killed = true;
     return;
   }
-  ::killpg(rank.pid, SIGTERM);
-  ::killpg(rank.pid, SIGCONT);  // a stopped rank would hold the SIGTERM until the SIGKILL
+  launcher::SignalRankGroup(rank.pid, SIGTERM);
   rank.kill_deadline =
       Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(hello_.grace_period_s * 1000));
 }

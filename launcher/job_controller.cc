@@ -339,17 +339,12 @@ void JobController::SignalRunning(int signo) {
   }
 }
 
-// A SIGTERM is followed by SIGCONT: a stopped rank (SIGSTOP, a debugger's ^Z) would hold it
-// pending until the SIGKILL at the end of the grace period.
 void JobController::SignalRank(int rank, int signo) {
   RankState& state = states_[static_cast<size_t>(rank)];
-  for (int s : {signo, signo == SIGTERM ? SIGCONT : 0}) {
-    if (s == 0) break;
-    if (state.handle) {
-      state.handle->Signal(s);
-    } else {
-      ::kill(-state.pid, s);
-    }
+  if (state.handle) {
+    state.handle->Signal(signo);  // hvd-agent signals the rank's group alike
+  } else {
+    SignalRankGroup(state.pid, signo);
   }
 }
 

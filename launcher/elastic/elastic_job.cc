@@ -427,15 +427,11 @@ void ElasticJob::Terminate(int id) {
   Proc& p = it->second;
   p.stopped = true;
   const int signo = context_.spec->grace_period_s > 0 ? SIGTERM : SIGKILL;
-  // SIGCONT after SIGTERM: a stopped worker would hold the SIGTERM until the SIGKILL.
-  for (int s : {signo, signo == SIGTERM ? SIGCONT : 0}) {
-    if (s == 0) break;
-    if (p.handle) {
-      p.handle->Signal(s);
-    } else if (p.pid > 0) {
-      ::kill(-p.pid, s);
-    }  // else it waits for its host's agent and is reported stopped when that answers
-  }
+  if (p.handle) {
+    p.handle->Signal(signo);
+  } else if (p.pid > 0) {
+    SignalRankGroup(p.pid, signo);
+  }  // else it waits for its host's agent and is reported stopped when that answers
   if (signo == SIGTERM) p.kill_at = Clock::now() + SecondsOf(context_.spec->grace_period_s);
 }
 

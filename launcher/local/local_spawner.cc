@@ -166,6 +166,11 @@ struct RankPipes {
 
 }  // namespace
 
+void SignalRankGroup(pid_t group, int signo) {
+  ::kill(-group, signo);
+  if (signo == SIGTERM) ::kill(-group, SIGCONT);
+}
+
 Result<SpawnedRank> LocalSpawner::Spawn(const SpawnRequest& request) {
   if (request.argv.empty()) return Status::InvalidArgument("no command to run");
   // The rank leads its own group when it has no guardian; otherwise it stays in the group

@@ -55,6 +55,12 @@ class RankHandle {
   virtual std::optional<std::string> KillCause() const { return std::nullopt; }
 };
 
+// Delivers `signo` to the process group `group` leads: a rank and everything it started. A
+// SIGTERM is followed by SIGCONT, since a stopped rank (SIGSTOP, a debugger's ^Z) would hold it
+// pending until the SIGKILL at the end of the grace period. What hvdrun, its elastic jobs and
+// hvd-agent signal ranks with.
+void SignalRankGroup(pid_t group, int signo);
+
 // A started rank. The rank leads its own process group (pgid == pid), so signalling -pid
 // reaches everything it started. The caller owns the descriptors (non-blocking,
 // close-on-exec) and must reap `pid`.

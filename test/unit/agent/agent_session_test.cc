@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <thread>
 
 #include "launcher/agents/agent_fleet.h"
 #include "test/support/memory_cgroup.h"
@@ -227,6 +230,36 @@ TEST_F(AgentSessionTest, RankKilledByAnotherProcessIsNotCalledOutOfMemory) {
   // (where the kernel log cannot be read, another test's OOM kill meanwhile would be counted,
   // but never named as this rank's)
   EXPECT_TRUE(!cause || cause->find("killed by") == std::string::npos) << *cause;
+}
+
+// The state letter of /proc/<pid>/stat ('T' when stopped), '?' when unreadable.
+char ProcessState(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  return close == std::string::npos || close + 2 >= text.size() ? '?' : text[close + 2];
+}
+
+// A stopped rank (SIGSTOP, a ^Z) ends by the launcher's SIGTERM: the agent follows it with
+// SIGCONT, where the rank would otherwise hold it until a SIGKILL.
+TEST_F(AgentSessionTest, AStoppedRankEndsByTheSigterm) {
+  auto session = Open();
+  ASSERT_TRUE(session);
+  const std::string flag = ::testing::TempDir() + "hvd-stopped-" + std::to_string(::getpid());
+  SpawnedRank rank = Start(*session, 0,
+                           "echo $$ > " + flag + ".tmp && mv " + flag + ".tmp " + flag +
+                               " && kill -STOP $$ && sleep 60");
+  pid_t pid = -1;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline && (pid <= 0 || ProcessState(pid) != 'T')) {
+    std::ifstream(flag) >> pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::unlink(flag.c_str());
+  ASSERT_EQ(ProcessState(pid), 'T') << "the rank did not stop";
+  rank.handle->Signal(SIGTERM);
+  RankResult r = Collect(rank, std::chrono::seconds(10));
+  EXPECT_TRUE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGTERM) << r.status;
 }
 
 TEST_F(AgentSessionTest, SilentAgentIsDeclaredLostWithinTheTimeout) {
