@@ -257,9 +257,8 @@ void JobController::OnRankExit(int rank, int wait_status) {
   }
   if (stdin_pump_ && stdin_rank_ == rank) stdin_pump_->Close();
   output_.DrainAndClosePipes(rank, states_[static_cast<size_t>(rank)].fds);
-  PrintStep(options_.verbose, "rank " + std::to_string(rank) +
-                                  " finished: " + DescribeWaitStatus(wait_status) +
-                                  (outcome.kill_cause ? ": " + *outcome.kill_cause : ""));
+  PrintStep(options_.verbose, "rank " + std::to_string(rank) + " finished: " +
+                                  DescribeWaitStatus(wait_status, outcome.kill_cause.value_or("")));
   if (rank == awaited_cause_) {
     awaited_cause_ = -1;
     if (!WaitStatusIsSuccess(wait_status) && !states_[static_cast<size_t>(rank)].signalled) {

@@ -174,10 +174,7 @@ void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::st
   w.alive = false;
   w.wait_status = wait_status;
   w.lost = !lost.empty();
-  const std::string how = w.lost ? lost
-                          : kill_cause.empty()
-                              ? DescribeWaitStatus(wait_status)
-                              : DescribeWaitStatus(wait_status) + ": " + kill_cause;
+  const std::string how = w.lost ? lost : DescribeWaitStatus(wait_status, kill_cause);
   const std::string who = "worker " + std::to_string(id) +
                           (w.round > 0 ? " (rank " + std::to_string(w.rank) + " of round " +
                                              std::to_string(w.round) + ")"

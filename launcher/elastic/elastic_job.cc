@@ -260,9 +260,8 @@ void ElasticJob::WorkerExited(int id, int wait_status) {
                                : std::nullopt;
   }
   context_.output->DrainAndClosePipes(id, procs_.at(id).fds);
-  PrintStep(context_.spec->verbose, "worker " + std::to_string(id) +
-                                        " finished: " + DescribeWaitStatus(wait_status) +
-                                        (p.kill_cause ? ": " + *p.kill_cause : ""));
+  PrintStep(context_.spec->verbose, "worker " + std::to_string(id) + " finished: " +
+                                        DescribeWaitStatus(wait_status, p.kill_cause.value_or("")));
   if (!launcher_signal_) {
     driver_.OnExit(id, wait_status, Clock::now(), p.lost, p.kill_cause.value_or(""));
   }

@@ -11,10 +11,14 @@
 #include <fstream>
 #include <thread>
 
+#include "launcher/outcome/exit_codes.h"
+#include "launcher/outcome/wait_status.h"
+
 namespace hvd::launcher {
 namespace {
 
 constexpr std::string_view kKilled = "Killed process ";
+constexpr std::string_view kAnonRss = "anon-rss:";
 
 std::optional<uint64_t> ParseNumber(std::string_view text, size_t* used) {
   uint64_t value = 0;
@@ -38,8 +42,9 @@ bool KilledBySigkill(int wait_status) {
   return WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL;
 }
 
-bool Exited137(int wait_status) {
-  return WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 128 + SIGKILL;
+// Killed by SIGKILL, or a shell that reports its child so (exit code 137): hvdrun's code 137.
+bool EndedAsKilled(int wait_status) {
+  return ExitCodeOfWaitStatus(wait_status) == kExitSignalBase + SIGKILL;
 }
 
 }  // namespace
@@ -74,9 +79,9 @@ std::optional<OomKillRecord> ParseOomKillMessage(std::string_view message) {
   std::string_view before = message.substr(0, at);
   while (!before.empty() && (before.back() == ' ' || before.back() == ':')) before.remove_suffix(1);
   record.constraint = std::string(before);
-  const size_t rss = rest.find("anon-rss:");
+  const size_t rss = rest.find(kAnonRss);
   if (rss != std::string_view::npos) {
-    std::optional<uint64_t> kb = ParseNumber(rest.substr(rss + 9), &used);
+    std::optional<uint64_t> kb = ParseNumber(rest.substr(rss + kAnonRss.size()), &used);
     if (kb) record.anon_rss_kb = *kb;
   }
   return record;
@@ -102,7 +107,7 @@ std::optional<std::vector<std::string>> ReadKernelLog() {
 
 std::optional<std::string> ExplainKillFrom(pid_t pid, int wait_status, uint64_t kills_since_start,
                                            const std::optional<std::vector<std::string>>& log) {
-  if (kills_since_start == 0 || !(KilledBySigkill(wait_status) || Exited137(wait_status))) {
+  if (kills_since_start == 0 || !EndedAsKilled(wait_status)) {
     return std::nullopt;
   }
   if (log && KilledBySigkill(wait_status) && pid > 0) {
@@ -130,7 +135,7 @@ std::optional<std::string> ExplainKillFrom(pid_t pid, int wait_status, uint64_t 
 
 std::optional<std::string> ExplainKill(pid_t pid, int wait_status,
                                        std::optional<uint64_t> count_at_start) {
-  if (!count_at_start || !(KilledBySigkill(wait_status) || Exited137(wait_status))) {
+  if (!count_at_start || !EndedAsKilled(wait_status)) {
     return std::nullopt;
   }
   const std::optional<uint64_t> now = OomKillCount();

@@ -41,9 +41,7 @@ std::optional<int> BlamedRank(const JobOutcome& outcome) {
 
 // "SIGKILL (signal 9)", with the kernel's reason when it gave one.
 std::string DescribeEnd(const RankOutcome& rank) {
-  std::string text = DescribeWaitStatus(rank.wait_status);
-  if (rank.kill_cause) text += ": " + *rank.kill_cause;
-  return text;
+  return DescribeWaitStatus(rank.wait_status, rank.kill_cause.value_or(""));
 }
 
 std::string Headline(const JobOutcome& outcome) {

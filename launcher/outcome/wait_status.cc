@@ -32,4 +32,10 @@ std::string DescribeWaitStatus(int wait_status) {
   return "unknown wait status " + std::to_string(wait_status);
 }
 
+std::string DescribeWaitStatus(int wait_status, std::string_view kill_cause) {
+  std::string text = DescribeWaitStatus(wait_status);
+  if (!kill_cause.empty()) text.append(": ").append(kill_cause);
+  return text;
+}
+
 }  // namespace hvd::launcher

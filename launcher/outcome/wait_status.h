@@ -2,6 +2,7 @@
 #define HVD_LAUNCHER_OUTCOME_WAIT_STATUS_H_
 
 #include <string>
+#include <string_view>
 
 // Helpers over the `status` word waitpid() returns, shared by job control (exit codes) and
 // the failure summary (wording). Pure functions; thread-safe.
@@ -18,6 +19,9 @@ bool WaitStatusIsSuccess(int wait_status);
 
 // "exit code 3", "SIGKILL (signal 9)".
 std::string DescribeWaitStatus(int wait_status);
+// The same with why the rank's host says it was killed, when it says ("SIGKILL (signal 9):
+// killed by the kernel's OOM killer (...)"; launcher/local/oom_kills.h); `kill_cause` "" = none.
+std::string DescribeWaitStatus(int wait_status, std::string_view kill_cause);
 
 }  // namespace hvd::launcher
 

@@ -27,6 +27,9 @@ RankOutcome Finished(int rank, int status, bool stopped = false) {
 TEST(WaitStatusTest, DescribesExitCodesAndSignals) {
   EXPECT_EQ(DescribeWaitStatus(Exited(3)), "exit code 3");
   EXPECT_EQ(DescribeWaitStatus(Killed(SIGKILL)), "SIGKILL (signal 9)");
+  EXPECT_EQ(DescribeWaitStatus(Killed(SIGKILL), "killed by the kernel's OOM killer (x)"),
+            "SIGKILL (signal 9): killed by the kernel's OOM killer (x)");
+  EXPECT_EQ(DescribeWaitStatus(Killed(SIGKILL), ""), "SIGKILL (signal 9)");
   EXPECT_EQ(ExitCodeOfWaitStatus(Exited(3)), 3);
   EXPECT_EQ(ExitCodeOfWaitStatus(Killed(SIGKILL)), 137);
   EXPECT_TRUE(WaitStatusIsSuccess(Exited(0)));
