@@ -29,6 +29,11 @@ inline constexpr std::string_view kFailureReportPrefix = "failure/";
 // then exits failing before that one has, hvdrun waits for the one that shut down (up to the
 // grace period) and names it, with its own exit code: a rank ended by sys.exit(7), say.
 inline constexpr std::string_view kShutdownCausePrefix = "shutdown_by/";
+// The stall inspector's (a set's rank 0) request for the stacks of the ranks it found missing
+// from a collective, the first time it names each: their global ranks in decimal, separated by
+// commas ("1,3"). hvdrun asks those ranks for their Python stacks (SIGQUIT to hvdrun asks every
+// rank).
+inline constexpr std::string_view kStackRequestKey = "stacks";
 
 struct KvRequest {
   FrameType op = FrameType::kGet;

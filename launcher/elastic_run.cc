@@ -18,6 +18,7 @@
 #include "launcher/dry_run.h"
 #include "launcher/elastic/elastic_job.h"
 #include "launcher/elastic/elastic_summary.h"
+#include "launcher/job_controller.h"  // StackRequestObserver
 #include "launcher/local/job_id.h"
 #include "launcher/local/local_host.h"
 #include "launcher/local/local_spawner.h"
@@ -230,14 +231,15 @@ int Launch(const LaunchSpec& spec, const env::Environment& env,
   job.master_port = "0";
   job.runtime_library = FindRuntimeLibrary(SelfExecutablePath());
   ReadyQueue ready;
+  StackRequests stack_requests;  // both outlive the server, whose I/O thread pushes to them
   RendezvousServerOptions server_options;
   server_options.bind_address = network->address;
   server_options.key = *key;
   server_options.job_id = job.job_id;
-  server_options.observed_prefix = control::elastic::kReadyPrefix;
-  server_options.on_observed_set = [&ready](const std::string& k, const std::string& v) {
-    ready.Push(k, v);
-  };
+  server_options.observers.push_back(
+      {std::string(control::elastic::kReadyPrefix),
+       [&ready](const std::string& k, const std::string& v) { ready.Push(k, v); }});
+  server_options.observers.push_back(StackRequestObserver(stack_requests));
   auto server = RendezvousServer::Start(server_options);
   if (!server.ok()) {
     PrintToUser("cannot start the rendezvous server: " + server.status().message());
@@ -271,6 +273,7 @@ int Launch(const LaunchSpec& spec, const env::Environment& env,
   context.agents = network->agents.get();
   context.server = server->get();
   context.ready = &ready;
+  context.stack_requests = &stack_requests;
   context.poller = poller.get();
   context.signals = &*signals;
   context.spawner = &spawner;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/kv_messages.h"
 #include "launcher/local/oom_kills.h"
 #include "launcher/outcome/wait_status.h"
 #include "launcher/output/console.h"
@@ -20,6 +21,7 @@ namespace {
 // Poll-set owners that are not ranks.
 constexpr int kSignalOwner = -1;
 constexpr int kStdinOwner = -2;
+constexpr int kStackOwner = -3;
 // Poll-set stream index of a remote rank's exit event.
 constexpr int kExitEvent = 2;
 
@@ -29,6 +31,13 @@ std::chrono::steady_clock::duration Seconds(double s) {
 }
 
 }  // namespace
+
+RendezvousServerOptions::KeyObserver StackRequestObserver(StackRequests& requests) {
+  return {std::string(control::kStackRequestKey),
+          [&requests](const std::string& key, const std::string& value) {
+            if (key == control::kStackRequestKey) requests.Push(value);
+          }};
+}
 
 JobController::JobController(JobControlOptions options, RankSpawner& spawner,
                              OutputForwarder& output, SignalChannel& signals)
@@ -136,6 +145,10 @@ void JobController::BuildPollSet(std::vector<pollfd>& fds,
       owners.emplace_back(kStdinOwner, 0);
     }
   }
+  if (options_.stack_requests != nullptr) {
+    fds.push_back({options_.stack_requests->event_fd(), POLLIN, 0});
+    owners.emplace_back(kStackOwner, 0);
+  }
   for (size_t r = 0; r < states_.size(); ++r) {
     for (int which = 0; which < 2; ++which) {
       if (states_[r].fds[which] < 0) continue;
@@ -165,6 +178,9 @@ void JobController::EventLoop() {
       auto [owner, which] = owners[i];
       if (owner == kStdinOwner) {
         stdin_pump_->OnReady();
+      } else if (owner == kStackOwner) {
+        RequestStacks(options_.stack_requests->TakeAll(),
+                      "named by the stall inspector: missing from a collective");
       } else if (which == kExitEvent) {
         OnHandleEvent(owner);
       } else if (!output_.ReadPipe(owner, which, states_[static_cast<size_t>(owner)].fds)) {
@@ -205,6 +221,12 @@ void JobController::HandleSignals() {
       child_exited = true;
       continue;
     }
+    if (signo == SIGQUIT) {
+      std::vector<int> all(states_.size());
+      for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
+      RequestStacks(all, "hvdrun received SIGQUIT");
+      continue;
+    }
     if (signo != SIGPIPE) OnLauncherSignal(signo);  // SIGPIPE: a write already saw EPIPE
   }
   if (child_exited) ReapExited();
@@ -220,6 +242,31 @@ void JobController::OnLauncherSignal(int signo) {
     PrintToUser("received " + SignalName(signo) + " again, killing every rank now");
     SignalRunning(SIGKILL);
     killed_ = true;
+  }
+}
+
+void JobController::RequestStacks(const std::vector<int>& ranks, const std::string& why) {
+  std::vector<int> asked;
+  for (int rank : ranks) {
+    if (rank < 0 || static_cast<size_t>(rank) >= states_.size()) continue;
+    const RankOutcome& outcome = outcome_.ranks[static_cast<size_t>(rank)];
+    if (outcome.started && !outcome.finished) asked.push_back(rank);
+  }
+  if (asked.empty()) return;
+  std::string list;
+  for (int rank : asked) list += (list.empty() ? "" : ", ") + std::to_string(rank);
+  PrintToUser((asked.size() > 1 ? "asking ranks " + list + " for their"
+                                : "asking rank " + list + " for its") +
+              " Python stacks (" + why + ")" + (terminating_ ? "" : "; the job goes on"));
+  for (int rank : asked) {
+    RankState& state = states_[static_cast<size_t>(rank)];
+    if (state.handle) {
+      state.handle->Signal(kStackSignal);  // its hvd-agent picks the processes alike
+    } else if (SignalStackDumpers(state.pid) == 0) {
+      PrintToUser("rank " + std::to_string(rank) + " on " +
+                  outcome_.ranks[static_cast<size_t>(rank)].host +
+                  ": no process of it prints stacks (hvd's Python module does, once imported)");
+    }
   }
 }
 

@@ -15,9 +15,11 @@
 
 #include "launcher/local/rank_spawner.h"
 #include "launcher/local/signal_channel.h"
+#include "launcher/local/stack_dump.h"
 #include "launcher/outcome/job_outcome.h"
 #include "launcher/output/output_forwarder.h"
 #include "launcher/output/stdin_pump.h"
+#include "launcher/rendezvous/rendezvous_server.h"
 
 namespace hvd::launcher {
 
@@ -30,7 +32,13 @@ struct JobControlOptions {
   // The rank whose shutdown failed `rank`'s collectives, if it said so before exiting
   // (control::kShutdownCausePrefix); empty = nobody.
   std::function<std::optional<int>(int rank)> shutdown_cause = nullptr;
+  // The runtime's requests for ranks' stacks (the stall inspector's missing ranks); null = none.
+  StackRequests* stack_requests = nullptr;
 };
+
+// The rendezvous server's observer of the runtime's stack requests (control::kStackRequestKey),
+// pushing them to `requests`, which must outlive the server.
+RendezvousServerOptions::KeyObserver StackRequestObserver(StackRequests& requests);
 
 // Starts every rank and watches them until all are gone, in one poll() loop that reads the
 // rank pipes, the signalfd (SIGCHLD and hvdrun's own SIGINT/SIGTERM/SIGHUP) and the kill
@@ -39,6 +47,9 @@ struct JobControlOptions {
 // Remote ranks (SpawnedRank::handle) have no pid: their exit event descriptor joins the poll
 // set, they are signalled through the handle, and the final sweep closes the handle (the
 // remote agent then kills what is left of the rank's process group).
+//
+// Stacks: SIGQUIT to hvdrun, or a request from the runtime (options.stack_requests), sends
+// kStackSignal to the ranks still running (launcher/local/stack_dump.h); the job goes on.
 //
 // Who failed first: a rank whose collectives failed because a peer shut down (the peer
 // raised, or called sys.exit(7): its exit shut the runtime down) often exits before that
@@ -80,6 +91,8 @@ class JobController {
   int PollTimeoutMs() const;
   void HandleSignals();
   void OnLauncherSignal(int signo);
+  // Asks `ranks` (those still running) for their Python stacks, saying `why`.
+  void RequestStacks(const std::vector<int>& ranks, const std::string& why);
   void KillAndReapAll();
   void ReapExited();
   void OnRankExit(int rank, int wait_status);

@@ -103,6 +103,12 @@ int WaitChild(pid_t pid, SignalChannel& signals) {
     if (::poll(&p, 1, -1) < 0 && errno != EINTR) break;
     for (int signo : signals.ReadPending()) {
       if (signo == SIGCHLD || signo == SIGPIPE) continue;
+      if (signo == SIGQUIT) {
+        PrintToUser(
+            "received SIGQUIT: under mpirun (--mpi) hvdrun cannot ask the ranks for their "
+            "stacks (its own launcher does); the job goes on");
+        continue;
+      }
       if (!launcher_signal) {
         launcher_signal = signo;
         PrintToUser("received " + std::string(strsignal(signo)) + ", stopping mpirun");

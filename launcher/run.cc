@@ -21,6 +21,7 @@
 #include "launcher/local/job_id.h"
 #include "launcher/local/rank_leftovers.h"
 #include "launcher/local/signal_channel.h"
+#include "launcher/local/stack_dump.h"
 #include "launcher/mpirun_launch.h"
 #include "launcher/multi_host.h"
 #include "launcher/outcome/exit_codes.h"
@@ -130,7 +131,7 @@ std::vector<SpawnRequest> BuildRequests(const LaunchSpec& spec, const env::Envir
 
 int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan& plan,
              const JobEnvContext& job, int secret_fd, SignalChannel& signals, RankSpawner& spawner,
-             const RendezvousServer& server) {
+             const RendezvousServer& server, StackRequests& stack_requests) {
   OutputForwarder::Options output_options;
   output_options.size = job.size;
   output_options.prefix_timestamp = spec.prefix_timestamp;
@@ -142,6 +143,7 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
   control.grace_period_s = spec.grace_period_s;
   control.verbose = spec.verbose;
   control.stdin_source_fd = ForwardableStdin();
+  control.stack_requests = &stack_requests;
   control.shutdown_cause = [&server](int rank) -> std::optional<int> {
     std::optional<std::string> cause =
         server.Get(std::string(control::kShutdownCausePrefix) + std::to_string(rank));
@@ -176,12 +178,14 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
 Result<std::unique_ptr<RendezvousServer>> StartServer(const LaunchSpec& spec,
                                                       const std::string& address,
                                                       const control::JobKey& key,
-                                                      JobEnvContext& job) {
+                                                      JobEnvContext& job,
+                                                      StackRequests& stack_requests) {
   job.job_id = NewJobId();
   RendezvousServerOptions server_options;
   server_options.bind_address = address;
   server_options.key = key;
   server_options.job_id = job.job_id;
+  server_options.observers.push_back(StackRequestObserver(stack_requests));
   auto server = RendezvousServer::Start(server_options);
   if (!server.ok()) return server.status().WithContext("cannot start the rendezvous server");
   job.rendezvous_port = std::to_string((*server)->port());
@@ -218,13 +222,14 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
   job.master_addr = address;
   SetInterfaces(spec, setup, job);
   job.secret_fd = std::to_string(*secret_fd);
-  auto server = StartServer(spec, address, *key, job);
+  StackRequests stack_requests;  // outlives the server, whose I/O thread pushes to it
+  auto server = StartServer(spec, address, *key, job, stack_requests);
   if (!server.ok()) return Fail(kExitLaunchFailed, server.status());
 
   int code;
   {
     AgentSpawner spawner(setup ? setup->agents.get() : nullptr);
-    code = RunRanks(spec, env, plan, job, *secret_fd, *signals, spawner, **server);
+    code = RunRanks(spec, env, plan, job, *secret_fd, *signals, spawner, **server, stack_requests);
   }
   if (setup) setup->agents.reset();  // remote ranks are gone before the rendezvous server stops
   (*server)->Stop();

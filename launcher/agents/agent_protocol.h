@@ -13,7 +13,7 @@
 #include "common/job_key.h"
 #include "common/status.h"
 
-// The launcher <-> hvd-agent protocol (version 3). One hvd-agent runs per remote host and
+// The launcher <-> hvd-agent protocol (version 4). One hvd-agent runs per remote host and
 // supervises every rank hvdrun places there; it is the remote command of one SSH session
 // (`exec '<agent_path>'`) or the one task of one srun step. Nothing about the job (argv,
 // environment, job key) is on any command line: it all travels as frames on the agent's
@@ -29,7 +29,7 @@
 //             u32 grace ms, u32 heartbeat interval ms, u32 heartbeat timeout ms (0 = none),
 //             bytes cwd ("" = the login directory)
 //   Start     (2): u32 id, u32 argc, argc x bytes, u32 envc, envc x (bytes name, bytes value)
-//   Signal    (3): u32 id, u32 signo            -> killpg(rank, signo)
+//   Signal    (3): u32 id, u32 signo            -> SignalRankGroup(rank, signo)
 //   Stop      (4): u32 id                       -> SIGTERM to its group, SIGKILL after grace
 //   Heartbeat (5): nothing
 // Agent -> launcher (stdout):
@@ -53,10 +53,12 @@
 // No code-bearing format; a fixed schema per type; counts and lengths are capped before
 // anything is allocated. A version mismatch is refused with "install the same hvd build on
 // every host"; an agent of protocol version 1 (one rank per session) reads a later Hello
-// as a start frame of the wrong version and says the same. Version 3 added the kill cause.
+// as a start frame of the wrong version and says the same. Version 3 added the kill cause;
+// version 4 the stack signal (a Signal of kStackSignal goes only to the rank's processes that
+// dump their stacks on it, launcher/local/stack_dump.h, where an older agent would killpg it).
 namespace hvd::launcher {
 
-inline constexpr uint32_t kAgentProtocolVersion = 3;
+inline constexpr uint32_t kAgentProtocolVersion = 4;
 // A Start frame holds one rank's argv and environment.
 inline constexpr size_t kMaxLauncherFrameBytes = 16u << 20;
 // Output frames carry at most kMaxOutputChunk bytes of data.

@@ -81,6 +81,13 @@ int ElasticDriver::live_workers() const {
   return n;
 }
 
+std::optional<int> ElasticDriver::WorkerOfRank(int rank) const {
+  for (const auto& [id, w] : workers_) {
+    if (w.alive && !w.removed && w.round == round_ && round_ > 0 && w.rank == rank) return id;
+  }
+  return std::nullopt;
+}
+
 std::set<std::string> ElasticDriver::HostsOf(const std::set<int>& ids) const {
   std::set<std::string> hosts;
   for (int id : ids) hosts.insert(workers_.at(id).host);

@@ -127,6 +127,8 @@ class ElasticDriver {
   int64_t round() const { return round_; }
   int reset_count() const { return reset_count_; }
   int live_workers() const;
+  // The live worker that has `rank` in the current round; nullopt when none has.
+  std::optional<int> WorkerOfRank(int rank) const;
 
  private:
   struct Worker {

@@ -13,6 +13,7 @@
 #include "common/elastic_messages.h"
 #include "launcher/local/local_host.h"
 #include "launcher/local/oom_kills.h"
+#include "launcher/local/stack_dump.h"
 #include "launcher/outcome/exit_codes.h"
 #include "launcher/outcome/failure_summary.h"
 #include "launcher/outcome/wait_status.h"
@@ -28,6 +29,7 @@ constexpr int kSignalOwner = -1;
 constexpr int kReadyOwner = -2;
 constexpr int kDiscoveryOwner = -3;
 constexpr int kAgentsOwner = -4;
+constexpr int kStackOwner = -5;
 constexpr int kExitEvent = 2;  // stream index of a remote worker's exit event
 
 ElasticClock::duration SecondsOf(double s) {
@@ -122,6 +124,8 @@ void ElasticJob::Loop() {
         OnDiscovery();
       } else if (owner == kAgentsOwner) {
         OnAgents();
+      } else if (owner == kStackOwner) {
+        OnStackRequests();
       } else if (which == kExitEvent) {
         OnHandleEvent(owner);
       } else if (!context_.output->ReadPipe(owner, which, procs_.at(owner).fds)) {
@@ -154,6 +158,10 @@ void ElasticJob::BuildPollSet(std::vector<pollfd>& fds,
     fds.push_back({context_.poller->event_fd(), POLLIN, 0});
     owners.emplace_back(kDiscoveryOwner, 0);
   }
+  if (context_.stack_requests != nullptr) {
+    fds.push_back({context_.stack_requests->event_fd(), POLLIN, 0});
+    owners.emplace_back(kStackOwner, 0);
+  }
   if (context_.agents != nullptr) {
     fds.push_back({context_.agents->event_fd(), POLLIN, 0});
     owners.emplace_back(kAgentsOwner, 0);
@@ -176,11 +184,51 @@ void ElasticJob::OnSignals() {
   for (int signo : context_.signals->ReadPending()) {
     if (signo == SIGCHLD) {
       child_exited = true;
+    } else if (signo == SIGQUIT) {
+      std::vector<int> all;
+      for (const auto& [id, p] : procs_) all.push_back(id);
+      RequestStacks(all, "hvdrun received SIGQUIT");
     } else if (signo != SIGPIPE) {
       OnLauncherSignal(signo);
     }
   }
   if (child_exited) ReapExited();
+}
+
+void ElasticJob::RequestStacks(const std::vector<int>& ids, const std::string& why) {
+  std::vector<int> running;
+  for (int id : ids) {
+    auto it = procs_.find(id);
+    if (it != procs_.end() && !it->second.exited && !it->second.stopped) running.push_back(id);
+  }
+  if (running.empty()) return;
+  std::string list;
+  for (int id : running) list += (list.empty() ? "" : ", ") + std::to_string(id);
+  PrintToUser((running.size() > 1 ? "asking workers " + list + " for their"
+                                  : "asking worker " + list + " for its") +
+              " Python stacks (" + why + ")" + (launcher_signal_ ? "" : "; the job goes on"));
+  for (int id : running) {
+    const Proc& p = procs_.at(id);
+    if (p.handle) {
+      p.handle->Signal(kStackSignal);  // its hvd-agent picks the processes alike
+    } else if (SignalStackDumpers(p.pid) == 0) {
+      PrintToUser("worker " + std::to_string(id) + " on " + p.host +
+                  ": no process of it prints stacks (hvd's Python module does, once imported)");
+    }
+  }
+}
+
+void ElasticJob::OnStackRequests() {
+  std::vector<int> ids;
+  std::string ranks;
+  for (int rank : context_.stack_requests->TakeAll()) {
+    std::optional<int> id = driver_.WorkerOfRank(rank);
+    if (!id) continue;  // a round that is over
+    ids.push_back(*id);
+    ranks += (ranks.empty() ? "rank " : ", rank ") + std::to_string(rank) + " is worker " +
+             std::to_string(*id);
+  }
+  if (!ids.empty()) RequestStacks(ids, "named by the stall inspector: " + ranks);
 }
 
 void ElasticJob::OnLauncherSignal(int signo) {

@@ -20,6 +20,7 @@
 #include "launcher/local/rank_leftovers.h"
 #include "launcher/local/rank_spawner.h"
 #include "launcher/local/signal_channel.h"
+#include "launcher/local/stack_dump.h"
 #include "launcher/output/output_forwarder.h"
 #include "launcher/plan/launch_spec.h"
 #include "launcher/rendezvous/rendezvous_server.h"
@@ -64,6 +65,8 @@ struct ElasticJobContext {
   ElasticAgents* agents = nullptr;
   RendezvousServer* server = nullptr;
   ReadyQueue* ready = nullptr;
+  // The runtime's requests for ranks' stacks (the stall inspector's missing ranks); null = none.
+  StackRequests* stack_requests = nullptr;
   DiscoveryPoller* poller = nullptr;  // null with a fixed host list
   SignalChannel* signals = nullptr;
   RankSpawner* spawner = nullptr;
@@ -124,6 +127,10 @@ class ElasticJob : public ElasticActions {
   void BuildPollSet(std::vector<pollfd>& fds, std::vector<std::pair<int, int>>& owners) const;
   void OnSignals();
   void OnLauncherSignal(int signo);
+  // Asks the workers `ids` (those running) for their Python stacks (launcher/local/stack_dump.h),
+  // saying `why`: SIGQUIT to hvdrun asks every worker, the stall inspector the ranks it names.
+  void RequestStacks(const std::vector<int>& ids, const std::string& why);
+  void OnStackRequests();
   void OnDiscovery();
   void OnAgents();
   void SpawnRemote(int id, const SpawnRequest& request);

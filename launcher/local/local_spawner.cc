@@ -14,6 +14,7 @@
 
 #include "launcher/local/child_process.h"
 #include "launcher/local/exec_search.h"
+#include "launcher/local/stack_dump.h"
 #include "launcher/outcome/exit_codes.h"
 #include "launcher/worker/cpu_binding.h"
 
@@ -167,6 +168,10 @@ struct RankPipes {
 }  // namespace
 
 void SignalRankGroup(pid_t group, int signo) {
+  if (signo == kStackSignal) {  // to the processes that dump their stacks on it, no other
+    SignalStackDumpers(group);
+    return;
+  }
   ::kill(-group, signo);
   if (signo == SIGTERM) ::kill(-group, SIGCONT);
 }

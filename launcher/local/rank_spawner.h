@@ -57,8 +57,9 @@ class RankHandle {
 
 // Delivers `signo` to the process group `group` leads: a rank and everything it started. A
 // SIGTERM is followed by SIGCONT, since a stopped rank (SIGSTOP, a debugger's ^Z) would hold it
-// pending until the SIGKILL at the end of the grace period. What hvdrun, its elastic jobs and
-// hvd-agent signal ranks with.
+// pending until the SIGKILL at the end of the grace period. kStackSignal goes only to the
+// processes that dump their stacks on it (launcher/local/stack_dump.h). What hvdrun, its
+// elastic jobs and hvd-agent signal ranks with.
 void SignalRankGroup(pid_t group, int signo);
 
 // A started rank. The rank leads its own process group (pgid == pid), so signalling -pid

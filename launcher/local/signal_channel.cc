@@ -14,7 +14,7 @@ namespace hvd::launcher {
 Result<SignalChannel> SignalChannel::Open() {
   sigset_t watched;
   sigemptyset(&watched);
-  for (int signo : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) sigaddset(&watched, signo);
+  for (int signo : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE}) sigaddset(&watched, signo);
   sigset_t previous;
   int rc = ::pthread_sigmask(SIG_BLOCK, &watched, &previous);
   if (rc != 0) return Status::Internal(std::string("pthread_sigmask: ") + strerror(rc));

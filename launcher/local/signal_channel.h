@@ -9,10 +9,11 @@
 
 namespace hvd::launcher {
 
-// Delivers SIGINT, SIGTERM, SIGHUP and SIGCHLD to hvdrun's event loop as readable events
-// on a signalfd, so no work happens in a signal handler. SIGPIPE is blocked and collected
-// too, so a write to a closed pipe fails with EPIPE (and is handled there) instead of
-// killing hvdrun before it can stop the ranks.
+// Delivers SIGINT, SIGTERM, SIGHUP, SIGQUIT (a request for the ranks' stacks, Ctrl-\ at the
+// terminal) and SIGCHLD to hvdrun's event loop as readable events on a signalfd, so no work
+// happens in a signal handler. SIGPIPE is blocked and collected too, so a write to a closed
+// pipe fails with EPIPE (and is handled there) instead of killing hvdrun before it can stop
+// the ranks.
 //
 // Contract: Open() blocks those signals in the calling thread; threads created afterwards
 // inherit the mask, so it must run before any other thread starts (the rendezvous server)

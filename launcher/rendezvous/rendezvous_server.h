@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/frame.h"
 #include "common/job_key.h"
@@ -27,10 +28,14 @@ struct RendezvousServerOptions {
   // arrived its body must follow within it; otherwise the connection is dropped.
   std::chrono::milliseconds handshake_timeout{5000};
   uint32_t max_frame_bytes = control::kDefaultMaxFrameBytes;
-  // Called on the I/O thread after a client set a key starting with `observed_prefix` (the
-  // elastic driver's ready reports); must not block. Empty = no observer.
-  std::string observed_prefix;
-  std::function<void(const std::string& key, const std::string& value)> on_observed_set;
+  // Each observer's on_set is called on the I/O thread after a client set a key starting with
+  // its prefix (the elastic driver's ready reports, the runtime's stack requests); it must not
+  // block.
+  struct KeyObserver {
+    std::string prefix;
+    std::function<void(const std::string& key, const std::string& value)> on_set;
+  };
+  std::vector<KeyObserver> observers;
 };
 
 // hvdrun's rendezvous / key-value server: the server side of the authenticated control

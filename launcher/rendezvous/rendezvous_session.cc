@@ -119,8 +119,8 @@ Step RendezvousSession::Execute(const KvRequest& request) {
   switch (request.op) {
     case FrameType::kSet:
       store.Set(job_id_, request.key, request.value);
-      if (options.on_observed_set && request.key.starts_with(options.observed_prefix)) {
-        options.on_observed_set(request.key, request.value);
+      for (const RendezvousServerOptions::KeyObserver& observer : options.observers) {
+        if (request.key.starts_with(observer.prefix)) observer.on_set(request.key, request.value);
       }
       break;
     case FrameType::kGet:

@@ -33,6 +33,7 @@ EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job) 
   env["HOROVOD_GLOO_RENDEZVOUS_PORT"] = job.rendezvous_port;
   env["HVD_JOB_ID"] = job.job_id;
   env["HVD_SECRET_FD"] = job.secret_fd;
+  env["HVD_STACK_SIGNAL"] = std::to_string(kStackSignal);
   env["RANK"] = std::to_string(rank.rank);
   env["WORLD_SIZE"] = std::to_string(job.size);
   env["LOCAL_RANK"] = std::to_string(rank.local_rank);

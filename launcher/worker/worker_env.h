@@ -12,6 +12,12 @@ namespace hvd::launcher {
 
 using EnvMap = std::map<std::string, std::string>;
 
+// The signal hvdrun asks a rank for its Python stacks with (launcher/local/stack_dump.h), given
+// to every rank as HVD_STACK_SIGNAL. SIGRTMIN + 10 under glibc: a real-time signal no library of
+// the stack uses by default, the same number on every Linux host, so a remote hvd-agent sends it
+// too.
+inline constexpr int kStackSignal = 44;
+
 // Job-wide values hvdrun hands every worker. Text, so --dry-run can show placeholders for
 // values only known at launch ("<rendezvous port>").
 struct JobEnvContext {
@@ -31,7 +37,7 @@ struct JobEnvContext {
 // The variables hvdrun itself sets for `rank`: HVD_RANK/SIZE/LOCAL_*/CROSS_*/HOSTNAME with
 // their HOROVOD_* aliases, torchrun's RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/
 // MASTER_ADDR/MASTER_PORT, the rendezvous address (HVD_* and HOROVOD_GLOO_*), HVD_JOB_ID,
-// HVD_SECRET_FD, the Gloo controller choice, the interfaces when chosen and
+// HVD_SECRET_FD, HVD_STACK_SIGNAL, the Gloo controller choice, the interfaces when chosen and
 // PYTHONUNBUFFERED=1. HVD_RUNTIME_LIBRARY is not included (see BuildWorkerEnv).
 EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job);
 

@@ -337,6 +337,15 @@ void Runtime::ReportShutdownCause(std::span<const int32_t> asked) {
   if (!s.ok()) HVD_LOG_DEBUG("could not tell hvdrun who shut down: {}", s.message());
 }
 
+void Runtime::RequestStacks(std::span<const int32_t> ranks) {
+  control::KvClient* kv = provider_ != nullptr ? provider_->kv() : nullptr;
+  if (kv == nullptr) return;  // under mpirun or srun without hvdrun: nobody to ask
+  std::string list;
+  for (int32_t rank : ranks) list += (list.empty() ? "" : ",") + std::to_string(rank);
+  Status s = kv->Set(std::string(control::kStackRequestKey), list);
+  if (!s.ok()) HVD_LOG_DEBUG("could not ask hvdrun for stacks: {}", s.message());
+}
+
 Status Runtime::Abort(const std::string& reason) {
   std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
   {
@@ -689,6 +698,7 @@ Status Runtime::RunIteration(bool request_shutdown, CycleResult* total) {
       if ((controller->id() == 0) != global) continue;
       auto r = controller->RunCycle(global && (request_shutdown || !set_shutdown_reason_.empty()));
       if (!r.ok()) return r.status();
+      if (!r->stalled_ranks.empty()) RequestStacks(r->stalled_ranks);
       total->progress |= r->progress;
       total->any_pending |= r->any_pending;
       // "Waits on peers": this rank has work in flight that some member has not matched.

@@ -204,6 +204,9 @@ class Runtime {
   // A bystander of an agreed shutdown (not among the ranks that `asked`) tells hvdrun which
   // rank it was (control::kShutdownCausePrefix). Background thread.
   void ReportShutdownCause(std::span<const int32_t> asked);
+  // Asks hvdrun for the Python stacks of `ranks` (control::kStackRequestKey): the ranks a set's
+  // stall inspector found missing. The thread running the cycle.
+  void RequestStacks(std::span<const int32_t> ranks);
   void StopOnError(const Status& status);
   Status SyncAutotune(const CycleResult& total);
   Status AlignTimelineClocks(Communicator* comm);

@@ -292,3 +292,48 @@ def test_the_agent_repairs_a_timeline_its_killed_rank_tore(tmp_path):
     with open(tmp_path / "trace.json") as f:
         assert [e["name"] for e in json.load(f)] == ["process_name"]
     assert "hvd-agent: repaired timeline '%s'" % (tmp_path / "trace.json") in err, err
+
+
+def test_sigquit_asks_the_remote_ranks_for_their_stacks_through_their_agents(tmp_path):
+    # Each rank's Python (hvd imported: it registers the dump on HVD_STACK_SIGNAL) runs under a
+    # shell that does not exec it; hvd-agent must send the signal to the Python only.
+    marker = unique_marker()
+    go = tmp_path / "go"
+    script = tmp_path / "rank.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "import hvd.basics\n"
+        "def where_the_rank_waits():\n"
+        "    open(sys.argv[1] + '.up.' + os.environ['HVD_RANK'], 'w').close()\n"
+        "    while not os.path.exists(sys.argv[1]):\n"
+        "        time.sleep(0.02)\n"
+        "where_the_rank_waits()\n")
+    env = dict(os.environ, PYTHONPATH=os.environ.get("HVD_TEST_PYTHONPATH", ""))
+    out_path, err_path = tmp_path / "out", tmp_path / "err"
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        proc = subprocess.Popen(
+            [os.environ["HVDRUN"]] + SSH + ["-np", "3", "-H", "localhost:1,hvd-h1:1,hvd-h2:1",
+                                            "sh", "-c", "/usr/bin/python3 %s %s; echo shell "
+                                            "$HVD_RANK after; : %s" % (script, go, marker)],
+            stdout=out, stderr=err, env=env)
+    try:
+        wait_for(lambda: all(os.path.exists("%s.up.%d" % (go, r)) for r in range(3)), 60,
+                 "every rank to start")
+        proc.send_signal(signal.SIGQUIT)
+        wait_for(lambda: all(re.search(r"^\[%d\]<stderr>:.* in where_the_rank_waits$" % r,
+                                       err_path.read_text(), re.M) for r in range(3)), 30,
+                 "every rank's stack")
+    finally:
+        go.touch()
+        try:
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            kill_leftovers(marker)
+    out, err = out_path.read_text(), err_path.read_text()
+    assert proc.returncode == 0, err
+    assert sorted(l for l in out.splitlines() if "after" in l) == [
+        "[%d]<stdout>:shell %d after" % (r, r) for r in range(3)], out + err
+    assert "asking ranks 0, 1, 2 for their Python stacks (hvdrun received SIGQUIT)" in err, err
+    assert_hosts_clean(marker)

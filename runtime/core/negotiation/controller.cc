@@ -265,6 +265,7 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
     // rank's shutdown flag in the AND round below, so every member learns it this cycle.
     stall_reason_ = stall_->Check(now, coordinator_->Pending());
   }
+  std::vector<int32_t> stalled = stall_ ? stall_->TakeNewlyMissing() : std::vector<int32_t>();
   for (const Request* r : to_send_) joined_ = joined_ || r->type == OpType::kJoin;
   auto agreed = Agree(request_shutdown);
   if (!agreed.ok()) {
@@ -272,6 +273,7 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
   }
   const uint64_t word = *agreed;
   CycleResult result;
+  result.stalled_ranks = std::move(stalled);
   result.any_pending = (word & kNothingPending) == 0;
   result.all_pending = (word & kHavePending) != 0;
   const bool any_joined = (word & kNoJoined) == 0;

@@ -42,7 +42,10 @@ struct CycleResult {
   bool shutdown = false;      // the set agreed to shut down
   std::string shutdown_reason;
   std::vector<int32_t> shutdown_ranks;  // the members that asked for it (global set: ranks)
-  std::vector<Response> executed;       // data responses run, when set_report_executed(true)
+  // Rank 0 of the set: the global ranks its stall inspector just named for the first time
+  // (StallInspector::TakeNewlyMissing), whose stacks hvdrun is asked for.
+  std::vector<int32_t> stalled_ranks;
+  std::vector<Response> executed;  // data responses run, when set_report_executed(true)
 };
 
 // Controller negotiates and executes the collectives of one process set on this rank.

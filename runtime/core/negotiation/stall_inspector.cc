@@ -1,5 +1,6 @@
 #include "runtime/core/negotiation/stall_inspector.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -38,8 +39,18 @@ std::string StallInspector::Check(std::chrono::steady_clock::time_point now,
   if (!enabled_ || pending.empty()) return "";
   if (checked_once_ && now - last_check_ < check_time_) return "";
   bool shut_down = false;
-  std::string report = Report(now, pending, &shut_down);
-  if (report.empty()) return "";
+  std::vector<int32_t> missing;
+  std::string report = Report(now, pending, &shut_down, &missing);
+  if (report.empty()) {
+    last_missing_.clear();  // the stall is over: a rank missing again is asked again
+    return "";
+  }
+  for (int32_t rank : missing) {
+    if (!std::binary_search(last_missing_.begin(), last_missing_.end(), rank)) {
+      newly_missing_.push_back(rank);
+    }
+  }
+  last_missing_ = std::move(missing);
   checked_once_ = true;
   last_check_ = now;
   ++warnings_;
@@ -53,8 +64,8 @@ std::string StallInspector::Check(std::chrono::steady_clock::time_point now,
 }
 
 std::string StallInspector::Report(std::chrono::steady_clock::time_point now,
-                                   const std::vector<PendingTensor>& pending,
-                                   bool* shut_down) const {
+                                   const std::vector<PendingTensor>& pending, bool* shut_down,
+                                   std::vector<int32_t>* missing_ranks) const {
   std::map<int32_t, std::vector<std::string>> missing;  // global rank -> tensors
   std::map<int32_t, bool> past_shutdown;
   for (const PendingTensor& p : pending) {
@@ -70,6 +81,7 @@ std::string StallInspector::Report(std::chrono::steady_clock::time_point now,
     }
   }
   if (missing.empty()) return "";
+  for (const auto& [rank, names] : missing) missing_ranks->push_back(rank);  // ascending
   std::ostringstream s;
   s << "One or more tensors were submitted to be reduced, gathered or broadcasted by subset of "
        "ranks and are waiting for remainder of ranks for more than "

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/negotiation/coordinator.h"
@@ -23,11 +24,15 @@ class StallInspector {
   std::string Check(std::chrono::steady_clock::time_point now,
                     const std::vector<PendingTensor>& pending);
   int64_t warnings() const { return warnings_; }
+  // The (global) ranks the last Check's warning named that the warning before it did not:
+  // hvdrun asks these for their stacks once per stall (control::kStackRequestKey). Cleared here.
+  std::vector<int32_t> TakeNewlyMissing() { return std::exchange(newly_missing_, {}); }
   const std::string& last_warning() const { return last_warning_; }
 
  private:
   std::string Report(std::chrono::steady_clock::time_point now,
-                     const std::vector<PendingTensor>& pending, bool* shut_down) const;
+                     const std::vector<PendingTensor>& pending, bool* shut_down,
+                     std::vector<int32_t>* missing_ranks) const;
 
   bool enabled_;
   std::chrono::milliseconds check_time_;
@@ -37,6 +42,8 @@ class StallInspector {
   bool checked_once_ = false;
   int64_t warnings_ = 0;
   std::string last_warning_;
+  std::vector<int32_t> last_missing_;   // named by the last warning, ascending
+  std::vector<int32_t> newly_missing_;  // see TakeNewlyMissing
 };
 
 }  // namespace hvd::runtime

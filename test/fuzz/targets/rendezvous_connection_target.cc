@@ -32,8 +32,8 @@ class Harness {
   explicit Harness(bool any_job) {
     options_.key = FuzzJobKey();
     options_.job_id = any_job ? "" : std::string(kFuzzJobId);
-    options_.observed_prefix = "elastic/ready/";
-    options_.on_observed_set = [this](const std::string&, const std::string&) { ++observed_; };
+    options_.observers.push_back(
+        {"elastic/ready/", [this](const std::string&, const std::string&) { ++observed_; }});
     context_.options = &options_;
     context_.hello_key = control::HelloKey(options_.key);
     context_.store = &store_;

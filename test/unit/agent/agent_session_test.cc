@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "launcher/agents/agent_fleet.h"
+#include "launcher/local/stack_dump.h"
 #include "test/support/memory_cgroup.h"
 
 namespace hvd::launcher {
@@ -260,6 +261,54 @@ TEST_F(AgentSessionTest, AStoppedRankEndsByTheSigterm) {
   rank.handle->Signal(SIGTERM);
   RankResult r = Collect(rank, std::chrono::seconds(10));
   EXPECT_TRUE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGTERM) << r.status;
+}
+
+TEST_F(AgentSessionTest, TheStackSignalReachesOnlyTheProcessesThatDumpOnIt) {
+  // Given a rank whose shell (not exec) runs a Python that dumps its stack on kStackSignal (as
+  // hvd's module registers it), and a plain shell rank that catches nothing; both wait for
+  // `go` to exist
+  auto session = Open();
+  ASSERT_TRUE(session);
+  const std::string go = ::testing::TempDir() + "hvd-stack-go-" + std::to_string(::getpid());
+  const std::string python =
+      "/usr/bin/python3 -c 'import faulthandler, os, time\n"
+      "faulthandler.register(" +
+      std::to_string(kStackSignal) +
+      ", all_threads=True)\n"
+      "def where_the_rank_waits():\n"
+      "    print(\"up\", flush=True)\n"
+      "    while not os.path.exists(\"" +
+      go +
+      "\"): time.sleep(0.02)\n"
+      "where_the_rank_waits()'";
+  SpawnedRank dumper = Start(*session, 0, python + "; echo shell-after-python");
+  SpawnedRank plain =
+      Start(*session, 1, "echo up; while [ ! -e " + go + " ]; do sleep 0.02; done; echo plain");
+  ASSERT_EQ(ReadLine(dumper.stdout_fd), "up");
+  ASSERT_EQ(ReadLine(plain.stdout_fd), "up");
+  // When hvdrun asks both for their stacks through the agent
+  dumper.handle->Signal(kStackSignal);
+  plain.handle->Signal(kStackSignal);
+  // Then the Python prints its stack and runs on, and neither shell is ended by the signal
+  std::string err;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline && err.find("<module>") == std::string::npos) {
+    pollfd p{dumper.stderr_fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buffer[4096];
+    ssize_t n = ::read(dumper.stderr_fd, buffer, sizeof(buffer));
+    if (n <= 0) break;
+    err.append(buffer, static_cast<size_t>(n));
+  }
+  EXPECT_THAT(err, HasSubstr("in where_the_rank_waits"));
+  std::ofstream(go).put('\n');
+  RankResult d = Collect(dumper);
+  RankResult p = Collect(plain);
+  ::unlink(go.c_str());
+  EXPECT_EQ(d.status, 0) << d.err;
+  EXPECT_THAT(d.out, HasSubstr("shell-after-python"));
+  EXPECT_EQ(p.status, 0) << p.err;
+  EXPECT_THAT(p.out, HasSubstr("plain"));
 }
 
 TEST_F(AgentSessionTest, SilentAgentIsDeclaredLostWithinTheTimeout) {

@@ -301,11 +301,13 @@ TEST(RendezvousServerObserverTest, ReportsClientSetsUnderThePrefix) {
   RendezvousServerOptions options;
   options.key = TestKey(1);
   options.job_id = "job-1";
-  options.observed_prefix = "elastic/ready/";
-  options.on_observed_set = [&](const std::string& key, const std::string& value) {
-    std::lock_guard<std::mutex> lock(mu);
-    seen.emplace_back(key, value);
-  };
+  // Two observers, each told of its own prefix only.
+  for (const char* prefix : {"elastic/ready/", "stacks"}) {
+    options.observers.push_back({prefix, [&](const std::string& key, const std::string& value) {
+                                   std::lock_guard<std::mutex> lock(mu);
+                                   seen.emplace_back(key, value);
+                                 }});
+  }
   auto server = RendezvousServer::Start(options);
   ASSERT_TRUE(server.ok());
   auto client = control::KvClient::Connect("127.0.0.1", (*server)->port(), TestKey(1), "job-1",
@@ -313,10 +315,12 @@ TEST(RendezvousServerObserverTest, ReportsClientSetsUnderThePrefix) {
   ASSERT_TRUE(client.ok());
   ASSERT_TRUE((*client)->Set("elastic/ready/3", "2").ok());
   ASSERT_TRUE((*client)->Set("elastic/mail/3/1", "x").ok());
+  ASSERT_TRUE((*client)->Set("stacks", "1,3").ok());
   (*server)->Set("elastic/ready/4", "launcher sets are not reported");
   (*server)->Stop();
   std::lock_guard<std::mutex> lock(mu);
-  EXPECT_EQ(seen, (std::vector<std::pair<std::string, std::string>>{{"elastic/ready/3", "2"}}));
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, std::string>>{{"elastic/ready/3", "2"},
+                                                                    {"stacks", "1,3"}}));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // runtime stays usable; duplicate names; cache invalidation; process sets.
 #include <gtest/gtest.h>
 
+#include "runtime/core/negotiation/stall_inspector.h"
 #include "test/unit/runtime/core/rank_harness.h"
 
 namespace hvd::testing {
@@ -348,6 +349,33 @@ TEST(NegotiationTest, TinyCacheEvictsAndStaysConsistent) {
         }
       },
       [](runtime::RuntimeConfig* c) { c->cache_capacity = 2; });
+}
+
+// The ranks a warning names for the first time are handed out once (hvdrun asks them for their
+// stacks); a rank still missing at the next warning is not, one missing again after the stall
+// ended is.
+TEST(StallInspectorTest, NamesEachMissingRankOncePerStall) {
+  using std::chrono::milliseconds;
+  runtime::StallInspector inspector(true, milliseconds(10), milliseconds(0), {10, 11, 12, 13});
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<runtime::PendingTensor> pending = {{"grad", t0, {true, false, true, true}}};
+  EXPECT_EQ(inspector.Check(t0 + milliseconds(5), pending), "");  // not waited long enough
+  EXPECT_TRUE(inspector.TakeNewlyMissing().empty());
+  EXPECT_EQ(inspector.Check(t0 + milliseconds(20), pending), "");
+  EXPECT_EQ(inspector.warnings(), 1);
+  EXPECT_EQ(inspector.TakeNewlyMissing(), (std::vector<int32_t>{11}));
+  EXPECT_TRUE(inspector.TakeNewlyMissing().empty());
+  // Still missing, and now rank 13 too: only 13 is new.
+  pending[0].reported[3] = false;
+  inspector.Check(t0 + milliseconds(40), pending);
+  EXPECT_EQ(inspector.warnings(), 2);
+  EXPECT_EQ(inspector.TakeNewlyMissing(), (std::vector<int32_t>{13}));
+  // The stall ends (nothing has waited past the check time), then rank 11 is missing again.
+  const auto t1 = t0 + milliseconds(60);
+  inspector.Check(t1, {{"next", t1, {true, false, true, true}}});
+  EXPECT_TRUE(inspector.TakeNewlyMissing().empty());
+  inspector.Check(t1 + milliseconds(20), {{"next", t1, {true, false, true, true}}});
+  EXPECT_EQ(inspector.TakeNewlyMissing(), (std::vector<int32_t>{11}));
 }
 
 }  // namespace

@@ -1,0 +1,77 @@
+"""Where is each worker of an elastic job? The stall inspector naming a rank that never
+submitted its tensor, and SIGQUIT to hvdrun, make the workers print their Python stacks (the
+rank mapped to the worker of the current round); the job goes on."""
+import os
+import re
+import signal
+import subprocess
+import textwrap
+import time
+
+from elastic_harness import HVDRUN, PYTHON, require_hvdrun
+
+WORKER = textwrap.dedent("""
+    import os, sys, time
+    import torch
+    import hvd.torch as hvd
+
+    hvd.init()
+    run_dir = sys.argv[1]
+
+    def stuck_loading_data():
+        while not os.path.exists(os.path.join(run_dir, "go")):
+            time.sleep(0.02)
+
+    open(os.path.join(run_dir, "up.%d" % hvd.rank()), "w").close()
+    if hvd.rank() == 1:
+        stuck_loading_data()
+    total = hvd.allreduce(torch.ones(2), name="grad", op=hvd.Sum)
+    print("sum", total.tolist(), flush=True)
+""")
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+
+
+def test_the_stall_inspector_and_sigquit_ask_workers_for_their_stacks(tmp_path):
+    require_hvdrun()
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    out_path, err_path = tmp_path / "out", tmp_path / "err"
+    env = dict(os.environ, HOROVOD_STALL_CHECK_TIME_SECONDS="1")
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        proc = subprocess.Popen([HVDRUN, "-np", "2", "--min-np", "2", "-H",
+                                 "localhost:1,127.0.0.1:1", PYTHON, str(script), str(tmp_path)],
+                                stdout=out, stderr=err, env=env, start_new_session=True)
+    try:
+        wait_for(lambda: "named by the stall inspector" in err_path.read_text(), 60,
+                 "the stall inspector's request")
+        wait_for(lambda: err_path.read_text().count("in stuck_loading_data") == 1, 30,
+                 "worker 1's stack")
+        proc.send_signal(signal.SIGQUIT)
+        wait_for(lambda: err_path.read_text().count("in stuck_loading_data") == 2, 30,
+                 "worker 1's stack again")
+        wait_for(lambda: "in allreduce" in err_path.read_text(), 30, "worker 0's stack")
+    finally:
+        (tmp_path / "go").touch()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    out, err = out_path.read_text(), err_path.read_text()
+    assert proc.returncode == 0, err
+    assert out.count("sum [2.0, 2.0]") == 2, out + err
+    asked = [line for line in err.splitlines() if line.startswith("hvdrun: asking")]
+    assert asked == [
+        "hvdrun: asking worker 1 for its Python stacks (named by the stall inspector: rank 1 is "
+        "worker 1); the job goes on",
+        "hvdrun: asking workers 0, 1 for their Python stacks (hvdrun received SIGQUIT); the job "
+        "goes on"], err
+    assert len(re.findall(r"^\[0\]<stderr>:Missing ranks:", err, re.M)) >= 1, err

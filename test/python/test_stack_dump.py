@@ -1,0 +1,197 @@
+"""End-to-end: where is each rank? SIGQUIT to hvdrun, and the stall inspector naming a rank
+that never submitted its tensor, make the ranks print their Python stacks (faulthandler,
+registered by hvd's module on the signal hvdrun names in HVD_STACK_SIGNAL); the job goes on.
+
+Runs from a single pytest process that launches the build tree's hvdrun (HVD_TEST_HVDRUN).
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+HVDRUN = os.environ.get("HVD_TEST_HVDRUN")
+
+pytestmark = pytest.mark.skipif(not HVDRUN, reason="HVD_TEST_HVDRUN not set")
+
+# Every rank says it is up (a file), then rank 1 waits for `go` outside hvd while the others
+# wait in an allreduce that needs it. Rank 2 has forked a helper (as a DataLoader does), which
+# inherits the dump's handler but must not be asked: its dump would interleave with its parent's.
+WORKER = textwrap.dedent("""
+    import os, sys, time
+    import torch
+    import hvd.torch as hvd
+
+    hvd.init()
+    run_dir = sys.argv[1]
+
+    def forked_helper():
+        while not os.path.exists(os.path.join(run_dir, "go")):
+            time.sleep(0.02)
+        os._exit(0)
+
+    def stuck_loading_data():
+        while not os.path.exists(os.path.join(run_dir, "go")):
+            time.sleep(0.02)
+
+    def waiting_in_the_allreduce():
+        return hvd.allreduce(torch.ones(4), name="grad", op=hvd.Sum)
+
+    if hvd.rank() == 2 and os.fork() == 0:
+        forked_helper()
+    open(os.path.join(run_dir, "up.%d" % hvd.rank()), "w").close()
+    if hvd.rank() == 1:
+        stuck_loading_data()
+    assert waiting_in_the_allreduce().tolist() == [hvd.size()] * 4
+    print("finished", hvd.rank(), flush=True)
+""")
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+
+
+class Job:
+    """hvdrun running `argv`, its output going to files the test can watch while it runs."""
+
+    def __init__(self, tmp_path, argv, env=None):
+        self.out_path = tmp_path / "hvdrun.out"
+        self.err_path = tmp_path / "hvdrun.err"
+        with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
+            self.proc = subprocess.Popen([HVDRUN, *argv], stdout=out, stderr=err, env=env)
+
+    def out(self):
+        return self.out_path.read_text()
+
+    def err(self):
+        return self.err_path.read_text()
+
+    def finish(self, timeout=60):
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("hvdrun did not finish:\n" + self.out() + self.err())
+        return self.proc.returncode, self.out(), self.err()
+
+
+def stack_lines(err, rank):
+    return [line for line in err.splitlines() if line.startswith("[%d]<stderr>:" % rank)]
+
+
+def dumps(err, rank):
+    return "\n".join(stack_lines(err, rank)).count("Current thread")
+
+
+def test_sigquit_prints_every_ranks_stack_and_the_job_goes_on(tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    # Each rank's Python runs under a shell that does not exec it: the shell catches nothing
+    # and must not be sent the signal (its default action would end it).
+    command = "%s %s %s; exit $?" % (sys.executable, script, tmp_path)
+    job = Job(tmp_path, ["-np", "3", "sh", "-c", command])
+    try:
+        wait_for(lambda: all((tmp_path / ("up.%d" % r)).exists() for r in range(3)), 60,
+                 "every rank to start")
+        # Ranks 0 and 2 enter the allreduce right after saying they are up: ask until their
+        # stacks show them there (each request answered by one dump a rank).
+        for asked in range(1, 21):
+            job.proc.send_signal(signal.SIGQUIT)
+            wait_for(lambda: all(dumps(job.err(), r) >= asked for r in range(3)), 30,
+                     "dump %d of every rank" % asked)
+            # faulthandler writes a dump in one go, but two ranks' dumps may arrive in turns
+            wait_for(lambda: all("<module>" in stack_lines(job.err(), r)[-1] for r in range(3)),
+                     30, "the dumps to end")
+            last = [stack_lines(job.err(), r) for r in range(3)]
+            if all("in waiting_in_the_allreduce" in "\n".join(last[r]) for r in (0, 2)):
+                break
+    finally:
+        (tmp_path / "go").touch()
+    code, out, err = job.finish()
+    assert code == 0, err
+    assert sorted(re.findall(r"^\[(\d)\]<stdout>:finished", out, re.M)) == ["0", "1", "2"], out
+    assert "hvdrun: asking ranks 0, 1, 2 for their Python stacks (hvdrun received SIGQUIT); " \
+           "the job goes on" in err, err
+    rank1 = "\n".join(stack_lines(err, 1))
+    assert "in stuck_loading_data" in rank1 and "in waiting_in_the_allreduce" not in rank1, err
+    for rank in (0, 2):
+        assert "in waiting_in_the_allreduce" in "\n".join(stack_lines(err, rank)), err
+    # As many dumps from rank 2 as requests: its Python's, not its forked helper's too.
+    assert dumps(err, 2) == dumps(err, 1) == err.count("hvdrun received SIGQUIT"), err
+    assert "in forked_helper" not in err, err
+
+
+def test_a_rank_without_the_dump_is_named_and_left_running(tmp_path):
+    go = tmp_path / "go"
+    up = tmp_path / "up"
+    job = Job(tmp_path, ["-np", "2", "sh", "-c",
+                         "touch %s.$HVD_RANK; while [ ! -e %s ]; do sleep 0.02; done; "
+                         "echo still here" % (up, go)])
+    try:
+        wait_for(lambda: all(os.path.exists("%s.%d" % (up, r)) for r in range(2)), 60,
+                 "both ranks to start")
+        job.proc.send_signal(signal.SIGQUIT)
+        wait_for(lambda: job.err().count("no process of it prints stacks") == 2, 30,
+                 "hvdrun to name both ranks")
+    finally:
+        go.touch()
+    code, out, err = job.finish()
+    assert code == 0, err
+    assert out.count("still here") == 2, out
+    for rank in (0, 1):
+        assert "hvdrun: rank %d on localhost: no process of it prints stacks" % rank in err, err
+
+
+def test_a_program_that_handles_the_signal_itself_keeps_its_handler(tmp_path):
+    script = tmp_path / "own.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, sys, time
+        signo = int(os.environ["HVD_STACK_SIGNAL"])
+        signal.signal(signo, lambda *_: print("my own handler", flush=True))
+        import hvd.torch as hvd
+        open(sys.argv[1] + ".up", "w").close()
+        while not os.path.exists(sys.argv[1]):
+            time.sleep(0.02)
+    """))
+    go = tmp_path / "go"
+    job = Job(tmp_path, ["-np", "1", sys.executable, str(script), str(go)])
+    try:
+        wait_for(lambda: os.path.exists(str(go) + ".up"), 60, "the rank to start")
+        job.proc.send_signal(signal.SIGQUIT)
+        wait_for(lambda: "my own handler" in job.out(), 30, "the program's own handler")
+    finally:
+        go.touch()
+    code, out, err = job.finish()
+    assert code == 0, err
+    assert "[0]<stdout>:my own handler" in out, out + err
+    assert "Current thread" not in err, err
+
+
+def test_the_stall_inspector_asks_once_for_the_missing_ranks_stack(tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    env = dict(os.environ, HOROVOD_STALL_CHECK_TIME_SECONDS="1")
+    job = Job(tmp_path, ["-np", "3", sys.executable, str(script), str(tmp_path)], env=env)
+    try:
+        # Rank 1 stays away for three of rank 0's warnings (one a second).
+        wait_for(lambda: len(re.findall(r"^\[0\]<stderr>:Missing ranks:", job.err(), re.M)) >= 3,
+                 60, "three stall warnings")
+    finally:
+        (tmp_path / "go").touch()
+    code, out, err = job.finish()
+    assert code == 0, err
+    asked = [line for line in err.splitlines() if line.startswith("hvdrun: asking")]
+    assert asked == ["hvdrun: asking rank 1 for its Python stacks (named by the stall "
+                     "inspector: missing from a collective); the job goes on"], err
+    assert "in stuck_loading_data" in "\n".join(stack_lines(err, 1)), err
+    assert dumps(err, 1) == 1 and dumps(err, 0) == 0 and dumps(err, 2) == 0, err
