@@ -83,6 +83,9 @@ void AddBasic(Builder* b) {
           "Preflight every host (SSH, hvd-agent version, interface, free port), start nothing.");
   b->Flag("--print-config",
           "Print every HVD_*/HOROVOD_* variable: value in effect and where it came from.");
+  b->Value("--timeout", "SECONDS",
+           "Stop the job when it has run this long, after every rank printed its Python stacks "
+           "(exit 124; env HVD_TIMEOUT, default 0 = no limit).");
   b->Value("--grace-period-seconds", "SECONDS",
            "Wait between SIGTERM and SIGKILL when ending ranks (env HVD_GRACE_PERIOD_SECONDS, "
            "default 5).");

@@ -239,6 +239,12 @@ Status ReadJobControl(const CLI::App& app, const env::Environment& env, ParsedCo
   HVD_RETURN_IF_ERROR(ReadElasticTimes(app, env, out));
   HVD_ASSIGN_OR_RETURN(spec->grace_period_s, Seconds(app, env, "--grace-period-seconds",
                                                      "HVD_GRACE_PERIOD_SECONDS", out));
+  HVD_ASSIGN_OR_RETURN(spec->timeout_s, Seconds(app, env, "--timeout", "HVD_TIMEOUT", out));
+  if (spec->timeout_s > 0 && spec->controller == Controller::kMpi) {
+    return Status::InvalidArgument(
+        "--timeout (HVD_TIMEOUT) needs hvdrun's own launcher; under --mpi give mpirun its own: "
+        "--mpi-args '--timeout N --get-stack-traces'");
+  }
   env::Lookup heartbeat = env.Get("HVD_HEARTBEAT_TIMEOUT_SECONDS");
   HVD_ASSIGN_OR_RETURN(spec->heartbeat_timeout_s,
                        env::ParseFloat(heartbeat.value, heartbeat.source));

@@ -89,6 +89,7 @@ const std::vector<VarSpec> kVars = {
   {"HVD_HOST_DISCOVERY_INTERVAL", "", kFloat, "1", kLauncher, "seconds between runs of the elastic --host-discovery-script"},
   {"HVD_HOST_DISCOVERY_TIMEOUT", "", kFloat, "10", kLauncher, "seconds a --host-discovery-script run may take before it is killed (its last good host set stays)"},
   {"HVD_GRACE_PERIOD_SECONDS", "", kFloat, "5", kLauncher, "seconds between SIGTERM and SIGKILL when ending a job"},
+  {"HVD_TIMEOUT", "", kFloat, "0", kLauncher, "seconds a job may run: then every rank prints its Python stacks and the job is stopped, exit 124 (0 = no limit)"},
   {"HVD_HEARTBEAT_TIMEOUT_SECONDS", "", kFloat, "5", kBoth, "a host silent this long is lost: hvdrun <-> hvd-agent heartbeats, and the tcp transport's dead-peer check (0 = never)"},
 };
 // clang-format on

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 
 #include "common/kv_messages.h"
@@ -54,6 +55,7 @@ JobOutcome JobController::Run(const std::vector<SpawnRequest>& requests) {
     outcome_.ranks.push_back(rank);
   }
   oom_kills_at_start_ = OomKillCount();
+  job_deadline_ = Clock::now() + Seconds(options_.timeout_s);
   spawner_.Prepare(requests, Clock::now() + Seconds(options_.start_timeout_s));
   SpawnAll(requests);
   EventLoop();
@@ -128,11 +130,19 @@ bool JobController::AllReaped() const {
 }
 
 int JobController::PollTimeoutMs() const {
-  if (!terminating_ || killed_) return -1;
-  const Clock::time_point next =
-      awaited_cause_ >= 0 ? std::min(cause_deadline_, kill_deadline_) : kill_deadline_;
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
-  return static_cast<int>(std::max<int64_t>(0, left.count() + 1));
+  std::optional<Clock::time_point> next;
+  auto consider = [&next](Clock::time_point t) { next = next ? std::min(*next, t) : t; };
+  if (terminating_ && !killed_) {
+    consider(kill_deadline_);
+    if (awaited_cause_ >= 0) consider(cause_deadline_);
+  }
+  if (options_.timeout_s > 0 && !terminating_ && !outcome_.job_timed_out_s) {
+    consider(job_deadline_);
+  }
+  if (stop_after_stacks_) consider(*stop_after_stacks_);
+  if (!next) return -1;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 3600 * 1000));
 }
 
 void JobController::BuildPollSet(std::vector<pollfd>& fds,
@@ -190,6 +200,14 @@ void JobController::EventLoop() {
     if (ready > 0 && fds[0].revents != 0) HandleSignals();
     if (output_.console_closed()) OnLauncherSignal(SIGPIPE);
     if (awaited_cause_ >= 0 && Clock::now() >= cause_deadline_) StopAwaitingCause();
+    if (options_.timeout_s > 0 && !terminating_ && !outcome_.job_timed_out_s &&
+        Clock::now() >= job_deadline_) {
+      OnJobTimeout();
+    }
+    if (stop_after_stacks_ && Clock::now() >= *stop_after_stacks_) {
+      stop_after_stacks_.reset();
+      BeginTermination();
+    }
     if (terminating_ && !killed_ && Clock::now() >= kill_deadline_) {
       SignalRunning(SIGKILL);
       killed_ = true;
@@ -245,6 +263,18 @@ void JobController::OnLauncherSignal(int signo) {
   }
 }
 
+void JobController::OnJobTimeout() {
+  outcome_.job_timed_out_s = options_.timeout_s;
+  std::ostringstream limit;
+  limit << options_.timeout_s;
+  PrintToUser("the job ran past --timeout (" + limit.str() +
+              " s): every rank prints its Python stacks, then the job is stopped");
+  std::vector<int> all(states_.size());
+  for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
+  RequestStacks(all, "");
+  stop_after_stacks_ = Clock::now() + kStackDumpWait;
+}
+
 void JobController::RequestStacks(const std::vector<int>& ranks, const std::string& why) {
   std::vector<int> asked;
   for (int rank : ranks) {
@@ -255,9 +285,11 @@ void JobController::RequestStacks(const std::vector<int>& ranks, const std::stri
   if (asked.empty()) return;
   std::string list;
   for (int rank : asked) list += (list.empty() ? "" : ", ") + std::to_string(rank);
-  PrintToUser((asked.size() > 1 ? "asking ranks " + list + " for their"
-                                : "asking rank " + list + " for its") +
-              " Python stacks (" + why + ")" + (terminating_ ? "" : "; the job goes on"));
+  if (!why.empty()) {
+    PrintToUser((asked.size() > 1 ? "asking ranks " + list + " for their"
+                                  : "asking rank " + list + " for its") +
+                " Python stacks (" + why + ")" + (terminating_ ? "" : "; the job goes on"));
+  }
   for (int rank : asked) {
     RankState& state = states_[static_cast<size_t>(rank)];
     if (state.handle) {

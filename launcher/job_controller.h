@@ -26,6 +26,9 @@ namespace hvd::launcher {
 struct JobControlOptions {
   double start_timeout_s = 30;  // bounds spawning every rank
   double grace_period_s = 5;    // SIGTERM -> SIGKILL
+  // --timeout: from the start, how long the job may run before hvdrun asks every rank for its
+  // stacks and, kStackDumpWait later, stops it (JobOutcome::job_timed_out_s). 0 = no limit.
+  double timeout_s = 0;
   bool verbose = false;
   // Where the stdin of a rank spawned with stdin_pipe comes from (hvdrun's 0); -1 = none.
   int stdin_source_fd = -1;
@@ -50,6 +53,8 @@ RendezvousServerOptions::KeyObserver StackRequestObserver(StackRequests& request
 //
 // Stacks: SIGQUIT to hvdrun, or a request from the runtime (options.stack_requests), sends
 // kStackSignal to the ranks still running (launcher/local/stack_dump.h); the job goes on.
+// options.timeout_s: past it, every rank is asked for its stacks and the job stopped as on a
+// failure (SIGTERM, then SIGKILL), kStackDumpWait later so the stacks come first.
 //
 // Who failed first: a rank whose collectives failed because a peer shut down (the peer
 // raised, or called sys.exit(7): its exit shut the runtime down) often exits before that
@@ -91,7 +96,9 @@ class JobController {
   int PollTimeoutMs() const;
   void HandleSignals();
   void OnLauncherSignal(int signo);
-  // Asks `ranks` (those still running) for their Python stacks, saying `why`.
+  // The job ran past options.timeout_s: stacks now, the stop kStackDumpWait later.
+  void OnJobTimeout();
+  // Asks `ranks` (those still running) for their Python stacks, saying `why` ("": silently).
   void RequestStacks(const std::vector<int>& ranks, const std::string& why);
   void KillAndReapAll();
   void ReapExited();
@@ -124,6 +131,8 @@ class JobController {
   bool killed_ = false;
   std::optional<uint64_t> oom_kills_at_start_;  // this host's OOM kills before the first spawn
   Clock::time_point kill_deadline_;
+  Clock::time_point job_deadline_;                      // options.timeout_s after the start
+  std::optional<Clock::time_point> stop_after_stacks_;  // OnJobTimeout's stop
 };
 
 }  // namespace hvd::launcher

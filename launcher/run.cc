@@ -141,6 +141,7 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
   JobControlOptions control;
   control.start_timeout_s = spec.start_timeout_s;
   control.grace_period_s = spec.grace_period_s;
+  control.timeout_s = spec.timeout_s;
   control.verbose = spec.verbose;
   control.stdin_source_fd = ForwardableStdin();
   control.stack_requests = &stack_requests;

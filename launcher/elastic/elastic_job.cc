@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <sstream>
 
 #include "common/elastic_messages.h"
 #include "launcher/local/local_host.h"
@@ -88,6 +89,7 @@ ElasticJob::~ElasticJob() {
 
 int ElasticJob::Run(const std::vector<discovery::HostSlots>& first_hosts) {
   oom_kills_at_start_ = OomKillCount();
+  job_deadline_ = Clock::now() + SecondsOf(context_.spec->timeout_s);
   driver_.OnHosts(first_hosts, Clock::now());
   Loop();
   return Finish();
@@ -134,6 +136,7 @@ void ElasticJob::Loop() {
     }
     if (context_.output->console_closed() && !launcher_signal_) OnLauncherSignal(SIGPIPE);
     KillOverdue();
+    CheckTimeout();
     std::optional<Clock::time_point> deadline = driver_.NextDeadline();
     if (deadline && Clock::now() >= *deadline) driver_.OnTick(Clock::now());
   }
@@ -145,6 +148,11 @@ int ElasticJob::PollTimeoutMs() const {
   for (const auto& [id, p] : procs_) {
     if (!p.exited && p.kill_at && (!next || *p.kill_at < *next)) next = p.kill_at;
   }
+  if (context_.spec->timeout_s > 0 && !timed_out_ && !launcher_signal_ &&
+      (!next || job_deadline_ < *next)) {
+    next = job_deadline_;
+  }
+  if (stop_after_stacks_ && (!next || *stop_after_stacks_ < *next)) next = stop_after_stacks_;
   if (!next) return -1;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now());
   return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 60000));
@@ -204,9 +212,11 @@ void ElasticJob::RequestStacks(const std::vector<int>& ids, const std::string& w
   if (running.empty()) return;
   std::string list;
   for (int id : running) list += (list.empty() ? "" : ", ") + std::to_string(id);
-  PrintToUser((running.size() > 1 ? "asking workers " + list + " for their"
-                                  : "asking worker " + list + " for its") +
-              " Python stacks (" + why + ")" + (launcher_signal_ ? "" : "; the job goes on"));
+  if (!why.empty()) {
+    PrintToUser((running.size() > 1 ? "asking workers " + list + " for their"
+                                    : "asking worker " + list + " for its") +
+                " Python stacks (" + why + ")" + (launcher_signal_ ? "" : "; the job goes on"));
+  }
   for (int id : running) {
     const Proc& p = procs_.at(id);
     if (p.handle) {
@@ -229,6 +239,31 @@ void ElasticJob::OnStackRequests() {
              std::to_string(*id);
   }
   if (!ids.empty()) RequestStacks(ids, "named by the stall inspector: " + ranks);
+}
+
+void ElasticJob::CheckTimeout() {
+  const Clock::time_point now = Clock::now();
+  if (context_.spec->timeout_s > 0 && !timed_out_ && !launcher_signal_ && now >= job_deadline_) {
+    OnJobTimeout();
+  }
+  if (stop_after_stacks_ && now >= *stop_after_stacks_) {
+    stop_after_stacks_.reset();
+    if (launcher_signal_) return;  // stopped meanwhile
+    launcher_signal_ = SIGTERM;
+    for (auto& [id, p] : procs_) Terminate(id);
+  }
+}
+
+void ElasticJob::OnJobTimeout() {
+  timed_out_ = true;
+  std::ostringstream limit;
+  limit << context_.spec->timeout_s;
+  PrintToUser("the job ran past --timeout (" + limit.str() +
+              " s): every worker prints its Python stacks, then the job is stopped");
+  std::vector<int> all;
+  for (const auto& [id, p] : procs_) all.push_back(id);
+  RequestStacks(all, "");
+  stop_after_stacks_ = Clock::now() + kStackDumpWait;
 }
 
 void ElasticJob::OnLauncherSignal(int signo) {
@@ -497,7 +532,13 @@ int ElasticJob::Finish() {
   }
   std::string headline;
   int code = kExitOk;
-  if (launcher_signal_) {
+  if (timed_out_) {
+    std::ostringstream limit;
+    limit << context_.spec->timeout_s;
+    code = kExitTimeout;
+    headline =
+        "the job ran past --timeout (" + limit.str() + " s); hvdrun exits " + std::to_string(code);
+  } else if (launcher_signal_) {
     code = kExitSignalBase + *launcher_signal_;
     headline = "hvdrun received " + SignalName(*launcher_signal_) + "; hvdrun exits " +
                std::to_string(code);

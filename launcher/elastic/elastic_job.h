@@ -131,6 +131,9 @@ class ElasticJob : public ElasticActions {
   // saying `why`: SIGQUIT to hvdrun asks every worker, the stall inspector the ranks it names.
   void RequestStacks(const std::vector<int>& ids, const std::string& why);
   void OnStackRequests();
+  // The job ran past --timeout: every worker's stacks now, the stop kStackDumpWait later.
+  void OnJobTimeout();
+  void CheckTimeout();
   void OnDiscovery();
   void OnAgents();
   void SpawnRemote(int id, const SpawnRequest& request);
@@ -147,8 +150,13 @@ class ElasticJob : public ElasticActions {
   ElasticJobContext context_;
   ElasticDriver driver_;
   std::map<int, Proc> procs_;
+  // The signal that stopped the job (SIGINT/SIGTERM/SIGHUP, SIGPIPE for a closed console), or
+  // SIGTERM when --timeout did (timed_out_): no worker is added or waited for any more.
   std::optional<int> launcher_signal_;
   bool killed_ = false;
+  Clock::time_point job_deadline_;  // --timeout after the start
+  bool timed_out_ = false;
+  std::optional<Clock::time_point> stop_after_stacks_;  // OnJobTimeout's stop
   std::optional<uint64_t> oom_kills_at_start_;  // this host's OOM kills when the job started
   std::string last_discovery_warning_;
   // Workers that never started (spawn or exec failure): reported to the driver from the loop,

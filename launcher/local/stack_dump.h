@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -25,6 +26,10 @@ struct ProcessEntry {
   pid_t pgrp = -1;
   bool catches = false;  // its handler for the signal asked about is installed (SigCgt)
 };
+
+// How long ranks get to print their stacks before hvdrun stops them for --timeout: the dump
+// is written from the signal handler as soon as the process runs.
+inline constexpr std::chrono::seconds kStackDumpWait{2};
 
 // The processes of group `group` that catch the signal and whose parent does not: the rank's
 // Python and not, say, its DataLoader workers (forks inherit the handler), whose dumps would

@@ -5,12 +5,20 @@
 
 #include <algorithm>
 #include <optional>
+#include <sstream>
 
 #include "launcher/outcome/exit_codes.h"
 #include "launcher/outcome/wait_status.h"
 
 namespace hvd::launcher {
 namespace {
+
+// "600" for whole seconds, "0.5" otherwise.
+std::string FormatSeconds(double s) {
+  std::ostringstream text;
+  text << s;
+  return text.str();
+}
 
 // A lost connection or host that was not the first failure (the survivors of a vanished host
 // may fail on their own before hvdrun's heartbeat says so): named in the headline too.
@@ -54,6 +62,10 @@ std::string Headline(const JobOutcome& outcome) {
            "; hvdrun exits " + std::to_string(ExitCodeOf(outcome));
   }
   if (outcome.start_timed_out) return "job stopped: start-up timed out";
+  if (outcome.job_timed_out_s) {
+    return "job stopped: it ran past --timeout (" + FormatSeconds(*outcome.job_timed_out_s) +
+           " s); hvdrun exits " + std::to_string(ExitCodeOf(outcome));
+  }
   if (outcome.launch_error) return "job stopped: " + *outcome.launch_error;
   if (outcome.first_failed_rank) {
     const RankOutcome& first = outcome.ranks[static_cast<size_t>(*outcome.first_failed_rank)];

@@ -7,7 +7,7 @@ namespace hvd::launcher {
 
 int ExitCodeOf(const JobOutcome& outcome) {
   if (outcome.launcher_signal) return kExitSignalBase + *outcome.launcher_signal;
-  if (outcome.start_timed_out) return kExitTimeout;
+  if (outcome.start_timed_out || outcome.job_timed_out_s) return kExitTimeout;
   if (outcome.launch_error) return kExitLaunchFailed;
   if (outcome.first_failed_rank) {
     const RankOutcome& failed = outcome.ranks[static_cast<size_t>(*outcome.first_failed_rank)];

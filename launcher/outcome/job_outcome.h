@@ -32,6 +32,8 @@ struct RankOutcome {
 struct JobOutcome {
   std::optional<int> launcher_signal;  // SIGINT/SIGTERM/SIGHUP hvdrun received
   bool start_timed_out = false;
+  // The job ran past --timeout (this many seconds) and hvdrun stopped it.
+  std::optional<double> job_timed_out_s;
   std::optional<std::string> launch_error;  // a rank could not be spawned at all
   std::optional<int> first_failed_rank;
   // When first_failed_rank is a rank whose shutdown failed its peers: the peer that exited
@@ -41,7 +43,8 @@ struct JobOutcome {
 };
 
 // hvdrun's exit code for `outcome` (launcher/outcome/exit_codes.h): 128+signal when hvdrun was
-// signalled, kExitTimeout, kExitLaunchFailed, the first failing rank's code, else 0.
+// signalled, kExitTimeout (start-up or --timeout), kExitLaunchFailed, the first failing rank's
+// code, else 0.
 int ExitCodeOf(const JobOutcome& outcome);
 
 }  // namespace hvd::launcher

@@ -53,6 +53,9 @@ struct LaunchSpec {
   // ---- job control and output
   double start_timeout_s = 30;
   double grace_period_s = 5;  // SIGTERM -> SIGKILL
+  // --timeout / HVD_TIMEOUT: how long the job may run, from its start; then every rank is asked
+  // for its stacks and the job stopped (exit 124). 0 = no limit.
+  double timeout_s = 0;
   // HVD_HEARTBEAT_TIMEOUT_SECONDS: a remote host silent this long is lost (0 = never).
   double heartbeat_timeout_s = 5;
   std::string output_filename;

@@ -75,3 +75,20 @@ def test_the_stall_inspector_and_sigquit_ask_workers_for_their_stacks(tmp_path):
         "hvdrun: asking workers 0, 1 for their Python stacks (hvdrun received SIGQUIT); the job "
         "goes on"], err
     assert len(re.findall(r"^\[0\]<stderr>:Missing ranks:", err, re.M)) >= 1, err
+
+
+def test_past_the_timeout_every_worker_prints_its_stack_and_hvdrun_exits_124(tmp_path):
+    require_hvdrun()
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)  # no "go": worker 1 never arrives
+    result = subprocess.run([HVDRUN, "-np", "2", "--min-np", "2", "-H", "localhost:1,127.0.0.1:1",
+                             "--timeout", "10", PYTHON, str(script), str(tmp_path)],
+                            capture_output=True, text=True, timeout=120, start_new_session=True)
+    err = result.stderr
+    assert result.returncode == 124, err
+    assert "hvdrun: the job ran past --timeout (10 s): every worker prints its Python stacks, " \
+           "then the job is stopped" in err, err
+    assert re.search(r"^\[1\]<stderr>:.* in stuck_loading_data$", err, re.M), err
+    assert re.search(r"^\[0\]<stderr>:.* in allreduce$", err, re.M), err
+    assert "hvdrun: elastic job stopped: the job ran past --timeout (10 s); hvdrun exits 124" in \
+        err, err

@@ -195,3 +195,33 @@ def test_the_stall_inspector_asks_once_for_the_missing_ranks_stack(tmp_path):
                      "inspector: missing from a collective); the job goes on"], err
     assert "in stuck_loading_data" in "\n".join(stack_lines(err, 1)), err
     assert dumps(err, 1) == 1 and dumps(err, 0) == 0 and dumps(err, 2) == 0, err
+
+
+def test_past_the_timeout_every_rank_prints_its_stack_and_hvdrun_exits_124(tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)  # no "go": rank 1 never arrives
+    started = time.monotonic()
+    # Long enough for three ranks to import torch and meet on the 2 CPUs of a loaded CI machine.
+    job = Job(tmp_path, ["-np", "3", "--timeout", "10", "--grace-period-seconds", "2",
+                         sys.executable, str(script), str(tmp_path)])
+    code, out, err = job.finish(timeout=60)
+    took = time.monotonic() - started
+    assert code == 124, err
+    assert "hvdrun: the job ran past --timeout (10 s): every rank prints its Python stacks, then " \
+           "the job is stopped" in err, err
+    assert "in stuck_loading_data" in "\n".join(stack_lines(err, 1)), err
+    for rank in (0, 2):
+        assert "in waiting_in_the_allreduce" in "\n".join(stack_lines(err, rank)), err
+    assert "hvdrun: job stopped: it ran past --timeout (10 s); hvdrun exits 124" in err, err
+    assert re.search(r"^  1     localhost  SIGTERM \(signal 15\), stopped by hvdrun$", err,
+                     re.M), err
+    # The stacks' wait (2 s) and the SIGTERM: no grace period is used up, no SIGKILL.
+    assert 12 <= took < 30, took
+
+
+def test_a_job_within_its_timeout_is_not_touched(tmp_path):
+    job = Job(tmp_path, ["-np", "2", "--timeout", "60", "sh", "-c", "echo done $HVD_RANK"])
+    code, out, err = job.finish()
+    assert code == 0, err
+    assert sorted(out.splitlines()) == ["[0]<stdout>:done 0", "[1]<stdout>:done 1"], out
+    assert err == "", err

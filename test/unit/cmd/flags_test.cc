@@ -161,6 +161,21 @@ TEST(FlagsTest, HeartbeatTimeoutComesFromTheEnvironmentAndBadValuesNameIt) {
               HasSubstr("HVD_HEARTBEAT_TIMEOUT_SECONDS"));
 }
 
+TEST(FlagsTest, JobTimeoutFromTheFlagOrTheEnvironmentAndNotUnderMpirun) {
+  EXPECT_EQ(MustParse({"c"}).spec.timeout_s, 0);  // no limit
+  EXPECT_EQ(MustParse({"--timeout", "90.5", "c"}).spec.timeout_s, 90.5);
+  EXPECT_EQ(MustParse({"c"}, {{"HVD_TIMEOUT", "600"}}).spec.timeout_s, 600);
+  EXPECT_EQ(MustParse({"--timeout", "5", "c"}, {{"HVD_TIMEOUT", "600"}}).spec.timeout_s, 5);
+  EXPECT_THAT(ParseError({"--timeout", "soon", "c"}),
+              HasSubstr("--timeout: expected a number, got 'soon'"));
+  EXPECT_THAT(ParseError({"--timeout", "-1", "c"}), HasSubstr("--timeout: must be >= 0, got -1"));
+  EXPECT_THAT(ParseError({"c"}, {{"HVD_TIMEOUT", "x"}}), HasSubstr("HVD_TIMEOUT"));
+  EXPECT_THAT(ParseError({"--mpi", "--timeout", "5", "c"}),
+              HasSubstr("--timeout (HVD_TIMEOUT) needs hvdrun's own launcher; under --mpi give "
+                        "mpirun its own: --mpi-args '--timeout N --get-stack-traces'"));
+  EXPECT_EQ(MustParse({"--mpi", "c"}).spec.timeout_s, 0);
+}
+
 TEST(FlagsTest, BadLogLevelInTheEnvironmentIsAWarning) {
   ParsedCommandLine p = MustParse({"c"}, {{"HVD_LOG_LEVEL", "chatty"}});
   EXPECT_EQ(p.spec.log_level, "WARNING");

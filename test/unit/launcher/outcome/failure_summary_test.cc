@@ -51,6 +51,20 @@ TEST(JobOutcomeTest, ExitCodePrecedence) {
   EXPECT_EQ(ExitCodeOf(outcome), 130);
 }
 
+TEST(JobOutcomeTest, AJobStoppedForItsTimeoutExits124AndSaysSo) {
+  // Past --timeout a rank may still fail before the stop: the timeout came first.
+  JobOutcome outcome;
+  outcome.ranks = {Finished(0, Killed(SIGTERM), true), Finished(1, Exited(1))};
+  outcome.first_failed_rank = 1;
+  outcome.job_timed_out_s = 2.5;
+  EXPECT_EQ(ExitCodeOf(outcome), kExitTimeout);
+  const std::string summary =
+      FormatFailureSummary(outcome, [](int) { return std::vector<std::string>(); });
+  EXPECT_NE(summary.find("job stopped: it ran past --timeout (2.5 s); hvdrun exits 124"),
+            std::string::npos)
+      << summary;
+}
+
 TEST(FailureSummaryTest, ARankThatReportedItsOwnFailureIsNamedBeforeAPeerThatExitedFirst) {
   // Rank 1 raised and reported it; its exit shut the runtime down, rank 2 failed at once and
   // exited first, and hvdrun stopped the rest.
