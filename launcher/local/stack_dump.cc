@@ -17,8 +17,13 @@
 namespace hvd::launcher {
 namespace {
 
+// A number as the kernel and hvd's runtime write one: decimal digits, no sign, no leading zero
+// ("040" is not 40: no such line is the kernel's).
 template <typename T>
 bool ParseNumber(std::string_view text, T* out) {
+  if (text.empty() || text[0] < '0' || text[0] > '9' || (text[0] == '0' && text.size() > 1)) {
+    return false;
+  }
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
   return ec == std::errc() && end == text.data() + text.size();
 }

@@ -33,6 +33,7 @@ std::string FuzzTimeline(std::string_view input);
 std::string FuzzAgentProtocol(std::string_view input);
 std::string FuzzRendezvousConnection(std::string_view input);
 std::string FuzzKernelLog(std::string_view input);
+std::string FuzzStackRequest(std::string_view input);
 
 struct Target {
   const char* name;  // the folder name under corpus/, regressions/ and dict/
@@ -55,6 +56,7 @@ inline constexpr Target kTargets[] = {
     {"agent_protocol", FuzzAgentProtocol},
     {"rendezvous_connection", FuzzRendezvousConnection},
     {"kernel_log", FuzzKernelLog},
+    {"stack_request", FuzzStackRequest},
 };
 
 }  // namespace hvd::fuzz

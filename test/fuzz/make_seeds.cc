@@ -191,6 +191,19 @@ void TextSeeds(Corpus& c) {
         "Killed process 77 (python3) total-vm:100kB, anon-rss:64kB, file-rss:0kB\n"
         "oom_reaper: reaped process 77 (python3), now anon-rss:0kB"s,
         "\1\0\x09\1Out of memory: Killed process 9 (a (b) c) total-vm:1kB, anon-rss:2kB"s}},
+      {"stack_request",
+       {"\0"
+        "1,3"s,
+        "\0"
+        "0"s,
+        "\0"
+        "1,,2"s,
+        "\1"
+        "4242 (python3) S 4000 4100 4100 0 -1 4194560 1 0 0 0"s,
+        "\1"
+        "7 (a) S 1 1 (b) R 99 98 97 0) S 5 6 0"s,
+        "\2\x2c"
+        "Name:\tpython3\nSigIgn:\t0000000001001000\nSigCgt:\t0000080000004002\n"s}},
       {"discovery_output",
        {"\0host-1:4\nhost-2:4\n"s, "\2host-1\r\nhost-2:2\n\n",
         "\0[fe80::1]:2\nhost-1:2\nhost-1:3\n"s}},

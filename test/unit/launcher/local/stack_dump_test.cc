@@ -28,8 +28,9 @@ TEST(StackDumpTest, ReadsPidParentAndGroupWhateverTheProgramIsCalled) {
   ASSERT_TRUE(odd);
   EXPECT_EQ(odd->ppid, 5);
   EXPECT_EQ(odd->pgrp, 6);
-  for (const char* bad : {"", "4242", "4242 (python3", "x (p) S 1 2", "4242 (p) S 1",
-                          "4242 (p) S one 2", "4242 (p) S 1 2x"}) {
+  for (const char* bad :
+       {"", "4242", "4242 (python3", "x (p) S 1 2", "4242 (p) S 1", "4242 (p) S one 2",
+        "4242 (p) S 1 2x", "040 (p) S 1 2", "+40 (p) S 1 2", "40 (p) S -1 2"}) {
     EXPECT_FALSE(ParseProcStat(bad)) << bad;
   }
 }
@@ -66,7 +67,8 @@ TEST(StackDumpTest, OnlyTheOutermostCatchersOfTheGroupAreChosen) {
 TEST(StackDumpTest, RankListsAreDecimalsSeparatedByCommas) {
   EXPECT_EQ(ParseRankList("1,3"), (std::vector<int>{1, 3}));
   EXPECT_EQ(ParseRankList("0"), (std::vector<int>{0}));
-  for (const char* bad : {"", ",", "1,", ",1", "1,,2", "-1", "a", "1 ,2", "99999999999"}) {
+  for (const char* bad :
+       {"", ",", "1,", ",1", "1,,2", "-1", "+1", "01", "a", "1 ,2", "99999999999"}) {
     EXPECT_FALSE(ParseRankList(bad)) << bad;
   }
 }
