@@ -75,6 +75,9 @@ void AddBasic(Builder* b) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   b->Value("--output-filename", "DIR",
            "Also write each rank's output to DIR/rank.N/{stdout,stderr}.");
+  b->Value("--console-ranks", "RANKS",
+           "Only these ranks' output on the console, e.g. 0 or 0,4-7 (every rank's still goes "
+           "to --output-filename and the failure summary).");
   b->Flag("--verbose", "Print the launch steps and commands.");
   b->Value("--config-file", "FILE",
            "YAML file with parameters; flags given on the command line win.");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <filesystem>
+#include <set>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -50,6 +51,45 @@ Result<double> Seconds(const CLI::App& app, const env::Environment& env, const c
   HVD_ASSIGN_OR_RETURN(double v, env::ParseFloat(lookup.value, lookup.source));
   if (v < 0) return OutOfRange(lookup.source, ">= 0", lookup.value);
   return v;
+}
+
+// "0,4-7" -> {0, 4, 5, 6, 7}: ranks and inclusive ranges, separated by commas; ascending,
+// without repeats. At most 65,536 ranks.
+Result<std::vector<int>> ParseRankRanges(const std::string& text, const char* flag) {
+  constexpr int64_t kMaxRanks = 1 << 16;
+  std::set<int> ranks;
+  size_t at = 0;
+  while (true) {
+    const size_t comma = text.find(',', at);
+    const std::string item = text.substr(at, comma == std::string::npos ? comma : comma - at);
+    const size_t dash = item.find('-');
+    auto bad = [&](const std::string& why) {
+      return Status::InvalidArgument(std::string(flag) + ": '" + item + "' in '" + text +
+                                     "': " + why + " (expected ranks like 0 or 0,4-7)");
+    };
+    int64_t first = -1, last = -1;
+    auto number = [](const std::string& digits, int64_t* out) {
+      if (digits.empty() || digits.size() > 9 ||
+          digits.find_first_not_of("0123456789") != std::string::npos) {
+        return false;
+      }
+      *out = std::stoll(digits);
+      return true;
+    };
+    if (!number(item.substr(0, dash), &first) ||
+        (dash != std::string::npos && !number(item.substr(dash + 1), &last))) {
+      return bad("not a rank or a range of ranks");
+    }
+    if (dash == std::string::npos) last = first;
+    if (last < first) return bad("the range ends before it starts");
+    if (last - first + 1 + static_cast<int64_t>(ranks.size()) > kMaxRanks) {
+      return bad("more than 65536 ranks");
+    }
+    for (int64_t r = first; r <= last; ++r) ranks.insert(static_cast<int>(r));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return std::vector<int>(ranks.begin(), ranks.end());
 }
 
 Status ReadCooldown(const CLI::App& app, LaunchSpec* spec) {
@@ -250,6 +290,14 @@ Status ReadJobControl(const CLI::App& app, const env::Environment& env, ParsedCo
                        env::ParseFloat(heartbeat.value, heartbeat.source));
   if (spec->heartbeat_timeout_s < 0) return OutOfRange(heartbeat.source, ">= 0", heartbeat.value);
   spec->output_filename = LastValue(app, "--output-filename").value_or("");
+  if (std::optional<std::string> ranks = LastValue(app, "--console-ranks")) {
+    HVD_ASSIGN_OR_RETURN(spec->console_ranks, ParseRankRanges(*ranks, "--console-ranks"));
+  }
+  if (!spec->console_ranks.empty() && spec->controller == Controller::kMpi) {
+    return Status::InvalidArgument(
+        "--console-ranks needs hvdrun's own launcher: under --mpi, mpirun prints the ranks' "
+        "output");
+  }
   spec->prefix_timestamp = Given(app, "--prefix-output-with-timestamp");
   spec->verbose = Given(app, "--verbose");
   spec->dry_run = Given(app, "--dry-run");

@@ -263,6 +263,7 @@ int Launch(const LaunchSpec& spec, const env::Environment& env,
       std::max(spec.num_proc.value_or(1), spec.max_num_proc.value_or(1));
   output_options.prefix_timestamp = spec.prefix_timestamp;
   output_options.output_dir = spec.output_filename;
+  output_options.console_ranks = spec.console_ranks;  // worker ids
   OutputForwarder output(output_options);
   LocalSpawner spawner;
   ElasticJobContext context;

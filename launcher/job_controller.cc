@@ -291,6 +291,7 @@ void JobController::RequestStacks(const std::vector<int>& ranks, const std::stri
                 " Python stacks (" + why + ")" + (terminating_ ? "" : "; the job goes on"));
   }
   for (int rank : asked) {
+    output_.ShowStderrFor(rank, kStackDumpWait);  // past --console-ranks
     RankState& state = states_[static_cast<size_t>(rank)];
     if (state.handle) {
       state.handle->Signal(kStackSignal);  // its hvd-agent picks the processes alike

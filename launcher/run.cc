@@ -136,6 +136,7 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
   output_options.size = job.size;
   output_options.prefix_timestamp = spec.prefix_timestamp;
   output_options.output_dir = spec.output_filename;
+  output_options.console_ranks = spec.console_ranks;
   OutputForwarder output(output_options);
   if (Status status = output.OpenFiles(); !status.ok()) return Fail(kExitLaunchFailed, status);
   JobControlOptions control;
@@ -244,6 +245,12 @@ int Run(const LaunchSpec& spec, const env::Environment& env) {
   Result<JobPlan> plan = PlanJob(spec, env);
   if (!plan.ok()) {
     PrintToUser("error: " + plan.status().message());
+    return kExitUsage;
+  }
+  if (!spec.console_ranks.empty() &&
+      static_cast<size_t>(spec.console_ranks.back()) >= plan->ranks.size()) {
+    PrintToUser("error: --console-ranks: rank " + std::to_string(spec.console_ranks.back()) +
+                " is not in this job of " + std::to_string(plan->ranks.size()) + " ranks");
     return kExitUsage;
   }
   PrintStep(spec.verbose, "hosts from " + plan->allocation.source + "; " +

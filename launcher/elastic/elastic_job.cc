@@ -218,6 +218,7 @@ void ElasticJob::RequestStacks(const std::vector<int>& ids, const std::string& w
                 " Python stacks (" + why + ")" + (launcher_signal_ ? "" : "; the job goes on"));
   }
   for (int id : running) {
+    context_.output->ShowStderrFor(id, kStackDumpWait);  // past --console-ranks
     const Proc& p = procs_.at(id);
     if (p.handle) {
       p.handle->Signal(kStackSignal);  // its hvd-agent picks the processes alike

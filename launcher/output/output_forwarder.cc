@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <system_error>
@@ -179,13 +180,29 @@ std::string OutputForwarder::Prefix(int rank, Stream stream) const {
 
 void OutputForwarder::EmitLine(int rank, Stream stream, std::string_view body,
                                std::string_view terminator) {
-  std::string line = Prefix(rank, stream);
-  line.reserve(line.size() + body.size() + terminator.size());
-  line.append(body);
-  line.append(terminator);
-  int error = WriteAll(stream == Stream::kStdout ? options_.stdout_fd : options_.stderr_fd, line);
-  if (error == EPIPE) console_closed_ = true;
+  if (OnConsole(rank, stream)) {
+    std::string line = Prefix(rank, stream);
+    line.reserve(line.size() + body.size() + terminator.size());
+    line.append(body);
+    line.append(terminator);
+    int error = WriteAll(stream == Stream::kStdout ? options_.stdout_fd : options_.stderr_fd, line);
+    if (error == EPIPE) console_closed_ = true;
+  }
   if (stream == Stream::kStderr) RememberStderrLine(rank, body);
+}
+
+bool OutputForwarder::OnConsole(int rank, Stream stream) const {
+  if (options_.console_ranks.empty() ||
+      std::binary_search(options_.console_ranks.begin(), options_.console_ranks.end(), rank)) {
+    return true;
+  }
+  return stream == Stream::kStderr &&
+         std::chrono::steady_clock::now() < ranks_[static_cast<size_t>(rank)].show_stderr_until;
+}
+
+void OutputForwarder::ShowStderrFor(int rank, std::chrono::steady_clock::duration duration) {
+  if (rank < 0 || static_cast<size_t>(rank) >= ranks_.size()) return;
+  ranks_[static_cast<size_t>(rank)].show_stderr_until = std::chrono::steady_clock::now() + duration;
 }
 
 void OutputForwarder::RememberStderrLine(int rank, std::string_view body) {

@@ -1,6 +1,7 @@
 #ifndef HVD_LAUNCHER_OUTPUT_OUTPUT_FORWARDER_H_
 #define HVD_LAUNCHER_OUTPUT_OUTPUT_FORWARDER_H_
 
+#include <chrono>
 #include <cstddef>
 #include <deque>
 #include <string>
@@ -28,6 +29,10 @@ enum class Stream { kStdout, kStderr };
 // writes nothing more to it (no gap in the middle when space comes back); the console still
 // gets every line. Keeps the last few stderr lines of each rank for the failure summary.
 //
+// With console_ranks (--console-ranks), only those ranks' lines reach the console; the files
+// and the stderr tails still get every rank's, and ShowStderrFor lets a rank's stderr through
+// for a while (its stacks, which hvdrun asked for).
+//
 // Threading: not synchronized; the job controller calls it from its one event-loop thread.
 class OutputForwarder {
  public:
@@ -41,6 +46,8 @@ class OutputForwarder {
     // Directory names are padded to the width of max(size, name_width_size) - 1, so a job
     // that grows (Grow) keeps one width.
     int name_width_size = 0;
+    // The ranks whose lines go to the console, ascending; empty = every rank.
+    std::vector<int> console_ranks;
   };
 
   explicit OutputForwarder(Options options);
@@ -69,6 +76,9 @@ class OutputForwarder {
   void ClosePipe(int rank, int which, int (&fds)[2]);
   void DrainAndClosePipes(int rank, int (&fds)[2]);
 
+  // `rank`'s stderr reaches the console for `duration` from now, console_ranks or not.
+  void ShowStderrFor(int rank, std::chrono::steady_clock::duration duration);
+
   // The last stderr lines of `rank`, oldest first, each cut to a readable length.
   std::vector<std::string> StderrTail(int rank) const;
 
@@ -89,6 +99,7 @@ class OutputForwarder {
     Channel out;
     Channel err;
     std::deque<std::string> tail;
+    std::chrono::steady_clock::time_point show_stderr_until;  // ShowStderrFor
   };
 
   Status OpenFilesFrom(int first);
@@ -97,6 +108,7 @@ class OutputForwarder {
   void FileFailed(int rank, Stream stream, Channel& channel, int error);
   void EmitLine(int rank, Stream stream, std::string_view body, std::string_view terminator);
   void RememberStderrLine(int rank, std::string_view body);
+  bool OnConsole(int rank, Stream stream) const;
   std::string Prefix(int rank, Stream stream) const;
 
   Options options_;

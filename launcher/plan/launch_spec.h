@@ -59,6 +59,9 @@ struct LaunchSpec {
   // HVD_HEARTBEAT_TIMEOUT_SECONDS: a remote host silent this long is lost (0 = never).
   double heartbeat_timeout_s = 5;
   std::string output_filename;
+  // --console-ranks: the ranks (elastic: workers) whose output reaches the console, ascending
+  // without repeats; empty = every rank.
+  std::vector<int> console_ranks;
   bool prefix_timestamp = false;
   bool verbose = false;
   bool dry_run = false;

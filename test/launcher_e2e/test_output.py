@@ -130,3 +130,27 @@ def test_prefix_timestamp_uses_asctime_form():
     assert result.returncode == 0
     line = result.stdout.decode()
     assert re.fullmatch(r"\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}\[0\]<stdout>:hi\n", line), line
+
+
+def test_console_ranks_keep_the_others_off_the_console_but_in_files_and_the_summary(tmp_path):
+    script = ('echo out $HVD_RANK; echo err $HVD_RANK >&2; '
+              'if [ "$HVD_RANK" = 3 ]; then echo "rank 3 broke" >&2; exit 5; fi')
+    result = run(["-np", "4", "--console-ranks", "0,2-2", "--output-filename", str(tmp_path),
+                  "sh", "-c", script])
+    out, err = result.stdout.decode(), result.stderr.decode()
+    assert result.returncode == 5, err
+    assert sorted(out.splitlines()) == ["[0]<stdout>:out 0", "[2]<stdout>:out 2"], out
+    assert "[1]<stderr>" not in err and "[3]<stderr>" not in err, err
+    # The failing rank, though off the console, is named with its last stderr lines.
+    assert "rank 3 on localhost failed first: exit code 5" in err, err
+    assert "last stderr lines of rank 3:\n  err 3\n  rank 3 broke" in err, err
+    for rank in range(4):
+        assert (tmp_path / ("rank.%d" % rank) / "stdout").read_text() == "out %d\n" % rank
+
+
+def test_console_ranks_outside_the_job_are_a_usage_error(tmp_path):
+    flag = tmp_path / "ran"
+    result = run(["-np", "2", "--console-ranks", "0,5", "touch", str(flag)])
+    assert result.returncode == 64
+    assert "--console-ranks: rank 5 is not in this job of 2 ranks" in result.stderr.decode()
+    assert not flag.exists()

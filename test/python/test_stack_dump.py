@@ -225,3 +225,22 @@ def test_a_job_within_its_timeout_is_not_touched(tmp_path):
     assert code == 0, err
     assert sorted(out.splitlines()) == ["[0]<stdout>:done 0", "[1]<stdout>:done 1"], out
     assert err == "", err
+
+
+def test_a_rank_off_the_console_still_shows_the_stack_it_was_asked_for(tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    job = Job(tmp_path, ["-np", "3", "--console-ranks", "0", sys.executable, str(script),
+                         str(tmp_path)])
+    try:
+        wait_for(lambda: all((tmp_path / ("up.%d" % r)).exists() for r in range(3)), 60,
+                 "every rank to start")
+        job.proc.send_signal(signal.SIGQUIT)
+        wait_for(lambda: all(dumps(job.err(), r) == 1 for r in range(3)), 30,
+                 "every rank's stack on the console")
+    finally:
+        (tmp_path / "go").touch()
+    code, out, err = job.finish()
+    assert code == 0, err
+    assert out.splitlines() == ["[0]<stdout>:finished 0"], out  # the filter holds for the rest
+    assert "in stuck_loading_data" in "\n".join(stack_lines(err, 1)), err

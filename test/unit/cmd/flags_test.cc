@@ -176,6 +176,22 @@ TEST(FlagsTest, JobTimeoutFromTheFlagOrTheEnvironmentAndNotUnderMpirun) {
   EXPECT_EQ(MustParse({"--mpi", "c"}).spec.timeout_s, 0);
 }
 
+TEST(FlagsTest, ConsoleRanksAreRanksAndRanges) {
+  EXPECT_TRUE(MustParse({"c"}).spec.console_ranks.empty());  // every rank
+  EXPECT_THAT(MustParse({"--console-ranks", "0", "c"}).spec.console_ranks, ElementsAre(0));
+  EXPECT_THAT(MustParse({"--console-ranks", "6-7,0,2-3,3", "c"}).spec.console_ranks,
+              ElementsAre(0, 2, 3, 6, 7));
+  EXPECT_THAT(ParseError({"--console-ranks", "", "c"}), HasSubstr("--console-ranks"));
+  for (const char* bad :
+       {"x", "1,", ",1", "-1", "2-1", "1-", "1-2-3", "0x1", "1 ,2", "9999999999", "0-70000"}) {
+    EXPECT_THAT(ParseError({"--console-ranks", bad, "c"}), HasSubstr("--console-ranks: '")) << bad;
+  }
+  EXPECT_THAT(ParseError({"--mpi", "--console-ranks", "0", "c"}),
+              HasSubstr("--console-ranks needs hvdrun's own launcher"));
+  EXPECT_THAT(ParseError({"--console-ranks", "2-1", "c"}),
+              HasSubstr("--console-ranks: '2-1' in '2-1': the range ends before it starts"));
+}
+
 TEST(FlagsTest, BadLogLevelInTheEnvironmentIsAWarning) {
   ParsedCommandLine p = MustParse({"c"}, {{"HVD_LOG_LEVEL", "chatty"}});
   EXPECT_EQ(p.spec.log_level, "WARNING");

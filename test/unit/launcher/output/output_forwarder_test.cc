@@ -4,10 +4,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace hvd::launcher {
 namespace {
@@ -35,10 +37,11 @@ class MemFile {
 };
 
 struct Fixture {
-  explicit Fixture(int size = 2, std::string dir = "") {
+  explicit Fixture(int size = 2, std::string dir = "", std::vector<int> console_ranks = {}) {
     OutputForwarder::Options options;
     options.size = size;
     options.output_dir = std::move(dir);
+    options.console_ranks = std::move(console_ranks);
     options.stdout_fd = out.fd();
     options.stderr_fd = err.fd();
     forwarder = std::make_unique<OutputForwarder>(options);
@@ -138,6 +141,35 @@ TEST(OutputForwarderTest, WritesRawBytesToPerRankFiles) {
   EXPECT_EQ(ReadFile(dir / "rank.10" / "stdout"), "raw\rbytes");
   EXPECT_EQ(ReadFile(dir / "rank.10" / "stderr"), "err\n");
   EXPECT_TRUE(std::filesystem::exists(dir / "rank.00" / "stdout"));
+  std::filesystem::remove_all(dir);
+}
+
+// --console-ranks: the others' lines stay off the console but reach their files and the stderr
+// tail; a rank asked for its stacks has its stderr shown for a while.
+TEST(OutputForwarderTest, OnlyTheConsoleRanksReachTheConsoleAndTheFilesGetEveryRank) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("hvd_forwarder_console_" + std::to_string(getpid()));
+  {
+    Fixture f(3, dir.string(), {0, 2});
+    ASSERT_TRUE(f.forwarder->OpenFiles().ok());
+    for (int rank = 0; rank < 3; ++rank) {
+      f.forwarder->Write(rank, Stream::kStdout, "out " + std::to_string(rank) + "\n");
+      f.forwarder->Write(rank, Stream::kStderr, "err " + std::to_string(rank) + "\n");
+    }
+    EXPECT_EQ(f.out.Contents(), "[0]<stdout>:out 0\n[2]<stdout>:out 2\n");
+    EXPECT_EQ(f.err.Contents(), "[0]<stderr>:err 0\n[2]<stderr>:err 2\n");
+    EXPECT_EQ(f.forwarder->StderrTail(1), std::vector<std::string>{"err 1"});
+    // Asked for its stacks: rank 1's stderr shows, its stdout does not; later it is hidden again.
+    f.forwarder->ShowStderrFor(1, std::chrono::hours(1));
+    f.forwarder->Write(1, Stream::kStderr, "stack 1\n");
+    f.forwarder->Write(1, Stream::kStdout, "still hidden\n");
+    f.forwarder->ShowStderrFor(1, std::chrono::seconds(0));
+    f.forwarder->Write(1, Stream::kStderr, "hidden again\n");
+    EXPECT_EQ(f.err.Contents(), "[0]<stderr>:err 0\n[2]<stderr>:err 2\n[1]<stderr>:stack 1\n");
+    EXPECT_EQ(f.out.Contents(), "[0]<stdout>:out 0\n[2]<stdout>:out 2\n");
+  }
+  EXPECT_EQ(ReadFile(dir / "rank.1" / "stdout"), "out 1\nstill hidden\n");
+  EXPECT_EQ(ReadFile(dir / "rank.1" / "stderr"), "err 1\nstack 1\nhidden again\n");
   std::filesystem::remove_all(dir);
 }
 
