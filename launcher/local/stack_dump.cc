@@ -9,7 +9,6 @@
 #include <charconv>
 #include <cstdint>
 #include <fstream>
-#include <iterator>
 #include <set>
 #include <sstream>
 #include <utility>
