@@ -28,6 +28,7 @@ const std::vector<VarSpec> kVars = {
   {"HVD_SECRET_FD", "", kInt, "-1", kRuntime, "inherited file descriptor holding the job's 256-bit key (never the key itself)"},
   {"HVD_JOB_ID", "", kString, "", kRuntime, "job identifier; namespaces rendezvous keys"},
   {"HVD_RUNTIME_LIBRARY", "", kString, "", kRuntime, "absolute path of libhvd the Python binding loads"},
+  {"HVD_STACK_SIGNAL", "", kInt, "0", kRuntime, "signal on which hvd's Python module prints every thread's stack (hvdrun sets 44 for its ranks; 0 = none)"},
   {"HVD_CONTROLLER", "HOROVOD_CONTROLLER", kString, "gloo", kRuntime, "control plane: gloo or mpi"},
   {"HVD_CPU_OPERATIONS", "HOROVOD_CPU_OPERATIONS", kString, "auto", kRuntime, "CPU data backend: gloo, tcp (hvd's own TCP transport), mpi, shm (shared memory; every group on one host) or auto (the default: shm for groups on one host, tcp across hosts)"},
   {"HVD_ELASTIC", "HOROVOD_ELASTIC", kBool, "0", kRuntime, "elastic mode (re-rendezvous after failures)"},

@@ -116,7 +116,7 @@ def _register_stack_dump() -> None:
     """hvdrun asks a rank where it is (SIGQUIT to hvdrun, or the stall inspector naming the
     rank) with the signal it puts in HVD_STACK_SIGNAL: faulthandler then prints every Python
     thread's stack to stderr, and the rank runs on. Left alone when the program handles that
-    signal itself, or when not started by hvdrun (the variable is unset)."""
+    signal itself, or when not started by hvdrun (the variable is unset or 0)."""
     value = os.environ.get("HVD_STACK_SIGNAL", "")
     if not value:
         return
@@ -124,7 +124,7 @@ def _register_stack_dump() -> None:
         import faulthandler
         import signal
         signo = int(value)
-        if signal.getsignal(signo) != signal.SIG_DFL:
+        if signo <= 0 or signal.getsignal(signo) != signal.SIG_DFL:
             return
         faulthandler.register(signo, file=sys.stderr, all_threads=True, chain=False)
     except (ValueError, OSError, RuntimeError, AttributeError):
