@@ -88,6 +88,35 @@ def _shutdown_at_exit() -> None:
         shutdown()
 
 
+def _register_stack_dump() -> None:
+    """hvdrun asks a rank where it is (SIGQUIT to hvdrun, the stall inspector naming the rank,
+    --timeout) with the signal it puts in HVD_STACK_SIGNAL: faulthandler then prints every
+    Python thread's stack to stderr, and the rank runs on. Left alone when the program handles
+    that signal itself, or when not started by hvdrun (the variable is unset or 0).
+
+    Registered as a chain to SIG_IGN, for two reasons. faulthandler's handler sets errno (its
+    writes zero it) unless it chains, and the signal may land on any thread, one of hvd's too,
+    between a failed recv() and the look at errno: a chained handler restores errno, where a
+    plain one made the TCP transport take EAGAIN for an error (found by
+    test_stack_dump.py's stress test). And the interpreter's finalization puts back the
+    handler found at registration: SIG_IGN, so a request in a rank's last moments is dropped
+    instead of ending the rank by the signal's default action."""
+    value = os.environ.get("HVD_STACK_SIGNAL", "")
+    if not value:
+        return
+    try:
+        import faulthandler
+        import signal
+        signo = int(value)
+        if signo <= 0 or signal.getsignal(signo) != signal.SIG_DFL:
+            return
+        signal.signal(signo, signal.SIG_IGN)
+        faulthandler.register(signo, file=sys.stderr, all_threads=True, chain=True)
+    except (ValueError, OSError, RuntimeError, AttributeError):
+        return  # a bad number, not the main thread, no usable stderr: no dumps
+
+
+_register_stack_dump()
 # Stop the runtime's threads before the interpreter tears down the objects they use.
 atexit.register(_shutdown_at_exit)
 
@@ -112,26 +141,6 @@ _previous_excepthook = sys.excepthook
 sys.excepthook = _report_uncaught
 
 
-def _register_stack_dump() -> None:
-    """hvdrun asks a rank where it is (SIGQUIT to hvdrun, or the stall inspector naming the
-    rank) with the signal it puts in HVD_STACK_SIGNAL: faulthandler then prints every Python
-    thread's stack to stderr, and the rank runs on. Left alone when the program handles that
-    signal itself, or when not started by hvdrun (the variable is unset or 0)."""
-    value = os.environ.get("HVD_STACK_SIGNAL", "")
-    if not value:
-        return
-    try:
-        import faulthandler
-        import signal
-        signo = int(value)
-        if signo <= 0 or signal.getsignal(signo) != signal.SIG_DFL:
-            return
-        faulthandler.register(signo, file=sys.stderr, all_threads=True, chain=False)
-    except (ValueError, OSError, RuntimeError, AttributeError):
-        pass  # a bad number or no usable stderr: no dumps, nothing else changes
-
-
-_register_stack_dump()
 
 
 def is_initialized() -> bool:

@@ -244,3 +244,55 @@ def test_a_rank_off_the_console_still_shows_the_stack_it_was_asked_for(tmp_path)
     assert code == 0, err
     assert out.splitlines() == ["[0]<stdout>:finished 0"], out  # the filter holds for the rest
     assert "in stuck_loading_data" in "\n".join(stack_lines(err, 1)), err
+
+
+# Every rank checks sums, gathers and broadcasts while its stack is asked for every few ms: the
+# signal lands in whatever a thread is doing (a poll, a futex, a socket read of the transport),
+# and nothing may fail or come out wrong for it.
+STRESS = textwrap.dedent("""
+    import os, sys, time
+    import torch
+    import hvd.torch as hvd
+
+    hvd.init()
+    with open(os.path.join(sys.argv[1], "pid.%d" % hvd.rank()), "w") as f:
+        f.write(str(os.getpid()))
+    expect = hvd.size() * (hvd.size() + 1) / 2
+    for i in range(int(sys.argv[2])):
+        size = [1, 1000, 100000, 1000000][i % 4]
+        total = hvd.allreduce(torch.full((size,), float(hvd.rank() + 1)), op=hvd.Sum,
+                              name="t%d" % (i % 8))
+        assert torch.all(total == expect), (i, total[:3])
+        assert hvd.allgather(torch.tensor([hvd.rank()]), name="g").tolist() == \\
+            list(range(hvd.size()))
+        assert hvd.broadcast(torch.tensor([i]), root_rank=1, name="b").tolist() == [i]
+    print("checked", hvd.rank(), flush=True)
+""")
+
+
+@pytest.mark.parametrize("transport", ["shm", "tcp"])
+def test_collectives_stay_right_while_stacks_are_asked_for_again_and_again(tmp_path, transport):
+    script = tmp_path / "stress.py"
+    script.write_text(STRESS)
+    env = dict(os.environ, HVD_CPU_OPERATIONS=transport)
+    job = Job(tmp_path, ["-np", "3", sys.executable, str(script), str(tmp_path), "2000"], env=env)
+    sent = 0
+    try:
+        wait_for(lambda: all((tmp_path / ("pid.%d" % r)).exists() for r in range(3)), 60,
+                 "every rank to start")
+        pids = [int((tmp_path / ("pid.%d" % r)).read_text()) for r in range(3)]
+        signo = 44  # HVD_STACK_SIGNAL, which every rank registered by importing hvd
+        while job.proc.poll() is None:
+            for pid in pids:
+                try:
+                    os.kill(pid, signo)
+                    sent += 1
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
+    finally:
+        code, out, err = job.finish()
+    assert code == 0, err[-4000:]
+    assert sorted(out.splitlines()) == ["[%d]<stdout>:checked %d" % (r, r) for r in range(3)], out
+    assert sent > 100, sent
+    assert err.count("Current thread") >= sent // 2, (sent, err[-2000:])
