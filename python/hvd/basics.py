@@ -111,7 +111,9 @@ def _register_stack_dump() -> None:
         if signo <= 0 or signal.getsignal(signo) != signal.SIG_DFL:
             return
         signal.signal(signo, signal.SIG_IGN)
-        faulthandler.register(signo, file=sys.stderr, all_threads=True, chain=True)
+        # Descriptor 2, which hvdrun reads, whatever became of sys.stderr (a logging setup,
+        # pytest's capture) by the time a request comes.
+        faulthandler.register(signo, file=2, all_threads=True, chain=True)
     except (ValueError, OSError, RuntimeError, AttributeError):
         return  # a bad number, not the main thread, no usable stderr: no dumps
 

@@ -205,6 +205,38 @@ def test_stream_order_is_kept(g):
     assert torch.all(out == float(sum(r + 1 for r in range(g.size())))).item()
 
 
+def test_collectives_stay_right_while_the_stack_is_asked_for(g, capfd):
+    # hvdrun's stack request (HVD_STACK_SIGNAL, on SIGQUIT or a stall) may land on any thread:
+    # NCCL's and CUDA's own among them. A thread here asks for this rank's stack every 5 ms
+    # while CUDA collectives run: every result must still be right.
+    import threading
+    signo = int(os.environ.get("HVD_STACK_SIGNAL", "0"))
+    if signo <= 0:
+        pytest.skip("not started by hvdrun (no HVD_STACK_SIGNAL)")
+    done = threading.Event()
+    sent = []
+
+    def ask():
+        while not done.wait(0.005):
+            os.kill(os.getpid(), signo)
+            sent.append(1)
+
+    asker = threading.Thread(target=ask)
+    asker.start()
+    try:
+        for i in range(200):
+            n = [1, 1000, 1 << 18][i % 3]
+            total = g.allreduce(torch.full((n,), float(g.rank() + 1), device="cuda"), op=g.Sum,
+                                name=f"stacks.{i % 6}")
+            assert torch.all(total == g.size() * (g.size() + 1) / 2).item(), i
+            gathered = g.allgather(torch.tensor([g.rank()], device="cuda"), name="stacks.g")
+            assert gathered.tolist() == list(range(g.size())), i
+    finally:
+        done.set()
+        asker.join()
+    assert sent and capfd.readouterr().err.count("Current thread") > 0
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_allgather_broadcast_alltoall_match_cpu(g, dtype):
     x = make(dtype, (g.rank() + 1, 3), g.rank())
