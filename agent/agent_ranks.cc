@@ -9,6 +9,7 @@
 #include "agent/agent.h"
 #include "agent/rank_launch.h"
 #include "launcher/local/rank_spawner.h"
+#include "launcher/local/stack_dump.h"
 
 namespace hvd::agent {
 
@@ -39,7 +40,18 @@ void Agent::FailStart(uint32_t id, int exit_code, const std::string& message) {
 
 void Agent::SignalRank(uint32_t id, int signo) {
   auto it = ranks_.find(id);
-  if (it != ranks_.end() && !it->second.reaped) launcher::SignalRankGroup(it->second.pid, signo);
+  if (it == ranks_.end() || it->second.reaped) return;
+  if (signo == launcher::kStackSignal) {
+    // Said on the rank's stderr, as hvdrun says it of a local rank.
+    if (launcher::SignalStackDumpers(it->second.pid) == 0) {
+      launcher::AppendOutput(id, 2,
+                             "hvd-agent: no process of this rank prints stacks (hvd's Python "
+                             "module does, once imported)\n",
+                             &out_);
+    }
+    return;
+  }
+  launcher::SignalRankGroup(it->second.pid, signo);
 }
 
 void Agent::StopRank(Rank& rank) {

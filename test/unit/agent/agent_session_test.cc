@@ -309,6 +309,9 @@ TEST_F(AgentSessionTest, TheStackSignalReachesOnlyTheProcessesThatDumpOnIt) {
   EXPECT_THAT(d.out, HasSubstr("shell-after-python"));
   EXPECT_EQ(p.status, 0) << p.err;
   EXPECT_THAT(p.out, HasSubstr("plain"));
+  // The agent says so of the rank that has no process to print stacks, on its stderr.
+  EXPECT_THAT(p.err, HasSubstr("hvd-agent: no process of this rank prints stacks"));
+  EXPECT_THAT(d.err, ::testing::Not(HasSubstr("hvd-agent: no process")));
 }
 
 TEST_F(AgentSessionTest, SilentAgentIsDeclaredLostWithinTheTimeout) {
