@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <numeric>
 #include <sstream>
 #include <string>
 
@@ -240,9 +241,7 @@ void JobController::HandleSignals() {
       continue;
     }
     if (signo == SIGQUIT) {
-      std::vector<int> all(states_.size());
-      for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
-      RequestStacks(all, "hvdrun received SIGQUIT");
+      RequestStacksOfAll("hvdrun received SIGQUIT");
       continue;
     }
     if (signo != SIGPIPE) OnLauncherSignal(signo);  // SIGPIPE: a write already saw EPIPE
@@ -269,10 +268,14 @@ void JobController::OnJobTimeout() {
   limit << options_.timeout_s;
   PrintToUser("the job ran past --timeout (" + limit.str() +
               " s): every rank prints its Python stacks, then the job is stopped");
-  std::vector<int> all(states_.size());
-  for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
-  RequestStacks(all, "");
+  RequestStacksOfAll("");
   stop_after_stacks_ = Clock::now() + kStackDumpWait;
+}
+
+void JobController::RequestStacksOfAll(const std::string& why) {
+  std::vector<int> all(states_.size());
+  std::iota(all.begin(), all.end(), 0);
+  RequestStacks(all, why);
 }
 
 void JobController::RequestStacks(const std::vector<int>& ranks, const std::string& why) {
@@ -283,22 +286,12 @@ void JobController::RequestStacks(const std::vector<int>& ranks, const std::stri
     if (outcome.started && !outcome.finished) asked.push_back(rank);
   }
   if (asked.empty()) return;
-  std::string list;
-  for (int rank : asked) list += (list.empty() ? "" : ", ") + std::to_string(rank);
-  if (!why.empty()) {
-    PrintToUser((asked.size() > 1 ? "asking ranks " + list + " for their"
-                                  : "asking rank " + list + " for its") +
-                " Python stacks (" + why + ")" + (terminating_ ? "" : "; the job goes on"));
-  }
+  if (!why.empty()) PrintToUser(StackRequestLine("rank", asked, why, !terminating_));
   for (int rank : asked) {
     output_.ShowStderrFor(rank, kStackDumpWait);  // past --console-ranks
     RankState& state = states_[static_cast<size_t>(rank)];
-    if (state.handle) {
-      state.handle->Signal(kStackSignal);  // its hvd-agent picks the processes alike
-    } else if (SignalStackDumpers(state.pid) == 0) {
-      PrintToUser("rank " + std::to_string(rank) + " on " +
-                  outcome_.ranks[static_cast<size_t>(rank)].host +
-                  ": no process of it prints stacks (hvd's Python module does, once imported)");
+    if (!AskForStacks(state.handle.get(), state.pid)) {
+      PrintToUser(NoStackDumperLine("rank", rank, outcome_.ranks[static_cast<size_t>(rank)].host));
     }
   }
 }

@@ -100,6 +100,7 @@ class JobController {
   void OnJobTimeout();
   // Asks `ranks` (those still running) for their Python stacks, saying `why` ("": silently).
   void RequestStacks(const std::vector<int>& ranks, const std::string& why);
+  void RequestStacksOfAll(const std::string& why);
   void KillAndReapAll();
   void ReapExited();
   void OnRankExit(int rank, int wait_status);

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,19 +36,7 @@ ElasticClock::duration SecondsOf(double s) {
   return std::chrono::duration_cast<ElasticClock::duration>(std::chrono::duration<double>(s));
 }
 
-void DrainEventFd(int fd) {
-  uint64_t count;
-  ssize_t ignored = ::read(fd, &count, sizeof(count));
-  (void)ignored;
-}
-
 }  // namespace
-
-ReadyQueue::ReadyQueue() : event_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
-
-ReadyQueue::~ReadyQueue() {
-  if (event_fd_ >= 0) ::close(event_fd_);
-}
 
 void ReadyQueue::Push(const std::string& key, const std::string& value) {
   std::string_view id_text = std::string_view(key).substr(sizeof(elastic::kReadyPrefix) - 1);
@@ -60,19 +47,7 @@ void ReadyQueue::Push(const std::string& key, const std::string& value) {
       !elastic::DecodeReady(value, &cursor, &synced)) {
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queued_.push_back({id, cursor, synced});
-  }
-  uint64_t one = 1;
-  ssize_t ignored = ::write(event_fd_, &one, sizeof(one));
-  (void)ignored;
-}
-
-std::vector<ReadyQueue::Report> ReadyQueue::TakeAll() {
-  DrainEventFd(event_fd_);
-  std::lock_guard<std::mutex> lock(mu_);
-  return std::exchange(queued_, {});
+  queue_.Push({{id, cursor, synced}});
 }
 
 ElasticJob::ElasticJob(ElasticJobContext context, ElasticDriverOptions options)
@@ -193,14 +168,18 @@ void ElasticJob::OnSignals() {
     if (signo == SIGCHLD) {
       child_exited = true;
     } else if (signo == SIGQUIT) {
-      std::vector<int> all;
-      for (const auto& [id, p] : procs_) all.push_back(id);
-      RequestStacks(all, "hvdrun received SIGQUIT");
+      RequestStacksOfAll("hvdrun received SIGQUIT");
     } else if (signo != SIGPIPE) {
       OnLauncherSignal(signo);
     }
   }
   if (child_exited) ReapExited();
+}
+
+void ElasticJob::RequestStacksOfAll(const std::string& why) {
+  std::vector<int> all;
+  for (const auto& [id, p] : procs_) all.push_back(id);
+  RequestStacks(all, why);
 }
 
 void ElasticJob::RequestStacks(const std::vector<int>& ids, const std::string& why) {
@@ -210,22 +189,11 @@ void ElasticJob::RequestStacks(const std::vector<int>& ids, const std::string& w
     if (it != procs_.end() && !it->second.exited && !it->second.stopped) running.push_back(id);
   }
   if (running.empty()) return;
-  std::string list;
-  for (int id : running) list += (list.empty() ? "" : ", ") + std::to_string(id);
-  if (!why.empty()) {
-    PrintToUser((running.size() > 1 ? "asking workers " + list + " for their"
-                                    : "asking worker " + list + " for its") +
-                " Python stacks (" + why + ")" + (launcher_signal_ ? "" : "; the job goes on"));
-  }
+  if (!why.empty()) PrintToUser(StackRequestLine("worker", running, why, !launcher_signal_));
   for (int id : running) {
     context_.output->ShowStderrFor(id, kStackDumpWait);  // past --console-ranks
-    const Proc& p = procs_.at(id);
-    if (p.handle) {
-      p.handle->Signal(kStackSignal);  // its hvd-agent picks the processes alike
-    } else if (SignalStackDumpers(p.pid) == 0) {
-      PrintToUser("worker " + std::to_string(id) + " on " + p.host +
-                  ": no process of it prints stacks (hvd's Python module does, once imported)");
-    }
+    Proc& p = procs_.at(id);
+    if (!AskForStacks(p.handle.get(), p.pid)) PrintToUser(NoStackDumperLine("worker", id, p.host));
   }
 }
 
@@ -261,9 +229,7 @@ void ElasticJob::OnJobTimeout() {
   limit << context_.spec->timeout_s;
   PrintToUser("the job ran past --timeout (" + limit.str() +
               " s): every worker prints its Python stacks, then the job is stopped");
-  std::vector<int> all;
-  for (const auto& [id, p] : procs_) all.push_back(id);
-  RequestStacks(all, "");
+  RequestStacksOfAll("");
   stop_after_stacks_ = Clock::now() + kStackDumpWait;
 }
 

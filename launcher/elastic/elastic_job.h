@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -17,6 +16,7 @@
 #include "launcher/elastic/discovery_poller.h"
 #include "launcher/elastic/elastic_agents.h"
 #include "launcher/elastic/elastic_driver.h"
+#include "launcher/local/event_queue.h"
 #include "launcher/local/rank_leftovers.h"
 #include "launcher/local/rank_spawner.h"
 #include "launcher/local/signal_channel.h"
@@ -32,12 +32,7 @@ namespace hvd::launcher {
 // job's event loop; event_fd() is readable while some are queued. Thread-safe.
 class ReadyQueue {
  public:
-  ReadyQueue();
-  ~ReadyQueue();
-  ReadyQueue(const ReadyQueue&) = delete;
-  ReadyQueue& operator=(const ReadyQueue&) = delete;
-
-  int event_fd() const { return event_fd_; }
+  int event_fd() const { return queue_.event_fd(); }
   struct Report {
     int id;
     int64_t cursor;
@@ -46,12 +41,10 @@ class ReadyQueue {
   // From the server's observer: key "elastic/ready/<id>", value "<cursor>[ <synced round>]"
   // (elastic::DecodeReady); others ignored.
   void Push(const std::string& key, const std::string& value);
-  std::vector<Report> TakeAll();
+  std::vector<Report> TakeAll() { return queue_.TakeAll(); }
 
  private:
-  int event_fd_ = -1;
-  std::mutex mu_;
-  std::vector<Report> queued_;
+  EventQueue<Report> queue_;
 };
 
 // Everything an elastic job's event loop needs from the launch.
@@ -130,6 +123,7 @@ class ElasticJob : public ElasticActions {
   // Asks the workers `ids` (those running) for their Python stacks (launcher/local/stack_dump.h),
   // saying `why`: SIGQUIT to hvdrun asks every worker, the stall inspector the ranks it names.
   void RequestStacks(const std::vector<int>& ids, const std::string& why);
+  void RequestStacksOfAll(const std::string& why);
   void OnStackRequests();
   // The job ran past --timeout: every worker's stacks now, the stop kStackDumpWait later.
   void OnJobTimeout();

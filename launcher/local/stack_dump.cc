@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <signal.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -112,6 +111,26 @@ int SignalStackDumpers(pid_t group) {
   return sent;
 }
 
+std::string StackRequestLine(std::string_view noun, const std::vector<int>& ids,
+                             const std::string& why, bool job_goes_on) {
+  std::string list;
+  for (int id : ids) list += (list.empty() ? "" : ", ") + std::to_string(id);
+  return "asking " + std::string(noun) + (ids.size() > 1 ? "s " : " ") + list +
+         (ids.size() > 1 ? " for their" : " for its") + " Python stacks (" + why + ")" +
+         (job_goes_on ? "; the job goes on" : "");
+}
+
+bool AskForStacks(RankHandle* handle, pid_t group) {
+  if (handle == nullptr) return SignalStackDumpers(group) > 0;
+  handle->Signal(kStackSignal);
+  return true;
+}
+
+std::string NoStackDumperLine(std::string_view noun, int id, const std::string& host) {
+  return std::string(noun) + " " + std::to_string(id) + " on " + host +
+         ": no process of it prints stacks (hvd's Python module does, once imported)";
+}
+
 std::optional<std::vector<int>> ParseRankList(std::string_view text) {
   constexpr size_t kMaxRanks = 1 << 16;
   std::vector<int> ranks;
@@ -127,30 +146,13 @@ std::optional<std::vector<int>> ParseRankList(std::string_view text) {
   }
 }
 
-StackRequests::StackRequests() : event_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
-
-StackRequests::~StackRequests() {
-  if (event_fd_ >= 0) ::close(event_fd_);
-}
-
 void StackRequests::Push(const std::string& value) {
   std::optional<std::vector<int>> ranks = ParseRankList(value);
-  if (!ranks) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queued_.insert(queued_.end(), ranks->begin(), ranks->end());
-  }
-  uint64_t one = 1;
-  ssize_t ignored = ::write(event_fd_, &one, sizeof(one));
-  (void)ignored;
+  if (ranks) queue_.Push(std::move(*ranks));
 }
 
 std::vector<int> StackRequests::TakeAll() {
-  uint64_t count = 0;
-  while (::read(event_fd_, &count, sizeof(count)) > 0) {
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<int> out = std::exchange(queued_, {});
+  std::vector<int> out = queue_.TakeAll();
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

@@ -4,12 +4,13 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "launcher/local/event_queue.h"
+#include "launcher/local/rank_spawner.h"
 #include "launcher/worker/worker_env.h"  // kStackSignal
 
 // Asking a running rank where it is: hvdrun (on SIGQUIT, or when the stall inspector names a
@@ -47,26 +48,29 @@ bool StatusCatches(std::string_view status, int signo);
 // how many processes it went to (0: no process of the rank registered the dump).
 int SignalStackDumpers(pid_t group);
 
+// hvdrun's line when it asks `ids` (ranks, or an elastic job's workers: `noun`) for their
+// stacks: "asking ranks 0, 1 for their Python stacks (<why>); the job goes on".
+std::string StackRequestLine(std::string_view noun, const std::vector<int>& ids,
+                             const std::string& why, bool job_goes_on);
+// Asks one rank for its stacks: a remote one through its hvd-agent (`handle`), which picks the
+// processes alike; a local one's dumpers in process group `group`. False when a local rank has
+// none, whose line is then NoStackDumperLine.
+bool AskForStacks(RankHandle* handle, pid_t group);
+std::string NoStackDumperLine(std::string_view noun, int id, const std::string& host);
+
 // Stack requests from the runtime (the stall inspector on rank 0 sets control::kStackRequestKey
 // to the ranks it found missing), handed from the rendezvous server's I/O thread to the job's
 // event loop: Push on any thread, event_fd() readable until TakeAll. Thread-safe.
 class StackRequests {
  public:
-  StackRequests();
-  ~StackRequests();
-  StackRequests(const StackRequests&) = delete;
-  StackRequests& operator=(const StackRequests&) = delete;
-
-  int event_fd() const { return event_fd_; }
+  int event_fd() const { return queue_.event_fd(); }
   // `value`: ranks in decimal separated by commas ("1,3"); anything else is dropped.
   void Push(const std::string& value);
   // Every rank asked for since the last call, ascending, without repeats.
   std::vector<int> TakeAll();
 
  private:
-  int event_fd_ = -1;
-  std::mutex mu_;
-  std::vector<int> queued_;
+  EventQueue<int> queue_;
 };
 
 // "1,3" -> {1, 3}; nullopt unless every item is a rank (0 to 2^31-1) and there is one.
