@@ -14,50 +14,16 @@ import time
 
 import pytest
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "launcher_e2e"))
+from hvdrun_harness import wait_for  # noqa: E402
+
 HVDRUN = os.environ.get("HVD_TEST_HVDRUN")
 
 pytestmark = pytest.mark.skipif(not HVDRUN, reason="HVD_TEST_HVDRUN not set")
 
-# Every rank says it is up (a file), then rank 1 waits for `go` outside hvd while the others
-# wait in an allreduce that needs it. Rank 2 has forked a helper (as a DataLoader does), which
-# inherits the dump's handler but must not be asked: its dump would interleave with its parent's.
-WORKER = textwrap.dedent("""
-    import os, sys, time
-    import torch
-    import hvd.torch as hvd
-
-    hvd.init()
-    run_dir = sys.argv[1]
-
-    def forked_helper():
-        while not os.path.exists(os.path.join(run_dir, "go")):
-            time.sleep(0.02)
-        os._exit(0)
-
-    def stuck_loading_data():
-        while not os.path.exists(os.path.join(run_dir, "go")):
-            time.sleep(0.02)
-
-    def waiting_in_the_allreduce():
-        return hvd.allreduce(torch.ones(4), name="grad", op=hvd.Sum)
-
-    if hvd.rank() == 2 and os.fork() == 0:
-        forked_helper()
-    open(os.path.join(run_dir, "up.%d" % hvd.rank()), "w").close()
-    if hvd.rank() == 1:
-        stuck_loading_data()
-    assert waiting_in_the_allreduce().tolist() == [hvd.size()] * 4
-    print("finished", hvd.rank(), flush=True)
-""")
-
-
-def wait_for(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+# Every rank says it is up, rank 1 then waits for "go" outside hvd, the others in an allreduce;
+# rank 2 has forked a helper that must never dump (stack_worker.py).
+STACK_WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stack_worker.py")
 
 
 class Job:
@@ -94,11 +60,9 @@ def dumps(err, rank):
 
 
 def test_sigquit_prints_every_ranks_stack_and_the_job_goes_on(tmp_path):
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)
     # Each rank's Python runs under a shell that does not exec it: the shell catches nothing
     # and must not be sent the signal (its default action would end it).
-    command = "%s %s %s; exit $?" % (sys.executable, script, tmp_path)
+    command = "%s %s %s; exit $?" % (sys.executable, STACK_WORKER, tmp_path)
     job = Job(tmp_path, ["-np", "3", "sh", "-c", command])
     try:
         wait_for(lambda: all((tmp_path / ("up.%d" % r)).exists() for r in range(3)), 60,
@@ -178,10 +142,8 @@ def test_a_program_that_handles_the_signal_itself_keeps_its_handler(tmp_path):
 
 
 def test_the_stall_inspector_asks_once_for_the_missing_ranks_stack(tmp_path):
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)
     env = dict(os.environ, HOROVOD_STALL_CHECK_TIME_SECONDS="1")
-    job = Job(tmp_path, ["-np", "3", sys.executable, str(script), str(tmp_path)], env=env)
+    job = Job(tmp_path, ["-np", "3", sys.executable, STACK_WORKER, str(tmp_path)], env=env)
     try:
         # Rank 1 stays away for three of rank 0's warnings (one a second).
         wait_for(lambda: len(re.findall(r"^\[0\]<stderr>:Missing ranks:", job.err(), re.M)) >= 3,
@@ -198,12 +160,11 @@ def test_the_stall_inspector_asks_once_for_the_missing_ranks_stack(tmp_path):
 
 
 def test_past_the_timeout_every_rank_prints_its_stack_and_hvdrun_exits_124(tmp_path):
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)  # no "go": rank 1 never arrives
+    # no "go": rank 1 never arrives
     started = time.monotonic()
     # Long enough for three ranks to import torch and meet on the 2 CPUs of a loaded CI machine.
     job = Job(tmp_path, ["-np", "3", "--timeout", "10", "--grace-period-seconds", "2",
-                         sys.executable, str(script), str(tmp_path)])
+                         sys.executable, STACK_WORKER, str(tmp_path)])
     code, out, err = job.finish(timeout=60)
     took = time.monotonic() - started
     assert code == 124, err
@@ -228,9 +189,7 @@ def test_a_job_within_its_timeout_is_not_touched(tmp_path):
 
 
 def test_a_rank_off_the_console_still_shows_the_stack_it_was_asked_for(tmp_path):
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)
-    job = Job(tmp_path, ["-np", "3", "--console-ranks", "0", sys.executable, str(script),
+    job = Job(tmp_path, ["-np", "3", "--console-ranks", "0", sys.executable, STACK_WORKER,
                          str(tmp_path)])
     try:
         wait_for(lambda: all((tmp_path / ("up.%d" % r)).exists() for r in range(3)), 60,
