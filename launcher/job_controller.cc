@@ -53,6 +53,7 @@ JobOutcome JobController::Run(const std::vector<SpawnRequest>& requests) {
     RankOutcome rank;
     rank.rank = request.rank;
     rank.host = request.host;
+    rank.remote = request.remote;
     outcome_.ranks.push_back(rank);
   }
   oom_kills_at_start_ = OomKillCount();

@@ -18,6 +18,7 @@
 #include "launcher/dry_run.h"
 #include "launcher/elastic_run.h"
 #include "launcher/job_controller.h"
+#include "launcher/local/hint_context.h"
 #include "launcher/local/job_id.h"
 #include "launcher/local/rank_leftovers.h"
 #include "launcher/local/signal_channel.h"
@@ -25,6 +26,7 @@
 #include "launcher/mpirun_launch.h"
 #include "launcher/multi_host.h"
 #include "launcher/outcome/exit_codes.h"
+#include "launcher/outcome/failure_hints.h"
 #include "launcher/outcome/failure_summary.h"
 #include "launcher/output/console.h"
 #include "launcher/plan/job_plan.h"
@@ -171,7 +173,9 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
       rank.reported_failure =
           server.Get(std::string(control::kFailureReportPrefix) + std::to_string(rank.rank));
     }
-    PrintToUser(FormatFailureSummary(outcome, [&](int r) { return output.StderrTail(r); }));
+    const StderrTailFn tail = [&](int r) { return output.StderrTail(r); };
+    PrintToUser(FormatFailureSummary(outcome, tail) +
+                FormatFailureHints(outcome, tail, LocalHintContext(spec.command.front())));
   }
   return code;
 }

@@ -11,10 +11,12 @@
 #include <sstream>
 
 #include "common/elastic_messages.h"
+#include "launcher/local/hint_context.h"
 #include "launcher/local/local_host.h"
 #include "launcher/local/oom_kills.h"
 #include "launcher/local/stack_dump.h"
 #include "launcher/outcome/exit_codes.h"
+#include "launcher/outcome/failure_hints.h"
 #include "launcher/outcome/failure_summary.h"
 #include "launcher/outcome/wait_status.h"
 #include "launcher/output/console.h"
@@ -520,6 +522,7 @@ int ElasticJob::Finish() {
     RankOutcome rank;
     rank.rank = id;
     rank.host = p.host;
+    rank.remote = p.handle != nullptr;
     rank.started = p.pid > 0 || p.handle != nullptr;
     rank.finished = p.exited;
     rank.wait_status = p.wait_status;
@@ -528,8 +531,9 @@ int ElasticJob::Finish() {
     rank.kill_cause = p.kill_cause;
     outcome.ranks.push_back(rank);
   }
-  PrintToUser("elastic " + FormatFailureSummary(
-                               outcome, [&](int id) { return context_.output->StderrTail(id); }));
+  const StderrTailFn tail = [&](int id) { return context_.output->StderrTail(id); };
+  PrintToUser("elastic " + FormatFailureSummary(outcome, tail) +
+              FormatFailureHints(outcome, tail, LocalHintContext(context_.spec->command.front())));
   return code;
 }
 

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -112,11 +113,42 @@ std::optional<int> ReadExecError(int read_fd) {
   return std::nullopt;
 }
 
-std::string ExecErrorMessage(const std::string& program, int error) {
-  if (error == ENOENT && program.find('/') == std::string::npos) {
-    return "cannot execute '" + program + "': command not found in PATH";
+std::string ExecErrorMessage(const std::string& program, int error, const std::string& dir) {
+  const bool bare = program.find('/') == std::string::npos;
+  const bool python_script =
+      program.size() > 3 && program.compare(program.size() - 3, 3, ".py") == 0;
+  // The file the program names, relative to `dir` (the rank's working directory) when it is
+  // not absolute: a bare name's lookup skips it, which is the point of the first hint.
+  const std::string file =
+      program.empty() || program[0] == '/' || dir.empty() ? program : dir + "/" + program;
+  struct stat st {};
+  const bool regular = ::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  std::string text = "cannot execute '" + program + "': ";
+  if (error == ENOENT && bare) {
+    text += "command not found in PATH";
+    if (regular) {  // `hvdrun -np 2 train.py` in the script's folder
+      text += python_script ? " (" + program + " is in the working directory: run it as python3 " +
+                                  program + ")"
+                            : " (" + program +
+                                  " is in the working directory, which PATH lookup skips: give "
+                                  "it as ./" +
+                                  program + ")";
+    } else if (program == "python") {
+      text += " (Debian's interpreter is python3; python exists only with python-is-python3)";
+    }
+    return text;
   }
-  return "cannot execute '" + program + "': " + strerror(error);
+  text += strerror(error);
+  if (error == EACCES && regular && (st.st_mode & 0111) == 0) {
+    text += python_script
+                ? " (a Python script without execute permission: run it as python3 " + program + ")"
+                : " (the file has no execute permission)";
+  } else if (error == ENOEXEC && regular) {
+    text += python_script
+                ? " (a Python script without a #! line: run it as python3 " + program + ")"
+                : " (neither a program nor a script with a #! line)";
+  }
+  return text;
 }
 
 }  // namespace hvd::launcher

@@ -12,6 +12,7 @@ namespace hvd::launcher {
 struct RankOutcome {
   int rank = 0;
   std::string host;
+  bool remote = false;  // on another machine (under hvd-agent)
   bool started = false;
   bool finished = false;           // reaped; wait_status is valid
   int wait_status = 0;             // as from waitpid()

@@ -17,6 +17,18 @@ std::string SelfExecutablePath();
 // canonicalised, or nullopt when neither exists.
 std::optional<std::string> FindRuntimeLibrary(const std::string& exe_path);
 
+// The folder holding the `hvd` Python package that goes with hvdrun at `exe_path`.
+struct PythonPackage {
+  std::string dir;          // canonical
+  bool build_tree = false;  // <build>/python, which no interpreter searches by itself
+};
+
+// The first folder with an hvd/__init__.py of
+//   <exe_dir>/../python                               (build tree)
+//   <exe_dir>/../lib/python3*/{dist,site}-packages    (installed; HVD_PYTHON_INSTALL_DIR's default)
+// or nullopt. For the failure hints (launcher/outcome/failure_hints.h).
+std::optional<PythonPackage> FindPythonPackage(const std::string& exe_path);
+
 }  // namespace hvd::launcher
 
 #endif  // HVD_LAUNCHER_WORKER_RUNTIME_LIBRARY_H_

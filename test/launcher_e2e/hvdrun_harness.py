@@ -20,11 +20,11 @@ def require_hvdrun():
         pytest.fail("HVDRUN must name the built hvdrun binary (CTest sets it)")
 
 
-def run(args, timeout=DEFAULT_TIMEOUT, input=None, env=None):
+def run(args, timeout=DEFAULT_TIMEOUT, input=None, env=None, cwd=None):
     """Runs hvdrun with `args` to completion; returns CompletedProcess with bytes output."""
     require_hvdrun()
     return subprocess.run([HVDRUN] + list(args), input=input, capture_output=True,
-                          timeout=timeout, env=env)
+                          timeout=timeout, env=env, cwd=cwd)
 
 
 def start(args, env=None, stdout=subprocess.PIPE, **kwargs):

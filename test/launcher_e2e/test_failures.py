@@ -1,10 +1,11 @@
 """hvdrun's job control: exit codes, fail-fast, signals, cleanup, bad input, --dry-run."""
 import os
+import re
 import signal
 import time
 
-from hvdrun_harness import (assert_no_survivors, kill_leftovers, python_rank, run, start,
-                            unique_marker, wait_for)
+from hvdrun_harness import (HVDRUN, assert_no_survivors, kill_leftovers, python_rank, run,
+                            start, unique_marker, wait_for)
 from memory_cgroup import memory_cgroup
 
 # A rank that records that it is up (a file named after its rank in argv[-1]) and then waits;
@@ -176,6 +177,58 @@ def test_missing_program_exits_127_naming_it():
     result = run(["-np", "2", "hvd-e2e-no-such-program", "--flag"])
     assert result.returncode == 127
     assert "hvd-e2e-no-such-program" in result.stderr.decode()
+
+
+def test_a_script_given_as_the_program_is_told_how_to_run_it(tmp_path):
+    # The first thing a Horovod user may type: the script without its interpreter
+    (tmp_path / "train.py").write_text("print('trained')\n")
+    bare = run(["-np", "2", "train.py"], cwd=tmp_path)
+    assert bare.returncode == 127
+    assert ("cannot execute 'train.py': command not found in PATH (train.py is in the working "
+            "directory: run it as python3 train.py)") in bare.stderr.decode()
+    by_path = run(["-np", "2", "./train.py"], cwd=tmp_path)  # not executable
+    assert by_path.returncode == 126
+    assert ("cannot execute './train.py': Permission denied (a Python script without execute "
+            "permission: run it as python3 ./train.py)") in by_path.stderr.decode()
+
+
+def assert_hint(err, text):
+    # The ranks named are those whose error line reached hvdrun before it stopped them: the
+    # first to fail, or both
+    assert re.search(r"^hint: (rank 0|rank 1|ranks 0, 1): " + re.escape(text), err, re.M), err
+
+
+def test_a_python_without_torch_is_pointed_at_debians_interpreter(tmp_path):
+    # Given a python3 first on PATH that is not Debian's (as pyenv's or a venv's would be): the
+    # system interpreter without its dist-packages, so torch is missing there
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "python3"
+    shim.write_text("#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n")
+    shim.chmod(0o755)
+    env = dict(os.environ, PATH="%s:%s" % (bin_dir, os.environ.get("PATH", "")))
+    # When a torch script runs on it
+    result = run(["-np", "2", "python3", "-c", "import torch"], env=env)
+    # Then the job fails, and the hint names the interpreter the ranks ran and the one to use
+    err = result.stderr.decode()
+    assert result.returncode == 1, err
+    assert_hint(err, "No module named 'torch'. Debian installs python3-torch for "
+                "/usr/bin/python3 alone, and the ranks run `python3` (%s on hvdrun's PATH): "
+                "give /usr/bin/python3 in its place." % shim)
+
+
+def test_a_python_without_hvd_is_told_where_this_hvdruns_package_is():
+    # Given ranks whose interpreter cannot see hvd's package (-S: no site folders, and the
+    # test's PYTHONPATH dropped)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = run(["-np", "2", "/usr/bin/python3", "-S", "-c", "import horovod.torch"], env=env)
+    err = result.stderr.decode()
+    assert result.returncode == 1, err
+    # Then the hint gives the PYTHONPATH that would find the package of this build tree
+    package = os.path.realpath(os.path.join(os.path.dirname(HVDRUN), "..", "python"))
+    assert_hint(err, "No module named 'horovod'. hvd provides it; this hvdrun's package is in "
+                "its build tree, %s, which Python does not search: run PYTHONPATH=%s hvdrun ..."
+                % (package, package))
 
 
 def test_more_processes_than_slots_is_a_usage_error_naming_both_numbers():

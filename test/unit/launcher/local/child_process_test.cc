@@ -9,9 +9,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "launcher/local/exec_search.h"
 
@@ -120,6 +123,51 @@ TEST(ChildProcessTest, AFileThatIsNotExecutableIsEaccesAndExits126) {
   EXPECT_EQ(*error, EACCES);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), kExitNotExecutable);
+}
+
+TEST(ChildProcessTest, ExecErrorsOfCommonMistakesSayTheWayOut) {
+  // Given a folder with a Python script without execute permission, an executable one without
+  // a #! line, and a non-Python file of each kind
+  char dir[] = "/tmp/hvd_exec_hint_test_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string folder = dir;
+  for (const auto& [name, mode] : std::vector<std::pair<std::string, mode_t>>{
+           {"train.py", 0644}, {"run.py", 0755}, {"data", 0644}, {"blob", 0755}}) {
+    std::ofstream(folder + "/" + name) << "print(1)\n";
+    ::chmod((folder + "/" + name).c_str(), mode);
+  }
+  // When their exec failures are told, with the folder as the rank's working directory
+  auto told = [&](const std::string& program, int error) {
+    return ExecErrorMessage(program, error, folder);
+  };
+  // Then each says what to run instead
+  EXPECT_EQ(told("train.py", ENOENT),
+            "cannot execute 'train.py': command not found in PATH (train.py is in the working "
+            "directory: run it as python3 train.py)");
+  EXPECT_EQ(told("data", ENOENT),
+            "cannot execute 'data': command not found in PATH (data is in the working "
+            "directory, which PATH lookup skips: give it as ./data)");
+  EXPECT_EQ(told("./train.py", EACCES),
+            "cannot execute './train.py': Permission denied (a Python script without execute "
+            "permission: run it as python3 ./train.py)");
+  EXPECT_EQ(told(folder + "/data", EACCES),
+            "cannot execute '" + folder +
+                "/data': Permission denied (the file has no execute "
+                "permission)");
+  EXPECT_EQ(told("./run.py", ENOEXEC),
+            "cannot execute './run.py': Exec format error (a Python script without a #! line: "
+            "run it as python3 ./run.py)");
+  EXPECT_EQ(told("./blob", ENOEXEC),
+            "cannot execute './blob': Exec format error (neither a program nor a script with a "
+            "#! line)");
+  EXPECT_EQ(told("python", ENOENT),
+            "cannot execute 'python': command not found in PATH (Debian's interpreter is "
+            "python3; python exists only with python-is-python3)");
+  // And a name in no folder, or a failure the file does not explain, gets no advice
+  EXPECT_EQ(told("trian.py", ENOENT), "cannot execute 'trian.py': command not found in PATH");
+  EXPECT_EQ(told("./run.py", EACCES), "cannot execute './run.py': Permission denied");
+  EXPECT_EQ(told("./trian.py", ENOENT), "cannot execute './trian.py': No such file or directory");
+  std::filesystem::remove_all(folder);
 }
 
 // A temporary file, open without close-on-exec; removed with the object.

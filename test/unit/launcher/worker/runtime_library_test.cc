@@ -42,6 +42,24 @@ TEST_F(RuntimeLibraryTest, NothingBuiltMeansNoLibrary) {
   EXPECT_FALSE(FindRuntimeLibrary("").has_value());
 }
 
+TEST_F(RuntimeLibraryTest, FindsThePythonPackageOfTheBuildTreeBeforeAnInstalledOne) {
+  EXPECT_FALSE(FindPythonPackage((root_ / "cmd" / "hvdrun").string()).has_value());
+  fs::create_directories(root_ / "lib" / "python3.11" / "dist-packages" / "hvd");
+  Touch(root_ / "lib" / "python3.11" / "dist-packages" / "hvd" / "__init__.py");
+  fs::create_directories(root_ / "lib" / "python3.12" / "site-packages" / "hvd");  // no __init__
+  std::optional<PythonPackage> installed = FindPythonPackage((root_ / "bin" / "hvdrun").string());
+  ASSERT_TRUE(installed.has_value());
+  EXPECT_EQ(installed->dir, fs::canonical(root_ / "lib" / "python3.11" / "dist-packages").string());
+  EXPECT_FALSE(installed->build_tree);
+  fs::create_directories(root_ / "python" / "hvd");
+  Touch(root_ / "python" / "hvd" / "__init__.py");
+  std::optional<PythonPackage> built = FindPythonPackage((root_ / "cmd" / "hvdrun").string());
+  ASSERT_TRUE(built.has_value());
+  EXPECT_EQ(built->dir, fs::canonical(root_ / "python").string());
+  EXPECT_TRUE(built->build_tree);
+  EXPECT_FALSE(FindPythonPackage("").has_value());
+}
+
 TEST(SelfExecutablePathTest, IsAbsolute) { EXPECT_EQ(SelfExecutablePath().front(), '/'); }
 
 }  // namespace

@@ -1,0 +1,53 @@
+#include "launcher/local/hint_context.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <system_error>
+
+#include "launcher/local/exec_search.h"
+#include "launcher/worker/runtime_library.h"
+
+namespace hvd::launcher {
+namespace {
+
+constexpr const char* kSystemPython = "/usr/bin/python3";
+constexpr const char* kSystemPackages = "/usr/lib/python3/dist-packages";
+
+}  // namespace
+
+HintContext LocalHintContext(const std::string& program) {
+  namespace fs = std::filesystem;
+  HintContext context;
+  context.program = program;
+  std::map<std::string, std::string> env;
+  if (const char* path = std::getenv("PATH")) env["PATH"] = path;
+  std::error_code ec;
+  for (const std::string& candidate : ExecCandidates(program, env)) {
+    if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) {
+      context.program_path = candidate;
+      break;
+    }
+  }
+  if (!context.program_path.empty()) {
+    const fs::path system = fs::canonical(kSystemPython, ec);
+    context.program_is_system_python =
+        !ec && fs::canonical(context.program_path, ec) == system && !ec;
+  }
+  if (std::optional<PythonPackage> package = FindPythonPackage(SelfExecutablePath())) {
+    context.package_dir = package->dir;
+    context.package_dir_is_build_tree = package->build_tree;
+  }
+  context.system_python_has = [](const std::string& module) {
+    std::error_code error;
+    const fs::path packages(kSystemPackages);
+    return fs::exists(kSystemPython, error) &&
+           (fs::is_directory(packages / module, error) ||
+            fs::is_regular_file(packages / (module + ".py"), error));
+  };
+  return context;
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,18 @@
+#ifndef HVD_LAUNCHER_LOCAL_HINT_CONTEXT_H_
+#define HVD_LAUNCHER_LOCAL_HINT_CONTEXT_H_
+
+#include <string>
+
+#include "launcher/outcome/failure_hints.h"
+
+namespace hvd::launcher {
+
+// What the failure hints (launcher/outcome/failure_hints.h) need to know about this machine
+// for a job whose command starts with `program`: where hvdrun's PATH finds it, whether that is
+// Debian's /usr/bin/python3, the hvd Python package beside this hvdrun, and which modules
+// /usr/bin/python3 has (/usr/lib/python3/dist-packages).
+HintContext LocalHintContext(const std::string& program);
+
+}  // namespace hvd::launcher
+
+#endif  // HVD_LAUNCHER_LOCAL_HINT_CONTEXT_H_

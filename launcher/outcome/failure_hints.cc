@@ -1,0 +1,110 @@
+#include "launcher/outcome/failure_hints.h"
+
+#include <map>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace hvd::launcher {
+namespace {
+
+// The module of the last "No module named 'x.y'" among `lines` ("x.y"), if any.
+std::optional<std::string> MissingModule(const std::vector<std::string>& lines) {
+  constexpr std::string_view kNeedle = "No module named '";
+  for (auto line = lines.rbegin(); line != lines.rend(); ++line) {
+    const size_t at = line->find(kNeedle);
+    if (at == std::string::npos) continue;
+    const size_t begin = at + kNeedle.size();
+    const size_t end = line->find('\'', begin);
+    if (end == std::string::npos || end == begin) continue;
+    return line->substr(begin, end - begin);
+  }
+  return std::nullopt;
+}
+
+// "rank 3", "ranks 0, 1, 2", "ranks 0, 1, 2, ... (16 of them)".
+std::string RankList(const std::vector<int>& ranks) {
+  constexpr size_t kShown = 3;
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size() && i < kShown; ++i) {
+    text += (i ? ", " : "") + std::to_string(ranks[i]);
+  }
+  if (ranks.size() > kShown) text += ", ... (" + std::to_string(ranks.size()) + " of them)";
+  return text;
+}
+
+bool LooksLikePython(const std::string& program) {
+  const size_t slash = program.rfind('/');
+  return program.compare(slash == std::string::npos ? 0 : slash + 1, 6, "python") == 0;
+}
+
+// "`python3` (/root/.pyenv/shims/python3 on hvdrun's PATH)".
+std::string ProgramWords(const HintContext& context) {
+  std::string text = "`" + context.program + "`";
+  if (!context.program_path.empty() && context.program_path != context.program) {
+    text += " (" + context.program_path + " on hvdrun's PATH)";
+  }
+  return text;
+}
+
+std::optional<std::string> HintFor(const std::string& module, const HintContext& context) {
+  const std::string top = module.substr(0, module.find('.'));
+  const std::string head = ": No module named '" + module + "'. ";
+  if (top == "hvd" && module != top) {
+    return head +
+           "hvd's package was found but not this part of it: its extension is built for "
+           "one interpreter (HVD_PYTHON_EXECUTABLE, /usr/bin/python3 by default), and "
+           "the ranks run " +
+           ProgramWords(context) + ".";
+  }
+  if (top == "hvd" || top == "horovod") {
+    if (context.package_dir.empty()) return std::nullopt;
+    const std::string text = head + "hvd provides it; this hvdrun's package ";
+    if (context.package_dir_is_build_tree) {
+      return text + "is in its build tree, " + context.package_dir +
+             ", which Python does not search: run PYTHONPATH=" + context.package_dir +
+             " hvdrun ... (hvdrun passes PYTHONPATH on to the ranks), or install hvd "
+             "(cmake --install).";
+    }
+    return text + "is installed in " + context.package_dir + ", which " + ProgramWords(context) +
+           " does not search: run the interpreter hvd was built for, or put that folder on "
+           "PYTHONPATH.";
+  }
+  if (context.program_is_system_python || !context.system_python_has ||
+      !context.system_python_has(top)) {
+    return std::nullopt;
+  }
+  std::string text = head + "Debian installs python3-" + top + " for /usr/bin/python3 alone";
+  if (LooksLikePython(context.program)) {
+    return text + ", and the ranks run " + ProgramWords(context) +
+           ": give /usr/bin/python3 in its place.";
+  }
+  return text + ", and the command (" + context.program +
+         ") starts another interpreter: have it start /usr/bin/python3 (#!/usr/bin/env python3 "
+         "takes the first python3 on PATH).";
+}
+
+}  // namespace
+
+std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& stderr_tail,
+                               const HintContext& context) {
+  std::map<std::string, std::vector<int>> ranks_by_module;
+  std::vector<std::string> order;  // the modules in the order first seen
+  for (const RankOutcome& rank : outcome.ranks) {
+    if (rank.remote || !rank.started) continue;  // another machine: its paths are not ours
+    std::optional<std::string> module = MissingModule(stderr_tail(rank.rank));
+    if (!module) continue;
+    std::vector<int>& ranks = ranks_by_module[*module];
+    if (ranks.empty()) order.push_back(*module);
+    ranks.push_back(rank.rank);
+  }
+  std::string text;
+  for (const std::string& module : order) {
+    if (std::optional<std::string> hint = HintFor(module, context)) {
+      text += "hint: " + RankList(ranks_by_module[module]) + *hint + "\n";
+    }
+  }
+  return text;
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,144 @@
+#include "launcher/outcome/failure_hints.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hvd::launcher {
+namespace {
+
+JobOutcome RanksOn(int n) {
+  JobOutcome outcome;
+  for (int r = 0; r < n; ++r) {
+    RankOutcome rank;
+    rank.rank = r;
+    rank.host = "localhost";
+    rank.started = rank.finished = true;
+    rank.wait_status = 1 << 8;
+    outcome.ranks.push_back(rank);
+  }
+  outcome.first_failed_rank = 0;
+  return outcome;
+}
+
+// A machine like a Debian one with pyenv's python3 first on PATH and hvd in its build tree.
+HintContext PyenvMachine() {
+  HintContext context;
+  context.program = "python3";
+  context.program_path = "/root/.pyenv/shims/python3";
+  context.package_dir = "/src/hvd/build/python";
+  context.package_dir_is_build_tree = true;
+  context.system_python_has = [](const std::string& m) { return m == "torch" || m == "numpy"; };
+  return context;
+}
+
+StderrTailFn Tails(std::map<int, std::vector<std::string>> tails) {
+  return [tails](int rank) {
+    auto it = tails.find(rank);
+    return it == tails.end() ? std::vector<std::string>{} : it->second;
+  };
+}
+
+const std::vector<std::string> kNoTorch = {
+    "Traceback (most recent call last):", "  File \"train.py\", line 1, in <module>",
+    "    import torch", "ModuleNotFoundError: No module named 'torch'"};
+
+TEST(FailureHintsTest, TorchMissingFromAnotherPythonPointsAtDebiansInterpreter) {
+  // Given ranks 0 and 1 of 3 that could not import torch under pyenv's python3
+  const std::string hints =
+      FormatFailureHints(RanksOn(3), Tails({{0, kNoTorch}, {1, kNoTorch}}), PyenvMachine());
+  // Then one hint names both ranks, the interpreter they ran and the one to give instead
+  EXPECT_EQ(hints,
+            "hint: ranks 0, 1: No module named 'torch'. Debian installs python3-torch for "
+            "/usr/bin/python3 alone, and the ranks run `python3` (/root/.pyenv/shims/python3 on "
+            "hvdrun's PATH): give /usr/bin/python3 in its place.\n");
+}
+
+TEST(FailureHintsTest, AScriptStartingAnotherInterpreterIsToldWhatItsHashBangDoes) {
+  HintContext context = PyenvMachine();
+  context.program = "./train.py";
+  context.program_path = "./train.py";
+  EXPECT_EQ(FormatFailureHints(RanksOn(1), Tails({{0, kNoTorch}}), context),
+            "hint: rank 0: No module named 'torch'. Debian installs python3-torch for "
+            "/usr/bin/python3 alone, and the command (./train.py) starts another interpreter: "
+            "have it start /usr/bin/python3 (#!/usr/bin/env python3 takes the first python3 on "
+            "PATH).\n");
+}
+
+TEST(FailureHintsTest, NoHintWhereTheAdviceWouldBeWrong) {
+  // Debian's own interpreter lacking torch, a module Debian's interpreter lacks too, a remote
+  // rank (its PATH is another machine's), a rank that never started: nothing to say
+  HintContext system = PyenvMachine();
+  system.program_is_system_python = true;
+  EXPECT_EQ(FormatFailureHints(RanksOn(1), Tails({{0, kNoTorch}}), system), "");
+  EXPECT_EQ(
+      FormatFailureHints(RanksOn(1), Tails({{0, {"ModuleNotFoundError: No module named 'wandb'"}}}),
+                         PyenvMachine()),
+      "");
+  JobOutcome remote = RanksOn(2);
+  remote.ranks[1].remote = true;
+  EXPECT_EQ(FormatFailureHints(remote, Tails({{1, kNoTorch}}), PyenvMachine()), "");
+  JobOutcome unstarted = RanksOn(1);
+  unstarted.ranks[0].started = false;
+  EXPECT_EQ(FormatFailureHints(unstarted, Tails({{0, kNoTorch}}), PyenvMachine()), "");
+  EXPECT_EQ(FormatFailureHints(RanksOn(2), Tails({{0, {"RuntimeError: boom"}}}), PyenvMachine()),
+            "");
+}
+
+TEST(FailureHintsTest, HvdMissingSaysWhereThisHvdrunsPackageIs) {
+  // Given ranks that could not import horovod (the build tree's package not on their path)
+  const std::vector<std::string> no_horovod = {"    import horovod.torch as hvd",
+                                               "ModuleNotFoundError: No module named 'horovod'"};
+  std::map<int, std::vector<std::string>> tails;
+  for (int r = 0; r < 16; ++r) tails[r] = no_horovod;
+  EXPECT_EQ(FormatFailureHints(RanksOn(16), Tails(tails), PyenvMachine()),
+            "hint: ranks 0, 1, 2, ... (16 of them): No module named 'horovod'. hvd provides it; "
+            "this hvdrun's package is in its build tree, /src/hvd/build/python, which Python "
+            "does not search: run PYTHONPATH=/src/hvd/build/python hvdrun ... (hvdrun passes "
+            "PYTHONPATH on to the ranks), or install hvd (cmake --install).\n");
+  // An installed package that the interpreter does not search
+  HintContext installed = PyenvMachine();
+  installed.package_dir = "/usr/local/lib/python3.11/dist-packages";
+  installed.package_dir_is_build_tree = false;
+  EXPECT_EQ(
+      FormatFailureHints(RanksOn(1), Tails({{0, {"ModuleNotFoundError: No module named 'hvd'"}}}),
+                         installed),
+      "hint: rank 0: No module named 'hvd'. hvd provides it; this hvdrun's package is "
+      "installed in /usr/local/lib/python3.11/dist-packages, which `python3` "
+      "(/root/.pyenv/shims/python3 on hvdrun's PATH) does not search: run the interpreter "
+      "hvd was built for, or put that folder on PYTHONPATH.\n");
+  // Its extension missing: built for another interpreter
+  EXPECT_EQ(FormatFailureHints(RanksOn(1),
+                               Tails({{0, {"ModuleNotFoundError: No module named 'hvd._hvd_c'"}}}),
+                               installed),
+            "hint: rank 0: No module named 'hvd._hvd_c'. hvd's package was found but not this "
+            "part of it: its extension is built for one interpreter (HVD_PYTHON_EXECUTABLE, "
+            "/usr/bin/python3 by default), and the ranks run `python3` "
+            "(/root/.pyenv/shims/python3 on hvdrun's PATH).\n");
+  // No package found beside hvdrun: nothing useful to add
+  HintContext nowhere = PyenvMachine();
+  nowhere.package_dir.clear();
+  EXPECT_EQ(FormatFailureHints(RanksOn(1), Tails({{0, no_horovod}}), nowhere), "");
+}
+
+TEST(FailureHintsTest, EachCauseOnceInTheOrderSeen) {
+  const std::string hints = FormatFailureHints(
+      RanksOn(3),
+      Tails({{0, {"ModuleNotFoundError: No module named 'numpy'"}},
+             {1, kNoTorch},
+             {2, {"ModuleNotFoundError: No module named 'numpy.linalg'", "later line"}}}),
+      PyenvMachine());
+  EXPECT_EQ(hints.rfind("hint: rank 0: No module named 'numpy'. Debian installs python3-numpy", 0),
+            0u)
+      << hints;
+  EXPECT_NE(hints.find("\nhint: rank 1: No module named 'torch'."), std::string::npos) << hints;
+  EXPECT_NE(hints.find("\nhint: rank 2: No module named 'numpy.linalg'. Debian installs "
+                       "python3-numpy"),
+            std::string::npos)
+      << hints;
+}
+
+}  // namespace
+}  // namespace hvd::launcher
