@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <sstream>
 #include <string>
 
 #include "common/kv_messages.h"
@@ -57,7 +56,7 @@ JobOutcome JobController::Run(const std::vector<SpawnRequest>& requests) {
     outcome_.ranks.push_back(rank);
   }
   oom_kills_at_start_ = OomKillCount();
-  job_deadline_ = Clock::now() + Seconds(options_.timeout_s);
+  timeout_ = JobTimeout(options_.timeout_s);
   spawner_.Prepare(requests, Clock::now() + Seconds(options_.start_timeout_s));
   SpawnAll(requests);
   EventLoop();
@@ -138,10 +137,7 @@ int JobController::PollTimeoutMs() const {
     consider(kill_deadline_);
     if (awaited_cause_ >= 0) consider(cause_deadline_);
   }
-  if (options_.timeout_s > 0 && !terminating_ && !outcome_.job_timed_out_s) {
-    consider(job_deadline_);
-  }
-  if (stop_after_stacks_) consider(*stop_after_stacks_);
+  if (std::optional<Clock::time_point> t = timeout_.NextDeadline(terminating_)) consider(*t);
   if (!next) return -1;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now());
   return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 3600 * 1000));
@@ -202,13 +198,17 @@ void JobController::EventLoop() {
     if (ready > 0 && fds[0].revents != 0) HandleSignals();
     if (output_.console_closed()) OnLauncherSignal(SIGPIPE);
     if (awaited_cause_ >= 0 && Clock::now() >= cause_deadline_) StopAwaitingCause();
-    if (options_.timeout_s > 0 && !terminating_ && !outcome_.job_timed_out_s &&
-        Clock::now() >= job_deadline_) {
-      OnJobTimeout();
-    }
-    if (stop_after_stacks_ && Clock::now() >= *stop_after_stacks_) {
-      stop_after_stacks_.reset();
-      BeginTermination();
+    switch (timeout_.Check(Clock::now(), terminating_)) {
+      case JobTimeout::Due::kStacks:
+        outcome_.job_timed_out_s = timeout_.limit_s();
+        PrintToUser(timeout_.ExpiryLine("rank"));
+        RequestStacksOfAll("");
+        break;
+      case JobTimeout::Due::kStop:
+        BeginTermination();
+        break;
+      case JobTimeout::Due::kNothing:
+        break;
     }
     if (terminating_ && !killed_ && Clock::now() >= kill_deadline_) {
       SignalRunning(SIGKILL);
@@ -261,16 +261,6 @@ void JobController::OnLauncherSignal(int signo) {
     SignalRunning(SIGKILL);
     killed_ = true;
   }
-}
-
-void JobController::OnJobTimeout() {
-  outcome_.job_timed_out_s = options_.timeout_s;
-  std::ostringstream limit;
-  limit << options_.timeout_s;
-  PrintToUser("the job ran past --timeout (" + limit.str() +
-              " s): every rank prints its Python stacks, then the job is stopped");
-  RequestStacksOfAll("");
-  stop_after_stacks_ = Clock::now() + kStackDumpWait;
 }
 
 void JobController::RequestStacksOfAll(const std::string& why) {

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "launcher/local/job_timeout.h"
 #include "launcher/local/rank_spawner.h"
 #include "launcher/local/signal_channel.h"
 #include "launcher/local/stack_dump.h"
@@ -96,8 +97,6 @@ class JobController {
   int PollTimeoutMs() const;
   void HandleSignals();
   void OnLauncherSignal(int signo);
-  // The job ran past options.timeout_s: stacks now, the stop kStackDumpWait later.
-  void OnJobTimeout();
   // Asks `ranks` (those still running) for their Python stacks, saying `why` ("": silently).
   void RequestStacks(const std::vector<int>& ranks, const std::string& why);
   void RequestStacksOfAll(const std::string& why);
@@ -132,8 +131,7 @@ class JobController {
   bool killed_ = false;
   std::optional<uint64_t> oom_kills_at_start_;  // this host's OOM kills before the first spawn
   Clock::time_point kill_deadline_;
-  Clock::time_point job_deadline_;                      // options.timeout_s after the start
-  std::optional<Clock::time_point> stop_after_stacks_;  // OnJobTimeout's stop
+  JobTimeout timeout_{0};  // options.timeout_s from the start
 };
 
 }  // namespace hvd::launcher

@@ -66,7 +66,7 @@ ElasticJob::~ElasticJob() {
 
 int ElasticJob::Run(const std::vector<discovery::HostSlots>& first_hosts) {
   oom_kills_at_start_ = OomKillCount();
-  job_deadline_ = Clock::now() + SecondsOf(context_.spec->timeout_s);
+  timeout_ = JobTimeout(context_.spec->timeout_s);
   driver_.OnHosts(first_hosts, Clock::now());
   Loop();
   return Finish();
@@ -125,11 +125,8 @@ int ElasticJob::PollTimeoutMs() const {
   for (const auto& [id, p] : procs_) {
     if (!p.exited && p.kill_at && (!next || *p.kill_at < *next)) next = p.kill_at;
   }
-  if (context_.spec->timeout_s > 0 && !timed_out_ && !launcher_signal_ &&
-      (!next || job_deadline_ < *next)) {
-    next = job_deadline_;
-  }
-  if (stop_after_stacks_ && (!next || *stop_after_stacks_ < *next)) next = stop_after_stacks_;
+  std::optional<Clock::time_point> timeout = timeout_.NextDeadline(launcher_signal_.has_value());
+  if (timeout && (!next || *timeout < *next)) next = timeout;
   if (!next) return -1;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now());
   return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 60000));
@@ -213,26 +210,19 @@ void ElasticJob::OnStackRequests() {
 }
 
 void ElasticJob::CheckTimeout() {
-  const Clock::time_point now = Clock::now();
-  if (context_.spec->timeout_s > 0 && !timed_out_ && !launcher_signal_ && now >= job_deadline_) {
-    OnJobTimeout();
+  switch (timeout_.Check(Clock::now(), launcher_signal_.has_value())) {
+    case JobTimeout::Due::kStacks:
+      PrintToUser(timeout_.ExpiryLine("worker"));
+      RequestStacksOfAll("");
+      break;
+    case JobTimeout::Due::kStop:
+      if (launcher_signal_) break;  // stopped meanwhile
+      launcher_signal_ = SIGTERM;
+      for (auto& [id, p] : procs_) Terminate(id);
+      break;
+    case JobTimeout::Due::kNothing:
+      break;
   }
-  if (stop_after_stacks_ && now >= *stop_after_stacks_) {
-    stop_after_stacks_.reset();
-    if (launcher_signal_) return;  // stopped meanwhile
-    launcher_signal_ = SIGTERM;
-    for (auto& [id, p] : procs_) Terminate(id);
-  }
-}
-
-void ElasticJob::OnJobTimeout() {
-  timed_out_ = true;
-  std::ostringstream limit;
-  limit << context_.spec->timeout_s;
-  PrintToUser("the job ran past --timeout (" + limit.str() +
-              " s): every worker prints its Python stacks, then the job is stopped");
-  RequestStacksOfAll("");
-  stop_after_stacks_ = Clock::now() + kStackDumpWait;
 }
 
 void ElasticJob::OnLauncherSignal(int signo) {
@@ -501,7 +491,7 @@ int ElasticJob::Finish() {
   }
   std::string headline;
   int code = kExitOk;
-  if (timed_out_) {
+  if (timeout_.expired()) {
     std::ostringstream limit;
     limit << context_.spec->timeout_s;
     code = kExitTimeout;

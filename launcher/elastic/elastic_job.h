@@ -17,6 +17,7 @@
 #include "launcher/elastic/elastic_agents.h"
 #include "launcher/elastic/elastic_driver.h"
 #include "launcher/local/event_queue.h"
+#include "launcher/local/job_timeout.h"
 #include "launcher/local/rank_leftovers.h"
 #include "launcher/local/rank_spawner.h"
 #include "launcher/local/signal_channel.h"
@@ -125,8 +126,7 @@ class ElasticJob : public ElasticActions {
   void RequestStacks(const std::vector<int>& ids, const std::string& why);
   void RequestStacksOfAll(const std::string& why);
   void OnStackRequests();
-  // The job ran past --timeout: every worker's stacks now, the stop kStackDumpWait later.
-  void OnJobTimeout();
+  // --timeout (timeout_): the stacks when it passes, the stop when they had their time.
   void CheckTimeout();
   void OnDiscovery();
   void OnAgents();
@@ -145,12 +145,10 @@ class ElasticJob : public ElasticActions {
   ElasticDriver driver_;
   std::map<int, Proc> procs_;
   // The signal that stopped the job (SIGINT/SIGTERM/SIGHUP, SIGPIPE for a closed console), or
-  // SIGTERM when --timeout did (timed_out_): no worker is added or waited for any more.
+  // SIGTERM when --timeout did (timeout_): no worker is added or waited for any more.
   std::optional<int> launcher_signal_;
   bool killed_ = false;
-  Clock::time_point job_deadline_;  // --timeout after the start
-  bool timed_out_ = false;
-  std::optional<Clock::time_point> stop_after_stacks_;  // OnJobTimeout's stop
+  JobTimeout timeout_{0};                       // --timeout from the start
   std::optional<uint64_t> oom_kills_at_start_;  // this host's OOM kills when the job started
   std::string last_discovery_warning_;
   // Workers that never started (spawn or exec failure): reported to the driver from the loop,
