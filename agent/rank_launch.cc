@@ -47,6 +47,7 @@ void FillInterface(std::map<std::string, std::string>& env) {
   env["HVD_GLOO_IFACE"] = nic->name;
   env["HOROVOD_GLOO_IFACE"] = nic->name;
   env.emplace("NCCL_SOCKET_IFNAME", nic->name);
+  env.emplace("GLOO_SOCKET_IFNAME", nic->name);  // torch.distributed's Gloo
 }
 
 }  // namespace

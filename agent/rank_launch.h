@@ -36,8 +36,8 @@ struct LaunchFailure {
 // The rank's environment: `agent_env` (the remote login environment) overlaid with the
 // request's, without HVD_SECRET_FD; with a job key (key_fd >= 0), HVD_SECRET_FD names it. When the
 // rendezvous address is not loopback and no HVD_GLOO_IFACE was sent, HVD_GLOO_IFACE (and
-// HOROVOD_GLOO_IFACE, and NCCL_SOCKET_IFNAME unless sent) name this host's interface toward
-// that address.
+// HOROVOD_GLOO_IFACE, and NCCL_SOCKET_IFNAME and torch's GLOO_SOCKET_IFNAME unless sent) name
+// this host's interface toward that address.
 std::map<std::string, std::string> MergeEnvironment(
     const std::map<std::string, std::string>& agent_env,
     const std::map<std::string, std::string>& request_env, int key_fd);

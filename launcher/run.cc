@@ -74,6 +74,16 @@ int Fail(int code, const Status& status) {
   return code;
 }
 
+// torchrun's MASTER_ADDR, where a plain torch.distributed script's rank 0 serves its store:
+// hvdrun's own address when rank 0 runs here, else rank 0's host as given (-H, hostfile,
+// allocation), the name the user would pass torchrun's --master-addr.
+std::string MasterAddress(const JobPlan& plan, const std::string& address) {
+  for (const discovery::RankInfo& rank : plan.ranks) {
+    if (rank.rank == 0 && plan.IsRemote(rank.host)) return rank.host;
+  }
+  return address;
+}
+
 JobEnvContext DryRunContext(const JobPlan& plan) {
   JobEnvContext job;
   job.size = static_cast<int>(plan.ranks.size());
@@ -82,7 +92,7 @@ JobEnvContext DryRunContext(const JobPlan& plan) {
                                   : "<address toward the remote hosts, see --check>";
   job.rendezvous_addr = address;
   job.rendezvous_port = "<rendezvous port, chosen at launch>";
-  job.master_addr = address;
+  job.master_addr = MasterAddress(plan, address);
   job.master_port = "<free port, chosen at launch>";
   job.job_id = "<random, chosen at launch>";
   job.secret_fd = "<descriptor number, chosen at launch>";
@@ -225,7 +235,7 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
 
   JobEnvContext job = DryRunContext(plan);
   job.rendezvous_addr = address;
-  job.master_addr = address;
+  job.master_addr = MasterAddress(plan, address);
   SetInterfaces(spec, setup, job);
   job.secret_fd = std::to_string(*secret_fd);
   StackRequests stack_requests;  // outlives the server, whose I/O thread pushes to it

@@ -126,6 +126,12 @@ EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
   // (runtime/transports/nccl/nccl_group.h), so `-H localhost:1,127.0.0.1:1` runs two NCCL ranks
   // on one GPU, each local rank 0 of its host.
   if (env.count("NCCL_HOSTID") == 0) env["NCCL_HOSTID"] = rank.host;
+  // torch.distributed's Gloo picks its interface by the host name unless told (a name that
+  // resolves to loopback, or to another network, fails its connections across hosts): the
+  // interface hvd's own transport uses, unless the user named one.
+  if (!job.gloo_iface.empty() && env.count("GLOO_SOCKET_IFNAME") == 0) {
+    env["GLOO_SOCKET_IFNAME"] = job.gloo_iface;
+  }
   if (job.runtime_library && env.count("HVD_RUNTIME_LIBRARY") == 0) {
     env["HVD_RUNTIME_LIBRARY"] = *job.runtime_library;
   }

@@ -24,7 +24,7 @@ struct JobEnvContext {
   int size = 1;
   std::string rendezvous_addr;
   std::string rendezvous_port;
-  std::string master_addr;  // torchrun's MASTER_ADDR
+  std::string master_addr;  // torchrun's MASTER_ADDR: rank 0's host (hvdrun's address if local)
   std::string master_port;  // torchrun's MASTER_PORT
   std::string job_id;
   std::string secret_fd;  // descriptor number only; never key material
@@ -43,7 +43,9 @@ EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job);
 
 // The full environment of `rank`: `launcher_env` (hvdrun's own), overlaid with
 // `worker_env` (knobs from flags / config), overlaid with RankVariables. Adds
-// HVD_RUNTIME_LIBRARY = job.runtime_library unless the user already set it in either map.
+// HVD_RUNTIME_LIBRARY = job.runtime_library, NCCL_HOSTID = the rank's host and, where hvdrun
+// chose an interface, torch's GLOO_SOCKET_IFNAME = job.gloo_iface, each unless the user already
+// set it in either map.
 EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
                       const discovery::RankInfo& rank, const JobEnvContext& job);
 

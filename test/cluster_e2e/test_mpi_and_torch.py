@@ -95,3 +95,25 @@ def test_torch_training_example_on_two_hosts_over_ssh():
     assert [e[0] for e in epochs] == ["1", "2"], out
     before = float(re.search(r"before training  test accuracy ([0-9.]+)", out).group(1))
     assert float(epochs[-1][2]) > before, out
+
+
+def test_a_plain_torch_distributed_script_across_hosts_with_rank_0_on_either_side():
+    # torchrun's variables across hosts: MASTER_ADDR is rank 0's host (hvdrun's address when
+    # rank 0 runs here), and torch's Gloo is given the interface toward hvdrun on each host
+    # (GLOO_SOCKET_IFNAME: the namespaces share the host name, which resolves to loopback)
+    worker = os.path.join(REPO, "test", "launcher_e2e", "ddp_worker.py")
+    for hosts, master in (("hvd-h1:2,hvd-h2:2", "hvd-h1"),
+                          ("localhost:1,hvd-h1:1,hvd-h2:1", "10.77.0.1")):
+        # A wrong address leaves torch waiting for its store for 30 minutes: --timeout ends
+        # the job first, with every rank's stack
+        result = run(SSH + ["--timeout", "120", "-np", "4" if "h2:2" in hosts else "3", "-H",
+                            hosts, "/usr/bin/python3", worker], timeout=180, env=clean_env())
+        out, err = result.stdout.decode(), result.stderr.decode()
+        assert result.returncode == 0, hosts + "\n" + out + err
+        lines = sorted(out.splitlines())
+        n = len(lines)
+        assert n in (3, 4), out
+        for rank, line in enumerate(lines):
+            assert re.fullmatch(r"\[%d\]<stdout>:DDP OK rank %d of %d local \d/\d master %s "
+                                r"grad %.1f" % (rank, rank, n, re.escape(master), (n + 1) / 2),
+                                line), out

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from hvdrun_harness import (assert_no_survivors, kill_leftovers, python_rank, run, start,
-                            unique_marker, wait_for)
+from hvdrun_harness import (PYTHON, assert_no_survivors, kill_leftovers, python_rank, run,
+                            start, unique_marker, wait_for)
 
 DUMP_ENV = r"""
 import json, os, sys
@@ -207,3 +207,15 @@ def test_np_smaller_than_slots_starts_np_ranks():
     result = run(["-np", "2", "-H", "localhost:4", "sh", "-c", "echo $HVD_SIZE"])
     assert result.returncode == 0
     assert sorted(result.stdout.decode().splitlines()) == ["[0]<stdout>:2", "[1]<stdout>:2"]
+
+
+def test_a_plain_torch_distributed_script_runs_from_torchruns_variables():
+    # A DDP script with no hvd in it: hvdrun gives it RANK, WORLD_SIZE, LOCAL_RANK,
+    # LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT, as torchrun would
+    worker = os.path.join(os.path.dirname(__file__), "ddp_worker.py")
+    result = run(["-np", "3", PYTHON, worker], timeout=120)
+    out = result.stdout.decode()
+    assert result.returncode == 0, out + result.stderr.decode()
+    assert sorted(out.splitlines()) == [
+        "[%d]<stdout>:DDP OK rank %d of 3 local %d/3 master 127.0.0.1 grad 2.0" % (r, r, r)
+        for r in range(3)], out

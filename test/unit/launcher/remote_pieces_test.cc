@@ -67,6 +67,11 @@ TEST(RemoteWorkerEnvTest, InterfacesWhenChosen) {
   EXPECT_EQ(env["HVD_GLOO_IFACE"], "eth0");
   EXPECT_EQ(env["HOROVOD_GLOO_IFACE"], "eth0");
   EXPECT_EQ(env["NCCL_SOCKET_IFNAME"], "eth0,eth1");
+  EXPECT_EQ(env["GLOO_SOCKET_IFNAME"], "eth0");  // torch.distributed's Gloo
+  // A GLOO_SOCKET_IFNAME of the user's wins; none without a chosen interface
+  EXPECT_EQ(BuildWorkerEnv({{"GLOO_SOCKET_IFNAME", "ib0"}}, {}, rank, job)["GLOO_SOCKET_IFNAME"],
+            "ib0");
+  EXPECT_EQ(BuildWorkerEnv({}, {}, rank, JobEnvContext{}).count("GLOO_SOCKET_IFNAME"), 0u);
 }
 
 TEST(NetworkInterfaceTest, NamedInterfaceAndErrors) {
