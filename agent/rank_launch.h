@@ -37,7 +37,9 @@ struct LaunchFailure {
 // request's, without HVD_SECRET_FD; with a job key (key_fd >= 0), HVD_SECRET_FD names it. When the
 // rendezvous address is not loopback and no HVD_GLOO_IFACE was sent, HVD_GLOO_IFACE (and
 // HOROVOD_GLOO_IFACE, and NCCL_SOCKET_IFNAME and torch's GLOO_SOCKET_IFNAME unless sent) name
-// this host's interface toward that address.
+// this host's interface toward that address. Under HVD_WORKER_THREADS=share, OMP_NUM_THREADS
+// (unless set) is this host's CPUs (the agent's affinity) / HVD_LOCAL_SIZE
+// (launcher/worker/worker_threads.h).
 std::map<std::string, std::string> MergeEnvironment(
     const std::map<std::string, std::string>& agent_env,
     const std::map<std::string, std::string>& request_env, int key_fd);

@@ -84,6 +84,7 @@ void AddLibraryAndLogging(const Knobs& k, Assignments* a) {
   a->AddInt("HVD_GLOO_TIMEOUT_SECONDS", k.gloo_timeout_seconds);
   a->AddString("HVD_BIND_TO", k.bind_to);
   a->AddString("HVD_WORKER_MALLOC", k.worker_malloc);
+  a->AddString("HVD_WORKER_THREADS", k.worker_threads);
   if (k.tcp.value.value_or(false)) a->Add("NCCL_IB_DISABLE", k.tcp, "1");
   a->AddString("HVD_LOG_LEVEL", k.log_level);
   if (k.log_with_timestamp.value) {

@@ -99,6 +99,7 @@ std::vector<KnobPtr> Knobs::All() {
           &gloo_timeout_seconds,
           &bind_to,
           &worker_malloc,
+          &worker_threads,
           &tcp,
           &log_level,
           &log_with_timestamp};
@@ -143,8 +144,8 @@ Status ValidateKnobs(Knobs* k) {
     return Status::InvalidArgument(k->bind_to.Where() + ": expected core or none, got '" +
                                    *k->bind_to.value + "'");
   }
-  // --worker-malloc is checked where it is read, with HVD_WORKER_MALLOC
-  // (launcher::WorkerMallocVars).
+  // --worker-malloc and --worker-threads are checked where they are read, with HVD_WORKER_MALLOC
+  // and HVD_WORKER_THREADS (launcher::WorkerMallocVars, CheckWorkerThreadsPolicy).
   return CanonicalLevel(&k->log_level);
 }
 

@@ -86,6 +86,9 @@ struct Knobs {
   // tuned (default) | system: launcher/worker/worker_malloc.h. hvd extension; hvdrun decides, the
   // workers get glibc's MALLOC_* variables.
   Knob<std::string> worker_malloc{"--worker-malloc", "library_options.worker_malloc"};
+  // share (default) | system: launcher/worker/worker_threads.h. hvd extension; the workers get
+  // OMP_NUM_THREADS (hvdrun sets it for its own host's ranks, hvd-agent for the others).
+  Knob<std::string> worker_threads{"--worker-threads", "library_options.worker_threads"};
   Knob<bool> tcp{"--tcp", nullptr};
   // logging (true = timestamps shown; the flag users type is --log-without-timestamp)
   Knob<std::string> log_level{"--log-level", "logging.level"};

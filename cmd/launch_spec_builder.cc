@@ -14,6 +14,7 @@
 #include "cmd/knob_env.h"
 #include "common/logging.h"
 #include "launcher/worker/worker_malloc.h"
+#include "launcher/worker/worker_threads.h"
 
 namespace hvd::cmd {
 namespace {
@@ -339,6 +340,33 @@ Status WriteWorkerMalloc(const env::Environment& env, const Knobs& knobs, Parsed
   return Status::OK();
 }
 
+// The threads policy of launcher/worker/worker_threads.h: the knob (flag or config), else
+// HVD_WORKER_THREADS, else share. Every worker gets the policy (a remote host's hvd-agent applies
+// it there); OMP_NUM_THREADS itself is computed per host at launch (--dry-run shows this
+// host's).
+Status WriteWorkerThreads(const env::Environment& env, const Knobs& knobs, ParsedCommandLine* out) {
+  std::string policy = "share";
+  std::string source = "default";
+  if (knobs.worker_threads.value) {
+    policy = *knobs.worker_threads.value;
+    source = knobs.worker_threads.Where();
+  } else if (env.IsSet(launcher::kWorkerThreadsVar)) {
+    policy = env.Get(launcher::kWorkerThreadsVar).value;
+    source = launcher::kWorkerThreadsVar;
+  }
+  HVD_RETURN_IF_ERROR(launcher::CheckWorkerThreadsPolicy(policy, source));
+  // The default, written so another host's agent applies it too; the knob's is written with the
+  // others, the variable's inherited.
+  if (source == "default") out->spec.worker_env.emplace(launcher::kWorkerThreadsVar, policy);
+  auto omp = env.all().find("OMP_NUM_THREADS");  // not one of hvd's variables: not in the registry
+  if (policy == "share" && omp != env.all().end()) {
+    out->settings[launcher::kWorkerThreadsVar] = {
+        "share, nothing added: OMP_NUM_THREADS is set (" + omp->second + ")",
+        source == launcher::kWorkerThreadsVar ? "environment variable " + source : source};
+  }
+  return Status::OK();
+}
+
 // Options that only qualify another one do nothing without it: said, not ignored (Horovod
 // ignores them silently).
 void WarnAboutIdleOptions(const env::Environment& env, const Knobs& knobs, ParsedCommandLine* out) {
@@ -392,6 +420,7 @@ Status BuildLaunchSpec(const CLI::App& app, const env::Environment& env, const K
   WarnAboutIdleOptions(env, knobs, out);
   WarnAboutTimelinePath(env, knobs, out);
   WriteWorkerEnv(knobs, out);
+  HVD_RETURN_IF_ERROR(WriteWorkerThreads(env, knobs, out));
   return WriteWorkerMalloc(env, knobs, out);
 }
 

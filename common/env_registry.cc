@@ -76,6 +76,7 @@ const std::vector<VarSpec> kVars = {
   {"HVD_NUM_NCCL_STREAMS", "HOROVOD_NUM_NCCL_STREAMS", kInt, "1", kRuntime, "NCCL streams per device"},
   {"HVD_THREAD_AFFINITY", "HOROVOD_THREAD_AFFINITY", kString, "", kRuntime, "comma list of core ids for the background thread, one per local rank"},
   {"HVD_BIND_TO", "", kString, "none", kLauncher, "placement of local ranks: none (the kernel's) or core (each bound to an even share of the launcher's CPUs, unless ranks outnumber CPUs: lower small-op latency, lower training throughput on few cores)"},
+  {"HVD_WORKER_THREADS", "", kString, "share", kLauncher, "OpenMP threads (PyTorch's intra-op pool) of each worker: share (OMP_NUM_THREADS = the CPUs of the rank's host / the job's ranks there, at least 1, unless OMP_NUM_THREADS is set; hvd-agent computes it on other hosts) or system (torch's default: every core, in every rank)"},
   {"HVD_WORKER_MALLOC", "", kString, "tuned", kLauncher, "glibc allocator settings hvdrun gives its workers: tuned (MALLOC_MMAP_THRESHOLD_=32 MiB, MALLOC_TRIM_THRESHOLD_=1 GiB: a step's large temporaries are reused instead of unmapped and faulted in again every step; not when the user set a MALLOC_* threshold, a glibc.malloc tunable or preloads another allocator) or system (glibc's defaults)"},
   {"HVD_BATCH_D2D_MEMCOPIES", "HOROVOD_BATCH_D2D_MEMCOPIES", kBool, "1", kRuntime, "batch device-to-device copies into the fusion buffer"},
   {"HVD_DISABLE_GROUP_FUSION", "HOROVOD_DISABLE_GROUP_FUSION", kBool, "0", kRuntime, "fuse grouped ops only within their group"},

@@ -28,6 +28,7 @@
 #include "launcher/output/console.h"
 #include "launcher/rendezvous/network_interface.h"
 #include "launcher/schedulers/srun_command.h"
+#include "launcher/worker/cpu_binding.h"
 #include "launcher/worker/runtime_library.h"
 
 namespace hvd::launcher {
@@ -230,6 +231,7 @@ int Launch(const LaunchSpec& spec, const env::Environment& env,
   job.secret_fd = std::to_string(*secret_fd);
   job.master_port = "0";
   job.runtime_library = FindRuntimeLibrary(SelfExecutablePath());
+  job.host_cpus = static_cast<int>(AllowedCpus().size());
   ReadyQueue ready;
   StackRequests stack_requests;  // both outlive the server, whose I/O thread pushes to them
   RendezvousServerOptions server_options;

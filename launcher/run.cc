@@ -32,6 +32,7 @@
 #include "launcher/plan/job_plan.h"
 #include "launcher/preflight.h"
 #include "launcher/rendezvous/rendezvous_server.h"
+#include "launcher/worker/cpu_binding.h"
 #include "launcher/worker/runtime_library.h"
 #include "launcher/worker/worker_env.h"
 
@@ -120,6 +121,7 @@ std::vector<SpawnRequest> BuildRequests(const LaunchSpec& spec, const env::Envir
                                         const JobPlan& plan, const JobEnvContext& job,
                                         int secret_fd) {
   JobEnvContext remote_job = job;
+  remote_job.host_cpus = 0;  // each host's agent counts its own
   if (spec.network_interfaces.empty()) {
     remote_job.gloo_iface.clear();
     remote_job.nccl_socket_ifname.clear();
@@ -236,6 +238,7 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
   JobEnvContext job = DryRunContext(plan);
   job.rendezvous_addr = address;
   job.master_addr = MasterAddress(plan, address);
+  job.host_cpus = static_cast<int>(AllowedCpus().size());
   SetInterfaces(spec, setup, job);
   job.secret_fd = std::to_string(*secret_fd);
   StackRequests stack_requests;  // outlives the server, whose I/O thread pushes to it

@@ -363,7 +363,7 @@ void ElasticDriver::SpawnFree(TimePoint now) {
       if (round_ == 0) below_min_since_.reset();
       actions_->Step("starting worker " + std::to_string(w.id) + " on " + h.name + " (slot " +
                      std::to_string(slot) + ")");
-      actions_->Spawn(w.id, h.name, slot, count, planned);
+      actions_->Spawn(w.id, h.name, slot, h.slots, count, planned);
       ++count;
     }
   }
@@ -573,9 +573,14 @@ void ElasticDriver::EndWithoutWorkers(TimePoint now) {
     members_failed &= workers_.at(id).failed;
   }
   if (finishing_ && members_succeeded) return Finish(true, kExitOk, "");
+  // No round ever formed (workers that never called hvd.init) and none failed: a success, as
+  // for a job of plain processes (it read "not every worker of round 0 exited 0; the first
+  // failure: " with nothing after it).
+  if (finishing_ && members_.empty() && first_failure_.empty()) return Finish(true, kExitOk, "");
   if (finishing_) {
     return Finish(false, FailureCode(),
-                  "the job was finishing, but not every worker of round " + std::to_string(round_) +
+                  "the job was finishing, but not every worker" +
+                      (round_ > 0 ? " of round " + std::to_string(round_) : std::string()) +
                       " exited 0; the first failure: " + first_failure_);
   }
   if (members_failed || round_ == 0) {

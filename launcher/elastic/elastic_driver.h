@@ -23,9 +23,11 @@ using ElasticClock = std::chrono::steady_clock;
 class ElasticActions {
  public:
   virtual ~ElasticActions() = default;
-  // Starts worker `id` on `host` in `slot` (0-based, below the host's slot count). `rank` and
-  // `size` are what the worker's environment says before its first init (HVD_RANK, ...).
-  virtual void Spawn(int id, const std::string& host, int slot, int rank, int size) = 0;
+  // Starts worker `id` on `host` in `slot` (0-based, below the host's slot count `host_slots`).
+  // `rank` and `size` are what the worker's environment says before its first init (HVD_RANK,
+  // ...).
+  virtual void Spawn(int id, const std::string& host, int slot, int host_slots, int rank,
+                     int size) = 0;
   // Puts the worker's n-th message into its mailbox (common/elastic_messages.h).
   virtual void Send(int id, int64_t n, const control::elastic::Message& message) = 0;
   // Publishes the latest host change for check_host_updates().

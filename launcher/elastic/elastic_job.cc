@@ -340,10 +340,13 @@ void ElasticJob::KillOverdue() {
   }
 }
 
-void ElasticJob::Spawn(int id, const std::string& host, int slot, int rank, int size) {
+void ElasticJob::Spawn(int id, const std::string& host, int slot, int host_slots, int rank,
+                       int size) {
   const LaunchSpec& spec = *context_.spec;
   if (Status s = context_.output->Grow(id + 1); !s.ok()) PrintToUser("warning: " + s.message());
-  discovery::RankInfo info{rank, slot, slot + 1, 0, 1, host};
+  // Its place at the start: slot `slot` of the host's `host_slots` (what the CPU binding and the
+  // threads' share divide the host by); each round gives the worker its rank and topology.
+  discovery::RankInfo info{rank, slot, host_slots, 0, 1, host};
   JobEnvContext job = context_.job;
   job.size = size;
   SpawnRequest request;
@@ -353,6 +356,7 @@ void ElasticJob::Spawn(int id, const std::string& host, int slot, int rank, int 
   request.inherited_fd = context_.secret_fd;
   request.remote = !IsLocalHost(host);
   if (request.remote) {
+    job.host_cpus = 0;       // the host's agent counts its own CPUs
     job.gloo_iface.clear();  // each host's agent picks its own interface (as in static jobs)
     job.nccl_socket_ifname.clear();
     if (!spec.network_interfaces.empty()) {

@@ -90,7 +90,8 @@ class ElasticJob : public ElasticActions {
   int Run(const std::vector<discovery::HostSlots>& first_hosts);
 
   // ElasticActions
-  void Spawn(int id, const std::string& host, int slot, int rank, int size) override;
+  void Spawn(int id, const std::string& host, int slot, int host_slots, int rank,
+             int size) override;
   void Send(int id, int64_t n, const control::elastic::Message& message) override;
   void NotifyHosts(int64_t timestamp, int flags) override;
   void AbortRound(int64_t round) override;

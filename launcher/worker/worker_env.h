@@ -32,6 +32,9 @@ struct JobEnvContext {
   // HVD_GLOO_IFACE (+ HOROVOD_GLOO_IFACE) and NCCL_SOCKET_IFNAME; "" = not set by hvdrun.
   std::string gloo_iface;
   std::string nccl_socket_ifname;
+  // The CPUs this machine gives the job (hvdrun's affinity) for its own ranks' OMP_NUM_THREADS
+  // (launcher/worker/worker_threads.h); 0 = not computed here (another host's agent does).
+  int host_cpus = 0;
 };
 
 // The variables hvdrun itself sets for `rank`: HVD_RANK/SIZE/LOCAL_*/CROSS_*/HOSTNAME with
@@ -43,9 +46,10 @@ EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job);
 
 // The full environment of `rank`: `launcher_env` (hvdrun's own), overlaid with
 // `worker_env` (knobs from flags / config), overlaid with RankVariables. Adds
-// HVD_RUNTIME_LIBRARY = job.runtime_library, NCCL_HOSTID = the rank's host and, where hvdrun
-// chose an interface, torch's GLOO_SOCKET_IFNAME = job.gloo_iface, each unless the user already
-// set it in either map.
+// HVD_RUNTIME_LIBRARY = job.runtime_library, NCCL_HOSTID = the rank's host, where hvdrun
+// chose an interface torch's GLOO_SOCKET_IFNAME = job.gloo_iface, and with job.host_cpus the
+// OMP_NUM_THREADS of HVD_WORKER_THREADS=share (job.host_cpus / rank.local_size), each unless the
+// user already set it in either map.
 EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
                       const discovery::RankInfo& rank, const JobEnvContext& job);
 

@@ -68,6 +68,16 @@ def test_remote_ranks_get_hvdruns_environment_as_horovodrun_exports_it():
     assert lines[0] == "[0]<stdout>:0 [/data/x y] 3 launcher-box", lines
     assert lines[1].startswith("[1]<stdout>:1 [/data/x y] 3 "), lines
     assert not lines[1].endswith("launcher-box"), lines
+    # Without one, each host shares its CPUs among its ranks (HVD_WORKER_THREADS=share): hvdrun
+    # computes its own host's, the agent the remote host's (the namespaces share the CPUs)
+    env.pop("OMP_NUM_THREADS")
+    cpus = len(os.sched_getaffinity(0))
+    shared = run(SSH + ["-np", "3", "-H", "localhost:1,hvd-h1:2", "sh", "-c",
+                        "echo $HVD_RANK $OMP_NUM_THREADS"], timeout=60, env=env)
+    assert shared.returncode == 0, shared.stderr.decode()
+    assert sorted(shared.stdout.decode().splitlines()) == [
+        "[0]<stdout>:0 %d" % cpus, "[1]<stdout>:1 %d" % max(1, cpus // 2),
+        "[2]<stdout>:2 %d" % max(1, cpus // 2)], shared.stdout.decode()
 
 
 def test_remote_failure_propagates_its_code_and_leaves_nothing_anywhere():

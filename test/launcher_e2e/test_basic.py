@@ -219,3 +219,26 @@ def test_a_plain_torch_distributed_script_runs_from_torchruns_variables():
     assert sorted(out.splitlines()) == [
         "[%d]<stdout>:DDP OK rank %d of 3 local %d/3 master 127.0.0.1 grad 2.0" % (r, r, r)
         for r in range(3)], out
+
+
+def test_each_rank_gets_its_share_of_the_cpus_as_omp_threads():
+    # --worker-threads share (the default): OMP_NUM_THREADS = this host's CPUs / its ranks, which
+    # torch's intra-op pool takes (its own default is every core, in every rank)
+    cpus = len(os.sched_getaffinity(0))
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS",
+                                                             "HVD_WORKER_THREADS")}
+    show = "import os, torch; print(os.environ.get('OMP_NUM_THREADS'), torch.get_num_threads())"
+    one = run(["-np", "1", PYTHON, "-c", show], env=env, timeout=120)
+    assert one.returncode == 0, one.stderr.decode()
+    assert one.stdout.decode() == "[0]<stdout>:%d %d\n" % (cpus, cpus)
+    two = run(["-np", "2", "sh", "-c", "echo $OMP_NUM_THREADS"], env=env)
+    assert sorted(two.stdout.decode().split()) == sorted(
+        "[%d]<stdout>:%d" % (r, max(1, cpus // 2)) for r in range(2)), two.stdout.decode()
+    # The user's own value wins; --worker-threads system (or the variable) sets nothing
+    own = run(["-np", "2", "sh", "-c", "echo $OMP_NUM_THREADS"],
+              env=dict(env, OMP_NUM_THREADS="5"))
+    assert sorted(own.stdout.decode().split()) == ["[0]<stdout>:5", "[1]<stdout>:5"]
+    for args, extra in ((["--worker-threads", "system"], {}), ([], {"HVD_WORKER_THREADS": "system"})):
+        unset = run(args + ["-np", "1", "sh", "-c", "echo \"[${OMP_NUM_THREADS-unset}]\""],
+                    env=dict(env, **extra))
+        assert unset.stdout.decode() == "[0]<stdout>:[unset]\n", (args, extra)

@@ -153,18 +153,45 @@ TEST(FlagEnvTest, LibraryAndLogging) {
 }
 
 TEST(FlagEnvTest, NoKnobFlagsLeaveTheEnvironmentAlone) {
-  ParsedCommandLine p = MustParse(
-      {"-np", "2", "cmd"},
-      {{"HOROVOD_FUSION_THRESHOLD", "1"}, {"HVD_AUTOTUNE", "1"}, {"HVD_WORKER_MALLOC", "system"}});
+  ParsedCommandLine p = MustParse({"-np", "2", "cmd"}, {{"HOROVOD_FUSION_THRESHOLD", "1"},
+                                                        {"HVD_AUTOTUNE", "1"},
+                                                        {"HVD_WORKER_MALLOC", "system"},
+                                                        {"HVD_WORKER_THREADS", "share"}});
   EXPECT_THAT(p.spec.worker_env, IsEmpty());
 }
 
+TEST(FlagEnvTest, WorkerThreadsFromFlagConfigOrEnvironment) {
+  // The default is written (a remote host's hvd-agent applies it), a variable inherited
+  EXPECT_THAT(MustParse({"cmd"}, {{"HVD_WORKER_MALLOC", "system"}}).spec.worker_env,
+              ElementsAre(Pair("HVD_WORKER_THREADS", "share")));
+  EXPECT_THAT(
+      MustParse({"cmd"}, {{"HVD_WORKER_MALLOC", "system"}, {"HVD_WORKER_THREADS", "system"}})
+          .spec.worker_env,
+      IsEmpty());
+  ParsedCommandLine flagged =
+      MustParse({"--worker-threads", "system", "cmd"},
+                {{"HVD_WORKER_MALLOC", "system"}, {"HVD_WORKER_THREADS", "share"}});
+  EXPECT_THAT(flagged.spec.worker_env, ElementsAre(Pair("HVD_WORKER_THREADS", "system")));
+  EXPECT_EQ(flagged.settings["HVD_WORKER_THREADS"].source, "command line");
+  // --print-config says why nothing is added under share
+  ParsedCommandLine own = MustParse({"cmd"}, {{"OMP_NUM_THREADS", "4"}});
+  EXPECT_EQ(own.settings["HVD_WORKER_THREADS"].value,
+            "share, nothing added: OMP_NUM_THREADS is set (4)");
+  EXPECT_EQ(own.settings["HVD_WORKER_THREADS"].source, "default");
+  EXPECT_EQ(ParseError({"cmd"}, {{"HVD_WORKER_THREADS", "all"}}),
+            "HVD_WORKER_THREADS: expected share or system, got 'all'");
+  EXPECT_EQ(ParseError({"--worker-threads", "1", "cmd"}),
+            "--worker-threads: expected share or system, got '1'");
+}
+
 TEST(FlagEnvTest, WorkerMallocFromFlagConfigOrEnvironment) {
-  const std::map<std::string, std::string> tuned = {{"MALLOC_MMAP_THRESHOLD_", "33554432"},
+  const std::map<std::string, std::string> tuned = {{"HVD_WORKER_THREADS", "share"},
+                                                    {"MALLOC_MMAP_THRESHOLD_", "33554432"},
                                                     {"MALLOC_TRIM_THRESHOLD_", "1073741824"}};
   EXPECT_EQ(MustParse({"cmd"}).spec.worker_env, tuned);
   ParsedCommandLine system = MustParse({"--worker-malloc", "system", "cmd"});
-  EXPECT_THAT(system.spec.worker_env, ElementsAre(Pair("HVD_WORKER_MALLOC", "system")));
+  EXPECT_THAT(system.spec.worker_env, ElementsAre(Pair("HVD_WORKER_MALLOC", "system"),
+                                                  Pair("HVD_WORKER_THREADS", "share")));
   EXPECT_EQ(system.settings["HVD_WORKER_MALLOC"].source, "command line");
   // The flag wins over the variable, the user's own threshold over both.
   std::map<std::string, std::string> flagged =
@@ -172,7 +199,7 @@ TEST(FlagEnvTest, WorkerMallocFromFlagConfigOrEnvironment) {
           .spec.worker_env;
   EXPECT_EQ(flagged.count("MALLOC_MMAP_THRESHOLD_"), 1u);
   ParsedCommandLine own = MustParse({"cmd"}, {{"MALLOC_TOP_PAD_", "0"}});
-  EXPECT_THAT(own.spec.worker_env, IsEmpty());
+  EXPECT_THAT(own.spec.worker_env, ElementsAre(Pair("HVD_WORKER_THREADS", "share")));
   // --print-config says why nothing was added.
   EXPECT_EQ(own.settings["HVD_WORKER_MALLOC"].value,
             "tuned, nothing added: MALLOC_TOP_PAD_ is set");

@@ -30,8 +30,10 @@ TEST(FlagsTest, DefaultsWithNothingButACommand) {
   EXPECT_EQ(s.log_level, "WARNING");
   EXPECT_TRUE(s.log_with_timestamp);
   EXPECT_FALSE(s.elastic());
-  // Only the allocator settings of launcher/worker/worker_malloc.h (tuned by default).
-  EXPECT_THAT(s.worker_env, ElementsAre(Pair("MALLOC_MMAP_THRESHOLD_", "33554432"),
+  // Only the threads' policy and the allocator settings of launcher/worker/worker_threads.h and
+  // worker_malloc.h (share and tuned by default).
+  EXPECT_THAT(s.worker_env, ElementsAre(Pair("HVD_WORKER_THREADS", "share"),
+                                        Pair("MALLOC_MMAP_THRESHOLD_", "33554432"),
                                         Pair("MALLOC_TRIM_THRESHOLD_", "1073741824")));
   EXPECT_THAT(p.settings, IsEmpty());
   EXPECT_FALSE(p.show_help || p.show_version || p.check_build || p.print_config);
@@ -141,7 +143,8 @@ TEST(FlagsTest, LauncherDefaultsComeFromTheEnvironmentUnlessFlagged) {
   EXPECT_EQ(from_env.spec.log_level, "DEBUG");
   EXPECT_FALSE(from_env.spec.log_with_timestamp);
   EXPECT_THAT(from_env.spec.worker_env,  // inherited, not re-written; the allocator's
-              ElementsAre(Pair("MALLOC_MMAP_THRESHOLD_", _), Pair("MALLOC_TRIM_THRESHOLD_", _)));
+              ElementsAre(Pair("HVD_WORKER_THREADS", "share"), Pair("MALLOC_MMAP_THRESHOLD_", _),
+                          Pair("MALLOC_TRIM_THRESHOLD_", _)));
 
   ParsedCommandLine flagged =
       MustParse({"--start-timeout", "5", "--log-level", "ERROR", "--log-with-timestamp", "c"}, env);

@@ -26,7 +26,9 @@ class Recorder : public ElasticActions {
     std::string host;
     int slot;
   };
-  void Spawn(int id, const std::string& host, int slot, int rank, int size) override {
+  void Spawn(int id, const std::string& host, int slot, int host_slots, int rank,
+             int size) override {
+    EXPECT_LT(slot, host_slots) << "worker " << id;
     spawned[id] = {host, slot};
     spawn_order.push_back(id);
   }
@@ -178,6 +180,27 @@ TEST_F(ElasticDriverTest, AWorkerExitingZeroDoesNotStopTheOthers) {
   ASSERT_TRUE(driver_->end().has_value());
   EXPECT_TRUE(driver_->end()->success);
   EXPECT_EQ(driver_->end()->exit_code, 0);
+}
+
+TEST_F(ElasticDriverTest, WorkersExitingZeroBeforeAnyRoundSucceed) {
+  // Workers that never call hvd.init (no round forms) and exit 0: the job succeeded
+  Make(Options(2, 1));
+  Hosts({{"a", 2, {}}});
+  ASSERT_EQ(rec_.spawn_order.size(), 2u);
+  driver_->OnExit(0, kExit0, now_);
+  EXPECT_FALSE(driver_->end().has_value());
+  driver_->OnExit(1, kExit0, now_);
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_TRUE(driver_->end()->success);
+  // One of them failing fails it, naming the failure
+  Recorder rec;
+  ElasticDriver failing(Options(2, 1), &rec);
+  failing.OnHosts({{"a", 2, {}}}, now_);
+  failing.OnExit(0, kExit0, now_);
+  failing.OnExit(1, kExit1, now_);
+  ASSERT_TRUE(failing.end().has_value());
+  EXPECT_FALSE(failing.end()->success);
+  EXPECT_THAT(failing.end()->message, HasSubstr("exit code 1"));
 }
 
 // With --min-np equal to -np (its default) a worker exiting 0 left the others below it: the
