@@ -48,13 +48,16 @@ Result<std::vector<RankInfo>> PlanRanks(const std::vector<HostSlots>& hosts, int
     for (int l = 0; l < count; ++l) ++column_size[static_cast<size_t>(l)];
   }
   std::vector<int> column_seen(column_size.size(), 0);
+  // The hosts that get ranks are a prefix of `hosts` (each fills up before the next).
+  const int host_count =
+      static_cast<int>(std::count_if(placed.begin(), placed.end(), [](int n) { return n > 0; }));
   std::vector<RankInfo> ranks;
   ranks.reserve(static_cast<size_t>(num_proc));
   for (size_t h = 0; h < hosts.size(); ++h) {
     for (int l = 0; l < placed[h]; ++l) {
       size_t column = static_cast<size_t>(l);
       ranks.push_back({static_cast<int>(ranks.size()), l, placed[h], column_seen[column]++,
-                       column_size[column], hosts[h].host});
+                       column_size[column], hosts[h].host, static_cast<int>(h), host_count});
     }
   }
   return ranks;

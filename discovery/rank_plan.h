@@ -20,6 +20,10 @@ struct RankInfo {
   int cross_rank = 0;
   int cross_size = 0;
   std::string host;
+  // The host's place among the job's hosts that run ranks, and their number (torchrun's
+  // GROUP_RANK and GROUP_WORLD_SIZE: its node rank and node count).
+  int host_index = 0;
+  int host_count = 1;
 
   bool operator==(const RankInfo&) const = default;
 };

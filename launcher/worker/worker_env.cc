@@ -40,6 +40,14 @@ EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job) 
   env["WORLD_SIZE"] = std::to_string(job.size);
   env["LOCAL_RANK"] = std::to_string(rank.local_rank);
   env["LOCAL_WORLD_SIZE"] = std::to_string(rank.local_size);
+  env["GROUP_RANK"] = std::to_string(rank.host_index);  // torchrun's node rank
+  env["GROUP_WORLD_SIZE"] = std::to_string(rank.host_count);
+  env["ROLE_RANK"] = env["RANK"];  // one role, as torchrun's default ("default")
+  env["ROLE_WORLD_SIZE"] = env["WORLD_SIZE"];
+  env["ROLE_NAME"] = "default";
+  env["TORCHELASTIC_RESTART_COUNT"] = "0";  // hvdrun restarts no rank
+  env["TORCHELASTIC_MAX_RESTARTS"] = "0";
+  env["TORCHELASTIC_RUN_ID"] = job.job_id;
   env["MASTER_ADDR"] = job.master_addr;
   env["MASTER_PORT"] = job.master_port;
   env.insert_or_assign("PYTHONUNBUFFERED", std::string(1, '1'));

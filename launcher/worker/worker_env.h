@@ -39,9 +39,10 @@ struct JobEnvContext {
 
 // The variables hvdrun itself sets for `rank`: HVD_RANK/SIZE/LOCAL_*/CROSS_*/HOSTNAME with
 // their HOROVOD_* aliases, torchrun's RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/
-// MASTER_ADDR/MASTER_PORT, the rendezvous address (HVD_* and HOROVOD_GLOO_*), HVD_JOB_ID,
-// HVD_SECRET_FD, HVD_STACK_SIGNAL, the Gloo controller choice, the interfaces when chosen and
-// PYTHONUNBUFFERED=1. HVD_RUNTIME_LIBRARY is not included (see BuildWorkerEnv).
+// GROUP_RANK/GROUP_WORLD_SIZE/ROLE_*/TORCHELASTIC_*/MASTER_ADDR/MASTER_PORT, the rendezvous address
+// (HVD_* and HOROVOD_GLOO_*), HVD_JOB_ID, HVD_SECRET_FD, HVD_STACK_SIGNAL, the Gloo controller
+// choice, the interfaces when chosen and PYTHONUNBUFFERED=1. HVD_RUNTIME_LIBRARY is not included
+// (see BuildWorkerEnv).
 EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job);
 
 // The full environment of `rank`: `launcher_env` (hvdrun's own), overlaid with

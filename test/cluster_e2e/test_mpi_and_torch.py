@@ -102,8 +102,10 @@ def test_a_plain_torch_distributed_script_across_hosts_with_rank_0_on_either_sid
     # rank 0 runs here), and torch's Gloo is given the interface toward hvdrun on each host
     # (GLOO_SOCKET_IFNAME: the namespaces share the host name, which resolves to loopback)
     worker = os.path.join(REPO, "test", "launcher_e2e", "ddp_worker.py")
-    for hosts, master in (("hvd-h1:2,hvd-h2:2", "hvd-h1"),
-                          ("localhost:1,hvd-h1:1,hvd-h2:1", "10.77.0.1")):
+    # (hosts, MASTER_ADDR, each rank's GROUP_RANK/GROUP_WORLD_SIZE: torchrun's node rank)
+    for hosts, master, groups in (("hvd-h1:2,hvd-h2:2", "hvd-h1", ["0/2", "0/2", "1/2", "1/2"]),
+                                  ("localhost:1,hvd-h1:1,hvd-h2:1", "10.77.0.1",
+                                   ["0/3", "1/3", "2/3"])):
         # A wrong address leaves torch waiting for its store for 30 minutes: --timeout ends
         # the job first, with every rank's stack
         result = run(SSH + ["--timeout", "120", "-np", "4" if "h2:2" in hosts else "3", "-H",
@@ -114,6 +116,7 @@ def test_a_plain_torch_distributed_script_across_hosts_with_rank_0_on_either_sid
         n = len(lines)
         assert n in (3, 4), out
         for rank, line in enumerate(lines):
-            assert re.fullmatch(r"\[%d\]<stdout>:DDP OK rank %d of %d local \d/\d master %s "
-                                r"grad %.1f" % (rank, rank, n, re.escape(master), (n + 1) / 2),
+            assert re.fullmatch(r"\[%d\]<stdout>:DDP OK rank %d of %d local \d/\d group %s "
+                                r"master %s grad %.1f" % (rank, rank, n, groups[rank],
+                                                          re.escape(master), (n + 1) / 2),
                                 line), out

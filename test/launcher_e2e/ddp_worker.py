@@ -21,7 +21,7 @@ assert abs(grad - (world + 1) / 2) < 1e-6, grad
 total = torch.tensor([float(rank)])
 dist.all_reduce(total)
 assert total.item() == world * (world - 1) / 2, total
-print("DDP OK rank %d of %d local %s/%s master %s grad %.1f" % (
+print("DDP OK rank %d of %d local %s/%s group %s/%s master %s grad %.1f" % (
     rank, world, os.environ["LOCAL_RANK"], os.environ["LOCAL_WORLD_SIZE"],
-    os.environ["MASTER_ADDR"], grad))
+    os.environ["GROUP_RANK"], os.environ["GROUP_WORLD_SIZE"], os.environ["MASTER_ADDR"], grad))
 dist.destroy_process_group()

@@ -217,7 +217,8 @@ def test_a_plain_torch_distributed_script_runs_from_torchruns_variables():
     out = result.stdout.decode()
     assert result.returncode == 0, out + result.stderr.decode()
     assert sorted(out.splitlines()) == [
-        "[%d]<stdout>:DDP OK rank %d of 3 local %d/3 master 127.0.0.1 grad 2.0" % (r, r, r)
+        "[%d]<stdout>:DDP OK rank %d of 3 local %d/3 group 0/1 master 127.0.0.1 grad 2.0"
+        % (r, r, r)
         for r in range(3)], out
 
 

@@ -12,7 +12,8 @@ struct Case {
   std::string name;
   std::vector<HostSlots> hosts;
   int num_proc;
-  std::vector<RankInfo> want;  // {rank, local_rank, local_size, cross_rank, cross_size, host}
+  std::vector<RankInfo> want;  // {rank, local_rank, local_size, cross_rank, cross_size, host,
+                               //  host_index, host_count}
 };
 
 TEST(PlanRanksTest, AssignsLikeHorovod) {
@@ -20,31 +21,37 @@ TEST(PlanRanksTest, AssignsLikeHorovod) {
       {"heterogeneous example from the inventory",
        {{"a", 2, {}}, {"b", 1, {}}, {"c", 2, {}}},
        5,
-       {{0, 0, 2, 0, 3, "a"},
-        {1, 1, 2, 0, 2, "a"},
-        {2, 0, 1, 1, 3, "b"},
-        {3, 0, 2, 2, 3, "c"},
-        {4, 1, 2, 1, 2, "c"}}},
+       {{0, 0, 2, 0, 3, "a", 0, 3},
+        {1, 1, 2, 0, 2, "a", 0, 3},
+        {2, 0, 1, 1, 3, "b", 1, 3},
+        {3, 0, 2, 2, 3, "c", 2, 3},
+        {4, 1, 2, 1, 2, "c", 2, 3}}},
       {"np smaller than slots starts np ranks (Horovod's Gloo bug fixed)",
        {{"localhost", 4, {}}},
        2,
-       {{0, 0, 2, 0, 1, "localhost"}, {1, 1, 2, 0, 1, "localhost"}}},
+       {{0, 0, 2, 0, 1, "localhost", 0, 1}, {1, 1, 2, 0, 1, "localhost", 0, 1}}},
       {"np stops inside the second host",
        {{"a", 2, {}}, {"b", 2, {}}},
        3,
-       {{0, 0, 2, 0, 2, "a"}, {1, 1, 2, 0, 1, "a"}, {2, 0, 1, 1, 2, "b"}}},
+       {{0, 0, 2, 0, 2, "a", 0, 2}, {1, 1, 2, 0, 1, "a", 0, 2}, {2, 0, 1, 1, 2, "b", 1, 2}}},
       {"hosts without ranks are left out",
        {{"a", 2, {}}, {"b", 2, {}}, {"c", 2, {}}},
        2,
-       {{0, 0, 2, 0, 1, "a"}, {1, 1, 2, 0, 1, "a"}}},
+       {{0, 0, 2, 0, 1, "a", 0, 1}, {1, 1, 2, 0, 1, "a", 0, 1}}},
       {"a later host has the most slots",
        {{"a", 1, {}}, {"b", 3, {}}},
        4,
-       {{0, 0, 1, 0, 2, "a"}, {1, 0, 3, 1, 2, "b"}, {2, 1, 3, 0, 1, "b"}, {3, 2, 3, 0, 1, "b"}}},
+       {{0, 0, 1, 0, 2, "a", 0, 2},
+        {1, 0, 3, 1, 2, "b", 1, 2},
+        {2, 1, 3, 0, 1, "b", 1, 2},
+        {3, 2, 3, 0, 1, "b", 1, 2}}},
       {"homogeneous",
        {{"a", 2, {}}, {"b", 2, {}}},
        4,
-       {{0, 0, 2, 0, 2, "a"}, {1, 1, 2, 0, 2, "a"}, {2, 0, 2, 1, 2, "b"}, {3, 1, 2, 1, 2, "b"}}},
+       {{0, 0, 2, 0, 2, "a", 0, 2},
+        {1, 1, 2, 0, 2, "a", 0, 2},
+        {2, 0, 2, 1, 2, "b", 1, 2},
+        {3, 1, 2, 1, 2, "b", 1, 2}}},
   };
   for (const Case& c : cases) {
     Result<std::vector<RankInfo>> got = PlanRanks(c.hosts, c.num_proc);
