@@ -16,6 +16,8 @@
 # "placement": the placement rule on many cores, hvd unbound against --bind-to core taking
 # turns, allreduce at PLACEMENT_NPS (default "4 16") ranks and the convnet at 8, placement.log;
 # "knobs": HVD_EAGER_ALLREDUCE_BYTES, HVD_SHM_SINGLE_COPY, dtypes and ops at 4-16 ranks, knobs.log;
+# "threads": --worker-threads share (the default) against system (torch's own pool size), the
+# convnet and the mlp at 8 ranks taking turns, threads.log;
 # "nccl": 2 and 4 NCCL ranks on the one GPU against torch.distributed's NCCL, then ResNet-50
 # training against plain PyTorch (1 rank) and DDP on NCCL (2 NCCL ranks), nccl_bench.log);
 # Steps run in this file's order whatever the order in STEPS (the direct-size A/B before the
@@ -172,6 +174,20 @@ if has placement; then
       --num-warmup-batches 5 --num-batches-per-iter 5 --num-iters 5
   done
   grep -E "^=== placement|Total img/sec" "$p" | grep -B1 "Total img" | grep -v "^--" >>"$summary"
+fi
+# The threads' default (docs/cli.md "Workers' threads"): each rank's share of the CPUs (2 of 16
+# at 8 ranks) against torch's own pool size in every rank, as a user runs them (no
+# OMP_NUM_THREADS); measured only on the 2-vCPU VM by forcing 8 threads per rank. threads.log
+if has threads; then
+  t=$out/threads.log
+  for m in convnet mlp; do
+    for w in share system share system; do
+      step "threads $w $m 8" 40 "$t" env -u OMP_NUM_THREADS hvdrun -np 8 --worker-threads "$w" \
+        python3 examples/torch_synthetic_benchmark.py --model "$m" --batch-size 32 \
+        --num-warmup-batches 5 --num-batches-per-iter 5 --num-iters 5
+    done
+  done
+  grep -E "^=== threads|Total img/sec" "$t" | grep -B1 "Total img" | grep -v "^--" >>"$summary"
 fi
 # Knobs whose defaults on many cores were set from the 2-vCPU VM: a lone 64 KiB allreduce /
 # reducescatter posted with the negotiation (HVD_EAGER_ALLREDUCE_BYTES=131072) against the
