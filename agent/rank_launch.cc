@@ -60,14 +60,14 @@ std::map<std::string, std::string> MergeEnvironment(
   std::map<std::string, std::string> env = agent_env;
   for (const auto& [name, value] : request_env) env[name] = value;
   FillInterface(env);
-  // This host's share of its CPUs for each of the job's ranks here (HVD_WORKER_THREADS=share);
+  // This host's share of its cores for each of the job's ranks here (HVD_WORKER_THREADS=share);
   // an OMP_NUM_THREADS of the login environment's or hvdrun's wins.
   int ranks_here = 0;
   if (auto local_size = env.find("HVD_LOCAL_SIZE"); local_size != env.end()) {
     std::from_chars(local_size->second.data(),
                     local_size->second.data() + local_size->second.size(), ranks_here);
   }
-  launcher::ShareWorkerThreads(env, static_cast<int>(launcher::AllowedCpus().size()), ranks_here);
+  launcher::ShareWorkerThreads(env, launcher::PhysicalCores(launcher::AllowedCpus()), ranks_here);
   env.erase("HVD_SECRET_FD");
   if (key_fd >= 0) env["HVD_SECRET_FD"] = std::to_string(key_fd);
   return env;

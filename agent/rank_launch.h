@@ -38,7 +38,7 @@ struct LaunchFailure {
 // rendezvous address is not loopback and no HVD_GLOO_IFACE was sent, HVD_GLOO_IFACE (and
 // HOROVOD_GLOO_IFACE, and NCCL_SOCKET_IFNAME and torch's GLOO_SOCKET_IFNAME unless sent) name
 // this host's interface toward that address. Under HVD_WORKER_THREADS=share, OMP_NUM_THREADS
-// (unless set) is this host's CPUs (the agent's affinity) / HVD_LOCAL_SIZE
+// (unless set) is this host's physical cores (of the agent's affinity) / HVD_LOCAL_SIZE
 // (launcher/worker/worker_threads.h).
 std::map<std::string, std::string> MergeEnvironment(
     const std::map<std::string, std::string>& agent_env,

@@ -181,7 +181,7 @@ void AddLibraryAndLogging(Builder* b) {
            "tuned (default): the workers' glibc keeps a step's large temporaries mapped "
            "(MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_); system: glibc's defaults.");
   b->Value("--worker-threads", "share|system",
-           "share (default): OMP_NUM_THREADS = a host's CPUs / the ranks there, unless set (torch "
+           "share (default): OMP_NUM_THREADS = a host's cores / the ranks there, unless set (torch "
            "sizes each rank's pool to every core); system: torch's default.");
   b->Group("Logging");
   b->Value("--log-level", "LEVEL", "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL.");

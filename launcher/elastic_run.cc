@@ -30,6 +30,7 @@
 #include "launcher/schedulers/srun_command.h"
 #include "launcher/worker/cpu_binding.h"
 #include "launcher/worker/runtime_library.h"
+#include "launcher/worker/worker_threads.h"
 
 namespace hvd::launcher {
 namespace {
@@ -231,7 +232,7 @@ int Launch(const LaunchSpec& spec, const env::Environment& env,
   job.secret_fd = std::to_string(*secret_fd);
   job.master_port = "0";
   job.runtime_library = FindRuntimeLibrary(SelfExecutablePath());
-  job.host_cpus = static_cast<int>(AllowedCpus().size());
+  job.host_cores = PhysicalCores(AllowedCpus());
   ReadyQueue ready;
   StackRequests stack_requests;  // both outlive the server, whose I/O thread pushes to them
   RendezvousServerOptions server_options;

@@ -35,6 +35,7 @@
 #include "launcher/worker/cpu_binding.h"
 #include "launcher/worker/runtime_library.h"
 #include "launcher/worker/worker_env.h"
+#include "launcher/worker/worker_threads.h"
 
 namespace hvd::launcher {
 namespace {
@@ -121,7 +122,7 @@ std::vector<SpawnRequest> BuildRequests(const LaunchSpec& spec, const env::Envir
                                         const JobPlan& plan, const JobEnvContext& job,
                                         int secret_fd) {
   JobEnvContext remote_job = job;
-  remote_job.host_cpus = 0;  // each host's agent counts its own
+  remote_job.host_cores = 0;  // each host's agent counts its own
   if (spec.network_interfaces.empty()) {
     remote_job.gloo_iface.clear();
     remote_job.nccl_socket_ifname.clear();
@@ -238,7 +239,7 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
   JobEnvContext job = DryRunContext(plan);
   job.rendezvous_addr = address;
   job.master_addr = MasterAddress(plan, address);
-  job.host_cpus = static_cast<int>(AllowedCpus().size());
+  job.host_cores = PhysicalCores(AllowedCpus());
   SetInterfaces(spec, setup, job);
   job.secret_fd = std::to_string(*secret_fd);
   StackRequests stack_requests;  // outlives the server, whose I/O thread pushes to it

@@ -356,7 +356,7 @@ void ElasticJob::Spawn(int id, const std::string& host, int slot, int host_slots
   request.inherited_fd = context_.secret_fd;
   request.remote = !IsLocalHost(host);
   if (request.remote) {
-    job.host_cpus = 0;       // the host's agent counts its own CPUs
+    job.host_cores = 0;      // the host's agent counts its own CPUs
     job.gloo_iface.clear();  // each host's agent picks its own interface (as in static jobs)
     job.nccl_socket_ifname.clear();
     if (!spec.network_interfaces.empty()) {

@@ -32,9 +32,9 @@ struct JobEnvContext {
   // HVD_GLOO_IFACE (+ HOROVOD_GLOO_IFACE) and NCCL_SOCKET_IFNAME; "" = not set by hvdrun.
   std::string gloo_iface;
   std::string nccl_socket_ifname;
-  // The CPUs this machine gives the job (hvdrun's affinity) for its own ranks' OMP_NUM_THREADS
+  // The cores this machine gives the job (hvdrun's affinity) for its own ranks' OMP_NUM_THREADS
   // (launcher/worker/worker_threads.h); 0 = not computed here (another host's agent does).
-  int host_cpus = 0;
+  int host_cores = 0;
 };
 
 // The variables hvdrun itself sets for `rank`: HVD_RANK/SIZE/LOCAL_*/CROSS_*/HOSTNAME with
@@ -48,8 +48,8 @@ EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job);
 // The full environment of `rank`: `launcher_env` (hvdrun's own), overlaid with
 // `worker_env` (knobs from flags / config), overlaid with RankVariables. Adds
 // HVD_RUNTIME_LIBRARY = job.runtime_library, NCCL_HOSTID = the rank's host, where hvdrun
-// chose an interface torch's GLOO_SOCKET_IFNAME = job.gloo_iface, and with job.host_cpus the
-// OMP_NUM_THREADS of HVD_WORKER_THREADS=share (job.host_cpus / rank.local_size), each unless the
+// chose an interface torch's GLOO_SOCKET_IFNAME = job.gloo_iface, and with job.host_cores the
+// OMP_NUM_THREADS of HVD_WORKER_THREADS=share (job.host_cores / rank.local_size), each unless the
 // user already set it in either map.
 EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
                       const discovery::RankInfo& rank, const JobEnvContext& job);

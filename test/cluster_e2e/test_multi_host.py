@@ -13,8 +13,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "launcher_e2e"))
 from hvdrun_harness import (assert_no_survivors, cmdline, kill_leftovers,  # noqa
-                            live_pids_with_marker, netns_pids, run, start, torn_timeline_rank,
-                            unique_marker, wait_for)
+                            live_pids_with_marker, netns_pids, physical_cores, run, start,
+                            torn_timeline_rank, unique_marker, wait_for)
 
 STATE = os.environ.get("HVD_CLUSTER_STATE", "/run/hvd-cluster")
 KEY = os.path.join(STATE, "id_ed25519")
@@ -68,10 +68,10 @@ def test_remote_ranks_get_hvdruns_environment_as_horovodrun_exports_it():
     assert lines[0] == "[0]<stdout>:0 [/data/x y] 3 launcher-box", lines
     assert lines[1].startswith("[1]<stdout>:1 [/data/x y] 3 "), lines
     assert not lines[1].endswith("launcher-box"), lines
-    # Without one, each host shares its CPUs among its ranks (HVD_WORKER_THREADS=share): hvdrun
+    # Without one, each host shares its cores among its ranks (HVD_WORKER_THREADS=share): hvdrun
     # computes its own host's, the agent the remote host's (the namespaces share the CPUs)
     env.pop("OMP_NUM_THREADS")
-    cpus = len(os.sched_getaffinity(0))
+    cpus = physical_cores()
     shared = run(SSH + ["-np", "3", "-H", "localhost:1,hvd-h1:2", "sh", "-c",
                         "echo $HVD_RANK $OMP_NUM_THREADS"], timeout=60, env=env)
     assert shared.returncode == 0, shared.stderr.decode()

@@ -129,3 +129,18 @@ def cmdline(pid):
             return f.read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def physical_cores():
+    """The physical cores among this process's CPUs, as hvdrun counts them for each rank's
+    OMP_NUM_THREADS (launcher/worker/worker_threads.h): a CPU without topology is a core."""
+    cores, unknown = set(), 0
+    for cpu in os.sched_getaffinity(0):
+        try:
+            topology = "/sys/devices/system/cpu/cpu%d/topology/" % cpu
+            with open(topology + "physical_package_id") as package, \
+                    open(topology + "core_id") as core:
+                cores.add((package.read().strip(), core.read().strip()))
+        except OSError:
+            unknown += 1
+    return len(cores) + unknown

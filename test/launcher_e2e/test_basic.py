@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from hvdrun_harness import (PYTHON, assert_no_survivors, kill_leftovers, python_rank, run,
-                            start, unique_marker, wait_for)
+from hvdrun_harness import (PYTHON, assert_no_survivors, kill_leftovers, physical_cores,
+                            python_rank, run, start, unique_marker, wait_for)
 
 DUMP_ENV = r"""
 import json, os, sys
@@ -223,9 +223,9 @@ def test_a_plain_torch_distributed_script_runs_from_torchruns_variables():
 
 
 def test_each_rank_gets_its_share_of_the_cpus_as_omp_threads():
-    # --worker-threads share (the default): OMP_NUM_THREADS = this host's CPUs / its ranks, which
+    # --worker-threads share (the default): OMP_NUM_THREADS = this host's cores / its ranks, which
     # torch's intra-op pool takes (its own default is every core, in every rank)
-    cpus = len(os.sched_getaffinity(0))
+    cpus = physical_cores()
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS",
                                                              "HVD_WORKER_THREADS")}
     show = "import os, torch; print(os.environ.get('OMP_NUM_THREADS'), torch.get_num_threads())"

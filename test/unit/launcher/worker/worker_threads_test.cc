@@ -1,6 +1,10 @@
 #include "launcher/worker/worker_threads.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace hvd::launcher {
 namespace {
@@ -31,6 +35,27 @@ TEST(WorkerThreadsTest, TheUsersValueSystemOrNothingKnownAddsNothing) {
   ShareWorkerThreads(unknown, 0, 8);  // another host's CPUs: its agent counts them
   ShareWorkerThreads(unknown, 16, 0);
   EXPECT_EQ(unknown.count("OMP_NUM_THREADS"), 0u);
+}
+
+TEST(WorkerThreadsTest, PhysicalCoresCountCoresNotHardwareThreads) {
+  // Given a topology of 2 packages x 2 cores x 2 threads (CPUs 0-7), CPU 8 without topology
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("hvd_cores_test_" + std::to_string(getpid()));
+  for (int cpu = 0; cpu < 8; ++cpu) {
+    const fs::path topology = root / ("cpu" + std::to_string(cpu)) / "topology";
+    fs::create_directories(topology);
+    std::ofstream(topology / "physical_package_id") << cpu / 4 << "\n";
+    std::ofstream(topology / "core_id") << (cpu % 4) / 2 << "\n";
+  }
+  // Then hardware threads of one core count once, the unknown CPU as a core of its own
+  EXPECT_EQ(PhysicalCores({0, 1, 2, 3, 4, 5, 6, 7}, root.string()), 4);
+  EXPECT_EQ(PhysicalCores({0, 1}, root.string()), 1);
+  EXPECT_EQ(PhysicalCores({0, 2, 4}, root.string()), 3);
+  EXPECT_EQ(PhysicalCores({0, 8}, root.string()), 2);
+  EXPECT_EQ(PhysicalCores({}, root.string()), 0);
+  fs::remove_all(root);
+  // And this machine has at least one core among its CPUs, and no more cores than CPUs
+  EXPECT_GE(PhysicalCores({0}), 1);
 }
 
 TEST(WorkerThreadsTest, ThePolicyIsShareOrSystem) {
