@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <memory>
@@ -127,6 +128,12 @@ std::vector<SpawnRequest> BuildRequests(const LaunchSpec& spec, const env::Envir
     remote_job.gloo_iface.clear();
     remote_job.nccl_socket_ifname.clear();
   }
+  // The cores here are shared by every rank started here, under whatever host names
+  // (-H localhost:1,127.0.0.1:1 is one machine, two hosts)
+  JobEnvContext local_job = job;
+  local_job.ranks_here = static_cast<int>(
+      std::count_if(plan.ranks.begin(), plan.ranks.end(),
+                    [&](const discovery::RankInfo& rank) { return !plan.IsRemote(rank.host); }));
   std::vector<SpawnRequest> requests;
   for (const discovery::RankInfo& rank : plan.ranks) {
     SpawnRequest request;
@@ -136,7 +143,7 @@ std::vector<SpawnRequest> BuildRequests(const LaunchSpec& spec, const env::Envir
     request.remote = plan.IsRemote(rank.host);
     request.env = request.remote
                       ? BuildRemoteWorkerEnv(env.all(), spec.worker_env, rank, remote_job)
-                      : BuildWorkerEnv(env.all(), spec.worker_env, rank, job);
+                      : BuildWorkerEnv(env.all(), spec.worker_env, rank, local_job);
     request.stdin_pipe = rank.rank == 0 && !request.remote;
     request.inherited_fd = request.remote ? -1 : secret_fd;
     requests.push_back(std::move(request));

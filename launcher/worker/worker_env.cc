@@ -142,7 +142,7 @@ EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
   if (!job.gloo_iface.empty() && env.count("GLOO_SOCKET_IFNAME") == 0) {
     env["GLOO_SOCKET_IFNAME"] = job.gloo_iface;
   }
-  ShareWorkerThreads(env, job.host_cores, rank.local_size);
+  ShareWorkerThreads(env, job.host_cores, job.ranks_here > 0 ? job.ranks_here : rank.local_size);
   if (job.runtime_library && env.count("HVD_RUNTIME_LIBRARY") == 0) {
     env["HVD_RUNTIME_LIBRARY"] = *job.runtime_library;
   }

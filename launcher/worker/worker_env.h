@@ -35,6 +35,9 @@ struct JobEnvContext {
   // The cores this machine gives the job (hvdrun's affinity) for its own ranks' OMP_NUM_THREADS
   // (launcher/worker/worker_threads.h); 0 = not computed here (another host's agent does).
   int host_cores = 0;
+  // The ranks sharing those cores: every rank hvdrun starts on this machine, under any host
+  // name; 0 = the rank's local size.
+  int ranks_here = 0;
 };
 
 // The variables hvdrun itself sets for `rank`: HVD_RANK/SIZE/LOCAL_*/CROSS_*/HOSTNAME with
@@ -49,8 +52,8 @@ EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job);
 // `worker_env` (knobs from flags / config), overlaid with RankVariables. Adds
 // HVD_RUNTIME_LIBRARY = job.runtime_library, NCCL_HOSTID = the rank's host, where hvdrun
 // chose an interface torch's GLOO_SOCKET_IFNAME = job.gloo_iface, and with job.host_cores the
-// OMP_NUM_THREADS of HVD_WORKER_THREADS=share (job.host_cores / rank.local_size), each unless the
-// user already set it in either map.
+// OMP_NUM_THREADS of HVD_WORKER_THREADS=share (job.host_cores / job.ranks_here, else
+// rank.local_size), each unless the user already set it in either map.
 EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
                       const discovery::RankInfo& rank, const JobEnvContext& job);
 

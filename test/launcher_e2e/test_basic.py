@@ -235,6 +235,11 @@ def test_each_rank_gets_its_share_of_the_cpus_as_omp_threads():
     two = run(["-np", "2", "sh", "-c", "echo $OMP_NUM_THREADS"], env=env)
     assert sorted(two.stdout.decode().split()) == sorted(
         "[%d]<stdout>:%d" % (r, max(1, cpus // 2)) for r in range(2)), two.stdout.decode()
+    # Host names that are all this machine share its cores too
+    hosts = run(["-np", "2", "-H", "localhost:1,127.0.0.1:1", "sh", "-c", "echo $OMP_NUM_THREADS"],
+                env=env)
+    assert sorted(hosts.stdout.decode().split()) == sorted(
+        "[%d]<stdout>:%d" % (r, max(1, cpus // 2)) for r in range(2)), hosts.stdout.decode()
     # The user's own value wins; --worker-threads system (or the variable) sets nothing
     own = run(["-np", "2", "sh", "-c", "echo $OMP_NUM_THREADS"],
               env=dict(env, OMP_NUM_THREADS="5"))

@@ -102,5 +102,18 @@ TEST(WorkerEnvTest, NoRuntimeLibraryFoundLeavesTheVariableUnset) {
   EXPECT_EQ(env.count("HVD_RUNTIME_LIBRARY"), 0u);
 }
 
+TEST(WorkerEnvTest, TheThreadsShareDividesTheMachinesCoresAmongItsRanks) {
+  discovery::RankInfo rank;
+  rank.local_size = 1;  // alone on its host name, as with -H localhost:1,127.0.0.1:1
+  JobEnvContext job;
+  job.host_cores = 16;
+  const EnvMap share = {{"HVD_WORKER_THREADS", "share"}};
+  EXPECT_EQ(BuildWorkerEnv(share, {}, rank, job)["OMP_NUM_THREADS"], "16");
+  job.ranks_here = 4;  // but four ranks on this machine
+  EXPECT_EQ(BuildWorkerEnv(share, {}, rank, job)["OMP_NUM_THREADS"], "4");
+  job.host_cores = 0;  // another host's: its agent computes it
+  EXPECT_EQ(BuildWorkerEnv(share, {}, rank, job).count("OMP_NUM_THREADS"), 0u);
+}
+
 }  // namespace
 }  // namespace hvd::launcher
