@@ -314,27 +314,36 @@ void WriteWorkerEnv(const Knobs& knobs, ParsedCommandLine* out) {
   }
 }
 
+// A worker policy hvdrun decides (--worker-malloc, --worker-threads): the knob (flag or config),
+// else the variable `var` in hvdrun's environment, else `fallback`. `source` names where it
+// came from, as errors say it; `shown_source` as --print-config does.
+struct WorkerPolicy {
+  std::string value;
+  std::string source;
+  std::string shown_source;
+};
+
+WorkerPolicy ResolveWorkerPolicy(const Knob<std::string>& knob, const env::Environment& env,
+                                 const char* var, const char* fallback) {
+  if (knob.value) return {*knob.value, knob.Where(), knob.Where()};
+  if (env.IsSet(var)) return {env.Get(var).value, var, std::string("environment variable ") + var};
+  return {fallback, "default", "default"};
+}
+
 // The allocator settings of launcher/worker/worker_malloc.h: the knob (flag or config), else
 // HVD_WORKER_MALLOC, else tuned. What it adds goes into every worker's environment and is
 // shown by --dry-run; --print-config shows the policy and where it came from (the knob's
 // setting is recorded with the others by WriteWorkerEnv).
 Status WriteWorkerMalloc(const env::Environment& env, const Knobs& knobs, ParsedCommandLine* out) {
-  std::string policy = "tuned";
-  std::string source = "default";
-  if (knobs.worker_malloc.value) {
-    policy = *knobs.worker_malloc.value;
-    source = knobs.worker_malloc.Where();
-  } else if (env.IsSet(launcher::kWorkerMallocVar)) {
-    policy = env.Get(launcher::kWorkerMallocVar).value;
-    source = launcher::kWorkerMallocVar;
-  }
-  HVD_ASSIGN_OR_RETURN(auto vars, launcher::WorkerMallocVars(policy, source, env.all()));
-  if (policy == "tuned" && vars.empty()) {
+  const WorkerPolicy policy =
+      ResolveWorkerPolicy(knobs.worker_malloc, env, launcher::kWorkerMallocVar, "tuned");
+  HVD_ASSIGN_OR_RETURN(auto vars,
+                       launcher::WorkerMallocVars(policy.value, policy.source, env.all()));
+  if (policy.value == "tuned" && vars.empty()) {
     // The user configured the allocator: say so in --print-config, where a user looking for
     // the MALLOC_* variables that --dry-run does not show would look.
     out->settings[launcher::kWorkerMallocVar] = {
-        "tuned, nothing added: " + launcher::UserAllocatorSetting(env.all()),
-        source == launcher::kWorkerMallocVar ? "environment variable " + source : source};
+        "tuned, nothing added: " + launcher::UserAllocatorSetting(env.all()), policy.shown_source};
   }
   for (auto& [name, value] : vars) out->spec.worker_env.emplace(name, std::move(value));
   return Status::OK();
@@ -345,24 +354,18 @@ Status WriteWorkerMalloc(const env::Environment& env, const Knobs& knobs, Parsed
 // it there); OMP_NUM_THREADS itself is computed per host at launch (--dry-run shows this
 // host's).
 Status WriteWorkerThreads(const env::Environment& env, const Knobs& knobs, ParsedCommandLine* out) {
-  std::string policy = "share";
-  std::string source = "default";
-  if (knobs.worker_threads.value) {
-    policy = *knobs.worker_threads.value;
-    source = knobs.worker_threads.Where();
-  } else if (env.IsSet(launcher::kWorkerThreadsVar)) {
-    policy = env.Get(launcher::kWorkerThreadsVar).value;
-    source = launcher::kWorkerThreadsVar;
-  }
-  HVD_RETURN_IF_ERROR(launcher::CheckWorkerThreadsPolicy(policy, source));
+  const WorkerPolicy policy =
+      ResolveWorkerPolicy(knobs.worker_threads, env, launcher::kWorkerThreadsVar, "share");
+  HVD_RETURN_IF_ERROR(launcher::CheckWorkerThreadsPolicy(policy.value, policy.source));
   // The default, written so another host's agent applies it too; the knob's is written with the
   // others, the variable's inherited.
-  if (source == "default") out->spec.worker_env.emplace(launcher::kWorkerThreadsVar, policy);
-  auto omp = env.all().find("OMP_NUM_THREADS");  // not one of hvd's variables: not in the registry
-  if (policy == "share" && omp != env.all().end()) {
+  if (policy.source == "default") {
+    out->spec.worker_env.emplace(launcher::kWorkerThreadsVar, policy.value);
+  }
+  std::optional<std::string> omp = env.Raw("OMP_NUM_THREADS");  // not one of hvd's variables
+  if (policy.value == "share" && omp) {
     out->settings[launcher::kWorkerThreadsVar] = {
-        "share, nothing added: OMP_NUM_THREADS is set (" + omp->second + ")",
-        source == launcher::kWorkerThreadsVar ? "environment variable " + source : source};
+        "share, nothing added: OMP_NUM_THREADS is set (" + *omp + ")", policy.shown_source};
   }
   return Status::OK();
 }

@@ -194,8 +194,9 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
           server.Get(std::string(control::kFailureReportPrefix) + std::to_string(rank.rank));
     }
     const StderrTailFn tail = [&](int r) { return output.StderrTail(r); };
-    PrintToUser(FormatFailureSummary(outcome, tail) +
-                FormatFailureHints(outcome, tail, LocalHintContext(spec.command.front())));
+    PrintToUser(
+        FormatFailureSummary(outcome, tail) +
+        FormatFailureHints(outcome, tail, LocalHintContext(spec.command.front(), env.all())));
   }
   return code;
 }

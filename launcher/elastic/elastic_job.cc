@@ -526,8 +526,10 @@ int ElasticJob::Finish() {
     outcome.ranks.push_back(rank);
   }
   const StderrTailFn tail = [&](int id) { return context_.output->StderrTail(id); };
-  PrintToUser("elastic " + FormatFailureSummary(outcome, tail) +
-              FormatFailureHints(outcome, tail, LocalHintContext(context_.spec->command.front())));
+  PrintToUser(
+      "elastic " + FormatFailureSummary(outcome, tail) +
+      FormatFailureHints(outcome, tail,
+                         LocalHintContext(context_.spec->command.front(), context_.env->all())));
   return code;
 }
 

@@ -1,5 +1,8 @@
 #include "launcher/local/exec_search.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace hvd::launcher {
 
 std::vector<std::string> ExecCandidates(const std::string& program,
@@ -17,6 +20,18 @@ std::vector<std::string> ExecCandidates(const std::string& program,
     begin = end + 1;
   }
   return out;
+}
+
+std::optional<std::string> FindExecutable(const std::string& program,
+                                          const std::map<std::string, std::string>& env) {
+  for (const std::string& candidate : ExecCandidates(program, env)) {
+    struct stat info;
+    if (::stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace hvd::launcher

@@ -2,6 +2,7 @@
 #define HVD_LAUNCHER_LOCAL_EXEC_SEARCH_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,11 @@ namespace hvd::launcher {
 // containing '/' is its only candidate.
 std::vector<std::string> ExecCandidates(const std::string& program,
                                         const std::map<std::string, std::string>& env);
+
+// The first of ExecCandidates(program, env) that is an executable regular file (what execvp
+// would run), or nullopt.
+std::optional<std::string> FindExecutable(const std::string& program,
+                                          const std::map<std::string, std::string>& env);
 
 // Exit codes of a rank whose program could not be run, as a shell reports them.
 inline constexpr int kExitNotFound = 127;       // no candidate exists

@@ -1,10 +1,6 @@
 #include "launcher/local/hint_context.h"
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <system_error>
 
 #include "launcher/local/exec_search.h"
@@ -18,19 +14,13 @@ constexpr const char* kSystemPackages = "/usr/lib/python3/dist-packages";
 
 }  // namespace
 
-HintContext LocalHintContext(const std::string& program) {
+HintContext LocalHintContext(const std::string& program,
+                             const std::map<std::string, std::string>& env) {
   namespace fs = std::filesystem;
   HintContext context;
   context.program = program;
-  std::map<std::string, std::string> env;
-  if (const char* path = std::getenv("PATH")) env["PATH"] = path;
+  context.program_path = FindExecutable(program, env).value_or("");
   std::error_code ec;
-  for (const std::string& candidate : ExecCandidates(program, env)) {
-    if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) {
-      context.program_path = candidate;
-      break;
-    }
-  }
   if (!context.program_path.empty()) {
     const fs::path system = fs::canonical(kSystemPython, ec);
     context.program_is_system_python =

@@ -1,8 +1,5 @@
 #include "launcher/schedulers/srun_command.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 
 #include "discovery/slurm.h"
@@ -10,17 +7,6 @@
 
 namespace hvd::launcher {
 namespace {
-
-std::optional<std::string> FindExecutable(const std::string& program, const env::Environment& env) {
-  for (const std::string& candidate : ExecCandidates(program, env.all())) {
-    struct stat info;
-    if (::stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
-        ::access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-  }
-  return std::nullopt;
-}
 
 std::optional<SrunLaunch> NotUsed(std::string* why_not, std::string reason) {
   if (why_not != nullptr) *why_not = std::move(reason);
@@ -47,7 +33,7 @@ std::optional<SrunLaunch> DetectSrunLaunch(const std::vector<std::string>& remot
                                   *nodelist + "); using ssh");
     }
   }
-  std::optional<std::string> srun = FindExecutable("srun", env);
+  std::optional<std::string> srun = FindExecutable("srun", env.all());
   if (!srun) {
     return NotUsed(why_not, "inside Slurm job " + *job_id + " but srun is not on PATH; using ssh");
   }
