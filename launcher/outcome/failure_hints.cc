@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace hvd::launcher {
@@ -84,25 +85,66 @@ std::optional<std::string> HintFor(const std::string& module, const HintContext&
          "takes the first python3 on PATH).";
 }
 
+// The hint for ranks on another host, where hvdrun knows nothing of the interpreter PATH finds
+// or the packages it has: what to check there, and the causes hvdrun's own machine shows.
+std::optional<std::string> RemoteHintFor(const std::string& module, const std::string& host,
+                                         const HintContext& context) {
+  const std::string top = module.substr(0, module.find('.'));
+  const std::string head = " on " + host + ": No module named '" + module + "'. ";
+  const std::string check = "python3 -c 'import " + module + "'";
+  if (top == "hvd" && module != top) {
+    return head +
+           "hvd's package there was found but not this part of it: its extension is "
+           "built for one interpreter, and the ranks there ran `" +
+           context.program + "`; check with " + check + " on " + host + ".";
+  }
+  if (top == "hvd" || top == "horovod") {
+    return head + "hvd must be importable on every host: install it on " + host +
+           " (at the same path as here), or export PYTHONPATH naming where it is there "
+           "(hvdrun passes PYTHONPATH on to remote ranks); check with " +
+           check + " on " + host + ".";
+  }
+  if (!context.system_python_has || !context.system_python_has(top)) return std::nullopt;
+  if (context.program == "/usr/bin/python3") {
+    return head + "/usr/bin/python3 there lacks it: install python3-" + top + " on " + host +
+           " (Debian's package; every host runs the same command).";
+  }
+  if (!LooksLikePython(context.program)) return std::nullopt;
+  std::string here;
+  if (!context.program_path.empty() && context.program_path != context.program) {
+    here = " (here: " + context.program_path + ")";
+  }
+  return head + "The ranks there run `" + context.program +
+         "` as hvdrun's PATH (passed on) finds it on " + host + here +
+         ", with that host's packages: check on " + host + " with command -v " + context.program +
+         " and " + check + "; Debian installs python3-" + top +
+         " for /usr/bin/python3 alone, so give /usr/bin/python3 to run it on every host.";
+}
+
 }  // namespace
 
 std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& stderr_tail,
                                const HintContext& context) {
-  std::map<std::string, std::vector<int>> ranks_by_module;
-  std::vector<std::string> order;  // the modules in the order first seen
+  // Keyed by (module, host): "" for this machine's ranks, the host's name for another's (its
+  // PATH and packages are its own, so it gets a hint of its own).
+  using Key = std::pair<std::string, std::string>;
+  std::map<Key, std::vector<int>> ranks_by_cause;
+  std::vector<Key> order;  // the causes in the order first seen
   for (const RankOutcome& rank : outcome.ranks) {
-    if (rank.remote || !rank.started) continue;  // another machine: its paths are not ours
+    if (!rank.started) continue;
     std::optional<std::string> module = MissingModule(stderr_tail(rank.rank));
     if (!module) continue;
-    std::vector<int>& ranks = ranks_by_module[*module];
-    if (ranks.empty()) order.push_back(*module);
+    Key key{*module, rank.remote ? rank.host : std::string()};
+    std::vector<int>& ranks = ranks_by_cause[key];
+    if (ranks.empty()) order.push_back(key);
     ranks.push_back(rank.rank);
   }
   std::string text;
-  for (const std::string& module : order) {
-    if (std::optional<std::string> hint = HintFor(module, context)) {
-      text += "hint: " + RankList(ranks_by_module[module]) + *hint + "\n";
-    }
+  for (const Key& key : order) {
+    const auto& [module, host] = key;
+    std::optional<std::string> hint =
+        host.empty() ? HintFor(module, context) : RemoteHintFor(module, host, context);
+    if (hint) text += "hint: " + RankList(ranks_by_cause[key]) + *hint + "\n";
   }
   return text;
 }

@@ -26,14 +26,15 @@ struct HintContext {
 };
 
 // "hint: ..." lines (each ending in a newline; "" when none applies) after a failed job's
-// summary, for the set-up mistakes a rank's last stderr lines show, on ranks of this host that
-// failed on their own:
+// summary, for the set-up mistakes a rank's last stderr lines show, on ranks that failed on
+// their own (a remote host's ranks get what to check on that host: hvdrun knows neither its
+// PATH nor its packages):
 //   - `ModuleNotFoundError: No module named 'torch'` (or any module Debian's /usr/bin/python3
 //     has) from another interpreter: Debian installs python3-torch for /usr/bin/python3 alone,
 //     and `python3` on PATH may be pyenv's, conda's or a venv's;
 //   - `No module named 'hvd'` or `'horovod'`: where this hvdrun's package is, and how to put
 //     it on the ranks' path.
-// One hint per cause, naming the ranks it was seen on.
+// One hint per cause (and remote host), naming the ranks it was seen on.
 std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& stderr_tail,
                                const HintContext& context);
 

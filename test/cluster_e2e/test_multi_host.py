@@ -97,6 +97,29 @@ def test_remote_failure_propagates_its_code_and_leaves_nothing_anywhere():
         kill_leftovers(marker)
 
 
+def test_remote_ranks_without_torch_are_told_what_to_check_on_their_host(tmp_path):
+    # Given a python3 first on PATH that is not Debian's (the system interpreter without its
+    # dist-packages, as pyenv's would be), which hvdrun passes on to the remote host
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "python3"
+    shim.write_text("#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n")
+    shim.chmod(0o755)
+    env = dict(os.environ, PATH="%s:%s" % (bin_dir, os.environ.get("PATH", "")))
+    # When a torch script runs there
+    result = run(SSH + ["-np", "2", "-H", "hvd-h1:2", "python3", "-c", "import torch"],
+                 timeout=60, env=env)
+    # Then the hint names the host, what its ranks ran and what to check there (hvdrun sees
+    # neither that host's PATH nor its packages)
+    err = result.stderr.decode()
+    assert result.returncode == 1, err
+    assert re.search(
+        r"^hint: (rank 0|rank 1|ranks 0, 1) on hvd-h1: " + re.escape(
+            "No module named 'torch'. The ranks there run `python3` as hvdrun's PATH (passed "
+            "on) finds it on hvd-h1 (here: %s), with that host's packages: check on hvd-h1 with "
+            "command -v python3 and python3 -c 'import torch'" % shim), err, re.M), err
+
+
 def test_sigint_stops_every_rank_on_every_host_and_exits_130():
     marker = unique_marker()
     proc = start(SSH + ["-np", "3", "-H", "localhost:1,hvd-h1:1,hvd-h2:1", "sh", "-c",

@@ -77,14 +77,71 @@ TEST(FailureHintsTest, NoHintWhereTheAdviceWouldBeWrong) {
       FormatFailureHints(RanksOn(1), Tails({{0, {"ModuleNotFoundError: No module named 'wandb'"}}}),
                          PyenvMachine()),
       "");
-  JobOutcome remote = RanksOn(2);
-  remote.ranks[1].remote = true;
-  EXPECT_EQ(FormatFailureHints(remote, Tails({{1, kNoTorch}}), PyenvMachine()), "");
   JobOutcome unstarted = RanksOn(1);
   unstarted.ranks[0].started = false;
   EXPECT_EQ(FormatFailureHints(unstarted, Tails({{0, kNoTorch}}), PyenvMachine()), "");
   EXPECT_EQ(FormatFailureHints(RanksOn(2), Tails({{0, {"RuntimeError: boom"}}}), PyenvMachine()),
             "");
+}
+
+TEST(FailureHintsTest, RemoteRanksAreToldWhatToCheckOnTheirHost) {
+  // Given 4 ranks, 2 here and 2 on each of two remote hosts, none of which imported torch
+  JobOutcome outcome = RanksOn(6);
+  for (int r = 2; r < 6; ++r) {
+    outcome.ranks[r].remote = true;
+    outcome.ranks[r].host = r < 4 ? "h1" : "h2";
+  }
+  std::map<int, std::vector<std::string>> tails;
+  for (int r = 0; r < 6; ++r) tails[r] = kNoTorch;
+  const std::string hints = FormatFailureHints(outcome, Tails(tails), PyenvMachine());
+  // Then this machine's ranks get the local hint, and each host one naming it and what to check
+  // there (hvdrun cannot see that host's PATH or packages)
+  EXPECT_EQ(hints,
+            "hint: ranks 0, 1: No module named 'torch'. Debian installs python3-torch for "
+            "/usr/bin/python3 alone, and the ranks run `python3` (/root/.pyenv/shims/python3 on "
+            "hvdrun's PATH): give /usr/bin/python3 in its place.\n"
+            "hint: ranks 2, 3 on h1: No module named 'torch'. The ranks there run `python3` as "
+            "hvdrun's PATH (passed on) finds it on h1 (here: /root/.pyenv/shims/python3), with "
+            "that host's packages: check on h1 with command -v python3 and python3 -c 'import "
+            "torch'; Debian installs python3-torch for /usr/bin/python3 alone, so give "
+            "/usr/bin/python3 to run it on every host.\n"
+            "hint: ranks 4, 5 on h2: No module named 'torch'. The ranks there run `python3` as "
+            "hvdrun's PATH (passed on) finds it on h2 (here: /root/.pyenv/shims/python3), with "
+            "that host's packages: check on h2 with command -v python3 and python3 -c 'import "
+            "torch'; Debian installs python3-torch for /usr/bin/python3 alone, so give "
+            "/usr/bin/python3 to run it on every host.\n");
+  // Debian's own interpreter given: the package is missing on that host
+  HintContext system = PyenvMachine();
+  system.program = system.program_path = "/usr/bin/python3";
+  system.program_is_system_python = true;
+  JobOutcome one_remote = RanksOn(2);
+  one_remote.ranks[1].remote = true;
+  one_remote.ranks[1].host = "h1";
+  EXPECT_EQ(FormatFailureHints(one_remote, Tails({{1, kNoTorch}}), system),
+            "hint: rank 1 on h1: No module named 'torch'. /usr/bin/python3 there lacks it: "
+            "install python3-torch on h1 (Debian's package; every host runs the same "
+            "command).\n");
+  // hvd itself missing there, or its extension
+  EXPECT_EQ(FormatFailureHints(one_remote,
+                               Tails({{1, {"ModuleNotFoundError: No module named 'horovod'"}}}),
+                               PyenvMachine()),
+            "hint: rank 1 on h1: No module named 'horovod'. hvd must be importable on every "
+            "host: install it on h1 (at the same path as here), or export PYTHONPATH naming "
+            "where it is there (hvdrun passes PYTHONPATH on to remote ranks); check with "
+            "python3 -c 'import horovod' on h1.\n");
+  EXPECT_NE(FormatFailureHints(one_remote,
+                               Tails({{1, {"ModuleNotFoundError: No module named 'hvd._hvd_c'"}}}),
+                               PyenvMachine())
+                .find("rank 1 on h1: No module named 'hvd._hvd_c'. hvd's package there was found"),
+            std::string::npos);
+  // A module this machine's Debian Python lacks too, or a command that is not Python: nothing
+  EXPECT_EQ(
+      FormatFailureHints(one_remote, Tails({{1, {"ModuleNotFoundError: No module named 'wandb'"}}}),
+                         PyenvMachine()),
+      "");
+  HintContext shell = PyenvMachine();
+  shell.program = "./train.sh";
+  EXPECT_EQ(FormatFailureHints(one_remote, Tails({{1, kNoTorch}}), shell), "");
 }
 
 TEST(FailureHintsTest, HvdMissingSaysWhereThisHvdrunsPackageIs) {
