@@ -49,7 +49,8 @@ struct JobEnvContext {
 EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job);
 
 // The full environment of `rank`: `launcher_env` (hvdrun's own), overlaid with
-// `worker_env` (knobs from flags / config), overlaid with RankVariables. Adds
+// `worker_env` (knobs from flags / config), overlaid with RankVariables, but for a non-empty
+// MASTER_ADDR or MASTER_PORT of either map, which is kept (torchrun's store). Adds
 // HVD_RUNTIME_LIBRARY = job.runtime_library, NCCL_HOSTID = the rank's host, where hvdrun
 // chose an interface torch's GLOO_SOCKET_IFNAME = job.gloo_iface, and with job.host_cores the
 // OMP_NUM_THREADS of HVD_WORKER_THREADS=share (job.host_cores / job.ranks_here, else

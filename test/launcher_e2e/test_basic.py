@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import socket
 import subprocess
 
 import pytest
@@ -209,6 +210,12 @@ def test_np_smaller_than_slots_starts_np_ranks():
     assert sorted(result.stdout.decode().splitlines()) == ["[0]<stdout>:2", "[1]<stdout>:2"]
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def test_a_plain_torch_distributed_script_runs_from_torchruns_variables():
     # A DDP script with no hvd in it: hvdrun gives it RANK, WORLD_SIZE, LOCAL_RANK,
     # LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT, as torchrun would
@@ -220,6 +227,15 @@ def test_a_plain_torch_distributed_script_runs_from_torchruns_variables():
         "[%d]<stdout>:DDP OK rank %d of 3 local %d/3 group 0/1 master 127.0.0.1 grad 2.0"
         % (r, r, r)
         for r in range(3)], out
+    # An exported MASTER_PORT (torchrun's --master-port, a port the firewall opens) wins over
+    # hvdrun's choice, and the script runs on it
+    env = dict(os.environ, MASTER_PORT=str(free_port()))
+    env.pop("MASTER_ADDR", None)
+    given = run(["-np", "2", "sh", "-c", "echo $MASTER_ADDR $MASTER_PORT"], env=env)
+    assert sorted(given.stdout.decode().splitlines()) == [
+        "[%d]<stdout>:127.0.0.1 %s" % (r, env["MASTER_PORT"]) for r in range(2)], given.stdout
+    ddp = run(["-np", "2", PYTHON, worker], env=env, timeout=120)
+    assert ddp.returncode == 0, ddp.stdout.decode() + ddp.stderr.decode()
 
 
 def test_each_rank_gets_its_share_of_the_cpus_as_omp_threads():

@@ -69,6 +69,21 @@ TEST(WorkerEnvTest, LayersLauncherEnvThenKnobsThenRankVariables) {
   EXPECT_EQ(env["HVD_RANK"], "3");
 }
 
+TEST(WorkerEnvTest, UserExportedMasterAddressAndPortWin) {
+  // Given torchrun's store address and port exported to hvdrun (a port the firewall opens)
+  EnvMap env =
+      BuildWorkerEnv({{"MASTER_ADDR", "node7"}, {"MASTER_PORT", "29500"}}, {}, Rank3(), Job());
+  // Then the ranks get them instead of hvdrun's choice, each on its own
+  EXPECT_EQ(env["MASTER_ADDR"], "node7");
+  EXPECT_EQ(env["MASTER_PORT"], "29500");
+  env = BuildWorkerEnv({{"MASTER_PORT", "29500"}, {"MASTER_ADDR", ""}}, {}, Rank3(), Job());
+  EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.1");
+  EXPECT_EQ(env["MASTER_PORT"], "29500");
+  // and a remote rank too (hvdrun's environment is passed on)
+  EnvMap remote = BuildRemoteWorkerEnv({{"MASTER_PORT", "29500"}}, {}, Rank3(), Job());
+  EXPECT_EQ(remote["MASTER_PORT"], "29500");
+}
+
 TEST(WorkerEnvTest, UserExportedCpuOperationsWins) {
   // Given HVD_CPU_OPERATIONS=tcp (or Horovod's name) exported to hvdrun
   EnvMap env = BuildWorkerEnv({{"HVD_CPU_OPERATIONS", "tcp"}}, {}, Rank3(), Job());
