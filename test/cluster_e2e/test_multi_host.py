@@ -13,7 +13,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "launcher_e2e"))
 from hvdrun_harness import (assert_no_survivors, cmdline, kill_leftovers,  # noqa
-                            live_pids_with_marker, netns_pids, physical_cores, run, start,
+                            live_pids_with_marker, netns_pids, physical_cores,
+                            python3_without_torch, run, start,
                             torn_timeline_rank, unique_marker, wait_for)
 
 STATE = os.environ.get("HVD_CLUSTER_STATE", "/run/hvd-cluster")
@@ -98,14 +99,9 @@ def test_remote_failure_propagates_its_code_and_leaves_nothing_anywhere():
 
 
 def test_remote_ranks_without_torch_are_told_what_to_check_on_their_host(tmp_path):
-    # Given a python3 first on PATH that is not Debian's (the system interpreter without its
-    # dist-packages, as pyenv's would be), which hvdrun passes on to the remote host
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "python3"
-    shim.write_text("#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n")
-    shim.chmod(0o755)
-    env = dict(os.environ, PATH="%s:%s" % (bin_dir, os.environ.get("PATH", "")))
+    # Given a python3 first on PATH that is not Debian's, which hvdrun passes on to the remote
+    # host
+    shim, env = python3_without_torch(tmp_path)
     # When a torch script runs there
     result = run(SSH + ["-np", "2", "-H", "hvd-h1:2", "python3", "-c", "import torch"],
                  timeout=60, env=env)

@@ -144,3 +144,14 @@ def physical_cores():
         except OSError:
             unknown += 1
     return len(cores) + unknown
+
+
+def python3_without_torch(tmp_path):
+    """(shim, env): a `python3` first on PATH that is not Debian's, as pyenv's or a venv's would
+    be (the system interpreter without its site folders, so torch is missing there)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "python3"
+    shim.write_text("#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n")
+    shim.chmod(0o755)
+    return shim, dict(os.environ, PATH="%s:%s" % (bin_dir, os.environ.get("PATH", "")))

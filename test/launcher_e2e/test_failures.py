@@ -4,8 +4,8 @@ import re
 import signal
 import time
 
-from hvdrun_harness import (HVDRUN, assert_no_survivors, kill_leftovers, python_rank, run,
-                            start, unique_marker, wait_for)
+from hvdrun_harness import (HVDRUN, assert_no_survivors, kill_leftovers, python3_without_torch,
+                            python_rank, run, start, unique_marker, wait_for)
 from memory_cgroup import memory_cgroup
 
 # A rank that records that it is up (a file named after its rank in argv[-1]) and then waits;
@@ -199,14 +199,8 @@ def assert_hint(err, text):
 
 
 def test_a_python_without_torch_is_pointed_at_debians_interpreter(tmp_path):
-    # Given a python3 first on PATH that is not Debian's (as pyenv's or a venv's would be): the
-    # system interpreter without its dist-packages, so torch is missing there
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "python3"
-    shim.write_text("#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n")
-    shim.chmod(0o755)
-    env = dict(os.environ, PATH="%s:%s" % (bin_dir, os.environ.get("PATH", "")))
+    # Given a python3 first on PATH that is not Debian's, without torch
+    shim, env = python3_without_torch(tmp_path)
     # When a torch script runs on it
     result = run(["-np", "2", "python3", "-c", "import torch"], env=env)
     # Then the job fails, and the hint names the interpreter the ranks ran and the one to use
