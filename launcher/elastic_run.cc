@@ -30,6 +30,7 @@
 #include "launcher/schedulers/srun_command.h"
 #include "launcher/worker/cpu_binding.h"
 #include "launcher/worker/runtime_library.h"
+#include "launcher/worker/worker_env.h"
 #include "launcher/worker/worker_threads.h"
 
 namespace hvd::launcher {
@@ -227,10 +228,11 @@ int Launch(const LaunchSpec& spec, const env::Environment& env,
     PrintToUser(network.status().message());
     return kExitLaunchFailed;
   }
-  job.rendezvous_addr = job.master_addr = network->address;
+  job.rendezvous_addr = network->address;
+  job.master_addr = UsersMasterSetting(env.all(), "MASTER_ADDR").value_or(network->address);
   job.job_id = NewJobId();
   job.secret_fd = std::to_string(*secret_fd);
-  job.master_port = "0";
+  job.master_port = UsersMasterSetting(env.all(), "MASTER_PORT").value_or("0");
   job.runtime_library = FindRuntimeLibrary(SelfExecutablePath());
   job.host_cores = PhysicalCores(AllowedCpus());
   ReadyQueue ready;

@@ -87,16 +87,18 @@ std::string MasterAddress(const JobPlan& plan, const std::string& address) {
   return address;
 }
 
-JobEnvContext DryRunContext(const JobPlan& plan) {
+// The ranks' context as far as it is known before anything starts (what --dry-run shows), with
+// the rendezvous at `address`; what is chosen at launch is a placeholder.
+JobEnvContext DryRunContext(const JobPlan& plan, const env::Environment& env,
+                            const std::string& address) {
   JobEnvContext job;
   job.size = static_cast<int>(plan.ranks.size());
-  const std::string address = plan.remote_hosts.empty()
-                                  ? kLoopbackAddress
-                                  : "<address toward the remote hosts, see --check>";
   job.rendezvous_addr = address;
   job.rendezvous_port = "<rendezvous port, chosen at launch>";
-  job.master_addr = MasterAddress(plan, address);
-  job.master_port = "<free port, chosen at launch>";
+  job.master_addr =
+      UsersMasterSetting(env.all(), "MASTER_ADDR").value_or(MasterAddress(plan, address));
+  job.master_port =
+      UsersMasterSetting(env.all(), "MASTER_PORT").value_or("<free port, chosen at launch>");
   job.job_id = "<random, chosen at launch>";
   job.secret_fd = "<descriptor number, chosen at launch>";
   job.runtime_library = FindRuntimeLibrary(SelfExecutablePath());
@@ -218,8 +220,6 @@ Result<std::unique_ptr<RendezvousServer>> StartServer(const LaunchSpec& spec,
   job.rendezvous_port = std::to_string((*server)->port());
   PrintStep(spec.verbose, "rendezvous server listening on " + (*server)->address() + ":" +
                               job.rendezvous_port + " (job " + job.job_id + ")");
-  HVD_ASSIGN_OR_RETURN(int master_port, PickFreePort(address));
-  job.master_port = std::to_string(master_port);
   if (job.runtime_library) PrintStep(spec.verbose, "runtime library: " + *job.runtime_library);
   return server;
 }
@@ -244,9 +244,12 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
   if (!secret_fd.ok()) return Fail(kExitLaunchFailed, secret_fd.status());
   FdCloser close_secret{*secret_fd};
 
-  JobEnvContext job = DryRunContext(plan);
-  job.rendezvous_addr = address;
-  job.master_addr = MasterAddress(plan, address);
+  JobEnvContext job = DryRunContext(plan, env, address);
+  if (!UsersMasterSetting(env.all(), "MASTER_PORT")) {
+    Result<int> master_port = PickFreePort(address);
+    if (!master_port.ok()) return Fail(kExitLaunchFailed, master_port.status());
+    job.master_port = std::to_string(*master_port);
+  }
   job.host_cores = PhysicalCores(AllowedCpus());
   SetInterfaces(spec, setup, job);
   job.secret_fd = std::to_string(*secret_fd);
@@ -286,7 +289,10 @@ int Run(const LaunchSpec& spec, const env::Environment& env) {
   if (spec.check) return RunCheckMode(spec, env, *plan);
   if (spec.controller == Controller::kMpi) return RunMpirunMode(spec, env, *plan);
   if (spec.dry_run) {
-    std::string text = FormatDryRun(spec, *plan, DryRunContext(*plan));
+    const std::string address = plan->remote_hosts.empty()
+                                    ? kLoopbackAddress
+                                    : "<address toward the remote hosts, see --check>";
+    std::string text = FormatDryRun(spec, *plan, DryRunContext(*plan, env, address));
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     return kExitOk;

@@ -56,6 +56,12 @@ EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job) 
   return env;
 }
 
+std::optional<std::string> UsersMasterSetting(const EnvMap& launcher_env, const char* name) {
+  auto it = launcher_env.find(name);
+  if (it == launcher_env.end() || it->second.empty()) return std::nullopt;
+  return it->second;
+}
+
 bool IsForwardedToRemoteHosts(const std::string& name) {
   for (std::string_view prefix : {"HVD_", "HOROVOD_", "NCCL_", "PYTHON"}) {
     if (name.rfind(prefix, 0) == 0) return name != "HVD_SECRET_FD";
@@ -128,15 +134,7 @@ EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
     auto it = env.find(name);
     if (it != env.end() && !it->second.empty()) cpu_operations = it->second;
   }
-  // torchrun's store address and port that the user exported (a port the firewall between
-  // the hosts opens, torchrun's --master-addr/--master-port) win over hvdrun's choice.
-  EnvMap users_master;
-  for (const char* name : {"MASTER_ADDR", "MASTER_PORT"}) {
-    auto it = env.find(name);
-    if (it != env.end() && !it->second.empty()) users_master.insert(*it);
-  }
   for (auto& [name, value] : RankVariables(rank, job)) env[name] = std::move(value);
-  for (auto& [name, value] : users_master) env[name] = std::move(value);
   if (!cpu_operations.empty()) SetBoth(env, "CPU_OPERATIONS", cpu_operations);
   // NCCL tells machines apart by NCCL_HOSTID (else by host name and boot id), hvd by the host
   // name as given: the same name for both unless the user set NCCL's. Ranks given as different

@@ -48,9 +48,14 @@ struct JobEnvContext {
 // (see BuildWorkerEnv).
 EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job);
 
+// torchrun's MASTER_ADDR or MASTER_PORT (`name`) as the user exported it to hvdrun, for
+// JobEnvContext::master_addr/master_port: like torchrun's --master-addr/--master-port (e.g. the
+// one port a firewall between the hosts opens), it wins over hvdrun's choice; nullopt when
+// unset or empty.
+std::optional<std::string> UsersMasterSetting(const EnvMap& launcher_env, const char* name);
+
 // The full environment of `rank`: `launcher_env` (hvdrun's own), overlaid with
-// `worker_env` (knobs from flags / config), overlaid with RankVariables, but for a non-empty
-// MASTER_ADDR or MASTER_PORT of either map, which is kept (torchrun's store). Adds
+// `worker_env` (knobs from flags / config), overlaid with RankVariables. Adds
 // HVD_RUNTIME_LIBRARY = job.runtime_library, NCCL_HOSTID = the rank's host, where hvdrun
 // chose an interface torch's GLOO_SOCKET_IFNAME = job.gloo_iface, and with job.host_cores the
 // OMP_NUM_THREADS of HVD_WORKER_THREADS=share (job.host_cores / job.ranks_here, else

@@ -236,6 +236,9 @@ def test_a_plain_torch_distributed_script_runs_from_torchruns_variables():
         "[%d]<stdout>:127.0.0.1 %s" % (r, env["MASTER_PORT"]) for r in range(2)], given.stdout
     ddp = run(["-np", "2", PYTHON, worker], env=env, timeout=120)
     assert ddp.returncode == 0, ddp.stdout.decode() + ddp.stderr.decode()
+    # and --dry-run shows it
+    dry = run(["--dry-run", "-np", "2", "true"], env=env)
+    assert dry.stdout.decode().count("    MASTER_PORT=%s\n" % env["MASTER_PORT"]) == 2, dry.stdout
 
 
 def test_each_rank_gets_its_share_of_the_cpus_as_omp_threads():

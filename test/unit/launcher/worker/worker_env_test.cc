@@ -71,16 +71,19 @@ TEST(WorkerEnvTest, LayersLauncherEnvThenKnobsThenRankVariables) {
 
 TEST(WorkerEnvTest, UserExportedMasterAddressAndPortWin) {
   // Given torchrun's store address and port exported to hvdrun (a port the firewall opens)
-  EnvMap env =
-      BuildWorkerEnv({{"MASTER_ADDR", "node7"}, {"MASTER_PORT", "29500"}}, {}, Rank3(), Job());
+  const EnvMap launcher = {{"MASTER_ADDR", "node7"}, {"MASTER_PORT", "29500"}};
+  JobEnvContext job = Job();
+  job.master_addr = UsersMasterSetting(launcher, "MASTER_ADDR").value_or(job.master_addr);
+  job.master_port = UsersMasterSetting(launcher, "MASTER_PORT").value_or(job.master_port);
   // Then the ranks get them instead of hvdrun's choice, each on its own
+  EnvMap env = BuildWorkerEnv(launcher, {}, Rank3(), job);
   EXPECT_EQ(env["MASTER_ADDR"], "node7");
   EXPECT_EQ(env["MASTER_PORT"], "29500");
-  env = BuildWorkerEnv({{"MASTER_PORT", "29500"}, {"MASTER_ADDR", ""}}, {}, Rank3(), Job());
-  EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.1");
-  EXPECT_EQ(env["MASTER_PORT"], "29500");
+  EXPECT_EQ(UsersMasterSetting({{"MASTER_PORT", "29500"}, {"MASTER_ADDR", ""}}, "MASTER_ADDR"),
+            std::nullopt);
+  EXPECT_EQ(UsersMasterSetting({}, "MASTER_PORT"), std::nullopt);
   // and a remote rank too (hvdrun's environment is passed on)
-  EnvMap remote = BuildRemoteWorkerEnv({{"MASTER_PORT", "29500"}}, {}, Rank3(), Job());
+  EnvMap remote = BuildRemoteWorkerEnv(launcher, {}, Rank3(), job);
   EXPECT_EQ(remote["MASTER_PORT"], "29500");
 }
 
