@@ -18,8 +18,10 @@
 #include "launcher/outcome/exit_codes.h"
 #include "launcher/output/console.h"
 #include "launcher/schedulers/mpirun_command.h"
+#include "launcher/worker/cpu_binding.h"
 #include "launcher/worker/runtime_library.h"
 #include "launcher/worker/worker_env.h"
+#include "launcher/worker/worker_threads.h"
 
 namespace hvd::launcher {
 namespace {
@@ -81,6 +83,29 @@ EnvMap MpirunEnvironment(const LaunchSpec& spec, const env::Environment& env,
     }
   }
   return vars;
+}
+
+// --worker-threads share (launcher/worker/worker_threads.h) where mpirun starts every rank on
+// this machine, whose cores hvdrun can count: each rank gets OMP_NUM_THREADS = the physical
+// cores of hvdrun's affinity (mpirun's, and the ranks' under -bind-to none) / the ranks. Ranks
+// on other hosts keep torch's default: hvdrun knows neither their cores nor a way to give each
+// host its own value through one mpirun (hvd-agent does that without --mpi).
+void ShareThreadsUnderMpirun(const LaunchSpec& spec, const JobPlan& plan, EnvMap& vars,
+                             MpirunInputs& in) {
+  if (!plan.remote_hosts.empty()) {
+    auto policy = vars.find(kWorkerThreadsVar);
+    if (policy != vars.end() && policy->second == "share" && vars.count("OMP_NUM_THREADS") == 0) {
+      PrintStep(spec.verbose,
+                "--worker-threads share: not applied under --mpi with other hosts (mpirun starts "
+                "their ranks with torch's default threads); give them OMP_NUM_THREADS through "
+                "--mpi-args (Open MPI: -x OMP_NUM_THREADS=N)");
+    }
+    return;
+  }
+  if (vars.count("OMP_NUM_THREADS") > 0) return;  // the user's: the ranks inherit it from mpirun
+  ShareWorkerThreads(vars, PhysicalCores(AllowedCpus()), in.num_proc);
+  auto omp = vars.find("OMP_NUM_THREADS");
+  if (omp != vars.end()) in.env_settings.emplace_back(omp->first, omp->second);
 }
 
 // Forks and execs argv (execvpe's PATH search) in a new process group with the signal mask
@@ -148,6 +173,7 @@ int RunMpirunMode(const LaunchSpec& spec, const env::Environment& env, const Job
   in.run_as_root = ::geteuid() == 0;
   in.command = spec.command;
   EnvMap vars = MpirunEnvironment(spec, env, &in.env_names);
+  ShareThreadsUnderMpirun(spec, plan, vars, in);
   Result<std::vector<std::string>> argv = BuildMpirunCommand(in);
   if (!argv.ok()) {
     PrintToUser("error: " + argv.status().message());

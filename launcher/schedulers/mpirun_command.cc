@@ -93,6 +93,7 @@ Result<std::vector<std::string>> OpenMpiCommand(const MpirunInputs& in) {
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   for (const std::string& name : names) Add(argv, {"-x", name});
+  for (const auto& [name, value] : in.env_settings) Add(argv, {"-x", name + "=" + value});
   HVD_RETURN_IF_ERROR(AddWords(argv, in.mpi_args, "--mpi-args"));
   argv.insert(argv.end(), in.command.begin(), in.command.end());
   return argv;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -40,6 +41,10 @@ struct MpirunInputs {
   bool prefix_timestamp = false;
   bool run_as_root = false;            // adds --allow-run-as-root (Open MPI refuses root otherwise)
   std::vector<std::string> env_names;  // exported with -x NAME (filtered, sorted)
+  // Values hvdrun chose for the ranks (OMP_NUM_THREADS of --worker-threads share): Open MPI's
+  // -x NAME=VALUE, after the names, so --dry-run shows them; MPICH's ranks inherit mpirun's
+  // environment, which has them too.
+  std::vector<std::pair<std::string, std::string>> env_settings;
   std::vector<std::string> command;
 };
 

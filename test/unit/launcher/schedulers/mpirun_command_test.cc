@@ -73,6 +73,16 @@ TEST(MpirunCommandTest, FullOpenMpi) {
                                 "-mca", "x", "a b", "python3", "train.py"));
 }
 
+TEST(MpirunCommandTest, ChosenValuesFollowTheNamesWithTheirValues) {
+  // hvdrun's own choices (OMP_NUM_THREADS of --worker-threads share) show in --dry-run's line
+  MpirunInputs in = Minimal();
+  in.env_names = {"PATH"};
+  in.env_settings = {{"OMP_NUM_THREADS", "2"}};
+  std::string text;
+  for (const std::string& word : Build(in)) text += word + " ";
+  EXPECT_THAT(text, HasSubstr("-x PATH -x OMP_NUM_THREADS=2 python3 train.py"));
+}
+
 TEST(MpirunCommandTest, NicsAndBindingArgs) {
   MpirunInputs in = Minimal();
   in.nics = {"eth0", "eth1"};
