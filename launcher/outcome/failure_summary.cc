@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <sstream>
 
@@ -52,7 +53,36 @@ std::string DescribeEnd(const RankOutcome& rank) {
   return DescribeWaitStatus(rank.wait_status, rank.kill_cause.value_or(""));
 }
 
-std::string Headline(const JobOutcome& outcome) {
+bool FailedOnItsOwn(const RankOutcome& rank) {
+  return rank.finished && !rank.stopped_by_hvdrun && !WaitStatusIsSuccess(rank.wait_status);
+}
+
+// A Python exception's line, "Type: message" or a bare "Type" ("KeyboardInterrupt"): a dotted
+// name up to the first colon.
+bool ReadsAsExceptionLine(const std::string& line) {
+  const size_t end = std::min(line.find(':'), line.size());
+  if (end == 0 || !(std::isalpha(static_cast<unsigned char>(line[0])) || line[0] == '_')) {
+    return false;
+  }
+  for (size_t i = 0; i < end; ++i) {
+    const unsigned char c = static_cast<unsigned char>(line[i]);
+    if (!std::isalnum(c) && c != '_' && c != '.') return false;
+  }
+  return end == line.size() || line.compare(end, 2, ": ") == 0;
+}
+
+// The exception a rank that reported none died of (a plain torch.distributed script, or a
+// failure before hvd.init()), from the last lines of its stderr: the last line, when it reads as
+// a traceback's exception line after an indented one (a frame's code or its ^^^ marks).
+std::optional<std::string> ExceptionInTail(const std::vector<std::string>& tail) {
+  if (tail.size() < 2) return std::nullopt;
+  const std::string& last = tail.back();
+  const std::string& before = tail[tail.size() - 2];
+  if (before.rfind("  ", 0) != 0 || !ReadsAsExceptionLine(last)) return std::nullopt;
+  return last;
+}
+
+std::string Headline(const JobOutcome& outcome, const StderrTailFn& stderr_tail) {
   if (outcome.launcher_signal == SIGPIPE) {
     return "job stopped: hvdrun's output was closed (SIGPIPE); hvdrun exits " +
            std::to_string(ExitCodeOf(outcome));
@@ -73,14 +103,20 @@ std::string Headline(const JobOutcome& outcome) {
     std::string why = rank.exec_error        ? *rank.exec_error
                       : rank.transport_error ? *rank.transport_error
                                              : DescribeEnd(rank);
+    // What it reported, else what its stderr shows (never used to choose the rank: a peer's
+    // traceback of the failed collective reads the same).
+    std::optional<std::string> reported = rank.reported_failure;
+    if (!reported && !rank.exec_error && !rank.transport_error && FailedOnItsOwn(rank)) {
+      reported = ExceptionInTail(stderr_tail(rank.rank));
+    }
     if (outcome.exited_before_cause && &rank == &first) {
       // It shut down (sys.exit, an exception) and its peers' failures reached hvdrun first.
       const RankOutcome& earlier = outcome.ranks[static_cast<size_t>(*outcome.exited_before_cause)];
-      why = DescribeEnd(rank) + (rank.reported_failure ? ": " + *rank.reported_failure : "") +
+      why = DescribeEnd(rank) + (reported ? ": " + *reported : "") +
             " (its exit shut the job down; rank " + std::to_string(earlier.rank) +
             ", failed by that, exited first: " + DescribeEnd(earlier) + ")";
-    } else if (rank.reported_failure) {
-      why = *rank.reported_failure;
+    } else if (reported) {
+      why = *reported;
       if (&rank == &first) {
         why = DescribeEnd(rank) + ": " + why;
       } else {
@@ -111,16 +147,12 @@ std::string Pad(std::string text, size_t width) {
   return text;
 }
 
-bool FailedOnItsOwn(const RankOutcome& rank) {
-  return rank.finished && !rank.stopped_by_hvdrun && !WaitStatusIsSuccess(rank.wait_status);
-}
-
 }  // namespace
 
 std::string FormatFailureSummary(const JobOutcome& outcome, const StderrTailFn& stderr_tail) {
   size_t host_width = 4;
   for (const RankOutcome& rank : outcome.ranks) host_width = std::max(host_width, rank.host.size());
-  std::string text = Headline(outcome) + "\n";
+  std::string text = Headline(outcome, stderr_tail) + "\n";
   text += "  " + Pad("rank", 6) + Pad("host", host_width + 2) + "result\n";
   const std::optional<int> blamed = BlamedRank(outcome);
   for (const RankOutcome& rank : outcome.ranks) {

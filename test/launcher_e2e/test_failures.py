@@ -48,6 +48,28 @@ time.sleep(120)
     assert_no_survivors(marker)
 
 
+def test_a_python_rank_without_hvd_is_named_with_the_exception_it_died_of(tmp_path):
+    # A plain script (torch.distributed, or one failing before hvd.init()) reports nothing to
+    # hvdrun: the headline takes the exception from the end of the rank's traceback
+    marker = unique_marker()
+    script = r"""
+import os, time
+def load(batch):
+    return {"step 1": 1}[batch]
+if os.environ["RANK"] == "1":
+    load("step 2")
+time.sleep(120)
+"""
+    try:
+        result = run(["-np", "2"] + python_rank(script, marker), timeout=60)
+    finally:
+        kill_leftovers(marker)
+    assert result.returncode == 1
+    err = result.stderr.decode()
+    assert "rank 1 on localhost failed first: exit code 1: KeyError: 'step 2'; hvdrun exits 1" \
+        in err, err
+
+
 def test_rank_killed_by_sigkill_gives_137_and_signal_name():
     result = run(["-np", "2", "sh", "-c", 'if [ "$HVD_RANK" = 1 ]; then kill -9 $$; fi; sleep 60'])
     assert result.returncode == 137

@@ -144,6 +144,51 @@ TEST(FailureSummaryTest, NamesFirstFailureAndShowsItsStderrTail) {
   EXPECT_EQ(text.find("last stderr lines of rank 0"), std::string::npos) << text;
 }
 
+TEST(FailureSummaryTest, APythonRankThatReportedNothingIsNamedWithTheExceptionItsStderrShows) {
+  // A plain torch.distributed script (no hvd to report it): rank 1 raised, rank 0 was stopped
+  JobOutcome outcome;
+  outcome.ranks = {Finished(0, Killed(SIGTERM), /*stopped=*/true), Finished(1, Exited(1))};
+  outcome.first_failed_rank = 1;
+  std::vector<std::string> traceback = {"  File \"t.py\", line 7, in <module>",
+                                        "    raise ValueError(\"bad batch at step 2\")",
+                                        "ValueError: bad batch at step 2"};
+  auto text = [&](const std::vector<std::string>& lines) {
+    return FormatFailureSummary(outcome, [&](int rank) {
+      return rank == 1 ? lines : std::vector<std::string>{"  File \"t.py\"", "RuntimeError: x"};
+    });
+  };
+  EXPECT_NE(text(traceback).find("rank 1 on localhost failed first: exit code 1: ValueError: bad "
+                                 "batch at step 2; hvdrun exits 1"),
+            std::string::npos)
+      << text(traceback);
+  // A dotted type after the frame's ^^^ marks, and a type without a message
+  EXPECT_NE(text({"           ^^^^^^", "torch.cuda.OutOfMemoryError: CUDA out of memory."})
+                .find("failed first: exit code 1: torch.cuda.OutOfMemoryError: CUDA out of "
+                      "memory.; hvdrun exits 1"),
+            std::string::npos);
+  EXPECT_NE(text({"    time.sleep(9)", "KeyboardInterrupt"})
+                .find("failed first: exit code 1: KeyboardInterrupt; hvdrun exits 1"),
+            std::string::npos);
+  // Not a traceback's end: the headline has the exit alone
+  for (const std::vector<std::string>& lines :
+       {std::vector<std::string>{"loading", "error: cannot open data.bin"},
+        std::vector<std::string>{"  indented", "cannot open: data.bin"},
+        std::vector<std::string>{"  indented", "3 errors: see above"},
+        std::vector<std::string>{"ValueError: alone"}, std::vector<std::string>{}}) {
+    EXPECT_NE(text(lines).find("rank 1 on localhost failed first: exit code 1; hvdrun exits 1"),
+              std::string::npos)
+        << text(lines);
+  }
+  // The stderr never chooses the rank: a peer's traceback of the failed collective reads the
+  // same; and a rank hvdrun stopped is named with its end alone
+  outcome.ranks = {Finished(0, Exited(1)), Finished(1, Killed(SIGTERM), /*stopped=*/true)};
+  outcome.first_failed_rank = 1;
+  EXPECT_NE(text(traceback).find("rank 1 on localhost failed first: SIGTERM (signal 15); hvdrun "
+                                 "exits 143"),
+            std::string::npos)
+      << text(traceback);
+}
+
 TEST(FailureSummaryTest, TheKernelsReasonForAKillIsGivenWithIt) {
   JobOutcome outcome;
   RankOutcome oom = Finished(1, Killed(SIGKILL));
