@@ -173,7 +173,7 @@ void ElasticDriver::OnReady(int id, int64_t cursor, int64_t synced_round, TimePo
 }
 
 void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::string& lost,
-                           const std::string& kill_cause) {
+                           const std::string& cause) {
   auto it = workers_.find(id);
   if (it == workers_.end() || !it->second.alive) return;
   Worker& w = it->second;
@@ -181,7 +181,7 @@ void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::st
   w.alive = false;
   w.wait_status = wait_status;
   w.lost = !lost.empty();
-  const std::string how = w.lost ? lost : DescribeWaitStatus(wait_status, kill_cause);
+  const std::string how = w.lost ? lost : DescribeWaitStatus(wait_status, cause);
   const std::string who = "worker " + std::to_string(id) +
                           (w.round > 0 ? " (rank " + std::to_string(w.rank) + " of round " +
                                              std::to_string(w.round) + ")"

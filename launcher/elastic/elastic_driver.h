@@ -117,9 +117,10 @@ class ElasticDriver {
   void OnReady(int id, int64_t cursor, TimePoint now) { OnReady(id, cursor, 0, now); }
   // Worker `id` ended. `lost`: why its host was lost, when that ended it ("host h2 lost: no
   // sign of life from its hvd-agent for 5 s"); the reason messages give instead of the exit
-  // code. `kill_cause`: why its host says it was killed (the OOM killer), added to the code.
+  // code. `cause`, added to the code: why its host says it was killed (the OOM killer), or the
+  // exception a failing Python worker's traceback ends with.
   void OnExit(int id, int wait_status, TimePoint now, const std::string& lost = "",
-              const std::string& kill_cause = "");
+              const std::string& cause = "");
   // Timers: cooldowns, timeouts, removals.
   void OnTick(TimePoint now);
   // When OnTick has something to do next.

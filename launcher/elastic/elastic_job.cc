@@ -305,7 +305,13 @@ void ElasticJob::WorkerExited(int id, int wait_status) {
   PrintStep(context_.spec->verbose, "worker " + std::to_string(id) + " finished: " +
                                         DescribeWaitStatus(wait_status, p.kill_cause.value_or("")));
   if (!launcher_signal_) {
-    driver_.OnExit(id, wait_status, Clock::now(), p.lost, p.kill_cause.value_or(""));
+    // What ended it: the kernel's reason for a kill, else the exception its traceback ends with
+    std::optional<std::string> cause = p.kill_cause;
+    if (!cause && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0 && !p.stopped &&
+        !p.removed && !killed_) {
+      cause = PythonExceptionInTail(context_.output->StderrTail(id));
+    }
+    driver_.OnExit(id, wait_status, Clock::now(), p.lost, cause.value_or(""));
   }
 }
 

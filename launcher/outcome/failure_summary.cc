@@ -53,10 +53,6 @@ std::string DescribeEnd(const RankOutcome& rank) {
   return DescribeWaitStatus(rank.wait_status, rank.kill_cause.value_or(""));
 }
 
-bool FailedOnItsOwn(const RankOutcome& rank) {
-  return rank.finished && !rank.stopped_by_hvdrun && !WaitStatusIsSuccess(rank.wait_status);
-}
-
 // A Python exception's line, "Type: message" or a bare "Type" ("KeyboardInterrupt"): a dotted
 // name up to the first colon.
 bool ReadsAsExceptionLine(const std::string& line) {
@@ -71,15 +67,8 @@ bool ReadsAsExceptionLine(const std::string& line) {
   return end == line.size() || line.compare(end, 2, ": ") == 0;
 }
 
-// The exception a rank that reported none died of (a plain torch.distributed script, or a
-// failure before hvd.init()), from the last lines of its stderr: the last line, when it reads as
-// a traceback's exception line after an indented one (a frame's code or its ^^^ marks).
-std::optional<std::string> ExceptionInTail(const std::vector<std::string>& tail) {
-  if (tail.size() < 2) return std::nullopt;
-  const std::string& last = tail.back();
-  const std::string& before = tail[tail.size() - 2];
-  if (before.rfind("  ", 0) != 0 || !ReadsAsExceptionLine(last)) return std::nullopt;
-  return last;
+bool FailedOnItsOwn(const RankOutcome& rank) {
+  return rank.finished && !rank.stopped_by_hvdrun && !WaitStatusIsSuccess(rank.wait_status);
 }
 
 std::string Headline(const JobOutcome& outcome, const StderrTailFn& stderr_tail) {
@@ -107,7 +96,7 @@ std::string Headline(const JobOutcome& outcome, const StderrTailFn& stderr_tail)
     // traceback of the failed collective reads the same).
     std::optional<std::string> reported = rank.reported_failure;
     if (!reported && !rank.exec_error && !rank.transport_error && FailedOnItsOwn(rank)) {
-      reported = ExceptionInTail(stderr_tail(rank.rank));
+      reported = PythonExceptionInTail(stderr_tail(rank.rank));
     }
     if (outcome.exited_before_cause && &rank == &first) {
       // It shut down (sys.exit, an exception) and its peers' failures reached hvdrun first.
@@ -148,6 +137,14 @@ std::string Pad(std::string text, size_t width) {
 }
 
 }  // namespace
+
+std::optional<std::string> PythonExceptionInTail(const std::vector<std::string>& tail) {
+  if (tail.size() < 2) return std::nullopt;
+  const std::string& last = tail.back();
+  const std::string& before = tail[tail.size() - 2];
+  if (before.rfind("  ", 0) != 0 || !ReadsAsExceptionLine(last)) return std::nullopt;
+  return last;
+}
 
 std::string FormatFailureSummary(const JobOutcome& outcome, const StderrTailFn& stderr_tail) {
   size_t host_width = 4;

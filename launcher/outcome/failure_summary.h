@@ -2,6 +2,7 @@
 #define HVD_LAUNCHER_OUTCOME_FAILURE_SUMMARY_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,12 @@ namespace hvd::launcher {
 
 // Returns the last stderr lines of a rank (OutputForwarder::StderrTail).
 using StderrTailFn = std::function<std::vector<std::string>(int rank)>;
+
+// The exception a Python rank died of, from the last lines of its stderr: the last line, when it
+// reads as a traceback's exception line ("Type: message", a dotted type, or a bare "Type") after
+// an indented line (a frame's code or its ^^^ marks). For ranks that report nothing (plain
+// torch.distributed scripts, failures before hvd.init()). Pure.
+std::optional<std::string> PythonExceptionInTail(const std::vector<std::string>& tail);
 
 // The report printed to stderr when a job does not succeed: one headline naming the cause
 // (the first failing rank with its host and exit code or signal name, or hvdrun's own

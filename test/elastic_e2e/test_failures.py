@@ -33,7 +33,9 @@ def assert_single_failure(run, mode):
     assert run.sizes() == [4, 2, 2], run.describe()
     assert [l["rendezvous"] for l in run.log] == [1, 2, 2]
     assert run.log[1]["hostname"] == "127.0.0.1" and run.log[1]["start_rank"] == 2
-    failure = "SIGKILL (signal 9)" if mode == "kill" else "exit code 1"
+    # An exception is named from the end of the worker's traceback
+    failure = "SIGKILL (signal 9)" if mode == "kill" else (
+        "exit code 1: RuntimeError: check_exit: worker 0 (start rank 0) fails at epoch 1 batch 0")
     assert ("worker 0 (rank 0 of round 1) on localhost failed: %s; host localhost is "
             "blacklisted for good" % failure) in run.err, run.describe()
     assert "removing worker 1 from the job: host localhost is blacklisted" in run.err
