@@ -1,7 +1,9 @@
 #include "cmd/argv_normalizer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -38,6 +40,83 @@ std::optional<size_t> Exact(const std::vector<Spelling>& spellings, std::string_
   return std::nullopt;
 }
 
+// A spelling without its leading dashes, '_' read as '-', in lower case: "--Fusion_Threshold"
+// and "-np" compare as "fusion-threshold" and "np".
+std::string Bare(std::string_view spelling) {
+  while (!spelling.empty() && spelling.front() == '-') spelling.remove_prefix(1);
+  std::string out(spelling);
+  for (char& c : out) {
+    c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+// Edits (insert, delete, replace, swap two neighbours) from a to b, counted up to `limit` + 1.
+size_t EditDistance(const std::string& a, const std::string& b, size_t limit) {
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > limit) return limit + 1;
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The spellings a mistyped `name` most likely meant, one per option: the same letters with
+// other dashes or '_' for '-' ("--np", "--fusion_threshold_mb"), a single-dash option it
+// starts ("-n" for -np, as mpirun spells it), else the nearest by one edit (two from 8 letters
+// on: "--fusion-treshold-mb", "--hostfle"). Names of fewer than 4 letters get no guess by
+// edits ("-x" is one edit from -v, -p, -i and -H). Of an option's spellings, the one with as
+// many dashes as `name` is shown, else its canonical one.
+std::vector<std::string> Guesses(const std::vector<Spelling>& spellings, std::string_view name) {
+  const std::string bare = Bare(name);
+  if (bare.empty()) return {};
+  const bool single_dash = !name.starts_with("--");
+  const size_t limit = bare.size() < 4 ? 0 : bare.size() < 8 ? 1 : 2;
+  size_t best = SIZE_MAX;
+  std::vector<const Spelling*> found;
+  for (const Spelling& s : spellings) {
+    const std::string other = Bare(s.text);
+    size_t cost = EditDistance(bare, other, limit);
+    if (cost > limit) {
+      if (!single_dash || s.text.starts_with("--") || !other.starts_with(bare)) continue;
+      cost = 1;  // "-n" for -np: as near as one edit
+    }
+    if (cost < best) {
+      best = cost;
+      found.clear();
+    }
+    if (cost == best) found.push_back(&s);
+  }
+  std::vector<std::string> out;
+  std::set<size_t> shapes;
+  for (const Spelling* s : found) {
+    if (!shapes.insert(s->shape).second) continue;
+    const Spelling* shown = s;
+    for (const Spelling* t : found) {
+      if (t->shape == s->shape && t->text.starts_with("--") == !single_dash) shown = t;
+    }
+    out.push_back(shown->text);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// " (did you mean --a?)", " (did you mean one of --a, --b?)", or "".
+std::string DidYouMean(const std::vector<std::string>& guesses) {
+  if (guesses.empty() || guesses.size() > 3) return "";
+  std::string list;
+  for (const auto& g : guesses) list += (list.empty() ? "" : ", ") + g;
+  return " (did you mean " + std::string(guesses.size() == 1 ? "" : "one of ") + list + "?)";
+}
+
 // "--name[=value]": exact spellings only. Unlike argparse, a long option is never matched by
 // a prefix: an abbreviation silently changes meaning when a flag is added (horovodrun read
 // "--elastic" as "--elastic-timeout"). The error suggests the options the prefix would have
@@ -61,6 +140,8 @@ Result<Match> MatchLong(const std::vector<Spelling>& spellings, const std::strin
     for (const auto& c : candidates) list += (list.empty() ? "" : ", ") + c;
     message += " (long options are never abbreviated; did you mean " +
                std::string(candidates.size() == 1 ? "" : "one of ") + list + "?)";
+  } else {
+    message += DidYouMean(Guesses(spellings, name));
   }
   return Status::InvalidArgument(message);
 }
@@ -78,7 +159,9 @@ Result<Match> MatchSingleDash(const std::vector<Spelling>& spellings,
   if (auto shape = Exact(spellings, letter); shape && shapes[*shape].arity == 1) {
     return Match{*shape, letter, token.substr(2)};
   }
-  return Status::InvalidArgument("unrecognized argument: " + token);
+  const std::string name = token.substr(0, std::min(token.find('='), token.size()));
+  return Status::InvalidArgument("unrecognized argument: " + token +
+                                 DidYouMean(Guesses(spellings, name)));
 }
 
 // Appends the canonical form of `m` to `out`, consuming values from argv at *next.

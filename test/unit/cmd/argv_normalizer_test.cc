@@ -84,6 +84,30 @@ TEST(NormalizeArgvTest, AbbreviationOfSeveralOptionsListsThem) {
             "of --min-np, --min-num-proc?)");
 }
 
+TEST(NormalizeArgvTest, AMistypedOptionGetsTheOneItMostLikelyMeant) {
+  // Other dashes, '_' for '-', another case: the same option
+  EXPECT_EQ(NormalizeError({"--np", "2", "c"}), "unrecognized argument: --np (did you mean -np?)");
+  EXPECT_EQ(NormalizeError({"--fusion_threshold_mb", "3", "c"}),
+            "unrecognized argument: --fusion_threshold_mb (did you mean --fusion-threshold-mb?)");
+  EXPECT_EQ(NormalizeError({"--Verbose", "c"}),
+            "unrecognized argument: --Verbose (did you mean --verbose?)");
+  // mpirun's -n, and a single-dash option cut short
+  EXPECT_EQ(NormalizeError({"-n", "2", "c"}), "unrecognized argument: -n (did you mean -np?)");
+  EXPECT_EQ(NormalizeError({"-hostfil", "h", "c"}),
+            "unrecognized argument: -hostfil (did you mean -hostfile?)");
+  // One edit, two from 8 letters on; of an option's spellings, the one with as many dashes
+  EXPECT_EQ(NormalizeError({"--hostfle", "h", "c"}),
+            "unrecognized argument: --hostfle (did you mean --hostfile?)");
+  EXPECT_EQ(NormalizeError({"--fusion-treshold-mb=3", "c"}),
+            "unrecognized argument: --fusion-treshold-mb (did you mean --fusion-threshold-mb?)");
+  EXPECT_EQ(NormalizeError({"--timeline-filenmae", "t", "c"}),
+            "unrecognized argument: --timeline-filenmae (did you mean --timeline-filename?)");
+  // Nothing near: no guess; short names get none by edits (-x is one from -v, -p, -i, -H)
+  EXPECT_EQ(NormalizeError({"--bogus", "c"}), "unrecognized argument: --bogus");
+  EXPECT_EQ(NormalizeError({"-x", "A", "c"}), "unrecognized argument: -x");
+  EXPECT_EQ(NormalizeError({"--np-max", "c"}), "unrecognized argument: --np-max");
+}
+
 TEST(NormalizeArgvTest, CommandKeepsItsOwnFlags) {
   NormalizedArgv n = Normalize({"-np", "2", "python3", "-u", "train.py", "--lr", "0.1", "-np"});
   EXPECT_THAT(n.options, ElementsAre("--num-proc=2"));
