@@ -9,6 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include "common/edit_distance.h"
+
 namespace hvd::cmd {
 namespace {
 
@@ -49,24 +51,6 @@ std::string Bare(std::string_view spelling) {
     c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   return out;
-}
-
-// Edits (insert, delete, replace, swap two neighbours) from a to b, counted up to `limit` + 1.
-size_t EditDistance(const std::string& a, const std::string& b, size_t limit) {
-  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > limit) return limit + 1;
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min(
-          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
 }
 
 // The spellings a mistyped `name` most likely meant, one per option: the same letters with

@@ -12,6 +12,7 @@
 
 #include "cmd/cli_app.h"
 #include "cmd/knob_env.h"
+#include "common/edit_distance.h"
 #include "common/logging.h"
 #include "launcher/worker/worker_malloc.h"
 #include "launcher/worker/worker_threads.h"
@@ -410,6 +411,40 @@ void WarnAboutTimelinePath(const env::Environment& env, const Knobs& knobs,
                           "' on this machine, so a rank 0 here will write no timeline");
 }
 
+// An HVD_* or HOROVOD_* variable that nothing reads, whose name is near one that is read: a typo
+// (HOROVOD_FUSION_TRESHOLD), or hvd's own variable under Horovod's prefix
+// (HOROVOD_WORKER_THREADS). Horovod, reading no such name either, ignores it without a word, and
+// the job runs with the default. Said, with the variables it may have meant; names near none
+// (build-time variables, HOROVOD_CCL_*, a test harness's own) pass silently.
+void WarnAboutMisspelledVariables(const env::Environment& env, ParsedCommandLine* out) {
+  constexpr size_t kLimit = 2;
+  auto words = [](std::string_view name) { return name.substr(name.find('_') + 1); };
+  for (const auto& [name, value] : env.all()) {
+    if (!(name.starts_with("HVD_") || name.starts_with("HOROVOD_")) || env::FindVar(name)) {
+      continue;
+    }
+    size_t best = kLimit + 1;
+    std::set<std::string> guesses;
+    for (const env::VarSpec& spec : env::AllVars()) {
+      for (std::string_view known :
+           {std::string_view(spec.name), std::string_view(spec.horovod_alias)}) {
+        if (known.empty()) continue;
+        // The same words under the other prefix count as one edit
+        const size_t cost = words(known) == words(name) ? 1 : EditDistance(name, known, kLimit);
+        if (cost > kLimit || cost > best) continue;
+        if (cost < best) guesses.clear();
+        best = cost;
+        guesses.emplace(known);
+      }
+    }
+    if (guesses.empty() || guesses.size() > 3) continue;
+    std::string list;
+    for (const std::string& guess : guesses) list += (list.empty() ? "" : ", ") + guess;
+    out->warnings.push_back(name + " is set, but hvd reads no such variable (did you mean " +
+                            (guesses.size() == 1 ? "" : "one of ") + list + "?); ignored");
+  }
+}
+
 }  // namespace
 
 Status BuildLaunchSpec(const CLI::App& app, const env::Environment& env, const Knobs& knobs,
@@ -422,6 +457,7 @@ Status BuildLaunchSpec(const CLI::App& app, const env::Environment& env, const K
   ReadLogging(env, knobs, out);
   WarnAboutIdleOptions(env, knobs, out);
   WarnAboutTimelinePath(env, knobs, out);
+  WarnAboutMisspelledVariables(env, out);
   WriteWorkerEnv(knobs, out);
   HVD_RETURN_IF_ERROR(WriteWorkerThreads(env, knobs, out));
   return WriteWorkerMalloc(env, knobs, out);

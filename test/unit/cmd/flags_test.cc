@@ -204,6 +204,31 @@ TEST(FlagsTest, BadLogLevelInTheEnvironmentIsAWarning) {
   EXPECT_EQ(p.spec.worker_env.at("HOROVOD_LOG_LEVEL"), "WARNING");
 }
 
+TEST(FlagsTest, AVariableNearOneThatIsReadIsWarnedAboutWithTheGuess) {
+  // A typo, hvd's own variable under Horovod's prefix, and the variable hvd reads (no warning)
+  ParsedCommandLine p = MustParse({"c"}, {{"HOROVOD_FUSION_TRESHOLD", "3"},
+                                          {"HOROVOD_WORKER_THREADS", "system"},
+                                          {"HVD_CYCLE_TIEM", "2"},
+                                          {"HOROVOD_CYCLE_TIME", "2"}});
+  EXPECT_THAT(p.warnings,
+              ElementsAre("HOROVOD_FUSION_TRESHOLD is set, but hvd reads no such variable (did "
+                          "you mean HOROVOD_FUSION_THRESHOLD?); ignored",
+                          "HOROVOD_WORKER_THREADS is set, but hvd reads no such variable (did you "
+                          "mean HVD_WORKER_THREADS?); ignored",
+                          "HVD_CYCLE_TIEM is set, but hvd reads no such variable (did you mean "
+                          "HVD_CYCLE_TIME?); ignored"));
+  // Names near none pass: Horovod's build-time and CCL variables, hvd's per-rank ones, others'
+  ParsedCommandLine quiet = MustParse({"c"}, {{"HOROVOD_WITH_PYTORCH", "1"},
+                                              {"HOROVOD_GPU_OPERATIONS", "NCCL"},
+                                              {"HOROVOD_CCL_CACHE", "1"},
+                                              {"HOROVOD_SECRET_KEY", "x"},
+                                              {"HVD_SECRET_FD", "3"},
+                                              {"HVD_CLUSTER_BRIDGE", "br0"},
+                                              {"HVD_FUSION_THRESHOLDS", "1"},
+                                              {"MY_FUSION_TRESHOLD", "1"}});
+  EXPECT_THAT(quiet.warnings, ElementsAre(HasSubstr("HVD_FUSION_THRESHOLDS is set")));
+}
+
 TEST(FlagsTest, OptionsThatOnlyQualifyAnAbsentOneAreWarnedAbout) {
   ParsedCommandLine idle = MustParse({"--autotune-log-file", "t.csv", "--autotune-cache", "c.json",
                                       "--timeline-mark-cycles", "--timeline-all-ranks", "c"});
