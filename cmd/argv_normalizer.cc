@@ -54,11 +54,10 @@ std::string Bare(std::string_view spelling) {
 }
 
 // The spellings a mistyped `name` most likely meant, one per option: the same letters with
-// other dashes or '_' for '-' ("--np", "--fusion_threshold_mb"), a single-dash option it
-// starts ("-n" for -np, as mpirun spells it), else the nearest by one edit (two from 8 letters
-// on: "--fusion-treshold-mb", "--hostfle"). Names of fewer than 4 letters get no guess by
-// edits ("-x" is one edit from -v, -p, -i and -H). Of an option's spellings, the one with as
-// many dashes as `name` is shown, else its canonical one.
+// other dashes, '_' for '-' or another case ("--np", "--fusion_threshold_mb"), else the nearest
+// by one edit (two from 8 letters on: "--fusion-treshold-mb", "--hostfle"). Names of fewer than
+// 4 letters get no guess by edits ("-x" is one edit from -v, -p, -i and -H). Of an option's
+// spellings, the one with as many dashes as `name` is shown, else its canonical one.
 std::vector<std::string> Guesses(const std::vector<Spelling>& spellings, std::string_view name) {
   const std::string bare = Bare(name);
   if (bare.empty()) return {};
@@ -68,11 +67,8 @@ std::vector<std::string> Guesses(const std::vector<Spelling>& spellings, std::st
   std::vector<const Spelling*> found;
   for (const Spelling& s : spellings) {
     const std::string other = Bare(s.text);
-    size_t cost = EditDistance(bare, other, limit);
-    if (cost > limit) {
-      if (!single_dash || s.text.starts_with("--") || !other.starts_with(bare)) continue;
-      cost = 1;  // "-n" for -np: as near as one edit
-    }
+    const size_t cost = EditDistance(bare, other, limit);
+    if (cost > limit) continue;
     if (cost < best) {
       best = cost;
       found.clear();
@@ -101,6 +97,49 @@ std::string DidYouMean(const std::vector<std::string>& guesses) {
   return " (did you mean " + std::string(guesses.size() == 1 ? "" : "one of ") + list + "?)";
 }
 
+// Other launchers' options that users of mpirun and torchrun type out of habit, and what hvdrun
+// does in their place (hvdrun's own spellings are never here).
+struct ForeignOption {
+  std::vector<std::string_view> spellings;
+  std::string_view hint;
+};
+
+const std::vector<ForeignOption>& ForeignOptions() {
+  static const std::vector<ForeignOption> kOptions = {
+      {{"-n", "-c"}, "mpirun's; hvdrun's is -np N"},
+      {{"--host"}, "mpirun's; hvdrun's is -H/--hosts a:4,b:4"},
+      {{"-N", "-npernode", "--npernode", "-ppn"},
+       "ranks per host (mpirun's); hvdrun takes each host's slots, -H a:4,b:4"},
+      {{"--nproc-per-node", "--nproc_per_node"},
+       "torchrun's; hvdrun's is -np N on this machine, or -H a:4,b:4 for every host at once"},
+      {{"--nnodes", "--node-rank", "--node_rank", "--standalone", "--rdzv-backend",
+        "--rdzv_backend", "--rdzv-endpoint", "--rdzv_endpoint", "--rdzv-id", "--rdzv_id"},
+       "torchrun's; hvdrun starts every host's ranks from one command, -H a:4,b:4, with "
+       "nothing to set up for the rendezvous"},
+      {{"--master-addr", "--master_addr", "--master-port", "--master_port"},
+       "torchrun's; export MASTER_ADDR / MASTER_PORT, which hvdrun gives every rank as they are"},
+      {{"-x"},
+       "mpirun's; hvdrun passes its environment on to every rank: export the variable before "
+       "running hvdrun"},
+      {{"--map-by", "-map-by", "--bind-to-core", "--report-bindings", "-report-bindings",
+        "--oversubscribe", "-oversubscribe", "-mca", "--mca", "--tag-output", "--allow-run-as-root",
+        "--timestamp-output"},
+       "mpirun's; under --mpi, --mpi-args \"...\" passes options on to mpirun, which already "
+       "gets --tag-output and, as root, --allow-run-as-root"},
+  };
+  return kOptions;
+}
+
+// " (mpirun's; hvdrun's is -np N)" for another launcher's option, else "".
+std::string ForeignHint(std::string_view name) {
+  for (const ForeignOption& option : ForeignOptions()) {
+    for (std::string_view spelling : option.spellings) {
+      if (spelling == name) return " (" + std::string(option.hint) + ")";
+    }
+  }
+  return "";
+}
+
 // "--name[=value]": exact spellings only. Unlike argparse, a long option is never matched by
 // a prefix: an abbreviation silently changes meaning when a flag is added (horovodrun read
 // "--elastic" as "--elastic-timeout"). The error suggests the options the prefix would have
@@ -119,7 +158,9 @@ Result<Match> MatchLong(const std::vector<Spelling>& spellings, const std::strin
     }
   }
   std::string message = "unrecognized argument: " + name;
-  if (!candidates.empty()) {
+  if (std::string hint = ForeignHint(name); !hint.empty()) {
+    message += hint;
+  } else if (!candidates.empty()) {
     std::string list;
     for (const auto& c : candidates) list += (list.empty() ? "" : ", ") + c;
     message += " (long options are never abbreviated; did you mean " +
@@ -139,11 +180,15 @@ Result<Match> MatchSingleDash(const std::vector<Spelling>& spellings,
     std::string name = token.substr(0, eq);
     if (auto shape = Exact(spellings, name)) return Match{*shape, name, token.substr(eq + 1)};
   }
+  const std::string name = token.substr(0, std::min(token.find('='), token.size()));
+  // "-ppn 4" is MPICH's ranks per node, not -p with "pn" attached
+  if (std::string hint = ForeignHint(name); !hint.empty()) {
+    return Status::InvalidArgument("unrecognized argument: " + token + hint);
+  }
   std::string letter = token.substr(0, 2);
   if (auto shape = Exact(spellings, letter); shape && shapes[*shape].arity == 1) {
     return Match{*shape, letter, token.substr(2)};
   }
-  const std::string name = token.substr(0, std::min(token.find('='), token.size()));
   return Status::InvalidArgument("unrecognized argument: " + token +
                                  DidYouMean(Guesses(spellings, name)));
 }

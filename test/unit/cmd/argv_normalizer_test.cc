@@ -91,8 +91,7 @@ TEST(NormalizeArgvTest, AMistypedOptionGetsTheOneItMostLikelyMeant) {
             "unrecognized argument: --fusion_threshold_mb (did you mean --fusion-threshold-mb?)");
   EXPECT_EQ(NormalizeError({"--Verbose", "c"}),
             "unrecognized argument: --Verbose (did you mean --verbose?)");
-  // mpirun's -n, and a single-dash option cut short
-  EXPECT_EQ(NormalizeError({"-n", "2", "c"}), "unrecognized argument: -n (did you mean -np?)");
+  // A single-dash option cut short
   EXPECT_EQ(NormalizeError({"-hostfil", "h", "c"}),
             "unrecognized argument: -hostfil (did you mean -hostfile?)");
   // One edit, two from 8 letters on; of an option's spellings, the one with as many dashes
@@ -104,8 +103,34 @@ TEST(NormalizeArgvTest, AMistypedOptionGetsTheOneItMostLikelyMeant) {
             "unrecognized argument: --timeline-filenmae (did you mean --timeline-filename?)");
   // Nothing near: no guess; short names get none by edits (-x is one from -v, -p, -i, -H)
   EXPECT_EQ(NormalizeError({"--bogus", "c"}), "unrecognized argument: --bogus");
-  EXPECT_EQ(NormalizeError({"-x", "A", "c"}), "unrecognized argument: -x");
+  EXPECT_EQ(NormalizeError({"-q", "c"}), "unrecognized argument: -q");
   EXPECT_EQ(NormalizeError({"--np-max", "c"}), "unrecognized argument: --np-max");
+}
+
+TEST(NormalizeArgvTest, AnotherLaunchersOptionIsAnsweredWithHvdrunsWay) {
+  EXPECT_EQ(NormalizeError({"-n", "2", "c"}),
+            "unrecognized argument: -n (mpirun's; hvdrun's is -np N)");
+  EXPECT_EQ(NormalizeError({"-c", "2", "c"}),
+            "unrecognized argument: -c (mpirun's; hvdrun's is -np N)");
+  // Not -p with "pn" attached
+  EXPECT_EQ(NormalizeError({"-ppn", "2", "c"}),
+            "unrecognized argument: -ppn (ranks per host (mpirun's); hvdrun takes each host's "
+            "slots, -H a:4,b:4)");
+  EXPECT_THAT(NormalizeError({"--host", "a:2", "c"}), HasSubstr("hvdrun's is -H/--hosts"));
+  EXPECT_THAT(NormalizeError({"--nproc_per_node", "2", "c"}), HasSubstr("torchrun's; hvdrun's"));
+  EXPECT_THAT(NormalizeError({"--nnodes=2", "c"}),
+              HasSubstr("--nnodes (torchrun's; hvdrun starts every host's ranks from one "
+                        "command"));
+  EXPECT_THAT(NormalizeError({"--master_port", "1", "c"}),
+              HasSubstr("export MASTER_ADDR / MASTER_PORT"));
+  EXPECT_EQ(NormalizeError({"-x", "A=1", "c"}),
+            "unrecognized argument: -x (mpirun's; hvdrun passes its environment on to every "
+            "rank: export the variable before running hvdrun)");
+  EXPECT_THAT(NormalizeError({"-mca", "btl", "x", "c"}),
+              HasSubstr("-mca (mpirun's; under --mpi, --mpi-args \"...\" passes options on"));
+  // hvdrun's own spellings stay its own
+  EXPECT_THAT(Normalize({"-np", "2", "-p2222", "--bind-to", "core", "c"}).options,
+              ElementsAre("--num-proc=2", "--ssh-port=2222", "--bind-to=core"));
 }
 
 TEST(NormalizeArgvTest, CommandKeepsItsOwnFlags) {
@@ -136,7 +161,7 @@ TEST(NormalizeArgvTest, NoCommand) { EXPECT_THAT(Normalize({"-np", "2"}).command
 
 TEST(NormalizeArgvTest, Errors) {
   EXPECT_EQ(NormalizeError({"--bogus", "c"}), "unrecognized argument: --bogus");
-  EXPECT_EQ(NormalizeError({"-x", "c"}), "unrecognized argument: -x");
+  EXPECT_EQ(NormalizeError({"-q", "c"}), "unrecognized argument: -q");
   EXPECT_EQ(NormalizeError({"--start-timeout"}), "argument --start-timeout: expected one argument");
   EXPECT_EQ(NormalizeError({"--verbose=1", "c"}),
             "argument --verbose: ignored explicit argument '1'");
