@@ -1,5 +1,6 @@
 #include "launcher/outcome/failure_hints.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -121,6 +122,24 @@ std::optional<std::string> RemoteHintFor(const std::string& module, const std::s
          " for /usr/bin/python3 alone, so give /usr/bin/python3 to run it on every host.";
 }
 
+// NCCL's refusal of two ranks of one communicator on one device, among a rank's last stderr
+// lines: torch.distributed's NCCL backend ends its error with NCCL's "Duplicate GPU detected :
+// rank 1 and rank 0 both on CUDA device 1000" (a script that never called
+// torch.cuda.set_device, or more ranks on a host than it has GPUs). hvd's own NCCL path does not
+// get there: ranks that share a GPU stage through the host (docs/gpu.md).
+bool SawDuplicateGpu(const std::vector<std::string>& lines) {
+  return std::any_of(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.find("Duplicate GPU detected") != std::string::npos;
+  });
+}
+
+constexpr char kDuplicateGpuHint[] =
+    ": NCCL found two ranks on one GPU (Duplicate GPU detected). Each rank needs a GPU of its "
+    "own: call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) (hvd.local_rank() in a "
+    "Horovod script) before the first NCCL call, and start no more ranks on a host than it has "
+    "GPUs; NCCL runs several ranks on one GPU only when each declares a host of its own with "
+    "NCCL_HOSTID (hvd's docs/gpu.md, \"Several NCCL ranks on one GPU\").";
+
 }  // namespace
 
 std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& stderr_tail,
@@ -139,7 +158,12 @@ std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& st
     if (ranks.empty()) order.push_back(key);
     ranks.push_back(rank.rank);
   }
+  std::vector<int> duplicate_gpu;
+  for (const RankOutcome& rank : outcome.ranks) {
+    if (rank.started && SawDuplicateGpu(stderr_tail(rank.rank))) duplicate_gpu.push_back(rank.rank);
+  }
   std::string text;
+  if (!duplicate_gpu.empty()) text += "hint: " + RankList(duplicate_gpu) + kDuplicateGpuHint + "\n";
   for (const Key& key : order) {
     const auto& [module, host] = key;
     std::optional<std::string> hint =

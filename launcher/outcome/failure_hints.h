@@ -33,7 +33,9 @@ struct HintContext {
 //     has) from another interpreter: Debian installs python3-torch for /usr/bin/python3 alone,
 //     and `python3` on PATH may be pyenv's, conda's or a venv's;
 //   - `No module named 'hvd'` or `'horovod'`: where this hvdrun's package is, and how to put
-//     it on the ranks' path.
+//     it on the ranks' path;
+//   - NCCL's `Duplicate GPU detected` (torch.distributed with two ranks on one device): one GPU
+//     per rank, torch.cuda.set_device, or NCCL_HOSTID to share one.
 // One hint per cause (and remote host), naming the ranks it was seen on.
 std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& stderr_tail,
                                const HintContext& context);

@@ -99,6 +99,13 @@ if has train; then
     hvdrun -np 2 -H localhost:1,127.0.0.1:1 python3 examples/torch_train.py --cuda --epochs 3 \
     --min-accuracy 0.9
   grep -iE "accuracy" "$out/train.log" | tail -8 >>"$summary"
+  # A plain DDP script's 2 NCCL ranks on the one GPU as one host: NCCL refuses them (Duplicate
+  # GPU detected), and hvdrun's hint must say why (launcher/outcome/failure_hints.cc; ~15 s)
+  step "plain DDP, 2 NCCL ranks on one GPU (fails, with a hint)" 30 "$out/train.log" \
+    hvdrun -np 2 python3 -c 'import torch, torch.distributed as d
+d.init_process_group("nccl"); t = torch.ones(4, device="cuda"); d.all_reduce(t); print(t)'
+  echo "duplicate-GPU hints: $(grep -c "NCCL found two ranks on one GPU" "$out/train.log")" \
+    >>"$summary"
 fi
 
 # NCCL ranks sharing the one GPU (each its own host): hvd's NCCL path against torch.distributed's

@@ -180,6 +180,29 @@ TEST(FailureHintsTest, HvdMissingSaysWhereThisHvdrunsPackageIs) {
   EXPECT_EQ(FormatFailureHints(RanksOn(1), Tails({{0, no_horovod}}), nowhere), "");
 }
 
+TEST(FailureHintsTest, TwoRanksOnOneGpuAreToldToTakeOneEach) {
+  // torch.distributed's NCCL error, ending with NCCL's own line, on both ranks of a DDP script
+  // that never called torch.cuda.set_device
+  const std::vector<std::string> nccl = {
+      "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, invalid "
+      "usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.9",
+      "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.",
+      "Last error:", "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000"};
+  const std::string hints =
+      FormatFailureHints(RanksOn(3), Tails({{0, nccl}, {1, nccl}}), PyenvMachine());
+  EXPECT_EQ(hints,
+            "hint: ranks 0, 1: NCCL found two ranks on one GPU (Duplicate GPU detected). Each "
+            "rank needs a GPU of its own: call torch.cuda.set_device(int(os.environ["
+            "'LOCAL_RANK'])) (hvd.local_rank() in a Horovod script) before the first NCCL call, "
+            "and start no more ranks on a host than it has GPUs; NCCL runs several ranks on one "
+            "GPU only when each declares a host of its own with NCCL_HOSTID (hvd's docs/gpu.md, "
+            "\"Several NCCL ranks on one GPU\").\n");
+  // Not from other lines about GPUs
+  EXPECT_EQ(FormatFailureHints(RanksOn(1), Tails({{0, {"RuntimeError: CUDA out of memory."}}}),
+                               PyenvMachine()),
+            "");
+}
+
 TEST(FailureHintsTest, EachCauseOnceInTheOrderSeen) {
   const std::string hints = FormatFailureHints(
       RanksOn(3),
