@@ -37,6 +37,9 @@ HintContext LocalHintContext(const std::string& program,
            (fs::is_directory(packages / module, error) ||
             fs::is_regular_file(packages / (module + ".py"), error));
   };
+  // As launcher/worker/worker_env.h's UsersMasterSetting reads it: non-empty wins
+  if (auto port = env.find("MASTER_PORT"); port != env.end())
+    context.users_master_port = port->second;
   return context;
 }
 

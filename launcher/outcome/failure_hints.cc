@@ -140,6 +140,15 @@ constexpr char kDuplicateGpuHint[] =
     "GPUs; NCCL runs several ranks on one GPU only when each declares a host of its own with "
     "NCCL_HOSTID (hvd's docs/gpu.md, \"Several NCCL ranks on one GPU\").";
 
+// torch's store (TCPStore, on rank 0's host) failing to listen on the exported MASTER_PORT:
+// "... failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use)".
+bool SawPortInUse(const std::vector<std::string>& lines, const std::string& port) {
+  const std::string bound = ":" + port + " (errno: 98 - Address already in use)";
+  return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
+    return line.find(bound) != std::string::npos;
+  });
+}
+
 }  // namespace
 
 std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& stderr_tail,
@@ -163,6 +172,19 @@ std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& st
     if (rank.started && SawDuplicateGpu(stderr_tail(rank.rank))) duplicate_gpu.push_back(rank.rank);
   }
   std::string text;
+  if (!context.users_master_port.empty()) {
+    for (const RankOutcome& rank : outcome.ranks) {
+      if (!rank.started || !SawPortInUse(stderr_tail(rank.rank), context.users_master_port)) {
+        continue;
+      }
+      text += "hint: " + RankList({rank.rank}) + ": MASTER_PORT " + context.users_master_port +
+              ", exported in hvdrun's environment and given to every rank as it is, is in use on " +
+              rank.host +
+              " (Address already in use): another process holds it there (a job still "
+              "running?). Export a free port, or unset MASTER_PORT and hvdrun picks a free one.\n";
+      break;  // one store, on one host
+    }
+  }
   if (!duplicate_gpu.empty()) text += "hint: " + RankList(duplicate_gpu) + kDuplicateGpuHint + "\n";
   for (const Key& key : order) {
     const auto& [module, host] = key;

@@ -23,6 +23,9 @@ struct HintContext {
   // Whether Debian's /usr/bin/python3 has this top-level module (python3-torch installs torch
   // for it alone).
   std::function<bool(const std::string& module)> system_python_has;
+  // MASTER_PORT as exported in hvdrun's environment, which every rank gets as it is ("" when
+  // hvdrun picks a free port).
+  std::string users_master_port;
 };
 
 // "hint: ..." lines (each ending in a newline; "" when none applies) after a failed job's
@@ -35,7 +38,9 @@ struct HintContext {
 //   - `No module named 'hvd'` or `'horovod'`: where this hvdrun's package is, and how to put
 //     it on the ranks' path;
 //   - NCCL's `Duplicate GPU detected` (torch.distributed with two ranks on one device): one GPU
-//     per rank, torch.cuda.set_device, or NCCL_HOSTID to share one.
+//     per rank, torch.cuda.set_device, or NCCL_HOSTID to share one;
+//   - torch's store failing to bind the MASTER_PORT the user exported (Address already in
+//     use): another process holds it; a free one, or none exported and hvdrun picks one.
 // One hint per cause (and remote host), naming the ranks it was seen on.
 std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& stderr_tail,
                                const HintContext& context);

@@ -239,6 +239,20 @@ def test_a_plain_torch_distributed_script_runs_from_torchruns_variables():
     # and --dry-run shows it
     dry = run(["--dry-run", "-np", "2", "true"], env=env)
     assert dry.stdout.decode().count("    MASTER_PORT=%s\n" % env["MASTER_PORT"]) == 2, dry.stdout
+    # An exported port another process holds: rank 0's store cannot listen, and the failure says
+    # whose port it was and the way out
+    with socket.socket() as held:
+        held.bind(("0.0.0.0", 0))
+        held.listen()
+        env["MASTER_PORT"] = str(held.getsockname()[1])
+        taken = run(["--timeout", "90", "-np", "2", PYTHON, worker], env=env, timeout=120)
+    err = taken.stderr.decode()
+    assert taken.returncode == 1, err
+    assert "rank 0 on localhost failed first: exit code 1: RuntimeError: The server socket has " \
+        "failed to listen" in err, err
+    assert ("hint: rank 0: MASTER_PORT %s, exported in hvdrun's environment and given to every "
+            "rank as it is, is in use on localhost (Address already in use)" % env["MASTER_PORT"]
+            ) in err, err
 
 
 def test_each_rank_gets_its_share_of_the_cpus_as_omp_threads():

@@ -203,6 +203,26 @@ TEST(FailureHintsTest, TwoRanksOnOneGpuAreToldToTakeOneEach) {
             "");
 }
 
+TEST(FailureHintsTest, AnExportedMasterPortInUseIsSaidToBeTheUsers) {
+  // torch's store on rank 0 could not listen on the port the user exported
+  const std::vector<std::string> bind = {
+      "  RuntimeError: The server socket has failed to listen on any local network address. The "
+      "server socket has failed to bind to [::]:29511 (errno: 98 - Address already in use). The "
+      "server socket has failed to bind to 0.0.0.0:29511 (errno: 98 - Address already in use)."};
+  HintContext context = PyenvMachine();
+  context.users_master_port = "29511";
+  EXPECT_EQ(FormatFailureHints(RanksOn(2), Tails({{0, bind}}), context),
+            "hint: rank 0: MASTER_PORT 29511, exported in hvdrun's environment and given to every "
+            "rank as it is, is in use on localhost (Address already in use): another process "
+            "holds it there (a job still running?). Export a free port, or unset MASTER_PORT and "
+            "hvdrun picks a free one.\n");
+  // Another port's failure, or a port hvdrun picked: not the user's doing
+  context.users_master_port = "29500";
+  EXPECT_EQ(FormatFailureHints(RanksOn(2), Tails({{0, bind}}), context), "");
+  context.users_master_port = "";
+  EXPECT_EQ(FormatFailureHints(RanksOn(2), Tails({{0, bind}}), context), "");
+}
+
 TEST(FailureHintsTest, EachCauseOnceInTheOrderSeen) {
   const std::string hints = FormatFailureHints(
       RanksOn(3),
