@@ -84,6 +84,23 @@ Result<std::optional<launcher::Controller>> ApplyConfigFile(const CLI::App& app,
   return config.controller;
 }
 
+// hvdrun's option spellings among the command's arguments ("-np", "--hosts=a:2" as --hosts).
+std::vector<std::string> OptionsAmong(const std::vector<std::string>& command,
+                                      const std::vector<OptionShape>& shapes) {
+  std::vector<std::string> found;
+  for (size_t i = 1; i < command.size(); ++i) {
+    const std::string word = command[i].substr(0, command[i].find('='));
+    for (const OptionShape& shape : shapes) {
+      if (word == shape.canonical ||
+          std::find(shape.aliases.begin(), shape.aliases.end(), word) != shape.aliases.end()) {
+        found.push_back(word);
+        break;
+      }
+    }
+  }
+  return found;
+}
+
 }  // namespace
 
 Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& argv,
@@ -101,6 +118,7 @@ Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& argv,
   if (out.show_version || out.check_build) return out;
   out.print_config = Given(*app, "--print-config");
   out.spec.command = std::move(normalized.command);
+  out.spec.options_after_command = OptionsAmong(out.spec.command, OptionShapes(*app));
 
   HVD_RETURN_IF_ERROR(CheckOneOf(*app, {"--hosts", "--hostfile", "--host-discovery-script"}));
   HVD_RETURN_IF_ERROR(CheckOneOf(*app, {"--gloo", "--mpi", "--jsrun"}));

@@ -267,13 +267,29 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
   return code;
 }
 
+// "; -np after the command is its own argument ..." when hvdrun's options were given after the
+// command (`hvdrun python3 t.py -np 2`), else "".
+std::string MisplacedOptionsNote(const LaunchSpec& spec) {
+  const std::vector<std::string>& words = spec.options_after_command;
+  if (words.empty()) return "";
+  std::string text = "; ";
+  for (size_t i = 0; i < words.size(); ++i) text += (i == 0 ? "" : ", ") + words[i];
+  std::string example = spec.command.front();
+  if (spec.command.size() > 1 && spec.command[1].rfind('-', 0) != 0) {
+    example += " " + spec.command[1];
+  }
+  return text + " after the command " +
+         (words.size() == 1 ? "is the command's own argument" : "are the command's own arguments") +
+         ": hvdrun reads its options before the command (hvdrun -np 2 " + example + " ...)";
+}
+
 }  // namespace
 
 int Run(const LaunchSpec& spec, const env::Environment& env) {
   if (spec.elastic()) return RunElastic(spec, env);
   Result<JobPlan> plan = PlanJob(spec, env);
   if (!plan.ok()) {
-    PrintToUser("error: " + plan.status().message());
+    PrintToUser("error: " + plan.status().message() + MisplacedOptionsNote(spec));
     return kExitUsage;
   }
   if (!spec.console_ranks.empty() &&

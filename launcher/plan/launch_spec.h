@@ -17,9 +17,13 @@ enum class Controller { kDefault, kGloo, kMpi, kJsrun };
 struct LaunchSpec {
   // ---- what to run and where
   std::vector<std::string> command;  // program and its arguments
-  std::optional<int> num_proc;       // -np; may come from the allocation (Slurm/LSF)
-  std::string hosts;                 // -H text, unparsed ("" = not given)
-  std::string hostfile;              // --hostfile path ("" = not given)
+  // hvdrun's own option spellings among the command's arguments ("-np" in `hvdrun python3 t.py
+  // -np 2`): the command's, since hvdrun reads options only before it; named when the job
+  // cannot be planned (a missing -np), where they are the likely cause.
+  std::vector<std::string> options_after_command;
+  std::optional<int> num_proc;  // -np; may come from the allocation (Slurm/LSF)
+  std::string hosts;            // -H text, unparsed ("" = not given)
+  std::string hostfile;         // --hostfile path ("" = not given)
   // ---- elastic (launcher/elastic/elastic_driver.h); on with --elastic, --min-np or a discovery
   // script
   bool elastic_flag = false;          // --elastic

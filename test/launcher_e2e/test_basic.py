@@ -194,6 +194,16 @@ def test_verbose_prints_the_launch_steps():
     assert "started rank 0 on localhost" in err and "started rank 1 on localhost" in err
 
 
+def test_options_after_the_command_are_said_to_be_the_commands():
+    # horovodrun's classic slip: hvdrun reads its options before the command only
+    result = run(["sh", "-c", "true", "-np", "2"])
+    assert result.returncode == 64
+    assert ("-np is required when no hosts are given (no -H, no --hostfile, and no Slurm or LSF "
+            "allocation in the environment); -np after the command is the command's own "
+            "argument: hvdrun reads its options before the command (hvdrun -np 2 sh ...)"
+            ) in result.stderr.decode(), result.stderr.decode()
+
+
 def test_check_without_hosts_checks_this_machine():
     # docs/cli.md: --check needs no command; without -H/--hostfile/-np it checks localhost
     # (it answered "-np is required when no hosts are given", a launch's usage error).

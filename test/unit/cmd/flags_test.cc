@@ -256,6 +256,11 @@ TEST(FlagsTest, CommandKeepsItsFlagsAndDoubleDash) {
   EXPECT_THAT(MustParse({"-np", "2", "--", "-weird", "--verbose"}).spec.command,
               ElementsAre("-weird", "--verbose"));
   EXPECT_FALSE(MustParse({"-np", "2", "python3", "--verbose"}).spec.verbose);
+  // hvdrun's spellings after the command are the command's, and noted for a usage error
+  EXPECT_THAT(MustParse({"python3", "t.py", "-np", "2", "--hosts=a:2", "--lr", "-H"})
+                  .spec.options_after_command,
+              ElementsAre("-np", "--hosts", "-H"));
+  EXPECT_THAT(MustParse({"-np", "2", "python3", "t.py"}).spec.options_after_command, IsEmpty());
 }
 
 TEST(FlagsTest, Modes) {
