@@ -114,6 +114,7 @@ std::string Headline(const JobOutcome& outcome, const StderrTailFn& stderr_tail)
       }
     }
     if (std::optional<std::string> also = OtherTransportError(outcome, rank)) why += "; " + *also;
+    if (why.ends_with('.')) why.pop_back();  // a message's full stop before the "; "
     return "job failed: rank " + std::to_string(rank.rank) + " on " + rank.host +
            " failed first: " + why + "; hvdrun exits " + std::to_string(ExitCodeOf(outcome));
   }

@@ -164,7 +164,7 @@ TEST(FailureSummaryTest, APythonRankThatReportedNothingIsNamedWithTheExceptionIt
   // A dotted type after the frame's ^^^ marks, and a type without a message
   EXPECT_NE(text({"           ^^^^^^", "torch.cuda.OutOfMemoryError: CUDA out of memory."})
                 .find("failed first: exit code 1: torch.cuda.OutOfMemoryError: CUDA out of "
-                      "memory.; hvdrun exits 1"),
+                      "memory; hvdrun exits 1"),
             std::string::npos);
   EXPECT_NE(text({"    time.sleep(9)", "KeyboardInterrupt"})
                 .find("failed first: exit code 1: KeyboardInterrupt; hvdrun exits 1"),
