@@ -34,7 +34,10 @@ struct NormalizedArgv {
 
 // `argv` excludes the program name. Errors name the offending token, e.g.
 // "unrecognized argument: --foo" or "unrecognized argument: --hier (long options are never
-// abbreviated; did you mean one of --hierarchical-allgather, --hierarchical-allreduce?)".
+// abbreviated; did you mean one of --hierarchical-allgather, --hierarchical-allreduce?)"; a
+// mistyped spelling gets its likely option ("--np (did you mean -np?)", "--hostfle"), and
+// mpirun's or torchrun's options hvdrun's way of doing it ("-x (mpirun's; hvdrun passes its
+// environment on ...)").
 Result<NormalizedArgv> NormalizeArgv(const std::vector<std::string>& argv,
                                      const std::vector<OptionShape>& shapes);
 
