@@ -15,6 +15,16 @@ void SetBoth(EnvMap& env, std::string_view suffix, const std::string& value) {
   env[horovod_name.append(suffix)] = value;
 }
 
+// Whether launcher_env's NCCL_HOSTID is the one an enclosing hvdrun gave its rank: hvdrun runs
+// inside a rank of another job (its HVD_JOB_ID), and NCCL_HOSTID is that rank's host
+// (HVD_HOSTNAME), as BuildWorkerEnv sets it.
+bool HostIdOfEnclosingJob(const EnvMap& launcher_env) {
+  auto id = launcher_env.find("NCCL_HOSTID");
+  auto host = launcher_env.find("HVD_HOSTNAME");
+  return id != launcher_env.end() && host != launcher_env.end() &&
+         launcher_env.count("HVD_JOB_ID") > 0 && id->second == host->second;
+}
+
 }  // namespace
 
 EnvMap RankVariables(const discovery::RankInfo& rank, const JobEnvContext& job) {
@@ -141,7 +151,13 @@ EnvMap BuildWorkerEnv(const EnvMap& launcher_env, const EnvMap& worker_env,
   // hosts are then different machines to NCCL too, each with a GPU of its own to hvd's GPU path
   // (runtime/transports/nccl/nccl_group.h), so `-H localhost:1,127.0.0.1:1` runs two NCCL ranks
   // on one GPU, each local rank 0 of its host.
-  if (env.count("NCCL_HOSTID") == 0) env["NCCL_HOSTID"] = rank.host;
+  // An NCCL_HOSTID an enclosing hvdrun gave (hvdrun run by a rank of another job, as the GPU
+  // tests do) is that rank's host, not the user's choice: on the GPU machine (2026-11-28) such a
+  // nested 2-rank job inherited NCCL_HOSTID=localhost for both ranks, which then shared one GPU
+  // to hvd and staged their allgather through TCP.
+  if (env.count("NCCL_HOSTID") == 0 || HostIdOfEnclosingJob(launcher_env)) {
+    env["NCCL_HOSTID"] = rank.host;
+  }
   // torch.distributed's Gloo picks its interface by the host name unless told (a name that
   // resolves to loopback, or to another network, fails its connections across hosts): the
   // interface hvd's own transport uses, unless the user named one.

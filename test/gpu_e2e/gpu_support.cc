@@ -136,6 +136,11 @@ DeviceTensor::DeviceTensor(hvd_dtype_t dtype, std::vector<int64_t> shape)
   if (nbytes() == 0) return;
   RequireCuda(cudaMalloc(&data_, nbytes()), "cudaMalloc of " + std::to_string(nbytes()) + " bytes");
   RequireCuda(cudaMemset(data_, kSentinelByte, nbytes()), "cudaMemset");
+  // cudaMemset runs on the legacy default stream, which a non-blocking stream does not wait for:
+  // without this wait the sentinel could land after a caller's stream wrote the tensor. On the
+  // GPU machine (2026-11-28) stream_order read sentinels at 2 and 3 NCCL ranks that way; with it,
+  // it passed there even behind a 2 GiB copy on the caller's stream.
+  RequireCuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the sentinel");
 }
 
 DeviceTensor::~DeviceTensor() {

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from hvdrun_harness import (PYTHON, assert_no_survivors, kill_leftovers, physical_cores,
+from hvdrun_harness import (HVDRUN, PYTHON, assert_no_survivors, kill_leftovers, physical_cores,
                             python_rank, run, start, unique_marker, wait_for)
 
 DUMP_ENV = r"""
@@ -49,6 +49,14 @@ def test_ranks_given_as_different_local_hosts_are_hosts_of_their_own_to_nccl_too
     result = run(["-np", "2", "sh", "-c", "echo $NCCL_HOSTID"],
                  env=dict(os.environ, NCCL_HOSTID="mine"))
     assert sorted(result.stdout.decode().splitlines()) == ["[0]<stdout>:mine", "[1]<stdout>:mine"]
+    # hvdrun run by a rank of another job (as the GPU tests launch their NCCL jobs) inherits
+    # that rank's NCCL_HOSTID: not the user's, so the inner ranks still get their own hosts'
+    inner = "%s -np 2 -H localhost:1,127.0.0.1:1 sh -c 'echo inner $NCCL_HOSTID'" % HVDRUN
+    result = run(["-np", "1", "sh", "-c", inner])
+    assert result.returncode == 0, result.stderr.decode()
+    assert sorted(result.stdout.decode().splitlines()) == [
+        "[0]<stdout>:[0]<stdout>:inner localhost", "[0]<stdout>:[1]<stdout>:inner 127.0.0.1"], \
+        result.stdout.decode()
 
 
 def test_every_rank_gets_the_documented_environment(tmp_path):

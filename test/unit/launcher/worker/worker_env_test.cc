@@ -104,6 +104,14 @@ TEST(WorkerEnvTest, NcclHostIdIsTheRanksHostUnlessTheUserSetIt) {
   other.host = "127.0.0.1";
   EXPECT_EQ(BuildWorkerEnv({}, {}, other, Job())["NCCL_HOSTID"], "127.0.0.1");
   EXPECT_EQ(BuildWorkerEnv({{"NCCL_HOSTID", "mine"}}, {}, other, Job())["NCCL_HOSTID"], "mine");
+  // hvdrun run by a rank of another job inherits that rank's NCCL_HOSTID (its host): not the
+  // user's, so each rank of the inner job still gets its own host's
+  const EnvMap enclosing = {
+      {"NCCL_HOSTID", "localhost"}, {"HVD_HOSTNAME", "localhost"}, {"HVD_JOB_ID", "b9143e6c"}};
+  EXPECT_EQ(BuildWorkerEnv(enclosing, {}, other, Job())["NCCL_HOSTID"], "127.0.0.1");
+  EnvMap mine_inside = enclosing;
+  mine_inside["NCCL_HOSTID"] = "mine";  // the user's own, exported inside that rank
+  EXPECT_EQ(BuildWorkerEnv(mine_inside, {}, other, Job())["NCCL_HOSTID"], "mine");
 }
 
 TEST(WorkerEnvTest, UserSetRuntimeLibraryWins) {
