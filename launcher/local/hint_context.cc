@@ -5,6 +5,7 @@
 
 #include "launcher/local/exec_search.h"
 #include "launcher/worker/runtime_library.h"
+#include "launcher/worker/worker_env.h"
 
 namespace hvd::launcher {
 namespace {
@@ -37,9 +38,7 @@ HintContext LocalHintContext(const std::string& program,
            (fs::is_directory(packages / module, error) ||
             fs::is_regular_file(packages / (module + ".py"), error));
   };
-  // As launcher/worker/worker_env.h's UsersMasterSetting reads it: non-empty wins
-  if (auto port = env.find("MASTER_PORT"); port != env.end())
-    context.users_master_port = port->second;
+  context.users_master_port = UsersMasterSetting(env, "MASTER_PORT").value_or("");
   return context;
 }
 
