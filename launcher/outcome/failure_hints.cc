@@ -122,16 +122,19 @@ std::optional<std::string> RemoteHintFor(const std::string& module, const std::s
          " for /usr/bin/python3 alone, so give /usr/bin/python3 to run it on every host.";
 }
 
-// NCCL's refusal of two ranks of one communicator on one device, among a rank's last stderr
-// lines: torch.distributed's NCCL backend ends its error with NCCL's "Duplicate GPU detected :
-// rank 1 and rank 0 both on CUDA device 1000" (a script that never called
-// torch.cuda.set_device, or more ranks on a host than it has GPUs). hvd's own NCCL path does not
-// get there: ranks that share a GPU stage through the host (docs/gpu.md).
-bool SawDuplicateGpu(const std::vector<std::string>& lines) {
-  return std::any_of(lines.begin(), lines.end(), [](const std::string& line) {
-    return line.find("Duplicate GPU detected") != std::string::npos;
+// Whether any of a rank's last stderr lines has `needle`.
+bool AnyLineHas(const std::vector<std::string>& lines, std::string_view needle) {
+  return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
+    return line.find(needle) != std::string::npos;
   });
 }
+
+// NCCL's refusal of two ranks of one communicator on one device: torch.distributed's NCCL
+// backend ends its error with NCCL's "Duplicate GPU detected : rank 1 and rank 0 both on CUDA
+// device 1000" (a script that never called torch.cuda.set_device, or more ranks on a host than
+// it has GPUs). hvd's own NCCL path does not get there: ranks that share a GPU stage through the
+// host (docs/gpu.md).
+constexpr std::string_view kDuplicateGpu = "Duplicate GPU detected";
 
 constexpr char kDuplicateGpuHint[] =
     ": NCCL found two ranks on one GPU (Duplicate GPU detected). Each rank needs a GPU of its "
@@ -139,15 +142,6 @@ constexpr char kDuplicateGpuHint[] =
     "Horovod script) before the first NCCL call, and start no more ranks on a host than it has "
     "GPUs; NCCL runs several ranks on one GPU only when each declares a host of its own with "
     "NCCL_HOSTID (hvd's docs/gpu.md, \"Several NCCL ranks on one GPU\").";
-
-// torch's store (TCPStore, on rank 0's host) failing to listen on the exported MASTER_PORT:
-// "... failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use)".
-bool SawPortInUse(const std::vector<std::string>& lines, const std::string& port) {
-  const std::string bound = ":" + port + " (errno: 98 - Address already in use)";
-  return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
-    return line.find(bound) != std::string::npos;
-  });
-}
 
 }  // namespace
 
@@ -158,32 +152,34 @@ std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& st
   using Key = std::pair<std::string, std::string>;
   std::map<Key, std::vector<int>> ranks_by_cause;
   std::vector<Key> order;  // the causes in the order first seen
+  std::vector<int> duplicate_gpu;
+  // torch's store (TCPStore, on rank 0's host) failing to listen on the exported MASTER_PORT:
+  // "... failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use)".
+  const std::string port_in_use =
+      ":" + context.users_master_port + " (errno: 98 - Address already in use)";
+  const RankOutcome* store_failed = nullptr;  // one store, on one host
   for (const RankOutcome& rank : outcome.ranks) {
     if (!rank.started) continue;
-    std::optional<std::string> module = MissingModule(stderr_tail(rank.rank));
+    const std::vector<std::string> tail = stderr_tail(rank.rank);
+    if (AnyLineHas(tail, kDuplicateGpu)) duplicate_gpu.push_back(rank.rank);
+    if (!store_failed && !context.users_master_port.empty() && AnyLineHas(tail, port_in_use)) {
+      store_failed = &rank;
+    }
+    std::optional<std::string> module = MissingModule(tail);
     if (!module) continue;
     Key key{*module, rank.remote ? rank.host : std::string()};
     std::vector<int>& ranks = ranks_by_cause[key];
     if (ranks.empty()) order.push_back(key);
     ranks.push_back(rank.rank);
   }
-  std::vector<int> duplicate_gpu;
-  for (const RankOutcome& rank : outcome.ranks) {
-    if (rank.started && SawDuplicateGpu(stderr_tail(rank.rank))) duplicate_gpu.push_back(rank.rank);
-  }
   std::string text;
-  if (!context.users_master_port.empty()) {
-    for (const RankOutcome& rank : outcome.ranks) {
-      if (!rank.started || !SawPortInUse(stderr_tail(rank.rank), context.users_master_port)) {
-        continue;
-      }
-      text += "hint: " + RankList({rank.rank}) + ": MASTER_PORT " + context.users_master_port +
-              ", exported in hvdrun's environment and given to every rank as it is, is in use on " +
-              rank.host +
-              " (Address already in use): another process holds it there (a job still "
-              "running?). Export a free port, or unset MASTER_PORT and hvdrun picks a free one.\n";
-      break;  // one store, on one host
-    }
+  if (store_failed) {
+    text += "hint: " + RankList({store_failed->rank}) + ": MASTER_PORT " +
+            context.users_master_port +
+            ", exported in hvdrun's environment and given to every rank as it is, is in use on " +
+            store_failed->host +
+            " (Address already in use): another process holds it there (a job still running?). "
+            "Export a free port, or unset MASTER_PORT and hvdrun picks a free one.\n";
   }
   if (!duplicate_gpu.empty()) text += "hint: " + RankList(duplicate_gpu) + kDuplicateGpuHint + "\n";
   for (const Key& key : order) {
