@@ -92,9 +92,7 @@ std::vector<std::string> Guesses(const std::vector<Spelling>& spellings, std::st
 // " (did you mean --a?)", " (did you mean one of --a, --b?)", or "".
 std::string DidYouMean(const std::vector<std::string>& guesses) {
   if (guesses.empty() || guesses.size() > 3) return "";
-  std::string list;
-  for (const auto& g : guesses) list += (list.empty() ? "" : ", ") + g;
-  return " (did you mean " + std::string(guesses.size() == 1 ? "" : "one of ") + list + "?)";
+  return " (did you mean " + GuessList(guesses) + "?)";
 }
 
 // Other launchers' options that users of mpirun and torchrun type out of habit, and what hvdrun
@@ -161,10 +159,8 @@ Result<Match> MatchLong(const std::vector<Spelling>& spellings, const std::strin
   if (std::string hint = ForeignHint(name); !hint.empty()) {
     message += hint;
   } else if (!candidates.empty()) {
-    std::string list;
-    for (const auto& c : candidates) list += (list.empty() ? "" : ", ") + c;
     message += " (long options are never abbreviated; did you mean " +
-               std::string(candidates.size() == 1 ? "" : "one of ") + list + "?)";
+               GuessList({candidates.begin(), candidates.end()}) + "?)";
   } else {
     message += DidYouMean(Guesses(spellings, name));
   }

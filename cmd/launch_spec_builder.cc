@@ -438,10 +438,8 @@ void WarnAboutMisspelledVariables(const env::Environment& env, ParsedCommandLine
       }
     }
     if (guesses.empty() || guesses.size() > 3) continue;
-    std::string list;
-    for (const std::string& guess : guesses) list += (list.empty() ? "" : ", ") + guess;
     out->warnings.push_back(name + " is set, but hvd reads no such variable (did you mean " +
-                            (guesses.size() == 1 ? "" : "one of ") + list + "?); ignored");
+                            GuessList({guesses.begin(), guesses.end()}) + "?); ignored");
   }
 }
 

@@ -23,4 +23,10 @@ size_t EditDistance(std::string_view a, std::string_view b, size_t limit) {
   return std::min(d[a.size()][b.size()], limit + 1);
 }
 
+std::string GuessList(const std::vector<std::string>& guesses) {
+  std::string list = guesses.size() == 1 ? "" : "one of ";
+  for (size_t i = 0; i < guesses.size(); ++i) list += (i == 0 ? "" : ", ") + guesses[i];
+  return list;
+}
+
 }  // namespace hvd

@@ -21,5 +21,10 @@ TEST(EditDistanceTest, StopsCountingPastTheLimit) {
   EXPECT_EQ(EditDistance("abc", "xyz", 0), 1u);
 }
 
+TEST(EditDistanceTest, GuessesAreNamedAsDidYouMeanSaysThem) {
+  EXPECT_EQ(GuessList({"--hostfile"}), "--hostfile");
+  EXPECT_EQ(GuessList({"--min-np", "--min-num-proc"}), "one of --min-np, --min-num-proc");
+}
+
 }  // namespace
 }  // namespace hvd
