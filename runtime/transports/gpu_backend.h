@@ -35,7 +35,7 @@ class GpuGroup {
   // Allreduce of tensors[i] (counts[i] elements, device memory) into outputs[i] (may alias),
   // as Horovod's GPU path scales: each member's input multiplied by `prescale` before the sum,
   // the sum by `postscale` after it (NcclGroup's ScalePlan); several tensors are fused through a
-  // device buffer.
+  // device buffer. The inputs are never written (unless an output aliases its input).
   virtual Status Allreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
                            std::span<const int64_t> counts, DataType dtype, ReduceOp op,
                            double prescale, double postscale) = 0;

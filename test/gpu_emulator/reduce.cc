@@ -65,12 +65,25 @@ __nv_bfloat16 FromDouble(double v) {
 template <typename T>
 constexpr bool kIntegral = std::is_integral_v<T>;
 
+// Whether a pre-multiplied sum of T adds a later rank's product to the partial sum before
+// rounding it (acc = round(acc + x * s)), as NCCL 2.28.9 did for bfloat16 on an H200: at 3
+// ranks, 77 times the scalar 0.6171875 (0.618... in bfloat16) is 47.52; the sum came out 143,
+// where the products rounded first (47.5) give 142 (the 2026-11-28 run; docs/gpu.md "Scale
+// factors"). Float16's products are rounded first (the same run matched that at 3 ranks), as
+// are every type's first contribution and hvd's scaling kernel (ScaleAll).
+template <typename T>
+constexpr bool kPremulFused = std::is_same_v<T, __nv_bfloat16>;
+
 // acc = acc (op) x, each step rounded to T as the GPU does. The first contribution is
 // `first`: acc = x (pre-multiplied for a scaled sum).
 template <typename T>
 void Fold(T* acc, const T* x, size_t n, const Reduction& red, bool first) {
   for (size_t i = 0; i < n; ++i) {
     T v = x[i];
+    if (red.premul && !first && kPremulFused<T>) {
+      acc[i] = FromDouble<T>(ToDouble(acc[i]) + ToDouble(v) * red.scalar);
+      continue;
+    }
     if (red.premul) v = FromDouble<T>(ToDouble(v) * red.scalar);
     if (first) {
       acc[i] = v;

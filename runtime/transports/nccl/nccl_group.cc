@@ -94,16 +94,13 @@ ncclResult_t ScaledSum(DataType dtype, ncclDataType_t type, double scale, ncclCo
 }
 
 // NcclGroup's ScalePlan (nccl_group.h) for these factors.
-ScalePlan PlanScale(double prescale, double postscale, int members) {
+ScalePlan PlanScale(double prescale, double postscale) {
   ScalePlan plan;
   if (!HaveScaleKernel()) {
     plan.premul = prescale * postscale;
-  } else if (members == 1) {
-    plan.after[0] = prescale;
-    plan.after[1] = postscale;
   } else {
-    plan.premul = prescale;
-    plan.after[0] = postscale;
+    plan.before = prescale;
+    plan.after = postscale;
   }
   return plan;
 }
@@ -203,15 +200,13 @@ bool NcclGroup::CanReduce(DataType dtype, ReduceOp op, bool scaled) const {
   return NcclReduces(dtype, op, scaled, size_, HaveScaleKernel());
 }
 
-Status NcclGroup::ScaleResult(void* data, int64_t count, ncclDataType_t type, const ScalePlan& plan,
-                              cudaStream_t stream) {
-  for (double factor : plan.after) {
-    if (factor == 1.0 || count == 0) continue;
-    const cudaError_t err = LaunchScale(data, data, count, type, factor, stream);
-    if (err != cudaSuccess) {
-      AbortComm();  // as a failed NCCL call: the set fails, its group is unusable
-      return CudaError("NCCL: scaling the result by " + std::to_string(factor), err);
-    }
+Status NcclGroup::Scale(const void* in, void* out, int64_t count, ncclDataType_t type,
+                        double factor, cudaStream_t stream, const char* what) {
+  if (factor == 1.0 || count == 0) return Status::OK();
+  const cudaError_t err = LaunchScale(in, out, count, type, factor, stream);
+  if (err != cudaSuccess) {
+    AbortComm();  // as a failed NCCL call: the set fails, its group is unusable
+    return CudaError(std::string("NCCL: scaling ") + what + " by " + std::to_string(factor), err);
   }
   return Status::OK();
 }
@@ -321,7 +316,7 @@ Status NcclGroup::Allreduce(std::span<const void* const> inputs, std::span<void*
     return Status::Internal("NCCL allreduce of an unsupported type or op");
   }
   HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
-  const ScalePlan plan = PlanScale(prescale, postscale, size_);
+  const ScalePlan plan = PlanScale(prescale, postscale);
   const bool scaled = plan.scaled();
   if (scaled) {
     HVD_RETURN_IF_ERROR(Settle(ScaledSum(dtype, type, plan.premul, comm_, &nop), "scaled sum"));
@@ -334,17 +329,24 @@ Status NcclGroup::Allreduce(std::span<const void* const> inputs, std::span<void*
   return Wait(stream, "allreduce");
 }
 
-// One tensor: straight from input to output. Several (or a joined rank's zeros): through the
-// device fusion buffer; the copies out follow the allreduce on the stream only once NCCL has
-// enqueued it (Settle), so they wait for it.
+// One tensor: straight from input to output (prescaled: the kernel writes the output, which
+// NCCL then reduces in place). Several (or a joined rank's zeros): through the device fusion
+// buffer, each input copied (or prescaled) into it; the copies out follow the allreduce on the
+// stream only once NCCL has enqueued it (Settle), so they wait for it.
 Status NcclGroup::Enqueue(std::span<const void* const> inputs, std::span<void* const> outputs,
                           std::span<const int64_t> counts, int64_t elem, ncclDataType_t type,
                           ncclRedOp_t op, const ScalePlan& plan, cudaStream_t stream) {
   if (inputs.size() == 1 && inputs[0] != nullptr) {
-    HVD_RETURN_IF_ERROR(Settle(ncclAllReduce(inputs[0], outputs[0], static_cast<size_t>(counts[0]),
-                                             type, op, comm_, stream),
-                               "allreduce"));
-    return ScaleResult(outputs[0], counts[0], type, plan, stream);
+    const void* from = inputs[0];
+    if (plan.before != 1.0) {
+      HVD_RETURN_IF_ERROR(
+          Scale(from, outputs[0], counts[0], type, plan.before, stream, "the input"));
+      from = outputs[0];
+    }
+    HVD_RETURN_IF_ERROR(Settle(
+        ncclAllReduce(from, outputs[0], static_cast<size_t>(counts[0]), type, op, comm_, stream),
+        "allreduce"));
+    return Scale(outputs[0], outputs[0], counts[0], type, plan.after, stream, "the result");
   }
   int64_t total = 0;
   for (int64_t c : counts) total += c;
@@ -353,15 +355,20 @@ Status NcclGroup::Enqueue(std::span<const void* const> inputs, std::span<void* c
   int64_t offset = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const size_t bytes = static_cast<size_t>(counts[i] * elem);
-    cudaError_t err = inputs[i] != nullptr ? cudaMemcpyAsync(buf + offset, inputs[i], bytes,
-                                                             cudaMemcpyDeviceToDevice, stream)
-                                           : cudaMemsetAsync(buf + offset, 0, bytes, stream);
-    if (err != cudaSuccess) return CudaError("filling the device fusion buffer", err);
+    if (inputs[i] != nullptr && plan.before != 1.0) {
+      HVD_RETURN_IF_ERROR(
+          Scale(inputs[i], buf + offset, counts[i], type, plan.before, stream, "an input"));
+    } else {
+      cudaError_t err = inputs[i] != nullptr ? cudaMemcpyAsync(buf + offset, inputs[i], bytes,
+                                                               cudaMemcpyDeviceToDevice, stream)
+                                             : cudaMemsetAsync(buf + offset, 0, bytes, stream);
+      if (err != cudaSuccess) return CudaError("filling the device fusion buffer", err);
+    }
     offset += static_cast<int64_t>(bytes);
   }
   HVD_RETURN_IF_ERROR(Settle(
       ncclAllReduce(buf, buf, static_cast<size_t>(total), type, op, comm_, stream), "allreduce"));
-  HVD_RETURN_IF_ERROR(ScaleResult(buf, total, type, plan, stream));
+  HVD_RETURN_IF_ERROR(Scale(buf, buf, total, type, plan.after, stream, "the result"));
   offset = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const size_t bytes = static_cast<size_t>(counts[i] * elem);
@@ -448,7 +455,16 @@ Status NcclGroup::ReduceScatter(const void* input, void* output,
   if (!NcclType(dtype, &type) || !NcclOp(op, &nop)) {
     return Status::Internal("NCCL reducescatter of an unsupported type or op");
   }
-  const ScalePlan plan = PlanScale(prescale, postscale, size_);
+  const ScalePlan plan = PlanScale(prescale, postscale);
+  if (plan.before != 1.0) {
+    // The caller's input stays as it is: the prescaled copy goes to the fusion buffer.
+    int64_t total = 0;
+    for (int64_t c : counts_per_rank) total += c;
+    HVD_ASSIGN_OR_RETURN(void* scaled_input,
+                         Fusion(total * static_cast<int64_t>(DataTypeSize(dtype))));
+    HVD_RETURN_IF_ERROR(Scale(input, scaled_input, total, type, plan.before, stream, "the input"));
+    input = scaled_input;
+  }
   const bool scaled = plan.scaled();
   if (scaled) {
     HVD_RETURN_IF_ERROR(Settle(ScaledSum(dtype, type, plan.premul, comm_, &nop), "scaled sum"));
@@ -479,7 +495,7 @@ Status NcclGroup::ReduceScatter(const void* input, void* output,
   // Legal once the calls that use it are enqueued (settled), or on no communicator at all.
   if (scaled && comm_ != nullptr) ncclRedOpDestroy(nop, comm_);
   HVD_RETURN_IF_ERROR(s);
-  return ScaleResult(output, counts_per_rank[rank_], type, plan, stream);
+  return Scale(output, output, counts_per_rank[rank_], type, plan.after, stream, "the result");
 }
 
 Status NcclGroup::Alltoallv(const void* input, std::span<const int64_t> send_bytes, void* output,

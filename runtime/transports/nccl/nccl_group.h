@@ -16,16 +16,17 @@ namespace hvd::runtime {
 class CudaBackend;
 
 // Where the factors of a scaled sum are applied. With the scaling kernel, as Horovod's GPU path:
-// the prescale multiplies each member's input as NCCL sums (its pre-multiplied sum: the same
-// product, rounded once in the type, that Horovod's prescale kernel makes before its plain sum),
-// and the postscale (Average's 1/n in it) multiplies the sum afterwards, in the kernel. A
-// one-member set scales in the kernel only, the prescale and then the postscale (NCCL 2.28.9's
-// one-rank pre-multiplied sum left the last element of a 17x17x17 float32 tensor unwritten).
+// the kernel multiplies each member's input by the prescale before NCCL's plain sum (the product
+// rounded once in the type), and multiplies the sum by the postscale (Average's 1/n in it)
+// afterwards. NCCL's own pre-multiplied sum is not used there: NCCL 2.28.9's left the last
+// element of a one-rank 17x17x17 float32 tensor unwritten, and at 3 ranks it added bfloat16
+// products to the partial sum unrounded, one unit in the last place from Horovod's bits.
 // Without the kernel (no nvcc at build time) both factors are folded into the pre-multiplied sum,
-// which rounds differently where the postscale is not 1 (docs/gpu.md "Scale factors").
+// which rounds differently where a factor is not 1 (docs/gpu.md "Scale factors").
 struct ScalePlan {
-  double premul = 1.0;           // NCCL's pre-multiplied sum; 1: a plain sum
-  double after[2] = {1.0, 1.0};  // the kernel on the result, in order; 1: none
+  double premul = 1.0;  // NCCL's pre-multiplied sum; 1: a plain sum
+  double before = 1.0;  // the kernel on each input, into the buffer NCCL sums; 1: none
+  double after = 1.0;   // the kernel on the result; 1: none
   bool scaled() const { return premul != 1.0; }
 };
 
@@ -99,10 +100,10 @@ class NcclGroup final : public GpuGroup {
   Status Enqueue(std::span<const void* const> inputs, std::span<void* const> outputs,
                  std::span<const int64_t> counts, int64_t elem, ncclDataType_t type, ncclRedOp_t op,
                  const ScalePlan& plan, cudaStream_t stream);
-  // Enqueues the plan's kernel factors on `count` elements at `data` (after the NCCL call that
-  // wrote them, on the same stream); a launch failure aborts the communicator.
-  Status ScaleResult(void* data, int64_t count, ncclDataType_t type, const ScalePlan& plan,
-                     cudaStream_t stream);
+  // Enqueues the kernel: `count` elements from `in` times `factor` into `out` (may be `in`), on
+  // `stream` in its order; a launch failure aborts the communicator. `what` names the step.
+  Status Scale(const void* in, void* out, int64_t count, ncclDataType_t type, double factor,
+               cudaStream_t stream, const char* what);
 
   CudaBackend* backend_;
   Communicator* peers_;  // the set's CPU communicator; outlives the group (Controller)

@@ -1,5 +1,5 @@
-// hvd's one CUDA kernel: scaling a buffer by a factor (scale_kernels.h), for the postscale that
-// follows a NCCL sum (and a one-rank set's prescale), where Horovod runs its own.
+// hvd's one CUDA kernel: scaling a buffer by a factor (scale_kernels.h), for the prescale before
+// a NCCL sum and the postscale after it, where Horovod runs its own.
 //
 // The kernels are extern "C" so that their names are plain: the CUDA emulator of the tests
 // (test/gpu_emulator) runs a kernel launched through cudaLaunchKernel by the name it was
