@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -66,13 +67,13 @@ template <typename T>
 constexpr bool kIntegral = std::is_integral_v<T>;
 
 // Whether a pre-multiplied sum of T adds a later rank's product to the partial sum before
-// rounding it (acc = round(acc + x * s)), as NCCL 2.28.9 did for bfloat16 on an H200: at 3
-// ranks, 77 times the scalar 0.6171875 (0.618... in bfloat16) is 47.52; the sum came out 143,
-// where the products rounded first (47.5) give 142 (the 2026-11-28 run; docs/gpu.md "Scale
-// factors"). Float16's products are rounded first (the same run matched that at 3 ranks), as
-// are every type's first contribution and hvd's scaling kernel (ScaleAll).
+// rounding the product (acc = round(acc + x * s), a fused multiply-add), as NCCL 2.28.9 did on
+// an H200 for every floating-point type (the 2026-11-28 run, 3 ranks: float32 -26 times
+// 0.618034 summed to -48.2066536 where the products rounded first give -48.2066498; float16
+// -48.21875 for -48.25; bfloat16 143 for 142; docs/gpu.md "Scale factors"). The first
+// contribution is the product rounded, as is hvd's scaling kernel's (ScaleAll).
 template <typename T>
-constexpr bool kPremulFused = std::is_same_v<T, __nv_bfloat16>;
+constexpr bool kPremulFused = !std::is_integral_v<T>;
 
 // acc = acc (op) x, each step rounded to T as the GPU does. The first contribution is
 // `first`: acc = x (pre-multiplied for a scaled sum).
@@ -81,7 +82,8 @@ void Fold(T* acc, const T* x, size_t n, const Reduction& red, bool first) {
   for (size_t i = 0; i < n; ++i) {
     T v = x[i];
     if (red.premul && !first && kPremulFused<T>) {
-      acc[i] = FromDouble<T>(ToDouble(acc[i]) + ToDouble(v) * red.scalar);
+      // The product unrounded: float64 through fma, the narrower types summed in double.
+      acc[i] = FromDouble<T>(std::fma(ToDouble(v), red.scalar, ToDouble(acc[i])));
       continue;
     }
     if (red.premul) v = FromDouble<T>(ToDouble(v) * red.scalar);

@@ -1,5 +1,6 @@
 // The emulated NCCL's arithmetic: reductions in the tensor's own type, each step rounded to it
-// as a GPU does (float16 and bfloat16 included), in rank order.
+// as a GPU does (float16 and bfloat16 included), in rank order; a pre-multiplied sum's later
+// products enter unrounded, as NCCL's (reduce.cc kPremulFused).
 #pragma once
 
 #include <nccl.h>

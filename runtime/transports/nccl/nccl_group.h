@@ -19,8 +19,9 @@ class CudaBackend;
 // the kernel multiplies each member's input by the prescale before NCCL's plain sum (the product
 // rounded once in the type), and multiplies the sum by the postscale (Average's 1/n in it)
 // afterwards. NCCL's own pre-multiplied sum is not used there: NCCL 2.28.9's left the last
-// element of a one-rank 17x17x17 float32 tensor unwritten, and at 3 ranks it added bfloat16
-// products to the partial sum unrounded, one unit in the last place from Horovod's bits.
+// element of a one-rank 17x17x17 float32 tensor unwritten, and at 3 ranks it added each later
+// rank's product to the partial sum unrounded (every float type), a unit in the last place from
+// Horovod's bits.
 // Without the kernel (no nvcc at build time) both factors are folded into the pre-multiplied sum,
 // which rounds differently where a factor is not 1 (docs/gpu.md "Scale factors").
 struct ScalePlan {
