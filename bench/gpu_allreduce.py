@@ -15,7 +15,10 @@ allreduce, allgather and reducescatter (--ops), with the ratio torch/hvd (> 1: h
 -np >= 2 on one host (ranks share the GPU, so hvd stages through host memory): hvd against
 torch.distributed's Gloo backend on the same CUDA tensors in the same processes, and against
 the sum of its parts measured here: device->host copy + hvd's CPU allreduce of the same bytes +
-host->device copy (pinned). Medians of --iters runs after --warmup; float32 sum.
+host->device copy (pinned). Medians of --iters runs after --warmup; float32 sum. The sides
+compared are timed interleaved (paired_medians_us: each iteration runs every side once, a
+different one first each time), so that the GPU's and the sockets' drift during a run falls on
+all of them alike.
 """
 import argparse
 import os
@@ -27,17 +30,22 @@ import torch
 import hvd.torch as hvd
 
 
-def median_us(fn, warmup, iters):
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(iters):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        samples.append((time.perf_counter() - start) * 1e6)
-    return statistics.median(samples)
+def paired_medians_us(fns, warmup, iters):
+    """Median us of each of `fns`, timed interleaved: every iteration runs each once, starting
+    with the next one in turn."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    samples = [[] for _ in fns]
+    for i in range(iters):
+        for k in range(len(fns)):
+            j = (i + k) % len(fns)
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            fns[j]()
+            torch.cuda.synchronize()
+            samples[j].append((time.perf_counter() - start) * 1e6)
+    return [statistics.median(s) for s in samples]
 
 
 def stamp():
@@ -77,9 +85,7 @@ def one_rank(sizes, args):
         def cpu_op():
             hvd.synchronize(hvd.allreduce_async_(c, op=hvd.Sum, name="cpu"))
 
-        b = median_us(bare, args.warmup, args.iters)
-        h = median_us(ours, args.warmup, args.iters)
-        k = median_us(cpu_op, args.warmup, args.iters)
+        b, h, k = paired_medians_us([bare, ours, cpu_op], args.warmup, args.iters)
         print(f"{size:>12} {count:>10} {b:>10.1f} {size / b / 1e3:>8.2f} {h:>10.1f} "
               f"{size / h / 1e3:>8.2f} {size / h / 1e3:>8.2f} {h - b:>13.1f} {k:>11.1f}")
 
@@ -99,15 +105,11 @@ def many_ranks(sizes, args):
         x = torch.ones(count, device="cuda")
         host = torch.ones(count).pin_memory()
         cpu = torch.ones(count)
-        t_hvd = agreed(median_us(lambda: hvd.allreduce_(x, op=hvd.Sum, name="g"),
-                                 args.warmup, args.iters))
-        t_gloo = agreed(median_us(lambda: dist.all_reduce(x), args.warmup, args.iters))
-        t_d2h = agreed(median_us(lambda: host.copy_(x, non_blocking=True), args.warmup,
-                                 args.iters))
-        t_h2d = agreed(median_us(lambda: x.copy_(host, non_blocking=True), args.warmup,
-                                 args.iters))
-        t_cpu = agreed(median_us(lambda: hvd.allreduce_(cpu, op=hvd.Sum, name="c"),
-                                 args.warmup, args.iters))
+        medians = paired_medians_us(
+            [lambda: hvd.allreduce_(x, op=hvd.Sum, name="g"), lambda: dist.all_reduce(x),
+             lambda: host.copy_(x, non_blocking=True), lambda: x.copy_(host, non_blocking=True),
+             lambda: hvd.allreduce_(cpu, op=hvd.Sum, name="c")], args.warmup, args.iters)
+        t_hvd, t_gloo, t_d2h, t_h2d, t_cpu = (agreed(m) for m in medians)
         parts = t_d2h + t_cpu + t_h2d
         if hvd.rank() == 0:
             label = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
@@ -143,8 +145,8 @@ def nccl_ranks(sizes, args):
                 peer = lambda: dist.reduce_scatter_tensor(out, x)
             else:
                 raise SystemExit(f"unknown op {op}: allreduce, allgather or reducescatter")
-            t_hvd = agreed(median_us(ours, args.warmup, args.iters))
-            t_peer = agreed(median_us(peer, args.warmup, args.iters))
+            t_hvd, t_peer = (agreed(m) for m in paired_medians_us([ours, peer], args.warmup,
+                                                                   args.iters))
             if hvd.rank() == 0:
                 label = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
                 print(f"{op:>14} {label:>8} {t_hvd:>10.1f} {t_peer:>11.1f} "

@@ -5,9 +5,11 @@
 
 ResNet-50 (torchvision's when installed, else the same architecture defined here: bottleneck
 blocks [3, 4, 6, 3], 25.6 M parameters) on synthetic 224x224 images, SGD, float32, as Horovod's
-pytorch_synthetic_benchmark.py measures it. The sides take turns in the same processes (--rounds
-rounds of: hvd, then the peer), each round --iters timed iterations of --batches batches after
---warmup batches, and print images per second per rank (median of the rounds) and the ratio
+pytorch_synthetic_benchmark.py measures it. The sides take turns in the same processes: both
+warm up first (--warmup batches each), then --rounds rounds, each of which times both sides
+(--iters timed iterations of --batches batches, after --warmup batches) and puts the other side
+first in the next round, so that a GPU still warming up (clocks, allocator) or drifting costs
+both sides alike. It prints images per second per rank (median of the rounds) and the ratio
 hvd/peer (>= 1: hvd as fast or faster):
 
 - one rank: the peer is plain PyTorch (no hvd on the step): what hvd's DistributedOptimizer
@@ -102,7 +104,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--iters", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--port", type=int, default=int(os.environ.get("BENCH_PORT", "29533")))
     args = parser.parse_args()
 
@@ -146,11 +148,15 @@ def main():
         def with_peer(model, optimizer):
             return nn.parallel.DistributedDataParallel(model), optimizer
 
-    hvd_step, peer_step = trainer(with_hvd), trainer(with_peer)
+    steps = {"hvd": trainer(with_hvd), "peer": trainer(with_peer)}
+    for step in steps.values():
+        for _ in range(args.warmup):
+            step()
     sides = {"hvd": [], "peer": []}
-    for _ in range(args.rounds):
-        sides["hvd"].append(images_per_second(hvd_step, args, device))
-        sides["peer"].append(images_per_second(peer_step, args, device))
+    for round_ in range(args.rounds):
+        # hvd first in even rounds, the peer first in odd ones.
+        for side in (("hvd", "peer") if round_ % 2 == 0 else ("peer", "hvd")):
+            sides[side].append(images_per_second(steps[side], args, device))
     # The slowest rank's rate: a data-parallel step is as fast as its last member.
     hvd_rate = float(hvd.allreduce(torch.tensor([statistics.median(sides["hvd"])]), op=hvd.Min,
                                    name="bench.hvd"))
