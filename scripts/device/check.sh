@@ -121,6 +121,14 @@ if has nccl; then
   step "resnet50 2 NCCL ranks" 90 "$out/nccl_bench.log" \
     hvdrun -np 2 -H localhost:1,127.0.0.1:1 python3 bench/gpu_train.py
   grep -E "hvd/peer" "$out/nccl_bench.log" | tail -4 >>"$summary"
+  # Where the 2-rank gap to DDP goes: the same job, one short round, with hvd's timeline (its
+  # NCCL_ALLREDUCE count and sizes per step, against DDP's 25 MiB buckets).
+  tl=$(mktemp -d)
+  step "resnet50 2 NCCL ranks, timeline" 45 "$out/nccl_bench.log" \
+    hvdrun -np 2 -H localhost:1,127.0.0.1:1 --timeline "$tl/t.json" python3 bench/gpu_train.py \
+    --rounds 1 --iters 2
+  [ -s "$tl/t.json" ] && build-gpu/timeline/hvd-timeline summary "$tl/t.json" \
+    >>"$out/nccl_bench.log" 2>&1
 fi
 
 # The C API's scenarios checked by value (test/worker_e2e) at 8 and 16 ranks, each with a CPU of
