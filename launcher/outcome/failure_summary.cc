@@ -55,7 +55,7 @@ std::string DescribeEnd(const RankOutcome& rank) {
 
 // A Python exception's line, "Type: message" or a bare "Type" ("KeyboardInterrupt"): a dotted
 // name up to the first colon.
-bool ReadsAsExceptionLine(const std::string& line) {
+bool ReadsAsExceptionLine(std::string_view line) {
   const size_t end = std::min(line.find(':'), line.size());
   if (end == 0 || !(std::isalpha(static_cast<unsigned char>(line[0])) || line[0] == '_')) {
     return false;
@@ -139,12 +139,26 @@ std::string Pad(std::string text, size_t width) {
 
 }  // namespace
 
+std::string_view WithoutTorchRankPrefix(std::string_view line) {
+  if (!line.starts_with("[rank")) return line;
+  size_t end = 5;
+  while (end < line.size() && std::isdigit(static_cast<unsigned char>(line[end]))) ++end;
+  if (end == 5 || line.substr(end, 2) != "]:") return line;
+  line.remove_prefix(end + 2);
+  if (line.starts_with(' ')) line.remove_prefix(1);
+  return line;
+}
+
 std::optional<std::string> PythonExceptionInTail(const std::vector<std::string>& tail) {
-  if (tail.size() < 2) return std::nullopt;
-  const std::string& last = tail.back();
-  const std::string& before = tail[tail.size() - 2];
-  if (before.rfind("  ", 0) != 0 || !ReadsAsExceptionLine(last)) return std::nullopt;
-  return last;
+  // The line after the last indented one (a frame, its code, its ^^^ marks).
+  for (size_t i = tail.size(); i-- > 0;) {
+    if (!WithoutTorchRankPrefix(tail[i]).starts_with("  ")) continue;
+    if (i + 1 == tail.size()) return std::nullopt;
+    const std::string_view line = WithoutTorchRankPrefix(tail[i + 1]);
+    if (!ReadsAsExceptionLine(line)) return std::nullopt;
+    return std::string(line);
+  }
+  return std::nullopt;
 }
 
 std::string FormatFailureSummary(const JobOutcome& outcome, const StderrTailFn& stderr_tail) {
@@ -160,10 +174,11 @@ std::string FormatFailureSummary(const JobOutcome& outcome, const StderrTailFn& 
   // The named rank's lines first (shown even when hvdrun stopped it), then every other rank's
   // that failed on its own.
   auto tail = [&](const RankOutcome& rank) {
-    std::vector<std::string> lines = stderr_tail(rank.rank);
+    const std::vector<std::string> lines = stderr_tail(rank.rank);
     if (lines.empty()) return;
     text += "last stderr lines of rank " + std::to_string(rank.rank) + ":\n";
-    for (const std::string& line : lines) text += "  " + line + "\n";
+    const size_t from = lines.size() - std::min(lines.size(), kShownStderrLines);
+    for (size_t i = from; i < lines.size(); ++i) text += "  " + lines[i] + "\n";
   };
   if (blamed) tail(outcome.ranks[static_cast<size_t>(*blamed)]);
   for (const RankOutcome& rank : outcome.ranks) {

@@ -42,7 +42,9 @@ class OutputForwarder {
     std::string output_dir;  // "" = console only
     int stdout_fd = 1;
     int stderr_fd = 2;
-    size_t stderr_tail_lines = 5;
+    // Kept for the failure summary (which shows the last 5) and its readers: enough for a
+    // traceback's last frame before a message of several lines and a warning or two at exit.
+    size_t stderr_tail_lines = 20;
     // Directory names are padded to the width of max(size, name_width_size) - 1, so a job
     // that grows (Grow) keeps one width.
     int name_width_size = 0;

@@ -70,6 +70,35 @@ time.sleep(120)
         in err, err
 
 
+def test_torch_2s_rank_prefix_and_a_message_of_several_lines_still_name_the_exception(tmp_path):
+    # torch 2.x writes "[rankN]: " before each line of a rank's traceback, and its warning at exit
+    # after it; NCCL's messages run over several lines (as its refusal of two ranks on one GPU
+    # read on the GPU machine). The exception line is 7 lines from the end, past the 5 shown.
+    marker = unique_marker()
+    script = r"""
+import os, sys, time, traceback
+def hook(kind, value, tb):
+    for line in "".join(traceback.format_exception(kind, value, tb)).splitlines():
+        sys.stderr.write("[rank1]: " + line + "\n")
+    for i in range(3):
+        sys.stderr.write("[rank1]:[W1128 15:18:07.525993852 ProcessGroupNCCL.cpp:1575] Warning: "
+                         "destroy_process_group() was not called before program exit\n")
+sys.excepthook = hook
+if os.environ["RANK"] == "1":
+    raise RuntimeError("NCCL error in: NCCLUtils.cpp:93, invalid usage\nncclInvalidUsage: this "
+                       "usually reflects invalid usage\nLast error:\nDuplicate GPU detected")
+time.sleep(120)
+"""
+    try:
+        result = run(["-np", "2"] + python_rank(script, marker), timeout=60)
+    finally:
+        kill_leftovers(marker)
+    assert result.returncode == 1
+    err = result.stderr.decode()
+    assert "rank 1 on localhost failed first: exit code 1: RuntimeError: NCCL error in: " \
+        "NCCLUtils.cpp:93, invalid usage; hvdrun exits 1" in err, err
+
+
 def test_rank_killed_by_sigkill_gives_137_and_signal_name():
     result = run(["-np", "2", "sh", "-c", 'if [ "$HVD_RANK" = 1 ]; then kill -9 $$; fi; sleep 60'])
     assert result.returncode == 137

@@ -169,12 +169,30 @@ TEST(FailureSummaryTest, APythonRankThatReportedNothingIsNamedWithTheExceptionIt
   EXPECT_NE(text({"    time.sleep(9)", "KeyboardInterrupt"})
                 .find("failed first: exit code 1: KeyboardInterrupt; hvdrun exits 1"),
             std::string::npos);
+  // torch 2.x's "[rankN]: " before every line, a message of several lines, and torch's warning
+  // at exit after it (NCCL's refusal on the GPU machine, 2026-11-28)
+  EXPECT_NE(
+      text({"[rank1]:     work = group.allreduce([tensor], opts)",
+            "[rank1]:            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+            "[rank1]: torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:93, invalid "
+            "usage, NCCL version 2.28.9",
+            "[rank1]: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.",
+            "[rank1]: Last error:",
+            "[rank1]: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60",
+            "[rank1]:[W1128 15:18:07.525993852 ProcessGroupNCCL.cpp:1575] Warning: WARNING: "
+            "destroy_process_group() was not called before program exit"})
+          .find("failed first: exit code 1: torch.distributed.DistBackendError: NCCL error in: "
+                "NCCLUtils.cpp:93, invalid usage, NCCL version 2.28.9; hvdrun exits 1"),
+      std::string::npos);
   // Not a traceback's end: the headline has the exit alone
   for (const std::vector<std::string>& lines :
        {std::vector<std::string>{"loading", "error: cannot open data.bin"},
         std::vector<std::string>{"  indented", "cannot open: data.bin"},
         std::vector<std::string>{"  indented", "3 errors: see above"},
-        std::vector<std::string>{"ValueError: alone"}, std::vector<std::string>{}}) {
+        std::vector<std::string>{"ValueError: alone"},
+        std::vector<std::string>{"  File \"t.py\"", "ValueError: x", "  indented again"},
+        std::vector<std::string>{"[rank1]:   File \"t.py\"", "[rank1]: not an exception line"},
+        std::vector<std::string>{}}) {
     EXPECT_NE(text(lines).find("rank 1 on localhost failed first: exit code 1; hvdrun exits 1"),
               std::string::npos)
         << text(lines);
@@ -187,6 +205,30 @@ TEST(FailureSummaryTest, APythonRankThatReportedNothingIsNamedWithTheExceptionIt
                                  "exits 143"),
             std::string::npos)
       << text(traceback);
+}
+
+TEST(FailureSummaryTest, TorchsRankPrefixIsDroppedOnlyWhereItIsOne) {
+  EXPECT_EQ(WithoutTorchRankPrefix("[rank12]: ValueError: x"), "ValueError: x");
+  EXPECT_EQ(WithoutTorchRankPrefix("[rank0]:[W1128 15:18:07 a.cpp:1] w"),
+            "[W1128 15:18:07 a.cpp:1] w");
+  EXPECT_EQ(WithoutTorchRankPrefix("[rank0]:   File \"t.py\""), "  File \"t.py\"");
+  for (const char* kept : {"[rank]: x", "[rankA]: x", "[rank1] x", "rank1: x", "[ranks1]: x"}) {
+    EXPECT_EQ(WithoutTorchRankPrefix(kept), kept);
+  }
+}
+
+TEST(FailureSummaryTest, TheSummaryShowsTheLastFiveOfTheLinesKept) {
+  JobOutcome outcome;
+  outcome.ranks = {Finished(0, Exited(3))};
+  outcome.first_failed_rank = 0;
+  std::vector<std::string> lines;
+  for (int i = 0; i < 20; ++i) lines.push_back("line " + std::to_string(i));
+  const std::string text = FormatFailureSummary(outcome, [&](int) { return lines; });
+  EXPECT_NE(text.find("last stderr lines of rank 0:\n  line 15\n  line 16\n  line 17\n  line 18\n"
+                      "  line 19\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("line 14"), std::string::npos) << text;
 }
 
 TEST(FailureSummaryTest, TheKernelsReasonForAKillIsGivenWithIt) {
