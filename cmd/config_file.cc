@@ -1,5 +1,7 @@
 #include "cmd/config_file.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -59,7 +61,7 @@ class ConfigReader {
         HVD_RETURN_IF_ERROR(ReadSection(key, entry.second));
       } else {
         return Error(entry.first, "unknown key '" + key + "' (expected one of: controller, " +
-                                      Join(Sections()) + ")");
+                                      fmt::to_string(fmt::join(Sections(), ", ")) + ")");
       }
     }
     if (hide_timestamp_ && !config_.knobs.log_with_timestamp.value) {
@@ -102,12 +104,6 @@ class ConfigReader {
     return out;
   }
 
-  static std::string Join(const std::vector<std::string>& items) {
-    std::string out;
-    for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
-    return out;
-  }
-
   Status ReadController(const YAML::Node& value) {
     if (value.IsNull()) return Status::OK();
     if (!value.IsScalar())
@@ -137,8 +133,8 @@ class ConfigReader {
       }
       KnobPtr* knob = FindKnob(key);
       if (knob == nullptr) {
-        return Error(entry.first,
-                     "unknown key '" + key + "' (expected one of: " + Join(KeysOf(section)) + ")");
+        return Error(entry.first, "unknown key '" + key + "' (expected one of: " +
+                                      fmt::to_string(fmt::join(KeysOf(section), ", ")) + ")");
       }
       HVD_RETURN_IF_ERROR(SetKnob(*knob, key, entry.second));
     }

@@ -1,5 +1,7 @@
 #include "launcher/multi_host.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,12 +24,6 @@ constexpr int kConnectAttempts = 3;
 constexpr double kMaxHeartbeatIntervalS = 1;
 // A srun that has not ended this long after its agent's stdin closed is cancelled.
 constexpr std::chrono::seconds kSrunStopAfter{10};
-
-std::string Join(const std::vector<std::string>& words, const std::string& separator) {
-  std::string out;
-  for (const std::string& word : words) out += (out.empty() ? "" : separator) + word;
-  return out;
-}
 
 Clock::time_point StartDeadline(const LaunchSpec& spec) {
   return Clock::now() +
@@ -122,7 +118,8 @@ Result<MultiHostSetup> PrepareSrunHosts(const LaunchSpec& spec, const env::Envir
   MultiHostSetup setup;
   HVD_ASSIGN_OR_RETURN(setup.agent_path, LocalAgentPath());
   PrintStep(spec.verbose, "Inside Slurm job " + plan.srun->job_id + ": hvd-agent starts with " +
-                              plan.srun->srun_path + " on " + Join(plan.remote_hosts, ", "));
+                              plan.srun->srun_path + " on " +
+                              fmt::to_string(fmt::join(plan.remote_hosts, ", ")));
   const Clock::time_point begin = Clock::now();
   AgentLinkFactory connect = SrunAgentConnector(*plan.srun, setup.agent_path, env, spec.verbose);
   HVD_ASSIGN_OR_RETURN(setup.agents,

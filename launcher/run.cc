@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -272,8 +274,7 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
 std::string MisplacedOptionsNote(const LaunchSpec& spec) {
   const std::vector<std::string>& words = spec.options_after_command;
   if (words.empty()) return "";
-  std::string text = "; ";
-  for (size_t i = 0; i < words.size(); ++i) text += (i == 0 ? "" : ", ") + words[i];
+  const std::string text = fmt::format("; {}", fmt::join(words, ", "));
   std::string example = spec.command.front();
   if (spec.command.size() > 1 && spec.command[1].rfind('-', 0) != 0) {
     example += " " + spec.command[1];

@@ -1,5 +1,7 @@
 #include "launcher/elastic/elastic_driver.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -18,12 +20,6 @@ std::string Seconds(ElasticClock::duration d) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%g", std::chrono::duration<double>(d).count());
   return buf;
-}
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
 }
 
 // Rank, size, local and cross rank and size of members on `hosts` (one entry per member,
@@ -520,7 +516,9 @@ void ElasticDriver::StartWaiting(TimePoint now, int needed, const char* flag) {
   std::vector<std::string> blacklisted = blacklist_.Hosts(now);
   actions_->Warn("only " + std::to_string(slots) + (slots == 1 ? " worker" : " workers") +
                  " can run, fewer than " + flag + " " + std::to_string(needed) +
-                 (blacklisted.empty() ? "" : " (blacklisted: " + Join(blacklisted) + ")") +
+                 (blacklisted.empty()
+                      ? ""
+                      : " (blacklisted: " + fmt::to_string(fmt::join(blacklisted, ", ")) + ")") +
                  "; waiting up to " + Seconds(options_.elastic_timeout) +
                  " s (--elastic-timeout) for hosts" +
                  (options_.min_np == options_.start_np && round_ > 0
@@ -561,7 +559,9 @@ void ElasticDriver::CheckEnd(TimePoint now) {
                Seconds(options_.elastic_timeout) + " s (--elastic-timeout) only " +
                std::to_string(can_run) + (can_run == 1 ? " worker" : " workers") +
                " can run, fewer than --min-np " + std::to_string(options_.min_np) +
-               (blacklisted.empty() ? "" : " (blacklisted: " + Join(blacklisted) + ")"));
+               (blacklisted.empty()
+                    ? ""
+                    : " (blacklisted: " + fmt::to_string(fmt::join(blacklisted, ", ")) + ")"));
   }
 }
 
@@ -591,10 +591,11 @@ void ElasticDriver::EndWithoutWorkers(TimePoint now) {
       if (workers_.at(id).lost) lost.insert(workers_.at(id).host);
     }
     if (round_ > 0 && !lost.empty() && lost.size() == HostsOf(members_).size()) {
-      return Finish(false, FailureCode(),
-                    "every host of " + of_round + " was lost (" +
-                        Join(std::vector<std::string>(lost.begin(), lost.end())) +
-                        "): no worker is left to go on; the first: " + first_failure_);
+      return Finish(
+          false, FailureCode(),
+          "every host of " + of_round + " was lost (" +
+              fmt::to_string(fmt::join(std::vector<std::string>(lost.begin(), lost.end()), ", ")) +
+              "): no worker is left to go on; the first: " + first_failure_);
     }
     return Finish(false, FailureCode(),
                   "every worker of " + of_round + " failed; the first failure: " + first_failure_);
@@ -605,7 +606,8 @@ void ElasticDriver::EndWithoutWorkers(TimePoint now) {
   }
   if (!listed.empty() && blacklist_.Hosts(now).size() >= listed.size()) {
     return Finish(false, FailureCode(),
-                  "all hosts are blacklisted (" + Join(blacklist_.Hosts(now)) +
+                  "all hosts are blacklisted (" +
+                      fmt::to_string(fmt::join(blacklist_.Hosts(now), ", ")) +
                       "): no host is left to run workers on; the first failure: " + first_failure_);
   }
   // Workers of the round that joined it but never received the state (any_synced_) are no

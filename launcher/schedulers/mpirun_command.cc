@@ -1,5 +1,8 @@
 #include "launcher/schedulers/mpirun_command.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <set>
 
@@ -12,12 +15,6 @@ void Add(std::vector<std::string>& argv, std::initializer_list<std::string> word
   argv.insert(argv.end(), words.begin(), words.end());
 }
 
-std::string Join(const std::vector<std::string>& words, const std::string& separator) {
-  std::string out;
-  for (const std::string& word : words) out += (out.empty() ? "" : separator) + word;
-  return out;
-}
-
 std::string SshArgs(const MpirunInputs& in) {
   std::vector<std::string> args;
   if (in.ssh_port) Add(args, {"-p", std::to_string(*in.ssh_port)});
@@ -26,7 +23,7 @@ std::string SshArgs(const MpirunInputs& in) {
     Add(args, {"-o", "UserKnownHostsFile=" + in.ssh_known_hosts_file});
   }
   if (in.ssh_accept_new_host_keys) Add(args, {"-o", "StrictHostKeyChecking=accept-new"});
-  return Join(args, " ");
+  return fmt::to_string(fmt::join(args, " "));
 }
 
 Status AddWords(std::vector<std::string>& argv, const std::string& text, const char* flag) {
@@ -63,7 +60,8 @@ Result<std::vector<std::string>> OpenMpiCommand(const MpirunInputs& in) {
   if (in.run_as_root) argv.push_back("--allow-run-as-root");
   std::vector<std::string> hosts;
   for (const auto& h : in.hosts) hosts.push_back(h.host + ":" + std::to_string(h.slots));
-  Add(argv, {"--tag-output", "-np", std::to_string(in.num_proc), "-H", Join(hosts, ",")});
+  Add(argv, {"--tag-output", "-np", std::to_string(in.num_proc), "-H",
+             fmt::to_string(fmt::join(hosts, ","))});
   if (in.binding_args.empty()) {
     Add(argv, {"-bind-to", "none", "-map-by", "slot"});
   } else {
@@ -79,10 +77,10 @@ Result<std::vector<std::string>> OpenMpiCommand(const MpirunInputs& in) {
   }
   if (std::string ssh = SshArgs(in); !ssh.empty()) AddMca(argv, user, "plm_rsh_args", ssh);
   if (!in.nics.empty()) {
-    AddMca(argv, user, "btl_tcp_if_include", Join(in.nics, ","));
+    AddMca(argv, user, "btl_tcp_if_include", fmt::to_string(fmt::join(in.nics, ",")));
     // HVD_GLOO_IFACE: Gloo data under the MPI controller (HVD_CPU_OPERATIONS=gloo) binds there.
-    Add(argv,
-        {"-x", "NCCL_SOCKET_IFNAME=" + Join(in.nics, ","), "-x", "HVD_GLOO_IFACE=" + in.nics[0]});
+    Add(argv, {"-x", "NCCL_SOCKET_IFNAME=" + fmt::to_string(fmt::join(in.nics, ",")), "-x",
+               "HVD_GLOO_IFACE=" + in.nics[0]});
   }
   if (!in.output_filename.empty()) Add(argv, {"--output-filename", in.output_filename});
   if (in.prefix_timestamp) argv.push_back("--timestamp-output");
@@ -112,11 +110,12 @@ Result<std::vector<std::string>> MpichCommand(const MpirunInputs& in) {
   }
   if (in.nics.size() > 1) {
     return Status::InvalidArgument(MpiFlavorName(in.flavor) + " uses one network interface, got " +
-                                   Join(in.nics, ","));
+                                   fmt::to_string(fmt::join(in.nics, ",")));
   }
   std::vector<std::string> argv = {"mpirun", "-l", "-np", std::to_string(in.num_proc)};
   if (!in.hosts.empty()) {
-    Add(argv, {"-ppn", std::to_string(in.hosts.front().slots), "-hosts", Join(hosts, ",")});
+    Add(argv, {"-ppn", std::to_string(in.hosts.front().slots), "-hosts",
+               fmt::to_string(fmt::join(hosts, ","))});
   }
   if (!in.binding_args.empty()) {
     HVD_RETURN_IF_ERROR(AddWords(argv, in.binding_args, "--binding-args"));
