@@ -1,5 +1,8 @@
 #include "common/edit_distance.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -24,9 +27,7 @@ size_t EditDistance(std::string_view a, std::string_view b, size_t limit) {
 }
 
 std::string GuessList(const std::vector<std::string>& guesses) {
-  std::string list = guesses.size() == 1 ? "" : "one of ";
-  for (size_t i = 0; i < guesses.size(); ++i) list += (i == 0 ? "" : ", ") + guesses[i];
-  return list;
+  return (guesses.size() == 1 ? "" : "one of ") + fmt::to_string(fmt::join(guesses, ", "));
 }
 
 }  // namespace hvd

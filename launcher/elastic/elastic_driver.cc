@@ -22,6 +22,12 @@ std::string Seconds(ElasticClock::duration d) {
   return buf;
 }
 
+// " (blacklisted: a, b)", or "" when no host is.
+std::string BlacklistedNote(const std::vector<std::string>& blacklisted) {
+  if (blacklisted.empty()) return "";
+  return " (blacklisted: " + fmt::to_string(fmt::join(blacklisted, ", ")) + ")";
+}
+
 // Rank, size, local and cross rank and size of members on `hosts` (one entry per member,
 // in rank order; a host's members are adjacent), as PlanRanks numbers them.
 std::vector<elastic::Assignment> Layout(const std::vector<std::string>& hosts) {
@@ -516,11 +522,8 @@ void ElasticDriver::StartWaiting(TimePoint now, int needed, const char* flag) {
   std::vector<std::string> blacklisted = blacklist_.Hosts(now);
   actions_->Warn("only " + std::to_string(slots) + (slots == 1 ? " worker" : " workers") +
                  " can run, fewer than " + flag + " " + std::to_string(needed) +
-                 (blacklisted.empty()
-                      ? ""
-                      : " (blacklisted: " + fmt::to_string(fmt::join(blacklisted, ", ")) + ")") +
-                 "; waiting up to " + Seconds(options_.elastic_timeout) +
-                 " s (--elastic-timeout) for hosts" +
+                 BlacklistedNote(blacklisted) + "; waiting up to " +
+                 Seconds(options_.elastic_timeout) + " s (--elastic-timeout) for hosts" +
                  (options_.min_np == options_.start_np && round_ > 0
                       ? " (--min-np is -np here, its default: a lower --min-np lets the job go "
                         "on without the lost workers)"
@@ -559,9 +562,7 @@ void ElasticDriver::CheckEnd(TimePoint now) {
                Seconds(options_.elastic_timeout) + " s (--elastic-timeout) only " +
                std::to_string(can_run) + (can_run == 1 ? " worker" : " workers") +
                " can run, fewer than --min-np " + std::to_string(options_.min_np) +
-               (blacklisted.empty()
-                    ? ""
-                    : " (blacklisted: " + fmt::to_string(fmt::join(blacklisted, ", ")) + ")"));
+               BlacklistedNote(blacklisted));
   }
 }
 
@@ -591,11 +592,10 @@ void ElasticDriver::EndWithoutWorkers(TimePoint now) {
       if (workers_.at(id).lost) lost.insert(workers_.at(id).host);
     }
     if (round_ > 0 && !lost.empty() && lost.size() == HostsOf(members_).size()) {
-      return Finish(
-          false, FailureCode(),
-          "every host of " + of_round + " was lost (" +
-              fmt::to_string(fmt::join(std::vector<std::string>(lost.begin(), lost.end()), ", ")) +
-              "): no worker is left to go on; the first: " + first_failure_);
+      return Finish(false, FailureCode(),
+                    "every host of " + of_round + " was lost (" +
+                        fmt::to_string(fmt::join(lost, ", ")) +
+                        "): no worker is left to go on; the first: " + first_failure_);
     }
     return Finish(false, FailureCode(),
                   "every worker of " + of_round + " failed; the first failure: " + first_failure_);
