@@ -4,6 +4,8 @@ import re
 import signal
 import time
 
+import pytest
+
 from hvdrun_harness import (HVDRUN, assert_no_survivors, kill_leftovers, python3_without_torch,
                             python_rank, run, start, unique_marker, wait_for)
 from memory_cgroup import memory_cgroup
@@ -48,11 +50,9 @@ time.sleep(120)
     assert_no_survivors(marker)
 
 
-def test_a_python_rank_without_hvd_is_named_with_the_exception_it_died_of(tmp_path):
-    # A plain script (torch.distributed, or one failing before hvd.init()) reports nothing to
-    # hvdrun: the headline takes the exception from the end of the rank's traceback
-    marker = unique_marker()
-    script = r"""
+# A plain script (torch.distributed, or one failing before hvd.init()) reports nothing to hvdrun:
+# the headline takes the exception from the end of the rank's traceback.
+PLAIN_TRACEBACK = r"""
 import os, time
 def load(batch):
     return {"step 1": 1}[batch]
@@ -60,22 +60,10 @@ if os.environ["RANK"] == "1":
     load("step 2")
 time.sleep(120)
 """
-    try:
-        result = run(["-np", "2"] + python_rank(script, marker), timeout=60)
-    finally:
-        kill_leftovers(marker)
-    assert result.returncode == 1
-    err = result.stderr.decode()
-    assert "rank 1 on localhost failed first: exit code 1: KeyError: 'step 2'; hvdrun exits 1" \
-        in err, err
-
-
-def test_torch_2s_rank_prefix_and_a_message_of_several_lines_still_name_the_exception(tmp_path):
-    # torch 2.x writes "[rankN]: " before each line of a rank's traceback, and its warning at exit
-    # after it; NCCL's messages run over several lines (as its refusal of two ranks on one GPU
-    # read on the GPU machine). The exception line is 7 lines from the end, past the 5 shown.
-    marker = unique_marker()
-    script = r"""
+# torch 2.x writes "[rankN]: " before each line of a rank's traceback, and its warning at exit
+# after it; NCCL's messages run over several lines (as its refusal of two ranks on one GPU read on
+# the GPU machine). The exception line is 7 lines from the end, past the 5 shown.
+TORCH2_TRACEBACK = r"""
 import os, sys, time, traceback
 def hook(kind, value, tb):
     for line in "".join(traceback.format_exception(kind, value, tb)).splitlines():
@@ -89,14 +77,22 @@ if os.environ["RANK"] == "1":
                        "usually reflects invalid usage\nLast error:\nDuplicate GPU detected")
 time.sleep(120)
 """
+
+
+@pytest.mark.parametrize("script, exception", [
+    (PLAIN_TRACEBACK, "KeyError: 'step 2'"),
+    (TORCH2_TRACEBACK, "RuntimeError: NCCL error in: NCCLUtils.cpp:93, invalid usage"),
+], ids=["plain", "torch2_prefix_and_message_of_several_lines"])
+def test_a_python_rank_without_hvd_is_named_with_the_exception_it_died_of(script, exception):
+    marker = unique_marker()
     try:
         result = run(["-np", "2"] + python_rank(script, marker), timeout=60)
     finally:
         kill_leftovers(marker)
     assert result.returncode == 1
     err = result.stderr.decode()
-    assert "rank 1 on localhost failed first: exit code 1: RuntimeError: NCCL error in: " \
-        "NCCLUtils.cpp:93, invalid usage; hvdrun exits 1" in err, err
+    assert f"rank 1 on localhost failed first: exit code 1: {exception}; hvdrun exits 1" \
+        in err, err
 
 
 def test_rank_killed_by_sigkill_gives_137_and_signal_name():
