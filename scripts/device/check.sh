@@ -56,6 +56,12 @@ step() {
   return 0
 }
 has() { case "$steps" in *" $1 "*) return 0 ;; esac; return 1; }
+# timeline_summary DIR LOG: appends hvd-timeline's summary of DIR/t.json (a step's --timeline)
+# to LOG, when the step wrote one, and removes DIR.
+timeline_summary() {
+  [ -s "$1/t.json" ] && build-gpu/timeline/hvd-timeline summary "$1/t.json" >>"$2" 2>&1
+  rm -rf "$1"
+}
 
 if [ -n "${SKIP_BUILD:-}" ] && [ -e build-gpu/device-env.sh ]; then
   note "SKIP_BUILD: using the build-gpu/ already there"
@@ -122,8 +128,7 @@ if has nccl; then
   step "nccl ranks np4, timeline" 40 "$out/nccl_bench.log" \
     hvdrun -np 4 -H localhost:1,127.0.0.1:1,127.0.0.2:1,127.0.0.3:1 --timeline "$tl4/t.json" \
     python3 bench/gpu_allreduce.py --ops allreduce,reducescatter --sizes 4096,16777216 --iters 10
-  [ -s "$tl4/t.json" ] && build-gpu/timeline/hvd-timeline summary "$tl4/t.json" \
-    >>"$out/nccl_bench.log" 2>&1
+  timeline_summary "$tl4" "$out/nccl_bench.log"
   # ResNet-50 training: hvd against plain PyTorch at one rank, against DDP on NCCL at two.
   step "resnet50 np1" 60 "$out/nccl_bench.log" hvdrun -np 1 python3 bench/gpu_train.py
   step "resnet50 2 NCCL ranks" 90 "$out/nccl_bench.log" \
@@ -135,8 +140,7 @@ if has nccl; then
   step "resnet50 2 NCCL ranks, timeline" 45 "$out/nccl_bench.log" \
     hvdrun -np 2 -H localhost:1,127.0.0.1:1 --timeline "$tl/t.json" python3 bench/gpu_train.py \
     --rounds 1 --iters 2
-  [ -s "$tl/t.json" ] && build-gpu/timeline/hvd-timeline summary "$tl/t.json" \
-    >>"$out/nccl_bench.log" 2>&1
+  timeline_summary "$tl" "$out/nccl_bench.log"
 fi
 
 # The C API's scenarios checked by value (test/worker_e2e) at 8 and 16 ranks, each with a CPU of
@@ -252,8 +256,7 @@ if has ddp; then
     step "timeline $m 8" 40 "$out/ddp.log" env OMP_NUM_THREADS=2 \
       hvdrun -np 8 --timeline "$tl/t.json" python3 examples/torch_synthetic_benchmark.py \
       --model "$m" --batch-size 32 --num-warmup-batches 5 --num-batches-per-iter 5 --num-iters 5
-    [ -s "$tl/t.json" ] && build-gpu/timeline/hvd-timeline summary "$tl/t.json" >>"$out/ddp.log" 2>&1
-    rm -rf "$tl"
+    timeline_summary "$tl" "$out/ddp.log"
   done
 fi
 note "done"
