@@ -33,6 +33,55 @@ struct OpenSpan {
   double ts = 0.0;
 };
 
+struct Interval {
+  double start = 0.0;
+  double end = 0.0;
+};
+
+// GapStats of one rank's transfers and QUEUE spans (timeline_summary.h "Gaps between
+// collectives"). Sorted sweeps, so a long run's trace (every tensor of every step) is read in
+// n log n.
+GapStats Gaps(std::vector<Interval> transfers, std::vector<Interval> queued) {
+  auto by_start = [](const Interval& a, const Interval& b) { return a.start < b.start; };
+  std::sort(transfers.begin(), transfers.end(), by_start);
+  std::sort(queued.begin(), queued.end(), by_start);
+  std::vector<Interval> merged;
+  for (const Interval& t : transfers) {
+    if (!merged.empty() && t.start <= merged.back().end) {
+      merged.back().end = std::max(merged.back().end, t.end);
+    } else {
+      merged.push_back(t);
+    }
+  }
+  GapStats g;
+  g.transfers = static_cast<int64_t>(merged.size());
+  std::vector<double> waits;
+  size_t next_queued = 0;
+  double latest_op_start = -std::numeric_limits<double>::infinity();  // of those enqueued so far
+  for (size_t i = 1; i < merged.size(); ++i) {
+    const double ended = merged[i - 1].end;  // increasing: the merged transfers do not overlap
+    const double gap = merged[i].start - ended;
+    ++g.gaps;
+    for (; next_queued < queued.size() && queued[next_queued].start <= ended; ++next_queued) {
+      latest_op_start = std::max(latest_op_start, queued[next_queued].end);
+    }
+    if (latest_op_start > ended) {  // a tensor enqueued by then still waited for its op
+      waits.push_back(gap);
+      g.queued_us += gap;
+      g.queued_max_us = std::max(g.queued_max_us, gap);
+    } else {
+      g.idle_us += gap;
+    }
+  }
+  g.queued_gaps = static_cast<int64_t>(waits.size());
+  if (!waits.empty()) {
+    auto mid = waits.begin() + static_cast<std::ptrdiff_t>(waits.size() / 2);
+    std::nth_element(waits.begin(), mid, waits.end());
+    g.queued_median_us = *mid;
+  }
+  return g;
+}
+
 // Elements described by a shape string such as "[2, 3]" or "torch.Size([2, 3])"; nullopt when
 // there is none or it does not fit in 64 bits (checked: the file is anyone's input).
 std::optional<int64_t> ShapeElements(std::string_view shape) {
@@ -107,7 +156,7 @@ class Walker {
   }
 
   // A complete event; only QUEUE spans count.
-  void Complete(const nlohmann::json& e, int pid, int tid) {
+  void Complete(const nlohmann::json& e, int pid, int tid, double ts) {
     if (StringField(e, "name") != "QUEUE") return;
     auto args = e.find("args");
     if (args == e.end() || !args->is_object() || !args->contains("op")) return;
@@ -125,6 +174,7 @@ class Walker {
       ++s->queued;
       s->queue_us += std::max(0.0, dur);
     }
+    queued_[RankRow(pid)].push_back({ts, ts + std::max(0.0, dur)});
   }
 
   void Begin(const nlohmann::json& e, int pid, int tid, double ts) {
@@ -156,6 +206,7 @@ class Walker {
       }
     } else if (stack.size() == 1) {
       const ActivityKind kind = Classify(span.name);
+      if (kind == ActivityKind::kTransfer) transfers_[RankRow(pid)].push_back({span.ts, ts});
       for (SpanStats* s : Stats(pid, tensor, stack.front().name)) {
         (kind == ActivityKind::kTransfer ? s->transfer_us
          : kind == ActivityKind::kMemcpy ? s->memcpy_us
@@ -166,9 +217,19 @@ class Walker {
 
   void Finish() {
     for (const auto& [row, stack] : stacks_) out_->open_spans += static_cast<int64_t>(stack.size());
+    for (auto& [rank, transfers] : transfers_) {
+      auto q = queued_.find(rank);
+      out_->gaps[rank] = Gaps(std::move(transfers),
+                              q == queued_.end() ? std::vector<Interval>() : std::move(q->second));
+    }
   }
 
  private:
+  // "rank N" for a rank's process row of an all-ranks trace, else "" (the trace's one rank).
+  std::string RankRow(int pid) const {
+    auto p = process_names_.find(pid);
+    return p != process_names_.end() && p->second.starts_with("rank ") ? p->second : "";
+  }
   std::string TensorName(int pid, int tid) const {
     if (auto t = thread_names_.find({pid, tid}); t != thread_names_.end()) return t->second;
     if (auto p = process_names_.find(pid); p != process_names_.end()) return p->second;
@@ -187,6 +248,7 @@ class Walker {
   std::map<int, std::string> process_names_;
   std::map<std::pair<int, int>, std::string> thread_names_;
   std::map<std::pair<int, int>, std::vector<OpenSpan>> stacks_;
+  std::map<std::string, std::vector<Interval>> transfers_, queued_;  // by RankRow
 };
 
 // The event's integer field `key` (pid, tid): 0 when absent or not a number, nullopt when a
@@ -252,7 +314,7 @@ Result<TimelineSummary> Summarize(const nlohmann::json& trace) {
     } else if (ph == "E") {
       walker.End(e, *pid, *tid, ts);
     } else if (ph == "X") {
-      walker.Complete(e, *pid, *tid);
+      walker.Complete(e, *pid, *tid, ts);
     }
   }
   walker.Finish();
@@ -329,6 +391,20 @@ std::string FormatSummary(const TimelineSummary& s) {
   for (const auto& [op, st] : s.by_op) out += line(op, st, op_width);
   out += table("tensor (op)", s.by_tensor);
   if (!s.by_rank.empty()) out += table("rank (op)", s.by_rank);
+  if (!s.gaps.empty()) {
+    out +=
+        "\ngaps between collectives (a transfer's end to the next one's start; queued: a tensor "
+        "was enqueued before the first ended, idle: none was)\n";
+    out +=
+        fmt::format("{:<12} {:>9} {:>7} {:>7} {:>10} {:>10} {:>10} {:>12}\n", "rank", "transfers",
+                    "gaps", "queued", "queued_ms", "median_ms", "max_ms", "idle_ms");
+    for (const auto& [rank, g] : s.gaps) {
+      out += fmt::format("{:<12} {:>9} {:>7} {:>7} {:>10.3f} {:>10.3f} {:>10.3f} {:>12.3f}\n",
+                         rank.empty() ? "trace" : rank, g.transfers, g.gaps, g.queued_gaps,
+                         g.queued_us / 1000.0, g.queued_median_us / 1000.0,
+                         g.queued_max_us / 1000.0, g.idle_us / 1000.0);
+    }
+  }
   if (s.unmatched_ends > 0 || s.open_spans > 0) {
     out += fmt::format("\n{} unmatched end events, {} spans never closed\n", s.unmatched_ends,
                        s.open_spans);

@@ -25,6 +25,16 @@
 // both parse. Shares are fractions of negotiation + operation time (queue time overlaps
 // negotiation and is reported on its own). All-ranks traces (process rows named "rank N")
 // are also totalled per rank, so a straggler stands out.
+//
+// Gaps between collectives (per rank row of an all-ranks trace, else the trace's one rank):
+// the transfers (the backend collectives above) of one rank in time order, a fused op's once
+// (its activity is on each of its tensors' rows) and overlapping ones merged; each gap from one
+// transfer's end to the next one's start is "queued" when a tensor was enqueued before the
+// first transfer ended and its op started after (its QUEUE span crosses the end): the backend
+// idled while work waited, for the op's completion, the next negotiation and its launch. That
+// is what a runtime that completes an op off the cycle and negotiates the next meanwhile
+// (Horovod's GPU finalizer threads) could hide. Other gaps are "idle": nothing had been handed
+// over yet (e.g. backward had not produced the next gradient).
 // Pure functions; thread-safe.
 namespace hvd::timeline {
 
@@ -47,10 +57,22 @@ struct SpanStats {
   double memcpy_share() const;
 };
 
+struct GapStats {
+  int64_t transfers = 0;    // a fused op's once, overlapping ones merged
+  int64_t gaps = 0;         // between consecutive transfers: transfers - 1
+  int64_t queued_gaps = 0;  // with a tensor enqueued before the earlier transfer ended
+  double queued_us = 0.0;
+  double queued_median_us = 0.0;
+  double queued_max_us = 0.0;
+  double idle_us = 0.0;  // the other gaps
+};
+
 struct TimelineSummary {
   std::map<std::string, SpanStats> by_op;                              // op type
   std::map<std::pair<std::string, std::string>, SpanStats> by_tensor;  // (tensor, op type)
   std::map<std::pair<std::string, std::string>, SpanStats> by_rank;    // ("rank N", op type)
+  // By rank row ("rank N"), or "" for a trace of one rank (Horovod's layout: rank 0's).
+  std::map<std::string, GapStats> gaps;
   int64_t unmatched_ends = 0;  // E without an open B (e.g. dropped events)
   int64_t open_spans = 0;      // B never closed (e.g. the job was killed)
   // The file was torn mid-growth (timeline_repair.h) and was read as repaired.
@@ -74,7 +96,8 @@ Result<TimelineSummary> SummarizeText(std::string text, const std::string& path)
 // "torch.float32"); 0 if unknown.
 int64_t DtypeSize(std::string_view dtype);
 
-// Two fixed-width tables: per op type, then per tensor.
+// Fixed-width tables: per op type, per tensor, per rank (all-ranks traces), then the gaps
+// between collectives.
 std::string FormatSummary(const TimelineSummary& summary);
 
 }  // namespace hvd::timeline

@@ -15,9 +15,11 @@ constexpr const char* kDescription =
 constexpr const char* kSummaryHelp =
     "Prints, per operation type, per tensor (and per rank for --timeline-all-ranks traces), "
     "the count, total and mean time, bytes, and the share of time spent negotiating, "
-    "transferring (backend collectives) and copying. A file torn mid-growth, an array never "
-    "closed (Horovod's) or a file cut inside an event is read as repaired, and the summary "
-    "says so.";
+    "transferring (backend collectives) and copying; then, per rank, the gaps between its "
+    "collectives: 'queued' where a tensor was already enqueued when the earlier one ended (the "
+    "backend idled while work waited), 'idle' where none was. A file torn mid-growth, an "
+    "array never closed (Horovod's) or a file cut inside an event is read as repaired, and the "
+    "summary says so.";
 constexpr const char* kRepairHelp =
     "Mends a timeline in place: one torn by a writer killed while it grew the file (two "
     "closing brackets; hvdrun repairs its job's timeline itself when it outlives the writer), "

@@ -103,6 +103,84 @@ TEST_F(TimelineSummaryTest, CountsQueueTimeAndTotalsAllRanksTracesPerRank) {
   EXPECT_NE(table.find("rank 0 (ALLREDUCE)"), std::string::npos) << table;
 }
 
+TEST_F(TimelineSummaryTest, GapsBetweenCollectivesAreQueuedWhenATensorWaitedAcrossThem) {
+  // Given an all-ranks trace by hand. Rank 0 (pid 1): grad.a and grad.b fused into one
+  // ALLREDUCE 10-40 (its SHM transfer 12-38 on both rows); grad.c enqueued at 30, before that
+  // transfer ended, its op 50-70 (transfer 55-65): a queued gap of 55 - 38 = 17 us; grad.d
+  // enqueued at 100, after, its transfer 106-118: an idle gap of 106 - 65 = 41 us. Rank 1
+  // (pid 2): one transfer, no gap.
+  const char* trace = R"([
+{"name":"process_name","ph":"M","pid":1,"args":{"name":"rank 0"}},
+{"name":"process_name","ph":"M","pid":2,"args":{"name":"rank 1"}},
+{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"grad.a"}},
+{"name":"thread_name","ph":"M","pid":1,"tid":2,"args":{"name":"grad.b"}},
+{"name":"thread_name","ph":"M","pid":1,"tid":3,"args":{"name":"grad.c"}},
+{"name":"thread_name","ph":"M","pid":1,"tid":4,"args":{"name":"grad.d"}},
+{"name":"thread_name","ph":"M","pid":1,"tid":5,"args":{"name":"grad.c QUEUE"}},
+{"name":"thread_name","ph":"M","pid":1,"tid":6,"args":{"name":"grad.d QUEUE"}},
+{"name":"thread_name","ph":"M","pid":2,"tid":1,"args":{"name":"grad.a"}},
+{"ph":"B","name":"ALLREDUCE","pid":1,"tid":1,"ts":10},
+{"ph":"B","name":"ALLREDUCE","pid":1,"tid":2,"ts":10},
+{"ph":"B","name":"ALLREDUCE","pid":2,"tid":1,"ts":10},
+{"ph":"B","name":"SHM_ALLREDUCE","pid":1,"tid":1,"ts":12},
+{"ph":"B","name":"SHM_ALLREDUCE","pid":1,"tid":2,"ts":12},
+{"ph":"B","name":"SHM_ALLREDUCE","pid":2,"tid":1,"ts":12},
+{"ph":"E","pid":1,"tid":1,"ts":38},
+{"ph":"E","pid":1,"tid":2,"ts":38},
+{"ph":"E","pid":2,"tid":1,"ts":38},
+{"ph":"E","pid":1,"tid":1,"ts":40},
+{"ph":"E","pid":1,"tid":2,"ts":40},
+{"ph":"E","pid":2,"tid":1,"ts":40},
+{"ph":"X","name":"QUEUE","pid":1,"tid":5,"ts":30,"dur":20,"args":{"op":"ALLREDUCE"}},
+{"ph":"B","name":"ALLREDUCE","pid":1,"tid":3,"ts":50},
+{"ph":"B","name":"SHM_ALLREDUCE","pid":1,"tid":3,"ts":55},
+{"ph":"E","pid":1,"tid":3,"ts":65},
+{"ph":"E","pid":1,"tid":3,"ts":70},
+{"ph":"X","name":"QUEUE","pid":1,"tid":6,"ts":100,"dur":5,"args":{"op":"ALLREDUCE"}},
+{"ph":"B","name":"ALLREDUCE","pid":1,"tid":4,"ts":105},
+{"ph":"B","name":"SHM_ALLREDUCE","pid":1,"tid":4,"ts":106},
+{"ph":"E","pid":1,"tid":4,"ts":118},
+{"ph":"E","pid":1,"tid":4,"ts":120}
+])";
+  // When summarized
+  Result<TimelineSummary> r = Summarize(nlohmann::json::parse(trace));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Then rank 0 has three transfers (the fused one once) and one gap of each kind
+  ASSERT_EQ(r->gaps.size(), 2u);
+  const GapStats& g0 = r->gaps.at("rank 0");
+  EXPECT_EQ(g0.transfers, 3);
+  EXPECT_EQ(g0.gaps, 2);
+  EXPECT_EQ(g0.queued_gaps, 1);
+  EXPECT_DOUBLE_EQ(g0.queued_us, 17.0);
+  EXPECT_DOUBLE_EQ(g0.queued_median_us, 17.0);
+  EXPECT_DOUBLE_EQ(g0.queued_max_us, 17.0);
+  EXPECT_DOUBLE_EQ(g0.idle_us, 41.0);
+  const GapStats& g1 = r->gaps.at("rank 1");
+  EXPECT_EQ(g1.transfers, 1);
+  EXPECT_EQ(g1.gaps, 0);
+  // And the table has a row per rank
+  const std::string table = FormatSummary(*r);
+  EXPECT_NE(table.find("gaps between collectives"), std::string::npos) << table;
+  EXPECT_NE(table.find("rank 0               3       2       1      0.017      0.017      0.017"),
+            std::string::npos)
+      << table;
+}
+
+TEST_F(TimelineSummaryTest, GapsOfAOneRankTraceMergeOverlappingTransfers) {
+  // Given the hand-counted trace (one rank's, Horovod's layout): transfers 6-16 (MPI_BCAST) and
+  // 15-35 (GLOO) overlap, then 106-120 (NCCL); no QUEUE span (its QUEUE is an activity)
+  Result<TimelineSummary> r = Summarize(nlohmann::json::parse(kHandTrace));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Then they are two transfers with one idle gap of 106 - 35 us, on the trace's row
+  ASSERT_EQ(r->gaps.size(), 1u);
+  const GapStats& g = r->gaps.at("");
+  EXPECT_EQ(g.transfers, 2);
+  EXPECT_EQ(g.gaps, 1);
+  EXPECT_EQ(g.queued_gaps, 0);
+  EXPECT_DOUBLE_EQ(g.idle_us, 71.0);
+  EXPECT_NE(FormatSummary(*r).find("\ntrace "), std::string::npos) << FormatSummary(*r);
+}
+
 TEST_F(TimelineSummaryTest, AcceptsTraceEventsObjectAndRejectsOtherShapes) {
   struct Case {
     const char* name;
