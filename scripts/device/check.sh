@@ -123,12 +123,15 @@ if has nccl; then
     hvdrun -np 4 -H localhost:1,127.0.0.1:1,127.0.0.2:1,127.0.0.3:1 python3 bench/gpu_allreduce.py
   grep -E "torch/hvd|allreduce|allgather|reducescatter" "$out/nccl_bench.log" | tail -32 >>"$summary"
   # Where hvd's extra time per op goes at 4 ranks (negotiation, the NCCL call, the wait): the
-  # timeline's per-activity summary of a short run of the two sizes furthest behind.
+  # timeline's per-activity summary of a short run of the two sizes furthest behind, and each
+  # NCCL group's call statistics at debug level (how many calls NCCL answered ncclInProgress
+  # and what settling them cost; the waits for the device), copied into summary.txt.
   tl4=$(mktemp -d)
-  step "nccl ranks np4, timeline" 40 "$out/nccl_bench.log" \
+  HVD_LOG_LEVEL=debug step "nccl ranks np4, timeline" 40 "$out/nccl_bench.log" \
     hvdrun -np 4 -H localhost:1,127.0.0.1:1,127.0.0.2:1,127.0.0.3:1 --timeline "$tl4/t.json" \
     python3 bench/gpu_allreduce.py --ops allreduce,reducescatter --sizes 4096,16777216 --iters 10
   timeline_summary "$tl4" "$out/nccl_bench.log"
+  grep "NCCL group of" "$out/nccl_bench.log" | tail -8 >>"$summary"
   # ResNet-50 training: hvd against plain PyTorch at one rank, against DDP on NCCL at two.
   step "resnet50 np1" 60 "$out/nccl_bench.log" hvdrun -np 1 python3 bench/gpu_train.py
   step "resnet50 2 NCCL ranks" 90 "$out/nccl_bench.log" \

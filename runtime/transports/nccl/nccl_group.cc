@@ -11,6 +11,7 @@
 #include <map>
 #include <thread>
 
+#include "common/logging.h"
 #include "runtime/transports/nccl/cuda_backend.h"
 #include "runtime/transports/nccl/scale_kernels.h"
 
@@ -188,6 +189,17 @@ NcclGroup::NcclGroup(CudaBackend* backend, ncclComm_t comm, int device, int rank
 
 NcclGroup::~NcclGroup() {
   backend_->Unregister(this);
+  if (stats_.settled > 0 && HVD_LOG_ENABLED(debug)) {
+    auto mean_us = [](std::chrono::nanoseconds total, int64_t n) {
+      return n > 0 ? static_cast<double>(total.count()) / 1e3 / static_cast<double>(n) : 0.0;
+    };
+    HVD_LOG_DEBUG(
+        "NCCL group of {} members (member {}, device {}): {} calls settled, {} answered "
+        "ncclInProgress ({:.1f} us each to settle), {} waits for the device ({:.1f} us each)",
+        size_, rank_, device_, stats_.settled, stats_.in_progress,
+        mean_us(stats_.in_progress_time, stats_.in_progress), stats_.waits,
+        mean_us(stats_.wait_time, stats_.waits));
+  }
   // Destroyed on whichever thread clears the process set (hvd.shutdown's): keep its device.
   ScopedDevice scoped(device_);
   // Abort, not destroy: destroying may wait for peers that are gone; aborting frees locally.
@@ -236,14 +248,18 @@ bool NcclGroup::PeerGone(std::chrono::steady_clock::time_point* next, Status* go
 }
 
 Status NcclGroup::Settle(ncclResult_t result, const char* what) {
+  ++stats_.settled;
   if (result == ncclSuccess) return Status::OK();
   if (result != ncclInProgress) return NcclFailure(what, result);
   ncclResult_t state = ncclSuccess;
-  auto next_check = std::chrono::steady_clock::now() + kPeerCheckInterval;
+  const auto started = std::chrono::steady_clock::now();
+  auto next_check = started + kPeerCheckInterval;
   Status gone;
   const NcclWait waited = WaitWhileInProgress(
-      comm_, std::chrono::steady_clock::now() + backend_->timeout(),
+      comm_, started + backend_->timeout(),
       [&] { return Stopping() || PeerGone(&next_check, &gone); }, &state);
+  ++stats_.in_progress;
+  stats_.in_progress_time += std::chrono::steady_clock::now() - started;
   if (waited == NcclWait::kSettled) {
     return state == ncclSuccess ? Status::OK() : NcclFailure(what, state);
   }
@@ -266,9 +282,10 @@ Status NcclGroup::Wait(cudaStream_t stream, const char* what) {
     AbortComm();  // the work queued on the communicator is in an unknown state
     return CudaError(std::string("NCCL ") + what, err);
   }
-  auto next_check = std::chrono::steady_clock::now() + kPeerCheckInterval;
+  const auto started = std::chrono::steady_clock::now();
+  auto next_check = started + kPeerCheckInterval;
   Status st = PollEvent(
-      done_, std::chrono::steady_clock::now() + backend_->timeout(),
+      done_, started + backend_->timeout(),
       [&] {
         ncclResult_t async = ncclSuccess;
         ncclCommGetAsyncError(comm_, &async);
@@ -287,6 +304,8 @@ Status NcclGroup::Wait(cudaStream_t stream, const char* what) {
         return Status::Timeout(std::string("NCCL ") + what + " did not finish within " +
                                backend_->TimeoutText() + "; a peer is gone or stuck");
       });
+  ++stats_.waits;
+  stats_.wait_time += std::chrono::steady_clock::now() - started;
   if (!st.ok()) AbortComm();  // the work queued on the communicator is in an unknown state
   return st;
 }

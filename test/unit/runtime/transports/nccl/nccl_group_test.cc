@@ -6,9 +6,12 @@
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -146,6 +149,48 @@ TEST(NcclGroupTest, OneMemberReducesFusesAndBroadcastsOnItsGpu) {
   group.reset();
   cudaFree(a);
   cudaFree(b);
+}
+
+TEST(NcclGroupTest, ItsCallStatisticsAreLoggedAtDebugLevelWhenItGoes) {
+  // Given a one-member group whose process logs at debug level into a stream
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  auto capture = std::make_shared<spdlog::logger>(
+      "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  capture->set_level(spdlog::level::debug);
+  spdlog::set_default_logger(capture);
+  {
+    hvd::testing::InProcessWorld world;
+    auto comm = world.Join("nccl-stats", 0, 1);
+    CudaBackend backend;
+    backend.Start(std::chrono::milliseconds(30000), "", 0);
+    auto made = CreateNcclGroup(&backend, comm.get(), 0, "auto");
+    ASSERT_TRUE(made.ok()) << made.status().message();
+    ASSERT_NE(made.value(), nullptr);
+    std::unique_ptr<GpuGroup> group = std::move(made).value();
+    float* a = nullptr;
+    ASSERT_EQ(cudaMalloc(&a, 1024 * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemset(a, 0, 1024 * sizeof(float)), cudaSuccess);
+    // When it runs two unscaled allreduces and a broadcast (one NCCL call and one wait each)
+    const void* in[] = {a};
+    void* out[] = {a};
+    const int64_t count[] = {1024};
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(
+          group->Allreduce(in, out, count, DataType::kFloat32, ReduceOp::kSum, 1.0, 1.0).ok());
+    }
+    ASSERT_TRUE(group->Broadcast(a, a, 1024 * static_cast<int64_t>(sizeof(float)), 0).ok());
+    // And goes
+    group.reset();
+    cudaFree(a);
+  }
+  spdlog::set_default_logger(previous);
+  // Then its line counts the three calls and the three waits
+  const std::string text = log.str();
+  EXPECT_NE(text.find("NCCL group of 1 members (member 0, device 0): 3 calls settled, "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(", 3 waits for the device ("), std::string::npos) << text;
 }
 
 // One member: the enqueue-only calls and Finish, on device outputs and scratch from the
