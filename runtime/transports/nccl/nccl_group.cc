@@ -112,20 +112,29 @@ enum class NcclWait { kSettled, kStopped, kLate };
 // the first time after this much waiting, so that a collective of normal length never asks.
 constexpr std::chrono::milliseconds kPeerCheckInterval{100};
 
+// How long WaitWhileInProgress polls without sleeping: a launch that a non-blocking communicator
+// finishes on a thread of its own is enqueued within tens of microseconds, and a sleep costs
+// its length and more (a 50 us sleep took ~60-150 us on the machines measured), on every call
+// NCCL answers so. Timed, not counted: what a poll costs differs between NCCL versions.
+constexpr std::chrono::microseconds kSettleSpin{200};
+
 // Polls `comm`'s asynchronous state (ncclCommGetAsyncError) while it is ncclInProgress: a
 // non-blocking communicator's init, or a call it has taken but not yet enqueued on the stream
 // (e.g. while it connects to a peer for the first time). kSettled with the final state in
-// *state; kStopped when `stop()` said so; kLate past `deadline`. A short spin, then 50 us sleeps.
+// *state; kStopped when `stop()` said so; kLate past `deadline`. A spin of kSettleSpin, then
+// 50 us sleeps.
 template <typename Stop>
 NcclWait WaitWhileInProgress(ncclComm_t comm, std::chrono::steady_clock::time_point deadline,
                              const Stop& stop, ncclResult_t* state) {
-  for (int polls = 0;; ++polls) {
+  const auto spin_until = std::chrono::steady_clock::now() + kSettleSpin;
+  for (;;) {
     const ncclResult_t query = ncclCommGetAsyncError(comm, state);
     if (query != ncclSuccess) *state = query;
     if (*state != ncclInProgress) return NcclWait::kSettled;
     if (stop()) return NcclWait::kStopped;
-    if (std::chrono::steady_clock::now() > deadline) return NcclWait::kLate;
-    if (polls > 200) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    const auto now = std::chrono::steady_clock::now();
+    if (now > deadline) return NcclWait::kLate;
+    if (now > spin_until) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
 
