@@ -154,11 +154,22 @@ def test_grouped_op_of_cpu_and_cuda_tensors_is_refused_and_nothing_breaks(g):
     assert out.is_cuda and torch.all(out == g.size()).item()
 
 
-def test_alltoall_received_splits_on_the_tensors_device(g):
-    rows = torch.arange(2 * g.size(), dtype=torch.float32, device="cuda")
-    out, received = g.alltoall(rows, splits=[2] * g.size())
-    assert out.is_cuda and received.is_cuda and received.dtype == torch.int32
-    assert received.tolist() == [2] * g.size()
+@pytest.mark.parametrize("tensor_on,splits_as,received_on", [
+    ("cuda", "list", "cuda"),    # a list: the tensor's device
+    ("cuda", "cuda", "cuda"),    # a splits tensor: its device, as Horovod's splits.new()
+    ("cpu", "cuda", "cuda"),     # Horovod's test_horovod_alltoall_splits_on_gpu
+    ("cuda", "cpu", "cpu"),
+])
+def test_alltoall_received_splits_on_the_splits_or_the_tensors_device(g, tensor_on, splits_as,
+                                                                     received_on):
+    rows = torch.arange(2 * g.size(), dtype=torch.float32, device=tensor_on)
+    splits = [2] * g.size()
+    if splits_as != "list":
+        splits = torch.tensor(splits, dtype=torch.int32, device=splits_as)
+    for grad in (False, True):  # the plain call, and the autograd one (HorovodAlltoall)
+        out, received = g.alltoall(rows.clone().requires_grad_(grad), splits=splits)
+        assert out.device.type == tensor_on and received.device.type == received_on
+        assert received.dtype == torch.int32 and received.tolist() == [2] * g.size()
 
 
 def test_sync_batch_norm_takes_one_value_per_channel_on_gpu(g):

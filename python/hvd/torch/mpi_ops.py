@@ -550,6 +550,13 @@ def _splits_list(splits) -> Optional[List[int]]:
     return [int(s) for s in splits]
 
 
+def _received_device(tensor: torch.Tensor, splits) -> torch.device:
+    """Where received_splits go: a splits tensor's device (Horovod makes them with
+    splits.new(): CUDA splits of a CPU tensor give CUDA ones, CPU splits of a CUDA tensor CPU
+    ones); for splits given as a list or None, the tensor's device."""
+    return splits.device if isinstance(splits, torch.Tensor) else tensor.device
+
+
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set) -> Handle:
     """Starts an alltoall: rows of dim 0 go to the set's ranks according to `splits` (equal
     parts if None). synchronize() returns (output, received_splits)."""
@@ -557,12 +564,12 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     data, desc = _prepare(tensor)
     split_list = _splits_list(splits)
     handle = _enqueue(_c.alltoall, desc, split_list, *_target("alltoall", name, process_set))
+    received_on = _received_device(tensor, splits)
 
     def finish(h: Handle):
         received = _c.received_splits(h, process_set.size())
-        # On the tensor's device, as Horovod returns them (and as backward() passes them on).
         return (_output_tensor(h, 0, tensor.device),
-                torch.tensor(received, dtype=torch.int32, device=tensor.device))
+                torch.tensor(received, dtype=torch.int32, device=received_on))
 
     return _register(handle, (data,), finish)
 
@@ -596,7 +603,8 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
         output = _from_buffer(buffer)
         if splits is None:
             return output
-        return output, torch.tensor(received, dtype=torch.int32)
+        return output, torch.tensor(received, dtype=torch.int32,
+                                    device=_received_device(tensor, splits))
     _require_tensor(tensor, "alltoall")
     return HorovodAlltoall.apply(tensor, splits, name, process_set)
 
