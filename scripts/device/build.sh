@@ -9,6 +9,10 @@
 # HVD_PYTHON overrides the interpreter (here, on Debian: HVD_PYTHON=/usr/bin/python3);
 # HVD_NINJA_JOBS caps ninja's parallelism; HVD_CMAKE_ARGS adds cmake arguments;
 # HVD_MPI_FALLBACK=1 uses the carried MPI headers even where mpicc works (to test that path).
+# HVD_BUILD_SET=device builds what scripts/device/check.sh runs: every target but the CPU unit
+# tests' (test/unit, test/multiproc, test/fuzz: CI runs them on every change) and the GPU
+# emulator's (a GPU is there), keeping the GPU unit tests nccl_group_test and gpu_path_test;
+# unset, everything.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -117,7 +121,19 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 grep "hvd backends" build-gpu/configure.log
 grep -E '^(NCCL_INCLUDE_DIR|NCCL_LIBRARY|GLOO_LIBRARY|spdlog_DIR|fmt_DIR|GTest_DIR|MPI_C_LIB_NAMES|MPI_mpi_LIBRARY):' \
   build-gpu/CMakeCache.txt | sed 's/^/== /'
-ninja -C build-gpu ${HVD_NINJA_JOBS:+-j$HVD_NINJA_JOBS} >build-gpu/build.log 2>&1 ||
+# The inputs of a directory's `all` (ninja -t query): its subdirectories' `all` and its targets.
+inputs() { ninja -C build-gpu -t query "$1" | awk '/^  input:/ { f = 1; next } /^  outputs:/ { f = 0 } f { print $1 }'; }
+targets=()
+if [ "${HVD_BUILD_SET:-all}" = device ]; then
+  mapfile -t targets < <(
+    inputs all | grep -vx test/all
+    inputs test/all | grep -Ev '^test/(unit/|multiproc/|fuzz/|gpu_emulator/)'
+    for t in nccl_group_test gpu_path_test; do
+      ninja -C build-gpu -t query "$t" >/dev/null 2>&1 && echo "$t"
+    done)
+  echo "== building ${#targets[@]} of the targets (HVD_BUILD_SET=device): ${targets[*]}"
+fi
+ninja -C build-gpu ${HVD_NINJA_JOBS:+-j$HVD_NINJA_JOBS} "${targets[@]}" >build-gpu/build.log 2>&1 ||
   { grep -B2 -A12 -E "error|FAILED" build-gpu/build.log | head -60; exit 1; }
 cat >build-gpu/device-env.sh <<ENV
 # source this to run what build-gpu built (scripts/device/build.sh wrote it)

@@ -66,7 +66,7 @@ timeline_summary() {
 if [ -n "${SKIP_BUILD:-}" ] && [ -e build-gpu/device-env.sh ]; then
   note "SKIP_BUILD: using the build-gpu/ already there"
 else
-  bash scripts/device/build.sh >"$out/build.log" 2>&1 || {
+  HVD_BUILD_SET=${HVD_BUILD_SET:-device} bash scripts/device/build.sh >"$out/build.log" 2>&1 || {
     note "build failed"
     tail -40 "$out/build.log"
     exit 1
