@@ -114,8 +114,9 @@ constexpr std::chrono::milliseconds kPeerCheckInterval{100};
 
 // How long WaitWhileInProgress polls without sleeping: a launch that a non-blocking communicator
 // finishes on a thread of its own is enqueued within tens of microseconds, and a sleep costs
-// its length and more (a 50 us sleep took ~60-150 us on the machines measured), on every call
-// NCCL answers so. Timed, not counted: what a poll costs differs between NCCL versions.
+// its length and more, on every call NCCL answers so (a 50 us sleep took 145 us, a 10 us one
+// 105 us, on the 2-vCPU VM: Linux's 50 us timer slack and the VM's timer cost). Timed, not
+// counted: what a poll costs differs between NCCL versions.
 constexpr std::chrono::microseconds kSettleSpin{200};
 
 // Polls `comm`'s asynchronous state (ncclCommGetAsyncError) while it is ncclInProgress: a
