@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -54,6 +55,43 @@ Result<std::unique_ptr<GpuGroup>> CreateWithAbsentPeer(CudaBackend* backend, dou
   return group;
 }
 
+// A one-member set on device 0 with its NCCL group, and what the group needs alive: the
+// in-process world and its communicator, the backend. Members go in reverse order, the group
+// first.
+struct OneMember {
+  hvd::testing::InProcessWorld world;
+  std::unique_ptr<Communicator> comm;
+  CudaBackend backend;
+  std::unique_ptr<GpuGroup> group;
+};
+
+// Starts `m`'s backend (`output_cache_bytes`: HVD_OUTPUT_CACHE_BYTES) and makes its group over a
+// one-member set named `scope`; fails the test unless the set takes NCCL.
+void MakeOneMember(const std::string& scope, int64_t output_cache_bytes, OneMember* m) {
+  m->comm = m->world.Join(scope, 0, 1);
+  m->backend.Start(std::chrono::milliseconds(30000), "", output_cache_bytes);
+  auto made = CreateNcclGroup(&m->backend, m->comm.get(), 0, "auto");
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  ASSERT_NE(made.value(), nullptr) << "one member with a GPU of its own should get NCCL";
+  m->group = std::move(made).value();
+}
+
+// Makes `logger` the process's default logger while it lives, and the previous one again after
+// (also when an assertion ends the test early: the logger's stream dies with the test).
+class DefaultLogger {
+ public:
+  explicit DefaultLogger(std::shared_ptr<spdlog::logger> logger)
+      : previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::move(logger));
+  }
+  ~DefaultLogger() { spdlog::set_default_logger(previous_); }
+  DefaultLogger(const DefaultLogger&) = delete;
+  DefaultLogger& operator=(const DefaultLogger&) = delete;
+
+ private:
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
 TEST(NcclGroupTest, AMemberThatNeverJoinsFailsTheOthersAtTheTimeoutNotAHang) {
   CudaBackend backend;
   backend.Start(std::chrono::milliseconds(2000), "", 0);
@@ -92,14 +130,9 @@ TEST(NcclGroupTest, AbortEndsTheWaitForAMemberThatNeverJoins) {
 // ncclInProgress) give the right results: a lone tensor, a scaled one, a fused pair (the copies
 // out of the fusion buffer must follow the allreduce) and a broadcast.
 TEST(NcclGroupTest, OneMemberReducesFusesAndBroadcastsOnItsGpu) {
-  hvd::testing::InProcessWorld world;
-  auto comm = world.Join("nccl-one", 0, 1);
-  CudaBackend backend;
-  backend.Start(std::chrono::milliseconds(30000), "", 0);
-  auto made = CreateNcclGroup(&backend, comm.get(), 0, "auto");
-  ASSERT_TRUE(made.ok()) << made.status().message();
-  ASSERT_NE(made.value(), nullptr) << "one member with a GPU of its own should get NCCL";
-  std::unique_ptr<GpuGroup> group = std::move(made).value();
+  OneMember m;
+  ASSERT_NO_FATAL_FAILURE(MakeOneMember("nccl-one", 0, &m));
+  std::unique_ptr<GpuGroup>& group = m.group;
 
   constexpr int64_t kCount = 1 << 18;
   std::vector<float> host(kCount);
@@ -154,20 +187,14 @@ TEST(NcclGroupTest, OneMemberReducesFusesAndBroadcastsOnItsGpu) {
 TEST(NcclGroupTest, ItsCallStatisticsAreLoggedAtDebugLevelWhenItGoes) {
   // Given a one-member group whose process logs at debug level into a stream
   std::ostringstream log;
-  auto previous = spdlog::default_logger();
   auto capture = std::make_shared<spdlog::logger>(
       "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
   capture->set_level(spdlog::level::debug);
-  spdlog::set_default_logger(capture);
   {
-    hvd::testing::InProcessWorld world;
-    auto comm = world.Join("nccl-stats", 0, 1);
-    CudaBackend backend;
-    backend.Start(std::chrono::milliseconds(30000), "", 0);
-    auto made = CreateNcclGroup(&backend, comm.get(), 0, "auto");
-    ASSERT_TRUE(made.ok()) << made.status().message();
-    ASSERT_NE(made.value(), nullptr);
-    std::unique_ptr<GpuGroup> group = std::move(made).value();
+    DefaultLogger logging(capture);
+    OneMember m;
+    ASSERT_NO_FATAL_FAILURE(MakeOneMember("nccl-stats", 0, &m));
+    std::unique_ptr<GpuGroup>& group = m.group;
     float* a = nullptr;
     ASSERT_EQ(cudaMalloc(&a, 1024 * sizeof(float)), cudaSuccess);
     ASSERT_EQ(cudaMemset(a, 0, 1024 * sizeof(float)), cudaSuccess);
@@ -184,7 +211,6 @@ TEST(NcclGroupTest, ItsCallStatisticsAreLoggedAtDebugLevelWhenItGoes) {
     group.reset();
     cudaFree(a);
   }
-  spdlog::set_default_logger(previous);
   // Then its line counts the three calls and the three waits
   const std::string text = log.str();
   EXPECT_NE(text.find("NCCL group of 1 members (member 0, device 0): 3 calls settled, "),
@@ -198,14 +224,10 @@ TEST(NcclGroupTest, ItsCallStatisticsAreLoggedAtDebugLevelWhenItGoes) {
 // piece, a device copy) into outputs that are then given back, on the caller's stream and on
 // their own; none is left registered.
 TEST(NcclGroupTest, OneMemberGathersScattersAndExchangesIntoDeviceOutputs) {
-  hvd::testing::InProcessWorld world;
-  auto comm = world.Join("nccl-outputs", 0, 1);
-  CudaBackend backend;
-  backend.Start(std::chrono::milliseconds(30000), "", int64_t{64} << 20);
-  auto made = CreateNcclGroup(&backend, comm.get(), 0, "auto");
-  ASSERT_TRUE(made.ok()) << made.status().message();
-  ASSERT_NE(made.value(), nullptr);
-  std::unique_ptr<GpuGroup> group = std::move(made).value();
+  OneMember m;
+  ASSERT_NO_FATAL_FAILURE(MakeOneMember("nccl-outputs", int64_t{64} << 20, &m));
+  CudaBackend& backend = m.backend;
+  std::unique_ptr<GpuGroup>& group = m.group;
   const int64_t live = LiveDeviceOutputs();
 
   constexpr int64_t kCount = 4099;  // odd and prime: no tail left out
