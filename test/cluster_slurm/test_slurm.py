@@ -345,7 +345,7 @@ def test_elastic_node_cut_off_rejoins_through_a_new_srun_step(tmp_path):
     # Given an elastic job on both nodes of salloc -N2 (hosts from the allocation, no discovery
     # script, each node's agent a srun step), when hvd-h2's link is cut and restored,
     job = FaultJob(tmp_path, ["--elastic", "-np", "4", "--min-np", "2",
-                              "--blacklist-cooldown-range", "3", "4", "--start-timeout", "8"],
+                              "--blacklist-cooldown-range", "3", "4", "--start-timeout", "30"],
                    prefix=SALLOC, env={"SLURM_CONF": SLURM_CONF}, ssh=False)
     try:
         job.wait_for_size(4, timeout=90)
