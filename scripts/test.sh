@@ -21,16 +21,15 @@ if [ "$sanitizers" != 0 ]; then
   # processes, sockets and timeouts, and used about a third of the 2 cores (2026-11-28), so the
   # compiles take what they leave. The parts below then find their builds done; a build that
   # failed here fails again there, with its error in their output.
-  idle=(nice -n 19)
-  chrt --idle 0 true 2>/dev/null && idle=(chrt --idle 0)
-  (
-    export SANITIZE_BUILD_ONLY=1
-    "${idle[@]}" bash "$root/scripts/sanitize.sh" address --ci &&
-      "${idle[@]}" bash "$root/scripts/sanitize.sh" build address fuzz_targets &&
-      "${idle[@]}" bash "$root/scripts/sanitize.sh" thread --ci
-  ) > "$build/sanitizer-builds.log" 2>&1 &
+  # In a process group of its own (setsid), so that a run that ends early stops its compilers.
+  idle="nice -n 19"
+  chrt --idle 0 true 2>/dev/null && idle="chrt --idle 0"
+  # shellcheck disable=SC2016
+  SANITIZE_BUILD_ONLY=1 IDLE=$idle SAN=$root/scripts/sanitize.sh setsid bash -c \
+    '$IDLE bash "$SAN" address --ci && $IDLE bash "$SAN" build address fuzz_targets &&
+      $IDLE bash "$SAN" thread --ci' > "$build/sanitizer-builds.log" 2>&1 &
   sanitizer_builds=$!
-  trap 'kill "$sanitizer_builds" 2>/dev/null || true' EXIT
+  trap 'kill -- -"$sanitizer_builds" 2>/dev/null || true' EXIT
 fi
 # Tests oversubscribe 2 cores with several ranks each, so they run one at a time.
 rc=0
