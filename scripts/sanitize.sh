@@ -22,8 +22,7 @@
 #   Both without --ci, where CUDA and NCCL are found: the GPU worker (test/gpu_e2e) on the
 #   emulated GPU (test/gpu_emulator) at 2-4 ranks, NCCL, staged and the hierarchy.
 # Exit 1 when a test fails or a sanitizer reports anything; the last line is the summary
-# ("sanitize <mode>: ..."), the reports are in <build>/sanitize-logs/. SANITIZE_BUILD_ONLY=1
-# configures and builds what the run would need, and runs nothing. Run scripts/setup.sh
+# ("sanitize <mode>: ..."), the reports are in <build>/sanitize-logs/. Run scripts/setup.sh
 # first on a fresh machine. BUILD_DIR overrides the build folder; SANITIZE_FLAGS the compile
 # flags (default "-O1 -gline-tables-only"; -O0 compiles in about half the time but runs
 # slower: Eigen under ASan at -O0 made autotune_test exceed its 120 s; give scripts/fuzz.sh
@@ -87,7 +86,6 @@ else
   [ "$gpu" = 1 ] && targets+=(hvd_gpu_worker hvd_gpu_emulator)
 fi
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
-[ "${SANITIZE_BUILD_ONLY:-0}" = 1 ] && exit 0
 rm -rf "$logs" && mkdir -p "$logs"
 # halt_on_error=0: report every finding of a run, not just the first. detect_leaks=0: the
 # tests' deliberate kills and aborts leave allocations behind that are not leaks of a run.

@@ -2,10 +2,9 @@
 # The README's second command: installs what is needed, builds, and runs the whole test suite
 # (ctest: unit, multiproc, e2e; GPU tests skip cleanly without a GPU). Prints ctest's summary,
 # then the summary line of every pytest run inside it. Then the sanitizer and fuzz parts
-# (docs/fuzzing.md), built beside ctest: ASan + UBSan over the unit tests and the worker
-# scenarios, every fuzz target over its corpus plus a few seconds, ThreadSanitizer over the
-# runtime's threaded tests; each prints a summary line and its time, and any failure fails
-# the run.
+# (docs/fuzzing.md): ASan + UBSan over the unit tests and the worker scenarios, every fuzz
+# target over its corpus plus a few seconds, ThreadSanitizer over the runtime's threaded
+# tests; each prints a summary line and its time, and any failure fails the run.
 #   CTEST_ARGS: extra arguments for ctest (e.g. "-L unit").
 #   HVD_SANITIZERS=0: skip the sanitizer and fuzz parts (a quicker local run).
 set -euo pipefail
@@ -14,23 +13,6 @@ build=${BUILD_DIR:-$root/build}
 "$root/scripts/setup.sh"
 BUILD_DIR="$build" HVD_BUILD_TESTS=ON "$root/scripts/build.sh"
 cd "$build"
-sanitizers=${HVD_SANITIZERS:-1}
-if [ "$sanitizers" != 0 ]; then
-  # The sanitizer parts' builds (ASan + UBSan with the fuzz targets, TSan) run beside ctest as
-  # idle work (SCHED_IDLE: a CPU only when nothing else wants it): ctest's tests mostly wait on
-  # processes, sockets and timeouts, and used about a third of the 2 cores (2026-11-28), so the
-  # compiles take what they leave. The parts below then find their builds done; a build that
-  # failed here fails again there, with its error in their output.
-  # In a process group of its own (setsid), so that a run that ends early stops its compilers.
-  idle="nice -n 19"
-  chrt --idle 0 true 2>/dev/null && idle="chrt --idle 0"
-  # shellcheck disable=SC2016
-  SANITIZE_BUILD_ONLY=1 IDLE=$idle SAN=$root/scripts/sanitize.sh setsid bash -c \
-    '$IDLE bash "$SAN" address --ci && $IDLE bash "$SAN" build address fuzz_targets &&
-      $IDLE bash "$SAN" thread --ci' > "$build/sanitizer-builds.log" 2>&1 &
-  sanitizer_builds=$!
-  trap 'kill -- -"$sanitizer_builds" 2>/dev/null || true' EXIT
-fi
 # Tests oversubscribe 2 cores with several ranks each, so they run one at a time.
 rc=0
 ctest --output-on-failure --timeout 900 ${CTEST_ARGS:-} || rc=$?
@@ -44,10 +26,7 @@ if [ -f "$log" ]; then
          line = $0; sub(/^\[[0-9]+\]<stdout>:/, "", line); gsub(/=/, "", line)
          gsub(/^ +| +$/, "", line); printf "  %-40s %s\n", name, line; shown = 1 }' "$log"
 fi
-if [ "$sanitizers" != 0 ]; then
-  start=$SECONDS
-  wait "$sanitizer_builds" || echo "sanitizer builds beside ctest failed ($build/sanitizer-builds.log)"
-  echo "sanitizer builds beside ctest: done $((SECONDS - start)) s after it"
+if [ "${HVD_SANITIZERS:-1}" != 0 ]; then
   part() {  # part NAME COMMAND...: runs one part, prints its time, records a failure
     local name=$1 start=$SECONDS
     shift
