@@ -115,11 +115,19 @@ worker() {  # worker NAME NP ENV... -- SCENARIO...
     --start-timeout 120 "$build/test/worker_e2e/hvd_e2e_worker" "$@"
 }
 if [ "$mode" = address ]; then
+  # Two at a time: runtime_test and autotune_test, the long ones, side by side (115 -> 70 s).
   run unit_tests ctest --test-dir "$build" -L unit -E "$unit_exclude" --output-on-failure \
-    --timeout 900
+    --timeout 900 -j "$(nproc)"
   run security_e2e ctest --test-dir "$build" -R '^security_e2e$' --output-on-failure
 else
-  run runtime_test "$build/test/unit/runtime/runtime_test"
+  # --ci leaves out the hierarchy's two data-volume checks (pieces against the packed
+  # collectives, every dtype, op and layout, buffers up to 2.5 MB): 125 of the run's 141 s,
+  # mostly page faults of TSan's shadow memory. Their ranks are threads that share nothing but
+  # the fake transport, as in the hierarchy's other tests, which stay; and the hierarchical
+  # communicator starts no thread. They run in ctest and under ASan.
+  filter=()
+  [ "$ci" = 1 ] && filter=(--gtest_filter=-HierarchicalTest.*PiecesEqualPacked*)
+  run runtime_test "$build/test/unit/runtime/runtime_test" "${filter[@]}"
   [ "$ci" = 1 ] || run launcher_rendezvous_test "$build/test/unit/launcher/launcher_rendezvous_test"
 fi
 if [ "$ci" = 1 ]; then

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "common/check.h"
@@ -14,7 +16,7 @@ namespace hvd::testing {
 
 struct InProcessWorld::Group {
   struct Round {
-    std::vector<std::string> data;
+    std::shared_ptr<std::vector<std::string>> data;  // every member's contribution
     int arrived = 0;
     int read = 0;
   };
@@ -33,6 +35,21 @@ namespace {
 using runtime::DataType;
 using runtime::ReduceOp;
 
+// Every member's contribution to one call, shared by the members: read-only once the last one
+// arrived, so a member reads them without the group's lock and a big allreduce's buffers are
+// not copied once per member (they were: runtime_test's hierarchy tests of 2.5 MB pieces spent
+// most of their time in those copies, 90 of runtime_test's 105 s under ASan).
+class Contributions {
+ public:
+  explicit Contributions(std::shared_ptr<const std::vector<std::string>> data)
+      : data_(std::move(data)) {}
+  const std::string& operator[](size_t rank) const { return (*data_)[rank]; }
+  std::vector<std::string> Copy() const { return *data_; }
+
+ private:
+  std::shared_ptr<const std::vector<std::string>> data_;
+};
+
 class InProcessCommunicator : public runtime::Communicator {
  public:
   InProcessCommunicator(std::shared_ptr<InProcessWorld::Group> group, int rank,
@@ -49,7 +66,7 @@ class InProcessCommunicator : public runtime::Communicator {
 
   Status GatherBytes(const std::string& in, int root, std::vector<std::string>* out) override {
     HVD_ASSIGN_OR_RETURN(auto all, Exchange(in, "GatherBytes"));
-    if (rank_ == root) *out = std::move(all);
+    if (rank_ == root) *out = all.Copy();
     return Status::OK();
   }
   Status BroadcastBytes(std::string* data, int root) override {
@@ -162,14 +179,14 @@ class InProcessCommunicator : public runtime::Communicator {
   }
 
   // Deposits this member's contribution to its next call and returns every member's.
-  Result<std::vector<std::string>> Exchange(std::string in, const char* op) {
+  Result<Contributions> Exchange(std::string in, const char* op) {
     const uint64_t seq = seq_++;
     ++group_->calls;
     std::unique_lock<std::mutex> lock(group_->mu);
     if (group_->aborted) return Status::Aborted(std::string("FAKE ") + op + ": aborted");
     auto& round = group_->rounds[seq];
-    if (round.data.empty()) round.data.resize(group_->size);
-    round.data[rank_] = std::move(in);
+    if (!round.data) round.data = std::make_shared<std::vector<std::string>>(group_->size);
+    (*round.data)[rank_] = std::move(in);
     ++round.arrived;
     group_->cv.notify_all();
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
@@ -184,7 +201,7 @@ class InProcessCommunicator : public runtime::Communicator {
                              " other rank(s)");
     }
     auto& done = group_->rounds[seq];
-    std::vector<std::string> out = done.data;
+    Contributions out(done.data);
     if (++done.read == group_->size) group_->rounds.erase(seq);
     return out;
   }
