@@ -115,7 +115,7 @@ worker() {  # worker NAME NP ENV... -- SCENARIO...
     --start-timeout 120 "$build/test/worker_e2e/hvd_e2e_worker" "$@"
 }
 if [ "$mode" = address ]; then
-  # Two at a time: runtime_test and autotune_test, the long ones, side by side (115 -> 70 s).
+  # Two at a time: runtime_test and autotune_test, the long ones, side by side (172 -> 88 s).
   run unit_tests ctest --test-dir "$build" -L unit -E "$unit_exclude" --output-on-failure \
     --timeout 900 -j "$(nproc)"
   run security_e2e ctest --test-dir "$build" -R '^security_e2e$' --output-on-failure

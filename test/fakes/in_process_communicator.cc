@@ -37,8 +37,8 @@ using runtime::ReduceOp;
 
 // Every member's contribution to one call, shared by the members: read-only once the last one
 // arrived, so a member reads them without the group's lock and a big allreduce's buffers are
-// not copied once per member (they were: runtime_test's hierarchy tests of 2.5 MB pieces spent
-// most of their time in those copies, 90 of runtime_test's 105 s under ASan).
+// not copied once per member (they were: runtime_test's two hierarchy checks of 2.5 MB pieces
+// took 18 s with those copies, 5.5 s without; under ASan 90 s, 56 s).
 class Contributions {
  public:
   explicit Contributions(std::shared_ptr<const std::vector<std::string>> data)
