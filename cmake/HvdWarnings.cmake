@@ -6,6 +6,18 @@ function(hvd_set_warnings target)
   endif()
 endfunction()
 
+# hvd_hot_sources(<source>...): HVD_HOT_FLAGS (CMakeLists.txt) on these sources of the calling
+# folder's targets, after any options they already have.
+function(hvd_hot_sources)
+  if(NOT HVD_HOT_FLAGS)
+    return()
+  endif()
+  separate_arguments(flags UNIX_COMMAND "${HVD_HOT_FLAGS}")
+  foreach(source ${ARGN})
+    set_property(SOURCE ${source} APPEND PROPERTY COMPILE_OPTIONS ${flags})
+  endforeach()
+endfunction()
+
 # hvd_apply_sanitizers(): HVD_SANITIZE's flags for every target of the build (libraries,
 # binaries, tests alike: a sanitizer needs the whole program instrumented and linked with it).
 # HVD_SANITIZE_FLAG is what a source file can switch off again (see runtime/transports).

@@ -4,8 +4,8 @@
 #   bash scripts/sanitize.sh thread [--ci]      ThreadSanitizer, build-tsan/
 #   bash scripts/sanitize.sh build address|thread TARGET...   configure and build only
 #
-# Both builds use clang (-O1, line tables only: the stacks name file:line and it compiles far
-# faster than -O2 -g), without Python, Gloo, MPI and NCCL (a sanitizer needs every library of
+# Both builds use clang with line tables only (the stacks name file:line; far faster to compile
+# than -g), without Python, Gloo, MPI and NCCL (a sanitizer needs every library of
 # the program instrumented; the full runs build the GPU path for the emulated GPU, whose
 # preloaded library answers every CUDA and NCCL call). build-asan/ also holds the libFuzzer
 # targets (HVD_FUZZ=ON), so scripts/fuzz.sh and this share one build.
@@ -24,15 +24,19 @@
 # Exit 1 when a test fails or a sanitizer reports anything; the last line is the summary
 # ("sanitize <mode>: ..."), the reports are in <build>/sanitize-logs/. Run scripts/setup.sh
 # first on a fresh machine. BUILD_DIR overrides the build folder; SANITIZE_FLAGS the compile
-# flags (default "-O1 -gline-tables-only"; -O0 compiles in about half the time but runs
-# slower: Eigen under ASan at -O0 made autotune_test exceed its 120 s; give scripts/fuzz.sh
-# the same, or it rebuilds the folder).
+# flags. address: "-O0 -gline-tables-only", with HVD_HOT_FLAGS=-O1 on the few sources the runs
+# spend their time in (CMakeLists.txt; all at -O0, Eigen made autotune_test exceed its 120 s):
+# the build took 352 s where all at -O1 took 555. thread: "-O1 -gline-tables-only" (one test,
+# whose run TSan slows most). Give scripts/fuzz.sh the same, or it rebuilds the folder.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 configure() {  # configure MODE BUILD [NCCL]
   local extra=() flags=${SANITIZE_FLAGS:--O1 -gline-tables-only}
-  [ "$1" = address ] && extra=(-DHVD_FUZZ=ON)
+  if [ "$1" = address ]; then
+    flags=${SANITIZE_FLAGS:--O0 -gline-tables-only}
+    extra=(-DHVD_FUZZ=ON -DHVD_HOT_FLAGS=-O1)
+  fi
   CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=None \
     -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
     -DHVD_SANITIZE="$1" -DHVD_WERROR=OFF -DHVD_WITH_GLOO=OFF -DHVD_WITH_MPI=OFF \
