@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "test/multiproc/known_values.h"
+#include "test/multiproc/rank_fail.h"
 
 namespace hvd::test {
 namespace {
@@ -80,11 +81,6 @@ std::vector<AllreducePiece> MakePieces(const Layout& layout, int rank, size_t el
     at += bytes;
   }
   return pieces;
-}
-
-int Fail(const runtime::Communicator& comm, const std::string& what) {
-  std::fprintf(stderr, "rank %d: %s\n", comm.rank(), what.c_str());
-  return 1;
 }
 
 }  // namespace

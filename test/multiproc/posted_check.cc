@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/transports/data_type.h"
+#include "test/multiproc/rank_fail.h"
 #include "test/multiproc/seeded_values.h"
 
 namespace hvd::test {
@@ -14,11 +15,6 @@ namespace {
 using runtime::Communicator;
 using runtime::DataType;
 using runtime::ReduceOp;
-
-int Fail(const Communicator& comm, const std::string& what) {
-  std::fprintf(stderr, "rank %d: %s\n", comm.rank(), what.c_str());
-  return 1;
-}
 
 }  // namespace
 

@@ -22,6 +22,7 @@
 #include "runtime/transports/shm/shm_reductions.h"
 #include "test/multiproc/pieces_check.h"
 #include "test/multiproc/posted_check.h"
+#include "test/multiproc/rank_fail.h"
 #include "test/multiproc/seeded_values.h"
 #include "test/multiproc/shm/shm_job.h"
 
@@ -55,11 +56,6 @@ bool CrossMemoryAttachAllowed() {
   }
   int status = 0;
   return waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-int Fail(const Communicator& comm, const std::string& what) {
-  std::fprintf(stderr, "rank %d: %s\n", comm.rank(), what.c_str());
-  return 1;
 }
 
 int AllreduceEverything(Communicator& comm) {

@@ -42,7 +42,7 @@ logging:
   hide_timestamp: true
 )";
 
-std::string ParseError(const std::string& yaml) {
+std::string YamlParseError(const std::string& yaml) {
   Result<ConfigFile> r = ParseConfigYaml(yaml, "cfg.yaml");
   EXPECT_FALSE(r.ok());
   return r.ok() ? "" : r.status().message();
@@ -106,23 +106,23 @@ TEST(ConfigFileTest, HvdExtensions) {
 }
 
 TEST(ConfigFileTest, WrongTypeNamesFileLineAndKey) {
-  EXPECT_EQ(ParseError("params:\n  fusion_threshold_mb: abc\n"),
+  EXPECT_EQ(YamlParseError("params:\n  fusion_threshold_mb: abc\n"),
             "cfg.yaml:2: params.fusion_threshold_mb: expected an integer, got 'abc'");
-  EXPECT_EQ(ParseError("params:\n  cycle_time_ms: fast\n"),
+  EXPECT_EQ(YamlParseError("params:\n  cycle_time_ms: fast\n"),
             "cfg.yaml:2: params.cycle_time_ms: expected a number, got 'fast'");
-  EXPECT_THAT(ParseError("timeline:\n  mark_cycles: maybe\n"),
+  EXPECT_THAT(YamlParseError("timeline:\n  mark_cycles: maybe\n"),
               HasSubstr("cfg.yaml:2: timeline.mark_cycles: expected a boolean"));
-  EXPECT_EQ(ParseError("params:\n  cache_capacity: [1, 2]\n"),
+  EXPECT_EQ(YamlParseError("params:\n  cache_capacity: [1, 2]\n"),
             "cfg.yaml:2: params.cache_capacity: expected a single value, got a sequence");
-  EXPECT_EQ(ParseError("params: 5\n"), "cfg.yaml:1: params: expected a mapping, got a scalar");
-  EXPECT_EQ(ParseError("- a\n- b\n"),
+  EXPECT_EQ(YamlParseError("params: 5\n"), "cfg.yaml:1: params: expected a mapping, got a scalar");
+  EXPECT_EQ(YamlParseError("- a\n- b\n"),
             "cfg.yaml:1: expected a mapping at the top level, got a sequence");
 }
 
 TEST(ConfigFileTest, UnknownKeysAreErrors) {
-  EXPECT_THAT(ParseError("params:\n  fusion_threshold_mb: 1\nhosts: a:1\n"),
+  EXPECT_THAT(YamlParseError("params:\n  fusion_threshold_mb: 1\nhosts: a:1\n"),
               HasSubstr("cfg.yaml:3: unknown key 'hosts' (expected one of: controller, params,"));
-  EXPECT_THAT(ParseError("params:\n  fusion_threshold: 1\n"),
+  EXPECT_THAT(YamlParseError("params:\n  fusion_threshold: 1\n"),
               HasSubstr("cfg.yaml:2: unknown key 'params.fusion_threshold' (expected one of: "
                         "fusion_threshold_mb, cycle_time_ms,"));
 }
@@ -131,12 +131,12 @@ TEST(ConfigFileTest, ControllerValues) {
   Result<ConfigFile> mpi = ParseConfigYaml("controller: MPI\n", "c.yaml");
   ASSERT_TRUE(mpi.ok());
   EXPECT_EQ(mpi->controller, launcher::Controller::kMpi);
-  EXPECT_EQ(ParseError("controller: slurm\n"),
+  EXPECT_EQ(YamlParseError("controller: slurm\n"),
             "cfg.yaml:1: controller: expected gloo, mpi or jsrun, got 'slurm'");
 }
 
 TEST(ConfigFileTest, MalformedYamlNamesFileAndLine) {
-  std::string error = ParseError("params:\n  fusion_threshold_mb: [1, 2\n");
+  std::string error = YamlParseError("params:\n  fusion_threshold_mb: [1, 2\n");
   EXPECT_THAT(error, HasSubstr("cfg.yaml:"));
   EXPECT_THAT(error, HasSubstr("malformed YAML"));
 }

@@ -8,14 +8,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct GoodCase {
+struct GoodOutputCase {
   std::string text;
   std::optional<int> default_slots;
   std::vector<HostSlots> want;
 };
 
 TEST(ParseDiscoveryOutputTest, ParsesHostsAndSlots) {
-  const std::vector<GoodCase> cases = {
+  const std::vector<GoodOutputCase> cases = {
       {"a:2\nb:4\n", {}, {{"a", 2, {}}, {"b", 4, {}}}},
       {"a\nb:3", 2, {{"a", 2, {}}, {"b", 3, {}}}},
       {"\n  a:2  \n\n\r\nb:1\r\n", {}, {{"a", 2, {}}, {"b", 1, {}}}},
@@ -25,7 +25,7 @@ TEST(ParseDiscoveryOutputTest, ParsesHostsAndSlots) {
       {"", {}, {}},
       {"\n\n", 1, {}},
   };
-  for (const GoodCase& c : cases) {
+  for (const GoodOutputCase& c : cases) {
     Result<std::vector<HostSlots>> got = ParseDiscoveryOutput(c.text, c.default_slots);
     ASSERT_TRUE(got.ok()) << c.text << ": " << got.status().ToString();
     EXPECT_EQ(*got, c.want) << c.text;

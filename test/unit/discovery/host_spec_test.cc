@@ -9,13 +9,13 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-struct GoodCase {
+struct GoodSpecCase {
   std::string text;
   std::vector<HostSlots> want;
 };
 
 TEST(ParseHostSpecTest, AcceptsValidSpecs) {
-  const std::vector<GoodCase> cases = {
+  const std::vector<GoodSpecCase> cases = {
       {"localhost:4", {{"localhost", 4, std::nullopt}}},
       {"a:2,b:1,c:2", {{"a", 2, {}}, {"b", 1, {}}, {"c", 2, {}}}},
       {"host", {{"host", 1, {}}}},
@@ -28,20 +28,20 @@ TEST(ParseHostSpecTest, AcceptsValidSpecs) {
       {"10.0.0.1:8,10.0.0.2:8", {{"10.0.0.1", 8, {}}, {"10.0.0.2", 8, {}}}},
       {"node-01.cluster_a:007", {{"node-01.cluster_a", 7, {}}}},
   };
-  for (const GoodCase& c : cases) {
+  for (const GoodSpecCase& c : cases) {
     Result<std::vector<HostSlots>> got = ParseHostSpec(c.text);
     ASSERT_TRUE(got.ok()) << c.text << ": " << got.status().ToString();
     EXPECT_EQ(*got, c.want) << c.text;
   }
 }
 
-struct BadCase {
+struct BadSpecCase {
   std::string text;
   std::vector<std::string> fragments;  // every one must appear in the message
 };
 
 TEST(ParseHostSpecTest, RejectsBadSpecsQuotingItemAndColumn) {
-  const std::vector<BadCase> cases = {
+  const std::vector<BadSpecCase> cases = {
       {"", {"host spec ''", "empty"}},
       {"   ", {"host spec '   '", "empty"}},
       {"a:1,,b:1", {"'a:1,,b:1'", "column 5", "empty item"}},
@@ -65,7 +65,7 @@ TEST(ParseHostSpecTest, RejectsBadSpecsQuotingItemAndColumn) {
       {"[fe80::g]:2", {"IPv6 address 'fe80::g'", "contains 'g'"}},
       {"x:1,y:2,z:q", {"column 9", "'z:q'", "'q'"}},
   };
-  for (const BadCase& c : cases) {
+  for (const BadSpecCase& c : cases) {
     Result<std::vector<HostSlots>> got = ParseHostSpec(c.text);
     ASSERT_FALSE(got.ok()) << c.text;
     EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument) << c.text;

@@ -10,14 +10,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct GoodCase {
+struct GoodHostfileCase {
   std::string name;
   std::string text;
   std::vector<HostSlots> want;
 };
 
 TEST(ParseHostfileTest, AcceptsValidFiles) {
-  const std::vector<GoodCase> cases = {
+  const std::vector<GoodHostfileCase> cases = {
       {"slots", "a slots=2\nb slots=4\n", {{"a", 2, {}}, {"b", 4, {}}}},
       {"bare host", "a\nb slots=3", {{"a", 1, {}}, {"b", 3, {}}}},
       {"max_slots", "a slots=2 max_slots=8\nb max-slots=3", {{"a", 2, 8}, {"b", 1, 3}}},
@@ -29,20 +29,20 @@ TEST(ParseHostfileTest, AcceptsValidFiles) {
       {"ipv6", "fe80::1 slots=2\n[fe80::2] slots=3", {{"fe80::1", 2, {}}, {"fe80::2", 3, {}}}},
       {"comment right after host", "a#x\n", {{"a", 1, {}}}},
   };
-  for (const GoodCase& c : cases) {
+  for (const GoodHostfileCase& c : cases) {
     Result<std::vector<HostSlots>> got = ParseHostfile(c.text, "hosts.txt");
     ASSERT_TRUE(got.ok()) << c.name << ": " << got.status().ToString();
     EXPECT_EQ(*got, c.want) << c.name;
   }
 }
 
-struct BadCase {
+struct BadHostfileCase {
   std::string text;
   std::vector<std::string> fragments;
 };
 
 TEST(ParseHostfileTest, RejectsBadLinesNamingFileLineAndColumn) {
-  const std::vector<BadCase> cases = {
+  const std::vector<BadHostfileCase> cases = {
       {"a slots=2\nb slots=x\n", {"hosts.txt:2:9:", "slots 'x'", "line: 'b slots=x'"}},
       {"a slots=0", {"hosts.txt:1:9:", "slots '0'", "at least 1"}},
       {"a slots=", {"hosts.txt:1:9:", "slots is empty"}},
@@ -62,7 +62,7 @@ TEST(ParseHostfileTest, RejectsBadLinesNamingFileLineAndColumn) {
       {"", {"hostfile 'hosts.txt' lists no hosts"}},
       {"# only comments\n\n", {"lists no hosts"}},
   };
-  for (const BadCase& c : cases) {
+  for (const BadHostfileCase& c : cases) {
     Result<std::vector<HostSlots>> got = ParseHostfile(c.text, "hosts.txt");
     ASSERT_FALSE(got.ok()) << c.text;
     EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument) << c.text;

@@ -36,13 +36,13 @@ TEST(ExpandSlurmHostlistTest, ExpandsRangesListsAndProducts) {
   }
 }
 
-struct BadCase {
+struct BadSlurmCase {
   std::string text;
   std::vector<std::string> fragments;
 };
 
-void ExpectAllBad(const std::vector<BadCase>& cases, auto parse) {
-  for (const BadCase& c : cases) {
+void ExpectAllBad(const std::vector<BadSlurmCase>& cases, auto parse) {
+  for (const BadSlurmCase& c : cases) {
     auto got = parse(c.text);
     ASSERT_FALSE(got.ok()) << c.text;
     EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument) << c.text;
