@@ -24,10 +24,12 @@
 # Exit 1 when a test fails or a sanitizer reports anything; the last line is the summary
 # ("sanitize <mode>: ..."), the reports are in <build>/sanitize-logs/. Run scripts/setup.sh
 # first on a fresh machine. BUILD_DIR overrides the build folder; SANITIZE_FLAGS the compile
-# flags. address: "-O0 -gline-tables-only", with HVD_HOT_FLAGS=-O1 on the few sources the runs
-# spend their time in (CMakeLists.txt; all at -O0, Eigen made autotune_test exceed its 120 s):
-# the build took 352 s where all at -O1 took 555. thread: "-O1 -gline-tables-only" (one test,
-# whose run TSan slows most). Give scripts/fuzz.sh the same, or it rebuilds the folder.
+# flags. address: "-O0 -gline-tables-only", with HVD_HOT_FLAGS=-O1 on the sources that compile
+# Eigen (CMakeLists.txt; at -O0 autotune_test ran past its 120 s): the build took 349 s where
+# all at -O1 took 555. The runs take about as long as at -O1: the unit tests 91-119 s two at a
+# time, runtime_test's 77-105 s of it mostly page faults of its large buffers, whatever the
+# -O. thread: "-O1 -gline-tables-only" (one test, whose run TSan slows most). Give
+# scripts/fuzz.sh the same, or it rebuilds the folder.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
