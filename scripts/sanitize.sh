@@ -26,7 +26,7 @@
 # first on a fresh machine. BUILD_DIR overrides the build folder; SANITIZE_FLAGS the compile
 # flags. address: "-O0 -gline-tables-only", with HVD_HOT_FLAGS=-O1 on the sources that compile
 # Eigen (CMakeLists.txt; at -O0 autotune_test ran past its 120 s): the build took 349 s where
-# all at -O1 took 555. The runs take about as long as at -O1: the unit tests 91-119 s two at a
+# all at -O1 took 555. The runs take about as long as at -O1: the unit tests 91-129 s two at a
 # time, runtime_test's 77-105 s of it mostly page faults of its large buffers, whatever the
 # -O. thread: "-O1 -gline-tables-only" (one test, whose run TSan slows most). Give
 # scripts/fuzz.sh the same, or it rebuilds the folder.
