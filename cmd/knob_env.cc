@@ -41,7 +41,7 @@ class Assignments {
   std::vector<EnvAssignment> out_;
 };
 
-void AddParams(const Knobs& k, Assignments* a) {
+void AssignParams(const Knobs& k, Assignments* a) {
   if (k.fusion_threshold_mb.value) {
     a->Add("HVD_FUSION_THRESHOLD", k.fusion_threshold_mb,
            std::to_string(*k.fusion_threshold_mb.value * kBytesPerMb));
@@ -53,7 +53,7 @@ void AddParams(const Knobs& k, Assignments* a) {
   a->AddBool("HVD_TORUS_ALLREDUCE", k.torus_allreduce);
 }
 
-void AddAutotune(const Knobs& k, Assignments* a) {
+void AssignAutotune(const Knobs& k, Assignments* a) {
   a->AddBool("HVD_AUTOTUNE", k.autotune);
   if (!k.autotune.value.value_or(false)) return;
   a->AddString("HVD_AUTOTUNE_LOG", k.autotune_log_file);
@@ -64,7 +64,7 @@ void AddAutotune(const Knobs& k, Assignments* a) {
   a->AddString("HVD_AUTOTUNE_CACHE", k.autotune_cache);
 }
 
-void AddTimelineAndStall(const Knobs& k, Assignments* a) {
+void AssignTimelineAndStall(const Knobs& k, Assignments* a) {
   if (k.timeline_filename.value) {
     a->AddString("HVD_TIMELINE", k.timeline_filename);
     a->AddBool("HVD_TIMELINE_MARK_CYCLES", k.timeline_mark_cycles);
@@ -77,7 +77,7 @@ void AddTimelineAndStall(const Knobs& k, Assignments* a) {
   a->AddInt("HVD_STALL_SHUTDOWN_TIME_SECONDS", k.stall_check_shutdown_time_seconds);
 }
 
-void AddLibraryAndLogging(const Knobs& k, Assignments* a) {
+void AssignLibraryAndLogging(const Knobs& k, Assignments* a) {
   a->AddBool("HVD_MPI_THREADS_DISABLE", k.mpi_threads_disable);
   a->AddInt("HVD_NUM_NCCL_STREAMS", k.num_nccl_streams);
   a->AddString("HVD_THREAD_AFFINITY", k.thread_affinity);
@@ -96,10 +96,10 @@ void AddLibraryAndLogging(const Knobs& k, Assignments* a) {
 
 std::vector<EnvAssignment> KnobEnv(const Knobs& knobs) {
   Assignments a;
-  AddParams(knobs, &a);
-  AddAutotune(knobs, &a);
-  AddTimelineAndStall(knobs, &a);
-  AddLibraryAndLogging(knobs, &a);
+  AssignParams(knobs, &a);
+  AssignAutotune(knobs, &a);
+  AssignTimelineAndStall(knobs, &a);
+  AssignLibraryAndLogging(knobs, &a);
   return a.Take();
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/elastic_messages.h"
+#include "common/fd.h"
 #include "common/job_key.h"
 #include "discovery/allocation.h"
 #include "discovery/discovery_script.h"
@@ -119,11 +120,6 @@ ElasticDriverOptions DriverOptions(const LaunchSpec& spec,
   return options;
 }
 
-struct FdCloser {
-  int fd;
-  ~FdCloser() { ::close(fd); }
-};
-
 // Where the rendezvous server listens and, when remote hosts may join, their agents. Remote
 // hosts need an address they can reach: chosen toward the remote hosts of the first host set
 // or from --network-interface; without either the job stays on loopback (this machine only).
@@ -207,8 +203,8 @@ Result<ElasticNetwork> PrepareNetwork(const LaunchSpec& spec, const env::Environ
   return network;
 }
 
-int Launch(const LaunchSpec& spec, const env::Environment& env,
-           const std::vector<discovery::HostSlots>& first_hosts) {
+int LaunchElasticJob(const LaunchSpec& spec, const env::Environment& env,
+                     const std::vector<discovery::HostSlots>& first_hosts) {
   // Before any thread exists (see SignalChannel).
   Result<SignalChannel> signals = SignalChannel::Open();
   if (!signals.ok()) {
@@ -316,7 +312,7 @@ int RunElastic(const LaunchSpec& spec, const env::Environment& env) {
     PrintToUser("error: " + first_hosts.status().message());
     return spec.host_discovery_script.empty() ? kExitUsage : kExitLaunchFailed;
   }
-  return Launch(spec, env, *first_hosts);
+  return LaunchElasticJob(spec, env, *first_hosts);
 }
 
 }  // namespace hvd::launcher

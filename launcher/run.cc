@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fd.h"
 #include "common/job_key.h"
 #include "common/kv_messages.h"
 #include "launcher/agents/agent_spawner.h"
@@ -58,12 +59,6 @@ Result<int> PickFreePort(const std::string& address) {
   if (!ok) return Status::IoError("cannot find a free port on " + address + " for MASTER_PORT");
   return static_cast<int>(ntohs(addr.sin_port));
 }
-
-// Closes the key's memfd when the job ends.
-struct FdCloser {
-  int fd;
-  ~FdCloser() { ::close(fd); }
-};
 
 // hvdrun's stdin when rank 0 should get it: not when it is closed, nor when it is a
 // terminal hvdrun does not own (a background job reading it would be stopped by SIGTTIN).
@@ -226,7 +221,7 @@ Result<std::unique_ptr<RendezvousServer>> StartServer(const LaunchSpec& spec,
   return server;
 }
 
-int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& plan) {
+int LaunchJob(const LaunchSpec& spec, const env::Environment& env, const JobPlan& plan) {
   // Before any thread exists: the rendezvous server's I/O thread and the agent sessions'
   // threads inherit the blocked mask.
   Result<SignalChannel> signals = SignalChannel::Open();
@@ -244,7 +239,7 @@ int Launch(const LaunchSpec& spec, const env::Environment& env, const JobPlan& p
   const std::string address = setup ? setup->network.interface.address : kLoopbackAddress;
   Result<int> secret_fd = control::WriteKeyToMemfd(*key);
   if (!secret_fd.ok()) return Fail(kExitLaunchFailed, secret_fd.status());
-  FdCloser close_secret{*secret_fd};
+  FdCloser close_secret{*secret_fd};  // the key's memfd, closed when the job ends
 
   JobEnvContext job = DryRunContext(plan, env, address);
   if (!UsersMasterSetting(env.all(), "MASTER_PORT")) {
@@ -314,7 +309,7 @@ int Run(const LaunchSpec& spec, const env::Environment& env) {
     std::fflush(stdout);
     return kExitOk;
   }
-  return Launch(spec, env, *plan);
+  return LaunchJob(spec, env, *plan);
 }
 
 }  // namespace hvd::launcher

@@ -13,22 +13,23 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "timeline/timeline_writer.h"
+
 namespace hvd::timeline {
 namespace {
 
-constexpr std::string_view kTail = "\n]\n";
 constexpr int64_t kBlock = 64 << 10;
 
 // Where the old closing bracket of a torn file starts, given a reader of the byte at an offset;
-// -1 when the file (of `size` bytes) is not torn. The file must end in kTail, and the last
-// byte before the spaces ahead of it must end another kTail.
+// -1 when the file (of `size` bytes) is not torn. The file must end in kTimelineTail, and the last
+// byte before the spaces ahead of it must end another kTimelineTail.
 template <typename ByteAt>
 int64_t OldTailOf(int64_t size, ByteAt byte_at) {
-  const int64_t tail = static_cast<int64_t>(kTail.size());
+  const int64_t tail = static_cast<int64_t>(kTimelineTail.size());
   if (size < 2 * tail) return -1;
   for (int64_t i = 0; i < tail; ++i) {
     int c = byte_at(size - tail + i);
-    if (c < 0 || c != kTail[static_cast<size_t>(i)]) return -1;
+    if (c < 0 || c != kTimelineTail[static_cast<size_t>(i)]) return -1;
   }
   int64_t last = size - tail - 1;
   for (;; --last) {
@@ -39,7 +40,7 @@ int64_t OldTailOf(int64_t size, ByteAt byte_at) {
   }
   if (last + 1 < tail) return -1;
   for (int64_t i = 0; i < tail; ++i) {
-    if (byte_at(last + 1 - tail + i) != kTail[static_cast<size_t>(i)]) return -1;
+    if (byte_at(last + 1 - tail + i) != kTimelineTail[static_cast<size_t>(i)]) return -1;
   }
   return last + 1 - tail;
 }
@@ -186,7 +187,7 @@ bool RepairTimelineText(const TimelineCheck& check, std::string* text) {
   if (check.shape == TimelineShape::kTornGrowth) return RepairTornTimelineText(text);
   if (!Repairable(check)) return false;
   text->resize(static_cast<size_t>(check.complete_end));
-  text->append(kTail);
+  text->append(kTimelineTail);
   return true;
 }
 
@@ -217,8 +218,8 @@ Result<TimelineCheck> RepairTimelineFile(const std::string& path) {
   if (!Repairable(check)) return check;
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   const bool ok = fd >= 0 && ::ftruncate(fd, check.complete_end) == 0 &&
-                  ::pwrite(fd, kTail.data(), kTail.size(), check.complete_end) ==
-                      static_cast<ssize_t>(kTail.size());
+                  ::pwrite(fd, kTimelineTail.data(), kTimelineTail.size(), check.complete_end) ==
+                      static_cast<ssize_t>(kTimelineTail.size());
   Status s = ok ? Status::OK() : Status::IoError(Errno("repair", path));
   if (fd >= 0) ::close(fd);
   if (!s.ok()) return s;
@@ -230,7 +231,7 @@ bool RepairTornTimelineText(std::string* text) {
     return static_cast<int>(static_cast<unsigned char>((*text)[static_cast<size_t>(at)]));
   });
   if (old_tail < 0) return false;
-  text->replace(static_cast<size_t>(old_tail), kTail.size(), kTail.size(), ' ');
+  text->replace(static_cast<size_t>(old_tail), kTimelineTail.size(), kTimelineTail.size(), ' ');
   return true;
 }
 
@@ -269,7 +270,7 @@ Result<bool> RepairTornTimelineFile(const std::string& path) {
   if (read_failed) {
     result = Status::IoError(Errno("read", path));
   } else if (old_tail >= 0) {
-    const std::string spaces(kTail.size(), ' ');
+    const std::string spaces(kTimelineTail.size(), ' ');
     const int wfd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (wfd >= 0 && ::pwrite(wfd, spaces.data(), spaces.size(), old_tail) ==
                         static_cast<ssize_t>(spaces.size())) {

@@ -14,7 +14,6 @@
 namespace hvd::timeline {
 namespace {
 
-constexpr std::string_view kTail = "\n]\n";
 // Writes are packed so that none crosses a multiple of this (the smallest page size, so
 // also every folio boundary): the kernel only stops a write for a fatal signal between
 // pages, so such a write lands completely or not at all.
@@ -31,8 +30,8 @@ int64_t PageStart(int64_t offset) { return offset / kPageBytes * kPageBytes; }
 // Where the closing "\n]\n" goes for spaces that reach at least `end`: in the last bytes of a
 // page, so that writing it (or the spaces over it) never crosses a page boundary.
 int64_t TailFor(int64_t end) {
-  return PageStart(end + static_cast<int64_t>(kTail.size()) + kPageBytes - 1) -
-         static_cast<int64_t>(kTail.size());
+  return PageStart(end + static_cast<int64_t>(kTimelineTail.size()) + kPageBytes - 1) -
+         static_cast<int64_t>(kTimelineTail.size());
 }
 
 // Writes all of `data` at `offset`, retrying short writes and EINTR.
@@ -71,7 +70,7 @@ Status TimelineWriter::Open(const std::string& path, const std::vector<TraceReco
   tail_offset_ = static_cast<int64_t>(body.size());
   region_end_ = TailFor(tail_offset_ + kFirstRegion);
   body.resize(static_cast<size_t>(region_end_), ' ');
-  body += kTail;
+  body += kTimelineTail;
   if (!PwriteAll(fd_, body, 0)) {
     Status s = Status::IoError(
         fmt::format("cannot write timeline file '{}': {}", path, std::strerror(errno)));
@@ -154,13 +153,14 @@ void TimelineWriter::Flush() {
 // Between the two the file has two closing brackets (the class comment's one window).
 void TimelineWriter::Grow(int64_t end) {
   const int64_t old_tail = region_end_;
-  const int64_t old_eof = old_tail + static_cast<int64_t>(kTail.size());
+  const int64_t old_eof = old_tail + static_cast<int64_t>(kTimelineTail.size());
   const int64_t growth = std::clamp(old_eof, kFirstRegion, kMaxGrowth);
   region_end_ = TailFor(std::max(end, old_tail + growth));
   if (failed_) return;  // nothing more is written
   std::string more(static_cast<size_t>(region_end_ - old_eof), ' ');
-  more += kTail;
-  if (!PwriteAll(fd_, more, old_eof) || !PwriteAll(fd_, std::string(kTail.size(), ' '), old_tail)) {
+  more += kTimelineTail;
+  if (!PwriteAll(fd_, more, old_eof) ||
+      !PwriteAll(fd_, std::string(kTimelineTail.size(), ' '), old_tail)) {
     Fail();
   }
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -42,6 +43,9 @@
 // thread. One writer per file; a writer is opened at most once.
 
 namespace hvd::timeline {
+
+// What a TimelineWriter's file ends in: the closing bracket of its JSON array.
+inline constexpr std::string_view kTimelineTail = "\n]\n";
 
 class TimelineWriter {
  public:

@@ -36,7 +36,8 @@ std::string Frame(const std::string& body) {
   return w.Take();
 }
 
-uint32_t Millis(double seconds) {
+// A duration as the frames carry it: whole milliseconds, clamped to what a u32 holds.
+uint32_t WireMillis(double seconds) {
   return static_cast<uint32_t>(std::lround(std::clamp(seconds, 0.0, kMaxMs / 1000.0) * 1000.0));
 }
 
@@ -161,9 +162,9 @@ std::string EncodeHello(const AgentHello& hello) {
     w.PutRaw(std::string_view(reinterpret_cast<const char*>(hello.job_key->data()),
                               hello.job_key->size()));
   }
-  w.PutU32(Millis(hello.grace_period_s));
-  w.PutU32(Millis(hello.heartbeat_interval_s));
-  w.PutU32(Millis(hello.heartbeat_timeout_s));
+  w.PutU32(WireMillis(hello.grace_period_s));
+  w.PutU32(WireMillis(hello.heartbeat_interval_s));
+  w.PutU32(WireMillis(hello.heartbeat_timeout_s));
   w.PutBytes(hello.cwd);
   return Frame(w.data());
 }

@@ -11,14 +11,11 @@
 #include <utility>
 
 #include "common/check.h"
+#include "common/fd.h"
 #include "launcher/agents/agent_session_core.h"
 
 namespace hvd::launcher {
 namespace {
-
-std::chrono::milliseconds Millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
-}
 
 // RankHandle of one rank of a session.
 class SessionRankHandle : public RankHandle {
@@ -60,11 +57,6 @@ class SessionRankHandle : public RankHandle {
   std::shared_ptr<AgentSession::Core> core_;
   std::shared_ptr<RankSlot> slot_;
 };
-
-void CloseFd(int* fd) {
-  if (*fd >= 0) ::close(*fd);
-  *fd = -1;
-}
 
 }  // namespace
 

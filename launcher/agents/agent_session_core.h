@@ -3,6 +3,7 @@
 #ifndef HVD_LAUNCHER_AGENTS_AGENT_SESSION_CORE_H_
 #define HVD_LAUNCHER_AGENTS_AGENT_SESSION_CORE_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -15,6 +16,10 @@
 #include "launcher/agents/agent_session.h"
 
 namespace hvd::launcher {
+
+inline std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
 
 // One rank of a session. `exit_event_fd` and the fields marked "mu" are shared (under
 // Core::mu); the rest belongs to the I/O thread.

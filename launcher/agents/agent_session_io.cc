@@ -23,10 +23,6 @@ constexpr size_t kMaxEarlyDiag = 4096;
 // How long the agent's stderr may still trickle in after its stdout ended.
 constexpr std::chrono::milliseconds kDiagDrainTime{500};
 
-std::chrono::milliseconds Millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
-}
-
 std::string Seconds(double s) {
   char text[32];
   snprintf(text, sizeof(text), "%g s", s);

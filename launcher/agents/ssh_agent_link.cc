@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/fd.h"
 #include "launcher/outcome/wait_status.h"
 #include "launcher/ssh/ssh_session.h"
 
@@ -32,11 +33,6 @@ int SignalFromName(const std::string& name) {
     if (abbrev != nullptr && name == abbrev) return signo;
   }
   return 0;
-}
-
-void CloseFd(int* fd) {
-  if (*fd >= 0) ::close(*fd);
-  *fd = -1;
 }
 
 // See ConnectSshAgent. The bridge thread is the only user of the SSH session.

@@ -29,13 +29,13 @@ hvd_tensor_t NewTensor(hvd_dtype_t dtype, std::vector<int64_t> shape) {
   return Keep().back()->Desc();
 }
 
-hvd_status_t Allreduce(hvd_dtype_t dtype, std::vector<int64_t> shape, hvd_op_options_t o,
-                       hvd_handle_t* h) {
+hvd_status_t StartAllreduce(hvd_dtype_t dtype, std::vector<int64_t> shape, hvd_op_options_t o,
+                            hvd_handle_t* h) {
   hvd_tensor_t t = NewTensor(dtype, std::move(shape));
   return hvd_allreduce(&t, &t, &o, h);
 }
 
-hvd_status_t Broadcast(std::vector<int64_t> shape, hvd_op_options_t o, hvd_handle_t* h) {
+hvd_status_t StartBroadcast(std::vector<int64_t> shape, hvd_op_options_t o, hvd_handle_t* h) {
   hvd_tensor_t t = NewTensor(HVD_FLOAT32, std::move(shape));
   return hvd_broadcast(&t, &t, &o, h);
 }
@@ -47,25 +47,25 @@ std::vector<MismatchCase> Cases() {
       {"op",
        "Mismatched operations: One rank did an allreduce, while another rank did an broadcast.",
        [first](const hvd_op_options_t& o, hvd_handle_t* h) {
-         return first ? Allreduce(HVD_FLOAT32, {4}, o, h) : Broadcast({4}, o, h);
+         return first ? StartAllreduce(HVD_FLOAT32, {4}, o, h) : StartBroadcast({4}, o, h);
        }});
   cases.push_back(
       {"dtype",
        "Mismatched data types: One rank had type float32, but another rank had type int32.",
        [first](const hvd_op_options_t& o, hvd_handle_t* h) {
-         return Allreduce(first ? HVD_FLOAT32 : HVD_INT32, {4}, o, h);
+         return StartAllreduce(first ? HVD_FLOAT32 : HVD_INT32, {4}, o, h);
        }});
   cases.push_back({"allreduce shape",
                    "Mismatched allreduce tensor shapes: One rank sent a tensor of shape [2], but "
                    "another rank sent a tensor of shape [3].",
                    [](const hvd_op_options_t& o, hvd_handle_t* h) {
-                     return Allreduce(HVD_FLOAT32, {R() + 2}, o, h);
+                     return StartAllreduce(HVD_FLOAT32, {R() + 2}, o, h);
                    }});
   cases.push_back({"broadcast shape",
                    "Mismatched broadcast tensor shapes: One rank sent a tensor of shape [2, 1], "
                    "but another rank sent a tensor of shape [2, 2].",
                    [](const hvd_op_options_t& o, hvd_handle_t* h) {
-                     return Broadcast({2, R() + 1}, o, h);
+                     return StartBroadcast({2, R() + 1}, o, h);
                    }});
   cases.push_back({"reducescatter shape",
                    "Mismatched reducescatter tensor shapes: One rank sent a tensor of shape [4], "
@@ -101,28 +101,28 @@ std::vector<MismatchCase> Cases() {
                    "rank specified root rank 1.",
                    [first](hvd_op_options_t o, hvd_handle_t* h) {
                      o.root_rank = first ? 0 : 1;
-                     return Broadcast({3}, o, h);
+                     return StartBroadcast({3}, o, h);
                    }});
   cases.push_back({"prescale",
                    "Mismatched prescale factors: One rank sent factor 1, but another rank sent "
                    "factor 2.",
                    [first](hvd_op_options_t o, hvd_handle_t* h) {
                      o.prescale_factor = first ? 1.0 : 2.0;
-                     return Allreduce(HVD_FLOAT32, {4}, o, h);
+                     return StartAllreduce(HVD_FLOAT32, {4}, o, h);
                    }});
   cases.push_back({"postscale",
                    "Mismatched postscale factors: One rank sent factor 0.5, but another rank sent "
                    "factor 1.",
                    [first](hvd_op_options_t o, hvd_handle_t* h) {
                      o.postscale_factor = first ? 0.5 : 1.0;
-                     return Allreduce(HVD_FLOAT64, {4}, o, h);
+                     return StartAllreduce(HVD_FLOAT64, {4}, o, h);
                    }});
   cases.push_back({"allreduce reduce op",
                    "Mismatched reduction operations: One rank requested Sum, but another rank "
                    "requested Max.",
                    [first](hvd_op_options_t o, hvd_handle_t* h) {
                      o.reduce_op = first ? HVD_OP_SUM : HVD_OP_MAX;
-                     return Allreduce(HVD_INT32, {4}, o, h);
+                     return StartAllreduce(HVD_INT32, {4}, o, h);
                    }});
   cases.push_back({"reducescatter reduce op",
                    "Mismatched reduction operations: One rank requested Sum, but another rank "

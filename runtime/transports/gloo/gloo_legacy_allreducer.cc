@@ -9,7 +9,9 @@
 #include <utility>
 
 namespace hvd::runtime {
-namespace {
+// Not in an anonymous namespace: RingEntry (external linkage) holds one, which gcc refuses
+// (-Wsubobject-linkage) where this file is not the main file: in a unity batch.
+namespace gloo_legacy {
 
 // AllreduceRing whose local pointer can be swapped between runs (ptrs_ is protected and only
 // read inside run()).
@@ -30,7 +32,7 @@ class RebindableRing final : public gloo::AllreduceRing<S> {
   }
 };
 
-}  // namespace
+}  // namespace gloo_legacy
 
 template <typename S>
 struct GlooLegacyAllreducer::RingEntry final : Entry {
@@ -45,7 +47,7 @@ struct GlooLegacyAllreducer::RingEntry final : Entry {
     ring.Bind(static_cast<S*>(buffer));
     ring.RunAndFlush();
   }
-  RebindableRing<S> ring;
+  gloo_legacy::RebindableRing<S> ring;
 };
 
 template <typename S>

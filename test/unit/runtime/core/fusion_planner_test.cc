@@ -5,8 +5,8 @@
 namespace hvd::runtime {
 namespace {
 
-Response Allreduce(const std::string& name, int64_t elements, DataType dtype = DataType::kFloat32,
-                   const std::string& group = "") {
+Response AllreduceResponse(const std::string& name, int64_t elements,
+                           DataType dtype = DataType::kFloat32, const std::string& group = "") {
   Response r;
   r.names = {name};
   r.sizes = {elements};
@@ -25,28 +25,31 @@ using Groups = std::vector<std::vector<std::string>>;
 
 TEST(FusionPlannerTest, FusesUpToTheThreshold) {
   FusionOptions options{40, false};  // 10 floats
-  auto fused = PlanFusion({Allreduce("a", 4), Allreduce("b", 4), Allreduce("c", 4)}, options);
+  auto fused = PlanFusion(
+      {AllreduceResponse("a", 4), AllreduceResponse("b", 4), AllreduceResponse("c", 4)}, options);
   EXPECT_EQ(Names(fused), (Groups{{"a", "b"}, {"c"}}));
   EXPECT_EQ(fused[0].sizes, (std::vector<int64_t>{4, 4}));
 }
 
 TEST(FusionPlannerTest, ZeroThresholdDisablesFusion) {
-  auto fused = PlanFusion({Allreduce("a", 1), Allreduce("b", 1)}, FusionOptions{0, false});
+  auto fused =
+      PlanFusion({AllreduceResponse("a", 1), AllreduceResponse("b", 1)}, FusionOptions{0, false});
   EXPECT_EQ(Names(fused), (Groups{{"a"}, {"b"}}));
 }
 
 TEST(FusionPlannerTest, LooksAheadPastADifferentDtype) {
   // Given float32, float64, float32 responses that all fit
-  auto fused =
-      PlanFusion({Allreduce("a", 2), Allreduce("d", 2, DataType::kFloat64), Allreduce("b", 2)},
-                 FusionOptions{1000, false});
+  auto fused = PlanFusion({AllreduceResponse("a", 2), AllreduceResponse("d", 2, DataType::kFloat64),
+                           AllreduceResponse("b", 2)},
+                          FusionOptions{1000, false});
   // Then the float32 tensors fuse and the float64 one keeps its place after them
   EXPECT_EQ(Names(fused), (Groups{{"a", "b"}, {"d"}}));
 }
 
 TEST(FusionPlannerTest, LookAheadStopsWhenSkippedBytesExceedThreshold) {
   auto fused =
-      PlanFusion({Allreduce("a", 2), Allreduce("big", 100, DataType::kFloat64), Allreduce("b", 2)},
+      PlanFusion({AllreduceResponse("a", 2), AllreduceResponse("big", 100, DataType::kFloat64),
+                  AllreduceResponse("b", 2)},
                  FusionOptions{64, false});
   EXPECT_EQ(Names(fused), (Groups{{"a"}, {"big"}, {"b"}}));
 }
@@ -55,35 +58,37 @@ TEST(FusionPlannerTest, BarrierStopsFusion) {
   Response barrier;
   barrier.type = OpType::kBarrier;
   barrier.names = {"barrier"};
-  auto fused =
-      PlanFusion({Allreduce("a", 1), barrier, Allreduce("b", 1)}, FusionOptions{1000, false});
+  auto fused = PlanFusion({AllreduceResponse("a", 1), barrier, AllreduceResponse("b", 1)},
+                          FusionOptions{1000, false});
   EXPECT_EQ(Names(fused), (Groups{{"a"}, {"barrier"}, {"b"}}));
 }
 
 TEST(FusionPlannerTest, MismatchedScaleOrOpDoesNotFuse) {
-  Response scaled = Allreduce("s", 1);
+  Response scaled = AllreduceResponse("s", 1);
   scaled.prescale = 2.0;
-  Response maxed = Allreduce("m", 1);
+  Response maxed = AllreduceResponse("m", 1);
   maxed.reduce_op = ReduceOp::kMax;
-  auto fused = PlanFusion({Allreduce("a", 1), scaled, maxed}, FusionOptions{1000, false});
+  auto fused = PlanFusion({AllreduceResponse("a", 1), scaled, maxed}, FusionOptions{1000, false});
   EXPECT_EQ(Names(fused), (Groups{{"a"}, {"s"}, {"m"}}));
 }
 
 TEST(FusionPlannerTest, GroupsMoveAsOneUnit) {
   // Given a group of three that does not fit next to "a"
   FusionOptions options{48, false};  // 12 floats
-  auto fused = PlanFusion(
-      {Allreduce("a", 4), Allreduce("g.0", 4, DataType::kFloat32, "g"),
-       Allreduce("g.1", 4, DataType::kFloat32, "g"), Allreduce("g.2", 4, DataType::kFloat32, "g")},
-      options);
+  auto fused =
+      PlanFusion({AllreduceResponse("a", 4), AllreduceResponse("g.0", 4, DataType::kFloat32, "g"),
+                  AllreduceResponse("g.1", 4, DataType::kFloat32, "g"),
+                  AllreduceResponse("g.2", 4, DataType::kFloat32, "g")},
+                 options);
   // Then the group is never split
   EXPECT_EQ(Names(fused), (Groups{{"a"}, {"g.0", "g.1", "g.2"}}));
 }
 
 TEST(FusionPlannerTest, DisableGroupFusionKeepsGroupsApart) {
-  auto fused = PlanFusion({Allreduce("a", 1), Allreduce("g.0", 1, DataType::kFloat32, "g"),
-                           Allreduce("g.1", 1, DataType::kFloat32, "g")},
-                          FusionOptions{1000, true});
+  auto fused =
+      PlanFusion({AllreduceResponse("a", 1), AllreduceResponse("g.0", 1, DataType::kFloat32, "g"),
+                  AllreduceResponse("g.1", 1, DataType::kFloat32, "g")},
+                 FusionOptions{1000, true});
   EXPECT_EQ(Names(fused), (Groups{{"a"}, {"g.0", "g.1"}}));
 }
 
@@ -101,7 +106,7 @@ Response Allgather(const std::string& name, std::vector<int64_t> dims0, int64_t 
 }
 
 Response Reducescatter(const std::string& name, int64_t elements, double prescale = 1.0) {
-  Response r = Allreduce(name, elements);
+  Response r = AllreduceResponse(name, elements);
   r.type = OpType::kReducescatter;
   r.prescale = prescale;
   return r;
@@ -112,9 +117,10 @@ TEST(FusionPlannerTest, ReducescattersFuseUpToTheThresholdEachWithTheirOwnKind) 
   // float64 one
   Response f64 = Reducescatter("rs.f64", 4);
   f64.dtype = DataType::kFloat64;
-  auto fused = PlanFusion({Reducescatter("rs.a", 4), Allreduce("ar", 4), Reducescatter("rs.b", 4),
-                           Reducescatter("rs.scaled", 4, 0.5), f64, Reducescatter("rs.c", 4)},
-                          FusionOptions{40, false});  // 10 floats
+  auto fused =
+      PlanFusion({Reducescatter("rs.a", 4), AllreduceResponse("ar", 4), Reducescatter("rs.b", 4),
+                  Reducescatter("rs.scaled", 4, 0.5), f64, Reducescatter("rs.c", 4)},
+                 FusionOptions{40, false});  // 10 floats
   // Then reducescatters of one dtype, op and scales fuse (up to the threshold), never with an
   // allreduce, and the others keep their order
   EXPECT_EQ(Names(fused), (Groups{{"rs.a", "rs.b"}, {"ar"}, {"rs.scaled"}, {"rs.f64"}, {"rs.c"}}));
@@ -159,9 +165,9 @@ TEST(FusionPlannerTest, ZeroThresholdKeepsAllgathersApart) {
 
 TEST(FusionPlannerTest, AllgathersAndAllreducesFuseEachWithTheirOwnKind) {
   // Given allreduces and allgathers interleaved, all fitting
-  auto fused = PlanFusion(
-      {Allreduce("a", 2), Allgather("x", {1, 1}, 2), Allreduce("b", 2), Allgather("y", {3, 0}, 1)},
-      FusionOptions{1000, false});
+  auto fused = PlanFusion({AllreduceResponse("a", 2), Allgather("x", {1, 1}, 2),
+                           AllreduceResponse("b", 2), Allgather("y", {3, 0}, 1)},
+                          FusionOptions{1000, false});
   // Then each kind fuses past the other (look-ahead), the allgathers keeping their place after
   EXPECT_EQ(Names(fused), (Groups{{"a", "b"}, {"x", "y"}}));
   EXPECT_EQ(fused[0].sizes, (std::vector<int64_t>{2, 2}));
@@ -218,7 +224,7 @@ TEST(FusionPlannerTest, GroupedAllgatherMovesAsOneUnitAndFusesWithNeighbours) {
 TEST(FusionPlannerTest, AGroupHoldsOneOpType) {
   // Given an allgather and an allreduce that share a group name (not from one grouped call)
   auto fused = PlanFusion({Allgather("g.0", {1, 1}, 1, DataType::kFloat32, "g"),
-                           Allreduce("g.1", 1, DataType::kFloat32, "g")},
+                           AllreduceResponse("g.1", 1, DataType::kFloat32, "g")},
                           FusionOptions{1000, false});
   // Then they are separate units and never one response
   EXPECT_EQ(Names(fused), (Groups{{"g.0"}, {"g.1"}}));
@@ -244,7 +250,7 @@ TEST(FusionPlannerTest, DisableGroupFusionKeepsGroupedAllgathersApart) {
 TEST(FusionPlannerTest, SpanFormReusesItsBuffersForFusedAllgathers) {
   // Given the span form's scratch and output, filled once with a fused allgather
   const std::vector<Response> in = {Allgather("a", {1, 2}, 3), Allgather("b", {2, 1}, 3),
-                                    Allreduce("r", 4)};
+                                    AllreduceResponse("r", 4)};
   FusionScratch scratch;
   ReuseVector<Response> out;
   PlanFusion(in, FusionOptions{1000, false}, &scratch, &out);

@@ -5,7 +5,7 @@
 namespace hvd::runtime {
 namespace {
 
-Request Req(int rank, std::vector<int64_t> shape, OpType type = OpType::kAllreduce) {
+Request RankReq(int rank, std::vector<int64_t> shape, OpType type = OpType::kAllreduce) {
   Request r;
   r.rank = rank;
   r.name = "t";
@@ -15,18 +15,18 @@ Request Req(int rank, std::vector<int64_t> shape, OpType type = OpType::kAllredu
 }
 
 TEST(RequestValidatorTest, MatchingAllreduceGivesElementCount) {
-  Response r = ConstructResponse({Req(0, {2, 3}), Req(1, {2, 3})}, false, 2);
+  Response r = ConstructResponse({RankReq(0, {2, 3}), RankReq(1, {2, 3})}, false, 2);
   EXPECT_EQ(r.type, OpType::kAllreduce);
   EXPECT_EQ(r.sizes, (std::vector<int64_t>{6}));
 }
 
 TEST(RequestValidatorTest, AllgatherRecordsEveryFirstDimension) {
   Response r = ConstructResponse(
-      {Req(0, {1, 4}, OpType::kAllgather), Req(1, {3, 4}, OpType::kAllgather)}, false, 2);
+      {RankReq(0, {1, 4}, OpType::kAllgather), RankReq(1, {3, 4}, OpType::kAllgather)}, false, 2);
   ASSERT_EQ(r.type, OpType::kAllgather) << r.error;
   EXPECT_EQ(r.sizes, (std::vector<int64_t>{1, 3}));
   Response bad = ConstructResponse(
-      {Req(0, {1, 4}, OpType::kAllgather), Req(1, {1, 5}, OpType::kAllgather)}, false, 2);
+      {RankReq(0, {1, 4}, OpType::kAllgather), RankReq(1, {1, 5}, OpType::kAllgather)}, false, 2);
   EXPECT_EQ(bad.error,
             "Mismatched allgather tensor shapes: One rank sent a tensor with dimension 1 equal "
             "to 4, but another rank sent a tensor with dimension 1 equal to 5.");
@@ -34,7 +34,7 @@ TEST(RequestValidatorTest, AllgatherRecordsEveryFirstDimension) {
 
 TEST(RequestValidatorTest, ProcessSetChangesMustAgree) {
   auto control = [](int rank, OpType type, std::vector<int64_t> args) {
-    Request r = Req(rank, {}, type);
+    Request r = RankReq(rank, {}, type);
     r.args = std::move(args);
     return r;
   };
@@ -58,9 +58,9 @@ TEST(RequestValidatorTest, ProcessSetChangesMustAgree) {
 }
 
 TEST(RequestValidatorTest, DeviceMismatch) {
-  Request gpu = Req(1, {2});
+  Request gpu = RankReq(1, {2});
   gpu.device = 0;
-  Response r = ConstructResponse({Req(0, {2}), gpu}, false, 2);
+  Response r = ConstructResponse({RankReq(0, {2}), gpu}, false, 2);
   EXPECT_EQ(r.type, OpType::kError);
   EXPECT_EQ(r.error,
             "Mismatched CPU/GPU device selection: One rank specified device CPU, but another "
@@ -69,7 +69,7 @@ TEST(RequestValidatorTest, DeviceMismatch) {
 
 // Each rank's GPU is its own device (local rank i on GPU i): only CPU against GPU is an error.
 TEST(RequestValidatorTest, DifferentGpusOfTheRanksAgree) {
-  Request a = Req(0, {2}), b = Req(1, {2});
+  Request a = RankReq(0, {2}), b = RankReq(1, {2});
   a.device = 0;
   b.device = 1;
   Response r = ConstructResponse({a, b}, false, 2);
@@ -78,14 +78,14 @@ TEST(RequestValidatorTest, DifferentGpusOfTheRanksAgree) {
 }
 
 TEST(RequestValidatorTest, OpsThatCannotRunWithJoinedRanks) {
-  Response r = ConstructResponse({Req(0, {2}, OpType::kBroadcast)}, true, 2);
+  Response r = ConstructResponse({RankReq(0, {2}, OpType::kBroadcast)}, true, 2);
   EXPECT_EQ(r.error, "Broadcast is not supported with Join at this time.");
-  Response ok = ConstructResponse({Req(0, {2})}, true, 2);
+  Response ok = ConstructResponse({RankReq(0, {2})}, true, 2);
   EXPECT_EQ(ok.type, OpType::kAllreduce);
 }
 
 TEST(RequestValidatorTest, ScalarReducescatterIsRejected) {
-  Response r = ConstructResponse({Req(0, {}, OpType::kReducescatter)}, false, 1);
+  Response r = ConstructResponse({RankReq(0, {}, OpType::kReducescatter)}, false, 1);
   EXPECT_EQ(r.error, "Rank zero tried to reducescatter a rank-zero tensor.");
 }
 
