@@ -17,6 +17,7 @@
 
 namespace hvd::launcher {
 
+// A duration of the session's options (seconds) as whole milliseconds, truncated.
 inline std::chrono::milliseconds Millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
 }
