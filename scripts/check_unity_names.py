@@ -20,6 +20,14 @@ _KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "decltype", "al
              "static_assert", "noexcept", "catch"}
 
 
+def _in_number(text, i):
+    """True when the quote at text[i] sits inside a number literal (a digit separator)."""
+    j = i
+    while j > 0 and (text[j - 1].isalnum() or text[j - 1] in "'_."):
+        j -= 1
+    return j < i and text[j].isdigit()
+
+
 def _strip(text):
     """Text with comments, string and character literals blanked (newlines kept)."""
     out = []
@@ -45,6 +53,9 @@ def _strip(text):
             j = n if end < 0 else end + len(m.group(1)) + 2
             out.append('""' + "\n" * text.count("\n", i, j))
             i = j
+        elif c == "'" and _in_number(text, i):
+            out.append(c)  # a digit separator (3'000'001), not a character literal
+            i += 1
         elif c in "\"'":
             j = i + 1
             while j < n and text[j] != c:
