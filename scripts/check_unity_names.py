@@ -90,32 +90,29 @@ def file_local_functions(text):
     """Names of the functions `text` defines in an anonymous namespace or as `static`."""
     text = _strip(text)
     names = set()
-    stack = []  # per open brace: "anon", "ns" or "other"
-    head_start = 0
+    stack = []  # per open brace: "anon", "ns" or "other" (a class, a function, an initializer)
+    head_start = 0  # where the text ahead of the next brace or semicolon starts
     for i, c in enumerate(text):
-        if c in ";}" or (c == "{" and stack and stack[-1] == "other"):
-            if c == "}" and stack:
+        if c == "}":
+            if stack:
                 stack.pop()
-            head_start = i + 1
-            if c == "{":
-                stack.append("other")
-            continue
-        if c != "{":
-            continue
-        head = text[head_start:i]
-        at_namespace_scope = all(kind != "other" for kind in stack)
-        if re.search(r"\bnamespace\s*$", head) or re.search(r'\bextern\s*""\s*$', head):
-            stack.append("anon" if re.search(r"\bnamespace\s*$", head) else "ns")
-        elif re.search(r"\bnamespace\s+[\w:]+\s*$", head):
-            stack.append("ns")
-        else:
-            if at_namespace_scope:
+        elif c == "{":
+            head = text[head_start:i]
+            if "other" in stack:
+                kind = "other"  # nested in a class or function body: not at namespace scope
+            elif re.search(r"\bnamespace\s*$", head):
+                kind = "anon"
+            elif re.search(r'\bnamespace\s+[\w:]+\s*$|\bextern\s*""\s*$', head):
+                kind = "ns"
+            else:
+                kind = "other"
                 name = _function_name(head)
-                local = "anon" in stack or re.match(r"\s*(template\s*<[^{;]*?>\s*)?static\b",
-                                                     head)
-                if name and local:
+                static = re.match(r"\s*(template\s*<[^{;]*?>\s*)?static\b", head)
+                if name and ("anon" in stack or static):
                     names.add(name)
-            stack.append("other")
+            stack.append(kind)
+        elif c != ";":
+            continue
         head_start = i + 1
     return names
 
