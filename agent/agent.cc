@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "agent/rank_launch.h"
+#include "common/duration.h"
 #include "common/job_key.h"
 
 namespace hvd::agent {
@@ -38,10 +39,6 @@ std::vector<int> ReadSignals(int signal_fd) {
 }
 
 bool IsTerminationSignal(int s) { return s == SIGTERM || s == SIGINT || s == SIGHUP; }
-
-std::chrono::milliseconds Millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
-}
 
 std::string HostName() {
   char name[256] = {};

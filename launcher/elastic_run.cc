@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "common/duration.h"
 #include "common/elastic_messages.h"
 #include "common/fd.h"
 #include "common/job_key.h"
@@ -36,10 +37,6 @@
 
 namespace hvd::launcher {
 namespace {
-
-std::chrono::milliseconds Millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
-}
 
 int TotalSlots(const std::vector<discovery::HostSlots>& hosts) {
   int slots = 0;

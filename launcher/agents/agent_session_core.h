@@ -3,7 +3,6 @@
 #ifndef HVD_LAUNCHER_AGENTS_AGENT_SESSION_CORE_H_
 #define HVD_LAUNCHER_AGENTS_AGENT_SESSION_CORE_H_
 
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -13,14 +12,10 @@
 #include <string>
 #include <thread>
 
+#include "common/duration.h"
 #include "launcher/agents/agent_session.h"
 
 namespace hvd::launcher {
-
-// A duration of the session's options (seconds) as whole milliseconds, truncated.
-inline std::chrono::milliseconds Millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
-}
 
 // One rank of a session. `exit_event_fd` and the fields marked "mu" are shared (under
 // Core::mu); the rest belongs to the I/O thread.
