@@ -167,7 +167,10 @@ def main():
         print(f"# {args.model}, batch {args.batch_size} per rank, {n} rank(s), {where}, "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, median of {args.rounds} "
               f"rounds of {args.iters} x {args.batches} batches, images/s per rank")
-        print(f"hvd {hvd_rate:.1f}  {peer_name} {peer_rate:.1f}  hvd/peer "
+        # HVD_GPU_ASYNC_COMPLETION=1: NCCL allreduces complete off hvd's cycle (docs/gpu.md).
+        mode = " (async completion)" if os.environ.get(
+            "HVD_GPU_ASYNC_COMPLETION", "0").lower() in ("1", "true", "yes", "on") else ""
+        print(f"hvd{mode} {hvd_rate:.1f}  {peer_name} {peer_rate:.1f}  hvd/peer "
               f"{hvd_rate / peer_rate:.3f}")
     hvd.shutdown()
 

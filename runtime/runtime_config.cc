@@ -291,6 +291,7 @@ Status LoadGpu(const env::Environment& env, RuntimeConfig* c) {
     }
     *staged = op_mode == "mpi" || op_mode == "gloo";
   }
+  HVD_ASSIGN_OR_RETURN(c->gpu_async_completion, env.GetBool("HVD_GPU_ASYNC_COMPLETION"));
   // NCCL's own variable, read as NCCL reads it (not one of hvd's: no HVD_ name, no default).
   c->gpu_host_id = env.Raw("NCCL_HOSTID").value_or("");
   return Status::OK();

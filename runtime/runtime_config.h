@@ -51,6 +51,9 @@ struct RuntimeConfig {
   struct GpuStagedOps {
     bool allgather = false, broadcast = false, alltoall = false, reducescatter = false;
   } gpu_staged;
+  // HVD_GPU_ASYNC_COMPLETION: a NCCL allreduce completes off the cycle (GpuGroup::Defer), as
+  // Horovod's finalizer threads complete its GPU ops; off: the cycle waits for each NCCL call.
+  bool gpu_async_completion = false;
   // NCCL_HOSTID: the machine this rank declares to NCCL, and to the GPU path's decision (ranks
   // that declare different ones have GPUs of their own); empty: the kernel's host name.
   std::string gpu_host_id;

@@ -170,6 +170,9 @@ else
         --start-timeout 120 "$build/test/gpu_e2e/hvd_gpu_worker" all
     }
     gpu_worker gpu_worker_np3_nccl 4 -np 3
+    # NCCL allreduces completed on each group's completion thread (docs/gpu.md "Completion off
+    # the cycle"): that thread against the cycle's, the handles and the group's end.
+    HVD_GPU_ASYNC_COMPLETION=1 gpu_worker gpu_worker_np3_nccl_async 4 -np 3
     gpu_worker gpu_worker_np2_staged 1 -np 2
     gpu_worker gpu_worker_np4_hierarchical 2 -np 4 -H localhost:2,127.0.0.1:2 \
       --hierarchical-allreduce

@@ -114,7 +114,8 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
   join_device_.store(-1);
   executor_ = std::make_unique<OpExecutor>(
       fusion_buffer_.get(), &handles_, timeline_.get(), gpu_.get(),
-      GpuOptions{config.gpu_operations, config.hierarchical_allreduce == "on", config.gpu_staged},
+      GpuOptions{config.gpu_operations, config.hierarchical_allreduce == "on", config.gpu_staged,
+                 config.gpu_async_completion},
       &join_device_);
   cache_enabled_ = true;
   autotuner_.reset();
@@ -467,11 +468,16 @@ Runtime::Drive Runtime::TryDrive() {
     request_shutdown = shutdown_requested_;
   }
   CycleResult total;
-  if (!IterateLocked(request_shutdown, &total)) StopIterations();
+  const bool go_on = IterateLocked(request_shutdown, &total);
+  if (!go_on) StopIterations();
+  // Nothing to do on this rank but GPU completions off the cycle: another iteration now would
+  // be an empty negotiation round with the peers, again and again until the device is done.
+  const bool idle = go_on && !total.progress && !total.mine_pending && executor_ != nullptr &&
+                    executor_->deferred_in_flight() > 0;
   cycle.unlock();
   // Another caller that found this iteration running (kBusy) may run the next.
   if (drivers_.load() > 1) handles_.WakeWaiters();
-  return Drive::kRan;
+  return idle ? Drive::kRanIdle : Drive::kRan;
 }
 
 void Runtime::WakeLoopIfPending() {
@@ -592,7 +598,11 @@ Status Runtime::Wait(int64_t handle, std::chrono::duration<double> timeout) {
     if (drive) {
       const Drive d = TryDrive();
       if (d == Drive::kRan) continue;
-      if (d == Drive::kNotAllowed) stop_driving();
+      // kRanIdle: the handle waits for the device, not for a cycle. Driving on, this caller
+      // would block in empty negotiation rounds until its peers ran theirs, however early its
+      // handle finished; the background thread runs them at its idle pace, and the completion
+      // wakes this caller (HandleManager::FinishParts).
+      if (d == Drive::kNotAllowed || d == Drive::kRanIdle) stop_driving();
     }
     const auto slice = forever ? kSlice : std::min<Clock::duration>(kSlice, deadline - now);
     handles_.WaitDone(handle, slice, wakes);

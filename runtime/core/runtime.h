@@ -185,7 +185,9 @@ class Runtime {
   // Runs one iteration in the calling thread if no other thread is running one and the loop
   // still runs: kRan if it did, kBusy while another thread runs one, kNotAllowed when callers
   // may not drive (any more): the loop stopped or is stopping.
-  enum class Drive { kRan, kBusy, kNotAllowed };
+  // kRanIdle: ran one that found nothing to do but GPU completions off the cycle
+  // (OpExecutor::deferred_in_flight).
+  enum class Drive { kRan, kRanIdle, kBusy, kNotAllowed };
   Drive TryDrive();
   // Whether a waiting caller may run iterations at all (see callers_drive_).
   bool CallersMayDrive() const { return callers_drive_.load(std::memory_order_relaxed); }

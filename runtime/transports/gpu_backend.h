@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -67,6 +68,32 @@ class GpuGroup {
   virtual Status Finish(const char* what) = 0;
   // Thread-safe: a call in flight (or the next one) fails promptly with kAborted.
   virtual void Abort() = 0;
+
+  // Completion off the cycle (HVD_GPU_ASYNC_COMPLETION=1; Horovod's finalizer threads).
+  //
+  // EnqueueAllreduce is Allreduce without its wait: it returns once the work is enqueued on the
+  // group's stream, as Allgatherv does. Defer then hands the completion of everything enqueued
+  // so far to the group: `done(status)` is called exactly once, on a thread of the group's, when
+  // the device has passed that point (OK) or the group failed (its error: a NCCL error, the
+  // backend's timeout, Abort, FailDeferred), in the order of the Defer calls. A non-OK return
+  // means nothing was deferred (`done` is never called) and the group is unusable, as a failed
+  // call. The work enqueued later on the stream is ordered behind, so the cycle goes on to the
+  // next op at once. The defaults (a group that completes every call before it returns, as the
+  // tests' fake): EnqueueAllreduce is Allreduce, Defer calls `done` at once.
+  using DeferredDone = std::function<void(const Status&)>;
+  virtual Status EnqueueAllreduce(std::span<const void* const> inputs,
+                                  std::span<void* const> outputs, std::span<const int64_t> counts,
+                                  DataType dtype, ReduceOp op, double prescale, double postscale) {
+    return Allreduce(inputs, outputs, counts, dtype, op, prescale, postscale);
+  }
+  virtual Status Defer(const char* /*what*/, DeferredDone done) {
+    done(Status::OK());
+    return Status::OK();
+  }
+  // Any thread: every completion deferred and not yet done fails with `status` (the runtime's
+  // failure: a peer that exited, a shutdown), and so does every later one; the next call on the
+  // group fails too. The runtime calls it when it fails the set's other work.
+  virtual void FailDeferred(const Status& /*status*/) {}
 };
 
 // Gives back a device output (GpuBackend::AllocDeviceOutput) and returns true, or returns false

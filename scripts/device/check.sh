@@ -136,7 +136,12 @@ if has nccl; then
   step "resnet50 np1" 60 "$out/nccl_bench.log" hvdrun -np 1 python3 bench/gpu_train.py
   step "resnet50 2 NCCL ranks" 90 "$out/nccl_bench.log" \
     hvdrun -np 2 -H localhost:1,127.0.0.1:1 python3 bench/gpu_train.py
-  grep -E "hvd/peer" "$out/nccl_bench.log" | tail -4 >>"$summary"
+  # The same with NCCL allreduces completed off the cycle (HVD_GPU_ASYNC_COMPLETION=1, off by
+  # default until this row says it pays: docs/gpu.md "Completion off the cycle"), against DDP
+  # in its own run; the bench prints the knob's value on its line.
+  HVD_GPU_ASYNC_COMPLETION=1 step "resnet50 2 NCCL ranks, async completion" 90 \
+    "$out/nccl_bench.log" hvdrun -np 2 -H localhost:1,127.0.0.1:1 python3 bench/gpu_train.py
+  grep -E "hvd/peer" "$out/nccl_bench.log" | tail -6 >>"$summary"
   # Where the 2-rank gap to DDP goes: the same job, one short round, with hvd's timeline of both
   # ranks (its NCCL_ALLREDUCE count and sizes per step, against DDP's 25 MiB buckets; and the
   # gaps between NCCL calls that are queued on both ranks: what completing GPU ops off the cycle,

@@ -1,9 +1,13 @@
 #include "test/fakes/fake_gpu.h"
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <set>
+#include <thread>
 
 #include "runtime/transports/reduction.h"
 
@@ -47,6 +51,13 @@ class FakeGroup final : public runtime::GpuGroup {
       : cpu_(cpu), log_(std::move(log)), fail_call_(fail_call), backend_aborted_(backend_aborted) {}
   ~FakeGroup() override {
     if (unfinished_ > 0) Violation();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      if (failure_.ok()) failure_ = Status::Aborted("fake NCCL: the group was closed");
+    }
+    cv_.notify_all();
+    if (completer_.joinable()) completer_.join();
   }
 
   const char* name() const override { return "NCCL"; }
@@ -58,6 +69,57 @@ class FakeGroup final : public runtime::GpuGroup {
                    std::span<const int64_t> counts, DataType dtype, ReduceOp op, double prescale,
                    double postscale) override {
     HVD_RETURN_IF_ERROR(Enter("Allreduce", true));
+    return Reduce(inputs, outputs, counts, dtype, op, prescale, postscale);
+  }
+  // Completion off the cycle: the work is done at once, its completion reported on the group's
+  // own thread after a pause standing in for the device's time (the caller must have gone on
+  // to wait for it by then), in Defer's order.
+  Status EnqueueAllreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
+                          std::span<const int64_t> counts, DataType dtype, ReduceOp op,
+                          double prescale, double postscale) override {
+    HVD_RETURN_IF_ERROR(Enter("EnqueueAllreduce", false));
+    return Reduce(inputs, outputs, counts, dtype, op, prescale, postscale);
+  }
+  Status Defer(const char* what, DeferredDone done) override {
+    log_->Add(std::string("Defer(") + what + ")");
+    if (unfinished_ == 0) Violation();
+    unfinished_ = 0;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failure_.ok()) return failure_;
+    if (!completer_.joinable()) completer_ = std::thread([this] { Complete(); });
+    deferred_.push_back(std::move(done));
+    cv_.notify_all();
+    return Status::OK();
+  }
+  void FailDeferred(const Status& status) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (failure_.ok()) failure_ = status;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void Complete() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || !deferred_.empty(); });
+      if (deferred_.empty()) return;
+      DeferredDone done = std::move(deferred_.front());
+      deferred_.pop_front();
+      // The device's time, cut short by a failure of the set.
+      cv_.wait_for(lock, std::chrono::milliseconds(2), [&] { return !failure_.ok(); });
+      const Status status = !failure_.ok() ? failure_
+                            : Stopped()    ? Status::Aborted("fake NCCL: aborted")
+                                           : Status::OK();
+      lock.unlock();
+      done(status);
+      lock.lock();
+    }
+  }
+  Status Reduce(std::span<const void* const> inputs, std::span<void* const> outputs,
+                std::span<const int64_t> counts, DataType dtype, ReduceOp op, double prescale,
+                double postscale) {
     const size_t elem = runtime::DataTypeSize(dtype);
     int64_t total = 0;
     for (int64_t c : counts) total += c;
@@ -79,6 +141,8 @@ class FakeGroup final : public runtime::GpuGroup {
     }
     return Status::OK();
   }
+
+ public:
   Status Broadcast(const void* input, void* output, int64_t bytes, int root) override {
     HVD_RETURN_IF_ERROR(Enter("Broadcast", true));
     if (cpu_->rank() == root && input != output && bytes > 0) std::memcpy(output, input, bytes);
@@ -143,6 +207,13 @@ class FakeGroup final : public runtime::GpuGroup {
   std::atomic<bool> aborted_{false};
   int calls_ = 0;
   int unfinished_ = 0;
+  // Completion off the cycle (Defer): guarded by mu_.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<DeferredDone> deferred_;
+  Status failure_;
+  bool stop_ = false;
+  std::thread completer_;
 };
 
 }  // namespace

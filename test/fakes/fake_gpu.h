@@ -22,8 +22,9 @@ namespace hvd::testing {
 struct FakeGpuLog {
   std::mutex mu;
   std::vector<std::string> calls;  // "Allgatherv", "Finish(allgather)", ... in call order
-  // An enqueue-only call (Allgatherv, ReduceScatter, Alltoallv) not followed by Finish before
-  // the op's next call that waits (Allreduce, Broadcast) or its end; and a Finish without one.
+  // An enqueue-only call (Allgatherv, ReduceScatter, Alltoallv, EnqueueAllreduce) not followed
+  // by Finish (or Defer) before the op's next call that waits (Allreduce, Broadcast) or its
+  // end; and a Finish or Defer without one.
   int contract_violations = 0;
   void Add(const std::string& call) {
     std::lock_guard<std::mutex> lock(mu);

@@ -420,6 +420,11 @@ void CudaErrors() {
       {"cudaMemcpyAsync", cudaErrorInvalidValue, "allreduce", HVD_INT16},  // staged
       {"cudaStreamWaitEvent", cudaErrorInvalidValue, "allreduce", HVD_FLOAT32},
       {"cudaEventQuery", cudaErrorLaunchFailure, "allreduce", HVD_INT16},
+      // The producer's event at the call (MarkReady).
+      {"cudaEventRecord", cudaErrorInvalidValue, "allreduce", HVD_FLOAT32},
+      // A NCCL allreduce's wait for the device: on the cycle, or with
+      // HVD_GPU_ASYNC_COMPLETION=1 on the group's completion thread (gpu_emu_worker_async_*).
+      {"cudaEventQuery", cudaErrorLaunchFailure, "allreduce", HVD_FLOAT32},
       {"ncclAllReduce", kNcclUnhandledCudaError, "allreduce", HVD_FLOAT32},
       {"ncclAllGather", kNcclUnhandledCudaError, "allgather", HVD_FLOAT32},
       {"cudaMallocFromPoolAsync", cudaErrorMemoryAllocation, "allgather", HVD_FLOAT32},

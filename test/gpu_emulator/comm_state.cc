@@ -103,6 +103,7 @@ ncclResult_t Join(CommState& c) {
   // The segment starts zeroed; nranks and magic are written by everyone alike.
   c.header->nranks = static_cast<uint32_t>(c.nranks);
   c.header->magic = kMagic;
+  c.mapped_header.store(c.header);
   if (c.header->joined.fetch_add(1) + 1 == n) {
     c.header->generation.fetch_add(1);
     Wake(&c.header->generation);

@@ -76,6 +76,9 @@ struct CommState {
   size_t box_bytes = 0;
   size_t mapped = 0;
   Header* header = nullptr;
+  // `header` once mapped, for ncclCommAbort, which may come from another thread while a
+  // non-blocking init's thread still maps it.
+  std::atomic<Header*> mapped_header{nullptr};
   char* slots = nullptr;     // nranks slots of slot_bytes
   Mailbox* boxes = nullptr;  // nranks * nranks: [from * nranks + to]
   char* box_data = nullptr;

@@ -435,9 +435,9 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   comm->state->aborted = true;
   // An init that never finished leaves the segment's name to whoever stops waiting.
   if (comm->state->async.load() == ncclInProgress) shm_unlink(comm->state->name.c_str());
-  if (comm->state->header != nullptr) {
-    Wake(&comm->state->header->generation);
-    Wake(&comm->state->header->p2p);
+  if (Header* header = comm->state->mapped_header.load()) {
+    Wake(&header->generation);
+    Wake(&header->p2p);
   }
   delete comm;  // the state lives on while queued work holds it
   return ncclSuccess;

@@ -20,10 +20,11 @@ int64_t Align64(int64_t n) { return (n + 63) / 64 * 64; }
 
 namespace {
 
-Status Failed(const Response& r, const Status& s) {
-  return Status(s.code(), std::string(OpTypeName(r.type)) + " of '" + r.names.front() +
-                              "' failed: " + s.message());
+Status Failed(OpType type, const std::string& name, const Status& s) {
+  return Status(s.code(),
+                std::string(OpTypeName(type)) + " of '" + name + "' failed: " + s.message());
 }
+Status Failed(const Response& r, const Status& s) { return Failed(r.type, r.names.front(), s); }
 
 }  // namespace
 
@@ -118,9 +119,33 @@ Status OpExecutor::Execute(const Response& r, std::span<TensorEntry* const> entr
              : r.device >= 0 && r.type != OpType::kBarrier ? RunGpu(r, entries, comm, gpu)
                                                            : Run(r, entries, comm);
   if (recording_) RecordEnd(r, entries);
+  if (s.ok() && defer_group_ != nullptr) s = DeferCompletion(r, entries);
+  defer_group_ = nullptr;
   if (!s.ok()) s = Failed(r, s);
   *outcome = s;
   return s;
+}
+
+Status OpExecutor::DeferCompletion(const Response& r, std::span<TensorEntry* const> entries) {
+  std::vector<int64_t> handles;
+  handles.reserve(entries.size());
+  for (const TensorEntry* e : entries) {
+    if (e != nullptr) handles.push_back(e->handle);
+  }
+  deferred_in_flight_->fetch_add(1);
+  Status s = defer_group_->Defer(
+      "allreduce", [manager = handles_, handles = std::move(handles), counter = deferred_in_flight_,
+                    name = r.names.front(), type = r.type](const Status& done) {
+        // Failed()'s message, as the op's synchronous failure reads.
+        manager->FinishParts(handles, done.ok() ? done : Failed(type, name, done));
+        counter->fetch_sub(1);
+      });
+  if (!s.ok()) {
+    deferred_in_flight_->fetch_sub(1);
+    return s;
+  }
+  deferred_ = true;
+  return Status::OK();
 }
 
 Status OpExecutor::CopyReduced(const Response& r, TensorEntry* entry, const void* reduced,

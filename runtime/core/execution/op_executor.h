@@ -40,6 +40,10 @@ struct GpuOptions {
   std::string operations = "auto";      // HVD_GPU_OPERATIONS, normalised
   bool hierarchical_allreduce = false;  // HVD_HIERARCHICAL_ALLREDUCE=1: HierarchicalNcclAllreduce
   RuntimeConfig::GpuStagedOps staged;   // ops staged even where the set runs on NCCL
+  // HVD_GPU_ASYNC_COMPLETION=1: a NCCL allreduce's handles complete on its group's completion
+  // thread once the device finished it (GpuGroup::Defer), not on the cycle, which goes on to
+  // the next op at once.
+  bool async_completion = false;
 };
 
 // A process set's GPU state, owned by its Controller: whether its GPU ops run on NCCL, decided
@@ -113,6 +117,13 @@ class OpExecutor {
   Status Execute(const Response& response, std::span<TensorEntry* const> entries,
                  Communicator* comm, Status* outcome, GpuSetState* gpu = nullptr,
                  const void* reduced = nullptr);
+  // True (once) when the last Execute deferred the completion of its handles to a GPU group
+  // (GpuOptions::async_completion): the group finishes them, with *outcome's message prefix
+  // on failure; the caller must neither finish them nor touch the entries again.
+  bool TakeDeferred() { return std::exchange(deferred_, false); }
+  // Deferred completions not yet done, on every set (a waiting caller then waits for its
+  // handle instead of running empty cycles: Runtime::Wait). Any thread.
+  int64_t deferred_in_flight() const { return deferred_in_flight_->load(); }
 
  private:
   // The CPU path of a data response (host memory).
@@ -209,6 +220,10 @@ class OpExecutor {
   // rank's parts of all tensors together (Horovod's layout).
   Status FusedReducescatter(const Response& r, std::span<TensorEntry* const> entries,
                             Communicator* comm);
+  // Hands the completion of `r` (enqueued on defer_group_) to that group: its handles finish
+  // when the device has passed it (Execute's last step, after the timeline's End: the entries
+  // may be released as soon as the handles finish).
+  Status DeferCompletion(const Response& r, std::span<TensorEntry* const> entries);
   // Timeline helpers; no-ops unless recording_ (set per response by Execute).
   void ActivityStart(const Response& r, std::string_view activity);
   void ActivityEnd(const Response& r);
@@ -222,6 +237,11 @@ class OpExecutor {
   GpuOptions gpu_options_;
   const std::atomic<int>* join_device_;
   int last_device_ = -1;  // the device of this rank's last GPU op (a joined rank has none)
+  GpuGroup* defer_group_ = nullptr;  // set by the NCCL allreduce it enqueued, for Execute
+  bool deferred_ = false;            // TakeDeferred
+  // Shared with the completions' callbacks, which may run after the executor is gone.
+  std::shared_ptr<std::atomic<int64_t>> deferred_in_flight_ =
+      std::make_shared<std::atomic<int64_t>>(0);
   bool recording_ = false;
   // FusedAllgather's per-rank block bytes and unpack cursors (FusedReducescatter: each
   // tensor's packing cursor), kept so they allocate nothing but the outputs.

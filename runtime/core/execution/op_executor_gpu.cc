@@ -189,8 +189,16 @@ Status OpExecutor::NcclAllreduce(const Response& r, std::span<TensorEntry* const
     gpu_outputs_.push_back(e != nullptr ? e->output : nullptr);
   }
   if (recording_) ActivityStart(r, std::string(group->name()) + "_ALLREDUCE");
-  Status s = group->Allreduce(gpu_inputs_, gpu_outputs_, gpu_counts_, r.dtype,
-                              BackendOp(r.reduce_op), prescale, postscale);
+  Status s;
+  if (gpu_options_.async_completion) {
+    // Enqueued only: Execute hands its completion to the group (DeferCompletion).
+    s = group->EnqueueAllreduce(gpu_inputs_, gpu_outputs_, gpu_counts_, r.dtype,
+                                BackendOp(r.reduce_op), prescale, postscale);
+    if (s.ok()) defer_group_ = group;
+  } else {
+    s = group->Allreduce(gpu_inputs_, gpu_outputs_, gpu_counts_, r.dtype, BackendOp(r.reduce_op),
+                         prescale, postscale);
+  }
   ActivityEnd(r);
   return s;
 }

@@ -591,12 +591,18 @@ Status Controller::Process(std::span<const Response> responses, bool put_in_cach
     Status outcome;
     Status s =
         executor_->Execute(response, entries_, via ? via : comm_.get(), &outcome, &gpu_, reduced);
-    finished_.clear();
-    for (const TensorEntry* e : entries_) {
-      if (e) finished_.push_back(e->handle);
+    if (executor_->TakeDeferred()) {
+      // The GPU group finishes the handles (OpExecutor::TakeDeferred); the entries may be
+      // released at any moment from now on.
+      entries_.clear();
+    } else {
+      finished_.clear();
+      for (const TensorEntry* e : entries_) {
+        if (e) finished_.push_back(e->handle);
+      }
+      entries_.clear();  // the caller may release them once their handles are finished
+      handles_->FinishParts(finished_, outcome);
     }
-    entries_.clear();  // the caller may release them once their handles are finished
-    handles_->FinishParts(finished_, outcome);
     HVD_RETURN_IF_ERROR(s);
     if (report_executed_ && response.type != OpType::kError) result->executed.push_back(response);
   }
@@ -644,6 +650,9 @@ Status Controller::ProcessControl(const Response& response) {
 }
 
 void Controller::FailAll(const Status& status) {
+  // Completions handed to the set's GPU groups (GpuGroup::Defer) fail with the same status.
+  if (gpu_.group != nullptr) gpu_.group->FailDeferred(status);
+  if (gpu_.local_group != nullptr) gpu_.local_group->FailDeferred(status);
   waiting_.clear();
   for (TensorEntry& e : queue_->TakeAll()) handles_->FinishPart(e.handle, status);
 }

@@ -199,6 +199,7 @@ NcclGroup::NcclGroup(CudaBackend* backend, ncclComm_t comm, int device, int rank
 
 NcclGroup::~NcclGroup() {
   backend_->Unregister(this);
+  StopCompletions(Status::Aborted("the NCCL group was closed before its op completed"));
   if (stats_.settled > 0 && HVD_LOG_ENABLED(debug)) {
     auto mean_us = [](std::chrono::nanoseconds total, int64_t n) {
       return n > 0 ? static_cast<double>(total.count()) / 1e3 / static_cast<double>(n) : 0.0;
@@ -209,12 +210,20 @@ NcclGroup::~NcclGroup() {
         size_, rank_, device_, stats_.settled, stats_.in_progress,
         mean_us(stats_.in_progress_time, stats_.in_progress), stats_.waits,
         mean_us(stats_.wait_time, stats_.waits));
+    if (deferred_waits_.load() > 0) {
+      HVD_LOG_DEBUG(
+          "NCCL group of {} members (member {}): {} completions off the cycle ({:.1f} us "
+          "each from Defer to done)",
+          size_, rank_, deferred_waits_.load(),
+          mean_us(std::chrono::nanoseconds(deferred_wait_ns_.load()), deferred_waits_.load()));
+    }
   }
   // Destroyed on whichever thread clears the process set (hvd.shutdown's): keep its device.
   ScopedDevice scoped(device_);
   // Abort, not destroy: destroying may wait for peers that are gone; aborting frees locally.
   AbortComm();
   if (done_ != nullptr) cudaEventDestroy(done_);
+  for (cudaEvent_t e : spare_events_) cudaEventDestroy(e);
   if (fusion_ != nullptr) cudaFree(fusion_);
 }
 
@@ -234,8 +243,18 @@ Status NcclGroup::Scale(const void* in, void* out, int64_t count, ncclDataType_t
 }
 
 void NcclGroup::AbortComm() {
+  std::lock_guard<std::mutex> lock(comm_mu_);
   if (comm_ != nullptr) ncclCommAbort(comm_);
   comm_ = nullptr;
+}
+
+Status NcclGroup::Usable() {
+  if (deferred_failed_.load()) {
+    AbortComm();  // the work queued on the communicator is in an unknown state
+    return DeferredFailure();
+  }
+  if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
+  return Status::OK();
 }
 
 Status NcclGroup::NcclFailure(const char* what, ncclResult_t result) {
@@ -246,7 +265,9 @@ Status NcclGroup::NcclFailure(const char* what, ncclResult_t result) {
   return result == ncclRemoteError ? Status::RemoteError(message) : Status::Internal(message);
 }
 
-bool NcclGroup::Stopping() const { return abort_requested_.load() || backend_->aborted(); }
+bool NcclGroup::Stopping() const {
+  return abort_requested_.load() || backend_->aborted() || deferred_failed_.load();
+}
 
 bool NcclGroup::PeerGone(std::chrono::steady_clock::time_point* next, Status* gone) const {
   if (peers_ == nullptr) return false;
@@ -276,6 +297,7 @@ Status NcclGroup::Settle(ncclResult_t result, const char* what) {
   AbortComm();
   if (waited == NcclWait::kStopped) {
     if (!gone.ok()) return Status::RemoteError(std::string("NCCL ") + what + ": " + gone.message());
+    if (deferred_failed_.load()) return DeferredFailure();
     return Status::Aborted(std::string("NCCL ") + what + " aborted");
   }
   return Status::Timeout(std::string("NCCL ") + what + " was not enqueued within " +
@@ -300,6 +322,7 @@ Status NcclGroup::Wait(cudaStream_t stream, const char* what) {
         ncclResult_t async = ncclSuccess;
         ncclCommGetAsyncError(comm_, &async);
         if (async != ncclSuccess && async != ncclInProgress) return NcclFailure(what, async);
+        if (deferred_failed_.load()) return DeferredFailure();
         if (Stopping()) {
           return Status::Aborted(std::string("NCCL ") + what + " aborted");
         }
@@ -338,7 +361,15 @@ Result<void*> NcclGroup::Fusion(int64_t bytes) {
 Status NcclGroup::Allreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
                             std::span<const int64_t> counts, DataType dtype, ReduceOp op,
                             double prescale, double postscale) {
-  if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
+  HVD_RETURN_IF_ERROR(EnqueueAllreduce(inputs, outputs, counts, dtype, op, prescale, postscale));
+  HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
+  return Wait(stream, "allreduce");
+}
+
+Status NcclGroup::EnqueueAllreduce(std::span<const void* const> inputs,
+                                   std::span<void* const> outputs, std::span<const int64_t> counts,
+                                   DataType dtype, ReduceOp op, double prescale, double postscale) {
+  HVD_RETURN_IF_ERROR(Usable());
   ncclDataType_t type;
   ncclRedOp_t nop;
   if (!NcclType(dtype, &type) || !NcclOp(op, &nop)) {
@@ -354,8 +385,7 @@ Status NcclGroup::Allreduce(std::span<const void* const> inputs, std::span<void*
                             type, nop, plan, stream);
   // Legal once the allreduce that uses it is enqueued (settled), or on no communicator at all.
   if (scaled && comm_ != nullptr) ncclRedOpDestroy(nop, comm_);
-  HVD_RETURN_IF_ERROR(enqueued);
-  return Wait(stream, "allreduce");
+  return enqueued;
 }
 
 // One tensor: straight from input to output (prescaled: the kernel writes the output, which
@@ -412,7 +442,7 @@ Status NcclGroup::Enqueue(std::span<const void* const> inputs, std::span<void* c
 }
 
 Status NcclGroup::Broadcast(const void* input, void* output, int64_t bytes, int root) {
-  if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
+  HVD_RETURN_IF_ERROR(Usable());
   HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
   HVD_RETURN_IF_ERROR(Settle(
       ncclBroadcast(input, output, static_cast<size_t>(bytes), ncclUint8, root, comm_, stream),
@@ -421,7 +451,7 @@ Status NcclGroup::Broadcast(const void* input, void* output, int64_t bytes, int 
 }
 
 Result<cudaStream_t> NcclGroup::Begin(size_t sizes) {
-  if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
+  HVD_RETURN_IF_ERROR(Usable());
   if (sizes != static_cast<size_t>(size_)) {
     return Status::Internal("NCCL call with " + std::to_string(sizes) + " sizes for " +
                             std::to_string(size_) + " members");
@@ -577,9 +607,129 @@ Status NcclGroup::Alltoallv(const void* input, std::span<const int64_t> send_byt
 }
 
 Status NcclGroup::Finish(const char* what) {
-  if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
+  HVD_RETURN_IF_ERROR(Usable());
   HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
   return Wait(stream, what);
+}
+
+Status NcclGroup::Defer(const char* what, DeferredDone done) {
+  HVD_RETURN_IF_ERROR(Usable());
+  HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
+  Deferred d{nullptr, what, std::move(done), std::chrono::steady_clock::now()};
+  {
+    std::lock_guard<std::mutex> lock(deferred_mu_);
+    if (!spare_events_.empty()) {
+      d.event = spare_events_.back();
+      spare_events_.pop_back();
+    }
+  }
+  if (d.event == nullptr) {
+    const cudaError_t err = cudaEventCreateWithFlags(&d.event, cudaEventDisableTiming);
+    if (err != cudaSuccess) {
+      AbortComm();  // as a failed call: the set fails, the work queued is in an unknown state
+      return CudaError("creating a CUDA event", err);
+    }
+  }
+  const cudaError_t err = cudaEventRecord(d.event, stream);
+  if (err != cudaSuccess) {
+    cudaEventDestroy(d.event);
+    AbortComm();
+    return CudaError(std::string("NCCL ") + what, err);
+  }
+  std::lock_guard<std::mutex> lock(deferred_mu_);
+  if (!completer_.joinable()) completer_ = std::thread([this] { CompleteDeferred(); });
+  deferred_.push_back(std::move(d));
+  deferred_cv_.notify_one();
+  return Status::OK();
+}
+
+void NcclGroup::FailDeferred(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(deferred_mu_);
+    if (!deferred_failure_.ok()) return;
+    deferred_failure_ = status.ok() ? Status::Aborted("NCCL: the process set failed") : status;
+    deferred_failed_ = true;
+  }
+  deferred_cv_.notify_all();
+}
+
+Status NcclGroup::DeferredFailure() {
+  std::lock_guard<std::mutex> lock(deferred_mu_);
+  return deferred_failure_;
+}
+
+void NcclGroup::StopCompletions(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(deferred_mu_);
+    stop_completions_ = true;
+    // Also the completion in progress, if any: the join must not wait out the timeout.
+    if (deferred_failure_.ok()) {
+      deferred_failure_ = status;
+      deferred_failed_ = true;
+    }
+  }
+  deferred_cv_.notify_all();
+  if (completer_.joinable()) completer_.join();
+}
+
+void NcclGroup::CompleteDeferred() {
+  cudaSetDevice(device_);  // the events are the device's
+  std::unique_lock<std::mutex> lock(deferred_mu_);
+  for (;;) {
+    deferred_cv_.wait(lock, [&] { return stop_completions_ || !deferred_.empty(); });
+    if (deferred_.empty()) return;  // stopped, nothing left
+    Deferred d = std::move(deferred_.front());
+    deferred_.pop_front();
+    const Status failure = deferred_failure_;
+    lock.unlock();
+    const Status s = failure.ok() ? WaitDeferred(d) : failure;
+    const auto took = std::chrono::steady_clock::now() - d.since;
+    deferred_waits_.fetch_add(1);
+    deferred_wait_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
+    lock.lock();
+    // The group's own failure, recorded before `done` lets the caller go on (to a shutdown that
+    // closes the group, say). FailDeferred's, the runtime's, is logged by the runtime.
+    if (!s.ok() && deferred_failure_.ok()) {
+      HVD_LOG_ERROR("NCCL group of {} members (member {}): {}", size_, rank_, s.message());
+      deferred_failure_ = s;
+      deferred_failed_ = true;
+    }
+    // An event the device may never pass (a failed op) is not used again.
+    if (s.ok()) {
+      spare_events_.push_back(d.event);
+    } else {
+      cudaEventDestroy(d.event);
+    }
+    lock.unlock();
+    d.done(s);
+    lock.lock();
+  }
+}
+
+Status NcclGroup::WaitDeferred(const Deferred& d) {
+  const std::string what = d.what;
+  return PollEvent(
+      d.event, d.since + backend_->timeout(),
+      [&] {
+        if (deferred_failed_.load()) return DeferredFailure();
+        if (abort_requested_.load() || backend_->aborted()) {
+          return Status::Aborted("NCCL " + what + " aborted");
+        }
+        ncclResult_t async = ncclSuccess;
+        {
+          std::lock_guard<std::mutex> lock(comm_mu_);
+          if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
+          ncclCommGetAsyncError(comm_, &async);
+        }
+        if (async == ncclSuccess || async == ncclInProgress) return Status::OK();
+        const std::string message = "NCCL " + what + " failed: " + ncclGetErrorString(async);
+        return async == ncclRemoteError ? Status::RemoteError(message) : Status::Internal(message);
+      },
+      [&](cudaError_t e) { return CudaError("NCCL " + what, e); },
+      [&] {
+        return Status::Timeout("NCCL " + what + " did not finish within " +
+                               backend_->TimeoutText() + "; a peer is gone or stuck");
+      });
 }
 
 Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communicator* cpu,

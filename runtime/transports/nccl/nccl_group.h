@@ -6,8 +6,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/transports/gpu_backend.h"
@@ -73,6 +77,15 @@ class NcclGroup final : public GpuGroup {
                    std::span<const int64_t> recv_bytes) override;
   Status Finish(const char* what) override;
   void Abort() override { abort_requested_ = true; }
+  Status EnqueueAllreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
+                          std::span<const int64_t> counts, DataType dtype, ReduceOp op,
+                          double prescale, double postscale) override;
+  // An event recorded on the stream, queued for the completion thread (started at the first
+  // Defer), which polls it as Wait does (NCCL's asynchronous error, Abort, the timeout; not
+  // PeerGone: the CPU communicator is the cycle thread's, whose next cycle notices a lost peer
+  // and fails the set, FailDeferred).
+  Status Defer(const char* what, DeferredDone done) override;
+  void FailDeferred(const Status& status) override;
 
  private:
   // Whether a wait should stop: this group's Abort or the backend's.
@@ -86,6 +99,9 @@ class NcclGroup final : public GpuGroup {
   Status NcclFailure(const char* what, ncclResult_t result);
   // Aborts the communicator once; the group is then unusable (comm_ null).
   void AbortComm();
+  // What every call checks first: a live communicator, and no deferred completion failed (one
+  // that did aborts it: the cycle thread's call fails with the completion's error).
+  Status Usable();
   Result<void*> Fusion(int64_t bytes);
   // The communicator is non-blocking (bounded init): a call may answer ncclInProgress while NCCL
   // still enqueues it. Waits until it is enqueued (OK), or fails as Wait does (a NCCL error,
@@ -106,6 +122,24 @@ class NcclGroup final : public GpuGroup {
   // `stream` in its order; a launch failure aborts the communicator. `what` names the step.
   Status Scale(const void* in, void* out, int64_t count, ncclDataType_t type, double factor,
                cudaStream_t stream, const char* what);
+
+  // A completion handed to the completion thread (Defer).
+  struct Deferred {
+    cudaEvent_t event = nullptr;
+    const char* what = "";
+    DeferredDone done;
+    std::chrono::steady_clock::time_point since;  // the timeout counts from Defer
+  };
+  // The completion thread: each deferred completion in turn, its `done` called outside the lock.
+  void CompleteDeferred();
+  // Polls `d.event` as Wait does, without touching the communicator but for
+  // ncclCommGetAsyncError (under comm_mu_) and without aborting it: the cycle thread does that
+  // at its next call (deferred_failed_).
+  Status WaitDeferred(const Deferred& d);
+  // The failure every later deferred completion and call gets (OK: none yet).
+  Status DeferredFailure();
+  // Stops the completion thread: what it still holds fails with `status`.
+  void StopCompletions(const Status& status);
 
   // Where the calls' time went, logged at debug level when the group goes (HVD_LOG_LEVEL=debug):
   // how many NCCL calls (and group ends) were settled, how many of them NCCL answered
@@ -130,6 +164,20 @@ class NcclGroup final : public GpuGroup {
   void* fusion_ = nullptr;
   int64_t fusion_bytes_ = 0;
   std::atomic<bool> abort_requested_{false};
+  // Completion off the cycle. comm_mu_ orders AbortComm (the cycle thread's, or the
+  // destructor's) against the completion thread's ncclCommGetAsyncError; every other use of
+  // comm_ is the cycle thread's.
+  std::mutex comm_mu_;
+  std::mutex deferred_mu_;  // guards the members below
+  std::condition_variable deferred_cv_;
+  std::deque<Deferred> deferred_;
+  std::vector<cudaEvent_t> spare_events_;
+  Status deferred_failure_;
+  bool stop_completions_ = false;
+  std::atomic<bool> deferred_failed_{false};  // deferred_failure_ is set: read without the lock
+  std::atomic<int64_t> deferred_waits_{0};
+  std::atomic<int64_t> deferred_wait_ns_{0};
+  std::thread completer_;
 };
 
 // CudaBackend::CreateGroup: the decision exchange over `cpu` and, for NCCL, the communicator's

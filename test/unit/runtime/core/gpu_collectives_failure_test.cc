@@ -79,6 +79,59 @@ TEST(GpuCollectivesFailureTest, AJoinedRankContributesZerosOnNcclAndRefusesGathe
   for (const auto& log : logs) EXPECT_EQ(log->Count("Allreduce"), 2);  // rank 0's too
 }
 
+// Given NCCL allreduces completed off the cycle (HVD_GPU_ASYNC_COMPLETION=1: the fake group
+// reports each completion on a thread of its own, 2 ms after the work), then a joined rank's
+// zeros, a lone and a fused op, and ten allreduces enqueued before the first wait (the
+// DistributedOptimizer's pattern) give the CPU path's results, every op enqueued and deferred
+// (none waited for on the cycle), and the handles of one op finish together.
+TEST(GpuCollectivesFailureTest, AllreducesCompletedOffTheCycleEqualTheCpuPath) {
+  auto logs = Logs();
+  RunWithFakeGpus(
+      [](int rank, Runtime& rt) {
+        std::vector<float> gpu, cpu;
+        int64_t join = 0;
+        if (rank == 0) {
+          auto j = rt.EnqueueJoin(0);
+          ASSERT_TRUE(j.ok()) << j.status().ToString();
+          join = *j;
+        }
+        AllreduceWithRank0Joined(rt, rank, 0, &gpu);
+        AllreduceWithRank0Joined(rt, rank, -1, &cpu);
+        EXPECT_EQ(gpu, cpu);
+        if (rank != 0) {
+          auto j = rt.EnqueueJoin(0);
+          ASSERT_TRUE(j.ok()) << j.status().ToString();
+          join = *j;
+        }
+        ASSERT_TRUE(WaitAndRelease(rt, join).ok());
+        constexpr int kOps = 10;
+        std::vector<std::vector<float>> grads(kOps);
+        std::vector<int64_t> handles;
+        for (int i = 0; i < kOps; ++i) {
+          grads[i].assign(static_cast<size_t>(100 + i), static_cast<float>(rank + i));
+          OpOptions o;
+          o.name = "async.grad." + std::to_string(i);
+          auto spec =
+              Spec(grads[i].data(), DataType::kFloat32, {static_cast<int64_t>(grads[i].size())});
+          spec.device = 0;
+          auto h = rt.EnqueueAllreduce({spec}, {spec}, o, false);
+          ASSERT_TRUE(h.ok()) << h.status().ToString();
+          handles.push_back(*h);
+        }
+        for (int i = 0; i < kOps; ++i) {
+          ASSERT_TRUE(WaitAndRelease(rt, handles[i]).ok()) << i;
+          // 0 + 1 + 2 (the ranks) + 3 i
+          for (float v : grads[i]) ASSERT_EQ(v, 3.0f + 3.0f * static_cast<float>(i)) << i;
+        }
+      },
+      logs, true, {}, [](runtime::RuntimeConfig* c) { c->gpu_async_completion = true; });
+  for (const auto& log : logs) {
+    EXPECT_EQ(log->Count("Allreduce"), 0);
+    EXPECT_EQ(log->Count("EnqueueAllreduce"), log->Count("Defer(allreduce)"));
+    EXPECT_GE(log->Count("EnqueueAllreduce"), 3);  // the lone, the fused, 1-10 for the ten
+  }
+}
+
 // Given every rank's first NCCL call failing (as a NCCL error would), then the allgather fails
 // on every rank with that error and its device outputs are given back (RunWithFakeGpus checks
 // that none is left), and the runtime refuses later ops as after any communicator failure.

@@ -110,6 +110,21 @@ TEST(RuntimeConfigTest, PerOpGpuKnobsStageTheirOpAndRejectOtherValues) {
   EXPECT_NE(bad.status().message().find("'ddl'"), std::string::npos);
 }
 
+// HVD_GPU_ASYNC_COMPLETION: off unless set; Horovod's HOROVOD_ENABLE_ASYNC_COMPLETION (another
+// thing: the framework waits on the op's CUDA event) does not turn it on.
+TEST(RuntimeConfigTest, AsyncGpuCompletionIsOffUnlessSetAndBadValuesNameIt) {
+  auto unset = Load({{"HOROVOD_ENABLE_ASYNC_COMPLETION", "1"}});
+  ASSERT_TRUE(unset.ok()) << unset.status().ToString();
+  EXPECT_FALSE(unset->gpu_async_completion);
+  auto on = Load({{"HVD_GPU_ASYNC_COMPLETION", "1"}});
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_TRUE(on->gpu_async_completion);
+  auto bad = Load({{"HVD_GPU_ASYNC_COMPLETION", "soon"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("HVD_GPU_ASYNC_COMPLETION"), std::string::npos)
+      << bad.status().message();
+}
+
 // NCCL_HOSTID names the rank's machine for the GPU path's decision, as it does for NCCL.
 TEST(RuntimeConfigTest, TheNcclHostIdARankDeclaresIsItsGpuHost) {
   auto unset = Load({});

@@ -10,8 +10,10 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -217,6 +219,71 @@ TEST(NcclGroupTest, ItsCallStatisticsAreLoggedAtDebugLevelWhenItGoes) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find(", 3 waits for the device ("), std::string::npos) << text;
+}
+
+// Completion off the cycle (HVD_GPU_ASYNC_COMPLETION=1): allreduces enqueued back to back, each
+// completion deferred, finish in their order on a thread of the group's, after the device did
+// the work (each doubles the tensor: the last result is 2^8 times the input). Once the runtime
+// fails the set (FailDeferred), the next deferral and the next call fail with its status.
+TEST(NcclGroupTest, DeferredCompletionsFinishInOrderOffTheCallersThreadAfterTheWork) {
+  OneMember m;
+  ASSERT_NO_FATAL_FAILURE(MakeOneMember("nccl-deferred", 0, &m));
+  std::unique_ptr<GpuGroup>& group = m.group;
+  constexpr int64_t kCount = 1 << 18;
+  constexpr int kOps = 8;
+  std::vector<float> host(kCount);
+  for (int64_t i = 0; i < kCount; ++i) host[i] = static_cast<float>(i % 1000);
+  float* a = nullptr;
+  ASSERT_EQ(cudaMalloc(&a, kCount * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(a, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int> order;
+  std::vector<std::string> errors;
+  bool on_caller = false;
+  const std::thread::id caller = std::this_thread::get_id();
+  const void* in[] = {a};
+  void* out[] = {a};
+  const int64_t count[] = {kCount};
+  for (int i = 0; i < kOps; ++i) {
+    ASSERT_TRUE(
+        group->EnqueueAllreduce(in, out, count, DataType::kFloat32, ReduceOp::kSum, 1.0, 2.0).ok());
+    ASSERT_TRUE(group
+                    ->Defer("allreduce",
+                            [&, i](const Status& s) {
+                              std::lock_guard<std::mutex> lock(mu);
+                              order.push_back(i);
+                              if (!s.ok()) errors.push_back(s.message());
+                              on_caller |= std::this_thread::get_id() == caller;
+                              cv.notify_all();
+                            })
+                    .ok());
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return order.size() == kOps; }))
+        << order.size() << " of " << kOps << " completions in 60 s";
+  }
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  EXPECT_FALSE(on_caller) << "a completion ran on the thread that deferred it";
+  // Done means done: the result is read without waiting for the stream.
+  std::vector<float> got(kCount);
+  ASSERT_EQ(cudaMemcpy(got.data(), a, kCount * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int64_t i = 0; i < kCount; ++i) ASSERT_EQ(got[i], host[i] * 256.0f) << "element " << i;
+
+  group->FailDeferred(Status::RemoteError("rank 1 (pid 42) exited"));
+  bool called = false;
+  const Status deferred = group->Defer("allreduce", [&](const Status&) { called = true; });
+  EXPECT_EQ(deferred.code(), StatusCode::kRemoteError) << deferred.message();
+  EXPECT_EQ(deferred.message(), "rank 1 (pid 42) exited");
+  const Status next =
+      group->EnqueueAllreduce(in, out, count, DataType::kFloat32, ReduceOp::kSum, 1.0, 1.0);
+  EXPECT_EQ(next.message(), "rank 1 (pid 42) exited");
+  group.reset();
+  EXPECT_FALSE(called) << "a deferral that failed called its done";
+  cudaFree(a);
 }
 
 // One member: the enqueue-only calls and Finish, on device outputs and scratch from the
