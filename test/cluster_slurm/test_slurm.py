@@ -95,7 +95,10 @@ def test_hvdrun_without_hosts_plans_from_slurm_and_starts_ranks_with_srun():
 def test_job_key_and_rank_environment_are_not_on_srun_command_lines():
     # While a job runs, no srun or agent command line carries HVD_* variables or the key.
     marker = unique_marker()
-    proc = subprocess.Popen(SALLOC + [HVDRUN, "sh", "-c", "sleep 30; : " + marker],
+    # The allocation is named after the marker: salloc is killed below, so it cannot give the
+    # allocation back itself (InactiveLimit=0: Slurm never reclaims it), and scancel does.
+    proc = subprocess.Popen(SALLOC + ["--job-name", marker, HVDRUN, "sh", "-c",
+                                      "sleep 30; : " + marker],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=slurm_env())
     try:
@@ -114,9 +117,13 @@ def test_job_key_and_rank_environment_are_not_on_srun_command_lines():
                 assert "HVD_" not in line and "SECRET" not in line, line
     finally:
         proc.kill()
-        proc.communicate(timeout=60)
+        # The ranks' sleeps first: they hold salloc's pipes open, so reading them to the end
+        # would wait out the sleep (30 s of the test's 31 before 2026-11-29).
         kill_leftovers(marker)
+        proc.communicate(timeout=60)
+        subprocess.run(["scancel", "--name", marker], timeout=20, env=slurm_env())
     assert_nothing_left(marker)
+    wait_for(lambda: not job_steps(), 30, "no Slurm job left (%s)" % job_steps())
 
 
 def test_four_rank_allreduce_across_nodes():
@@ -328,7 +335,7 @@ def test_elastic_discovery_of_a_host_outside_the_allocation_is_refused(tmp_path)
     run, marker = elastic_salloc(
         tmp_path, ["-np", "3", "--min-np", "3", "--max-np", "4", "--host-discovery-script",
                    script], ["--epochs", "2", "--wait-for-update-after", "0",
-                             "--update-wait", "20"])
+                             "--update-wait", "8"])
     # then no worker starts there (the reason names the host and the job), and the job trains
     # on the allocation's nodes.
     assert run.returncode == 0, run.describe()
