@@ -2,7 +2,7 @@
 # Fuzzes every decoder of outside input (test/fuzz/, docs/fuzzing.md):
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]      (default: 60 seconds, every target)
 # Builds the libFuzzer targets in build-asan/ (clang, ASan + UBSan; scripts/sanitize.sh
-# configures it), then runs each target for SECONDS, one after another, starting from the
+# configures it), then runs each target for SECONDS (FUZZ_JOBS at a time), starting from the
 # committed corpus (test/fuzz/corpus/<target>/) plus what earlier runs found
 # (build-asan/fuzz-corpus/<target>/). Prints per target: executions, final corpus size,
 # coverage (libFuzzer's cov and ft), the slowest input's time and findings; exit 1 when any
@@ -11,6 +11,7 @@
 # over FUZZ_TIMEOUT seconds (default 1; wall-clock, so raise it on a loaded machine and judge
 # by the "slowest" column), an allocation over 256 MiB or a process over 2 GiB.
 #   BUILD_DIR (default build-asan)   FUZZ_TIMEOUT (1)   NO_BUILD=1: use the built targets as they are
+#   FUZZ_JOBS (default 1): targets fuzzed at once, each a single process (CI: 2, one per core)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
@@ -31,20 +32,36 @@ mkdir -p "$logs"
 export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
 export ASAN_OPTIONS="detect_leaks=1"
 failed=0
-printf '%-22s %12s %8s %8s %8s %9s  %s\n' target executions corpus cov ft slowest findings
-for t in "${targets[@]}"; do
-  bin=$build/test/fuzz/fuzz_$t
-  [ -x "$bin" ] || { echo "fuzz.sh: no target $t ($bin)" >&2; exit 2; }
-  corpus=$build/fuzz-corpus/$t
-  findings=$build/fuzz-findings/$t
-  rm -rf "$findings"  # this run's findings only
-  mkdir -p "$corpus" "$findings"
-  dict=()
+# fuzz_one TARGET: one target's run, its output in its log.
+fuzz_one() {
+  local t=$1 bin=$build/test/fuzz/fuzz_$1 corpus=$build/fuzz-corpus/$1
+  local findings=$build/fuzz-findings/$1 dict=()
   [ -f "$fuzz_dir/dict/$t.dict" ] && dict=(-dict="$fuzz_dir/dict/$t.dict")
   # The first folder takes the new inputs; the committed corpus is only read.
   "$bin" "$corpus" "$fuzz_dir/corpus/$t" "${dict[@]}" -max_total_time="$seconds" \
     -timeout="${FUZZ_TIMEOUT:-1}" -rss_limit_mb=2048 -malloc_limit_mb=256 -print_final_stats=1 \
     -artifact_prefix="$findings/" > "$logs/$t.log" 2>&1 || true
+}
+for t in "${targets[@]}"; do
+  [ -x "$build/test/fuzz/fuzz_$t" ] || { echo "fuzz.sh: no target $t ($build/test/fuzz/fuzz_$t)" >&2; exit 2; }
+  rm -rf "$build/fuzz-findings/$t"  # this run's findings only
+  mkdir -p "$build/fuzz-corpus/$t" "$build/fuzz-findings/$t"
+done
+# FUZZ_JOBS targets at a time (each target's files are its own), then the table in order.
+jobs=${FUZZ_JOBS:-1}
+running=0
+for t in "${targets[@]}"; do
+  fuzz_one "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait || true
+printf '%-22s %12s %8s %8s %8s %9s  %s\n' target executions corpus cov ft slowest findings
+for t in "${targets[@]}"; do
+  findings=$build/fuzz-findings/$t
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logs/$t.log" | tail -1)
   status=$(grep -E '^#[0-9]+' "$logs/$t.log" | grep 'cov:' | tail -1 || true)
   cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<< "$status")
