@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -40,6 +41,32 @@ void AllreduceWithRank0Joined(Runtime& rt, int rank, int device, std::vector<flo
   out->insert(out->end(), b.begin(), b.end());
 }
 
+// Rank 0 joins; the others run AllreduceWithRank0Joined on device 0 and on the CPU path, which
+// must give the same results, then `while_joined(rank)`, and join too. Every rank waits for its
+// join.
+void AllreduceBesideJoinedRank0(Runtime& rt, int rank,
+                                const std::function<void(int)>& while_joined = nullptr) {
+  std::vector<float> gpu, cpu;
+  int64_t join = 0;
+  if (rank == 0) {
+    auto j = rt.EnqueueJoin(0);
+    ASSERT_TRUE(j.ok()) << j.status().ToString();
+    join = *j;
+  }
+  AllreduceWithRank0Joined(rt, rank, 0, &gpu);
+  AllreduceWithRank0Joined(rt, rank, -1, &cpu);
+  EXPECT_EQ(gpu, cpu);
+  if (rank != 0) {
+    // Ranks 1 and 2 give 1 + rank, rank 0 zeros; the fused op reduces the sum again.
+    EXPECT_EQ(cpu[0], 2 * (2.0f + 3.0f));
+    if (while_joined) while_joined(rank);
+    auto j = rt.EnqueueJoin(0);
+    ASSERT_TRUE(j.ok()) << j.status().ToString();
+    join = *j;
+  }
+  ASSERT_TRUE(WaitAndRelease(rt, join).ok());
+}
+
 // Given rank 0 joined (on device 0), when ranks 1 and 2 allreduce CUDA tensors on NCCL, then
 // rank 0 contributes zeros through its group as on the CPU path (same results), and an
 // allgather or reducescatter is refused with Horovod's join error on both paths alike.
@@ -47,21 +74,9 @@ TEST(GpuCollectivesFailureTest, AJoinedRankContributesZerosOnNcclAndRefusesGathe
   auto logs = Logs();
   RunWithFakeGpus(
       [](int rank, Runtime& rt) {
-        std::vector<float> gpu, cpu;
-        int64_t join = 0;
-        if (rank == 0) {
-          auto j = rt.EnqueueJoin(0);
-          ASSERT_TRUE(j.ok()) << j.status().ToString();
-          join = *j;
-        }
-        AllreduceWithRank0Joined(rt, rank, 0, &gpu);
-        AllreduceWithRank0Joined(rt, rank, -1, &cpu);
-        EXPECT_EQ(gpu, cpu);
-        if (rank != 0) {
-          // Ranks 1 and 2 give 1 + rank, rank 0 zeros; the fused op reduces the sum again.
-          EXPECT_EQ(cpu[0], 2 * (2.0f + 3.0f));
+        AllreduceBesideJoinedRank0(rt, rank, [&](int joined_rank) {
           for (Op op : {Op::kAllgather, Op::kReducescatter}) {
-            std::vector<Tensor> in = {Make(DataType::kFloat32, {3}, rank)};
+            std::vector<Tensor> in = {Make(DataType::kFloat32, {3}, joined_rank)};
             OpOptions o;
             o.name = op == Op::kAllgather ? "joined.ag" : "joined.rs";
             const Outcome g = RunOp(rt, op, in, o, 0), c = RunOp(rt, op, in, o, -1);
@@ -69,11 +84,7 @@ TEST(GpuCollectivesFailureTest, AJoinedRankContributesZerosOnNcclAndRefusesGathe
             EXPECT_NE(g.status.message().find("not supported with Join"), std::string::npos)
                 << g.status.ToString();
           }
-          auto j = rt.EnqueueJoin(0);
-          ASSERT_TRUE(j.ok()) << j.status().ToString();
-          join = *j;
-        }
-        ASSERT_TRUE(WaitAndRelease(rt, join).ok());
+        });
       },
       logs);
   for (const auto& log : logs) EXPECT_EQ(log->Count("Allreduce"), 2);  // rank 0's too
@@ -88,22 +99,7 @@ TEST(GpuCollectivesFailureTest, AllreducesCompletedOffTheCycleEqualTheCpuPath) {
   auto logs = Logs();
   RunWithFakeGpus(
       [](int rank, Runtime& rt) {
-        std::vector<float> gpu, cpu;
-        int64_t join = 0;
-        if (rank == 0) {
-          auto j = rt.EnqueueJoin(0);
-          ASSERT_TRUE(j.ok()) << j.status().ToString();
-          join = *j;
-        }
-        AllreduceWithRank0Joined(rt, rank, 0, &gpu);
-        AllreduceWithRank0Joined(rt, rank, -1, &cpu);
-        EXPECT_EQ(gpu, cpu);
-        if (rank != 0) {
-          auto j = rt.EnqueueJoin(0);
-          ASSERT_TRUE(j.ok()) << j.status().ToString();
-          join = *j;
-        }
-        ASSERT_TRUE(WaitAndRelease(rt, join).ok());
+        AllreduceBesideJoinedRank0(rt, rank);
         constexpr int kOps = 10;
         std::vector<std::vector<float>> grads(kOps);
         std::vector<int64_t> handles;
