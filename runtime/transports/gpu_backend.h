@@ -78,22 +78,17 @@ class GpuGroup {
   // backend's timeout, Abort, FailDeferred), in the order of the Defer calls. A non-OK return
   // means nothing was deferred (`done` is never called) and the group is unusable, as a failed
   // call. The work enqueued later on the stream is ordered behind, so the cycle goes on to the
-  // next op at once. The defaults (a group that completes every call before it returns, as the
-  // tests' fake): EnqueueAllreduce is Allreduce, Defer calls `done` at once.
+  // next op at once.
   using DeferredDone = std::function<void(const Status&)>;
   virtual Status EnqueueAllreduce(std::span<const void* const> inputs,
                                   std::span<void* const> outputs, std::span<const int64_t> counts,
-                                  DataType dtype, ReduceOp op, double prescale, double postscale) {
-    return Allreduce(inputs, outputs, counts, dtype, op, prescale, postscale);
-  }
-  virtual Status Defer(const char* /*what*/, DeferredDone done) {
-    done(Status::OK());
-    return Status::OK();
-  }
+                                  DataType dtype, ReduceOp op, double prescale,
+                                  double postscale) = 0;
+  virtual Status Defer(const char* what, DeferredDone done) = 0;
   // Any thread: every completion deferred and not yet done fails with `status` (the runtime's
   // failure: a peer that exited, a shutdown), and so does every later one; the next call on the
   // group fails too. The runtime calls it when it fails the set's other work.
-  virtual void FailDeferred(const Status& /*status*/) {}
+  virtual void FailDeferred(const Status& status) = 0;
 };
 
 // Gives back a device output (GpuBackend::AllocDeviceOutput) and returns true, or returns false
