@@ -1,0 +1,135 @@
+// NcclGroup's completion off the cycle (HVD_GPU_ASYNC_COMPLETION=1, nccl_group.h): Defer hands
+// an event recorded behind the enqueued work to the group's completion thread, which polls it
+// and calls the op's `done` in order; FailDeferred and the group's end fail what is left.
+#include <chrono>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "common/logging.h"
+#include "runtime/transports/nccl/cuda_backend.h"
+#include "runtime/transports/nccl/nccl_group.h"
+
+namespace hvd::runtime {
+
+Status NcclGroup::Defer(const char* what, DeferredDone done) {
+  HVD_RETURN_IF_ERROR(Usable());
+  HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
+  Deferred d{nullptr, what, std::move(done), std::chrono::steady_clock::now()};
+  {
+    std::lock_guard<std::mutex> lock(deferred_mu_);
+    if (!spare_events_.empty()) {
+      d.event = spare_events_.back();
+      spare_events_.pop_back();
+    }
+  }
+  if (d.event == nullptr) {
+    const cudaError_t err = cudaEventCreateWithFlags(&d.event, cudaEventDisableTiming);
+    if (err != cudaSuccess) {
+      AbortComm();  // as a failed call: the set fails, the work queued is in an unknown state
+      return CudaError("creating a CUDA event", err);
+    }
+  }
+  const cudaError_t err = cudaEventRecord(d.event, stream);
+  if (err != cudaSuccess) {
+    cudaEventDestroy(d.event);
+    AbortComm();
+    return CudaError(std::string("NCCL ") + what, err);
+  }
+  std::lock_guard<std::mutex> lock(deferred_mu_);
+  if (!completer_.joinable()) completer_ = std::thread([this] { CompleteDeferred(); });
+  deferred_.push_back(std::move(d));
+  deferred_cv_.notify_one();
+  return Status::OK();
+}
+
+void NcclGroup::FailDeferred(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(deferred_mu_);
+    if (!deferred_failure_.ok()) return;
+    deferred_failure_ = status.ok() ? Status::Aborted("NCCL: the process set failed") : status;
+    deferred_failed_ = true;
+  }
+  deferred_cv_.notify_all();
+}
+
+Status NcclGroup::DeferredFailure() {
+  std::lock_guard<std::mutex> lock(deferred_mu_);
+  return deferred_failure_;
+}
+
+void NcclGroup::StopCompletions(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(deferred_mu_);
+    stop_completions_ = true;
+    // Also the completion in progress, if any: the join must not wait out the timeout.
+    if (deferred_failure_.ok()) {
+      deferred_failure_ = status;
+      deferred_failed_ = true;
+    }
+  }
+  deferred_cv_.notify_all();
+  if (completer_.joinable()) completer_.join();
+}
+
+void NcclGroup::CompleteDeferred() {
+  cudaSetDevice(device_);  // the events are the device's
+  std::unique_lock<std::mutex> lock(deferred_mu_);
+  for (;;) {
+    deferred_cv_.wait(lock, [&] { return stop_completions_ || !deferred_.empty(); });
+    if (deferred_.empty()) return;  // stopped, nothing left
+    Deferred d = std::move(deferred_.front());
+    deferred_.pop_front();
+    const Status failure = deferred_failure_;
+    lock.unlock();
+    const Status s = failure.ok() ? WaitDeferred(d) : failure;
+    const auto took = std::chrono::steady_clock::now() - d.since;
+    deferred_waits_.fetch_add(1);
+    deferred_wait_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
+    lock.lock();
+    // The group's own failure, recorded before `done` lets the caller go on (to a shutdown that
+    // closes the group, say). FailDeferred's, the runtime's, is logged by the runtime.
+    if (!s.ok() && deferred_failure_.ok()) {
+      HVD_LOG_ERROR("NCCL group of {} members (member {}): {}", size_, rank_, s.message());
+      deferred_failure_ = s;
+      deferred_failed_ = true;
+    }
+    // An event the device may never pass (a failed op) is not used again.
+    if (s.ok()) {
+      spare_events_.push_back(d.event);
+    } else {
+      cudaEventDestroy(d.event);
+    }
+    lock.unlock();
+    d.done(s);
+    lock.lock();
+  }
+}
+
+Status NcclGroup::WaitDeferred(const Deferred& d) {
+  const std::string what = d.what;
+  return PollEvent(
+      d.event, d.since + backend_->timeout(),
+      [&] {
+        if (deferred_failed_.load()) return DeferredFailure();
+        if (abort_requested_.load() || backend_->aborted()) {
+          return Status::Aborted("NCCL " + what + " aborted");
+        }
+        ncclResult_t async = ncclSuccess;
+        {
+          std::lock_guard<std::mutex> lock(comm_mu_);
+          if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
+          ncclCommGetAsyncError(comm_, &async);
+        }
+        if (async == ncclSuccess || async == ncclInProgress) return Status::OK();
+        const std::string message = "NCCL " + what + " failed: " + ncclGetErrorString(async);
+        return async == ncclRemoteError ? Status::RemoteError(message) : Status::Internal(message);
+      },
+      [&](cudaError_t e) { return CudaError("NCCL " + what, e); },
+      [&] {
+        return Status::Timeout("NCCL " + what + " did not finish within " +
+                               backend_->TimeoutText() + "; a peer is gone or stuck");
+      });
+}
+
+}  // namespace hvd::runtime
