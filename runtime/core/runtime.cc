@@ -288,7 +288,10 @@ Result<int32_t> Runtime::AddProcessSetNow(const std::vector<int32_t>& ranks) {
 Status Runtime::RemoveProcessSetNow(int32_t id) {
   std::shared_ptr<Controller> c = sets_.Remove(id);
   HVD_LOG_DEBUG("process set {} removed", id);
-  if (c) c->FailAll(Status::Aborted("process set " + std::to_string(id) + " was removed"));
+  if (c) {
+    c->DrainDeferred();  // the removal is negotiated: its members all enqueued those ops
+    c->FailAll(Status::Aborted("process set " + std::to_string(id) + " was removed"));
+  }
   return Status::OK();
 }
 
@@ -537,6 +540,8 @@ bool Runtime::IterateLocked(bool request_shutdown, CycleResult* total) {
   if (total->shutdown) {
     if (!total->shutdown_reason.empty()) HVD_LOG_ERROR("{}", total->shutdown_reason);
     ReportShutdownCause(total->shutdown_ranks);
+    // Every member takes this cycle's decision: the GPU ops they all enqueued before it finish.
+    for (auto& c : sets_.Controllers()) c->DrainDeferred();
     FailEverything(Status::Aborted(ShutDownMessage(total->shutdown_ranks, total->shutdown_reason)));
     return false;
   }

@@ -89,6 +89,13 @@ class GpuGroup {
   // failure: a peer that exited, a shutdown), and so does every later one; the next call on the
   // group fails too. The runtime calls it when it fails the set's other work.
   virtual void FailDeferred(const Status& status) = 0;
+  // Cycle thread: waits until every completion deferred so far is done (its `done` called),
+  // bounded and abortable as Finish (a member gone, the timeout, Abort). Before a shutdown every
+  // member agreed on: the ops deferred in earlier cycles were enqueued by every member, and a
+  // peer that shut down first has its part done, so failing them (FailDeferred) would fail ops
+  // the waiting cycle completes. A failure of the wait fails what is left with its error, as
+  // FailDeferred, and is returned.
+  virtual Status Drain() = 0;
 };
 
 // Gives back a device output (GpuBackend::AllocDeviceOutput) and returns true, or returns false

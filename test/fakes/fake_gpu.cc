@@ -88,8 +88,19 @@ class FakeGroup final : public runtime::GpuGroup {
     if (!failure_.ok()) return failure_;
     if (!completer_.joinable()) completer_ = std::thread([this] { Complete(); });
     deferred_.push_back(std::move(done));
+    ++undone_;
     cv_.notify_all();
     return Status::OK();
+  }
+  Status Drain() override {
+    log_->Add("Drain");
+    if (unfinished_ > 0) Violation();  // enqueued work without its Defer
+    std::unique_lock<std::mutex> lock(mu_);
+    draining_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return undone_ == 0; });
+    draining_ = false;
+    return Stopped() ? Status::Aborted("fake NCCL: aborted") : Status::OK();
   }
   void FailDeferred(const Status& status) override {
     {
@@ -107,14 +118,19 @@ class FakeGroup final : public runtime::GpuGroup {
       if (deferred_.empty()) return;
       DeferredDone done = std::move(deferred_.front());
       deferred_.pop_front();
-      // The device's time, cut short by a failure of the set.
-      cv_.wait_for(lock, std::chrono::milliseconds(2), [&] { return !failure_.ok(); });
+      // The device's time, cut short by a failure of the set (or held until a Drain).
+      if (log_->hold_completions.load()) {
+        cv_.wait(lock, [&] { return !failure_.ok() || draining_; });
+      } else {
+        cv_.wait_for(lock, std::chrono::milliseconds(2), [&] { return !failure_.ok(); });
+      }
       const Status status = !failure_.ok() ? failure_
                             : Stopped()    ? Status::Aborted("fake NCCL: aborted")
                                            : Status::OK();
       lock.unlock();
       done(status);
       lock.lock();
+      if (--undone_ == 0) cv_.notify_all();
     }
   }
   Status Reduce(std::span<const void* const> inputs, std::span<void* const> outputs,
@@ -211,6 +227,8 @@ class FakeGroup final : public runtime::GpuGroup {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<DeferredDone> deferred_;
+  int64_t undone_ = 0;  // deferred, `done` not yet returned
+  bool draining_ = false;
   Status failure_;
   bool stop_ = false;
   std::thread completer_;

@@ -26,6 +26,9 @@ struct FakeGpuLog {
   // by Finish (or Defer) before the op's next call that waits (Allreduce, Broadcast) or its
   // end; and a Finish or Defer without one.
   int contract_violations = 0;
+  // Set before the groups' first Defer: their deferred completions wait for a Drain (or the
+  // set's failure) instead of 2 ms, as a device that finishes only after the peers shut down.
+  std::atomic<bool> hold_completions{false};
   void Add(const std::string& call) {
     std::lock_guard<std::mutex> lock(mu);
     calls.push_back(call);

@@ -82,9 +82,11 @@ void Lifecycle() {
   std::vector<void*> kept;  // device outputs of the runtime before, freed after its shutdown
   hvd_handle_t orphan = 0;
   DevicePtr orphan_tensor;
+  std::vector<Pending> in_flight;
   for (int round = 0; round < 3; ++round) {
     const std::string tag = "gpu.life." + std::to_string(round);
     Require(hvd_shutdown(), tag + ": hvd_shutdown");
+    FinishAll(&in_flight);  // after the shutdown: each must have completed, with the sum
     if (orphan != 0) {
       // Rank 0's op that nobody else submitted: shutdown completed it as aborted.
       const hvd_status_t s = hvd_wait(orphan, kWaitSeconds);
@@ -124,6 +126,26 @@ void Lifecycle() {
       hvd_tensor_t d = orphan_tensor->Desc();
       hvd_op_options_t o = Options("gpu.life.orphan");
       Require(hvd_allreduce(&d, &d, &o, &orphan), tag + ": the orphan allreduce");
+    }
+    if (round == 0) {
+      // The last step's gradients, then hvd_shutdown: the barrier enqueued after them completes
+      // on the cycle while their completions (HVD_GPU_ASYNC_COMPLETION=1) may still be in
+      // flight. The shutdown every rank agreed on lets them finish (GpuGroup::Drain) instead of
+      // failing them as ops it never ran.
+      for (int k = 0; k < 8; ++k) {
+        const std::string name = "gpu.life.in_flight." + std::to_string(k);
+        DevicePtr t = MakeDevice(HVD_FLOAT32, {16384}, [](int64_t) { return R() + 1.0; });
+        hvd_tensor_t d = t->Desc();
+        hvd_op_options_t o = Options(name);
+        Pending p;
+        Require(hvd_allreduce(&d, &d, &o, &p.handle), "allreduce " + name);
+        p.what = "allreduce " + name + " in flight at hvd_shutdown";
+        p.keep = {t};
+        p.check = [=](hvd_handle_t) {
+          ExpectDevice(p.what, *t, std::vector<double>(16384, n * (n + 1) / 2.0));
+        };
+        in_flight.push_back(std::move(p));
+      }
     }
     GlobalBarrier(tag + ": barrier");
   }

@@ -649,6 +649,21 @@ Status Controller::ProcessControl(const Response& response) {
   return Status::OK();
 }
 
+void Controller::DrainDeferred() {
+  if (!config_.gpu_async_completion || !(gpu_.decided || gpu_.local_decided)) return;
+  for (GpuGroup* g : {gpu_.group.get(), gpu_.local_group.get()}) {
+    if (g == nullptr) continue;
+    const Status s = g->Drain();  // its failure went to the ops it was draining
+    if (!s.ok()) HVD_LOG_DEBUG("GPU completions before the shutdown: {}", s.message());
+  }
+  // A member's device passing its part does not mean its peers' parts are done (NCCL's proxy
+  // may still be sending the last chunk), and the group's end aborts the communicator: no member
+  // ends it before every member drained. Every member decided the set's GPU path at the same
+  // op, so all of them or none come here.
+  const Status s = comm_->Barrier();
+  if (!s.ok()) HVD_LOG_DEBUG("the barrier after the GPU completions: {}", s.message());
+}
+
 void Controller::FailAll(const Status& status) {
   // Completions handed to the set's GPU groups (GpuGroup::Defer) fail with the same status.
   if (gpu_.group != nullptr) gpu_.group->FailDeferred(status);

@@ -148,6 +148,9 @@ class Controller {
   Result<CycleResult> RunCycle(bool request_shutdown);
   // Completes every in-flight entry of this rank with `status`.
   void FailAll(const Status& status);
+  // Before a shutdown every member agreed on (or a set's removal): the GPU completions handed
+  // off the cycle (GpuGroup::Drain) finish as the waiting cycle's would; only then FailAll.
+  void DrainDeferred();
   // Autotune: new fusion threshold and cache switch. Every member must apply the same values
   // between the same two cycles (the cache bits must stay identical); switching the cache
   // empties it. Background thread.

@@ -345,7 +345,14 @@ Status NcclGroup::Wait(cudaStream_t stream, const char* what) {
 
 Result<void*> NcclGroup::Fusion(int64_t bytes) {
   if (bytes <= fusion_bytes_ && fusion_ != nullptr) return fusion_;
-  if (fusion_ != nullptr) cudaFree(fusion_);
+  if (fusion_ != nullptr) {
+    // cudaFree waits for the whole device, unbounded: with allreduces completed off the cycle
+    // still queued (or a peer gone in one of them) this thread would block in it past the
+    // timeout and hvd_abort. Wait for the stream first, as an op's wait is bounded.
+    HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
+    HVD_RETURN_IF_ERROR(Wait(stream, "allreduce"));
+    cudaFree(fusion_);
+  }
   fusion_ = nullptr;
   fusion_bytes_ = 0;
   const int64_t grown = std::max<int64_t>(bytes, int64_t{1} << 20);

@@ -86,6 +86,9 @@ class NcclGroup final : public GpuGroup {
   // and fails the set, FailDeferred).
   Status Defer(const char* what, DeferredDone done) override;
   void FailDeferred(const Status& status) override;
+  // Waits for the stream as Finish does (PeerGone included: this is the cycle thread), then
+  // for the completion thread to have called every `done`.
+  Status Drain() override;
 
  private:
   // Whether a wait should stop: this group's Abort or the backend's.
@@ -128,14 +131,14 @@ class NcclGroup final : public GpuGroup {
     cudaEvent_t event = nullptr;
     const char* what = "";
     DeferredDone done;
-    std::chrono::steady_clock::time_point since;  // the timeout counts from Defer
+    std::chrono::steady_clock::time_point since;  // Defer's
   };
   // The completion thread: each deferred completion in turn, its `done` called outside the lock.
   void CompleteDeferred();
   // Polls `d.event` as Wait does, without touching the communicator but for
   // ncclCommGetAsyncError (under comm_mu_) and without aborting it: the cycle thread does that
-  // at its next call (deferred_failed_).
-  Status WaitDeferred(const Deferred& d);
+  // at its next call (deferred_failed_); the timeout counts from `started`.
+  Status WaitDeferred(const Deferred& d, std::chrono::steady_clock::time_point started);
   // The failure every later deferred completion and call gets (OK: none yet).
   Status DeferredFailure();
   // Stops the completion thread: what it still holds fails with `status`.
@@ -171,6 +174,8 @@ class NcclGroup final : public GpuGroup {
   std::mutex deferred_mu_;  // guards the members below
   std::condition_variable deferred_cv_;
   std::deque<Deferred> deferred_;
+  int64_t undone_ = 0;  // deferred and its `done` not yet returned (Drain waits for 0)
+  std::condition_variable undone_cv_;
   std::vector<cudaEvent_t> spare_events_;
   Status deferred_failure_;
   bool stop_completions_ = false;

@@ -1,6 +1,7 @@
 // NcclGroup's completion off the cycle (HVD_GPU_ASYNC_COMPLETION=1, nccl_group.h): Defer hands
 // an event recorded behind the enqueued work to the group's completion thread, which polls it
 // and calls the op's `done` in order; FailDeferred and the group's end fail what is left.
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -39,8 +40,29 @@ Status NcclGroup::Defer(const char* what, DeferredDone done) {
   std::lock_guard<std::mutex> lock(deferred_mu_);
   if (!completer_.joinable()) completer_ = std::thread([this] { CompleteDeferred(); });
   deferred_.push_back(std::move(d));
+  ++undone_;
   deferred_cv_.notify_one();
   return Status::OK();
+}
+
+Status NcclGroup::Drain() {
+  {
+    std::lock_guard<std::mutex> lock(deferred_mu_);
+    if (undone_ == 0) return Status::OK();
+  }
+  // The device first, watched from this thread as a waiting cycle's op is: a member that exited
+  // ends the wait at once (the completion thread could only wait out the timeout).
+  Status s = Usable();
+  if (s.ok()) {
+    auto stream = backend_->Stream(device_);
+    s = stream.ok() ? Wait(*stream, "allreduce") : stream.status();
+  }
+  if (!s.ok()) FailDeferred(s);
+  // Then the calls of `done`, quick once the device passed every event (or the failure is
+  // recorded: the completion thread no longer waits).
+  std::unique_lock<std::mutex> lock(deferred_mu_);
+  undone_cv_.wait(lock, [&] { return undone_ == 0; });
+  return s;
 }
 
 void NcclGroup::FailDeferred(const Status& status) {
@@ -82,7 +104,12 @@ void NcclGroup::CompleteDeferred() {
     deferred_.pop_front();
     const Status failure = deferred_failure_;
     lock.unlock();
-    const Status s = failure.ok() ? WaitDeferred(d) : failure;
+    // The timeout counts from the later of its Defer and the previous completion: the device
+    // runs the stream in order, so an op queued behind others (the cycle enqueues a step's
+    // allreduces back to back) gets the whole timeout for its own work, as the waiting cycle's
+    // call does, not what is left after the ones before it.
+    const auto started = std::max(d.since, std::chrono::steady_clock::now());
+    const Status s = failure.ok() ? WaitDeferred(d, started) : failure;
     const auto took = std::chrono::steady_clock::now() - d.since;
     deferred_waits_.fetch_add(1);
     deferred_wait_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
@@ -103,13 +130,14 @@ void NcclGroup::CompleteDeferred() {
     lock.unlock();
     d.done(s);
     lock.lock();
+    if (--undone_ == 0) undone_cv_.notify_all();
   }
 }
 
-Status NcclGroup::WaitDeferred(const Deferred& d) {
+Status NcclGroup::WaitDeferred(const Deferred& d, std::chrono::steady_clock::time_point started) {
   const std::string what = d.what;
   return PollEvent(
-      d.event, d.since + backend_->timeout(),
+      d.event, started + backend_->timeout(),
       [&] {
         if (deferred_failed_.load()) return DeferredFailure();
         if (abort_requested_.load() || backend_->aborted()) {

@@ -115,7 +115,8 @@ TEST(GpuCollectivesFailureTest, AllreducesCompletedOffTheCycleEqualTheCpuPath) {
           handles.push_back(*h);
         }
         for (int i = 0; i < kOps; ++i) {
-          ASSERT_TRUE(WaitAndRelease(rt, handles[i]).ok()) << i;
+          const Status done = WaitAndRelease(rt, handles[i]);
+          ASSERT_TRUE(done.ok()) << i << ": " << done.ToString();
           // 0 + 1 + 2 (the ranks) + 3 i
           for (float v : grads[i]) ASSERT_EQ(v, 3.0f + 3.0f * static_cast<float>(i)) << i;
         }
@@ -126,6 +127,30 @@ TEST(GpuCollectivesFailureTest, AllreducesCompletedOffTheCycleEqualTheCpuPath) {
     EXPECT_EQ(log->Count("EnqueueAllreduce"), log->Count("Defer(allreduce)"));
     EXPECT_GE(log->Count("EnqueueAllreduce"), 3);  // the lone, the fused, 1-10 for the ten
   }
+}
+
+// Given NCCL allreduces completed off the cycle and rank 0's device passing its last one only
+// after its peers shut down (they had their results and went on to hvd.shutdown()), then the
+// shutdown they all agreed on lets rank 0's allreduce finish with the sum (GpuGroup::Drain), as
+// the waiting cycle's would, instead of failing it with "Horovod has been shut down".
+TEST(GpuCollectivesFailureTest, AShutdownLetsTheAllreducesCompletedOffTheCycleFinish) {
+  auto logs = Logs();
+  logs[0]->hold_completions = true;
+  RunWithFakeGpus(
+      [](int rank, Runtime& rt) {
+        std::vector<float> grad(64, static_cast<float>(rank));
+        OpOptions o;
+        o.name = "async.last";
+        auto spec = Spec(grad.data(), DataType::kFloat32, {64});
+        spec.device = 0;
+        auto h = rt.EnqueueAllreduce({spec}, {spec}, o, false);
+        ASSERT_TRUE(h.ok()) << h.status().ToString();
+        const Status done = WaitAndRelease(rt, *h);
+        ASSERT_TRUE(done.ok()) << done.ToString();
+        for (float v : grad) ASSERT_EQ(v, 3.0f);  // 0 + 1 + 2
+      },
+      logs, true, {}, [](runtime::RuntimeConfig* c) { c->gpu_async_completion = true; });
+  for (const auto& log : logs) EXPECT_EQ(log->Count("Drain"), 1);  // the shutdown cycle's
 }
 
 // Given every rank's first NCCL call failing (as a NCCL error would), then the allgather fails

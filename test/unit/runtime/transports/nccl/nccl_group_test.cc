@@ -9,6 +9,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -283,6 +284,45 @@ TEST(NcclGroupTest, DeferredCompletionsFinishInOrderOffTheCallersThreadAfterTheW
   EXPECT_EQ(next.message(), "rank 1 (pid 42) exited");
   group.reset();
   EXPECT_FALSE(called) << "a deferral that failed called its done";
+  cudaFree(a);
+}
+
+// Before a shutdown (GpuGroup::Drain): with nothing deferred it returns at once; with
+// allreduces deferred it returns once every `done` has been called, with the device's work done.
+TEST(NcclGroupTest, DrainReturnsOnceEveryDeferredCompletionIsDone) {
+  OneMember m;
+  ASSERT_NO_FATAL_FAILURE(MakeOneMember("nccl-drain", 0, &m));
+  std::unique_ptr<GpuGroup>& group = m.group;
+  EXPECT_TRUE(group->Drain().ok());
+  constexpr int64_t kCount = 1 << 18;
+  constexpr int kOps = 4;
+  std::vector<float> host(kCount, 3.0f);
+  float* a = nullptr;
+  ASSERT_EQ(cudaMalloc(&a, kCount * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(a, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  std::atomic<int> done{0}, failed{0};
+  const void* in[] = {a};
+  void* out[] = {a};
+  const int64_t count[] = {kCount};
+  for (int i = 0; i < kOps; ++i) {
+    ASSERT_TRUE(
+        group->EnqueueAllreduce(in, out, count, DataType::kFloat32, ReduceOp::kSum, 1.0, 2.0).ok());
+    ASSERT_TRUE(group
+                    ->Defer("allreduce",
+                            [&](const Status& s) {
+                              failed += s.ok() ? 0 : 1;
+                              ++done;
+                            })
+                    .ok());
+  }
+  const Status drained = group->Drain();
+  EXPECT_TRUE(drained.ok()) << drained.message();
+  EXPECT_EQ(done.load(), kOps) << "Drain returned before every completion was done";
+  EXPECT_EQ(failed.load(), 0);
+  std::vector<float> got(kCount);
+  ASSERT_EQ(cudaMemcpy(got.data(), a, kCount * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int64_t i = 0; i < kCount; ++i) ASSERT_EQ(got[i], 3.0f * 16.0f) << "element " << i;
   cudaFree(a);
 }
 
