@@ -132,6 +132,9 @@ void Reinit() {
       hvd_op_options_t opts = Options("reinit.orphan");
       Require(hvd_allreduce(&d, &d, &opts, &orphan), tag + ": allreduce 'reinit.orphan'");
     }
+    // Enqueued before any rank shuts down: a peer's shutdown ending the runtime first would
+    // refuse the enqueue instead (worker_np2_shm_all under ASan, 2026-11-29).
+    if (round == 1) GlobalBarrier(tag + ": barrier after the orphan");
     Require(hvd_shutdown(), tag + ": hvd_shutdown");
     if (orphan != 0) WaitFailure(orphan, HVD_ABORTED, tag + ": op pending at shutdown");
     ExpectNotInitialized("after shutdown in " + tag);
