@@ -160,20 +160,14 @@ else
   if [ "$gpu" = 1 ]; then
     # The GPU path on the emulated GPU: NCCL between ranks with a device each, the staged path
     # of ranks sharing one, the hierarchy over two hosts, with stream work delayed. (A rank
-    # that dies leaves its threads running: not a finding, so no dying rank here.) Every
-    # scenario of `all` but `large`: its 50 MB of reductions in the instrumented emulator took
-    # 48-53 s at 3 ranks on 2 cores (2026-11-29), against the worker's 60 s wait for a handle, and
-    # failed 3 runs in 4 whole; it adds data, not threads.
-    gpu_scenarios=(allreduce allreduce_staged_types fused grouped allgather broadcast alltoall
-      reducescatter horovod_scaling process_set join bad_device adasum stream_order
-      overlapping_sets lifecycle)
+    # that dies leaves its threads running: not a finding, so no dying rank here.)
     gpu_worker() {  # gpu_worker NAME DEVICES HVDRUN-ARGS...
       local name=$1 devices=$2
       shift 2
       run "$name" env HVD_GLOO_TIMEOUT_SECONDS=60 HVD_GPU_EMU_DEVICES="$devices" \
         HVD_GPU_EMU_DELAY_US=100 HVD_GPU_EMU_IN_PROGRESS=2 \
         LD_PRELOAD="$build/test/gpu_emulator/libhvd_gpu_emulator.so" "$build/cmd/hvdrun" "$@" \
-        --start-timeout 120 "$build/test/gpu_e2e/hvd_gpu_worker" "${gpu_scenarios[@]}"
+        --start-timeout 120 "$build/test/gpu_e2e/hvd_gpu_worker" all
     }
     gpu_worker gpu_worker_np3_nccl 4 -np 3
     # NCCL allreduces completed on each group's completion thread (docs/gpu.md "Completion off
