@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -77,6 +78,24 @@ void MakeOneMember(const std::string& scope, int64_t output_cache_bytes, OneMemb
   ASSERT_TRUE(made.ok()) << made.status().message();
   ASSERT_NE(made.value(), nullptr) << "one member with a GPU of its own should get NCCL";
   m->group = std::move(made).value();
+}
+
+// `ops` allreduces of the `count` float32 at `a` (device memory), each doubling it (the sum of
+// the one member, postscaled by 2), enqueued back to back with each completion deferred:
+// done(i, status) for the i-th, called on the group's thread (a copy of `done` each, so it
+// may be a temporary). Fails the test at the first call that fails.
+void EnqueueDoublingsDeferred(GpuGroup& group, float* a, int64_t count, int ops,
+                              const std::function<void(int, const Status&)>& done) {
+  const void* in[] = {a};
+  void* out[] = {a};
+  const int64_t counts[] = {count};
+  for (int i = 0; i < ops; ++i) {
+    const Status enqueued =
+        group.EnqueueAllreduce(in, out, counts, DataType::kFloat32, ReduceOp::kSum, 1.0, 2.0);
+    ASSERT_TRUE(enqueued.ok()) << enqueued.message();
+    const Status deferred = group.Defer("allreduce", [done, i](const Status& s) { done(i, s); });
+    ASSERT_TRUE(deferred.ok()) << deferred.message();
+  }
 }
 
 // Makes `logger` the process's default logger while it lives, and the previous one again after
@@ -244,23 +263,14 @@ TEST(NcclGroupTest, DeferredCompletionsFinishInOrderOffTheCallersThreadAfterTheW
   std::vector<std::string> errors;
   bool on_caller = false;
   const std::thread::id caller = std::this_thread::get_id();
-  const void* in[] = {a};
-  void* out[] = {a};
-  const int64_t count[] = {kCount};
-  for (int i = 0; i < kOps; ++i) {
-    ASSERT_TRUE(
-        group->EnqueueAllreduce(in, out, count, DataType::kFloat32, ReduceOp::kSum, 1.0, 2.0).ok());
-    ASSERT_TRUE(group
-                    ->Defer("allreduce",
-                            [&, i](const Status& s) {
-                              std::lock_guard<std::mutex> lock(mu);
-                              order.push_back(i);
-                              if (!s.ok()) errors.push_back(s.message());
-                              on_caller |= std::this_thread::get_id() == caller;
-                              cv.notify_all();
-                            })
-                    .ok());
-  }
+  const auto completed = [&](int i, const Status& s) {
+    std::lock_guard<std::mutex> lock(mu);
+    order.push_back(i);
+    if (!s.ok()) errors.push_back(s.message());
+    on_caller |= std::this_thread::get_id() == caller;
+    cv.notify_all();
+  };
+  ASSERT_NO_FATAL_FAILURE(EnqueueDoublingsDeferred(*group, a, kCount, kOps, completed));
   {
     std::unique_lock<std::mutex> lock(mu);
     ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return order.size() == kOps; }))
@@ -279,6 +289,9 @@ TEST(NcclGroupTest, DeferredCompletionsFinishInOrderOffTheCallersThreadAfterTheW
   const Status deferred = group->Defer("allreduce", [&](const Status&) { called = true; });
   EXPECT_EQ(deferred.code(), StatusCode::kRemoteError) << deferred.message();
   EXPECT_EQ(deferred.message(), "rank 1 (pid 42) exited");
+  const void* in[] = {a};
+  void* out[] = {a};
+  const int64_t count[] = {kCount};
   const Status next =
       group->EnqueueAllreduce(in, out, count, DataType::kFloat32, ReduceOp::kSum, 1.0, 1.0);
   EXPECT_EQ(next.message(), "rank 1 (pid 42) exited");
@@ -302,20 +315,11 @@ TEST(NcclGroupTest, DrainReturnsOnceEveryDeferredCompletionIsDone) {
   ASSERT_EQ(cudaMemcpy(a, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice),
             cudaSuccess);
   std::atomic<int> done{0}, failed{0};
-  const void* in[] = {a};
-  void* out[] = {a};
-  const int64_t count[] = {kCount};
-  for (int i = 0; i < kOps; ++i) {
-    ASSERT_TRUE(
-        group->EnqueueAllreduce(in, out, count, DataType::kFloat32, ReduceOp::kSum, 1.0, 2.0).ok());
-    ASSERT_TRUE(group
-                    ->Defer("allreduce",
-                            [&](const Status& s) {
-                              failed += s.ok() ? 0 : 1;
-                              ++done;
-                            })
-                    .ok());
-  }
+  const auto completed = [&](int, const Status& s) {
+    failed += s.ok() ? 0 : 1;
+    ++done;
+  };
+  ASSERT_NO_FATAL_FAILURE(EnqueueDoublingsDeferred(*group, a, kCount, kOps, completed));
   const Status drained = group->Drain();
   EXPECT_TRUE(drained.ok()) << drained.message();
   EXPECT_EQ(done.load(), kOps) << "Drain returned before every completion was done";
