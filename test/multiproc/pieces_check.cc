@@ -48,7 +48,7 @@ std::vector<char> Packed(DataType dtype, const Layout& layout, int rank, uint32_
 
 // One piece; many small ones; pieces across the transports' small-message and chunk limits;
 // empty pieces; with holes and without.
-std::vector<Layout> Layouts() {
+std::vector<Layout> AllLayouts() {
   return {{{7}, false},
           {std::vector<int64_t>(100, 17), false},
           {std::vector<int64_t>(100, 17), true},
@@ -56,6 +56,17 @@ std::vector<Layout> Layouts() {
           {{5, 70001, 3, 0, 40000}, true},
           {{0, 1, 0, 9000, 9000, 1}, true},
           {{600000, 2, 33333}, false}};
+}
+
+// AllLayouts() of at most `max_elements` elements in total.
+std::vector<Layout> Layouts(int64_t max_elements) {
+  std::vector<Layout> out;
+  for (Layout& layout : AllLayouts()) {
+    int64_t total = 0;
+    for (int64_t c : layout.counts) total += c;
+    if (total <= max_elements) out.push_back(std::move(layout));
+  }
+  return out;
 }
 
 // `layout` as pieces over `ins` (the inputs, copied from `packed`) and `outs` (outputs filled
@@ -86,8 +97,12 @@ std::vector<AllreducePiece> MakePieces(const Layout& layout, int rank, size_t el
 }  // namespace
 
 int CheckAllreducePiecesMatchPacked(runtime::Communicator& comm) {
+  return CheckAllreducePiecesMatchPackedUpTo(comm, INT64_MAX);
+}
+
+int CheckAllreducePiecesMatchPackedUpTo(runtime::Communicator& comm, int64_t max_elements) {
   if (!comm.allreduces_pieces()) return Fail(comm, std::string(comm.name()) + " has no pieces");
-  const std::vector<Layout> layouts = Layouts();
+  const std::vector<Layout> layouts = Layouts(max_elements);
   uint32_t seed = 9000;
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
                          DataType::kInt64, DataType::kUInt8}) {
@@ -150,12 +165,16 @@ int CheckAllreducePiecesMatchPacked(runtime::Communicator& comm) {
 }
 
 int CheckScatterGatherPiecesMatchPacked(runtime::Communicator& comm) {
+  return CheckScatterGatherPiecesMatchPackedUpTo(comm, INT64_MAX);
+}
+
+int CheckScatterGatherPiecesMatchPackedUpTo(runtime::Communicator& comm, int64_t max_elements) {
   const int n = comm.size(), me = comm.rank();
   uint32_t seed = 7000;
   for (DataType dtype :
        {DataType::kFloat32, DataType::kFloat16, DataType::kInt64, DataType::kUInt8}) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin}) {
-      for (const Layout& layout : Layouts()) {
+      for (const Layout& layout : Layouts(max_elements)) {
         for (bool even : {true, false}) {
           ++seed;
           const size_t elem = runtime::DataTypeSize(dtype);

@@ -46,6 +46,9 @@ int64_t RunHierarchy(int hosts, int per_host, runtime::HierarchicalOps ops,
   return world.calls("g");
 }
 
+// The pieces checks' layouts used here (see AllreducePiecesEqualPackedAllreduce).
+constexpr int64_t kMaxPiecesElements = 200000;
+
 // Element i of rank r's input: small integers, so every op's exact result is known.
 double Input(int r, int64_t i) { return static_cast<double>((i + r) % 5 + 1); }
 
@@ -131,16 +134,20 @@ TEST(HierarchicalTest, ReduceScatterGivesEachRankItsSlice) {
 // shared memory does): every layout, dtype and op gives the bits of the packed allreduce,
 // through the two-step path (small totals) and the reduce-scatter / cross / allgather one;
 // holes (a joined rank's missing input, a dropped result) are honoured. Without pieces in
-// the local group the hierarchy does not claim them (the caller packs).
+// the local group the hierarchy does not claim them (the caller packs). Layouts up to 200,000
+// elements: the hierarchy's paths part at 8 KiB and the in-process groups have no chunk
+// limits, so the transports' largest layout added nothing here but 70 % of these two checks'
+// time under ASan (51 -> 15 s: its allocator maps fresh pages for every large buffer).
 TEST(HierarchicalTest, AllreducePiecesEqualPackedAllreduce) {
   for (auto [hosts, per_host] : {std::pair{2, 2}, std::pair{2, 3}}) {
-    const int64_t flat_calls =
-        RunHierarchy(hosts, per_host, {},
-                     [&](int r, Communicator& comm) {
-                       ASSERT_TRUE(comm.allreduces_pieces());
-                       EXPECT_EQ(test::CheckAllreducePiecesMatchPacked(comm), 0) << "rank " << r;
-                     },
-                     {.allreduces_pieces = true});
+    const int64_t flat_calls = RunHierarchy(
+        hosts, per_host, {},
+        [&](int r, Communicator& comm) {
+          ASSERT_TRUE(comm.allreduces_pieces());
+          EXPECT_EQ(test::CheckAllreducePiecesMatchPackedUpTo(comm, kMaxPiecesElements), 0)
+              << "rank " << r;
+        },
+        {.allreduces_pieces = true});
     EXPECT_EQ(flat_calls, 0) << hosts << " x " << per_host;
   }
   RunHierarchy(2, 2, {}, [&](int, Communicator& comm) { EXPECT_FALSE(comm.allreduces_pieces()); });
@@ -156,7 +163,8 @@ TEST(HierarchicalTest, ScatterGatherPiecesEqualPacked) {
     const int64_t flat_calls = RunHierarchy(
         hosts, per_host, ops,
         [&](int r, Communicator& comm) {
-          EXPECT_EQ(test::CheckScatterGatherPiecesMatchPacked(comm), 0) << "rank " << r;
+          EXPECT_EQ(test::CheckScatterGatherPiecesMatchPackedUpTo(comm, kMaxPiecesElements), 0)
+              << "rank " << r;
         },
         {.allreduces_pieces = true});
     EXPECT_EQ(flat_calls, 0) << hosts << " x " << per_host;
