@@ -78,14 +78,13 @@ class GlooCommunicator final : public Communicator {
   Status CheckPerRank(const char* op, const std::vector<int64_t>& v) const {
     return CheckPerRankArg([&] { return What(op); }, v, size_);
   }
-  // Allgather as a bytewise-OR allreduce in which every rank contributes only its own part
-  // (zeros elsewhere), on gloo's legacy algorithms; used for the small endpoint exchange, which
-  // must work before the failure machinery is set up. Throws.
-  void GatherByOr(const void* in, void* out, const std::vector<int64_t>& bytes);
   // Allreduce through gloo's legacy algorithms (throws).
   void RunLegacy(void* buffer, size_t count, DataType dtype, ReduceOp op);
   template <typename S>
   void RunWidth(void* buffer, size_t count, DataType dtype, ReduceOp op);
+  // Every legacy (bound-buffer) run goes through here.
+  template <typename S>
+  void Ring(S* buffer, size_t count, const gloo::ReductionFunction<S>* fn);
 
   const int rank_;
   const int size_;
@@ -129,12 +128,14 @@ void GlooCommunicator::Attach(std::shared_ptr<gloo::transport::Device> device,
 }
 
 Status GlooCommunicator::LearnEndpoints() {
-  std::vector<sockaddr_storage> all(size_);
-  const sockaddr_storage mine = GlooSockets::DeviceAddress(*context_);
+  // Rank j sends rank i its pair address toward i (unbound buffers: no legacy run yet).
+  std::vector<sockaddr_storage> mine = GlooSockets::PairAddresses(*context_), theirs(size_);
   const std::vector<int64_t> bytes(size_, sizeof(sockaddr_storage));
-  HVD_RETURN_IF_ERROR(Guard("endpoint exchange", [&] { GatherByOr(&mine, all.data(), bytes); }));
+  HVD_RETURN_IF_ERROR(Guard("endpoint exchange", [&] {
+    collectives_->Alltoallv(mine.data(), bytes, theirs.data(), bytes);
+  }));
   std::lock_guard<std::mutex> lock(abort_mu_);
-  sockets_.SetDeviceAddresses(rank_, std::move(all));
+  sockets_.SetPairAddresses(rank_, std::move(mine), std::move(theirs));
   return Status::OK();
 }
 
@@ -178,34 +179,24 @@ Status GlooCommunicator::BroadcastBytes(std::string* data, int root) {
 Status GlooCommunicator::BitwiseAnd(std::vector<uint64_t>* bits) {
   if (bits->empty()) return Guard("bitwise and", [] {});
   return Guard("bitwise and",
-               [&] { ring_->Run<uint64_t>(bits->data(), bits->size(), GlooBitwiseAnd()); });
+               [&] { Ring<uint64_t>(bits->data(), bits->size(), GlooBitwiseAnd()); });
 }
 
 Status GlooCommunicator::BitwiseOr(std::vector<uint64_t>* bits) {
   if (bits->empty()) return Guard("bitwise or", [] {});
-  return Guard("bitwise or",
-               [&] { ring_->Run<uint64_t>(bits->data(), bits->size(), GlooBitwiseOr()); });
+  return Guard("bitwise or", [&] { Ring<uint64_t>(bits->data(), bits->size(), GlooBitwiseOr()); });
 }
 
 Status GlooCommunicator::Barrier() {
-  return Guard("barrier", [&] { ring_->Run<uint64_t>(&barrier_word_, 1, GlooBitwiseOr()); });
+  return Guard("barrier", [&] { Ring<uint64_t>(&barrier_word_, 1, GlooBitwiseOr()); });
 }
 
-void GlooCommunicator::GatherByOr(const void* in, void* out, const std::vector<int64_t>& bytes) {
-  int64_t total = 0, offset = 0;
-  for (int r = 0; r < size_; ++r) {
-    if (r == rank_) offset = total;
-    total += bytes[r];
-  }
-  if (total == 0) return;
-  if (total > INT_MAX) throw std::length_error("allgather of more than INT_MAX bytes");
-  char* base = static_cast<char*>(out);
-  const size_t mine = static_cast<size_t>(bytes[rank_]);
-  if (mine > 0 && base + offset != in) std::memmove(base + offset, in, mine);
-  std::memset(base, 0, static_cast<size_t>(offset));
-  std::memset(base + offset + mine, 0, static_cast<size_t>(total - offset) - mine);
-  ring_->Run<uint8_t>(reinterpret_cast<uint8_t*>(base), static_cast<size_t>(total),
-                      GlooBytewiseOr());
+template <typename S>
+void GlooCommunicator::Ring(S* buffer, size_t count, const gloo::ReductionFunction<S>* fn) {
+  // A new legacy instance's first run may have had gloo shrink the send buffers of the pairs
+  // it sent on (GlooSockets::WidenSendBuffers). Its later runs send the same messages, which
+  // gloo leaves alone, so only a first run needs the fix.
+  if (ring_->Run<S>(buffer, count, fn)) sockets_.WidenSendBuffers();
 }
 
 void GlooCommunicator::RunLegacy(void* buffer, size_t count, DataType dtype, ReduceOp op) {
@@ -223,7 +214,7 @@ void GlooCommunicator::RunLegacy(void* buffer, size_t count, DataType dtype, Red
 
 template <typename S>
 void GlooCommunicator::RunWidth(void* buffer, size_t count, DataType dtype, ReduceOp op) {
-  ring_->Run<S>(static_cast<S*>(buffer), count, GlooReductionFor<S>(dtype, op));
+  Ring<S>(static_cast<S*>(buffer), count, GlooReductionFor<S>(dtype, op));
 }
 
 Status GlooCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
@@ -283,7 +274,8 @@ Status GlooCommunicator::ReduceScatter(const void* in, void* out,
   }
   // Reduce-scatter as a legacy allreduce on a scratch copy, then this rank's slice: gloo's
   // legacy reduce-scatter is not shipped, and a pairwise one over unbound buffers measured
-  // 10-50x slower than halving-doubling here (bench/README.md).
+  // 10-50x slower than halving-doubling here (bench/README.md), though with the shrunken send
+  // buffers found since (GlooSockets::WidenSendBuffers): worth measuring again.
   const auto op_name = [&] {
     return std::string("reducescatter (") + DataTypeName(dtype) + " " + ReduceOpName(op) + ")";
   };

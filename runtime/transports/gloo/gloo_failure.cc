@@ -63,25 +63,32 @@ Status GlooExceptionToStatus(std::exception_ptr error, const std::string& what,
   }
 }
 
-sockaddr_storage GlooSockets::DeviceAddress(gloo::Context& context) {
-  const int any_peer = context.rank == 0 ? 1 : 0;
-  const auto& address =
-      dynamic_cast<const gloo::transport::tcp::Address&>(context.getPair(any_peer)->address());
-  return address.getSockaddr();
+std::vector<sockaddr_storage> GlooSockets::PairAddresses(gloo::Context& context) {
+  std::vector<sockaddr_storage> out(static_cast<size_t>(context.size));
+  for (int peer = 0; peer < context.size; ++peer) {
+    if (peer == context.rank) continue;
+    const auto& address =
+        dynamic_cast<const gloo::transport::tcp::Address&>(context.getPair(peer)->address());
+    out[peer] = address.getSockaddr();
+  }
+  return out;
 }
 
-void GlooSockets::SetDeviceAddresses(int self, std::vector<sockaddr_storage> addresses) {
+void GlooSockets::SetPairAddresses(int self, std::vector<sockaddr_storage> mine,
+                                   std::vector<sockaddr_storage> theirs) {
   self_ = self;
-  addresses_ = std::move(addresses);
-  peer_names_.assign(addresses_.size(), "");
-  for (size_t i = 0; i < addresses_.size(); ++i) {
+  mine_ = std::move(mine);
+  theirs_ = std::move(theirs);
+  peer_names_.assign(theirs_.size(), "");
+  for (size_t i = 0; i < theirs_.size(); ++i) {
     if (static_cast<int>(i) != self_) {
-      peer_names_[i] = gloo::transport::tcp::Address(addresses_[i]).str();
+      peer_names_[i] = gloo::transport::tcp::Address(theirs_[i]).str();
     }
   }
 }
 
-void GlooSockets::Shutdown() const {
+template <typename Fn>
+void GlooSockets::ForEachSocket(Fn&& fn) const {
   if (self_ < 0) return;
   DIR* dir = opendir("/proc/self/fd");
   if (dir == nullptr) return;
@@ -94,15 +101,27 @@ void GlooSockets::Shutdown() const {
     socklen_t local_len = sizeof(local), remote_len = sizeof(remote);
     if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
         getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&remote), &remote_len) != 0) {
-      continue;  // not a socket, or not connected (the device's own listener)
+      continue;  // not a socket, or not connected (a pair's own listener)
     }
-    bool ours = SameEndpoint(local, addresses_[self_]);
-    for (size_t i = 0; i < addresses_.size() && !ours; ++i) {
-      ours = static_cast<int>(i) != self_ && SameEndpoint(remote, addresses_[i]);
+    bool ours = false;
+    for (size_t i = 0; i < mine_.size() && !ours; ++i) {
+      ours = static_cast<int>(i) != self_ &&
+             (SameEndpoint(local, mine_[i]) || SameEndpoint(remote, theirs_[i]));
     }
-    if (ours) ::shutdown(static_cast<int>(fd), SHUT_RDWR);
+    if (ours) fn(static_cast<int>(fd));
   }
   closedir(dir);
+}
+
+void GlooSockets::Shutdown() const {
+  ForEachSocket([](int fd) { ::shutdown(fd, SHUT_RDWR); });
+}
+
+void GlooSockets::WidenSendBuffers() const {
+  ForEachSocket([](int fd) {
+    int bytes = 4 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+  });
 }
 
 }  // namespace hvd::runtime

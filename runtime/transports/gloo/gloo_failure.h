@@ -23,35 +23,57 @@ namespace hvd::runtime {
 Status GlooExceptionToStatus(std::exception_ptr error, const std::string& what,
                              const std::vector<std::string>& peer_names);
 
-// GlooSockets finds and shuts down the tcp sockets of one gloo context.
+// GlooSockets finds the tcp sockets of one gloo context, to shut them down or to widen their
+// send buffers.
 //
-// Why: gloo cannot abort a wait on a bound (legacy) buffer, and Context::closeConnections()
-// wakes no waiter. shutdown(2) on a pair's socket makes gloo's event loop read EOF, which
-// fails every pending operation of that pair at once, and the peer sees the drop too.
+// Why shut down: gloo cannot abort a wait on a bound (legacy) buffer, and
+// Context::closeConnections() wakes no waiter. shutdown(2) on a pair's socket makes gloo's
+// event loop read EOF, which fails every pending operation of that pair at once, and the peer
+// sees the drop too.
 // Debian's libgloo-dev lacks gloo/common/memory.h, so tcp::Pair (and its fd) is out of reach;
-// instead the sockets are recognised by their endpoints: in this gloo every pair of a device
-// shares the device's listening address, so a socket of this context either has this rank's
-// device address as its local end (accepted) or a peer's device address as its remote end
-// (connected). Each communicator owns its device, so no other context matches.
+// instead the sockets are recognised by their endpoints. In this gloo each pair listens on an
+// address of its own (the one Pair::address() returns; two pairs of one rank differ in
+// port), and of the two ranks of a pair one accepts and the other connects. So the socket of
+// this rank's pair with peer j has either this pair's address as its local end (accepted) or
+// the peer's pair address toward this rank as its remote end (connected); the peers' ones
+// come from an exchange (GlooCommunicator::LearnEndpoints). No other socket has either end.
+// (Until 2026-11-29 this took one address per rank, right only for 2 ranks: from 3, a
+// rank's pairs toward some peers went unrecognised, by Shutdown too.)
 //
-// Set-up (DeviceAddress, SetDeviceAddresses) happens on the calling thread before use;
-// Shutdown() is then safe from any thread: it only reads the address table and issues
+// Set-up (PairAddresses, SetPairAddresses) happens on the calling thread before use;
+// Shutdown() is then safe from any thread: it only reads the address tables and issues
 // shutdown(2) on descriptors it re-identifies at that moment.
 class GlooSockets {
  public:
-  // This rank's device listening address, from any of its pairs.
-  static sockaddr_storage DeviceAddress(gloo::Context& context);
+  // This rank's pair address toward each peer, indexed by peer rank (self: zeroed).
+  static std::vector<sockaddr_storage> PairAddresses(gloo::Context& context);
 
-  // Device address of every rank, indexed by rank.
-  void SetDeviceAddresses(int self, std::vector<sockaddr_storage> addresses);
-  // "[ip]:port" of every peer's device ("" for self), as gloo prints them in errors.
+  // `mine`: PairAddresses() of this rank; `theirs[j]`: peer j's pair address toward this rank.
+  void SetPairAddresses(int self, std::vector<sockaddr_storage> mine,
+                        std::vector<sockaddr_storage> theirs);
+  // "[ip]:port" of every peer's end of its pair with this rank ("" for self), as gloo prints
+  // them in errors.
   const std::vector<std::string>& peer_names() const { return peer_names_; }
 
   void Shutdown() const;
 
+  // Sets each socket's send buffer to 4 MiB (hvd's own TCP transport's size). Debian's gloo
+  // sets SO_SNDBUF itself before a bound (legacy) buffer's send, to that message's size,
+  // once it is larger than any earlier one on that pair: the first, a few bytes of a barrier
+  // or a bit vector, left a pair with the kernel's minimum (4,608 bytes) and autotuning off.
+  // A large one-way transfer (broadcast, allgather) then moved one segment per delayed ACK:
+  // a 1 MiB broadcast at 2 ranks took 573 ms where torch's Gloo takes 0.5 ms (2026-11-29).
+  // gloo's check is per pair, against its own record of the size it set: call after the
+  // first run of every new legacy instance (GlooCommunicator::Ring).
+  void WidenSendBuffers() const;
+
  private:
+  // Calls `fn` with each connected socket of this context.
+  template <typename Fn>
+  void ForEachSocket(Fn&& fn) const;
+
   int self_ = -1;
-  std::vector<sockaddr_storage> addresses_;
+  std::vector<sockaddr_storage> mine_, theirs_;
   std::vector<std::string> peer_names_;
 };
 

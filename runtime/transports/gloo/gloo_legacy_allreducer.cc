@@ -101,7 +101,7 @@ GlooLegacyAllreducer::Entry* GlooLegacyAllreducer::Find(std::vector<std::unique_
 }
 
 template <typename S>
-void GlooLegacyAllreducer::Run(S* buffer, size_t count, const gloo::ReductionFunction<S>* fn) {
+bool GlooLegacyAllreducer::Run(S* buffer, size_t count, const gloo::ReductionFunction<S>* fn) {
   // gloo's legacy AllreduceRing has every rank accumulate all buffers in its own ring order,
   // so with 3+ ranks floating-point sums differ in the last bits between ranks (weights would
   // drift apart). Halving-doubling reduces each chunk once and distributes it: bit-identical
@@ -110,7 +110,8 @@ void GlooLegacyAllreducer::Run(S* buffer, size_t count, const gloo::ReductionFun
       context_->size > 1 && (count * sizeof(S) >= large_bytes_ || context_->size > 2);
   std::vector<std::unique_ptr<Entry>>* lru = large ? &large_ : &small_;
   Entry* entry = Find<S>(lru, count, fn);
-  if (entry == nullptr) {
+  const bool built = entry == nullptr;
+  if (built) {
     if (large) {
       lru->insert(lru->begin(), std::make_unique<HalvingDoublingEntry<S>>(context_, count, fn));
     } else {
@@ -120,15 +121,16 @@ void GlooLegacyAllreducer::Run(S* buffer, size_t count, const gloo::ReductionFun
     entry = lru->front().get();
   }
   entry->Run(buffer);
+  return built;
 }
 
-template void GlooLegacyAllreducer::Run<uint8_t>(uint8_t*, size_t,
+template bool GlooLegacyAllreducer::Run<uint8_t>(uint8_t*, size_t,
                                                  const gloo::ReductionFunction<uint8_t>*);
-template void GlooLegacyAllreducer::Run<uint16_t>(uint16_t*, size_t,
+template bool GlooLegacyAllreducer::Run<uint16_t>(uint16_t*, size_t,
                                                   const gloo::ReductionFunction<uint16_t>*);
-template void GlooLegacyAllreducer::Run<uint32_t>(uint32_t*, size_t,
+template bool GlooLegacyAllreducer::Run<uint32_t>(uint32_t*, size_t,
                                                   const gloo::ReductionFunction<uint32_t>*);
-template void GlooLegacyAllreducer::Run<uint64_t>(uint64_t*, size_t,
+template bool GlooLegacyAllreducer::Run<uint64_t>(uint64_t*, size_t,
                                                   const gloo::ReductionFunction<uint64_t>*);
 
 }  // namespace hvd::runtime

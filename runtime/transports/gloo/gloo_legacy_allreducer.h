@@ -12,7 +12,8 @@ namespace hvd::runtime {
 
 // GlooLegacyAllreducer runs in-place allreduces with gloo's legacy algorithm classes, the
 // fast ones in Debian's libgloo over tcp (pre-bound transport buffers, no per-message
-// rendezvous; the unbound-buffer path is 10-50x slower here, see bench/README.md):
+// rendezvous; the unbound-buffer path measured 10-50x slower here, bench/README.md, though
+// with the shrunken send buffers found since, GlooSockets::WidenSendBuffers):
 //   - below large_bytes: gloo::AllreduceRing. It touches the caller's pointer only locally
 //     (its transport buffers are its own inbox/outbox), so one instance is rebound to each
 //     call's buffer: no copy, no allocation.
@@ -30,8 +31,9 @@ class GlooLegacyAllreducer {
   GlooLegacyAllreducer(std::shared_ptr<gloo::Context> context, size_t large_bytes);
   ~GlooLegacyAllreducer();
 
+  // Returns true when this run built a new instance (its first run on its transport pairs).
   template <typename S>
-  void Run(S* buffer, size_t count, const gloo::ReductionFunction<S>* fn);
+  bool Run(S* buffer, size_t count, const gloo::ReductionFunction<S>* fn);
 
  private:
   struct Entry {

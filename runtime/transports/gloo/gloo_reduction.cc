@@ -58,9 +58,6 @@ void Half(uint16_t* x, const uint16_t* y, size_t n) {
 void And64(uint64_t* x, const uint64_t* y, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] &= y[i];
 }
-void Or8(uint8_t* x, const uint8_t* y, size_t n) {
-  for (size_t i = 0; i < n; ++i) x[i] |= y[i];
-}
 void Or64(uint64_t* x, const uint64_t* y, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] |= y[i];
 }
@@ -193,11 +190,6 @@ const gloo::ReductionFunction<uint64_t>* GlooBitwiseAnd() {
 
 const gloo::ReductionFunction<uint64_t>* GlooBitwiseOr() {
   static const gloo::ReductionFunction<uint64_t> fn(gloo::CUSTOM, &Or64);
-  return &fn;
-}
-
-const gloo::ReductionFunction<uint8_t>* GlooBytewiseOr() {
-  static const gloo::ReductionFunction<uint8_t> fn(gloo::CUSTOM, &Or8);
   return &fn;
 }
 

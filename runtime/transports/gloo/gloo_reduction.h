@@ -44,8 +44,6 @@ const gloo::ReductionFunction<S>* GlooReductionFor(DataType dtype, ReduceOp op);
 // Bitwise AND / OR over 64-bit words (the coordinator's response-cache bit vectors).
 const gloo::ReductionFunction<uint64_t>* GlooBitwiseAnd();
 const gloo::ReductionFunction<uint64_t>* GlooBitwiseOr();
-// Bytewise OR: broadcast / allgather as an allreduce where the other ranks contribute zeros.
-const gloo::ReductionFunction<uint8_t>* GlooBytewiseOr();
 
 }  // namespace hvd::runtime
 
