@@ -4,8 +4,8 @@ outside hvd while the others wait in an allreduce that needs it, which checks it
 has forked a helper (as a DataLoader does), which inherits the dump's handler but must not be
 asked: its dump would interleave with its parent's."""
 import os, sys, time
-import torch
-import hvd.torch as hvd
+import numpy as np
+import hvd.numpy as hvd
 
 hvd.init()
 run_dir = sys.argv[1]
@@ -20,7 +20,7 @@ def stuck_loading_data():
         time.sleep(0.02)
 
 def waiting_in_the_allreduce():
-    return hvd.allreduce(torch.ones(4), name="grad", op=hvd.Sum)
+    return hvd.allreduce(np.ones(4), name="grad", op=hvd.Sum)
 
 if hvd.rank() == 2 and os.fork() == 0:
     forked_helper()

@@ -18,23 +18,31 @@ pytestmark = pytest.mark.skipif(not HVDRUN, reason="HVD_TEST_HVDRUN not set")
 
 # Each job's ranks contribute values from their job's own base, so data crossing from one job
 # to the other would change every sum. With "die" in argv, the last rank SIGKILLs itself
-# halfway; the others then fail (that job's end), the other job must not notice.
+# halfway; the others then fail (that job's end), the other job must not notice. Every rank
+# of the three jobs says it is up (a file beside its job's folder) and starts its steps only
+# once all nine are: the jobs' collectives run at the same time, whatever their start-up took.
 WORKER = textwrap.dedent("""
-    import os, signal, sys
-    import torch
-    import hvd.torch as hvd
+    import os, signal, sys, time
+    import numpy as np
+    import hvd.numpy as hvd
 
     base = float(sys.argv[1])
     hvd.init()
     n = hvd.size()
+    shared = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    open(os.path.join(shared, "up.%g.%d" % (base, hvd.rank())), "w").close()
+    deadline = time.monotonic() + 120
+    while sum(e.startswith("up.") for e in os.listdir(shared)) < 9:
+        assert time.monotonic() < deadline, "the other jobs never started"
+        time.sleep(0.01)
     for i in range(400):
         if i == 200 and "die" in sys.argv and hvd.rank() == n - 1:
             os.kill(os.getpid(), signal.SIGKILL)
-        got = hvd.allreduce(torch.full((1000,), base + hvd.rank() + i), op=hvd.Sum,
+        got = hvd.allreduce(np.full((1000,), base + hvd.rank() + i), op=hvd.Sum,
                             name="t%d" % (i % 7))
         want = sum(base + r + i for r in range(n))
-        assert torch.all(got == want), (base, i, got[0].item(), want)
-        gathered = hvd.allgather(torch.tensor([base + hvd.rank() + i]), name="g%d" % (i % 3))
+        assert (got == want).all(), (base, i, got[0], want)
+        gathered = hvd.allgather(np.array([base + hvd.rank() + i]), name="g%d" % (i % 3))
         assert gathered.tolist() == [base + r + i for r in range(n)], gathered
     print("job %g rank %d: 400 steps ok" % (base, hvd.rank()), flush=True)
 """)

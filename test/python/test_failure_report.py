@@ -23,14 +23,14 @@ pytestmark = pytest.mark.skipif(not HVDRUN, reason="HVD_TEST_HVDRUN not set")
 WORKER = textwrap.dedent("""
     import atexit, sys, time
     atexit.register(time.sleep, 10)
-    import torch
-    import hvd.torch as hvd
+    import numpy as np
+    import hvd.numpy as hvd
 
     hvd.init()
-    hvd.allreduce(torch.ones(8), name="warm")
+    hvd.allreduce(np.ones(8), name="warm")
     if hvd.rank() == 1:
         raise RuntimeError("boom from rank 1")
-    hvd.allreduce(torch.ones(8), name="never")
+    hvd.allreduce(np.ones(8), name="never")
 """)
 
 
@@ -71,12 +71,12 @@ def test_the_rank_whose_exception_ended_the_job_is_named_first(tmp_path, cpu_ope
 def test_a_rank_that_exits_first_with_its_own_exception_is_named_with_it(tmp_path):
     script = tmp_path / "worker.py"
     script.write_text(textwrap.dedent("""
-        import torch
-        import hvd.torch as hvd
+        import numpy as np
+        import hvd.numpy as hvd
         hvd.init()
         if hvd.rank() == 2:
             raise ValueError("bad input on rank 2")
-        hvd.allreduce(torch.ones(8), name="never")
+        hvd.allreduce(np.ones(8), name="never")
     """))
     result = subprocess.run([HVDRUN, "-np", "3", sys.executable, str(script)],
                             capture_output=True, text=True, timeout=120)
@@ -93,13 +93,13 @@ def test_a_rank_ended_by_sys_exit_is_named_with_its_own_exit_code(tmp_path):
     script = tmp_path / "worker.py"
     script.write_text(textwrap.dedent("""
         import sys
-        import torch
-        import hvd.torch as hvd
+        import numpy as np
+        import hvd.numpy as hvd
         hvd.init()
         for step in range(200):
             if step == 3 and hvd.rank() == 3:
                 sys.exit(7)
-            hvd.allreduce(torch.ones(1000), name="g")
+            hvd.allreduce(np.ones(1000), name="g")
     """))
     result = subprocess.run([HVDRUN, "-np", "4", sys.executable, str(script)],
                             capture_output=True, text=True, timeout=120)
