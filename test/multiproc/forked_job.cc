@@ -74,7 +74,7 @@ std::vector<RankOutcome> ForkedJob::Run(int count, const ChildBody& body) {
       // The cases' buffers (inputs, expected values, pieces: up to a few MB, new in every case)
       // come from the heap and are reused, not from glibc's fresh mmap for every block over its
       // threshold (128 KiB at first), whose page faults and zeroing were 40 % of
-      // shm_multiproc_test's CPU: 126 -> 67 CPU-s, 73 -> 41 s alone (2026-11-29). The
+      // shm_multiproc_test's CPU: 126 -> 57 CPU-s, 73 -> 35 s alone (2026-11-29). The
       // allocation tests count calls, which this does not change; sanitizers ignore it.
       mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest before 2.35
       mallopt(M_TRIM_THRESHOLD, 1 << 30);
