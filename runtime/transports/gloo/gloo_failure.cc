@@ -74,19 +74,6 @@ std::vector<sockaddr_storage> GlooSockets::PairAddresses(gloo::Context& context)
   return out;
 }
 
-void GlooSockets::SetPairAddresses(int self, std::vector<sockaddr_storage> mine,
-                                   std::vector<sockaddr_storage> theirs) {
-  self_ = self;
-  mine_ = std::move(mine);
-  theirs_ = std::move(theirs);
-  peer_names_.assign(theirs_.size(), "");
-  for (size_t i = 0; i < theirs_.size(); ++i) {
-    if (static_cast<int>(i) != self_) {
-      peer_names_[i] = gloo::transport::tcp::Address(theirs_[i]).str();
-    }
-  }
-}
-
 template <typename Fn>
 void GlooSockets::ForEachSocket(Fn&& fn) const {
   if (self_ < 0) return;
@@ -113,15 +100,28 @@ void GlooSockets::ForEachSocket(Fn&& fn) const {
   closedir(dir);
 }
 
+void GlooSockets::SetPairAddresses(int self, std::vector<sockaddr_storage> mine,
+                                   std::vector<sockaddr_storage> theirs) {
+  self_ = self;
+  mine_ = std::move(mine);
+  theirs_ = std::move(theirs);
+  peer_names_.assign(theirs_.size(), "");
+  for (size_t i = 0; i < theirs_.size(); ++i) {
+    if (static_cast<int>(i) != self_) {
+      peer_names_[i] = gloo::transport::tcp::Address(theirs_[i]).str();
+    }
+  }
+  fds_.clear();
+  ForEachSocket([this](int fd) { fds_.push_back(fd); });
+}
+
 void GlooSockets::Shutdown() const {
   ForEachSocket([](int fd) { ::shutdown(fd, SHUT_RDWR); });
 }
 
 void GlooSockets::WidenSendBuffers() const {
-  ForEachSocket([](int fd) {
-    int bytes = 4 << 20;
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
-  });
+  const int bytes = 4 << 20;
+  for (int fd : fds_) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
 }
 
 }  // namespace hvd::runtime

@@ -49,6 +49,7 @@ class GlooSockets {
   static std::vector<sockaddr_storage> PairAddresses(gloo::Context& context);
 
   // `mine`: PairAddresses() of this rank; `theirs[j]`: peer j's pair address toward this rank.
+  // Also notes the sockets' descriptors for WidenSendBuffers (the mesh is connected by then).
   void SetPairAddresses(int self, std::vector<sockaddr_storage> mine,
                         std::vector<sockaddr_storage> theirs);
   // "[ip]:port" of every peer's end of its pair with this rank ("" for self), as gloo prints
@@ -64,7 +65,10 @@ class GlooSockets {
   // A large one-way transfer (broadcast, allgather) then moved one segment per delayed ACK:
   // a 1 MiB broadcast at 2 ranks took 573 ms where torch's Gloo takes 0.5 ms (2026-11-29).
   // gloo's check is per pair, against its own record of the size it set: call after the
-  // first run of every new legacy instance (GlooCommunicator::Ring).
+  // first run of every new legacy instance (GlooCommunicator::Ring). From the calling thread
+  // only, on the descriptors noted at set-up, without a scan (~80 us of /proc/self/fd per
+  // call): while the communicator works its sockets stay open, and a pair gloo closes fails
+  // the op, which then never gets here (the communicator is broken from then on).
   void WidenSendBuffers() const;
 
  private:
@@ -75,6 +79,7 @@ class GlooSockets {
   int self_ = -1;
   std::vector<sockaddr_storage> mine_, theirs_;
   std::vector<std::string> peer_names_;
+  std::vector<int> fds_;  // the sockets found at set-up, for WidenSendBuffers
 };
 
 }  // namespace hvd::runtime
