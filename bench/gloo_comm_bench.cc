@@ -215,6 +215,12 @@ int main(int argc, char** argv) {
       Ok(comm.status());
       int rc = RunRank(**comm, Split(ops), sizes, rounds);
       std::fflush(stdout);
+      // Leave only once every rank is done: a rank that exits while a peer still waits on
+      // its last collective's messages fails that peer ("Connection closed by peer").
+      Ok((*kv)->Set("done/" + std::to_string(rank), "1"));
+      for (int r = 0; r < n; ++r) {
+        Ok((*kv)->Wait("done/" + std::to_string(r), std::chrono::seconds(60)).status());
+      }
       _exit(rc);
     }
     kids.push_back(pid);

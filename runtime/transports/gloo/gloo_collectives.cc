@@ -116,6 +116,44 @@ void GlooCollectives::Alltoallv(const void* in, const std::vector<int64_t>& send
   transfers_->WaitSends();
 }
 
+void GlooCollectives::ReduceScatter(const void* in, void* out,
+                                    const std::vector<int64_t>& counts_per_rank, size_t elem,
+                                    ReduceFn reduce, const void* fn) {
+  transfers_->StartOp();
+  const uint64_t tag = transfers_->NextTag();
+  PrefixSums(counts_per_rank, &offsets_);
+  const size_t total = static_cast<size_t>(offsets_.back() + counts_per_rank.back()) * elem;
+  const size_t count = static_cast<size_t>(counts_per_rank[rank_]);
+  const size_t mine = count * elem;
+  const char* in_bytes = static_cast<const char*>(in);
+  // Slot k-1 of the scratch receives rank (rank - k)'s copy of this rank's slice.
+  char* slots = mine > 0 ? Scratch((size_ - 1) * mine) : nullptr;
+  for (int k = 1; k < size_ && mine > 0; ++k) {
+    transfers_->Recv(transfers_->Buffer(slots + (k - 1) * mine, mine), (rank_ + size_ - k) % size_,
+                     tag, 0, mine);
+  }
+  if (total > 0) {
+    gloo::transport::UnboundBuffer* in_buf = transfers_->Buffer(in, total);
+    for (int k = 1; k < size_; ++k) {
+      const int peer = (rank_ + k) % size_;
+      if (counts_per_rank[peer] == 0) continue;
+      transfers_->Send(in_buf, peer, tag, offsets_[peer] * elem, counts_per_rank[peer] * elem);
+    }
+  }
+  if (mine == 0) {
+    transfers_->WaitSends();
+    return;
+  }
+  const char* own = in_bytes + offsets_[rank_] * elem;
+  if (out != own) std::memmove(out, own, mine);
+  for (int k = 1; k < size_; ++k) {
+    gloo::transport::UnboundBuffer* slot = transfers_->Buffer(slots + (k - 1) * mine, mine);
+    transfers_->WaitRecv(slot);
+    reduce(fn, out, slots + (k - 1) * mine, count);
+  }
+  transfers_->WaitSends();
+}
+
 void GlooCollectives::GatherBytes(const std::string& in, int root, std::vector<std::string>* out) {
   transfers_->StartOp();
   const uint64_t tag = transfers_->NextTag();

@@ -12,9 +12,8 @@ namespace hvd::runtime {
 
 // Direct (pairwise) data-movement collectives over GlooTransfers: every rank posts all its
 // receives and sends at once and completes them as they land, so each collective costs one
-// message latency and moves the minimal number of bytes per rank. (Reductions do not come
-// here: gloo's unbound-buffer transfers measured far slower than its legacy algorithms on
-// the project machine, see gloo_legacy_allreducer.h.)
+// message latency and moves the minimal number of bytes per rank. (Allreduces do not come
+// here: gloo's legacy algorithms, gloo_legacy_allreducer.h.)
 //
 // GlooCollectives owns the scratch memory these need (grown, never shrunk, so a steady state
 // allocates nothing). Not thread-safe except Abort() via GlooTransfers; every method throws
@@ -28,6 +27,16 @@ class GlooCollectives {
   void Broadcast(void* buffer, size_t bytes, int root);
   void Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
                  const std::vector<int64_t>& recv_bytes);
+  // Reduces `elem`-byte elements: dst[i] = dst[i] op src[i] for i < count; `fn` is passed
+  // through (the reduction's own state).
+  using ReduceFn = void (*)(const void* fn, void* dst, const void* src, size_t count);
+  // Every member's slice of `in` (counts_per_rank elements each, in rank order) goes to that
+  // member, which reduces the size() copies of its slice into `out`: each rank sends and
+  // receives (size()-1)/size() of the input once, all transfers at once. The copies are
+  // reduced in a fixed order (this rank's own, then rank-1, rank-2, ...), so a run's bits do
+  // not depend on arrival order. `out` may alias this rank's slice of `in`, nothing else of it.
+  void ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
+                     size_t elem, ReduceFn reduce, const void* fn);
 
   // Control plane: variable-length byte strings. One fixed-size block carries the length
   // and up to kInlineBytes of payload; only longer strings need a second message.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -23,16 +24,38 @@
 namespace hvd::runtime {
 namespace {
 
-// Allreduces below this many bytes take gloo's legacy ring, larger ones its halving-doubling
-// (gloo_legacy_allreducer.h). Measured on the 2-core project machine: ring wins below
-// ~256 KiB-1 MiB, halving-doubling above (bench/README.md, libgloo timed on its own there).
-constexpr size_t kHalvingDoublingBytes = size_t{512} << 10;
+// GlooCollectives::ReduceFn over gloo's kernels (gloo_reduction.h) of storage width S.
+template <typename S>
+void ReduceStorage(const void* fn, void* dst, const void* src, size_t count) {
+  static_cast<const gloo::ReductionFunction<S>*>(fn)->call(static_cast<S*>(dst),
+                                                           static_cast<const S*>(src), count);
+}
+
+// The direct collectives' reduction for (dtype, op): gloo's kernel of the dtype's width.
+struct DirectReduction {
+  GlooCollectives::ReduceFn reduce;
+  const void* fn;
+};
+
+DirectReduction DirectReductionFor(DataType dtype, ReduceOp op) {
+  switch (DataTypeSize(dtype)) {
+    case 1:
+      return {ReduceStorage<uint8_t>, GlooReductionFor<uint8_t>(dtype, op)};
+    case 2:
+      return {ReduceStorage<uint16_t>, GlooReductionFor<uint16_t>(dtype, op)};
+    case 4:
+      return {ReduceStorage<uint32_t>, GlooReductionFor<uint32_t>(dtype, op)};
+    default:
+      return {ReduceStorage<uint64_t>, GlooReductionFor<uint64_t>(dtype, op)};
+  }
+}
 
 // GlooCommunicator: see CreateGlooCommunicator. All collectives run on the caller's thread;
 // Abort() may come from any thread and is serialized with destruction by abort_mu_.
 class GlooCommunicator final : public Communicator {
  public:
-  GlooCommunicator(int rank, int size) : rank_(rank), size_(size) {}
+  GlooCommunicator(int rank, int size, const GlooThresholds& thresholds)
+      : rank_(rank), size_(size), thresholds_(thresholds) {}
   ~GlooCommunicator() override;
 
   // Takes over a connected context (size > 1).
@@ -78,6 +101,8 @@ class GlooCommunicator final : public Communicator {
   Status CheckPerRank(const char* op, const std::vector<int64_t>& v) const {
     return CheckPerRankArg([&] { return What(op); }, v, size_);
   }
+  // Allreduce as a pairwise reduce-scatter and a pairwise allgather (throws).
+  void RunDirect(void* buffer, size_t count, DataType dtype, ReduceOp op);
   // Allreduce through gloo's legacy algorithms (throws).
   void RunLegacy(void* buffer, size_t count, DataType dtype, ReduceOp op);
   template <typename S>
@@ -88,6 +113,7 @@ class GlooCommunicator final : public Communicator {
 
   const int rank_;
   const int size_;
+  const GlooThresholds thresholds_;
   std::atomic<bool> aborted_{false};
   Status broken_;  // first failure; touched only by the calling thread
   std::mutex abort_mu_;
@@ -98,11 +124,14 @@ class GlooCommunicator final : public Communicator {
   std::unique_ptr<GlooCollectives> collectives_;
   std::unique_ptr<GlooLegacyAllreducer> ring_;
   std::vector<char> reduce_scatter_scratch_;  // grown, never shrunk
+  std::vector<int64_t> direct_counts_;        // RunDirect's split, reused
+  std::vector<int64_t> direct_bytes_;
   uint64_t barrier_word_ = 0;
 };
 
 GlooCommunicator::~GlooCommunicator() {
   std::lock_guard<std::mutex> lock(abort_mu_);
+  GlooSigpipeBlock no_sigpipe;
   // Teardown may touch broken pairs; gloo's destructors are allowed to throw.
   try {
     ring_.reset();
@@ -124,7 +153,7 @@ void GlooCommunicator::Attach(std::shared_ptr<gloo::transport::Device> device,
   context_ = std::move(context);
   transfers_ = std::make_unique<GlooTransfers>(context_, timeout);
   collectives_ = std::make_unique<GlooCollectives>(transfers_.get());
-  ring_ = std::make_unique<GlooLegacyAllreducer>(context_, kHalvingDoublingBytes);
+  ring_ = std::make_unique<GlooLegacyAllreducer>(context_, thresholds_.halving_doubling_bytes);
 }
 
 Status GlooCommunicator::LearnEndpoints() {
@@ -149,6 +178,7 @@ Status GlooCommunicator::GuardNamed(const Name& name, Body&& body) {
   if (!broken_.ok()) return broken_.WithContext(What(name()) + ": communicator failed earlier");
   if (size_ == 1) return Status::OK();
   try {
+    GlooSigpipeBlock no_sigpipe;
     body();
     return Status::OK();
   } catch (...) {
@@ -224,7 +254,34 @@ Status GlooCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, 
   if (count > INT_MAX) {
     return Status::InvalidArgument(What(op_name()) + ": more than INT_MAX elements per call");
   }
-  return GuardNamed(op_name, [&] { RunLegacy(buffer, static_cast<size_t>(count), dtype, op); });
+  return GuardNamed(op_name, [&] {
+    if (static_cast<size_t>(count) * DataTypeSize(dtype) >= thresholds_.direct_allreduce_bytes &&
+        count >= size_) {
+      RunDirect(buffer, static_cast<size_t>(count), dtype, op);
+    } else {
+      RunLegacy(buffer, static_cast<size_t>(count), dtype, op);
+    }
+  });
+}
+
+void GlooCommunicator::RunDirect(void* buffer, size_t count, DataType dtype, ReduceOp op) {
+  // Rank r reduces slice r (the first count % size slices one element longer), then every
+  // rank gathers every slice: each element is reduced on one rank, so every rank ends with the
+  // same bits.
+  const size_t elem = DataTypeSize(dtype);
+  direct_counts_.resize(size_);
+  direct_bytes_.resize(size_);
+  size_t offset = 0;
+  for (int r = 0; r < size_; ++r) {
+    const size_t n = count / size_ + (static_cast<size_t>(r) < count % size_ ? 1 : 0);
+    if (r < rank_) offset += n;
+    direct_counts_[r] = static_cast<int64_t>(n);
+    direct_bytes_[r] = static_cast<int64_t>(n * elem);
+  }
+  char* own = static_cast<char*>(buffer) + offset * elem;
+  const DirectReduction reduction = DirectReductionFor(dtype, op);
+  collectives_->ReduceScatter(buffer, own, direct_counts_, elem, reduction.reduce, reduction.fn);
+  collectives_->Allgatherv(own, buffer, direct_bytes_);
 }
 
 Status GlooCommunicator::Allgatherv(const void* in, void* out,
@@ -272,22 +329,33 @@ Status GlooCommunicator::ReduceScatter(const void* in, void* out,
   if (total > INT_MAX) {
     return Status::InvalidArgument(What("reducescatter") + ": more than INT_MAX elements");
   }
-  // Reduce-scatter as a legacy allreduce on a scratch copy, then this rank's slice: gloo's
-  // legacy reduce-scatter is not shipped, and a pairwise one over unbound buffers measured
-  // 10-50x slower than halving-doubling here (bench/README.md), though with the shrunken send
-  // buffers found since (GlooSockets::WidenSendBuffers): worth measuring again.
   const auto op_name = [&] {
     return std::string("reducescatter (") + DataTypeName(dtype) + " " + ReduceOpName(op) + ")";
   };
   return GuardNamed(op_name, [&] {
     const size_t bytes = static_cast<size_t>(total) * elem;
-    if (reduce_scatter_scratch_.size() < bytes) reduce_scatter_scratch_.resize(bytes);
-    if (bytes > 0) std::memcpy(reduce_scatter_scratch_.data(), in, bytes);
-    RunLegacy(reduce_scatter_scratch_.data(), static_cast<size_t>(total), dtype, op);
     const size_t mine = static_cast<size_t>(counts_per_rank[rank_]) * elem;
-    if (mine > 0) {
-      std::memcpy(out, reduce_scatter_scratch_.data() + offset * elem, mine);
+    if (bytes < thresholds_.direct_reduce_scatter_bytes) {
+      // Small: a legacy allreduce on a scratch copy, then this rank's slice (gloo's legacy
+      // reduce-scatter is not shipped; the pairwise exchange costs more per message).
+      if (reduce_scatter_scratch_.size() < bytes) reduce_scatter_scratch_.resize(bytes);
+      if (bytes > 0) std::memcpy(reduce_scatter_scratch_.data(), in, bytes);
+      RunLegacy(reduce_scatter_scratch_.data(), static_cast<size_t>(total), dtype, op);
+      if (mine > 0) std::memcpy(out, reduce_scatter_scratch_.data() + offset * elem, mine);
+      return;
     }
+    // The sends read `in` while this rank reduces into `out`: an `out` over any part of `in`
+    // but this rank's own slice takes a copy of `in` first.
+    const void* src = in;
+    const auto at = [](const void* p) { return reinterpret_cast<uintptr_t>(p); };
+    if (mine > 0 && at(out) != at(in) + offset * elem && at(out) < at(in) + bytes &&
+        at(in) < at(out) + mine) {
+      if (reduce_scatter_scratch_.size() < bytes) reduce_scatter_scratch_.resize(bytes);
+      std::memcpy(reduce_scatter_scratch_.data(), in, bytes);
+      src = reduce_scatter_scratch_.data();
+    }
+    const DirectReduction reduction = DirectReductionFor(dtype, op);
+    collectives_->ReduceScatter(src, out, counts_per_rank, elem, reduction.reduce, reduction.fn);
   });
 }
 
@@ -316,9 +384,11 @@ Status CheckOptions(const GlooOptions& o) {
 
 Result<std::unique_ptr<Communicator>> CreateGlooCommunicator(const GlooOptions& options) {
   HVD_RETURN_IF_ERROR(CheckOptions(options));
-  auto comm = std::make_unique<GlooCommunicator>(options.rank, options.size);
+  auto comm = std::make_unique<GlooCommunicator>(options.rank, options.size, options.thresholds);
   if (options.size == 1) return std::unique_ptr<Communicator>(std::move(comm));
 
+  // The device starts gloo's event loop, which keeps the block (GlooSigpipeBlock).
+  GlooSigpipeBlock no_sigpipe;
   const std::string what = "gloo rendezvous of scope '" + options.scope + "' as rank " +
                            std::to_string(options.rank) + " of " + std::to_string(options.size);
   std::shared_ptr<gloo::transport::Device> device;

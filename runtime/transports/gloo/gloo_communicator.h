@@ -2,6 +2,7 @@
 #define HVD_RUNTIME_TRANSPORTS_GLOO_GLOO_COMMUNICATOR_H_
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -14,6 +15,18 @@ class Store;
 }  // namespace gloo::rendezvous
 
 namespace hvd::runtime {
+
+// Where each of the Gloo communicator's reduction algorithms takes over, by an op's bytes.
+// The defaults were measured on the 2-core project machine, 2-4 ranks over loopback
+// (bench/README.md); tests lower them to reach every path with small inputs.
+struct GlooThresholds {
+  // Allreduces from here take gloo's legacy halving-doubling, smaller ones its legacy ring.
+  size_t halving_doubling_bytes = size_t{512} << 10;
+  // Allreduces from here are direct: a pairwise reduce-scatter, then a pairwise allgather.
+  size_t direct_allreduce_bytes = size_t{2} << 20;
+  // Reduce-scatters from here are pairwise; smaller ones a legacy allreduce and the slice.
+  size_t direct_reduce_scatter_bytes = size_t{256} << 10;
+};
 
 // How to build a Communicator over Gloo's tcp transport for one group of ranks.
 struct GlooOptions {
@@ -32,6 +45,7 @@ struct GlooOptions {
   std::string iface;
   // Deadline of the rendezvous and of every collective.
   std::chrono::milliseconds timeout{30000};
+  GlooThresholds thresholds;
 };
 
 // Rendezvouses through options.kv under options.scope, connects a full mesh of tcp pairs and
@@ -39,10 +53,16 @@ struct GlooOptions {
 // kInvalidArgument for bad options or an unusable interface, kTimeout when the other ranks do
 // not arrive within the timeout, kIoError/kRemoteError when connecting fails.
 //
-// Algorithms: allreduce, reduce-scatter (allreduce + slice), bitwise and/or and barrier use
-// gloo's legacy AllreduceRing / AllreduceHalvingDoubling (gloo_legacy_allreducer.h);
-// allgather(v), alltoall(v), broadcast and the byte-string gather/broadcast use direct
-// pairwise transfers of gloo unbound buffers (gloo_collectives.h). Any
+// Algorithms (GlooThresholds says where each takes over):
+//   - allreduce: gloo's legacy AllreduceRing, then AllreduceHalvingDoubling
+//     (gloo_legacy_allreducer.h), then direct: a pairwise reduce-scatter and a pairwise
+//     allgather on gloo unbound buffers (gloo_collectives.h), which moves each byte once
+//     each way and measured 1.2-1.6x faster than halving-doubling from 2 MiB;
+//   - reduce-scatter: a legacy allreduce and this rank's slice, then pairwise;
+//   - bitwise and/or, barrier: the legacy ring;
+//   - allgather(v), alltoall(v), broadcast and the byte-string gather/broadcast: direct
+//     pairwise transfers of unbound buffers.
+// Any
 // failure leaves the communicator broken: that call and every later one return the error,
 // and its connections are shut down so peers fail fast too.
 Result<std::unique_ptr<Communicator>> CreateGlooCommunicator(const GlooOptions& options);

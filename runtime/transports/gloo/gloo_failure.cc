@@ -63,6 +63,44 @@ Status GlooExceptionToStatus(std::exception_ptr error, const std::string& what,
   }
 }
 
+namespace {
+
+sigset_t OnlySigpipe() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  return set;
+}
+
+bool SigpipePending() {
+  sigset_t pending;
+  return sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+}
+
+}  // namespace
+
+GlooSigpipeBlock::GlooSigpipeBlock() {
+  struct sigaction action {};
+  if (sigaction(SIGPIPE, nullptr, &action) != 0 || (action.sa_flags & SA_SIGINFO) != 0 ||
+      action.sa_handler != SIG_DFL) {
+    return;
+  }
+  const sigset_t pipe = OnlySigpipe();
+  if (pthread_sigmask(SIG_BLOCK, &pipe, &previous_) != 0) return;
+  active_ = true;
+  was_pending_ = SigpipePending();
+}
+
+GlooSigpipeBlock::~GlooSigpipeBlock() {
+  if (!active_) return;
+  const sigset_t pipe = OnlySigpipe();
+  if (!was_pending_ && SigpipePending()) {
+    const timespec now{};
+    sigtimedwait(&pipe, nullptr, &now);
+  }
+  pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+}
+
 std::vector<sockaddr_storage> GlooSockets::PairAddresses(gloo::Context& context) {
   std::vector<sockaddr_storage> out(static_cast<size_t>(context.size));
   for (int peer = 0; peer < context.size; ++peer) {
@@ -90,12 +128,13 @@ void GlooSockets::ForEachSocket(Fn&& fn) const {
         getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&remote), &remote_len) != 0) {
       continue;  // not a socket, or not connected (a pair's own listener)
     }
-    bool ours = false;
-    for (size_t i = 0; i < mine_.size() && !ours; ++i) {
-      ours = static_cast<int>(i) != self_ &&
-             (SameEndpoint(local, mine_[i]) || SameEndpoint(remote, theirs_[i]));
+    for (size_t i = 0; i < mine_.size(); ++i) {
+      if (static_cast<int>(i) != self_ &&
+          (SameEndpoint(local, mine_[i]) || SameEndpoint(remote, theirs_[i]))) {
+        fn(static_cast<int>(fd), static_cast<int>(i), remote);
+        break;
+      }
     }
-    if (ours) fn(static_cast<int>(fd));
   }
   closedir(dir);
 }
@@ -105,18 +144,19 @@ void GlooSockets::SetPairAddresses(int self, std::vector<sockaddr_storage> mine,
   self_ = self;
   mine_ = std::move(mine);
   theirs_ = std::move(theirs);
+  // The peer's end as gloo prints it: its pair address where this rank connected, the port it
+  // connected from where this rank accepted (until 2026-11-29 only the former was known, and
+  // half of the errors named no peer).
   peer_names_.assign(theirs_.size(), "");
-  for (size_t i = 0; i < theirs_.size(); ++i) {
-    if (static_cast<int>(i) != self_) {
-      peer_names_[i] = gloo::transport::tcp::Address(theirs_[i]).str();
-    }
-  }
   fds_.clear();
-  ForEachSocket([this](int fd) { fds_.push_back(fd); });
+  ForEachSocket([this](int fd, int peer, const sockaddr_storage& remote) {
+    fds_.push_back(fd);
+    peer_names_[peer] = gloo::transport::tcp::Address(remote).str();
+  });
 }
 
 void GlooSockets::Shutdown() const {
-  ForEachSocket([](int fd) { ::shutdown(fd, SHUT_RDWR); });
+  ForEachSocket([](int fd, int, const sockaddr_storage&) { ::shutdown(fd, SHUT_RDWR); });
 }
 
 void GlooSockets::WidenSendBuffers() const {

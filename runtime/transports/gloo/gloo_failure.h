@@ -2,6 +2,7 @@
 #define HVD_RUNTIME_TRANSPORTS_GLOO_GLOO_FAILURE_H_
 
 #include <gloo/context.h>
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <exception>
@@ -22,6 +23,32 @@ namespace hvd::runtime {
 // `what` names the op and this rank.
 Status GlooExceptionToStatus(std::exception_ptr error, const std::string& what,
                              const std::vector<std::string>& peer_names);
+
+// Keeps gloo's writes from killing the process. Gloo writes its sockets with writev(2), which
+// takes no MSG_NOSIGNAL: a write toward a peer that died raises SIGPIPE, whose default action
+// ends the process, so a survivor in a program that leaves SIGPIPE alone (C, C++) died where
+// hvd owes it a failed op (Python ignores SIGPIPE: torch jobs never saw it). Found on
+// 2026-11-29 by GlooFailureTest.KilledRankFailsSurvivorsOnDirectPath, whose survivors (forked
+// C++ ranks) died of SIGPIPE in about one run of three once large allreduces sent one-way.
+//
+// While one lives, and only where SIGPIPE has its default action (a program that ignores or
+// handles it chose), the calling thread has SIGPIPE blocked: such a write fails with EPIPE,
+// which gloo reports as an error, and the SIGPIPE it raised is taken off the pending set
+// before the mask is restored (one that was pending before is left). Threads started meanwhile
+// inherit the block: gloo's event loop, which also writes, is started with the device. Costs
+// three or four system calls, against an op's 80 us and more.
+class GlooSigpipeBlock {
+ public:
+  GlooSigpipeBlock();
+  ~GlooSigpipeBlock();
+  GlooSigpipeBlock(const GlooSigpipeBlock&) = delete;
+  GlooSigpipeBlock& operator=(const GlooSigpipeBlock&) = delete;
+
+ private:
+  bool active_ = false;
+  bool was_pending_ = false;
+  sigset_t previous_{};
+};
 
 // GlooSockets finds the tcp sockets of one gloo context, to shut them down or to widen their
 // send buffers.
@@ -52,8 +79,8 @@ class GlooSockets {
   // Also notes the sockets' descriptors for WidenSendBuffers (the mesh is connected by then).
   void SetPairAddresses(int self, std::vector<sockaddr_storage> mine,
                         std::vector<sockaddr_storage> theirs);
-  // "[ip]:port" of every peer's end of its pair with this rank ("" for self), as gloo prints
-  // them in errors.
+  // "[ip]:port" of every peer's end of its connection with this rank ("" for self), as gloo
+  // prints them in errors.
   const std::vector<std::string>& peer_names() const { return peer_names_; }
 
   void Shutdown() const;
@@ -72,7 +99,7 @@ class GlooSockets {
   void WidenSendBuffers() const;
 
  private:
-  // Calls `fn` with each connected socket of this context.
+  // Calls fn(fd, peer rank, its remote end) for each connected socket of this context.
   template <typename Fn>
   void ForEachSocket(Fn&& fn) const;
 

@@ -10,10 +10,10 @@
 
 namespace hvd::runtime {
 
-// GlooLegacyAllreducer runs in-place allreduces with gloo's legacy algorithm classes, the
-// fast ones in Debian's libgloo over tcp (pre-bound transport buffers, no per-message
-// rendezvous; the unbound-buffer path measured 10-50x slower here, bench/README.md, though
-// with the shrunken send buffers found since, GlooSockets::WidenSendBuffers):
+// GlooLegacyAllreducer runs in-place allreduces with gloo's legacy algorithm classes, which
+// cost the least per message in Debian's libgloo over tcp (pre-bound transport buffers, no
+// per-message rendezvous): the communicator's allreduces below 2 MiB and its reduce-scatters
+// below 256 KiB come here (gloo_communicator.h; larger ones take unbound buffers pairwise):
 //   - below large_bytes: gloo::AllreduceRing. It touches the caller's pointer only locally
 //     (its transport buffers are its own inbox/outbox), so one instance is rebound to each
 //     call's buffer: no copy, no allocation.

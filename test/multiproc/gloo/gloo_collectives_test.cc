@@ -43,32 +43,70 @@ constexpr std::initializer_list<ReduceOp> kAllOps = {ReduceOp::kSum, ReduceOp::k
     CHILD_CHECK(s_.ok(), "%s failed: %s", #expr, s_.ToString().c_str()); \
   } while (0)
 
-// Every dtype x op at counts that take the ring (small) and halving-doubling (>= 512 KiB).
+// Every dtype x op at counts that take the ring (small), halving-doubling (>= 512 KiB) and
+// the direct path (>= 2 MiB: the 8-byte types at 300000).
 int AllreduceEverything(Communicator& comm) {
   return CheckAllreduceKnownValues(comm, {1, 1000, 300000}, kAllOps);
 }
 
-int ReduceScatterEverything(Communicator& comm) {
+// Where a reduce-scatter's output lies: its own buffer, this rank's slice of the input (in
+// place), or the input's start (over other ranks' slices, which the sends still read).
+enum class OutAt { kOwnBuffer, kOwnSlice, kInputStart };
+
+// Every dtype x op: a reduce-scatter of `counts` elements per rank from known values.
+int ReduceScatterKnownValues(Communicator& comm, const std::vector<int64_t>& counts, OutAt at) {
   const int n = comm.size();
-  std::vector<int64_t> counts(n);
-  for (int r = 0; r < n; ++r) counts[r] = 100000 + 7 * r;  // uneven, spans several pieces
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   const int64_t offset = std::accumulate(counts.begin(), counts.begin() + comm.rank(), int64_t{0});
   for (DataType dtype : kAllTypes) {
     const size_t elem = runtime::DataTypeSize(dtype);
-    std::vector<char> in(total * elem), out(counts[comm.rank()] * elem);
+    std::vector<char> in(total * elem), own(counts[comm.rank()] * elem);
     for (ReduceOp op : kAllOps) {
       for (int64_t i = 0; i < total; ++i) Store(dtype, in.data(), i, Value(dtype, comm.rank(), i));
-      CHILD_OK(comm.ReduceScatter(in.data(), out.data(), counts, dtype, op));
+      char* out = at == OutAt::kOwnBuffer  ? own.data()
+                  : at == OutAt::kOwnSlice ? in.data() + offset * elem
+                                           : in.data();
+      CHILD_OK(comm.ReduceScatter(in.data(), out, counts, dtype, op));
       for (int64_t i = 0; i < counts[comm.rank()]; ++i) {
         const double want = Expected(dtype, op, n, offset + i);
-        CHILD_CHECK(Load(dtype, out.data(), i) == want, "reducescatter %s %s [%lld]",
+        CHILD_CHECK(Load(dtype, out, i) == want, "reducescatter %s %s [%lld] of %lld at %d",
                     runtime::DataTypeName(dtype), runtime::ReduceOpName(op),
-                    static_cast<long long>(i));
+                    static_cast<long long>(i), static_cast<long long>(total), static_cast<int>(at));
       }
     }
   }
   return 0;
+}
+
+int ReduceScatterEverything(Communicator& comm) {
+  std::vector<int64_t> counts(comm.size());
+  for (int r = 0; r < comm.size(); ++r) counts[r] = 100000 + 7 * r;  // uneven, spans pieces
+  return ReduceScatterKnownValues(comm, counts, OutAt::kOwnBuffer);
+}
+
+// Both reduce-scatter paths (the small one below 256 KiB, pairwise above: 2-8 byte types at
+// 140001 elements) with the output in place and over other ranks' slices (rank 1's output at
+// the input's start), and a rank with nothing to receive.
+int ReduceScatterOutputs(Communicator& comm) {
+  std::vector<int64_t> small(comm.size(), 3), large(comm.size(), 70000);
+  small[1] = 0;
+  large[0] = 70001;
+  for (const auto& counts : {small, large}) {
+    for (OutAt at : {OutAt::kOwnSlice, OutAt::kInputStart}) {
+      if (ReduceScatterKnownValues(comm, counts, at) != 0) return 1;
+    }
+  }
+  return 0;
+}
+
+// Thresholds that send every op the direct (pairwise) way.
+int DirectEverything(Communicator& comm) {
+  if (CheckAllreduceKnownValues(comm, {1, 2, 3, 5, 1001}, kAllOps) != 0) return 1;
+  std::vector<int64_t> counts(comm.size(), 2);
+  counts[0] = 0;
+  counts.back() = 5;
+  if (ReduceScatterKnownValues(comm, counts, OutAt::kOwnBuffer) != 0) return 1;
+  return ReduceScatterKnownValues(comm, counts, OutAt::kInputStart);
 }
 
 int DataMovement(Communicator& comm) {
@@ -170,9 +208,10 @@ int SendBuffersStayWide(Communicator& comm) {
 
 class GlooCollectivesTest : public ::testing::TestWithParam<int> {
  protected:
-  void RunAll(const GlooJob::Body& body) {
+  void RunAll(const GlooJob::Body& body, runtime::GlooThresholds thresholds = {}) {
     GlooJob::Options options;
     options.size = GetParam();
+    options.thresholds = thresholds;
     options.deadline = std::chrono::seconds(100);
     GlooJob job(options);
     ASSERT_EQ(job.error(), "");
@@ -186,6 +225,13 @@ class GlooCollectivesTest : public ::testing::TestWithParam<int> {
 
 TEST_P(GlooCollectivesTest, AllreduceEveryDtypeAndOp) { RunAll(AllreduceEverything); }
 TEST_P(GlooCollectivesTest, ReduceScatterEveryDtypeAndOp) { RunAll(ReduceScatterEverything); }
+TEST_P(GlooCollectivesTest, ReduceScatterInPlaceAndOverInput) { RunAll(ReduceScatterOutputs); }
+TEST_P(GlooCollectivesTest, DirectPathsEveryDtypeAndOp) {
+  runtime::GlooThresholds direct;
+  direct.direct_allreduce_bytes = 1;
+  direct.direct_reduce_scatter_bytes = 1;
+  RunAll(DirectEverything, direct);
+}
 TEST_P(GlooCollectivesTest, AllgatherBroadcastAlltoall) { RunAll(DataMovement); }
 TEST_P(GlooCollectivesTest, ControlPlane) { RunAll(ControlPlane); }
 TEST_P(GlooCollectivesTest, SendBuffersStayWide) { RunAll(SendBuffersStayWide); }

@@ -1,11 +1,18 @@
 // Failure behaviour of the Gloo backend with real processes: a rank killed or stopped
 // mid-loop, and Abort() from another thread. Survivors must get a non-OK Status within the
 // communicator timeout and exit normally (no std::terminate, no hang).
+#include "runtime/transports/gloo/gloo_failure.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -24,19 +31,27 @@ constexpr auto kCommTimeout = std::chrono::milliseconds(5000);
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// Every rank runs allreduces of `count` floats; `victim` sends itself `signal` at iteration
-// 20. Survivors must fail within the timeout with one of `accepted`, then fail fast again.
+// Every rank runs allreduces (or broadcasts from rank 0) of `count` floats; `victim` sends
+// itself `signal` at iteration 20. Survivors must fail within the timeout with one of
+// `accepted`, then fail fast again; a dropped connection's error names the peer's rank.
 GlooJob::Body LoopUntilFailure(int victim, int signal, size_t count,
-                               std::vector<StatusCode> accepted) {
+                               std::vector<StatusCode> accepted, bool broadcast = false) {
   return [=](Communicator& comm) -> int {
     std::vector<float> buf(count, 1.0f);
     Status status;
     Clock::time_point last_ok = Clock::now();
     for (int i = 0; i < 100000 && status.ok(); ++i) {
       if (i == 20 && comm.rank() == victim) raise(signal);
-      status = comm.Allreduce(buf.data(), static_cast<int64_t>(count), DataType::kFloat32,
-                              ReduceOp::kSum);
+      status = broadcast ? comm.Broadcast(buf.data(), static_cast<int64_t>(4 * count), 0)
+                         : comm.Allreduce(buf.data(), static_cast<int64_t>(count),
+                                          DataType::kFloat32, ReduceOp::kSum);
       if (status.ok()) last_ok = Clock::now();
+    }
+    if (status.code() == StatusCode::kRemoteError &&
+        status.message().find("(peer rank ") == std::string::npos) {
+      std::fprintf(stderr, "rank %d: the error names no peer: %s\n", comm.rank(),
+                   status.ToString().c_str());
+      return 1;
     }
     return CheckSurvivorFailure(comm, status, last_ok, accepted, Seconds(kCommTimeout) + 3.0, "",
                                 0.5);
@@ -70,8 +85,64 @@ TEST(GlooFailureTest, KilledRankFailsSurvivorsOnRingPath) {
 }
 
 TEST(GlooFailureTest, KilledRankFailsSurvivorsOnHalvingDoublingPath) {
+  ExpectSurvivorsPass(  // 1 MiB: from 512 KiB, below the direct path's 2 MiB
+      3, 2, LoopUntilFailure(2, SIGKILL, 1 << 18, {StatusCode::kRemoteError, StatusCode::kTimeout}),
+      SIGKILL);
+}
+
+TEST(GlooFailureTest, KilledRankFailsSurvivorsOnDirectPath) {
+  ExpectSurvivorsPass(  // 4 MiB: a pairwise reduce-scatter and allgather
+      3, 1, LoopUntilFailure(1, SIGKILL, 1 << 20, {StatusCode::kRemoteError, StatusCode::kTimeout}),
+      SIGKILL);
+}
+
+// In a forked child with SIGPIPE at its default action: a write to a closed socket under the
+// block fails with EPIPE instead of ending the process, leaves no SIGPIPE pending and restores
+// the mask; a SIGPIPE that was pending before (blocked by the program) stays pending.
+TEST(GlooFailureTest, SigpipeBlockTurnsTheSignalIntoEpipe) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    signal(SIGPIPE, SIG_DFL);
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) _exit(2);
+    close(fds[1]);
+    ssize_t wrote = 0;
+    int error = 0;
+    {
+      runtime::GlooSigpipeBlock block;
+      wrote = write(fds[0], "x", 1);
+      error = errno;
+    }
+    if (wrote != -1 || error != EPIPE) _exit(3);
+    sigset_t pending, mask;
+    sigpending(&pending);
+    pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+    if (sigismember(&pending, SIGPIPE) || sigismember(&mask, SIGPIPE)) _exit(4);
+    // Blocked and pending before the block: still both after it.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+    raise(SIGPIPE);
+    { runtime::GlooSigpipeBlock block; }
+    sigpending(&pending);
+    pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+    if (!sigismember(&pending, SIGPIPE) || !sigismember(&mask, SIGPIPE)) _exit(5);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status)) << "signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+}
+
+// Gloo writes with writev, which raises SIGPIPE at a dead peer: the root of a 16 MiB broadcast
+// whose receiver died must get an error, not die of SIGPIPE (GlooSigpipeBlock).
+TEST(GlooFailureTest, KilledReceiverFailsTheSender) {
   ExpectSurvivorsPass(
-      3, 2, LoopUntilFailure(2, SIGKILL, 1 << 20, {StatusCode::kRemoteError, StatusCode::kTimeout}),
+      2, 1,
+      LoopUntilFailure(1, SIGKILL, 1 << 22, {StatusCode::kRemoteError, StatusCode::kTimeout}, true),
       SIGKILL);
 }
 

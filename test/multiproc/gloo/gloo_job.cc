@@ -3,8 +3,6 @@
 #include <cstdio>
 #include <string>
 
-#include "runtime/transports/gloo/gloo_communicator.h"
-
 namespace hvd::test {
 
 GlooJob::GlooJob(Options options)
@@ -19,6 +17,7 @@ std::vector<RankOutcome> GlooJob::Run(const Body& body) {
     options.rank = rank;
     options.size = options_.size;
     options.timeout = options_.comm_timeout;
+    options.thresholds = options_.thresholds;
     auto comm = runtime::CreateGlooCommunicator(options);
     if (!comm.ok()) {
       std::fprintf(stderr, "rank %d: create: %s\n", rank, comm.status().ToString().c_str());

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/transports/communicator.h"
+#include "runtime/transports/gloo/gloo_communicator.h"
 #include "test/multiproc/forked_job.h"
 
 namespace hvd::test {
@@ -24,6 +25,8 @@ class GlooJob {
     unsigned child_alarm = 90;
     // Ranks expected to die (SIGKILL) or be stopped; their death does not kill the others.
     std::vector<int> victims;
+    // Where the communicator's algorithms take over (lowered to reach a path with small ops).
+    runtime::GlooThresholds thresholds;
   };
 
   explicit GlooJob(Options options);
