@@ -62,8 +62,7 @@ struct GlooOptions {
 //   - bitwise and/or, barrier: the legacy ring;
 //   - allgather(v), alltoall(v), broadcast and the byte-string gather/broadcast: direct
 //     pairwise transfers of unbound buffers.
-// Any
-// failure leaves the communicator broken: that call and every later one return the error,
+// Any failure leaves the communicator broken: that call and every later one return the error,
 // and its connections are shut down so peers fail fast too.
 Result<std::unique_ptr<Communicator>> CreateGlooCommunicator(const GlooOptions& options);
 
