@@ -1,11 +1,13 @@
 #include "runtime/transports/gloo/gloo_communicator.h"
 
 #include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -61,8 +63,9 @@ class GlooCommunicator final : public Communicator {
   // Takes over a connected context (size > 1).
   void Attach(std::shared_ptr<gloo::transport::Device> device,
               std::shared_ptr<gloo::Context> context, std::chrono::milliseconds timeout);
-  // Exchanges device addresses so that failures can shut every connection down.
-  Status LearnEndpoints();
+  // Exchanges pair addresses so that failures can shut every connection down and errors can
+  // name their peer; `store` is the one the mesh was connected through.
+  Status LearnEndpoints(const GlooRecordingStore& store);
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -156,7 +159,29 @@ void GlooCommunicator::Attach(std::shared_ptr<gloo::transport::Device> device,
   ring_ = std::make_unique<GlooLegacyAllreducer>(context_, thresholds_.halving_doubling_bytes);
 }
 
-Status GlooCommunicator::LearnEndpoints() {
+// The address each peer published for its pair with this rank, from what connectFullMesh got
+// from the store: under key "j", peer j's pair addresses toward every other rank in rank order
+// (Address::bytes() each, equal sizes). "" where the value is not that shape (another gloo).
+std::vector<std::string> PublishedAddresses(const GlooRecordingStore& store, int rank, int size) {
+  std::vector<std::string> names(size);
+  for (int j = 0; j < size; ++j) {
+    if (j == rank) continue;
+    const std::vector<char> all = store.Got(std::to_string(j));
+    const size_t each = all.size() / static_cast<size_t>(size - 1);
+    if (each == 0 || all.size() % static_cast<size_t>(size - 1) != 0) continue;
+    const size_t at = static_cast<size_t>(rank < j ? rank : rank - 1) * each;
+    try {
+      names[j] = gloo::transport::tcp::Address(
+                     std::vector<char>(all.begin() + static_cast<std::ptrdiff_t>(at),
+                                       all.begin() + static_cast<std::ptrdiff_t>(at + each)))
+                     .str();
+    } catch (...) {  // not an address of this gloo: the socket's own ends still name the peer
+    }
+  }
+  return names;
+}
+
+Status GlooCommunicator::LearnEndpoints(const GlooRecordingStore& store) {
   // Rank j sends rank i its pair address toward i (unbound buffers: no legacy run yet).
   std::vector<sockaddr_storage> mine = GlooSockets::PairAddresses(*context_), theirs(size_);
   const std::vector<int64_t> bytes(size_, sizeof(sockaddr_storage));
@@ -164,7 +189,8 @@ Status GlooCommunicator::LearnEndpoints() {
     collectives_->Alltoallv(mine.data(), bytes, theirs.data(), bytes);
   }));
   std::lock_guard<std::mutex> lock(abort_mu_);
-  sockets_.SetPairAddresses(rank_, std::move(mine), std::move(theirs));
+  sockets_.SetPairAddresses(rank_, std::move(mine), std::move(theirs),
+                            PublishedAddresses(store, rank_, size_));
   return Status::OK();
 }
 
@@ -409,8 +435,9 @@ Result<std::unique_ptr<Communicator>> CreateGlooCommunicator(const GlooOptions& 
   context->setTimeout(options.timeout);
   std::optional<GlooKvStore> kv_store;
   if (options.store == nullptr) kv_store.emplace(options.kv, options.scope, options.timeout);
+  GlooRecordingStore store(options.store ? options.store : &*kv_store);
   try {
-    context->connectFullMesh(options.store ? *options.store : *kv_store, device);
+    context->connectFullMesh(store, device);
   } catch (...) {
     Status from_store = kv_store ? kv_store->first_error() : Status::OK();
     if (!from_store.ok()) return from_store.WithContext(what);
@@ -423,7 +450,7 @@ Result<std::unique_ptr<Communicator>> CreateGlooCommunicator(const GlooOptions& 
     if (!finished.ok()) HVD_LOG_DEBUG("{}: cleanup: {}", what, finished.ToString());
   }
   comm->Attach(std::move(device), std::move(context), options.timeout);
-  HVD_RETURN_IF_ERROR(comm->LearnEndpoints());
+  HVD_RETURN_IF_ERROR(comm->LearnEndpoints(store));
   return std::unique_ptr<Communicator>(std::move(comm));
 }
 

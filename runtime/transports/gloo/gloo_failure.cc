@@ -17,10 +17,12 @@ bool LooksLikeTimeout(const std::string& message) {
          message.find("imed out") != std::string::npos;
 }
 
-std::string PeerOf(const std::string& message, const std::vector<std::string>& peers) {
+std::string PeerOf(const std::string& message, const std::vector<std::vector<std::string>>& peers) {
   for (size_t i = 0; i < peers.size(); ++i) {
-    if (!peers[i].empty() && message.find(peers[i]) != std::string::npos) {
-      return " (peer rank " + std::to_string(i) + ")";
+    for (const std::string& name : peers[i]) {
+      if (message.find(name) != std::string::npos) {
+        return " (peer rank " + std::to_string(i) + ")";
+      }
     }
   }
   return "";
@@ -45,7 +47,7 @@ bool SameEndpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
 }  // namespace
 
 Status GlooExceptionToStatus(std::exception_ptr error, const std::string& what,
-                             const std::vector<std::string>& peer_names) {
+                             const std::vector<std::vector<std::string>>& peer_names) {
   try {
     std::rethrow_exception(error);
   } catch (const gloo::IoException& e) {
@@ -140,18 +142,21 @@ void GlooSockets::ForEachSocket(Fn&& fn) const {
 }
 
 void GlooSockets::SetPairAddresses(int self, std::vector<sockaddr_storage> mine,
-                                   std::vector<sockaddr_storage> theirs) {
+                                   std::vector<sockaddr_storage> theirs,
+                                   const std::vector<std::string>& published) {
   self_ = self;
   mine_ = std::move(mine);
   theirs_ = std::move(theirs);
-  // The peer's end as gloo prints it: its pair address where this rank connected, the port it
-  // connected from where this rank accepted (until 2026-11-29 only the former was known, and
-  // half of the errors named no peer).
-  peer_names_.assign(theirs_.size(), "");
+  peer_names_.assign(theirs_.size(), {});
+  for (size_t i = 0; i < published.size() && i < peer_names_.size(); ++i) {
+    if (static_cast<int>(i) != self_ && !published[i].empty()) {
+      peer_names_[i].push_back(published[i]);
+    }
+  }
   fds_.clear();
   ForEachSocket([this](int fd, int peer, const sockaddr_storage& remote) {
     fds_.push_back(fd);
-    peer_names_[peer] = gloo::transport::tcp::Address(remote).str();
+    peer_names_[peer].push_back(gloo::transport::tcp::Address(remote).str());
   });
 }
 

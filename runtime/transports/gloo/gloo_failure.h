@@ -18,11 +18,11 @@ namespace hvd::runtime {
 
 // Translates an exception thrown by gloo (gloo::IoException, gloo::EnforceNotMet, any
 // std::exception) into a Status: a timeout message maps to kTimeout, other transport errors
-// (peer closed, reset) to kRemoteError naming the peer rank when one of `peer_names` (index =
-// rank, "" = unknown) appears in the message, invariant failures inside gloo to kInternal.
-// `what` names the op and this rank.
+// (peer closed, reset) to kRemoteError naming the peer rank when one of `peer_names[rank]` (the
+// ways gloo may print that peer's address; none for self) appears in the message, invariant
+// failures inside gloo to kInternal. `what` names the op and this rank.
 Status GlooExceptionToStatus(std::exception_ptr error, const std::string& what,
-                             const std::vector<std::string>& peer_names);
+                             const std::vector<std::vector<std::string>>& peer_names);
 
 // Keeps gloo's writes from killing the process. Gloo writes its sockets with writev(2), which
 // takes no MSG_NOSIGNAL: a write toward a peer that died raises SIGPIPE, whose default action
@@ -76,12 +76,18 @@ class GlooSockets {
   static std::vector<sockaddr_storage> PairAddresses(gloo::Context& context);
 
   // `mine`: PairAddresses() of this rank; `theirs[j]`: peer j's pair address toward this rank.
-  // Also notes the sockets' descriptors for WidenSendBuffers (the mesh is connected by then).
+  // `published[j]`: the address peer j published for its pair with this rank before they
+  // connected ("[ip]:port"; "" where unknown). Also notes the sockets' descriptors for
+  // WidenSendBuffers (the mesh is connected by then).
   void SetPairAddresses(int self, std::vector<sockaddr_storage> mine,
-                        std::vector<sockaddr_storage> theirs);
-  // "[ip]:port" of every peer's end of its connection with this rank ("" for self), as gloo
-  // prints them in errors.
-  const std::vector<std::string>& peer_names() const { return peer_names_; }
+                        std::vector<sockaddr_storage> theirs,
+                        const std::vector<std::string>& published);
+  // How gloo may name each peer in an error ("[ip]:port"; none for self): a pair prints the
+  // address its peer published, which on the side that connected is the peer's end of the
+  // socket, and on the side that accepted is a port the peer listened on then (its end of the
+  // socket is another port, which is named too). Until 2026-11-29 only the socket's far end was
+  // known, and about half of the dropped-connection errors named no peer.
+  const std::vector<std::vector<std::string>>& peer_names() const { return peer_names_; }
 
   void Shutdown() const;
 
@@ -105,7 +111,7 @@ class GlooSockets {
 
   int self_ = -1;
   std::vector<sockaddr_storage> mine_, theirs_;
-  std::vector<std::string> peer_names_;
+  std::vector<std::vector<std::string>> peer_names_;
   std::vector<int> fds_;  // the sockets found at set-up, for WidenSendBuffers
 };
 

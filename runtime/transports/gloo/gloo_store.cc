@@ -53,4 +53,36 @@ void GlooKvStore::wait(const std::vector<std::string>& keys,
   }
 }
 
+void GlooRecordingStore::set(const std::string& key, const std::vector<char>& data) {
+  inner_->set(key, data);
+}
+
+std::vector<char> GlooRecordingStore::get(const std::string& key) {
+  std::vector<char> value = inner_->get(key);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [k, v] : got_) {
+    if (k == key) {
+      v = value;
+      return value;
+    }
+  }
+  got_.emplace_back(key, value);
+  return value;
+}
+
+void GlooRecordingStore::wait(const std::vector<std::string>& keys) { inner_->wait(keys); }
+
+void GlooRecordingStore::wait(const std::vector<std::string>& keys,
+                              const std::chrono::milliseconds& timeout) {
+  inner_->wait(keys, timeout);
+}
+
+std::vector<char> GlooRecordingStore::Got(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [k, v] : got_) {
+    if (k == key) return v;
+  }
+  return {};
+}
+
 }  // namespace hvd::runtime

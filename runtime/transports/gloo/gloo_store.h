@@ -6,6 +6,7 @@
 #include <chrono>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/kv_client.h"
@@ -46,6 +47,30 @@ class GlooKvStore : public gloo::rendezvous::Store {
   const std::chrono::milliseconds default_timeout_;
   mutable std::mutex mu_;
   Status first_error_;
+};
+
+// GlooRecordingStore forwards to another store and keeps what get() returned, by key. Gloo's
+// connectFullMesh publishes each rank's pair addresses under its rank number and gets its
+// peers' before connecting to them: afterwards those values are the only record of the
+// listening address each peer gave this rank, which gloo's own errors print on the side that
+// accepted the connection (GlooCommunicator::LearnEndpoints). Same threading as the inner store.
+class GlooRecordingStore : public gloo::rendezvous::Store {
+ public:
+  explicit GlooRecordingStore(gloo::rendezvous::Store* inner) : inner_(inner) {}
+
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;
+  void wait(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override;
+
+  // What get(key) returned last; empty if it was never called for `key`.
+  std::vector<char> Got(const std::string& key) const;
+
+ private:
+  gloo::rendezvous::Store* const inner_;
+  mutable std::mutex mu_;
+  std::vector<std::pair<std::string, std::vector<char>>> got_;
 };
 
 }  // namespace hvd::runtime
