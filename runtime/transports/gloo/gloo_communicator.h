@@ -57,7 +57,8 @@ struct GlooOptions {
 //   - allreduce: gloo's legacy AllreduceRing, then AllreduceHalvingDoubling
 //     (gloo_legacy_allreducer.h), then direct: a pairwise reduce-scatter and a pairwise
 //     allgather on gloo unbound buffers (gloo_collectives.h), which moves each byte once
-//     each way and measured 1.2-1.6x faster than halving-doubling from 2 MiB;
+//     each way: 1.1-2.3x faster than halving-doubling at 2-32 MiB, 2-4 ranks, but for one of
+//     two runs at 2 MiB and 2 ranks (0.83x; bench/README.md);
 //   - reduce-scatter: a legacy allreduce and this rank's slice, then pairwise;
 //   - bitwise and/or, barrier: the legacy ring;
 //   - allgather(v), alltoall(v), broadcast and the byte-string gather/broadcast: direct
