@@ -33,6 +33,22 @@ void ReduceStorage(const void* fn, void* dst, const void* src, size_t count) {
                                                            static_cast<const S*>(src), count);
 }
 
+// Calls fn(S{}) with S the unsigned storage type of dtype's width (gloo_reduction.h): the one
+// dispatch from a dtype to gloo's kernels, legacy runs and direct reductions alike.
+template <typename Fn>
+auto ForStorage(DataType dtype, Fn&& fn) {
+  switch (DataTypeSize(dtype)) {
+    case 1:
+      return fn(uint8_t{});
+    case 2:
+      return fn(uint16_t{});
+    case 4:
+      return fn(uint32_t{});
+    default:
+      return fn(uint64_t{});
+  }
+}
+
 // The direct collectives' reduction for (dtype, op): gloo's kernel of the dtype's width.
 struct DirectReduction {
   GlooCollectives::ReduceFn reduce;
@@ -40,16 +56,9 @@ struct DirectReduction {
 };
 
 DirectReduction DirectReductionFor(DataType dtype, ReduceOp op) {
-  switch (DataTypeSize(dtype)) {
-    case 1:
-      return {ReduceStorage<uint8_t>, GlooReductionFor<uint8_t>(dtype, op)};
-    case 2:
-      return {ReduceStorage<uint16_t>, GlooReductionFor<uint16_t>(dtype, op)};
-    case 4:
-      return {ReduceStorage<uint32_t>, GlooReductionFor<uint32_t>(dtype, op)};
-    default:
-      return {ReduceStorage<uint64_t>, GlooReductionFor<uint64_t>(dtype, op)};
-  }
+  return ForStorage(dtype, [&]<typename S>(S) {
+    return DirectReduction{ReduceStorage<S>, GlooReductionFor<S>(dtype, op)};
+  });
 }
 
 // GlooCommunicator: see CreateGlooCommunicator. All collectives run on the caller's thread;
@@ -108,8 +117,6 @@ class GlooCommunicator final : public Communicator {
   void RunDirect(void* buffer, size_t count, DataType dtype, ReduceOp op);
   // Allreduce through gloo's legacy algorithms (throws).
   void RunLegacy(void* buffer, size_t count, DataType dtype, ReduceOp op);
-  template <typename S>
-  void RunWidth(void* buffer, size_t count, DataType dtype, ReduceOp op);
   // Every legacy (bound-buffer) run goes through here.
   template <typename S>
   void Ring(S* buffer, size_t count, const gloo::ReductionFunction<S>* fn);
@@ -256,21 +263,9 @@ void GlooCommunicator::Ring(S* buffer, size_t count, const gloo::ReductionFuncti
 }
 
 void GlooCommunicator::RunLegacy(void* buffer, size_t count, DataType dtype, ReduceOp op) {
-  switch (DataTypeSize(dtype)) {
-    case 1:
-      return RunWidth<uint8_t>(buffer, count, dtype, op);
-    case 2:
-      return RunWidth<uint16_t>(buffer, count, dtype, op);
-    case 4:
-      return RunWidth<uint32_t>(buffer, count, dtype, op);
-    default:
-      return RunWidth<uint64_t>(buffer, count, dtype, op);
-  }
-}
-
-template <typename S>
-void GlooCommunicator::RunWidth(void* buffer, size_t count, DataType dtype, ReduceOp op) {
-  Ring<S>(static_cast<S*>(buffer), count, GlooReductionFor<S>(dtype, op));
+  ForStorage(dtype, [&]<typename S>(S) {
+    Ring<S>(static_cast<S*>(buffer), count, GlooReductionFor<S>(dtype, op));
+  });
 }
 
 Status GlooCommunicator::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
@@ -361,13 +356,17 @@ Status GlooCommunicator::ReduceScatter(const void* in, void* out,
   return GuardNamed(op_name, [&] {
     const size_t bytes = static_cast<size_t>(total) * elem;
     const size_t mine = static_cast<size_t>(counts_per_rank[rank_]) * elem;
+    const auto copy_of_in = [&] {
+      if (reduce_scatter_scratch_.size() < bytes) reduce_scatter_scratch_.resize(bytes);
+      if (bytes > 0) std::memcpy(reduce_scatter_scratch_.data(), in, bytes);
+      return reduce_scatter_scratch_.data();
+    };
     if (bytes < thresholds_.direct_reduce_scatter_bytes) {
       // Small: a legacy allreduce on a scratch copy, then this rank's slice (gloo's legacy
       // reduce-scatter is not shipped; the pairwise exchange costs more per message).
-      if (reduce_scatter_scratch_.size() < bytes) reduce_scatter_scratch_.resize(bytes);
-      if (bytes > 0) std::memcpy(reduce_scatter_scratch_.data(), in, bytes);
-      RunLegacy(reduce_scatter_scratch_.data(), static_cast<size_t>(total), dtype, op);
-      if (mine > 0) std::memcpy(out, reduce_scatter_scratch_.data() + offset * elem, mine);
+      char* reduced = copy_of_in();
+      RunLegacy(reduced, static_cast<size_t>(total), dtype, op);
+      if (mine > 0) std::memcpy(out, reduced + offset * elem, mine);
       return;
     }
     // The sends read `in` while this rank reduces into `out`: an `out` over any part of `in`
@@ -376,9 +375,7 @@ Status GlooCommunicator::ReduceScatter(const void* in, void* out,
     const auto at = [](const void* p) { return reinterpret_cast<uintptr_t>(p); };
     if (mine > 0 && at(out) != at(in) + offset * elem && at(out) < at(in) + bytes &&
         at(in) < at(out) + mine) {
-      if (reduce_scatter_scratch_.size() < bytes) reduce_scatter_scratch_.resize(bytes);
-      std::memcpy(reduce_scatter_scratch_.data(), in, bytes);
-      src = reduce_scatter_scratch_.data();
+      src = copy_of_in();
     }
     const DirectReduction reduction = DirectReductionFor(dtype, op);
     collectives_->ReduceScatter(src, out, counts_per_rank, elem, reduction.reduce, reduction.fn);
