@@ -85,6 +85,15 @@ struct CommState {
   std::atomic<bool> aborted{false};
   std::atomic<int> async{ncclInProgress};
   std::atomic<int> pending_polls{0};  // ncclInProgress answers still to give (in-progress mode)
+  // NCCL's communicators are not thread-safe: its caller orders the calls it makes on one
+  // (NCCL 2.28's ncclCommGetAsyncError completes the launch a non-blocking call left behind,
+  // joining the launch's thread and freeing its job, so two threads polling at once free it
+  // twice). Every call but ncclCommAbort counts itself in `users` (two at once: the emulator
+  // exits naming the call) and bumps `calls`, a plain counter, so that ThreadSanitizer reports
+  // callers that do not order their calls even where they never met (nccl.cc OneCaller).
+  std::atomic<int> users{0};
+  std::atomic<const char*> user_call{nullptr};  // the call of the one in it, for the message
+  int64_t calls = 0;
   std::mutex mu;
   std::map<int, double> premul;  // live ncclRedOpCreatePreMulSum ops -> their scalar
   int next_op = ncclNumOps;

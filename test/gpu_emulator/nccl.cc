@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -322,6 +323,38 @@ ncclResult_t Reduce(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t type, const 
     if (r_ != ncclSuccess) return r_; \
   } while (0)
 
+// Held for the length of a call on a communicator (CommState::users): a second thread that
+// enters one while another thread is still in one is a caller that does not order its calls, as
+// NCCL requires; the emulator says so and exits with 3, where NCCL might corrupt its heap.
+class OneCaller {
+ public:
+  OneCaller(CommState* state, const char* what) : state_(state) {
+    if (state_ == nullptr) return;
+    if (state_->users.fetch_add(1) != 0) {
+      const char* other = state_->user_call.load();
+      std::fprintf(stderr,
+                   "[gpu emulator] %s on communicator %s while another thread is in %s on it: "
+                   "NCCL's communicators are not thread-safe (the caller must order its calls on "
+                   "one)\n",
+                   what, state_->name.c_str(), other != nullptr ? other : "a NCCL call");
+      std::fflush(nullptr);
+      _exit(3);
+    }
+    state_->user_call.store(what);
+    ++state_->calls;  // unordered callers: a data race for ThreadSanitizer
+  }
+  OneCaller(ncclComm_t comm, const char* what)
+      : OneCaller(comm == nullptr ? nullptr : comm->state.get(), what) {}
+  ~OneCaller() {
+    if (state_ != nullptr) state_->users.fetch_sub(1);
+  }
+  OneCaller(const OneCaller&) = delete;
+  OneCaller& operator=(const OneCaller&) = delete;
+
+ private:
+  CommState* state_;
+};
+
 }  // namespace
 }  // namespace hvd::gpu_emulator
 
@@ -417,6 +450,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t* out, int nranks, ncclUniqueId id, int 
 }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* state) {
+  OneCaller one_caller(comm, "ncclCommGetAsyncError");
   if (comm == nullptr || state == nullptr) return ncclInvalidArgument;
   CommState& c = *comm->state;
   int polls = c.pending_polls.load();
@@ -459,6 +493,7 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t type,
                                       ncclScalarResidence_t residence, ncclComm_t comm) {
+  OneCaller one_caller(comm, "ncclRedOpCreatePreMulSum");
   EMU_TRY(Check(comm, "ncclRedOpCreatePreMulSum"));
   if (op == nullptr || scalar == nullptr || residence != ncclScalarHostImmediate) {
     return NcclFail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: bad arguments");
@@ -475,6 +510,7 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTyp
 }
 
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  OneCaller one_caller(comm, "ncclRedOpDestroy");
   if (comm == nullptr) return ncclInvalidArgument;
   CommState& c = *comm->state;
   std::lock_guard<std::mutex> lock(c.mu);
@@ -486,6 +522,7 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
 
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  OneCaller one_caller(comm, "ncclAllReduce");
   if (const int e = Injected("ncclAllReduce")) {
     return NcclFail(static_cast<ncclResult_t>(e), "ncclAllReduce failed, as asked");
   }
@@ -505,6 +542,7 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
 
 ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t type,
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  OneCaller one_caller(comm, "ncclReduce");
   EMU_TRY(Check(comm, "ncclReduce"));
   if (root < 0 || root >= comm->state->nranks) {
     return NcclFail(ncclInvalidArgument, "ncclReduce: bad root");
@@ -528,6 +566,7 @@ ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType
 
 ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type,
                            int root, ncclComm_t comm, cudaStream_t stream) {
+  OneCaller one_caller(comm, "ncclBroadcast");
   if (const int e = Injected("ncclBroadcast")) {
     return NcclFail(static_cast<ncclResult_t>(e), "ncclBroadcast failed, as asked");
   }
@@ -552,6 +591,7 @@ ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataT
 
 ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t type,
                            ncclComm_t comm, cudaStream_t stream) {
+  OneCaller one_caller(comm, "ncclAllGather");
   if (const int e = Injected("ncclAllGather")) {
     return NcclFail(static_cast<ncclResult_t>(e), "ncclAllGather failed, as asked");
   }
@@ -571,6 +611,7 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataT
 
 ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t type,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  OneCaller one_caller(comm, "ncclReduceScatter");
   if (const int e = Injected("ncclReduceScatter")) {
     return NcclFail(static_cast<ncclResult_t>(e), "ncclReduceScatter failed, as asked");
   }
@@ -590,6 +631,7 @@ ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclD
 
 ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t type, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
+  OneCaller one_caller(comm, "ncclSend");
   EMU_TRY(Check(comm, "ncclSend"));
   if (peer < 0 || peer >= comm->state->nranks || peer == comm->state->rank || TypeSize(type) == 0) {
     return NcclFail(ncclInvalidArgument, "ncclSend: bad peer or type");
@@ -607,6 +649,7 @@ ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t type, int p
 
 ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
+  OneCaller one_caller(comm, "ncclRecv");
   EMU_TRY(Check(comm, "ncclRecv"));
   if (peer < 0 || peer >= comm->state->nranks || peer == comm->state->rank || TypeSize(type) == 0) {
     return NcclFail(ncclInvalidArgument, "ncclRecv: bad peer or type");
@@ -635,6 +678,14 @@ ncclResult_t ncclGroupEnd() {
   if (--tl_group_depth > 0) return ncclSuccess;
   std::vector<Batch> batches = std::move(tl_group);
   tl_group.clear();
+  std::vector<CommState*> comms;
+  for (const Batch& b : batches) {
+    if (std::find(comms.begin(), comms.end(), b.comm.get()) == comms.end()) {
+      comms.push_back(b.comm.get());
+    }
+  }
+  std::deque<OneCaller> callers;
+  for (CommState* c : comms) callers.emplace_back(c, "ncclGroupEnd");
   std::vector<std::shared_ptr<CommState>> nonblocking;
   for (Batch& b : batches) {
     if (!b.comm->blocking) nonblocking.push_back(b.comm);

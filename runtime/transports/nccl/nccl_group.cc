@@ -119,18 +119,17 @@ constexpr std::chrono::milliseconds kPeerCheckInterval{100};
 // counted: what a poll costs differs between NCCL versions.
 constexpr std::chrono::microseconds kSettleSpin{200};
 
-// Polls `comm`'s asynchronous state (ncclCommGetAsyncError) while it is ncclInProgress: a
-// non-blocking communicator's init, or a call it has taken but not yet enqueued on the stream
-// (e.g. while it connects to a peer for the first time). kSettled with the final state in
-// *state; kStopped when `stop()` said so; kLate past `deadline`. A spin of kSettleSpin, then
-// 50 us sleeps.
-template <typename Stop>
-NcclWait WaitWhileInProgress(ncclComm_t comm, std::chrono::steady_clock::time_point deadline,
+// Polls a communicator's asynchronous state (`query`, ncclCommGetAsyncError's) while it is
+// ncclInProgress: a non-blocking communicator's init, or a call it has taken but not yet
+// enqueued on the stream (e.g. while it connects to a peer for the first time). kSettled with
+// the final state in *state; kStopped when `stop()` said so; kLate past `deadline`. A spin of
+// kSettleSpin, then 50 us sleeps.
+template <typename Query, typename Stop>
+NcclWait WaitWhileInProgress(const Query& query, std::chrono::steady_clock::time_point deadline,
                              const Stop& stop, ncclResult_t* state) {
   const auto spin_until = std::chrono::steady_clock::now() + kSettleSpin;
   for (;;) {
-    const ncclResult_t query = ncclCommGetAsyncError(comm, state);
-    if (query != ncclSuccess) *state = query;
+    *state = query();
     if (*state != ncclInProgress) return NcclWait::kSettled;
     if (stop()) return NcclWait::kStopped;
     const auto now = std::chrono::steady_clock::now();
@@ -158,6 +157,12 @@ std::string Identity(const std::string& mode, const std::string& host_id, int de
 }
 
 }  // namespace
+
+ncclResult_t AsyncState(ncclComm_t comm) {
+  ncclResult_t state = ncclSuccess;
+  const ncclResult_t query = ncclCommGetAsyncError(comm, &state);
+  return query != ncclSuccess ? query : state;
+}
 
 std::string DecideGpuPath(const std::vector<std::string>& identities) {
   std::string mode0;
@@ -257,10 +262,19 @@ Status NcclGroup::Usable() {
   return Status::OK();
 }
 
+ncclResult_t NcclGroup::QueryState() {
+  std::lock_guard<std::mutex> lock(comm_mu_);
+  if (comm_ == nullptr) return ncclInvalidUsage;  // aborted: Usable says so at the next call
+  return AsyncState(comm_);
+}
+
 Status NcclGroup::NcclFailure(const char* what, ncclResult_t result) {
-  const char* last = ncclGetLastError(comm_);
   std::string message = std::string("NCCL ") + what + " failed: " + ncclGetErrorString(result);
-  if (last != nullptr && *last != '\0') message += std::string(" (") + last + ")";
+  {
+    std::lock_guard<std::mutex> lock(comm_mu_);
+    const char* last = comm_ != nullptr ? ncclGetLastError(comm_) : nullptr;
+    if (last != nullptr && *last != '\0') message += std::string(" (") + last + ")";
+  }
   AbortComm();
   return result == ncclRemoteError ? Status::RemoteError(message) : Status::Internal(message);
 }
@@ -286,9 +300,9 @@ Status NcclGroup::Settle(ncclResult_t result, const char* what) {
   const auto started = std::chrono::steady_clock::now();
   auto next_check = started + kPeerCheckInterval;
   Status gone;
-  const NcclWait waited = WaitWhileInProgress(
-      comm_, started + backend_->timeout(),
-      [&] { return Stopping() || PeerGone(&next_check, &gone); }, &state);
+  const NcclWait waited =
+      WaitWhileInProgress([&] { return QueryState(); }, started + backend_->timeout(),
+                          [&] { return Stopping() || PeerGone(&next_check, &gone); }, &state);
   ++stats_.in_progress;
   stats_.in_progress_time += std::chrono::steady_clock::now() - started;
   if (waited == NcclWait::kSettled) {
@@ -319,8 +333,7 @@ Status NcclGroup::Wait(cudaStream_t stream, const char* what) {
   Status st = PollEvent(
       done_, started + backend_->timeout(),
       [&] {
-        ncclResult_t async = ncclSuccess;
-        ncclCommGetAsyncError(comm_, &async);
+        const ncclResult_t async = QueryState();
         if (async != ncclSuccess && async != ncclInProgress) return NcclFailure(what, async);
         if (deferred_failed_.load()) return DeferredFailure();
         if (Stopping()) {
@@ -386,12 +399,14 @@ Status NcclGroup::EnqueueAllreduce(std::span<const void* const> inputs,
   const ScalePlan plan = PlanScale(prescale, postscale);
   const bool scaled = plan.scaled();
   if (scaled) {
-    HVD_RETURN_IF_ERROR(Settle(ScaledSum(dtype, type, plan.premul, comm_, &nop), "scaled sum"));
+    HVD_RETURN_IF_ERROR(
+        Settle(Locked([&](ncclComm_t c) { return ScaledSum(dtype, type, plan.premul, c, &nop); }),
+               "scaled sum"));
   }
   Status enqueued = Enqueue(inputs, outputs, counts, static_cast<int64_t>(DataTypeSize(dtype)),
                             type, nop, plan, stream);
   // Legal once the allreduce that uses it is enqueued (settled), or on no communicator at all.
-  if (scaled && comm_ != nullptr) ncclRedOpDestroy(nop, comm_);
+  if (scaled) Locked([&](ncclComm_t c) { return ncclRedOpDestroy(nop, c); });
   return enqueued;
 }
 
@@ -409,9 +424,12 @@ Status NcclGroup::Enqueue(std::span<const void* const> inputs, std::span<void* c
           Scale(from, outputs[0], counts[0], type, plan.before, stream, "the input"));
       from = outputs[0];
     }
-    HVD_RETURN_IF_ERROR(Settle(
-        ncclAllReduce(from, outputs[0], static_cast<size_t>(counts[0]), type, op, comm_, stream),
-        "allreduce"));
+    HVD_RETURN_IF_ERROR(Settle(Locked([&](ncclComm_t c) {
+                                 return ncclAllReduce(from, outputs[0],
+                                                      static_cast<size_t>(counts[0]), type, op, c,
+                                                      stream);
+                               }),
+                               "allreduce"));
     return Scale(outputs[0], outputs[0], counts[0], type, plan.after, stream, "the result");
   }
   int64_t total = 0;
@@ -432,8 +450,11 @@ Status NcclGroup::Enqueue(std::span<const void* const> inputs, std::span<void* c
     }
     offset += static_cast<int64_t>(bytes);
   }
-  HVD_RETURN_IF_ERROR(Settle(
-      ncclAllReduce(buf, buf, static_cast<size_t>(total), type, op, comm_, stream), "allreduce"));
+  HVD_RETURN_IF_ERROR(Settle(Locked([&](ncclComm_t c) {
+                               return ncclAllReduce(buf, buf, static_cast<size_t>(total), type, op,
+                                                    c, stream);
+                             }),
+                             "allreduce"));
   HVD_RETURN_IF_ERROR(Scale(buf, buf, total, type, plan.after, stream, "the result"));
   offset = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -451,9 +472,11 @@ Status NcclGroup::Enqueue(std::span<const void* const> inputs, std::span<void* c
 Status NcclGroup::Broadcast(const void* input, void* output, int64_t bytes, int root) {
   HVD_RETURN_IF_ERROR(Usable());
   HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
-  HVD_RETURN_IF_ERROR(Settle(
-      ncclBroadcast(input, output, static_cast<size_t>(bytes), ncclUint8, root, comm_, stream),
-      "broadcast"));
+  HVD_RETURN_IF_ERROR(Settle(Locked([&](ncclComm_t c) {
+                               return ncclBroadcast(input, output, static_cast<size_t>(bytes),
+                                                    ncclUint8, root, c, stream);
+                             }),
+                             "broadcast"));
   return Wait(stream, "broadcast");
 }
 
@@ -468,11 +491,18 @@ Result<cudaStream_t> NcclGroup::Begin(size_t sizes) {
 
 template <typename Calls>
 Status NcclGroup::Grouped(const char* what, const Calls& calls) {
-  ncclResult_t r = ncclGroupStart();
-  if (r != ncclSuccess) return NcclFailure(what, r);
-  const ncclResult_t first = calls();
-  // Ended whatever happened: the group depth is the thread's, and this thread goes on.
-  const ncclResult_t end = ncclGroupEnd();
+  ncclResult_t start = ncclSuccess, first = ncclSuccess, end = ncclSuccess;
+  {
+    std::lock_guard<std::mutex> lock(comm_mu_);  // the whole group is one use of comm_
+    if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
+    start = ncclGroupStart();
+    if (start == ncclSuccess) {
+      first = calls(comm_);
+      // Ended whatever happened: the group depth is the thread's, and this thread goes on.
+      end = ncclGroupEnd();
+    }
+  }
+  if (start != ncclSuccess) return NcclFailure(what, start);
   if (first != ncclSuccess && first != ncclInProgress) return NcclFailure(what, first);
   return Settle(end, what);
 }
@@ -492,18 +522,20 @@ Status NcclGroup::Allgatherv(const void* input, void* output,
   HVD_ASSIGN_OR_RETURN(cudaStream_t stream, Begin(bytes_per_rank.size()));
   if (AllEqual(bytes_per_rank)) {
     if (bytes_per_rank[0] == 0) return Status::OK();
-    return Settle(ncclAllGather(input, output, static_cast<size_t>(bytes_per_rank[0]), ncclUint8,
-                                comm_, stream),
+    return Settle(Locked([&](ncclComm_t c) {
+                    return ncclAllGather(input, output, static_cast<size_t>(bytes_per_rank[0]),
+                                         ncclUint8, c, stream);
+                  }),
                   "allgather");
   }
-  return Grouped("allgather", [&] {
+  return Grouped("allgather", [&](ncclComm_t comm) {
     char* to = static_cast<char*>(output);
     for (int k = 0; k < size_; ++k) {
       const auto bytes = static_cast<size_t>(bytes_per_rank[k]);
       if (bytes > 0) {
         // The root sends from its input; the others' send buffer is not read.
         const ncclResult_t r =
-            ncclBroadcast(k == rank_ ? input : to, to, bytes, ncclUint8, k, comm_, stream);
+            ncclBroadcast(k == rank_ ? input : to, to, bytes, ncclUint8, k, comm, stream);
         if (Failed(r)) return r;
       }
       to += bytes;
@@ -533,24 +565,28 @@ Status NcclGroup::ReduceScatter(const void* input, void* output,
   }
   const bool scaled = plan.scaled();
   if (scaled) {
-    HVD_RETURN_IF_ERROR(Settle(ScaledSum(dtype, type, plan.premul, comm_, &nop), "scaled sum"));
+    HVD_RETURN_IF_ERROR(
+        Settle(Locked([&](ncclComm_t c) { return ScaledSum(dtype, type, plan.premul, c, &nop); }),
+               "scaled sum"));
   }
   Status s;
   if (AllEqual(counts_per_rank)) {
     if (counts_per_rank[0] > 0) {
-      s = Settle(ncclReduceScatter(input, output, static_cast<size_t>(counts_per_rank[0]), type,
-                                   nop, comm_, stream),
+      s = Settle(Locked([&](ncclComm_t c) {
+                   return ncclReduceScatter(input, output, static_cast<size_t>(counts_per_rank[0]),
+                                            type, nop, c, stream);
+                 }),
                  "reducescatter");
     }
   } else {
     const size_t elem = DataTypeSize(dtype);
-    s = Grouped("reducescatter", [&] {
+    s = Grouped("reducescatter", [&](ncclComm_t comm) {
       const char* from = static_cast<const char*>(input);
       for (int k = 0; k < size_; ++k) {
         const auto count = static_cast<size_t>(counts_per_rank[k]);
         if (count > 0) {
           // Only member k's receive buffer is written; the others' is not touched.
-          const ncclResult_t r = ncclReduce(from, output, count, type, nop, k, comm_, stream);
+          const ncclResult_t r = ncclReduce(from, output, count, type, nop, k, comm, stream);
           if (Failed(r)) return r;
         }
         from += count * elem;
@@ -559,7 +595,7 @@ Status NcclGroup::ReduceScatter(const void* input, void* output,
     });
   }
   // Legal once the calls that use it are enqueued (settled), or on no communicator at all.
-  if (scaled && comm_ != nullptr) ncclRedOpDestroy(nop, comm_);
+  if (scaled) Locked([&](ncclComm_t c) { return ncclRedOpDestroy(nop, c); });
   HVD_RETURN_IF_ERROR(s);
   return Scale(output, output, counts_per_rank[rank_], type, plan.after, stream, "the result");
 }
@@ -593,17 +629,17 @@ Status NcclGroup::Alltoallv(const void* input, std::span<const int64_t> send_byt
     recv_at += recv_bytes[k];
   }
   if (peers == 0) return Status::OK();
-  return Grouped("alltoall", [&] {
+  return Grouped("alltoall", [&](ncclComm_t comm) {
     int64_t sent = 0, received = 0;
     for (int k = 0; k < size_; ++k) {
       if (k != rank_ && send_bytes[k] > 0) {
         const ncclResult_t r =
-            ncclSend(from + sent, static_cast<size_t>(send_bytes[k]), ncclUint8, k, comm_, stream);
+            ncclSend(from + sent, static_cast<size_t>(send_bytes[k]), ncclUint8, k, comm, stream);
         if (Failed(r)) return r;
       }
       if (k != rank_ && recv_bytes[k] > 0) {
-        const ncclResult_t r = ncclRecv(to + received, static_cast<size_t>(recv_bytes[k]),
-                                        ncclUint8, k, comm_, stream);
+        const ncclResult_t r =
+            ncclRecv(to + received, static_cast<size_t>(recv_bytes[k]), ncclUint8, k, comm, stream);
         if (Failed(r)) return r;
       }
       sent += send_bytes[k];
@@ -668,8 +704,8 @@ Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communic
   };
   const NcclWait waited =
       r == ncclInProgress
-          ? WaitWhileInProgress(comm, std::chrono::steady_clock::now() + backend->timeout(), stop,
-                                &state)
+          ? WaitWhileInProgress([&] { return AsyncState(comm); },
+                                std::chrono::steady_clock::now() + backend->timeout(), stop, &state)
           : NcclWait::kSettled;
   if (waited != NcclWait::kSettled || state != ncclSuccess) {
     std::string message = "creating the NCCL communicator of " + std::to_string(cpu->size()) +

@@ -43,6 +43,10 @@ struct ScalePlan {
 // differ, or nccl was asked for with a shared GPU). Pure, so a unit test checks it without a GPU.
 std::string DecideGpuPath(const std::vector<std::string>& identities);
 
+// `comm`'s asynchronous state: ncclCommGetAsyncError's answer where the query itself failed,
+// else the state it gave (ncclSuccess, ncclInProgress or the communicator's error).
+ncclResult_t AsyncState(ncclComm_t comm);
+
 // The NCCL communicator of one process set (gpu_backend.h GpuGroup). Its calls run on the
 // backend's stream of its device and wait for completion by polling an event, so that a NCCL
 // error (ncclCommGetAsyncError), hvd_abort or the runtime's timeout end the wait with
@@ -100,6 +104,16 @@ class NcclGroup final : public GpuGroup {
   // Waits for the work enqueued on `stream`; on a failure aborts the communicator.
   Status Wait(cudaStream_t stream, const char* what);
   Status NcclFailure(const char* what, ncclResult_t result);
+  // Runs `call(comm_)`, NCCL calls on the communicator, under comm_mu_ (see there); without a
+  // communicator (aborted) answers ncclInvalidUsage and calls nothing.
+  template <typename Call>
+  ncclResult_t Locked(const Call& call) {
+    std::lock_guard<std::mutex> lock(comm_mu_);
+    if (comm_ == nullptr) return ncclInvalidUsage;
+    return call(comm_);
+  }
+  // AsyncState of the communicator, under comm_mu_; ncclInvalidUsage once it is aborted.
+  ncclResult_t QueryState();
   // Aborts the communicator once; the group is then unusable (comm_ null).
   void AbortComm();
   // What every call checks first: a live communicator, and no deferred completion failed (one
@@ -110,8 +124,9 @@ class NcclGroup final : public GpuGroup {
   // still enqueues it. Waits until it is enqueued (OK), or fails as Wait does (a NCCL error,
   // hvd_abort, the timeout), aborting the communicator.
   Status Settle(ncclResult_t result, const char* what);
-  // Runs `calls` (NCCL calls, answering the first failure or ncclSuccess) between ncclGroupStart
-  // and ncclGroupEnd, the group ended also when a call failed; the end is settled.
+  // Runs `calls(comm)` (NCCL calls on comm, answering the first failure or ncclSuccess) between
+  // ncclGroupStart and ncclGroupEnd, all under comm_mu_, the group ended also when a call
+  // failed; the end is settled.
   template <typename Calls>
   Status Grouped(const char* what, const Calls& calls);
   // The checks every call makes first: a live communicator, `sizes` one per member; the stream.
@@ -167,9 +182,15 @@ class NcclGroup final : public GpuGroup {
   void* fusion_ = nullptr;
   int64_t fusion_bytes_ = 0;
   std::atomic<bool> abort_requested_{false};
-  // Completion off the cycle. comm_mu_ orders AbortComm (the cycle thread's, or the
-  // destructor's) against the completion thread's ncclCommGetAsyncError; every other use of
-  // comm_ is the cycle thread's.
+  // Every NCCL call on comm_ holds it (Locked, QueryState, Grouped for the whole group,
+  // AbortComm), on the cycle thread too: NCCL's communicators are not thread-safe, and with
+  // completion off the cycle the completion thread polls ncclCommGetAsyncError while the cycle
+  // thread enqueues the next op. On a non-blocking communicator that poll is not a read: NCCL
+  // 2.28's ncclCommGetAsyncError completes the launch the last call left running (joins its
+  // thread, frees its job), so a poll racing a launch, or another poll, joins a thread not yet
+  // started or frees the job twice: the intermittent SIGSEGV of gpu_worker_async_nccl_np3 on
+  // the GPU (2026-11-29). The emulator exits naming the two calls when they meet
+  // (test/gpu_emulator OneCaller). comm_ itself changes only under it (AbortComm).
   std::mutex comm_mu_;
   std::mutex deferred_mu_;  // guards the members below
   std::condition_variable deferred_cv_;

@@ -147,7 +147,7 @@ Status NcclGroup::WaitDeferred(const Deferred& d, std::chrono::steady_clock::tim
         {
           std::lock_guard<std::mutex> lock(comm_mu_);
           if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
-          ncclCommGetAsyncError(comm_, &async);
+          async = AsyncState(comm_);
         }
         if (async == ncclSuccess || async == ncclInProgress) return Status::OK();
         const std::string message = "NCCL " + what + " failed: " + ncclGetErrorString(async);
