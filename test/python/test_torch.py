@@ -559,6 +559,58 @@ def test_distributed_optimizer_matches_single_process_large_batch(hvd, passes, g
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
 
+class _NoneByDefaultSGD(torch.optim.SGD):
+    """SGD whose zero_grad() sets gradients to None, as every optimizer's does on torch >= 2.0
+    (torch 1.13, here, zeroes them)."""
+
+    def zero_grad(self, set_to_none: bool = True):
+        return super().zero_grad(set_to_none)
+
+
+def test_distributed_optimizer_zero_grad_keeps_the_wrapped_optimizers_default(hvd):
+    # Given wrapped optimizers whose own zero_grad() zeroes (torch 1.x SGD) or drops (torch 2.x)
+    # the gradients,
+    for cls in (torch.optim.SGD, _NoneByDefaultSGD):
+        model = torch.nn.Linear(3, 2)
+        plain = cls(model.parameters(), lr=0.1)
+        wrapped = hvd.DistributedOptimizer(cls(model.parameters(), lr=0.1),
+                                           named_parameters=model.named_parameters())
+        for optimizer in (plain, wrapped):
+            model(torch.ones(2, 3)).sum().backward()
+            wrapped.synchronize()  # (at size > 1 the hooks started allreduces)
+            with wrapped.skip_synchronize():
+                optimizer.step()
+            # when a bare zero_grad() is called, the wrapped one does what the plain one does:
+            optimizer.zero_grad()
+            got = [p.grad for p in model.parameters()]
+            if cls is _NoneByDefaultSGD:
+                assert got == [None, None], (cls.__name__, optimizer)
+            else:
+                assert all(g is not None and not g.any() for g in got), (cls.__name__, optimizer)
+        # and an explicit argument, positional or named, still goes through.
+        model(torch.ones(2, 3)).sum().backward()
+        wrapped.step()
+        wrapped.zero_grad(False)
+        assert all(p.grad is not None and not p.grad.any() for p in model.parameters())
+        model(torch.ones(2, 3)).sum().backward()
+        wrapped.step()
+        wrapped.zero_grad(set_to_none=True)
+        assert all(p.grad is None for p in model.parameters())
+
+
+@pytest.mark.parametrize("passes,groups", [(1, None), (2, None), (1, 2)])
+def test_distributed_optimizer_with_gradients_set_to_none_matches_single_process(hvd, passes,
+                                                                                 groups):
+    # Each step's backward starts from gradients that are None (torch 2.x's zero_grad()).
+    distributed = _train(hvd, True, steps=5, batch=4, passes=passes, groups=groups,
+                         optimizer_cls=_NoneByDefaultSGD)
+    reference = _train(hvd, False, steps=5, batch=4, passes=passes,
+                       optimizer_cls=_NoneByDefaultSGD)
+    for got_step, want_step in zip(distributed, reference):
+        for got, want in zip(got_step, want_step):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_distributed_optimizer_list_groups_and_adam(hvd):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Linear(6, 1))

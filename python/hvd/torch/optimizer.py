@@ -178,12 +178,17 @@ class _HookedOptimizer(torch.optim.Optimizer):
             except Exception:  # shut down already, or at interpreter exit
                 pass
 
-    def zero_grad(self, set_to_none: bool = False):
+    def zero_grad(self, *args, **kwargs):
+        # The arguments go through as given, so a bare zero_grad() keeps the wrapped optimizer's
+        # own default, as Horovod's does: torch >= 2.0 sets the gradients to None (set_to_none
+        # defaults to True there), torch 1.x zeroes them. Zeroing instead costs a training step
+        # one fill and one accumulate kernel per parameter (backward adds into a zeroed gradient
+        # where it would take its buffer as the gradient).
         if self._handles:
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
                                  "before optimizer.step() or optimizer.synchronize(). This is "
                                  "prohibited as it can cause a race condition.")
-        return super(self.__class__, self).zero_grad(set_to_none)
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
 
 
 def _mixed_in(optimizer: torch.optim.Optimizer, flavour: type) -> type:
