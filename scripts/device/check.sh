@@ -19,7 +19,9 @@
 # "threads": --worker-threads share (the default) against system (torch's own pool size), the
 # convnet and the mlp at 8 ranks taking turns, threads.log;
 # "nccl": 2 and 4 NCCL ranks on the one GPU against torch.distributed's NCCL, then ResNet-50
-# training against plain PyTorch (1 rank) and DDP on NCCL (2 NCCL ranks), nccl_bench.log);
+# training against plain PyTorch (1 rank) and DDP on NCCL (2 NCCL ranks), nccl_bench.log;
+# "resnet": those ResNet-50 rows alone; "repeat": the tests that crashed intermittently, REPEAT
+# times each, faults symbolized, repeat.log);
 # Steps run in this file's order whatever the order in STEPS (the direct-size A/B before the
 # table, which takes what time is left). SKIP_BUILD=1 reuses a build-gpu/ left by an earlier
 # call on the same warm machine; NPS and SIDES pass to bench/compare_allreduce.sh (default
@@ -87,6 +89,33 @@ if has tests; then
   echo "hvd files left in /dev/shm: $(ls /dev/shm | grep -ci hvd)" >>"$summary"
 fi
 
+# "repeat": the GPU tests that crashed intermittently (SIGSEGV, 1 run in 2-3 on 2026-11-29),
+# REPEAT times each (default 5; REPEAT_TESTS, default the two), with a SIGSEGV handler preloaded
+# into every process that prints the faulting thread's frames (after Python's faulthandler,
+# which hands the signal on); each frame `lib(+0xOFFSET)` is then named with addr2line into
+# repeat.log and the summary.
+if has repeat; then
+  r=$out/repeat.log
+  printf '%s\n' '#include <execinfo.h>' '#include <signal.h>' \
+    'static void h(int s){void*b[64];int n=backtrace(b,64);backtrace_symbols_fd(b,n,2);signal(s,SIG_DFL);raise(s);}' \
+    '__attribute__((constructor)) static void i(void){signal(SIGSEGV,h);}' >/tmp/hvd-segv.c
+  gcc -shared -fPIC -o /tmp/hvd-segv.so /tmp/hvd-segv.c
+  for t in ${REPEAT_TESTS:-gpu_worker_async_nccl_np3 python_gpu_hierarchical_np4}; do
+    for i in $(seq "${REPEAT:-5}"); do
+      step "$t run $i" 40 "$r" env LD_PRELOAD=/tmp/hvd-segv.so \
+        bash -c "cd build-gpu && ctest -R '^$t\$' --output-on-failure --timeout 200"
+    done
+  done
+  grep -E "^=== |tests passed|Segmentation|SIGSEGV" "$r" | grep -vE "^=== " | sort | uniq -c >>"$summary"
+  # The frames of a caught fault as printed ("lib.so(symbol+0x12)[0x...]" names the function
+  # already), then each "/path/lib.so(+0x1234)" named with addr2line: function, file:line.
+  grep -E "\([^)]*\+0x[0-9a-f]+\)\[0x" "$r" | head -60 >>"$summary"
+  grep -oE "/[^ ()]+\(\+0x[0-9a-f]+\)" "$r" | sort -u | head -60 | while IFS= read -r f; do
+    echo "$f: $(addr2line -f -C -i -e "${f%%(*}" "$(echo "$f" | grep -oE '0x[0-9a-f]+')" 2>&1 |
+      paste -sd' ')"
+  done | tee -a "$r" >>"$summary"
+fi
+
 if has bench; then
   g=$out/gpu_bench.log
   step "gpu_allreduce np1" 30 "$g" hvdrun -np 1 python3 bench/gpu_allreduce.py --iters 200
@@ -132,6 +161,9 @@ if has nccl; then
     python3 bench/gpu_allreduce.py --ops allreduce,reducescatter --sizes 4096,16777216 --iters 10
   timeline_summary "$tl4" "$out/nccl_bench.log"
   grep "NCCL group of" "$out/nccl_bench.log" | tail -8 >>"$summary"
+fi
+# "resnet" (also part of "nccl"): the ResNet-50 rows alone.
+if has nccl || has resnet; then
   # ResNet-50 training: hvd against plain PyTorch at one rank, against DDP on NCCL at two.
   step "resnet50 np1" 60 "$out/nccl_bench.log" hvdrun -np 1 python3 bench/gpu_train.py
   step "resnet50 2 NCCL ranks" 90 "$out/nccl_bench.log" \
