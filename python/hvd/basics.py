@@ -88,31 +88,68 @@ def _shutdown_at_exit() -> None:
         shutdown()
 
 
+def _spare_signals(taken: int, count: int) -> List[int]:
+    """`count` real-time signals after `taken` that nothing handles (SIG_DFL), or fewer."""
+    import signal
+    spare = []
+    for signo in range(taken + 1, signal.SIGRTMAX + 1):
+        if len(spare) == count:
+            break
+        try:
+            if signal.getsignal(signo) == signal.SIG_DFL:
+                spare.append(signo)
+        except (ValueError, OSError):
+            continue
+    return spare
+
+
 def _register_stack_dump() -> None:
     """hvdrun asks a rank where it is (SIGQUIT to hvdrun, the stall inspector naming the rank,
-    --timeout) with the signal it puts in HVD_STACK_SIGNAL: faulthandler then prints every
-    Python thread's stack to stderr, and the rank runs on. Left alone when the program handles
-    that signal itself, or when not started by hvdrun (the variable is unset or 0).
+    --timeout) with the signal it puts in HVD_STACK_SIGNAL: faulthandler then prints the
+    Python stacks to stderr, and the rank runs on. Left alone when the program handles that
+    signal itself, or when not started by hvdrun (the variable is unset or 0).
 
-    Registered as a chain to SIG_IGN, for two reasons. faulthandler's handler sets errno (its
-    writes zero it) unless it chains, and the signal may land on any thread, one of hvd's too,
-    between a failed recv() and the look at errno: a chained handler restores errno, where a
-    plain one made the TCP transport take EAGAIN for an error (found by
-    test_stack_dump.py's stress test). And the interpreter's finalization puts back the
-    handler found at registration: SIG_IGN, so a request in a rank's last moments is dropped
-    instead of ending the rank by the signal's default action."""
+    The signal is handled in C (hvd._hvd_c.route_stack_dumps, python/src/stack_dump.h): the
+    kernel hands it to any thread, and faulthandler's dump of every thread run on one that is
+    not Python's (hvd's cycle thread, NCCL's, CUDA's) while the main thread ran Python crashed
+    the process (it reads frames without the GIL). The request is sent on to the main thread,
+    which dumps every thread when it was interrupted holding the GIL (no frame can move then),
+    and itself alone, with a line saying so, when the GIL was free. faulthandler's two dumps are
+    registered on two spare real-time signals that nothing sends; without two spare signals,
+    or off the main thread, faulthandler handles the request itself, as before.
+
+    The request's own signal is set to SIG_IGN first, and back to it at exit (atexit): a request
+    in a rank's last moments is dropped instead of ending the rank by the signal's default
+    action, or crashing it in faulthandler's handler after the finalization freed it. Every handler keeps errno: the
+    signal may land between a failed recv() and the look at errno on one of hvd's threads
+    (test_stack_dump.py's stress test)."""
     value = os.environ.get("HVD_STACK_SIGNAL", "")
     if not value:
         return
     try:
         import faulthandler
         import signal
+        import threading
         signo = int(value)
         if signo <= 0 or signal.getsignal(signo) != signal.SIG_DFL:
             return
         signal.signal(signo, signal.SIG_IGN)
         # Descriptor 2, which hvdrun reads, whatever became of sys.stderr (a logging setup,
         # pytest's capture) by the time a request comes.
+        spare = _spare_signals(signo, 2)
+        main = (threading.current_thread() is threading.main_thread() and
+                threading.get_native_id() == os.getpid())
+        if main and len(spare) == 2:
+            for s, all_threads in zip(spare, (True, False)):
+                signal.signal(s, signal.SIG_IGN)  # a stray one is dropped, not fatal
+                faulthandler.register(s, file=2, all_threads=all_threads, chain=False)
+            if _c.route_stack_dumps(signo, spare[0], spare[1]):
+                # Before the finalization frees faulthandler's registrations (atexit runs
+                # last-registered first: after hvd's shutdown below).
+                atexit.register(_c.unroute_stack_dumps)
+                return
+            for s in spare:
+                faulthandler.unregister(s)
         faulthandler.register(signo, file=2, all_threads=True, chain=True)
     except (ValueError, OSError, RuntimeError, AttributeError):
         return  # a bad number, not the main thread, no usable stderr: no dumps

@@ -25,6 +25,7 @@
 
 #include "output_buffers.h"
 #include "runtime_api.h"
+#include "stack_dump.h"
 
 namespace py = pybind11;
 
@@ -410,6 +411,11 @@ void BindLifecycle(py::module_& m) {
   m.def("load", &Load, py::arg("candidates"),
         "dlopen the first loadable libhvd of `candidates`; ImportError naming each otherwise");
   m.def("loaded_path", [] { return g_loaded_path; });
+  m.def("route_stack_dumps", &hvd::python::RouteStackDumps, py::arg("signo"),
+        py::arg("all_threads_signo"), py::arg("main_only_signo"),
+        "hvdrun's stack requests on `signo` dumped from the main thread only (stack_dump.h)");
+  m.def("unroute_stack_dumps", &hvd::python::UnrouteStackDumps,
+        "drop hvdrun's stack requests from now on (before the interpreter's finalization)");
   m.def(
       "init",
       [](std::optional<std::vector<int32_t>> set_ranks, std::vector<int32_t> set_sizes) {
