@@ -290,6 +290,46 @@ TEST(GpuEmulator, RanksThatCallDifferentCollectivesFailNamingBoth) {
   });
 }
 
+// One thread polls a communicator while another creates and destroys ops on it, for up to
+// 200 million calls each: they meet, and the emulator exits; exits 0 if they never did.
+[[noreturn]] void TwoThreadsCallOneCommunicator() {
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) std::exit(1);
+  ncclComm_t comm = nullptr;
+  if (Init(&comm, 1, id, 0) != ncclSuccess) std::exit(1);
+  std::thread poll([comm] {
+    for (int i = 0; i < 200'000'000; ++i) {
+      ncclResult_t state;
+      ncclCommGetAsyncError(comm, &state);
+    }
+  });
+  std::thread ops([comm] {
+    float scalar = 0.5f;
+    for (int i = 0; i < 200'000'000; ++i) {
+      ncclRedOp_t op;
+      if (ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, comm) ==
+          ncclSuccess) {
+        ncclRedOpDestroy(op, comm);
+      }
+    }
+  });
+  poll.join();
+  ops.join();
+  std::exit(0);
+}
+
+// NCCL's communicators are not thread-safe (README.md "One caller at a time per
+// communicator"): two threads in calls on one communicator at once make the process exit with
+// 3, naming both calls.
+TEST(GpuEmulatorDeathTest, TwoThreadsInOneCommunicatorAtOnceExitNamingTheCalls) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  ASSERT_TRUE(kDevices);
+  EXPECT_EXIT(TwoThreadsCallOneCommunicator(), ::testing::ExitedWithCode(3),
+              "(ncclCommGetAsyncError|ncclRedOpCreatePreMulSum|ncclRedOpDestroy) on "
+              "communicator .* while another thread is in (ncclCommGetAsyncError|"
+              "ncclRedOpCreatePreMulSum|ncclRedOpDestroy) on it");
+}
+
 TEST(GpuEmulator, ANonBlockingCallInProgressRefusesTheNext) {
   setenv("HVD_GPU_EMU_IN_PROGRESS", "2", 1);
   Ranks(2, [](int, ncclComm_t comm, cudaStream_t stream) {
