@@ -89,8 +89,8 @@ struct CommState {
   // (NCCL 2.28's ncclCommGetAsyncError completes the launch a non-blocking call left behind,
   // joining the launch's thread and freeing its job, so two threads polling at once free it
   // twice). Every call but ncclCommAbort counts itself in `users` (two at once: the emulator
-  // exits naming the call) and bumps `calls`, a plain counter, so that ThreadSanitizer reports
-  // callers that do not order their calls even where they never met (nccl.cc OneCaller).
+  // exits naming the call) and bumps `calls`, a plain counter: a data race for ThreadSanitizer
+  // where callers never order their calls (nccl.cc OneCaller).
   std::atomic<int> users{0};
   std::atomic<const char*> user_call{nullptr};  // the call of the one in it, for the message
   int64_t calls = 0;

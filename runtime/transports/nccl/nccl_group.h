@@ -188,9 +188,9 @@ class NcclGroup final : public GpuGroup {
   // thread enqueues the next op. On a non-blocking communicator that poll is not a read: NCCL
   // 2.28's ncclCommGetAsyncError completes the launch the last call left running (joins its
   // thread, frees its job), so a poll racing a launch, or another poll, joins a thread not yet
-  // started or frees the job twice: the intermittent SIGSEGV of gpu_worker_async_nccl_np3 on
-  // the GPU (2026-11-29). The emulator exits naming the two calls when they meet
-  // (test/gpu_emulator OneCaller). comm_ itself changes only under it (AbortComm).
+  // started or frees the job twice: the likely cause of gpu_worker_async_nccl_np3's
+  // intermittent SIGSEGV on the GPU (2026-11-29). The emulator exits naming the two calls when they
+  // meet (test/gpu_emulator OneCaller). comm_ itself changes only under it (AbortComm).
   std::mutex comm_mu_;
   std::mutex deferred_mu_;  // guards the members below
   std::condition_variable deferred_cv_;
