@@ -120,9 +120,9 @@ def _register_stack_dump() -> None:
 
     The request's own signal is set to SIG_IGN first, and back to it at exit (atexit): a request
     in a rank's last moments is dropped instead of ending the rank by the signal's default
-    action, or crashing it in faulthandler's handler after the finalization freed it. Every handler keeps errno: the
-    signal may land between a failed recv() and the look at errno on one of hvd's threads
-    (test_stack_dump.py's stress test)."""
+    action, or crashing it in faulthandler's handler after the finalization freed it. Every
+    handler keeps errno: the signal may land between a failed recv() and the look at errno on
+    one of hvd's threads (test_stack_dump.py's stress test)."""
     value = os.environ.get("HVD_STACK_SIGNAL", "")
     if not value:
         return
