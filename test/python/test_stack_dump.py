@@ -266,8 +266,9 @@ def test_collectives_stay_right_while_stacks_are_asked_for_again_and_again(tmp_p
 # A rank whose main thread runs Python while its stack is asked for on every other thread of
 # the process, hvd's own and any that is not Python's: faulthandler's dump of every thread, run
 # there, read the main thread's frames as they changed and crashed the rank (SIGSEGV in
-# _Py_DumpTracebackThreads, after 19-170 requests in 3 runs of 3, 2026-11-30). hvd sends each
-# such request on to the main thread, which dumps every thread only while it holds the GIL.
+# _Py_DumpTracebackThreads: this test failed so in 4 runs of 4 at 1 and 2 ranks, within 0.3 s,
+# with faulthandler registered on the signal itself, 2026-11-30). hvd sends each such request
+# on to the main thread, which dumps every thread only while it holds the GIL.
 BUSY = textwrap.dedent("""
     import os, sys, time
     import numpy as np
