@@ -598,6 +598,25 @@ def test_distributed_optimizer_zero_grad_keeps_the_wrapped_optimizers_default(hv
         assert all(p.grad is None for p in model.parameters())
 
 
+def test_distributed_optimizer_step_is_recorded_and_hooked_once(hvd):
+    # torch wraps each optimizer class's step (profiler record_function, torch 2.x's step hooks):
+    # the wrapped optimizer's step is wrapped already, DistributedOptimizer's must not be again.
+    model = torch.nn.Linear(3, 1)
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                         named_parameters=model.named_parameters())
+    calls = []
+    if hasattr(optimizer, "register_step_post_hook"):  # torch >= 2.0
+        optimizer.register_step_pre_hook(lambda *args: calls.append("pre"))
+        optimizer.register_step_post_hook(lambda *args: calls.append("post"))
+    model(torch.ones(2, 3)).sum().backward()
+    with torch.profiler.profile() as prof:
+        optimizer.step()
+    steps = [e.name for e in prof.events() if e.name.startswith("Optimizer.step#")]
+    assert steps == ["Optimizer.step#SGD.step"], steps
+    if hasattr(optimizer, "register_step_post_hook"):
+        assert calls == ["pre", "post"], calls
+
+
 @pytest.mark.parametrize("passes,groups", [(1, None), (2, None), (1, 2)])
 def test_distributed_optimizer_with_gradients_set_to_none_matches_single_process(hvd, passes,
                                                                                  groups):

@@ -339,6 +339,13 @@ class _DistributedOptimizer(_HookedOptimizer):
         self._synchronize_for_step()
         return super(self.__class__, self).step(closure)
 
+    # torch wraps an optimizer class's step() when the first optimizer of the class is made
+    # (Optimizer.profile_hook_step: a profiler record_function and, from torch 2.0, the step
+    # pre- and post-hooks), unless the step says it is wrapped already. This step calls the
+    # wrapped optimizer's, which is: wrapped again, every step was recorded twice and, on torch
+    # 2.x, ran every step hook twice (an EMA post-hook updated twice). Horovod's does that.
+    step.hooked = True
+
 
 class _DistributedAdasumOptimizer(_HookedOptimizer):
     """op=Adasum (Horovod's delta optimizer). Adasum combines model updates, not gradients: when
