@@ -61,6 +61,13 @@ def count_dumps(text):
     return text.count("Current thread 0x") + text.count("Stack (most recent call first):")
 
 
+def rank_pids(run_dir, ranks):
+    """The pids ranks 0..ranks-1 wrote to run_dir/pid.<rank> (STRESS, BUSY), once all have."""
+    paths = [run_dir / ("pid.%d" % r) for r in range(ranks)]
+    wait_for(lambda: all(p.exists() and p.read_text() for p in paths), 60, "every rank to start")
+    return [int(p.read_text()) for p in paths]
+
+
 def dumps(err, rank):
     return count_dumps("\n".join(stack_lines(err, rank)))
 
@@ -243,9 +250,7 @@ def test_collectives_stay_right_while_stacks_are_asked_for_again_and_again(tmp_p
     job = Job(tmp_path, ["-np", "3", sys.executable, str(script), str(tmp_path), "2000"], env=env)
     sent = 0
     try:
-        wait_for(lambda: all((tmp_path / ("pid.%d" % r)).exists() for r in range(3)), 60,
-                 "every rank to start")
-        pids = [int((tmp_path / ("pid.%d" % r)).read_text()) for r in range(3)]
+        pids = rank_pids(tmp_path, 3)
         signo = 44  # HVD_STACK_SIGNAL, which every rank registered by importing hvd
         while job.proc.poll() is None:
             for pid in pids:
@@ -305,10 +310,7 @@ def test_stacks_asked_for_on_every_other_thread_while_the_main_thread_runs_pytho
     job = Job(tmp_path, ["-np", "2", sys.executable, str(script), str(tmp_path), "8"])
     sent = 0
     try:
-        wait_for(lambda: all((tmp_path / ("pid.%d" % r)).exists() and
-                             (tmp_path / ("pid.%d" % r)).read_text() for r in range(2)), 60,
-                 "every rank to start")
-        pids = [int((tmp_path / ("pid.%d" % r)).read_text()) for r in range(2)]
+        pids = rank_pids(tmp_path, 2)
         signo = 44  # HVD_STACK_SIGNAL
         while job.proc.poll() is None:
             for pid in pids:
