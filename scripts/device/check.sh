@@ -106,7 +106,7 @@ if has repeat; then
         bash -c "cd build-gpu && ctest -R '^$t\$' --output-on-failure --timeout 200"
     done
   done
-  grep -E "^=== |tests passed|Segmentation|SIGSEGV" "$r" | grep -vE "^=== " | sort | uniq -c >>"$summary"
+  grep -E "tests passed|Segmentation|SIGSEGV" "$r" | sort | uniq -c >>"$summary"
   # The frames of a caught fault as printed ("lib.so(symbol+0x12)[0x...]" names the function
   # already), then each "/path/lib.so(+0x1234)" named with addr2line: function, file:line.
   grep -E "\([^)]*\+0x[0-9a-f]+\)\[0x" "$r" | head -60 >>"$summary"
@@ -200,6 +200,7 @@ if has e2e; then
   # hvd.torch / hvd.numpy and Horovod's own expectations at 8 ranks, under that image's torch.
   step "pytest np8" 60 "$out/e2e.log" env OMP_NUM_THREADS=1 \
     hvdrun -np 8 --start-timeout 60 python3 -m pytest -q test/python/test_torch.py \
+    test/python/test_torch_optimizer.py \
     test/python/test_torch_sixteen_bit.py test/python/test_numpy.py test/python/test_horovod_parity.py \
     test/python/test_dlpack.py
   grep -E "FAILED|difference|job failed|^\[0\].*(passed|failed)" "$out/e2e.log" | head -20 >>"$summary"
