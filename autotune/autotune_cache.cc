@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <stdexcept>
 
 #include "common/fnv1a.h"
 
@@ -29,36 +31,106 @@ nlohmann::json ToJson(const CachedParams& entry) {
           {"score", entry.score}};
 }
 
-CachedParams FromJson(const nlohmann::json& j) {  // throws nlohmann::json::exception
+// The field `key` of an entry as a bool; throws the message naming it.
+bool BoolField(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end()) throw std::invalid_argument(fmt::format("'{}' is missing", key));
+  if (!it->is_boolean()) {
+    throw std::invalid_argument(fmt::format("'{}' is {}, not true or false", key, it->dump()));
+  }
+  return it->get<bool>();
+}
+
+// The field `key` of an entry as a finite number in [lo, hi]; throws the message naming it.
+double NumberField(const nlohmann::json& j, const char* key, double lo, double hi) {
+  const auto it = j.find(key);
+  if (it == j.end()) throw std::invalid_argument(fmt::format("'{}' is missing", key));
+  const double v = it->is_number() ? it->get<double>() : std::nan("");
+  if (!(v >= lo && v <= hi)) {  // also NaN, and what is not a number
+    throw std::invalid_argument(
+        fmt::format("'{}' is {}, not a number in [{}, {}]", key, it->dump(), lo, hi));
+  }
+  return v;
+}
+
+// The ranges HVD_CYCLE_TIME and HVD_FUSION_THRESHOLD accept (runtime_config.cc), so a knob the
+// user could set is a value the cache can hold, and nothing else reaches the runtime.
+constexpr double kMaxCycleTimeMs = 60000.0;
+constexpr double kMaxFusionThresholdMb = 1024.0 * 1024.0;  // 2^40 bytes
+
+CachedParams FromJson(const nlohmann::json& j) {  // throws std::invalid_argument
+  if (!j.is_object()) throw std::invalid_argument("it is " + j.dump() + ", not an object");
   CachedParams entry;
-  entry.params.hierarchical_allreduce = j.at("hierarchical_allreduce").get<bool>();
-  entry.params.hierarchical_allgather = j.at("hierarchical_allgather").get<bool>();
-  entry.params.torus_allreduce = j.at("torus_allreduce").get<bool>();
-  entry.params.cache_enabled = j.at("cache_enabled").get<bool>();
-  entry.params.cycle_time_ms = j.at("cycle_time_ms").get<double>();
-  entry.params.fusion_threshold_mb = j.at("tensor_fusion_threshold_mb").get<double>();
-  entry.score = j.at("score").get<double>();
+  entry.params.hierarchical_allreduce = BoolField(j, "hierarchical_allreduce");
+  entry.params.hierarchical_allgather = BoolField(j, "hierarchical_allgather");
+  entry.params.torus_allreduce = BoolField(j, "torus_allreduce");
+  entry.params.cache_enabled = BoolField(j, "cache_enabled");
+  entry.params.cycle_time_ms = NumberField(j, "cycle_time_ms", 0.0, kMaxCycleTimeMs);
+  entry.params.fusion_threshold_mb =
+      NumberField(j, "tensor_fusion_threshold_mb", 0.0, kMaxFusionThresholdMb);
+  entry.score = NumberField(j, "score", 0.0, std::numeric_limits<double>::max());
   return entry;
 }
 
-// Reads the whole cache document; kNotFound if the file does not exist.
-Result<nlohmann::json> ReadCache(const std::string& path) {
-  std::ifstream in(path);
+// The whole file; kNotFound if it does not exist. At most kMaxCacheBytes: the file is read
+// whole, and a cache of even thousands of models is tens of kilobytes.
+Result<std::string> ReadCacheText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
   if (!in) {
     if (errno == ENOENT)
       return Status::NotFound(fmt::format("autotune cache '{}' does not exist", path));
     return Status::IoError(
         fmt::format("cannot read autotune cache '{}': {}", path, std::strerror(errno)));
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  nlohmann::json doc = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    return Status::InvalidArgument(fmt::format("autotune cache '{}' is not valid JSON", path));
+  std::string text;
+  char chunk[1 << 16];
+  while (text.size() <= kMaxCacheBytes && in.read(chunk, sizeof(chunk)).gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
   }
-  if (!doc.is_object() || doc.value("format", "") != kFormat ||
-      doc.value("version", 0) != kVersion || !doc.contains("entries") ||
-      !doc["entries"].is_object()) {
+  if (in.bad()) {
+    return Status::IoError(
+        fmt::format("cannot read autotune cache '{}': {}", path, std::strerror(errno)));
+  }
+  if (text.size() > kMaxCacheBytes) {
+    return Status::InvalidArgument(
+        fmt::format("autotune cache '{}' is larger than {} MiB: not an hvd autotune cache", path,
+                    kMaxCacheBytes >> 20));
+  }
+  return text;
+}
+
+// The cache document of `text`, its format checked (not its entries).
+Result<nlohmann::json> ParseCache(std::string_view text, std::string_view path) {
+  const auto invalid = [&](std::string_view why) {
+    return Status::InvalidArgument(fmt::format("autotune cache '{}' {}", path, why));
+  };
+  if (text.size() > kMaxCacheBytes) {
+    return invalid(fmt::format("is larger than {} MiB", kMaxCacheBytes >> 20));
+  }
+  // nlohmann's parser takes a NUL byte outside a string for the end of its input.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    return invalid(fmt::format("is not valid JSON (a NUL byte at byte {})", nul));
+  }
+  // The parse itself keeps its depth on the heap; what is deeper than any cache is refused
+  // here so that the dump in MergeCachedParams, which recurses, never meets it.
+  bool too_deep = false;
+  const nlohmann::json::parser_callback_t depth_check =
+      [&too_deep](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+        if (depth > kMaxCacheDepth) too_deep = true;
+        return !too_deep;
+      };
+  nlohmann::json doc = nlohmann::json::parse(text.begin(), text.end(), depth_check,
+                                             /*allow_exceptions=*/false);
+  if (too_deep) return invalid(fmt::format("is nested deeper than {} levels", kMaxCacheDepth));
+  if (doc.is_discarded()) return invalid("is not valid JSON");
+  const auto string_is = [&](const char* key, std::string_view want) {
+    const auto it = doc.find(key);
+    return it != doc.end() && it->is_string() && it->get_ref<const std::string&>() == want;
+  };
+  const auto version = doc.is_object() ? doc.find("version") : doc.end();
+  if (!doc.is_object() || !string_is("format", kFormat) || version == doc.end() ||
+      !version->is_number_integer() || version->get<int64_t>() != kVersion ||
+      !doc.contains("entries") || !doc["entries"].is_object()) {
     return Status::InvalidArgument(fmt::format(
         "'{}' is not an hvd autotune cache (format {} version {})", path, kFormat, kVersion));
   }
@@ -84,22 +156,52 @@ std::string ModelSignature::Digest() const {
   return fmt::format("{:016x}", hash);
 }
 
-Status StoreCachedParams(const std::string& path, const std::string& signature,
-                         const CachedParams& entry) {
+Result<std::string> MergeCachedParams(std::string_view existing, std::string_view path,
+                                      std::string_view signature, const CachedParams& entry) {
   nlohmann::json doc;
-  Result<nlohmann::json> existing = ReadCache(path);
-  if (existing.ok()) {
-    doc = std::move(existing).value();
-  } else if (existing.status().code() == StatusCode::kNotFound) {
+  if (existing.empty()) {
     doc = {{"format", kFormat}, {"version", kVersion}, {"entries", nlohmann::json::object()}};
   } else {
+    HVD_ASSIGN_OR_RETURN(doc, ParseCache(existing, path));
+  }
+  doc["entries"][std::string(signature)] = ToJson(entry);
+  // Invalid UTF-8 in another entry's key or value is written back as U+FFFD, not thrown.
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+Result<CachedParams> ParseCachedParams(std::string_view text, std::string_view path,
+                                       std::string_view signature) {
+  if (text.empty()) {  // as no file: MergeCachedParams starts a cache in it
+    return Status::NotFound(fmt::format("autotune cache '{}' is empty", path));
+  }
+  HVD_ASSIGN_OR_RETURN(nlohmann::json doc, ParseCache(text, path));
+  const nlohmann::json& entries = doc["entries"];
+  auto it = entries.find(signature);
+  if (it == entries.end()) {
+    return Status::NotFound(
+        fmt::format("autotune cache '{}' has no entry for model signature {}", path, signature));
+  }
+  try {
+    return FromJson(*it);
+  } catch (const std::invalid_argument& e) {
+    return Status::InvalidArgument(
+        fmt::format("autotune cache '{}': entry {} is malformed: {}", path, signature, e.what()));
+  }
+}
+
+Status StoreCachedParams(const std::string& path, const std::string& signature,
+                         const CachedParams& entry) {
+  Result<std::string> existing = ReadCacheText(path);
+  if (!existing.ok() && existing.status().code() != StatusCode::kNotFound) {
     return existing.status();
   }
-  doc["entries"][signature] = ToJson(entry);
+  HVD_ASSIGN_OR_RETURN(
+      std::string text,
+      MergeCachedParams(existing.ok() ? *existing : std::string(), path, signature, entry));
   const std::string tmp = path + ".tmp";
   {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << doc.dump(2) << "\n";
+    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
+    out << text;
     out.flush();
     if (!out) {
       return Status::IoError(
@@ -114,19 +216,8 @@ Status StoreCachedParams(const std::string& path, const std::string& signature,
 }
 
 Result<CachedParams> LoadCachedParams(const std::string& path, const std::string& signature) {
-  HVD_ASSIGN_OR_RETURN(nlohmann::json doc, ReadCache(path));
-  const nlohmann::json& entries = doc["entries"];
-  auto it = entries.find(signature);
-  if (it == entries.end()) {
-    return Status::NotFound(
-        fmt::format("autotune cache '{}' has no entry for model signature {}", path, signature));
-  }
-  try {
-    return FromJson(*it);
-  } catch (const nlohmann::json::exception& e) {
-    return Status::InvalidArgument(
-        fmt::format("autotune cache '{}': entry {} is malformed: {}", path, signature, e.what()));
-  }
+  HVD_ASSIGN_OR_RETURN(std::string text, ReadCacheText(path));
+  return ParseCachedParams(text, path, signature);
 }
 
 }  // namespace hvd::autotune

@@ -1,6 +1,7 @@
 #ifndef HVD_AUTOTUNE_AUTOTUNE_CACHE_H_
 #define HVD_AUTOTUNE_AUTOTUNE_CACHE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -49,8 +50,23 @@ Status StoreCachedParams(const std::string& path, const std::string& signature,
                          const CachedParams& entry);
 
 // kNotFound when the file or the signature is absent; kInvalidArgument (naming the file)
-// when the file is not a valid cache.
+// when the file is not a valid cache or the entry is malformed or out of range.
 Result<CachedParams> LoadCachedParams(const std::string& path, const std::string& signature);
+
+// What the two above do with the file's text, without the file: the cache is a file anyone
+// may hand a job (a shared one, an edited one), so its decoder is fuzzed (docs/fuzzing.md).
+// `path` only names the file in errors. What an entry may hold: the four switches as JSON
+// booleans, cycle_time_ms in [0, 60000] and tensor_fusion_threshold_mb in [0, 2^20] (the
+// ranges HVD_CYCLE_TIME and HVD_FUSION_THRESHOLD accept), a finite score >= 0. The file is at
+// most kMaxCacheBytes and its JSON at most kMaxCacheDepth levels deep.
+inline constexpr size_t kMaxCacheBytes = size_t{16} << 20;
+inline constexpr int kMaxCacheDepth = 8;
+Result<CachedParams> ParseCachedParams(std::string_view text, std::string_view path,
+                                       std::string_view signature);
+// The text of the cache `existing` (empty: no file yet) with `entry` stored under
+// `signature`; every other entry is kept as it was.
+Result<std::string> MergeCachedParams(std::string_view existing, std::string_view path,
+                                      std::string_view signature, const CachedParams& entry);
 
 }  // namespace hvd::autotune
 

@@ -1,5 +1,7 @@
 #include "runtime/core/autotuner.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -44,10 +46,12 @@ Autotuner::Autotuner(const RuntimeConfig& config, bool coordinator)
       local_size_(config.local_size),
       coordinator_(coordinator) {
   if (!coordinator_) return;
+  cache_available_ = config.cache_capacity > 0;
   autotune::ParameterManager::Options o;
   o.initial.fusion_threshold_mb = static_cast<double>(config.fusion_threshold_bytes) / kBytesPerMb;
   o.initial.cycle_time_ms = static_cast<double>(config.cycle_time.count()) / 1000.0;
   o.initial.cache_enabled = config.cache_capacity > 0;
+  configured_ = o.initial;
   if (options_.fusion_threshold_fixed) o.fixed.set(size_t(autotune::Knob::kFusionThreshold));
   if (options_.cycle_time_fixed) o.fixed.set(size_t(autotune::Knob::kCycleTime));
   if (options_.cache_fixed) o.fixed.set(size_t(autotune::Knob::kCacheEnabled));
@@ -92,9 +96,18 @@ void Autotuner::CheckCache(bool* changed) {
     }
     return;
   }
-  HVD_LOG_INFO("using cached autotune result {} for model {} from {}",
-               autotune::Describe(cached->params), digest, options_.cache_path);
-  cached_ = cached->params;
+  // What tuning would never change stays as configured: a knob the user set (tuning leaves
+  // it alone, and the cache stands in for tuning) and a response cache of capacity 0.
+  autotune::Params p = cached->params;
+  if (options_.fusion_threshold_fixed) p.fusion_threshold_mb = configured_.fusion_threshold_mb;
+  if (options_.cycle_time_fixed) p.cycle_time_ms = configured_.cycle_time_ms;
+  if (options_.cache_fixed || !cache_available_) p.cache_enabled = configured_.cache_enabled;
+  HVD_LOG_INFO("using cached autotune result {} for model {} from {}{}",
+               autotune::Describe(cached->params), digest, options_.cache_path,
+               p == cached->params
+                   ? ""
+                   : fmt::format(", as {} with the knobs set for this job", autotune::Describe(p)));
+  cached_ = p;
   *changed = true;
 }
 

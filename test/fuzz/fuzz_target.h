@@ -34,6 +34,8 @@ std::string FuzzAgentProtocol(std::string_view input);
 std::string FuzzRendezvousConnection(std::string_view input);
 std::string FuzzKernelLog(std::string_view input);
 std::string FuzzStackRequest(std::string_view input);
+std::string FuzzAutotuneCache(std::string_view input);
+std::string FuzzTcpHandshake(std::string_view input);
 
 struct Target {
   const char* name;  // the folder name under corpus/, regressions/ and dict/
@@ -57,6 +59,8 @@ inline constexpr Target kTargets[] = {
     {"rendezvous_connection", FuzzRendezvousConnection},
     {"kernel_log", FuzzKernelLog},
     {"stack_request", FuzzStackRequest},
+    {"autotune_cache", FuzzAutotuneCache},
+    {"tcp_handshake", FuzzTcpHandshake},
 };
 
 }  // namespace hvd::fuzz

@@ -3,15 +3,19 @@
 // fuzz_keys.h's fixed test key, so they verify) and from the inputs of the unit tests. Run it
 // again after a protocol change; docs/fuzzing.md.
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "autotune/autotune_cache.h"
 #include "common/byte_codec.h"
+#include "common/check.h"
 #include "common/elastic_messages.h"
 #include "common/kv_messages.h"
 #include "launcher/agents/agent_protocol.h"
+#include "runtime/transports/tcp/tcp_handshake.h"
 #include "test/fuzz/fuzz_keys.h"
 #include "timeline/trace_record.h"
 
@@ -239,6 +243,54 @@ void TimelineSeeds(Corpus& c) {
   c.Write("timeline", "truncated", complete.substr(0, complete.size() / 2));
 }
 
+// A cache as a tuning job stores it, with two models, and one with an entry of another shape.
+void AutotuneCacheSeeds(Corpus& c) {
+  autotune::CachedParams tuned;
+  tuned.params.cycle_time_ms = 3.5;
+  tuned.params.fusion_threshold_mb = 24;
+  tuned.params.hierarchical_allreduce = true;
+  tuned.score = 2.5e9;
+  Result<std::string> one = autotune::MergeCachedParams("", "seed.json", "0123456789abcdef", tuned);
+  HVD_CHECK(one.ok());
+  tuned.params.cache_enabled = false;
+  Result<std::string> two =
+      autotune::MergeCachedParams(*one, "seed.json", "fedcba9876543210", tuned);
+  HVD_CHECK(two.ok());
+  c.Write("autotune_cache", "one", "0123456789abcdef\n" + *one);
+  c.Write("autotune_cache", "two", "fedcba9876543210\n" + *two);
+  c.Write("autotune_cache", "other-shape",
+          "abcd\n{\"format\": \"hvd-autotune-cache\", \"version\": 1, \"entries\": "
+          "{\"abcd\": {\"cycle_time_ms\": [1, {\"x\": null}], \"score\": -1e-3}}}");
+}
+
+// The handshake as ranks 3 and 1 of 4 run it: the hello, then the right proof; the same,
+// re-signed by the target; a stray HTTP request; and, for the connector, the acceptor's reply.
+void TcpHandshakeSeeds(Corpus& c) {
+  const runtime::HandshakeContext ctx{FuzzJobKey(), std::string(kFuzzJobId), "global"};
+  const runtime::Hello hello{3, 1, 4, FuzzClientNonce()};
+  const auto hello_bytes = runtime::EncodeHello(hello);
+  const std::string hello_text(hello_bytes.begin(), hello_bytes.end());
+  const control::MacTag proof = runtime::ConnectorTag(ctx, hello, FuzzServerNonce());
+  // After the mode byte: size byte 3 makes 4 ranks, rank byte 1 makes rank 1.
+  c.Write("tcp_handshake", "accept",
+          std::string("\0\3\1", 3) + hello_text + std::string(proof.begin(), proof.end()));
+  c.Write("tcp_handshake", "accept-resigned", std::string("\2\3\1", 3) + hello_text);
+  c.Write("tcp_handshake", "accept-flipped", std::string("\6\3\1", 3) + hello_text + "\x11");
+  c.Write("tcp_handshake", "stray",
+          std::string("\0\3\1", 3) + "GET / HTTP/1.1\r\nHost: x\r\n\r\n" + std::string(32, 'A'));
+  const control::MacTag tag = runtime::AcceptorTag(ctx, hello, FuzzServerNonce());
+  const control::Nonce nonce_a = FuzzServerNonce();
+  std::string fields(12, '\0');
+  std::memcpy(fields.data(), &hello.from, 4);
+  std::memcpy(fields.data() + 4, &hello.to, 4);
+  std::memcpy(fields.data() + 8, &hello.size, 4);
+  c.Write("tcp_handshake", "connect",
+          std::string("\1\3\1", 3) + fields + std::string(nonce_a.begin(), nonce_a.end()) +
+              std::string(tag.begin(), tag.end()));
+  c.Write("tcp_handshake", "connect-resigned",
+          std::string("\3\3\1", 3) + fields + std::string(64, '\x5a'));
+}
+
 }  // namespace
 }  // namespace hvd::fuzz
 
@@ -256,6 +308,8 @@ int main(int argc, char** argv) {
   hvd::fuzz::RendezvousSeeds(corpus);
   hvd::fuzz::TextSeeds(corpus);
   hvd::fuzz::TimelineSeeds(corpus);
+  hvd::fuzz::AutotuneCacheSeeds(corpus);
+  hvd::fuzz::TcpHandshakeSeeds(corpus);
   std::printf("wrote %d seeds under %s\n", corpus.count(), argv[1]);
   return 0;
 }

@@ -88,3 +88,27 @@ def test_autotune_says_when_it_has_nothing_to_tune_and_why_it_cannot_log(tmp_pat
     assert "HVD_AUTOTUNE_TUNE_SET_KNOBS=1" in proc.stderr, proc.stderr
     assert re.search(r"autotune: cannot write the log \S+/no/t\.csv: No such file or directory; "
                      r"tuning goes on without it", proc.stderr), proc.stderr
+
+
+@pytest.mark.parametrize("content, why", [
+    ('{"format": 5, "version": 1, "entries": {}}', "is not an hvd autotune cache"),
+    ('[' * 100 + ']' * 100, "is nested deeper than 8 levels"),
+], ids=["format-of-another-type", "nested-deep"])
+def test_a_cache_file_that_is_no_cache_is_named_and_the_job_tunes_and_keeps_it(
+        tmp_path, content, why):
+    # Given a cache file that is not one (another program's JSON, say)
+    cache = tmp_path / "cache.json"
+    cache.write_text(content)
+    # When a job tunes with it
+    proc = jobs.check(jobs.hvdrun(
+        2, ["--autotune", "--autotune-cache", str(cache), "--autotune-warmup-samples", "1",
+            "--autotune-steps-per-sample", "2", "--autotune-bayes-opt-max-samples", "2"],
+        ["--steps", "200", "--tensors", "8", "--bytes", "4K"], tmp_path))
+    # Then it warns naming the file and why, tunes from the start, every rank ends on the
+    # same knobs, and the file is left as it was
+    warnings = [line for line in proc.stderr.splitlines()
+                if f"'{cache}' {why}" in line and "tuning from the start instead" in line]
+    assert len(warnings) == 1, proc.stderr[-3000:]
+    ended = finals(proc)
+    assert set(ended) == {0, 1} and ended[0] == ended[1], proc.stderr[-3000:]
+    assert cache.read_text() == content

@@ -84,4 +84,68 @@ control::MacTag ConnectorTag(const HandshakeContext& ctx, const Hello& hello,
                                        control::AsBytes(context), nonce_a, hello.nonce});
 }
 
+AcceptorHandshake::AcceptorHandshake(const HandshakeContext& ctx, int rank, int size,
+                                     const Nonce& nonce_a)
+    : ctx_(&ctx),
+      rank_(static_cast<uint32_t>(rank)),
+      size_(static_cast<uint32_t>(size)),
+      nonce_a_(nonce_a) {}
+
+size_t AcceptorHandshake::want() const {
+  switch (stage_) {
+    case Stage::kHello:
+      return kHelloBytes;
+    case Stage::kProof:
+      return kProofBytes;
+    case Stage::kOver:
+      break;
+  }
+  return 0;
+}
+
+AcceptorHandshake::Step AcceptorHandshake::Feed(const uint8_t* bytes) {
+  HVD_CHECK(stage_ != Stage::kOver) << "AcceptorHandshake fed after it ended";
+  Step step;
+  if (stage_ == Stage::kHello) {
+    stage_ = Stage::kOver;
+    std::optional<Hello> hello = DecodeHello(bytes);
+    if (!hello) {
+      step.refused = "not an hvd data connection";
+      return step;
+    }
+    // Only a higher rank of this group connects to this one.
+    if (hello->to != rank_ || hello->size != size_ || hello->from <= rank_ ||
+        hello->from >= size_) {
+      step.refused = "unexpected ranks (from " + std::to_string(hello->from) + " to " +
+                     std::to_string(hello->to) + " of " + std::to_string(hello->size) + ")";
+      return step;
+    }
+    hello_ = *hello;
+    stage_ = Stage::kProof;
+    const control::MacTag tag = AcceptorTag(*ctx_, hello_, nonce_a_);
+    step.send.assign(nonce_a_.begin(), nonce_a_.end());
+    step.send.insert(step.send.end(), tag.begin(), tag.end());
+    return step;
+  }
+  stage_ = Stage::kOver;
+  if (!control::MacEquals(ConnectorTag(*ctx_, hello_, nonce_a_), {bytes, kProofBytes})) {
+    step.refused = "authentication failed (wrong job key, job or scope) for claimed rank " +
+                   std::to_string(hello_.from);
+    return step;
+  }
+  step.authenticated = true;
+  return step;
+}
+
+std::optional<control::MacTag> AnswerReply(const HandshakeContext& ctx, const Hello& hello,
+                                           const uint8_t* reply) {
+  Nonce nonce_a;
+  std::memcpy(nonce_a.data(), reply, kNonceBytes);
+  if (!control::MacEquals(AcceptorTag(ctx, hello, nonce_a),
+                          {reply + kNonceBytes, control::kMacBytes})) {
+    return std::nullopt;
+  }
+  return ConnectorTag(ctx, hello, nonce_a);
+}
+
 }  // namespace hvd::runtime

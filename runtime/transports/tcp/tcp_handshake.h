@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/hmac.h"
 #include "common/job_key.h"
@@ -54,6 +55,42 @@ std::optional<Hello> DecodeHello(const uint8_t* bytes);
 
 control::MacTag AcceptorTag(const HandshakeContext& ctx, const Hello& hello, const Nonce& nonce_a);
 control::MacTag ConnectorTag(const HandshakeContext& ctx, const Hello& hello, const Nonce& nonce_a);
+
+// The acceptor's side of one incoming connection, which anyone who can reach the rank's port
+// may open: fed the bytes as they arrive (want() of them at a time; the mesh reads them), it
+// says what to send and whether the peer is refused or proved to be rank from(). The
+// decisions live here, apart from the sockets, so that the fuzz target (docs/fuzzing.md)
+// drives the same code the mesh does. `ctx` must outlive it.
+class AcceptorHandshake {
+ public:
+  // `rank` and `size`: this rank and its group's size; `nonce_a`: the challenge (NewNonce()).
+  AcceptorHandshake(const HandshakeContext& ctx, int rank, int size, const Nonce& nonce_a);
+
+  struct Step {
+    std::string refused;         // non-empty: close the connection; why, for the log
+    std::vector<uint8_t> send;   // bytes to send the peer (the challenge, after its hello)
+    bool authenticated = false;  // the proof holds: the connection is rank from()'s
+  };
+  // How many bytes Feed takes next: the hello, then the proof; 0 once refused or done.
+  size_t want() const;
+  // `bytes` holds want() bytes.
+  Step Feed(const uint8_t* bytes);
+  // The rank the peer claims (after its hello; proved once Feed said authenticated).
+  int from() const { return static_cast<int>(hello_.from); }
+
+ private:
+  enum class Stage { kHello, kProof, kOver };
+  const HandshakeContext* ctx_;
+  uint32_t rank_, size_;
+  Nonce nonce_a_;
+  Hello hello_;
+  Stage stage_ = Stage::kHello;
+};
+
+// The connector's check of the acceptor's reply (kReplyBytes: its nonce and tag) to `hello`:
+// the proof to send back, or nullopt when the tag is not this job's, scope's and ranks'.
+std::optional<control::MacTag> AnswerReply(const HandshakeContext& ctx, const Hello& hello,
+                                           const uint8_t* reply);
 
 }  // namespace hvd::runtime
 

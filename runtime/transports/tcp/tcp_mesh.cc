@@ -283,14 +283,11 @@ Status ConnectorHandshake(int fd, const TcpMeshOptions& o, int peer, const std::
     return Status::PermissionDenied(name + " did not accept this rank's data connection (" +
                                     st.message() + "); do all ranks share the job key and scope?");
   }
-  Nonce nonce_a;
-  std::memcpy(nonce_a.data(), reply, kNonceBytes);
-  if (!control::MacEquals(AcceptorTag(o.auth, hello, nonce_a),
-                          {reply + kNonceBytes, control::kMacBytes})) {
+  std::optional<control::MacTag> proof = AnswerReply(o.auth, hello, reply);
+  if (!proof) {
     return Status::PermissionDenied(name + " failed authentication (not this job's key)");
   }
-  control::MacTag proof = ConnectorTag(o.auth, hello, nonce_a);
-  HVD_RETURN_IF_ERROR(Transfer(fd, true, proof.data(), proof.size(), deadline, name));
+  HVD_RETURN_IF_ERROR(Transfer(fd, true, proof->data(), proof->size(), deadline, name));
   uint8_t ok = 0;
   st = Transfer(fd, false, &ok, 1, deadline, name);
   if (!st.ok() || ok != kHandshakeOk) {
@@ -301,13 +298,15 @@ Status ConnectorHandshake(int fd, const TcpMeshOptions& o, int peer, const std::
 
 // One incoming connection being authenticated.
 struct Pending {
+  Pending(Fd socket, std::string peer, const TcpMeshOptions& o)
+      : fd(std::move(socket)),
+        from(std::move(peer)),
+        handshake(o.auth, o.rank, o.size, NewNonce()) {}
   Fd fd;
   std::string from;  // "addr:port"
   uint8_t buf[kHelloBytes] = {};
   size_t have = 0;
-  bool got_hello = false;
-  Hello hello;
-  Nonce nonce_a{};
+  AcceptorHandshake handshake;
 };
 
 class Acceptor {
@@ -352,12 +351,13 @@ class Acceptor {
         Refuse(pending_.front(), "too many unauthenticated connections");
         pending_.erase(pending_.begin());
       }
-      Pending p;
-      p.fd.reset(fd);
+      Fd socket(fd);
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      p.from = NumericHost(addr) + ":" +
-               std::to_string(ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port));
+      Pending p(std::move(socket),
+                NumericHost(addr) + ":" +
+                    std::to_string(ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)),
+                o_);
       pending_.push_back(std::move(p));
     }
   }
@@ -370,7 +370,7 @@ class Acceptor {
 
   // Reads what arrived; returns true when the connection became an authenticated rank's.
   bool Step(Pending& p) {
-    const size_t want = p.got_hello ? kProofBytes : kHelloBytes;
+    const size_t want = p.handshake.want();
     ssize_t r = recv(p.fd.get(), p.buf + p.have, want - p.have, MSG_DONTWAIT);
     if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
       Refuse(p, "closed before authenticating");
@@ -380,16 +380,19 @@ class Acceptor {
     p.have += static_cast<size_t>(r);
     if (p.have < want) return false;
     p.have = 0;
-    if (!p.got_hello) {
-      OnHello(p);
+    AcceptorHandshake::Step step = p.handshake.Feed(p.buf);
+    if (!step.refused.empty()) {
+      Refuse(p, step.refused);
       return false;
     }
-    if (!control::MacEquals(ConnectorTag(o_.auth, p.hello, p.nonce_a), {p.buf, kProofBytes})) {
-      Refuse(p, "authentication failed (wrong job key, job or scope) for claimed rank " +
-                    std::to_string(p.hello.from));
+    if (!step.send.empty()) {
+      if (send(p.fd.get(), step.send.data(), step.send.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+          static_cast<ssize_t>(step.send.size())) {
+        Refuse(p, "could not send the challenge");
+      }
       return false;
     }
-    const int from = static_cast<int>(p.hello.from);
+    const int from = p.handshake.from();
     if (mesh_->fds[from] >= 0) {
       Refuse(p, "rank " + std::to_string(from) + " is already connected");
       return false;
@@ -404,29 +407,6 @@ class Acceptor {
     mesh_->fds[from] = p.fd.release();
     mesh_->peer_names[from] = "rank " + std::to_string(from) + " (" + p.from + ")";
     return true;
-  }
-
-  void OnHello(Pending& p) {
-    auto hello = DecodeHello(p.buf);
-    if (!hello) return Refuse(p, "not an hvd data connection");
-    if (hello->to != static_cast<uint32_t>(o_.rank) ||
-        hello->size != static_cast<uint32_t>(o_.size) ||
-        hello->from <= static_cast<uint32_t>(o_.rank) ||
-        hello->from >= static_cast<uint32_t>(o_.size)) {
-      return Refuse(p, "unexpected ranks (from " + std::to_string(hello->from) + " to " +
-                           std::to_string(hello->to) + " of " + std::to_string(hello->size) + ")");
-    }
-    p.hello = *hello;
-    p.got_hello = true;
-    p.nonce_a = NewNonce();
-    uint8_t reply[kReplyBytes];
-    std::memcpy(reply, p.nonce_a.data(), kNonceBytes);
-    control::MacTag tag = AcceptorTag(o_.auth, p.hello, p.nonce_a);
-    std::memcpy(reply + kNonceBytes, tag.data(), tag.size());
-    if (send(p.fd.get(), reply, sizeof(reply), MSG_NOSIGNAL | MSG_DONTWAIT) !=
-        static_cast<ssize_t>(sizeof(reply))) {
-      Refuse(p, "could not send the challenge");
-    }
   }
 
   const TcpMeshOptions& o_;

@@ -86,6 +86,142 @@ TEST_F(AutotuneCacheTest, ReportsMissingAndMismatchedEntries) {
   }
 }
 
+constexpr const char* kEntryFields =
+    R"("hierarchical_allreduce":false,"hierarchical_allgather":false,"torus_allreduce":false,)"
+    R"("cache_enabled":true,)";
+
+std::string CacheWithEntry(const std::string& entry) {
+  return R"({"format":"hvd-autotune-cache","version":1,"entries":{"abcd":)" + entry + "}}";
+}
+
+TEST(AutotuneCacheParseTest, RefusesEntriesOfTheWrongTypeOrOutOfRangeNamingTheField) {
+  struct Case {
+    std::string entry;
+    const char* names;  // what the error must name
+  };
+  const std::string fields = kEntryFields;
+  const Case cases[] = {
+      {"5", "not an object"},
+      {"{}", "'hierarchical_allreduce' is missing"},
+      {R"({"hierarchical_allreduce":1})", "'hierarchical_allreduce' is 1, not true or false"},
+      {"{" + fields + R"("cycle_time_ms":-1,"tensor_fusion_threshold_mb":8,"score":1})",
+       "'cycle_time_ms' is -1"},
+      {"{" + fields + R"("cycle_time_ms":"5","tensor_fusion_threshold_mb":8,"score":1})",
+       "'cycle_time_ms' is \"5\""},
+      {"{" + fields + R"("cycle_time_ms":1e300,"tensor_fusion_threshold_mb":8,"score":1})",
+       "'cycle_time_ms' is 1e+300, not a number in [0, 60000]"},
+      {"{" + fields + R"("cycle_time_ms":5,"tensor_fusion_threshold_mb":1e300,"score":1})",
+       "'tensor_fusion_threshold_mb' is 1e+300"},
+      {"{" + fields + R"("cycle_time_ms":5,"tensor_fusion_threshold_mb":-0.5,"score":1})",
+       "'tensor_fusion_threshold_mb' is -0.5"},
+      {"{" + fields + R"("cycle_time_ms":5,"tensor_fusion_threshold_mb":8,"score":-2})",
+       "'score' is -2"},
+      {"{" + fields + R"("cycle_time_ms":5,"tensor_fusion_threshold_mb":8})", "'score' is missing"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.entry);
+    // Given a cache whose entry for abcd is malformed
+    // When it is read
+    Result<CachedParams> r = ParseCachedParams(CacheWithEntry(c.entry), "c.json", "abcd");
+    // Then the error names the file, the entry and the field
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("autotune cache 'c.json': entry abcd is malformed"),
+              std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find(c.names), std::string::npos) << r.status().message();
+  }
+  // and the edges of the ranges are values
+  Result<CachedParams> edge = ParseCachedParams(
+      CacheWithEntry("{" + fields +
+                     R"("cycle_time_ms":60000,"tensor_fusion_threshold_mb":1048576,"score":0})"),
+      "c.json", "abcd");
+  ASSERT_TRUE(edge.ok()) << edge.status().ToString();
+  EXPECT_EQ(edge->params.cycle_time_ms, 60000);
+  EXPECT_EQ(edge->params.fusion_threshold_mb, 1048576);
+}
+
+TEST(AutotuneCacheParseTest, RefusesFilesThatAreNoCacheWithoutThrowing) {
+  const std::string deep = std::string(9, '[') + std::string(9, ']');
+  const std::string cases[] = {
+      R"({"format":5,"version":1,"entries":{}})",                       // format not a string
+      R"({"format":"hvd-autotune-cache","version":"1","entries":{}})",  // version a string
+      R"({"format":"hvd-autotune-cache","version":1.5,"entries":{}})",
+      R"({"format":"hvd-autotune-cache","version":1,"entries":[]})",
+      R"({"format":"hvd-autotune-cache","version":1,"entries":{"x":)" + deep + "}}",
+      std::string("{\"format\"\0:1}", 14),
+      "[1,2,3]",
+  };
+  for (const std::string& text : cases) {
+    SCOPED_TRACE(text);
+    // When a file that is not a cache is read, or stored into
+    Result<CachedParams> loaded = ParseCachedParams(text, "c.json", "abcd");
+    Result<std::string> merged = MergeCachedParams(text, "c.json", "abcd", CachedParams{});
+    // Then both are errors naming the file, nothing thrown
+    ASSERT_FALSE(loaded.ok());
+    EXPECT_EQ(loaded.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(loaded.status().message().find("c.json"), std::string::npos);
+    ASSERT_FALSE(merged.ok());
+    EXPECT_NE(merged.status().message().find("c.json"), std::string::npos);
+  }
+}
+
+TEST(AutotuneCacheParseTest, MergeKeepsTheOtherEntriesAsTheyWere) {
+  // Given a cache holding a good entry and one this build cannot read
+  const std::string text = R"({"format":"hvd-autotune-cache","version":1,"entries":{)"
+                           R"("odd":{"from":"a later build"},"good":{)" +
+                           std::string(kEntryFields) +
+                           R"("cycle_time_ms":3,"tensor_fusion_threshold_mb":16,"score":9}}})";
+  CachedParams mine;
+  mine.params.cycle_time_ms = 2.5;
+  mine.score = 4;
+  // When a new entry is stored
+  Result<std::string> merged = MergeCachedParams(text, "c.json", "mine", mine);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  // Then the new and the good entry read back, and the other is still there as it was
+  Result<CachedParams> back = ParseCachedParams(*merged, "c.json", "mine");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->params, mine.params);
+  Result<CachedParams> good = ParseCachedParams(*merged, "c.json", "good");
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(good->params.fusion_threshold_mb, 16);
+  EXPECT_NE(merged->find(R"("from": "a later build")"), std::string::npos) << *merged;
+}
+
+TEST_F(AutotuneCacheTest, AnEmptyFileIsACacheWithNoEntries) {
+  // Given an empty file (made with touch, say)
+  const std::string path = Path("empty.json");
+  std::ofstream(path).flush();
+  // When loading from it, then storing into it
+  Result<CachedParams> before = LoadCachedParams(path, "abcd");
+  CachedParams tuned;
+  tuned.params.cycle_time_ms = 4;
+  Status stored = StoreCachedParams(path, "abcd", tuned);
+  // Then it has no entry (not an error to warn about), and takes the stored one
+  EXPECT_EQ(before.status().code(), StatusCode::kNotFound) << before.status().ToString();
+  ASSERT_TRUE(stored.ok()) << stored.ToString();
+  Result<CachedParams> after = LoadCachedParams(path, "abcd");
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->params, tuned.params);
+}
+
+TEST_F(AutotuneCacheTest, RefusesAFileLargerThanAnyCache) {
+  // Given a file past the size limit (a device, a log file given by mistake)
+  const std::string path = Path("huge.json");
+  std::ofstream(path) << std::string(kMaxCacheBytes + 1, ' ');
+  // When loading and storing
+  Result<CachedParams> r = LoadCachedParams(path, "abcd");
+  Status s = StoreCachedParams(path, "abcd", CachedParams{});
+  // Then both refuse it, naming it, and the file is left alone
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("larger than 16 MiB"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find(path), std::string::npos);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::filesystem::file_size(path), kMaxCacheBytes + 1);
+}
+
 TEST_F(AutotuneCacheTest, StoreRefusesToOverwriteAForeignFile) {
   // Given a file that is not a cache
   const std::string path = Path("precious.json");

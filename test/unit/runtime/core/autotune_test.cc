@@ -135,5 +135,30 @@ TEST_F(AutotuneDirTest, FixedKnobStaysAndCachedResultSkipsTuning) {
   EXPECT_LE(Lines(log).size(), 1u);
 }
 
+TEST_F(AutotuneDirTest, CachedResultLeavesTheKnobsThisJobSets) {
+  const std::string cache = Path("cache.json");
+  bool still_tuning = true;
+  // Given a cache written by a job that tuned every knob
+  auto first = Train([&](runtime::RuntimeConfig* c) { TinySchedule(c, "", cache); }, &still_tuning);
+  ASSERT_FALSE(still_tuning);
+  ASSERT_NE(first[0].cycle_time, std::chrono::milliseconds(7));
+  // When the same model runs again with the cycle time set by the user and no response cache
+  auto second = Train(
+      [&](runtime::RuntimeConfig* c) {
+        TinySchedule(c, "", cache);
+        c->cycle_time = std::chrono::milliseconds(7);
+        c->autotune.cycle_time_fixed = true;
+        c->cache_capacity = 0;
+      },
+      &still_tuning);
+  // Then it takes the cached fusion threshold without a search, and keeps its own cycle time
+  // and its response cache off
+  EXPECT_FALSE(still_tuning);
+  EXPECT_EQ(second[0].fusion_threshold_bytes, first[0].fusion_threshold_bytes);
+  EXPECT_EQ(second[0].cycle_time, std::chrono::milliseconds(7));
+  EXPECT_FALSE(second[0].cache_enabled);
+  EXPECT_EQ(second[0], second[1]);
+}
+
 }  // namespace
 }  // namespace hvd::testing
