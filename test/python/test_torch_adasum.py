@@ -112,6 +112,29 @@ def test_adasum_distributed_optimizer_applies_the_combined_updates(hvd):
         assert torch.equal(model["unused"].weight, before["unused.weight"])
 
 
+def test_adasum_distributed_optimizer_step_is_recorded_and_hooked_once(hvd):
+    # Adasum steps the wrapped optimizer once per parameter (in backward's hooks); torch's
+    # wrapper of each optimizer class's step (profiler record, torch 2.x's step hooks) must
+    # still run once a step, at DistributedOptimizer's step().
+    if hvd.size() == 1:
+        pytest.skip("op=Adasum at one rank is the plain optimizer")
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 1))
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                         named_parameters=model.named_parameters(),
+                                         op=hvd.Adasum)
+    calls = []
+    if hasattr(optimizer, "register_step_post_hook"):  # torch >= 2.0
+        optimizer.register_step_pre_hook(lambda *args: calls.append("pre"))
+        optimizer.register_step_post_hook(lambda *args: calls.append("post"))
+    with torch.profiler.profile() as prof:
+        model(torch.ones(2, 3)).sum().backward()
+        optimizer.step()
+    steps = [e.name for e in prof.events() if e.name.startswith("Optimizer.step#")]
+    assert steps == ["Optimizer.step#SGD.step"], steps
+    if hasattr(optimizer, "register_step_post_hook"):
+        assert calls == ["pre", "post"], calls
+
+
 def test_adasum_distributed_optimizer_with_momentum_keeps_ranks_together(hvd):
     torch.manual_seed(1)
     model = torch.nn.Linear(6, 2)

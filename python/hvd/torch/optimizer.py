@@ -368,12 +368,18 @@ class _DistributedAdasumOptimizer(_HookedOptimizer):
             self._register_grad_hooks()
 
     def _step_alone(self, p):
-        """The wrapped optimizer's step() on `p` only (its state, e.g. momentum, kept as usual)."""
+        """The wrapped optimizer's step() on `p` only (its state, e.g. momentum, kept as usual).
+
+        Its own step, under the wrapper torch puts on each optimizer class's step (a profiler
+        record, and torch 2.x's step hooks): those run once, at this optimizer's step(), as for
+        the other flavour, not once per parameter. (Horovod's runs them per parameter too.)"""
         stashed = [group["params"] for group in self.param_groups]
         for group in self.param_groups:
             group["params"] = [p] if any(p is v for v in group["params"]) else []
+        step = super(self.__class__, self).step
+        inner = getattr(step, "__wrapped__", None) if getattr(step, "hooked", False) else None
         try:
-            super(self.__class__, self).step()
+            inner(self) if inner is not None else step()
         finally:
             for group, params in zip(self.param_groups, stashed):
                 group["params"] = params
