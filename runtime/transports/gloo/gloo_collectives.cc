@@ -36,6 +36,7 @@ GlooCollectives::GlooCollectives(GlooTransfers* transfers)
   block_.resize(kBlockBytes);
   offsets_.reserve(size_);
   counts_.reserve(size_);
+  slots_.reserve(size_);
 }
 
 char* GlooCollectives::Scratch(size_t bytes) {
@@ -128,9 +129,10 @@ void GlooCollectives::ReduceScatter(const void* in, void* out,
   const char* in_bytes = static_cast<const char*>(in);
   // Slot k-1 of the scratch receives rank (rank - k)'s copy of this rank's slice.
   char* slots = mine > 0 ? Scratch((size_ - 1) * mine) : nullptr;
+  slots_.clear();
   for (int k = 1; k < size_ && mine > 0; ++k) {
-    transfers_->Recv(transfers_->Buffer(slots + (k - 1) * mine, mine), (rank_ + size_ - k) % size_,
-                     tag, 0, mine);
+    slots_.push_back(transfers_->Buffer(slots + (k - 1) * mine, mine));
+    transfers_->Recv(slots_.back(), (rank_ + size_ - k) % size_, tag, 0, mine);
   }
   if (total > 0) {
     gloo::transport::UnboundBuffer* in_buf = transfers_->Buffer(in, total);
@@ -146,9 +148,9 @@ void GlooCollectives::ReduceScatter(const void* in, void* out,
   }
   const char* own = in_bytes + offsets_[rank_] * elem;
   if (out != own) std::memmove(out, own, mine);
+  // (The cache holds size() + 6 buffers: the size() - 1 slots and `in` stay in it.)
   for (int k = 1; k < size_; ++k) {
-    gloo::transport::UnboundBuffer* slot = transfers_->Buffer(slots + (k - 1) * mine, mine);
-    transfers_->WaitRecv(slot);
+    transfers_->WaitRecv(slots_[k - 1]);
     reduce(fn, out, slots + (k - 1) * mine, count);
   }
   transfers_->WaitSends();

@@ -53,9 +53,10 @@ class GlooCollectives {
   const int rank_;
   const int size_;
   std::vector<char> scratch_;
-  std::vector<char> block_;       // this rank's control block
-  std::vector<int64_t> offsets_;  // per-rank offsets, reused
-  std::vector<int64_t> counts_;   // per-rank offsets, reused
+  std::vector<char> block_;                             // this rank's control block
+  std::vector<int64_t> offsets_;                        // per-rank offsets, reused
+  std::vector<int64_t> counts_;                         // per-rank offsets, reused
+  std::vector<gloo::transport::UnboundBuffer*> slots_;  // ReduceScatter's receive slots, reused
 };
 
 }  // namespace hvd::runtime
