@@ -69,18 +69,53 @@ void GlooCollectives::Allgatherv(const void* in, void* out,
   transfers_->WaitSends();
 }
 
+// Small broadcasts go down a binomial tree from the root, as gloo::broadcast (what Horovod's
+// and torch's Gloo broadcasts call): ceil(log2 n) rounds, the root sending that many copies.
+// Large ones go down a chain in rank order from the root, in pieces, each rank passing a piece
+// on as soon as it has it: every rank sends the message at most once, so it takes about one
+// message's transfer plus a piece per hop, where the tree's root sends log2 n whole copies one
+// after another (before 2026-11-30 the root sent every other rank its copy: n - 1).
 void GlooCollectives::Broadcast(void* buffer, size_t bytes, int root) {
   transfers_->StartOp();
   const uint64_t tag = transfers_->NextTag();
-  if (bytes == 0) return;
+  if (bytes == 0 || size_ == 1) return;
   gloo::transport::UnboundBuffer* buf = transfers_->Buffer(buffer, bytes);
-  if (rank_ != root) transfers_->Recv(buf, root, tag, 0, bytes);
-  if (rank_ == root) {
-    for (int k = 1; k < size_; ++k) transfers_->Send(buf, (rank_ + k) % size_, tag, 0, bytes);
+  const int vrank = (rank_ - root + size_) % size_;  // the root is 0
+  const auto real = [&](int v) { return (v + root) % size_; };
+  // The chain pays a piece per hop, the tree log2 n copies at the root: with at least n
+  // pieces the chain is ahead for every n >= 3 (chain ~ (P + n - 2) pieces, tree ~ P log2 n).
+  const size_t piece =
+      std::max(kBroadcastPieceBytes, (bytes + kMaxBroadcastPieces - 1) / kMaxBroadcastPieces);
+  const size_t pieces = (bytes + piece - 1) / piece;
+  if (size_ >= 3 && pieces >= static_cast<size_t>(size_)) {
+    const auto length = [&](size_t i) { return std::min(piece, bytes - i * piece); };
+    const bool last = vrank == size_ - 1;
+    if (vrank == 0) {
+      for (size_t i = 0; i < pieces; ++i) transfers_->Send(buf, real(1), tag, i * piece, length(i));
+    } else {
+      // Receives from one peer on one buffer complete in the order they were posted.
+      for (size_t i = 0; i < pieces; ++i) {
+        transfers_->Recv(buf, real(vrank - 1), tag, i * piece, length(i));
+      }
+      for (size_t i = 0; i < pieces; ++i) {
+        transfers_->WaitRecv(buf);
+        if (!last) transfers_->Send(buf, real(vrank + 1), tag, i * piece, length(i));
+      }
+    }
     transfers_->WaitSends();
-  } else {
+    return;
+  }
+  // Binomial tree: the parent clears vrank's lowest set bit; the children set a lower bit.
+  int low = 1;
+  while (low < size_ && (vrank & low) == 0) low <<= 1;
+  if (vrank != 0) {
+    transfers_->Recv(buf, real(vrank - low), tag, 0, bytes);
     transfers_->WaitRecv(buf);
   }
+  for (int mask = low >> 1; mask > 0; mask >>= 1) {  // the largest subtree first
+    if (vrank + mask < size_) transfers_->Send(buf, real(vrank + mask), tag, 0, bytes);
+  }
+  transfers_->WaitSends();
 }
 
 void GlooCollectives::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,

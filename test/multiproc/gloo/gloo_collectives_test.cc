@@ -206,6 +206,33 @@ int SendBuffersStayWide(Communicator& comm) {
   return 0;
 }
 
+// Broadcast from every root, at sizes that take the binomial tree (up to n - 1 pieces of 256
+// KiB) and the chain (n pieces, the last one short; n + 1; 64 pieces of more than 256 KiB),
+// every byte checked: a piece sent to the wrong place or forwarded before it arrived shows.
+int BroadcastEveryRootAndSize(Communicator& comm) {
+  const int n = comm.size(), me = comm.rank();
+  const int64_t piece = 256 << 10;
+  // Differs between any two pieces, 256 KiB apart or not.
+  const auto pattern = [](int64_t i, int root) {
+    return static_cast<uint8_t>(((i ^ (i >> 8) ^ (i >> 16)) * 131 + root) & 0xff);
+  };
+  for (int root = 0; root < n; ++root) {
+    for (int64_t bytes : {int64_t{1}, int64_t{4097}, (n - 1) * piece, n * piece - 1, n * piece + 13,
+                          (int64_t{20} << 20) + 7}) {
+      std::vector<uint8_t> b(static_cast<size_t>(bytes));
+      for (int64_t i = 0; i < bytes; ++i) {
+        b[i] = me == root ? pattern(i, root) : uint8_t{0xee};
+      }
+      CHILD_OK(comm.Broadcast(b.data(), bytes, root));
+      for (int64_t i = 0; i < bytes; ++i) {
+        CHILD_CHECK(b[i] == pattern(i, root), "broadcast of %lld bytes from %d: byte %lld is %d",
+                    (long long)bytes, root, (long long)i, b[i]);
+      }
+    }
+  }
+  return 0;
+}
+
 class GlooCollectivesTest : public ::testing::TestWithParam<int> {
  protected:
   void RunAll(const GlooJob::Body& body, runtime::GlooThresholds thresholds = {}) {
@@ -237,6 +264,12 @@ TEST_P(GlooCollectivesTest, ControlPlane) { RunAll(ControlPlane); }
 TEST_P(GlooCollectivesTest, SendBuffersStayWide) { RunAll(SendBuffersStayWide); }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GlooCollectivesTest, ::testing::Values(2, 3),
+                         [](const auto& info) { return "n" + std::to_string(info.param); });
+
+// The broadcast's tree and chain take other shapes at 4 (a power of two) and 5 ranks.
+class GlooBroadcastTest : public GlooCollectivesTest {};
+TEST_P(GlooBroadcastTest, EveryRootAndSize) { RunAll(BroadcastEveryRootAndSize); }
+INSTANTIATE_TEST_SUITE_P(Ranks, GlooBroadcastTest, ::testing::Values(2, 3, 4, 5),
                          [](const auto& info) { return "n" + std::to_string(info.param); });
 
 }  // namespace
