@@ -5,16 +5,20 @@
 #   bash scripts/sanitize.sh build address|thread TARGET...   configure and build only
 #
 # Both builds use clang with line tables only (the stacks name file:line; far faster to compile
-# than -g), without Python, Gloo, MPI and NCCL (a sanitizer needs every library of
-# the program instrumented; the full runs build the GPU path for the emulated GPU, whose
-# preloaded library answers every CUDA and NCCL call). build-asan/ also holds the libFuzzer
-# targets (HVD_FUZZ=ON), so scripts/fuzz.sh and this share one build.
+# than -g), without Python, MPI and NCCL (the full runs build the GPU path for the emulated GPU,
+# whose preloaded library answers every CUDA and NCCL call). ThreadSanitizer needs every library
+# that runs threads instrumented, so build-tsan/ also leaves out Gloo (Debian's is not); ASan
+# checks hvd's own accesses beside an uninstrumented library, so build-asan/ has Gloo (since
+# 2026-11-30). build-asan/ also holds the libFuzzer targets (HVD_FUZZ=ON), so scripts/fuzz.sh
+# and this share one build.
 #   address: every C++ unit test (ctest -L unit, the fuzz corpus test included), the attacks
 #            on a live job (security_e2e, docs/threat-model.md) and the worker
 #            scenario groups of test/worker_e2e under the built hvdrun: 2 and 3 ranks, shared
 #            memory (the default) and hvd's TCP transport, shared memory's single-copy path and
-#            its allreduce without the direct round. --ci: the unit tests and every scenario
-#            ("all") once at 2 ranks on shared memory and once at 3 on TCP.
+#            its allreduce without the direct round; Gloo's communicator (gloo_multiproc_test:
+#            every collective, dead and stopped peers, aborts) and the worker scenarios on Gloo.
+#            --ci: the unit tests, gloo_multiproc_test and every scenario ("all") once at 2
+#            ranks on shared memory, once at 3 on TCP and once at 3 on Gloo.
 #   thread:  runtime_test (ranks as threads over the in-process communicator: the controller,
 #            background thread, callers driving cycles, aborts, timeline, autotune); without
 #            --ci also launcher_rendezvous_test (the server's I/O thread against client threads)
@@ -34,14 +38,15 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 configure() {  # configure MODE BUILD [NCCL]
-  local extra=() flags=${SANITIZE_FLAGS:--O1 -gline-tables-only}
+  local extra=() flags=${SANITIZE_FLAGS:--O1 -gline-tables-only} gloo=OFF
   if [ "$1" = address ]; then
     flags=${SANITIZE_FLAGS:--O0 -gline-tables-only}
     extra=(-DHVD_FUZZ=ON -DHVD_HOT_FLAGS=-O1)
+    gloo=ON
   fi
   CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=None \
     -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
-    -DHVD_SANITIZE="$1" -DHVD_WERROR=OFF -DHVD_WITH_GLOO=OFF -DHVD_WITH_MPI=OFF \
+    -DHVD_SANITIZE="$1" -DHVD_WERROR=OFF -DHVD_WITH_GLOO="$gloo" -DHVD_WITH_MPI=OFF \
     -DHVD_WITH_NCCL="${3:-OFF}" -DHVD_BUILD_PYTHON=OFF "${extra[@]}" > /dev/null
 }
 
@@ -73,6 +78,7 @@ nccl=OFF
 [ "$ci" = 0 ] && nccl=ON
 configure "$mode" "$build" "$nccl"
 gpu=$(ninja -C "$build" -t targets all | grep -c '^hvd_gpu_emulator:' || true)
+gloo=$(ninja -C "$build" -t targets all | grep -c '^gloo_multiproc_test:' || true)
 if [ "$mode" = address ]; then
   # Every unit test binary: ctest -L unit's tests are named after their gtest targets, but for
   # the benchmarks' command-line checks (not worth a sanitizer build of the benchmarks).
@@ -83,6 +89,7 @@ if [ "$mode" = address ]; then
     sed -n 's/^ *Test *#[0-9]*: //p' |
     grep -Fxf <(ninja -C "$build" -t targets all | sed -n 's/: .*//p'))
   targets=(hvdrun hvd-agent hvd_e2e_worker hvd_attack_probe "${unit_targets[@]}")
+  [ "$gloo" = 1 ] && targets+=(gloo_multiproc_test)
   # nccl_group_emulated_test (unit) runs nccl_group_test's binary on the emulated GPU.
   [ "$gpu" = 1 ] && targets+=(nccl_group_test hvd_gpu_worker hvd_gpu_emulator)
 elif [ "$ci" = 1 ]; then
@@ -125,6 +132,7 @@ if [ "$mode" = address ]; then
   run unit_tests ctest --test-dir "$build" -L unit -E "$unit_exclude" --output-on-failure \
     --timeout 900 -j "$(nproc)"
   run security_e2e ctest --test-dir "$build" -R '^security_e2e$' --output-on-failure
+  [ "$gloo" = 1 ] && run gloo_multiproc_test "$build/test/multiproc/gloo_multiproc_test"
 else
   # --ci leaves out the hierarchy's two data-volume checks (pieces against the packed
   # collectives, every dtype, op and layout, buffers up to 0.9 MB): 40 s of TSan's run, twice
@@ -140,12 +148,15 @@ fi
 if [ "$ci" = 1 ]; then
   [ "$mode" = address ] && worker worker_np2_shm_all 2 -- all
   [ "$mode" = address ] && worker worker_np3_tcp_all 3 HVD_CPU_OPERATIONS=tcp -- all
+  [ "$gloo" = 1 ] && worker worker_np3_gloo_all 3 HVD_CPU_OPERATIONS=gloo -- all
 else
   groups=("allreduce adasum lone lone_collectives allgather broadcast alltoall reducescatter barrier"
     "grouped fused fused_allgather" "process_sets_static process_sets_dynamic"
     "mismatch duplicate_name" "join reinit")
+  backends=(auto tcp)
+  [ "$gloo" = 1 ] && backends+=(gloo)
   for np in 2 3; do
-    for backend in auto tcp; do
+    for backend in "${backends[@]}"; do
       for i in "${!groups[@]}"; do
         # shellcheck disable=SC2086
         worker "worker_np${np}_${backend}_$i" "$np" HVD_CPU_OPERATIONS=$backend -- ${groups[$i]}
