@@ -146,6 +146,15 @@ TEST(GlooFailureTest, KilledReceiverFailsTheSender) {
       SIGKILL);
 }
 
+// A chained broadcast (4 ranks, 16 MiB: pieces go from rank 0 to 1, 2, 3 in turn) whose middle
+// rank dies: rank 3 hears only from it, rank 0 sends only to rank 1, and each must still fail.
+TEST(GlooFailureTest, KilledMiddleOfAChainedBroadcastFailsEveryOtherRank) {
+  ExpectSurvivorsPass(
+      4, 2,
+      LoopUntilFailure(2, SIGKILL, 1 << 22, {StatusCode::kRemoteError, StatusCode::kTimeout}, true),
+      SIGKILL);
+}
+
 TEST(GlooFailureTest, StoppedRankTimesOutSurvivor) {
   ExpectSurvivorsPass(2, 1, LoopUntilFailure(1, SIGSTOP, 1024, {StatusCode::kTimeout}), SIGKILL);
 }
