@@ -219,6 +219,7 @@ int BroadcastEveryRootAndSize(Communicator& comm) {
   for (int root = 0; root < n; ++root) {
     for (int64_t bytes : {int64_t{1}, int64_t{4097}, (n - 1) * piece, n * piece - 1, n * piece + 13,
                           (int64_t{20} << 20) + 7}) {
+      if (bytes > (int64_t{16} << 20) && root != n - 1) continue;  // one root: time under ASan
       std::vector<uint8_t> b(static_cast<size_t>(bytes));
       for (int64_t i = 0; i < bytes; ++i) {
         b[i] = me == root ? pattern(i, root) : uint8_t{0xee};
