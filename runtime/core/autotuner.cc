@@ -46,7 +46,6 @@ Autotuner::Autotuner(const RuntimeConfig& config, bool coordinator)
       local_size_(config.local_size),
       coordinator_(coordinator) {
   if (!coordinator_) return;
-  cache_available_ = config.cache_capacity > 0;
   autotune::ParameterManager::Options o;
   o.initial.fusion_threshold_mb = static_cast<double>(config.fusion_threshold_bytes) / kBytesPerMb;
   o.initial.cycle_time_ms = static_cast<double>(config.cycle_time.count()) / 1000.0;
@@ -101,7 +100,8 @@ void Autotuner::CheckCache(bool* changed) {
   autotune::Params p = cached->params;
   if (options_.fusion_threshold_fixed) p.fusion_threshold_mb = configured_.fusion_threshold_mb;
   if (options_.cycle_time_fixed) p.cycle_time_ms = configured_.cycle_time_ms;
-  if (options_.cache_fixed || !cache_available_) p.cache_enabled = configured_.cache_enabled;
+  if (options_.cache_fixed || !configured_.cache_enabled)
+    p.cache_enabled = configured_.cache_enabled;
   HVD_LOG_INFO("using cached autotune result {} for model {} from {}{}",
                autotune::Describe(cached->params), digest, options_.cache_path,
                p == cached->params

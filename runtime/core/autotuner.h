@@ -70,8 +70,8 @@ class Autotuner {
   bool cache_checked_ = false;
   bool finished_ = false;
   std::optional<autotune::Params> cached_;
-  autotune::Params configured_;   // the knobs as configured (rank 0)
-  bool cache_available_ = false;  // a response cache of capacity > 0 (rank 0)
+  // The knobs as configured (rank 0); cache_enabled: a response cache of capacity > 0.
+  autotune::Params configured_;
   std::ofstream log_;
   std::unique_ptr<autotune::ParameterManager> manager_;  // rank 0 only
   // name -> "dtype|shape" of every tensor executed so far (the model signature).
