@@ -134,7 +134,11 @@ NcclWait WaitWhileInProgress(const Query& query, std::chrono::steady_clock::time
     if (stop()) return NcclWait::kStopped;
     const auto now = std::chrono::steady_clock::now();
     if (now > deadline) return NcclWait::kLate;
-    if (now > spin_until) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (now > spin_until) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    } else {
+      std::this_thread::yield();  // PollEvent's reason (cuda_backend.h)
+    }
   }
 }
 

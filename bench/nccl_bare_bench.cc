@@ -1,0 +1,113 @@
+// nccl-bare-bench: the peer of `hvd-bench --device cuda` for allreduce. It is a bare NCCL loop,
+// as a framework runs one:
+//   - a blocking communicator and one non-blocking stream per rank;
+//   - each op is ncclAllReduce in place, then cudaStreamSynchronize.
+// No hvd in between. Run it under hvdrun, which names each rank (HVD_RANK, HVD_SIZE,
+// HVD_LOCAL_RANK):
+//
+//   hvdrun -np 2 nccl-bare-bench --sizes 4K,64K,1M --id-file /tmp/id
+//
+// Rank 0 writes NCCL's unique id to --id-file and the others read it from there: the ranks
+// share a file system, as they do on one machine or on the emulated GPU (test/gpu_emulator).
+// Each size does 5 rounds of --iters ops (after 10 warm-up ops) and prints "RESULT <bytes>
+// <us>": the median round's time per op on rank 0, float32 Sum. docs/gpu.md "The wait for a
+// NCCL call" compares the two.
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/byte_size.h"
+
+namespace {
+
+int EnvInt(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) {
+    std::fprintf(stderr, "nccl-bare-bench: %s is not set: run it under hvdrun\n", name);
+    std::exit(2);
+  }
+  return std::atoi(v);
+}
+
+void Check(bool ok, const char* what) {
+  if (ok) return;
+  std::fprintf(stderr, "nccl-bare-bench: %s failed\n", what);
+  std::exit(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"A bare NCCL allreduce loop: the peer of hvd-bench --device cuda"};
+  std::vector<std::string> sizes{"4K", "64K", "1M"};
+  std::string id_file;
+  int iters = 200;
+  app.add_option("--sizes", sizes, "message sizes in bytes (4K, 1M, ...)")
+      ->delimiter(',')
+      ->check(hvd::bench::ByteSizeError);
+  app.add_option("--id-file", id_file, "where rank 0 leaves NCCL's unique id")->required();
+  app.add_option("--iters", iters, "ops per round")->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  const int rank = EnvInt("HVD_RANK"), size = EnvInt("HVD_SIZE");
+  int devices = 0;
+  Check(cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0, "cudaGetDeviceCount");
+  Check(cudaSetDevice(EnvInt("HVD_LOCAL_RANK") % devices) == cudaSuccess, "cudaSetDevice");
+
+  ncclUniqueId id;
+  if (rank == 0) {
+    Check(ncclGetUniqueId(&id) == ncclSuccess, "ncclGetUniqueId");
+    const std::string tmp = id_file + ".tmp";
+    std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof(id.internal));
+    Check(std::rename(tmp.c_str(), id_file.c_str()) == 0, "writing --id-file");
+  } else {
+    for (int waited = 0; access(id_file.c_str(), R_OK) != 0; ++waited) {
+      Check(waited < 30000, "waiting 30 s for --id-file");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::ifstream(id_file, std::ios::binary).read(id.internal, sizeof(id.internal));
+  }
+  ncclComm_t comm;
+  Check(ncclCommInitRank(&comm, size, id, rank) == ncclSuccess, "ncclCommInitRank");
+  if (rank == 0) unlink(id_file.c_str());  // every rank has read it: init needs them all
+  cudaStream_t stream;
+  Check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess,
+        "cudaStreamCreateWithFlags");
+
+  for (const std::string& text : sizes) {
+    const size_t bytes = *hvd::bench::ParseByteSize(text) / 4 * 4;
+    void* buffer = nullptr;
+    Check(cudaMalloc(&buffer, std::max<size_t>(bytes, 4)) == cudaSuccess, "cudaMalloc");
+    const auto op = [&] {
+      Check(
+          ncclAllReduce(buffer, buffer, bytes / 4, ncclFloat, ncclSum, comm, stream) == ncclSuccess,
+          "ncclAllReduce");
+      Check(cudaStreamSynchronize(stream) == cudaSuccess, "cudaStreamSynchronize");
+    };
+    for (int i = 0; i < 10; ++i) op();
+    std::vector<double> rounds;
+    for (int round = 0; round < 5; ++round) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < iters; ++i) op();
+      rounds.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count() /
+          iters);
+    }
+    std::sort(rounds.begin(), rounds.end());
+    if (rank == 0) std::printf("RESULT %zu %.1f\n", bytes, rounds[rounds.size() / 2]);
+    Check(cudaFree(buffer) == cudaSuccess, "cudaFree");
+  }
+  ncclCommDestroy(comm);
+  return 0;
+}
