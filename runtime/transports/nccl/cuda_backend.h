@@ -23,22 +23,24 @@ namespace hvd::runtime {
 Status CudaError(const std::string& what, cudaError_t err);
 
 // Waits for `event` by polling it, so that every wait of the GPU path is bounded and can be
-// stopped (cudaEventSynchronize / cudaStreamSynchronize can do neither): a short spin (small
-// ops finish in microseconds) that yields the CPU between queries, then 50 us sleeps. (A plain
-// spin kept the threads doing the work off the CPU where busy threads outnumber the CPUs: on
-// the emulated GPU at 2 ranks on 2 vCPUs a 4 KiB op took 233-253 us with it, 71-75 us with the
-// yield, 45-94 us for a bare NCCL loop; docs/gpu.md "The wait for a NCCL call".) Every 64 queries
-// of the spin, and after each sleep, `check()` may end the wait with its error; past `deadline` it
-// ends with `late()`; a CUDA error is `fail(err)`. The callables build their messages only when
-// called, so a wait that succeeds allocates nothing.
+// stopped (cudaEventSynchronize / cudaStreamSynchronize can do neither): a spin of at least 4000
+// queries and 2 ms (small ops finish in microseconds) that yields the CPU between queries, then
+// 50 us sleeps. (A plain spin kept the threads doing the work off the CPU where busy threads
+// outnumber the CPUs: on the emulated GPU at 2 ranks on 2 vCPUs a 4 KiB op took 233-253 us with
+// it, 71-75 us with the yield, 45-94 us for a bare NCCL loop; docs/gpu.md "The wait for a NCCL
+// call".) Every 64 queries of the spin, and after each sleep, `check()` may end the wait with its
+// error; past `deadline` it ends with `late()`; a CUDA error is `fail(err)`. The callables build
+// their messages only when called, so a wait that succeeds allocates nothing.
 template <typename Check, typename Fail, typename Late>
 Status PollEvent(cudaEvent_t event, std::chrono::steady_clock::time_point deadline,
                  const Check& check, const Fail& fail, const Late& late) {
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+  bool spinning = true;
   for (int spins = 0;; ++spins) {
     const cudaError_t err = cudaEventQuery(event);
     if (err == cudaSuccess) return Status::OK();
     if (err != cudaErrorNotReady) return fail(err);
-    if (spins > 4000) {
+    if (!spinning) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     } else if (spins % 64 != 63) {
       std::this_thread::yield();
@@ -46,7 +48,9 @@ Status PollEvent(cudaEvent_t event, std::chrono::steady_clock::time_point deadli
     }
     Status stop = check();
     if (!stop.ok()) return stop;
-    if (std::chrono::steady_clock::now() > deadline) return late();
+    const auto now = std::chrono::steady_clock::now();
+    if (now > deadline) return late();
+    spinning = spins <= 4000 || now < spin_until;  // at least 4000 queries and 2 ms
   }
 }
 
