@@ -22,15 +22,26 @@ namespace hvd::runtime {
 // CUDA error hvd met is left pending for the framework's next call.
 Status CudaError(const std::string& what, cudaError_t err);
 
+// What a GPU-path wait does between two polls: while `spinning`, yields the CPU (a plain spin
+// kept the threads doing the work off the CPU where busy threads outnumber the CPUs, as on the
+// emulated GPU; CUDA's own waits yield then too), else sleeps 50 us. PollEvent and NcclGroup's
+// wait for a launch in progress decide how long they spin.
+inline void PausePoll(bool spinning) {
+  if (spinning) {
+    std::this_thread::yield();
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 // Waits for `event` by polling it, so that every wait of the GPU path is bounded and can be
 // stopped (cudaEventSynchronize / cudaStreamSynchronize can do neither): a spin of at least 4000
 // queries and 2 ms (small ops finish in microseconds) that yields the CPU between queries, then
-// 50 us sleeps. (A plain spin kept the threads doing the work off the CPU where busy threads
-// outnumber the CPUs: on the emulated GPU at 2 ranks on 2 vCPUs a 4 KiB op took 233-253 us with
-// it, 71-75 us with the yield, 45-94 us for a bare NCCL loop; docs/gpu.md "The wait for a NCCL
-// call".) Every 64 queries of the spin, and after each sleep, `check()` may end the wait with its
-// error; past `deadline` it ends with `late()`; a CUDA error is `fail(err)`. The callables build
-// their messages only when called, so a wait that succeeds allocates nothing.
+// 50 us sleeps (PausePoll; on the emulated GPU at 2 ranks on 2 vCPUs a 4 KiB op took 233-253 us
+// with a plain spin, 71-75 us with the yield, 45-94 us for a bare NCCL loop; docs/gpu.md "The
+// wait for a NCCL call"). Every 64 queries of the spin, and after each sleep, `check()` may end
+// the wait with its error; past `deadline` it ends with `late()`; a CUDA error is `fail(err)`.
+// The callables build their messages only when called, so a wait that succeeds allocates nothing.
 template <typename Check, typename Fail, typename Late>
 Status PollEvent(cudaEvent_t event, std::chrono::steady_clock::time_point deadline,
                  const Check& check, const Fail& fail, const Late& late) {
@@ -41,9 +52,9 @@ Status PollEvent(cudaEvent_t event, std::chrono::steady_clock::time_point deadli
     if (err == cudaSuccess) return Status::OK();
     if (err != cudaErrorNotReady) return fail(err);
     if (!spinning) {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      PausePoll(false);
     } else if (spins % 64 != 63) {
-      std::this_thread::yield();
+      PausePoll(true);
       continue;  // the checks cost more than a query
     }
     Status stop = check();

@@ -123,7 +123,7 @@ constexpr std::chrono::microseconds kSettleSpin{200};
 // ncclInProgress: a non-blocking communicator's init, or a call it has taken but not yet
 // enqueued on the stream (e.g. while it connects to a peer for the first time). kSettled with
 // the final state in *state; kStopped when `stop()` said so; kLate past `deadline`. A spin of
-// kSettleSpin, then 50 us sleeps.
+// kSettleSpin, then 50 us sleeps (PausePoll).
 template <typename Query, typename Stop>
 NcclWait WaitWhileInProgress(const Query& query, std::chrono::steady_clock::time_point deadline,
                              const Stop& stop, ncclResult_t* state) {
@@ -134,11 +134,7 @@ NcclWait WaitWhileInProgress(const Query& query, std::chrono::steady_clock::time
     if (stop()) return NcclWait::kStopped;
     const auto now = std::chrono::steady_clock::now();
     if (now > deadline) return NcclWait::kLate;
-    if (now > spin_until) {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    } else {
-      std::this_thread::yield();  // PollEvent's reason (cuda_backend.h)
-    }
+    PausePoll(now <= spin_until);
   }
 }
 
