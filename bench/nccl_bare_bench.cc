@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -27,16 +28,23 @@
 #include <vector>
 
 #include "bench/byte_size.h"
+#include "common/env_registry.h"
 
 namespace {
 
-int EnvInt(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) {
+// HVD_RANK, HVD_SIZE or HVD_LOCAL_RANK as hvdrun set it (the registry's reading: an alias
+// HOROVOD_* does too); exits when it is unset or not a number.
+int RankVar(const hvd::env::Environment& env, const char* name) {
+  if (!env.IsSet(name)) {
     std::fprintf(stderr, "nccl-bare-bench: %s is not set: run it under hvdrun\n", name);
     std::exit(2);
   }
-  return std::atoi(v);
+  const hvd::Result<int64_t> value = env.GetInt(name);
+  if (!value.ok()) {
+    std::fprintf(stderr, "nccl-bare-bench: %s\n", value.status().message().c_str());
+    std::exit(2);
+  }
+  return static_cast<int>(*value);
 }
 
 void Check(bool ok, const char* what) {
@@ -59,10 +67,11 @@ int main(int argc, char** argv) {
   app.add_option("--iters", iters, "ops per round")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
-  const int rank = EnvInt("HVD_RANK"), size = EnvInt("HVD_SIZE");
+  const hvd::env::Environment env = hvd::env::Environment::FromProcess();
+  const int rank = RankVar(env, "HVD_RANK"), size = RankVar(env, "HVD_SIZE");
   int devices = 0;
   Check(cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0, "cudaGetDeviceCount");
-  Check(cudaSetDevice(EnvInt("HVD_LOCAL_RANK") % devices) == cudaSuccess, "cudaSetDevice");
+  Check(cudaSetDevice(RankVar(env, "HVD_LOCAL_RANK") % devices) == cudaSuccess, "cudaSetDevice");
 
   ncclUniqueId id;
   if (rank == 0) {
