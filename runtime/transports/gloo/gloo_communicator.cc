@@ -106,6 +106,8 @@ class GlooCommunicator final : public Communicator {
     return GuardNamed([op] { return std::string(op); }, std::forward<Body>(body));
   }
   std::string What(const std::string& op) const;
+  // After a failure: closes every pair, so no receive posted by the failed op writes again.
+  void DetachPostedTransfers();
   // The shared argument checks (communicator.h), whose messages are built only on failure.
   Status CheckRoot(const char* op, int root) const {
     return CheckRootArg([&] { return What(op); }, root, size_);
@@ -205,6 +207,26 @@ std::string GlooCommunicator::What(const std::string& op) const {
   return "gloo " + op + " on rank " + std::to_string(rank_) + " of " + std::to_string(size_);
 }
 
+// A failed op can leave receives posted into the caller's buffers: in an allgather or alltoall
+// every peer's, of which only the dead peer's failed. shutdown(2) does not stop them: Linux
+// still delivers what is queued on a socket after SHUT_RD, and a live peer's data already in
+// flight (its send buffer, loopback's or the network's) keeps arriving, so gloo's event loop
+// went on writing into memory the caller had freed once the op returned. ASan caught it in a
+// pipelined broadcast on 2026-11-30 (GlooFailureTest.KilledMiddleOfABroadcastFailsEveryOtherRank).
+// Closing every pair from this thread ends that: gloo's Pair::close takes the pair's lock (which
+// its event loop holds while it reads into a buffer) and Loop::unregisterDescriptor waits for a
+// tick of the loop (epoll_wait's 10 ms at most), so once it returns no handler of this
+// context runs again. The communicator is broken from here on, so nothing is lost.
+void GlooCommunicator::DetachPostedTransfers() {
+  if (context_ == nullptr) return;
+  try {
+    context_->closeConnections();
+  } catch (const std::exception& e) {
+    HVD_LOG_DEBUG("gloo rank {}: closing the connections after a failure: {}", rank_, e.what());
+  } catch (...) {
+  }
+}
+
 template <typename Name, typename Body>
 Status GlooCommunicator::GuardNamed(const Name& name, Body&& body) {
   if (aborted_.load()) return Status::Aborted(What(name()) + ": the communicator was aborted");
@@ -221,6 +243,7 @@ Status GlooCommunicator::GuardNamed(const Name& name, Body&& body) {
   // Make the peers notice now rather than at their own timeouts.
   std::lock_guard<std::mutex> lock(abort_mu_);
   sockets_.Shutdown();
+  DetachPostedTransfers();
   return broken_;
 }
 
