@@ -34,11 +34,13 @@ std::vector<RankOutcome> GlooJob::Run(const Body& body) {
     // Gloo pair closed with unread bytes resets, and the peer's pending read fails ("Connection
     // closed by peer" in a final barrier at 3 ranks, seen under load). Jobs with victims are
     // failure tests whose victims never get here.
+    // The wait is the job's deadline, not the communicator's timeout: a rank may leave the
+    // body that much later (its last op failing at that timeout, after the others' failed).
     if (!options_.victims.empty()) return 0;
     const std::string exit_key = job_.scope() + "/exit/";
     if (!kv.Set(exit_key + std::to_string(rank), "1").ok()) return 5;
     for (int r = 0; r < options_.size; ++r) {
-      if (!kv.Wait(exit_key + std::to_string(r), options_.comm_timeout).ok()) return 5;
+      if (!kv.Wait(exit_key + std::to_string(r), options_.deadline).ok()) return 5;
     }
     return 0;
   });
