@@ -69,14 +69,15 @@ void GlooCollectives::Allgatherv(const void* in, void* out,
   transfers_->WaitSends();
 }
 
-// A binomial tree from the root, as gloo::broadcast (what Horovod's and torch's Gloo broadcasts
-// call): ceil(log2 n) rounds, the root sending that many copies (before 2026-11-30 it sent every
-// other rank its copy: n - 1). A pipelined chain for large messages was tried the same day and
-// taken out: each rank posted every piece's receive at once, and when its send to the next rank
-// failed, the receives from the live rank before it stayed posted and gloo wrote the later
-// pieces into the caller's buffer after the op had returned (ASan: heap-use-after-free, in
-// GlooFailureTest.KilledMiddleOfABroadcastFailsEveryOtherRank). In the tree a rank waits for its
-// one receive before it sends, so a failure leaves no receive from a live peer posted.
+// Small broadcasts go down a binomial tree from the root, as gloo::broadcast (what Horovod's
+// and torch's Gloo broadcasts call): ceil(log2 n) rounds, the root sending that many copies.
+// Large ones go down a chain in rank order from the root, in pieces, each rank passing a piece
+// on as soon as it has it: every rank sends the message at most once, so it takes about one
+// message's transfer plus a piece per hop, where the tree's root sends log2 n whole copies one
+// after another (before 2026-11-30 the root sent every other rank its copy: n - 1).
+// A chain rank posts every piece's receive at once: when the op fails, the live rank before it
+// may still be sending, and only GlooCommunicator's close of every pair on failure
+// (DetachPostedTransfers) keeps those pieces out of the caller's buffer after it returns.
 void GlooCollectives::Broadcast(void* buffer, size_t bytes, int root) {
   transfers_->StartOp();
   const uint64_t tag = transfers_->NextTag();
@@ -84,6 +85,29 @@ void GlooCollectives::Broadcast(void* buffer, size_t bytes, int root) {
   gloo::transport::UnboundBuffer* buf = transfers_->Buffer(buffer, bytes);
   const int vrank = (rank_ - root + size_) % size_;  // the root is 0
   const auto real = [&](int v) { return (v + root) % size_; };
+  // The chain pays a piece per hop, the tree log2 n copies at the root: with at least n
+  // pieces the chain is ahead for every n >= 3 (chain ~ (P + n - 2) pieces, tree ~ P log2 n).
+  const size_t piece =
+      std::max(kBroadcastPieceBytes, (bytes + kMaxBroadcastPieces - 1) / kMaxBroadcastPieces);
+  const size_t pieces = (bytes + piece - 1) / piece;
+  if (size_ >= 3 && pieces >= static_cast<size_t>(size_)) {
+    const auto length = [&](size_t i) { return std::min(piece, bytes - i * piece); };
+    const bool last = vrank == size_ - 1;
+    if (vrank == 0) {
+      for (size_t i = 0; i < pieces; ++i) transfers_->Send(buf, real(1), tag, i * piece, length(i));
+    } else {
+      // Receives from one peer on one buffer complete in the order they were posted.
+      for (size_t i = 0; i < pieces; ++i) {
+        transfers_->Recv(buf, real(vrank - 1), tag, i * piece, length(i));
+      }
+      for (size_t i = 0; i < pieces; ++i) {
+        transfers_->WaitRecv(buf);
+        if (!last) transfers_->Send(buf, real(vrank + 1), tag, i * piece, length(i));
+      }
+    }
+    transfers_->WaitSends();
+    return;
+  }
   // Binomial tree: the parent clears vrank's lowest set bit; the children set a lower bit.
   int low = 1;
   while (low < size_ && (vrank & low) == 0) low <<= 1;

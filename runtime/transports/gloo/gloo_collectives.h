@@ -24,7 +24,7 @@ class GlooCollectives {
 
   // `out` receives the concatenation in rank order; `in` may alias this rank's slot of `out`.
   void Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank);
-  // A binomial tree from the root.
+  // A binomial tree from the root, or for large messages a chain in pieces (the .cc says when).
   void Broadcast(void* buffer, size_t bytes, int root);
   void Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
                  const std::vector<int64_t>& recv_bytes);
@@ -45,6 +45,9 @@ class GlooCollectives {
   void BroadcastBytes(std::string* data, int root);
 
  private:
+  // The chained broadcast's pieces: at least this many bytes, at most this many pieces.
+  static constexpr size_t kBroadcastPieceBytes = size_t{256} << 10;
+  static constexpr size_t kMaxBroadcastPieces = 64;
   static constexpr size_t kBlockBytes = 4096;
   static constexpr size_t kInlineBytes = kBlockBytes - sizeof(uint64_t);
 

@@ -206,11 +206,13 @@ int SendBuffersStayWide(Communicator& comm) {
   return 0;
 }
 
-// Broadcast from every root down the binomial tree, small to 20 MiB, every byte checked.
+// Broadcast from every root, at sizes that take the binomial tree (up to n - 1 pieces of 256
+// KiB) and the chain (n pieces, the last one short; n + 1; 64 pieces of more than 256 KiB),
+// every byte checked: a piece sent to the wrong place or forwarded before it arrived shows.
 int BroadcastEveryRootAndSize(Communicator& comm) {
   const int n = comm.size(), me = comm.rank();
   const int64_t piece = 256 << 10;
-  // Differs between any two 256 KiB pieces.
+  // Differs between any two pieces, 256 KiB apart or not.
   const auto pattern = [](int64_t i, int root) {
     return static_cast<uint8_t>(((i ^ (i >> 8) ^ (i >> 16)) * 131 + root) & 0xff);
   };
@@ -265,7 +267,7 @@ TEST_P(GlooCollectivesTest, SendBuffersStayWide) { RunAll(SendBuffersStayWide); 
 INSTANTIATE_TEST_SUITE_P(Ranks, GlooCollectivesTest, ::testing::Values(2, 3),
                          [](const auto& info) { return "n" + std::to_string(info.param); });
 
-// The broadcast's tree takes other shapes at 4 (a power of two) and 5 ranks.
+// The broadcast's tree and chain take other shapes at 4 (a power of two) and 5 ranks.
 class GlooBroadcastTest : public GlooCollectivesTest {};
 TEST_P(GlooBroadcastTest, EveryRootAndSize) { RunAll(BroadcastEveryRootAndSize); }
 INSTANTIATE_TEST_SUITE_P(Ranks, GlooBroadcastTest, ::testing::Values(2, 3, 4, 5),

@@ -148,10 +148,9 @@ TEST(GlooFailureTest, KilledReceiverFailsTheSender) {
       SIGKILL);
 }
 
-// A broadcast of 4 ranks (16 MiB, the tree 0 -> 2 -> 3 and 0 -> 1) whose rank 2 dies: rank 3
-// hears only from it, rank 1 only from the root, and each must still fail. (It found the
-// pipelined chain's heap-use-after-free under ASan: gloo_collectives.cc Broadcast.)
-TEST(GlooFailureTest, KilledMiddleOfABroadcastFailsEveryOtherRank) {
+// A chained broadcast (4 ranks, 16 MiB: pieces go from rank 0 to 1, 2, 3 in turn) whose middle
+// rank dies: rank 3 hears only from it, rank 0 sends only to rank 1, and each must still fail.
+TEST(GlooFailureTest, KilledMiddleOfAChainedBroadcastFailsEveryOtherRank) {
   ExpectSurvivorsPass(
       4, 2,
       LoopUntilFailure(2, SIGKILL, 1 << 22, {StatusCode::kRemoteError, StatusCode::kTimeout}, true),
