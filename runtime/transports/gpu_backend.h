@@ -68,6 +68,10 @@ class GpuGroup {
   virtual Status Finish(const char* what) = 0;
   // Thread-safe: a call in flight (or the next one) fails promptly with kAborted.
   virtual void Abort() = 0;
+  // Any thread, once the runtime failed: aborts the communicator now, so that a call of it the
+  // device is still in (waiting for a dead peer, say) returns and the work queued behind it on
+  // the stream can run (GpuBackend::Quiesce); the group is unusable from then on.
+  virtual void Break() = 0;
 
   // Completion off the cycle (HVD_GPU_ASYNC_COMPLETION=1; Horovod's finalizer threads).
   //
@@ -145,6 +149,13 @@ class GpuBackend {
   virtual Result<int> Marker(int device) = 0;
   virtual Status WaitMarker(int device, int marker) = 0;
   virtual Status Sync(int device) = 0;
+  // Cycle thread, after a failed op: waits until the device has run everything queued so far on
+  // the backend's stream of `device`, bounded by the timeout but not ended by Abort, so that no
+  // copy or kernel of the op writes its tensors once its handle has failed (the caller then
+  // owns them again: a framework's allocator hands their memory to the next tensor). The op's
+  // NCCL groups must be broken first (GpuGroup::Break), or a call waiting for a dead peer holds
+  // the stream until the timeout.
+  virtual Status Quiesce(int device) = 0;
   // Pinned host staging memory, slot `slot` (0..3), at least `bytes`; kept and grown.
   virtual Result<void*> HostBuffer(int slot, int64_t bytes) = 0;
   // Cycle thread. An asynchronous copy within `device`'s memory on the backend's stream (the

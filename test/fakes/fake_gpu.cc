@@ -197,6 +197,10 @@ class FakeGroup final : public runtime::GpuGroup {
     return Stopped() ? Status::Aborted("fake NCCL: aborted") : Status::OK();
   }
   void Abort() override { aborted_ = true; }
+  void Break() override {
+    log_->Add("Break");
+    aborted_ = true;
+  }
 
  private:
   bool Stopped() const { return aborted_.load() || backend_aborted_->load(); }

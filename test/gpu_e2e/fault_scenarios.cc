@@ -7,7 +7,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpu_worker.h"
@@ -329,6 +331,97 @@ void KillPeer(const std::string& kind, bool in_nccl) {
   std::printf("survivor: succeeded: every %s went through with a dead peer\n", kind.c_str());
   std::fflush(stdout);
   _exit(1);
+}
+
+// The last rank dies inside the NCCL collective of a grouped Average allreduce of two tensors:
+// the fused path, which queues on hvd's stream, behind the NCCL call, the copies out of the
+// fusion buffer into the outputs and the postscale of the average. Once rank 0's handle has
+// failed, the outputs are the caller's again (a framework frees them, and its allocator hands
+// the memory to the next tensor): rank 0 writes bytes of its own into them on its own stream
+// and, after the emulated device had time to run whatever hvd left queued (each piece of work
+// waits up to HVD_GPU_EMU_DELAY_US), they must still be there. Until 2026-11-30 the handle
+// failed as soon as the NCCL call was aborted, and the copies queued behind it ran later, into
+// memory that was no longer hvd's: half or all of the outputs in 6 of 6 runs, waiting and
+// completing off the cycle alike (found by reading the code; docs/gpu.md "Failures").
+void LateWrite() {
+  if (N() < 2) Die("late_write needs 2 ranks or more", HVD_INVALID_ARGUMENT);
+  using ExitHook = void (*)(int);
+  const auto hook =
+      reinterpret_cast<ExitHook>(dlsym(RTLD_DEFAULT, "hvd_gpu_emulator_exit_in_next_collective"));
+  if (hook == nullptr || !Ctx().own_gpus) {
+    std::printf("skipped: late_write needs the CUDA emulator and a GPU per rank\n");
+    std::fflush(stdout);
+    _exit(77);
+  }
+  constexpr int64_t kCount = 1 << 16;
+  // The tensors live on until the checks are done: cudaFree synchronizes the device (CUDA's
+  // does; a framework's caching allocator calls it seldom), which would run what hvd left
+  // queued before the caller's bytes go in.
+  std::vector<DevicePtr> ins;
+  const auto grouped = [&](const std::string& name, std::vector<DevicePtr>* outs) {
+    std::vector<hvd_tensor_t> in_desc, out_desc;
+    for (int i = 0; i < 2; ++i) {
+      ins.push_back(MakeDevice(HVD_FLOAT32, {kCount}, [](int64_t k) { return k % 7; }));
+      outs->push_back(std::make_shared<DeviceTensor>(HVD_FLOAT32, std::vector<int64_t>{kCount}));
+      in_desc.push_back(ins.back()->Desc());
+      out_desc.push_back(outs->back()->Desc());
+    }
+    hvd_op_options_t o = Options(name);
+    o.reduce_op = HVD_OP_AVERAGE;
+    hvd_handle_t h = 0;
+    Require(hvd_grouped_allreduce(in_desc.data(), out_desc.data(), 2, &o, &h), name);
+    const hvd_status_t s = hvd_wait(h, kWaitSeconds);
+    if (s == HVD_IN_PROGRESS) Die(name + ": no end within the wait", s);
+    hvd_release(h);
+    return s;
+  };
+  std::vector<DevicePtr> warm;
+  Require(grouped("gpu.late.warm", &warm), "the grouped allreduce before the peer dies");
+  GlobalBarrier("barrier before the peer dies");
+  if (R() == N() - 1) {
+    std::fflush(stdout);
+    hook(3);
+    std::vector<DevicePtr> outs;
+    grouped("gpu.late.dies", &outs);
+    std::printf("rank %d: still alive after its allreduce\n", R());
+    std::fflush(stdout);
+    _exit(1);
+  }
+  signal(SIGTERM, SIG_IGN);  // hvdrun's, once the peer died: this rank has more to say
+  std::vector<DevicePtr> outs;
+  const hvd_status_t s = grouped("gpu.late.dies", &outs);
+  if (s == HVD_OK) {
+    std::printf("late_write: rank %d: the allreduce went through with a dead peer\n", R());
+    std::fflush(stdout);
+    _exit(1);
+  }
+  // The caller's bytes, on the caller's stream (the legacy default stream: hvd's is a
+  // non-blocking one, which it does not wait for).
+  constexpr int kMine = 0x3C;
+  for (const DevicePtr& t : outs) {
+    RequireCuda(cudaMemsetAsync(t->Desc().data, kMine, t->nbytes(), nullptr), "cudaMemsetAsync");
+  }
+  RequireCuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+  // Then what hvd.elastic.run does after a failed step: shut down (init again, go on with the
+  // same tensors). The shutdown ends the NCCL communicator, which lets a call of it that was
+  // still waiting for the dead peer return, and whatever was queued behind it run.
+  const hvd_status_t down = hvd_shutdown();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  int64_t changed = 0;
+  for (const DevicePtr& t : outs) {
+    std::vector<unsigned char> got(t->nbytes());
+    RequireCuda(
+        cudaMemcpyAsync(got.data(), t->Desc().data, got.size(), cudaMemcpyDeviceToHost, nullptr),
+        "cudaMemcpyAsync back");
+    RequireCuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+    for (unsigned char b : got) changed += b != kMine;
+  }
+  std::printf(
+      "late_write: rank %d: the allreduce failed (status %d), hvd_shutdown gave %d; "
+      "%lld bytes of its outputs written after the failure\n",
+      R(), static_cast<int>(s), static_cast<int>(down), static_cast<long long>(changed));
+  std::fflush(stdout);
+  _exit(changed == 0 ? 0 : 1);
 }
 
 void Elastic() {

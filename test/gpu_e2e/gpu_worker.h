@@ -209,6 +209,9 @@ void OverlappingSets();
 // The last rank dies after one op of `kind` (inside the next one's NCCL collective where
 // `in_nccl`); rank 0's next ones must fail within 10 s.
 void KillPeer(const std::string& kind, bool in_nccl);
+// The last rank dies inside a fused NCCL allreduce; once rank 0's op failed, hvd writes nothing
+// more into its outputs.
+void LateWrite();
 // Under hvdrun --elastic: the last rank dies inside a NCCL collective; the others re-form.
 void Elastic();
 // One rank: a failing CUDA or NCCL call fails its op, naming it, leaving no CUDA error pending;

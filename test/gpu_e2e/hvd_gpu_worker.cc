@@ -317,6 +317,7 @@ const Scenario kScenarios[] = {
     {"overlapping_sets", hvd_gpu::OverlappingSets},  // these two re-initialize: last
     {"lifecycle", hvd_gpu::Lifecycle},
     {"elastic", hvd_gpu::Elastic, false},
+    {"late_write", hvd_gpu::LateWrite, false},
     {"cuda_errors", hvd_gpu::CudaErrors, false},
     {"kill_peer_allreduce", [] { hvd_gpu::KillPeer("allreduce", false); }, false},
     {"nccl_peer_dies_allreduce", [] { hvd_gpu::KillPeer("allreduce", true); }, false},

@@ -135,6 +135,13 @@ class OpExecutor {
   // op_executor_gpu.cc
   Status RunGpu(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
                 GpuSetState* state);
+  // RunGpu's op on `device` (its producers waited for); on a failure RunGpu stops the device's
+  // work before it returns (StopDeviceWork).
+  Status RunGpuOn(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
+                  GpuSetState* state, int device);
+  // After a failed GPU op, before its handles fail: breaks the set's NCCL groups and waits for
+  // what is queued on the device's stream (GpuBackend::Quiesce).
+  void StopDeviceWork(GpuSetState* state, int device, const Status& failure);
   // What the set's NCCL groups run of `r` (sets *taken; false: stage it).
   Status RunOnGroup(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
                     GpuSetState* state, int device, bool* taken);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/logging.h"
 #include "runtime/core/execution/adasum.h"
 #include "runtime/core/execution/op_executor.h"
 #include "runtime/transports/reduction.h"
@@ -49,6 +50,33 @@ Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entri
         join_device_ != nullptr ? std::max(join_device_->load(std::memory_order_relaxed), 0) : 0;
   }
   last_device_ = device;
+  Status s = RunGpuOn(r, entries, comm, state, device);
+  if (!s.ok()) StopDeviceWork(state, device, s);
+  return s;
+}
+
+// A failed op's handles fail once this returns, and the caller owns its tensors again. Until
+// 2026-11-30 that was as soon as the failure was known: a NCCL call aborted (a peer gone) left
+// the copies out of the fusion buffer and a postscale queued behind it on hvd's stream, and the
+// device ran them once the aborted kernel returned, into memory the framework had handed to
+// other tensors (gpu_emu_worker_late_write). Every failure here fails the runtime (Execute's
+// caller), so the set's communicators are done with: break them, then wait for the stream.
+void OpExecutor::StopDeviceWork(GpuSetState* state, int device, const Status& failure) {
+  if (state != nullptr) {
+    if (state->group != nullptr) state->group->Break();
+    if (state->local_group != nullptr) state->local_group->Break();
+  }
+  const Status quiet = gpu_->Quiesce(device);
+  if (!quiet.ok()) {
+    HVD_LOG_ERROR(
+        "after the failure of a GPU op ({}), hvd's CUDA stream of device {} did not finish the "
+        "work queued on it: {}; that work may still write the op's tensors",
+        failure.message(), device, quiet.message());
+  }
+}
+
+Status OpExecutor::RunGpuOn(const Response& r, std::span<TensorEntry* const> entries,
+                            Communicator* comm, GpuSetState* state, int device) {
   // hvd's stream waits for every producer before it touches a tensor; all events go back.
   Status waited;
   for (TensorEntry* e : entries) {

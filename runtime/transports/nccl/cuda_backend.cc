@@ -216,6 +216,18 @@ Status CudaBackend::Sync(int device) {
   return WaitEvent(s->drained, "waiting for hvd's CUDA stream");
 }
 
+Status CudaBackend::Quiesce(int device) {
+  HVD_ASSIGN_OR_RETURN(DeviceState * s, State(device));
+  const cudaError_t err = cudaEventRecord(s->drained, s->stream);
+  if (err != cudaSuccess) return CudaError("marking the end of hvd's CUDA stream", err);
+  // Not ended by Abort (WaitEvent is): hvd_abort is what may have failed the op, and the copies
+  // queued before it run to their end by themselves.
+  return PollEvent(
+      s->drained, std::chrono::steady_clock::now() + timeout_, [] { return Status::OK(); },
+      [&](cudaError_t e) { return CudaError("waiting for hvd's CUDA stream", e); },
+      [&] { return Status::Timeout("not within " + TimeoutText()); });
+}
+
 Result<void*> CudaBackend::HostBuffer(int slot, int64_t bytes) {
   if (slot < 0 || slot >= static_cast<int>(host_.size())) return Status::Internal("bad slot");
   if (bytes <= host_bytes_[slot] && host_[slot] != nullptr) return host_[slot];

@@ -101,6 +101,7 @@ class CudaBackend final : public GpuBackend {
   Result<int> Marker(int device) override;
   Status WaitMarker(int device, int marker) override;
   Status Sync(int device) override;
+  Status Quiesce(int device) override;
   Result<void*> HostBuffer(int slot, int64_t bytes) override;
   Status CopyOnDevice(void* to, const void* from, int64_t bytes, int device) override;
   Result<void*> DeviceScratch(int device, int64_t bytes) override;

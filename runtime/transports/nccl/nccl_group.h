@@ -81,6 +81,7 @@ class NcclGroup final : public GpuGroup {
                    std::span<const int64_t> recv_bytes) override;
   Status Finish(const char* what) override;
   void Abort() override { abort_requested_ = true; }
+  void Break() override { AbortComm(); }
   Status EnqueueAllreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
                           std::span<const int64_t> counts, DataType dtype, ReduceOp op,
                           double prescale, double postscale) override;
@@ -153,6 +154,10 @@ class NcclGroup final : public GpuGroup {
   // Polls `d.event` as Wait does, without touching the communicator but for
   // ncclCommGetAsyncError (under comm_mu_) and without aborting it: the cycle thread does that
   // at its next call (deferred_failed_); the timeout counts from `started`.
+  // A failed completion, before its `done`: aborts the communicator (a call the device is still
+  // in returns) and waits, bounded by the timeout but with no other way out, until the device
+  // passed the op's event, so that nothing queued before it writes the op's tensors later.
+  void Quiesce(const Deferred& d, const Status& failure);
   Status WaitDeferred(const Deferred& d, std::chrono::steady_clock::time_point started);
   // The failure every later deferred completion and call gets (OK: none yet).
   Status DeferredFailure();

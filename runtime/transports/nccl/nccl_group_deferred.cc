@@ -110,6 +110,7 @@ void NcclGroup::CompleteDeferred() {
     // call does, not what is left after the ones before it.
     const auto started = std::max(d.since, std::chrono::steady_clock::now());
     const Status s = failure.ok() ? WaitDeferred(d, started) : failure;
+    if (!s.ok()) Quiesce(d, s);
     const auto took = std::chrono::steady_clock::now() - d.since;
     deferred_waits_.fetch_add(1);
     deferred_wait_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
@@ -131,6 +132,26 @@ void NcclGroup::CompleteDeferred() {
     d.done(s);
     lock.lock();
     if (--undone_ == 0) undone_cv_.notify_all();
+  }
+}
+
+// Until 2026-11-30 a failed completion called `done` at once: the NCCL call, still waiting on
+// the device for a dead peer, was aborted only at the cycle thread's next call of the group (or
+// at the shutdown), and the copies and the postscale queued behind it then ran into tensors the
+// caller owned again; a cudaFree or cudaDeviceSynchronize of the caller's hung meanwhile
+// (gpu_emu_worker_late_write_async). The waiting cycle does the same in
+// OpExecutor::StopDeviceWork.
+void NcclGroup::Quiesce(const Deferred& d, const Status& failure) {
+  AbortComm();
+  const Status quiet = PollEvent(
+      d.event, std::chrono::steady_clock::now() + backend_->timeout(), [] { return Status::OK(); },
+      [&](cudaError_t e) { return CudaError(std::string("NCCL ") + d.what, e); },
+      [&] { return Status::Timeout("not within " + backend_->TimeoutText()); });
+  if (!quiet.ok()) {
+    HVD_LOG_ERROR(
+        "after the failure of a NCCL {} ({}), hvd's CUDA stream of device {} did not finish the "
+        "work queued on it: {}; that work may still write the op's tensors",
+        d.what, failure.message(), device_, quiet.message());
   }
 }
 
