@@ -424,6 +424,57 @@ void LateWrite() {
   _exit(changed == 0 ? 0 : 1);
 }
 
+// One rank, its GPU ops staged through the host (HVD_GPU_OPERATIONS=cpu): hvd_abort comes from
+// another thread while a 64 MiB allreduce's copies are queued on hvd's stream (each piece of
+// emulated device work waits up to HVD_GPU_EMU_DELAY_US). The abort ends the op's waits at once;
+// once its handle has failed, the output is the caller's again, and nothing of hvd's may land in
+// it: the caller writes bytes of its own and looks again 1.5 s later. A run whose op finished
+// before the abort says so and counts as skipped (exit 77).
+void AbortStaged() {
+  if (N() != 1 || dlsym(RTLD_DEFAULT, "hvd_gpu_emulator_exit_in_next_collective") == nullptr) {
+    std::printf("skipped: abort_staged needs one rank and the CUDA emulator\n");
+    std::fflush(stdout);
+    _exit(77);
+  }
+  constexpr int64_t kCount = int64_t{16} << 20;
+  DevicePtr in = MakeDevice(HVD_FLOAT32, {kCount}, [](int64_t k) { return k % 5; });
+  DeviceTensor out(HVD_FLOAT32, {kCount});
+  hvd_tensor_t in_desc = in->Desc(), out_desc = out.Desc();
+  hvd_op_options_t o = Options("gpu.abort.staged");
+  hvd_handle_t h = 0;
+  Require(hvd_allreduce(&in_desc, &out_desc, &o, &h), "the staged allreduce");
+  std::thread aborter([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    hvd_abort("abort_staged");
+  });
+  const hvd_status_t s = hvd_wait(h, kWaitSeconds);
+  aborter.join();
+  if (s == HVD_IN_PROGRESS) Die("the staged allreduce: no end within the wait", s);
+  hvd_release(h);
+  if (s == HVD_OK) {
+    std::printf("skipped: the staged allreduce finished before the abort\n");
+    std::fflush(stdout);
+    _exit(77);
+  }
+  constexpr int kMine = 0x3C;
+  RequireCuda(cudaMemsetAsync(out_desc.data, kMine, out.nbytes(), nullptr), "cudaMemsetAsync");
+  RequireCuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  std::vector<unsigned char> got(out.nbytes());
+  RequireCuda(
+      cudaMemcpyAsync(got.data(), out_desc.data, got.size(), cudaMemcpyDeviceToHost, nullptr),
+      "cudaMemcpyAsync back");
+  RequireCuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+  int64_t changed = 0;
+  for (unsigned char b : got) changed += b != kMine;
+  std::printf(
+      "abort_staged: the allreduce failed (status %d); %lld bytes of its output written "
+      "after the failure\n",
+      static_cast<int>(s), static_cast<long long>(changed));
+  std::fflush(stdout);
+  _exit(changed == 0 ? 0 : 1);
+}
+
 void Elastic() {
   // Under `hvdrun --elastic`: in the first round the last rank dies inside a NCCL collective (the
   // emulator's hook) after three good steps; the others' step fails, they shut down and init

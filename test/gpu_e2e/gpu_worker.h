@@ -212,6 +212,8 @@ void KillPeer(const std::string& kind, bool in_nccl);
 // The last rank dies inside a fused NCCL allreduce; once rank 0's op failed, hvd writes nothing
 // more into its outputs.
 void LateWrite();
+// One rank, staged: hvd_abort while the copies are queued; nothing lands after the failure.
+void AbortStaged();
 // Under hvdrun --elastic: the last rank dies inside a NCCL collective; the others re-form.
 void Elastic();
 // One rank: a failing CUDA or NCCL call fails its op, naming it, leaving no CUDA error pending;

@@ -318,6 +318,7 @@ const Scenario kScenarios[] = {
     {"lifecycle", hvd_gpu::Lifecycle},
     {"elastic", hvd_gpu::Elastic, false},
     {"late_write", hvd_gpu::LateWrite, false},
+    {"abort_staged", hvd_gpu::AbortStaged, false},
     {"cuda_errors", hvd_gpu::CudaErrors, false},
     {"kill_peer_allreduce", [] { hvd_gpu::KillPeer("allreduce", false); }, false},
     {"nccl_peer_dies_allreduce", [] { hvd_gpu::KillPeer("allreduce", true); }, false},
