@@ -211,12 +211,14 @@ std::string GlooCommunicator::What(const std::string& op) const {
 // every peer's, of which only the dead peer's failed. shutdown(2) does not stop them: Linux
 // still delivers what is queued on a socket after SHUT_RD, and a live peer's data already in
 // flight (its send buffer, loopback's or the network's) keeps arriving, so gloo's event loop
-// went on writing into memory the caller had freed once the op returned. ASan caught it in a
-// pipelined broadcast on 2026-11-30 (GlooFailureTest.KilledMiddleOfABroadcastFailsEveryOtherRank).
-// Closing every pair from this thread ends that: gloo's Pair::close takes the pair's lock (which
-// its event loop holds while it reads into a buffer) and Loop::unregisterDescriptor waits for a
-// tick of the loop (epoll_wait's 10 ms at most), so once it returns no handler of this
-// context runs again. The communicator is broken from here on, so nothing is lost.
+// went on writing into memory the caller had freed once the op returned. ASan caught it in the
+// pipelined broadcast on 2026-11-30 (KilledMiddleOfAChainedBroadcastFailsEveryOtherRank);
+// AbortedOpWritesNothingIntoTheBufferAfterItReturns is its test. Closing every pair from this
+// thread ends that: gloo's Pair::close takes the pair's lock (which its event loop holds while
+// it reads into a buffer) and Loop::unregisterDescriptor waits for a tick of the loop
+// (epoll_wait's 10 ms at most), so once it returns no handler of this context runs again. The
+// communicator is broken from here on, so nothing is lost; the close is a reset (gloo sets
+// SO_LINGER 0), so a peer may lose what it had not read yet and fail too, as it would anyway.
 void GlooCommunicator::DetachPostedTransfers() {
   if (context_ == nullptr) return;
   try {
