@@ -208,7 +208,7 @@ class Communicator {
   // NCCL collective, which may never notice a lost peer: over shared memory or NVLink it waits
   // for ever): whether a member is known to be gone, without blocking and without touching
   // data in flight. kRemoteError naming it (its process exited, its connection was closed or
-  // reset); OK when none is known, or the transport cannot tell (Gloo, MPI). Called by the
+  // reset); OK when none is known, or the transport cannot tell (MPI). Called by the
   // thread that makes the calls, between them.
   virtual Status CheckPeers() { return Status::OK(); }
 

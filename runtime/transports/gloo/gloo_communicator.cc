@@ -93,6 +93,8 @@ class GlooCommunicator final : public Communicator {
   Status ReduceScatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
                        DataType dtype, ReduceOp op) override;
   void Abort() override;
+  // Whether a member is gone (GlooSockets::CheckClosed), for a NCCL wait on the same members.
+  Status CheckPeers() override;
 
  private:
   // Runs `body` unless the communicator is already aborted or broken; converts whatever gloo
@@ -405,6 +407,14 @@ Status GlooCommunicator::ReduceScatter(const void* in, void* out,
     const DirectReduction reduction = DirectReductionFor(dtype, op);
     collectives_->ReduceScatter(src, out, counts_per_rank, elem, reduction.reduce, reduction.fn);
   });
+}
+
+Status GlooCommunicator::CheckPeers() {
+  if (aborted_.load())
+    return Status::Aborted(What("peer check") + ": the communicator was aborted");
+  if (!broken_.ok()) return broken_;
+  if (size_ == 1) return Status::OK();
+  return sockets_.CheckClosed();
 }
 
 void GlooCommunicator::Abort() {

@@ -5,6 +5,7 @@
 #include <gloo/common/logging.h>
 #include <gloo/transport/tcp/address.h>
 #include <netinet/in.h>
+#include <poll.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -154,10 +155,48 @@ void GlooSockets::SetPairAddresses(int self, std::vector<sockaddr_storage> mine,
     }
   }
   fds_.clear();
+  known_.assign(mine_.size(), 0);
   ForEachSocket([this](int fd, int peer, const sockaddr_storage& remote) {
     fds_.push_back(fd);
+    known_[peer] = 1;
     peer_names_[peer].push_back(gloo::transport::tcp::Address(remote).str());
   });
+}
+
+Status GlooSockets::CheckClosed() const {
+  if (self_ < 0) return Status::OK();
+  std::vector<char> found(known_.size(), 0);
+  std::vector<pollfd> fds;
+  std::vector<int> peers;
+  ForEachSocket([&](int fd, int peer, const sockaddr_storage&) {
+    found[peer] = 1;
+    fds.push_back(pollfd{fd, POLLRDHUP, 0});
+    peers.push_back(peer);
+  });
+  const auto name = [&](int peer) {
+    std::string text = "gloo rank " + std::to_string(peer);
+    if (!peer_names_[peer].empty()) text += " (" + peer_names_[peer].front() + ")";
+    return text;
+  };
+  for (size_t j = 0; j < known_.size(); ++j) {
+    if (known_[j] && !found[j]) {
+      return Status::RemoteError(name(static_cast<int>(j)) +
+                                 ": its connection was closed or reset (its process ended, or "
+                                 "its host is gone)");
+    }
+  }
+  if (fds.empty() || poll(fds.data(), fds.size(), 0) <= 0) return Status::OK();
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    std::string message =
+        name(peers[i]) + " closed its connection (its process ended, or its host is gone)";
+    if (err != 0) message += std::string(": ") + std::strerror(err);
+    return Status::RemoteError(message);
+  }
+  return Status::OK();
 }
 
 void GlooSockets::Shutdown() const {

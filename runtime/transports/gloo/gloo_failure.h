@@ -91,6 +91,14 @@ class GlooSockets {
 
   void Shutdown() const;
 
+  // Communicator::CheckPeers for Gloo: kRemoteError naming the first peer whose connection the
+  // kernel saw closed or reset (POLLRDHUP, POLLHUP, POLLERR: its process ended, its host went
+  // away), or whose socket is gone (gloo closes a pair's descriptor once it saw it fail); OK
+  // otherwise. Peers whose socket was not recognised at set-up are never reported. The sockets
+  // are found again at each call (ForEachSocket, ~80 us of /proc/self/fd): a descriptor noted
+  // at set-up may have been closed by gloo since and its number reused by another file.
+  Status CheckClosed() const;
+
   // Sets each socket's send buffer to 4 MiB (hvd's own TCP transport's size). Debian's gloo
   // sets SO_SNDBUF itself before a bound (legacy) buffer's send, to that message's size,
   // once it is larger than any earlier one on that pair: the first, a few bytes of a barrier
@@ -112,7 +120,8 @@ class GlooSockets {
   int self_ = -1;
   std::vector<sockaddr_storage> mine_, theirs_;
   std::vector<std::vector<std::string>> peer_names_;
-  std::vector<int> fds_;  // the sockets found at set-up, for WidenSendBuffers
+  std::vector<int> fds_;     // the sockets found at set-up, for WidenSendBuffers
+  std::vector<char> known_;  // known_[j]: peer j's socket was found at set-up
 };
 
 }  // namespace hvd::runtime

@@ -157,6 +157,51 @@ TEST(GlooFailureTest, KilledMiddleOfAChainedBroadcastFailsEveryOtherRank) {
       SIGKILL);
 }
 
+// Communicator::CheckPeers, which a NCCL wait asks every 100 ms (NCCL over shared memory or
+// NVLink never notices a lost peer): nothing while every rank lives, then, once rank 2 is
+// killed, an error naming it within 2 s on both survivors. Before 2026-11-30 Gloo could not
+// tell, and a NCCL job whose CPU transport was Gloo waited out the whole timeout (30 s).
+TEST(GlooFailureTest, CheckPeersNamesAKilledRank) {
+  GlooJob::Options options;
+  options.size = 3;
+  options.comm_timeout = kCommTimeout;
+  options.deadline = std::chrono::seconds(30);
+  options.victims = {2};
+  GlooJob job(options);
+  ASSERT_EQ(job.error(), "");
+  std::vector<RankOutcome> outcomes = job.Run([](Communicator& comm) -> int {
+    for (int i = 0; i < 20; ++i) {
+      Status s = comm.CheckPeers();
+      if (!s.ok()) {
+        std::fprintf(stderr, "rank %d: a live job's check failed: %s\n", comm.rank(),
+                     s.ToString().c_str());
+        return 1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    // Rank 2 dies once it has every other rank's block: they are past their live checks,
+    // and past this op (their sends are out), which a barrier's last reads would not be.
+    std::vector<std::string> blocks;
+    if (!comm.GatherBytes("ready", 2, &blocks).ok()) return 2;
+    if (comm.rank() == 2) raise(SIGKILL);
+    const Clock::time_point start = Clock::now();
+    Status s;
+    while (s.ok() && Clock::now() - start < std::chrono::seconds(5)) {
+      s = comm.CheckPeers();
+      if (s.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const double took = Seconds(Clock::now() - start);
+    std::fprintf(stderr, "rank %d: after %.3f s: %s\n", comm.rank(), took, s.ToString().c_str());
+    const bool named = s.message().find("gloo rank 2 (") != std::string::npos;
+    return s.code() == StatusCode::kRemoteError && named && took < 2.0 ? 0 : 1;
+  });
+  EXPECT_EQ(job.error(), "") << Describe(outcomes);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(outcomes[r].exited && outcomes[r].exit_code == 0) << Describe(outcomes);
+  }
+  EXPECT_EQ(outcomes[2].signal, SIGKILL) << Describe(outcomes);
+}
+
 TEST(GlooFailureTest, StoppedRankTimesOutSurvivor) {
   ExpectSurvivorsPass(2, 1, LoopUntilFailure(1, SIGSTOP, 1024, {StatusCode::kTimeout}), SIGKILL);
 }
