@@ -3,9 +3,11 @@
 // the timeline.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -156,6 +158,8 @@ TEST(GpuCollectivesFailureTest, AShutdownLetsTheAllreducesCompletedOffTheCycleFi
 // Given every rank's first NCCL call failing (as a NCCL error would), then the allgather fails
 // on every rank with that error and its device outputs are given back (RunWithFakeGpus checks
 // that none is left), and the runtime refuses later ops as after any communicator failure.
+// Before its handle failed, the op broke the set's group and waited for hvd's stream, in that
+// order (OpExecutor::StopDeviceWork): nothing of the op's may land in its tensors afterwards.
 TEST(GpuCollectivesFailureTest, AFailingNcclCallFailsTheOpEverywhereAndFreesItsOutputs) {
   for (bool grouped : {false, true}) {
     auto logs = Logs();
@@ -173,6 +177,16 @@ TEST(GpuCollectivesFailureTest, AFailingNcclCallFailsTheOpEverywhereAndFreesItsO
           EXPECT_FALSE(RunOp(rt, Op::kAllgather, in, o, 0).status.ok());
         },
         logs, true, {}, nullptr, /*fail_call=*/1);
+    for (const auto& log : logs) {
+      std::lock_guard<std::mutex> lock(log->mu);
+      const auto at = [&](const std::string& call) {
+        return std::find(log->calls.begin(), log->calls.end(), call) - log->calls.begin();
+      };
+      const auto end = static_cast<std::ptrdiff_t>(log->calls.size());
+      EXPECT_LT(at("Break"), end);
+      EXPECT_LT(at("Quiesce"), end);
+      EXPECT_LT(at("Break"), at("Quiesce"));
+    }
   }
 }
 
