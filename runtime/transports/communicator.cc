@@ -1,5 +1,8 @@
 #include "runtime/transports/communicator.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <cstring>
 #include <numeric>
 
@@ -193,6 +196,21 @@ Status Communicator::ReduceScatter(const void* in, void* out,
   const size_t bytes = static_cast<size_t>(counts_per_rank[rank()]) * elem;
   if (bytes > 0) std::memcpy(out, scratch.data() + offset * elem, bytes);
   return Status::OK();
+}
+
+int FirstClosedSocket(std::span<const int> fds, int* error) {
+  *error = 0;
+  std::vector<pollfd> p;
+  p.reserve(fds.size());
+  for (int fd : fds) p.push_back(pollfd{fd, POLLRDHUP, 0});
+  if (p.empty() || poll(p.data(), p.size(), 0) <= 0) return -1;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if ((p[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
+    socklen_t len = sizeof(*error);
+    getsockopt(p[i].fd, SOL_SOCKET, SO_ERROR, error, &len);
+    return static_cast<int>(i);
+  }
+  return -1;
 }
 
 }  // namespace hvd::runtime

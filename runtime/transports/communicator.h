@@ -282,6 +282,12 @@ template <typename What>
 Status CheckPostingArgs(const What& what, std::span<const int64_t> posted_bytes, int size,
                         size_t most);
 
+// For Communicator::CheckPeers over sockets: one poll(2) of `fds` that waits for nothing and
+// reads nothing, for the first socket whose connection the kernel saw closed or reset
+// (POLLRDHUP, POLLHUP, POLLERR: its peer's process ended, or its host is gone). Returns that
+// socket's index, with its pending error in *error (0: none), or -1 when there is none.
+int FirstClosedSocket(std::span<const int> fds, int* error);
+
 namespace internal {
 inline std::string Name(const std::string& what) { return what; }
 template <typename F>

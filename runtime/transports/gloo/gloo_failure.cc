@@ -5,10 +5,11 @@
 #include <gloo/common/logging.h>
 #include <gloo/transport/tcp/address.h>
 #include <netinet/in.h>
-#include <poll.h>
 
 #include <cstdlib>
 #include <cstring>
+
+#include "runtime/transports/communicator.h"
 
 namespace hvd::runtime {
 namespace {
@@ -166,11 +167,10 @@ void GlooSockets::SetPairAddresses(int self, std::vector<sockaddr_storage> mine,
 Status GlooSockets::CheckClosed() const {
   if (self_ < 0) return Status::OK();
   std::vector<char> found(known_.size(), 0);
-  std::vector<pollfd> fds;
-  std::vector<int> peers;
+  std::vector<int> fds, peers;
   ForEachSocket([&](int fd, int peer, const sockaddr_storage&) {
     found[peer] = 1;
-    fds.push_back(pollfd{fd, POLLRDHUP, 0});
+    fds.push_back(fd);
     peers.push_back(peer);
   });
   const auto name = [&](int peer) {
@@ -185,18 +185,13 @@ Status GlooSockets::CheckClosed() const {
                                  "its host is gone)");
     }
   }
-  if (fds.empty() || poll(fds.data(), fds.size(), 0) <= 0) return Status::OK();
-  for (size_t i = 0; i < fds.size(); ++i) {
-    if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
-    int err = 0;
-    socklen_t len = sizeof(err);
-    getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    std::string message =
-        name(peers[i]) + " closed its connection (its process ended, or its host is gone)";
-    if (err != 0) message += std::string(": ") + std::strerror(err);
-    return Status::RemoteError(message);
-  }
-  return Status::OK();
+  int err = 0;
+  const int closed = FirstClosedSocket(fds, &err);
+  if (closed < 0) return Status::OK();
+  std::string message =
+      name(peers[closed]) + " closed its connection (its process ended, or its host is gone)";
+  if (err != 0) message += std::string(": ") + std::strerror(err);
+  return Status::RemoteError(message);
 }
 
 void GlooSockets::Shutdown() const {

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "runtime/transports/communicator.h"
 
 namespace hvd::runtime {
 namespace {
@@ -111,23 +112,17 @@ void TcpTransport::Shutdown() {
 }
 
 Status TcpTransport::CheckClosed() const {
-  std::vector<pollfd> p;
-  std::vector<int> peers;
+  std::vector<int> fds, peers;
   for (size_t r = 0; r < fds_.size(); ++r) {
     if (fds_[r] < 0) continue;
-    p.push_back(pollfd{fds_[r], POLLRDHUP, 0});
+    fds.push_back(fds_[r]);
     peers.push_back(static_cast<int>(r));
   }
-  if (p.empty() || poll(p.data(), p.size(), 0) <= 0) return Status::OK();
-  for (size_t i = 0; i < p.size(); ++i) {
-    if ((p[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
-    int err = 0;
-    socklen_t len = sizeof(err);
-    getsockopt(p[i].fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    return PeerError(peers[i], "closed its connection (its process ended, or its host is gone)",
-                     err);
-  }
-  return Status::OK();
+  int err = 0;
+  const int closed = FirstClosedSocket(fds, &err);
+  if (closed < 0) return Status::OK();
+  return PeerError(peers[closed], "closed its connection (its process ended, or its host is gone)",
+                   err);
 }
 
 Status TcpTransport::PeerError(int peer, const char* what, int err) const {
