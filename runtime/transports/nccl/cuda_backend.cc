@@ -220,12 +220,16 @@ Status CudaBackend::Quiesce(int device) {
   HVD_ASSIGN_OR_RETURN(DeviceState * s, State(device));
   const cudaError_t err = cudaEventRecord(s->drained, s->stream);
   if (err != cudaSuccess) return CudaError("marking the end of hvd's CUDA stream", err);
-  // Not ended by Abort (WaitEvent is): hvd_abort is what may have failed the op, and the copies
-  // queued before it run to their end by themselves.
+  // Not ended by Abort: hvd_abort is what may have failed the op, and the copies queued before
+  // it run to their end by themselves.
+  return WaitToTheEnd(s->drained, "waiting for hvd's CUDA stream");
+}
+
+Status CudaBackend::WaitToTheEnd(cudaEvent_t event, const std::string& what) const {
   return PollEvent(
-      s->drained, std::chrono::steady_clock::now() + timeout_, [] { return Status::OK(); },
-      [&](cudaError_t e) { return CudaError("waiting for hvd's CUDA stream", e); },
-      [&] { return Status::Timeout("not within " + TimeoutText()); });
+      event, std::chrono::steady_clock::now() + timeout_, [] { return Status::OK(); },
+      [&](cudaError_t e) { return CudaError(what, e); },
+      [&] { return Status::Timeout(what + ": not within " + TimeoutText()); });
 }
 
 Result<void*> CudaBackend::HostBuffer(int slot, int64_t bytes) {

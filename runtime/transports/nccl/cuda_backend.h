@@ -123,6 +123,10 @@ class CudaBackend final : public GpuBackend {
   // "<seconds> s (HVD_GLOO_TIMEOUT_SECONDS)": how the GPU path's timeout messages name it.
   std::string TimeoutText() const;
   bool aborted() const { return aborted_.load(); }
+  // Waits for `event` of hvd's stream within the timeout, not ended by Abort (WaitEvent is):
+  // what a failed op waits for before its handles fail (Quiesce, and NcclGroup's failed
+  // completions off the cycle). Errors say `what`.
+  Status WaitToTheEnd(cudaEvent_t event, const std::string& what) const;
   void Register(NcclGroup* group);
   void Unregister(NcclGroup* group);
 

@@ -143,10 +143,7 @@ void NcclGroup::CompleteDeferred() {
 // OpExecutor::StopDeviceWork.
 void NcclGroup::Quiesce(const Deferred& d, const Status& failure) {
   AbortComm();
-  const Status quiet = PollEvent(
-      d.event, std::chrono::steady_clock::now() + backend_->timeout(), [] { return Status::OK(); },
-      [&](cudaError_t e) { return CudaError(std::string("NCCL ") + d.what, e); },
-      [&] { return Status::Timeout("not within " + backend_->TimeoutText()); });
+  const Status quiet = backend_->WaitToTheEnd(d.event, std::string("NCCL ") + d.what);
   if (!quiet.ok()) {
     HVD_LOG_ERROR(
         "after the failure of a NCCL {} ({}), hvd's CUDA stream of device {} did not finish the "
