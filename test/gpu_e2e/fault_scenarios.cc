@@ -333,6 +333,38 @@ void KillPeer(const std::string& kind, bool in_nccl) {
   _exit(1);
 }
 
+namespace {
+
+// What a caller writes into a failed op's tensors, once they are its own again (LateWrite,
+// AbortStaged): on its own stream, the legacy default one (hvd's is a non-blocking stream, which
+// that one does not wait for), waited for.
+constexpr int kCallersByte = 0x3C;
+void WriteAsTheCaller(const std::vector<const DeviceTensor*>& tensors) {
+  for (const DeviceTensor* t : tensors) {
+    RequireCuda(cudaMemsetAsync(t->Desc().data, kCallersByte, t->nbytes(), nullptr),
+                "cudaMemsetAsync");
+  }
+  RequireCuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+}
+
+// 1.5 s later (time for the emulated device to run whatever hvd left queued): how many bytes of
+// `tensors` are no longer the caller's, read back on its stream.
+int64_t BytesWrittenSinceTheCaller(const std::vector<const DeviceTensor*>& tensors) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  int64_t changed = 0;
+  for (const DeviceTensor* t : tensors) {
+    std::vector<unsigned char> got(t->nbytes());
+    RequireCuda(
+        cudaMemcpyAsync(got.data(), t->Desc().data, got.size(), cudaMemcpyDeviceToHost, nullptr),
+        "cudaMemcpyAsync back");
+    RequireCuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+    for (unsigned char b : got) changed += b != kCallersByte;
+  }
+  return changed;
+}
+
+}  // namespace
+
 // The last rank dies inside the NCCL collective of a grouped Average allreduce of two tensors:
 // the fused path, which queues on hvd's stream, behind the NCCL call, the copies out of the
 // fusion buffer into the outputs and the postscale of the average. Once rank 0's handle has
@@ -395,27 +427,14 @@ void LateWrite() {
     std::fflush(stdout);
     _exit(1);
   }
-  // The caller's bytes, on the caller's stream (the legacy default stream: hvd's is a
-  // non-blocking one, which it does not wait for).
-  constexpr int kMine = 0x3C;
-  for (const DevicePtr& t : outs) {
-    RequireCuda(cudaMemsetAsync(t->Desc().data, kMine, t->nbytes(), nullptr), "cudaMemsetAsync");
-  }
-  RequireCuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+  std::vector<const DeviceTensor*> mine;
+  for (const DevicePtr& t : outs) mine.push_back(t.get());
+  WriteAsTheCaller(mine);
   // Then what hvd.elastic.run does after a failed step: shut down (init again, go on with the
   // same tensors). The shutdown ends the NCCL communicator, which lets a call of it that was
   // still waiting for the dead peer return, and whatever was queued behind it run.
   const hvd_status_t down = hvd_shutdown();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  int64_t changed = 0;
-  for (const DevicePtr& t : outs) {
-    std::vector<unsigned char> got(t->nbytes());
-    RequireCuda(
-        cudaMemcpyAsync(got.data(), t->Desc().data, got.size(), cudaMemcpyDeviceToHost, nullptr),
-        "cudaMemcpyAsync back");
-    RequireCuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
-    for (unsigned char b : got) changed += b != kMine;
-  }
+  const int64_t changed = BytesWrittenSinceTheCaller(mine);
   std::printf(
       "late_write: rank %d: the allreduce failed (status %d), hvd_shutdown gave %d; "
       "%lld bytes of its outputs written after the failure\n",
@@ -456,17 +475,8 @@ void AbortStaged() {
     std::fflush(stdout);
     _exit(77);
   }
-  constexpr int kMine = 0x3C;
-  RequireCuda(cudaMemsetAsync(out_desc.data, kMine, out.nbytes(), nullptr), "cudaMemsetAsync");
-  RequireCuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  std::vector<unsigned char> got(out.nbytes());
-  RequireCuda(
-      cudaMemcpyAsync(got.data(), out_desc.data, got.size(), cudaMemcpyDeviceToHost, nullptr),
-      "cudaMemcpyAsync back");
-  RequireCuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
-  int64_t changed = 0;
-  for (unsigned char b : got) changed += b != kMine;
+  WriteAsTheCaller({&out});
+  const int64_t changed = BytesWrittenSinceTheCaller({&out});
   std::printf(
       "abort_staged: the allreduce failed (status %d); %lld bytes of its output written "
       "after the failure\n",
