@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +26,11 @@ constexpr int kStdinOwner = -2;
 constexpr int kStackOwner = -3;
 // Poll-set stream index of a remote rank's exit event.
 constexpr int kExitEvent = 2;
+// RankState::rank_pidfd of a rank whose process had ended before hvdrun could open one.
+constexpr int kGone = -2;
+// How long the first failure waits for a guardian to pass on its rank's end (HoldFirstFailure);
+// it takes microseconds, unless the machine is overloaded.
+constexpr double kHoldForGuardianS = 2;
 
 std::chrono::steady_clock::duration Seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -103,6 +109,10 @@ bool JobController::SpawnOne(const SpawnRequest& request) {
   }
   state.pid = spawned->pid;
   state.rank_pid = spawned->rank_pid;
+  if (!spawned->handle && spawned->rank_pid > 0 && spawned->rank_pid != spawned->pid) {
+    state.rank_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, spawned->rank_pid, 0));
+    if (state.rank_pidfd < 0 && errno == ESRCH) state.rank_pidfd = kGone;
+  }
   state.fds[0] = spawned->stdout_fd;
   state.fds[1] = spawned->stderr_fd;
   state.handle = std::move(spawned->handle);
@@ -138,6 +148,7 @@ int JobController::PollTimeoutMs() const {
     if (awaited_cause_ >= 0) consider(cause_deadline_);
   }
   if (std::optional<Clock::time_point> t = timeout_.NextDeadline(terminating_)) consider(*t);
+  if (hold_deadline_) consider(*hold_deadline_);
   if (!next) return -1;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now());
   return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 3600 * 1000));
@@ -163,7 +174,7 @@ void JobController::BuildPollSet(std::vector<pollfd>& fds,
       fds.push_back({states_[r].fds[which], POLLIN, 0});
       owners.emplace_back(static_cast<int>(r), which);
     }
-    if (states_[r].handle && !outcome_.ranks[r].finished) {
+    if (states_[r].handle && !states_[r].ended) {
       fds.push_back({states_[r].handle->exit_event_fd(), POLLIN, 0});
       owners.emplace_back(static_cast<int>(r), kExitEvent);
     }
@@ -196,6 +207,7 @@ void JobController::EventLoop() {
       }
     }
     if (ready > 0 && fds[0].revents != 0) HandleSignals();
+    TakeExits();  // the remote ranks' exits seen above, when no signal was
     if (output_.console_closed()) OnLauncherSignal(SIGPIPE);
     if (awaited_cause_ >= 0 && Clock::now() >= cause_deadline_) StopAwaitingCause();
     switch (timeout_.Check(Clock::now(), terminating_)) {
@@ -219,6 +231,8 @@ void JobController::EventLoop() {
 
 // The last resort when the event loop itself fails: nothing may outlive hvdrun.
 void JobController::KillAndReapAll() {
+  hold_deadline_ = Clock::now();  // what was seen is taken now
+  TakeExits();
   SignalRunning(SIGKILL);
   killed_ = true;
   for (size_t r = 0; r < states_.size(); ++r) {
@@ -248,6 +262,7 @@ void JobController::HandleSignals() {
     if (signo != SIGPIPE) OnLauncherSignal(signo);  // SIGPIPE: a write already saw EPIPE
   }
   if (child_exited) ReapExited();
+  TakeExits();
 }
 
 void JobController::OnLauncherSignal(int signo) {
@@ -289,27 +304,81 @@ void JobController::RequestStacks(const std::vector<int>& ranks, const std::stri
 
 void JobController::ReapExited() {
   for (size_t r = 0; r < states_.size(); ++r) {
-    if (!outcome_.ranks[r].started || outcome_.ranks[r].finished) continue;
-    if (states_[r].handle) continue;
+    if (!outcome_.ranks[r].started || states_[r].ended || states_[r].handle) continue;
     int status = 0;
     pid_t pid;
     do {
       pid = ::waitpid(states_[r].pid, &status, WNOHANG);
     } while (pid < 0 && errno == EINTR);
-    if (pid == states_[r].pid) OnRankExit(static_cast<int>(r), status);
+    if (pid == states_[r].pid) {
+      states_[r].ended = true;
+      exits_.emplace_back(static_cast<int>(r), status);
+    }
   }
+}
+
+// Rank order is not the order of failure: when a rank is SIGKILLed and its peers exit 1
+// because of it, all of them are often seen at once (one SIGCHLD pass, one poll's events), and
+// the peer of lower rank would be taken as the first failure. A death by a signal hvdrun did
+// not send is the likelier cause, so it goes first, then the other failures, then the rest.
+void JobController::TakeExits() {
+  if (exits_.empty()) return;
+  auto order = [this](const std::pair<int, int>& exit) {
+    const auto [rank, status] = exit;
+    if (WaitStatusIsSuccess(status)) return 2;
+    return WIFSIGNALED(status) && !states_[static_cast<size_t>(rank)].signalled ? 0 : 1;
+  };
+  std::stable_sort(exits_.begin(), exits_.end(),
+                   [&order](const auto& a, const auto& b) { return order(a) < order(b); });
+  if (order(exits_.front()) == 1 && HoldFirstFailure(exits_)) return;
+  hold_deadline_.reset();
+  std::vector<std::pair<int, int>> exits = std::move(exits_);
+  exits_.clear();
+  // They had all ended before the first is taken: a SIGTERM that taking it sends reached none.
+  std::vector<bool> signalled;
+  for (const auto& exit : exits)
+    signalled.push_back(states_[static_cast<size_t>(exit.first)].signalled);
+  for (size_t i = 0; i < exits.size(); ++i) {
+    states_[static_cast<size_t>(exits[i].first)].signalled = signalled[i];
+    OnRankExit(exits[i].first, exits[i].second);
+  }
+}
+
+// A rank under a guardian has ended when its own process has, and the guardian then ends the
+// same way a moment later. A peer that failed on that rank's death may be seen first (its
+// guardian was quicker): it is not the first failure, so it waits for the guardian.
+bool JobController::HoldFirstFailure(const std::vector<std::pair<int, int>>& exits) {
+  if (outcome_.first_failed_rank || terminating_) return false;
+  const Clock::time_point now = Clock::now();
+  if (hold_deadline_ && now >= *hold_deadline_) return false;
+  for (size_t r = 0; r < states_.size(); ++r) {
+    const RankState& state = states_[r];
+    if (!outcome_.ranks[r].started || state.ended || state.rank_pidfd == -1) continue;
+    pollfd ended = {state.rank_pidfd, POLLIN, 0};
+    if (state.rank_pidfd != kGone && ::poll(&ended, 1, 0) <= 0) continue;
+    if (!hold_deadline_) {
+      hold_deadline_ = now + Seconds(kHoldForGuardianS);
+      PrintStep(options_.verbose, "rank " + std::to_string(exits.front().first) +
+                                      " failed after rank " + std::to_string(r) +
+                                      "'s process ended; waiting for rank " + std::to_string(r) +
+                                      "'s status");
+    }
+    return true;
+  }
+  return false;
 }
 
 void JobController::OnHandleEvent(int rank) {
   RankState& state = states_[static_cast<size_t>(rank)];
   std::optional<int> status = state.handle->TryWait();
-  if (!status || outcome_.ranks[static_cast<size_t>(rank)].finished) return;
+  if (!status || state.ended) return;
+  state.ended = true;
   std::string transport = state.handle->TransportError();
   if (!transport.empty()) {
     outcome_.ranks[static_cast<size_t>(rank)].transport_error = transport;
     if (!state.signalled) PrintToUser("rank " + std::to_string(rank) + ": " + transport);
   }
-  OnRankExit(rank, *status);
+  exits_.emplace_back(rank, *status);
 }
 
 void JobController::OnRankExit(int rank, int wait_status) {
@@ -415,6 +484,8 @@ void JobController::SignalRank(int rank, int signo) {
 // all gone answers ESRCH; Linux does not reuse a pid while it still names a process group.
 void JobController::SweepProcessGroups() {
   for (size_t r = 0; r < states_.size(); ++r) {
+    if (states_[r].rank_pidfd >= 0) ::close(states_[r].rank_pidfd);
+    states_[r].rank_pidfd = -1;
     if (states_[r].pid > 0) ::kill(-states_[r].pid, SIGKILL);
     if (states_[r].handle) states_[r].handle->Close();
   }

@@ -84,9 +84,13 @@ class JobController {
   using Clock = std::chrono::steady_clock;
   struct RankState {
     pid_t pid = -1;
-    pid_t rank_pid = -1;    // SpawnedRank::rank_pid
+    pid_t rank_pid = -1;  // SpawnedRank::rank_pid
+    // A pidfd of rank_pid when it is not `pid` (the rank under a guardian); kGone when it had
+    // ended by then; -1 = none.
+    int rank_pidfd = -1;
     int fds[2] = {-1, -1};  // stdout, stderr
     bool signalled = false;
+    bool ended = false;                  // its end is in exits_ (finished once taken)
     std::unique_ptr<RankHandle> handle;  // remote ranks (pid is -1)
   };
 
@@ -101,11 +105,17 @@ class JobController {
   void RequestStacks(const std::vector<int>& ranks, const std::string& why);
   void RequestStacksOfAll(const std::string& why);
   void KillAndReapAll();
+  // Collect the ranks that ended (into exits_) ...
   void ReapExited();
+  void OnHandleEvent(int rank);
+  // ... and take them, likeliest first failure first.
+  void TakeExits();
+  // Whether the first failure must wait: `exits` hold no death by a signal hvdrun did not send,
+  // but a local rank's own process has ended while its guardian has not yet passed that on.
+  bool HoldFirstFailure(const std::vector<std::pair<int, int>>& exits);
   void OnRankExit(int rank, int wait_status);
   // Why a rank that hvdrun did not stop was killed, where its host knows (the OOM killer).
   std::optional<std::string> KillCause(int rank, int wait_status) const;
-  void OnHandleEvent(int rank);
   void SignalRank(int rank, int signo);
   // Fail-fast: signals every running rank to stop (SIGTERM, SIGKILL after the grace period).
   void BeginTermination();
@@ -125,6 +135,8 @@ class JobController {
   std::vector<RankState> states_;
   std::unique_ptr<StdinPump> stdin_pump_;
   int stdin_rank_ = -1;
+  std::vector<std::pair<int, int>> exits_;          // (rank, wait status) seen but not yet taken
+  std::optional<Clock::time_point> hold_deadline_;  // HoldFirstFailure's, while it holds
   int awaited_cause_ = -1;  // the peer whose shutdown failed the first failure, spared SIGTERM
   Clock::time_point cause_deadline_;  // ... until then
   bool terminating_ = false;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -219,6 +220,130 @@ class SlowSpawner : public RankSpawner {
  private:
   LocalSpawner local_;
 };
+
+// Starts ranks like LocalSpawner, but the last Spawn returns only once every rank has ended
+// (left unreaped), so job control sees all their exits in one pass.
+class AllEndedSpawner : public RankSpawner {
+ public:
+  explicit AllEndedSpawner(int size) : size_(size) {}
+  Result<SpawnedRank> Spawn(const SpawnRequest& request) override {
+    Result<SpawnedRank> spawned = local_.Spawn(request);
+    if (!spawned.ok()) return spawned;
+    pids_.push_back(spawned->pid);
+    if (static_cast<int>(pids_.size()) == size_) {
+      for (pid_t pid : pids_) {
+        siginfo_t info{};
+        while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 &&
+               errno == EINTR) {
+        }
+      }
+    }
+    return spawned;
+  }
+
+ private:
+  int size_;
+  std::vector<pid_t> pids_;
+  LocalSpawner local_;
+};
+
+// Rank 2 is SIGKILLed and rank 0 then exits 1 (its collectives failed on the lost peer), both
+// before job control looks: rank 2 is the first failure, not the lower rank.
+TEST_F(JobControllerTest, ASignalDeathSeenWithItsPeersExitsIsTheFirstFailure) {
+  const std::string dead = "/tmp/hvd_jc_dead_" + std::to_string(getpid());
+  unlink(dead.c_str());
+  OutputForwarder::Options options;
+  options.size = 3;
+  options.stdout_fd = out_fd_;
+  options.stderr_fd = err_fd_;
+  OutputForwarder output(options);
+  Result<SignalChannel> signals = SignalChannel::Open();
+  ASSERT_TRUE(signals.ok());
+  const std::string wait = "while [ ! -e " + dead + " ]; do sleep 0.01; done; ";
+  const std::vector<std::string> scripts = {wait + "exit 1", wait + "exit 0",
+                                            "touch " + dead + "; kill -9 $$"};
+  std::vector<SpawnRequest> requests(scripts.size());
+  for (size_t i = 0; i < scripts.size(); ++i) {
+    requests[i].rank = static_cast<int>(i);
+    requests[i].host = "localhost";
+    requests[i].argv = {"/bin/sh", "-c", scripts[i]};
+    requests[i].env = {{"PATH", "/usr/bin:/bin"}};
+  }
+  AllEndedSpawner spawner(static_cast<int>(scripts.size()));
+  JobOutcome outcome = JobController({30, 5, false}, spawner, output, *signals).Run(requests);
+  unlink(dead.c_str());
+  EXPECT_EQ(ExitCodeOf(outcome), 137);
+  EXPECT_EQ(outcome.first_failed_rank, std::optional<int>(2));
+  EXPECT_EQ(DescribeWaitStatus(outcome.ranks[0].wait_status), "exit code 1");
+  EXPECT_FALSE(outcome.ranks[0].stopped_by_hvdrun);
+  EXPECT_TRUE(outcome.ranks[1].finished);
+}
+
+// Starts ranks like LocalSpawner, but the last rank's guardian is slow: its rank process (a
+// stand-in, ended at once) is dead, and the guardian (the shell) passes on a SIGKILL only once
+// hvdrun has reaped rank 0.
+class LateGuardianSpawner : public RankSpawner {
+ public:
+  explicit LateGuardianSpawner(int size) : size_(size) {}
+  ~LateGuardianSpawner() override {
+    if (dead_ > 0) waitpid(dead_, nullptr, 0);
+  }
+  Result<SpawnedRank> Spawn(const SpawnRequest& request) override {
+    SpawnRequest copy = request;
+    if (request.rank == size_ - 1) {
+      copy.env["WAIT_PID"] = std::to_string(first_pid_);
+      dead_ = fork();
+      if (dead_ == 0) _exit(0);
+      siginfo_t info{};
+      while (waitid(P_PID, static_cast<id_t>(dead_), &info, WEXITED | WNOWAIT) < 0 &&
+             errno == EINTR) {
+      }
+    }
+    Result<SpawnedRank> spawned = local_.Spawn(copy);
+    if (!spawned.ok()) return spawned;
+    if (request.rank == 0) first_pid_ = spawned->pid;
+    if (request.rank == size_ - 1) spawned->rank_pid = dead_;
+    return spawned;
+  }
+
+ private:
+  int size_;
+  pid_t first_pid_ = -1;
+  pid_t dead_ = -1;
+  LocalSpawner local_;
+};
+
+// Rank 2's process is SIGKILLed; rank 0 fails on it and is reaped before rank 2's guardian
+// says so. Rank 2 is still the first failure: hvdrun waits for the guardian.
+TEST_F(JobControllerTest, APeerFailingBeforeTheGuardianOfTheKilledRankReportsWaitsForIt) {
+  const std::string go = "/tmp/hvd_jc_go_" + std::to_string(getpid());
+  unlink(go.c_str());
+  OutputForwarder::Options options;
+  options.size = 3;
+  options.stdout_fd = out_fd_;
+  options.stderr_fd = err_fd_;
+  OutputForwarder output(options);
+  Result<SignalChannel> signals = SignalChannel::Open();
+  ASSERT_TRUE(signals.ok());
+  const std::vector<std::string> scripts = {
+      "while [ ! -e " + go + " ]; do sleep 0.01; done; exit 1", "sleep 30",
+      "touch " + go + "; while kill -0 $WAIT_PID 2>/dev/null; do sleep 0.01; done; kill -9 $$"};
+  std::vector<SpawnRequest> requests(scripts.size());
+  for (size_t i = 0; i < scripts.size(); ++i) {
+    requests[i].rank = static_cast<int>(i);
+    requests[i].host = "localhost";
+    requests[i].argv = {"/bin/sh", "-c", scripts[i]};
+    requests[i].env = {{"PATH", "/usr/bin:/bin"}};
+  }
+  LateGuardianSpawner spawner(static_cast<int>(scripts.size()));
+  JobOutcome outcome = JobController({30, 5, false}, spawner, output, *signals).Run(requests);
+  unlink(go.c_str());
+  EXPECT_EQ(ExitCodeOf(outcome), 137);
+  EXPECT_EQ(outcome.first_failed_rank, std::optional<int>(2));
+  EXPECT_EQ(DescribeWaitStatus(outcome.ranks[0].wait_status), "exit code 1");
+  EXPECT_FALSE(outcome.ranks[0].stopped_by_hvdrun);
+  EXPECT_TRUE(outcome.ranks[1].stopped_by_hvdrun);
+}
 
 TEST_F(JobControllerTest, StartTimeoutStopsTheJobWithTimeoutCode) {
   OutputForwarder::Options options;
