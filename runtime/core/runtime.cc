@@ -361,6 +361,8 @@ Status Runtime::Abort(const std::string& reason) {
   wake_cv_.notify_all();
   for (auto& c : sets_.Controllers()) c->communicator()->Abort();
   if (gpu_ != nullptr) gpu_->Abort();
+  // Also waits out an iteration a waiting caller runs (TryDrive): Loop takes cycle_mu_ before
+  // it ends, and no caller starts one after (loop_stopped_).
   if (thread_.joinable()) thread_.join();
   FailEverything(Status::Aborted(abort_reason_));
   return Status::OK();
