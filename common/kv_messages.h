@@ -25,9 +25,10 @@ namespace hvd::control {
 // only failed because this one shut down and happened to exit before it.
 inline constexpr std::string_view kFailureReportPrefix = "failure/";
 // A rank whose collectives were failed by peers' shutdown (an agreed shutdown it did not ask
-// for), under "shutdown_by/<rank>": the first rank that asked, in decimal. When this rank
-// then exits failing before that one has, hvdrun waits for the one that shut down (up to the
-// grace period) and names it, with its own exit code: a rank ended by sys.exit(7), say.
+// for), under "shutdown_by/<rank>": the first rank that asked, in decimal; or by the loss of a
+// peer (Runtime::ReportLostMember): that peer. When this rank then exits failing before that
+// one has, hvdrun waits for it (up to half the grace period, following a chain of them) and
+// names it, with its own exit code: a rank ended by sys.exit(7), or SIGKILLed, say.
 inline constexpr std::string_view kShutdownCausePrefix = "shutdown_by/";
 // The stall inspector's (a set's rank 0) request for the stacks of the ranks it found missing
 // from a collective, the first time it names each: their global ranks in decimal, separated by

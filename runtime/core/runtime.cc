@@ -341,6 +341,20 @@ void Runtime::ReportShutdownCause(std::span<const int32_t> asked) {
   if (!s.ok()) HVD_LOG_DEBUG("could not tell hvdrun who shut down: {}", s.message());
 }
 
+void Runtime::ReportLostMember() {
+  control::KvClient* kv = provider_ != nullptr ? provider_->kv() : nullptr;
+  if (kv == nullptr) return;  // under mpirun or srun without hvdrun: nobody to tell
+  for (const auto& controller : sets_.Controllers()) {
+    const int lost = controller->communicator()->lost_member();
+    const std::vector<int32_t>& ranks = controller->ranks();
+    if (lost < 0 || static_cast<size_t>(lost) >= ranks.size()) continue;
+    Status s = kv->Set(std::string(control::kShutdownCausePrefix) + std::to_string(config_.rank),
+                       std::to_string(ranks[static_cast<size_t>(lost)]));
+    if (!s.ok()) HVD_LOG_DEBUG("could not tell hvdrun which peer was lost: {}", s.message());
+    return;
+  }
+}
+
 void Runtime::RequestStacks(std::span<const int32_t> ranks) {
   control::KvClient* kv = provider_ != nullptr ? provider_->kv() : nullptr;
   if (kv == nullptr) return;  // under mpirun or srun without hvdrun: nobody to ask
@@ -664,6 +678,7 @@ void Runtime::StopOnError(const Status& s) {
     if (abort_requested_) return;  // Abort() fails the handles
   }
   HVD_LOG_ERROR("rank {}: {}", config_.rank, s.message());
+  if (s.code() == StatusCode::kRemoteError) ReportLostMember();
   FailEverything(s);
 }
 

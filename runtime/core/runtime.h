@@ -206,6 +206,11 @@ class Runtime {
   // A bystander of an agreed shutdown (not among the ranks that `asked`) tells hvdrun which
   // rank it was (control::kShutdownCausePrefix). Background thread.
   void ReportShutdownCause(std::span<const int32_t> asked);
+  // After this rank's collectives failed on a peer's loss (Communicator::lost_member), tells
+  // hvdrun which rank that was, as ReportShutdownCause does for a shutdown: hvdrun then names
+  // that rank as the first failure even when this rank's exit reaches it first (a SIGKILLed
+  // rank on another host, whose hvd-agent's news travels further). Background thread.
+  void ReportLostMember();
   // Asks hvdrun for the Python stacks of `ranks` (control::kStackRequestKey): the ranks a set's
   // stall inspector found missing. The thread running the cycle.
   void RequestStacks(std::span<const int32_t> ranks);

@@ -212,6 +212,13 @@ class Communicator {
   // thread that makes the calls, between them.
   virtual Status CheckPeers() { return Status::OK(); }
 
+  // The member (by this communicator's rank) whose loss failed a call: its process ended, its
+  // connection was closed or reset, or its host stopped answering; the first this communicator
+  // saw, -1 for none (also where the transport cannot tell: MPI). A member that failed on its
+  // own peer's loss closes its connections too, so this may name that member rather than the
+  // one that died first; hvdrun follows such a chain (Runtime::ReportLostMember). Thread-safe.
+  virtual int lost_member() const { return -1; }
+
   // A hierarchical communicator's groups (hierarchical_communicator.h) when its allreduce goes
   // through the hierarchy: this member's host and its cross group (this local rank on every
   // host). Both null for any other communicator. The GPU path runs its hierarchical allreduce

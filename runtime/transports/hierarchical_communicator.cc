@@ -143,6 +143,15 @@ class HierarchicalCommunicator final : public ScalingCommunicator {
     HVD_RETURN_IF_ERROR(cross_->CheckPeers());
     return flat_->CheckPeers();
   }
+  // Host-major: local member i is this host's i-th rank, cross member h host h's rank with this
+  // member's local rank.
+  int lost_member() const override {
+    const int per_host = local_->size();
+    const int host_first = rank() / per_host * per_host;
+    if (int lost = local_->lost_member(); lost >= 0) return host_first + lost;
+    if (int lost = cross_->lost_member(); lost >= 0) return lost * per_host + rank() % per_host;
+    return flat_->lost_member();
+  }
 
  private:
   // True when `count` elements of `elem` bytes take the two-step path (see the header).

@@ -92,6 +92,10 @@ class SplitCommunicator final : public Communicator {
     HVD_RETURN_IF_ERROR(control_->CheckPeers());
     return data_->CheckPeers();
   }
+  int lost_member() const override {
+    const int lost = control_->lost_member();
+    return lost >= 0 ? lost : data_->lost_member();
+  }
 
  private:
   std::unique_ptr<Communicator> control_;

@@ -95,8 +95,10 @@ class GlooCommunicator final : public Communicator {
   void Abort() override;
   // Whether a member is gone (GlooSockets::CheckClosed), for a NCCL wait on the same members.
   Status CheckPeers() override;
+  int lost_member() const override { return lost_.load(); }
 
  private:
+  void NoteLost(int peer);  // lost_member()'s, the first time
   // Runs `body` unless the communicator is already aborted or broken; converts whatever gloo
   // throws into a Status, and on failure breaks the communicator. `name()` returns the op's
   // name for messages; it is called only on the error path, so that a successful call builds
@@ -129,7 +131,8 @@ class GlooCommunicator final : public Communicator {
   const int size_;
   const GlooThresholds thresholds_;
   std::atomic<bool> aborted_{false};
-  Status broken_;  // first failure; touched only by the calling thread
+  std::atomic<int> lost_{-1};  // lost_member()
+  Status broken_;              // first failure; touched only by the calling thread
   std::mutex abort_mu_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> context_;
@@ -241,7 +244,10 @@ Status GlooCommunicator::GuardNamed(const Name& name, Body&& body) {
     body();
     return Status::OK();
   } catch (...) {
-    broken_ = GlooExceptionToStatus(std::current_exception(), What(name()), sockets_.peer_names());
+    int peer = -1;
+    broken_ =
+        GlooExceptionToStatus(std::current_exception(), What(name()), sockets_.peer_names(), &peer);
+    NoteLost(peer);
   }
   if (aborted_.load()) broken_ = Status::Aborted(What(name()) + ": the communicator was aborted");
   // Make the peers notice now rather than at their own timeouts.
@@ -414,7 +420,15 @@ Status GlooCommunicator::CheckPeers() {
     return Status::Aborted(What("peer check") + ": the communicator was aborted");
   if (!broken_.ok()) return broken_;
   if (size_ == 1) return Status::OK();
-  return sockets_.CheckClosed();
+  int peer = -1;
+  Status status = sockets_.CheckClosed(&peer);
+  NoteLost(peer);
+  return status;
+}
+
+void GlooCommunicator::NoteLost(int peer) {
+  int none = -1;
+  if (peer >= 0 && !aborted_.load()) lost_.compare_exchange_strong(none, peer);
 }
 
 void GlooCommunicator::Abort() {

@@ -19,15 +19,18 @@ bool LooksLikeTimeout(const std::string& message) {
          message.find("imed out") != std::string::npos;
 }
 
-std::string PeerOf(const std::string& message, const std::vector<std::vector<std::string>>& peers) {
+// The peer whose address `message` names, -1 for none.
+int PeerOf(const std::string& message, const std::vector<std::vector<std::string>>& peers) {
   for (size_t i = 0; i < peers.size(); ++i) {
     for (const std::string& name : peers[i]) {
-      if (message.find(name) != std::string::npos) {
-        return " (peer rank " + std::to_string(i) + ")";
-      }
+      if (message.find(name) != std::string::npos) return static_cast<int>(i);
     }
   }
-  return "";
+  return -1;
+}
+
+std::string NamePeer(int peer) {
+  return peer < 0 ? "" : " (peer rank " + std::to_string(peer) + ")";
 }
 
 bool SameEndpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
@@ -49,18 +52,21 @@ bool SameEndpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
 }  // namespace
 
 Status GlooExceptionToStatus(std::exception_ptr error, const std::string& what,
-                             const std::vector<std::vector<std::string>>& peer_names) {
+                             const std::vector<std::vector<std::string>>& peer_names, int* peer) {
   try {
     std::rethrow_exception(error);
   } catch (const gloo::IoException& e) {
     const std::string message = e.what();
-    const std::string text = what + ": " + message + PeerOf(message, peer_names);
-    return LooksLikeTimeout(message) ? Status::Timeout(text) : Status::RemoteError(text);
+    const int named = PeerOf(message, peer_names);
+    const std::string text = what + ": " + message + NamePeer(named);
+    if (LooksLikeTimeout(message)) return Status::Timeout(text);
+    if (peer != nullptr) *peer = named;
+    return Status::RemoteError(text);
   } catch (const gloo::EnforceNotMet& e) {
     return Status::Internal(what + ": gloo invariant failed: " + e.what());
   } catch (const std::exception& e) {
     const std::string message = e.what();
-    const std::string text = what + ": " + message + PeerOf(message, peer_names);
+    const std::string text = what + ": " + message + NamePeer(PeerOf(message, peer_names));
     return LooksLikeTimeout(message) ? Status::Timeout(text) : Status::Internal(text);
   } catch (...) {
     return Status::Internal(what + ": unknown exception from gloo");
@@ -164,7 +170,7 @@ void GlooSockets::SetPairAddresses(int self, std::vector<sockaddr_storage> mine,
   });
 }
 
-Status GlooSockets::CheckClosed() const {
+Status GlooSockets::CheckClosed(int* peer) const {
   if (self_ < 0) return Status::OK();
   std::vector<char> found(known_.size(), 0);
   std::vector<int> fds, peers;
@@ -180,6 +186,7 @@ Status GlooSockets::CheckClosed() const {
   };
   for (size_t j = 0; j < known_.size(); ++j) {
     if (known_[j] && !found[j]) {
+      if (peer != nullptr) *peer = static_cast<int>(j);
       return Status::RemoteError(name(static_cast<int>(j)) +
                                  ": its connection was closed or reset (its process ended, or "
                                  "its host is gone)");
@@ -188,6 +195,7 @@ Status GlooSockets::CheckClosed() const {
   int err = 0;
   const int closed = FirstClosedSocket(fds, &err);
   if (closed < 0) return Status::OK();
+  if (peer != nullptr) *peer = peers[closed];
   std::string message =
       name(peers[closed]) + " closed its connection (its process ended, or its host is gone)";
   if (err != 0) message += std::string(": ") + std::strerror(err);

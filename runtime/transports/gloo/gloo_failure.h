@@ -20,9 +20,11 @@ namespace hvd::runtime {
 // std::exception) into a Status: a timeout message maps to kTimeout, other transport errors
 // (peer closed, reset) to kRemoteError naming the peer rank when one of `peer_names[rank]` (the
 // ways gloo may print that peer's address; none for self) appears in the message, invariant
-// failures inside gloo to kInternal. `what` names the op and this rank.
+// failures inside gloo to kInternal. `what` names the op and this rank. `*peer` (when given)
+// is set to the peer a kRemoteError names, if it names one.
 Status GlooExceptionToStatus(std::exception_ptr error, const std::string& what,
-                             const std::vector<std::vector<std::string>>& peer_names);
+                             const std::vector<std::vector<std::string>>& peer_names,
+                             int* peer = nullptr);
 
 // Keeps gloo's writes from killing the process. Gloo writes its sockets with writev(2), which
 // takes no MSG_NOSIGNAL: a write toward a peer that died raises SIGPIPE, whose default action
@@ -97,7 +99,8 @@ class GlooSockets {
   // otherwise. Peers whose socket was not recognised at set-up are never reported. The sockets
   // are found again at each call (ForEachSocket, ~80 us of /proc/self/fd): a descriptor noted
   // at set-up may have been closed by gloo since and its number reused by another file.
-  Status CheckClosed() const;
+  // `*peer` (when given) is set to the peer it names.
+  Status CheckClosed(int* peer = nullptr) const;
 
   // Sets each socket's send buffer to 4 MiB (hvd's own TCP transport's size). Debian's gloo
   // sets SO_SNDBUF itself before a bound (legacy) buffer's send, to that message's size,

@@ -130,6 +130,7 @@ class ShmCommunicator final : public ScalingCommunicator {
                          const std::vector<int64_t>& counts_per_rank, DataType dtype) override;
   void Abort() override { ch_->Abort(); }
   Status CheckPeers() override { return ch_->CheckPeers(); }
+  int lost_member() const override { return ch_->lost_member(); }
   int64_t single_copy_bytes() const { return single_copy_bytes_; }
   int64_t direct_bytes() const { return direct_bytes_; }
   // The reduce-scatter's balanced rounds (ShmReduceScatter) up to 2 ranks per CPU; with more, the

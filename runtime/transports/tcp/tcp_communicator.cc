@@ -220,6 +220,7 @@ class TcpCommunicator final : public ScalingCommunicator {
   }
   void Abort() override { transport_->Abort(); }
   Status CheckPeers() override { return transport_->CheckClosed(); }
+  int lost_member() const override { return transport_->lost_peer(); }
 
  private:
   // Runs body(what) unless the communicator is aborted or broken; a failure breaks it.

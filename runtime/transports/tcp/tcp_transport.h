@@ -145,6 +145,8 @@ class TcpTransport {
   Status CheckClosed() const;
   bool aborted() const { return aborted_.load(); }
   const std::string& peer_name(int r) const { return peer_names_[r]; }
+  // Communicator::lost_member: the first peer a failure named (closed, reset, silent), -1 none.
+  int lost_peer() const { return lost_peer_.load(); }
 
  private:
   // Move as many bytes as the socket takes now; *moved is set when any byte moved.
@@ -152,12 +154,15 @@ class TcpTransport {
   Status PumpRecv(TcpStream& s, size_t index, const TcpReducer* reducer, bool* moved);
   Status ReduceScratch(TcpStream& s, char* scratch, const TcpReducer* reducer);
   size_t SendLimit(const TcpStream& s) const;
+  // kRemoteError naming `peer` (kAborted after Abort()); notes it as lost_peer().
   Status PeerError(int peer, const char* what, int err) const;
+  void NoteLost(int peer) const;
   Status CheckPeersAlive(std::span<TcpStream> streams) const;
 
   const int rank_;
   std::vector<int> fds_;
   std::vector<std::string> peer_names_;
+  mutable std::atomic<int> lost_peer_{-1};
   int abort_fd_ = -1;  // eventfd
   std::atomic<bool> aborted_{false};
   std::chrono::milliseconds heartbeat_timeout_{0};
