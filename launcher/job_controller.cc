@@ -145,7 +145,7 @@ int JobController::PollTimeoutMs() const {
   auto consider = [&next](Clock::time_point t) { next = next ? std::min(*next, t) : t; };
   if (terminating_ && !killed_) {
     consider(kill_deadline_);
-    if (awaited_cause_ >= 0) consider(cause_deadline_);
+    if (!cause_chain_.empty()) consider(cause_deadline_);
   }
   if (std::optional<Clock::time_point> t = timeout_.NextDeadline(terminating_)) consider(*t);
   if (hold_deadline_) consider(*hold_deadline_);
@@ -209,7 +209,7 @@ void JobController::EventLoop() {
     if (ready > 0 && fds[0].revents != 0) HandleSignals();
     TakeExits();  // the remote ranks' exits seen above, when no signal was
     if (output_.console_closed()) OnLauncherSignal(SIGPIPE);
-    if (awaited_cause_ >= 0 && Clock::now() >= cause_deadline_) StopAwaitingCause();
+    if (!cause_chain_.empty() && Clock::now() >= cause_deadline_) StopAwaitingCause();
     switch (timeout_.Check(Clock::now(), terminating_)) {
       case JobTimeout::Due::kStacks:
         outcome_.job_timed_out_s = timeout_.limit_s();
@@ -392,13 +392,25 @@ void JobController::OnRankExit(int rank, int wait_status) {
   output_.DrainAndClosePipes(rank, states_[static_cast<size_t>(rank)].fds);
   PrintStep(options_.verbose, "rank " + std::to_string(rank) + " finished: " +
                                   DescribeWaitStatus(wait_status, outcome.kill_cause.value_or("")));
-  if (rank == awaited_cause_) {
-    awaited_cause_ = -1;
-    if (!WaitStatusIsSuccess(wait_status) && !states_[static_cast<size_t>(rank)].signalled) {
-      // It failed on its own after all: the first failure, ahead of the rank it failed.
-      outcome_.exited_before_cause = outcome_.first_failed_rank;
+  if (auto link = std::ranges::find(cause_chain_, rank); link != cause_chain_.end()) {
+    const int depth = static_cast<int>(link - cause_chain_.begin());
+    // A SIGKILL before hvdrun sent one is its own end even where it got the SIGTERM (it joined
+    // the chain after the others' SIGTERM: its peer named it late). Within the chain's time
+    // no hvd-agent has escalated a SIGTERM yet: they wait the whole grace period.
+    const bool own = !states_[static_cast<size_t>(rank)].signalled ||
+                     (WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL && !killed_);
+    if (!WaitStatusIsSuccess(wait_status) && own && depth > first_failure_depth_) {
+      // It failed on its own after all: the first failure, ahead of the ranks it failed.
+      if (!outcome_.exited_before_cause) outcome_.exited_before_cause = outcome_.first_failed_rank;
       outcome_.first_failed_rank = rank;
-      return;
+      first_failure_depth_ = depth;
+      if (!outcome.kill_cause) outcome.kill_cause = KillCause(rank, wait_status);
+      ExtendCauseChain(rank);
+    }
+    if (std::ranges::all_of(cause_chain_, [this](int r) {
+          return outcome_.ranks[static_cast<size_t>(r)].finished;
+        })) {
+      cause_chain_.clear();
     }
   }
   if (WaitStatusIsSuccess(wait_status) || outcome_.first_failed_rank == rank) return;
@@ -423,27 +435,39 @@ std::optional<std::string> JobController::KillCause(int rank, int wait_status) c
 
 void JobController::AwaitShutdownCause(int failed) {
   if (!options_.shutdown_cause || options_.grace_period_s <= 0) return;
-  std::optional<int> cause = options_.shutdown_cause(failed);
-  if (!cause || *cause == failed || *cause < 0 ||
-      static_cast<size_t>(*cause) >= outcome_.ranks.size()) {
-    return;
-  }
-  const RankOutcome& peer = outcome_.ranks[static_cast<size_t>(*cause)];
-  if (!peer.started || peer.finished) return;
-  awaited_cause_ = *cause;
+  cause_chain_.clear();
+  first_failure_depth_ = -1;
   cause_deadline_ = Clock::now() + Seconds(options_.grace_period_s / 2);
-  PrintStep(options_.verbose, "rank " + std::to_string(failed) + " failed after rank " +
-                                  std::to_string(*cause) + " shut down; rank " +
-                                  std::to_string(*cause) +
-                                  " gets half the grace period to exit on its own");
+  ExtendCauseChain(failed);
+}
+
+void JobController::ExtendCauseChain(int from) {
+  for (int at = from;;) {
+    std::optional<int> cause = options_.shutdown_cause(at);
+    if (!cause || *cause < 0 || static_cast<size_t>(*cause) >= outcome_.ranks.size() ||
+        *cause == outcome_.first_failed_rank || std::ranges::count(cause_chain_, *cause) != 0) {
+      return;
+    }
+    const RankOutcome& peer = outcome_.ranks[static_cast<size_t>(*cause)];
+    if (!peer.started || peer.finished) return;
+    cause_chain_.push_back(*cause);
+    PrintStep(options_.verbose, "rank " + std::to_string(at) + " failed after rank " +
+                                    std::to_string(*cause) + " shut down or was lost; rank " +
+                                    std::to_string(*cause) +
+                                    " gets until half the grace period to exit on its own");
+    at = *cause;
+  }
 }
 
 void JobController::StopAwaitingCause() {
-  const int rank = awaited_cause_;
-  awaited_cause_ = -1;
-  if (outcome_.ranks[static_cast<size_t>(rank)].finished || killed_) return;
-  states_[static_cast<size_t>(rank)].signalled = true;
-  SignalRank(rank, SIGTERM);
+  std::vector<int> chain = std::move(cause_chain_);
+  cause_chain_.clear();
+  if (killed_) return;
+  for (int rank : chain) {
+    if (outcome_.ranks[static_cast<size_t>(rank)].finished) continue;
+    states_[static_cast<size_t>(rank)].signalled = true;
+    SignalRank(rank, SIGTERM);
+  }
 }
 
 void JobController::BeginTermination() {
@@ -461,7 +485,9 @@ void JobController::BeginTermination() {
 void JobController::SignalRunning(int signo) {
   for (size_t r = 0; r < states_.size(); ++r) {
     if (!outcome_.ranks[r].started || outcome_.ranks[r].finished) continue;
-    if (signo == SIGTERM && static_cast<int>(r) == awaited_cause_) continue;  // SIGKILL only
+    if (signo == SIGTERM && std::ranges::count(cause_chain_, static_cast<int>(r)) != 0) {
+      continue;  // SIGKILL only
+    }
     states_[r].signalled = true;
     SignalRank(static_cast<int>(r), signo);
   }

@@ -119,9 +119,11 @@ class JobController {
   void SignalRank(int rank, int signo);
   // Fail-fast: signals every running rank to stop (SIGTERM, SIGKILL after the grace period).
   void BeginTermination();
-  // The first failure named the peer whose shutdown failed it: spare that peer the SIGTERM
-  // for half the grace period (then StopAwaitingCause sends it).
+  // The first failure named the peer whose shutdown or loss failed it: spare that peer, and the
+  // one it names in turn, and so on, the SIGTERM for half the grace period (then
+  // StopAwaitingCause sends it). The deepest of them that then fails on its own is the first.
   void AwaitShutdownCause(int failed);
+  void ExtendCauseChain(int from);
   void StopAwaitingCause();
   void SignalRunning(int signo);
   void SweepProcessGroups();
@@ -137,8 +139,11 @@ class JobController {
   int stdin_rank_ = -1;
   std::vector<std::pair<int, int>> exits_;          // (rank, wait status) seen but not yet taken
   std::optional<Clock::time_point> hold_deadline_;  // HoldFirstFailure's, while it holds
-  int awaited_cause_ = -1;  // the peer whose shutdown failed the first failure, spared SIGTERM
-  Clock::time_point cause_deadline_;  // ... until then
+  // The peer whose shutdown or loss failed the first failure, the one that failed that peer,
+  // and so on (AwaitShutdownCause): spared SIGTERM until cause_deadline_.
+  std::vector<int> cause_chain_;
+  int first_failure_depth_ = -1;  // where in cause_chain_ the first failure is; -1: before it
+  Clock::time_point cause_deadline_;
   bool terminating_ = false;
   bool killed_ = false;
   std::optional<uint64_t> oom_kills_at_start_;  // this host's OOM kills before the first spawn

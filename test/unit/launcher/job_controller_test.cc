@@ -152,6 +152,60 @@ TEST_F(JobControllerTest, APeerThatShutDownButKeepsRunningGetsSigtermAfterHalfTh
   EXPECT_LT(took, std::chrono::seconds(10));
 }
 
+// Creates `path` (empty).
+void Touch(const std::string& path) { close(open(path.c_str(), O_WRONLY | O_CREAT, 0644)); }
+
+// A rank that lost a peer names it (Runtime::ReportLostMember), and that peer may have failed
+// on the loss of another: 0 failed on 1, 1 on 2, and 2 was SIGKILLed. Ranks 1 and 2 end only
+// once hvdrun has taken rank 0's exit (asked who failed it), as a remote rank's news arrives
+// late. The deepest of the chain is the first failure.
+TEST_F(JobControllerTest, AChainOfLostPeersNamesTheLastAsTheFirstFailure) {
+  const std::string asked = "/tmp/hvd_jc_asked_" + std::to_string(getpid());
+  unlink(asked.c_str());
+  shutdown_cause_ = [asked](int rank) -> std::optional<int> {
+    if (rank == 0) Touch(asked);
+    if (rank < 2) return rank + 1;
+    return std::nullopt;
+  };
+  const std::string up = asked + "_up";
+  const std::string wait = "while [ ! -e " + asked + " ]; do sleep 0.01; done; ";
+  JobOutcome outcome = RunScripts({"while [ ! -e " + up + " ]; do sleep 0.01; done; exit 1",
+                                   wait + "exit 1", "touch " + up + "; " + wait + "kill -9 $$"});
+  unlink(asked.c_str());
+  unlink(up.c_str());
+  EXPECT_EQ(ExitCodeOf(outcome), 137);
+  EXPECT_EQ(outcome.first_failed_rank, std::optional<int>(2));
+  EXPECT_EQ(outcome.exited_before_cause, std::optional<int>(0));
+  EXPECT_FALSE(outcome.ranks[1].stopped_by_hvdrun);
+}
+
+// Rank 0 names rank 1, and rank 1 names rank 2 only once it has failed (its report came after
+// rank 0's exit was taken), so rank 2 had the SIGTERM; it had been SIGKILLed (here: it
+// ignores the SIGTERM and is SIGKILLed once hvdrun asks about rank 1). A SIGKILL hvdrun did
+// not send is rank 2's own end: it is the first failure.
+TEST_F(JobControllerTest, APeerNamedLateWhoseEndWasASigkillIsTheFirstFailure) {
+  const std::string told = "/tmp/hvd_jc_told_" + std::to_string(getpid());
+  const std::string asked = "/tmp/hvd_jc_asked_" + std::to_string(getpid());
+  unlink(told.c_str());
+  unlink(asked.c_str());
+  shutdown_cause_ = [told, asked](int rank) -> std::optional<int> {
+    if (rank == 0) return 1;
+    if (rank == 1 && access(told.c_str(), F_OK) == 0) {
+      Touch(asked);
+      return 2;
+    }
+    return std::nullopt;
+  };
+  JobOutcome outcome =
+      RunScripts({"sleep 0.2; exit 1", "sleep 0.5; touch " + told + "; exit 1",
+                  "trap '' TERM; while [ ! -e " + asked + " ]; do sleep 0.01; done; kill -9 $$"});
+  unlink(told.c_str());
+  unlink(asked.c_str());
+  EXPECT_EQ(ExitCodeOf(outcome), 137);
+  EXPECT_EQ(outcome.first_failed_rank, std::optional<int>(2));
+  EXPECT_EQ(outcome.exited_before_cause, std::optional<int>(0));
+}
+
 TEST_F(JobControllerTest, RankKilledBySignalGives128PlusN) {
   JobOutcome outcome = RunScripts({"kill -9 $$"});
   EXPECT_EQ(ExitCodeOf(outcome), 137);
