@@ -98,6 +98,48 @@ def test_remote_failure_propagates_its_code_and_leaves_nothing_anywhere():
         kill_leftovers(marker)
 
 
+# Rank 2 stops its hvd-agent (1.5 s, then a helper continues it) and SIGKILLs itself, so the
+# news of its death reaches hvdrun well after its peers', which fail on losing it and exit 1.
+LOST_RANK = """
+import os, signal, subprocess, sys
+import numpy as np
+import hvd.numpy as hvd
+hvd.init()
+for i in range(100000):
+    if i == 20 and hvd.rank() == 2:
+        agent = os.getppid()
+        while not open("/proc/%d/comm" % agent).read().startswith("hvd-agent"):
+            agent = int(open("/proc/%d/stat" % agent).read().rsplit(")", 1)[1].split()[1])
+        subprocess.Popen(["sh", "-c", "sleep 1.5; kill -CONT %d; : %s" % (agent, sys.argv[1])],
+                         start_new_session=True)
+        os.kill(agent, signal.SIGSTOP)
+        os.kill(os.getpid(), signal.SIGKILL)
+    hvd.allreduce(np.full((1000,), float(i)), name="t")
+"""
+
+
+def test_a_killed_remote_rank_is_named_first_though_its_peers_exits_arrive_first(tmp_path):
+    # Given 3 ranks on 3 hosts, where rank 2 on hvd-h2 is SIGKILLed and its agent tells hvdrun
+    # only after ranks 0 and 1 have failed on its loss and exited
+    marker = unique_marker()
+    script = tmp_path / "rank.py"
+    script.write_text(LOST_RANK)
+    env = dict(os.environ, PYTHONPATH=os.environ.get("HVD_TEST_PYTHONPATH", ""))
+    try:
+        result = run(SSH + ["-np", "3", "-H", "localhost:1,hvd-h1:1,hvd-h2:1",
+                            "--grace-period-seconds", "10", "/usr/bin/python3", str(script),
+                            marker], timeout=120, env=env)
+        # Then hvdrun names rank 2 (the peers told it whom they lost), with rank 2's code
+        err = result.stderr.decode(errors="replace")
+        assert result.returncode == 128 + signal.SIGKILL, err
+        assert re.search(r"rank 2 on hvd-h2 failed first: SIGKILL \(signal 9\) \(its exit shut "
+                         r"the job down; rank [01], failed by that, exited first: exit code 1\)",
+                         err), err
+        assert_hosts_clean(marker)
+    finally:
+        kill_leftovers(marker)
+
+
 def test_remote_ranks_without_torch_are_told_what_to_check_on_their_host(tmp_path):
     # Given a python3 first on PATH that is not Debian's, which hvdrun passes on to the remote
     # host
