@@ -454,7 +454,7 @@ void JobController::ExtendCauseChain(int from) {
     PrintStep(options_.verbose, "rank " + std::to_string(at) + " failed after rank " +
                                     std::to_string(*cause) + " shut down or was lost; rank " +
                                     std::to_string(*cause) +
-                                    " gets until half the grace period to exit on its own");
+                                    " is spared the SIGTERM for half the grace period");
     at = *cause;
   }
 }

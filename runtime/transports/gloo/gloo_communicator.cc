@@ -6,13 +6,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include "common/logging.h"
@@ -61,6 +64,12 @@ DirectReduction DirectReductionFor(DataType dtype, ReduceOp op) {
   });
 }
 
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // GlooCommunicator: see CreateGlooCommunicator. All collectives run on the caller's thread;
 // Abort() may come from any thread and is serialized with destruction by abort_mu_.
 class GlooCommunicator final : public Communicator {
@@ -99,6 +108,10 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void NoteLost(int peer);  // lost_member()'s, the first time
+  // The watch (see StartWatch's comment): the thread's loop, and one look.
+  void StartWatch();
+  void Watch();
+  void WatchOnce();
   // Runs `body` unless the communicator is already aborted or broken; converts whatever gloo
   // throws into a Status, and on failure breaks the communicator. `name()` returns the op's
   // name for messages; it is called only on the error path, so that a successful call builds
@@ -132,7 +145,13 @@ class GlooCommunicator final : public Communicator {
   const GlooThresholds thresholds_;
   std::atomic<bool> aborted_{false};
   std::atomic<int> lost_{-1};  // lost_member()
-  Status broken_;              // first failure; touched only by the calling thread
+  // When the op running now started (steady clock, ns); 0 between ops. For the watch.
+  std::atomic<int64_t> op_since_ns_{0};
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool watch_stop_ = false;  // watch_mu_
+  std::thread watch_;
+  Status broken_;  // first failure; touched only by the calling thread
   std::mutex abort_mu_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> context_;
@@ -147,6 +166,14 @@ class GlooCommunicator final : public Communicator {
 };
 
 GlooCommunicator::~GlooCommunicator() {
+  if (watch_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(watch_mu_);
+      watch_stop_ = true;
+    }
+    watch_cv_.notify_all();
+    watch_.join();
+  }
   std::lock_guard<std::mutex> lock(abort_mu_);
   GlooSigpipeBlock no_sigpipe;
   // Teardown may touch broken pairs; gloo's destructors are allowed to throw.
@@ -171,6 +198,50 @@ void GlooCommunicator::Attach(std::shared_ptr<gloo::transport::Device> device,
   transfers_ = std::make_unique<GlooTransfers>(context_, timeout);
   collectives_ = std::make_unique<GlooCollectives>(transfers_.get());
   ring_ = std::make_unique<GlooLegacyAllreducer>(context_, thresholds_.halving_doubling_bytes);
+  StartWatch();
+}
+
+// How often the watch looks, and how long an op must have run before it does: an op that
+// ends sooner was never stuck, and a look (~80 us, GlooSockets::CheckClosed) costs nothing then.
+constexpr auto kWatchEvery = std::chrono::milliseconds(250);
+constexpr int64_t kWatchAfterNs = 250'000'000;
+
+// A send gloo is writing when its pair fails is never woken: Debian's gloo fails the pair's
+// other operations (Pair::signalException) but not an unbound buffer's send already in its
+// write queue, and waitSend then waits out the whole timeout (HVD_GLOO_TIMEOUT_SECONDS, 30 s).
+// Seen as the root of a chained broadcast whose next rank failed (on the death of the rank
+// after it) and reset its connections: the root waited 5 s, the test's timeout, in 2 of 3 runs
+// of KilledMiddleOfAChainedBroadcastFailsEveryOtherRank (2026-11-30). So a thread of this
+// communicator looks, four times a second, at an op that has run for 250 ms: when a peer's
+// connection is closed or reset, it wakes the op's waits with that peer's name (and shuts the
+// sockets, for gloo's own algorithms' waits), as Abort() would.
+void GlooCommunicator::StartWatch() {
+  if (size_ > 1) watch_ = std::thread([this] { Watch(); });
+}
+
+void GlooCommunicator::Watch() {
+  std::unique_lock<std::mutex> lock(watch_mu_);
+  while (!watch_cv_.wait_for(lock, kWatchEvery, [this] { return watch_stop_; })) {
+    lock.unlock();
+    WatchOnce();
+    lock.lock();
+  }
+}
+
+void GlooCommunicator::WatchOnce() {
+  const int64_t since = op_since_ns_.load();
+  if (since == 0 || SteadyNs() - since < kWatchAfterNs || aborted_.load()) return;
+  // abort_mu_: LearnEndpoints sets the sockets' tables under it, after its own op.
+  std::lock_guard<std::mutex> lock(abort_mu_);
+  int peer = -1;
+  const Status gone = sockets_.CheckClosed(&peer);
+  if (gone.ok()) return;
+  if (op_since_ns_.load() != since || transfers_ == nullptr) return;  // that op has ended
+  HVD_LOG_DEBUG("gloo rank {}: an op of {} ms woken: {}", rank_, (SteadyNs() - since) / 1'000'000,
+                gone.message());
+  NoteLost(peer);
+  transfers_->Fail(gone.message());
+  sockets_.Shutdown();
 }
 
 // The address each peer published for its pair with this rank, from what connectFullMesh got
@@ -239,11 +310,14 @@ Status GlooCommunicator::GuardNamed(const Name& name, Body&& body) {
   if (aborted_.load()) return Status::Aborted(What(name()) + ": the communicator was aborted");
   if (!broken_.ok()) return broken_.WithContext(What(name()) + ": communicator failed earlier");
   if (size_ == 1) return Status::OK();
+  op_since_ns_.store(SteadyNs());
   try {
     GlooSigpipeBlock no_sigpipe;
     body();
+    op_since_ns_.store(0);
     return Status::OK();
   } catch (...) {
+    op_since_ns_.store(0);
     int peer = -1;
     broken_ =
         GlooExceptionToStatus(std::current_exception(), What(name()), sockets_.peer_names(), &peer);

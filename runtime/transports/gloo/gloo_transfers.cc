@@ -37,6 +37,12 @@ std::chrono::milliseconds GlooTransfers::Remaining() const {
 }
 
 void GlooTransfers::ThrowAborted(const char* what) const {
+  std::string reason;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reason = reason_;
+  }
+  if (!reason.empty()) throw gloo::IoException(reason);
   throw gloo::IoException(std::string("aborted while waiting for a ") + what);
 }
 
@@ -87,6 +93,14 @@ void GlooTransfers::WaitSends() {
     }
   }
   pending_sends_.clear();
+}
+
+void GlooTransfers::Fail(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (reason_.empty()) reason_ = reason;
+  }
+  Abort();
 }
 
 void GlooTransfers::Abort() {

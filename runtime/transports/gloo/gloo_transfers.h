@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -56,6 +57,9 @@ class GlooTransfers {
   void WaitSends();
 
   void Abort();
+  // Abort() for a lost peer: the woken waits (and every later call) throw a gloo::IoException
+  // saying `reason` instead of "aborted". Any thread.
+  void Fail(const std::string& reason);
 
  private:
   static constexpr uint64_t kTagBase = uint64_t{1} << 40;  // clear of legacy slot numbers
@@ -79,8 +83,9 @@ class GlooTransfers {
   uint64_t next_tag_ = 0;
   std::vector<std::pair<gloo::transport::UnboundBuffer*, int>> pending_sends_;
   std::atomic<bool> aborted_{false};
-  std::mutex mu_;              // guards cache_ between the caller and Abort()
+  mutable std::mutex mu_;      // guards cache_ and reason_ between the caller and Abort()
   std::vector<Cached> cache_;  // most recently used first
+  std::string reason_;         // Fail()'s
 };
 
 }  // namespace hvd::runtime

@@ -37,7 +37,8 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 // itself `signal` at iteration 20. Survivors must fail within the timeout with one of
 // `accepted`, then fail fast again; a dropped connection's error names the peer's rank.
 GlooJob::Body LoopUntilFailure(int victim, int signal, size_t count,
-                               std::vector<StatusCode> accepted, bool broadcast = false) {
+                               std::vector<StatusCode> accepted, bool broadcast = false,
+                               double within = Seconds(kCommTimeout) + 3.0) {
   return [=](Communicator& comm) -> int {
     std::vector<float> buf(count, 1.0f);
     Status status;
@@ -55,8 +56,7 @@ GlooJob::Body LoopUntilFailure(int victim, int signal, size_t count,
                    status.ToString().c_str());
       return 1;
     }
-    return CheckSurvivorFailure(comm, status, last_ok, accepted, Seconds(kCommTimeout) + 3.0, "",
-                                0.5);
+    return CheckSurvivorFailure(comm, status, last_ok, accepted, within, "", 0.5);
   };
 }
 
@@ -149,12 +149,13 @@ TEST(GlooFailureTest, KilledReceiverFailsTheSender) {
 }
 
 // A chained broadcast (4 ranks, 16 MiB: pieces go from rank 0 to 1, 2, 3 in turn) whose middle
-// rank dies: rank 3 hears only from it, rank 0 sends only to rank 1, and each must still fail.
+// rank dies: rank 3 hears only from it, rank 0 sends only to rank 1, and each must still fail,
+// naming a peer, well before the timeout (5 s). Rank 0's send to rank 1, which fails on rank 2
+// and resets its connections, is one gloo never wakes: before the communicator's watch
+// (2026-11-30) rank 0 waited out the timeout in 2 of 3 runs.
 TEST(GlooFailureTest, KilledMiddleOfAChainedBroadcastFailsEveryOtherRank) {
   ExpectSurvivorsPass(
-      4, 2,
-      LoopUntilFailure(2, SIGKILL, 1 << 22, {StatusCode::kRemoteError, StatusCode::kTimeout}, true),
-      SIGKILL);
+      4, 2, LoopUntilFailure(2, SIGKILL, 1 << 22, {StatusCode::kRemoteError}, true, 2.0), SIGKILL);
 }
 
 // Communicator::CheckPeers, which a NCCL wait asks every 100 ms (NCCL over shared memory or
@@ -172,7 +173,7 @@ TEST(GlooFailureTest, CheckPeersNamesAKilledRank) {
   std::vector<RankOutcome> outcomes = job.Run([](Communicator& comm) -> int {
     for (int i = 0; i < 20; ++i) {
       Status s = comm.CheckPeers();
-      if (!s.ok()) {
+      if (!s.ok() || comm.lost_member() != -1) {
         std::fprintf(stderr, "rank %d: a live job's check failed: %s\n", comm.rank(),
                      s.ToString().c_str());
         return 1;
@@ -193,6 +194,7 @@ TEST(GlooFailureTest, CheckPeersNamesAKilledRank) {
     const double took = Seconds(Clock::now() - start);
     std::fprintf(stderr, "rank %d: after %.3f s: %s\n", comm.rank(), took, s.ToString().c_str());
     const bool named = s.message().find("gloo rank 2 (") != std::string::npos;
+    if (comm.lost_member() != 2) return 3;  // what hvdrun is told (Runtime::ReportLostMember)
     return s.code() == StatusCode::kRemoteError && named && took < 2.0 ? 0 : 1;
   });
   EXPECT_EQ(job.error(), "") << Describe(outcomes);

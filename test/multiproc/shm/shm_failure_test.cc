@@ -60,7 +60,7 @@ TEST(ShmFailure, CheckPeersNamesAMemberThatExitedNotABusyOne) {
     if (!comm.Barrier().ok()) return 5;
     // While every member is alive, nothing is known
     const Status alive = comm.CheckPeers();
-    if (!alive.ok()) {
+    if (!alive.ok() || comm.lost_member() != -1) {
       std::fprintf(stderr, "rank %d: %s\n", comm.rank(), alive.ToString().c_str());
       return 6;
     }
@@ -84,6 +84,7 @@ TEST(ShmFailure, CheckPeersNamesAMemberThatExitedNotABusyOne) {
     std::fprintf(stderr, "rank 0 after %.3f s: %s\n", Seconds(Clock::now() - start),
                  st.ToString().c_str());
     if (st.code() != StatusCode::kRemoteError) return 1;
+    if (comm.lost_member() != 2) return 3;  // what hvdrun is told (Runtime::ReportLostMember)
     return st.message().find("shared-memory rank 2 (pid ") != std::string::npos ? 0 : 2;
   });
   ASSERT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);

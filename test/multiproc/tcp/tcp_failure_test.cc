@@ -89,7 +89,7 @@ TEST(TcpFailure, CheckPeersNamesAMemberThatExitedNotABusyOne) {
     if (!comm.Barrier().ok()) return 5;
     // While every member is alive, nothing is known
     const Status alive = comm.CheckPeers();
-    if (!alive.ok()) {
+    if (!alive.ok() || comm.lost_member() != -1) {
       std::fprintf(stderr, "rank %d: %s\n", comm.rank(), alive.ToString().c_str());
       return 6;
     }
@@ -112,6 +112,7 @@ TEST(TcpFailure, CheckPeersNamesAMemberThatExitedNotABusyOne) {
     }
     std::fprintf(stderr, "rank 0 after %.3f s: %s\n", Seconds(start), st.ToString().c_str());
     if (st.code() != StatusCode::kRemoteError) return 1;
+    if (comm.lost_member() != 2) return 3;  // what hvdrun is told (Runtime::ReportLostMember)
     return st.message().find("rank 2 (host2 127.0.0.1:") != std::string::npos ? 0 : 2;
   });
   ASSERT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
