@@ -69,10 +69,10 @@ class JobControllerTest : public ::testing::Test {
       request.env = {{"PATH", "/usr/bin:/bin"}, {"R", std::to_string(i)}};
       requests.push_back(request);
     }
-    LocalSpawner spawner;
+    LocalSpawner local;
     JobControlOptions control{30, grace_s, false};
     control.shutdown_cause = shutdown_cause_;
-    JobController controller(control, spawner, output, *signals);
+    JobController controller(control, spawner_ != nullptr ? *spawner_ : local, output, *signals);
     JobOutcome outcome = controller.Run(requests);
     tails_.clear();
     for (size_t i = 0; i < argvs.size(); ++i)
@@ -84,6 +84,7 @@ class JobControllerTest : public ::testing::Test {
   int err_fd_ = -1;
   std::vector<std::vector<std::string>> tails_;
   std::function<std::optional<int>(int)> shutdown_cause_;  // JobControlOptions::shutdown_cause
+  RankSpawner* spawner_ = nullptr;                         // null: a LocalSpawner
 };
 
 TEST_F(JobControllerTest, AllRanksSucceed) {
@@ -306,25 +307,11 @@ class AllEndedSpawner : public RankSpawner {
 TEST_F(JobControllerTest, ASignalDeathSeenWithItsPeersExitsIsTheFirstFailure) {
   const std::string dead = "/tmp/hvd_jc_dead_" + std::to_string(getpid());
   unlink(dead.c_str());
-  OutputForwarder::Options options;
-  options.size = 3;
-  options.stdout_fd = out_fd_;
-  options.stderr_fd = err_fd_;
-  OutputForwarder output(options);
-  Result<SignalChannel> signals = SignalChannel::Open();
-  ASSERT_TRUE(signals.ok());
   const std::string wait = "while [ ! -e " + dead + " ]; do sleep 0.01; done; ";
-  const std::vector<std::string> scripts = {wait + "exit 1", wait + "exit 0",
-                                            "touch " + dead + "; kill -9 $$"};
-  std::vector<SpawnRequest> requests(scripts.size());
-  for (size_t i = 0; i < scripts.size(); ++i) {
-    requests[i].rank = static_cast<int>(i);
-    requests[i].host = "localhost";
-    requests[i].argv = {"/bin/sh", "-c", scripts[i]};
-    requests[i].env = {{"PATH", "/usr/bin:/bin"}};
-  }
-  AllEndedSpawner spawner(static_cast<int>(scripts.size()));
-  JobOutcome outcome = JobController({30, 5, false}, spawner, output, *signals).Run(requests);
+  AllEndedSpawner spawner(3);
+  spawner_ = &spawner;
+  JobOutcome outcome =
+      RunScripts({wait + "exit 1", wait + "exit 0", "touch " + dead + "; kill -9 $$"});
   unlink(dead.c_str());
   EXPECT_EQ(ExitCodeOf(outcome), 137);
   EXPECT_EQ(outcome.first_failed_rank, std::optional<int>(2));
@@ -372,25 +359,11 @@ class LateGuardianSpawner : public RankSpawner {
 TEST_F(JobControllerTest, APeerFailingBeforeTheGuardianOfTheKilledRankReportsWaitsForIt) {
   const std::string go = "/tmp/hvd_jc_go_" + std::to_string(getpid());
   unlink(go.c_str());
-  OutputForwarder::Options options;
-  options.size = 3;
-  options.stdout_fd = out_fd_;
-  options.stderr_fd = err_fd_;
-  OutputForwarder output(options);
-  Result<SignalChannel> signals = SignalChannel::Open();
-  ASSERT_TRUE(signals.ok());
-  const std::vector<std::string> scripts = {
-      "while [ ! -e " + go + " ]; do sleep 0.01; done; exit 1", "sleep 30",
-      "touch " + go + "; while kill -0 $WAIT_PID 2>/dev/null; do sleep 0.01; done; kill -9 $$"};
-  std::vector<SpawnRequest> requests(scripts.size());
-  for (size_t i = 0; i < scripts.size(); ++i) {
-    requests[i].rank = static_cast<int>(i);
-    requests[i].host = "localhost";
-    requests[i].argv = {"/bin/sh", "-c", scripts[i]};
-    requests[i].env = {{"PATH", "/usr/bin:/bin"}};
-  }
-  LateGuardianSpawner spawner(static_cast<int>(scripts.size()));
-  JobOutcome outcome = JobController({30, 5, false}, spawner, output, *signals).Run(requests);
+  LateGuardianSpawner spawner(3);
+  spawner_ = &spawner;
+  JobOutcome outcome = RunScripts(
+      {"while [ ! -e " + go + " ]; do sleep 0.01; done; exit 1", "sleep 30",
+       "touch " + go + "; while kill -0 $WAIT_PID 2>/dev/null; do sleep 0.01; done; kill -9 $$"});
   unlink(go.c_str());
   EXPECT_EQ(ExitCodeOf(outcome), 137);
   EXPECT_EQ(outcome.first_failed_rank, std::optional<int>(2));
