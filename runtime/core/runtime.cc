@@ -678,6 +678,7 @@ void Runtime::StopOnError(const Status& s) {
     if (abort_requested_) return;  // Abort() fails the handles
   }
   HVD_LOG_ERROR("rank {}: {}", config_.rank, s.message());
+  // Before the handles fail: the rank may exit as soon as they have.
   if (s.code() == StatusCode::kRemoteError) ReportLostMember();
   FailEverything(s);
 }
