@@ -99,10 +99,14 @@ std::string Headline(const JobOutcome& outcome, const StderrTailFn& stderr_tail)
       reported = PythonExceptionInTail(stderr_tail(rank.rank));
     }
     if (outcome.exited_before_cause && &rank == &first) {
-      // It shut down (sys.exit, an exception) and its peers' failures reached hvdrun first.
+      // It shut down (sys.exit, an exception) or died, and its peers' failures reached hvdrun
+      // first.
       const RankOutcome& earlier = outcome.ranks[static_cast<size_t>(*outcome.exited_before_cause)];
+      const bool died = WIFSIGNALED(rank.wait_status);
       why = DescribeEnd(rank) + (reported ? ": " + *reported : "") +
-            " (its exit shut the job down; rank " + std::to_string(earlier.rank) +
+            (died ? " (its peers failed on its death; rank "
+                  : " (its exit shut the job down; rank ") +
+            std::to_string(earlier.rank) +
             ", failed by that, exited first: " + DescribeEnd(earlier) + ")";
     } else if (reported) {
       why = *reported;

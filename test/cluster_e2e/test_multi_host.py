@@ -132,8 +132,8 @@ def test_a_killed_remote_rank_is_named_first_though_its_peers_exits_arrive_first
         # Then hvdrun names rank 2 (the peers told it whom they lost), with rank 2's code
         err = result.stderr.decode(errors="replace")
         assert result.returncode == 128 + signal.SIGKILL, err
-        assert re.search(r"rank 2 on hvd-h2 failed first: SIGKILL \(signal 9\) \(its exit shut "
-                         r"the job down; rank [01], failed by that, exited first: exit code 1\)",
+        assert re.search(r"rank 2 on hvd-h2 failed first: SIGKILL \(signal 9\) \(its peers failed "
+                         r"on its death; rank [01], failed by that, exited first: exit code 1\)",
                          err), err
         assert_hosts_clean(marker)
     finally:

@@ -127,6 +127,22 @@ TEST(FailureSummaryTest, ARankWhoseShutdownFailedAPeerThatExitedFirstIsNamedWith
             std::string::npos);
 }
 
+TEST(FailureSummaryTest, ARankKilledBeforeThePeersThatFailedOnItIsNamedWithItsSignal) {
+  // Rank 2 was SIGKILLed on another host; ranks 0 and 1 failed on losing it, and rank 0's exit
+  // reached hvdrun first (job control followed the ranks they named to rank 2).
+  JobOutcome outcome;
+  outcome.ranks = {Finished(0, Exited(1)), Finished(1, Exited(1)), Finished(2, Killed(SIGKILL))};
+  outcome.first_failed_rank = 2;
+  outcome.exited_before_cause = 0;
+  auto tail = [](int) { return std::vector<std::string>{}; };
+  std::string text = FormatFailureSummary(outcome, tail);
+  EXPECT_NE(text.find("rank 2 on localhost failed first: SIGKILL (signal 9) (its peers failed on "
+                      "its death; rank 0, failed by that, exited first: exit code 1); hvdrun "
+                      "exits 137"),
+            std::string::npos)
+      << text;
+}
+
 TEST(FailureSummaryTest, NamesFirstFailureAndShowsItsStderrTail) {
   JobOutcome outcome;
   outcome.ranks = {Finished(0, Killed(SIGTERM), /*stopped=*/true), Finished(1, Killed(SIGKILL))};
