@@ -47,8 +47,9 @@ hvd_cluster_kill_namespace_pids() {
   sleep 0.1
 }
 
-# Rewrites /etc/hosts without our block. Written in place (cat >) rather than renamed, because
-# /etc/hosts is often a bind mount in containers.
+# Rewrites /etc/hosts without our block. Written in place rather than renamed, because
+# /etc/hosts is often a bind mount in containers; over the old bytes, then cut to length, so that
+# it is never empty: a test resolving "localhost" beside this (ctest -j2) would fail then.
 hvd_cluster_remove_hosts_block() {
   grep -qF "$HVD_CLUSTER_HOSTS_BEGIN" /etc/hosts 2>/dev/null || return 0
   local tmp
@@ -57,7 +58,8 @@ hvd_cluster_remove_hosts_block() {
     $0 == b {skip = 1; next}
     skip && $0 == e {skip = 0; next}
     !skip {print}' /etc/hosts >"$tmp"
-  cat "$tmp" >/etc/hosts
+  dd if="$tmp" of=/etc/hosts conv=notrunc status=none
+  truncate -s "$(stat -c %s "$tmp")" /etc/hosts
   rm -f "$tmp"
 }
 
