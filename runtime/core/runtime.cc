@@ -678,8 +678,9 @@ void Runtime::StopOnError(const Status& s) {
     if (abort_requested_) return;  // Abort() fails the handles
   }
   HVD_LOG_ERROR("rank {}: {}", config_.rank, s.message());
-  // Before the handles fail: the rank may exit as soon as they have.
-  if (s.code() == StatusCode::kRemoteError) ReportLostMember();
+  // Before the handles fail: the rank may exit as soon as they have. Whatever the code (a
+  // NCCL wait that found its peer gone, a timeout), a member a communicator saw go is the cause.
+  ReportLostMember();
   FailEverything(s);
 }
 
