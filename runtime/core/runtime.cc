@@ -332,25 +332,25 @@ Status Runtime::ReportFailure(const std::string& text) {
                  text.substr(0, kMaxReport));
 }
 
-void Runtime::ReportShutdownCause(std::span<const int32_t> asked) {
-  if (asked.empty() || std::ranges::find(asked, config_.rank) != asked.end()) return;
+void Runtime::ReportCause(int32_t cause) {
   control::KvClient* kv = provider_ != nullptr ? provider_->kv() : nullptr;
   if (kv == nullptr) return;  // under mpirun or srun without hvdrun: nobody to tell
   Status s = kv->Set(std::string(control::kShutdownCausePrefix) + std::to_string(config_.rank),
-                     std::to_string(asked.front()));
-  if (!s.ok()) HVD_LOG_DEBUG("could not tell hvdrun who shut down: {}", s.message());
+                     std::to_string(cause));
+  if (!s.ok()) HVD_LOG_DEBUG("could not tell hvdrun which rank failed this one: {}", s.message());
+}
+
+void Runtime::ReportShutdownCause(std::span<const int32_t> asked) {
+  if (asked.empty() || std::ranges::find(asked, config_.rank) != asked.end()) return;
+  ReportCause(asked.front());
 }
 
 void Runtime::ReportLostMember() {
-  control::KvClient* kv = provider_ != nullptr ? provider_->kv() : nullptr;
-  if (kv == nullptr) return;  // under mpirun or srun without hvdrun: nobody to tell
   for (const auto& controller : sets_.Controllers()) {
     const int lost = controller->communicator()->lost_member();
     const std::vector<int32_t>& ranks = controller->ranks();
     if (lost < 0 || static_cast<size_t>(lost) >= ranks.size()) continue;
-    Status s = kv->Set(std::string(control::kShutdownCausePrefix) + std::to_string(config_.rank),
-                       std::to_string(ranks[static_cast<size_t>(lost)]));
-    if (!s.ok()) HVD_LOG_DEBUG("could not tell hvdrun which peer was lost: {}", s.message());
+    ReportCause(ranks[static_cast<size_t>(lost)]);
     return;
   }
 }

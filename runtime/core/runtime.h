@@ -211,6 +211,8 @@ class Runtime {
   // that rank as the first failure even when this rank's exit reaches it first (a SIGKILLed
   // rank on another host, whose hvd-agent's news travels further). Background thread.
   void ReportLostMember();
+  // What both write: `cause` under control::kShutdownCausePrefix + this rank.
+  void ReportCause(int32_t cause);
   // Asks hvdrun for the Python stacks of `ranks` (control::kStackRequestKey): the ranks a set's
   // stall inspector found missing. The thread running the cycle.
   void RequestStacks(std::span<const int32_t> ranks);
