@@ -1,6 +1,7 @@
 #ifndef HVD_RUNTIME_TRANSPORTS_COMMUNICATOR_H_
 #define HVD_RUNTIME_TRANSPORTS_COMMUNICATOR_H_
 
+#include <atomic>
 #include <chrono>
 #include <concepts>
 #include <cstdint>
@@ -288,6 +289,20 @@ Status CheckAndWithAllreduceArgs(const What& what, std::span<const uint64_t> wor
 template <typename What>
 Status CheckPostingArgs(const What& what, std::span<const int64_t> posted_bytes, int size,
                         size_t most);
+
+// What a transport keeps for Communicator::lost_member: the first member it noted lost (a
+// negative one is none). Note and get from any thread.
+class FirstLostMember {
+ public:
+  void Note(int member) {
+    int none = -1;
+    if (member >= 0) member_.compare_exchange_strong(none, member);
+  }
+  int get() const { return member_.load(); }
+
+ private:
+  std::atomic<int> member_{-1};
+};
 
 // For Communicator::CheckPeers over sockets: one poll(2) of `fds` that waits for nothing and
 // reads nothing, for the first socket whose connection the kernel saw closed or reset

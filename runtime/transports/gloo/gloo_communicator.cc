@@ -104,7 +104,7 @@ class GlooCommunicator final : public Communicator {
   void Abort() override;
   // Whether a member is gone (GlooSockets::CheckClosed), for a NCCL wait on the same members.
   Status CheckPeers() override;
-  int lost_member() const override { return lost_.load(); }
+  int lost_member() const override { return lost_.get(); }
 
  private:
   void NoteLost(int peer);  // lost_member()'s, the first time
@@ -144,7 +144,7 @@ class GlooCommunicator final : public Communicator {
   const int size_;
   const GlooThresholds thresholds_;
   std::atomic<bool> aborted_{false};
-  std::atomic<int> lost_{-1};  // lost_member()
+  FirstLostMember lost_;  // lost_member()
   // When the op running now started (steady clock, ns); 0 between ops. For the watch.
   std::atomic<int64_t> op_since_ns_{0};
   std::mutex watch_mu_;
@@ -501,8 +501,7 @@ Status GlooCommunicator::CheckPeers() {
 }
 
 void GlooCommunicator::NoteLost(int peer) {
-  int none = -1;
-  if (peer >= 0 && !aborted_.load()) lost_.compare_exchange_strong(none, peer);
+  if (!aborted_.load()) lost_.Note(peer);
 }
 
 void GlooCommunicator::Abort() {

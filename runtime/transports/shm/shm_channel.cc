@@ -292,7 +292,7 @@ Status ShmChannel::SleepOn(int k, uint32_t target) {
     if (aborted_.load()) return Fail(Status::Aborted(What() + ": the communicator was aborted"));
     const uint32_t failed = peer.failed.load();
     if (failed != kShmHealthy) {
-      NoteLost(k);
+      lost_.Note(k);
       return Fail(Status::RemoteError(
           What() + ": " + who() +
           (failed == kShmAborted ? " aborted its communicator" : " failed in a collective")));
@@ -304,7 +304,7 @@ Status ShmChannel::SleepOn(int k, uint32_t target) {
     }
     if (now >= next_check) {
       if (segment_->PeerExited(k)) {
-        NoteLost(k);
+        lost_.Note(k);
         return Fail(Status::RemoteError(What() + ": " + who() + " (pid " +
                                         std::to_string(peer.pid.load()) + ") exited"));
       }
@@ -332,24 +332,19 @@ Status ShmChannel::Fail(Status status) {
   return status;
 }
 
-void ShmChannel::NoteLost(int k) const {
-  int none = -1;
-  lost_.compare_exchange_strong(none, k);
-}
-
 Status ShmChannel::CheckPeers() const {
   for (int k = 0; k < size_; ++k) {
     if (k == rank_) continue;
     const ShmMember& peer = segment_->member(k);
     const uint32_t failed = peer.failed.load();
     if (failed != kShmHealthy) {
-      NoteLost(k);
+      lost_.Note(k);
       return Status::RemoteError(
           "shared-memory rank " + std::to_string(k) +
           (failed == kShmAborted ? " aborted its communicator" : " failed in a collective"));
     }
     if (segment_->PeerExited(k)) {
-      NoteLost(k);
+      lost_.Note(k);
       return Status::RemoteError("shared-memory rank " + std::to_string(k) + " (pid " +
                                  std::to_string(peer.pid.load()) + ") exited");
     }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "runtime/transports/communicator.h"
 #include "runtime/transports/data_type.h"
 #include "runtime/transports/shm/shm_segment.h"
 
@@ -111,10 +112,9 @@ class ShmChannel {
   // exited, is kRemoteError naming it. Changes nothing in the segment.
   Status CheckPeers() const;
   // Communicator::lost_member: the first member a wait found failed, aborted or exited; -1 none.
-  int lost_member() const { return lost_.load(); }
+  int lost_member() const { return lost_.get(); }
 
  private:
-  void NoteLost(int k) const;  // lost_member()'s, the first time
   // One round in which every member posts `value` and folds every member's into its own, in
   // member order (the same answer everywhere for a commutative `fold`).
   Result<int64_t> AgreeRound(int64_t value, int64_t (*fold)(int64_t, int64_t));
@@ -144,7 +144,7 @@ class ShmChannel {
   std::chrono::steady_clock::time_point deadline_;
   Status broken_;  // first failure; touched only by the calling thread
   std::atomic<bool> aborted_{false};
-  mutable std::atomic<int> lost_{-1};
+  mutable FirstLostMember lost_;
   std::mutex abort_mu_;  // serializes Abort with destruction of segment_
 };
 

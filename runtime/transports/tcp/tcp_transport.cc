@@ -129,13 +129,8 @@ Status TcpTransport::PeerError(int peer, const char* what, int err) const {
   std::string msg = peer_names_[peer] + " " + what;
   if (err != 0) msg += std::string(": ") + std::strerror(err);
   if (aborted_.load()) return Status::Aborted("the communicator was aborted (" + msg + ")");
-  NoteLost(peer);
+  lost_peer_.Note(peer);
   return Status::RemoteError(msg);
-}
-
-void TcpTransport::NoteLost(int peer) const {
-  int none = -1;
-  lost_peer_.compare_exchange_strong(none, peer);
 }
 
 size_t TcpTransport::SendLimit(const TcpStream& s) const {
@@ -263,7 +258,7 @@ Status TcpTransport::CheckPeersAlive(std::span<TcpStream> streams) const {
     if (s.finished() || !PeerSilent(fds_[s.peer], heartbeat_timeout_)) continue;
     char seconds[32];
     std::snprintf(seconds, sizeof(seconds), "%.1f s", heartbeat_timeout_.count() / 1000.0);
-    NoteLost(s.peer);
+    lost_peer_.Note(s.peer);
     return Status::RemoteError(peer_names_[s.peer] + " acknowledged nothing for " + seconds +
                                " (HVD_HEARTBEAT_TIMEOUT_SECONDS): its host is down or "
                                "unreachable");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/transports/communicator.h"
 
 namespace hvd::runtime {
 
@@ -146,7 +147,7 @@ class TcpTransport {
   bool aborted() const { return aborted_.load(); }
   const std::string& peer_name(int r) const { return peer_names_[r]; }
   // Communicator::lost_member: the first peer a failure named (closed, reset, silent), -1 none.
-  int lost_peer() const { return lost_peer_.load(); }
+  int lost_peer() const { return lost_peer_.get(); }
 
  private:
   // Move as many bytes as the socket takes now; *moved is set when any byte moved.
@@ -156,13 +157,12 @@ class TcpTransport {
   size_t SendLimit(const TcpStream& s) const;
   // kRemoteError naming `peer` (kAborted after Abort()); notes it as lost_peer().
   Status PeerError(int peer, const char* what, int err) const;
-  void NoteLost(int peer) const;
   Status CheckPeersAlive(std::span<TcpStream> streams) const;
 
   const int rank_;
   std::vector<int> fds_;
   std::vector<std::string> peer_names_;
-  mutable std::atomic<int> lost_peer_{-1};
+  mutable FirstLostMember lost_peer_;
   int abort_fd_ = -1;  // eventfd
   std::atomic<bool> aborted_{false};
   std::chrono::milliseconds heartbeat_timeout_{0};
