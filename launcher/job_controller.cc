@@ -334,14 +334,7 @@ void JobController::TakeExits() {
   hold_deadline_.reset();
   std::vector<std::pair<int, int>> exits = std::move(exits_);
   exits_.clear();
-  // They had all ended before the first is taken: a SIGTERM that taking it sends reached none.
-  std::vector<bool> signalled;
-  for (const auto& exit : exits)
-    signalled.push_back(states_[static_cast<size_t>(exit.first)].signalled);
-  for (size_t i = 0; i < exits.size(); ++i) {
-    states_[static_cast<size_t>(exits[i].first)].signalled = signalled[i];
-    OnRankExit(exits[i].first, exits[i].second);
-  }
+  for (const auto& [rank, status] : exits) OnRankExit(rank, status);
 }
 
 // A rank under a guardian has ended when its own process has, and the guardian then ends the
@@ -384,6 +377,7 @@ void JobController::OnHandleEvent(int rank) {
 void JobController::OnRankExit(int rank, int wait_status) {
   RankOutcome& outcome = outcome_.ranks[static_cast<size_t>(rank)];
   outcome.finished = true;
+  states_[static_cast<size_t>(rank)].ended = true;  // also for one that never got to exits_
   outcome.wait_status = wait_status;
   if (!WaitStatusIsSuccess(wait_status) && !states_[static_cast<size_t>(rank)].signalled) {
     outcome.kill_cause = KillCause(rank, wait_status);
@@ -484,7 +478,8 @@ void JobController::BeginTermination() {
 
 void JobController::SignalRunning(int signo) {
   for (size_t r = 0; r < states_.size(); ++r) {
-    if (!outcome_.ranks[r].started || outcome_.ranks[r].finished) continue;
+    // An end already seen (exits_, not yet taken) is not hvdrun's doing: no signal reaches it.
+    if (!outcome_.ranks[r].started || states_[r].ended) continue;
     if (signo == SIGTERM && std::ranges::count(cause_chain_, static_cast<int>(r)) != 0) {
       continue;  // SIGKILL only
     }

@@ -90,7 +90,7 @@ class JobController {
     int rank_pidfd = -1;
     int fds[2] = {-1, -1};  // stdout, stderr
     bool signalled = false;
-    bool ended = false;                  // its end is in exits_ (finished once taken)
+    bool ended = false;                  // its end was seen: in exits_, or taken (finished)
     std::unique_ptr<RankHandle> handle;  // remote ranks (pid is -1)
   };
 
