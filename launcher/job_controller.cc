@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,11 +25,6 @@ constexpr int kStdinOwner = -2;
 constexpr int kStackOwner = -3;
 // Poll-set stream index of a remote rank's exit event.
 constexpr int kExitEvent = 2;
-// RankState::rank_pidfd of a rank whose process had ended before hvdrun could open one.
-constexpr int kGone = -2;
-// How long the first failure waits for a guardian to pass on its rank's end (HoldFirstFailure);
-// it takes microseconds, unless the machine is overloaded.
-constexpr double kHoldForGuardianS = 2;
 
 std::chrono::steady_clock::duration Seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -109,10 +103,7 @@ bool JobController::SpawnOne(const SpawnRequest& request) {
   }
   state.pid = spawned->pid;
   state.rank_pid = spawned->rank_pid;
-  if (!spawned->handle && spawned->rank_pid > 0 && spawned->rank_pid != spawned->pid) {
-    state.rank_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, spawned->rank_pid, 0));
-    if (state.rank_pidfd < 0 && errno == ESRCH) state.rank_pidfd = kGone;
-  }
+  if (!spawned->handle) state.rank_process = RankProcessWatch(spawned->rank_pid, spawned->pid);
   state.fds[0] = spawned->stdout_fd;
   state.fds[1] = spawned->stderr_fd;
   state.handle = std::move(spawned->handle);
@@ -206,8 +197,11 @@ void JobController::EventLoop() {
         output_.ClosePipe(owner, which, states_[static_cast<size_t>(owner)].fds);
       }
     }
-    if (ready > 0 && fds[0].revents != 0) HandleSignals();
-    TakeExits();  // the remote ranks' exits seen above, when no signal was
+    if (ready > 0 && fds[0].revents != 0) {
+      HandleSignals();  // takes every exit seen, the remote ranks' above too
+    } else {
+      TakeExits();  // the remote ranks' exits seen above, or a hold that is over
+    }
     if (output_.console_closed()) OnLauncherSignal(SIGPIPE);
     if (!cause_chain_.empty() && Clock::now() >= cause_deadline_) StopAwaitingCause();
     switch (timeout_.Check(Clock::now(), terminating_)) {
@@ -317,20 +311,14 @@ void JobController::ReapExited() {
   }
 }
 
-// Rank order is not the order of failure: when a rank is SIGKILLed and its peers exit 1
-// because of it, all of them are often seen at once (one SIGCHLD pass, one poll's events), and
-// the peer of lower rank would be taken as the first failure. A death by a signal hvdrun did
-// not send is the likelier cause, so it goes first, then the other failures, then the rest.
+// Likeliest first failure first (launcher/local/exit_order.h): a death by a signal hvdrun did
+// not send, then the other failures, then the rest.
 void JobController::TakeExits() {
   if (exits_.empty()) return;
-  auto order = [this](const std::pair<int, int>& exit) {
-    const auto [rank, status] = exit;
-    if (WaitStatusIsSuccess(status)) return 2;
-    return WIFSIGNALED(status) && !states_[static_cast<size_t>(rank)].signalled ? 0 : 1;
-  };
-  std::stable_sort(exits_.begin(), exits_.end(),
-                   [&order](const auto& a, const auto& b) { return order(a) < order(b); });
-  if (order(exits_.front()) == 1 && HoldFirstFailure(exits_)) return;
+  auto signalled = [this](int rank) { return states_[static_cast<size_t>(rank)].signalled; };
+  OrderExits(exits_, signalled);
+  const auto [first, status] = exits_.front();
+  if (ExitPriority(status, signalled(first)) == 1 && HoldFirstFailure(exits_)) return;
   hold_deadline_.reset();
   std::vector<std::pair<int, int>> exits = std::move(exits_);
   exits_.clear();
@@ -346,9 +334,7 @@ bool JobController::HoldFirstFailure(const std::vector<std::pair<int, int>>& exi
   if (hold_deadline_ && now >= *hold_deadline_) return false;
   for (size_t r = 0; r < states_.size(); ++r) {
     const RankState& state = states_[r];
-    if (!outcome_.ranks[r].started || state.ended || state.rank_pidfd == -1) continue;
-    pollfd ended = {state.rank_pidfd, POLLIN, 0};
-    if (state.rank_pidfd != kGone && ::poll(&ended, 1, 0) <= 0) continue;
+    if (!outcome_.ranks[r].started || state.ended || !state.rank_process.Ended()) continue;
     if (!hold_deadline_) {
       hold_deadline_ = now + Seconds(kHoldForGuardianS);
       PrintStep(options_.verbose, "rank " + std::to_string(exits.front().first) +
@@ -505,8 +491,7 @@ void JobController::SignalRank(int rank, int signo) {
 // all gone answers ESRCH; Linux does not reuse a pid while it still names a process group.
 void JobController::SweepProcessGroups() {
   for (size_t r = 0; r < states_.size(); ++r) {
-    if (states_[r].rank_pidfd >= 0) ::close(states_[r].rank_pidfd);
-    states_[r].rank_pidfd = -1;
+    states_[r].rank_process.Close();
     if (states_[r].pid > 0) ::kill(-states_[r].pid, SIGKILL);
     if (states_[r].handle) states_[r].handle->Close();
   }

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "launcher/local/exit_order.h"
 #include "launcher/local/job_timeout.h"
 #include "launcher/local/rank_spawner.h"
 #include "launcher/local/signal_channel.h"
@@ -84,11 +85,9 @@ class JobController {
   using Clock = std::chrono::steady_clock;
   struct RankState {
     pid_t pid = -1;
-    pid_t rank_pid = -1;  // SpawnedRank::rank_pid
-    // A pidfd of rank_pid when it is not `pid` (the rank under a guardian); kGone when it had
-    // ended by then; -1 = none.
-    int rank_pidfd = -1;
-    int fds[2] = {-1, -1};  // stdout, stderr
+    pid_t rank_pid = -1;            // SpawnedRank::rank_pid
+    RankProcessWatch rank_process;  // rank_pid, when it runs under a guardian (pid)
+    int fds[2] = {-1, -1};          // stdout, stderr
     bool signalled = false;
     bool ended = false;                  // its end was seen: in exits_, or taken (finished)
     std::unique_ptr<RankHandle> handle;  // remote ranks (pid is -1)

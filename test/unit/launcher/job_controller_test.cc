@@ -16,6 +16,7 @@
 #include "launcher/local/local_spawner.h"
 #include "launcher/outcome/exit_codes.h"
 #include "launcher/outcome/wait_status.h"
+#include "test/fakes/ending_spawners.h"
 
 namespace hvd::launcher {
 namespace {
@@ -276,32 +277,6 @@ class SlowSpawner : public RankSpawner {
   LocalSpawner local_;
 };
 
-// Starts ranks like LocalSpawner, but the last Spawn returns only once every rank has ended
-// (left unreaped), so job control sees all their exits in one pass.
-class AllEndedSpawner : public RankSpawner {
- public:
-  explicit AllEndedSpawner(int size) : size_(size) {}
-  Result<SpawnedRank> Spawn(const SpawnRequest& request) override {
-    Result<SpawnedRank> spawned = local_.Spawn(request);
-    if (!spawned.ok()) return spawned;
-    pids_.push_back(spawned->pid);
-    if (static_cast<int>(pids_.size()) == size_) {
-      for (pid_t pid : pids_) {
-        siginfo_t info{};
-        while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 &&
-               errno == EINTR) {
-        }
-      }
-    }
-    return spawned;
-  }
-
- private:
-  int size_;
-  std::vector<pid_t> pids_;
-  LocalSpawner local_;
-};
-
 // Rank 2 is SIGKILLed and rank 0 then exits 1 (its collectives failed on the lost peer), both
 // before job control looks: rank 2 is the first failure, not the lower rank.
 TEST_F(JobControllerTest, ASignalDeathSeenWithItsPeersExitsIsTheFirstFailure) {
@@ -319,40 +294,6 @@ TEST_F(JobControllerTest, ASignalDeathSeenWithItsPeersExitsIsTheFirstFailure) {
   EXPECT_FALSE(outcome.ranks[0].stopped_by_hvdrun);
   EXPECT_TRUE(outcome.ranks[1].finished);
 }
-
-// Starts ranks like LocalSpawner, but the last rank's guardian is slow: its rank process (a
-// stand-in, ended at once) is dead, and the guardian (the shell) passes on a SIGKILL only once
-// hvdrun has reaped rank 0.
-class LateGuardianSpawner : public RankSpawner {
- public:
-  explicit LateGuardianSpawner(int size) : size_(size) {}
-  ~LateGuardianSpawner() override {
-    if (dead_ > 0) waitpid(dead_, nullptr, 0);
-  }
-  Result<SpawnedRank> Spawn(const SpawnRequest& request) override {
-    SpawnRequest copy = request;
-    if (request.rank == size_ - 1) {
-      copy.env["WAIT_PID"] = std::to_string(first_pid_);
-      dead_ = fork();
-      if (dead_ == 0) _exit(0);
-      siginfo_t info{};
-      while (waitid(P_PID, static_cast<id_t>(dead_), &info, WEXITED | WNOWAIT) < 0 &&
-             errno == EINTR) {
-      }
-    }
-    Result<SpawnedRank> spawned = local_.Spawn(copy);
-    if (!spawned.ok()) return spawned;
-    if (request.rank == 0) first_pid_ = spawned->pid;
-    if (request.rank == size_ - 1) spawned->rank_pid = dead_;
-    return spawned;
-  }
-
- private:
-  int size_;
-  pid_t first_pid_ = -1;
-  pid_t dead_ = -1;
-  LocalSpawner local_;
-};
 
 // Rank 2's process is SIGKILLed; rank 0 fails on it and is reaped before rank 2's guardian
 // says so. Rank 2 is still the first failure: hvdrun waits for the guardian.
