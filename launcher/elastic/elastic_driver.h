@@ -127,6 +127,8 @@ class ElasticDriver {
   std::optional<TimePoint> NextDeadline() const;
 
   std::optional<ElasticEnd> end() const { return end_; }
+  // Whether a worker has failed (the job's first failure is known).
+  bool failure_seen() const { return first_failure_status_.has_value(); }
   int64_t round() const { return round_; }
   int reset_count() const { return reset_count_; }
   int live_workers() const;

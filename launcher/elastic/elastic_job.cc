@@ -83,9 +83,9 @@ void ElasticJob::Loop() {
     while (!deferred_exits_.empty()) {
       auto [id, status] = deferred_exits_.front();
       deferred_exits_.erase(deferred_exits_.begin());
-      WorkerExited(id, status);
+      SeeExit(id, status);
     }
-    if ((driver_.end() || launcher_signal_) && !AnyAlive()) return;
+    if ((driver_.end() || launcher_signal_) && !AnyAlive() && exits_.empty()) return;
     BuildPollSet(fds, owners);
     int ready = ::poll(fds.data(), fds.size(), PollTimeoutMs());
     if (ready < 0 && errno != EINTR) {
@@ -111,6 +111,7 @@ void ElasticJob::Loop() {
         context_.output->ClosePipe(owner, which, procs_.at(owner).fds);
       }
     }
+    TakeExits();
     if (context_.output->console_closed() && !launcher_signal_) OnLauncherSignal(SIGPIPE);
     KillOverdue();
     CheckTimeout();
@@ -120,8 +121,9 @@ void ElasticJob::Loop() {
 }
 
 int ElasticJob::PollTimeoutMs() const {
-  if (!deferred_exits_.empty()) return 0;
+  if (!deferred_exits_.empty() || (!exits_.empty() && !hold_deadline_)) return 0;
   std::optional<Clock::time_point> next = driver_.NextDeadline();
+  if (hold_deadline_ && (!next || *hold_deadline_ < *next)) next = hold_deadline_;
   for (const auto& [id, p] : procs_) {
     if (!p.exited && p.kill_at && (!next || *p.kill_at < *next)) next = p.kill_at;
   }
@@ -274,7 +276,7 @@ void ElasticJob::ReapExited() {
     do {
       pid = ::waitpid(p.pid, &status, WNOHANG);
     } while (pid < 0 && errno == EINTR);
-    if (pid == p.pid) WorkerExited(id, status);
+    if (pid == p.pid) SeeExit(id, status);
   }
 }
 
@@ -288,20 +290,56 @@ void ElasticJob::OnHandleEvent(int id) {
   p.lost = transport;
   // A lost host's session goes with it: the host, if admitted again, gets a new one.
   if (!transport.empty() && context_.agents != nullptr) context_.agents->DropIfEnded(p.host);
-  WorkerExited(id, *status);
+  SeeExit(id, *status);
 }
 
-void ElasticJob::WorkerExited(int id, int wait_status) {
+void ElasticJob::SeeExit(int id, int wait_status) {
   Proc& p = procs_.at(id);
   if (p.exited) return;
   p.exited = true;
   p.wait_status = wait_status;
+  p.rank_process.Close();
   if (!WaitStatusIsSuccess(wait_status) && !p.stopped && !p.removed && !killed_) {
     p.kill_cause = p.handle    ? p.handle->KillCause()
                    : p.pid > 0 ? ExplainKill(p.rank_pid, wait_status, oom_kills_at_start_)
                                : std::nullopt;
   }
   context_.output->DrainAndClosePipes(id, procs_.at(id).fds);
+  exits_.emplace_back(id, wait_status);
+}
+
+// Likeliest first failure first (launcher/local/exit_order.h), as job control does.
+void ElasticJob::TakeExits() {
+  if (exits_.empty()) return;
+  auto stopped = [this](int id) { return procs_.at(id).stopped; };
+  OrderExits(exits_, stopped);
+  const auto [first, status] = exits_.front();
+  if (ExitPriority(status, stopped(first)) == 1 && HoldFirstFailure(first)) return;
+  hold_deadline_.reset();
+  std::vector<std::pair<int, int>> exits = std::move(exits_);
+  exits_.clear();
+  for (const auto& [id, wait_status] : exits) TakeExit(id, wait_status);
+}
+
+bool ElasticJob::HoldFirstFailure(int failed) {
+  if (driver_.failure_seen() || driver_.end() || launcher_signal_ || killed_) return false;
+  const Clock::time_point now = Clock::now();
+  if (hold_deadline_ && now >= *hold_deadline_) return false;
+  for (const auto& [id, p] : procs_) {
+    if (p.exited || !p.rank_process.Ended()) continue;
+    if (!hold_deadline_) {
+      hold_deadline_ = now + SecondsOf(kHoldForGuardianS);
+      PrintStep(context_.spec->verbose,
+                "worker " + std::to_string(failed) + " failed after worker " + std::to_string(id) +
+                    "'s process ended; waiting for worker " + std::to_string(id) + "'s status");
+    }
+    return true;
+  }
+  return false;
+}
+
+void ElasticJob::TakeExit(int id, int wait_status) {
+  Proc& p = procs_.at(id);
   PrintStep(context_.spec->verbose, "worker " + std::to_string(id) + " finished: " +
                                         DescribeWaitStatus(wait_status, p.kill_cause.value_or("")));
   if (!launcher_signal_) {
@@ -388,6 +426,7 @@ void ElasticJob::Spawn(int id, const std::string& host, int slot, int host_slots
   }
   p.pid = spawned->pid;
   p.rank_pid = spawned->rank_pid;
+  if (!spawned->handle) p.rank_process = RankProcessWatch(spawned->rank_pid, spawned->pid);
   p.fds[0] = spawned->stdout_fd;
   p.fds[1] = spawned->stderr_fd;
   p.handle = std::move(spawned->handle);
@@ -459,7 +498,8 @@ void ElasticJob::OnAgents() {
 
 void ElasticJob::Send(int id, int64_t n, const elastic::Message& message) {
   context_.server->Set(elastic::MailKey(id, n), elastic::EncodeMessage(message));
-  if (message.removed) procs_[id].removed = true;
+  // A worker whose end was seen (not yet taken) left by itself: no removal reached it.
+  if (message.removed && !procs_[id].exited) procs_[id].removed = true;
 }
 
 void ElasticJob::NotifyHosts(int64_t timestamp, int flags) {

@@ -17,6 +17,7 @@
 #include "launcher/elastic/elastic_agents.h"
 #include "launcher/elastic/elastic_driver.h"
 #include "launcher/local/event_queue.h"
+#include "launcher/local/exit_order.h"
 #include "launcher/local/job_timeout.h"
 #include "launcher/local/rank_leftovers.h"
 #include "launcher/local/rank_spawner.h"
@@ -104,11 +105,12 @@ class ElasticJob : public ElasticActions {
   using Clock = ElasticClock;
   struct Proc {
     pid_t pid = -1;
-    pid_t rank_pid = -1;  // SpawnedRank::rank_pid
+    pid_t rank_pid = -1;            // SpawnedRank::rank_pid
+    RankProcessWatch rank_process;  // rank_pid, when it runs under a guardian (pid)
     int fds[2] = {-1, -1};
     std::unique_ptr<RankHandle> handle;
     std::string host;
-    bool exited = false;
+    bool exited = false;  // its end was seen (in exits_, or taken)
     int wait_status = 0;
     bool stopped = false;                   // hvdrun signalled it
     bool removed = false;                   // the driver removed it from the job
@@ -134,9 +136,16 @@ class ElasticJob : public ElasticActions {
   void SpawnRemote(int id, const SpawnRequest& request);
   void StartOnAgent(int id, const SpawnRequest& request, AgentSession& session);
   void OnReady();
+  // Collect the workers that ended (into exits_) ...
   void ReapExited();
   void OnHandleEvent(int id);
-  void WorkerExited(int id, int wait_status);
+  void SeeExit(int id, int wait_status);
+  // ... and take them, likeliest first failure first, telling the driver (TakeExit).
+  void TakeExits();
+  // Whether the first failure, `failed`'s, must wait: a local worker's own process has ended
+  // while its guardian has not yet passed that on (launcher/local/exit_order.h).
+  bool HoldFirstFailure(int failed);
+  void TakeExit(int id, int wait_status);
   void KillOverdue();
   void KillAndReapAll();
   bool AnyAlive() const;
@@ -155,6 +164,8 @@ class ElasticJob : public ElasticActions {
   // Workers that never started (spawn or exec failure): reported to the driver from the loop,
   // never from inside one of its calls.
   std::vector<std::pair<int, int>> deferred_exits_;
+  std::vector<std::pair<int, int>> exits_;          // (id, wait status) seen but not yet taken
+  std::optional<Clock::time_point> hold_deadline_;  // HoldFirstFailure's, while it holds
   // Workers waiting for their host's agent to connect, by host.
   std::map<std::string, std::vector<std::pair<int, SpawnRequest>>> awaiting_agent_;
 };
