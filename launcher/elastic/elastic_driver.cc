@@ -83,6 +83,11 @@ int ElasticDriver::live_workers() const {
   return n;
 }
 
+bool ElasticDriver::FailedOnItsOwn(int id) const {
+  auto it = workers_.find(id);
+  return it != workers_.end() && !it->second.alive && it->second.failed;
+}
+
 std::optional<int> ElasticDriver::WorkerOfRank(int rank) const {
   for (const auto& [id, w] : workers_) {
     if (w.alive && !w.removed && w.round == round_ && round_ > 0 && w.rank == rank) return id;

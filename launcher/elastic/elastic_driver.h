@@ -134,6 +134,9 @@ class ElasticDriver {
   int live_workers() const;
   // The live worker that has `rank` in the current round; nullopt when none has.
   std::optional<int> WorkerOfRank(int rank) const;
+  // Whether worker `id` ended failing on its own: not stopped by the driver, and not leaving
+  // after it read its removal (a removed worker that fails before it read it failed itself).
+  bool FailedOnItsOwn(int id) const;
 
  private:
   struct Worker {

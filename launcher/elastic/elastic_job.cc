@@ -566,7 +566,9 @@ int ElasticJob::Finish() {
     rank.started = p.pid > 0 || p.handle != nullptr;
     rank.finished = p.exited;
     rank.wait_status = p.wait_status;
-    rank.stopped_by_hvdrun = (p.stopped || p.removed) && p.lost.empty();
+    // A removed worker that failed before it read its removal failed on its own.
+    rank.stopped_by_hvdrun =
+        (p.stopped || p.removed) && p.lost.empty() && !driver_.FailedOnItsOwn(id);
     if (!p.lost.empty()) rank.transport_error = p.lost;
     rank.kill_cause = p.kill_cause;
     outcome.ranks.push_back(rank);

@@ -66,16 +66,27 @@ class ElasticJobTest : public ::testing::Test {
     options.elastic_timeout = std::chrono::seconds(10);
     options.grace_period = std::chrono::seconds(1);  // removed workers still running: stopped
     int code;
+    ::testing::internal::CaptureStderr();  // hvdrun's own lines
     {
       ElasticJob job(context, options);
       code = job.Run({{"localhost", np, std::nullopt}});
     }
+    said_ = ::testing::internal::GetCapturedStderr();
     (*server)->Stop();
     return code;
   }
 
+  // The failure summary's line of worker `id` ("  1     localhost  exit code 4").
+  std::string SummaryLine(int id) const {
+    const std::string start = "\n  " + std::to_string(id) + " ";
+    size_t at = said_.rfind(start);
+    if (at == std::string::npos) return "";
+    return said_.substr(at + 1, said_.find('\n', at + 1) - at - 1);
+  }
+
   int out_fd_ = -1;
   int err_fd_ = -1;
+  std::string said_;  // what hvdrun printed
 };
 
 // Worker `id` runs `what`; the others sleep.
@@ -90,6 +101,14 @@ TEST_F(ElasticJobTest, EveryWorkerFailingEndsTheJobWithTheFirstFailuresCode) {
   auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(Run(2, Case({"exit 3", "sleep 0.3; exit 4"}), spawner), 3);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_NE(said_.find("every worker of the job failed; the first failure: worker 0 on "
+                       "localhost: exit code 3; hvdrun exits 3"),
+            std::string::npos)
+      << said_;
+  // Removed when worker 0's failure blacklisted the host, but failing before it could read
+  // that: its own failure, not hvdrun's stop.
+  EXPECT_EQ(SummaryLine(1).find("stopped by hvdrun"), std::string::npos) << said_;
+  EXPECT_NE(SummaryLine(1).find("exit code 4"), std::string::npos) << said_;
 }
 
 // Worker 2 is SIGKILLed and worker 0 then exits 1 (its collectives failed on the lost peer),
@@ -103,6 +122,9 @@ TEST_F(ElasticJobTest, ASignalDeathSeenWithItsPeersExitsIsTheFirstFailure) {
       Run(3, Case({wait + "exit 1", wait + "exit 1", "touch " + dead + "; kill -9 $$"}), spawner);
   unlink(dead.c_str());
   EXPECT_EQ(code, kExitSignalBase + SIGKILL);
+  EXPECT_NE(said_.find("the first failure: worker 2 on localhost: SIGKILL (signal 9)"),
+            std::string::npos)
+      << said_;
 }
 
 // Worker 2's process is SIGKILLed; worker 0 fails on it and is reaped before worker 2's
@@ -119,6 +141,13 @@ TEST_F(ElasticJobTest, APeerFailingBeforeTheGuardianOfTheKilledWorkerReportsWait
           spawner);
   unlink(go.c_str());
   EXPECT_EQ(code, kExitSignalBase + SIGKILL);
+  EXPECT_NE(said_.find("the first failure: worker 2 on localhost: SIGKILL (signal 9)"),
+            std::string::npos)
+      << said_;
+  // Worker 0 exited before the driver removed it; worker 1 was stopped after the removal.
+  EXPECT_EQ(SummaryLine(0).find("stopped by hvdrun"), std::string::npos) << said_;
+  EXPECT_NE(SummaryLine(1).find("SIGTERM (signal 15), stopped by hvdrun"), std::string::npos)
+      << said_;
 }
 
 }  // namespace
