@@ -20,7 +20,8 @@ namespace {
 constexpr std::string_view kKilled = "Killed process ";
 constexpr std::string_view kAnonRss = "anon-rss:";
 
-std::optional<uint64_t> ParseNumber(std::string_view text, size_t* used) {
+// The decimal number `text` starts with; *used: its length.
+std::optional<uint64_t> ParseLeadingNumber(std::string_view text, size_t* used) {
   uint64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end == text.data()) return std::nullopt;
@@ -66,7 +67,7 @@ std::optional<OomKillRecord> ParseOomKillMessage(std::string_view message) {
   std::string_view rest = message.substr(at + kKilled.size());
   if (!rest.empty() && rest[0] == '0') return std::nullopt;  // the kernel writes no leading 0
   size_t used = 0;
-  std::optional<uint64_t> pid = ParseNumber(rest, &used);
+  std::optional<uint64_t> pid = ParseLeadingNumber(rest, &used);
   if (!pid || *pid == 0 || *pid > static_cast<uint64_t>(INT32_MAX)) return std::nullopt;
   record.pid = static_cast<pid_t>(*pid);
   rest.remove_prefix(used);
@@ -81,7 +82,7 @@ std::optional<OomKillRecord> ParseOomKillMessage(std::string_view message) {
   record.constraint = std::string(before);
   const size_t rss = rest.find(kAnonRss);
   if (rss != std::string_view::npos) {
-    std::optional<uint64_t> kb = ParseNumber(rest.substr(rss + kAnonRss.size()), &used);
+    std::optional<uint64_t> kb = ParseLeadingNumber(rest.substr(rss + kAnonRss.size()), &used);
     if (kb) record.anon_rss_kb = *kb;
   }
   return record;
