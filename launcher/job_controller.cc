@@ -139,7 +139,7 @@ int JobController::PollTimeoutMs() const {
     if (!cause_chain_.empty()) consider(cause_deadline_);
   }
   if (std::optional<Clock::time_point> t = timeout_.NextDeadline(terminating_)) consider(*t);
-  if (hold_deadline_) consider(*hold_deadline_);
+  if (std::optional<Clock::time_point> hold = exits_.hold_deadline()) consider(*hold);
   if (!next) return -1;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now());
   return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 3600 * 1000));
@@ -225,7 +225,7 @@ void JobController::EventLoop() {
 
 // The last resort when the event loop itself fails: nothing may outlive hvdrun.
 void JobController::KillAndReapAll() {
-  hold_deadline_ = Clock::now();  // what was seen is taken now
+  exits_.StopHolding();  // what was seen is taken now
   TakeExits();
   SignalRunning(SIGKILL);
   killed_ = true;
@@ -306,45 +306,37 @@ void JobController::ReapExited() {
     } while (pid < 0 && errno == EINTR);
     if (pid == states_[r].pid) {
       states_[r].ended = true;
-      exits_.emplace_back(static_cast<int>(r), status);
+      exits_.Add(static_cast<int>(r), status);
     }
   }
 }
 
 // Likeliest first failure first (launcher/local/exit_order.h): a death by a signal hvdrun did
-// not send, then the other failures, then the rest.
+// not send, then the other failures, then the rest. A rank under a guardian has ended when its
+// own process has, and the guardian then ends the same way a moment later; a peer that failed
+// on that rank's death may be seen first (its guardian was quicker): it is not the first
+// failure, so it waits for the guardian.
 void JobController::TakeExits() {
-  if (exits_.empty()) return;
-  auto signalled = [this](int rank) { return states_[static_cast<size_t>(rank)].signalled; };
-  OrderExits(exits_, signalled);
-  const auto [first, status] = exits_.front();
-  if (ExitPriority(status, signalled(first)) == 1 && HoldFirstFailure(exits_)) return;
-  hold_deadline_.reset();
-  std::vector<std::pair<int, int>> exits = std::move(exits_);
-  exits_.clear();
-  for (const auto& [rank, status] : exits) OnRankExit(rank, status);
-}
-
-// A rank under a guardian has ended when its own process has, and the guardian then ends the
-// same way a moment later. A peer that failed on that rank's death may be seen first (its
-// guardian was quicker): it is not the first failure, so it waits for the guardian.
-bool JobController::HoldFirstFailure(const std::vector<std::pair<int, int>>& exits) {
-  if (outcome_.first_failed_rank || terminating_) return false;
-  const Clock::time_point now = Clock::now();
-  if (hold_deadline_ && now >= *hold_deadline_) return false;
-  for (size_t r = 0; r < states_.size(); ++r) {
-    const RankState& state = states_[r];
-    if (!outcome_.ranks[r].started || state.ended || !state.rank_process.Ended()) continue;
-    if (!hold_deadline_) {
-      hold_deadline_ = now + Seconds(kHoldForGuardianS);
-      PrintStep(options_.verbose, "rank " + std::to_string(exits.front().first) +
-                                      " failed after rank " + std::to_string(r) +
-                                      "'s process ended; waiting for rank " + std::to_string(r) +
-                                      "'s status");
+  PendingExits::Hooks hooks;
+  hooks.signalled = [this](int rank) { return states_[static_cast<size_t>(rank)].signalled; };
+  hooks.unreported = [this]() -> std::optional<int> {
+    if (outcome_.first_failed_rank || terminating_) return std::nullopt;
+    for (size_t r = 0; r < states_.size(); ++r) {
+      const RankState& state = states_[r];
+      if (outcome_.ranks[r].started && !state.ended && state.rank_process.Ended()) {
+        return static_cast<int>(r);
+      }
     }
-    return true;
-  }
-  return false;
+    return std::nullopt;
+  };
+  hooks.on_hold = [this](int failed, int waited_for) {
+    PrintStep(options_.verbose, "rank " + std::to_string(failed) + " failed after rank " +
+                                    std::to_string(waited_for) +
+                                    "'s process ended; waiting for rank " +
+                                    std::to_string(waited_for) + "'s status");
+  };
+  hooks.take = [this](int rank, int wait_status) { OnRankExit(rank, wait_status); };
+  exits_.Take(hooks);
 }
 
 void JobController::OnHandleEvent(int rank) {
@@ -357,7 +349,7 @@ void JobController::OnHandleEvent(int rank) {
     outcome_.ranks[static_cast<size_t>(rank)].transport_error = transport;
     if (!state.signalled) PrintToUser("rank " + std::to_string(rank) + ": " + transport);
   }
-  exits_.emplace_back(rank, *status);
+  exits_.Add(rank, *status);
 }
 
 void JobController::OnRankExit(int rank, int wait_status) {

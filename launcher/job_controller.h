@@ -107,11 +107,8 @@ class JobController {
   // Collect the ranks that ended (into exits_) ...
   void ReapExited();
   void OnHandleEvent(int rank);
-  // ... and take them, likeliest first failure first.
+  // ... and take them (OnRankExit), likeliest first failure first.
   void TakeExits();
-  // Whether the first failure must wait: `exits` hold no death by a signal hvdrun did not send,
-  // but a local rank's own process has ended while its guardian has not yet passed that on.
-  bool HoldFirstFailure(const std::vector<std::pair<int, int>>& exits);
   void OnRankExit(int rank, int wait_status);
   // Why a rank that hvdrun did not stop was killed, where its host knows (the OOM killer).
   std::optional<std::string> KillCause(int rank, int wait_status) const;
@@ -136,8 +133,7 @@ class JobController {
   std::vector<RankState> states_;
   std::unique_ptr<StdinPump> stdin_pump_;
   int stdin_rank_ = -1;
-  std::vector<std::pair<int, int>> exits_;          // (rank, wait status) seen but not yet taken
-  std::optional<Clock::time_point> hold_deadline_;  // HoldFirstFailure's, while it holds
+  PendingExits exits_;  // the ranks' ends seen but not yet taken
   // The peer whose shutdown or loss failed the first failure, the one that failed that peer,
   // and so on (AwaitShutdownCause): spared SIGTERM until cause_deadline_.
   std::vector<int> cause_chain_;

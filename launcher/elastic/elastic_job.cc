@@ -121,9 +121,10 @@ void ElasticJob::Loop() {
 }
 
 int ElasticJob::PollTimeoutMs() const {
-  if (!deferred_exits_.empty() || (!exits_.empty() && !hold_deadline_)) return 0;
+  std::optional<Clock::time_point> hold = exits_.hold_deadline();
+  if (!deferred_exits_.empty() || (!exits_.empty() && !hold)) return 0;
   std::optional<Clock::time_point> next = driver_.NextDeadline();
-  if (hold_deadline_ && (!next || *hold_deadline_ < *next)) next = hold_deadline_;
+  if (hold && (!next || *hold < *next)) next = hold;
   for (const auto& [id, p] : procs_) {
     if (!p.exited && p.kill_at && (!next || *p.kill_at < *next)) next = p.kill_at;
   }
@@ -305,37 +306,29 @@ void ElasticJob::SeeExit(int id, int wait_status) {
                                : std::nullopt;
   }
   context_.output->DrainAndClosePipes(id, procs_.at(id).fds);
-  exits_.emplace_back(id, wait_status);
+  exits_.Add(id, wait_status);
 }
 
-// Likeliest first failure first (launcher/local/exit_order.h), as job control does.
+// Likeliest first failure first (launcher/local/exit_order.h), as job control does; a plain
+// failure waits while a local worker's own process has ended but its guardian has not said so.
 void ElasticJob::TakeExits() {
-  if (exits_.empty()) return;
-  auto stopped = [this](int id) { return procs_.at(id).stopped; };
-  OrderExits(exits_, stopped);
-  const auto [first, status] = exits_.front();
-  if (ExitPriority(status, stopped(first)) == 1 && HoldFirstFailure(first)) return;
-  hold_deadline_.reset();
-  std::vector<std::pair<int, int>> exits = std::move(exits_);
-  exits_.clear();
-  for (const auto& [id, wait_status] : exits) TakeExit(id, wait_status);
-}
-
-bool ElasticJob::HoldFirstFailure(int failed) {
-  if (driver_.failure_seen() || driver_.end() || launcher_signal_ || killed_) return false;
-  const Clock::time_point now = Clock::now();
-  if (hold_deadline_ && now >= *hold_deadline_) return false;
-  for (const auto& [id, p] : procs_) {
-    if (p.exited || !p.rank_process.Ended()) continue;
-    if (!hold_deadline_) {
-      hold_deadline_ = now + SecondsOf(kHoldForGuardianS);
-      PrintStep(context_.spec->verbose,
-                "worker " + std::to_string(failed) + " failed after worker " + std::to_string(id) +
-                    "'s process ended; waiting for worker " + std::to_string(id) + "'s status");
+  PendingExits::Hooks hooks;
+  hooks.signalled = [this](int id) { return procs_.at(id).stopped; };
+  hooks.unreported = [this]() -> std::optional<int> {
+    if (driver_.failure_seen() || driver_.end() || launcher_signal_ || killed_) return std::nullopt;
+    for (const auto& [id, p] : procs_) {
+      if (!p.exited && p.rank_process.Ended()) return id;
     }
-    return true;
-  }
-  return false;
+    return std::nullopt;
+  };
+  hooks.on_hold = [this](int failed, int waited_for) {
+    PrintStep(context_.spec->verbose, "worker " + std::to_string(failed) + " failed after worker " +
+                                          std::to_string(waited_for) +
+                                          "'s process ended; waiting for worker " +
+                                          std::to_string(waited_for) + "'s status");
+  };
+  hooks.take = [this](int id, int wait_status) { TakeExit(id, wait_status); };
+  exits_.Take(hooks);
 }
 
 void ElasticJob::TakeExit(int id, int wait_status) {

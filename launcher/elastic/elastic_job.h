@@ -142,9 +142,6 @@ class ElasticJob : public ElasticActions {
   void SeeExit(int id, int wait_status);
   // ... and take them, likeliest first failure first, telling the driver (TakeExit).
   void TakeExits();
-  // Whether the first failure, `failed`'s, must wait: a local worker's own process has ended
-  // while its guardian has not yet passed that on (launcher/local/exit_order.h).
-  bool HoldFirstFailure(int failed);
   void TakeExit(int id, int wait_status);
   void KillOverdue();
   void KillAndReapAll();
@@ -164,8 +161,7 @@ class ElasticJob : public ElasticActions {
   // Workers that never started (spawn or exec failure): reported to the driver from the loop,
   // never from inside one of its calls.
   std::vector<std::pair<int, int>> deferred_exits_;
-  std::vector<std::pair<int, int>> exits_;          // (id, wait status) seen but not yet taken
-  std::optional<Clock::time_point> hold_deadline_;  // HoldFirstFailure's, while it holds
+  PendingExits exits_;  // the workers' ends seen but not yet taken
   // Workers waiting for their host's agent to connect, by host.
   std::map<std::string, std::vector<std::pair<int, SpawnRequest>>> awaiting_agent_;
 };

@@ -24,6 +24,29 @@ void OrderExits(std::vector<std::pair<int, int>>& exits,
   });
 }
 
+void PendingExits::Take(const Hooks& hooks) {
+  if (exits_.empty()) return;
+  OrderExits(exits_, hooks.signalled);
+  const auto [first, status] = exits_.front();
+  if (ExitPriority(status, hooks.signalled(first)) == 1) {
+    const Clock::time_point now = Clock::now();
+    if (!hold_deadline_ || now < *hold_deadline_) {
+      if (std::optional<int> waited_for = hooks.unreported()) {
+        if (!hold_deadline_) {
+          hold_deadline_ = now + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(kHoldForGuardianS));
+          hooks.on_hold(first, *waited_for);
+        }
+        return;
+      }
+    }
+  }
+  hold_deadline_.reset();
+  std::vector<std::pair<int, int>> exits = std::move(exits_);
+  exits_.clear();
+  for (const auto& [id, wait_status] : exits) hooks.take(id, wait_status);
+}
+
 RankProcessWatch::RankProcessWatch(pid_t rank_pid, pid_t pid) {
   if (rank_pid <= 0 || rank_pid == pid) return;
   fd_ = static_cast<int>(::syscall(SYS_pidfd_open, rank_pid, 0));

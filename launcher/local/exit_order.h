@@ -3,7 +3,9 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -27,6 +29,36 @@ int ExitPriority(int wait_status, bool signalled);
 // Sorts (id, wait status) pairs by ExitPriority, keeping the order of equals.
 void OrderExits(std::vector<std::pair<int, int>>& exits,
                 const std::function<bool(int id)>& signalled);
+
+// The ranks' ends seen but not yet taken (job control's ranks, an elastic job's workers, by id),
+// taken likeliest first failure first. Not thread-safe: the launcher's event loop owns it.
+class PendingExits {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Hooks {
+    std::function<bool(int id)> signalled;  // hvdrun signalled it
+    // A rank whose own process has ended while its guardian has not yet said so, when the first
+    // failure should wait for it; nullopt: none, or no wait (a first failure already taken).
+    std::function<std::optional<int>()> unreported;
+    std::function<void(int failed, int waited_for)> on_hold;  // when a wait begins
+    std::function<void(int id, int wait_status)> take;
+  };
+
+  void Add(int id, int wait_status) { exits_.emplace_back(id, wait_status); }
+  bool empty() const { return exits_.empty(); }
+  // While a first failure waits for a guardian: when that wait ends (the event loop's timer).
+  std::optional<Clock::time_point> hold_deadline() const { return hold_deadline_; }
+  // Ends the wait: the next Take takes whatever was seen.
+  void StopHolding() { hold_deadline_ = Clock::now(); }
+  // Takes every end seen, in ExitPriority order (hooks.take, one by one), unless the first is
+  // a plain failure and hooks.unreported names a rank to wait for: then nothing is taken, for
+  // at most kHoldForGuardianS from the first such call.
+  void Take(const Hooks& hooks);
+
+ private:
+  std::vector<std::pair<int, int>> exits_;  // (id, wait status)
+  std::optional<Clock::time_point> hold_deadline_;
+};
 
 // A watch on a rank's own process under its guardian (SpawnedRank::rank_pid, when it is not the
 // guardian's pid): has it ended, whether or not the guardian has relayed that? A pidfd; it
