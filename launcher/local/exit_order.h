@@ -48,8 +48,10 @@ class PendingExits {
   bool empty() const { return exits_.empty(); }
   // While a first failure waits for a guardian: when that wait ends (the event loop's timer).
   std::optional<Clock::time_point> hold_deadline() const { return hold_deadline_; }
-  // Ends the wait: the next Take takes whatever was seen.
-  void StopHolding() { hold_deadline_ = Clock::now(); }
+  // Ends a wait: the next Take takes whatever was seen.
+  void StopHolding() {
+    if (hold_deadline_) hold_deadline_ = Clock::now();
+  }
   // Takes every end seen, in ExitPriority order (hooks.take, one by one), unless the first is
   // a plain failure and hooks.unreported names a rank to wait for: then nothing is taken, for
   // at most kHoldForGuardianS from the first such call.
