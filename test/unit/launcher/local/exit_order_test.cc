@@ -27,60 +27,63 @@ TEST(ExitOrderTest, AnUnsentSignalComesFirstThenFailuresThenSuccessesKeepingThei
                        {3, kKilled}, {1, kExit1}, {2, kTerminated}, {4, kExit1}, {0, kExit0}}));
 }
 
-struct Recorded {
-  std::vector<std::pair<int, int>> taken;
-  std::vector<std::pair<int, int>> holds;  // (failed, waited for)
-  std::optional<int> unreported;
-  PendingExits::Hooks Hooks() {
+// Takes through hooks that record what they are asked.
+class PendingExitsTest : public ::testing::Test {
+ protected:
+  void Take() {
     PendingExits::Hooks hooks;
     hooks.signalled = [](int) { return false; };
-    hooks.unreported = [this] { return unreported; };
-    hooks.on_hold = [this](int failed, int waited) { holds.emplace_back(failed, waited); };
-    hooks.take = [this](int id, int status) { taken.emplace_back(id, status); };
-    return hooks;
+    hooks.unreported = [this] { return unreported_; };
+    hooks.on_hold = [this](int failed, int waited) { holds_.emplace_back(failed, waited); };
+    hooks.take = [this](int id, int status) { taken_.emplace_back(id, status); };
+    pending_.Take(hooks);
   }
+
+  PendingExits pending_;
+  std::optional<int> unreported_;           // what hooks.unreported answers
+  std::vector<std::pair<int, int>> taken_;  // (id, wait status)
+  std::vector<std::pair<int, int>> holds_;  // (failed, waited for)
 };
 
-TEST(PendingExitsTest, APlainFailureWaitsForAnUnreportedRankAndThenTakesItFirst) {
-  PendingExits pending;
-  Recorded r;
-  r.unreported = 2;
-  pending.Add(0, kExit1);
-  pending.Take(r.Hooks());
-  pending.Take(r.Hooks());
-  EXPECT_TRUE(r.taken.empty());
-  EXPECT_EQ(r.holds, (std::vector<std::pair<int, int>>{{0, 2}}));  // said once
-  ASSERT_TRUE(pending.hold_deadline().has_value());
-  pending.Add(2, kKilled);  // its guardian reports
-  pending.Take(r.Hooks());
-  EXPECT_EQ(r.taken, (std::vector<std::pair<int, int>>{{2, kKilled}, {0, kExit1}}));
-  EXPECT_FALSE(pending.hold_deadline().has_value());
-  EXPECT_TRUE(pending.empty());
+TEST_F(PendingExitsTest, APlainFailureWaitsForAnUnreportedRankAndThenTakesItFirst) {
+  unreported_ = 2;
+  pending_.Add(0, kExit1);
+  Take();
+  Take();
+  EXPECT_TRUE(taken_.empty());
+  EXPECT_EQ(holds_, (std::vector<std::pair<int, int>>{{0, 2}}));  // said once
+  ASSERT_TRUE(pending_.hold_deadline().has_value());
+  pending_.Add(2, kKilled);  // its guardian reports
+  Take();
+  EXPECT_EQ(taken_, (std::vector<std::pair<int, int>>{{2, kKilled}, {0, kExit1}}));
+  EXPECT_FALSE(pending_.hold_deadline().has_value());
+  EXPECT_TRUE(pending_.empty());
 }
 
-TEST(PendingExitsTest, NothingWaitsWithoutAnUnreportedRankOrForASignalDeath) {
-  PendingExits pending;
-  Recorded r;
-  pending.Add(1, kExit1);
-  pending.Take(r.Hooks());
-  EXPECT_EQ(r.taken.size(), 1u);
-  r.unreported = 0;
-  pending.Add(2, kKilled);
-  pending.Take(r.Hooks());
-  EXPECT_EQ(r.taken.size(), 2u);
-  EXPECT_TRUE(r.holds.empty());
+TEST_F(PendingExitsTest, NothingWaitsWithoutAnUnreportedRankOrForASignalDeath) {
+  pending_.Add(1, kExit1);
+  Take();
+  EXPECT_EQ(taken_.size(), 1u);
+  unreported_ = 0;
+  pending_.Add(2, kKilled);
+  Take();
+  EXPECT_EQ(taken_.size(), 2u);
+  EXPECT_TRUE(holds_.empty());
 }
 
-TEST(PendingExitsTest, StopHoldingTakesWhatWasSeen) {
-  PendingExits pending;
-  Recorded r;
-  r.unreported = 3;
-  pending.Add(0, kExit1);
-  pending.Take(r.Hooks());
-  EXPECT_TRUE(r.taken.empty());
-  pending.StopHolding();
-  pending.Take(r.Hooks());
-  EXPECT_EQ(r.taken, (std::vector<std::pair<int, int>>{{0, kExit1}}));
+TEST_F(PendingExitsTest, StopHoldingTakesWhatWasSeen) {
+  unreported_ = 3;
+  pending_.Add(0, kExit1);
+  Take();
+  EXPECT_TRUE(taken_.empty());
+  pending_.StopHolding();
+  Take();
+  EXPECT_EQ(taken_, (std::vector<std::pair<int, int>>{{0, kExit1}}));
+}
+
+TEST_F(PendingExitsTest, StopHoldingWithoutAWaitLeavesNoDeadline) {
+  pending_.StopHolding();
+  EXPECT_FALSE(pending_.hold_deadline().has_value());
 }
 
 TEST(RankProcessWatchTest, SeesItsProcessEndBeforeAnyoneReapsIt) {
