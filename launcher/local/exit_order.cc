@@ -28,23 +28,24 @@ void PendingExits::Take(const Hooks& hooks) {
   if (exits_.empty()) return;
   OrderExits(exits_, hooks.signalled);
   const auto [first, status] = exits_.front();
-  if (ExitPriority(status, hooks.signalled(first)) == 1) {
-    const Clock::time_point now = Clock::now();
-    if (!hold_deadline_ || now < *hold_deadline_) {
-      if (std::optional<int> waited_for = hooks.unreported()) {
-        if (!hold_deadline_) {
-          hold_deadline_ = now + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(kHoldForGuardianS));
-          hooks.on_hold(first, *waited_for);
-        }
-        return;
-      }
-    }
-  }
+  if (ExitPriority(status, hooks.signalled(first)) == 1 && Holds(first, hooks)) return;
   hold_deadline_.reset();
   std::vector<std::pair<int, int>> exits = std::move(exits_);
   exits_.clear();
   for (const auto& [id, wait_status] : exits) hooks.take(id, wait_status);
+}
+
+bool PendingExits::Holds(int failed, const Hooks& hooks) {
+  const Clock::time_point now = Clock::now();
+  if (hold_deadline_ && now >= *hold_deadline_) return false;  // waited long enough
+  std::optional<int> waited_for = hooks.unreported();
+  if (!waited_for) return false;
+  if (!hold_deadline_) {
+    hold_deadline_ = now + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(kHoldForGuardianS));
+    hooks.on_hold(failed, *waited_for);
+  }
+  return true;
 }
 
 RankProcessWatch::RankProcessWatch(pid_t rank_pid, pid_t pid) {

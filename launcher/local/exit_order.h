@@ -58,6 +58,9 @@ class PendingExits {
   void Take(const Hooks& hooks);
 
  private:
+  // Whether the first failure, `failed`'s, waits now (starting the wait if it must).
+  bool Holds(int failed, const Hooks& hooks);
+
   std::vector<std::pair<int, int>> exits_;  // (id, wait status)
   std::optional<Clock::time_point> hold_deadline_;
 };
