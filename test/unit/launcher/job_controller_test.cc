@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,33 +16,13 @@
 #include "launcher/outcome/exit_codes.h"
 #include "launcher/outcome/wait_status.h"
 #include "test/fakes/ending_spawners.h"
+#include "test/fakes/mem_file.h"
 
 namespace hvd::launcher {
 namespace {
 
-std::string ReadAll(int fd) {
-  std::string out;
-  char buf[4096];
-  off_t offset = 0;
-  ssize_t n;
-  while ((n = pread(fd, buf, sizeof(buf), offset)) > 0) {
-    out.append(buf, static_cast<size_t>(n));
-    offset += n;
-  }
-  return out;
-}
-
 class JobControllerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    out_fd_ = memfd_create("out", MFD_CLOEXEC);
-    err_fd_ = memfd_create("err", MFD_CLOEXEC);
-  }
-  void TearDown() override {
-    close(out_fd_);
-    close(err_fd_);
-  }
-
   // Runs one `sh -c script` per entry as ranks 0..n-1.
   JobOutcome RunScripts(const std::vector<std::string>& scripts, double grace_s = 5) {
     std::vector<std::vector<std::string>> argvs;
@@ -56,8 +35,8 @@ class JobControllerTest : public ::testing::Test {
   JobOutcome RunAll(const std::vector<std::vector<std::string>>& argvs, double grace_s) {
     OutputForwarder::Options options;
     options.size = static_cast<int>(argvs.size());
-    options.stdout_fd = out_fd_;
-    options.stderr_fd = err_fd_;
+    options.stdout_fd = out_.fd();
+    options.stderr_fd = err_.fd();
     OutputForwarder output(options);
     Result<SignalChannel> signals = SignalChannel::Open();
     HVD_CHECK(signals.ok()) << signals.status().ToString();
@@ -81,8 +60,8 @@ class JobControllerTest : public ::testing::Test {
     return outcome;
   }
 
-  int out_fd_ = -1;
-  int err_fd_ = -1;
+  MemFile out_;  // hvdrun's stdout and stderr
+  MemFile err_;
   std::vector<std::vector<std::string>> tails_;
   std::function<std::optional<int>(int)> shutdown_cause_;  // JobControlOptions::shutdown_cause
   RankSpawner* spawner_ = nullptr;                         // null: a LocalSpawner
@@ -91,7 +70,7 @@ class JobControllerTest : public ::testing::Test {
 TEST_F(JobControllerTest, AllRanksSucceed) {
   JobOutcome outcome = RunScripts({"echo zero", "echo one"});
   EXPECT_EQ(ExitCodeOf(outcome), kExitOk);
-  std::string out = ReadAll(out_fd_);
+  std::string out = out_.Contents();
   EXPECT_NE(out.find("[0]<stdout>:zero\n"), std::string::npos) << out;
   EXPECT_NE(out.find("[1]<stdout>:one\n"), std::string::npos) << out;
 }
@@ -253,7 +232,7 @@ TEST_F(JobControllerTest, NonExecutableFileExits126) {
 TEST_F(JobControllerTest, PartialLastLineIsFlushedWhenRankExits) {
   JobOutcome outcome = RunScripts({"printf 'no newline'"});
   EXPECT_EQ(ExitCodeOf(outcome), kExitOk);
-  EXPECT_EQ(ReadAll(out_fd_), "[0]<stdout>:no newline\n");
+  EXPECT_EQ(out_.Contents(), "[0]<stdout>:no newline\n");
 }
 
 TEST_F(JobControllerTest, LeftoverProcessInRankGroupIsKilledAtTheEnd) {
@@ -262,7 +241,7 @@ TEST_F(JobControllerTest, LeftoverProcessInRankGroupIsKilledAtTheEnd) {
   JobOutcome outcome = RunScripts({"sleep 30 & echo started"});
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   EXPECT_EQ(ExitCodeOf(outcome), kExitOk);
-  EXPECT_NE(ReadAll(out_fd_).find("[0]<stdout>:started"), std::string::npos);
+  EXPECT_NE(out_.Contents().find("[0]<stdout>:started"), std::string::npos);
 }
 
 // Starts ranks like LocalSpawner, but slowly.
@@ -316,8 +295,8 @@ TEST_F(JobControllerTest, APeerFailingBeforeTheGuardianOfTheKilledRankReportsWai
 TEST_F(JobControllerTest, StartTimeoutStopsTheJobWithTimeoutCode) {
   OutputForwarder::Options options;
   options.size = 3;
-  options.stdout_fd = out_fd_;
-  options.stderr_fd = err_fd_;
+  options.stdout_fd = out_.fd();
+  options.stderr_fd = err_.fd();
   OutputForwarder output(options);
   Result<SignalChannel> signals = SignalChannel::Open();
   ASSERT_TRUE(signals.ok());

@@ -4,7 +4,6 @@
 #include "launcher/elastic/elastic_job.h"
 
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,21 +12,13 @@
 #include "common/job_key.h"
 #include "launcher/outcome/exit_codes.h"
 #include "test/fakes/ending_spawners.h"
+#include "test/fakes/mem_file.h"
 
 namespace hvd::launcher {
 namespace {
 
 class ElasticJobTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    out_fd_ = memfd_create("out", MFD_CLOEXEC);
-    err_fd_ = memfd_create("err", MFD_CLOEXEC);
-  }
-  void TearDown() override {
-    close(out_fd_);
-    close(err_fd_);
-  }
-
   // Runs `np` workers on this machine, each `sh -c script` (the script reads its worker id
   // from $HVD_ELASTIC_WORKER_ID), started through `spawner`; returns hvdrun's exit code.
   int Run(int np, const std::string& script, RankSpawner& spawner) {
@@ -47,8 +38,8 @@ class ElasticJobTest : public ::testing::Test {
     HVD_CHECK(server.ok()) << server.status().ToString();
     OutputForwarder::Options output_options;
     output_options.size = 0;
-    output_options.stdout_fd = out_fd_;
-    output_options.stderr_fd = err_fd_;
+    output_options.stdout_fd = out_.fd();
+    output_options.stderr_fd = err_.fd();
     OutputForwarder output(output_options);
     ElasticJobContext context;
     context.spec = &spec;
@@ -84,8 +75,8 @@ class ElasticJobTest : public ::testing::Test {
     return said_.substr(at + 1, said_.find('\n', at + 1) - at - 1);
   }
 
-  int out_fd_ = -1;
-  int err_fd_ = -1;
+  MemFile out_;  // the workers' forwarded output
+  MemFile err_;
   std::string said_;  // what hvdrun printed
 };
 

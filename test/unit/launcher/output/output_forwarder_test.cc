@@ -1,7 +1,6 @@
 #include "launcher/output/output_forwarder.h"
 
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,30 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "test/fakes/mem_file.h"
+
 namespace hvd::launcher {
 namespace {
-
-// An in-memory file standing in for hvdrun's stdout or stderr.
-class MemFile {
- public:
-  MemFile() : fd_(memfd_create("forwarder_test", MFD_CLOEXEC)) {}
-  ~MemFile() { close(fd_); }
-  int fd() const { return fd_; }
-  std::string Contents() const {
-    std::string out;
-    char buf[4096];
-    off_t offset = 0;
-    ssize_t n;
-    while ((n = pread(fd_, buf, sizeof(buf), offset)) > 0) {
-      out.append(buf, static_cast<size_t>(n));
-      offset += n;
-    }
-    return out;
-  }
-
- private:
-  int fd_;
-};
 
 struct Fixture {
   explicit Fixture(int size = 2, std::string dir = "", std::vector<int> console_ranks = {}) {
