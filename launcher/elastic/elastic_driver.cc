@@ -83,9 +83,9 @@ int ElasticDriver::live_workers() const {
   return n;
 }
 
-bool ElasticDriver::FailedOnItsOwn(int id) const {
+bool ElasticDriver::LeftWhenAsked(int id) const {
   auto it = workers_.find(id);
-  return it != workers_.end() && !it->second.alive && it->second.failed;
+  return it != workers_.end() && !it->second.alive && it->second.left;
 }
 
 std::optional<int> ElasticDriver::WorkerOfRank(int rank) const {
@@ -196,15 +196,20 @@ void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::st
                           " on " + w.host;
   if (end_) return;
   // A removed worker that exits after reading its removal just leaves; one that fails before
-  // (it had not re-initialized since) failed on its own.
-  const bool read_removal = w.removed && w.ready + 1 >= w.removal;
-  w.failed = !WaitStatusIsSuccess(wait_status) && !read_removal && !w.stopped;
+  // (it had not re-initialized since, or had already ended when the removal was sent) failed on
+  // its own.
+  const bool read_removal = w.removed && w.ready + 1 >= w.removal &&
+                            (!w.sent_when_ended || w.removal <= *w.sent_when_ended);
+  w.left = read_removal || w.stopped;
+  w.failed = !WaitStatusIsSuccess(wait_status) && !w.left;
   if (w.failed && !first_failure_status_) {
     first_failure_status_ = wait_status;
     first_failure_ = who + ": " + how;
   }
   if (w.removed || w.stopped) {
-    actions_->Step(who + " left the job: " + DescribeWaitStatus(wait_status));
+    // Its host is already blacklisted, gone or smaller: nothing more to drain.
+    actions_->Step(w.failed ? who + " failed after its removal was sent: " + how
+                            : who + " left the job: " + DescribeWaitStatus(wait_status));
   } else if (WaitStatusIsSuccess(wait_status)) {
     if (!finishing_) {
       actions_->Step(who +
@@ -229,10 +234,17 @@ void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::st
   Reconcile(now);
 }
 
+void ElasticDriver::OnEnded(int id) {
+  auto it = workers_.find(id);
+  if (it == workers_.end() || !it->second.Running()) return;
+  it->second.sent_when_ended = it->second.sent;
+  it->second.terminate_at.reset();
+}
+
 void ElasticDriver::OnTick(TimePoint now) {
   if (end_) return;
   for (auto& [id, w] : workers_) {
-    if (w.alive && w.terminate_at && *w.terminate_at <= now) {
+    if (w.Running() && w.terminate_at && *w.terminate_at <= now) {
       w.terminate_at.reset();
       w.stopped = true;
       actions_->Step("stopping worker " + std::to_string(id) + ": it is not needed any more");
@@ -249,7 +261,7 @@ std::optional<ElasticDriver::TimePoint> ElasticDriver::NextDeadline() const {
   };
   if (end_) return next;
   for (const auto& [id, w] : workers_) {
-    if (w.alive) consider(w.terminate_at);
+    if (w.Running()) consider(w.terminate_at);
   }
   consider(blacklist_.NextExpiry(last_now_));
   if (below_min_since_) consider(*below_min_since_ + options_.elastic_timeout);
@@ -509,7 +521,7 @@ void ElasticDriver::FormRound(std::vector<Worker*> members, TimePoint now) {
   pending_ready_since_.reset();
   hosts_flags_ = 0;
   for (auto& [id, w] : workers_) {
-    if (w.alive && w.removed && !w.terminate_at) w.terminate_at = now + options_.grace_period;
+    if (w.Running() && w.removed && !w.terminate_at) w.terminate_at = now + options_.grace_period;
   }
   actions_->Step("round " + std::to_string(round_) + ": " + std::to_string(members.size()) +
                  " ranks (" + DescribeLayout(layout) + ")" +
@@ -554,7 +566,7 @@ void ElasticDriver::CheckEnd(TimePoint now) {
     // start): once every worker is gone, say why the job ends.
     ending_ = true;
     for (auto& [id, w] : workers_) {
-      if (w.alive && !w.terminate_at) w.terminate_at = now + options_.grace_period;
+      if (w.Running() && !w.terminate_at) w.terminate_at = now + options_.grace_period;
     }
     if (live_workers() == 0) EndWithoutWorkers(now);
     return;
@@ -629,7 +641,7 @@ void ElasticDriver::EndWithoutWorkers(TimePoint now) {
 void ElasticDriver::Finish(bool success, int exit_code, std::string message) {
   end_ = ElasticEnd{success, exit_code, std::move(message)};
   for (auto& [id, w] : workers_) {
-    if (w.alive) actions_->Terminate(id);
+    if (w.Running()) actions_->Terminate(id);
   }
 }
 

@@ -121,6 +121,12 @@ class ElasticDriver {
   // exception a failing Python worker's traceback ends with.
   void OnExit(int id, int wait_status, TimePoint now, const std::string& lost = "",
               const std::string& cause = "");
+  // Worker `id` has ended; OnExit follows with its status once the event loop takes it (it
+  // takes the likeliest first failure first, launcher/local/exit_order.h, so an end can wait
+  // there while others are taken). Until then the driver does not stop the worker (it is gone:
+  // that stop would pass its own failure off as hvdrun's) and knows that a removal sent to it
+  // now is never read.
+  void OnEnded(int id);
   // Timers: cooldowns, timeouts, removals.
   void OnTick(TimePoint now);
   // When OnTick has something to do next.
@@ -134,9 +140,10 @@ class ElasticDriver {
   int live_workers() const;
   // The live worker that has `rank` in the current round; nullopt when none has.
   std::optional<int> WorkerOfRank(int rank) const;
-  // Whether worker `id` ended failing on its own: not stopped by the driver, and not leaving
-  // after it read its removal (a removed worker that fails before it read it failed itself).
-  bool FailedOnItsOwn(int id) const;
+  // Whether worker `id` ended because the driver asked it to: it left after it read its
+  // removal, or the driver stopped it. A removed worker that fails before it read its removal
+  // (or had already ended when it was sent) failed on its own, and is not counted here.
+  bool LeftWhenAsked(int id) const;
 
  private:
   struct Worker {
@@ -144,12 +151,16 @@ class ElasticDriver {
     std::string host;
     int slot = 0;
     bool alive = true;
-    bool removed = false;      // told (or to be told) it is not in the job any more
-    int64_t removal = 0;       // the index of its removal message
-    bool failed = false;       // exited non-zero or by a signal on its own
-    bool stopped = false;      // the driver terminated it
-    bool lost = false;         // its host was lost (OnExit's `lost`)
-    int64_t sent = 0;          // messages put into its mailbox
+    bool removed = false;  // told (or to be told) it is not in the job any more
+    int64_t removal = 0;   // the index of its removal message
+    bool failed = false;   // exited non-zero or by a signal on its own
+    bool stopped = false;  // the driver terminated it
+    bool lost = false;     // its host was lost (OnExit's `lost`)
+    bool left = false;     // ended because the driver asked (LeftWhenAsked)
+    int64_t sent = 0;      // messages put into its mailbox
+    // Once its end was seen (OnEnded): the messages sent until then, the only ones it can have
+    // read.
+    std::optional<int64_t> sent_when_ended;
     int64_t ready = -1;        // last cursor it reported
     int64_t round = 0;         // last round it was assigned (0 = none)
     int64_t synced_round = 0;  // last round it said it held the state in (0 = never said)
@@ -158,6 +169,8 @@ class ElasticDriver {
     TimePoint spawned_at;
     std::optional<TimePoint> terminate_at;
     bool IsReady() const { return alive && ready == sent; }
+    // Alive and not seen ending: a worker hvdrun can still stop.
+    bool Running() const { return alive && !sent_when_ended; }
   };
   struct Host {
     std::string name;

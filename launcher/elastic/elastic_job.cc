@@ -300,7 +300,8 @@ void ElasticJob::SeeExit(int id, int wait_status) {
   p.exited = true;
   p.wait_status = wait_status;
   p.rank_process.Close();
-  if (!WaitStatusIsSuccess(wait_status) && !p.stopped && !p.removed && !killed_) {
+  driver_.OnEnded(id);
+  if (!WaitStatusIsSuccess(wait_status) && !p.stopped && !killed_) {
     p.kill_cause = p.handle    ? p.handle->KillCause()
                    : p.pid > 0 ? ExplainKill(p.rank_pid, wait_status, oom_kills_at_start_)
                                : std::nullopt;
@@ -338,8 +339,9 @@ void ElasticJob::TakeExit(int id, int wait_status) {
   if (!launcher_signal_) {
     // What ended it: the kernel's reason for a kill, else the exception its traceback ends with
     std::optional<std::string> cause = p.kill_cause;
+    // (the driver tells a removed worker's failure from its leaving, and names only failures).
     if (!cause && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0 && !p.stopped &&
-        !p.removed && !killed_) {
+        !killed_) {
       cause = PythonExceptionInTail(context_.output->StderrTail(id));
     }
     driver_.OnExit(id, wait_status, Clock::now(), p.lost, cause.value_or(""));
@@ -491,8 +493,6 @@ void ElasticJob::OnAgents() {
 
 void ElasticJob::Send(int id, int64_t n, const elastic::Message& message) {
   context_.server->Set(elastic::MailKey(id, n), elastic::EncodeMessage(message));
-  // A worker whose end was seen (not yet taken) left by itself: no removal reached it.
-  if (message.removed && !procs_[id].exited) procs_[id].removed = true;
 }
 
 void ElasticJob::NotifyHosts(int64_t timestamp, int flags) {
@@ -559,9 +559,9 @@ int ElasticJob::Finish() {
     rank.started = p.pid > 0 || p.handle != nullptr;
     rank.finished = p.exited;
     rank.wait_status = p.wait_status;
-    // A removed worker that failed before it read its removal failed on its own.
-    rank.stopped_by_hvdrun =
-        (p.stopped || p.removed) && p.lost.empty() && !driver_.FailedOnItsOwn(id);
+    // Signalled by hvdrun before it ended, or left on the driver's word (a removed worker that
+    // failed before it read its removal failed on its own).
+    rank.stopped_by_hvdrun = p.lost.empty() && (p.stopped || driver_.LeftWhenAsked(id));
     if (!p.lost.empty()) rank.transport_error = p.lost;
     rank.kill_cause = p.kill_cause;
     outcome.ranks.push_back(rank);

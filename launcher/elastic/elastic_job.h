@@ -113,7 +113,6 @@ class ElasticJob : public ElasticActions {
     bool exited = false;  // its end was seen (in exits_, or taken)
     int wait_status = 0;
     bool stopped = false;                   // hvdrun signalled it
-    bool removed = false;                   // the driver removed it from the job
     std::string lost;                       // why its remote host was lost, if that ended it
     std::optional<std::string> kill_cause;  // the OOM killer, where its host knows
     std::optional<Clock::time_point> kill_at;

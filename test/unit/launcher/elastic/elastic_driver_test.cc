@@ -11,6 +11,7 @@ namespace hvd::launcher {
 namespace {
 
 using std::chrono::seconds;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 namespace elastic = control::elastic;
@@ -530,6 +531,63 @@ TEST_F(ElasticDriverTest, SlowWorkerJoinsLater) {
   Ready({0, 1});
   ASSERT_EQ(driver_->round(), 2);
   EXPECT_EQ(rec_.Assigned(2).rank, 2);
+}
+
+// Every worker dies. Host b's failure leaves workers 0 and 1 waiting for a round (below
+// --min-np); then both are killed at once, and the event loop takes worker 0's end first, whose
+// failure removes worker 1 from the job. Worker 1 had ended before its removal was sent, so
+// it cannot have read it: its death is its own failure, and every worker of the round failed.
+TEST_F(ElasticDriverTest, ARemovalSentAfterTheWorkerEndedWasNeverRead) {
+  StartRound1({{"a", 2, {}}, {"b", 1, {}}}, 3, 3);
+  driver_->OnExit(2, kExit1, now_);
+  Ready({0, 1});
+  EXPECT_EQ(driver_->round(), 1) << "fewer than --min-np";
+  driver_->OnEnded(0);
+  driver_->OnEnded(1);
+  driver_->OnExit(0, kKilled, now_);
+  ASSERT_TRUE(rec_.Removed(1));
+  driver_->OnExit(1, kKilled, now_);
+  EXPECT_FALSE(driver_->LeftWhenAsked(1));
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_EQ(driver_->end()->exit_code, 1);
+  EXPECT_THAT(driver_->end()->message,
+              HasSubstr("every worker of round 1 failed; the first failure: worker 2 (rank 2 of "
+                        "round 1) on b: exit code 1"));
+}
+
+// A worker seen ending while its end waits in the event loop (behind a likelier first failure)
+// is not stopped when its grace period runs out: the stop would pass its failure off as
+// hvdrun's doing.
+TEST_F(ElasticDriverTest, AWorkerSeenEndingIsNotStopped) {
+  Make(Options(1, 1));
+  Hosts({{"a", 1, {}}});
+  Ready({0});
+  ASSERT_EQ(driver_->round(), 1);
+  Hosts({{"a", 1, {}}, {"b", 1, {}}});
+  ASSERT_THAT(rec_.spawn_order, ElementsAre(0, 1));
+  Hosts({{"a", 1, {}}});  // b is gone before worker 1 joined
+  ASSERT_TRUE(rec_.Removed(1));
+  driver_->OnEnded(1);
+  EXPECT_FALSE(driver_->NextDeadline().has_value()) << "nothing left to stop";
+  now_ += seconds(10);
+  driver_->OnTick(now_);
+  EXPECT_TRUE(rec_.terminated.empty());
+  driver_->OnExit(1, kExit1, now_);
+  EXPECT_FALSE(driver_->LeftWhenAsked(1));
+  EXPECT_THAT(rec_.steps,
+              Contains(HasSubstr("worker 1 on b failed after its removal was sent: exit code 1")));
+}
+
+// Its counterpart: a removed worker that read its removal and exits left when asked.
+TEST_F(ElasticDriverTest, ARemovedWorkerThatReadItsRemovalLeftWhenAsked) {
+  StartRound1({{"a", 1, {}}, {"b", 1, {}}}, 2, 1);
+  Hosts({{"a", 1, {}}});
+  ASSERT_TRUE(rec_.Removed(1));
+  driver_->OnReady(1, static_cast<int64_t>(rec_.mail[1].size()) - 1, now_);  // reads its removal
+  driver_->OnEnded(1);
+  driver_->OnExit(1, kExit1, now_);
+  EXPECT_TRUE(driver_->LeftWhenAsked(1));
+  EXPECT_TRUE(rec_.warnings.empty());
 }
 
 }  // namespace
