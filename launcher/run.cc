@@ -192,6 +192,7 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
       rank.reported_failure =
           server.Get(std::string(control::kFailureReportPrefix) + std::to_string(rank.rank));
     }
+    ApplyFailureReports(outcome);
     const StderrTailFn tail = [&](int r) { return output.StderrTail(r); };
     PrintToUser(
         FormatFailureSummary(outcome, tail) +

@@ -1,9 +1,20 @@
 #include "launcher/outcome/job_outcome.h"
 
+#include <sys/wait.h>
+
 #include "launcher/outcome/exit_codes.h"
 #include "launcher/outcome/wait_status.h"
 
 namespace hvd::launcher {
+
+void ApplyFailureReports(JobOutcome& outcome) {
+  for (RankOutcome& rank : outcome.ranks) {
+    if (rank.reported_failure && rank.finished && WIFEXITED(rank.wait_status) &&
+        !WaitStatusIsSuccess(rank.wait_status)) {
+      rank.stopped_by_hvdrun = false;
+    }
+  }
+}
 
 int ExitCodeOf(const JobOutcome& outcome) {
   if (outcome.launcher_signal) return kExitSignalBase + *outcome.launcher_signal;

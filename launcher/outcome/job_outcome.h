@@ -43,6 +43,12 @@ struct JobOutcome {
   std::vector<RankOutcome> ranks;
 };
 
+// Once the ranks' reports are in (RankOutcome::reported_failure): a rank that reported failing
+// on its own and then exited with a code of its own, not by a signal, ended by its failure even
+// where hvdrun had signalled it meanwhile (its SIGTERM came too late to matter): not "stopped by
+// hvdrun", so the summary shows its traceback.
+void ApplyFailureReports(JobOutcome& outcome);
+
 // hvdrun's exit code for `outcome` (launcher/outcome/exit_codes.h): 128+signal when hvdrun was
 // signalled, kExitTimeout (start-up or --timeout), kExitLaunchFailed, the first failing rank's
 // code, else 0.

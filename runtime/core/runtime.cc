@@ -82,6 +82,7 @@ Status Runtime::Init(const RuntimeConfig& config,
     if (state_ == State::kRunning) return Status::OK();
   }
   StopLocked();  // a runtime shut down by a failure is cleaned up before re-init
+  failure_reported_.store(false);
   Status s = StartLocked(config, process_sets);
   if (!s.ok()) StopLocked();
   return s;
@@ -328,11 +329,13 @@ Status Runtime::ReportFailure(const std::string& text) {
   control::KvClient* kv = provider_->kv();
   if (kv == nullptr) return Status::OK();
   constexpr size_t kMaxReport = 1000;
+  failure_reported_.store(true);
   return kv->Set(std::string(control::kFailureReportPrefix) + std::to_string(config_.rank),
                  text.substr(0, kMaxReport));
 }
 
 void Runtime::ReportCause(int32_t cause) {
+  if (failure_reported_.load()) return;
   control::KvClient* kv = provider_ != nullptr ? provider_->kv() : nullptr;
   if (kv == nullptr) return;  // under mpirun or srun without hvdrun: nobody to tell
   Status s = kv->Set(std::string(control::kShutdownCausePrefix) + std::to_string(config_.rank),

@@ -211,7 +211,10 @@ class Runtime {
   // that rank as the first failure even when this rank's exit reaches it first (a SIGKILLed
   // rank on another host, whose hvd-agent's news travels further). Background thread.
   void ReportLostMember();
-  // What both write: `cause` under control::kShutdownCausePrefix + this rank.
+  // What both write: `cause` under control::kShutdownCausePrefix + this rank; nothing once this
+  // rank reported its own failure (failure_reported_): a peer's shutdown or loss that reaches it
+  // after that did not end it. (hvdrun would otherwise wait for that peer and, should it fail
+  // too, name it first and this rank "failed by that".)
   void ReportCause(int32_t cause);
   // Asks hvdrun for the Python stacks of `ranks` (control::kStackRequestKey): the ranks a set's
   // stall inspector found missing. The thread running the cycle.
@@ -339,6 +342,9 @@ class Runtime {
   std::mutex unnamed_mu_;
   std::map<int32_t, int64_t> unnamed_counts_;  // under unnamed_mu_: process set -> ops taken
   std::atomic<uint32_t> enabled_flags_{0};
+  // This rank told hvdrun it is failing on its own (ReportFailure): from then on it names no
+  // peer as the cause of its end (ReportCause), since its own failure came first. Reset by Init.
+  std::atomic<bool> failure_reported_{false};
 };
 
 // Horovod's messages for a runtime that is shut down / not initialized.

@@ -110,3 +110,38 @@ def test_a_rank_ended_by_sys_exit_is_named_with_its_own_exit_code(tmp_path):
         r"hvdrun: job failed: rank 3 on localhost failed first: exit code 7( \(its exit shut the "
         r"job down; rank [012], failed by that, exited first: exit code 1\))?; hvdrun exits 7",
         headline[0]), err
+
+
+def test_two_ranks_failing_on_their_own_neither_is_called_failed_by_the_other(tmp_path):
+    # Rank 0 reports its own exception (sys.excepthook, as an uncaught one would), then its
+    # runtime is shut down by rank 1's exception before rank 0 exits; rank 1's exit is held up
+    # 3 s (after hvd's exit handler). Rank 0 failed on its own before rank 1's shutdown reached
+    # it: it must not tell hvdrun that rank 1 shut it down (until 2026-11-30 it did, and hvdrun
+    # waited for rank 1 and named it first, rank 0 "failed by that").
+    script = tmp_path / "worker.py"
+    script.write_text(textwrap.dedent("""
+        import atexit, os, sys, time
+        import numpy as np
+        if os.environ["HVD_RANK"] == "1":
+            atexit.register(time.sleep, 3)
+        import hvd.numpy as hvd
+        hvd.init()
+        hvd.allreduce(np.ones(8), name="warm")
+        if hvd.rank() == 0:
+            try:
+                raise ValueError("bad input on rank 0")
+            except ValueError:
+                sys.excepthook(*sys.exc_info())
+            time.sleep(1.5)
+            raise ValueError("bad input on rank 0")
+        time.sleep(0.5)
+        raise RuntimeError("boom from rank 1")
+    """))
+    result = subprocess.run([HVDRUN, "-np", "2", "--grace-period-seconds", "10", sys.executable,
+                             str(script)], capture_output=True, text=True, timeout=120)
+    err = result.stderr
+    assert result.returncode == 1, err
+    headline = [line for line in err.splitlines() if "failed first" in line]
+    assert len(headline) == 1 and headline[0] == (
+        "hvdrun: job failed: rank 0 on localhost failed first: exit code 1: ValueError: bad input "
+        "on rank 0; hvdrun exits 1"), err

@@ -98,6 +98,25 @@ TEST(FailureSummaryTest, ARankThatReportedItsOwnFailureIsNamedBeforeAPeerThatExi
             std::string::npos);
 }
 
+TEST(FailureSummaryTest, ARankThatReportedItsFailureAndExitedWithItsCodeWasNotStoppedByHvdrun) {
+  // Both ranks raised; rank 0's end reached hvdrun first, which then sent rank 1 SIGTERM, but
+  // rank 1 was already exiting with its own exception (exit code 1). Rank 2 reported too but
+  // died of the SIGTERM: stopped by hvdrun.
+  JobOutcome outcome;
+  outcome.ranks = {Finished(0, Exited(1)), Finished(1, Exited(1), true),
+                   Finished(2, Killed(SIGTERM), true)};
+  for (RankOutcome& rank : outcome.ranks) rank.reported_failure = "ZeroDivisionError: x";
+  outcome.first_failed_rank = 0;
+  ApplyFailureReports(outcome);
+  EXPECT_FALSE(outcome.ranks[1].stopped_by_hvdrun);
+  EXPECT_TRUE(outcome.ranks[2].stopped_by_hvdrun);
+  auto tail = [](int rank) { return std::vector<std::string>{"line of " + std::to_string(rank)}; };
+  const std::string text = FormatFailureSummary(outcome, tail);
+  EXPECT_NE(text.find("\n  1     localhost  exit code 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("last stderr lines of rank 1:\n  line of 1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("last stderr lines of rank 2:"), std::string::npos) << text;
+}
+
 TEST(FailureSummaryTest, ARankWhoseShutdownFailedAPeerThatExitedFirstIsNamedWithItsCode) {
   // Rank 3 called sys.exit(7); its shutdown failed rank 0, which exited first (job control
   // then waited for rank 3 and made it the first failure).
