@@ -205,6 +205,7 @@ void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::st
   if (w.failed && !first_failure_status_) {
     first_failure_status_ = wait_status;
     first_failure_ = who + ": " + how;
+    first_failure_worker_ = id;
   }
   if (w.removed || w.stopped) {
     // Its host is already blacklisted, gone or smaller: nothing more to drain.

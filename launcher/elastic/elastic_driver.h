@@ -135,6 +135,8 @@ class ElasticDriver {
   std::optional<ElasticEnd> end() const { return end_; }
   // Whether a worker has failed (the job's first failure is known).
   bool failure_seen() const { return first_failure_status_.has_value(); }
+  // The worker whose failure was the job's first (the one its exit code and message name).
+  std::optional<int> first_failure_worker() const { return first_failure_worker_; }
   int64_t round() const { return round_; }
   int reset_count() const { return reset_count_; }
   int live_workers() const;
@@ -227,6 +229,7 @@ class ElasticDriver {
   bool ending_ = false;  // nobody holds the state: the job ends once the workers are gone
   std::optional<int> first_failure_status_;
   std::string first_failure_;  // "worker 3 on h2: exit code 1"
+  std::optional<int> first_failure_worker_;
   std::optional<TimePoint> below_min_since_;
   std::optional<TimePoint> pending_ready_since_;
   std::optional<ElasticEnd> end_;

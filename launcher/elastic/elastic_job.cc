@@ -551,6 +551,7 @@ int ElasticJob::Finish() {
   if (code == kExitOk) return code;
   JobOutcome outcome;
   outcome.launch_error = headline;
+  outcome.unit = "worker";
   for (const auto& [id, p] : procs_) {
     RankOutcome rank;
     rank.rank = id;
@@ -565,6 +566,12 @@ int ElasticJob::Finish() {
     if (!p.lost.empty()) rank.transport_error = p.lost;
     rank.kill_cause = p.kill_cause;
     outcome.ranks.push_back(rank);
+  }
+  // Marked in the table, its stderr shown first (worker ids are 0, 1, ... as procs_ holds them).
+  std::optional<int> first = driver_.first_failure_worker();
+  if (first && static_cast<size_t>(*first) < outcome.ranks.size() &&
+      outcome.ranks[static_cast<size_t>(*first)].rank == *first) {
+    outcome.first_failed_rank = first;
   }
   const StderrTailFn tail = [&](int id) { return context_.output->StderrTail(id); };
   PrintToUser(

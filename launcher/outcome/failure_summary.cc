@@ -169,18 +169,19 @@ std::string FormatFailureSummary(const JobOutcome& outcome, const StderrTailFn& 
   size_t host_width = 4;
   for (const RankOutcome& rank : outcome.ranks) host_width = std::max(host_width, rank.host.size());
   std::string text = Headline(outcome, stderr_tail) + "\n";
-  text += "  " + Pad("rank", 6) + Pad("host", host_width + 2) + "result\n";
+  text += "  " + Pad(outcome.unit, std::max<size_t>(6, outcome.unit.size() + 2)) +
+          Pad("host", host_width + 2) + "result\n";
   const std::optional<int> blamed = BlamedRank(outcome);
   for (const RankOutcome& rank : outcome.ranks) {
-    text += "  " + Pad(std::to_string(rank.rank), 6) + Pad(rank.host, host_width + 2) +
-            ResultText(rank, blamed == rank.rank) + "\n";
+    text += "  " + Pad(std::to_string(rank.rank), std::max<size_t>(6, outcome.unit.size() + 2)) +
+            Pad(rank.host, host_width + 2) + ResultText(rank, blamed == rank.rank) + "\n";
   }
   // The named rank's lines first (shown even when hvdrun stopped it), then every other rank's
   // that failed on its own.
   auto tail = [&](const RankOutcome& rank) {
     const std::vector<std::string> lines = stderr_tail(rank.rank);
     if (lines.empty()) return;
-    text += "last stderr lines of rank " + std::to_string(rank.rank) + ":\n";
+    text += "last stderr lines of " + outcome.unit + " " + std::to_string(rank.rank) + ":\n";
     const size_t from = lines.size() - std::min(lines.size(), kShownStderrLines);
     for (size_t i = from; i < lines.size(); ++i) text += "  " + lines[i] + "\n";
   };

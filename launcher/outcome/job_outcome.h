@@ -40,7 +40,10 @@ struct JobOutcome {
   // When first_failed_rank is a rank whose shutdown failed its peers: the peer that exited
   // (failing) before it did (JobController "Who failed first").
   std::optional<int> exited_before_cause;
-  std::vector<RankOutcome> ranks;
+  std::vector<RankOutcome> ranks;  // ranks[i].rank == i
+  // What the summary calls a row: "rank", or "worker" in an elastic job (whose rows are its
+  // workers, by id; their ranks change from round to round).
+  std::string unit = "rank";
 };
 
 // Once the ranks' reports are in (RankOutcome::reported_failure): a rank that reported failing

@@ -100,6 +100,10 @@ TEST_F(ElasticJobTest, EveryWorkerFailingEndsTheJobWithTheFirstFailuresCode) {
   // that: its own failure, not hvdrun's stop.
   EXPECT_EQ(SummaryLine(1).find("stopped by hvdrun"), std::string::npos) << said_;
   EXPECT_NE(SummaryLine(1).find("exit code 4"), std::string::npos) << said_;
+  // The rows are workers, the first failure's marked.
+  EXPECT_NE(said_.find("\n  worker  host"), std::string::npos) << said_;
+  EXPECT_NE(SummaryLine(0).find("exit code 3  <- first failure"), std::string::npos) << said_;
+  EXPECT_EQ(SummaryLine(1).find("first failure"), std::string::npos) << said_;
 }
 
 // Worker 2 is SIGKILLed and worker 0 then exits 1 (its collectives failed on the lost peer),
