@@ -132,7 +132,13 @@ std::string ResultText(const RankOutcome& rank, bool first) {
   if (rank.exec_error) text += ", " + *rank.exec_error;
   if (rank.transport_error) text += ", " + *rank.transport_error;
   if (first) text += "  <- first failure";
-  if (rank.stopped_by_hvdrun) text += ", stopped by hvdrun";
+  // Killed by the signal, or ending with a code of its own (a peer's failure failed its
+  // collectives as hvdrun's SIGTERM, or an elastic removal, was on its way): hvdrun does not
+  // know which came first, so it does not say it stopped it.
+  if (rank.stopped_by_hvdrun) {
+    text += WIFSIGNALED(rank.wait_status) ? ", stopped by hvdrun"
+                                          : ", exited as hvdrun was stopping it";
+  }
   return text;
 }
 

@@ -14,9 +14,11 @@ struct RankOutcome {
   std::string host;
   bool remote = false;  // on another machine (under hvd-agent)
   bool started = false;
-  bool finished = false;           // reaped; wait_status is valid
-  int wait_status = 0;             // as from waitpid()
-  bool stopped_by_hvdrun = false;  // ended after hvdrun signalled it
+  bool finished = false;  // reaped; wait_status is valid
+  int wait_status = 0;    // as from waitpid()
+  // Ended after hvdrun signalled it (or, elastic, after it read its removal); the summary says
+  // "stopped by hvdrun" where a signal ended it, "exited as hvdrun was stopping it" otherwise.
+  bool stopped_by_hvdrun = false;
   std::optional<std::string> exec_error;
   // A remote rank whose connection ended before it reported ("connection to root@h2:22
   // lost ..."); its wait_status is then exit code 255.

@@ -115,6 +115,17 @@ TEST(FailureSummaryTest, ARankThatReportedItsFailureAndExitedWithItsCodeWasNotSt
   EXPECT_NE(text.find("\n  1     localhost  exit code 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("last stderr lines of rank 1:\n  line of 1"), std::string::npos) << text;
   EXPECT_EQ(text.find("last stderr lines of rank 2:"), std::string::npos) << text;
+  // Without a report, a rank hvdrun signalled that ended with a code of its own is not said to
+  // be stopped by hvdrun either: hvdrun does not know whether its SIGTERM came first.
+  outcome.ranks[1].reported_failure.reset();
+  outcome.ranks[1].stopped_by_hvdrun = true;
+  const std::string again = FormatFailureSummary(outcome, tail);
+  EXPECT_NE(again.find("\n  1     localhost  exit code 1, exited as hvdrun was stopping it\n"),
+            std::string::npos)
+      << again;
+  EXPECT_NE(again.find("\n  2     localhost  SIGTERM (signal 15), stopped by hvdrun\n"),
+            std::string::npos)
+      << again;
 }
 
 TEST(FailureSummaryTest, ARankWhoseShutdownFailedAPeerThatExitedFirstIsNamedWithItsCode) {
