@@ -4,6 +4,12 @@
 
 namespace hvd::control {
 
+std::string ShutdownCauseKey(int64_t round, int rank) {
+  std::string key(kShutdownCausePrefix);
+  if (round > 0) key += std::to_string(round) + "/";
+  return key + std::to_string(rank);
+}
+
 std::string EncodeKvRequest(const KvRequest& request) {
   ByteWriter w;
   w.PutBytes(request.key);

@@ -30,6 +30,10 @@ inline constexpr std::string_view kFailureReportPrefix = "failure/";
 // one has, hvdrun waits for it (up to half the grace period, following a chain of them) and
 // names it, with its own exit code: a rank ended by sys.exit(7), or SIGKILLed, say.
 inline constexpr std::string_view kShutdownCausePrefix = "shutdown_by/";
+// The key of `rank`'s cause: "shutdown_by/<rank>"; in round `round` of an elastic job (round > 0)
+// "shutdown_by/<round>/<rank>", since ranks change from round to round and the driver maps
+// (round, rank) to its workers.
+std::string ShutdownCauseKey(int64_t round, int rank);
 // The stall inspector's (a set's rank 0) request for the stacks of the ranks it found missing
 // from a collective, the first time it names each: their global ranks in decimal, separated by
 // commas ("1,3"). hvdrun asks those ranks for their Python stacks (SIGQUIT to hvdrun asks every

@@ -168,8 +168,7 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
   control.stdin_source_fd = ForwardableStdin();
   control.stack_requests = &stack_requests;
   control.shutdown_cause = [&server](int rank) -> std::optional<int> {
-    std::optional<std::string> cause =
-        server.Get(std::string(control::kShutdownCausePrefix) + std::to_string(rank));
+    std::optional<std::string> cause = server.Get(control::ShutdownCauseKey(0, rank));
     int peer = -1;
     if (!cause ||
         std::from_chars(cause->data(), cause->data() + cause->size(), peer).ec != std::errc()) {

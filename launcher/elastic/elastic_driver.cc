@@ -88,6 +88,19 @@ bool ElasticDriver::LeftWhenAsked(int id) const {
   return it != workers_.end() && !it->second.alive && it->second.left;
 }
 
+std::optional<std::pair<int64_t, int>> ElasticDriver::RoundAndRankOf(int id) const {
+  auto it = workers_.find(id);
+  if (it == workers_.end() || it->second.round == 0) return std::nullopt;
+  return std::make_pair(it->second.round, it->second.rank);
+}
+
+std::optional<int> ElasticDriver::WorkerOfRankIn(int64_t round, int rank) const {
+  for (const auto& [id, w] : workers_) {
+    if (round > 0 && w.round == round && w.rank == rank) return id;
+  }
+  return std::nullopt;
+}
+
 std::optional<int> ElasticDriver::WorkerOfRank(int rank) const {
   for (const auto& [id, w] : workers_) {
     if (w.alive && !w.removed && w.round == round_ && round_ > 0 && w.rank == rank) return id;
@@ -180,7 +193,7 @@ void ElasticDriver::OnReady(int id, int64_t cursor, int64_t synced_round, TimePo
 }
 
 void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::string& lost,
-                           const std::string& cause) {
+                           const std::string& cause, std::optional<int> failed_by) {
   auto it = workers_.find(id);
   if (it == workers_.end() || !it->second.alive) return;
   Worker& w = it->second;
@@ -202,10 +215,20 @@ void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::st
                             (!w.sent_when_ended || w.removal <= *w.sent_when_ended);
   w.left = read_removal || w.stopped;
   w.failed = !WaitStatusIsSuccess(wait_status) && !w.left;
+  if (w.failed && failed_by == id) failed_by.reset();
   if (w.failed && !first_failure_status_) {
     first_failure_status_ = wait_status;
     first_failure_ = who + ": " + how;
     first_failure_worker_ = id;
+    first_failure_failed_by_ = failed_by;
+  } else if (w.failed && first_failure_failed_by_ == id) {
+    // The first failure's collectives failed on this worker's exit or loss, and it has now
+    // failed on its own: the cause is the first failure (a chain of them: follow it).
+    const std::string earlier = "worker " + std::to_string(*first_failure_worker_);
+    first_failure_status_ = wait_status;
+    first_failure_ = who + ": " + how + " (its end failed " + earlier + ", which ended first)";
+    first_failure_worker_ = id;
+    first_failure_failed_by_ = failed_by;
   }
   if (w.removed || w.stopped) {
     // Its host is already blacklisted, gone or smaller: nothing more to drain.

@@ -119,8 +119,11 @@ class ElasticDriver {
   // sign of life from its hvd-agent for 5 s"); the reason messages give instead of the exit
   // code. `cause`, added to the code: why its host says it was killed (the OOM killer), or the
   // exception a failing Python worker's traceback ends with.
+  // `failed_by`: the worker whose shutdown or loss failed this one's collectives (its runtime
+  // named that rank, control::ShutdownCauseKey): should that worker then fail on its own, it is
+  // the job's first failure in this one's place, as job control's chain does in a static job.
   void OnExit(int id, int wait_status, TimePoint now, const std::string& lost = "",
-              const std::string& cause = "");
+              const std::string& cause = "", std::optional<int> failed_by = std::nullopt);
   // Worker `id` has ended; OnExit follows with its status once the event loop takes it (it
   // takes the likeliest first failure first, launcher/local/exit_order.h, so an end can wait
   // there while others are taken). Until then the driver does not stop the worker (it is gone:
@@ -140,6 +143,11 @@ class ElasticDriver {
   int64_t round() const { return round_; }
   int reset_count() const { return reset_count_; }
   int live_workers() const;
+  // The last round worker `id` was a member of and its rank there; nullopt if it never was.
+  std::optional<std::pair<int64_t, int>> RoundAndRankOf(int id) const;
+  // The worker (alive or not) that had `rank` in round `round`; nullopt when none is known (a
+  // later round gave it another rank).
+  std::optional<int> WorkerOfRankIn(int64_t round, int rank) const;
   // The live worker that has `rank` in the current round; nullopt when none has.
   std::optional<int> WorkerOfRank(int rank) const;
   // Whether worker `id` ended because the driver asked it to: it left after it read its
@@ -230,6 +238,9 @@ class ElasticDriver {
   std::optional<int> first_failure_status_;
   std::string first_failure_;  // "worker 3 on h2: exit code 1"
   std::optional<int> first_failure_worker_;
+  // The worker that first_failure_worker_'s runtime named as the one that failed it (OnExit's
+  // failed_by), while it has not ended.
+  std::optional<int> first_failure_failed_by_;
   std::optional<TimePoint> below_min_since_;
   std::optional<TimePoint> pending_ready_since_;
   std::optional<ElasticEnd> end_;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/elastic_messages.h"
+#include "common/kv_messages.h"
 #include "launcher/local/hint_context.h"
 #include "launcher/local/local_host.h"
 #include "launcher/local/oom_kills.h"
@@ -344,8 +345,23 @@ void ElasticJob::TakeExit(int id, int wait_status) {
         !killed_) {
       cause = PythonExceptionInTail(context_.output->StderrTail(id));
     }
-    driver_.OnExit(id, wait_status, Clock::now(), p.lost, cause.value_or(""));
+    std::optional<int> failed_by;
+    if (!WaitStatusIsSuccess(wait_status)) failed_by = FailedBy(id);
+    driver_.OnExit(id, wait_status, Clock::now(), p.lost, cause.value_or(""), failed_by);
   }
+}
+
+std::optional<int> ElasticJob::FailedBy(int id) const {
+  std::optional<std::pair<int64_t, int>> at = driver_.RoundAndRankOf(id);
+  if (!at) return std::nullopt;
+  std::optional<std::string> named =
+      context_.server->Get(control::ShutdownCauseKey(at->first, at->second));
+  int rank = -1;
+  if (!named || std::from_chars(named->data(), named->data() + named->size(), rank).ptr !=
+                    named->data() + named->size()) {
+    return std::nullopt;
+  }
+  return driver_.WorkerOfRankIn(at->first, rank);
 }
 
 // The last resort when the event loop itself fails: nothing may outlive hvdrun.

@@ -142,6 +142,9 @@ class ElasticJob : public ElasticActions {
   // ... and take them, likeliest first failure first, telling the driver (TakeExit).
   void TakeExits();
   void TakeExit(int id, int wait_status);
+  // The worker whose shutdown or loss failed worker `id`'s collectives, as its runtime told
+  // hvdrun (control::ShutdownCauseKey of its last round); nullopt when it named none.
+  std::optional<int> FailedBy(int id) const;
   void KillOverdue();
   void KillAndReapAll();
   bool AnyAlive() const;

@@ -338,7 +338,7 @@ void Runtime::ReportCause(int32_t cause) {
   if (failure_reported_.load()) return;
   control::KvClient* kv = provider_ != nullptr ? provider_->kv() : nullptr;
   if (kv == nullptr) return;  // under mpirun or srun without hvdrun: nobody to tell
-  Status s = kv->Set(std::string(control::kShutdownCausePrefix) + std::to_string(config_.rank),
+  Status s = kv->Set(control::ShutdownCauseKey(config_.rendezvous_round, config_.rank),
                      std::to_string(cause));
   if (!s.ok()) HVD_LOG_DEBUG("could not tell hvdrun which rank failed this one: {}", s.message());
 }

@@ -211,7 +211,7 @@ class Runtime {
   // that rank as the first failure even when this rank's exit reaches it first (a SIGKILLed
   // rank on another host, whose hvd-agent's news travels further). Background thread.
   void ReportLostMember();
-  // What both write: `cause` under control::kShutdownCausePrefix + this rank; nothing once this
+  // What both write: `cause` under control::ShutdownCauseKey(round, this rank); nothing once this
   // rank reported its own failure (failure_reported_): a peer's shutdown or loss that reaches it
   // after that did not end it. (hvdrun would otherwise wait for that peer and, should it fail
   // too, name it first and this rank "failed by that".)

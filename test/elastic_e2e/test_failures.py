@@ -23,9 +23,9 @@ def with_discovery(tmp_path, worker_args, hvd_extra=(), np=4, min_np=2):
                   tmp_path)
 
 
-def with_fixed_hosts(tmp_path, worker_args, hvd_extra=(), np=4, min_np=2):
+def with_fixed_hosts(tmp_path, worker_args, hvd_extra=(), np=4, min_np=2, **kwargs):
     return hvdrun(["-np", str(np), "--min-np", str(min_np), "-H", ",".join(TWO_HOSTS)] +
-                  list(hvd_extra), worker_args, tmp_path)
+                  list(hvd_extra), worker_args, tmp_path, **kwargs)
 
 
 def assert_single_failure(run, mode):
@@ -78,6 +78,31 @@ def test_f04_all_ranks_fail(tmp_path):
     assert run.returncode == 1, run.describe()
     assert "every worker of round 1 failed; the first failure: worker" in run.err, run.describe()
     assert run.sizes() == [4]
+
+
+# A script without hvd.elastic.run under an elastic hvdrun: worker 1 raises, its exit shuts the
+# runtime down and its peers' allreduces fail with HorovodInternalError ("Shut down by rank 1"),
+# and they exit first (worker 1's exit is held up 2 s, after hvd's exit handler). Worker 1 is
+# the first failure, with its code and exception: its peers' runtimes named it to hvdrun. Until
+# 2026-11-30 the first peer whose end hvdrun took was named, with HorovodInternalError.
+def test_the_worker_whose_exit_failed_its_peers_is_the_first_failure(tmp_path):
+    script = tmp_path / "plain.py"
+    script.write_text(
+        "import atexit, os, time\n"
+        "if os.environ['HVD_ELASTIC_WORKER_ID'] == '1':\n"
+        "    atexit.register(time.sleep, 2)\n"
+        "import torch, hvd.torch as hvd\n"
+        "hvd.init()\n"
+        "for step in range(100):\n"
+        "    if step == 3 and hvd.rank() == 1:\n"
+        "        raise RuntimeError('boom on worker 1')\n"
+        "    hvd.allreduce(torch.ones(1000), name='g')\n")
+    run = with_fixed_hosts(tmp_path, [], worker=str(script))
+    assert run.returncode == 1, run.describe()
+    assert ("every worker of round 1 failed; the first failure: worker 1 (rank 1 of round 1) on "
+            "localhost: exit code 1: RuntimeError: boom on worker 1 (its end failed worker ") \
+        in run.err, run.describe()
+    assert "  1       localhost  exit code 1  <- first failure" in run.err, run.describe()
 
 
 # F05: one worker per host fails: both hosts are blacklisted, the other two are drained.

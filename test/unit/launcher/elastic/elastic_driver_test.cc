@@ -590,5 +590,34 @@ TEST_F(ElasticDriverTest, ARemovedWorkerThatReadItsRemovalLeftWhenAsked) {
   EXPECT_TRUE(rec_.warnings.empty());
 }
 
+// Workers 0 and 2 fail on worker 1's shutdown (their runtimes named it) and end first; worker 1
+// then fails on its own: it is the first failure, with its own code.
+TEST_F(ElasticDriverTest, TheWorkerWhoseEndFailedThePeersIsTheFirstFailure) {
+  StartRound1({{"a", 2, {}}, {"b", 1, {}}}, 3, 3);
+  ASSERT_EQ(driver_->RoundAndRankOf(1), std::make_pair(int64_t{1}, 1));
+  ASSERT_EQ(driver_->WorkerOfRankIn(1, 1), 1);
+  driver_->OnExit(2, kExit1, now_, "", "", 1);
+  driver_->OnExit(0, kExit1, now_, "", "", 1);
+  EXPECT_EQ(driver_->first_failure_worker(), 2);
+  driver_->OnExit(1, 5 << 8, now_, "", "RuntimeError: boom");
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_EQ(driver_->end()->exit_code, 5);
+  EXPECT_EQ(driver_->first_failure_worker(), 1);
+  EXPECT_THAT(driver_->end()->message,
+              HasSubstr("the first failure: worker 1 (rank 1 of round 1) on a: exit code 5: "
+                        "RuntimeError: boom (its end failed worker 2, which ended first)"));
+}
+
+// The named worker did not fail on its own (the driver stopped it, or it exited 0): the first
+// worker to fail stays the first failure.
+TEST_F(ElasticDriverTest, ANamedWorkerThatDidNotFailLeavesTheFirstFailureAsItIs) {
+  StartRound1({{"a", 1, {}}, {"b", 1, {}}}, 2, 1);
+  driver_->OnExit(1, kExit1, now_, "", "", 0);
+  driver_->OnExit(0, kExit0, now_);
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_EQ(driver_->first_failure_worker(), 1);
+  EXPECT_THAT(driver_->end()->message, HasSubstr("the first failure: worker 1"));
+}
+
 }  // namespace
 }  // namespace hvd::launcher
