@@ -1,11 +1,14 @@
 #include "launcher/outcome/failure_hints.h"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "launcher/outcome/wait_status.h"
 
 namespace hvd::launcher {
 namespace {
@@ -22,6 +25,34 @@ std::optional<std::string> MissingModule(const std::vector<std::string>& lines) 
     return line->substr(begin, end - begin);
   }
   return std::nullopt;
+}
+
+// The ranks a failed collective's message names as having shut the job down ("... Shut down by
+// rank 1 (hvd.shutdown(), or its process exiting)." or "by ranks 1, 3 (...").
+std::vector<int> ShutDownBy(const std::vector<std::string>& lines) {
+  constexpr std::string_view kNeedle = "Shut down by rank";
+  constexpr std::string_view kEnd = " (hvd.shutdown(), or its process exiting)";
+  for (auto line = lines.rbegin(); line != lines.rend(); ++line) {
+    size_t at = line->find(kNeedle);
+    if (at == std::string::npos) continue;
+    at += kNeedle.size();
+    if (at < line->size() && (*line)[at] == 's') ++at;
+    const size_t end = line->find(kEnd, at);
+    if (end == std::string::npos) continue;
+    std::vector<int> ranks;
+    const char* p = line->data() + at;
+    const char* stop = line->data() + end;
+    while (p < stop) {
+      while (p < stop && (*p == ' ' || *p == ',')) ++p;
+      int rank = -1;
+      auto [next, ec] = std::from_chars(p, stop, rank);
+      if (ec != std::errc() || rank < 0) return {};
+      ranks.push_back(rank);
+      p = next;
+    }
+    return ranks;
+  }
+  return {};
 }
 
 // "rank 3", "ranks 0, 1, 2", "ranks 0, 1, 2, ... (16 of them)".
@@ -158,9 +189,21 @@ std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& st
   const std::string port_in_use =
       ":" + context.users_master_port + " (errno: 98 - Address already in use)";
   const RankOutcome* store_failed = nullptr;  // one store, on one host
+  // A rank that exited 0 (or called hvd.shutdown()) while its peers still ran collectives ->
+  // the failing ranks whose collectives its shutdown failed.
+  std::map<int, std::vector<int>> finished_early;
   for (const RankOutcome& rank : outcome.ranks) {
     if (!rank.started) continue;
     const std::vector<std::string> tail = stderr_tail(rank.rank);
+    if (rank.finished && !WaitStatusIsSuccess(rank.wait_status)) {
+      for (int by : ShutDownBy(tail)) {
+        if (by < 0 || static_cast<size_t>(by) >= outcome.ranks.size() || by == rank.rank) continue;
+        const RankOutcome& peer = outcome.ranks[static_cast<size_t>(by)];
+        if (peer.finished && WaitStatusIsSuccess(peer.wait_status)) {
+          finished_early[by].push_back(rank.rank);
+        }
+      }
+    }
     if (AnyLineHas(tail, kDuplicateGpu)) duplicate_gpu.push_back(rank.rank);
     if (!store_failed && !context.users_master_port.empty() && AnyLineHas(tail, port_in_use)) {
       store_failed = &rank;
@@ -182,6 +225,14 @@ std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& st
             "Export a free port, or unset MASTER_PORT and hvdrun picks a free one.\n";
   }
   if (!duplicate_gpu.empty()) text += "hint: " + RankList(duplicate_gpu) + kDuplicateGpuHint + "\n";
+  for (const auto& [by, failed] : finished_early) {
+    text += "hint: rank " + std::to_string(by) + " exited 0 (or called hvd.shutdown()) while " +
+            RankList(failed) +
+            " still ran collectives, which shut the job down: every rank must run the same "
+            "collectives. A rank with less work (uneven data) can call hvd.join() when it is "
+            "done, which has it take part in the others' remaining allreduces until every rank "
+            "has joined, or wait at hvd.barrier() before it exits.\n";
+  }
   for (const Key& key : order) {
     const auto& [module, host] = key;
     std::optional<std::string> hint =

@@ -240,5 +240,35 @@ TEST(FailureHintsTest, EachCauseOnceInTheOrderSeen) {
       << hints;
 }
 
+// A rank that exits 0 while the others still run collectives shuts the job down: the failing
+// ranks' errors name it, and the hint says what to do about uneven work.
+TEST(FailureHintsTest, ARankThatFinishedEarlyIsToldAbout) {
+  JobOutcome outcome = RanksOn(4);
+  outcome.ranks[1].wait_status = 0;  // exited 0
+  const std::string shut = "hvd.exceptions.HorovodInternalError: Horovod has been shut down. ... ";
+  const std::string text = FormatFailureHints(
+      outcome,
+      Tails({{0, {shut + "Shut down by rank 1 (hvd.shutdown(), or its process exiting)."}},
+             {2, {shut + "Shut down by rank 1 (hvd.shutdown(), or its process exiting)."}},
+             {3,
+              {"Traceback", shut + "Shut down by ranks 1, 3 (hvd.shutdown(), or its process "
+                                   "exiting). Reason: x"}}}),
+      PyenvMachine());
+  EXPECT_NE(text.find("hint: rank 1 exited 0 (or called hvd.shutdown()) while ranks 0, 2, 3 still "
+                      "ran collectives, which shut the job down: every rank must run the same "
+                      "collectives. A rank with less work (uneven data) can call hvd.join()"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("hint: rank 3"), std::string::npos) << "rank 3 failed: " << text;
+  // Named by a rank that failed on its own, but itself failing: no hint (the summary names it).
+  outcome.ranks[1].wait_status = 1 << 8;
+  EXPECT_EQ(FormatFailureHints(outcome,
+                               Tails({{0,
+                                       {shut + "Shut down by rank 1 (hvd.shutdown(), or its "
+                                               "process exiting)."}}}),
+                               PyenvMachine()),
+            "");
+}
+
 }  // namespace
 }  // namespace hvd::launcher
