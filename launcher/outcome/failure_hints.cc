@@ -195,7 +195,8 @@ std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& st
   for (const RankOutcome& rank : outcome.ranks) {
     if (!rank.started) continue;
     const std::vector<std::string> tail = stderr_tail(rank.rank);
-    if (rank.finished && !WaitStatusIsSuccess(rank.wait_status)) {
+    // (Elastic rows are workers, whose ranks change from round to round: not for them.)
+    if (outcome.unit == "rank" && rank.finished && !WaitStatusIsSuccess(rank.wait_status)) {
       for (int by : ShutDownBy(tail)) {
         if (by < 0 || static_cast<size_t>(by) >= outcome.ranks.size() || by == rank.rank) continue;
         const RankOutcome& peer = outcome.ranks[static_cast<size_t>(by)];
