@@ -260,23 +260,15 @@ TEST(FailureHintsTest, ARankThatFinishedEarlyIsToldAbout) {
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("hint: rank 3"), std::string::npos) << "rank 3 failed: " << text;
-  // An elastic job's rows are workers, not the ranks the messages name.
+  // No hint for an elastic job, whose rows are workers, not the ranks the messages name; nor
+  // where the named rank itself failed (the summary names it).
+  const StderrTailFn named_by_0 =
+      Tails({{0, {shut + "Shut down by rank 1 (hvd.shutdown(), or its process exiting)."}}});
   outcome.unit = "worker";
-  EXPECT_EQ(FormatFailureHints(outcome,
-                               Tails({{0,
-                                       {shut + "Shut down by rank 1 (hvd.shutdown(), or its "
-                                               "process exiting)."}}}),
-                               PyenvMachine()),
-            "");
+  EXPECT_EQ(FormatFailureHints(outcome, named_by_0, PyenvMachine()), "");
   outcome.unit = "rank";
-  // Named by a rank that failed on its own, but itself failing: no hint (the summary names it).
   outcome.ranks[1].wait_status = 1 << 8;
-  EXPECT_EQ(FormatFailureHints(outcome,
-                               Tails({{0,
-                                       {shut + "Shut down by rank 1 (hvd.shutdown(), or its "
-                                               "process exiting)."}}}),
-                               PyenvMachine()),
-            "");
+  EXPECT_EQ(FormatFailureHints(outcome, named_by_0, PyenvMachine()), "");
 }
 
 }  // namespace
