@@ -100,3 +100,27 @@ def test_horovod_version_and_process_sets_module():
     assert horovod.__version__ == "0.28.1"
     assert process_sets.ProcessSet is hvd.process_sets.ProcessSet
     assert process_sets.global_process_set is hvd.process_sets.global_process_set
+
+
+def _through_horovod_basics():
+    # How integrations written against Horovod start it (Ray's, for one): their own
+    # HorovodBasics, given Horovod's library location, which hvd accepts and does not use.
+    from horovod.common.basics import HorovodBasics
+
+    import hvd.torch as hvd
+    basics = HorovodBasics(__file__, "mpi_lib_v2")
+    basics.init()
+    seen = {"rank": basics.rank(), "size": basics.size(), "local": basics.local_rank(),
+            "same": (basics.rank(), basics.size()) == (hvd.rank(), hvd.size()),
+            "initialized": basics.is_initialized(), "gloo_built": basics.gloo_built(),
+            "nccl_built": basics.nccl_built() == hvd.nccl_built()}
+    basics.shutdown()
+    seen["after"] = basics.is_initialized()
+    return seen
+
+
+def test_horovod_common_basics_is_the_same_runtime():
+    results = horovod.run(_through_horovod_basics, num_proc=2)
+    assert [r["rank"] for r in results] == [0, 1]
+    assert all(r["size"] == 2 and r["same"] and r["initialized"] and r["gloo_built"] and
+               r["nccl_built"] and not r["after"] for r in results), results
