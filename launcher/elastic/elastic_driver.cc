@@ -216,17 +216,15 @@ void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::st
   w.left = read_removal || w.stopped;
   w.failed = !WaitStatusIsSuccess(wait_status) && !w.left;
   if (w.failed && failed_by == id) failed_by.reset();
-  if (w.failed && !first_failure_status_) {
+  // The first failure; or, when the first failure's collectives failed on this worker's exit or
+  // loss and it has now failed on its own, this one in its place (a chain of them: follow it).
+  if (w.failed && (!first_failure_status_ || first_failure_failed_by_ == id)) {
+    const std::string instead = first_failure_worker_ ? " (its end failed worker " +
+                                                            std::to_string(*first_failure_worker_) +
+                                                            ", which ended first)"
+                                                      : "";
     first_failure_status_ = wait_status;
-    first_failure_ = who + ": " + how;
-    first_failure_worker_ = id;
-    first_failure_failed_by_ = failed_by;
-  } else if (w.failed && first_failure_failed_by_ == id) {
-    // The first failure's collectives failed on this worker's exit or loss, and it has now
-    // failed on its own: the cause is the first failure (a chain of them: follow it).
-    const std::string earlier = "worker " + std::to_string(*first_failure_worker_);
-    first_failure_status_ = wait_status;
-    first_failure_ = who + ": " + how + " (its end failed " + earlier + ", which ended first)";
+    first_failure_ = who + ": " + how + instead;
     first_failure_worker_ = id;
     first_failure_failed_by_ = failed_by;
   }
@@ -262,7 +260,6 @@ void ElasticDriver::OnEnded(int id) {
   auto it = workers_.find(id);
   if (it == workers_.end() || !it->second.Running()) return;
   it->second.sent_when_ended = it->second.sent;
-  it->second.terminate_at.reset();
 }
 
 void ElasticDriver::OnTick(TimePoint now) {
@@ -545,7 +542,7 @@ void ElasticDriver::FormRound(std::vector<Worker*> members, TimePoint now) {
   pending_ready_since_.reset();
   hosts_flags_ = 0;
   for (auto& [id, w] : workers_) {
-    if (w.Running() && w.removed && !w.terminate_at) w.terminate_at = now + options_.grace_period;
+    if (w.alive && w.removed && !w.terminate_at) w.terminate_at = now + options_.grace_period;
   }
   actions_->Step("round " + std::to_string(round_) + ": " + std::to_string(members.size()) +
                  " ranks (" + DescribeLayout(layout) + ")" +
@@ -590,7 +587,7 @@ void ElasticDriver::CheckEnd(TimePoint now) {
     // start): once every worker is gone, say why the job ends.
     ending_ = true;
     for (auto& [id, w] : workers_) {
-      if (w.Running() && !w.terminate_at) w.terminate_at = now + options_.grace_period;
+      if (w.alive && !w.terminate_at) w.terminate_at = now + options_.grace_period;
     }
     if (live_workers() == 0) EndWithoutWorkers(now);
     return;
