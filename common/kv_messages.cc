@@ -1,5 +1,7 @@
 #include "common/kv_messages.h"
 
+#include <charconv>
+
 #include "common/byte_codec.h"
 
 namespace hvd::control {
@@ -8,6 +10,13 @@ std::string ShutdownCauseKey(int64_t round, int rank) {
   std::string key(kShutdownCausePrefix);
   if (round > 0) key += std::to_string(round) + "/";
   return key + std::to_string(rank);
+}
+
+std::optional<int> DecodeShutdownCause(std::string_view value) {
+  int rank = -1;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), rank);
+  if (ec != std::errc() || end != value.data() + value.size() || rank < 0) return std::nullopt;
+  return rank;
 }
 
 std::string EncodeKvRequest(const KvRequest& request) {

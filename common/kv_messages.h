@@ -2,6 +2,7 @@
 #define HVD_COMMON_KV_MESSAGES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,8 @@ inline constexpr std::string_view kShutdownCausePrefix = "shutdown_by/";
 // "shutdown_by/<round>/<rank>", since ranks change from round to round and the driver maps
 // (round, rank) to its workers.
 std::string ShutdownCauseKey(int64_t round, int rank);
+// The rank a cause key holds (written as its decimal number); nullopt for anything else.
+std::optional<int> DecodeShutdownCause(std::string_view value);
 // The stall inspector's (a set's rank 0) request for the stacks of the ranks it found missing
 // from a collective, the first time it names each: their global ranks in decimal, separated by
 // commas ("1,3"). hvdrun asks those ranks for their Python stacks (SIGQUIT to hvdrun asks every

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -169,12 +168,7 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
   control.stack_requests = &stack_requests;
   control.shutdown_cause = [&server](int rank) -> std::optional<int> {
     std::optional<std::string> cause = server.Get(control::ShutdownCauseKey(0, rank));
-    int peer = -1;
-    if (!cause ||
-        std::from_chars(cause->data(), cause->data() + cause->size(), peer).ec != std::errc()) {
-      return std::nullopt;
-    }
-    return peer;
+    return cause ? control::DecodeShutdownCause(*cause) : std::nullopt;
   };
   PrintStep(spec.verbose,
             "starting " + std::to_string(job.size) + " ranks: " + ShellJoin(spec.command));

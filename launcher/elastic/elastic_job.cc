@@ -356,12 +356,8 @@ std::optional<int> ElasticJob::FailedBy(int id) const {
   if (!at) return std::nullopt;
   std::optional<std::string> named =
       context_.server->Get(control::ShutdownCauseKey(at->first, at->second));
-  int rank = -1;
-  if (!named || std::from_chars(named->data(), named->data() + named->size(), rank).ptr !=
-                    named->data() + named->size()) {
-    return std::nullopt;
-  }
-  return driver_.WorkerOfRankIn(at->first, rank);
+  std::optional<int> rank = named ? control::DecodeShutdownCause(*named) : std::nullopt;
+  return rank ? driver_.WorkerOfRankIn(at->first, *rank) : std::nullopt;
 }
 
 // The last resort when the event loop itself fails: nothing may outlive hvdrun.

@@ -77,5 +77,14 @@ TEST(KvMessages, ResponsesRoundTripAndValidateTheCode) {
   EXPECT_FALSE(DecodeKvResponse("").ok());
 }
 
+TEST(KvMessages, ShutdownCauseKeysAndValues) {
+  EXPECT_EQ(ShutdownCauseKey(0, 3), "shutdown_by/3");
+  EXPECT_EQ(ShutdownCauseKey(2, 3), "shutdown_by/2/3");
+  EXPECT_EQ(DecodeShutdownCause("12"), 12);
+  EXPECT_EQ(DecodeShutdownCause("1 "), std::nullopt);
+  EXPECT_EQ(DecodeShutdownCause("-1"), std::nullopt);
+  EXPECT_EQ(DecodeShutdownCause(""), std::nullopt);
+}
+
 }  // namespace
 }  // namespace hvd::control
