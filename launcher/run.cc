@@ -184,6 +184,7 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
     for (RankOutcome& rank : outcome.ranks) {
       rank.reported_failure =
           server.Get(std::string(control::kFailureReportPrefix) + std::to_string(rank.rank));
+      rank.shut_down_by = control.shutdown_cause(rank.rank);
     }
     ApplyFailureReports(outcome);
     const StderrTailFn tail = [&](int r) { return output.StderrTail(r); };

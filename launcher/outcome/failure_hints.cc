@@ -1,7 +1,6 @@
 #include "launcher/outcome/failure_hints.h"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -25,34 +24,6 @@ std::optional<std::string> MissingModule(const std::vector<std::string>& lines) 
     return line->substr(begin, end - begin);
   }
   return std::nullopt;
-}
-
-// The ranks a failed collective's message names as having shut the job down ("... Shut down by
-// rank 1 (hvd.shutdown(), or its process exiting)." or "by ranks 1, 3 (...").
-std::vector<int> ShutDownBy(const std::vector<std::string>& lines) {
-  constexpr std::string_view kNeedle = "Shut down by rank";
-  constexpr std::string_view kEnd = " (hvd.shutdown(), or its process exiting)";
-  for (auto line = lines.rbegin(); line != lines.rend(); ++line) {
-    size_t at = line->find(kNeedle);
-    if (at == std::string::npos) continue;
-    at += kNeedle.size();
-    if (at < line->size() && (*line)[at] == 's') ++at;
-    const size_t end = line->find(kEnd, at);
-    if (end == std::string::npos) continue;
-    std::vector<int> ranks;
-    const char* p = line->data() + at;
-    const char* stop = line->data() + end;
-    while (p < stop) {
-      while (p < stop && (*p == ' ' || *p == ',')) ++p;
-      int rank = -1;
-      auto [next, ec] = std::from_chars(p, stop, rank);
-      if (ec != std::errc() || rank < 0) return {};
-      ranks.push_back(rank);
-      p = next;
-    }
-    return ranks;
-  }
-  return {};
 }
 
 // "rank 3", "ranks 0, 1, 2", "ranks 0, 1, 2, ... (16 of them)".
@@ -196,13 +167,12 @@ std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& st
     if (!rank.started) continue;
     const std::vector<std::string> tail = stderr_tail(rank.rank);
     // (Elastic rows are workers, whose ranks change from round to round: not for them.)
-    if (outcome.unit == "rank" && rank.finished && !WaitStatusIsSuccess(rank.wait_status)) {
-      for (int by : ShutDownBy(tail)) {
-        if (by < 0 || static_cast<size_t>(by) >= outcome.ranks.size() || by == rank.rank) continue;
-        const RankOutcome& peer = outcome.ranks[static_cast<size_t>(by)];
-        if (peer.finished && WaitStatusIsSuccess(peer.wait_status)) {
-          finished_early[by].push_back(rank.rank);
-        }
+    if (outcome.unit == "rank" && rank.finished && !WaitStatusIsSuccess(rank.wait_status) &&
+        rank.shut_down_by && *rank.shut_down_by != rank.rank &&
+        static_cast<size_t>(*rank.shut_down_by) < outcome.ranks.size()) {
+      const RankOutcome& peer = outcome.ranks[static_cast<size_t>(*rank.shut_down_by)];
+      if (peer.finished && WaitStatusIsSuccess(peer.wait_status)) {
+        finished_early[peer.rank].push_back(rank.rank);
       }
     }
     if (AnyLineHas(tail, kDuplicateGpu)) duplicate_gpu.push_back(rank.rank);

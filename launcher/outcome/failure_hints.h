@@ -41,9 +41,9 @@ struct HintContext {
 //     per rank, torch.cuda.set_device, or NCCL_HOSTID to share one;
 //   - torch's store failing to bind the MASTER_PORT the user exported (Address already in
 //     use): another process holds it; a free one, or none exported and hvdrun picks one.
-//   - a rank that exited 0 while others still ran collectives (their HorovodInternalError names
-//     it: "Shut down by rank N"): every rank runs the same collectives; hvd.join() for uneven
-//     work, or a barrier before the exit.
+//   - a rank that exited 0 while others still ran collectives (their runtimes named it to
+//     hvdrun: RankOutcome::shut_down_by): every rank runs the same collectives; hvd.join() for
+//     uneven work, or a barrier before the exit.
 // One hint per cause (and remote host), naming the ranks it was seen on.
 std::string FormatFailureHints(const JobOutcome& outcome, const StderrTailFn& stderr_tail,
                                const HintContext& context);

@@ -29,6 +29,9 @@ struct RankOutcome {
   // What the rank reported failing on its own before it exited (an uncaught exception:
   // Runtime::ReportFailure), read from the rendezvous server once the job ended.
   std::optional<std::string> reported_failure;
+  // The rank whose shutdown or loss failed this rank's collectives, as its runtime told hvdrun
+  // (control::ShutdownCauseKey), read once the job ended.
+  std::optional<int> shut_down_by;
 };
 
 // Why the job ended, in the order exit-code precedence looks at it.
