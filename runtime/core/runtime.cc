@@ -280,6 +280,8 @@ Status Runtime::CheckSameEverywhere(Communicator* comm,
 }
 
 Result<int32_t> Runtime::AddProcessSetNow(const std::vector<int32_t>& ranks) {
+  // Checked again as negotiated: the ranks came from rank 0's response list.
+  HVD_RETURN_IF_ERROR(ValidateProcessSetRanks(ranks, config_.size));
   const int32_t id = sets_.NextId();
   HVD_ASSIGN_OR_RETURN(auto controller, MakeController(id, ranks));
   sets_.Insert({id, ranks, std::move(controller)});

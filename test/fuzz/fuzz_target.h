@@ -36,6 +36,7 @@ std::string FuzzKernelLog(std::string_view input);
 std::string FuzzStackRequest(std::string_view input);
 std::string FuzzAutotuneCache(std::string_view input);
 std::string FuzzTcpHandshake(std::string_view input);
+std::string FuzzNegotiation(std::string_view input);
 
 struct Target {
   const char* name;  // the folder name under corpus/, regressions/ and dict/
@@ -61,6 +62,7 @@ inline constexpr Target kTargets[] = {
     {"stack_request", FuzzStackRequest},
     {"autotune_cache", FuzzAutotuneCache},
     {"tcp_handshake", FuzzTcpHandshake},
+    {"negotiation", FuzzNegotiation},
 };
 
 }  // namespace hvd::fuzz

@@ -2,6 +2,7 @@
 // (test/fuzz/corpus/ in the repository), from the protocols' own encoders (frames tagged under
 // fuzz_keys.h's fixed test key, so they verify) and from the inputs of the unit tests. Run it
 // again after a protocol change; docs/fuzzing.md.
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +16,9 @@
 #include "common/elastic_messages.h"
 #include "common/kv_messages.h"
 #include "launcher/agents/agent_protocol.h"
+#include "runtime/core/negotiation/coordinator.h"
+#include "runtime/core/negotiation/fusion_planner.h"
+#include "runtime/core/negotiation/message.h"
 #include "runtime/transports/tcp/tcp_handshake.h"
 #include "test/fuzz/fuzz_keys.h"
 #include "timeline/trace_record.h"
@@ -291,6 +295,90 @@ void TcpHandshakeSeeds(Corpus& c) {
           std::string("\3\3\1", 3) + fields + std::string(64, '\x5a'));
 }
 
+// One rank's request list as a record of the negotiation target: the sending rank (bit 7:
+// take what is ready after it), the list's length and the list.
+std::string NegotiationRecord(int rank, bool take, const runtime::RequestList& list) {
+  const std::string bytes = runtime::EncodeRequestList(list);
+  std::string out(1, static_cast<char>(rank | (take ? 0x80 : 0)));
+  out.push_back(static_cast<char>(bytes.size() & 0xff));
+  out.push_back(static_cast<char>(bytes.size() >> 8));
+  return out + bytes;
+}
+
+runtime::Request NegotiationRequest(runtime::OpType type, const std::string& name,
+                                    std::vector<int64_t> shape) {
+  runtime::Request r;
+  r.type = type;
+  r.name = name;
+  r.shape = std::move(shape);
+  return r;
+}
+
+// A cycle of 2 ranks per op kind (size byte 1, fusion 2^20 bytes), each rank's list as it
+// sends it; and the response lists rank 0 makes of them, for the member's side.
+void NegotiationSeeds(Corpus& c) {
+  using runtime::OpType;
+  using runtime::Request;
+  using runtime::RequestList;
+  auto cycle = [](std::vector<Request> rank0, std::vector<Request> rank1) {
+    std::string out("\0\1\x14", 3);
+    out += NegotiationRecord(0, false, RequestList{rank0, false});
+    out += NegotiationRecord(1, true, RequestList{rank1, false});
+    return out;
+  };
+  auto same = [&](std::vector<Request> both) { return cycle(both, both); };
+  const Request a = NegotiationRequest(OpType::kAllreduce, "grad.a", {17, 17, 17});
+  const Request b = NegotiationRequest(OpType::kAllreduce, "grad.b", {3});
+  c.Write("negotiation", "allreduce-fused", same({a, b}));
+  Request avg = a;
+  avg.reduce_op = runtime::ReduceOp::kAverage;
+  avg.prescale = 0.5;
+  avg.postscale = 2.0;
+  avg.device = 0;
+  c.Write("negotiation", "allreduce-scaled", same({avg}));
+  c.Write("negotiation", "allgather-uneven",
+          cycle({NegotiationRequest(OpType::kAllgather, "g", {2, 5})},
+                {NegotiationRequest(OpType::kAllgather, "g", {7, 5})}));
+  Request bcast = NegotiationRequest(OpType::kBroadcast, "params", {10});
+  bcast.root = 1;
+  c.Write("negotiation", "broadcast", same({bcast}));
+  Request splits = NegotiationRequest(OpType::kAlltoall, "a2a", {4, 2});
+  splits.args = {1, 3};
+  c.Write("negotiation", "alltoall",
+          same({NegotiationRequest(OpType::kAlltoall, "even", {4, 2}), splits}));
+  c.Write("negotiation", "reducescatter",
+          same({NegotiationRequest(OpType::kReducescatter, "rs", {5, 3})}));
+  Request g1 = a, g2 = b;
+  g1.group = g2.group = "group.0";
+  g1.group_size = g2.group_size = 2;
+  c.Write("negotiation", "grouped", same({g1, g2}));
+  Request add = NegotiationRequest(OpType::kProcessSetAdd, "add_process_set", {});
+  add.args = {0, 1};
+  Request remove = NegotiationRequest(OpType::kProcessSetRemove, "remove_process_set", {});
+  remove.args = {1};
+  c.Write("negotiation", "process-sets", same({add, remove}));
+  c.Write("negotiation", "join-then-allreduce",
+          cycle({NegotiationRequest(OpType::kJoin, "join", {})}, {a}));
+  c.Write("negotiation", "mismatched-shape",
+          cycle({a}, {NegotiationRequest(OpType::kAllreduce, "grad.a", {4913})}));
+  c.Write("negotiation", "shutdown",
+          std::string("\0\1\0", 3) + NegotiationRecord(1, true, RequestList{{}, true}));
+  runtime::Coordinator coordinator(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    for (Request r : {a, b, NegotiationRequest(OpType::kAllgather, "g", {2 + rank, 5})}) {
+      r.rank = rank;
+      coordinator.Add(r, std::chrono::steady_clock::now());
+    }
+  }
+  runtime::ResponseList responses;
+  responses.responses = runtime::PlanFusion(coordinator.TakeReady(), {});
+  c.Write("negotiation", "responses", "\1\1" + runtime::EncodeResponseList(responses));
+  responses.shutdown = true;
+  responses.shutdown_reason = "rank 1 asked to shut down";
+  responses.shutdown_ranks = {1};
+  c.Write("negotiation", "responses-shutdown", "\1\1" + runtime::EncodeResponseList(responses));
+}
+
 }  // namespace
 }  // namespace hvd::fuzz
 
@@ -310,6 +398,7 @@ int main(int argc, char** argv) {
   hvd::fuzz::TimelineSeeds(corpus);
   hvd::fuzz::AutotuneCacheSeeds(corpus);
   hvd::fuzz::TcpHandshakeSeeds(corpus);
+  hvd::fuzz::NegotiationSeeds(corpus);
   std::printf("wrote %d seeds under %s\n", corpus.count(), argv[1]);
   return 0;
 }

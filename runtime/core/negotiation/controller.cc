@@ -481,7 +481,10 @@ Result<ResponseList> Controller::Negotiate(bool request_shutdown) {
   }
   HVD_RETURN_IF_ERROR(comm_->BroadcastBytes(&encoded, 0));
   auto decoded = DecodeResponseList(encoded);
-  if (decoded.ok() && HVD_LOG_ENABLED(debug)) LogNegotiated(*decoded);
+  if (!decoded.ok()) return decoded;
+  // Before any size in it is used: it may have crossed hosts unauthenticated.
+  HVD_RETURN_IF_ERROR(CheckResponseList(*decoded, comm_->size()));
+  if (HVD_LOG_ENABLED(debug)) LogNegotiated(*decoded);
   return decoded;
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/core/negotiation/message.h"
 
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -256,6 +257,97 @@ Result<ResponseList> DecodeResponseList(const std::string& bytes) {
   }
   if (!rd.done()) return Malformed("response list", bytes.size());
   return list;
+}
+
+namespace {
+
+// 2^59, as kMaxRequestElements (request_validator.h): any element count times 8 bytes, and a
+// few such sums, stay within int64.
+constexpr int64_t kMaxElements = int64_t{1} << 59;
+
+// Whether counts[first, first + n) are none negative and sum to at most kMaxElements (into *sum).
+bool CountsFit(const std::vector<int64_t>& counts, size_t first, size_t n, int64_t* sum) {
+  *sum = 0;
+  for (size_t i = first; i < first + n; ++i) {
+    if (counts[i] < 0 || counts[i] > kMaxElements || (*sum += counts[i]) > kMaxElements) {
+      return false;
+    }
+  }
+  return true;
+}
+bool CountsFit(const std::vector<int64_t>& counts) {
+  int64_t sum;
+  return CountsFit(counts, 0, counts.size(), &sum);
+}
+
+std::string CheckResponse(const Response& r, int set_size) {
+  if (r.names.empty()) return "no tensor names";
+  const size_t names = r.names.size();
+  const size_t members = static_cast<size_t>(set_size);
+  switch (r.type) {
+    case OpType::kAllgather: {
+      if (r.sizes.size() != names * members || r.row_elements.size() != names) {
+        return "not one first dimension per tensor and member and one row size per tensor";
+      }
+      if (!CountsFit(r.row_elements)) return "row sizes out of range";
+      for (size_t i = 0; i < names; ++i) {
+        int64_t rows = 0, elements = 0;
+        if (!CountsFit(r.sizes, i * members, members, &rows) ||
+            __builtin_mul_overflow(rows, r.row_elements[i], &elements) || elements > kMaxElements) {
+          return "sizes out of range";
+        }
+      }
+      return "";
+    }
+    case OpType::kAllreduce:
+    case OpType::kBroadcast:
+    case OpType::kAlltoall:
+    case OpType::kReducescatter:
+      if (r.sizes.size() != names) return "not one size per tensor";
+      if (!CountsFit(r.sizes)) return "sizes out of range";
+      if (!r.even_alltoall_rows.empty() &&
+          (r.even_alltoall_rows.size() != members || !CountsFit(r.even_alltoall_rows))) {
+        return "not one first dimension per member";
+      }
+      if (r.type == OpType::kBroadcast && (r.root < 0 || r.root >= set_size)) {
+        return "root rank " + std::to_string(r.root) + " out of range";
+      }
+      return "";
+    case OpType::kJoin:
+      if (r.last_joined_rank < -1 || r.last_joined_rank >= set_size) {
+        return "last joined rank " + std::to_string(r.last_joined_rank) + " out of range";
+      }
+      return "";
+    case OpType::kProcessSetAdd:
+      for (int64_t rank : r.sizes) {
+        if (rank < 0 || rank >= set_size) return "process set rank out of range";
+      }
+      return "";
+    case OpType::kProcessSetRemove:
+      if (r.sizes.size() != 1 || r.sizes[0] < 0 || r.sizes[0] > INT32_MAX) {
+        return "not one process set id";
+      }
+      return "";
+    case OpType::kBarrier:
+    case OpType::kError:
+      return "";
+  }
+  return "unknown type";
+}
+
+}  // namespace
+
+Status CheckResponseList(const ResponseList& list, int set_size) {
+  for (size_t i = 0; i < list.responses.size(); ++i) {
+    const Response& r = list.responses[i];
+    const std::string problem = CheckResponse(r, set_size);
+    if (!problem.empty()) {
+      return Status::InvalidArgument(
+          "malformed response list: response " + std::to_string(i) + " (" + OpTypeName(r.type) +
+          (r.names.empty() ? std::string() : " of '" + r.names[0] + "'") + "): " + problem);
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace hvd::runtime

@@ -99,6 +99,14 @@ Result<RequestList> DecodeRequestList(const std::string& bytes);
 std::string EncodeResponseList(const ResponseList& list);
 Result<ResponseList> DecodeResponseList(const std::string& bytes);
 
+// Whether every response of `list` has the shape the members' executors read it in, for a set
+// of `set_size` members: names; sizes per name (an allgather's per name and member) and its row
+// sizes, none negative and their byte counts within int64; a broadcast root and a joined rank
+// within the set. What rank 0 makes always passes; a list that crossed hosts on an
+// unauthenticated data connection may not (docs/threat-model.md). InvalidArgument naming the
+// response otherwise.
+Status CheckResponseList(const ResponseList& list, int set_size);
+
 }  // namespace hvd::runtime
 
 #endif  // HVD_RUNTIME_CORE_NEGOTIATION_MESSAGE_H_

@@ -1,6 +1,7 @@
 #include "runtime/core/negotiation/request_validator.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 
 #include "common/check.h"
@@ -137,6 +138,61 @@ std::string CheckJoinAndRank(const Request& first, bool any_joined) {
   }
 }
 
+// "" when `r` could have come from a rank of this build: a request list arrives from another
+// process, across hosts on a data connection that nothing authenticates past the TCP
+// transport's handshake (docs/threat-model.md), so rank 0 checks what the ranks' own call-time
+// checks guarantee before it computes sizes from it.
+std::string CheckWellFormed(const Request& r, int set_size) {
+  if (r.type == OpType::kError) return "an error is not a request";
+  // The product of the nonzero dimensions bounds every partial product, in any order
+  // (Request::NumElements, an allgather's row), so none of them overflows.
+  int64_t nonzero = 1;
+  for (int64_t dim : r.shape) {
+    if (dim < 0) return "shape " + ShapeString(r.shape) + " has a negative dimension";
+    if (dim > 0 &&
+        (__builtin_mul_overflow(nonzero, dim, &nonzero) || nonzero > kMaxRequestElements)) {
+      return "shape " + ShapeString(r.shape) + " has too many elements";
+    }
+  }
+  if (r.type == OpType::kBroadcast && (r.root < 0 || r.root >= set_size)) {
+    return "broadcast root rank " + std::to_string(r.root) + " is not a rank of a set of " +
+           std::to_string(set_size);
+  }
+  if (r.type == OpType::kAlltoall && !r.args.empty()) {
+    if (static_cast<int64_t>(r.args.size()) != set_size ||
+        std::any_of(r.args.begin(), r.args.end(), [](int64_t s) { return s < 0; })) {
+      return "alltoall splits " + ShapeString(r.args) + " are not one count per member of " +
+             std::to_string(set_size);
+    }
+  }
+  if (r.type == OpType::kProcessSetAdd &&
+      (r.args.empty() || std::any_of(r.args.begin(), r.args.end(),
+                                     [&](int64_t rank) { return rank < 0 || rank >= set_size; }))) {
+    return "process set of ranks " + ShapeString(r.args) + " is not ranks of a set of " +
+           std::to_string(set_size);
+  }
+  if (r.type == OpType::kProcessSetRemove &&
+      (r.args.size() != 1 || r.args[0] < 0 || r.args[0] > INT32_MAX)) {
+    return "process set removal of " + ShapeString(r.args) + " is not one set id";
+  }
+  if (!r.group.empty() && r.group_size < 1) {
+    return "group '" + r.group + "' of " + std::to_string(r.group_size) + " members";
+  }
+  return "";
+}
+
+// An allgather's output, every member's rows together, within kMaxRequestElements (each
+// member's tensor is; their sum may not be). Its shapes are well formed and agree past dim 0.
+std::string CheckGatheredSize(const std::vector<Request>& requests) {
+  const Request& first = requests.front();
+  int64_t rows = 0, row = 1, elements = 0;
+  for (size_t d = 1; d < first.shape.size(); ++d) row *= first.shape[d];
+  bool fits = true;
+  for (const Request& r : requests) fits = fits && !__builtin_add_overflow(rows, r.shape[0], &rows);
+  fits = fits && !__builtin_mul_overflow(rows, row, &elements) && elements <= kMaxRequestElements;
+  return fits ? "" : "Allgather of '" + first.name + "' gathers more than 2^59 elements.";
+}
+
 Response Fill(const std::vector<Request>& requests, int set_size) {
   const Request& first = requests.front();
   Response resp;
@@ -174,12 +230,22 @@ Response Fill(const std::vector<Request>& requests, int set_size) {
 Response ConstructResponse(const std::vector<Request>& requests, bool any_joined, int set_size) {
   HVD_CHECK(!requests.empty());
   const Request& first = requests.front();
-  std::string error = CheckJoinAndRank(first, any_joined);
+  std::string error;
+  for (const Request& r : requests) {
+    error = CheckWellFormed(r, set_size);
+    if (!error.empty()) {
+      error = "Malformed request from rank " + std::to_string(r.rank) + " for tensor '" + r.name +
+              "': " + error + ".";
+      break;
+    }
+  }
+  if (error.empty()) error = CheckJoinAndRank(first, any_joined);
   for (size_t i = 1; i < requests.size() && error.empty(); ++i) {
     error = CheckCommon(first, requests[i]);
     if (error.empty()) error = CheckShapes(first, requests[i]);
     if (error.empty()) error = CheckOpSpecific(first, requests[i]);
   }
+  if (error.empty() && first.type == OpType::kAllgather) error = CheckGatheredSize(requests);
   if (error.empty()) return Fill(requests, set_size);
   Response resp;
   resp.type = OpType::kError;

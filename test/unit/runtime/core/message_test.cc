@@ -181,5 +181,65 @@ TEST(MessageTest, MalformedInputsAreRejected) {
   EXPECT_NE(status.message().find("malformed response list"), std::string::npos);
 }
 
+// A member checks the shape of what rank 0 sent before any size in it is used: the list may have
+// crossed hosts on a data connection nothing authenticates past the handshake.
+TEST(MessageTest, ResponseListsOfTheWrongShapeAreRefusedNamingTheResponse) {
+  auto check = [](Response r, int set_size = 3) {
+    ResponseList list;
+    list.responses = {std::move(r)};
+    return CheckResponseList(list, set_size);
+  };
+  EXPECT_TRUE(check(FusedAllgatherResponse()).ok());
+  EXPECT_FALSE(check(FusedAllgatherResponse(), 2).ok()) << "6 sizes are 3 members of 2 names";
+  Response short_rows = FusedAllgatherResponse();
+  short_rows.row_elements = {4};
+  Status s = check(short_rows);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "malformed response list: response 0 (allgather of 'ag.a'): not one first dimension "
+            "per tensor and member and one row size per tensor");
+  Response huge = FusedAllgatherResponse();
+  huge.sizes[0] = int64_t{1} << 40;
+  huge.row_elements[0] = int64_t{1} << 40;
+  EXPECT_NE(check(huge).message().find("sizes out of range"), std::string::npos);
+
+  Response allreduce;
+  allreduce.names = {"a", "b"};
+  allreduce.sizes = {3, 4};
+  EXPECT_TRUE(check(allreduce).ok());
+  allreduce.sizes = {3};
+  EXPECT_NE(check(allreduce).message().find("not one size per tensor"), std::string::npos);
+  allreduce.sizes = {3, -4};
+  EXPECT_NE(check(allreduce).message().find("sizes out of range"), std::string::npos);
+
+  Response bcast;
+  bcast.type = OpType::kBroadcast;
+  bcast.names = {"p"};
+  bcast.sizes = {8};
+  bcast.root = 3;
+  EXPECT_NE(check(bcast).message().find("root rank 3 out of range"), std::string::npos);
+  Response a2a;
+  a2a.type = OpType::kAlltoall;
+  a2a.names = {"x"};
+  a2a.sizes = {6};
+  a2a.even_alltoall_rows = {3, 3};
+  EXPECT_NE(check(a2a).message().find("not one first dimension per member"), std::string::npos);
+  Response join;
+  join.type = OpType::kJoin;
+  join.names = {"join"};
+  join.last_joined_rank = 7;
+  EXPECT_NE(check(join).message().find("last joined rank 7 out of range"), std::string::npos);
+  Response remove;
+  remove.type = OpType::kProcessSetRemove;
+  remove.names = {"process_set.remove"};
+  EXPECT_NE(check(remove).message().find("not one process set id"), std::string::npos);
+  Response add;
+  add.type = OpType::kProcessSetAdd;
+  add.names = {"process_set.add"};
+  add.sizes = {0, 3};
+  EXPECT_NE(check(add).message().find("process set rank out of range"), std::string::npos);
+  EXPECT_NE(check(Response()).message().find("no tensor names"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hvd::runtime

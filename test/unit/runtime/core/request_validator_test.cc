@@ -89,5 +89,60 @@ TEST(RequestValidatorTest, ScalarReducescatterIsRejected) {
   EXPECT_EQ(r.error, "Rank zero tried to reducescatter a rank-zero tensor.");
 }
 
+// What no rank of this build sends (a list that crossed hosts unauthenticated, or another
+// build): an error naming the rank and the fault, before any size is computed from it.
+TEST(RequestValidatorTest, MalformedRequestsGetAnErrorNamingTheRank) {
+  auto error_of = [](Request bad, int set_size = 2) {
+    Request good = bad;
+    good.rank = 0;
+    bad.rank = 1;
+    Response r = ConstructResponse({good, bad}, false, set_size);
+    EXPECT_EQ(r.type, OpType::kError);
+    return r.error;
+  };
+  EXPECT_EQ(error_of(RankReq(1, {2, -3})),
+            "Malformed request from rank 0 for tensor 't': shape [2, -3] has a negative "
+            "dimension.");
+  // 2^31 * 2^31 elements: no overflow yet, but more than 2^59 (byte counts must fit int64).
+  EXPECT_EQ(error_of(RankReq(1, {int64_t{1} << 31, int64_t{1} << 31})),
+            "Malformed request from rank 0 for tensor 't': shape [2147483648, 2147483648] has "
+            "too many elements.");
+  // A product that overflows int64, with a zero first dimension (no elements, a huge row).
+  EXPECT_NE(error_of(RankReq(1, {0, int64_t{1} << 40, int64_t{1} << 40}, OpType::kAllgather))
+                .find("has too many elements"),
+            std::string::npos);
+  // Partial products must not overflow either (Request::NumElements multiplies in order).
+  EXPECT_NE(error_of(RankReq(1, {int64_t{1} << 40, int64_t{1} << 40, 0})).find("too many"),
+            std::string::npos);
+  // Each member's tensor fits; what they gather together does not.
+  Response gathered = ConstructResponse({RankReq(0, {int64_t{1} << 58}, OpType::kAllgather),
+                                         RankReq(1, {int64_t{1} << 58}, OpType::kAllgather),
+                                         RankReq(2, {1}, OpType::kAllgather)},
+                                        false, 3);
+  EXPECT_EQ(gathered.error, "Allgather of 't' gathers more than 2^59 elements.");
+  Request root = RankReq(1, {2}, OpType::kBroadcast);
+  root.root = 2;
+  EXPECT_NE(error_of(root).find("broadcast root rank 2 is not a rank of a set of 2"),
+            std::string::npos);
+  Request splits = RankReq(1, {4}, OpType::kAlltoall);
+  splits.args = {4};
+  EXPECT_NE(error_of(splits).find("alltoall splits [4] are not one count per member of 2"),
+            std::string::npos);
+  splits.args = {5, -1};
+  EXPECT_NE(error_of(splits).find("are not one count per member"), std::string::npos);
+  // A removal without its id used to throw std::out_of_range on rank 0's background thread.
+  Request remove = RankReq(1, {}, OpType::kProcessSetRemove);
+  Response removed = ConstructResponse({remove}, false, 1);
+  EXPECT_NE(removed.error.find("process set removal of [] is not one set id"), std::string::npos);
+  Request add = RankReq(1, {}, OpType::kProcessSetAdd);
+  add.args = {0, 2};
+  EXPECT_NE(error_of(add).find("process set of ranks [0, 2] is not ranks of a set of 2"),
+            std::string::npos);
+  Request grouped = RankReq(1, {2});
+  grouped.group = "g";
+  grouped.group_size = 0;
+  EXPECT_NE(error_of(grouped).find("group 'g' of 0 members"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hvd::runtime
