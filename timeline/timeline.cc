@@ -231,8 +231,15 @@ void Timeline::RecordLocked(const EventView& event) {
   }
   if (!writer_) return;
   auto offset = clock_offsets_.find(event.rank);
-  const int64_t ts =
-      event.time_us + (offset == clock_offsets_.end() ? 0 : offset->second) - start_us_;
+  int64_t ts = 0;
+  // Another rank's time and offset came over the data connections: one that cannot be placed
+  // on this file's clock is not an event of this job, and is left out (the E of a span whose B
+  // was left out is skipped below, as after a drop).
+  if (__builtin_add_overflow(event.time_us, offset == clock_offsets_.end() ? 0 : offset->second,
+                             &ts) ||
+      __builtin_sub_overflow(ts, start_us_, &ts)) {
+    return;
+  }
   if (event.type == EventType::kCycleStart) {
     if (options_.mark_cycles) EmitLocked('i', "CYCLE_START", Row{}, ts);
     return;

@@ -155,4 +155,16 @@ Result<std::vector<TimelineEvent>> DecodeEvents(std::string_view text) {
   return events;
 }
 
+std::string EncodeShipment(uint64_t dropped, const std::vector<TimelineEvent>& events) {
+  return std::to_string(dropped) + "\n" + EncodeEvents(events);
+}
+
+Result<std::vector<TimelineEvent>> DecodeShipment(std::string_view text, uint64_t* dropped) {
+  const size_t newline = text.find('\n');
+  if (newline == std::string_view::npos || !ParseInt(text.substr(0, newline), dropped)) {
+    return Status::InvalidArgument("an event shipment does not start with its dropped count");
+  }
+  return DecodeEvents(text.substr(newline + 1));
+}
+
 }  // namespace hvd::timeline

@@ -51,6 +51,13 @@ std::string EncodeEvents(const std::vector<TimelineEvent>& events);
 // kInvalidArgument (quoting the problem) when `text` was not produced by EncodeEvents.
 Result<std::vector<TimelineEvent>> DecodeEvents(std::string_view text);
 
+// What a rank ships to rank 0 in all-ranks mode: "<events it dropped>\n<EncodeEvents text>".
+// It crosses hosts on the data connections, which nothing authenticates past the TCP
+// transport's handshake, so rank 0 decodes it as outside input. kInvalidArgument naming the
+// problem when `text` is not one.
+std::string EncodeShipment(uint64_t dropped, const std::vector<TimelineEvent>& events);
+Result<std::vector<TimelineEvent>> DecodeShipment(std::string_view text, uint64_t* dropped);
+
 }  // namespace hvd::timeline
 
 #endif  // HVD_TIMELINE_TIMELINE_EVENT_H_

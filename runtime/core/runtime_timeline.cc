@@ -2,7 +2,6 @@
 
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <cstdio>
 #include <limits>
 
@@ -92,13 +91,13 @@ void RuntimeTimeline::EndShipments() {
   ship_cv_.notify_all();
 }
 
-// A shipment is "<dropped events>\n<EncodeEvents array>".
+// A shipment: timeline::EncodeShipment.
 std::string RuntimeTimeline::TakeShipment() {
   if (rank_ == 0) return {};
   std::vector<timeline::TimelineEvent> events;
   const uint64_t dropped = timeline_.TakeCollected(&events);
   if (events.empty() && dropped == 0) return {};
-  return std::to_string(dropped) + "\n" + timeline::EncodeEvents(events);
+  return timeline::EncodeShipment(dropped, events);
 }
 
 void RuntimeTimeline::ReceiveShipment(int rank, std::string_view shipment) {
@@ -106,14 +105,8 @@ void RuntimeTimeline::ReceiveShipment(int rank, std::string_view shipment) {
   // Off: the events were recorded while rank 0 was not recording (before its start, after its
   // stop), except while a Stop waits for exactly these.
   if (!on_.load(std::memory_order_acquire) && !draining_.load(std::memory_order_relaxed)) return;
-  const size_t newline = shipment.find('\n');
   uint64_t dropped = 0;
-  if (newline == std::string_view::npos ||
-      std::from_chars(shipment.data(), shipment.data() + newline, dropped).ec != std::errc()) {
-    HVD_LOG_WARNING("timeline: ignored a malformed event shipment from rank {}", rank);
-    return;
-  }
-  auto events = timeline::DecodeEvents(shipment.substr(newline + 1));
+  auto events = timeline::DecodeShipment(shipment, &dropped);
   if (!events.ok()) {
     HVD_LOG_WARNING("timeline: ignored events from rank {}: {}", rank, events.status().message());
     return;

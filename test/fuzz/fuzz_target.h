@@ -37,6 +37,7 @@ std::string FuzzStackRequest(std::string_view input);
 std::string FuzzAutotuneCache(std::string_view input);
 std::string FuzzTcpHandshake(std::string_view input);
 std::string FuzzNegotiation(std::string_view input);
+std::string FuzzTimelineShipment(std::string_view input);
 
 struct Target {
   const char* name;  // the folder name under corpus/, regressions/ and dict/
@@ -63,6 +64,7 @@ inline constexpr Target kTargets[] = {
     {"autotune_cache", FuzzAutotuneCache},
     {"tcp_handshake", FuzzTcpHandshake},
     {"negotiation", FuzzNegotiation},
+    {"timeline_shipment", FuzzTimelineShipment},
 };
 
 }  // namespace hvd::fuzz

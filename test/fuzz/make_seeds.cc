@@ -21,6 +21,7 @@
 #include "runtime/core/negotiation/message.h"
 #include "runtime/transports/tcp/tcp_handshake.h"
 #include "test/fuzz/fuzz_keys.h"
+#include "timeline/timeline_event.h"
 #include "timeline/trace_record.h"
 
 namespace hvd::fuzz {
@@ -379,6 +380,31 @@ void NegotiationSeeds(Corpus& c) {
   c.Write("negotiation", "responses-shutdown", "\1\1" + runtime::EncodeResponseList(responses));
 }
 
+// Rank 1's shipment as its timeline collects one allreduce (the sender byte 0 makes rank 1, an
+// offset of -250 us, cycle marks on), then the same with a queue span and dropped events.
+void TimelineShipmentSeeds(Corpus& c) {
+  using timeline::EventType;
+  using timeline::TimelineEvent;
+  const int64_t t = 1700000000000100;
+  std::vector<TimelineEvent> events = {
+      {EventType::kNegotiateStart, 1, t, "grad.w", "ALLREDUCE", -1, "", "", -1, 0},
+      {EventType::kNegotiateRankReady, 1, t + 5, "grad.w", "", 1, "", "", -1, 0},
+      {EventType::kNegotiateEnd, 1, t + 9, "grad.w", "", -1, "", "", -1, 0},
+      {EventType::kStart, 1, t + 10, "grad.w", "ALLREDUCE", -1, "", "", -1, 0},
+      {EventType::kActivityStart, 1, t + 11, "grad.w", "SHM_ALLREDUCE", -1, "", "", -1, 0},
+      {EventType::kActivityEnd, 1, t + 30, "grad.w", "", -1, "", "", -1, 0},
+      {EventType::kEnd, 1, t + 31, "grad.w", "", -1, "float32", "[4, 4]", 64, 0},
+  };
+  const int64_t offset = -250;
+  std::string head(1, '\0');
+  head.append(reinterpret_cast<const char*>(&offset), sizeof(offset));
+  head.push_back('\1');
+  c.Write("timeline_shipment", "allreduce", head + timeline::EncodeShipment(0, events));
+  events.push_back({EventType::kQueue, 1, t - 40, "grad\tb\n", "ALLGATHER", -1, "", "", -1, 40});
+  events.push_back({EventType::kCycleStart, 1, t + 50, "", "", -1, "", "", -1, 0});
+  c.Write("timeline_shipment", "queue-dropped", head + timeline::EncodeShipment(12, events));
+}
+
 }  // namespace
 }  // namespace hvd::fuzz
 
@@ -399,6 +425,7 @@ int main(int argc, char** argv) {
   hvd::fuzz::AutotuneCacheSeeds(corpus);
   hvd::fuzz::TcpHandshakeSeeds(corpus);
   hvd::fuzz::NegotiationSeeds(corpus);
+  hvd::fuzz::TimelineShipmentSeeds(corpus);
   std::printf("wrote %d seeds under %s\n", corpus.count(), argv[1]);
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <limits>
 
 #include "test/unit/timeline/test_files.h"
 #include "timeline/timeline_summary.h"
@@ -248,6 +249,45 @@ TEST_F(TimelineTest, AllRanksModePutsEachRankOnItsOwnRowWithClockOffsets) {
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->by_op.at("ALLREDUCE").count, 2);
   EXPECT_DOUBLE_EQ(s->by_op.at("ALLREDUCE").op_us, 120.0);
+}
+
+// A shipment crosses hosts on the data connections: a time that cannot be placed on rank 0's
+// clock (it overflows with the rank's offset) is left out, with the rest of its span, and the
+// file stays a timeline (it was signed overflow before).
+TEST_F(TimelineTest, AShippedTimeBeyondTheClockIsLeftOut) {
+  Timeline t([] { return kEpoch; });
+  const std::string path = Path("far.json");
+  ASSERT_TRUE(t.Start(path, {.all_ranks = true}).ok());
+  t.SetClockOffset(1, std::numeric_limits<int64_t>::max() - 10);
+  auto span = [](int rank, int64_t begin) {
+    std::vector<TimelineEvent> events(2);
+    events[0].type = EventType::kStart;
+    events[0].name = "ALLREDUCE";
+    events[1].type = EventType::kEnd;
+    for (int i = 0; i < 2; ++i) {
+      events[i].rank = rank;
+      events[i].time_us = begin + 5 * i;
+      events[i].tensor = "grad.w";
+    }
+    return events;
+  };
+  const std::vector<TimelineEvent> far = span(1, kEpoch), near = span(2, kEpoch + 1);
+  uint64_t dropped = 0;
+  for (const auto& events : {far, near}) {
+    auto shipped = DecodeShipment(EncodeShipment(0, events), &dropped);
+    ASSERT_TRUE(shipped.ok()) << shipped.status().ToString();
+    for (const TimelineEvent& e : *shipped) t.Record(e);
+  }
+  t.Stop();
+  int begins = 0, ends = 0;
+  for (const auto& e : ParseFile(path)) {
+    begins += e["ph"] == "B";
+    ends += e["ph"] == "E";
+  }
+  EXPECT_EQ(begins, 1) << "rank 2's span only";
+  EXPECT_EQ(ends, 1);
+  EXPECT_EQ(DecodeShipment("12", &dropped).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeShipment("x\n", &dropped).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(TimelineTest, CollectingKeepsEventsForShippingAndQueueSpansGetTheirOwnRow) {
