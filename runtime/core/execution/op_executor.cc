@@ -296,6 +296,11 @@ Status OpExecutor::Broadcast(const Response& r, TensorEntry* entry, Communicator
 Status OpExecutor::Allgather(const Response& r, TensorEntry* entry, Communicator* comm) {
   if (!entry) return Status::Internal("allgather without a local tensor");
   const Request& q = entry->request;
+  if (q.shape.empty() || r.sizes.size() != static_cast<size_t>(comm->size()) ||
+      r.sizes[comm->rank()] != q.shape[0]) {
+    return Status::Internal("allgather response for '" + q.name +
+                            "' does not match the local tensor");
+  }
   const int64_t row_bytes = RowElements(q.shape) * static_cast<int64_t>(DataTypeSize(q.dtype));
   recv_bytes_.assign(comm->size(), 0);
   int64_t rows = 0;
@@ -406,6 +411,7 @@ Status OpExecutor::AlltoallRows(const Response& r, const TensorEntry& entry, Com
     eight_.assign(n, sizeof(int64_t));
     ActivityStart(r, CommActivity(r, comm));
     Status splits = comm->Alltoallv(send_rows_.data(), eight_, recv_rows_.data(), eight_);
+    if (splits.ok()) splits = CheckReceivedRows(q, n);
     if (!splits.ok()) ActivityEnd(r);
     return splits;
   }
@@ -417,6 +423,18 @@ Status OpExecutor::AlltoallRows(const Response& r, const TensorEntry& entry, Com
   }
   for (int i = 0; i < n; ++i) recv_rows_[i] = r.even_alltoall_rows[i] / n;
   return Status::OK();
+}
+
+// The counts came from the other members over the data connections (unauthenticated past the
+// TCP handshake, docs/threat-model.md): before they size the output, each must be one that a
+// member of this build sends.
+Status OpExecutor::CheckReceivedRows(const Request& q, int n) const {
+  const int k =
+      FirstRowsBeyond(std::span<const int64_t>(recv_rows_.data(), n), RowElements(q.shape));
+  if (k < 0) return Status::OK();
+  return Status::InvalidArgument("alltoall of '" + q.name + "': rank " + std::to_string(k) +
+                                 " announced " + std::to_string(recv_rows_[k]) +
+                                 " rows, a count no rank sends");
 }
 
 int64_t OpExecutor::AlltoallBytes(int64_t row_bytes, int n) {

@@ -199,6 +199,8 @@ class OpExecutor {
   // received_, and the rows received in all. The CPU and the NCCL path share it.
   Status AlltoallRows(const Response& r, const TensorEntry& entry, Communicator* comm);
   int64_t AlltoallBytes(int64_t row_bytes, int n);
+  // InvalidArgument naming the member when recv_rows_ (exchanged) holds a count no member sends.
+  Status CheckReceivedRows(const Request& q, int n) const;
   // Host staging of what the set's NCCL group (if any) does not run: StagedAllreduce or Staged.
   Status RunStaged(const Response& r, std::span<TensorEntry* const> entries, Communicator* comm,
                    int device);
