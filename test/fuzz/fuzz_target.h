@@ -38,6 +38,7 @@ std::string FuzzAutotuneCache(std::string_view input);
 std::string FuzzTcpHandshake(std::string_view input);
 std::string FuzzNegotiation(std::string_view input);
 std::string FuzzTimelineShipment(std::string_view input);
+std::string FuzzEnvironment(std::string_view input);
 
 struct Target {
   const char* name;  // the folder name under corpus/, regressions/ and dict/
@@ -65,6 +66,7 @@ inline constexpr Target kTargets[] = {
     {"tcp_handshake", FuzzTcpHandshake},
     {"negotiation", FuzzNegotiation},
     {"timeline_shipment", FuzzTimelineShipment},
+    {"environment", FuzzEnvironment},
 };
 
 }  // namespace hvd::fuzz

@@ -14,6 +14,7 @@
 #include "common/byte_codec.h"
 #include "common/check.h"
 #include "common/elastic_messages.h"
+#include "common/env_registry.h"
 #include "common/kv_messages.h"
 #include "launcher/agents/agent_protocol.h"
 #include "runtime/core/negotiation/coordinator.h"
@@ -405,6 +406,37 @@ void TimelineShipmentSeeds(Corpus& c) {
   c.Write("timeline_shipment", "queue-dropped", head + timeline::EncodeShipment(12, events));
 }
 
+// Variables as records of the environment target: the variable's index in AllVars() (bit 7:
+// its Horovod alias), then the value and a newline.
+std::string EnvironmentRecord(std::string_view name, const std::string& value) {
+  const std::vector<env::VarSpec>& specs = env::AllVars();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const bool alias = name == specs[i].horovod_alias;
+    if (name == specs[i].name || alias) {
+      return std::string(1, static_cast<char>(i | (alias ? 0x80 : 0))) + value + "\n";
+    }
+  }
+  HVD_CHECK(false) << "no variable " << name;
+  return "";
+}
+
+void EnvironmentSeeds(Corpus& c) {
+  c.Write("environment", "horovod-knobs",
+          EnvironmentRecord("HOROVOD_FUSION_THRESHOLD", "67108864") +
+              EnvironmentRecord("HOROVOD_CYCLE_TIME", "3.5") +
+              EnvironmentRecord("HOROVOD_CACHE_CAPACITY", "2048") +
+              EnvironmentRecord("HOROVOD_HIERARCHICAL_ALLREDUCE", "1") +
+              EnvironmentRecord("HOROVOD_LOG_LEVEL", "debug"));
+  c.Write("environment", "hvd-knobs",
+          EnvironmentRecord("HVD_STALL_CHECK_TIME_SECONDS", "30") +
+              EnvironmentRecord("HVD_CPU_OPERATIONS", "tcp") +
+              EnvironmentRecord("HVD_TIMELINE", "/tmp/hvd-fuzz-timeline.json") +
+              EnvironmentRecord("HVD_AUTOTUNE", "yes"));
+  c.Write("environment", "malformed",
+          EnvironmentRecord("HOROVOD_FUSION_THRESHOLD", "abc") +
+              EnvironmentRecord("HOROVOD_CYCLE_TIME", "-1"));
+}
+
 }  // namespace
 }  // namespace hvd::fuzz
 
@@ -426,6 +458,7 @@ int main(int argc, char** argv) {
   hvd::fuzz::TcpHandshakeSeeds(corpus);
   hvd::fuzz::NegotiationSeeds(corpus);
   hvd::fuzz::TimelineShipmentSeeds(corpus);
+  hvd::fuzz::EnvironmentSeeds(corpus);
   std::printf("wrote %d seeds under %s\n", corpus.count(), argv[1]);
   return 0;
 }
