@@ -28,6 +28,7 @@ struct InProcessWorld::Group {
   bool aborted = false;
   std::map<uint64_t, Round> rounds;
   std::atomic<int64_t> calls{0};
+  std::function<void(int rank, std::string* bytes)> tamper_gather;  // TamperGatherBytes
 };
 
 namespace {
@@ -65,7 +66,9 @@ class InProcessCommunicator : public runtime::Communicator {
   const char* name() const override { return "FAKE"; }
 
   Status GatherBytes(const std::string& in, int root, std::vector<std::string>* out) override {
-    HVD_ASSIGN_OR_RETURN(auto all, Exchange(in, "GatherBytes"));
+    std::string tampered;
+    if (group_->tamper_gather) group_->tamper_gather(rank_, &(tampered = in));
+    HVD_ASSIGN_OR_RETURN(auto all, Exchange(group_->tamper_gather ? tampered : in, "GatherBytes"));
     if (rank_ == root) *out = all.Copy();
     return Status::OK();
   }
@@ -253,6 +256,7 @@ std::unique_ptr<runtime::Communicator> InProcessWorld::Join(const std::string& s
   if (!group) {
     group = std::make_shared<Group>(size);
     group->aborted = aborted_;
+    group->tamper_gather = tamper_gather_;
   }
   HVD_CHECK_EQ(group->size, size) << "group " << scope << " joined with different sizes";
   return std::make_unique<InProcessCommunicator>(group, rank, timeout_, caps);

@@ -2,6 +2,7 @@
 #define HVD_TEST_FAKES_IN_PROCESS_COMMUNICATOR_H_
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,12 @@ class InProcessWorld {
   // hierarchical_allreduce is "off", as ShmProvider makes one: flat, local and cross groups of
   // this world named like its own. 0 (the default): one host.
   void SetRanksPerHost(int ranks_per_host) { ranks_per_host_ = ranks_per_host; }
+  // Groups created from now on pass each member's GatherBytes input through `tamper` first (a
+  // data connection altered on its way: the member's rank and its bytes).
+  void TamperGatherBytes(std::function<void(int rank, std::string* bytes)> tamper) {
+    std::lock_guard<std::mutex> lock(mu_);
+    tamper_gather_ = std::move(tamper);
+  }
   int ranks_per_host() const { return ranks_per_host_; }
   // Number of collective calls made so far across all groups (lockstep checks), or by the
   // members of the group named `scope` (0 when there is none).
@@ -62,6 +69,7 @@ class InProcessWorld {
   std::map<std::string, std::shared_ptr<Group>> groups_;
   bool aborted_ = false;
   int ranks_per_host_ = 0;
+  std::function<void(int rank, std::string* bytes)> tamper_gather_;
 };
 
 }  // namespace hvd::testing

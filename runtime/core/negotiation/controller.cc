@@ -474,10 +474,7 @@ Result<ResponseList> Controller::Negotiate(bool request_shutdown) {
   HVD_RETURN_IF_ERROR(comm_->GatherBytes(EncodeRequestList(mine), 0, &gathered));
   std::string encoded;
   if (comm_->rank() == 0) {
-    bool malformed = false;
-    ResponseList out = CoordinateLocked(gathered, &malformed);
-    if (malformed) HVD_LOG_ERROR("process set {}: dropped a malformed request list", id_);
-    encoded = EncodeResponseList(out);
+    encoded = EncodeResponseList(CoordinateLocked(gathered));
   }
   HVD_RETURN_IF_ERROR(comm_->BroadcastBytes(&encoded, 0));
   auto decoded = DecodeResponseList(encoded);
@@ -512,14 +509,22 @@ void Controller::LogNegotiated(const ResponseList& list) const {
   }
 }
 
-ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists, bool* malformed) {
+ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists) {
   const auto now = std::chrono::steady_clock::now();
   ResponseList out;
   const bool recording = Recording();
   for (size_t r = 0; r < lists.size(); ++r) {
     auto decoded = DecodeRequestList(lists[r]);
     if (!decoded.ok()) {
-      *malformed = true;
+      // Its requests are lost: every rank stops now, saying why, rather than wait for them
+      // until the stall check.
+      out.shutdown = true;
+      if (out.shutdown_reason.empty()) {
+        out.shutdown_reason = fmt::format(
+            "rank {} of process set {} sent a request list rank 0 cannot read ({}): a data "
+            "connection altered on its way, or a rank of another hvd build",
+            r, id_, decoded.status().message());
+      }
       continue;
     }
     if (decoded->shutdown) {
@@ -551,7 +556,7 @@ ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists,
   out.responses = PlanFusion(std::move(all), fusion_);
   if (!stall_reason_.empty()) {
     out.shutdown = true;
-    out.shutdown_reason = stall_reason_;
+    if (out.shutdown_reason.empty()) out.shutdown_reason = stall_reason_;
   }
   return out;
 }

@@ -185,7 +185,7 @@ class Controller {
   uint32_t SeveralSlot() const { return static_cast<uint32_t>(next_lone_.size() - 1); }
   Result<ResponseList> Negotiate(bool request_shutdown);
   void LogNegotiated(const ResponseList& list) const;
-  ResponseList CoordinateLocked(const std::vector<std::string>& lists, bool* malformed);
+  ResponseList CoordinateLocked(const std::vector<std::string>& lists);
   // `reduced`: the eager allreduce's reduced tail; `via`: the communicator of the posted
   // inputs (one response each; see "Eager" above).
   Status Process(std::span<const Response> responses, bool put_in_cache, CycleResult* result,

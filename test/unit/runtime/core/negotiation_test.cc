@@ -2,6 +2,9 @@
 // runtime stays usable; duplicate names; cache invalidation; process sets.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+
 #include "runtime/core/negotiation/stall_inspector.h"
 #include "test/unit/runtime/core/rank_harness.h"
 
@@ -109,6 +112,33 @@ TEST(NegotiationTest, EveryMismatchReachesAllRanksAndTheNextOpWorks) {
       ExpectWorks(rt, "after." + c.label);
     }
   });
+}
+
+// A request list rank 0 cannot decode (a data connection altered on its way, a rank of another
+// build): every rank stops at once with the reason, instead of rank 0 dropping the list and the
+// ranks waiting for its requests until the stall check.
+TEST(NegotiationTest, AnUnreadableRequestListStopsEveryRankNamingTheSender) {
+  InProcessWorld world;
+  std::atomic<bool> tampered{false};
+  world.TamperGatherBytes([&](int rank, std::string* bytes) {
+    if (rank == 1 && bytes->find("victim") != std::string::npos && !tampered.exchange(true)) {
+      (*bytes)[0] = '\x7f';  // the version byte
+    }
+  });
+  RunRanks(
+      2,
+      [&](int rank, runtime::Runtime& rt) {
+        const auto start = std::chrono::steady_clock::now();
+        Status s = Allreduce(rt, "victim", 4);
+        EXPECT_FALSE(s.ok());
+        EXPECT_NE(s.message().find("rank 1 of process set 0 sent a request list rank 0 cannot "
+                                   "read (malformed request list"),
+                  std::string::npos)
+            << s.ToString();
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+      },
+      [](runtime::RuntimeConfig* c) { c->stall_check_time = std::chrono::seconds(60); }, &world);
+  EXPECT_TRUE(tampered.load());
 }
 
 TEST(NegotiationTest, DuplicateInFlightNameFailsOnlyOnThatRank) {
