@@ -77,7 +77,8 @@ struct Call {
 // Set by hvd_gpu_emulator_exit_in_next_collective: the exit code (0: none).
 std::atomic<int> g_exit_in_collective{0};
 
-// A process that dies inside a collective, after its peers passed hvd's negotiation with it.
+// A process that dies inside a collective, as its work starts on its stream: its peers have
+// passed hvd's negotiation with it, but may not have read all of it yet, nor entered the call.
 void MaybeExit() {
   const int code = g_exit_in_collective.load();
   if (code == 0) return;
@@ -85,6 +86,9 @@ void MaybeExit() {
   std::fflush(nullptr);
   _exit(code);
 }
+
+// Set by hvd_gpu_emulator_break_in_next_collective: the result (ncclSuccess: none).
+std::atomic<int> g_break_in_collective{ncclSuccess};
 
 bool RunCollective(CommState& c, const Call& call) {
   MaybeExit();
@@ -215,7 +219,18 @@ struct Batch {
 thread_local int tl_group_depth = 0;
 thread_local std::vector<Batch> tl_group;
 
+// A launch whose kernels stop at once, as NCCL's do once its abort flag is set (a peer lost, a
+// network error): the launch returns ncclSuccess, the communicator reports the error, and the
+// stream gets no work, its outputs unwritten, so an event recorded after it completes at once.
+bool MaybeBreak(CommState& c) {
+  const int result = g_break_in_collective.exchange(ncclSuccess);
+  if (result == ncclSuccess) return false;
+  c.Break(static_cast<ncclResult_t>(result), "the collective stopped early, as asked");
+  return true;
+}
+
 void Launch(Batch batch) {
+  if (MaybeBreak(*batch.comm)) return;
   auto stream = StreamOf(batch.stream);
   Enqueue(stream, [batch = std::move(batch)] {
     CommState& c = *batch.comm;
@@ -366,6 +381,12 @@ extern "C" {
 // when its next collective or point-to-point group starts to run on its stream.
 __attribute__((visibility("default"))) void hvd_gpu_emulator_exit_in_next_collective(int code) {
   g_exit_in_collective = code;
+}
+
+// The emulator's own entry point: this process's next collective stops early with `result` (an
+// ncclResult_t) as its communicator's error, writing nothing, its stream work done.
+__attribute__((visibility("default"))) void hvd_gpu_emulator_break_in_next_collective(int result) {
+  g_break_in_collective = result;
 }
 
 const char* ncclGetErrorString(ncclResult_t r) {

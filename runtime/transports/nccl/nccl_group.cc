@@ -330,26 +330,31 @@ Status NcclGroup::Wait(cudaStream_t stream, const char* what) {
   }
   const auto started = std::chrono::steady_clock::now();
   auto next_check = started + kPeerCheckInterval;
+  auto check = [&] {
+    const ncclResult_t async = QueryState();
+    if (async != ncclSuccess && async != ncclInProgress) return NcclFailure(what, async);
+    if (deferred_failed_.load()) return DeferredFailure();
+    if (Stopping()) {
+      return Status::Aborted(std::string("NCCL ") + what + " aborted");
+    }
+    Status gone;
+    if (PeerGone(&next_check, &gone)) {
+      return Status::RemoteError(std::string("NCCL ") + what + ": " + gone.message());
+    }
+    return Status::OK();
+  };
   Status st = PollEvent(
-      done_, started + backend_->timeout(),
-      [&] {
-        const ncclResult_t async = QueryState();
-        if (async != ncclSuccess && async != ncclInProgress) return NcclFailure(what, async);
-        if (deferred_failed_.load()) return DeferredFailure();
-        if (Stopping()) {
-          return Status::Aborted(std::string("NCCL ") + what + " aborted");
-        }
-        Status gone;
-        if (PeerGone(&next_check, &gone)) {
-          return Status::RemoteError(std::string("NCCL ") + what + ": " + gone.message());
-        }
-        return Status::OK();
-      },
+      done_, started + backend_->timeout(), check,
       [&](cudaError_t e) { return CudaError(std::string("NCCL ") + what, e); },
       [&] {
         return Status::Timeout(std::string("NCCL ") + what + " did not finish within " +
                                backend_->TimeoutText() + "; a peer is gone or stuck");
       });
+  // The event also completes when NCCL's kernels stopped early on a failed communicator (its
+  // abort flag; the emulated GPU's broken communicator), leaving the outputs unwritten: the op
+  // is done only if its communicator still reports no error. A poll that found the event done
+  // at its first query had not asked.
+  if (st.ok()) st = check();
   ++stats_.waits;
   stats_.wait_time += std::chrono::steady_clock::now() - started;
   if (!st.ok()) AbortComm();  // the work queued on the communicator is in an unknown state

@@ -154,28 +154,31 @@ void NcclGroup::Quiesce(const Deferred& d, const Status& failure) {
 
 Status NcclGroup::WaitDeferred(const Deferred& d, std::chrono::steady_clock::time_point started) {
   const std::string what = d.what;
-  return PollEvent(
-      d.event, started + backend_->timeout(),
-      [&] {
-        if (deferred_failed_.load()) return DeferredFailure();
-        if (abort_requested_.load() || backend_->aborted()) {
-          return Status::Aborted("NCCL " + what + " aborted");
-        }
-        ncclResult_t async = ncclSuccess;
-        {
-          std::lock_guard<std::mutex> lock(comm_mu_);
-          if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
-          async = AsyncState(comm_);
-        }
-        if (async == ncclSuccess || async == ncclInProgress) return Status::OK();
-        const std::string message = "NCCL " + what + " failed: " + ncclGetErrorString(async);
-        return async == ncclRemoteError ? Status::RemoteError(message) : Status::Internal(message);
-      },
+  auto check = [&] {
+    if (deferred_failed_.load()) return DeferredFailure();
+    if (abort_requested_.load() || backend_->aborted()) {
+      return Status::Aborted("NCCL " + what + " aborted");
+    }
+    ncclResult_t async = ncclSuccess;
+    {
+      std::lock_guard<std::mutex> lock(comm_mu_);
+      if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
+      async = AsyncState(comm_);
+    }
+    if (async == ncclSuccess || async == ncclInProgress) return Status::OK();
+    const std::string message = "NCCL " + what + " failed: " + ncclGetErrorString(async);
+    return async == ncclRemoteError ? Status::RemoteError(message) : Status::Internal(message);
+  };
+  Status st = PollEvent(
+      d.event, started + backend_->timeout(), check,
       [&](cudaError_t e) { return CudaError("NCCL " + what, e); },
       [&] {
         return Status::Timeout("NCCL " + what + " did not finish within " +
                                backend_->TimeoutText() + "; a peer is gone or stuck");
       });
+  // As the cycle's Wait: a completed event is the op's end only on a communicator that still
+  // reports no error.
+  return st.ok() ? check() : st;
 }
 
 }  // namespace hvd::runtime

@@ -5,6 +5,7 @@
 #include "runtime/transports/nccl/nccl_group.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
@@ -16,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -204,6 +206,66 @@ TEST(NcclGroupTest, OneMemberReducesFusesAndBroadcastsOnItsGpu) {
   group.reset();
   cudaFree(a);
   cudaFree(b);
+}
+
+// NCCL's kernels stop early once its abort flag is set (a peer lost, a network error); the event
+// recorded after the call then completes with the outputs unwritten. Such an op must fail, not
+// come back as done: before 2026-11-30 a wait whose first query found the event complete never
+// asked the communicator (the survivor of gpu_emu_nccl_peer_dies_nccl_error took garbage for a
+// result under load and failed only at its next op). The emulated GPU stops a collective so on
+// request; NCCL has no such switch, so on a real GPU the test is skipped.
+TEST(NcclGroupTest, ACollectiveStoppedOnAFailedCommunicatorFailsItsOp) {
+  using BreakHook = void (*)(int);
+  const auto hook =
+      reinterpret_cast<BreakHook>(dlsym(RTLD_DEFAULT, "hvd_gpu_emulator_break_in_next_collective"));
+  if (hook == nullptr) GTEST_SKIP() << "needs the emulated GPU";
+  OneMember m;
+  ASSERT_NO_FATAL_FAILURE(MakeOneMember("nccl-broken", 0, &m));
+  constexpr int64_t kCount = 1024;
+  std::vector<float> host(kCount, 3.0f);
+  float* a = nullptr;
+  ASSERT_EQ(cudaMalloc(&a, kCount * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(a, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  const void* in[] = {a};
+  void* out[] = {a};
+  const int64_t count[] = {kCount};
+  hook(ncclRemoteError);
+  Status s = m.group->Allreduce(in, out, count, DataType::kFloat32, ReduceOp::kSum, 1.0, 1.0);
+  EXPECT_EQ(s.code(), StatusCode::kRemoteError) << s.ToString();
+  EXPECT_NE(s.message().find("NCCL allreduce failed: remote process exited"), std::string::npos)
+      << s.ToString();
+  // The communicator is given up: the next op fails at once rather than run on it.
+  Status next = m.group->Allreduce(in, out, count, DataType::kFloat32, ReduceOp::kSum, 1.0, 1.0);
+  EXPECT_FALSE(next.ok());
+  m.group.reset();
+
+  // The same for an allreduce completed off the cycle (HVD_GPU_ASYNC_COMPLETION).
+  OneMember d;
+  ASSERT_NO_FATAL_FAILURE(MakeOneMember("nccl-broken-deferred", 0, &d));
+  hook(ncclRemoteError);
+  ASSERT_TRUE(
+      d.group->EnqueueAllreduce(in, out, count, DataType::kFloat32, ReduceOp::kSum, 1.0, 1.0).ok());
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<Status> done;
+  ASSERT_TRUE(d.group
+                  ->Defer("allreduce",
+                          [&](const Status& st) {
+                            std::lock_guard<std::mutex> lock(mu);
+                            done = st;
+                            cv.notify_all();
+                          })
+                  .ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return done.has_value(); }));
+  }
+  EXPECT_EQ(done->code(), StatusCode::kRemoteError) << done->ToString();
+  EXPECT_NE(done->message().find("NCCL allreduce failed: remote process exited"), std::string::npos)
+      << done->ToString();
+  d.group.reset();
+  cudaFree(a);
 }
 
 TEST(NcclGroupTest, ItsCallStatisticsAreLoggedAtDebugLevelWhenItGoes) {
