@@ -208,6 +208,14 @@ TEST(NcclGroupTest, OneMemberReducesFusesAndBroadcastsOnItsGpu) {
   cudaFree(b);
 }
 
+// `count` floats of `value` on the current device (the test fails if it cannot make them).
+void DeviceFilled(int64_t count, float value, float** out) {
+  std::vector<float> host(count, value);
+  ASSERT_EQ(cudaMalloc(out, count * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(*out, host.data(), count * sizeof(float), cudaMemcpyHostToDevice),
+            cudaSuccess);
+}
+
 // NCCL's kernels stop early once its abort flag is set (a peer lost, a network error); the event
 // recorded after the call then completes with the outputs unwritten. Such an op must fail, not
 // come back as done: before 2026-11-30 a wait whose first query found the event complete never
@@ -222,11 +230,8 @@ TEST(NcclGroupTest, ACollectiveStoppedOnAFailedCommunicatorFailsItsOp) {
   OneMember m;
   ASSERT_NO_FATAL_FAILURE(MakeOneMember("nccl-broken", 0, &m));
   constexpr int64_t kCount = 1024;
-  std::vector<float> host(kCount, 3.0f);
   float* a = nullptr;
-  ASSERT_EQ(cudaMalloc(&a, kCount * sizeof(float)), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(a, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice),
-            cudaSuccess);
+  ASSERT_NO_FATAL_FAILURE(DeviceFilled(kCount, 3.0f, &a));
   const void* in[] = {a};
   void* out[] = {a};
   const int64_t count[] = {kCount};
@@ -371,11 +376,8 @@ TEST(NcclGroupTest, DrainReturnsOnceEveryDeferredCompletionIsDone) {
   EXPECT_TRUE(group->Drain().ok());
   constexpr int64_t kCount = 1 << 18;
   constexpr int kOps = 4;
-  std::vector<float> host(kCount, 3.0f);
   float* a = nullptr;
-  ASSERT_EQ(cudaMalloc(&a, kCount * sizeof(float)), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(a, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice),
-            cudaSuccess);
+  ASSERT_NO_FATAL_FAILURE(DeviceFilled(kCount, 3.0f, &a));
   std::atomic<int> done{0}, failed{0};
   const auto completed = [&](int, const Status& s) {
     failed += s.ok() ? 0 : 1;
