@@ -186,7 +186,11 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
                                                            "auto, off or a number of bytes >= 0"));
   }
   if (!c->rendezvous_addr.empty() && c->rendezvous_port == 0) {
-    return Status::InvalidArgument("HVD_RENDEZVOUS_PORT must be set when HVD_RENDEZVOUS_ADDR is");
+    // Named as the user set them: Horovod's scripts set HOROVOD_GLOO_RENDEZVOUS_ADDR.
+    return Status::InvalidArgument(env.Get("HVD_RENDEZVOUS_ADDR").source + " is set ('" +
+                                   c->rendezvous_addr +
+                                   "'), but no rendezvous port is: set HVD_RENDEZVOUS_PORT "
+                                   "(or HOROVOD_GLOO_RENDEZVOUS_PORT) to hvdrun's port, 1-65535");
   }
   return Status::OK();
 }

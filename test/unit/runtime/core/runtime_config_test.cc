@@ -298,6 +298,9 @@ TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
       {{{"HVD_CYCLE_TIME", "-3"}}, "HVD_CYCLE_TIME"},
       {{{"HVD_STALL_CHECK_TIME_SECONDS", "x"}}, "HVD_STALL_CHECK_TIME_SECONDS"},
       {{{"HVD_RENDEZVOUS_ADDR", "10.0.0.1"}}, "HVD_RENDEZVOUS_PORT"},
+      // Named as set (the fuzz target `environment` found the canonical name in its place).
+      {{{"HOROVOD_GLOO_RENDEZVOUS_ADDR", "10.0.0.1"}},
+       "HOROVOD_GLOO_RENDEZVOUS_ADDR is set ('10.0.0.1'), but no rendezvous port is"},
       {{{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "soon"}}, "HVD_HEARTBEAT_TIMEOUT_SECONDS"},
       {{{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "-1"}}, "HVD_HEARTBEAT_TIMEOUT_SECONDS"},
       {{{"HVD_SHM_SINGLE_COPY_BYTES", "-1"}}, "HVD_SHM_SINGLE_COPY_BYTES"},
