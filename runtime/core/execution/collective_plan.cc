@@ -1,6 +1,6 @@
 #include "runtime/core/execution/collective_plan.h"
 
-#include "runtime/core/negotiation/request_validator.h"
+#include "runtime/core/negotiation/message.h"
 
 namespace hvd::runtime {
 
@@ -18,7 +18,7 @@ int FirstRowsBeyond(std::span<const int64_t> rows, int64_t row_elements) {
   int64_t total = 0, elements = 0;
   for (size_t k = 0; k < rows.size(); ++k) {
     if (rows[k] < 0 || __builtin_add_overflow(total, rows[k], &total) ||
-        __builtin_mul_overflow(total, row_elements, &elements) || elements > kMaxRequestElements) {
+        __builtin_mul_overflow(total, row_elements, &elements) || elements > kMaxTensorElements) {
       return static_cast<int>(k);
     }
   }

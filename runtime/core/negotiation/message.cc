@@ -261,15 +261,13 @@ Result<ResponseList> DecodeResponseList(const std::string& bytes) {
 
 namespace {
 
-// 2^59, as kMaxRequestElements (request_validator.h): any element count times 8 bytes, and a
-// few such sums, stay within int64.
-constexpr int64_t kMaxElements = int64_t{1} << 59;
-
-// Whether counts[first, first + n) are none negative and sum to at most kMaxElements (into *sum).
+// Whether counts[first, first + n) are none negative and sum to at most kMaxTensorElements (into
+// *sum).
 bool CountsFit(const std::vector<int64_t>& counts, size_t first, size_t n, int64_t* sum) {
   *sum = 0;
   for (size_t i = first; i < first + n; ++i) {
-    if (counts[i] < 0 || counts[i] > kMaxElements || (*sum += counts[i]) > kMaxElements) {
+    if (counts[i] < 0 || counts[i] > kMaxTensorElements ||
+        (*sum += counts[i]) > kMaxTensorElements) {
       return false;
     }
   }
@@ -293,7 +291,8 @@ std::string CheckResponse(const Response& r, int set_size) {
       for (size_t i = 0; i < names; ++i) {
         int64_t rows = 0, elements = 0;
         if (!CountsFit(r.sizes, i * members, members, &rows) ||
-            __builtin_mul_overflow(rows, r.row_elements[i], &elements) || elements > kMaxElements) {
+            __builtin_mul_overflow(rows, r.row_elements[i], &elements) ||
+            elements > kMaxTensorElements) {
           return "sizes out of range";
         }
       }

@@ -80,6 +80,11 @@ struct Response {
   int32_t last_joined_rank = -1;  // join
 };
 
+// The most elements a tensor of a request or response may have, 2^59: its byte count (at most 8
+// bytes an element) and a few such sums stay within int64. Lists that cross hosts are checked
+// against it before any size is computed from them (ConstructResponse, CheckResponseList).
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 59;
+
 struct RequestList {
   std::vector<Request> requests;
   bool shutdown = false;

@@ -150,7 +150,7 @@ std::string CheckWellFormed(const Request& r, int set_size) {
   for (int64_t dim : r.shape) {
     if (dim < 0) return "shape " + ShapeString(r.shape) + " has a negative dimension";
     if (dim > 0 &&
-        (__builtin_mul_overflow(nonzero, dim, &nonzero) || nonzero > kMaxRequestElements)) {
+        (__builtin_mul_overflow(nonzero, dim, &nonzero) || nonzero > kMaxTensorElements)) {
       return "shape " + ShapeString(r.shape) + " has too many elements";
     }
   }
@@ -181,7 +181,7 @@ std::string CheckWellFormed(const Request& r, int set_size) {
   return "";
 }
 
-// An allgather's output, every member's rows together, within kMaxRequestElements (each
+// An allgather's output, every member's rows together, within kMaxTensorElements (each
 // member's tensor is; their sum may not be). Its shapes are well formed and agree past dim 0.
 std::string CheckGatheredSize(const std::vector<Request>& requests) {
   const Request& first = requests.front();
@@ -189,7 +189,7 @@ std::string CheckGatheredSize(const std::vector<Request>& requests) {
   for (size_t d = 1; d < first.shape.size(); ++d) row *= first.shape[d];
   bool fits = true;
   for (const Request& r : requests) fits = fits && !__builtin_add_overflow(rows, r.shape[0], &rows);
-  fits = fits && !__builtin_mul_overflow(rows, row, &elements) && elements <= kMaxRequestElements;
+  fits = fits && !__builtin_mul_overflow(rows, row, &elements) && elements <= kMaxTensorElements;
   return fits ? "" : "Allgather of '" + first.name + "' gathers more than 2^59 elements.";
 }
 

@@ -1,7 +1,6 @@
 #ifndef HVD_RUNTIME_CORE_NEGOTIATION_REQUEST_VALIDATOR_H_
 #define HVD_RUNTIME_CORE_NEGOTIATION_REQUEST_VALIDATOR_H_
 
-#include <cstdint>
 #include <vector>
 
 #include "runtime/core/negotiation/message.h"
@@ -16,14 +15,10 @@ namespace hvd::runtime {
 // rank has joined. `set_size` is the number of members. An allgather response carries every
 // rank's dim 0 in `sizes` and the elements of one row in `row_elements`. Pure function.
 // A request that no rank of this build sends (a negative dimension, more than
-// kMaxRequestElements elements, a broadcast root or alltoall splits that do not fit the set, a
-// process-set change without its argument, a group of no members) yields a kError response
+// kMaxTensorElements (message.h) elements, a broadcast root or alltoall splits that do not fit the
+// set, a process-set change without its argument, a group of no members) yields a kError response
 // naming the rank and what is wrong, before any size is computed from it.
 Response ConstructResponse(const std::vector<Request>& requests, bool any_joined, int set_size);
-
-// 2^59: the byte count of any tensor (elements times at most 8 bytes) and sums of a few of
-// them stay within int64.
-inline constexpr int64_t kMaxRequestElements = int64_t{1} << 59;
 
 }  // namespace hvd::runtime
 
