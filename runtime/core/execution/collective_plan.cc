@@ -1,7 +1,5 @@
 #include "runtime/core/execution/collective_plan.h"
 
-#include "runtime/core/negotiation/message.h"
-
 namespace hvd::runtime {
 
 int64_t RowElements(const std::vector<int64_t>& shape) {
@@ -12,17 +10,6 @@ int64_t RowElements(const std::vector<int64_t>& shape) {
 
 int64_t ScatterRows(int64_t dim0, int64_t n, int64_t k) {
   return dim0 / n + (k < dim0 % n ? 1 : 0);
-}
-
-int FirstRowsBeyond(std::span<const int64_t> rows, int64_t row_elements) {
-  int64_t total = 0, elements = 0;
-  for (size_t k = 0; k < rows.size(); ++k) {
-    if (rows[k] < 0 || __builtin_add_overflow(total, rows[k], &total) ||
-        __builtin_mul_overflow(total, row_elements, &elements) || elements > kMaxTensorElements) {
-      return static_cast<int>(k);
-    }
-  }
-  return -1;
 }
 
 void PlanRankMajor(std::span<const int64_t> part_bytes, size_t tensors, size_t ranks,

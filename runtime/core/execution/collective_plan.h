@@ -16,10 +16,6 @@ namespace hvd::runtime {
 int64_t RowElements(const std::vector<int64_t>& shape);
 // Rows of a reducescatter's dim0 that member k of n receives: the first dim0 % n one more.
 int64_t ScatterRows(int64_t dim0, int64_t n, int64_t k);
-// The first of `rows` (counts of rows of `row_elements` elements each, as an alltoall's members
-// announce them) that is negative or brings their total past 2^59 elements
-// (kMaxTensorElements, message.h), or -1 when every count fits.
-int FirstRowsBeyond(std::span<const int64_t> rows, int64_t row_elements);
 
 // A fused op's `tensors` tensors over `ranks` ranks, part [i * ranks + k] (bytes) of tensor i
 // belonging to rank k. Tensor i holds its parts in rank order; the packed buffer holds, rank by

@@ -430,7 +430,7 @@ Status OpExecutor::AlltoallRows(const Response& r, const TensorEntry& entry, Com
 // member of this build sends.
 Status OpExecutor::CheckReceivedRows(const Request& q, int n) const {
   const int k =
-      FirstRowsBeyond(std::span<const int64_t>(recv_rows_.data(), n), RowElements(q.shape));
+      FirstCountBeyond(std::span<const int64_t>(recv_rows_.data(), n), RowElements(q.shape));
   if (k < 0) return Status::OK();
   return Status::InvalidArgument("alltoall of '" + q.name + "': rank " + std::to_string(k) +
                                  " announced " + std::to_string(recv_rows_[k]) +

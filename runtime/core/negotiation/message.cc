@@ -261,21 +261,8 @@ Result<ResponseList> DecodeResponseList(const std::string& bytes) {
 
 namespace {
 
-// Whether counts[first, first + n) are none negative and sum to at most kMaxTensorElements (into
-// *sum).
-bool CountsFit(const std::vector<int64_t>& counts, size_t first, size_t n, int64_t* sum) {
-  *sum = 0;
-  for (size_t i = first; i < first + n; ++i) {
-    if (counts[i] < 0 || counts[i] > kMaxTensorElements ||
-        (*sum += counts[i]) > kMaxTensorElements) {
-      return false;
-    }
-  }
-  return true;
-}
-bool CountsFit(const std::vector<int64_t>& counts) {
-  int64_t sum;
-  return CountsFit(counts, 0, counts.size(), &sum);
+bool CountsFit(std::span<const int64_t> counts, int64_t each = 1) {
+  return FirstCountBeyond(counts, each) < 0;
 }
 
 std::string CheckResponse(const Response& r, int set_size) {
@@ -289,10 +276,7 @@ std::string CheckResponse(const Response& r, int set_size) {
       }
       if (!CountsFit(r.row_elements)) return "row sizes out of range";
       for (size_t i = 0; i < names; ++i) {
-        int64_t rows = 0, elements = 0;
-        if (!CountsFit(r.sizes, i * members, members, &rows) ||
-            __builtin_mul_overflow(rows, r.row_elements[i], &elements) ||
-            elements > kMaxTensorElements) {
+        if (!CountsFit(std::span(r.sizes).subspan(i * members, members), r.row_elements[i])) {
           return "sizes out of range";
         }
       }
@@ -335,6 +319,18 @@ std::string CheckResponse(const Response& r, int set_size) {
 }
 
 }  // namespace
+
+int FirstCountBeyond(std::span<const int64_t> counts, int64_t each) {
+  int64_t total = 0, elements = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    if (counts[k] < 0 || __builtin_add_overflow(total, counts[k], &total) ||
+        total > kMaxTensorElements || __builtin_mul_overflow(total, each, &elements) ||
+        elements > kMaxTensorElements) {
+      return static_cast<int>(k);
+    }
+  }
+  return -1;
+}
 
 Status CheckResponseList(const ResponseList& list, int set_size) {
   for (size_t i = 0; i < list.responses.size(); ++i) {

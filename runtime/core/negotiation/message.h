@@ -2,6 +2,7 @@
 #define HVD_RUNTIME_CORE_NEGOTIATION_MESSAGE_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,11 @@ struct Response {
 // bytes an element) and a few such sums stay within int64. Lists that cross hosts are checked
 // against it before any size is computed from them (ConstructResponse, CheckResponseList).
 inline constexpr int64_t kMaxTensorElements = int64_t{1} << 59;
+
+// The first of `counts` (each of `each` >= 0 elements) that is negative or brings their total
+// past kMaxTensorElements, counted in items or in elements; -1 when every one fits. What a
+// response's sizes and an alltoall's row counts, exchanged between members, are checked with.
+int FirstCountBeyond(std::span<const int64_t> counts, int64_t each);
 
 struct RequestList {
   std::vector<Request> requests;

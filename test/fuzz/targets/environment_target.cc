@@ -48,9 +48,9 @@ std::string FuzzEnvironment(std::string_view input) {
   Note(&outcome, config.status());
   const Status checked = runtime::CheckRankIndependentKnobs(env);
   Note(&outcome, checked);
-  if (config.ok())
+  if (config.ok()) {
     HVD_CHECK(checked.ok()) << "hvdrun refuses what libhvd runs: " << checked.message();
-  if (!config.ok()) {
+  } else {
     HVD_CHECK(NamesOneOf(config.status().message(), vars)) << config.status().message();
   }
   if (!checked.ok()) HVD_CHECK(NamesOneOf(checked.message(), vars)) << checked.message();

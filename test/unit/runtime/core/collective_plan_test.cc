@@ -83,18 +83,5 @@ TEST(CollectivePlanTest, RowElementsIsOneForAVector) {
   EXPECT_EQ(RowElements({5, 0}), 0);
 }
 
-// An alltoall's announced counts come from the other members over the data connections.
-TEST(CollectivePlanTest, AnnouncedRowsBeyondWhatAMemberSendsAreNamed) {
-  const std::vector<int64_t> fine = {3, 0, 5};
-  EXPECT_EQ(FirstRowsBeyond(fine, 4), -1);
-  const std::vector<int64_t> negative = {3, -1, 5};
-  EXPECT_EQ(FirstRowsBeyond(negative, 4), 1);
-  const std::vector<int64_t> huge = {1, int64_t{1} << 58, int64_t{1} << 58};
-  EXPECT_EQ(FirstRowsBeyond(huge, 1), 2) << "the total passes 2^59 at the third";
-  EXPECT_EQ(FirstRowsBeyond(huge, 4), 1) << "rows of 4 elements pass it at the second";
-  const std::vector<int64_t> wraps = {INT64_MAX, INT64_MAX};
-  EXPECT_EQ(FirstRowsBeyond(wraps, 1), 0);
-}
-
 }  // namespace
 }  // namespace hvd::runtime

@@ -241,5 +241,19 @@ TEST(MessageTest, ResponseListsOfTheWrongShapeAreRefusedNamingTheResponse) {
   EXPECT_NE(check(Response()).message().find("no tensor names"), std::string::npos);
 }
 
+// A response's sizes, and an alltoall's row counts, come from other members over the data
+// connections.
+TEST(MessageTest, CountsBeyondWhatAMemberSendsAreNamed) {
+  const std::vector<int64_t> fine = {3, 0, 5};
+  EXPECT_EQ(FirstCountBeyond(fine, 4), -1);
+  const std::vector<int64_t> negative = {3, -1, 5};
+  EXPECT_EQ(FirstCountBeyond(negative, 4), 1);
+  const std::vector<int64_t> huge = {1, int64_t{1} << 58, int64_t{1} << 58};
+  EXPECT_EQ(FirstCountBeyond(huge, 1), 2) << "the total passes 2^59 at the third";
+  EXPECT_EQ(FirstCountBeyond(huge, 4), 1) << "rows of 4 elements pass it at the second";
+  const std::vector<int64_t> wraps = {INT64_MAX, INT64_MAX};
+  EXPECT_EQ(FirstCountBeyond(wraps, 1), 0);
+}
+
 }  // namespace
 }  // namespace hvd::runtime
