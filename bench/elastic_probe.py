@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The worker of bench/elastic_bench.py: an hvd elastic training loop (one 1 MiB allreduce
-and a state.commit() per step, as the Horovod probe in reference/peer-bench) that prints
-wall-clock stamps the bench reads:
+and a state.commit() per step, the same loop as the Horovod elastic probe it is compared
+with) that prints wall-clock stamps the bench reads:
 
   STAMP <event> <unix time> worker=<id> rank=<r> size=<n>
 

@@ -139,7 +139,33 @@ struct Options {
   }
 };
 
+// Synchronous calls interrupted in their wait (Ctrl-C, a signal handler that raised). The handle
+// stays in flight, and once the peers arrive the runtime still reads the call's inputs and writes
+// its outputs: memory that the caller's objects own (a torch tensor, a numpy array), which Python
+// would free as the exception unwinds the caller, for torch's allocator or malloc to hand out
+// again. So those objects are kept here, with the handle, until it completes; each later
+// synchronous call, each wait and shutdown release the completed ones (and their handles).
+// Never destroyed: its objects must not be released after the interpreter is gone.
+struct Interrupted {
+  hvd_handle_t handle;
+  py::object keep;
+};
+std::vector<Interrupted>* const g_interrupted = new std::vector<Interrupted>();
+
+// Releases the interrupted calls whose handles completed (or that the runtime no longer knows:
+// after a shutdown). Called with the GIL held.
+void ReleaseCompletedInterrupted() {
+  if (g_interrupted->empty() || g_loaded_path.empty()) return;
+  std::erase_if(*g_interrupted, [](const Interrupted& call) {
+    int32_t done = 0;
+    if (g_api.poll(call.handle, &done) == HVD_OK && done == 0) return false;
+    (void)g_api.release(call.handle);
+    return true;
+  });
+}
+
 void Wait(hvd_handle_t handle) {
+  ReleaseCompletedInterrupted();
   for (;;) {
     hvd_status_t status;
     std::string message;
@@ -226,14 +252,22 @@ void SetName(hvd_op_options_t* options, py::handle name) {
   if (!name.is_none() && options->name == nullptr) throw py::error_already_set();
 }
 
+// What a synchronous call's memory belongs to: its input and output arguments (numpy arrays
+// themselves, or the addresses of torch tensors) and `keep` (the torch tensors).
+struct Owners {
+  py::handle input, output, keep;
+};
+
 // The synchronous collectives' fast path (hvd.torch's and hvd.numpy's ops when no autograd
 // graph is recorded): enqueue with `options.wait_now` set, wait, run `done(handle)` (taking the
 // outputs) and release, in one call from Python; the GIL released once for the enqueue and
 // then per wait slice (Ctrl-C is noticed between slices, as in Wait). Errors carry `in_wait`.
 // When the wait is interrupted the handle stays in flight and is not released (its name stays
-// reserved), as with an interrupted synchronize().
+// reserved), as with an interrupted synchronize(), and `owners` are kept until it completes.
 template <typename Enqueue, typename Done>
-auto RunNow(hvd_op_options_t* options, py::handle name, Enqueue&& enqueue, Done&& done) {
+auto RunNow(hvd_op_options_t* options, py::handle name, Owners owners, Enqueue&& enqueue,
+            Done&& done) {
+  ReleaseCompletedInterrupted();
   SetName(options, name);
   options->wait_now = 1;  // waited for below: this thread runs the cycle itself
   hvd_handle_t handle = 0;
@@ -247,7 +281,11 @@ auto RunNow(hvd_op_options_t* options, py::handle name, Enqueue&& enqueue, Done&
   }
   if (handle == 0) Raise(status, message);  // refused at enqueue
   while (status == HVD_IN_PROGRESS) {
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // the handle stays in flight
+    if (PyErr_CheckSignals() != 0) {      // the handle stays in flight, and its memory with it
+      py::error_already_set interrupted;  // PyErr_Fetch: the tuple below must not see it set
+      g_interrupted->push_back({handle, py::make_tuple(owners.input, owners.output, owners.keep)});
+      throw interrupted;
+    }
     py::gil_scoped_release release;
     status = g_api.wait(handle, kWaitSliceSeconds);
     if (status != HVD_OK && status != HVD_IN_PROGRESS) message = g_api.last_error();
@@ -312,10 +350,10 @@ struct PlainAllreduce {
 
 void AllreduceNow(py::handle in, py::handle out, int dtype, py::handle shape, py::handle name,
                   int op, double prescale, double postscale, int32_t process_set_id, int32_t device,
-                  uintptr_t stream) {
+                  uintptr_t stream, py::handle keep) {
   PlainAllreduce a(in, out, dtype, shape, op, prescale, postscale, process_set_id, device, stream);
   RunNow(
-      &a.options, name,
+      &a.options, name, {in, out, keep},
       [&](hvd_handle_t* h) { return g_api.allreduce(&a.input, &a.output, &a.options, h); },
       [](hvd_handle_t) { return 0; });
 }
@@ -334,43 +372,47 @@ hvd_handle_t AllreduceStart(py::handle in, py::handle out, int dtype, py::handle
 // The same for the other collectives on host memory. broadcast_now writes `out`; the others
 // return the runtime's output (alltoall_now: with the rows received from each member).
 void BroadcastNow(py::handle in, py::handle out, int dtype, py::handle shape, int32_t root_rank,
-                  py::handle name, int32_t process_set_id) {
+                  py::handle name, int32_t process_set_id, py::handle keep) {
   hvd_tensor_t input = PlainTensor(AddressOf(in, false), dtype, shape);
   hvd_tensor_t output = input;
   output.data = reinterpret_cast<void*>(AddressOf(out, true));
   hvd_op_options_t options = NowOptions(process_set_id);
   options.root_rank = root_rank;
   RunNow(
-      &options, name,
+      &options, name, {in, out, keep},
       [&](hvd_handle_t* h) { return g_api.broadcast(&input, &output, &options, h); },
       [](hvd_handle_t) { return 0; });
 }
 
 std::unique_ptr<OutputBuffer> AllgatherNow(py::handle in, int dtype, py::handle shape,
-                                           py::handle name, int32_t process_set_id) {
+                                           py::handle name, int32_t process_set_id,
+                                           py::handle keep) {
   hvd_tensor_t input = PlainTensor(AddressOf(in, false), dtype, shape);
   hvd_op_options_t options = NowOptions(process_set_id);
   return RunNow(
-      &options, name, [&](hvd_handle_t* h) { return g_api.allgather(&input, &options, h); },
+      &options, name, {in, py::none(), keep},
+      [&](hvd_handle_t* h) { return g_api.allgather(&input, &options, h); },
       [](hvd_handle_t h) { return TakeOutput(h, 0); });
 }
 
 std::unique_ptr<OutputBuffer> ReducescatterNow(py::handle in, int dtype, py::handle shape,
                                                py::handle name, int op, double prescale,
-                                               double postscale, int32_t process_set_id) {
+                                               double postscale, int32_t process_set_id,
+                                               py::handle keep) {
   hvd_tensor_t input = PlainTensor(AddressOf(in, false), dtype, shape);
   hvd_op_options_t options = NowOptions(process_set_id);
   options.reduce_op = static_cast<hvd_reduce_op_t>(op);
   options.prescale_factor = prescale;
   options.postscale_factor = postscale;
   return RunNow(
-      &options, name, [&](hvd_handle_t* h) { return g_api.reducescatter(&input, &options, h); },
+      &options, name, {in, py::none(), keep},
+      [&](hvd_handle_t* h) { return g_api.reducescatter(&input, &options, h); },
       [](hvd_handle_t h) { return TakeOutput(h, 0); });
 }
 
 py::tuple AlltoallNow(py::handle in, int dtype, py::handle shape,
                       std::optional<std::vector<int32_t>> splits, py::handle name,
-                      int32_t process_set_id, int32_t set_size) {
+                      int32_t process_set_id, int32_t set_size, py::handle keep) {
   hvd_tensor_t input = PlainTensor(AddressOf(in, false), dtype, shape);
   hvd_op_options_t options = NowOptions(process_set_id);
   if (splits) {
@@ -378,7 +420,8 @@ py::tuple AlltoallNow(py::handle in, int dtype, py::handle shape,
     options.num_splits = static_cast<int32_t>(splits->size());
   }
   return RunNow(
-      &options, name, [&](hvd_handle_t* h) { return g_api.alltoall(&input, &options, h); },
+      &options, name, {in, py::none(), keep},
+      [&](hvd_handle_t* h) { return g_api.alltoall(&input, &options, h); },
       [&](hvd_handle_t h) {
         std::vector<int32_t> received =
             GetList([&](int32_t* out, int32_t capacity,
@@ -429,7 +472,10 @@ void BindLifecycle(py::module_& m) {
         });
       },
       py::arg("set_ranks") = py::none(), py::arg("set_sizes") = std::vector<int32_t>{});
-  m.def("shutdown", [] { Check([] { return Api().shutdown(); }); });
+  m.def("shutdown", [] {
+    Check([] { return Api().shutdown(); });
+    ReleaseCompletedInterrupted();  // their handles failed with the shutdown
+  });
   m.def("abort",
         [](const std::string& reason) { Check([&] { return Api().abort(reason.c_str()); }); });
   m.def("report_failure",
@@ -474,10 +520,11 @@ void BindCollectives(py::module_& m) {
   m.def("allreduce_now", &AllreduceNow, py::arg("input"), py::arg("output"), py::arg("dtype"),
         py::arg("shape"), py::arg("name"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
         py::arg("process_set_id"), py::arg("device") = static_cast<int32_t>(HVD_DEVICE_CPU),
-        py::arg("stream") = static_cast<uintptr_t>(0),
+        py::arg("stream") = static_cast<uintptr_t>(0), py::arg("keep") = py::none(),
         "Allreduce of `input` into `output` (addresses, or C-contiguous buffers such as numpy "
         "arrays; may be the same; on CUDA device `device` with producer stream `stream` when "
-        "device >= 0) and wait: enqueue, wait and release in one call");
+        "device >= 0) and wait: enqueue, wait and release in one call. `keep`: the objects "
+        "owning addresses given (kept until the op completes if the wait is interrupted)");
   m.def("allreduce_start", &AllreduceStart, py::arg("input"), py::arg("output"), py::arg("dtype"),
         py::arg("shape"), py::arg("name"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
         py::arg("process_set_id"), py::arg("device") = static_cast<int32_t>(HVD_DEVICE_CPU),
@@ -485,16 +532,18 @@ void BindCollectives(py::module_& m) {
         "allreduce_now's enqueue alone: returns the handle");
   m.def("broadcast_now", &BroadcastNow, py::arg("input"), py::arg("output"), py::arg("dtype"),
         py::arg("shape"), py::arg("root_rank"), py::arg("name"), py::arg("process_set_id"),
+        py::arg("keep") = py::none(),
         "Broadcast into `output` (host memory, as allreduce_now's) and wait, in one call");
   m.def("allgather_now", &AllgatherNow, py::arg("input"), py::arg("dtype"), py::arg("shape"),
-        py::arg("name"), py::arg("process_set_id"),
+        py::arg("name"), py::arg("process_set_id"), py::arg("keep") = py::none(),
         "Allgather of host memory and wait, in one call; returns the output buffer");
   m.def("reducescatter_now", &ReducescatterNow, py::arg("input"), py::arg("dtype"),
         py::arg("shape"), py::arg("name"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
-        py::arg("process_set_id"),
+        py::arg("process_set_id"), py::arg("keep") = py::none(),
         "Reducescatter of host memory and wait, in one call; returns the output buffer");
   m.def("alltoall_now", &AlltoallNow, py::arg("input"), py::arg("dtype"), py::arg("shape"),
         py::arg("splits"), py::arg("name"), py::arg("process_set_id"), py::arg("set_size"),
+        py::arg("keep") = py::none(),
         "Alltoall of host memory and wait, in one call; returns (output buffer, received "
         "splits)");
   m.def("allreduce", [](const TensorDesc& in, const TensorDesc& out, OptName name, int op,

@@ -39,6 +39,7 @@ std::string FuzzTcpHandshake(std::string_view input);
 std::string FuzzNegotiation(std::string_view input);
 std::string FuzzTimelineShipment(std::string_view input);
 std::string FuzzEnvironment(std::string_view input);
+std::string FuzzCommandLine(std::string_view input);
 
 struct Target {
   const char* name;  // the folder name under corpus/, regressions/ and dict/
@@ -67,6 +68,7 @@ inline constexpr Target kTargets[] = {
     {"negotiation", FuzzNegotiation},
     {"timeline_shipment", FuzzTimelineShipment},
     {"environment", FuzzEnvironment},
+    {"command_line", FuzzCommandLine},
 };
 
 }  // namespace hvd::fuzz

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -437,6 +438,39 @@ void EnvironmentSeeds(Corpus& c) {
               EnvironmentRecord("HOROVOD_CYCLE_TIME", "-1"));
 }
 
+// hvdrun command lines, a word per line: what users and job scripts type (docs/cli.md), and
+// refusals of each kind.
+void CommandLineSeeds(Corpus& c) {
+  const auto words = [](std::initializer_list<const char*> list) {
+    std::string out;
+    for (const char* w : list) out += std::string(w) + "\n";
+    return out;
+  };
+  c.Write("command_line", "local", words({"-np", "4", "python3", "train.py", "--epochs", "2"}));
+  c.Write("command_line", "hosts",
+          words({"-np", "16", "-H", "a:8,b:8", "--gloo", "--fusion-threshold-mb", "32",
+                 "--cycle-time-ms", "3.5", "--timeline-filename", "/tmp/t.json",
+                 "--timeline-all-ranks", "python3", "train.py"}));
+  c.Write("command_line", "elastic",
+          words({"-np", "4", "--min-np", "2", "--max-np", "8", "--host-discovery-script",
+                 "./discover.sh", "--slots", "2", "--blacklist-cooldown-range", "10", "100",
+                 "--reset-limit", "3", "python3", "train.py"}));
+  c.Write("command_line", "equals",
+          words({"--num-proc=2", "--hosts=localhost:2", "--autotune", "--autotune-log-file=a.csv",
+                 "--log-level=DEBUG", "--output-filename=out", "--", "python3", "-c", "pass"}));
+  c.Write("command_line", "mpi",
+          words({"--mpi", "--mpi-args=--bind-to none", "-np", "2", "--bind-to", "core",
+                 "--ssh-port", "2222", "python3", "x.py"}));
+  c.Write("command_line", "check-build", words({"-cb"}));
+  c.Write("command_line", "print-config", words({"--print-config", "--cycle-time-ms", "2"}));
+  c.Write("command_line", "bad-np", words({"-np", "zero", "python3", "train.py"}));
+  c.Write("command_line", "bad-value", words({"--fusion-threshold-mb", "-3", "-np", "2", "x"}));
+  c.Write("command_line", "two-sources",
+          words({"-H", "a:2", "--hostfile", "h", "--gloo", "--mpi", "-np", "2", "x"}));
+  c.Write("command_line", "mistyped", words({"--fusion-treshold-mb", "4", "-n", "2", "x"}));
+  c.Write("command_line", "no-command", words({"-np", "2"}));
+}
+
 }  // namespace
 }  // namespace hvd::fuzz
 
@@ -459,6 +493,7 @@ int main(int argc, char** argv) {
   hvd::fuzz::NegotiationSeeds(corpus);
   hvd::fuzz::TimelineShipmentSeeds(corpus);
   hvd::fuzz::EnvironmentSeeds(corpus);
+  hvd::fuzz::CommandLineSeeds(corpus);
   std::printf("wrote %d seeds under %s\n", corpus.count(), argv[1]);
   return 0;
 }

@@ -117,3 +117,53 @@ def test_poll_of_an_unknown_or_synchronized_handle_is_a_value_error(hvd):
     hvd.synchronize(handle)
     with pytest.raises(ValueError, match=f"Handle {handle} was not created"):
         hvd.poll(handle)
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def test_an_interrupted_synchronous_call_keeps_its_tensors_until_the_op_completes(hvd):
+    # Rank 0's allreduce is interrupted in its wait (a signal handler raising, as Ctrl-C in a
+    # notebook or pytest-timeout's signal method) while the others are still on their way. The
+    # op stays in flight and completes when they arrive: until then the runtime reads its input
+    # and writes its output. Those tensors used to be freed as the exception unwound the call,
+    # and the op then wrote into memory torch had handed out again.
+    _needs_peers(hvd)
+    import gc
+    import signal
+    import time
+    import weakref
+
+    n = 1000
+    if hvd.rank() != 0:
+        time.sleep(2.0)
+        result = hvd.allreduce(torch.ones(n), op=hvd.Sum, name="interrupted.wait")
+        assert torch.equal(result, torch.full((n,), float(hvd.size() - 1)))
+    else:
+        def interrupt(signo, frame):
+            raise _Interrupted()
+
+        previous = signal.signal(signal.SIGALRM, interrupt)
+        x = torch.zeros(n)
+        kept = weakref.ref(x)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.3)
+            with pytest.raises(_Interrupted):
+                hvd.allreduce(x, op=hvd.Sum, name="interrupted.wait")
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        del x
+        gc.collect()
+        assert kept() is not None, "the input of an op in flight was freed"
+        # Blocks of the same size, as the freed ones would have been handed out again.
+        others = [torch.full((n,), 7.0) for _ in range(64)]
+    hvd.barrier()  # after the interrupted op on every rank
+    # The next synchronous call lets go of what the completed op kept.
+    assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum, name="after.interrupted"),
+                       torch.full((2,), float(hvd.size())))
+    if hvd.rank() == 0:
+        gc.collect()
+        assert kept() is None, "an interrupted op's tensors are kept after it completed"
+        assert all(bool((t == 7.0).all()) for t in others), "a completed op wrote freed memory"

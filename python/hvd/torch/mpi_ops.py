@@ -183,7 +183,8 @@ def _allreduce_now(tensor: torch.Tensor, output: torch.Tensor, code: int, name, 
         stream = _current_stream(device)
     try:
         _c.allreduce_now(tensor.data_ptr(), output.data_ptr(), code, tensor.shape, op_name, op,
-                         float(prescale_factor), float(postscale_factor), set_id, device, stream)
+                         float(prescale_factor), float(postscale_factor), set_id, device, stream,
+                         (tensor, output))
     except _c.Error as error:
         raise _op_error(error) from None
 
@@ -432,7 +433,7 @@ def allgather(tensor, name=None, process_set=global_process_set):
     code = _host_code(tensor)
     if code is not None and _no_graph(tensor):  # one runtime call, no autograd node
         return _from_buffer(_enqueue(_c.allgather_now, tensor.data_ptr(), code, tensor.shape,
-                                     *_target("allgather", name, process_set)))
+                                     *_target("allgather", name, process_set), tensor))
     _require_tensor(tensor, "allgather")
     return HorovodAllgather.apply(tensor, name, process_set)
 
@@ -513,7 +514,7 @@ class HorovodBroadcast(torch.autograd.Function):
 def _broadcast_now(tensor, output, code, root_rank, name, process_set) -> None:
     op_name, set_id = _target("broadcast", name, process_set)
     _enqueue(_c.broadcast_now, tensor.data_ptr(), output.data_ptr(), code, tensor.shape,
-             root_rank_arg(root_rank), op_name, set_id)
+             root_rank_arg(root_rank), op_name, set_id, (tensor, output))
 
 
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
@@ -599,7 +600,8 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     if code is not None and _no_graph(tensor):
         op_name, set_id = _target("alltoall", name, process_set)
         buffer, received = _enqueue(_c.alltoall_now, tensor.data_ptr(), code, tensor.shape,
-                                    _splits_list(splits), op_name, set_id, process_set.size())
+                                    _splits_list(splits), op_name, set_id, process_set.size(),
+                                    tensor)
         output = _from_buffer(buffer)
         if splits is None:
             return output
@@ -663,7 +665,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
         op_name, set_id = _target("reducescatter", name, process_set)
         return _from_buffer(_enqueue(_c.reducescatter_now, tensor.data_ptr(), code, tensor.shape,
                                      op_name, op, float(prescale_factor), float(postscale_factor),
-                                     set_id))
+                                     set_id, tensor))
     _require_tensor(tensor, "reducescatter")
     compressed, ctx = compression.compress(tensor)
     reduced = HorovodReducescatter.apply(compressed, name, op, process_set, prescale_factor,

@@ -1,7 +1,12 @@
 // Target "kv_messages": the bodies of key-value requests (what the rendezvous server decodes
 // from an authenticated worker) and responses (what KvClient decodes from the server),
 // common/kv_messages.h. Input: the frame type byte, then the body. A decoded body re-encodes
-// to exactly its bytes (the encoding has one form per message).
+// to exactly its bytes (the encoding has one form per message). The body is also read as a
+// shutdown cause's value (DecodeShutdownCause: hvdrun reads it from the store to say which rank
+// stopped a job), which must come out as a rank only from plain decimal digits.
+#include <optional>
+#include <string_view>
+
 #include "common/check.h"
 #include "common/kv_messages.h"
 #include "test/fuzz/fuzz_input.h"
@@ -24,6 +29,11 @@ std::string FuzzKvMessages(std::string_view input) {
   Note(&outcome, response.status());
   if (response.ok()) {
     HVD_CHECK(control::EncodeKvResponse(*response) == body) << "response does not round-trip";
+  }
+  if (std::optional<int> rank = control::DecodeShutdownCause(body)) {
+    HVD_CHECK(*rank >= 0 && !body.empty() &&
+              body.find_first_not_of("0123456789") == std::string_view::npos)
+        << "shutdown cause '" << body << "' read as rank " << *rank;
   }
   return outcome;
 }
