@@ -209,6 +209,13 @@ Status Emit(const Match& m, const OptionShape& shape, const std::vector<std::str
     } else {
       return Status::InvalidArgument(where + ": expected one argument");
     }
+    if (value.empty()) {
+      // CLI11 reads "--opt=" as the option without its value and takes the next argument for
+      // it ("--mpi-args= -np 2" lost -np); as two words the empty value is the value.
+      out->push_back(shape.canonical);
+      out->push_back("");
+      return Status::OK();
+    }
     out->push_back(shape.canonical + "=" + value);
     return Status::OK();
   }

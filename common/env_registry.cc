@@ -177,8 +177,10 @@ Result<bool> Environment::GetBool(std::string_view name) const {
 
 Result<int64_t> ParseInt(std::string_view text, std::string_view what) {
   std::string t = Trim(text);
-  if (t.empty())
-    return Status::InvalidArgument(std::string(what) + ": expected an integer, got ''");
+  if (t.empty()) {  // the value as given: "got ' '" for blanks
+    return Status::InvalidArgument(std::string(what) + ": expected an integer, got '" +
+                                   std::string(text) + "'");
+  }
   errno = 0;
   char* end = nullptr;
   long long v = std::strtoll(t.c_str(), &end, 10);

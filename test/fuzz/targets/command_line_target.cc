@@ -39,7 +39,7 @@ bool IsConfigFileOption(std::string_view word) {
 // Whether `message` names a word of `words`: the whole word, the option or the value of a
 // "--name=value" word, or a value quoted in the message ('...') that is part of a word (the
 // value attached to a short option: "-p-cb" gives "--ssh-port: expected an integer, got '-cb'";
-// '' for an empty word).
+// '' for an empty word or value).
 bool NamesAWord(const std::string& message, const std::vector<std::string>& words) {
   for (const std::string& word : words) {
     std::vector<std::string_view> parts = {word};
@@ -60,8 +60,12 @@ bool NamesAWord(const std::string& message, const std::vector<std::string>& word
          close = message.find('\'', close + 1)) {
       const std::string_view quoted = std::string_view(message).substr(open + 1, close - open - 1);
       for (const std::string& word : words) {
-        // '' names an empty word ("the command's program is an empty string (... '' ...)").
-        if (quoted.empty() ? word.empty() : word.find(quoted) != std::string::npos) return true;
+        // '' names an empty word ("the command's program is an empty string (... '' ...)") or
+        // value ("-np=": "--num-proc: expected an integer, got ''").
+        if (quoted.empty() ? word.empty() || word.ends_with('=')
+                           : word.find(quoted) != std::string::npos) {
+          return true;
+        }
       }
     }
   }

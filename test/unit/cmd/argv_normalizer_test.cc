@@ -38,6 +38,13 @@ TEST(NormalizeArgvTest, SingleDashMultiLetterSpellings) {
                                      "--prefix-output-with-timestamp", "--num-proc=8"));
 }
 
+TEST(NormalizeArgvTest, AnEmptyValueStaysItsOptionsValue) {
+  // "--mpi-args=" would be CLI11's option without a value, taking the next argument for it.
+  NormalizedArgv n = Normalize({"--mpi-args=", "-np", "2", "--mpi-args", "", "-p=", "x"});
+  EXPECT_THAT(n.options,
+              ElementsAre("--mpi-args", "", "--num-proc=2", "--mpi-args", "", "--ssh-port", ""));
+}
+
 TEST(NormalizeArgvTest, ShortOptionsTakeAttachedOrSeparateValues) {
   NormalizedArgv n = Normalize({"-p22", "-i", "key", "-Ha:2,b:2", "-v", "cmd"});
   EXPECT_THAT(n.options, ElementsAre("--ssh-port=22", "--ssh-identity-file=key", "--hosts=a:2,b:2",

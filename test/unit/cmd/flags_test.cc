@@ -117,6 +117,23 @@ TEST(FlagsTest, ControllerAndMpiFlags) {
   EXPECT_EQ(p.settings.at("HVD_CONTROLLER").source, "command line");
 }
 
+// Regression: CLI11 read "--mpi-args=" (an empty value, as a job script's "--mpi-args=$ARGS"
+// makes) as the option without its value and took the next argument for it, so -np was lost;
+// "-np=" gave CLI11's "--num-proc: 1 required N missing".
+TEST(FlagsTest, AnEmptyValueIsTheValue) {
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{"--mpi", "--mpi-args=", "-np", "2", "c"},
+        std::vector<std::string>{"--mpi", "--mpi-args", "", "-np", "2", "c"}}) {
+    ParsedCommandLine p = MustParse(argv);
+    EXPECT_EQ(p.spec.mpi_args, "");
+    EXPECT_EQ(p.spec.num_proc, 2);
+    EXPECT_THAT(p.spec.command, ElementsAre("c"));
+  }
+  EXPECT_EQ(ParseError({"-np=", "c"}), "--num-proc: expected an integer, got ''");
+  EXPECT_EQ(ParseError({"--fusion-threshold-mb", "", "-np", "2", "c"}),
+            "--fusion-threshold-mb: expected an integer, got ''");
+}
+
 TEST(FlagsTest, JobControlAndOutputFlags) {
   ParsedCommandLine p =
       MustParse({"--start-timeout", "10", "--output-filename", "out", "--verbose",
