@@ -347,10 +347,8 @@ void WriteAsTheCaller(const std::vector<const DeviceTensor*>& tensors) {
   RequireCuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
 }
 
-// 1.5 s later (time for the emulated device to run whatever hvd left queued): how many bytes of
-// `tensors` are no longer the caller's, read back on its stream.
-int64_t BytesWrittenSinceTheCaller(const std::vector<const DeviceTensor*>& tensors) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+// How many bytes of `tensors` are no longer the caller's, read back on its stream.
+int64_t BytesNoLongerTheCallers(const std::vector<const DeviceTensor*>& tensors) {
   int64_t changed = 0;
   for (const DeviceTensor* t : tensors) {
     std::vector<unsigned char> got(t->nbytes());
@@ -361,6 +359,13 @@ int64_t BytesWrittenSinceTheCaller(const std::vector<const DeviceTensor*>& tenso
     for (unsigned char b : got) changed += b != kCallersByte;
   }
   return changed;
+}
+
+// The same 1.5 s later: time for the emulated device to run whatever hvd left queued (a drain of
+// the device would instead wait for a NCCL call that waits for a dead peer).
+int64_t BytesWrittenSinceTheCaller(const std::vector<const DeviceTensor*>& tensors) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  return BytesNoLongerTheCallers(tensors);
 }
 
 }  // namespace
@@ -635,6 +640,174 @@ void CudaErrors() {
       }
     }
   }
+}
+
+// One rank, NCCL allreduces completed off the cycle (HVD_GPU_ASYNC_COMPLETION=1), every piece of
+// emulated device work delayed (HVD_GPU_EMU_DELAY_US): a failure is walked through each of the
+// first calls of cudaEventRecord and of cudaEventCreateWithFlags that an allreduce makes (the
+// emulator's fail_later), among them NcclGroup::Defer's, which hands the op to the completion
+// thread once its NCCL call is queued. Whichever call fails, once the handle has failed nothing
+// of hvd's lands in the output: the caller writes bytes of its own, drains the device
+// (cudaDeviceSynchronize runs whatever any stream still holds) and they must still be there.
+// Until 2026-11-30 a failure in Defer failed the handle at once, the NCCL call still queued
+// (found by reading the code).
+void DeferFailures() {
+  using FailLater = void (*)(const char*, int, int);
+  const auto fail_later =
+      reinterpret_cast<FailLater>(dlsym(RTLD_DEFAULT, "hvd_gpu_emulator_fail_later"));
+  if (fail_later == nullptr || N() != 1) {
+    std::printf("[defer_failures] skipped: needs one rank and the CUDA emulator\n");
+    return;
+  }
+  constexpr int64_t kCount = 4096;
+  constexpr int kCallsWalked = 10;
+  std::vector<double> want(kCount);
+  for (int64_t i = 0; i < kCount; ++i) want[i] = static_cast<double>(i % 5) * 0.5;
+  int failed = 0, in_defer = 0;
+  for (const char* function : {"cudaEventRecord", "cudaEventCreateWithFlags"}) {
+    for (int skip = 0; skip < kCallsWalked; ++skip) {
+      const std::string name = std::string("gpu.defer.") + function + "." + std::to_string(skip);
+      // Two tensors with a postscale: the fused path, whose copies out of the fusion buffer and
+      // postscale are queued behind the NCCL call (an aborted NCCL call itself writes nothing).
+      std::vector<DevicePtr> ins, outs;
+      std::vector<hvd_tensor_t> in_desc, out_desc;
+      for (int i = 0; i < 2; ++i) {
+        ins.push_back(MakeDevice(HVD_FLOAT32, {kCount}, [](int64_t k) { return k % 5; }));
+        outs.push_back(std::make_shared<DeviceTensor>(HVD_FLOAT32, std::vector<int64_t>{kCount}));
+        in_desc.push_back(ins.back()->Desc());
+        out_desc.push_back(outs.back()->Desc());
+      }
+      hvd_op_options_t o = Options(name);
+      o.postscale_factor = 0.5;
+      fail_later(function, cudaErrorInvalidValue, skip);
+      hvd_handle_t h = 0;
+      hvd_status_t s = hvd_grouped_allreduce(in_desc.data(), out_desc.data(), 2, &o, &h);
+      std::string message;
+      if (s == HVD_OK) {
+        s = hvd_wait(h, kWaitSeconds);
+        if (s == HVD_IN_PROGRESS) Die(name + ": no end within the wait", s);
+        if (s != HVD_OK) message = hvd_last_error();
+        hvd_release(h);
+      } else {
+        message = hvd_last_error();
+      }
+      fail_later("", 0, 0);  // disarmed, had the call not come
+      if (s == HVD_OK) {
+        for (const DevicePtr& out : outs) ExpectDevice(name, *out, want);
+        continue;
+      }
+      ++failed;
+      if (message.find("NCCL allreduce: CUDA error") != std::string::npos) ++in_defer;
+      const cudaError_t pending = cudaGetLastError();
+      if (pending != cudaSuccess) {
+        Fail(name + ": CUDA error " + cudaGetErrorName(pending) + " left pending");
+      }
+      const std::vector<const DeviceTensor*> mine = {outs[0].get(), outs[1].get()};
+      WriteAsTheCaller(mine);
+      RequireCuda(cudaDeviceSynchronize(), name + ": cudaDeviceSynchronize");
+      const int64_t changed = BytesNoLongerTheCallers(mine);
+      if (changed != 0) {
+        Fail(name + ": " + std::to_string(changed) +
+             " bytes of the outputs written after the op "
+             "failed (" +
+             message + ")");
+      }
+      Require(hvd_shutdown(), name + ": hvd_shutdown");
+      Require(hvd_init(), name + ": hvd_init again");
+      Ctx().even_set = -1;  // the sets of the first init are gone
+    }
+  }
+  if (in_defer == 0) Fail("no failure came in the hand-over to the completion thread (Defer)");
+  std::printf(
+      "[defer_failures] %d failed allreduces, %d in the hand-over to the completion "
+      "thread; none wrote its output after its failure\n",
+      failed, in_defer);
+  std::fflush(stdout);
+}
+
+// One rank with two GPUs, NCCL allreduces completed off the cycle: the caller's thread, current
+// on device 1, waits for an allreduce of a device-0 tensor with `wait_now` (so the cycle runs
+// on it), then shuts down (which drains the completions). Its current device stays 1: the
+// framework's choice (torch's current_device()). Until 2026-11-30 the hand-over to the
+// completion thread and the drain left it on device 0 (found by reading the code).
+void KeepsTheCallersDevice() {
+  if (N() != 1 || Ctx().device_count < 2 || Ctx().device != 0) {
+    std::printf("[keeps_the_callers_device] skipped: needs one rank and two GPUs\n");
+    return;
+  }
+  DevicePtr t = MakeDevice(HVD_FLOAT32, {6}, [](int64_t i) { return i + 1; });
+  hvd_tensor_t d = t->Desc();
+  const auto current = [](const std::string& when) {
+    int device = -1;
+    RequireCuda(cudaGetDevice(&device), "cudaGetDevice");
+    if (device != 1) Fail("the caller's device is " + std::to_string(device) + " " + when);
+  };
+  RequireCuda(cudaSetDevice(1), "cudaSetDevice(1)");
+  for (int i = 0; i < 3; ++i) {
+    hvd_op_options_t o = Options("gpu.device.kept." + std::to_string(i));
+    o.wait_now = 1;
+    hvd_handle_t h = 0;
+    Require(hvd_allreduce(&d, &d, &o, &h), "allreduce on device 0");
+    Require(hvd_wait(h, kWaitSeconds), "its wait");
+    hvd_release(h);
+    current("after waiting for an allreduce on device 0");
+  }
+  Require(hvd_shutdown(), "hvd_shutdown");
+  current("after hvd_shutdown");
+  Require(hvd_init(), "hvd_init again");
+  Ctx().even_set = -1;
+  RequireCuda(cudaSetDevice(0), "cudaSetDevice(0)");
+  ExpectDevice("the allreduces on device 0", *t, {1, 2, 3, 4, 5, 6});
+  std::printf("[keeps_the_callers_device] ok\n");
+  std::fflush(stdout);
+}
+
+// One rank with two GPUs. An allreduce on device 0 makes the set's NCCL communicator (device
+// 0's); an allreduce of a device-1 tensor in the same set then fails, naming both devices,
+// where NCCL used to be handed device 1's memory on device 0's communicator (found by reading
+// the code: a wrong result or an illegal address on a GPU; the emulated NCCL refused the
+// buffer). After shutdown and init, a set whose first op is on device 1 runs there.
+void SecondGpu() {
+  if (N() != 1 || Ctx().device_count < 2 || Ctx().device != 0) {
+    std::printf("[second_gpu] skipped: needs one rank and two GPUs\n");
+    return;
+  }
+  const auto allreduce = [](const std::string& name, DeviceTensor* t, std::string* message) {
+    hvd_tensor_t d = t->Desc();
+    hvd_op_options_t o = Options(name);
+    hvd_handle_t h = 0;
+    Require(hvd_allreduce(&d, &d, &o, &h), name);
+    const hvd_status_t s = hvd_wait(h, kWaitSeconds);
+    if (s == HVD_IN_PROGRESS) Die(name + ": no end within the wait", s);
+    if (s != HVD_OK) *message = hvd_last_error();
+    hvd_release(h);
+    return s;
+  };
+  std::string message;
+  DevicePtr first = MakeDevice(HVD_FLOAT32, {6}, [](int64_t i) { return i + 1; });
+  Require(allreduce("gpu.second.first", first.get(), &message), "the allreduce on device 0");
+  Ctx().device = 1;
+  RequireCuda(cudaSetDevice(1), "cudaSetDevice(1)");
+  DevicePtr second = MakeDevice(HVD_FLOAT32, {6}, [](int64_t i) { return i + 1; });
+  if (allreduce("gpu.second.other", second.get(), &message) == HVD_OK) {
+    Fail("an allreduce on device 1 went through on device 0's NCCL communicator");
+  } else if (message.find("'gpu.second.other' is on CUDA device 1, but this process's NCCL "
+                          "communicator of its process set is on device 0") == std::string::npos) {
+    Fail("the allreduce on device 1 failed without naming both devices: " + message);
+  }
+  const cudaError_t pending = cudaGetLastError();
+  if (pending != cudaSuccess) {
+    Fail(std::string("CUDA error ") + cudaGetErrorName(pending) + " left pending");
+  }
+  Require(hvd_shutdown(), "hvd_shutdown");
+  Require(hvd_init(), "hvd_init again");
+  Ctx().even_set = -1;
+  Require(allreduce("gpu.second.again", second.get(), &message), "the first op on device 1");
+  ExpectDevice("the first op on device 1", *second, {1, 2, 3, 4, 5, 6});
+  Ctx().device = 0;
+  RequireCuda(cudaSetDevice(0), "cudaSetDevice(0)");
+  std::printf("[second_gpu] ok\n");
+  std::fflush(stdout);
 }
 
 }  // namespace hvd_gpu

@@ -219,6 +219,9 @@ void Elastic();
 // One rank: a failing CUDA or NCCL call fails its op, naming it, leaving no CUDA error pending;
 // after shutdown and init the op works.
 void CudaErrors();
+void DeferFailures();
+void KeepsTheCallersDevice();
+void SecondGpu();
 
 }  // namespace hvd_gpu
 

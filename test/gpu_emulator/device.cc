@@ -173,6 +173,7 @@ namespace {
 std::mutex g_inject_mu;
 std::string g_inject_function;  // guarded by g_inject_mu
 int g_inject_error = 0;
+int g_inject_skip = 0;  // calls of g_inject_function let through before the failing one
 std::atomic<bool> g_inject_armed{false};
 
 }  // namespace
@@ -181,6 +182,10 @@ int Injected(const char* function) {
   if (!g_inject_armed.load()) return 0;
   std::lock_guard<std::mutex> lock(g_inject_mu);
   if (g_inject_function != function) return 0;
+  if (g_inject_skip > 0) {
+    --g_inject_skip;
+    return 0;
+  }
   g_inject_armed = false;
   g_inject_function.clear();
   std::fprintf(stderr, "[gpu emulator] %s fails with %d, as asked\n", function, g_inject_error);
@@ -326,6 +331,18 @@ __attribute__((visibility("default"))) void hvd_gpu_emulator_fail_next(const cha
   std::lock_guard<std::mutex> lock(g_inject_mu);
   g_inject_function = function;
   g_inject_error = error;
+  g_inject_skip = 0;
+  g_inject_armed = true;
+}
+
+// The same for the call of `function` after the next `skip` (which succeed): a test walks a
+// failure through every call of one function an op makes.
+__attribute__((visibility("default"))) void hvd_gpu_emulator_fail_later(const char* function,
+                                                                        int error, int skip) {
+  std::lock_guard<std::mutex> lock(g_inject_mu);
+  g_inject_function = function;
+  g_inject_error = error;
+  g_inject_skip = skip;
   g_inject_armed = true;
 }
 
@@ -530,6 +547,7 @@ cudaError_t cudaDeviceSynchronize(void) {
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* out, unsigned int /*flags*/) {
+  if (const int e = Injected("cudaEventCreateWithFlags")) return Fail(static_cast<cudaError_t>(e));
   if (out == nullptr) return Fail(cudaErrorInvalidValue);
   auto event = std::make_shared<Event>();
   auto handle = reinterpret_cast<cudaEvent_t>(event.get());

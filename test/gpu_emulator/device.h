@@ -45,8 +45,8 @@ int StreamDevice(const std::shared_ptr<Stream>& stream);
 // cudaSuccess), as the CUDA runtime keeps a failed call's error.
 cudaError_t Fail(cudaError_t err);
 
-// Fault injection (hvd_gpu_emulator_fail_next): the error the next call of `function` must
-// answer, once; 0 for none.
+// Fault injection (hvd_gpu_emulator_fail_next, hvd_gpu_emulator_fail_later): the error this
+// call of `function` must answer, once; 0 for none.
 int Injected(const char* function);
 
 }  // namespace hvd::gpu_emulator

@@ -119,7 +119,13 @@ Status OpExecutor::Execute(const Response& r, std::span<TensorEntry* const> entr
              : r.device >= 0 && r.type != OpType::kBarrier ? RunGpu(r, entries, comm, gpu)
                                                            : Run(r, entries, comm);
   if (recording_) RecordEnd(r, entries);
-  if (s.ok() && defer_group_ != nullptr) s = DeferCompletion(r, entries);
+  if (s.ok() && defer_group_ != nullptr) {
+    s = DeferCompletion(r, entries);
+    // The op's work is queued on hvd's stream with no event to say when it ends, and its
+    // handles fail below: stop it first, as RunGpu does for a failed op (the postscale and the
+    // copies out would otherwise land in tensors the caller owns again).
+    if (!s.ok()) StopDeviceWork(gpu, last_device_, s);
+  }
   defer_group_ = nullptr;
   if (!s.ok()) s = Failed(r, s);
   *outcome = s;

@@ -50,6 +50,7 @@ struct GpuOptions {
 // with the set's members at its first GPU op (GpuBackend::CreateGroup), and the NCCL group.
 struct GpuSetState {
   bool decided = false;
+  int device = -1;                  // the device `group` (and `local_group`) were made on
   std::unique_ptr<GpuGroup> group;  // null: GPU tensors are staged through host memory
   // The NCCL group of this member's host, for the hierarchical allreduce and Adasum (made at
   // the first op that needs it when the set's communicator is a hierarchy); null: flat.

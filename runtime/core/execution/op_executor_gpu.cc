@@ -62,6 +62,7 @@ Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entri
 // other tensors (gpu_emu_worker_late_write). Every failure here fails the runtime (Execute's
 // caller), so the set's communicators are done with: break them, then wait for the stream.
 void OpExecutor::StopDeviceWork(GpuSetState* state, int device, const Status& failure) {
+  const int current = gpu_->CurrentDevice();  // Execute calls this outside RunGpu's keeping too
   if (state != nullptr) {
     if (state->group != nullptr) state->group->Break();
     if (state->local_group != nullptr) state->local_group->Break();
@@ -73,6 +74,7 @@ void OpExecutor::StopDeviceWork(GpuSetState* state, int device, const Status& fa
         "work queued on it: {}; that work may still write the op's tensors",
         failure.message(), device, quiet.message());
   }
+  gpu_->RestoreDevice(current);
 }
 
 Status OpExecutor::RunGpuOn(const Response& r, std::span<TensorEntry* const> entries,
@@ -92,7 +94,20 @@ Status OpExecutor::RunGpuOn(const Response& r, std::span<TensorEntry* const> ent
     ActivityEnd(r);
     HVD_RETURN_IF_ERROR(group.status());
     state->group = std::move(group).value();
+    state->device = device;
     state->decided = true;
+  }
+  if (state != nullptr && state->group != nullptr && device != state->device) {
+    // The set's NCCL communicator is of one device of this process; NCCL would be handed
+    // another device's memory on it (a wrong result or an illegal address). Horovod keys its
+    // communicators by every rank's device, which hvd's negotiation does not carry.
+    return Status::InvalidArgument(
+        "'" + r.names.front() + "' is on CUDA device " + std::to_string(device) +
+        ", but this process's NCCL communicator of its process set is on device " +
+        std::to_string(state->device) +
+        " (where the set's first GPU op ran): hvd runs a process set's NCCL ops on one GPU "
+        "per process. Use one GPU per process (hvdrun starts one rank per GPU), a process set "
+        "per GPU, or HVD_GPU_OPERATIONS=cpu");
   }
   if (state != nullptr && state->group != nullptr) {
     bool taken = false;

@@ -14,6 +14,10 @@
 namespace hvd::runtime {
 
 Status NcclGroup::Defer(const char* what, DeferredDone done) {
+  // Called on the thread running the cycle, after RunGpu gave it its device back (it may be a
+  // framework thread waiting on an op): Stream() selects the group's device, this gives it back.
+  ScopedDevice scoped(device_);
+  HVD_RETURN_IF_ERROR(scoped.status());
   HVD_RETURN_IF_ERROR(Usable());
   HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
   Deferred d{nullptr, what, std::move(done), std::chrono::steady_clock::now()};
@@ -51,8 +55,10 @@ Status NcclGroup::Drain() {
     if (undone_ == 0) return Status::OK();
   }
   // The device first, watched from this thread as a waiting cycle's op is: a member that exited
-  // ends the wait at once (the completion thread could only wait out the timeout).
-  Status s = Usable();
+  // ends the wait at once (the completion thread could only wait out the timeout). On the
+  // group's device, the thread's own given back after (hvd_shutdown's caller may run this).
+  ScopedDevice scoped(device_);
+  Status s = scoped.status().ok() ? Usable() : scoped.status();
   if (s.ok()) {
     auto stream = backend_->Stream(device_);
     s = stream.ok() ? Wait(*stream, "allreduce") : stream.status();
