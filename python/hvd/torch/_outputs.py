@@ -5,7 +5,8 @@ device and with any torch since 1.10 (torch reads __cuda_array_interface__ only 
 The capsule's deleter keeps the buffer alive while any view of the tensor lives. A DeviceBuffer
 that dies gives its memory back in the order of its device's current stream then
 (set_stream_getter below): work queued there on the tensor finishes first; work on another
-stream must be ordered before it, as for torch's own allocator (Tensor.record_stream). A host
+stream must be ordered before it by the caller. Tensor.record_stream does nothing here: torch
+honours it only for its caching allocator's memory (docs/gpu.md). A host
 output of a CUDA input (a set that stages through the host) is moved to the input's device.
 """
 from typing import Callable, List, Optional
