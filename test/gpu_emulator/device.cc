@@ -463,6 +463,7 @@ cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaHostAlloc(p, byt
 
 cudaError_t cudaFreeHost(void* p) {
   if (p == nullptr) return cudaSuccess;
+  cudaDeviceSynchronize();  // as CUDA's: the device's work first
   {
     Memory& m = Mem();
     std::lock_guard<std::mutex> lock(m.mu);

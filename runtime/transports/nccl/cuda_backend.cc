@@ -216,6 +216,16 @@ Status CudaBackend::Sync(int device) {
   return WaitEvent(s->drained, "waiting for hvd's CUDA stream");
 }
 
+Status CudaBackend::WaitForStreams(const char* what) {
+  for (auto& [device, state] : devices_) {
+    if (state.stream == nullptr) continue;
+    const cudaError_t err = cudaEventRecord(state.drained, state.stream);
+    if (err != cudaSuccess) return CudaError(what, err);
+    HVD_RETURN_IF_ERROR(WaitEvent(state.drained, what));
+  }
+  return Status::OK();
+}
+
 Status CudaBackend::Quiesce(int device) {
   HVD_ASSIGN_OR_RETURN(DeviceState * s, State(device));
   const cudaError_t err = cudaEventRecord(s->drained, s->stream);
@@ -236,7 +246,13 @@ Result<void*> CudaBackend::HostBuffer(int slot, int64_t bytes) {
   if (slot < 0 || slot >= static_cast<int>(host_.size())) return Status::Internal("bad slot");
   if (bytes <= host_bytes_[slot] && host_[slot] != nullptr) return host_[slot];
   const int64_t grown = std::max<int64_t>({bytes, host_bytes_[slot] * 3 / 2, int64_t{1} << 20});
-  if (host_[slot] != nullptr) cudaFreeHost(host_[slot]);
+  if (host_[slot] != nullptr) {
+    // cudaFreeHost waits for the whole device, unbounded: with allreduces completed off the
+    // cycle still queued (a peer gone in one of them) this thread would block in it past the
+    // timeout and hvd_abort, as NcclGroup::Fusion's cudaFree would. hvd's streams first, then.
+    HVD_RETURN_IF_ERROR(WaitForStreams("growing the pinned staging buffer"));
+    if (cudaFreeHost(host_[slot]) != cudaSuccess) (void)cudaGetLastError();
+  }
   host_[slot] = nullptr;
   host_bytes_[slot] = 0;
   cudaError_t err = cudaHostAlloc(&host_[slot], static_cast<size_t>(grown), cudaHostAllocPortable);

@@ -103,6 +103,8 @@ class CudaBackend final : public GpuBackend {
   Status Sync(int device) override;
   Status Quiesce(int device) override;
   Result<void*> HostBuffer(int slot, int64_t bytes) override;
+  // Waits (bounded, ended by Abort) for what is queued on hvd's stream of every device so far.
+  Status WaitForStreams(const char* what);
   Status CopyOnDevice(void* to, const void* from, int64_t bytes, int device) override;
   Result<void*> DeviceScratch(int device, int64_t bytes) override;
   Result<void*> AllocDeviceOutput(int device, int64_t bytes) override;

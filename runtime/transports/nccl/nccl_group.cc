@@ -151,6 +151,7 @@ std::string Identity(const std::string& mode, const std::string& host_id, int de
   }
   char bus[64] = {};
   if (cudaDeviceGetPCIBusId(bus, sizeof(bus), device) != cudaSuccess) {
+    (void)cudaGetLastError();  // none left pending for the framework's next CUDA call
     std::snprintf(bus, sizeof(bus), "device-%d", device);
   }
   return mode + "\n" + host + "\n" + bus;
@@ -369,7 +370,7 @@ Result<void*> NcclGroup::Fusion(int64_t bytes) {
     // timeout and hvd_abort. Wait for the stream first, as an op's wait is bounded.
     HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
     HVD_RETURN_IF_ERROR(Wait(stream, "allreduce"));
-    cudaFree(fusion_);
+    if (cudaFree(fusion_) != cudaSuccess) (void)cudaGetLastError();  // none left for the caller
   }
   fusion_ = nullptr;
   fusion_bytes_ = 0;
