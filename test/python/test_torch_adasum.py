@@ -2,6 +2,8 @@
 here from every rank's input, its properties, joined ranks, process sets and
 DistributedOptimizer(op=Adasum). Runs at any size, as test_torch.py.
 """
+import warnings
+
 import pytest
 import torch
 
@@ -227,3 +229,31 @@ def test_adasum_distributed_optimizer_in_a_process_set(hvd):
         hvd.barrier()
         hvd.remove_process_set(ps)
     assert not errors, errors
+
+
+def test_adasum_synchronize_then_step_applies_the_update_once(hvd):
+    """Horovod's Adasum optimizer does nothing in synchronize(): the gradient-clipping pattern
+    (synchronize(), clip, step()) must step each parameter once. hvd's used to apply the
+    combined updates in synchronize(), and the step() after it stepped every parameter again
+    with the same gradient (w 1 -> 0.8 instead of 0.9). skip_synchronize() raises, as
+    Horovod's does (the hooks have replaced each parameter by its update until step())."""
+    if hvd.size() == 1:
+        pytest.skip("op=Adasum at one rank is the plain optimizer, as in Horovod")
+    weights = {}
+    for pattern in ("step", "synchronize then step"):
+        w = torch.nn.Parameter(torch.ones(2))
+        optimizer = hvd.DistributedOptimizer(torch.optim.SGD([w], lr=0.1),
+                                             named_parameters=[(f"w.{pattern}", w)], op=hvd.Adasum)
+        w.sum().backward()
+        if pattern != "step":
+            optimizer.synchronize()
+            torch.nn.utils.clip_grad_norm_([w], 10.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no "step() called without skip_synchronize()"
+            optimizer.step()
+        weights[pattern] = w.detach().clone()
+    torch.testing.assert_close(weights["step"], torch.full((2,), 0.9))
+    torch.testing.assert_close(weights["synchronize then step"], torch.full((2,), 0.9))
+    with pytest.raises(AssertionError, match="Skipping synchronization is not supported"):
+        with optimizer.skip_synchronize():
+            pass

@@ -351,11 +351,11 @@ class _DistributedAdasumOptimizer(_HookedOptimizer):
     """op=Adasum (Horovod's delta optimizer). Adasum combines model updates, not gradients: when
     a parameter's gradient is ready (its hook), the wrapped optimizer steps that parameter alone
     from a saved copy of it, the update (new - old) is allreduced with op=Adasum while backward
-    goes on, and step() (or synchronize()) sets the parameter to the copy plus the combined
-    update. step() therefore does not step the wrapped optimizer again. With a process set
-    (Horovod: the global set only), its members combine their updates among themselves and a rank
-    outside it steps the wrapped optimizer alone, as the other flavour leaves such a rank's
-    gradients as they are."""
+    goes on, and step() sets the parameter to the copy plus the combined update. step() therefore
+    does not step the wrapped optimizer again, and synchronize() does nothing (as Horovod's).
+    With a process set (Horovod: the global set only), its members combine their updates among
+    themselves and a rank outside it steps the wrapped optimizer alone, as the other flavour
+    leaves such a rank's gradients as they are."""
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1,
                  process_set=global_process_set):
@@ -394,18 +394,26 @@ class _DistributedAdasumOptimizer(_HookedOptimizer):
         with torch.no_grad():
             start.copy_(p.data)
             self._step_alone(p)
-            p.data.sub_(start)  # p holds its update until synchronize()
+            p.data.sub_(start)  # p holds its update until step()
         compressed, ctx = self._compression.compress(p.data)
         handle = allreduce_async_(compressed, name=self._parameter_names.get(p), op=Adasum,
                                   process_set=self.process_set)
         return handle, ctx
 
     def synchronize(self):
+        """Does nothing, as Horovod's: the hooks already used the gradients to step each
+        parameter, so there is nothing left to synchronize before step() (which combines and
+        applies the updates). Until 2026-11-30 this applied them, and a step() after it (the
+        gradient-clipping pattern: synchronize(), clip, step()) stepped every parameter again."""
+
+    @contextmanager
+    def skip_synchronize(self):
+        raise AssertionError("Skipping synchronization is not supported when using Adasum "
+                             "optimizer.")
+
+    def _combine_updates(self):
         """Waits for every update's Adasum allreduce and applies the combined updates; starts
         the ones whose hook did not fire (unused parameters, with a zero gradient)."""
-        if not self.process_set.included():
-            self._synchronized = True
-            return
         for p in self._requires_update - set(self._handles):
             self._handles[p] = self._allreduce_grad_async(p)
         for p, (handle, ctx) in list(self._handles.items()):
@@ -419,14 +427,12 @@ class _DistributedAdasumOptimizer(_HookedOptimizer):
                 start.add_(delta.to(start.dtype))
                 p.data.copy_(start)
         self._handles.clear()
-        self._synchronized = True
 
     def step(self, closure=None):
         if not self.process_set.included():  # no hooks stepped it: the plain step
-            self._synchronize_for_step()
             return super(self.__class__, self).step(closure)
         loss = closure() if closure is not None else None
-        self._synchronize_for_step()
+        self._combine_updates()
         return loss
 
 
