@@ -97,6 +97,13 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
   // Elastic rounds are numbered by hvdrun's driver, the same on every member; otherwise all
   // ranks re-init together and count alike.
   round_ = config.rendezvous_round > 0 ? config.rendezvous_round : round_ + 1;
+  {
+    // Generated names count from 1 again at every init: a process that joins an elastic job
+    // (or the ranks of a new init, whose set ids start over) counts from 1 too, and a survivor
+    // that kept counting would name the same unnamed op otherwise and never match it.
+    std::lock_guard<std::mutex> lock(unnamed_mu_);
+    unnamed_counts_.clear();
+  }
   fusion_buffer_ = std::make_unique<FusionBuffer>(config.fusion_threshold_bytes);
   SetOutputCacheBytes(config.output_cache_bytes);
   if (!config.timeline_path.empty() && (config.rank == 0 || config.timeline_all_ranks)) {

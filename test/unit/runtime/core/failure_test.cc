@@ -2,6 +2,7 @@
 // every wait here has a deadline well inside the test timeout.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <thread>
 
 #include "runtime/transports/single_rank_communicator.h"
@@ -57,6 +58,35 @@ TEST(FailureTest, MultiRankReinitAfterShutdown) {
           EXPECT_EQ(buf[0], 2.0f);
         },
         nullptr, &world);
+  }
+}
+
+// An elastic reset: rank 0 is a survivor (its Runtime, and the unnamed ops it counted, live on)
+// and rank 1 a replacement (a new process). Their next unnamed allreduce must get one name;
+// until 2026-11-30 the survivor's count went on (allreduce.noname.2 against .1), and the op
+// never matched (a stall, then a hang).
+TEST(FailureTest, GeneratedNamesStartOverAtEveryInit) {
+  InProcessWorld world(std::chrono::seconds(20));
+  runtime::Runtime survivor(world.Factory());
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] {
+        std::unique_ptr<runtime::Runtime> replacement;
+        if (r == 1) replacement = std::make_unique<runtime::Runtime>(world.Factory());
+        runtime::Runtime& rt = r == 0 ? survivor : *replacement;
+        runtime::RuntimeConfig config = TestConfig(r, 2);
+        config.rendezvous_round = round + 1;  // as hvdrun's elastic driver numbers its rounds
+        ASSERT_TRUE(rt.Init(config).ok());
+        std::vector<float> buf(2, 1.0f);
+        auto h = EnqueueOnes(rt, &buf, "");  // a generated name
+        ASSERT_TRUE(h.ok());
+        EXPECT_TRUE(WaitAndRelease(rt, *h, 10).ok()) << "round " << round << ", rank " << r;
+        EXPECT_EQ(buf[0], 2.0f);
+        EXPECT_TRUE(rt.Shutdown().ok());
+      });
+    }
+    for (auto& t : threads) t.join();
   }
 }
 
