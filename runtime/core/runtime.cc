@@ -240,11 +240,27 @@ Status Runtime::CheckSameEverywhere(Communicator* comm,
     const char* name;
     int64_t value;
   };
+  // Also what decides how an op runs where every member must run it alike: fusing grouped ops
+  // (each rank plans the fast path's fusion), the autotuner's round per cycle, the hierarchy,
+  // and the GPU path's per-op choices and completion (one rank staging an allgather or running
+  // the drain's barrier while another calls NCCL is a hang until the timeout).
+  const int64_t hierarchical = config_.hierarchical_allreduce == "on"    ? 1
+                               : config_.hierarchical_allreduce == "off" ? 2
+                                                                         : 0;
   const Knob knobs[] = {{"HVD_FUSION_THRESHOLD", config_.fusion_threshold_bytes},
                         {"HVD_CACHE_CAPACITY", config_.cache_capacity},
                         {"HVD_EAGER_ALLREDUCE_BYTES", config_.eager_allreduce_bytes},
                         {"HVD_TCP_HALVING_BYTES", config_.tcp_halving_bytes},
-                        {"HVD_SHM_DIRECT_BYTES", config_.shm_direct_bytes}};
+                        {"HVD_SHM_DIRECT_BYTES", config_.shm_direct_bytes},
+                        {"HVD_DISABLE_GROUP_FUSION", config_.disable_group_fusion},
+                        {"HVD_AUTOTUNE", config_.autotune.enabled},
+                        {"HVD_HIERARCHICAL_ALLREDUCE (0 auto, 1 on, 2 off)", hierarchical},
+                        {"HVD_HIERARCHICAL_ALLGATHER", config_.hierarchical_allgather},
+                        {"HVD_GPU_ALLGATHER (1: staged)", config_.gpu_staged.allgather},
+                        {"HVD_GPU_BROADCAST (1: staged)", config_.gpu_staged.broadcast},
+                        {"HVD_GPU_ALLTOALL (1: staged)", config_.gpu_staged.alltoall},
+                        {"HVD_GPU_REDUCESCATTER (1: staged)", config_.gpu_staged.reducescatter},
+                        {"HVD_GPU_ASYNC_COMPLETION", config_.gpu_async_completion}};
   std::string mine = std::to_string(config_.local_size);
   for (const Knob& k : knobs) mine += " " + std::to_string(k.value);
   // Each set as given (Python sorts them; the C API checks them after this), in order: the

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "runtime/transports/single_rank_communicator.h"
 #include "test/unit/runtime/core/rank_harness.h"
@@ -87,6 +90,48 @@ TEST(FailureTest, GeneratedNamesStartOverAtEveryInit) {
       });
     }
     for (auto& t : threads) t.join();
+  }
+}
+
+// Knobs that decide how an op runs on every member (fusing grouped ops, the autotuner's round,
+// the hierarchy, the GPU path's per-op choices and completion) set on one rank only: every rank
+// fails init naming the variable and both values. Until 2026-11-30 only the negotiation's sizes
+// were compared, and such a job ran different collectives on different ranks (a hang).
+TEST(FailureTest, KnobsThatShapeEveryOpMustBeTheSameEverywhere) {
+  const std::vector<std::pair<std::string, ConfigTweak>> cases = {
+      {"HVD_DISABLE_GROUP_FUSION",
+       [](runtime::RuntimeConfig* c) { c->disable_group_fusion = true; }},
+      {"HVD_AUTOTUNE", [](runtime::RuntimeConfig* c) { c->autotune.enabled = true; }},
+      {"HVD_HIERARCHICAL_ALLREDUCE (0 auto, 1 on, 2 off)",
+       [](runtime::RuntimeConfig* c) { c->hierarchical_allreduce = "off"; }},
+      {"HVD_GPU_ALLGATHER (1: staged)",
+       [](runtime::RuntimeConfig* c) { c->gpu_staged.allgather = true; }},
+      {"HVD_GPU_ASYNC_COMPLETION",
+       [](runtime::RuntimeConfig* c) { c->gpu_async_completion = true; }},
+  };
+  for (const auto& [name, tweak] : cases) {
+    InProcessWorld world(std::chrono::seconds(20));
+    std::vector<std::string> errors(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] {
+        runtime::Runtime rt(world.Factory());
+        runtime::RuntimeConfig config = TestConfig(r, 2);
+        if (r == 1) tweak(&config);
+        Status s = rt.Init(config);
+        errors[r] = s.ok() ? "" : s.message();
+        if (s.ok()) (void)rt.Shutdown();
+      });
+    }
+    for (auto& t : threads) t.join();
+    const int64_t other = name.starts_with("HVD_HIERARCHICAL_ALLREDUCE") ? 2 : 1;
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(errors[r], name + " differs between ranks: rank 0 has 0, rank 1 has " +
+                               std::to_string(other) +
+                               "; every rank of a job needs the same value (export it before "
+                               "hvdrun: its ranks inherit it)")
+          << "rank " << r;
+    }
   }
 }
 
