@@ -810,4 +810,43 @@ void SecondGpu() {
   std::fflush(stdout);
 }
 
+// Three ranks, each its own host with two GPUs; the global set's NCCL communicator is on
+// device 0, set {0, 1}'s on device 1 (a process set per GPU, as docs/gpu.md says to use two
+// GPUs in one process). Rank 1 joins; ranks 0 and 2 then allreduce on the global set, to which
+// rank 1 contributes zeros on that set's device. Until 2026-11-30 a joined rank took the device
+// of its last GPU op of any set (1 here), and the allreduce failed on rank 1 naming both
+// devices (found by reading the code).
+void JoinedOnTheSetsDevice() {
+  if (N() != 3 || Ctx().device_count < 2 || !Ctx().own_gpus) {
+    std::printf("[joined_on_the_sets_device] skipped: needs 3 ranks with two GPUs each\n");
+    return;
+  }
+  const auto on_device = [](int device) {
+    Ctx().device = device;
+    RequireCuda(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+  };
+  const int32_t pair[2] = {0, 1};
+  int32_t set = -1;
+  Require(hvd_add_process_set(pair, 2, &set), "hvd_add_process_set([0, 1])");
+  on_device(0);
+  DeviceSumAllreduce("gpu.joined.global", R() + 1, 6);
+  if (R() < 2) {
+    on_device(1);
+    DeviceSumAllreduce("gpu.joined.pair", R() + 1, 3, set);
+    on_device(0);
+  }
+  hvd_handle_t join = 0;
+  if (R() == 1) {
+    Require(hvd_join(-1, &join), "hvd_join on rank 1");
+  } else {
+    DeviceSumAllreduce("gpu.joined.without.1", R() + 1, 4);  // 1 + 3, rank 1's zeros
+    Require(hvd_join(-1, &join), "hvd_join");
+  }
+  WaitOk(join, "join");
+  Require(hvd_release(join), "hvd_release of the join");
+  Require(hvd_remove_process_set(set), "hvd_remove_process_set");
+  std::printf("[joined_on_the_sets_device] ok\n");
+  std::fflush(stdout);
+}
+
 }  // namespace hvd_gpu

@@ -222,6 +222,7 @@ void CudaErrors();
 void DeferFailures();
 void KeepsTheCallersDevice();
 void SecondGpu();
+void JoinedOnTheSetsDevice();
 
 }  // namespace hvd_gpu
 

@@ -323,6 +323,7 @@ const Scenario kScenarios[] = {
     {"defer_failures", hvd_gpu::DeferFailures, false},
     {"keeps_the_callers_device", hvd_gpu::KeepsTheCallersDevice, false},
     {"second_gpu", hvd_gpu::SecondGpu, false},
+    {"joined_on_the_sets_device", hvd_gpu::JoinedOnTheSetsDevice, false},
     {"kill_peer_allreduce", [] { hvd_gpu::KillPeer("allreduce", false); }, false},
     {"nccl_peer_dies_allreduce", [] { hvd_gpu::KillPeer("allreduce", true); }, false},
     {"kill_peer_allgather", [] { hvd_gpu::KillPeer("allgather", false); }, false},

@@ -45,7 +45,18 @@ Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entri
   int device = last_device_;
   if (local != entries.end()) {
     device = (*local)->request.device;
-  } else if (device < 0) {  // joined before its first GPU op: hvd_join's device, else 0
+    for (auto it = local + 1; it != entries.end(); ++it) {
+      if (*it == nullptr || (*it)->request.device == device) continue;
+      // Ops of two devices fused (the response's device is rank 0's first request's).
+      return Status::InvalidArgument("'" + (*it)->request.name + "' is on CUDA device " +
+                                     std::to_string((*it)->request.device) + " but '" +
+                                     (*local)->request.name + "', fused with it, on device " +
+                                     std::to_string(device) +
+                                     ": hvd runs a process set's GPU ops on one GPU per process");
+    }
+  } else if (state != nullptr && state->decided) {
+    device = state->device;  // joined: this set's device (last_device_ may be another set's)
+  } else if (device < 0) {   // joined before its first GPU op: hvd_join's device, else 0
     device =
         join_device_ != nullptr ? std::max(join_device_->load(std::memory_order_relaxed), 0) : 0;
   }
