@@ -222,3 +222,31 @@ def test_distributed_optimizer_predivide_and_sparse_as_dense(hvd):
     embedding(torch.tensor([hvd.rank() % 10, 3])).sum().backward()
     optimizer.step()
     _assert_same_on_all_ranks(hvd, [embedding.weight])
+
+
+def test_a_group_left_incomplete_counts_again_from_the_next_step(hvd):
+    # groups=[[a, b]] with two passes per step, b unused in the second pass of the first step:
+    # the group never completed there, its members were reduced one by one. The next step's
+    # group must fire once both have their gradients (one grouped allreduce), not at a's last
+    # hook, in place while b's second pass still adds into b.grad (its count was left at 1,
+    # Horovod's synchronize() resets it).
+    r = hvd.rank()
+    a = torch.nn.Parameter(torch.ones(3))
+    b = torch.nn.Parameter(torch.ones(3))
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD([a, b], lr=0.0),
+                                         named_parameters=[("group.a", a), ("group.b", b)],
+                                         groups=[[a, b]], backward_passes_per_step=2)
+    mean = sum(range(1, hvd.size() + 1)) / hvd.size()
+    for step, b_in_second_pass in enumerate([False, True, True]):
+        optimizer.zero_grad()
+        for k in range(2):
+            loss = (a * (r + 1)).sum()
+            if k == 0 or b_in_second_pass:
+                loss = loss + (b * (r + 1)).sum()
+            loss.backward()
+        if step > 0:
+            assert list(optimizer._handles) == [(a, b)], f"step {step}"
+        optimizer.step()
+        passes_of_b = 2 if b_in_second_pass else 1
+        assert torch.allclose(a.grad, torch.full((3,), 2 * mean)), f"step {step}"
+        assert torch.allclose(b.grad, torch.full((3,), passes_of_b * mean)), f"step {step}"

@@ -325,6 +325,12 @@ class _DistributedOptimizer(_HookedOptimizer):
             else:
                 output = handle() if callable(handle) else synchronize(handle)
                 self._allreduce_delay[p] = self.backward_passes_per_step
+                if self._groups is not None and p in self._p_to_group:
+                    # A group member reduced on its own (the group was not complete when its
+                    # hook fired): the group starts counting again, as Horovod's does. Left
+                    # counting, the group fired in the next step at its first member's hook, in
+                    # place while backward still added into the others' gradients.
+                    self._group_counts[self._p_to_group[p]] = 0
                 if p.grad.is_sparse:
                     aggregated = self._compression.decompress(output, ctx)
                     if not aggregated.is_sparse:
