@@ -230,6 +230,8 @@ def test_a_group_left_incomplete_counts_again_from_the_next_step(hvd):
     # group must fire once both have their gradients (one grouped allreduce), not at a's last
     # hook, in place while b's second pass still adds into b.grad (its count was left at 1,
     # Horovod's synchronize() resets it).
+    if hvd.size() == 1:
+        pytest.skip("one rank registers no hooks (as Horovod): there are no groups to fire")
     r = hvd.rank()
     a = torch.nn.Parameter(torch.ones(3))
     b = torch.nn.Parameter(torch.ones(3))
