@@ -11,6 +11,7 @@ const char kDuplicateNameError[] =
 
 Status TensorQueue::Add(std::span<const TensorEntry> entries) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!closed_.ok()) return closed_;
   for (size_t i = 0; i < entries.size(); ++i) {
     const TensorEntry& e = entries[i];
     Table::iterator it;
@@ -61,8 +62,9 @@ TensorEntry* TensorQueue::Take(const std::string& name) {
   return TakeLocked(name);
 }
 
-std::vector<TensorEntry> TensorQueue::TakeAll() {
+std::vector<TensorEntry> TensorQueue::TakeAll(const Status& close) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!close.ok()) closed_ = close;
   std::vector<TensorEntry> all;
   for (auto& [name, slot] : table_) {
     if (slot.taken) continue;

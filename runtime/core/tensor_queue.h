@@ -89,8 +89,10 @@ class TensorQueue {
     return it == table_.end() || it->second.taken ? nullptr : &it->second.entry;
   }
   // Takes every entry not yet taken and returns copies (shutdown / failure). Their names stay
-  // reserved until their handles are released.
-  std::vector<TensorEntry> TakeAll();
+  // reserved until their handles are released. With `close` not OK, every later Add fails with
+  // it: the queue's controller runs no more cycles (its set was removed, or the runtime stopped),
+  // and an enqueue that found the controller before that would otherwise wait for ever.
+  std::vector<TensorEntry> TakeAll(const Status& close = Status::OK());
   // Entries added and not yet taken; lock-free (a snapshot that may change right after).
   size_t size() const { return pending_.load(std::memory_order_acquire); }
 
@@ -114,6 +116,7 @@ class TensorQueue {
   std::atomic<size_t> pending_{0};  // entries not taken, written under mu_
   std::vector<const Request*> fresh_;
   std::vector<Table::node_type> spare_;
+  Status closed_;  // under mu_: not OK once TakeAll closed the queue
 };
 
 // Horovod's message for a name reused while in flight.

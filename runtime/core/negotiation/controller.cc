@@ -677,7 +677,10 @@ void Controller::FailAll(const Status& status) {
   if (gpu_.group != nullptr) gpu_.group->FailDeferred(status);
   if (gpu_.local_group != nullptr) gpu_.local_group->FailDeferred(status);
   waiting_.clear();
-  for (TensorEntry& e : queue_->TakeAll()) handles_->FinishPart(e.handle, status);
+  // Closed with it: an enqueue that found this controller before its set was removed (or the
+  // runtime stopped) and adds only now fails at once instead of waiting for cycles that never
+  // come (the caller's handle would never complete).
+  for (TensorEntry& e : queue_->TakeAll(status)) handles_->FinishPart(e.handle, status);
 }
 
 }  // namespace hvd::runtime

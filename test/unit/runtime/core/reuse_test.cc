@@ -137,6 +137,24 @@ TEST(TensorQueueTest, TakeAllFailsWhatIsQueuedAndKeepsTheNamesReserved) {
   EXPECT_EQ(queue.Add(std::span(&again, 1)).code(), StatusCode::kInvalidArgument);
 }
 
+// A controller's last TakeAll (its set removed, the runtime failed) closes its queue: an
+// enqueue that found the controller before and adds only now fails with the same status. Until
+// 2026-11-30 it was added to a queue no cycle would ever read, and its handle never completed
+// (found by review: an enqueue on a set racing the set's negotiated removal).
+TEST(TensorQueueTest, AClosingTakeAllRefusesLaterAdds) {
+  TensorQueue queue;
+  TensorEntry a = Entry("before", {1});
+  ASSERT_TRUE(queue.Add(std::span(&a, 1)).ok());
+  const Status removed = Status::Aborted("process set 1 was removed");
+  ASSERT_EQ(queue.TakeAll(removed).size(), 1u);
+  TensorEntry late = Entry("late", {1});
+  const Status s = queue.Add(std::span(&late, 1));
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  EXPECT_EQ(s.message(), "process set 1 was removed");
+  EXPECT_EQ(queue.size(), 0u);
+  EXPECT_EQ(queue.Find("late"), nullptr);
+}
+
 TEST(HandleManagerTest, ReleaseEndsTheReservationOfTheHandlesNames) {
   HandleManager handles;
   auto queue = std::make_shared<TensorQueue>();
