@@ -79,9 +79,13 @@ void Controller::Classify(std::chrono::steady_clock::time_point now) {
     if (Cacheable(w.request->type) && cache_enabled_ && cache_.capacity() > 0) {
       state = cache_.Lookup(*w.request, &bit);
     }
-    // An aged hit is sent uncached so the stall inspector sees it; its entry stays valid.
+    // An aged hit is sent uncached so the stall inspector sees it, and its entry is erased on
+    // every rank (the OR round), as Horovod's InvalidateStalledCachedTensors does: a rank that
+    // enqueues the tensor late then sends it uncached too. Until 2026-11-30 the entry stayed
+    // valid: the late rank's hit waited for a bit the aged rank no longer set, until its own
+    // copy aged (one more stall-check time, 60 s by default), named missing meanwhile.
     if (state == State::kHit && aging && now - w.since > config_.stall_check_time) {
-      state = State::kMiss;
+      state = State::kInvalid;
     }
     if (!w.request->group.empty()) {
       grouped_hit = grouped_hit || state == State::kHit;

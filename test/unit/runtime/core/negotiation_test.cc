@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "runtime/core/negotiation/stall_inspector.h"
 #include "test/unit/runtime/core/rank_harness.h"
@@ -208,6 +209,33 @@ TEST(NegotiationTest, ChangedShapeUnderACachedNameRenegotiates) {
     EXPECT_EQ(s.code(), StatusCode::kRemoteError) << s.ToString();
     ExpectWorks(rt, "reshaped.after");
   });
+}
+
+// A cached tensor that one rank enqueues long after the other (longer than the stall-check
+// time: a rank saving a checkpoint): the late rank's op must complete as soon as it enqueues.
+// Until 2026-11-30 the early rank's aged copy went uncached but the cache entry stayed, so the
+// late rank's copy, a hit, waited for the early rank's bit until it aged too: one more
+// stall-check time (here 1 s; 60 s by default).
+TEST(NegotiationTest, AStalledCachedTensorIsRenegotiatedOnEveryRank) {
+  RunRanks(
+      2,
+      [](int rank, runtime::Runtime& rt) {
+        ASSERT_TRUE(Allreduce(rt, "cached.late", 4).ok());  // cached now
+        ASSERT_TRUE(Allreduce(rt, "cached.late", 4).ok());
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        const auto start = std::chrono::steady_clock::now();
+        EXPECT_TRUE(Allreduce(rt, "cached.late", 4).ok());
+        const double waited =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (rank == 1) {
+          EXPECT_LT(waited, 0.6) << "the late rank waited for its copy to age";
+        }
+        ASSERT_TRUE(Allreduce(rt, "cached.late", 4).ok());  // and cached again after
+      },
+      [](runtime::RuntimeConfig* c) {
+        c->stall_check_time = std::chrono::seconds(1);
+        c->stall_shutdown_time = std::chrono::milliseconds(0);
+      });
 }
 
 // Ten float32 allgathers; rank 1 sends 3 rows of every odd tensor once `changed`.
