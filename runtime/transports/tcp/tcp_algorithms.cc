@@ -59,7 +59,7 @@ TcpStream& TcpAlgorithms::AddStream(int peer, bool send, TcpPiece piece) {
 Status TcpAlgorithms::Run(const TcpReducer* red, const TcpWhat& what) {
   const size_t n = used_;
   used_ = 0;
-  return t_->Run(std::span<TcpStream>(streams_.data(), n), red, deadline_, what);
+  return t_->Run(std::span<TcpStream>(streams_.data(), n), red, timeout_, what);
 }
 
 char* TcpAlgorithms::Scratch(size_t bytes) {

@@ -25,7 +25,8 @@ class TcpAlgorithms {
  public:
   TcpAlgorithms(TcpTransport* transport, int rank, int size);
 
-  void set_deadline(TcpTransport::Clock::time_point deadline) { deadline_ = deadline; }
+  // Bounds each wait of the collectives' runs (TcpTransport::Run): no byte moved for this long.
+  void set_timeout(TcpTransport::Clock::duration timeout) { timeout_ = timeout; }
   // Direct reductions (DirectAllreduce, DirectReduceScatter) of messages up to `bytes` per rank
   // will be asked for: the first one sizes the scratch for all of them, so that a later, larger
   // message (a fused batch, say) does not grow it in the steady state.
@@ -112,7 +113,7 @@ class TcpAlgorithms {
   TcpTransport* const t_;
   const int rank_;
   const int size_;
-  TcpTransport::Clock::time_point deadline_{};
+  TcpTransport::Clock::duration timeout_{};
   // 2 * (size - 1) slots, the most any plan uses, allocated once: a stream's `source` may
   // point at another slot.
   std::vector<TcpStream> streams_;

@@ -317,7 +317,7 @@ Status TcpCommunicator::Guard(const TcpWhat& what, Body&& body) {
   posted_source_.Close();  // any call ends a posting round
   if (transport_->aborted()) return Status::Aborted(what() + ": the communicator was aborted");
   if (!broken_.ok()) return broken_.WithContext(what() + ": communicator failed earlier");
-  algo_.set_deadline(TcpTransport::Clock::now() + timeout_);
+  algo_.set_timeout(timeout_);
   Status st = body(what);
   if (st.ok()) return st;
   if (transport_->aborted()) st = Status::Aborted(what() + ": the communicator was aborted");

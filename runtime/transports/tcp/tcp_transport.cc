@@ -267,7 +267,7 @@ Status TcpTransport::CheckPeersAlive(std::span<TcpStream> streams) const {
 }
 
 Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer,
-                         Clock::time_point deadline, const TcpWhat& what) {
+                         Clock::duration timeout, const TcpWhat& what) {
   if (aborted_.load()) return Status::Aborted(what() + ": the communicator was aborted");
   for (TcpStream& s : streams) {
     HVD_CHECK(s.peer >= 0 && s.peer < static_cast<int>(fds_.size()) && s.peer != rank_)
@@ -280,6 +280,11 @@ Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer
   const bool watch = heartbeat_timeout_.count() > 0;
   Clock::time_point next_check = Clock::now() + kLivenessCheckInterval;
   Clock::time_point busy_until = Clock::time_point::min();  // min: not polling busily now
+  // No stream moved a byte since `deadline - timeout`. Until 2026-11-30 the deadline was the
+  // whole collective's: one that took longer than HVD_GLOO_TIMEOUT_SECONDS (2 GiB over a
+  // 1 Gbit/s link) failed with kTimeout naming healthy peers while its bytes still flowed.
+  Clock::time_point deadline = Clock::now() + timeout;
+  bool progressed = false;  // since `deadline` was set
   while (true) {
     bool moved = false;
     bool all_done = true;
@@ -293,7 +298,12 @@ Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer
     if (all_done) return Status::OK();
     if (moved) {
       busy_until = Clock::time_point::min();
+      progressed = true;
       continue;
+    }
+    if (progressed) {  // once per wait, not per byte moved
+      deadline = Clock::now() + timeout;
+      progressed = false;
     }
     if (busy_poll_.count() > 0) {  // set_busy_poll
       const auto now = Clock::now();

@@ -97,7 +97,7 @@ class TcpWhat {
 
 // TcpTransport owns the connected, authenticated sockets of one group (one per peer; none for
 // this rank) and moves streams over them: non-blocking sockets driven by poll(), every wait
-// bounded by the caller's deadline, no busy spin and no extra threads. Run() is called from
+// bounded by the caller's timeout, no busy spin and no extra threads. Run() is called from
 // one thread at a time; Abort() and Shutdown() from any thread.
 class TcpTransport {
  public:
@@ -111,9 +111,11 @@ class TcpTransport {
   TcpTransport& operator=(const TcpTransport&) = delete;
 
   // Moves every stream to completion. Errors: kRemoteError naming the peer (closed / reset),
-  // kTimeout naming the peers still owing bytes, kAborted after Abort(); `what` prefixes them.
-  // Allocates nothing once the streams' scratch and poll set have grown to their largest use.
-  Status Run(std::span<TcpStream> streams, const TcpReducer* reducer, Clock::time_point deadline,
+  // kTimeout naming the peers still owing bytes once no stream has moved a byte for `timeout`
+  // (a bound on each wait, as Gloo's: a large collective on a slow link takes as long as it
+  // moves), kAborted after Abort(); `what` prefixes them. Allocates nothing once the streams'
+  // scratch and poll set have grown to their largest use.
+  Status Run(std::span<TcpStream> streams, const TcpReducer* reducer, Clock::duration timeout,
              const TcpWhat& what);
 
   // Dead-peer detection for data in flight (0 = off, the default): while Run waits, four times
