@@ -109,7 +109,10 @@ TEST(FailureTest, KnobsThatShapeEveryOpMustBeTheSameEverywhere) {
       {"HVD_GPU_ASYNC_COMPLETION",
        [](runtime::RuntimeConfig* c) { c->gpu_async_completion = true; }},
   };
-  for (const auto& [name, tweak] : cases) {
+  for (const auto& knob : cases) {
+    // Not a structured binding: clang 14 cannot capture one in the lambda below.
+    const std::string& name = knob.first;
+    const ConfigTweak& tweak = knob.second;
     InProcessWorld world(std::chrono::seconds(20));
     std::vector<std::string> errors(2);
     std::vector<std::thread> threads;
