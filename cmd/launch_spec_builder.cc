@@ -168,6 +168,12 @@ Status ReadElasticTimes(const CLI::App& app, const env::Environment& env, Parsed
   LaunchSpec* spec = &out->spec;
   HVD_ASSIGN_OR_RETURN(spec->elastic_timeout_s,
                        Seconds(app, env, "--elastic-timeout", "HVD_ELASTIC_TIMEOUT", out));
+  // The workers wait for the driver's answer as long (runtime/elastic_session.cc); from the
+  // environment they inherit it, from the flag only through this. Until 2026-11-30 a worker
+  // given --elastic-timeout 1800 still gave up after the default 600 s.
+  if (std::optional<std::string> text = LastValue(app, "--elastic-timeout")) {
+    spec->worker_env["HVD_ELASTIC_TIMEOUT"] = *text;
+  }
   HVD_ASSIGN_OR_RETURN(spec->discovery_interval_s, Seconds(app, env, "--host-discovery-interval",
                                                            "HVD_HOST_DISCOVERY_INTERVAL", out));
   HVD_ASSIGN_OR_RETURN(spec->discovery_timeout_s,

@@ -52,7 +52,12 @@ Result<elastic::Message> ElasticSession::NextMessageLocked(const RuntimeConfig& 
   const int64_t id = base.elastic_worker_id;
   HVD_RETURN_IF_ERROR(kv_->Set(elastic::ReadyKey(id), elastic::EncodeReady(cursor_, synced_round_))
                           .WithContext("reporting to hvdrun's elastic driver"));
-  Result<std::string> text = kv_->Wait(elastic::MailKey(id, cursor_ + 1), base.elastic_timeout);
+  // The driver waits HVD_ELASTIC_TIMEOUT for enough workers from the last one's report, and
+  // then ends the job with its own message and exit code; this worker, which reported first,
+  // waits a minute longer so that the driver decides.
+  constexpr std::chrono::seconds kDriverDecidesFirst{60};
+  Result<std::string> text =
+      kv_->Wait(elastic::MailKey(id, cursor_ + 1), base.elastic_timeout + kDriverDecidesFirst);
   if (!text.ok()) {
     return text.status().WithContext(WorkerName(base) +
                                      ": waiting for a rank from hvdrun's elastic driver");

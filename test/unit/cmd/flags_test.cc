@@ -134,6 +134,16 @@ TEST(FlagsTest, AnEmptyValueIsTheValue) {
             "--fusion-threshold-mb: expected an integer, got ''");
 }
 
+// --elastic-timeout reaches the workers, which wait for the driver's answer that long
+// (from the environment they inherit it). Until 2026-11-30 they kept the default 600 s.
+TEST(FlagsTest, TheElasticTimeoutFlagReachesTheWorkers) {
+  ParsedCommandLine p =
+      MustParse({"--elastic-timeout", "1800", "-np", "2", "--min-np", "1", "-H", "a:2", "c"});
+  EXPECT_EQ(p.spec.elastic_timeout_s, 1800);
+  EXPECT_EQ(p.spec.worker_env.at("HVD_ELASTIC_TIMEOUT"), "1800");
+  EXPECT_EQ(MustParse({"-np", "2", "c"}).spec.worker_env.count("HVD_ELASTIC_TIMEOUT"), 0u);
+}
+
 TEST(FlagsTest, JobControlAndOutputFlags) {
   ParsedCommandLine p =
       MustParse({"--start-timeout", "10", "--output-filename", "out", "--verbose",
