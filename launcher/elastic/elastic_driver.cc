@@ -277,8 +277,13 @@ void ElasticDriver::OnTick(TimePoint now) {
 
 std::optional<ElasticDriver::TimePoint> ElasticDriver::NextDeadline() const {
   std::optional<TimePoint> next;
+  // A deadline the last Reconcile already saw pass (it acted, or could not act: fewer than
+  // --min-np workers ready at the start timeout) is no reason to wake again: the next event
+  // (a report, an exit, a discovery poll) or a later deadline is. Until 2026-11-30 such a
+  // deadline stayed the next one, and hvdrun's loop polled without waiting (a core at 100 %)
+  // until the first round formed.
   auto consider = [&](std::optional<TimePoint> t) {
-    if (t && (!next || *t < *next)) next = t;
+    if (t && *t > last_now_ && (!next || *t < *next)) next = t;
   };
   if (end_) return next;
   for (const auto& [id, w] : workers_) {

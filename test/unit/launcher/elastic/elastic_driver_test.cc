@@ -220,6 +220,24 @@ TEST_F(ElasticDriverTest, AFinishingJobBelowMinNpGoesOnWithoutWaiting) {
   EXPECT_TRUE(driver_->end()->success);
 }
 
+// The start timeout passes with fewer than --min-np workers ready: nothing can be done until
+// the next report, and the next deadline must not be one already past (hvdrun's loop polled
+// without waiting, a core at 100 %, until the first round formed).
+TEST_F(ElasticDriverTest, APassedStartTimeoutIsNoNextDeadline) {
+  Make(Options(2, 2));
+  Hosts({{"a", 2, {}}});
+  Ready({0});
+  now_ += seconds(31);
+  driver_->OnTick(now_);
+  ASSERT_EQ(driver_->round(), 0);
+  const std::optional<ElasticDriver::TimePoint> next = driver_->NextDeadline();
+  if (next) {
+    EXPECT_GT(*next, now_);
+  }
+  Ready({1});
+  EXPECT_EQ(driver_->round(), 1) << "the late report forms the round";
+}
+
 // Workers started for a new host that have not joined yet are let go once the job is
 // finishing.
 TEST_F(ElasticDriverTest, AFinishingJobLetsPendingWorkersGo) {
