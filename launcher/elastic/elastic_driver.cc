@@ -243,11 +243,17 @@ void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::st
     std::optional<ElasticClock::duration> cooldown = blacklist_.Add(w.host, now);
     actions_->Warn(who + " failed: " + how + "; host " + w.host + " is blacklisted " +
                    (cooldown ? "for " + Seconds(*cooldown) + " s" : std::string("for good")));
+    bool member_removed = false;
     for (auto& [other_id, other] : workers_) {
       if (other.alive && !other.removed && other.host == w.host) {
+        member_removed |= IsMember(other);
         Remove(other, "host " + w.host + " is blacklisted after " + who + " failed", now);
       }
     }
+    // A worker that never joined failed (a new one): its host's members are removed, and they
+    // learn it as from discovery, at the members' next commit. Until 2026-11-30 nothing told
+    // them: they trained on the blacklisted host, and no round formed without it.
+    if (member_removed && !member) Notify(elastic::kHostsRemoved);
   }
   if (member) {
     reset_needed_ = true;

@@ -238,6 +238,23 @@ TEST_F(ElasticDriverTest, APassedStartTimeoutIsNoNextDeadline) {
   EXPECT_EQ(driver_->round(), 1) << "the late report forms the round";
 }
 
+// A new worker (host b grew a slot) fails before it joined: b is blacklisted, and b's member
+// (worker 1) must learn of its removal at the members' next commit, as from discovery. Until
+// 2026-11-30 nothing told the members: worker 1 trained on the blacklisted host.
+TEST_F(ElasticDriverTest, ANewWorkersFailureRemovesItsHostsMembersWithAnAnnouncement) {
+  StartRound1({{"a", 1, {}}, {"b", 1, {}}}, 2, 1);
+  Hosts({{"a", 1, {}}, {"b", 2, {}}});
+  ASSERT_EQ(rec_.spawned.size(), 3u);
+  driver_->OnExit(2, kExit1, now_);
+  ASSERT_FALSE(rec_.notified.empty()) << "the members were not told";
+  EXPECT_EQ(rec_.notified.back().second & elastic::kHostsRemoved, elastic::kHostsRemoved);
+  ASSERT_FALSE(rec_.mail[1].empty());
+  EXPECT_TRUE(rec_.mail[1].back().removed);
+  Ready({0});  // the survivor, after its HostsUpdatedInterrupt, re-forms alone
+  EXPECT_EQ(driver_->round(), 2);
+  EXPECT_EQ(rec_.Assigned(0).size, 1);
+}
+
 // Workers started for a new host that have not joined yet are let go once the job is
 // finishing.
 TEST_F(ElasticDriverTest, AFinishingJobLetsPendingWorkersGo) {
