@@ -649,14 +649,18 @@ void ElasticDriver::EndWithoutWorkers(TimePoint now) {
     return Finish(false, FailureCode(),
                   "every worker of " + of_round + " failed; the first failure: " + first_failure_);
   }
-  std::vector<std::string> listed;
+  // Listed hosts only: a blacklisted host that discovery no longer lists does not make the
+  // ones it lists unusable (blacklisted {a, c}, listed {a, d}: d is usable).
+  std::vector<std::string> listed, listed_blacklisted;
   for (const Host& h : hosts_) {
-    if (h.listed) listed.push_back(h.name);
+    if (!h.listed) continue;
+    listed.push_back(h.name);
+    if (blacklist_.Contains(h.name, now)) listed_blacklisted.push_back(h.name);
   }
-  if (!listed.empty() && blacklist_.Hosts(now).size() >= listed.size()) {
+  if (!listed.empty() && listed_blacklisted.size() == listed.size()) {
     return Finish(false, FailureCode(),
                   "all hosts are blacklisted (" +
-                      fmt::to_string(fmt::join(blacklist_.Hosts(now), ", ")) +
+                      fmt::to_string(fmt::join(listed_blacklisted, ", ")) +
                       "): no host is left to run workers on; the first failure: " + first_failure_);
   }
   // Workers of the round that joined it but never received the state (any_synced_) are no

@@ -541,7 +541,11 @@ void ElasticJob::Warn(const std::string& message) { PrintToUser(message); }
 
 int ElasticJob::Finish() {
   for (auto& [id, p] : procs_) {
-    if (p.pid > 0) ::kill(-p.pid, SIGKILL);  // whatever the workers left in their groups
+    // Whatever the workers left in their groups. A worker reaped long ago (a long job's early
+    // rounds) may have its pid taken by another process by now, whose own group that id then
+    // is: leave a group whose leader's pid is alive again after the worker was reaped.
+    const bool reused = p.exited && p.pid > 0 && ::kill(p.pid, 0) == 0;
+    if (p.pid > 0 && !reused) ::kill(-p.pid, SIGKILL);
     if (p.handle) p.handle->Close();
   }
   std::string headline;
