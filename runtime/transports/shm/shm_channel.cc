@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <vector>
 
 #include "runtime/transports/communicator.h"
 #include "runtime/transports/host_layout.h"
@@ -181,9 +182,32 @@ Result<int64_t> ShmChannel::AgreeRound(int64_t value, int64_t (*fold)(int64_t, i
   return agreed;
 }
 
+ssize_t ReadProcessMemory(pid_t pid, const iovec* local, const iovec* remote, size_t n,
+                          size_t bytes) {
+  ssize_t got = process_vm_readv(pid, local, n, remote, n, 0);
+  if (got < 0 || static_cast<size_t>(got) == bytes) return got;
+  // A short count (past MAX_RW_COUNT): the rest from where it stopped, on copies of the lists.
+  std::vector<iovec> l(local, local + n), r(remote, remote + n);
+  size_t done = 0, first = 0;
+  while (got > 0) {
+    done += static_cast<size_t>(got);
+    if (done == bytes) return static_cast<ssize_t>(bytes);
+    size_t skip = static_cast<size_t>(got);
+    while (first < n && skip >= l[first].iov_len) skip -= l[first++].iov_len;
+    if (first == n) break;
+    l[first].iov_base = static_cast<char*>(l[first].iov_base) + skip;
+    r[first].iov_base = static_cast<char*>(r[first].iov_base) + skip;
+    l[first].iov_len -= skip;
+    r[first].iov_len -= skip;
+    got = process_vm_readv(pid, &l[first], n - first, &r[first], n - first, 0);
+  }
+  if (got == 0) errno = EFAULT;  // no progress: the rest is not mapped
+  return -1;
+}
+
 Status ShmChannel::ReadPeer(int k, const iovec* local, const iovec* remote, size_t n,
                             size_t bytes) {
-  const ssize_t got = process_vm_readv(segment_->VisiblePid(k), local, n, remote, n, 0);
+  const ssize_t got = ReadProcessMemory(segment_->VisiblePid(k), local, remote, n, bytes);
   if (got == static_cast<ssize_t>(bytes)) return Status::OK();
   const int err = got < 0 ? errno : EFAULT;
   return Fail(

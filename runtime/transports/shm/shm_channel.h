@@ -17,6 +17,15 @@
 
 namespace hvd::runtime {
 
+// process_vm_readv of `n` local/remote iovec pairs (each pair of one size) until all `bytes` are
+// read: one call moves at most MAX_RW_COUNT (2 GiB less a page) and returns a short count past
+// it, so a longer read (a member's slice of a tensor over 4 GiB at 2 ranks) goes on where the
+// last one stopped. Returns `bytes`, or -1 with errno (EFAULT for a read that stops short of a
+// mapped end). Until 2026-11-30 the single-copy path read once and took a short count for a
+// failure, which broke the communicator on every op of that size.
+ssize_t ReadProcessMemory(pid_t pid, const iovec* local, const iovec* remote, size_t n,
+                          size_t bytes);
+
 // ShmChannel runs the round protocol every shared-memory collective is built from.
 //
 // Protocol. Each member owns a futex word `progress` and two staging halves. Round t (counted
@@ -99,8 +108,8 @@ class ShmChannel {
   Result<int64_t> AgreeMin(int64_t value);
   int64_t single_copy_bytes() const { return single_copy_bytes_; }
   // Copies member k's memory described by `remote` (its address space) to `local` (`n`
-  // iovecs each, at most IOV_MAX, both totalling `bytes`) with one process_vm_readv. A failure
-  // or short read (the peer passed a bad address, or exited) fails the channel, naming both.
+  // iovecs each, at most IOV_MAX, both totalling `bytes`; ReadProcessMemory). A failure (the
+  // peer passed a bad address, or exited) fails the channel, naming both.
   Status ReadPeer(int k, const iovec* local, const iovec* remote, size_t n, size_t bytes);
 
   // Records `status` as the channel's failure, tells the peers, and returns it.
