@@ -710,8 +710,13 @@ Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& op
                                               !CpuPerRank(busy));
   int64_t ranks_per_cpu = RanksPerCpu(busy);
   int64_t direct = kShmDirectBytes;
+  int64_t single_copy_allreduce = options.single_copy_allreduce ? 1 : 0;
   if (options.size > 1) {
     HVD_RETURN_IF_ERROR(channel->ProbeSingleCopy(options.single_copy_bytes));
+    // Each member decides from the CPUs it sees; one that saw others (a container's own CPU
+    // set, a custom launcher's local size) would post the single-copy round where the others
+    // post staged data: agreed, as the other settings.
+    HVD_ASSIGN_OR_RETURN(single_copy_allreduce, channel->AgreeMin(single_copy_allreduce));
     HVD_ASSIGN_OR_RETURN(ranks_per_cpu, channel->AgreeMin(ranks_per_cpu));
     // A member's own setting, or the rule on the agreed ranks per CPU; then the smallest, so
     // every member takes the same rounds even where the members' settings differ.
@@ -722,7 +727,7 @@ Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& op
   }
   return std::unique_ptr<Communicator>(
       new ShmCommunicator(std::move(channel), options.choose_single_copy,
-                          options.single_copy_allreduce, static_cast<int>(ranks_per_cpu), direct));
+                          single_copy_allreduce != 0, static_cast<int>(ranks_per_cpu), direct));
 }
 
 }  // namespace hvd::runtime

@@ -337,6 +337,25 @@ TEST_P(ShmCollectivesTest, AllreduceWithSmallDirectSizesDifferingPerMember) {
     ASSERT_TRUE(out.exited && out.exit_code == 0) << Describe(outcomes);
 }
 
+// Given members that decided differently whether their allreduces may single-copy (each from
+// the CPUs it sees: a container's own CPU set), when they create the group, then they agree on
+// "no", and every allreduce (single copy allowed from every size otherwise) gets the rank-order
+// results. Until 2026-11-30 member 0 posted the single-copy round where the others posted
+// staged data: an InvalidArgument on one side, a remote error on the other (found by review).
+TEST_P(ShmCollectivesTest, AllreduceWithMembersDifferingOnSingleCopyAgreeOnStaging) {
+  if (!CrossMemoryAttachAllowed()) GTEST_SKIP() << "process_vm_readv is not permitted here";
+  ShmJob::Options options;
+  options.size = std::get<0>(GetParam());
+  options.buffer_bytes = std::get<1>(GetParam());
+  options.single_copy_bytes = 1;
+  options.single_copy_allreduce_on_member0_only = true;
+  ShmJob job(options);
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run(AllreduceEverything);
+  for (const auto& out : outcomes)
+    ASSERT_TRUE(out.exited && out.exit_code == 0) << Describe(outcomes);
+}
+
 // The rule (shm_reductions.h): 64 KiB for 2 members and wherever ranks share CPUs; from 3
 // members on a CPU each, less the more members there are, whole cache lines, at least 1 KiB.
 TEST(ShmDirectBytes, ShrinksWithTheMembersWhereEachHasACpu) {

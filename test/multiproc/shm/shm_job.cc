@@ -29,6 +29,7 @@ runtime::ShmOptions ShmJob::GroupOptions(int rank, control::KvClient& kv,
                              : options_.direct_bytes;
   options.timeout = options_.comm_timeout;
   options.ranks_on_machine = options_.ranks_on_machine;
+  if (options_.single_copy_allreduce_on_member0_only) options.single_copy_allreduce = rank == 0;
   return options;
 }
 

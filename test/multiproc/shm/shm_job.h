@@ -35,6 +35,8 @@ class ShmJob {
     int64_t direct_bytes = -1;
     bool direct_bytes_differ = false;
     int ranks_on_machine = 0;  // ShmOptions::ranks_on_machine (0: the group's size)
+    // ShmOptions::single_copy_allreduce on member 0 only (the members must agree on "no").
+    bool single_copy_allreduce_on_member0_only = false;
     std::vector<int> victims;  // ranks expected to die or be stopped
   };
 
