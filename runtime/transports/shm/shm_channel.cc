@@ -201,7 +201,7 @@ ssize_t ReadProcessMemory(pid_t pid, const iovec* local, const iovec* remote, si
     r[first].iov_len -= skip;
     got = process_vm_readv(pid, &l[first], n - first, &r[first], n - first, 0);
   }
-  if (got == 0) errno = EFAULT;  // no progress: the rest is not mapped
+  if (got >= 0) errno = EFAULT;  // no progress (the rest is not mapped), or nothing left to read
   return -1;
 }
 
