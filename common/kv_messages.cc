@@ -13,6 +13,12 @@ std::string ShutdownCauseKey(int64_t round, int rank) {
 }
 
 std::optional<int> DecodeShutdownCause(std::string_view value) {
+  // As ShutdownCause writes it: decimal digits, no sign, no leading zero ("-0" read as rank 0
+  // until 2026-11-30, found by the kv_messages fuzz target).
+  if (value.empty() || value.front() < '0' || value.front() > '9' ||
+      (value.front() == '0' && value.size() > 1)) {
+    return std::nullopt;
+  }
   int rank = -1;
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), rank);
   if (ec != std::errc() || end != value.data() + value.size() || rank < 0) return std::nullopt;

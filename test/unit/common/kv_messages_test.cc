@@ -84,6 +84,10 @@ TEST(KvMessages, ShutdownCauseKeysAndValues) {
   EXPECT_EQ(DecodeShutdownCause("1 "), std::nullopt);
   EXPECT_EQ(DecodeShutdownCause("-1"), std::nullopt);
   EXPECT_EQ(DecodeShutdownCause(""), std::nullopt);
+  EXPECT_EQ(DecodeShutdownCause("0"), 0);
+  EXPECT_EQ(DecodeShutdownCause("-0000"), std::nullopt);  // from_chars reads it as 0
+  EXPECT_EQ(DecodeShutdownCause("+1"), std::nullopt);
+  EXPECT_EQ(DecodeShutdownCause("07"), std::nullopt);
 }
 
 }  // namespace
