@@ -43,7 +43,7 @@ const std::vector<VarSpec> kVars = {
   {"HVD_HIERARCHICAL_ALLGATHER", "HOROVOD_HIERARCHICAL_ALLGATHER", kBool, "0", kRuntime, "hierarchical allgather (gather within each host, across hosts, broadcast within the host); an uneven group is an error"},
   {"HVD_TORUS_ALLREDUCE", "HOROVOD_TORUS_ALLREDUCE", kBool, "0", kRuntime, "2D torus allreduce (NCCL)"},
   {"HVD_GLOO_IFACE", "HOROVOD_GLOO_IFACE", kString, "", kRuntime, "network interface for Gloo data connections"},
-  {"HVD_GLOO_TIMEOUT_SECONDS", "HOROVOD_GLOO_TIMEOUT_SECONDS", kInt, "30", kBoth, "rendezvous and collective timeout in seconds"},
+  {"HVD_GLOO_TIMEOUT_SECONDS", "HOROVOD_GLOO_TIMEOUT_SECONDS", kInt, "30", kBoth, "rendezvous timeout, and the longest a collective waits with nothing moving, in seconds"},
   {"HVD_TCP_CONGESTION", "", kString, "auto", kRuntime, "congestion control of hvd's TCP data connections: auto (the default: BBR, which paces bursts in software, replaced by cubic or reno), system (the kernel's default) or a name from /proc/sys/net/ipv4/tcp_available_congestion_control"},
   {"HVD_TCP_HALVING_BYTES", "", kString, "auto", kRuntime, "hvd's TCP allreduces of 4 or more ranks that would take recursive doubling (up to 512 KiB sent per rank) take Rabenseifner's halving-doubling from this many bytes: auto (the default: measured per group at its first such allreduce of 8 KiB or more, from its round time and bandwidth), off, or bytes; the same on every rank"},
   {"HVD_SHM_BUFFER_BYTES", "", kInt, "1048576", kRuntime, "shared-memory staging bytes per rank and group (two halves); larger collectives are chunked"},
