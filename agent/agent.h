@@ -25,7 +25,8 @@ namespace hvd::agent {
 // Lifetime rules. A rank leads its own session and process group and dies with the agent
 // (PR_SET_PDEATHSIG). When a rank is reaped its group gets a final SIGKILL, so nothing it
 // started outlives it; the agent, a child subreaper, reaps whatever is re-parented to it;
-// output still in the rank's pipes is drained for up to kDrainTime before its Exit frame.
+// output still in the rank's pipes is drained for up to kDrainTime (counted while the agent
+// reads: not while a slow launcher holds it back) before its Exit frame.
 // End of `control_fd`, a malformed frame, a write error on `out_fd`, no sign of life from
 // the launcher for the heartbeat timeout, or SIGTERM/SIGINT/SIGHUP to the agent shut it
 // down: every rank gets SIGTERM to its group and SIGKILL after the grace period; the agent

@@ -104,9 +104,14 @@ void Agent::PumpRank(uint32_t id, Rank& rank, int which) {
 }
 
 void Agent::ReportFinishedRanks(Clock::time_point now) {
+  // While the launcher is behind (out_ full) the agent reads no rank's pipes: that time is no
+  // drain time. Until 2026-11-30 it was, and a rank that exited then lost the tail of its
+  // output (its traceback, often) when the 2 s ran out unread.
+  const bool reading = out_.size() < kOutputHighWater || launcher_gone_ || out_broken_;
   for (auto it = ranks_.begin(); it != ranks_.end();) {
     Rank& rank = it->second;
     const bool drained = rank.fds[0] < 0 && rank.fds[1] < 0;
+    if (rank.reaped && !drained && !reading) rank.drain_deadline = now + kDrainTime;
     if (!rank.reaped || (!drained && now < rank.drain_deadline)) {
       ++it;
       continue;

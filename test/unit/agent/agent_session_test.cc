@@ -129,6 +129,24 @@ TEST_F(AgentSessionTest, RanksOnOneAgentKeepTheirOwnOutputAndExitStatus) {
   EXPECT_EQ(ra.transport, "");
 }
 
+// A rank exits while the launcher reads nothing (a slow console): the agent, its output buffer
+// full, stops reading the rank's pipes. Its last words must still arrive once the launcher reads
+// again. Until 2026-11-30 the 2 s the agent gives a finished rank's pipes ran out unread, and
+// the tail (here the stderr line, in real jobs often the traceback) was thrown away.
+TEST_F(AgentSessionTest, ARanksLastOutputSurvivesALauncherThatFellBehind) {
+  auto session = Open();
+  ASSERT_TRUE(session);
+  // A child of the rank fills stdout (it blocks once every buffer on the way is full); the rank
+  // writes its last line a second later and exits (the child dies with its group).
+  SpawnedRank rank =
+      Start(*session, 0, "(head -c 8000000 /dev/zero &); sleep 1; echo LAST >&2; exit 3");
+  std::this_thread::sleep_for(std::chrono::milliseconds(4000));  // the launcher reads nothing
+  RankResult r = Collect(rank);
+  EXPECT_EQ(r.err, "LAST\n");
+  EXPECT_EQ(r.status, W_EXITCODE(3, 0));
+  EXPECT_GT(r.out.size(), size_t{1} << 20) << "the launcher's side never fell behind";
+}
+
 TEST_F(AgentSessionTest, JobKeyArrivesInAMemfdNamedByHvdSecretFd) {
   auto session = Open();
   ASSERT_TRUE(session);
