@@ -230,8 +230,15 @@ def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, ea
         assert len(ops) == steps and len(backend) == steps, (op, activities)
         split = op in ("ALLTOALL", "REDUCESCATTER")
         how = "PIECES_" if pieces and split else "EAGER_"
-        assert set(backend) <= {prefix + suffix, prefix + how + suffix}, (op, activities)
-        eager = backend.count(prefix + how + suffix)
+        allowed = {prefix + suffix, prefix + how + suffix}
+        # (With 4 TCP members and 16 KiB, whole inputs or pieces is the group's measured choice,
+        # PostedSurplusLimit: loopback carries the surplus in the round saved, but a probe taken
+        # under a CI machine's passing load once chose pieces, 2026-11-30; either rides the round.)
+        measured = transport == "tcp" and np >= 4 and split and split_bytes == "16K"
+        if measured:
+            allowed.add(prefix + "PIECES_" + suffix)
+        assert set(backend) <= allowed, (op, activities)
+        eager = sum(backend.count(a) for a in allowed - {prefix + suffix})
         rides = posts or (transport == "tcp" and op == "ALLREDUCE" and eager_bytes != "0")
         if too_large and split:
             rides = False
