@@ -334,12 +334,24 @@ void ElasticDriver::ReleaseGoneHosts(TimePoint now) {
 }
 
 void ElasticDriver::RemoveIneligible(TimePoint now) {
-  bool member_removed = false;
+  // Members on hosts that discovery stopped listing stay while the listed hosts cannot hold
+  // --min-np workers: removing them could not let a round form, and would lose the training
+  // state when they hold it all (a discovery script that printed no host for one poll ended the
+  // job until 2026-12-01). They keep training; when the hosts are listed again nothing happened,
+  // when enough other slots appear they are removed then, and after --elastic-timeout the job
+  // ends as any job below --min-np does. Horovod gets there by waiting for --min-np slots in
+  // its reset (wait_for_available_slots) while its workers wait in the rendezvous.
+  const bool keep_gone_members = round_ > 0 && !finishing_ && EligibleSlots(now) < options_.min_np;
+  bool member_removed = false, member_kept = false;
   for (auto& [id, w] : workers_) {
     if (!w.alive || w.removed || Eligible(w, now)) continue;
     auto host = std::find_if(hosts_.begin(), hosts_.end(),
                              [&name = w.host](const Host& h) { return h.name == name; });
     const bool gone = host == hosts_.end() || !host->listed;
+    if (gone && keep_gone_members && IsMember(w)) {
+      member_kept = true;
+      continue;
+    }
     std::string why =
         gone ? "host " + w.host + " is no longer available"
         : blacklist_.Contains(w.host, now)
@@ -351,6 +363,18 @@ void ElasticDriver::RemoveIneligible(TimePoint now) {
   // One announcement for all of them: every member raises HostsUpdatedInterrupt at the same
   // commit; the removed ones then read their removal, the others re-form.
   if (member_removed) Notify(elastic::kHostsRemoved);
+  if (member_kept && !keeping_gone_members_) {
+    keeping_gone_members_ = true;
+    actions_->Step(
+        "the workers on hosts no longer listed go on: without them fewer than --min-np " +
+        std::to_string(options_.min_np) + " could run");
+    StartWaiting(now, options_.min_np, "--min-np");
+  } else if (!member_kept && keeping_gone_members_) {
+    keeping_gone_members_ = false;
+    // The hosts are back (or others can take the gone hosts' place, removed above): the clock
+    // started for them stops, unless a reset is waiting for --min-np on its own.
+    if (!reset_needed_) below_min_since_.reset();
+  }
 }
 
 void ElasticDriver::Remove(Worker& w, const std::string& why, TimePoint now) {

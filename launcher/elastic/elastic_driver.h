@@ -235,6 +235,9 @@ class ElasticDriver {
   bool finishing_ = false;                 // a worker exited 0
   bool finishing_below_min_said_ = false;  // the warning of a finishing job below --min-np
   bool ending_ = false;  // nobody holds the state: the job ends once the workers are gone
+  // Members on hosts discovery no longer lists are kept, as the listed ones offer fewer than
+  // --min-np slots (RemoveIneligible); the --elastic-timeout clock runs meanwhile.
+  bool keeping_gone_members_ = false;
   std::optional<int> first_failure_status_;
   std::string first_failure_;  // "worker 3 on h2: exit code 1"
   std::optional<int> first_failure_worker_;

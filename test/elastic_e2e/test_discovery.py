@@ -64,6 +64,27 @@ def test_f13_bad_discovery_output_later_keeps_the_last_good_hosts(tmp_path):
     assert [l["round"] for l in run.log] == [1, 1, 1, 1]
 
 
+# A discovery script that lists no host for a while (a scheduler's hiccup) leaves the job as it
+# is: fewer than --min-np slots would be left without the members, so they go on training, and
+# nothing resets when the hosts are listed again. Until 2026-12-01 every member was removed and
+# the job ended ("No hosts from previous set remaining").
+def test_a_discovery_flap_to_no_host_keeps_the_job_going(tmp_path):
+    script = discovery_script(tmp_path / "discover.sh", tmp_path / "log.jsonl",
+                              [(0, ["localhost:2"]), (1, []), (None, ["localhost:2"])])
+    run = hvdrun(["-np", "2", "--host-discovery-script", script,
+                  "--host-discovery-interval", "0.05"],
+                 ["--epochs", "4", "--wait-for-update-after", "0", "--update-wait", "1.5"],
+                 tmp_path)
+    assert run.returncode == 0, run.describe()
+    assert run.sizes() == [2, 2, 2, 2], run.describe()
+    assert [l["round"] for l in run.log] == [1, 1, 1, 1], run.describe()
+    assert "host localhost is no longer available" in run.err, run.describe()
+    assert ("the workers on hosts no longer listed go on: without them fewer than --min-np 2 "
+            "could run") in run.err, run.describe()
+    assert "only 0 workers can run, fewer than --min-np 2" in run.err
+    assert "removing worker" not in run.err
+
+
 # F26: a mismatched collective inside an elastic job fails on every rank with the same
 # message and leaves the job usable: no reset, training goes on.
 def test_f26_mismatch_is_the_same_error_everywhere_and_no_reset(tmp_path):

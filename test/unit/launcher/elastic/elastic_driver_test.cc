@@ -378,6 +378,86 @@ TEST_F(ElasticDriverTest, BelowMinNpTimesOut) {
   EXPECT_THAT(driver_->end()->message, HasSubstr("fewer than --min-np 4 (blacklisted: a)"));
 }
 
+// A discovery script that lists no host for one poll: the members go on (until 2026-12-01 they
+// were removed, and with nobody left to hold the state the job ended).
+TEST_F(ElasticDriverTest, ADiscoveryFlapBelowMinNpKeepsTheMembers) {
+  ElasticDriverOptions o = Options(2, 2);
+  o.elastic_timeout = seconds(10);
+  Make(o);
+  Hosts({{"a", 1, {}}, {"b", 1, {}}});
+  Ready({0, 1});
+  ASSERT_EQ(driver_->round(), 1);
+  Hosts({});
+  EXPECT_FALSE(rec_.Removed(0));
+  EXPECT_FALSE(rec_.Removed(1));
+  EXPECT_TRUE(rec_.notified.empty()) << "no member is interrupted";
+  ASSERT_EQ(rec_.warnings.size(), 1u);
+  EXPECT_THAT(rec_.warnings[0], HasSubstr("only 0 workers can run, fewer than --min-np 2"));
+  now_ += seconds(3);
+  Hosts({{"a", 1, {}}});  // one back: still below --min-np, the clock goes on
+  EXPECT_FALSE(rec_.Removed(1));
+  Hosts({{"a", 1, {}}, {"b", 1, {}}});
+  EXPECT_FALSE(rec_.Removed(0));
+  EXPECT_FALSE(rec_.Removed(1));
+  EXPECT_EQ(driver_->round(), 1);
+  EXPECT_FALSE(driver_->NextDeadline().has_value()) << "the --elastic-timeout clock stopped";
+  now_ += seconds(20);
+  driver_->OnTick(now_);
+  EXPECT_FALSE(driver_->end().has_value());
+  EXPECT_TRUE(rec_.terminated.empty());
+  // A second flap warns again, with a clock of its own.
+  Hosts({});
+  EXPECT_EQ(rec_.warnings.size(), 2u);
+  now_ += seconds(9);
+  driver_->OnTick(now_);
+  EXPECT_FALSE(driver_->end().has_value());
+  Hosts({{"a", 1, {}}, {"b", 1, {}}});
+  now_ += seconds(9);
+  driver_->OnTick(now_);
+  EXPECT_FALSE(driver_->end().has_value());
+}
+
+// Hosts that stay away: the job ends after --elastic-timeout as any job below --min-np.
+TEST_F(ElasticDriverTest, HostsGoneForGoodTimeOut) {
+  ElasticDriverOptions o = Options(2, 2);
+  o.elastic_timeout = seconds(10);
+  Make(o);
+  Hosts({{"a", 2, {}}});
+  Ready({0, 1});
+  Hosts({});
+  ASSERT_EQ(driver_->NextDeadline(), now_ + seconds(10));
+  now_ += seconds(10);
+  driver_->OnTick(now_);
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_EQ(driver_->end()->exit_code, 124);
+  EXPECT_THAT(driver_->end()->message, HasSubstr("only 0 workers can run, fewer than --min-np 2"));
+  EXPECT_THAT(rec_.terminated, ElementsAre(0, 1));
+}
+
+// Gone hosts whose slots others offer instead: their members are removed then, and the state
+// goes on from the survivors.
+TEST_F(ElasticDriverTest, GoneHostsMembersLeaveOnceOthersCanTakeTheirPlace) {
+  ElasticDriverOptions o = Options(3, 3);
+  o.elastic_timeout = seconds(10);
+  Make(o);
+  Hosts({{"a", 2, {}}, {"b", 1, {}}});
+  Ready({0, 1, 2});
+  Hosts({{"a", 2, {}}});
+  EXPECT_FALSE(rec_.Removed(2)) << "2 slots left, fewer than --min-np 3";
+  now_ += seconds(5);
+  Hosts({{"a", 2, {}}, {"c", 1, {}}});
+  EXPECT_TRUE(rec_.Removed(2));
+  ASSERT_EQ(rec_.spawned[3].host, "c");
+  ASSERT_THAT(rec_.notified, ElementsAre(std::make_pair(int64_t{1}, elastic::kHostsRemoved)));
+  Ready({3});
+  Ready({0, 1});
+  ASSERT_EQ(driver_->round(), 2);
+  EXPECT_EQ(Ranks({0, 1, 3}), (std::vector<int>{0, 1, 2}));
+  now_ += seconds(20);
+  driver_->OnTick(now_);
+  EXPECT_FALSE(driver_->end().has_value());
+}
+
 // F08: a blacklisted host is used again after its cooldown, while discovery still lists it.
 TEST_F(ElasticDriverTest, BlacklistedHostComesBackAfterTheCooldown) {
   ElasticDriverOptions o = Options(4, 2);
