@@ -1,7 +1,10 @@
 #include "timeline/timeline.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 namespace hvd::timeline {
 
@@ -16,26 +19,43 @@ Timeline::Timeline(Clock clock, int local_rank)
 
 Timeline::~Timeline() { Stop(); }
 
+namespace {
+
+// The file at `path` as (device, inode); nullopt when there is none.
+std::optional<std::pair<dev_t, ino_t>> FileIdentity(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return std::make_pair(st.st_dev, st.st_ino);
+}
+
+}  // namespace
+
 Status Timeline::Start(const std::string& path, const TimelineOptions& options) {
+  std::lock_guard<std::mutex> switching(switch_mu_);
   // A running file is closed only once the new one is open: a path that cannot be opened
   // leaves the current recording going (a failed switch used to end it). The same file is
-  // closed first: two writers on it would interleave.
+  // closed first: two writers on it would interleave. "The same" is the same file, not the same
+  // string: "t.json" and its absolute path, "./t.json" or a symbolic link to it (until
+  // 2026-12-01 the new writer truncated the file under the old one, which then wrote its last
+  // records at their old offsets: a file of NUL bytes that no tool could read).
   bool same_file;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    same_file = writer_ != nullptr && path_ == path;
+    std::optional<std::pair<dev_t, ino_t>> id = FileIdentity(path);
+    same_file = writer_ != nullptr && (path_ == path || (id && file_id_ && *id == *file_id_));
   }
-  if (same_file) Stop();
+  if (same_file) StopLocked();
   auto writer = std::make_unique<TimelineWriter>(options.queue_capacity);
   const int64_t start_us = clock_();
   TraceRecord name{'M', "process_name", 0, 0, 0, {}};
   name.args = {{"name", std::string("hvd")}, {"start_time_since_epoch_in_micros", start_us}};
   TraceRecord sort{'M', "process_sort_index", 0, 0, 0, {{"sort_index", int64_t{0}}}};
   HVD_RETURN_IF_ERROR(writer->Open(path, {name, sort}));
-  Stop();
+  StopLocked();
   std::lock_guard<std::mutex> lock(mu_);
   writer_ = std::move(writer);
   path_ = path;
+  file_id_ = FileIdentity(path);
   options_ = options;
   start_us_ = start_us;
   rows_.clear();
@@ -46,7 +66,8 @@ Status Timeline::Start(const std::string& path, const TimelineOptions& options) 
 }
 
 void Timeline::StartCollecting(const TimelineOptions& options) {
-  Stop();
+  std::lock_guard<std::mutex> switching(switch_mu_);
+  StopLocked();
   std::lock_guard<std::mutex> lock(mu_);
   collecting_ = true;
   options_ = options;
@@ -68,11 +89,17 @@ void Timeline::AddDropped(uint64_t n) {
 }
 
 void Timeline::Stop() {
+  std::lock_guard<std::mutex> switching(switch_mu_);
+  StopLocked();
+}
+
+void Timeline::StopLocked() {
   std::unique_ptr<TimelineWriter> writer;
   {
     std::lock_guard<std::mutex> lock(mu_);
     collecting_ = false;  // what was collected stays for TakeCollected
     writer = std::move(writer_);
+    file_id_.reset();
     SetActiveLocked();
   }
   if (!writer) return;
@@ -98,6 +125,18 @@ bool Timeline::EmitLocked(char phase, std::string_view stable_name, const Row& r
   TraceRecord r{phase, {}, row.pid, row.tid, ts, std::move(args), dur};
   r.stable_name = stable_name;
   return writer_->Enqueue(std::move(r));
+}
+
+bool Timeline::CloseLocked(bool* open, const Row& row, int64_t ts) {
+  if (*open) *open = !EmitLocked('E', "", row, ts);
+  return !*open;
+}
+
+bool Timeline::CloseAllLocked(Row* row, int64_t ts) {
+  // Innermost first (an E closes the row's latest open B): at most one of the negotiation and
+  // the op is open, an activity only inside the op.
+  return CloseLocked(&row->activity_open, *row, ts) && CloseLocked(&row->op_open, *row, ts) &&
+         CloseLocked(&row->negotiate_open, *row, ts);
 }
 
 bool Timeline::EmitMetadataLocked(const char* name, int pid, int tid, TraceArg value) {
@@ -230,6 +269,12 @@ void Timeline::RecordLocked(const EventView& event) {
     return;
   }
   if (!writer_) return;
+  if (writer_->failed()) {
+    // The file cannot be written (a full disk): the job goes on without a timeline, and the
+    // helpers stop building events (Stop or a new Start turns recording back on).
+    active_.store(false, std::memory_order_relaxed);
+    return;
+  }
   auto offset = clock_offsets_.find(event.rank);
   int64_t ts = 0;
   // Another rank's time and offset came over the data connections: one that cannot be placed
@@ -257,6 +302,9 @@ void Timeline::RecordLocked(const EventView& event) {
       break;
     }
     case EventType::kNegotiateStart:
+      // A span whose E could not be queued (the queue was full) is closed now, before the next
+      // one opens: left open, every later span of the row nested inside it (until 2026-12-01).
+      if (!CloseAllLocked(row, ts)) break;
       row->negotiate_open = EmitLocked('B', NegotiateNameLocked(event.name), *row, ts);
       break;
     case EventType::kNegotiateRankReady:
@@ -267,31 +315,26 @@ void Timeline::RecordLocked(const EventView& event) {
       }
       break;
     case EventType::kNegotiateEnd:
-      if (row->negotiate_open) EmitLocked('E', "", *row, ts);
-      row->negotiate_open = false;
+      CloseLocked(&row->negotiate_open, *row, ts);
       break;
     case EventType::kStart:
+      if (!CloseAllLocked(row, ts)) break;
       row->op_open = EmitLocked('B', InternLocked(event.name), *row, ts);
       break;
     case EventType::kActivityStart:
-      if (!row->op_open) break;
-      if (row->activity_open) EmitLocked('E', "", *row, ts);
+      if (!row->op_open || !CloseLocked(&row->activity_open, *row, ts)) break;
       row->activity_open = EmitLocked('B', InternLocked(event.name), *row, ts);
       break;
     case EventType::kActivityEnd:
-      if (row->activity_open) EmitLocked('E', "", *row, ts);
-      row->activity_open = false;
+      CloseLocked(&row->activity_open, *row, ts);
       break;
     case EventType::kEnd: {
-      if (row->activity_open) EmitLocked('E', "", *row, ts);
-      row->activity_open = false;
-      if (!row->op_open) break;
-      row->op_open = false;
+      if (!CloseLocked(&row->activity_open, *row, ts) || !row->op_open) break;
       TraceArgs args;
       args.emplace_back("dtype", std::string(event.dtype));
       args.emplace_back("shape", std::string(event.shape));
       if (event.bytes >= 0) args.emplace_back("bytes", event.bytes);
-      EmitLocked('E', "", *row, ts, std::move(args));
+      row->op_open = !EmitLocked('E', "", *row, ts, std::move(args));
       break;
     }
     case EventType::kCycleStart:

@@ -1,12 +1,15 @@
 #ifndef HVD_TIMELINE_TIMELINE_H_
 #define HVD_TIMELINE_TIMELINE_H_
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -176,7 +179,13 @@ class Timeline {
   std::string_view NegotiateNameLocked(std::string_view request_type);
   bool EmitLocked(char phase, std::string_view stable_name, const Row& row, int64_t ts,
                   TraceArgs args = {}, int64_t dur = 0);
+  // Writes the E of a span `*open` says this file holds; true when none is open any more (false:
+  // the E could not be queued, the span stays open and the caller writes no B inside it).
+  bool CloseLocked(bool* open, const Row& row, int64_t ts);
+  // Closes every span open on `row` (before a negotiation or an op begins); true when it did.
+  bool CloseAllLocked(Row* row, int64_t ts);
   bool EmitMetadataLocked(const char* name, int pid, int tid, TraceArg value);
+  void StopLocked();  // Stop() under switch_mu_
   void SetActiveLocked() {
     active_.store(writer_ != nullptr || collecting_, std::memory_order_relaxed);
   }
@@ -184,12 +193,16 @@ class Timeline {
   const Clock clock_;
   const int local_rank_;
 
+  // Held through Start, StartCollecting and Stop: a Stop racing a Start closed the old file
+  // after the new one was set up, or let two writers open one file.
+  std::mutex switch_mu_;
   mutable std::mutex mu_;
   // writer_ != nullptr || collecting_, readable without mu_: a helper of a stopped timeline
   // builds nothing (a record racing a Stop finds the writer gone under mu_ and is dropped).
   std::atomic<bool> active_{false};
-  std::unique_ptr<TimelineWriter> writer_;  // null when stopped or collecting
-  std::string path_;                        // writer_'s file
+  std::unique_ptr<TimelineWriter> writer_;          // null when stopped or collecting
+  std::string path_;                                // writer_'s file
+  std::optional<std::pair<dev_t, ino_t>> file_id_;  // writer_'s file as (device, inode)
   bool collecting_ = false;
   std::vector<TimelineEvent> collected_;
   uint64_t collect_dropped_ = 0;

@@ -150,6 +150,11 @@ class Walker {
   void Metadata(const nlohmann::json& e, int pid, int tid) {
     const std::string name = StringField(e, "name");
     auto args = e.find("args");
+    if (name == "hvd_dropped_events" && args != e.end() && args->is_object() &&
+        args->contains("dropped_events") && (*args)["dropped_events"].is_number_integer()) {
+      out_->dropped_events += (*args)["dropped_events"].get<int64_t>();
+      return;
+    }
     if (args == e.end() || !args->contains("name") || !(*args)["name"].is_string()) return;
     if (name == "process_name") process_names_[pid] = (*args)["name"].get<std::string>();
     if (name == "thread_name") thread_names_[{pid, tid}] = (*args)["name"].get<std::string>();
@@ -408,6 +413,12 @@ std::string FormatSummary(const TimelineSummary& s) {
   if (s.unmatched_ends > 0 || s.open_spans > 0) {
     out += fmt::format("\n{} unmatched end events, {} spans never closed\n", s.unmatched_ends,
                        s.open_spans);
+  }
+  if (s.dropped_events > 0) {
+    out += fmt::format(
+        "\n{} events were dropped while recording (the writer's queue was full, or another "
+        "rank's shipment was): the numbers above miss them\n",
+        s.dropped_events);
   }
   if (s.unclosed) {
     out += fmt::format(

@@ -75,6 +75,7 @@ struct TimelineSummary {
   std::map<std::string, GapStats> gaps;
   int64_t unmatched_ends = 0;  // E without an open B (e.g. dropped events)
   int64_t open_spans = 0;      // B never closed (e.g. the job was killed)
+  int64_t dropped_events = 0;  // the writer's hvd_dropped_events count (queue full)
   // The file was torn mid-growth (timeline_repair.h) and was read as repaired.
   bool torn_growth = false;
   // The array was never closed (Horovod's writer leaves it so), or the file was cut inside an

@@ -90,7 +90,7 @@ Status TimelineWriter::Open(const std::string& path, const std::vector<TraceReco
 bool TimelineWriter::Enqueue(TraceRecord record) {
   {
     std::lock_guard<std::mutex> lock(producer_mu_);
-    if (!open_) return false;
+    if (!open_ || failed()) return false;
     if (!queue_.TryPush(record)) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return false;
@@ -131,7 +131,10 @@ void TimelineWriter::Fail() {
   std::lock_guard<std::mutex> lock(status_mu_);
   write_status_ = Status::IoError(
       fmt::format("cannot write timeline file '{}': {}", path_, std::strerror(errno)));
-  HVD_LOG_ERROR("{}; further timeline events are discarded", write_status_.message());
+  // The Timeline stops recording when it sees failed() (the job goes on without a timeline);
+  // the file keeps the records written so far and stays valid JSON.
+  failed_flag_.store(true, std::memory_order_relaxed);
+  HVD_LOG_ERROR("timeline disabled: {}", write_status_.message());
 }
 
 void TimelineWriter::Flush() {

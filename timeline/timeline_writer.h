@@ -59,7 +59,7 @@ class TimelineWriter {
   Status Open(const std::string& path, const std::vector<TraceRecord>& header);
 
   // False when the record was not queued: the queue is full (counted in dropped()) or the
-  // writer is not open (not counted).
+  // writer is not open or failed (not counted).
   bool Enqueue(TraceRecord record);
 
   // Idempotent. After it returns every record accepted by Enqueue() is in the file.
@@ -70,8 +70,10 @@ class TimelineWriter {
   void CountDropped(uint64_t n) { dropped_.fetch_add(n, std::memory_order_relaxed); }
   uint64_t written() const { return written_.load(std::memory_order_relaxed); }
   const std::string& path() const { return path_; }
-  // The first write error, if any (the writer keeps draining after one).
+  // The first write error, if any (the writer keeps draining after one, discarding).
   Status write_status() const;
+  // A write failed: nothing more is written (Enqueue refuses, uncounted).
+  bool failed() const { return failed_flag_.load(std::memory_order_relaxed); }
 
  private:
   void Loop();
@@ -99,6 +101,7 @@ class TimelineWriter {
   std::mutex stop_mu_;  // with stop_cv_: wakes the polling writer for Close()
   std::condition_variable stop_cv_;
 
+  std::atomic<bool> failed_flag_{false};  // failed_, for the producers
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> written_{0};
   mutable std::mutex status_mu_;

@@ -1,9 +1,15 @@
 #include "timeline/timeline.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <limits>
+#include <map>
 
 #include "test/unit/timeline/test_files.h"
 #include "timeline/timeline_summary.h"
@@ -128,6 +134,26 @@ TEST_F(TimelineTest, RestartingOnTheSameFileStartsItOver) {
   EXPECT_EQ(text.find("grad.a"), std::string::npos) << text;
   EXPECT_NE(text.find("grad.c"), std::string::npos) << text;
   ParseFile(Path("running.json"));
+}
+
+// The same file under another name (relative and absolute, "./", a symbolic link) is the same
+// file: until 2026-12-01 the new writer truncated it under the running one, which then wrote its
+// last records at their old offsets (a file of NUL bytes no parser or repair could read).
+TEST_F(TimelineTest, RestartingOnTheSameFileUnderAnotherNameStartsItOver) {
+  std::filesystem::create_symlink(Path("running.json"), Path("link.json"));
+  for (const std::string& other : {dir_.string() + "/./running.json", Path("link.json")}) {
+    Timeline t(FakeClock());
+    ASSERT_TRUE(t.Start(Path("running.json")).ok());
+    for (int i = 0; i < 3000; ++i) RecordAllreduce(t, "grad.a" + std::to_string(i % 7));
+    ASSERT_TRUE(t.Start(other).ok()) << other;
+    RecordAllreduce(t, "grad.c");
+    t.Stop();
+    const std::string text = ReadFile(Path("running.json"));
+    EXPECT_EQ(text.find('\0'), std::string::npos) << other;
+    EXPECT_EQ(text.find("grad.a"), std::string::npos) << other;
+    EXPECT_NE(text.find("grad.c"), std::string::npos) << other;
+    ParseFile(Path("running.json"));
+  }
 }
 
 // A switch to a path that cannot be opened fails naming it, and the running file records on
@@ -379,8 +405,80 @@ TEST_F(TimelineTest, TinyQueueDropsEventsButFileStaysValid) {
   nlohmann::json trace = ParseFile(path);
   ASSERT_TRUE(trace.is_array());
   EXPECT_EQ(trace.back()["args"]["dropped_events"], t.dropped_events());
-  // And the summary copes with the unbalanced spans that dropping leaves
-  EXPECT_TRUE(SummarizeFile(path).ok());
+  // And the summary copes with the unbalanced spans that dropping leaves, and says how many
+  Result<TimelineSummary> summary = SummarizeFile(path);
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(static_cast<uint64_t>(summary->dropped_events), t.dropped_events());
+  EXPECT_NE(FormatSummary(*summary).find(std::to_string(t.dropped_events()) +
+                                         " events were dropped while recording"),
+            std::string::npos);
+}
+
+// An E that cannot be queued (the queue is full) leaves its span open until the row's next
+// event closes it: until 2026-12-01 the span stayed open for good and every later span of the
+// tensor nested inside it (Chrome drew a staircase, the summary counted one op).
+TEST_F(TimelineTest, ASpanWhoseEndWasDroppedIsClosedByTheRowsNextEvent) {
+  Timeline t(FakeClock());
+  const std::string path = Path("drops.json");
+  ASSERT_TRUE(t.Start(path, {.queue_capacity = 16}).ok());
+  // Bursts of 18 records into a queue of 16, the writer draining between them (it polls every
+  // millisecond while busy): the ends of some spans are dropped, later spans are written.
+  for (int i = 0; i < 500; ++i) {
+    RecordAllreduce(t, "grad");
+    if (i % 2 == 1) ::usleep(2000);
+  }
+  t.Stop();
+  ASSERT_GT(t.dropped_events(), 0u);
+  nlohmann::json trace = ParseFile(path);
+  std::map<std::pair<int, int>, int> depth;
+  int deepest = 0, ops = 0;
+  for (const auto& e : trace) {
+    const std::string ph = e["ph"];
+    auto& d = depth[{e.value("pid", 0), e.value("tid", 0)}];
+    if (ph == "B") deepest = std::max(deepest, ++d);
+    if (ph == "B" && e["name"] == "ALLREDUCE") ++ops;
+    if (ph == "E") {
+      EXPECT_GT(d--, 0) << "an E without its B";
+    }
+  }
+  // NEGOTIATE is closed before the op begins; an activity nests in the op: never deeper.
+  EXPECT_LE(deepest, 2);
+  Result<TimelineSummary> summary = SummarizeFile(path);
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->unmatched_ends, 0);
+  EXPECT_LE(summary->open_spans, 2);
+  ASSERT_GT(ops, 1);
+  EXPECT_GE(summary->by_op["ALLREDUCE"].count, ops - 1);
+}
+
+// A file that can no longer be written (a full disk: here the file size limit) turns the
+// timeline off, as docs/timeline.md says, and leaves valid JSON; the job goes on. Run in a child
+// process: the limit is the process's.
+TEST_F(TimelineTest, AWriteFailureTurnsTheTimelineOffAndLeavesValidJson) {
+  const std::string path = Path("full.json");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limit = {200000, 200000};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    Timeline t(FakeClock());
+    if (!t.Start(path).ok()) ::_exit(2);
+    for (int i = 0; i < 30000 && t.active(); ++i) {
+      RecordAllreduce(t, "grad." + std::to_string(i % 50));
+      if (i % 100 == 0) ::usleep(1000);  // the writer drains: the failure, not the queue
+    }
+    const bool turned_off = !t.active();
+    t.Stop();
+    ::_exit(turned_off ? 0 : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: the timeline stayed on after the write failed";
+  nlohmann::json trace = ParseFile(path);
+  EXPECT_TRUE(trace.is_array());
+  EXPECT_GT(trace.size(), 100u);
 }
 
 TEST(TimelineEventTest, EncodeDecodeRoundTripsAwkwardNames) {
