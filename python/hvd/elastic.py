@@ -186,6 +186,11 @@ def run_fn(func: Callable, reset: Callable[[], None]) -> Callable:
             try:
                 if not skip_sync:
                     state.sync()
+                    # What was synced is what a failure restores: a worker that joined would
+                    # otherwise restore its own initial model (only commit() saved), and, as
+                    # hvdrun counts it as holding the state from here on, hand it to the whole
+                    # job after the older workers were lost (until 2026-12-01).
+                    state.save()
                     _synced()
                 return func(state, *args, **kwargs)
             except HorovodInternalError as error:

@@ -102,6 +102,85 @@ def test_elastic_sampler_pads_to_an_even_split(monkeypatch):
     assert sorted(set(sum(shards, []))) == list(range(7))
 
 
+# Fewer samples left than half the ranks (the end of an epoch after a reset): every rank still
+# yields len() samples (some yielded none, and the ranks' step counts differed: a stall).
+@pytest.mark.parametrize("left, ranks", [(1, 4), (1, 8), (2, 7), (3, 16)])
+def test_elastic_sampler_pads_when_few_samples_are_left(monkeypatch, left, ranks):
+    import hvd.torch.elastic.sampler as sampler_module
+    monkeypatch.setattr(sampler_module, "size", lambda: ranks)
+    shards = []
+    for rank in range(ranks):
+        monkeypatch.setattr(sampler_module, "rank", lambda rank=rank: rank)
+        sampler = sampler_module.ElasticSampler(list(range(1024 + left)), shuffle=False)
+        sampler.load_state_dict({"epoch": 0, "processed_num": 1024})
+        shards.append((len(sampler), list(sampler)))
+    assert all(n == 1 and len(got) == 1 for n, got in shards), shards
+    assert sorted(set(sum((got for _, got in shards), []))) == list(range(1024, 1024 + left))
+
+
+# A synced state is what a failure restores: a worker that joined restored its own initial
+# model, optimizer and sampler next to rank 0's plain attributes (until 2026-12-01), and hvdrun
+# counts it as holding the state once synced.
+def test_run_restores_what_was_synced_not_the_initial_state(monkeypatch):
+    monkeypatch.setenv("HVD_ELASTIC", "1")
+    import hvd.elastic as common
+    monkeypatch.setattr(common, "_driver_round", lambda: None)
+    model = torch.nn.Linear(2, 1)
+    sampler = hvd.elastic.ElasticSampler(list(range(10)), shuffle=False)
+    state = hvd.elastic.TorchState(model, sampler=sampler, epoch=0)
+    synced = torch.full_like(model.weight, 3.0)
+
+    syncs = []
+
+    def sync():
+        # The first sync brings rank 0's state (this worker joined); in the next round the older
+        # workers are gone, this one is rank 0, and its sync broadcasts what it holds.
+        syncs.append(1)
+        if len(syncs) == 1:
+            with torch.no_grad():
+                model.weight.copy_(synced)
+            sampler.load_state_dict({"epoch": 4, "processed_num": 6})
+            state.epoch = 4
+
+    monkeypatch.setattr(state, "sync", sync)
+    attempts = []
+
+    @hvd.elastic.run
+    def train(state):
+        attempts.append((state.model.weight.detach().clone(), state.epoch,
+                         state.sampler.state_dict()))
+        if len(attempts) == 1:
+            with torch.no_grad():
+                model.weight.add_(1.0)
+            state.epoch = 9
+            raise hvd.HorovodInternalError("the peers are gone")
+        return len(attempts)
+
+    assert train(state) == 2
+    weight, epoch, sampler_state = attempts[1]
+    assert torch.equal(weight, synced) and epoch == 4
+    assert sampler_state == {"epoch": 4, "processed_num": 6}
+
+
+# The restored optimizer does not share its tensors with the saved copy (torch >= 2.1 keeps the
+# tensors load_state_dict is given): a second failure restores the commit, not later steps.
+def test_a_second_restore_brings_back_the_commit():
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    state = hvd.elastic.TorchState(model, optimizer)
+    model(torch.ones(1, 2)).sum().backward()
+    optimizer.step()
+    state.commit()
+    committed = {k: v.clone() for k, v in optimizer.state[model.weight].items()}
+    for _ in range(2):
+        state.restore()
+        model(torch.ones(1, 2)).sum().backward()
+        optimizer.step()
+    state.restore()
+    for key, value in optimizer.state[model.weight].items():
+        assert torch.equal(value, committed[key]), key
+
+
 def test_run_restores_and_reraises_without_elastic_driver(monkeypatch):
     monkeypatch.delenv("HVD_ELASTIC", raising=False)
     monkeypatch.delenv("HOROVOD_ELASTIC", raising=False)

@@ -511,6 +511,30 @@ def test_broadcast_parameters_and_optimizer_state(hvd):
         hvd.broadcast_optimizer_state(torch.optim.LBFGS(model.parameters()), root_rank=0)
 
 
+# A rank whose optimizer is fresh while rank 0's has state (a worker that joined an elastic
+# job) takes a zero-gradient step alone to have state tensors: weight decay moved its synced
+# parameters, so they differed from every other rank's for good (until 2026-12-01).
+@pytest.mark.parametrize("make", [
+    lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.1),
+    lambda ps: torch.optim.Adam(ps, lr=0.1, weight_decay=0.1),
+    lambda ps: torch.optim.AdamW(ps, lr=0.1),
+])
+def test_a_fresh_optimizer_joining_keeps_the_synced_parameters(hvd, make):
+    model = _rank_dependent_model(0)
+    optimizer = make(model.parameters())
+    if hvd.rank() == 0:
+        model(torch.randn(3, 4)).sum().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    grads = [p.grad for p in model.parameters()]
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    _assert_same_on_all_ranks(hvd, list(model.parameters()))
+    state = [v for s in optimizer.state.values() for v in s.values() if torch.is_tensor(v)]
+    _assert_same_on_all_ranks(hvd, state)
+    assert all(a is b for a, b in zip(grads, [p.grad for p in model.parameters()]))
+
+
 # ---- SyncBatchNorm -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("shape", [(4, 3), (3, 3, 5), (2, 3, 2, 2)])

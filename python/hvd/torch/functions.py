@@ -37,16 +37,29 @@ def broadcast_parameters(params, root_rank: int, process_set: ProcessSet = globa
 
 
 def _initialize_optimizer_state(optimizer: torch.optim.Optimizer) -> None:
-    """Runs one zero-gradient step so a fresh optimizer has state tensors to broadcast."""
+    """Runs one zero-gradient step so a fresh optimizer has state tensors to broadcast; the
+    parameters and gradients are put back as they were.
+
+    The step is not a no-op on the model: weight decay (SGD's, Adam's, AdamW's) moves the
+    parameters even with zero gradients. Horovod leaves them moved, which is harmless when every
+    rank takes the step, but a rank that joins an elastic job (the others' optimizers have state)
+    takes it alone, after the model was synchronized: its parameters then differed from every
+    other rank's for the rest of the job (up to lr per step of Adam, until 2026-12-01)."""
+    touched = []
     for group in optimizer.param_groups:
         for p in group["params"]:
             if p.requires_grad and p not in optimizer.state:
+                touched.append((p, p.detach().clone(), p.grad))
                 p.grad = p.data.new(p.size()).zero_()
                 if isinstance(optimizer, torch.optim.SparseAdam):
                     p.grad = p.grad.to_sparse()
     # A DistributedOptimizer's step() would allreduce; run the wrapped optimizer's step.
     step = getattr(optimizer, "_hvd_base_step", None) or optimizer.step
     step()
+    with torch.no_grad():
+        for p, data, grad in touched:
+            p.copy_(data)
+            p.grad = grad
 
 
 def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int, model=None,

@@ -97,6 +97,11 @@ class _HookedOptimizer(torch.optim.Optimizer):
         self._should_synchronize = True
         for p in self._allreduce_delay:
             self._allreduce_delay[p] = self.backward_passes_per_step
+        # Groups half counted when a step failed (an elastic restore loads the state): left
+        # so, the next step fired a group at its first member's gradient, while backward was
+        # still computing the others (a TypeError on torch 2's None gradients).
+        for group in getattr(self, "_group_counts", {}):
+            self._group_counts[group] = 0
         super(self.__class__, self).load_state_dict(*args, **kwargs)
 
     def set_backward_passes_per_step(self, passes: int) -> None:

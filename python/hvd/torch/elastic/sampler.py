@@ -54,7 +54,13 @@ class ElasticSampler(torch.utils.data.Sampler):
 
     def __iter__(self) -> Iterator[int]:
         indices = self.remaining_indices[:]
-        indices += indices[:self.total_size - len(indices)]  # pad to an even split
+        # Pad to an even split by repeating the remaining samples, as often as needed: fewer
+        # left than half the ranks (the end of an epoch after a reset, a tiny dataset) used to
+        # leave some ranks a sample short of len(), so the ranks ran different numbers of
+        # steps and their collectives stalled (Horovod's sampler asserts there).
+        pad = self.total_size - len(indices)
+        if pad > 0:
+            indices += (indices * math.ceil(pad / len(indices)))[:pad]
         return iter(indices[self.rank:self.total_size:self.num_replicas])
 
     def __len__(self) -> int:

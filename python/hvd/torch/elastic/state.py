@@ -46,7 +46,10 @@ class _StateDictHandler(StateHandler):
         self._saved = copy.deepcopy(self.value.state_dict())
 
     def restore(self) -> None:
-        self.value.load_state_dict(self._saved)
+        # A copy: torch >= 2.1's Optimizer.load_state_dict keeps the tensors it is given (of the
+        # right dtype and device) as its state, which later steps then change in place; a
+        # second failure before the next commit would restore those.
+        self.value.load_state_dict(copy.deepcopy(self._saved))
 
 
 class ModelStateHandler(_StateDictHandler):
