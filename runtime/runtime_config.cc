@@ -38,10 +38,9 @@ Result<int64_t> AutoOrBytes(const env::Environment& env, const char* name, const
   return static_cast<int64_t>(v);
 }
 
-// Reads Open MPI's OMPI_COMM_WORLD_<suffix>, which must be an integer in [lo, hi].
-Result<int32_t> OmpiInt(const env::Environment& env, const std::string& suffix, int64_t lo,
-                        int64_t hi) {
-  const std::string name = "OMPI_COMM_WORLD_" + suffix;
+// Reads a launcher's variable `name`, which must be an integer in [lo, hi].
+Result<int32_t> LauncherInt(const env::Environment& env, const std::string& name, int64_t lo,
+                            int64_t hi) {
   const std::string text = env.Raw(name).value_or("");
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
@@ -52,14 +51,20 @@ Result<int32_t> OmpiInt(const env::Environment& env, const std::string& suffix, 
   return static_cast<int32_t>(v);
 }
 
-// mpirun (Open MPI) started this process and hvdrun did not set the topology: take it from
-// Open MPI's variables (Horovod's MPI mode has no HOROVOD_RANK either).
-Status LoadMpirunTopology(const env::Environment& env, RuntimeConfig* c) {
+// mpirun started this process and hvdrun did not set the topology: take it from the launcher's
+// variables (Horovod's MPI mode has no HOROVOD_RANK either). Open MPI: OMPI_COMM_WORLD_*;
+// MPICH and Intel MPI (Hydra): PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS.
+Status LoadMpirunTopology(const env::Environment& env, bool open_mpi, RuntimeConfig* c) {
   c->launched_by_mpirun = true;
-  HVD_ASSIGN_OR_RETURN(c->size, OmpiInt(env, "SIZE", 1, kMaxInt32));
-  HVD_ASSIGN_OR_RETURN(c->rank, OmpiInt(env, "RANK", 0, c->size - 1));
-  HVD_ASSIGN_OR_RETURN(c->local_size, OmpiInt(env, "LOCAL_SIZE", 1, c->size));
-  HVD_ASSIGN_OR_RETURN(c->local_rank, OmpiInt(env, "LOCAL_RANK", 0, c->local_size - 1));
+  const std::string rank = open_mpi ? "OMPI_COMM_WORLD_RANK" : "PMI_RANK";
+  const std::string size = open_mpi ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE";
+  const std::string local_rank = open_mpi ? "OMPI_COMM_WORLD_LOCAL_RANK" : "MPI_LOCALRANKID";
+  const std::string local_size = open_mpi ? "OMPI_COMM_WORLD_LOCAL_SIZE" : "MPI_LOCALNRANKS";
+  c->topology_source = open_mpi ? "OMPI_COMM_WORLD_RANK/SIZE" : "PMI_RANK/PMI_SIZE";
+  HVD_ASSIGN_OR_RETURN(c->size, LauncherInt(env, size, 1, kMaxInt32));
+  HVD_ASSIGN_OR_RETURN(c->rank, LauncherInt(env, rank, 0, c->size - 1));
+  HVD_ASSIGN_OR_RETURN(c->local_size, LauncherInt(env, local_size, 1, c->size));
+  HVD_ASSIGN_OR_RETURN(c->local_rank, LauncherInt(env, local_rank, 0, c->local_size - 1));
   c->cross_size = std::max<int32_t>(1, c->size / c->local_size);
   c->cross_rank = std::min(c->rank / c->local_size, c->cross_size - 1);
   HVD_ASSIGN_OR_RETURN(c->hostname, env.GetString("HVD_HOSTNAME"));
@@ -68,7 +73,11 @@ Status LoadMpirunTopology(const env::Environment& env, RuntimeConfig* c) {
 
 Status LoadTopology(const env::Environment& env, RuntimeConfig* c) {
   if (!env.IsSet("HVD_RANK") && env.Raw("OMPI_COMM_WORLD_RANK").has_value()) {
-    return LoadMpirunTopology(env, c);
+    return LoadMpirunTopology(env, /*open_mpi=*/true, c);
+  }
+  if (!env.IsSet("HVD_RANK") && env.Raw("PMI_RANK").has_value() &&
+      env.Raw("PMI_SIZE").value_or("1") != "1") {
+    return LoadMpirunTopology(env, /*open_mpi=*/false, c);
   }
   HVD_ASSIGN_OR_RETURN(c->size, IntIn(env, "HVD_SIZE", 1, kMaxInt32));
   HVD_ASSIGN_OR_RETURN(c->rank, IntIn(env, "HVD_RANK", 0, c->size - 1));

@@ -19,7 +19,13 @@ struct RuntimeConfig {
   // mpirun started this process, from OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}; cross
   // rank/size are then derived as rank / local_size and size / local_size (exact for
   // mpirun's by-slot mapping; the MPI provider refines them, backend_registry.h).
+  // MPICH's and Intel MPI's mpirun (Hydra) set PMI_RANK/PMI_SIZE and MPI_LOCALRANKID/
+  // MPI_LOCALNRANKS instead: read the same way (until 2026-12-01 they were not read, and every
+  // rank ran alone as rank 0 of 1).
   bool launched_by_mpirun = false;
+  // Where the topology came from, for errors: "HVD_RANK/HVD_SIZE", "OMPI_COMM_WORLD_RANK/SIZE"
+  // or "PMI_RANK/PMI_SIZE".
+  std::string topology_source = "HVD_RANK/HVD_SIZE";
   int32_t rank = 0;
   int32_t size = 1;
   int32_t local_rank = 0;

@@ -114,3 +114,20 @@ def test_torch_training_example_under_hvdrun_mpi():
     out = result.stdout.decode()
     assert result.returncode == 0, out + result.stderr.decode()
     assert re.search(r"^\[1,0\]<stdout>:ranks 2  epoch 1  train loss", out, re.M), out
+
+
+def test_ranks_of_another_mpis_launcher_fail_naming_it():
+    # Given a rank as MPICH's or Intel MPI's mpirun (Hydra) starts it: PMI_* and MPI_LOCAL*, no
+    # OMPI_COMM_WORLD_* (until 2026-12-01 these were not read: each rank ran alone as rank 0
+    # of 1, silently)
+    env = env_with(PMI_RANK="1", PMI_SIZE="2", MPI_LOCALRANKID="1", MPI_LOCALNRANKS="2")
+    # When this libhvd (Open MPI's) starts, Then it reads the launcher's topology and fails
+    # because its MPI_COMM_WORLD is not that job
+    result = subprocess.run([WORKER, "--iterations", "1"], capture_output=True, timeout=60,
+                            env=env)
+    out = result.stdout.decode() + result.stderr.decode()
+    assert result.returncode != 0, out
+    assert "OK rank" not in out, out
+    assert ("PMI_RANK/PMI_SIZE say rank 1 of 2, but MPI_COMM_WORLD has this process as rank 0 "
+            "of 1: the ranks were started by an mpirun of another MPI than this libhvd's "
+            "(Open MPI") in out, out

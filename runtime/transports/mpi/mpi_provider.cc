@@ -39,6 +39,18 @@ Result<std::unique_ptr<CommunicatorProvider>> CreateMpiProvider(const RuntimeCon
                                                                 DataCommunicatorFactory data,
                                                                 uint32_t enabled_flags) {
   HVD_ASSIGN_OR_RETURN(MpiSession * session, MpiSession::Acquire(config.mpi_threads_disable));
+  if (config.launched_by_mpirun &&
+      (session->world_size() != config.size || session->world_rank() != config.rank)) {
+    // The launcher's MPI is not this libhvd's: its MPI_Init found no job (MPICH's mpirun
+    // starting ranks of an Open MPI build, or the other way round).
+    return Status::InvalidArgument(
+        config.topology_source + " say rank " + std::to_string(config.rank) + " of " +
+        std::to_string(config.size) + ", but MPI_COMM_WORLD has this process as rank " +
+        std::to_string(session->world_rank()) + " of " + std::to_string(session->world_size()) +
+        ": the ranks were started by an mpirun of another MPI than this libhvd's (" +
+        session->library_version() +
+        "); use that MPI's mpirun (first on PATH for hvdrun --mpi), or hvdrun without --mpi");
+  }
   HVD_ASSIGN_OR_RETURN(auto factory, MpiCommunicatorFactory::Create(session, config.rank,
                                                                     config.size, config.timeout));
   return std::unique_ptr<CommunicatorProvider>(

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 
@@ -93,6 +94,12 @@ Status MpiSession::Start(bool threads_disabled) {
                     thread_level_);
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int version_length = 0;
+  if (MPI_Get_library_version(version, &version_length) == MPI_SUCCESS) {
+    library_version_.assign(version, static_cast<size_t>(std::max(0, version_length)));
+    library_version_ = library_version_.substr(0, library_version_.find_first_of("\n,"));
+  }
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
   for (auto [type, base] :

@@ -27,6 +27,8 @@ class MpiSession {
   int world_size() const { return world_size_; }
   // The thread level MPI provides (MPI_THREAD_*).
   int thread_level() const { return thread_level_; }
+  // The first line of MPI_Get_library_version ("Open MPI v4.1.4, ...").
+  const std::string& library_version() const { return library_version_; }
 
   // The MPI datatype of `dtype` (float16 / bfloat16 / bool are session-defined 1- and 2-byte
   // types), and the MPI op reducing it: a predefined op where MPI has one for that type,
@@ -42,6 +44,7 @@ class MpiSession {
   int world_rank_ = 0;
   int world_size_ = 1;
   int thread_level_ = MPI_THREAD_SINGLE;
+  std::string library_version_;
   MPI_Datatype half_ = MPI_DATATYPE_NULL;
   MPI_Datatype bfloat16_ = MPI_DATATYPE_NULL;
   MPI_Datatype bool_ = MPI_DATATYPE_NULL;

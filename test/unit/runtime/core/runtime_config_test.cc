@@ -186,6 +186,35 @@ TEST(RuntimeConfigTest, MpirunTopologyComesFromOpenMpiAndDefaultsToTheMpiBackend
   EXPECT_EQ(gloo->cpu_operations, "gloo");
 }
 
+// MPICH's and Intel MPI's mpirun (Hydra) export PMI_* and MPI_LOCAL*: until 2026-12-01 they
+// were not read, and every rank of `mpirun -np 2` ran alone as rank 0 of 1.
+TEST(RuntimeConfigTest, MpirunTopologyComesFromHydrasPmiVariablesToo) {
+  auto c = Load(
+      {{"PMI_RANK", "3"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->launched_by_mpirun);
+  EXPECT_EQ(c->topology_source, "PMI_RANK/PMI_SIZE");
+  EXPECT_EQ(c->rank, 3);
+  EXPECT_EQ(c->size, 4);
+  EXPECT_EQ(c->local_rank, 1);
+  EXPECT_EQ(c->local_size, 2);
+  EXPECT_EQ(c->cross_rank, 1);
+  EXPECT_EQ(c->controller, "mpi");
+  // A launcher that gives no local rank is refused naming the variable
+  auto no_local = Load({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}});
+  ASSERT_FALSE(no_local.ok());
+  EXPECT_NE(no_local.status().message().find("MPI_LOCALNRANKS"), std::string::npos)
+      << no_local.status().message();
+  // One rank (a singleton's PMI_SIZE=1) and hvdrun's own variables are not mpirun's
+  auto one = Load({{"PMI_RANK", "0"}, {"PMI_SIZE", "1"}});
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_FALSE(one->launched_by_mpirun);
+  auto hvdrun = Load({{"HVD_RANK", "1"}, {"HVD_SIZE", "2"}, {"PMI_RANK", "5"}, {"PMI_SIZE", "8"}});
+  ASSERT_TRUE(hvdrun.ok()) << hvdrun.status().ToString();
+  EXPECT_FALSE(hvdrun->launched_by_mpirun);
+  EXPECT_EQ(hvdrun->rank, 1);
+}
+
 TEST(RuntimeConfigTest, HvdrunsTopologyWinsOverOpenMpisAndBadValuesNameTheVariable) {
   // Given HVD_RANK (hvdrun) and OMPI variables (an enclosing mpirun job)
   auto c = Load({{"HVD_RANK", "1"}, {"HVD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "7"}});
