@@ -35,6 +35,7 @@ const Scenario kScenarios[] = {
     {"grouped", hvd_e2e::Grouped, false},
     {"fused", hvd_e2e::Fused, false},
     {"fused_allgather", hvd_e2e::FusedAllgather, false},
+    {"nan_min_max", hvd_e2e::NanMinMax, false},
     {"process_sets_static", hvd_e2e::ProcessSetsStatic, true},
     {"process_sets_dynamic", hvd_e2e::ProcessSetsDynamic, true},
     {"mismatch", hvd_e2e::Mismatch, false},

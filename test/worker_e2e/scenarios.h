@@ -65,6 +65,7 @@ void Barrier();
 void Grouped();
 void Fused();
 void FusedAllgather();
+void NanMinMax();  // Min/Max with a NaN on one rank: the same result everywhere
 // control_scenarios.cc
 void ProcessSetsStatic();   // own init
 void ProcessSetsDynamic();  // own init (HVD_DYNAMIC_PROCESS_SETS=1)

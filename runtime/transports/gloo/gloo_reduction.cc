@@ -20,15 +20,27 @@ struct ProductOp {
     return static_cast<T>(a * b);
   }
 };
+// Min and Max of floats propagate a NaN (as torch.minimum/maximum do), whichever operand holds
+// it: Gloo's ring reduces own-then-peer on each rank, and std::min/std::max return their first
+// operand when either is NaN, so at 2 ranks one rank got NaN and the other the peer's number
+// (until 2026-12-01). Symmetric kernels make every rank's result the same.
 struct MinOp {
   template <typename T>
   static T Apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (a != a) return a;
+      if (b != b) return b;
+    }
     return std::min(a, b);
   }
 };
 struct MaxOp {
   template <typename T>
   static T Apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (a != a) return a;
+      if (b != b) return b;
+    }
     return std::max(a, b);
   }
 };
