@@ -66,8 +66,10 @@ Result<std::vector<std::string>> ExpandGroup(std::string_view group, std::string
     if (static_cast<size_t>(*hi - *lo) + out.size() >= kMaxExpandedHosts) {
       return Status::InvalidArgument(where() + "range " + Quote(range) + " is too large");
     }
-    for (long long i = *lo; i <= *hi; ++i) {
-      std::string digits = std::to_string(i);
+    // Counted from lo: `i <= hi` never ends for hi = LLONG_MAX (i wraps), and the names filled
+    // memory until hvdrun died (until 2026-12-01).
+    for (long long n = 0; n <= *hi - *lo; ++n) {
+      std::string digits = std::to_string(*lo + n);
       if (digits.size() < lo_text.size()) digits.insert(0, lo_text.size() - digits.size(), '0');
       out.push_back(std::move(digits));
     }

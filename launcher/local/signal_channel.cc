@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -12,6 +13,14 @@
 namespace hvd::launcher {
 
 Result<SignalChannel> SignalChannel::Open() {
+  // A SIGCHLD left ignored by whoever started hvdrun survives exec (here and into the
+  // guardians): children are then reaped by the kernel and no SIGCHLD ever arrives, so hvdrun
+  // and its guardians waited forever (until 2026-12-01). The default action is what the
+  // signalfd needs.
+  struct sigaction child {};
+  child.sa_handler = SIG_DFL;
+  sigemptyset(&child.sa_mask);
+  ::sigaction(SIGCHLD, &child, nullptr);
   sigset_t watched;
   sigemptyset(&watched);
   for (int signo : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE}) sigaddset(&watched, signo);

@@ -120,6 +120,11 @@ bool DescribesThisMachineOrSession(const std::string& name) {
   for (std::string_view prefix : kPrefixes) {
     if (name.rfind(prefix, 0) == 0) return true;
   }
+  // The GPUs of this machine (or of hvdrun's Slurm step), as Horovod never exports
+  // *CUDA_VISIBLE_DEVICES: forwarded, the launch node's list replaced each remote host's own
+  // (slurmstepd's per-node one, the login's), and its ranks used the wrong GPUs or none (until
+  // 2026-12-01; the --mpi path already left it out).
+  if (name.ends_with("CUDA_VISIBLE_DEVICES")) return true;
   return false;
 }
 

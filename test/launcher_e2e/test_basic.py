@@ -2,13 +2,15 @@
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 
 import pytest
 
 from hvdrun_harness import (HVDRUN, PYTHON, assert_no_survivors, kill_leftovers, physical_cores,
-                            python_rank, run, start, unique_marker, wait_for)
+                            python_rank, require_hvdrun, run, start, unique_marker,
+                            wait_for)
 
 DUMP_ENV = r"""
 import json, os, sys
@@ -299,3 +301,15 @@ def test_each_rank_gets_its_share_of_the_cpus_as_omp_threads():
         unset = run(args + ["-np", "1", "sh", "-c", "echo \"[${OMP_NUM_THREADS-unset}]\""],
                     env=dict(env, **extra))
         assert unset.stdout.decode() == "[0]<stdout>:[unset]\n", (args, extra)
+
+
+# Started with SIGCHLD ignored (some daemons and shells leave it so; it survives exec): hvdrun
+# and its guardians waited forever for children the kernel had reaped (until 2026-12-01).
+def test_a_sigchld_ignored_by_the_parent_does_not_hang_the_job():
+    require_hvdrun()
+    result = subprocess.run(
+        [HVDRUN, "-np", "2", "sh", "-c", "echo rank $HVD_RANK; exit 3"], capture_output=True,
+        timeout=60, preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    assert result.returncode == 3, result.stderr.decode()
+    assert sorted(result.stdout.decode().splitlines()) == ["[0]<stdout>:rank 0",
+                                                           "[1]<stdout>:rank 1"]

@@ -28,6 +28,10 @@ TEST(ExpandSlurmHostlistTest, ExpandsRangesListsAndProducts) {
       {"n[1-2],m[5]", {"n1", "n2", "m5"}},
       {" n[1-2] ", {"n1", "n2"}},
       {"node1.cluster,node2.cluster", {"node1.cluster", "node2.cluster"}},
+      // The largest numbers: the loop used to run past LLONG_MAX, filling memory (2026-12-01).
+      {"n[9223372036854775807]", {"n9223372036854775807"}},
+      {"n[9223372036854775806-9223372036854775807]",
+       {"n9223372036854775806", "n9223372036854775807"}},
   };
   for (const ExpandCase& c : cases) {
     Result<std::vector<std::string>> got = ExpandSlurmHostlist(c.nodelist);

@@ -87,6 +87,16 @@ TEST(WorkerEnvTest, UserExportedMasterAddressAndPortWin) {
   EXPECT_EQ(remote["MASTER_PORT"], "29500");
 }
 
+// The launch node's GPU list is its own: a remote rank keeps its host's (Horovod never exports
+// *CUDA_VISIBLE_DEVICES; forwarded until 2026-12-01). A local rank inherits it as any variable.
+TEST(WorkerEnvTest, CudaVisibleDevicesStaysOnTheLaunchNode) {
+  const EnvMap launcher = {{"CUDA_VISIBLE_DEVICES", "2,3"}, {"MY_CUDA_VISIBLE_DEVICES", "1"}};
+  EnvMap remote = BuildRemoteWorkerEnv(launcher, {}, Rank3(), Job());
+  EXPECT_EQ(remote.count("CUDA_VISIBLE_DEVICES"), 0u);
+  EXPECT_EQ(remote.count("MY_CUDA_VISIBLE_DEVICES"), 0u);
+  EXPECT_EQ(BuildWorkerEnv(launcher, {}, Rank3(), Job())["CUDA_VISIBLE_DEVICES"], "2,3");
+}
+
 TEST(WorkerEnvTest, UserExportedCpuOperationsWins) {
   // Given HVD_CPU_OPERATIONS=tcp (or Horovod's name) exported to hvdrun
   EnvMap env = BuildWorkerEnv({{"HVD_CPU_OPERATIONS", "tcp"}}, {}, Rank3(), Job());
