@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/kv_messages.h"
+#include "launcher/local/child_process.h"
 #include "launcher/local/oom_kills.h"
 #include "launcher/outcome/wait_status.h"
 #include "launcher/output/console.h"
@@ -480,11 +481,15 @@ void JobController::SignalRank(int rank, int signo) {
 }
 
 // Kills whatever the ranks left behind in their process groups. A group whose members are
-// all gone answers ESRCH; Linux does not reuse a pid while it still names a process group.
+// all gone answers ESRCH; Linux does not reuse a pid while it still names a process group. So a
+// reaped rank whose pid is alive again has no group left: that pid is another process's now,
+// maybe the leader of a group of its own (another job's rank, a daemon) which the kill took
+// down with everything in it (until 2026-12-01).
 void JobController::SweepProcessGroups() {
   for (size_t r = 0; r < states_.size(); ++r) {
     states_[r].rank_process.Close();
-    if (states_[r].pid > 0) ::kill(-states_[r].pid, SIGKILL);
+    const pid_t pid = states_[r].pid;
+    if (pid > 0 && !(states_[r].ended && PidInUse(pid))) ::kill(-pid, SIGKILL);
     if (states_[r].handle) states_[r].handle->Close();
   }
 }

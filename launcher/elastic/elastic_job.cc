@@ -12,6 +12,7 @@
 
 #include "common/elastic_messages.h"
 #include "common/kv_messages.h"
+#include "launcher/local/child_process.h"
 #include "launcher/local/hint_context.h"
 #include "launcher/local/local_host.h"
 #include "launcher/local/oom_kills.h"
@@ -544,7 +545,7 @@ int ElasticJob::Finish() {
     // Whatever the workers left in their groups. A worker reaped long ago (a long job's early
     // rounds) may have its pid taken by another process by now, whose own group that id then
     // is: leave a group whose leader's pid is alive again after the worker was reaped.
-    const bool reused = p.exited && p.pid > 0 && ::kill(p.pid, 0) == 0;
+    const bool reused = p.exited && p.pid > 0 && PidInUse(p.pid);
     if (p.pid > 0 && !reused) ::kill(-p.pid, SIGKILL);
     if (p.handle) p.handle->Close();
   }

@@ -98,6 +98,8 @@ ChildPlan::ChildPlan(const std::vector<std::string>& argv,
   ExecFirstCandidate(plan.candidates, plan.argv(), plan.envp(), plan.error_fd);
 }
 
+bool PidInUse(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
 void CloseAllDescriptors() {
   if (::syscall(SYS_close_range, 0u, ~0u, 0u) == 0) return;
   for (int fd = 0; fd < kMaxFdToClose; ++fd) ::close(fd);

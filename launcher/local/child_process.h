@@ -94,6 +94,11 @@ struct ChildPlan {
 // descriptor. Async-signal-safe.
 void CloseAllDescriptors();
 
+// True when a process `pid` exists (also one this process may not signal). For a child already
+// reaped: its pid was taken by another process, so no process group of that id is left (Linux
+// does not reuse a pid that still names a group), and kill(-pid) would hit the new owner's.
+bool PidInUse(pid_t pid);
+
 // In the parent, once its copy of error_fd is closed: waits for the child's exec outcome on
 // the pipe's read end. EOF (nullopt) means the exec succeeded; otherwise the child's errno.
 std::optional<int> ReadExecError(int read_fd);

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -57,3 +58,52 @@ def test_a_timeline_torn_by_a_killed_writer_is_repaired(tmp_path, mode):
         trace = json.load(f)
     assert [e["name"] for e in trace] == ["process_name"], trace
     assert "repaired timeline '%s'" % (tmp_path / "trace.json") in err, err
+
+
+# A rank reaped early whose pid another process takes as the leader of its own group (a daemon,
+# another job's rank): hvdrun's final sweep of the ranks' groups used to SIGKILL that group
+# (until 2026-12-01). The pid is handed out on purpose through ns_last_pid (root only).
+def test_the_final_sweep_spares_a_group_that_took_a_reaped_ranks_pid(tmp_path):
+    require_hvdrun()
+    if not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK):
+        pytest.skip("needs a writable /proc/sys/kernel/ns_last_pid (root)")
+    go = tmp_path / "go"
+    proc = subprocess.Popen(
+        [HVDRUN, "--verbose", "-np", "2", "sh", "-c",
+         'if [ "$HVD_RANK" = 1 ]; then while [ ! -e %s ]; do sleep 0.02; done; fi' % go],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    squatter = None
+    try:
+        guardian = None
+        deadline = time.monotonic() + 30
+        while guardian is None and time.monotonic() < deadline:
+            line = proc.stderr.readline().decode()
+            m = re.search(r"started rank 0 on \S+ \(pid (\d+)", line)
+            if m:
+                guardian = int(m.group(1))
+        assert guardian is not None, "hvdrun did not say rank 0's pid"
+        while os.path.exists("/proc/%d" % guardian) and time.monotonic() < deadline:
+            time.sleep(0.02)  # rank 0 exits at once; hvdrun reaps its guardian
+        assert not os.path.exists("/proc/%d" % guardian)
+        for _ in range(50):
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(guardian - 1))
+            candidate = subprocess.Popen(["sleep", "60"], start_new_session=True)
+            if candidate.pid == guardian:
+                squatter = candidate
+                break
+            candidate.kill()
+            candidate.wait()
+        if squatter is None:
+            pytest.skip("could not hand rank 0's pid to another process (pids were busy)")
+        go.touch()
+        assert proc.wait(timeout=30) == 0, proc.stderr.read().decode()
+        assert squatter.poll() is None, "hvdrun killed the process group of pid %d" % guardian
+    finally:
+        go.touch()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        if squatter is not None:
+            squatter.kill()
+            squatter.wait()
