@@ -5,13 +5,20 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/fd.h"
@@ -31,6 +38,7 @@
 #include "launcher/outcome/exit_codes.h"
 #include "launcher/outcome/failure_hints.h"
 #include "launcher/outcome/failure_summary.h"
+#include "launcher/outcome/wait_status.h"
 #include "launcher/output/console.h"
 #include "launcher/plan/job_plan.h"
 #include "launcher/preflight.h"
@@ -216,6 +224,50 @@ Result<std::unique_ptr<RendezvousServer>> StartServer(const LaunchSpec& spec,
   return server;
 }
 
+// A stopping signal (SIGINT, SIGTERM, SIGHUP) pending for this process: the signal channel
+// blocks them in every thread, so they wait here until the job's event loop reads them.
+std::optional<int> PendingStopSignal() {
+  sigset_t pending;
+  if (::sigpending(&pending) != 0) return std::nullopt;
+  for (int signo : {SIGINT, SIGTERM, SIGHUP}) {
+    if (sigismember(&pending, signo) == 1) return signo;
+  }
+  return std::nullopt;
+}
+
+// Runs `prepare` (the remote agents' start-up: up to --start-timeout, more with retries) on a
+// thread of its own while this one watches for a stopping signal without taking it. Nothing
+// read the signals during that phase: a Ctrl-C or a scheduler's SIGTERM did nothing for up to
+// the whole start timeout, and a failed start-up then exited 69, not 128+N (until 2026-12-01).
+// On a signal hvdrun exits at once with 128+N: no rank was started yet, and the agents started
+// so far end with their connections (an SSH agent or srun step whose hvdrun is gone).
+Result<MultiHostSetup> PrepareInterruptibly(
+    const std::function<Result<MultiHostSetup>()>& prepare) {
+  std::mutex mu;
+  std::condition_variable done_cv;
+  std::optional<Result<MultiHostSetup>> result;
+  std::thread worker([&] {
+    Result<MultiHostSetup> r = prepare();
+    std::lock_guard<std::mutex> lock(mu);
+    result.emplace(std::move(r));
+    done_cv.notify_one();
+  });
+  std::unique_lock<std::mutex> lock(mu);
+  for (;;) {
+    if (std::optional<int> signo = PendingStopSignal()) {
+      PrintToUser("received " + SignalName(*signo) +
+                  " while starting hvd-agent on the remote hosts; no rank was started");
+      std::fflush(nullptr);
+      ::_exit(kExitSignalBase + *signo);
+    }
+    if (result) break;
+    done_cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return result.has_value(); });
+  }
+  lock.unlock();
+  worker.join();
+  return std::move(*result);
+}
+
 int LaunchJob(const LaunchSpec& spec, const env::Environment& env, const JobPlan& plan) {
   // Before any thread exists: the rendezvous server's I/O thread and the agent sessions'
   // threads inherit the blocked mask.
@@ -226,8 +278,10 @@ int LaunchJob(const LaunchSpec& spec, const env::Environment& env, const JobPlan
   // One hvd-agent per remote host, all running before anything starts anywhere.
   std::optional<MultiHostSetup> setup;
   if (!plan.remote_hosts.empty()) {
-    Result<MultiHostSetup> prepared = plan.srun ? PrepareSrunHosts(spec, env, plan, *key)
-                                                : PrepareMultiHost(spec, env, plan, *key);
+    Result<MultiHostSetup> prepared = PrepareInterruptibly([&] {
+      return plan.srun ? PrepareSrunHosts(spec, env, plan, *key)
+                       : PrepareMultiHost(spec, env, plan, *key);
+    });
     if (!prepared.ok()) return Fail(kExitLaunchFailed, prepared.status());
     setup = std::move(*prepared);
   }

@@ -346,3 +346,37 @@ def test_dry_run_prints_plan_and_commands_and_starts_nothing(tmp_path):
     assert "HVD_RANK=2" in out and "MASTER_ADDR=127.0.0.1" in out
     assert "HVD_SECRET_FD='<descriptor number" in out
     assert not flag.exists()
+
+
+# Ctrl-C (or a scheduler's SIGTERM) while hvd-agent starts on the remote hosts: hvdrun stops at
+# once with 128+N. Nothing read the signals in that phase: they waited out --start-timeout and
+# the failed start-up then exited 69 (until 2026-12-01). 192.0.2.1 (TEST-NET-1) is no host of
+# this machine; its SSH connection waits unanswered, or fails at once where there is no route.
+@pytest.mark.parametrize("signo", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_the_remote_start_up_stops_hvdrun_at_once(signo):
+    proc = start(["--verbose", "-np", "1", "-H", "192.0.2.1:1", "--start-timeout", "30", "true"])
+    try:
+        deadline = time.monotonic() + 20
+        said = b""
+        while b"Checking ssh on all remote hosts" not in said and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if not line:
+                break
+            said += line
+        if b"Checking ssh on all remote hosts" not in said:
+            pytest.fail("hvdrun did not reach the remote start-up: " + said.decode())
+        time.sleep(0.2)  # into the connection attempt (a signal before it is the same case)
+        if proc.poll() is not None:
+            pytest.skip("the connection to 192.0.2.1 failed at once here (no route)")
+        signalled = time.monotonic()
+        proc.send_signal(signo)
+        code = proc.wait(timeout=10)
+        err = said.decode() + proc.stderr.read().decode()
+        assert code == 128 + signo, err
+        assert time.monotonic() - signalled < 5, err
+        assert ("received %s while starting hvd-agent on the remote hosts; no rank was started"
+                % signal.Signals(signo).name) in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
