@@ -1,6 +1,7 @@
 #include "launcher/rendezvous/rendezvous_server.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <asio.hpp>
@@ -18,6 +19,17 @@ namespace hvd::launcher {
 
 using internal::ConnectionContext;
 using internal::RendezvousConnection;
+
+// At most this many connections may be in their handshake at once (a quarter of the descriptors
+// the process may open, at least 64): past it a new one is closed at once. Every rank of a job
+// authenticates within milliseconds of connecting; anyone on the network can connect without
+// the key, and until 2026-12-01 nothing bounded how many sockets such peers held (5 s each, the
+// handshake timeout) while the ranks' connections and hvdrun's own pipes needed descriptors.
+size_t MaxUnauthenticated() {
+  struct rlimit limit;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 4096;
+  return std::max<size_t>(64, static_cast<size_t>(limit.rlim_cur) / 4);
+}
 
 // Member order matters: io_ is declared last so it is destroyed first, destroying any
 // handler-owned connection while the store and counters they point to are still alive.
@@ -38,26 +50,68 @@ struct RendezvousServer::Impl {
   std::unordered_map<uint64_t, std::weak_ptr<RendezvousConnection>> connections;
   std::vector<std::pair<std::string, std::string>> aborted_prefixes;
   uint64_t next_connection_id = 1;
+  bool accept_failing = false;  // the last accept failed (warned once)
+  bool busy_said = false;       // the last accepted connection was closed for max_unauthenticated
+  size_t max_unauthenticated = MaxUnauthenticated();
   asio::io_context io{1};
   asio::ip::tcp::acceptor acceptor{io};
+  asio::steady_timer retry_timer{io};
 };
 
 void RendezvousServer::Impl::Accept() {
   acceptor.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
     if (ec) {
-      // Transient (e.g. EMFILE): keep accepting rather than going deaf.
-      HVD_LOG_WARNING("rendezvous server {}: accept failed: {}", context.server_name, ec.message());
-    } else {
-      try {
-        uint64_t id = next_connection_id++;
-        auto connection = std::make_shared<RendezvousConnection>(std::move(socket), id, &context);
-        connections.emplace(id, connection);
-        connection->Start();
-      } catch (const std::exception& e) {
-        HVD_LOG_ERROR("rendezvous server {}: dropping a new connection: {}", context.server_name,
-                      e.what());
+      // Transient (EMFILE: out of descriptors): accept again after a pause, not at once (Asio
+      // then fails again at once: a core at 100 % and a warning per try, hundreds of thousands
+      // a second, until 2026-12-01). One warning per run of failures.
+      counters.accept_failures.fetch_add(1, std::memory_order_relaxed);
+      if (!accept_failing) {
+        HVD_LOG_WARNING("rendezvous server {}: accept failed: {}; retrying every 100 ms",
+                        context.server_name, ec.message());
       }
+      accept_failing = true;
+      retry_timer.expires_after(std::chrono::milliseconds(100));
+      retry_timer.async_wait([this](const asio::error_code& wait_ec) {
+        if (!wait_ec && acceptor.is_open()) Accept();
+      });
+      return;
+    }
+    if (accept_failing) {
+      HVD_LOG_INFO("rendezvous server {}: accepting connections again", context.server_name);
+      accept_failing = false;
+    }
+    size_t authenticating = 0;
+    for (auto& [id, weak] : connections) {
+      auto connection = weak.lock();
+      if (connection && !connection->authenticated()) ++authenticating;
+    }
+    if (authenticating >= max_unauthenticated) {
+      counters.rejected_busy.fetch_add(1, std::memory_order_relaxed);
+      if (!busy_said) {
+        asio::error_code peer_ec;
+        auto peer = socket.remote_endpoint(peer_ec);
+        HVD_LOG_WARNING(
+            "rendezvous server {}: {} connections are still authenticating; closing "
+            "new ones (the first from {}) until they finish or time out",
+            context.server_name, authenticating,
+            peer_ec ? std::string("?") : peer.address().to_string());
+        busy_said = true;
+      }
+      asio::error_code close_ec;
+      socket.close(close_ec);
+      Accept();
+      return;
+    }
+    busy_said = false;
+    try {
+      uint64_t id = next_connection_id++;
+      auto connection = std::make_shared<RendezvousConnection>(std::move(socket), id, &context);
+      connections.emplace(id, connection);
+      connection->Start();
+    } catch (const std::exception& e) {
+      HVD_LOG_ERROR("rendezvous server {}: dropping a new connection: {}", context.server_name,
+                    e.what());
     }
     Accept();
   });
@@ -178,9 +232,9 @@ void RendezvousServer::Stop() {
 
 RendezvousServer::Stats RendezvousServer::stats() const {
   const internal::RendezvousCounters& c = impl_->counters;
-  return Stats{c.requests.load(),           c.rejected_auth.load(),
-               c.rejected_replay.load(),    c.rejected_oversize.load(),
-               c.rejected_malformed.load(), c.handshake_timeouts.load()};
+  return Stats{c.requests.load(),          c.rejected_auth.load(),      c.rejected_replay.load(),
+               c.rejected_oversize.load(), c.rejected_malformed.load(), c.handshake_timeouts.load(),
+               c.accept_failures.load(),   c.rejected_busy.load()};
 }
 
 }  // namespace hvd::launcher

@@ -83,6 +83,9 @@ class RendezvousServer {
   struct Stats {
     uint64_t requests, rejected_auth, rejected_replay, rejected_oversize, rejected_malformed,
         handshake_timeouts;
+    // Accepts that failed (out of descriptors: retried every 100 ms), and connections closed
+    // at once because a quarter of the descriptor limit was already in handshakes.
+    uint64_t accept_failures, rejected_busy;
   };
   Stats stats() const;
 

@@ -36,6 +36,11 @@ class RendezvousConnection : public std::enable_shared_from_this<RendezvousConne
   // RendezvousServer::AbortPrefix: a pending wait on a key under `prefix` is answered
   // kAborted(`reason`).
   void AbortWait(const std::string& prefix, const std::string& reason);
+  // Past the handshake (or closed): no longer counted against the server's limit of
+  // connections in their handshake.
+  bool authenticated() const {
+    return session_.state() != State::kHello && session_.state() != State::kAuth;
+  }
 
  private:
   using State = RendezvousSession::State;

@@ -25,6 +25,8 @@ struct RendezvousCounters {
   std::atomic<uint64_t> rejected_oversize{0};
   std::atomic<uint64_t> rejected_malformed{0};
   std::atomic<uint64_t> handshake_timeouts{0};
+  std::atomic<uint64_t> accept_failures{0};
+  std::atomic<uint64_t> rejected_busy{0};
 };
 
 // What every connection shares with the server; outlives all connections.

@@ -1,11 +1,16 @@
 // Negative tests: every way a peer can break the control-channel protocol is refused, counted,
 // and leaves the server serving genuine clients.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <future>
+#include <thread>
+#include <vector>
 
 #include "common/byte_codec.h"
 #include "common/kv_client.h"
@@ -261,6 +266,85 @@ TEST(RendezvousClientAuth, ImpostorServerIsPermissionDenied) {
   EXPECT_EQ(client.status().code(), StatusCode::kPermissionDenied) << client.status().ToString();
   close(impostor.get());
   close(listener);
+}
+
+}  // namespace
+}  // namespace hvd::launcher
+
+namespace hvd::launcher {
+namespace {
+
+// Opens `n` TCP connections to 127.0.0.1:port that never speak; returns their descriptors.
+std::vector<int> SilentConnections(uint16_t port, int n) {
+  std::vector<int> fds;
+  for (int i = 0; i < n; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      fds.push_back(fd);
+    } else if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+  return fds;
+}
+
+// Silent connections from anyone on the network: the server runs out of descriptors (a low
+// limit here, in a child process: the limit is the process's). Its accepts are retried every
+// 100 ms, not at once (until 2026-12-01 a failed accept was retried at once: a core at 100 %
+// and a warning per try, hundreds of thousands a second), and once the silent ones time out a
+// genuine client is served.
+TEST(RendezvousServerLimitsTest, OutOfDescriptorsTheServerPausesAndRecovers) {
+  int to_child[2], to_parent[2];
+  ASSERT_EQ(::pipe(to_child), 0);
+  ASSERT_EQ(::pipe(to_parent), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int open_now = 0;
+    for (int fd = 0; fd < 1024; ++fd) open_now += ::fcntl(fd, F_GETFD) != -1 ? 1 : 0;
+    struct rlimit limit = {static_cast<rlim_t>(open_now + 24), static_cast<rlim_t>(open_now + 24)};
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    RendezvousServerOptions options;
+    options.key = Key(0x11);
+    options.job_id = "job-1";
+    options.handshake_timeout = milliseconds(1500);
+    auto server = RendezvousServer::Start(options);
+    if (!server.ok()) ::_exit(2);
+    const uint16_t port = (*server)->port();
+    if (::write(to_parent[1], &port, sizeof(port)) != sizeof(port)) ::_exit(3);
+    char go;
+    if (::read(to_child[0], &go, 1) != 1) ::_exit(4);
+    RendezvousServer::Stats s = (*server)->stats();
+    uint64_t counts[2] = {s.accept_failures, s.requests};
+    if (::write(to_parent[1], counts, sizeof(counts)) != sizeof(counts)) ::_exit(5);
+    (*server)->Stop();
+    ::_exit(0);
+  }
+  uint16_t port = 0;
+  ASSERT_EQ(::read(to_parent[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  std::vector<int> silent = SilentConnections(port, 60);
+  std::this_thread::sleep_for(milliseconds(600));  // the server is out of descriptors meanwhile
+  for (int fd : silent) ::close(fd);
+  // The server's handshakes time out, its descriptors come back: a genuine client is served.
+  auto client =
+      control::KvClient::Connect("127.0.0.1", port, Key(0x11), "job-1", milliseconds(10000));
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  ASSERT_TRUE((*client)->Set("alive", "yes").ok());
+  ASSERT_EQ(::write(to_child[1], "g", 1), 1);
+  uint64_t counts[2] = {0, 0};
+  ASSERT_EQ(::read(to_parent[0], counts, sizeof(counts)), static_cast<ssize_t>(sizeof(counts)));
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_GT(counts[0], 0u) << "the server never ran out of descriptors: the test proves nothing";
+  // 100 ms apart over about 2 s; at once it was 100 000s.
+  EXPECT_LT(counts[0], 100u);
+  EXPECT_GE(counts[1], 1u);
+  for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) ::close(fd);
 }
 
 }  // namespace
