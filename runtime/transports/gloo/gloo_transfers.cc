@@ -80,9 +80,16 @@ void GlooTransfers::Recv(gloo::transport::UnboundBuffer* buf, int peer, uint64_t
   buf->recv(peer, tag, offset, bytes);
 }
 
+// Each completed wait moves the deadline: the timeout bounds a wait with nothing arriving, not
+// the whole collective (until 2026-12-01 it did: a 1 GB allreduce taking longer than
+// HVD_GLOO_TIMEOUT_SECONDS failed with a timeout while every transfer was progressing, unlike
+// Gloo's own algorithms and hvd's TCP transport).
+void GlooTransfers::Progressed() { deadline_ = std::chrono::steady_clock::now() + timeout_; }
+
 int GlooTransfers::WaitRecv(gloo::transport::UnboundBuffer* buf) {
   int source = -1;
   if (!buf->waitRecv(&source, Remaining()) || aborted_.load()) ThrowAborted("receive");
+  Progressed();
   return source;
 }
 
@@ -90,6 +97,7 @@ void GlooTransfers::WaitSends() {
   for (auto& [buf, count] : pending_sends_) {
     for (; count > 0; --count) {
       if (!buf->waitSend(nullptr, Remaining()) || aborted_.load()) ThrowAborted("send");
+      Progressed();
     }
   }
   pending_sends_.clear();

@@ -27,7 +27,8 @@ namespace hvd::runtime {
 // Threading: one calling thread (the communicator's) uses everything except Abort(), which
 // any thread may call: it wakes every blocked wait, which then throws. Waits throw gloo
 // exceptions (timeout, closed pair) for the communicator to translate; each wait is bounded
-// by the op deadline set with StartOp().
+// by the deadline set with StartOp() and moved by every completed wait (a timeout is a wait
+// with nothing arriving).
 class GlooTransfers {
  public:
   GlooTransfers(std::shared_ptr<gloo::Context> context, std::chrono::milliseconds timeout);
@@ -36,7 +37,7 @@ class GlooTransfers {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
-  // Starts one collective: sets its deadline (now + timeout).
+  // Starts one collective: sets its deadline (now + timeout; each completed wait moves it).
   void StartOp();
   uint64_t NextTag() { return kTagBase + next_tag_++; }
 
@@ -72,6 +73,7 @@ class GlooTransfers {
   };
 
   std::chrono::milliseconds Remaining() const;
+  void Progressed();  // a wait completed: the deadline starts over
   [[noreturn]] void ThrowAborted(const char* what) const;
 
   std::shared_ptr<gloo::Context> context_;
