@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <new>
 #include <span>
 #include <string>
@@ -174,7 +175,16 @@ hvd_status_t InitWith(const std::vector<std::vector<int32_t>>& sets) {
   if (hvd::runtime::IsElasticWorker(*config)) {
     return Report(Elastic().Init(Default(), *config, sets));
   }
-  return Report(Default().Init(*config, sets));
+  Status s = Default().Init(*config, sets);
+  if (s.ok() && (config->controller == "mpi" || config->cpu_operations == "mpi")) {
+    // A program that exits without hvd_shutdown (return from main) left the background thread
+    // polling MPI while the atexit MPI_Finalize ran: MPI_ERRORS_ARE_FATAL aborted the whole job
+    // (until 2026-12-01; Python's own exit hook shuts down first). Registered after MPI_Init's
+    // MPI_Finalize hook, so it runs before it.
+    static std::once_flag registered;
+    std::call_once(registered, [] { std::atexit([] { (void)Default().Shutdown(); }); });
+  }
+  return Report(s);
 }
 
 hvd_status_t Topo(int32_t* out, int32_t hvd::runtime::Topology::*field) {

@@ -4,16 +4,21 @@
 //   OK rank R size N local L/LS cross C/CS backend MPI|GLOO|MPI+GLOO
 //
 // Any wrong value prints "MISMATCH ..." and exits 2; an hvd error exits 3. With
-// --fail-rank R --exit-code C, rank R exits C after the first allreduce (the others then block
+// --no-shutdown returns from main without hvd_shutdown (as many C programs do). --fail-rank R
+// --exit-code C, rank R exits C after the first allreduce (the others then block
 // in the next collective until the launcher ends them). Other "--name value" pairs (a test's
 // --marker) are ignored.
 #include <hvd/c_api.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -174,10 +179,57 @@ void ProcessSet() {
   Expect(x == static_cast<float>(g_size - 1), "process set sum");
 }
 
+// --abandon (2 ranks, HVD_GLOO_TIMEOUT_SECONDS=1): rank 0 stops rank 1 (SIGSTOP), so the next
+// collective times out pending on both; after it hvd refuses MPI (a new hvd_init fails naming
+// the abandoned collective) and the process ends without MPI_Finalize, which would progress
+// the pending collective into freed memory. Prints "ABANDONED OK rank R".
+int Abandon() {
+  int32_t pid = static_cast<int32_t>(::getpid());
+  hvd_tensor_t t = Tensor(&pid, HVD_INT32, 1);
+  hvd_op_options_t o;
+  hvd_op_options_init(&o);
+  o.name = "pid";
+  o.root_rank = 1;
+  hvd_handle_t h;
+  Check(hvd_broadcast(&t, &t, &o, &h), "broadcast pid");
+  Wait(h, "broadcast pid");
+  hvd_release(h);
+  if (g_rank == 0) ::kill(pid, SIGSTOP);
+  std::vector<float> data(1 << 20, 1.0f);
+  hvd_tensor_t td = Tensor(data.data(), HVD_FLOAT32, static_cast<int64_t>(data.size()));
+  o.name = "abandoned";
+  hvd_status_t s = hvd_allreduce(&td, &td, &o, &h);
+  if (s == HVD_OK) {
+    s = hvd_wait(h, 60.0);
+    hvd_release(h);
+  }
+  if (g_rank == 0) ::kill(pid, SIGCONT);
+  if (s == HVD_OK) {
+    std::fprintf(stderr, "rank %d: the collective did not fail\n", g_rank);
+    return 4;
+  }
+  hvd_shutdown();
+  s = hvd_init();
+  if (s == HVD_OK || std::strstr(hvd_last_error(), "MPI cannot be used again") == nullptr) {
+    std::fprintf(stderr, "rank %d: hvd_init after the abandoned collective: %s: %s\n", g_rank,
+                 hvd_status_name(s), hvd_last_error());
+    return 5;
+  }
+  std::fprintf(stderr, "rank %d: %s\n", g_rank, hvd_last_error());
+  std::printf("ABANDONED OK rank %d\n", g_rank);
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int fail_rank = -1, exit_code = 0, iterations = 1;
+  bool no_shutdown = false, abandon = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--no-shutdown")) no_shutdown = true;
+    if (!std::strcmp(argv[i], "--abandon")) abandon = true;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--fail-rank")) fail_rank = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--exit-code")) exit_code = std::atoi(argv[i + 1]);
@@ -197,6 +249,7 @@ int main(int argc, char** argv) {
   hvd_cross_size(&cs);
   g_rank = rank;
   g_size = size;
+  if (abandon) return Abandon();
   for (int it = 0; it < iterations; ++it) {
     Allreduces();
     if (rank == fail_rank) {
@@ -220,6 +273,12 @@ int main(int argc, char** argv) {
   std::printf("OK rank %d size %d local %d/%d cross %d/%d backend %s\n", rank, size, lr, ls, cr, cs,
               backend);
   std::fflush(stdout);
+  if (no_shutdown) {
+    // Some other work first (the runtime's thread keeps negotiating meanwhile), then exit()
+    // runs the atexit hooks while that thread still runs.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return 0;
+  }
   Check(hvd_shutdown(), "shutdown");
   return 0;
 }

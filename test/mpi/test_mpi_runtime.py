@@ -131,3 +131,29 @@ def test_ranks_of_another_mpis_launcher_fail_naming_it():
     assert ("PMI_RANK/PMI_SIZE say rank 1 of 2, but MPI_COMM_WORLD has this process as rank 0 "
             "of 1: the ranks were started by an mpirun of another MPI than this libhvd's "
             "(Open MPI") in out, out
+
+
+def test_a_program_that_returns_without_shutdown_exits_cleanly():
+    # Given a C program that returns from main without hvd_shutdown: exit() ran MPI_Finalize
+    # (atexit) while the runtime's thread still polled MPI, and MPI_ERRORS_ARE_FATAL aborted
+    # the job (until 2026-12-01, 3 runs in 3)
+    for _ in range(3):
+        result = run(["--mpi", "-np", "2", WORKER, "--iterations", "2", "--no-shutdown"],
+                     timeout=120, env=env_with())
+        out = result.stdout.decode() + result.stderr.decode()
+        assert result.returncode == 0, out
+        assert len(ok_lines(result.stdout)) == 2, out
+
+
+def test_a_collective_left_pending_stops_all_use_of_mpi():
+    # Given a collective that times out pending (rank 1 stopped): MPI cannot cancel it, and any
+    # later MPI call (MPI_Finalize at exit included) could finish it into memory freed since (a
+    # 1 GB allreduce past its timeout crashed in MPI_Finalize, until 2026-12-01). Then hvd makes
+    # no MPI call again: a new hvd_init fails naming it, and nothing dies of a signal.
+    result = run(["--mpi", "-np", "2", WORKER, "--abandon"], timeout=120,
+                 env=env_with(HVD_GLOO_TIMEOUT_SECONDS="1"))
+    out = result.stdout.decode() + result.stderr.decode()
+    assert 0 <= result.returncode < 128, out
+    assert "ABANDONED OK rank 0" in out, out
+    assert "MPI cannot be used again in this process: a collective was left pending" in out, out
+    assert "not complete within the timeout (HVD_GLOO_TIMEOUT_SECONDS)" in out, out

@@ -41,8 +41,11 @@ Status WaitRequest(MPI_Request* request, const std::atomic<bool>& aborted,
     if (aborted.load()) return Status::Aborted(what() + ": the communicator was aborted");
     const auto now = Clock::now();
     if (now >= deadline) {
-      return Status::Timeout(what() + ": the peers did not arrive within the timeout " +
-                             "(HVD_GLOO_TIMEOUT_SECONDS)");
+      // MPI shows no progress: a collective still moving (2 GiB over 1 Gbit/s) counts as stuck.
+      return Status::Timeout(what() +
+                             ": not complete within the timeout (HVD_GLOO_TIMEOUT_SECONDS): a "
+                             "peer did not arrive, or the transfer is slower than that (MPI "
+                             "shows no progress; raise the timeout for large tensors)");
     }
     if (now - start > kSpin) {
       std::this_thread::sleep_for(nap);
@@ -83,7 +86,9 @@ class MpiCommunicator final : public Communicator {
   ~MpiCommunicator() override {
     // A communicator with a collective still pending (after a timeout or abort) is leaked:
     // freeing it would wait for that collective.
-    if (broken_.ok() && !aborted_.load() && !MpiFinalized()) MPI_Comm_free(&comm_);
+    if (broken_.ok() && !aborted_.load() && !session_->abandoned() && !MpiFinalized()) {
+      MPI_Comm_free(&comm_);
+    }
   }
 
   int rank() const override { return rank_; }
@@ -146,11 +151,14 @@ Status MpiCommunicator::RunNamed(const Name& name, const Post& post) {
   const auto what = [&] { return What(name()); };
   if (aborted_.load()) return Status::Aborted(what() + ": the communicator was aborted");
   if (!broken_.ok()) return broken_.WithContext(what() + ": communicator failed earlier");
+  HVD_RETURN_IF_ERROR(session_->Usable(what()));
   MPI_Request request = MPI_REQUEST_NULL;
   int rc = post(&request);
   Status s = rc == MPI_SUCCESS ? WaitRequest(&request, aborted_, Clock::now() + timeout_, what)
                                : MpiError(rc, what());
   if (!s.ok()) broken_ = s;
+  // Still pending: the caller's buffers stay MPI's (MpiSession::Abandon).
+  if (s.code() == StatusCode::kTimeout || s.code() == StatusCode::kAborted) session_->Abandon(s);
   return s;
 }
 
@@ -305,6 +313,7 @@ Result<std::unique_ptr<MpiCommunicatorFactory>> MpiCommunicatorFactory::Create(
                                : MpiError(rc, what());
   if (!s.ok()) {
     factory->base_ = MPI_COMM_NULL;  // leaked with the pending request
+    if (s.code() == StatusCode::kTimeout) session->Abandon(s);
     return s;
   }
   MPI_Comm_set_errhandler(factory->base_, MPI_ERRORS_RETURN);
@@ -312,12 +321,13 @@ Result<std::unique_ptr<MpiCommunicatorFactory>> MpiCommunicatorFactory::Create(
 }
 
 MpiCommunicatorFactory::~MpiCommunicatorFactory() {
-  if (base_ != MPI_COMM_NULL && !MpiFinalized()) MPI_Comm_free(&base_);
+  if (base_ != MPI_COMM_NULL && !session_->abandoned() && !MpiFinalized()) MPI_Comm_free(&base_);
 }
 
 Result<std::unique_ptr<Communicator>> MpiCommunicatorFactory::CreateGroup(
     const std::vector<int32_t>& ranks, const std::string& scope) {
   const std::string what = "creating the MPI communicator of scope '" + scope + "'";
+  HVD_RETURN_IF_ERROR(session_->Usable(what));
   MPI_Comm comm = MPI_COMM_NULL;
   int base_size = 0;
   MPI_Comm_size(base_, &base_size);
@@ -327,8 +337,10 @@ Result<std::unique_ptr<Communicator>> MpiCommunicatorFactory::CreateGroup(
     rc = MPI_Comm_idup(base_, &comm, &request);
     const std::atomic<bool> never_aborted{false};
     if (rc == MPI_SUCCESS) {
-      HVD_RETURN_IF_ERROR(
-          WaitRequest(&request, never_aborted, Clock::now() + timeout_, [&] { return what; }));
+      Status s =
+          WaitRequest(&request, never_aborted, Clock::now() + timeout_, [&] { return what; });
+      if (s.code() == StatusCode::kTimeout) session_->Abandon(s);
+      HVD_RETURN_IF_ERROR(s);
     }
   } else {
     // Only the members take part (no deadline: MPI has no nonblocking form of this call).
@@ -346,6 +358,7 @@ Result<std::unique_ptr<Communicator>> MpiCommunicatorFactory::CreateGroup(
 }
 
 Status MpiCommunicatorFactory::CrossTopology(int32_t* cross_rank, int32_t* cross_size) {
+  HVD_RETURN_IF_ERROR(session_->Usable("computing the cross communicator"));
   MPI_Comm local = MPI_COMM_NULL, cross = MPI_COMM_NULL;
   int rank = 0, local_rank = 0, rc;
   MPI_Comm_rank(base_, &rank);

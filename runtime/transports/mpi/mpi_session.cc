@@ -18,6 +18,8 @@ Status g_failure;                 // a failed start is not retried (MPI_Init is 
 bool g_we_initialized = false;
 
 void FinalizeAtExit() {
+  // Not after a collective was abandoned: finalizing progresses it (MpiSession::Abandon).
+  if (g_session != nullptr && g_session->abandoned()) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
@@ -60,7 +62,10 @@ Status MpiError(int code, const std::string& what) {
 
 Result<MpiSession*> MpiSession::Acquire(bool threads_disabled) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_session != nullptr) return g_session;
+  if (g_session != nullptr) {
+    HVD_RETURN_IF_ERROR(g_session->Usable("starting hvd on MPI again"));
+    return g_session;
+  }
   if (!g_failure.ok()) return g_failure;
   auto* session = new MpiSession();
   Status s = session->Start(threads_disabled);
@@ -120,6 +125,25 @@ Status MpiSession::Start(bool threads_disabled) {
                 g_we_initialized ? "initialized" : "already initialized", world_rank_, world_size_,
                 thread_level_);
   return Status::OK();
+}
+
+void MpiSession::Abandon(const Status& why) {
+  std::lock_guard<std::mutex> lock(abandon_mu_);
+  if (abandoned_.exchange(true)) return;
+  abandoned_why_ = why;
+  HVD_LOG_ERROR(
+      "{}; the collective stays pending in MPI, so this process makes no MPI call "
+      "again (not even MPI_Finalize at exit)",
+      why.message());
+}
+
+Status MpiSession::Usable(const std::string& what) const {
+  if (!abandoned_.load()) return Status::OK();
+  std::lock_guard<std::mutex> lock(abandon_mu_);
+  return Status::PreconditionFailed(
+      what + ": MPI cannot be used again in this process: a collective was left pending (" +
+      abandoned_why_.message() +
+      ") and any MPI call could finish it into memory freed since; restart the job");
 }
 
 MPI_Datatype MpiSession::Type(DataType dtype) const {

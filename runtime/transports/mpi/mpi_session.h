@@ -3,6 +3,8 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <mutex>
 #include <string>
 
 #include "common/status.h"
@@ -27,6 +29,17 @@ class MpiSession {
   int world_size() const { return world_size_; }
   // The thread level MPI provides (MPI_THREAD_*).
   int thread_level() const { return thread_level_; }
+  // A collective was left pending (its wait timed out, or the communicator was aborted): MPI
+  // cannot cancel a collective, and any later MPI call of this process (another op, a
+  // communicator's creation or free, MPI_Finalize) may progress it and write into buffers its
+  // caller has freed since (a 1 GB allreduce past its timeout crashed the process in
+  // MPI_Finalize, until 2026-12-01). So hvd makes no MPI call again in this process: every
+  // later use fails with Usable()'s error, and MPI_Finalize is skipped at exit. Thread-safe.
+  void Abandon(const Status& why);
+  // OK, or the error naming the abandoned collective, with `what` (the refused use) first.
+  Status Usable(const std::string& what) const;
+  bool abandoned() const { return abandoned_.load(); }
+
   // The first line of MPI_Get_library_version ("Open MPI v4.1.4, ...").
   const std::string& library_version() const { return library_version_; }
 
@@ -45,6 +58,9 @@ class MpiSession {
   int world_size_ = 1;
   int thread_level_ = MPI_THREAD_SINGLE;
   std::string library_version_;
+  std::atomic<bool> abandoned_{false};
+  mutable std::mutex abandon_mu_;
+  Status abandoned_why_;  // guarded by abandon_mu_
   MPI_Datatype half_ = MPI_DATATYPE_NULL;
   MPI_Datatype bfloat16_ = MPI_DATATYPE_NULL;
   MPI_Datatype bool_ = MPI_DATATYPE_NULL;
