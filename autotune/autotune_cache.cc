@@ -1,6 +1,10 @@
 #include "autotune/autotune_cache.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -20,6 +24,18 @@ namespace {
 constexpr const char* kFormat = "hvd-autotune-cache";
 constexpr int kVersion = 1;
 
+constexpr Knob kAllKnobs[] = {Knob::kFusionThreshold,       Knob::kCycleTime,
+                              Knob::kHierarchicalAllreduce, Knob::kHierarchicalAllgather,
+                              Knob::kTorusAllreduce,        Knob::kCacheEnabled};
+
+nlohmann::json TunedNames(const KnobSet& tuned) {
+  nlohmann::json names = nlohmann::json::array();
+  for (Knob knob : kAllKnobs) {
+    if (Contains(tuned, knob)) names.push_back(KnobName(knob));
+  }
+  return names;
+}
+
 nlohmann::json ToJson(const CachedParams& entry) {
   const Params& p = entry.params;
   return {{"hierarchical_allreduce", p.hierarchical_allreduce},
@@ -28,7 +44,8 @@ nlohmann::json ToJson(const CachedParams& entry) {
           {"cache_enabled", p.cache_enabled},
           {"cycle_time_ms", p.cycle_time_ms},
           {"tensor_fusion_threshold_mb", p.fusion_threshold_mb},
-          {"score", entry.score}};
+          {"score", entry.score},
+          {"tuned", TunedNames(entry.tuned)}};
 }
 
 // The field `key` of an entry as a bool; throws the message naming it.
@@ -69,6 +86,21 @@ CachedParams FromJson(const nlohmann::json& j) {  // throws std::invalid_argumen
   entry.params.fusion_threshold_mb =
       NumberField(j, "tensor_fusion_threshold_mb", 0.0, kMaxFusionThresholdMb);
   entry.score = NumberField(j, "score", 0.0, std::numeric_limits<double>::max());
+  if (const auto tuned = j.find("tuned"); tuned != j.end()) {
+    if (!tuned->is_array()) {
+      throw std::invalid_argument("'tuned' is " + tuned->dump() + ", not a list of knob names");
+    }
+    entry.tuned.reset();
+    for (const nlohmann::json& name : *tuned) {
+      const Knob* knob = std::find_if(std::begin(kAllKnobs), std::end(kAllKnobs), [&](Knob k) {
+        return name.is_string() && name.get<std::string>() == KnobName(k);
+      });
+      if (knob == std::end(kAllKnobs)) {
+        throw std::invalid_argument("'tuned' holds " + name.dump() + ", not a knob name");
+      }
+      entry.tuned.set(static_cast<size_t>(*knob));
+    }
+  }
   return entry;
 }
 
@@ -186,6 +218,24 @@ Result<CachedParams> ParseCachedParams(std::string_view text, std::string_view p
 
 Status StoreCachedParams(const std::string& path, const std::string& signature,
                          const CachedParams& entry) {
+  // Read, merge and replace under an exclusive lock of "<path>.lock": another job storing at
+  // the same moment waits, then merges into what this one wrote.
+  const std::string lock_path = path + ".lock";
+  const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) {
+    return Status::IoError(fmt::format("cannot lock autotune cache '{}': {}: {}", path, lock_path,
+                                       std::strerror(errno)));
+  }
+  struct LockGuard {
+    int fd;
+    ~LockGuard() { ::close(fd); }  // closing releases the flock
+  } guard{lock_fd};
+  while (::flock(lock_fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      return Status::IoError(
+          fmt::format("cannot lock autotune cache '{}': {}", path, std::strerror(errno)));
+    }
+  }
   Result<std::string> existing = ReadCacheText(path);
   if (!existing.ok() && existing.status().code() != StatusCode::kNotFound) {
     return existing.status();
@@ -193,19 +243,34 @@ Status StoreCachedParams(const std::string& path, const std::string& signature,
   HVD_ASSIGN_OR_RETURN(
       std::string text,
       MergeCachedParams(existing.ok() ? *existing : std::string(), path, signature, entry));
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
-    out << text;
-    out.flush();
-    if (!out) {
-      return Status::IoError(
-          fmt::format("cannot write autotune cache '{}': {}", tmp, std::strerror(errno)));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  // A temporary name of this process's own, beside the file (the rename stays on one file
+  // system).
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int tmp_fd = ::mkstemp(tmp.data());
+  if (tmp_fd < 0) {
     return Status::IoError(
-        fmt::format("cannot replace autotune cache '{}': {}", path, std::strerror(errno)));
+        fmt::format("cannot write autotune cache '{}': {}", tmp, std::strerror(errno)));
+  }
+  ::fchmod(tmp_fd, 0644);
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const ssize_t n = ::write(tmp_fd, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = errno;
+      ::close(tmp_fd);
+      ::unlink(tmp.c_str());
+      return Status::IoError(
+          fmt::format("cannot write autotune cache '{}': {}", tmp, std::strerror(error)));
+    }
+    rest.remove_prefix(static_cast<size_t>(n));
+  }
+  ::close(tmp_fd);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(tmp.c_str());
+    return Status::IoError(
+        fmt::format("cannot replace autotune cache '{}': {}", path, std::strerror(error)));
   }
   return Status::OK();
 }

@@ -17,8 +17,10 @@
 //    "entries": {"<signature>": {"hierarchical_allreduce": false, ..., "score": 1.2e9}}}
 //
 // The file may hold many signatures; Store replaces only its own entry and writes through
-// a temporary file + rename, so readers never see a torn file. No locking between
-// processes: only the coordinator of one job writes. Functions are thread-compatible.
+// a temporary file of its own + rename, so readers never see a torn file, under an exclusive
+// flock of "<path>.lock" (kept), so two jobs storing at once both keep their entries (until
+// 2026-12-01 they shared one temporary name: a broken file, never repaired). Functions are
+// thread-compatible.
 namespace hvd::autotune {
 
 // Identifies a model and job shape: tensor names, dtypes and shapes plus size and
@@ -42,6 +44,10 @@ class ModelSignature {
 struct CachedParams {
   Params params;
   double score = 0.0;  // bytes per second when the params were tuned
+  // The knobs the storing job tuned (the entry's "tuned": knob names); the others hold what
+  // that job had configured, which a later job does not take (its own configuration stays).
+  // An entry without the field (written before 2026-12-01) counts every knob as tuned.
+  KnobSet tuned = KnobSet().set();
 };
 
 // Adds or replaces the entry for `signature` in `path`, creating the file if needed.
@@ -57,7 +63,8 @@ Result<CachedParams> LoadCachedParams(const std::string& path, const std::string
 // may hand a job (a shared one, an edited one), so its decoder is fuzzed (docs/fuzzing.md).
 // `path` only names the file in errors. What an entry may hold: the four switches as JSON
 // booleans, cycle_time_ms in [0, 60000] and tensor_fusion_threshold_mb in [0, 2^20] (the
-// ranges HVD_CYCLE_TIME and HVD_FUSION_THRESHOLD accept), a finite score >= 0. The file is at
+// ranges HVD_CYCLE_TIME and HVD_FUSION_THRESHOLD accept), a finite score >= 0, and optionally
+// "tuned": a list of knob names (KnobName). The file is at
 // most kMaxCacheBytes and its JSON at most kMaxCacheDepth levels deep.
 inline constexpr size_t kMaxCacheBytes = size_t{16} << 20;
 inline constexpr int kMaxCacheDepth = 8;

@@ -96,12 +96,23 @@ void Autotuner::CheckCache(bool* changed) {
     return;
   }
   // What tuning would never change stays as configured: a knob the user set (tuning leaves
-  // it alone, and the cache stands in for tuning) and a response cache of capacity 0.
+  // it alone, and the cache stands in for tuning) and a response cache of capacity 0. So does
+  // a knob the storing job did not tune (it had set it, or had no response cache): that value
+  // was its configuration, not a result (until 2026-12-01 a job with HVD_CACHE_CAPACITY=0
+  // stored cache_enabled=false, and every later job of the model ran without the cache).
   autotune::Params p = cached->params;
-  if (options_.fusion_threshold_fixed) p.fusion_threshold_mb = configured_.fusion_threshold_mb;
-  if (options_.cycle_time_fixed) p.cycle_time_ms = configured_.cycle_time_ms;
-  if (options_.cache_fixed || !configured_.cache_enabled)
+  const auto keep = [&](autotune::Knob knob, bool fixed_here) {
+    return fixed_here || !autotune::Contains(cached->tuned, knob);
+  };
+  if (keep(autotune::Knob::kFusionThreshold, options_.fusion_threshold_fixed)) {
+    p.fusion_threshold_mb = configured_.fusion_threshold_mb;
+  }
+  if (keep(autotune::Knob::kCycleTime, options_.cycle_time_fixed)) {
+    p.cycle_time_ms = configured_.cycle_time_ms;
+  }
+  if (keep(autotune::Knob::kCacheEnabled, options_.cache_fixed || !configured_.cache_enabled)) {
     p.cache_enabled = configured_.cache_enabled;
+  }
   HVD_LOG_INFO("using cached autotune result {} for model {} from {}{}",
                autotune::Describe(cached->params), digest, options_.cache_path,
                p == cached->params
@@ -116,8 +127,13 @@ void Autotuner::StoreBest() {
   if (options_.cache_path.empty() || cached_ || tensors_.empty()) return;
   autotune::ModelSignature signature(size_, local_size_);
   for (const auto& [name, t] : tensors_) signature.AddTensor(name, t.first, t.second);
-  Status s = autotune::StoreCachedParams(options_.cache_path, signature.Digest(),
-                                         {manager_->best(), manager_->best_score()});
+  autotune::CachedParams entry{manager_->best(), manager_->best_score(), autotune::KnobSet()};
+  if (!options_.fusion_threshold_fixed) entry.tuned.set(size_t(autotune::Knob::kFusionThreshold));
+  if (!options_.cycle_time_fixed) entry.tuned.set(size_t(autotune::Knob::kCycleTime));
+  if (!options_.cache_fixed && configured_.cache_enabled) {
+    entry.tuned.set(size_t(autotune::Knob::kCacheEnabled));
+  }
+  Status s = autotune::StoreCachedParams(options_.cache_path, signature.Digest(), entry);
   if (!s.ok()) HVD_LOG_WARNING("autotune: {}; the tuned result is not stored", s.message());
 }
 

@@ -187,6 +187,8 @@ Status Runtime::StartLocked(const RuntimeConfig& config,
   std::lock_guard<std::mutex> lock(state_mu_);
   state_ = State::kRunning;
   knobs_ = {config_.fusion_threshold_bytes, config_.cycle_time, true};
+  cycle_time_us_.store(
+      std::chrono::duration_cast<std::chrono::microseconds>(config_.cycle_time).count());
   autotuning_ = autotuner_ != nullptr;
   wake_ = shutdown_requested_ = abort_requested_ = false;
   loop_wakes_at_ = std::chrono::steady_clock::time_point::min();  // until its first wait
@@ -720,6 +722,9 @@ Status Runtime::SyncAutotune(const CycleResult& total) {
   if (!s.ok()) return s.WithContext("autotune parameter broadcast");
   if (knobs) ApplyTuning(*knobs);
   if (!autotuner_->active()) {
+    // Tuning is over: the coordinator stops copying each cycle's executed responses for it
+    // (it went on doing so for the rest of the job until 2026-12-01).
+    global->controller->set_report_executed(false);
     std::lock_guard<std::mutex> lock(state_mu_);
     autotuning_ = false;
   }
@@ -729,6 +734,8 @@ Status Runtime::SyncAutotune(const CycleResult& total) {
 void Runtime::ApplyTuning(const TunedKnobs& knobs) {
   config_.fusion_threshold_bytes = knobs.fusion_threshold_bytes;
   config_.cycle_time = knobs.cycle_time;
+  cycle_time_us_.store(
+      std::chrono::duration_cast<std::chrono::microseconds>(knobs.cycle_time).count());
   cache_enabled_ = knobs.cache_enabled;
   for (auto& c : sets_.Controllers()) c->ApplyTuning(knobs.fusion_threshold_bytes, cache_enabled_);
   std::lock_guard<std::mutex> lock(state_mu_);
@@ -787,8 +794,10 @@ std::chrono::microseconds Runtime::NextInterval(const CycleResult& r,
   // go straight into the next cycle, which blocks in its collective until they join.
   if (r.progress || r.mine_pending) return std::chrono::microseconds(0);
   if (r.any_pending) {
+    // Not config_.cycle_time: this runs after the iteration let go of cycle_mu_, while a
+    // caller's iteration may apply a tuned one.
     return std::max<std::chrono::microseconds>(
-        std::chrono::duration_cast<std::chrono::microseconds>(config_.cycle_time),
+        std::chrono::microseconds(cycle_time_us_.load(std::memory_order_relaxed)),
         kMinPendingInterval);
   }
   if (prev < kIdleStart) return kIdleStart;

@@ -296,6 +296,8 @@ class Runtime {
   Status failure_;                   // why the loop stopped
   std::string set_shutdown_reason_;  // background thread: a process set asked to stop
   TunedKnobs knobs_;                 // mirror of the tuned config_ fields for tuned_knobs()
+  // config_.cycle_time for NextInterval, which reads it outside cycle_mu_.
+  std::atomic<int64_t> cycle_time_us_{0};
   bool autotuning_ = false;
 
   // Written by Init before the thread starts; read-only while running.

@@ -2,6 +2,7 @@
 100 ms) tuning tries other parameters, the CSV log has Horovod's columns with the best row last,
 every rank ends on the same parameters, and --autotune-cache makes a second run skip tuning."""
 import csv
+import json
 import re
 
 import pytest
@@ -118,3 +119,25 @@ def test_a_cache_file_that_is_no_cache_is_named_and_the_job_tunes_and_keeps_it(
     ended = finals(proc)
     assert set(ended) == {0, 1} and ended[0] == ended[1], proc.stderr[-3000:]
     assert cache.read_text() == content
+
+
+def test_a_cached_result_brings_only_what_was_tuned(tmp_path):
+    # Given a job without a response cache (--cache-capacity 0) that tuned and stored its result
+    cache = tmp_path / "cache.json"
+    args = ["--autotune", "--autotune-cache", str(cache), "--autotune-warmup-samples", "1",
+            "--autotune-steps-per-sample", "2", "--autotune-bayes-opt-max-samples", "2"]
+    model = ["--steps", "200", "--tensors", "8", "--bytes", "4K"]
+    first = jobs.check(jobs.hvdrun(2, args + ["--cache-capacity", "0"], model, tmp_path))
+    assert set(finals(first)) == {0, 1} and finals(first)[0][2] == "0", first.stderr[-3000:]
+    entry = next(iter(json.loads(cache.read_text())["entries"].values()))
+    assert entry["tuned"] == ["tensor_fusion_threshold", "cycle_time_ms"], entry
+    # When the same model runs with its response cache (the default)
+    second = jobs.check(jobs.hvdrun(2, args, model, tmp_path))
+    # Then it takes the tuned fusion threshold and cycle time, but keeps its response cache:
+    # "off" was the first job's configuration, not a result (until 2026-12-01 every later job
+    # of the model ran without the cache)
+    assert "using cached autotune result" in second.stderr, second.stderr[-3000:]
+    ended = finals(second)
+    assert set(ended) == {0, 1} and ended[0] == ended[1], second.stderr[-3000:]
+    assert ended[0][2] == "1"
+    assert ended[0][:2] == finals(first)[0][:2]

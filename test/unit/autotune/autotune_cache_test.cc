@@ -1,6 +1,7 @@
 #include "autotune/autotune_cache.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -52,6 +53,45 @@ TEST_F(AutotuneCacheTest, RoundTripsParamsPerSignature) {
   EXPECT_EQ(loaded->score, tuned.score);
   ASSERT_TRUE(loaded_other.ok());
   EXPECT_EQ(loaded_other->params, other.params);
+}
+
+// Two jobs storing into one cache at once keep every entry and a valid file (until 2026-12-01
+// they wrote one temporary file: a broken cache, and lost entries).
+TEST_F(AutotuneCacheTest, ConcurrentStoresKeepEveryEntry) {
+  const std::string path = Path("cache.json");
+  constexpr int kPerProcess = 60;
+  pid_t children[2];
+  for (int c = 0; c < 2; ++c) {
+    children[c] = ::fork();
+    ASSERT_GE(children[c], 0);
+    if (children[c] == 0) {
+      for (int i = 0; i < kPerProcess; ++i) {
+        CachedParams entry;
+        entry.params.cycle_time_ms = i;
+        if (!StoreCachedParams(path, "p" + std::to_string(c) + "-" + std::to_string(i), entry)
+                 .ok()) {
+          ::_exit(1);
+        }
+      }
+      ::_exit(0);
+    }
+  }
+  for (pid_t child : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  for (int c = 0; c < 2; ++c) {
+    for (int i = 0; i < kPerProcess; ++i) {
+      Result<CachedParams> r =
+          LoadCachedParams(path, "p" + std::to_string(c) + "-" + std::to_string(i));
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(r->params.cycle_time_ms, i);
+    }
+  }
+  for (const auto& f : std::filesystem::directory_iterator(dir_)) {
+    EXPECT_EQ(f.path().filename().string().find(".tmp"), std::string::npos) << f.path();
+  }
 }
 
 TEST_F(AutotuneCacheTest, ReportsMissingAndMismatchedEntries) {
@@ -117,6 +157,11 @@ TEST(AutotuneCacheParseTest, RefusesEntriesOfTheWrongTypeOrOutOfRangeNamingTheFi
       {"{" + fields + R"("cycle_time_ms":5,"tensor_fusion_threshold_mb":8,"score":-2})",
        "'score' is -2"},
       {"{" + fields + R"("cycle_time_ms":5,"tensor_fusion_threshold_mb":8})", "'score' is missing"},
+      {"{" + fields + R"("cycle_time_ms":5,"tensor_fusion_threshold_mb":8,"score":1,"tuned":3})",
+       "'tuned' is 3, not a list of knob names"},
+      {"{" + fields +
+           R"("cycle_time_ms":5,"tensor_fusion_threshold_mb":8,"score":1,"tuned":["speed"]})",
+       "'tuned' holds \"speed\", not a knob name"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.entry);
@@ -255,6 +300,24 @@ TEST(ModelSignatureTest, DigestDependsOnModelAndJobShapeOnly) {
   EXPECT_NE(ResNetish(8, 8).Digest(), base);
   EXPECT_NE(other_dtype.Digest(), base);
   EXPECT_NE(other_shape.Digest(), base);
+}
+
+// The knobs the storing job tuned travel with the entry; an entry without the list (written
+// before 2026-12-01) counts every knob as tuned.
+TEST_F(AutotuneCacheTest, TheTunedKnobsRoundTripAndDefaultToAll) {
+  CachedParams entry;
+  entry.tuned = MakeKnobSet({Knob::kFusionThreshold, Knob::kCycleTime});
+  const std::string path = Path("cache.json");
+  ASSERT_TRUE(StoreCachedParams(path, "abcd", entry).ok());
+  Result<CachedParams> loaded = LoadCachedParams(path, "abcd");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->tuned, entry.tuned);
+  Result<CachedParams> old = ParseCachedParams(
+      CacheWithEntry("{" + std::string(kEntryFields) +
+                     R"("cycle_time_ms":5,"tensor_fusion_threshold_mb":8,"score":1})"),
+      "c.json", "abcd");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_TRUE(old->tuned.all());
 }
 
 }  // namespace
