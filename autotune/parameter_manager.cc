@@ -139,6 +139,7 @@ bool ParameterManager::Update(const std::vector<std::string>& tensor_names, int6
   window_start_ = now;
   tensor_counts_.clear();
   window_bytes_ = 0;
+  ++samples_taken_;
   const Params before = current_;
   OnSample(score);
   return !(current_ == before);

@@ -85,6 +85,8 @@ class ParameterManager {
   const Params& current() const { return current_; }
   bool tuning() const { return stage_ != Stage::kDone; }
   Stage stage() const { return stage_; }
+  // Samples closed so far (warm-up's included).
+  int samples_taken() const { return samples_taken_; }
   // The best observation so far (current() and score 0 before the first one).
   Params best() const { return best_ ? best_->params : current_; }
   double best_score() const { return best_ ? best_->score : 0.0; }
@@ -106,6 +108,7 @@ class ParameterManager {
   Params current_;
   Stage stage_ = Stage::kDone;
   int warmup_remaining_;
+  int samples_taken_ = 0;
   struct {
     Params params;
     Stage stage = Stage::kDone;

@@ -159,7 +159,11 @@ std::string Autotuner::Step(const std::vector<Response>& executed) {
   }
   if (!names.empty() && !cached_) {
     changed = manager_->Update(names, bytes, std::chrono::steady_clock::now()) || changed;
-    if (!cache_checked_ && manager_->stage() != autotune::ParameterManager::Stage::kWarmup) {
+    // The model's signature holds the tensors of a whole sample at least (each seen
+    // steps_per_sample times): with --autotune-warmup-samples 0 it was the first cycle's only,
+    // so two models starting with the same op shared one cache entry (until 2026-12-01).
+    if (!cache_checked_ && manager_->stage() != autotune::ParameterManager::Stage::kWarmup &&
+        manager_->samples_taken() > 0) {
       CheckCache(&changed);
     }
   }

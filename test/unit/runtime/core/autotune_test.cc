@@ -38,19 +38,30 @@ void TinySchedule(runtime::RuntimeConfig* c, const std::string& log, const std::
 
 // Runs kSteps training-like steps (3 allreduces each) on 2 ranks; returns each rank's knobs
 // after shutdown and whether rank 0 was still tuning at the end.
-std::array<TunedKnobs, 2> Train(const ConfigTweak& tweak, bool* still_tuning) {
+// `prefix` names the layers (another prefix: another model); with `prologue` one allreduce
+// runs alone before the first step (a broadcast of the resume epoch, say).
+std::array<TunedKnobs, 2> Train(const ConfigTweak& tweak, bool* still_tuning,
+                                const std::string& prefix = "layer", bool prologue = false) {
   std::array<TunedKnobs, 2> knobs;
   std::array<bool, 2> tuning{};
   RunRanks(
       2,
       [&](int rank, runtime::Runtime& rt) {
         std::vector<float> a(64, 1.0f), b(32, 1.0f), c(16, 1.0f);
+        if (prologue) {
+          runtime::OpOptions o;
+          o.name = "prologue";
+          auto spec = Spec(c.data(), DataType::kFloat32, {static_cast<int64_t>(c.size())});
+          auto h = rt.EnqueueAllreduce({spec}, {spec}, o, false);
+          ASSERT_TRUE(h.ok());
+          ASSERT_TRUE(WaitAndRelease(rt, *h).ok());
+        }
         for (int step = 0; step < kSteps; ++step) {
           std::vector<int64_t> handles;
           int i = 0;
           for (auto* v : {&a, &b, &c}) {
             runtime::OpOptions o;
-            o.name = "layer" + std::to_string(i++);
+            o.name = prefix + std::to_string(i++);
             auto spec = Spec(v->data(), DataType::kFloat32, {static_cast<int64_t>(v->size())});
             auto h = rt.EnqueueAllreduce({spec}, {spec}, o, false);
             ASSERT_TRUE(h.ok());
@@ -158,6 +169,28 @@ TEST_F(AutotuneDirTest, CachedResultLeavesTheKnobsThisJobSets) {
   EXPECT_EQ(second[0].cycle_time, std::chrono::milliseconds(7));
   EXPECT_FALSE(second[0].cache_enabled);
   EXPECT_EQ(second[0], second[1]);
+}
+
+// Without warm-up (--autotune-warmup-samples 0) the model's signature still holds a whole
+// sample's tensors: two models that start with the same lone op are two models. Until
+// 2026-12-01 it held the first cycle's tensors only, and the second model took the first's
+// cached knobs without a search.
+TEST_F(AutotuneDirTest, WithoutWarmUpTheSignatureStillCoversTheModel) {
+  const std::string cache = Path("cache.json");
+  bool still_tuning = true;
+  const auto no_warmup = [&](const std::string& log) {
+    return [&, log](runtime::RuntimeConfig* c) {
+      TinySchedule(c, log, cache);
+      c->autotune.warmup_samples = 0;
+    };
+  };
+  Train(no_warmup(""), &still_tuning, "layer", /*prologue=*/true);
+  ASSERT_FALSE(still_tuning);
+  ASSERT_TRUE(std::filesystem::exists(cache));
+  const std::string log = Path("other.csv");
+  Train(no_warmup(log), &still_tuning, "other", /*prologue=*/true);
+  EXPECT_FALSE(still_tuning);
+  EXPECT_GT(Lines(log).size(), 2u) << "the other model was not tuned: it took the first's entry";
 }
 
 }  // namespace
