@@ -67,12 +67,13 @@ JobOutcome JobController::Run(const std::vector<SpawnRequest>& requests) {
 
 void JobController::SpawnAll(const std::vector<SpawnRequest>& requests) {
   Clock::time_point deadline = Clock::now() + Seconds(options_.start_timeout_s);
-  for (const SpawnRequest& request : requests) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const SpawnRequest& request = requests[i];
     HandleSignals();
-    if (terminating_) return;
+    if (terminating_) return StopPrepared(requests, i);
     if (!SpawnOne(request)) {
       BeginTermination();
-      return;
+      return StopPrepared(requests, i + 1);
     }
     if (Clock::now() > deadline && request.rank + 1 < static_cast<int>(requests.size())) {
       PrintToUser("start-up took longer than the start timeout (" +
@@ -81,8 +82,23 @@ void JobController::SpawnAll(const std::vector<SpawnRequest>& requests) {
                   " ranks");
       outcome_.start_timed_out = true;
       BeginTermination();
-      return;
+      return StopPrepared(requests, i + 1);
     }
+  }
+}
+
+// The start-up stopped at requests[from - 1]: remote ranks after it already run (Prepare sent
+// their Start frames before the local spawns). They are taken in and stopped like the others,
+// their output forwarded and their ends awaited; until 2026-12-01 they ran unwatched, their
+// output dropped, until the agent sessions closed (grace period + 2 s).
+void JobController::StopPrepared(const std::vector<SpawnRequest>& requests, size_t from) {
+  for (size_t i = from; i < requests.size(); ++i) {
+    if (!requests[i].remote) continue;
+    Result<SpawnedRank> spawned = spawner_.Spawn(requests[i]);
+    if (!spawned.ok()) continue;  // its Start never went out
+    TakeSpawned(requests[i], std::move(*spawned));
+    states_[static_cast<size_t>(requests[i].rank)].signalled = true;
+    SignalRank(requests[i].rank, killed_ ? SIGKILL : SIGTERM);
   }
 }
 
@@ -96,24 +112,8 @@ bool JobController::SpawnOne(const SpawnRequest& request) {
     outcome_.launch_error = message;
     return false;
   }
-  RankState& state = states_[static_cast<size_t>(request.rank)];
-  if (spawned->stdin_fd >= 0) {
-    stdin_pump_ = std::make_unique<StdinPump>(options_.stdin_source_fd, spawned->stdin_fd);
-    stdin_rank_ = request.rank;
-    if (options_.stdin_source_fd < 0) stdin_pump_->Close();
-  }
-  state.pid = spawned->pid;
-  state.rank_pid = spawned->rank_pid;
-  if (!spawned->handle) state.rank_process = RankProcessWatch(spawned->rank_pid, spawned->pid);
-  state.fds[0] = spawned->stdout_fd;
-  state.fds[1] = spawned->stderr_fd;
-  state.handle = std::move(spawned->handle);
+  TakeSpawned(request, std::move(*spawned));
   RankOutcome& rank = outcome_.ranks[static_cast<size_t>(request.rank)];
-  rank.started = true;
-  PrintStep(options_.verbose, "started rank " + std::to_string(request.rank) + " on " +
-                                  request.host +
-                                  (state.handle ? std::string(" (remote, under hvd-agent)")
-                                                : " (pid " + std::to_string(state.pid) + ")"));
   if (spawned->exec_error) {
     PrintToUser("rank " + std::to_string(request.rank) + " on " + request.host + ": " +
                 *spawned->exec_error);
@@ -123,6 +123,26 @@ bool JobController::SpawnOne(const SpawnRequest& request) {
     return false;
   }
   return true;
+}
+
+void JobController::TakeSpawned(const SpawnRequest& request, SpawnedRank&& spawned) {
+  RankState& state = states_[static_cast<size_t>(request.rank)];
+  if (spawned.stdin_fd >= 0) {
+    stdin_pump_ = std::make_unique<StdinPump>(options_.stdin_source_fd, spawned.stdin_fd);
+    stdin_rank_ = request.rank;
+    if (options_.stdin_source_fd < 0) stdin_pump_->Close();
+  }
+  state.pid = spawned.pid;
+  state.rank_pid = spawned.rank_pid;
+  if (!spawned.handle) state.rank_process = RankProcessWatch(spawned.rank_pid, spawned.pid);
+  state.fds[0] = spawned.stdout_fd;
+  state.fds[1] = spawned.stderr_fd;
+  state.handle = std::move(spawned.handle);
+  outcome_.ranks[static_cast<size_t>(request.rank)].started = true;
+  PrintStep(options_.verbose, "started rank " + std::to_string(request.rank) + " on " +
+                                  request.host +
+                                  (state.handle ? std::string(" (remote, under hvd-agent)")
+                                                : " (pid " + std::to_string(state.pid) + ")"));
 }
 
 bool JobController::AllReaped() const {

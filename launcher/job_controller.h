@@ -95,6 +95,10 @@ class JobController {
 
   void SpawnAll(const std::vector<SpawnRequest>& requests);
   bool SpawnOne(const SpawnRequest& request);
+  // The state of a started rank (its pipes, pid or handle).
+  void TakeSpawned(const SpawnRequest& request, SpawnedRank&& spawned);
+  // Takes in and signals the remote ranks of requests[from...] that Prepare started.
+  void StopPrepared(const std::vector<SpawnRequest>& requests, size_t from);
   void EventLoop();
   void BuildPollSet(std::vector<pollfd>& fds, std::vector<std::pair<int, int>>& owners) const;
   int PollTimeoutMs() const;

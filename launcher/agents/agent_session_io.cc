@@ -22,6 +22,9 @@ constexpr size_t kReadBudget = size_t{1} << 20;
 constexpr size_t kMaxEarlyDiag = 4096;
 // How long the agent's stderr may still trickle in after its stdout ended.
 constexpr std::chrono::milliseconds kDiagDrainTime{500};
+// How long an ending session keeps writing the output it holds for its ranks (job control's
+// forwarder reads the pipes on another thread): up to 256 KiB a rank.
+constexpr std::chrono::milliseconds kEndFlushTime{2000};
 
 std::string Seconds(double s) {
   char text[32];
@@ -302,6 +305,26 @@ void AgentSession::Core::End(Status why) {
     uint64_t one = 1;
     ssize_t ignored = ::write(end_event_fd, &one, sizeof(one));
     (void)ignored;
+  }
+  // What the ranks wrote and the session still holds (their pipes toward job control were full)
+  // goes out first, for a bounded time: until 2026-12-01 an agent that ended on its own (killed,
+  // its heartbeat timed out, an elastic host retired) took up to 256 KiB of each rank's last
+  // output with it, often the traceback.
+  const Clock::time_point deadline = Clock::now() + kEndFlushTime;
+  for (;;) {
+    std::vector<pollfd> waits;
+    for (const auto& slot : slots) {
+      for (int which = 0; which < 2; ++which) {
+        if (!slot->pending[which].empty() && slot->pipe_fds[which] >= 0) {
+          waits.push_back({slot->pipe_fds[which], POLLOUT, 0});
+        }
+      }
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (waits.empty() || left <= 0) break;
+    if (::poll(waits.data(), waits.size(), static_cast<int>(left)) < 0 && errno != EINTR) break;
+    for (const auto& slot : slots) FlushSlot(*slot);  // finishes a rank whose Exit came
   }
   for (const auto& slot : slots) {
     if (slot->exit_received) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -145,6 +146,31 @@ TEST_F(AgentSessionTest, ARanksLastOutputSurvivesALauncherThatFellBehind) {
   EXPECT_EQ(r.err, "LAST\n");
   EXPECT_EQ(r.status, W_EXITCODE(3, 0));
   EXPECT_GT(r.out.size(), size_t{1} << 20) << "the launcher's side never fell behind";
+}
+
+// The agent ends on its own (killed here; its heartbeat timeout or an elastic retire alike)
+// while the session holds a rank's output it could not yet write (the launcher had not read):
+// what it holds still reaches the launcher once it reads. Until 2026-12-01 the session finished
+// the rank at once and up to 256 KiB of its last output was lost.
+TEST_F(AgentSessionTest, OutputHeldWhenTheAgentEndsStillArrives) {
+  auto session = Open();
+  ASSERT_TRUE(session);
+  SpawnedRank rank = Start(*session, 0, "echo $$ >&2; head -c 200000 /dev/zero; exit 3");
+  const pid_t pid = std::stoi(ReadLine(rank.stderr_fd));
+  // The rank writes everything and exits while the launcher reads nothing (the agent reaps it);
+  // its output fills the launcher's pipe, the session holds the rest.
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  int queued = 0;
+  while ((ProcessExists(pid) || queued < 65536) && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ::ioctl(rank.stdout_fd, FIONREAD, &queued);
+  }
+  ASSERT_FALSE(ProcessExists(pid)) << "the rank did not get its output out";
+  ASSERT_GE(queued, 65536) << "the launcher's pipe never filled: nothing is held";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the agent's last frames
+  ::kill(session->ready().pid, SIGKILL);
+  RankResult r = Collect(rank);
+  EXPECT_EQ(r.out.size(), 200000u);
 }
 
 TEST_F(AgentSessionTest, JobKeyArrivesInAMemfdNamedByHvdSecretFd) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -315,6 +316,62 @@ TEST_F(JobControllerTest, StartTimeoutStopsTheJobWithTimeoutCode) {
   EXPECT_TRUE(outcome.ranks[0].started);
   EXPECT_FALSE(outcome.ranks[2].started);
   EXPECT_TRUE(outcome.ranks[0].finished);
+}
+
+// Starts the ranks marked remote in Prepare (as hvd-agent does when Prepare sends their Start
+// frames), the others in Spawn, like LocalSpawner.
+class PreparedRemoteSpawner : public RankSpawner {
+ public:
+  void Prepare(const std::vector<SpawnRequest>& requests,
+               std::chrono::steady_clock::time_point) override {
+    for (const SpawnRequest& request : requests) {
+      if (request.remote) prepared_.emplace(request.rank, local_.Spawn(request));
+    }
+  }
+  Result<SpawnedRank> Spawn(const SpawnRequest& request) override {
+    if (!request.remote) return local_.Spawn(request);
+    auto it = prepared_.find(request.rank);
+    if (it == prepared_.end()) return Status::Internal("not prepared");
+    Result<SpawnedRank> spawned = std::move(it->second);
+    prepared_.erase(it);
+    return spawned;
+  }
+
+ private:
+  LocalSpawner local_;
+  std::map<int, Result<SpawnedRank>> prepared_;
+};
+
+// Rank 0 (local) cannot start; ranks 1 and 2 (remote) were started before it: they are stopped
+// and awaited with the job (until 2026-12-01 they ran on unwatched, their output dropped, until
+// the agent sessions closed).
+TEST_F(JobControllerTest, RemoteRanksStartedBeforeALocalSpawnFailedAreStoppedWithTheJob) {
+  OutputForwarder::Options options;
+  options.size = 3;
+  options.stdout_fd = out_.fd();
+  options.stderr_fd = err_.fd();
+  OutputForwarder output(options);
+  Result<SignalChannel> signals = SignalChannel::Open();
+  ASSERT_TRUE(signals.ok());
+  std::vector<SpawnRequest> requests(3);
+  for (int i = 0; i < 3; ++i) {
+    requests[i].rank = i;
+    requests[i].host = i == 0 ? "localhost" : "remote";
+    requests[i].remote = i > 0;
+    requests[i].argv = {"/bin/sh", "-c", "echo started $R; exec sleep 30"};
+    requests[i].env = {{"PATH", "/usr/bin:/bin"}, {"R", std::to_string(i)}};
+  }
+  requests[0].argv = {"/nonexistent/hvd-no-such-program"};
+  PreparedRemoteSpawner spawner;
+  const auto start = std::chrono::steady_clock::now();
+  JobOutcome outcome = JobController({30, 5, false}, spawner, output, *signals).Run(requests);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(ExitCodeOf(outcome), 127);
+  for (int r : {1, 2}) {
+    EXPECT_TRUE(outcome.ranks[r].started) << r;
+    EXPECT_TRUE(outcome.ranks[r].finished) << r;
+    EXPECT_TRUE(outcome.ranks[r].stopped_by_hvdrun) << r;
+  }
 }
 
 }  // namespace
