@@ -1,5 +1,9 @@
 #include "common/tcp_kv_client.h"
 
+#include <algorithm>
+#include <chrono>
+#include <string_view>
+#include <thread>
 #include <utility>
 
 namespace hvd::control {
@@ -11,23 +15,52 @@ std::string Describe(const KvRequest& request, const std::string& peer) {
   return std::string("kv ") + FrameTypeName(request.op) + " '" + request.key + "' at " + peer;
 }
 
-// Runs the handshake of common/frame.h and returns the established channel.
+// The reject's text as printable ASCII: the frame carries no valid tag (the server may not hold
+// the key), so anyone on the path could have written it.
+std::string Printable(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text.substr(0, 512)) {
+    if (c >= 0x20 && c < 0x7f) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+// Runs the handshake of common/frame.h and returns the established channel. `*no_reply` says
+// the server closed the connection before any byte of its reply (it had too many connections
+// in their handshake: the caller tries again).
 Result<FrameChannel> Handshake(DeadlineSocket& socket, const JobKey& key, const std::string& job_id,
-                               uint32_t max_frame_bytes, Clock::time_point deadline) {
+                               uint32_t max_frame_bytes, Clock::time_point deadline,
+                               bool* no_reply) {
   const std::string where = "handshake with rendezvous server " + socket.peer();
   Hello hello{NewNonce(), job_id};
-  HVD_RETURN_IF_ERROR(socket.WriteAll(
-      EncodeFrame(HelloKey(key), FrameType::kHello, 0, EncodeHello(hello)), deadline));
+  Status sent = socket.WriteAll(
+      EncodeFrame(HelloKey(key), FrameType::kHello, 0, EncodeHello(hello)), deadline);
+  if (!sent.ok()) {
+    *no_reply = sent.code() == StatusCode::kIoError;  // closed (EPIPE, ECONNRESET) at once
+    return sent.WithContext(where);
+  }
 
   std::string bytes;
   Status read = ReadFrameBytes(socket, kMaxHandshakeBodyBytes, deadline, &bytes);
-  if (!read.ok()) return read.WithContext(where);
+  if (!read.ok()) {
+    *no_reply = bytes.empty() && read.code() == StatusCode::kIoError;
+    return read.WithContext(where);
+  }
   Frame reply;
   FrameCheck check = ParseFrame(bytes, kMaxHandshakeBodyBytes, &reply);
   if (check.ok() && reply.header.type == FrameType::kReject) {
-    std::string reason = reply.body.size() >= 4 ? reply.body.substr(4) : "";
-    return Status::PermissionDenied(where + ": server refused job '" + job_id + "': " + reason +
-                                    " (is HVD_SECRET_FD the key of this job?)");
+    const std::string reason = Printable(reply.body.size() >= 4 ? reply.body.substr(4) : "");
+    const bool job = reason.find("job id") != std::string::npos;
+    return Status::PermissionDenied(
+        where + ": server refused job '" + job_id + "': " + reason +
+        (job ? " (is HVD_JOB_ID this job's?)" : " (is HVD_SECRET_FD the key of this job?)"));
   }
   Nonce server_nonce{};
   if (check.ok() && reply.header.type != FrameType::kServerHello) {
@@ -79,11 +112,23 @@ Result<std::unique_ptr<TcpKvClient>> TcpKvClient::Connect(const std::string& hos
                                    " bytes is longer than " + std::to_string(kMaxJobIdBytes));
   }
   auto deadline = Clock::now() + timeout;
-  HVD_ASSIGN_OR_RETURN(DeadlineSocket socket, DeadlineSocket::Connect(host, port, deadline));
-  HVD_ASSIGN_OR_RETURN(FrameChannel channel,
-                       Handshake(socket, key, job_id, max_frame_bytes, deadline));
-  return std::unique_ptr<TcpKvClient>(
-      new TcpKvClient(std::move(socket), std::move(channel), timeout));
+  // A server that closes the connection before replying has too many connections in their
+  // handshake (launcher/rendezvous/rendezvous_server.cc, silent peers holding sockets): try
+  // again until the deadline, 50 ms apart growing to 1 s (until 2026-12-01 the rank failed).
+  auto pause = std::chrono::milliseconds(50);
+  for (;;) {
+    HVD_ASSIGN_OR_RETURN(DeadlineSocket socket, DeadlineSocket::Connect(host, port, deadline));
+    bool no_reply = false;
+    Result<FrameChannel> channel =
+        Handshake(socket, key, job_id, max_frame_bytes, deadline, &no_reply);
+    if (channel.ok()) {
+      return std::unique_ptr<TcpKvClient>(
+          new TcpKvClient(std::move(socket), std::move(*channel), timeout));
+    }
+    if (!no_reply || Clock::now() + pause >= deadline) return channel.status();
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(1));
+  }
 }
 
 TcpKvClient::TcpKvClient(DeadlineSocket socket, FrameChannel channel,

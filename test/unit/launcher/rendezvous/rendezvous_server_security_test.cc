@@ -83,6 +83,9 @@ TEST_F(RendezvousSecurityTest, WrongJobIdIsPermissionDenied) {
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(client.status().message().find("job-2"), std::string::npos);
+  // The hint names the job id, not the key (it said "is HVD_SECRET_FD the key" until 2026-12-01)
+  EXPECT_NE(client.status().message().find("(is HVD_JOB_ID this job's?)"), std::string::npos)
+      << client.status().message();
   ExpectOnlyCounter(&RendezvousServer::Stats::rejected_auth, 1);
   ExpectServerStillServes();
 }
@@ -344,6 +347,52 @@ TEST(RendezvousServerLimitsTest, OutOfDescriptorsTheServerPausesAndRecovers) {
   // 100 ms apart over about 2 s; at once it was 100 000s.
   EXPECT_LT(counts[0], 100u);
   EXPECT_GE(counts[1], 1u);
+  for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) ::close(fd);
+}
+
+// More silent connections than the server lets into their handshake (64 at this descriptor
+// limit): a new one is closed at once, and a genuine client tries again until the silent ones
+// time out (until 2026-12-01 it failed at once: "connection closed ... after 0 of 20 bytes").
+TEST(RendezvousServerLimitsTest, AGenuineClientGetsInOnceSilentConnectionsTimeOut) {
+  int to_child[2], to_parent[2];
+  ASSERT_EQ(::pipe(to_child), 0);
+  ASSERT_EQ(::pipe(to_parent), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    struct rlimit limit = {256, 256};  // a quarter: 64 in their handshake at most
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    RendezvousServerOptions options;
+    options.key = Key(0x11);
+    options.job_id = "job-1";
+    options.handshake_timeout = milliseconds(1500);
+    auto server = RendezvousServer::Start(options);
+    if (!server.ok()) ::_exit(2);
+    const uint16_t port = (*server)->port();
+    if (::write(to_parent[1], &port, sizeof(port)) != sizeof(port)) ::_exit(3);
+    char go;
+    if (::read(to_child[0], &go, 1) != 1) ::_exit(4);
+    const uint64_t busy = (*server)->stats().rejected_busy;
+    if (::write(to_parent[1], &busy, sizeof(busy)) != sizeof(busy)) ::_exit(5);
+    (*server)->Stop();
+    ::_exit(0);
+  }
+  uint16_t port = 0;
+  ASSERT_EQ(::read(to_parent[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  std::vector<int> silent = SilentConnections(port, 70);
+  std::this_thread::sleep_for(milliseconds(200));  // the server has accepted them
+  auto client =
+      control::KvClient::Connect("127.0.0.1", port, Key(0x11), "job-1", milliseconds(10000));
+  for (int fd : silent) ::close(fd);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  ASSERT_TRUE((*client)->Set("alive", "yes").ok());
+  ASSERT_EQ(::write(to_child[1], "g", 1), 1);
+  uint64_t busy = 0;
+  ASSERT_EQ(::read(to_parent[0], &busy, sizeof(busy)), static_cast<ssize_t>(sizeof(busy)));
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_GT(busy, 0u) << "no connection was turned away: the test proves nothing";
   for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) ::close(fd);
 }
 
