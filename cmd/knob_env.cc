@@ -53,9 +53,11 @@ void AssignParams(const Knobs& k, Assignments* a) {
   a->AddBool("HVD_TORUS_ALLREDUCE", k.torus_allreduce);
 }
 
+// The autotune options are passed on whenever given: autotune may be on from the environment
+// (HVD_AUTOTUNE=1 or HOROVOD_AUTOTUNE=1 exported to hvdrun), and until 2026-12-01 they were then
+// dropped without a word. Without autotune the runtime does not read them (and hvdrun warns).
 void AssignAutotune(const Knobs& k, Assignments* a) {
   a->AddBool("HVD_AUTOTUNE", k.autotune);
-  if (!k.autotune.value.value_or(false)) return;
   a->AddString("HVD_AUTOTUNE_LOG", k.autotune_log_file);
   a->AddInt("HVD_AUTOTUNE_WARMUP_SAMPLES", k.autotune_warmup_samples);
   a->AddInt("HVD_AUTOTUNE_STEPS_PER_SAMPLE", k.autotune_steps_per_sample);
@@ -65,10 +67,8 @@ void AssignAutotune(const Knobs& k, Assignments* a) {
 }
 
 void AssignTimelineAndStall(const Knobs& k, Assignments* a) {
-  if (k.timeline_filename.value) {
-    a->AddString("HVD_TIMELINE", k.timeline_filename);
-    a->AddBool("HVD_TIMELINE_MARK_CYCLES", k.timeline_mark_cycles);
-  }
+  a->AddString("HVD_TIMELINE", k.timeline_filename);
+  a->AddBool("HVD_TIMELINE_MARK_CYCLES", k.timeline_mark_cycles);  // also for HVD_TIMELINE
   a->AddBool("HVD_TIMELINE_ALL_RANKS", k.timeline_all_ranks);
   if (k.stall_check.value) {
     a->Add("HVD_STALL_CHECK_DISABLE", k.stall_check, BoolText(!*k.stall_check.value));

@@ -138,6 +138,9 @@ Status ValidateKnobs(Knobs* k) {
   HVD_RETURN_IF_ERROR(InRange(k->autotune_bayes_opt_max_samples, int64_t{1}, kMaxCount));
   HVD_RETURN_IF_ERROR(InRange(k->stall_check_warning_time_seconds, int64_t{0}, kYear));
   HVD_RETURN_IF_ERROR(InRange(k->stall_check_shutdown_time_seconds, int64_t{0}, kYear));
+  // The runtime's range (runtime_config.cc): until 2026-12-01 hvdrun passed 0 on, and every
+  // rank then failed hvd.init() with it.
+  HVD_RETURN_IF_ERROR(InRange(k->gloo_timeout_seconds, int64_t{1}, int64_t{86400} * 7));
   HVD_RETURN_IF_ERROR(CheckNoise(k->autotune_gaussian_process_noise));
   HVD_RETURN_IF_ERROR(CheckAffinity(k->thread_affinity));
   if (k->bind_to.value && *k->bind_to.value != "core" && *k->bind_to.value != "none") {

@@ -40,18 +40,22 @@ Result<std::optional<int>> BoundedInt(const CLI::App& app, const char* flag, int
   return std::optional<int>(static_cast<int>(v));
 }
 
-// Seconds from the flag, else from `var` in the environment, else the registry default.
+// Seconds from the flag, else from `var` in the environment, else the registry default: at
+// most a year (a larger one overflowed the clock: `--timeout 1e12` ended the job at once).
 Result<double> Seconds(const CLI::App& app, const env::Environment& env, const char* flag,
                        const char* var, ParsedCommandLine* out) {
+  constexpr double kYear = 86400.0 * 365;
   if (std::optional<std::string> text = *flag ? LastValue(app, flag) : std::nullopt) {
     HVD_ASSIGN_OR_RETURN(double v, env::ParseFloat(*text, flag));
-    if (v < 0) return OutOfRange(flag, ">= 0", *text);
+    if (v < 0 || v > kYear) return OutOfRange(flag, "in [0, 31536000] (a year)", *text);
     out->settings[var] = {*text, "command line"};
     return v;
   }
   env::Lookup lookup = env.Get(var);
   HVD_ASSIGN_OR_RETURN(double v, env::ParseFloat(lookup.value, lookup.source));
-  if (v < 0) return OutOfRange(lookup.source, ">= 0", lookup.value);
+  if (v < 0 || v > kYear) {
+    return OutOfRange(lookup.source, "in [0, 31536000] (a year)", lookup.value);
+  }
   return v;
 }
 
@@ -129,15 +133,19 @@ Status ReadWhere(const CLI::App& app, LaunchSpec* spec) {
 // nest. -np (processes to start with) and --min-np default to each other; with neither, a
 // fixed host list starts on all its slots (launcher/elastic_run.cc) and a discovery script
 // is an error, since nothing says how many hosts to wait for.
-Status CheckElastic(const CLI::App& app, LaunchSpec* spec) {
+// In a static job the elastic-only flags are accepted and ignored, with a warning, as
+// horovodrun accepts and ignores them (a wrapper script that always passes --elastic-timeout
+// works unchanged); they were a usage error until 2026-12-01.
+Status CheckElastic(const CLI::App& app, LaunchSpec* spec, std::vector<std::string>* warnings) {
   if (!spec->elastic()) {
     for (const char* flag :
          {"--max-np", "--slots-per-host", "--reset-limit", "--blacklist-cooldown-range",
           "--host-discovery-interval", "--elastic-timeout"}) {
       if (Given(app, flag)) {
-        return Status::InvalidArgument(std::string(flag) +
-                                       " applies to elastic jobs only: add --min-np N, "
-                                       "--host-discovery-script SCRIPT or --elastic");
+        warnings->push_back(std::string(flag) +
+                            " applies to elastic jobs only; ignored in this static job (add "
+                            "--min-np N, --host-discovery-script SCRIPT or --elastic for an "
+                            "elastic one)");
       }
     }
     return Status::OK();
@@ -178,6 +186,11 @@ Status ReadElasticTimes(const CLI::App& app, const env::Environment& env, Parsed
                                                            "HVD_HOST_DISCOVERY_INTERVAL", out));
   HVD_ASSIGN_OR_RETURN(spec->discovery_timeout_s,
                        Seconds(app, env, "", "HVD_HOST_DISCOVERY_TIMEOUT", out));
+  if (spec->elastic_timeout_s <= 0) {  // the workers refuse 0 too (runtime_config.cc)
+    return OutOfRange(LastValue(app, "--elastic-timeout") ? "--elastic-timeout"
+                                                          : env.Get("HVD_ELASTIC_TIMEOUT").source,
+                      "> 0", std::to_string(spec->elastic_timeout_s));
+  }
   if (spec->discovery_interval_s <= 0) {
     return OutOfRange("--host-discovery-interval", "> 0",
                       std::to_string(spec->discovery_interval_s));
@@ -296,7 +309,9 @@ Status ReadJobControl(const CLI::App& app, const env::Environment& env, ParsedCo
   env::Lookup heartbeat = env.Get("HVD_HEARTBEAT_TIMEOUT_SECONDS");
   HVD_ASSIGN_OR_RETURN(spec->heartbeat_timeout_s,
                        env::ParseFloat(heartbeat.value, heartbeat.source));
-  if (spec->heartbeat_timeout_s < 0) return OutOfRange(heartbeat.source, ">= 0", heartbeat.value);
+  if (!(spec->heartbeat_timeout_s >= 0 && spec->heartbeat_timeout_s <= 86400)) {
+    return OutOfRange(heartbeat.source, "in [0, 86400]", heartbeat.value);  // the runtime's
+  }
   spec->output_filename = LastValue(app, "--output-filename").value_or("");
   if (std::optional<std::string> ranks = LastValue(app, "--console-ranks")) {
     HVD_ASSIGN_OR_RETURN(spec->console_ranks, ParseRankRanges(*ranks, "--console-ranks"));
@@ -382,10 +397,23 @@ Status WriteWorkerThreads(const env::Environment& env, const Knobs& knobs, Parse
 void WarnAboutIdleOptions(const env::Environment& env, const Knobs& knobs, ParsedCommandLine* out) {
   Result<bool> autotune_env = env.GetBool("HVD_AUTOTUNE");
   const bool autotune = knobs.autotune.value.value_or(autotune_env.ok() && *autotune_env);
+  std::vector<std::string> idle;
   for (const Knob<std::string>* knob : {&knobs.autotune_log_file, &knobs.autotune_cache}) {
-    if (knob->value && !autotune) {
-      out->warnings.push_back(knob->Where() +
-                              " does nothing without --autotune (or HVD_AUTOTUNE=1); ignored");
+    if (knob->value) idle.push_back(knob->Where());
+  }
+  for (const Knob<int64_t>* knob :
+       {&knobs.autotune_warmup_samples, &knobs.autotune_steps_per_sample,
+        &knobs.autotune_bayes_opt_max_samples}) {
+    if (knob->value) idle.push_back(knob->Where());
+  }
+  if (knobs.autotune_gaussian_process_noise.value) {
+    idle.push_back(knobs.autotune_gaussian_process_noise.Where());
+  }
+  for (const std::string& where : idle) {
+    if (!autotune) {
+      out->warnings.push_back(where +
+                              " does nothing without --autotune (or HVD_AUTOTUNE=1); "
+                              "ignored");
     }
   }
   const bool timeline =
@@ -456,7 +484,7 @@ Status BuildLaunchSpec(const CLI::App& app, const env::Environment& env, const K
   HVD_RETURN_IF_ERROR(ReadWhere(app, &out->spec));
   HVD_RETURN_IF_ERROR(ReadRemote(app, out));
   ReadController(app, knobs, config_controller, out);
-  HVD_RETURN_IF_ERROR(CheckElastic(app, &out->spec));
+  HVD_RETURN_IF_ERROR(CheckElastic(app, &out->spec, &out->warnings));
   HVD_RETURN_IF_ERROR(ReadJobControl(app, env, out));
   ReadLogging(env, knobs, out);
   WarnAboutIdleOptions(env, knobs, out);

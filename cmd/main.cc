@@ -1,5 +1,9 @@
 // hvdrun: parse the command line into a LaunchSpec, hand it to the launcher, return its exit
 // code. Everything testable lives in hvd_cmd (flags.h) and hvd_launcher (run.h).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -14,6 +18,16 @@
 #include "launcher/run.h"
 
 int main(int argc, char** argv) {
+  // Descriptors 0-2 closed by whoever started hvdrun are /dev/null from here on: otherwise the
+  // first ones hvdrun opens take their numbers. Until 2026-12-01 `hvdrun ... <&-` put the
+  // signalfd on 0, where rank 0's stdin pump read the signals (hvdrun never ended), and with
+  // stderr closed the job key's memfd became fd 2, which a rank's stderr then replaced.
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+      const int null_fd = ::open("/dev/null", O_RDWR);  // the lowest free number: fd
+      if (null_fd > 2) ::close(null_fd);
+    }
+  }
   const hvd::env::Environment env = hvd::env::Environment::FromProcess();
   hvd::Result<hvd::cmd::ParsedCommandLine> parsed =
       hvd::cmd::ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc), env);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 extern char** environ;
@@ -196,7 +197,9 @@ Result<double> ParseFloat(std::string_view text, std::string_view what) {
   errno = 0;
   char* end = nullptr;
   double v = t.empty() ? 0 : std::strtod(t.c_str(), &end);
-  if (t.empty() || errno != 0 || end == nullptr || *end != '\0') {
+  // Not inf or nan (strtod reads both): every float knob is a finite amount (`--timeout inf`
+  // ended the job at once until 2026-12-01).
+  if (t.empty() || errno != 0 || end == nullptr || *end != '\0' || !std::isfinite(v)) {
     return Status::InvalidArgument(std::string(what) + ": expected a number, got '" +
                                    std::string(text) + "'");
   }

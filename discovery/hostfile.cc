@@ -50,16 +50,29 @@ Status ParseLine(std::string_view content, const LineContext& context, HostSlots
     return context.Error(tokens[0].offset, message);
   }
   out.host = std::string(host);
-  bool have_slots = false;
+  // "slots = 2", "slots= 2" and "slots =2" are one key=value each: Horovod's hostfile reader
+  // takes what follows the '=' whatever the spaces (they were refused until 2026-12-01).
+  std::vector<Token> pairs;
   for (size_t i = 1; i < tokens.size(); ++i) {
-    const Token& token = tokens[i];
+    Token token = tokens[i];
+    while (i + 1 < tokens.size() &&
+           (token.text.back() == '=' || tokens[i + 1].text.front() == '=')) {
+      ++i;
+      const char* end = tokens[i].text.data() + tokens[i].text.size();
+      token.text =
+          std::string_view(token.text.data(), static_cast<size_t>(end - token.text.data()));
+    }
+    pairs.push_back(token);
+  }
+  bool have_slots = false;
+  for (const Token& token : pairs) {
     size_t eq = token.text.find('=');
     if (eq == std::string_view::npos) {
       return context.Error(token.offset,
                            "expected key=value (slots=N or max_slots=N), got " + Quote(token.text));
     }
-    std::string_view key = token.text.substr(0, eq);
-    std::string_view value = token.text.substr(eq + 1);
+    std::string_view key = Trim(token.text.substr(0, eq));
+    std::string_view value = Trim(token.text.substr(eq + 1));
     bool is_slots = key == "slots";
     bool is_max = key == "max_slots" || key == "max-slots";
     if (!is_slots && !is_max) {
@@ -70,7 +83,8 @@ Status ParseLine(std::string_view content, const LineContext& context, HostSlots
       return context.Error(token.offset, "repeated key " + Quote(key));
     }
     Result<int> number = ParseSlotCount(value, key);
-    if (!number.ok()) return context.Error(token.offset + eq + 1, number.status().message());
+    const size_t value_at = token.offset + static_cast<size_t>(value.data() - token.text.data());
+    if (!number.ok()) return context.Error(value_at, number.status().message());
     if (is_slots) {
       out.slots = *number;
       have_slots = true;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <string_view>
 
 #include "launcher/agents/ssh_agent_link.h"
@@ -76,7 +77,8 @@ std::string ShellJoin(const std::vector<std::string>& argv) {
   return out;
 }
 
-std::string FormatDryRun(const LaunchSpec& spec, const JobPlan& plan, const JobEnvContext& job) {
+std::string FormatDryRun(const LaunchSpec& spec, const JobPlan& plan, const JobEnvContext& job,
+                         const std::map<int, EnvMap>* rank_envs, const EnvMap* launcher_env) {
   std::string text = "hvdrun dry run: " + std::to_string(plan.ranks.size()) +
                      " ranks, hosts from " + plan.allocation.source + "; nothing is started\n\n";
   text += FormatPlanTable(plan);
@@ -111,7 +113,25 @@ std::string FormatDryRun(const LaunchSpec& spec, const JobPlan& plan, const JobE
     for (const auto& rank : plan.ranks) {
       if (rank.host != host) continue;
       text += "  rank " + std::to_string(rank.rank) + " environment (added to hvdrun's own):\n";
-      text += RankEnvironment(spec, rank, job);
+      if (rank_envs != nullptr && launcher_env != nullptr && rank_envs->count(rank.rank) != 0) {
+        // What hvdrun sets for the rank (its knobs, the rank's own variables), with the value
+        // the rank gets, and whatever else differs from hvdrun's own environment.
+        std::set<std::string> names;
+        for (const auto& [name, value] : spec.worker_env) names.insert(name);
+        for (const auto& [name, value] : RankVariables(rank, job)) names.insert(name);
+        for (const auto& [name, value] : rank_envs->at(rank.rank)) {
+          auto own = launcher_env->find(name);
+          if (own == launcher_env->end() || own->second != value) names.insert(name);
+        }
+        for (const std::string& name : names) {
+          auto it = rank_envs->at(rank.rank).find(name);
+          if (it != rank_envs->at(rank.rank).end()) {
+            text += "    " + name + "=" + Quote(it->second) + "\n";
+          }
+        }
+      } else {
+        text += RankEnvironment(spec, rank, job);
+      }
     }
   }
   return text;

@@ -1,6 +1,7 @@
 #ifndef HVD_LAUNCHER_DRY_RUN_H_
 #define HVD_LAUNCHER_DRY_RUN_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,13 @@ namespace hvd::launcher {
 // ones; the inherited environment is not repeated). Values only known at launch come from
 // `job` as placeholders; HVD_SECRET_FD is a descriptor number at most, never key material.
 // Pure; thread-safe.
-std::string FormatDryRun(const LaunchSpec& spec, const JobPlan& plan, const JobEnvContext& job);
+// `rank_envs` (by rank), when given, is each rank's whole environment as the launch builds it
+// (launcher/run.cc BuildRequests): what differs from `launcher_env` (hvdrun's own) is shown, so
+// the dry run shows what the ranks really get (the interfaces, OMP_NUM_THREADS, NCCL_HOSTID,
+// a CPU_OPERATIONS exported to hvdrun; until 2026-12-01 only hvdrun's knob variables were).
+std::string FormatDryRun(const LaunchSpec& spec, const JobPlan& plan, const JobEnvContext& job,
+                         const std::map<int, EnvMap>* rank_envs = nullptr,
+                         const EnvMap* launcher_env = nullptr);
 
 // The rank plan as a table: rank, host, local_rank, local_size, cross_rank, cross_size.
 std::string FormatPlanTable(const JobPlan& plan);

@@ -347,13 +347,24 @@ int Run(const LaunchSpec& spec, const env::Environment& env) {
                               std::to_string(plan->ranks.size()) + " ranks planned");
   if (spec.verbose) PrintToUser("rank plan:\n" + FormatPlanTable(*plan));
   if (!plan->srun_note.empty()) PrintStep(spec.verbose, plan->srun_note);
+  if (!plan->allocation_note.empty()) PrintStep(spec.verbose, plan->allocation_note);
   if (spec.check) return RunCheckMode(spec, env, *plan);
   if (spec.controller == Controller::kMpi) return RunMpirunMode(spec, env, *plan);
   if (spec.dry_run) {
     const std::string address = plan->remote_hosts.empty()
                                     ? kLoopbackAddress
                                     : "<address toward the remote hosts, see --check>";
-    std::string text = FormatDryRun(spec, *plan, DryRunContext(*plan, env, address));
+    // Each rank's environment as the launch builds it (BuildRequests), with what only the
+    // launch knows as placeholders.
+    JobEnvContext job = DryRunContext(*plan, env, address);
+    job.host_cores = PhysicalCores(AllowedCpus());
+    SetInterfaces(spec, std::nullopt, job);
+    std::map<int, EnvMap> rank_envs;
+    for (SpawnRequest& request : BuildRequests(spec, env, *plan, job, -1)) {
+      rank_envs[request.rank] = std::move(request.env);
+    }
+    const EnvMap launcher_env = env.all();
+    std::string text = FormatDryRun(spec, *plan, job, &rank_envs, &launcher_env);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     return kExitOk;

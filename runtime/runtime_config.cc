@@ -1,5 +1,7 @@
 #include "runtime/runtime_config.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -171,6 +173,22 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
                                    std::to_string(heartbeat) + " s is out of range [0, 86400]");
   }
   c->heartbeat_timeout = std::chrono::milliseconds(std::llround(heartbeat * 1000.0));
+  HVD_ASSIGN_OR_RETURN(std::string affinity, env.GetString("HVD_THREAD_AFFINITY"));
+  c->thread_affinity.clear();
+  for (size_t start = 0; !affinity.empty() && start <= affinity.size();) {
+    const size_t end = std::min(affinity.find(',', start), affinity.size());
+    const std::string item = affinity.substr(start, end - start);
+    char* stop = nullptr;
+    const long core = std::strtol(item.c_str(), &stop, 10);
+    if (item.empty() || *stop != '\0' || core < 0 || core >= CPU_SETSIZE) {
+      return Status::InvalidArgument(env.Get("HVD_THREAD_AFFINITY").source +
+                                     ": expected a comma list of core ids (one per local rank), "
+                                     "got '" +
+                                     affinity + "'");
+    }
+    c->thread_affinity.push_back(static_cast<int>(core));
+    start = end + 1;
+  }
   HVD_ASSIGN_OR_RETURN(c->tcp_congestion, env.GetString("HVD_TCP_CONGESTION"));
   if (c->tcp_congestion.empty()) c->tcp_congestion = "auto";
   // A kernel name (TCP_CA_NAME_MAX 16 with its NUL): lower-case letters, digits, '_' and '-'.

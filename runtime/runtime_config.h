@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/env_registry.h"
 #include "common/logging.h"
@@ -84,6 +85,9 @@ struct RuntimeConfig {
   std::string controller = "gloo";
   // HVD_MPI_THREADS_DISABLE: MPI_THREAD_SINGLE instead of MPI_THREAD_MULTIPLE.
   bool mpi_threads_disable = false;
+  // HVD_THREAD_AFFINITY (hvdrun --thread-affinity): one core id per local rank; the background
+  // thread of local rank i runs on the i-th. Empty: not pinned.
+  std::vector<int> thread_affinity;
   bool elastic = false;
   // HVD_ELASTIC_WORKER_ID: set by hvdrun's elastic driver; -1 = not one of its workers. Such
   // a worker gets its rank, size and round from the driver at every init

@@ -47,6 +47,22 @@ Result<JobPlan> PlanJob(const LaunchSpec& spec, const env::Environment& env) {
   } else {
     for (const discovery::HostSlots& host : plan.allocation.hosts) num_proc += host.slots;
   }
+  // A scheduler's allocation of this machine alone that counts fewer tasks than -np asks for (a
+  // one-task batch job with four GPUs, `sbatch --ntasks=1 --gres=gpu:4` then `hvdrun -np 4`):
+  // -np ranks run here, as horovodrun runs them (it reads no allocation): until 2026-12-01 this
+  // failed with "requested 4 processes but the hosts provide only 1 slots". An allocation of
+  // other nodes too is kept (its slots are what Slurm placed).
+  const bool from_scheduler = plan.allocation.source.rfind("Slurm allocation", 0) == 0 ||
+                              plan.allocation.source.rfind("LSF allocation", 0) == 0;
+  if (from_scheduler && spec.num_proc && plan.allocation.hosts.size() == 1 &&
+      IsLocalHost(plan.allocation.hosts.front().host) &&
+      plan.allocation.hosts.front().slots < num_proc) {
+    plan.allocation_note = plan.allocation.source + " gives this machine " +
+                           std::to_string(plan.allocation.hosts.front().slots) + " task(s); -np " +
+                           std::to_string(num_proc) + " runs " + std::to_string(num_proc) +
+                           " ranks here";
+    plan.allocation.hosts.front().slots = num_proc;
+  }
   HVD_ASSIGN_OR_RETURN(plan.ranks, discovery::PlanRanks(plan.allocation.hosts, num_proc));
   ClassifyHosts(plan);
   if (!plan.remote_hosts.empty()) {

@@ -25,6 +25,8 @@ struct JobPlan {
   // PATH (DetectSrunLaunch): remote ranks then start as srun job steps instead of over SSH.
   std::optional<SrunLaunch> srun;
   std::string srun_note;  // why srun is not used, for --verbose ("" = not in Slurm)
+  // A one-machine allocation widened to -np (PlanJob), for --verbose and --dry-run.
+  std::string allocation_note;
   bool IsRemote(const std::string& host) const;
 };
 

@@ -313,3 +313,23 @@ def test_a_sigchld_ignored_by_the_parent_does_not_hang_the_job():
     assert result.returncode == 0, result.stderr.decode()
     assert sorted(result.stdout.decode().splitlines()) == ["[0]<stdout>:rank 0",
                                                            "[1]<stdout>:rank 1"]
+
+
+# Started with stdin, or stderr, closed (a daemon, `hvdrun ... <&-`): hvdrun's first descriptors
+# took those numbers. The signalfd on 0 was read by rank 0's stdin pump and hvdrun never ended;
+# the job key's memfd on 2 was replaced by the rank's stderr, so no rank could connect (until
+# 2026-12-01). Now they are /dev/null, and the rank's HVD_SECRET_FD holds the 32-byte key.
+@pytest.mark.parametrize("closed", [[0], [2], [0, 1, 2]], ids=["stdin", "stderr", "all"])
+def test_closed_standard_descriptors_neither_hang_nor_hide_the_key(tmp_path, closed):
+    require_hvdrun()
+    size = tmp_path / "key_size"
+    script = "stat -L -c %%s /proc/self/fd/$HVD_SECRET_FD > %s" % size
+
+    def close_them():
+        for fd in closed:
+            os.close(fd)
+
+    result = subprocess.run([HVDRUN, "-np", "1", "sh", "-c", script], capture_output=True,
+                            timeout=60, preexec_fn=close_them)
+    assert result.returncode == 0, result.stderr.decode()
+    assert size.read_text().strip() == "32"

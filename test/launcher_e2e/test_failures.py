@@ -296,11 +296,14 @@ def test_elastic_usage_errors_start_nothing(tmp_path):
     assert result.returncode == 64
     assert "unrecognized argument: --elastic-t (long options are never abbreviated; did you " \
            "mean --elastic-timeout?)" in result.stderr.decode()
-    result = run(["--max-np", "2", "-np", "1", "touch", str(flag)])
-    assert result.returncode == 64
-    assert "--max-np applies to elastic jobs only: add --min-np N, --host-discovery-script " \
-           "SCRIPT or --elastic" in result.stderr.decode()
     assert not flag.exists()
+    # An elastic-only flag in a static job is ignored with a warning, as horovodrun ignores it
+    result = run(["--max-np", "2", "-np", "1", "touch", str(flag)])
+    assert result.returncode == 0, result.stderr.decode()
+    assert "--max-np applies to elastic jobs only; ignored in this static job (add --min-np N, " \
+           "--host-discovery-script SCRIPT or --elastic for an elastic one)" in \
+        result.stderr.decode()
+    assert flag.exists()
 
 
 def test_elastic_dry_run_prints_the_elastic_plan(tmp_path):
@@ -346,6 +349,22 @@ def test_dry_run_prints_plan_and_commands_and_starts_nothing(tmp_path):
     assert "HVD_RANK=2" in out and "MASTER_ADDR=127.0.0.1" in out
     assert "HVD_SECRET_FD='<descriptor number" in out
     assert not flag.exists()
+
+
+# The dry run shows the environment the ranks really get: what the launch adds for the network
+# interfaces and the threads, and nothing hvdrun's own environment overrides. Until 2026-12-01
+# it listed hvdrun's knob variables only: HVD_CPU_OPERATIONS=auto while the ranks got the tcp
+# exported to hvdrun, and no interface variables.
+def test_dry_run_shows_the_environment_the_ranks_get():
+    env = dict(os.environ, HVD_CPU_OPERATIONS="tcp")
+    env.pop("OMP_NUM_THREADS", None)
+    result = run(["--dry-run", "-np", "1", "--network-interface", "lo", "true"], env=env)
+    assert result.returncode == 0, result.stderr.decode()
+    out = result.stdout.decode()
+    for line in ["HVD_GLOO_IFACE=lo", "NCCL_SOCKET_IFNAME=lo", "GLOO_SOCKET_IFNAME=lo",
+                 "NCCL_HOSTID=localhost", "OMP_NUM_THREADS="]:
+        assert "    " + line in out, out
+    assert "CPU_OPERATIONS=auto" not in out, out
 
 
 # Ctrl-C (or a scheduler's SIGTERM) while hvd-agent starts on the remote hosts: hvdrun stops at

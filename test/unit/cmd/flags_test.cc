@@ -191,6 +191,24 @@ TEST(FlagsTest, HeartbeatTimeoutComesFromTheEnvironmentAndBadValuesNameIt) {
               HasSubstr("HVD_HEARTBEAT_TIMEOUT_SECONDS"));
 }
 
+// What the ranks' runtime would refuse is refused here, before anything starts: until
+// 2026-12-01 hvdrun passed these on, and every rank failed hvd.init() with them.
+TEST(FlagsTest, ValuesTheRuntimeRefusesAreRefusedAtLaunch) {
+  EXPECT_THAT(ParseError({"--gloo-timeout-seconds", "0", "c"}),
+              HasSubstr("--gloo-timeout-seconds"));
+  EXPECT_THAT(ParseError({"--gloo-timeout-seconds", "1000000", "c"}),
+              HasSubstr("--gloo-timeout-seconds"));
+  EXPECT_EQ(
+      MustParse({"--gloo-timeout-seconds", "1", "c"}).spec.worker_env["HVD_GLOO_TIMEOUT_SECONDS"],
+      "1");
+  EXPECT_THAT(ParseError({"c"}, {{"HVD_ELASTIC_TIMEOUT", "0"}}),
+              HasSubstr("HVD_ELASTIC_TIMEOUT: must be > 0"));
+  EXPECT_THAT(ParseError({"c"}, {{"HOROVOD_ELASTIC_TIMEOUT", "0"}}),
+              HasSubstr("HOROVOD_ELASTIC_TIMEOUT: must be > 0"));
+  EXPECT_THAT(ParseError({"c"}, {{"HVD_HEARTBEAT_TIMEOUT_SECONDS", "100000"}}),
+              HasSubstr("HVD_HEARTBEAT_TIMEOUT_SECONDS: must be in [0, 86400], got 100000"));
+}
+
 TEST(FlagsTest, JobTimeoutFromTheFlagOrTheEnvironmentAndNotUnderMpirun) {
   EXPECT_EQ(MustParse({"c"}).spec.timeout_s, 0);  // no limit
   EXPECT_EQ(MustParse({"--timeout", "90.5", "c"}).spec.timeout_s, 90.5);
@@ -198,7 +216,15 @@ TEST(FlagsTest, JobTimeoutFromTheFlagOrTheEnvironmentAndNotUnderMpirun) {
   EXPECT_EQ(MustParse({"--timeout", "5", "c"}, {{"HVD_TIMEOUT", "600"}}).spec.timeout_s, 5);
   EXPECT_THAT(ParseError({"--timeout", "soon", "c"}),
               HasSubstr("--timeout: expected a number, got 'soon'"));
-  EXPECT_THAT(ParseError({"--timeout", "-1", "c"}), HasSubstr("--timeout: must be >= 0, got -1"));
+  EXPECT_THAT(ParseError({"--timeout", "-1", "c"}),
+              HasSubstr("--timeout: must be in [0, 31536000] (a year), got -1"));
+  // Infinite, not a number, or past a year: refused (`--timeout inf` and 1e12 overflowed the
+  // clock and ended the job at once, exit 124, until 2026-12-01)
+  EXPECT_THAT(ParseError({"--timeout", "inf", "c"}),
+              HasSubstr("--timeout: expected a number, got 'inf'"));
+  EXPECT_THAT(ParseError({"c"}, {{"HVD_TIMEOUT", "nan"}}), HasSubstr("HVD_TIMEOUT"));
+  EXPECT_THAT(ParseError({"--timeout", "1e12", "c"}),
+              HasSubstr("--timeout: must be in [0, 31536000] (a year), got 1e12"));
   EXPECT_THAT(ParseError({"c"}, {{"HVD_TIMEOUT", "x"}}), HasSubstr("HVD_TIMEOUT"));
   EXPECT_THAT(ParseError({"--mpi", "--timeout", "5", "c"}),
               HasSubstr("--timeout (HVD_TIMEOUT) needs hvdrun's own launcher; under --mpi give "
@@ -271,10 +297,18 @@ TEST(FlagsTest, OptionsThatOnlyQualifyAnAbsentOneAreWarnedAbout) {
                          "t.json", "--timeline-mark-cycles", "c"})
                   .warnings,
               ElementsAre());
-  EXPECT_THAT(MustParse({"--autotune-log-file", "t.csv", "--timeline-mark-cycles", "c"},
-                        {{"HOROVOD_AUTOTUNE", "1"}, {"HOROVOD_TIMELINE", "DYNAMIC"}})
-                  .warnings,
-              ElementsAre());
+  ParsedCommandLine from_env =
+      MustParse({"--autotune-log-file", "t.csv", "--autotune-warmup-samples", "7",
+                 "--timeline-mark-cycles", "c"},
+                {{"HOROVOD_AUTOTUNE", "1"}, {"HOROVOD_TIMELINE", "DYNAMIC"}});
+  EXPECT_THAT(from_env.warnings, ElementsAre());
+  // and they reach the ranks (until 2026-12-01 they were dropped there, without a word)
+  EXPECT_EQ(from_env.spec.worker_env["HVD_AUTOTUNE_LOG"], "t.csv");
+  EXPECT_EQ(from_env.spec.worker_env["HVD_AUTOTUNE_WARMUP_SAMPLES"], "7");
+  EXPECT_EQ(from_env.spec.worker_env["HVD_TIMELINE_MARK_CYCLES"], "1");
+  // The numeric autotune options are said to be idle too
+  EXPECT_THAT(MustParse({"--autotune-warmup-samples", "7", "c"}).warnings,
+              ElementsAre(HasSubstr("--autotune-warmup-samples does nothing without --autotune")));
 }
 
 TEST(FlagsTest, CommandKeepsItsFlagsAndDoubleDash) {
@@ -375,7 +409,7 @@ TEST(FlagsTest, ValidationNamesFlagAndValue) {
             "--fusion-threshold-mb: must be in [0, 1048576], got 9999999999999"},
            {{"--cycle-time-ms", "-0.5"}, "--cycle-time-ms: must be >= 0, got -0.5"},
            {{"--cycle-time-ms", "100000"}, "--cycle-time-ms: must be in [0, 60000], got 100000"},
-           {{"--cycle-time-ms", "nan"}, "--cycle-time-ms: must be in [0, 60000], got nan"},
+           {{"--cycle-time-ms", "nan"}, "--cycle-time-ms: expected a number, got 'nan'"},
            {{"--cache-capacity", "2000000"},
             "--cache-capacity: must be in [0, 1048576], got 2000000"},
            {{"--autotune-steps-per-sample", "0"},
@@ -387,7 +421,7 @@ TEST(FlagsTest, ValidationNamesFlagAndValue) {
            {{"--autotune-bayes-opt-max-samples", "-1"},
             "--autotune-bayes-opt-max-samples: must be in [1, 1048576], got -1"},
            {{"--autotune-gaussian-process-noise", "nan"},
-            "--autotune-gaussian-process-noise: must be in [0, 1], got nan"},
+            "--autotune-gaussian-process-noise: expected a number, got 'nan'"},
            {{"--stall-check-shutdown-time-seconds", "99999999999"},
             "--stall-check-shutdown-time-seconds: must be in [0, 31536000], got 99999999999"},
            {{"--cache-capacity", "-3"}, "--cache-capacity: must be >= 0, got -3"},
@@ -406,7 +440,8 @@ TEST(FlagsTest, ValidationNamesFlagAndValue) {
            {{"-np", "0"}, "--num-proc: must be >= 1, got 0"},
            {{"-np", "two"}, "--num-proc: expected an integer, got 'two'"},
            {{"--ssh-port", "70000"}, "--ssh-port: must be <= 65535, got 70000"},
-           {{"--start-timeout", "-5"}, "--start-timeout: must be >= 0, got -5"},
+           {{"--start-timeout", "-5"},
+            "--start-timeout: must be in [0, 31536000] (a year), got -5"},
            {{"--min-np", "4", "--max-np", "2"}, "--max-np: must be >= --min-np (4), got 2"},
            {{"--blacklist-cooldown-range", "0", "10"},
             "--blacklist-cooldown-range MIN: must be >= 1, got 0 10"},
@@ -442,7 +477,9 @@ TEST(FlagsTest, ElasticModeSwitches) {
   EXPECT_TRUE(MustParse({"-np", "1", "--host-discovery-script", "./h.sh", "c"}).spec.elastic());
 }
 
-TEST(FlagsTest, ElasticFlagsWithoutElasticModeSayWhatIsMissing) {
+// As horovodrun: accepted and ignored in a static job, with a warning saying what is missing
+// (a usage error until 2026-12-01, which broke wrapper scripts that always pass them).
+TEST(FlagsTest, ElasticFlagsWithoutElasticModeWarnWhatIsMissing) {
   for (std::vector<std::string> argv :
        std::vector<std::vector<std::string>>{{"--max-np", "4"},
                                              {"--slots", "2"},
@@ -451,10 +488,14 @@ TEST(FlagsTest, ElasticFlagsWithoutElasticModeSayWhatIsMissing) {
                                              {"--host-discovery-interval", "0.5"},
                                              {"--elastic-timeout", "5"}}) {
     const std::string flag = argv[0] == "--slots" ? "--slots-per-host" : argv[0];
+    argv.insert(argv.begin(), {"-np", "2"});
     argv.push_back("c");
-    EXPECT_EQ(ParseError(argv), flag +
-                                    " applies to elastic jobs only: add --min-np N, "
-                                    "--host-discovery-script SCRIPT or --elastic");
+    ParsedCommandLine p = MustParse(argv);
+    EXPECT_FALSE(p.spec.elastic());
+    EXPECT_THAT(p.warnings,
+                ElementsAre(flag + " applies to elastic jobs only; ignored in this static "
+                                   "job (add --min-np N, --host-discovery-script SCRIPT or "
+                                   "--elastic for an elastic one)"));
   }
 }
 

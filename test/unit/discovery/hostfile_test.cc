@@ -28,6 +28,10 @@ TEST(ParseHostfileTest, AcceptsValidFiles) {
       {"tabs and indent", "\ta\tslots=2\n  b  slots=1  ", {{"a", 2, {}}, {"b", 1, {}}}},
       {"ipv6", "fe80::1 slots=2\n[fe80::2] slots=3", {{"fe80::1", 2, {}}, {"fe80::2", 3, {}}}},
       {"comment right after host", "a#x\n", {{"a", 1, {}}}},
+      // Spaces around '=' (Horovod takes what follows it; refused until 2026-12-01)
+      {"spaced equals",
+       "a slots = 2\nb slots= 3 max_slots =4\nc slots =1",
+       {{"a", 2, {}}, {"b", 3, 4}, {"c", 1, {}}}},
   };
   for (const GoodHostfileCase& c : cases) {
     Result<std::vector<HostSlots>> got = ParseHostfile(c.text, "hosts.txt");
@@ -46,6 +50,7 @@ TEST(ParseHostfileTest, RejectsBadLinesNamingFileLineAndColumn) {
       {"a slots=2\nb slots=x\n", {"hosts.txt:2:9:", "slots 'x'", "line: 'b slots=x'"}},
       {"a slots=0", {"hosts.txt:1:9:", "slots '0'", "at least 1"}},
       {"a slots=", {"hosts.txt:1:9:", "slots is empty"}},
+      {"a slots = x", {"hosts.txt:1:11:", "slots 'x'"}},
       {"a slots=-2", {"hosts.txt:1:9:", "'-2'", "not a positive integer"}},
       {"a\n\n  a slots=2", {"hosts.txt:3:3:", "duplicate host 'a'", "first on line 1"}},
       {"a slot=2", {"hosts.txt:1:3:", "unknown key 'slot'"}},

@@ -53,6 +53,34 @@ TEST(JobPlanTest, HostsThatAreNotThisMachineAreRemote) {
   EXPECT_FALSE(plan->IsRemote("localhost"));
 }
 
+// A one-task Slurm (or LSF) job on this machine with -np 4 (one task, four GPUs): four ranks
+// here, as horovodrun runs them (it reads no allocation); until 2026-12-01 an error ("the hosts
+// provide only 1 slots"). An allocation that names other nodes too is kept as it is.
+TEST(JobPlanTest, AOneMachineAllocationSmallerThanNpRunsNpRanksHere) {
+  char name[256] = {};
+  ASSERT_EQ(gethostname(name, sizeof(name) - 1), 0);
+  const auto slurm = [&](std::string nodelist, std::string tasks) {
+    return env::Environment::FromMap(
+        {{"SLURM_JOB_NODELIST", nodelist}, {"SLURM_TASKS_PER_NODE", tasks}, {"SLURM_NTASKS", "1"}});
+  };
+  Result<JobPlan> plan = PlanJob(Spec("", 4), slurm(name, "1"));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ranks.size(), 4u);
+  EXPECT_TRUE(plan->remote_hosts.empty());
+  EXPECT_NE(plan->allocation_note.find("gives this machine 1 task(s); -np 4 runs 4 ranks here"),
+            std::string::npos)
+      << plan->allocation_note;
+  LaunchSpec lsf_spec = Spec("", 3);
+  Result<JobPlan> lsf =
+      PlanJob(lsf_spec, env::Environment::FromMap(
+                            {{"LSB_JOBID", "1"}, {"LSB_MCPU_HOSTS", std::string(name) + " 1"}}));
+  ASSERT_TRUE(lsf.ok()) << lsf.status().ToString();
+  EXPECT_EQ(lsf->ranks.size(), 3u);
+  // Two nodes: the allocation's slots stand
+  Result<JobPlan> two = PlanJob(Spec("", 4), slurm(std::string(name) + ",192.0.2.1", "1(x2)"));
+  EXPECT_FALSE(two.ok());
+}
+
 TEST(JobPlanTest, UnbuiltFeaturesAreRejected) {
   LaunchSpec jsrun = Spec("localhost:2", 2);
   jsrun.controller = Controller::kJsrun;
