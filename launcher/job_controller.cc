@@ -407,10 +407,18 @@ void JobController::OnRankExit(int rank, int wait_status) {
     }
   }
   if (WaitStatusIsSuccess(wait_status) || outcome_.first_failed_rank == rank) return;
-  if (states_[static_cast<size_t>(rank)].signalled) {
+  // Signalled by hvdrun and ended as its signals end a rank (or with an exit code, as a rank
+  // that handles them does): stopped. A crash signal (SIGSEGV, SIGABRT, SIGBUS, ...) is the
+  // rank's own: a remote rank that crashed just before the SIGTERM went out (its Exit still on
+  // the way) was counted as stopped until 2026-12-01, and the summary blamed only its peer.
+  const bool crashed = WIFSIGNALED(wait_status) && WTERMSIG(wait_status) != SIGTERM &&
+                       WTERMSIG(wait_status) != SIGKILL && WTERMSIG(wait_status) != SIGINT &&
+                       WTERMSIG(wait_status) != SIGHUP && WTERMSIG(wait_status) != SIGPIPE;
+  if (states_[static_cast<size_t>(rank)].signalled && !crashed) {
     outcome.stopped_by_hvdrun = true;
     return;
   }
+  if (states_[static_cast<size_t>(rank)].signalled) return;  // listed as failed, not first
   if (!outcome_.first_failed_rank && !terminating_) {
     outcome_.first_failed_rank = rank;
     AwaitShutdownCause(rank);

@@ -188,6 +188,21 @@ TEST_F(JobControllerTest, APeerNamedLateWhoseEndWasASigkillIsTheFirstFailure) {
   EXPECT_EQ(outcome.exited_before_cause, std::optional<int>(0));
 }
 
+// A rank stopped by hvdrun that ends by a crash signal (here: in its SIGTERM handler; a remote
+// rank's crash whose Exit was on the way when the SIGTERM went out reads the same) crashed on
+// its own: it is listed as failed, not as stopped (until 2026-12-01 it read as stopped). The
+// first failure stays the first.
+TEST_F(JobControllerTest, ARankThatCrashesWhileStoppedIsNotCountedAsStopped) {
+  JobOutcome outcome =
+      RunScripts({"sleep 0.3; exit 1", "trap 'kill -SEGV $$' TERM; sleep 30 & wait"});
+  EXPECT_EQ(ExitCodeOf(outcome), 1);
+  EXPECT_EQ(outcome.first_failed_rank, std::optional<int>(0));
+  EXPECT_TRUE(WIFSIGNALED(outcome.ranks[1].wait_status) &&
+              WTERMSIG(outcome.ranks[1].wait_status) == SIGSEGV)
+      << outcome.ranks[1].wait_status;
+  EXPECT_FALSE(outcome.ranks[1].stopped_by_hvdrun);
+}
+
 TEST_F(JobControllerTest, RankKilledBySignalGives128PlusN) {
   JobOutcome outcome = RunScripts({"kill -9 $$"});
   EXPECT_EQ(ExitCodeOf(outcome), 137);
