@@ -61,6 +61,19 @@ class JobControllerTest : public ::testing::Test {
     return outcome;
   }
 
+  // Runs `requests` with `spawner` under `control`, hvdrun's output into out_ / err_.
+  JobOutcome RunRequests(const std::vector<SpawnRequest>& requests, RankSpawner& spawner,
+                         JobControlOptions control) {
+    OutputForwarder::Options options;
+    options.size = static_cast<int>(requests.size());
+    options.stdout_fd = out_.fd();
+    options.stderr_fd = err_.fd();
+    OutputForwarder output(options);
+    Result<SignalChannel> signals = SignalChannel::Open();
+    HVD_CHECK(signals.ok()) << signals.status().ToString();
+    return JobController(control, spawner, output, *signals).Run(requests);
+  }
+
   MemFile out_;  // hvdrun's stdout and stderr
   MemFile err_;
   std::vector<std::vector<std::string>> tails_;
@@ -309,13 +322,6 @@ TEST_F(JobControllerTest, APeerFailingBeforeTheGuardianOfTheKilledRankReportsWai
 }
 
 TEST_F(JobControllerTest, StartTimeoutStopsTheJobWithTimeoutCode) {
-  OutputForwarder::Options options;
-  options.size = 3;
-  options.stdout_fd = out_.fd();
-  options.stderr_fd = err_.fd();
-  OutputForwarder output(options);
-  Result<SignalChannel> signals = SignalChannel::Open();
-  ASSERT_TRUE(signals.ok());
   std::vector<SpawnRequest> requests(3);
   for (int i = 0; i < 3; ++i) {
     requests[i].rank = i;
@@ -324,7 +330,7 @@ TEST_F(JobControllerTest, StartTimeoutStopsTheJobWithTimeoutCode) {
   }
   SlowSpawner spawner;
   auto start = std::chrono::steady_clock::now();
-  JobOutcome outcome = JobController({0.05, 5, false}, spawner, output, *signals).Run(requests);
+  JobOutcome outcome = RunRequests(requests, spawner, {0.05, 5, false});
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   EXPECT_TRUE(outcome.start_timed_out);
   EXPECT_EQ(ExitCodeOf(outcome), kExitTimeout);
@@ -361,13 +367,6 @@ class PreparedRemoteSpawner : public RankSpawner {
 // and awaited with the job (until 2026-12-01 they ran on unwatched, their output dropped, until
 // the agent sessions closed).
 TEST_F(JobControllerTest, RemoteRanksStartedBeforeALocalSpawnFailedAreStoppedWithTheJob) {
-  OutputForwarder::Options options;
-  options.size = 3;
-  options.stdout_fd = out_.fd();
-  options.stderr_fd = err_.fd();
-  OutputForwarder output(options);
-  Result<SignalChannel> signals = SignalChannel::Open();
-  ASSERT_TRUE(signals.ok());
   std::vector<SpawnRequest> requests(3);
   for (int i = 0; i < 3; ++i) {
     requests[i].rank = i;
@@ -379,7 +378,7 @@ TEST_F(JobControllerTest, RemoteRanksStartedBeforeALocalSpawnFailedAreStoppedWit
   requests[0].argv = {"/nonexistent/hvd-no-such-program"};
   PreparedRemoteSpawner spawner;
   const auto start = std::chrono::steady_clock::now();
-  JobOutcome outcome = JobController({30, 5, false}, spawner, output, *signals).Run(requests);
+  JobOutcome outcome = RunRequests(requests, spawner, {30, 5, false});
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   EXPECT_EQ(ExitCodeOf(outcome), 127);
   for (int r : {1, 2}) {

@@ -295,21 +295,16 @@ std::vector<int> SilentConnections(uint16_t port, int n) {
   return fds;
 }
 
-// Silent connections from anyone on the network: the server runs out of descriptors (a low
-// limit here, in a child process: the limit is the process's). Its accepts are retried every
-// 100 ms, not at once (until 2026-12-01 a failed accept was retried at once: a core at 100 %
-// and a warning per try, hundreds of thousands a second), and once the silent ones time out a
-// genuine client is served.
-TEST(RendezvousServerLimitsTest, OutOfDescriptorsTheServerPausesAndRecovers) {
-  int to_child[2], to_parent[2];
-  ASSERT_EQ(::pipe(to_child), 0);
-  ASSERT_EQ(::pipe(to_parent), 0);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    int open_now = 0;
-    for (int fd = 0; fd < 1024; ++fd) open_now += ::fcntl(fd, F_GETFD) != -1 ? 1 : 0;
-    struct rlimit limit = {static_cast<rlim_t>(open_now + 24), static_cast<rlim_t>(open_now + 24)};
+// A rendezvous server in a forked child whose descriptor limit is `nofile` (the limit is the
+// process's): Start() returns its port, Finish() its stats once the parent is done with it.
+class ServerInAChild {
+ public:
+  explicit ServerInAChild(rlim_t nofile) {
+    EXPECT_EQ(::pipe(to_child_), 0);
+    EXPECT_EQ(::pipe(to_parent_), 0);
+    pid_ = ::fork();
+    if (pid_ != 0) return;
+    struct rlimit limit = {nofile, nofile};
     ::setrlimit(RLIMIT_NOFILE, &limit);
     RendezvousServerOptions options;
     options.key = Key(0x11);
@@ -318,82 +313,74 @@ TEST(RendezvousServerLimitsTest, OutOfDescriptorsTheServerPausesAndRecovers) {
     auto server = RendezvousServer::Start(options);
     if (!server.ok()) ::_exit(2);
     const uint16_t port = (*server)->port();
-    if (::write(to_parent[1], &port, sizeof(port)) != sizeof(port)) ::_exit(3);
+    if (::write(to_parent_[1], &port, sizeof(port)) != sizeof(port)) ::_exit(3);
     char go;
-    if (::read(to_child[0], &go, 1) != 1) ::_exit(4);
-    RendezvousServer::Stats s = (*server)->stats();
-    uint64_t counts[2] = {s.accept_failures, s.requests};
-    if (::write(to_parent[1], counts, sizeof(counts)) != sizeof(counts)) ::_exit(5);
+    if (::read(to_child_[0], &go, 1) != 1) ::_exit(4);
+    const RendezvousServer::Stats stats = (*server)->stats();
+    if (::write(to_parent_[1], &stats, sizeof(stats)) != sizeof(stats)) ::_exit(5);
     (*server)->Stop();
     ::_exit(0);
   }
-  uint16_t port = 0;
-  ASSERT_EQ(::read(to_parent[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
-  std::vector<int> silent = SilentConnections(port, 60);
-  std::this_thread::sleep_for(milliseconds(600));  // the server is out of descriptors meanwhile
-  for (int fd : silent) ::close(fd);
-  // The server's handshakes time out, its descriptors come back: a genuine client is served.
+  ~ServerInAChild() {
+    for (int fd : {to_child_[0], to_child_[1], to_parent_[0], to_parent_[1]}) ::close(fd);
+  }
+  uint16_t Port() {
+    uint16_t port = 0;
+    EXPECT_EQ(::read(to_parent_[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+    return port;
+  }
+  RendezvousServer::Stats Finish() {
+    RendezvousServer::Stats stats{};
+    EXPECT_EQ(::write(to_child_[1], "g", 1), 1);
+    EXPECT_EQ(::read(to_parent_[0], &stats, sizeof(stats)), static_cast<ssize_t>(sizeof(stats)));
+    int status = 0;
+    EXPECT_EQ(::waitpid(pid_, &status, 0), pid_);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    return stats;
+  }
+
+ private:
+  int to_child_[2] = {-1, -1}, to_parent_[2] = {-1, -1};
+  pid_t pid_ = -1;
+};
+
+// A genuine client connects and is served (within 10 s).
+void ExpectServed(uint16_t port) {
   auto client =
       control::KvClient::Connect("127.0.0.1", port, Key(0x11), "job-1", milliseconds(10000));
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   ASSERT_TRUE((*client)->Set("alive", "yes").ok());
-  ASSERT_EQ(::write(to_child[1], "g", 1), 1);
-  uint64_t counts[2] = {0, 0};
-  ASSERT_EQ(::read(to_parent[0], counts, sizeof(counts)), static_cast<ssize_t>(sizeof(counts)));
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  EXPECT_GT(counts[0], 0u) << "the server never ran out of descriptors: the test proves nothing";
-  // 100 ms apart over about 2 s; at once it was 100 000s.
-  EXPECT_LT(counts[0], 100u);
-  EXPECT_GE(counts[1], 1u);
-  for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) ::close(fd);
+}
+
+// Silent connections from anyone on the network: the server runs out of descriptors. Its
+// accepts are retried every 100 ms, not at once (until 2026-12-01 a failed accept was retried
+// at once: a core at 100 % and a warning per try, hundreds of thousands a second), and once the
+// silent ones are gone a genuine client is served.
+TEST(RendezvousServerLimitsTest, OutOfDescriptorsTheServerPausesAndRecovers) {
+  int open_now = 0;
+  for (int fd = 0; fd < 1024; ++fd) open_now += ::fcntl(fd, F_GETFD) != -1 ? 1 : 0;
+  ServerInAChild server(static_cast<rlim_t>(open_now + 24));
+  const uint16_t port = server.Port();
+  std::vector<int> silent = SilentConnections(port, 60);
+  std::this_thread::sleep_for(milliseconds(600));  // the server is out of descriptors meanwhile
+  for (int fd : silent) ::close(fd);
+  ExpectServed(port);
+  const RendezvousServer::Stats stats = server.Finish();
+  EXPECT_GT(stats.accept_failures, 0u) << "never out of descriptors: the test proves nothing";
+  EXPECT_LT(stats.accept_failures, 100u);  // 100 ms apart over about 2 s; at once: 100 000s
 }
 
 // More silent connections than the server lets into their handshake (64 at this descriptor
 // limit): a new one is closed at once, and a genuine client tries again until the silent ones
 // time out (until 2026-12-01 it failed at once: "connection closed ... after 0 of 20 bytes").
 TEST(RendezvousServerLimitsTest, AGenuineClientGetsInOnceSilentConnectionsTimeOut) {
-  int to_child[2], to_parent[2];
-  ASSERT_EQ(::pipe(to_child), 0);
-  ASSERT_EQ(::pipe(to_parent), 0);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    struct rlimit limit = {256, 256};  // a quarter: 64 in their handshake at most
-    ::setrlimit(RLIMIT_NOFILE, &limit);
-    RendezvousServerOptions options;
-    options.key = Key(0x11);
-    options.job_id = "job-1";
-    options.handshake_timeout = milliseconds(1500);
-    auto server = RendezvousServer::Start(options);
-    if (!server.ok()) ::_exit(2);
-    const uint16_t port = (*server)->port();
-    if (::write(to_parent[1], &port, sizeof(port)) != sizeof(port)) ::_exit(3);
-    char go;
-    if (::read(to_child[0], &go, 1) != 1) ::_exit(4);
-    const uint64_t busy = (*server)->stats().rejected_busy;
-    if (::write(to_parent[1], &busy, sizeof(busy)) != sizeof(busy)) ::_exit(5);
-    (*server)->Stop();
-    ::_exit(0);
-  }
-  uint16_t port = 0;
-  ASSERT_EQ(::read(to_parent[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  ServerInAChild server(256);  // a quarter: 64 in their handshake at most
+  const uint16_t port = server.Port();
   std::vector<int> silent = SilentConnections(port, 70);
   std::this_thread::sleep_for(milliseconds(200));  // the server has accepted them
-  auto client =
-      control::KvClient::Connect("127.0.0.1", port, Key(0x11), "job-1", milliseconds(10000));
+  ExpectServed(port);
   for (int fd : silent) ::close(fd);
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
-  ASSERT_TRUE((*client)->Set("alive", "yes").ok());
-  ASSERT_EQ(::write(to_child[1], "g", 1), 1);
-  uint64_t busy = 0;
-  ASSERT_EQ(::read(to_parent[0], &busy, sizeof(busy)), static_cast<ssize_t>(sizeof(busy)));
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  EXPECT_GT(busy, 0u) << "no connection was turned away: the test proves nothing";
-  for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) ::close(fd);
+  EXPECT_GT(server.Finish().rejected_busy, 0u) << "no connection was turned away";
 }
 
 }  // namespace
