@@ -2,7 +2,7 @@
 # Slurm batch script for an hvd job: submit with
 #
 #   sbatch configs/slurm_job.sh                                  # examples/torch_train.py
-#   sbatch -N 4 --ntasks-per-node=8 configs/slurm_job.sh python3 train.py --epochs 10
+#   sbatch -N 4 --ntasks-per-node=8 configs/slurm_job.sh /usr/bin/python3 train.py --epochs 10
 #
 # hvdrun needs no -np or -H here: it plans one rank per Slurm task from SLURM_JOB_NODELIST and
 # SLURM_TASKS_PER_NODE, runs the ranks of the node this script runs on itself, and on every
@@ -21,6 +21,6 @@ set -euo pipefail
 # HVDRUN names the hvdrun binary (default: the one on PATH).
 hvdrun="${HVDRUN:-hvdrun}"
 if [ "$#" -eq 0 ]; then
-  set -- python3 examples/torch_train.py --epochs 2
+  set -- /usr/bin/python3 examples/torch_train.py --epochs 2
 fi
 exec "$hvdrun" ${HVDRUN_ARGS:-} "$@"

@@ -25,6 +25,11 @@ targets=("$@")
 if [ ${#targets[@]} = 0 ]; then
   # fuzz_target.h's order.
   mapfile -t targets < <(sed -n 's/^ *{"\([a-z_]*\)", Fuzz[A-Za-z]*},$/\1/p' "$fuzz_dir/fuzz_target.h")
+  # A reformatted fuzz_target.h must not turn this into a run of nothing that passes.
+  if [ ${#targets[@]} = 0 ]; then
+    echo "fuzz.sh: no targets found in $fuzz_dir/fuzz_target.h" >&2
+    exit 2
+  fi
 fi
 logs=$build/fuzz-logs
 mkdir -p "$logs"

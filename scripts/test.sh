@@ -10,6 +10,11 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
+build=$(mkdir -p "$build" && cd "$build" && pwd)  # absolute: the steps below cd
+# BUILD_DIR names the main (gcc) build only: the sanitizer and fuzz parts have folders of their
+# own (sanitize.sh), and an inherited BUILD_DIR made them reconfigure this one (until
+# 2026-12-01: "HVD_FUZZ=ON needs clang", and Python and MPI left off in its cache).
+unset BUILD_DIR
 "$root/scripts/setup.sh"
 BUILD_DIR="$build" HVD_BUILD_TESTS=ON "$root/scripts/build.sh"
 cd "$build"

@@ -40,6 +40,12 @@ for ns in $(hvd_cluster_namespaces | sort -V); do hosts+=("$ns"); done
 
 hvd_slurm_teardown
 trap 'rc=$?; [ $rc -ne 0 ] && { hvd_cluster_log "slurm-up failed (exit $rc); stopping Slurm"; HVD_CLUSTER_KEEP_STATE=1 hvd_slurm_teardown; }; exit $rc' EXIT
+# An interruption tears down too: inside the EXIT trap of a signalled script $? reads 0, so each
+# signal exits with its own code first (Ctrl-C left namespaces and daemons behind until
+# 2026-12-01).
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 s="$HVD_SLURM_STATE"
 mkdir -p "$s/munge" "$s/ctld" "$s/spool"

@@ -29,6 +29,12 @@ flock -w 60 9 || hvd_cluster_die "another up.sh/down.sh holds $HVD_CLUSTER_LOCK"
 hvd_cluster_teardown
 # On any failure below, leave nothing half-built behind.
 trap 'rc=$?; [ $rc -ne 0 ] && { hvd_cluster_log "up failed (exit $rc); tearing down"; HVD_CLUSTER_KEEP_STATE=1 hvd_cluster_teardown; }; exit $rc' EXIT
+# An interruption tears down too: inside the EXIT trap of a signalled script $? reads 0, so each
+# signal exits with its own code first (Ctrl-C left namespaces and daemons behind until
+# 2026-12-01).
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 state="$HVD_CLUSTER_STATE"
 mkdir -p "$state"
