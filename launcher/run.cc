@@ -141,12 +141,14 @@ std::vector<SpawnRequest> BuildRequests(const LaunchSpec& spec, const env::Envir
       std::count_if(plan.ranks.begin(), plan.ranks.end(),
                     [&](const discovery::RankInfo& rank) { return !plan.IsRemote(rank.host); }));
   std::vector<SpawnRequest> requests;
+  int index_here = 0;
   for (const discovery::RankInfo& rank : plan.ranks) {
     SpawnRequest request;
     request.rank = rank.rank;
     request.host = rank.host;
     request.argv = spec.command;
     request.remote = plan.IsRemote(rank.host);
+    if (!request.remote) request.machine_slot = std::make_pair(index_here++, local_job.ranks_here);
     request.env = request.remote
                       ? BuildRemoteWorkerEnv(env.all(), spec.worker_env, rank, remote_job)
                       : BuildWorkerEnv(env.all(), spec.worker_env, rank, local_job);

@@ -183,7 +183,7 @@ Result<SpawnedRank> LocalSpawner::Spawn(const SpawnRequest& request) {
   ChildPlan plan(request.argv, request.env);
   plan.group = request.outlives_launcher ? ChildPlan::Group::kNewGroup : ChildPlan::Group::kParent;
   if (!request.outlives_launcher) {  // srun: its tasks run elsewhere, bound by their agent
-    HVD_ASSIGN_OR_RETURN(plan.cpus, RankCpuSet(request.env, AllowedCpus()));
+    HVD_ASSIGN_OR_RETURN(plan.cpus, RankCpuSet(request.env, AllowedCpus(), request.machine_slot));
   }
   RankPipes pipes;
   HVD_RETURN_IF_ERROR(pipes.Open(request.stdin_pipe));

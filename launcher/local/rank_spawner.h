@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -33,6 +34,10 @@ struct SpawnRequest {
   // pipe closes, as the srun step running an hvd-agent does (StartProcessAgent,
   // launcher/agents/agent_link.h): hvdrun's death closes that pipe.
   bool outlives_launcher = false;
+  // With --bind-to core: this rank's index among, and the number of, the ranks hvdrun starts on
+  // this machine under any host name (-H localhost:2,127.0.0.1:2 is one machine, 4 ranks).
+  // Unset: the rank's HVD_LOCAL_RANK and HVD_LOCAL_SIZE.
+  std::optional<std::pair<int, int>> machine_slot;
 };
 
 // A rank job control cannot waitpid() for (one running on another host): it reports its end

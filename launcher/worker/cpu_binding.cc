@@ -40,15 +40,20 @@ std::vector<int> CpuShare(const std::vector<int>& allowed, int local_rank, int l
 }
 
 Result<std::optional<cpu_set_t>> RankCpuSet(const std::map<std::string, std::string>& env,
-                                            const std::vector<int>& allowed) {
+                                            const std::vector<int>& allowed,
+                                            std::optional<std::pair<int, int>> machine_slot) {
   auto policy = env.find(kBindToVar);
   if (policy != env.end() && policy->second != "core" && policy->second != "none") {
     return Status::InvalidArgument(std::string(kBindToVar) + ": unknown value '" + policy->second +
                                    "' (core or none)");
   }
   if (policy == env.end() || policy->second == "none") return std::optional<cpu_set_t>();
-  const std::optional<int> local_rank = IntVar(env, "HVD_LOCAL_RANK");
-  const std::optional<int> local_size = IntVar(env, "HVD_LOCAL_SIZE");
+  // The machine's ranks, not the host name's: two names of one machine each counted their own
+  // local ranks, and ranks of both were pinned to the same CPUs (until 2026-12-01).
+  const std::optional<int> local_rank =
+      machine_slot ? std::optional<int>(machine_slot->first) : IntVar(env, "HVD_LOCAL_RANK");
+  const std::optional<int> local_size =
+      machine_slot ? std::optional<int>(machine_slot->second) : IntVar(env, "HVD_LOCAL_SIZE");
   if (!local_rank || !local_size) return std::optional<cpu_set_t>();
   const std::vector<int> share = CpuShare(allowed, *local_rank, *local_size);
   if (share.empty()) return std::optional<cpu_set_t>();

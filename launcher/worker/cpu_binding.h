@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -39,10 +40,12 @@ std::vector<int> AllowedCpus();
 std::vector<int> CpuShare(const std::vector<int>& allowed, int local_rank, int local_size);
 
 // The set to bind a rank started with environment `env` to (HVD_BIND_TO, HVD_LOCAL_RANK,
-// HVD_LOCAL_SIZE), from `allowed`; nullopt = do not bind. An HVD_BIND_TO other than core or
-// none is InvalidArgument naming the variable and the value.
-Result<std::optional<cpu_set_t>> RankCpuSet(const std::map<std::string, std::string>& env,
-                                            const std::vector<int>& allowed);
+// HVD_LOCAL_SIZE; `machine_slot`, when given, in place of the last two: the rank's index among
+// and the number of the ranks on this machine), from `allowed`; nullopt = do not bind. An
+// HVD_BIND_TO other than core or none is InvalidArgument naming the variable and the value.
+Result<std::optional<cpu_set_t>> RankCpuSet(
+    const std::map<std::string, std::string>& env, const std::vector<int>& allowed,
+    std::optional<std::pair<int, int>> machine_slot = std::nullopt);
 
 }  // namespace hvd::launcher
 

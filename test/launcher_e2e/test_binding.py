@@ -3,6 +3,8 @@
 launcher/worker/cpu_binding.h decides the shares."""
 import os
 
+import pytest
+
 from hvdrun_harness import run
 
 SHOW_CPUS = "grep Cpus_allowed_list /proc/self/status | cut -f2"
@@ -67,3 +69,15 @@ def test_bad_values_are_refused_naming_the_flag_or_the_variable():
     result = run(["-np", "2", "true"], env=env)
     assert result.returncode != 0
     assert "HVD_BIND_TO" in result.stderr.decode() and "cores" in result.stderr.decode()
+
+
+def test_one_machine_under_two_host_names_is_shared_as_one():
+    # -H localhost:1,127.0.0.1:1 is one machine: each name's local rank 0 got the first half of
+    # the CPUs, both ranks the same ones (until 2026-12-01); now the machine's ranks share it.
+    mine = os.sched_getaffinity(0)
+    if len(mine) < 2:
+        pytest.skip("needs 2 CPUs")
+    by_rank = rank_cpus(["-np", "2", "-H", "localhost:1,127.0.0.1:1", "--bind-to", "core"])
+    assert sorted(by_rank) == [0, 1]
+    assert by_rank[0].isdisjoint(by_rank[1]), by_rank
+    assert by_rank[0] | by_rank[1] == mine
