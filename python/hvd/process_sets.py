@@ -15,9 +15,12 @@ class ProcessSet:
     """A set of global ranks; ``process_set_id`` is None until it is registered."""
 
     def __init__(self, ranks_or_comm: Sequence[int]) -> None:
-        if not isinstance(ranks_or_comm, (list, tuple, range)):
+        # Any iterable of ranks (a numpy array, a set, a deque), as Horovod sorts what it gets;
+        # an mpi4py communicator is not one (it has Get_rank).
+        if hasattr(ranks_or_comm, "Get_rank") or not hasattr(ranks_or_comm, "__iter__"):
             raise NotImplementedError(
-                "ProcessSet(<MPI communicator>) needs the MPI controller, which hvd does not offer")
+                "ProcessSet(<MPI communicator>) needs the MPI controller, which hvd does not offer; "
+                f"give the ranks instead (got {type(ranks_or_comm).__name__})")
         self.ranks: List[int] = sorted(int(r) for r in ranks_or_comm)
         self.process_set_id: Optional[int] = None
         self.mpi_comm = None

@@ -616,6 +616,45 @@ def test_horovod_common_util_env():
     assert "HVD_TEST_ENV_VAR" not in os.environ
 
 
+# Horovod's torch/mpi_ops.py defines the basics, and scripts import them from there (until
+# 2026-12-01 only rank and is_homogeneous could be).
+def test_horovod_torch_mpi_ops_has_horovods_module_names(hvd):
+    from horovod.torch import mpi_ops
+    for name in ["init", "shutdown", "is_initialized", "size", "local_size", "cross_size",
+                 "rank", "local_rank", "cross_rank", "is_homogeneous", "start_timeline",
+                 "stop_timeline", "mpi_built", "gloo_built", "nccl_built", "ddl_built",
+                 "ccl_built", "cuda_built", "rocm_built", "mpi_enabled", "gloo_enabled",
+                 "mpi_threads_supported", "add_process_set", "remove_process_set",
+                 "handle_average_backwards_compatibility"]:
+        assert callable(getattr(mpi_ops, name)), name
+    assert mpi_ops.size() == hvd.size() and mpi_ops.local_rank() == hvd.local_rank()
+    assert mpi_ops.handle_average_backwards_compatibility(None, None) == hvd.Average
+    assert mpi_ops.handle_average_backwards_compatibility(hvd.Sum, None) == hvd.Sum
+
+
+# Any iterable of ranks makes a ProcessSet, as Horovod sorts what it is given.
+def test_a_process_set_takes_any_iterable_of_ranks(hvd):
+    import collections
+    assert hvd.ProcessSet({1, 0}).ranks == [0, 1]
+    assert hvd.ProcessSet(collections.deque([2, 0])).ranks == [0, 2]
+    assert hvd.ProcessSet(torch.tensor([3, 1])).ranks == [1, 3]
+    with pytest.raises(NotImplementedError, match="give the ranks instead"):
+        hvd.ProcessSet(5)
+
+
+def test_horovod_common_util_helpers():
+    from horovod.common import util
+    assert util.split_list([1, 2, 3, 4, 5], 2) == [[1, 2, 3], [4, 5]]
+    assert util.split_list(list(range(6)), 3) == [[0, 1], [2, 3], [4, 5]]
+    assert [util.num_rank_is_power_2(n) for n in (0, 1, 2, 3, 4, 6, 8)] == \
+        [False, True, True, False, True, False, True]
+    assert util.is_iterable([1]) and not util.is_iterable(3)
+    assert util.extension_available("torch") and not util.extension_available("tensorflow")
+    import horovod.torch as ht
+    handle = util.get_average_backwards_compatibility_fun(ht)
+    assert handle(None, None) == ht.Average and handle(None, False) == ht.Sum
+
+
 # ---- lifecycle (last: it re-initializes) -------------------------------------------------
 
 def test_timeline_api_reports_errors(hvd, tmp_path):

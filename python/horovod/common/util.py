@@ -57,3 +57,52 @@ def gpu_available(ext_base_name: str, verbose: bool = False) -> bool:
     if why and verbose:
         print(f"gpu_available({ext_base_name!r}): False: {why}")
     return not why
+
+
+def extension_available(ext_base_name: str, verbose: bool = False) -> bool:
+    """Horovod's check that a framework extension can be used: True for torch (hvd.torch)."""
+    try:
+        check_extension(f"horovod.{ext_base_name}", f"HOROVOD_WITH_{ext_base_name.upper()}",
+                        "")
+        return True
+    except ImportError as error:
+        if verbose:
+            print(error)
+        return False
+
+
+def split_list(values: list, num_parts: int) -> list:
+    """Horovod's split_list: `values` in `num_parts` consecutive pieces, the first ones one
+    longer when it does not divide evenly."""
+    d, r = divmod(len(values), num_parts)
+    return [values[i * d + min(i, r):(i + 1) * d + min(i + 1, r)] for i in range(num_parts)]
+
+
+def num_rank_is_power_2(num_rank: int) -> bool:
+    """Horovod's check that a number of ranks is a power of 2 (0 is not)."""
+    return num_rank != 0 and (num_rank & (num_rank - 1)) == 0
+
+
+def is_iterable(x) -> bool:
+    try:
+        iter(x)
+    except TypeError:
+        return False
+    return True
+
+
+def get_average_backwards_compatibility_fun(reduce_ops):
+    """Horovod's factory of handle_average_backwards_compatibility for a framework's ops."""
+    def handle_average_backwards_compatibility(op, average):
+        if op is not None:
+            if average is not None:
+                raise ValueError("The op parameter supersedes average. Please provide only one "
+                                 "of them.")
+            return op
+        if average is not None:
+            import warnings
+            warnings.warn("Parameter `average` has been replaced with `op` and will be removed "
+                          "in v1.0", DeprecationWarning)
+            return reduce_ops.Average if average else reduce_ops.Sum
+        return reduce_ops.Average
+    return handle_average_backwards_compatibility

@@ -22,7 +22,14 @@ import torch
 from hvd import _hvd_c as _c
 from hvd.basics import (Adasum, Average, Max, Min, Product, Sum, cuda_built, on_shutdown, rank,
                         translate_error)
-from hvd.basics import is_homogeneous  # noqa: F401  (Horovod scripts call mpi_ops.is_homogeneous)
+# Horovod's torch/mpi_ops.py defines these, and scripts import them from there
+# (`from horovod.torch.mpi_ops import size, local_rank`): until 2026-12-01 only is_homogeneous
+# and rank were here, and such an import failed.
+from hvd.basics import (ccl_built, cross_rank, cross_size, ddl_built, gloo_built,  # noqa: F401
+                        gloo_enabled, init, is_homogeneous, is_initialized, local_rank,
+                        local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built,
+                        rocm_built, shutdown, size, start_timeline, stop_timeline)
+from hvd.process_sets import add_process_set, remove_process_set  # noqa: F401
 from hvd.exceptions import HorovodInternalError
 from hvd.process_sets import (ProcessSet, global_process_set, operation_name, registered_id,
                               root_rank_arg)
@@ -192,6 +199,12 @@ def _allreduce_now(tensor: torch.Tensor, output: torch.Tensor, code: int, name, 
 def _register(handle: Handle, keep: Tuple[Any, ...], finish: Callable[[Handle], Any]) -> Handle:
     _handle_map[handle] = _Pending(keep, finish)
     return handle
+
+
+def handle_average_backwards_compatibility(op: Optional[int], average: Optional[bool]) -> int:
+    """Horovod's helper (mpi_ops.handle_average_backwards_compatibility): the reduce op that
+    `op` and the deprecated `average` mean together."""
+    return _resolve_op(average, op)
 
 
 def _resolve_op(average: Optional[bool], op: Optional[int]) -> int:
