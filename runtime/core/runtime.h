@@ -171,8 +171,10 @@ class Runtime {
   Status StartLocked(const RuntimeConfig& config,
                      const std::vector<std::vector<int32_t>>& process_sets);
   Result<std::shared_ptr<Controller>> MakeController(int32_t id, std::vector<int32_t> ranks);
+  // runtime_start.cc
   Status CheckSameEverywhere(Communicator* comm,
                              const std::vector<std::vector<int32_t>>& process_sets);
+  void PinBackgroundThread();  // HVD_THREAD_AFFINITY, on thread_ once it exists
   void StopLocked();
   void Loop();
   // One iteration of the loop (every process set's cycle, timeline shipment, autotune sync),
