@@ -65,6 +65,7 @@ void Barrier();
 void Grouped();
 void Fused();
 void FusedAllgather();
+// reduction_scenarios.cc (initialized)
 void NanMinMax();  // Min/Max with a NaN on one rank: the same result everywhere
 // control_scenarios.cc
 void ProcessSetsStatic();   // own init
