@@ -52,22 +52,6 @@ std::string FormatPlanTable(const JobPlan& plan) {
   return text;
 }
 
-namespace {
-
-std::string RankEnvironment(const LaunchSpec& spec, const discovery::RankInfo& rank,
-                            const JobEnvContext& job) {
-  EnvMap vars = spec.worker_env;
-  for (auto& [name, value] : RankVariables(rank, job)) vars[name] = std::move(value);
-  if (job.runtime_library && vars.count("HVD_RUNTIME_LIBRARY") == 0) {
-    vars["HVD_RUNTIME_LIBRARY"] = *job.runtime_library;
-  }
-  std::string text;
-  for (const auto& [name, value] : vars) text += "    " + name + "=" + Quote(value) + "\n";
-  return text;
-}
-
-}  // namespace
-
 std::string ShellJoin(const std::vector<std::string>& argv) {
   std::string out;
   for (const std::string& word : argv) {
@@ -78,7 +62,7 @@ std::string ShellJoin(const std::vector<std::string>& argv) {
 }
 
 std::string FormatDryRun(const LaunchSpec& spec, const JobPlan& plan, const JobEnvContext& job,
-                         const std::map<int, EnvMap>* rank_envs, const EnvMap* launcher_env) {
+                         const std::map<int, EnvMap>& rank_envs, const EnvMap& launcher_env) {
   std::string text = "hvdrun dry run: " + std::to_string(plan.ranks.size()) +
                      " ranks, hosts from " + plan.allocation.source + "; nothing is started\n\n";
   text += FormatPlanTable(plan);
@@ -113,24 +97,21 @@ std::string FormatDryRun(const LaunchSpec& spec, const JobPlan& plan, const JobE
     for (const auto& rank : plan.ranks) {
       if (rank.host != host) continue;
       text += "  rank " + std::to_string(rank.rank) + " environment (added to hvdrun's own):\n";
-      if (rank_envs != nullptr && launcher_env != nullptr && rank_envs->count(rank.rank) != 0) {
-        // What hvdrun sets for the rank (its knobs, the rank's own variables), with the value
-        // the rank gets, and whatever else differs from hvdrun's own environment.
-        std::set<std::string> names;
-        for (const auto& [name, value] : spec.worker_env) names.insert(name);
-        for (const auto& [name, value] : RankVariables(rank, job)) names.insert(name);
-        for (const auto& [name, value] : rank_envs->at(rank.rank)) {
-          auto own = launcher_env->find(name);
-          if (own == launcher_env->end() || own->second != value) names.insert(name);
-        }
-        for (const std::string& name : names) {
-          auto it = rank_envs->at(rank.rank).find(name);
-          if (it != rank_envs->at(rank.rank).end()) {
-            text += "    " + name + "=" + Quote(it->second) + "\n";
-          }
-        }
-      } else {
-        text += RankEnvironment(spec, rank, job);
+      // What hvdrun sets for the rank (its knobs, the rank's own variables, the runtime
+      // library), with the value the rank gets, and whatever else differs from hvdrun's own
+      // environment.
+      const EnvMap& rank_env = rank_envs.at(rank.rank);
+      std::set<std::string> names;
+      for (const auto& [name, value] : spec.worker_env) names.insert(name);
+      for (const auto& [name, value] : RankVariables(rank, job)) names.insert(name);
+      if (job.runtime_library) names.insert("HVD_RUNTIME_LIBRARY");
+      for (const auto& [name, value] : rank_env) {
+        auto own = launcher_env.find(name);
+        if (own == launcher_env.end() || own->second != value) names.insert(name);
+      }
+      for (const std::string& name : names) {
+        auto it = rank_env.find(name);
+        if (it != rank_env.end()) text += "    " + name + "=" + Quote(it->second) + "\n";
       }
     }
   }

@@ -12,18 +12,17 @@
 namespace hvd::launcher {
 
 // --dry-run's report: where the allocation came from, the rank plan table (rank, host,
-// local_rank, local_size, cross_rank, cross_size) and, per host, the exact command and the
-// variables hvdrun would set for each rank there (flag/config knobs plus the per-rank
-// ones; the inherited environment is not repeated). Values only known at launch come from
-// `job` as placeholders; HVD_SECRET_FD is a descriptor number at most, never key material.
-// Pure; thread-safe.
-// `rank_envs` (by rank), when given, is each rank's whole environment as the launch builds it
-// (launcher/run.cc BuildRequests): what differs from `launcher_env` (hvdrun's own) is shown, so
-// the dry run shows what the ranks really get (the interfaces, OMP_NUM_THREADS, NCCL_HOSTID,
-// a CPU_OPERATIONS exported to hvdrun; until 2026-12-01 only hvdrun's knob variables were).
+// local_rank, local_size, cross_rank, cross_size) and, per host, the exact command and each
+// rank's variables: those hvdrun sets (flag/config knobs, the per-rank ones, the runtime
+// library) and whatever else differs from `launcher_env` (hvdrun's own; the inherited rest is
+// not repeated), as `rank_envs` (by rank: each rank's whole environment as the launch builds it,
+// launcher/run.cc BuildRequests) has them. So the dry run shows what the ranks really get (the
+// interfaces, OMP_NUM_THREADS, NCCL_HOSTID, a CPU_OPERATIONS exported to hvdrun; until
+// 2026-12-01 only hvdrun's knob variables were). Values only known at launch come from `job`
+// as placeholders; HVD_SECRET_FD is a descriptor number at most, never key material. Pure;
+// thread-safe.
 std::string FormatDryRun(const LaunchSpec& spec, const JobPlan& plan, const JobEnvContext& job,
-                         const std::map<int, EnvMap>* rank_envs = nullptr,
-                         const EnvMap* launcher_env = nullptr);
+                         const std::map<int, EnvMap>& rank_envs, const EnvMap& launcher_env);
 
 // The rank plan as a table: rank, host, local_rank, local_size, cross_rank, cross_size.
 std::string FormatPlanTable(const JobPlan& plan);

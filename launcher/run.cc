@@ -365,8 +365,7 @@ int Run(const LaunchSpec& spec, const env::Environment& env) {
     for (SpawnRequest& request : BuildRequests(spec, env, *plan, job, -1)) {
       rank_envs[request.rank] = std::move(request.env);
     }
-    const EnvMap launcher_env = env.all();
-    std::string text = FormatDryRun(spec, *plan, job, &rank_envs, &launcher_env);
+    std::string text = FormatDryRun(spec, *plan, job, rank_envs, env.all());
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     return kExitOk;

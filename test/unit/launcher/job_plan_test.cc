@@ -4,6 +4,7 @@
 
 #include "launcher/dry_run.h"
 #include "launcher/local/local_host.h"
+#include "launcher/worker/worker_env.h"
 
 namespace hvd::launcher {
 namespace {
@@ -98,7 +99,11 @@ TEST(DryRunTest, ShowsPlanCommandAndEnvironmentWithoutSecrets) {
   JobEnvContext job;
   job.size = 2;
   job.secret_fd = "<descriptor>";
-  std::string text = FormatDryRun(spec, *plan, job);
+  std::map<int, EnvMap> rank_envs;
+  for (const discovery::RankInfo& rank : plan->ranks) {
+    rank_envs[rank.rank] = BuildWorkerEnv({}, spec.worker_env, rank, job);
+  }
+  std::string text = FormatDryRun(spec, *plan, job, rank_envs, {});
   EXPECT_NE(text.find("rank  host"), std::string::npos) << text;
   EXPECT_NE(text.find("command: python3 train.py --name 'it'\\''s'"), std::string::npos) << text;
   EXPECT_NE(text.find("HVD_RANK=1"), std::string::npos) << text;
