@@ -145,6 +145,13 @@ bool ParameterManager::Update(const std::vector<std::string>& tensor_names, int6
   return !(current_ == before);
 }
 
+KnobSet ParameterManager::tuned() const {
+  KnobSet tuned;
+  for (Knob k : bayes_knobs_) tuned.set(static_cast<size_t>(k));
+  for (Knob k : categorical_queue_) tuned.set(static_cast<size_t>(k));
+  return tuned;
+}
+
 void ParameterManager::OnSample(double score) {
   if (stage_ == Stage::kWarmup) {
     --warmup_remaining_;

@@ -84,6 +84,9 @@ class ParameterManager {
   // warming up, else already the first point to measure; the caller applies it right away).
   const Params& current() const { return current_; }
   bool tuning() const { return stage_ != Stage::kDone; }
+  // The knobs this schedule searches (not fixed; the categorical ones available): what best()
+  // holds as a result, the rest being the initial values.
+  KnobSet tuned() const;
   Stage stage() const { return stage_; }
   // Samples closed so far (warm-up's included).
   int samples_taken() const { return samples_taken_; }

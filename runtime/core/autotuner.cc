@@ -127,13 +127,9 @@ void Autotuner::StoreBest() {
   if (options_.cache_path.empty() || cached_ || tensors_.empty()) return;
   autotune::ModelSignature signature(size_, local_size_);
   for (const auto& [name, t] : tensors_) signature.AddTensor(name, t.first, t.second);
-  autotune::CachedParams entry{manager_->best(), manager_->best_score(), autotune::KnobSet()};
-  if (!options_.fusion_threshold_fixed) entry.tuned.set(size_t(autotune::Knob::kFusionThreshold));
-  if (!options_.cycle_time_fixed) entry.tuned.set(size_t(autotune::Knob::kCycleTime));
-  if (!options_.cache_fixed && configured_.cache_enabled) {
-    entry.tuned.set(size_t(autotune::Knob::kCacheEnabled));
-  }
-  Status s = autotune::StoreCachedParams(options_.cache_path, signature.Digest(), entry);
+  Status s =
+      autotune::StoreCachedParams(options_.cache_path, signature.Digest(),
+                                  {manager_->best(), manager_->best_score(), manager_->tuned()});
   if (!s.ok()) HVD_LOG_WARNING("autotune: {}; the tuned result is not stored", s.message());
 }
 
