@@ -27,10 +27,12 @@ bool MpiFinalized() {
 }
 
 // Waits for `request` until done, `aborted`, or `deadline`; OK, kAborted, kTimeout or the
-// MPI error. what() names the call in those errors (built only for them).
+// MPI error. what() names the call in those errors (built only for them). A wait given up
+// (aborted, timed out) leaves the request pending: `session` is abandoned with it
+// (MpiSession::Abandon: the caller's buffers stay MPI's, so hvd makes no MPI call again).
 template <typename Name>
 Status WaitRequest(MPI_Request* request, const std::atomic<bool>& aborted,
-                   Clock::time_point deadline, const Name& what) {
+                   Clock::time_point deadline, const Name& what, MpiSession* session) {
   const auto start = Clock::now();
   auto nap = kFirstNap;
   while (true) {
@@ -38,14 +40,20 @@ Status WaitRequest(MPI_Request* request, const std::atomic<bool>& aborted,
     int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return MpiError(rc, what());
     if (done) return Status::OK();
-    if (aborted.load()) return Status::Aborted(what() + ": the communicator was aborted");
+    Status given_up;
     const auto now = Clock::now();
-    if (now >= deadline) {
+    if (aborted.load()) {
+      given_up = Status::Aborted(what() + ": the communicator was aborted");
+    } else if (now >= deadline) {
       // MPI shows no progress: a collective still moving (2 GiB over 1 Gbit/s) counts as stuck.
-      return Status::Timeout(what() +
-                             ": not complete within the timeout (HVD_GLOO_TIMEOUT_SECONDS): a "
-                             "peer did not arrive, or the transfer is slower than that (MPI "
-                             "shows no progress; raise the timeout for large tensors)");
+      given_up = Status::Timeout(what() +
+                                 ": not complete within the timeout (HVD_GLOO_TIMEOUT_SECONDS): "
+                                 "a peer did not arrive, or the transfer is slower than that (MPI "
+                                 "shows no progress; raise the timeout for large tensors)");
+    }
+    if (!given_up.ok()) {
+      session->Abandon(given_up);
+      return given_up;
     }
     if (now - start > kSpin) {
       std::this_thread::sleep_for(nap);
@@ -154,11 +162,10 @@ Status MpiCommunicator::RunNamed(const Name& name, const Post& post) {
   HVD_RETURN_IF_ERROR(session_->Usable(what()));
   MPI_Request request = MPI_REQUEST_NULL;
   int rc = post(&request);
-  Status s = rc == MPI_SUCCESS ? WaitRequest(&request, aborted_, Clock::now() + timeout_, what)
-                               : MpiError(rc, what());
+  Status s = rc == MPI_SUCCESS
+                 ? WaitRequest(&request, aborted_, Clock::now() + timeout_, what, session_)
+                 : MpiError(rc, what());
   if (!s.ok()) broken_ = s;
-  // Still pending: the caller's buffers stay MPI's (MpiSession::Abandon).
-  if (s.code() == StatusCode::kTimeout || s.code() == StatusCode::kAborted) session_->Abandon(s);
   return s;
 }
 
@@ -309,11 +316,11 @@ Result<std::unique_ptr<MpiCommunicatorFactory>> MpiCommunicatorFactory::Create(
   int rc = MPI_Comm_idup(MPI_COMM_WORLD, &factory->base_, &request);
   const std::atomic<bool> never_aborted{false};
   const auto what = [] { return std::string("duplicating MPI_COMM_WORLD"); };
-  Status s = rc == MPI_SUCCESS ? WaitRequest(&request, never_aborted, Clock::now() + timeout, what)
-                               : MpiError(rc, what());
+  Status s = rc == MPI_SUCCESS
+                 ? WaitRequest(&request, never_aborted, Clock::now() + timeout, what, session)
+                 : MpiError(rc, what());
   if (!s.ok()) {
     factory->base_ = MPI_COMM_NULL;  // leaked with the pending request
-    if (s.code() == StatusCode::kTimeout) session->Abandon(s);
     return s;
   }
   MPI_Comm_set_errhandler(factory->base_, MPI_ERRORS_RETURN);
@@ -337,10 +344,8 @@ Result<std::unique_ptr<Communicator>> MpiCommunicatorFactory::CreateGroup(
     rc = MPI_Comm_idup(base_, &comm, &request);
     const std::atomic<bool> never_aborted{false};
     if (rc == MPI_SUCCESS) {
-      Status s =
-          WaitRequest(&request, never_aborted, Clock::now() + timeout_, [&] { return what; });
-      if (s.code() == StatusCode::kTimeout) session_->Abandon(s);
-      HVD_RETURN_IF_ERROR(s);
+      HVD_RETURN_IF_ERROR(WaitRequest(
+          &request, never_aborted, Clock::now() + timeout_, [&] { return what; }, session_));
     }
   } else {
     // Only the members take part (no deadline: MPI has no nonblocking form of this call).
