@@ -40,8 +40,13 @@
 namespace hvd::runtime {
 namespace {
 
+// One process: no rendezvous and no MPI is started. gloo_enabled()/mpi_enabled() still report
+// the controller this launch stands for, as Horovod's do for a one-rank job (they were both
+// False until 2026-12-01): mpirun's or HVD_CONTROLLER=mpi's MPI where the build has MPI,
+// otherwise hvdrun's rendezvous (Horovod's Gloo role), as hvdrun -np 2 reports.
 class SingleRankProvider : public CommunicatorProvider {
  public:
+  explicit SingleRankProvider(uint32_t flags) : flags_(flags) {}
   Result<std::unique_ptr<Communicator>> Create(const GroupSpec& spec) override {
     if (spec.ranks.size() != 1) {
       return Status::InvalidArgument("a single-process job cannot form a group of " +
@@ -49,7 +54,10 @@ class SingleRankProvider : public CommunicatorProvider {
     }
     return std::unique_ptr<Communicator>(new SingleRankCommunicator());
   }
-  uint32_t enabled_flags() const override { return 0; }
+  uint32_t enabled_flags() const override { return flags_; }
+
+ private:
+  uint32_t flags_;
 };
 
 // Connects to hvdrun's KV server with the job key read from HVD_SECRET_FD.
@@ -214,7 +222,11 @@ Result<std::unique_ptr<CommunicatorProvider>> ConnectShm(const RuntimeConfig& co
 }  // namespace
 
 Result<std::unique_ptr<CommunicatorProvider>> CreateDefaultProvider(const RuntimeConfig& config) {
-  if (config.size == 1) return std::unique_ptr<CommunicatorProvider>(new SingleRankProvider());
+  if (config.size == 1) {
+    const bool mpi = config.controller == "mpi" && (BuildFlags() & HVD_BUILT_MPI) != 0;
+    return std::unique_ptr<CommunicatorProvider>(
+        new SingleRankProvider(mpi ? HVD_BUILT_MPI : HVD_BUILT_GLOO));
+  }
   if (config.controller == "mpi") return ConnectMpi(config);
   if (config.launched_by_mpirun) {
     return Status::InvalidArgument(

@@ -96,3 +96,19 @@ def test_framework_independent_modules_never_import_torch(module):
     result = _run(code, {}, PACKAGE_ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]", result.stdout
+
+
+@pytest.mark.parametrize("controller", [None, "mpi", "gloo"])
+def test_a_process_started_alone_reports_the_controller_of_its_launch(controller):
+    # Horovod's gloo_enabled()/mpi_enabled() name the controller of a one-rank job too (both were
+    # False here until 2026-12-01): hvdrun's rendezvous (the Gloo role) unless the launch is
+    # mpirun's or HVD_CONTROLLER=mpi, and MPI only where the build has it.
+    code = ("import hvd.basics as b; b.init(); "
+            "print(b.size(), b.gloo_enabled(), b.mpi_enabled(), b.mpi_built()); b.shutdown()")
+    clean = {k: None for k in os.environ if k.startswith(("HVD_", "HOROVOD_", "OMPI_", "PMI"))}
+    result = _run(code, dict(clean, HVD_CONTROLLER=controller), PACKAGE_ROOT)
+    assert result.returncode == 0, result.stderr
+    size, gloo, mpi, mpi_built = result.stdout.split()
+    assert size == "1"
+    expect_mpi = controller == "mpi" and mpi_built == "True"
+    assert (gloo, mpi) == (str(not expect_mpi), str(expect_mpi)), result.stdout

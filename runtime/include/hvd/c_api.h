@@ -291,7 +291,8 @@ HVD_EXPORT hvd_status_t hvd_nccl_version(int32_t* version);
 /* The controller in use after init, as Horovod's gloo_enabled()/mpi_enabled() answer:
  * HVD_BUILT_GLOO under hvdrun's rendezvous (its shm, tcp or gloo transports: the role of
  * horovodrun's Gloo launch), HVD_BUILT_MPI under mpirun (HVD_CPU_OPERATIONS=mpi or an mpirun
- * launch), 0 for a single process started alone. */
+ * launch); a single process (no launcher, or -np 1) reports the same for its launch without
+ * starting either: HVD_BUILT_MPI under mpirun or HVD_CONTROLLER=mpi, HVD_BUILT_GLOO otherwise. */
 HVD_EXPORT hvd_status_t hvd_enabled_flags(uint32_t* flags);
 HVD_EXPORT const char* hvd_version(void);
 
