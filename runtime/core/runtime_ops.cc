@@ -500,7 +500,12 @@ Result<int64_t> Runtime::EnqueueJoin(int32_t device) {
   e.request.type = OpType::kJoin;
   e.request.name = "join";
   e.request.device = device;
-  if (device >= 0) join_device_.store(device, std::memory_order_relaxed);
+  // A GPU response while joined runs on the set's device, else on the last GPU op's; before any
+  // GPU op on this one: the device hvd_join named, or for the CPU (-1, Horovod's default) the
+  // device current on the caller's thread (a Horovod script's torch.cuda.set_device(local_rank));
+  // until 2026-12-01 device 0, which on a local rank other than 0 declared another rank's GPU.
+  const int gpu_device = device >= 0 ? device : (gpu_ != nullptr ? gpu_->CurrentDevice() : -1);
+  if (gpu_device >= 0) join_device_.store(gpu_device, std::memory_order_relaxed);
   return Submit(controller.get(), scratch.entries, 0);
 }
 

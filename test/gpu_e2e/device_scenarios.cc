@@ -1,6 +1,7 @@
 // The device a GPU op runs on in a process that sees several GPUs (the emulated GPU's
 // HVD_GPU_EMU_DEVICES=2): the caller's current device kept, an op on a second device of a set
-// refused by name, a joined rank contributing on its set's device.
+// refused by name, a joined rank contributing on its set's device (or, before its first GPU op,
+// on its current device).
 #include <string>
 
 #include "gpu_worker.h"
@@ -128,6 +129,31 @@ void JoinedOnTheSetsDevice() {
   Require(hvd_release(join), "hvd_release of the join");
   Require(hvd_remove_process_set(set), "hvd_remove_process_set");
   std::printf("[joined_on_the_sets_device] ok\n");
+  std::fflush(stdout);
+}
+
+// Two ranks of one host with a GPU each (local rank 1 current on device 1), NCCL required
+// (HVD_GPU_OPERATIONS=nccl). Rank 1 joins on the CPU (device -1, Horovod's default) before it has
+// run any GPU op; rank 0 then allreduces on device 0, to which rank 1 contributes zeros. Until
+// 2026-12-01 a rank joined before its first GPU op contributed on device 0 whatever its current
+// device: rank 1 then declared device 0's GPU, the NCCL group saw one GPU twice and the op
+// failed ("shares a GPU") where every rank has a GPU of its own. Now it is the device current on
+// the caller's thread at the join (a Horovod script's torch.cuda.set_device(hvd.local_rank())).
+void JoinedFirstOnItsDevice() {
+  if (N() != 2 || Ctx().local_size != 2 || Ctx().device_count < 2) {
+    std::printf("[joined_first_on_its_device] skipped: needs 2 ranks of one host, 2 GPUs\n");
+    return;
+  }
+  hvd_handle_t join = 0;
+  if (R() == 1) {
+    Require(hvd_join(-1, &join), "hvd_join(-1) on rank 1, current on device 1");
+  } else {
+    DeviceSumAllreduce("gpu.joined.first", 5, 5);  // rank 1's zeros
+    Require(hvd_join(-1, &join), "hvd_join");
+  }
+  WaitOk(join, "join");
+  Require(hvd_release(join), "hvd_release of the join");
+  std::printf("[joined_first_on_its_device] ok\n");
   std::fflush(stdout);
 }
 

@@ -43,7 +43,11 @@ ScopedDevice::~ScopedDevice() {
 
 int CudaBackend::CurrentDevice() {
   int device = -1;
-  return cudaGetDevice(&device) == cudaSuccess ? device : -1;
+  if (cudaGetDevice(&device) == cudaSuccess) return device;
+  // No device (a CPU job's hvd_join on a machine without a GPU): the failure is not left pending
+  // for the framework's next CUDA call to report as its own.
+  (void)cudaGetLastError();
+  return -1;
 }
 
 void CudaBackend::RestoreDevice(int device) {
