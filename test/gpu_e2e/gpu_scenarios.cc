@@ -674,6 +674,36 @@ void HorovodScaling() {
   FinishAll(&pending);
 }
 
+// The hierarchical allreduce (--hierarchical-allreduce) of a set whose size is no power of two
+// (3 hosts x 2 ranks): an Average, and an Average with a postscale, as Horovod's GPU path and
+// hvd's flat NCCL path give them: Average's 1/n inside the postscale, the factor rounded to the
+// type. Horovod's integer inputs, the same on every rank, keep every partial sum exact (float16:
+// |6x| <= 600), so the result is exact whatever the order of the sum. Until 2026-12-01 the
+// hierarchy rounded the postscale and then divided by n in float: float16's average of 5 x 6
+// ranks came out 0.83349609375 for Horovod's 0.8330078125 (1/6 is 0.1666259765625 in float16).
+void HierarchicalAverage() {
+  if (N() % 2 != 0 || (N() & (N() - 1)) == 0) {
+    std::printf("[hierarchical_average] skipped: needs a set size that is no power of two\n");
+    return;
+  }
+  std::vector<Pending> pending;
+  int k = 0;
+  for (hvd_dtype_t id : {HVD_FLOAT16, HVD_FLOAT32, HVD_FLOAT64}) {
+    const DType& d = DTypeOf(id);
+    for (double post : {1.0, 1.7320508075688772}) {
+      char label[96];
+      std::snprintf(label, sizeof(label), "hierarchical Average %s postscale %.17g", d.name, post);
+      const Values values{
+          HorovodInput,
+          [d, post](int64_t i) { return HorovodScaled(d, HorovodInput(i), N(), 1.0, post / N()); },
+          true};
+      EnqueueAllreduceOf(&pending, d, HVD_OP_AVERAGE, 1.0, post, {17, 17, 17}, false,
+                         "gpu.hieravg." + std::to_string(k++), label, 0, values);
+    }
+  }
+  FinishAll(&pending);
+}
+
 void EnqueueSetAllreduce(std::vector<Pending>* pending, int32_t set, int32_t pos, int32_t n) {
   EnqueueAllreduce(pending, DTypeOf(HVD_FLOAT32), HVD_OP_SUM, 1.0, 1.0, {17, 17, 17}, true,
                    "gpu.set.ar", "process set: ", set, pos, n);

@@ -183,7 +183,8 @@ void Allgather();             // uneven and equal first dimensions
 void Broadcast();             // from every root, in place
 void Alltoall();              // uneven splits (zero rows included) and equal ones
 void Reducescatter();         // even and uneven rows, Sum/Average, scaled
-void HorovodScaling();        // Horovod's scaled results bit for bit at up to 3 ranks
+void HorovodScaling();
+void HierarchicalAverage();  // Horovod's scaled results bit for bit at up to 3 ranks
 // Allreduces (float32 Sum in place, float16 Average out of place) on process set `set`, this
 // rank at position `pos` of its `n` members; an allgather there (member r gives r % 3 + 1 rows).
 void EnqueueSetAllreduce(std::vector<Pending>* pending, int32_t set, int32_t pos, int32_t n);
@@ -223,6 +224,7 @@ void DeferFailures();
 void KeepsTheCallersDevice();
 void SecondGpu();
 void JoinedOnTheSetsDevice();
+void JoinedFirstOnItsDevice();
 
 }  // namespace hvd_gpu
 

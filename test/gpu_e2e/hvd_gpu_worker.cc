@@ -324,6 +324,8 @@ const Scenario kScenarios[] = {
     {"keeps_the_callers_device", hvd_gpu::KeepsTheCallersDevice, false},
     {"second_gpu", hvd_gpu::SecondGpu, false},
     {"joined_on_the_sets_device", hvd_gpu::JoinedOnTheSetsDevice, false},
+    {"joined_first_on_its_device", hvd_gpu::JoinedFirstOnItsDevice, false},
+    {"hierarchical_average", hvd_gpu::HierarchicalAverage, false},
     {"kill_peer_allreduce", [] { hvd_gpu::KillPeer("allreduce", false); }, false},
     {"nccl_peer_dies_allreduce", [] { hvd_gpu::KillPeer("allreduce", true); }, false},
     {"kill_peer_allgather", [] { hvd_gpu::KillPeer("allgather", false); }, false},

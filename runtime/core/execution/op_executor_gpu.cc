@@ -21,7 +21,8 @@ constexpr int64_t kStageChunkBytes = int64_t{4} << 20;
 // in float by the float factor: a staged float16 x 0.1 then differed from Horovod's by one unit
 // in the last place. The factor rounded to the type, applied in float and rounded once, gives
 // the half product's bits (two 11-bit significands multiply exactly in float's 24; bfloat16's 8
-// likewise). Average's 1/n is hvd's own, not the caller's, and stays in float.
+// likewise). On the staged path Average's 1/n is hvd's own and stays in float; on NCCL (flat
+// and hierarchical) it is part of the factor, as Horovod's GPU path divides the postscale.
 double FactorInType(double factor, DataType dtype) {
   if (factor == 1.0) return factor;
   const float f = static_cast<float>(factor);
@@ -154,13 +155,15 @@ Status OpExecutor::RunOnGroup(const Response& r, std::span<TensorEntry* const> e
           return HierarchicalNcclAdasum(r, entries, comm->hierarchy(), host, device);
         }
         // The prescale goes with the host's reduce-scatter (NCCL), the postscale with the cross
-        // allreduce (the host): a 16-bit type's postscale as the type holds it (FactorInType).
+        // allreduce (the host), as the flat NCCL path's kernel takes it: with Average's 1/n
+        // (Horovod's postscale_factor /= size), a 16-bit type's factor as the type holds it
+        // (FactorInType). Until 2026-12-01 the 1/n was applied in float after the rounding, so
+        // a float16 Average of a set of 3 or 6 ranks could end one unit in the last place off
+        // the flat path's and Horovod's (test: gpu_emu_worker_hierarchical_average_np6).
         if (host != nullptr && !adasum &&
             host->CanReduce(r.dtype, BackendOp(r.reduce_op), r.prescale != 1.0)) {
-          const double in_type = FactorInType(r.postscale, r.dtype);
-          const double hier_post =
-              r.reduce_op == ReduceOp::kAverage ? in_type / comm->size() : in_type;
-          return HierarchicalNcclAllreduce(r, entries, comm->hierarchy(), host, device, hier_post);
+          return HierarchicalNcclAllreduce(r, entries, comm->hierarchy(), host, device,
+                                           FactorInType(post, r.dtype));
         }
       }
       if (!group->CanReduce(r.dtype, BackendOp(r.reduce_op), scaled)) break;
