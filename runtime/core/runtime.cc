@@ -688,7 +688,8 @@ Status Runtime::RunIteration(bool request_shutdown, CycleResult* total) {
     }
     for (const auto& controller : cycle_controllers_) {
       if ((controller->id() == 0) != global) continue;
-      auto r = controller->RunCycle(global && (request_shutdown || !set_shutdown_reason_.empty()));
+      auto r = controller->RunCycle(global && (request_shutdown || !set_shutdown_reason_.empty()),
+                                    request_shutdown ? std::string() : set_shutdown_reason_);
       if (!r.ok()) return r.status();
       if (!r->stalled_ranks.empty()) RequestStacks(r->stalled_ranks);
       total->progress |= r->progress;

@@ -325,8 +325,8 @@ void NegotiationSeeds(Corpus& c) {
   using runtime::RequestList;
   auto cycle = [](std::vector<Request> rank0, std::vector<Request> rank1) {
     std::string out("\0\1\x14", 3);
-    out += NegotiationRecord(0, false, RequestList{rank0, false});
-    out += NegotiationRecord(1, true, RequestList{rank1, false});
+    out += NegotiationRecord(0, false, RequestList{rank0, false, {}});
+    out += NegotiationRecord(1, true, RequestList{rank1, false, {}});
     return out;
   };
   auto same = [&](std::vector<Request> both) { return cycle(both, both); };
@@ -365,7 +365,8 @@ void NegotiationSeeds(Corpus& c) {
   c.Write("negotiation", "mismatched-shape",
           cycle({a}, {NegotiationRequest(OpType::kAllreduce, "grad.a", {4913})}));
   c.Write("negotiation", "shutdown",
-          std::string("\0\1\0", 3) + NegotiationRecord(1, true, RequestList{{}, true}));
+          std::string("\0\1\0", 3) +
+              NegotiationRecord(1, true, RequestList{{}, true, "process set 1 stalled"}));
   runtime::Coordinator coordinator(2);
   for (int rank = 0; rank < 2; ++rank) {
     for (Request r : {a, b, NegotiationRequest(OpType::kAllgather, "g", {2 + rank, 5})}) {

@@ -255,7 +255,8 @@ void Controller::TakeCommonHits() {
   });
 }
 
-Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
+Result<CycleResult> Controller::RunCycle(bool request_shutdown,
+                                         const std::string& shutdown_reason) {
   const auto now = std::chrono::steady_clock::now();
   to_send_.clear();
   // The bit vectors cover the cache's words in use (the same on every member), not its
@@ -329,7 +330,7 @@ Result<CycleResult> Controller::RunCycle(bool request_shutdown) {
       std::fill(common_.begin(), common_.end(), 0);
     }
     TakeCommonHits();
-    auto negotiated = Negotiate(request_shutdown);
+    auto negotiated = Negotiate(request_shutdown, shutdown_reason);
     if (!negotiated.ok()) {
       return negotiated.status().WithContext("negotiation in process set " + std::to_string(id_));
     }
@@ -466,7 +467,8 @@ void Controller::PostedPieces(const Response& r, const Request& params, int memb
   }
 }
 
-Result<ResponseList> Controller::Negotiate(bool request_shutdown) {
+Result<ResponseList> Controller::Negotiate(bool request_shutdown,
+                                           const std::string& shutdown_reason) {
   RequestList mine;
   mine.requests.reserve(to_send_.size());
   for (const Request* r : to_send_) {
@@ -474,6 +476,7 @@ Result<ResponseList> Controller::Negotiate(bool request_shutdown) {
     mine.requests.back().rank = comm_->rank();
   }
   mine.shutdown = request_shutdown;
+  if (request_shutdown) mine.shutdown_reason = shutdown_reason;
   std::vector<std::string> gathered;
   HVD_RETURN_IF_ERROR(comm_->GatherBytes(EncodeRequestList(mine), 0, &gathered));
   std::string encoded;
@@ -531,7 +534,12 @@ ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists)
       }
       continue;
     }
-    if (decoded->shutdown) {
+    if (decoded->shutdown && !decoded->shutdown_reason.empty()) {
+      // Not this member's hvd_shutdown: a verdict it passes on (a process set's stall), which
+      // the error then gives instead of blaming the member (until 2026-12-01 it did).
+      out.shutdown = true;
+      if (out.shutdown_reason.empty()) out.shutdown_reason = decoded->shutdown_reason;
+    } else if (decoded->shutdown) {
       out.shutdown = true;
       out.shutdown_ranks.push_back(static_cast<int32_t>(r));
     }

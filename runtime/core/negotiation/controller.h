@@ -145,7 +145,9 @@ class Controller {
 
   // One negotiation + execution cycle. A non-OK status is a communicator failure; the
   // caller must then FailAll and stop using this controller.
-  Result<CycleResult> RunCycle(bool request_shutdown);
+  // `shutdown_reason`: why this member asks to stop when it is not its own hvd_shutdown (another
+  // process set's stall verdict, which only that set's members saw), carried to every member.
+  Result<CycleResult> RunCycle(bool request_shutdown, const std::string& shutdown_reason = {});
   // Completes every in-flight entry of this rank with `status`.
   void FailAll(const Status& status);
   // Before a shutdown every member agreed on (or a set's removal): the GPU completions handed
@@ -183,7 +185,7 @@ class Controller {
   // (SeveralSlot()), after last_lone_; returns the bit to be eager for next (kNoEager: none).
   Result<uint32_t> NoteLone(uint32_t slot);
   uint32_t SeveralSlot() const { return static_cast<uint32_t>(next_lone_.size() - 1); }
-  Result<ResponseList> Negotiate(bool request_shutdown);
+  Result<ResponseList> Negotiate(bool request_shutdown, const std::string& shutdown_reason);
   void LogNegotiated(const ResponseList& list) const;
   ResponseList CoordinateLocked(const std::vector<std::string>& lists);
   // `reduced`: the eager allreduce's reduced tail; `via`: the communicator of the posted

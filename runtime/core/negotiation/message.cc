@@ -10,7 +10,8 @@ namespace {
 // Layout: u8 version, then fields in declaration order. Integers and doubles are fixed-width
 // little-endian (every supported host is little-endian; the version byte guards changes);
 // strings and vectors are a u32 count followed by the elements.
-constexpr uint8_t kVersion = 2;           // 2: the response list names the ranks that shut down
+// 2: the response list names the ranks that shut down; 3: a request list's shutdown its reason.
+constexpr uint8_t kVersion = 3;
 constexpr uint32_t kMaxCount = 1u << 26;  // sanity cap on any single count
 
 class Writer {
@@ -207,6 +208,7 @@ std::string EncodeRequestList(const RequestList& list) {
   Writer w;
   w.Put<uint8_t>(kVersion);
   w.Put<uint8_t>(list.shutdown ? 1 : 0);
+  if (list.shutdown) w.PutString(list.shutdown_reason);
   w.Put<uint32_t>(static_cast<uint32_t>(list.requests.size()));
   for (const auto& r : list.requests) PutRequest(&w, r);
   return w.Take();
@@ -217,7 +219,8 @@ Result<RequestList> DecodeRequestList(const std::string& bytes) {
   uint8_t version = 0, shutdown = 0;
   uint32_t n = 0;
   RequestList list;
-  if (!rd.Get(&version) || version != kVersion || !rd.Get(&shutdown) || !rd.GetCount(&n, 16)) {
+  if (!rd.Get(&version) || version != kVersion || !rd.Get(&shutdown) || shutdown > 1 ||
+      (shutdown != 0 && !rd.GetString(&list.shutdown_reason)) || !rd.GetCount(&n, 16)) {
     return Malformed("request list", bytes.size());
   }
   list.shutdown = shutdown != 0;

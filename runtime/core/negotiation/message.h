@@ -94,6 +94,8 @@ int FirstCountBeyond(std::span<const int64_t> counts, int64_t each);
 struct RequestList {
   std::vector<Request> requests;
   bool shutdown = false;
+  // With `shutdown`: why, when it is not the member's own hvd_shutdown (empty otherwise).
+  std::string shutdown_reason;
 };
 
 struct ResponseList {

@@ -193,6 +193,49 @@ TEST(FailureTest, StallWarnsThenShutsDown) {
       });
 }
 
+// A process set's stall shutdown reaches the ranks outside the set with the set's reason, not
+// as a member's hvd.shutdown(): until 2026-12-01 rank 2 failed with "Shut down by rank 0
+// (hvd.shutdown(), or its process exiting)", rank 0 having only passed the set's verdict on.
+TEST(FailureTest, AProcessSetsStallShutdownGivesItsReasonToEveryRank) {
+  RunRanks(
+      3,
+      [&](int rank, runtime::Runtime& rt) {
+        // Rank 0 submits "set.lonely" to set 1 = {0, 1}; rank 1 never does. Meanwhile every
+        // rank runs the same global allreduces, so only the set stalls.
+        std::vector<float> buf(1, 1.0f), lonely(1, 1.0f);
+        int64_t set_op = -1;
+        if (rank == 0) {
+          runtime::OpOptions o;
+          o.name = "set.lonely";
+          o.process_set_id = 1;
+          auto spec = Spec(lonely.data(), DataType::kFloat32, {1});
+          auto h = rt.EnqueueAllreduce({spec}, {spec}, o, false);
+          ASSERT_TRUE(h.ok());
+          set_op = *h;
+        }
+        // Every rank, rank 2 outside the set included, learns why the job stopped.
+        Status later;
+        for (int i = 0; i < 400 && later.ok(); ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          auto again = EnqueueOnes(rt, &buf, "probe." + std::to_string(i));
+          later = again.ok() ? WaitAndRelease(rt, *again, 20) : again.status();
+        }
+        EXPECT_EQ(later.code(), StatusCode::kAborted) << later.ToString();
+        EXPECT_NE(later.message().find("Horovod has been shut down"), std::string::npos);
+        EXPECT_NE(later.message().find("set.lonely"), std::string::npos) << later.message();
+        EXPECT_EQ(later.message().find("Shut down by rank"), std::string::npos) << later.message();
+        if (set_op >= 0) {
+          Status s = WaitAndRelease(rt, set_op, 20);
+          EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+        }
+      },
+      [](runtime::RuntimeConfig* c) {
+        c->stall_check_time = std::chrono::milliseconds(200);
+        c->stall_shutdown_time = std::chrono::milliseconds(600);
+      },
+      nullptr, {{0, 1}});
+}
+
 TEST(FailureTest, AbortingTheTransportFailsEveryPendingHandleOnEveryRank) {
   InProcessWorld world(std::chrono::seconds(20));
   std::atomic<int> enqueued{0};

@@ -47,6 +47,23 @@ TEST(MessageTest, RequestListRoundTrips) {
   EXPECT_TRUE(decoded->shutdown);
 }
 
+TEST(MessageTest, ARequestListsShutdownCarriesItsReason) {
+  RequestList list;
+  list.requests = {SampleRequest()};
+  list.shutdown = true;
+  list.shutdown_reason = "process set 1: stalled";
+  auto decoded = DecodeRequestList(EncodeRequestList(list));
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_TRUE(decoded->shutdown);
+  EXPECT_EQ(decoded->shutdown_reason, "process set 1: stalled");
+  ASSERT_EQ(decoded->requests.size(), 1u);
+  list.shutdown = false;  // without a shutdown there is no reason on the wire
+  decoded = DecodeRequestList(EncodeRequestList(list));
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_FALSE(decoded->shutdown);
+  EXPECT_TRUE(decoded->shutdown_reason.empty());
+}
+
 TEST(MessageTest, ResponseListRoundTrips) {
   ResponseList list;
   Response a;
