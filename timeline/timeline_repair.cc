@@ -196,6 +196,11 @@ Result<std::string> ReadTimelineFile(const std::string& path) {
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     return Status::InvalidArgument(fmt::format("'{}' is a directory, not a timeline file", path));
   }
+  // A device (/dev/zero) never ends: read on, it grew memory until the OOM killer (until
+  // 2026-12-01). Files and pipes (a shell's <(...)) are read.
+  if (::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+    return Status::InvalidArgument(fmt::format("'{}' is a device, not a timeline file", path));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;

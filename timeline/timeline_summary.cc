@@ -175,11 +175,11 @@ class Walker {
     } else if (tensor.ends_with(kQueueSuffix)) {
       tensor.resize(tensor.size() - kQueueSuffix.size());
     }
-    for (SpanStats* s : Stats(pid, tensor, op)) {
+    for (SpanStats* s : Stats(pid, tid, tensor, op)) {
       ++s->queued;
       s->queue_us += std::max(0.0, dur);
     }
-    queued_[RankRow(pid)].push_back({ts, ts + std::max(0.0, dur)});
+    queued_[RankRow(pid, tid)].push_back({ts, ts + std::max(0.0, dur)});
   }
 
   void Begin(const nlohmann::json& e, int pid, int tid, double ts) {
@@ -198,21 +198,21 @@ class Walker {
     const std::string tensor = TensorName(pid, tid);
     if (stack.empty() && span.name.starts_with(kNegotiatePrefix)) {
       const std::string op = span.name.substr(kNegotiatePrefix.size());
-      for (SpanStats* s : Stats(pid, tensor, op)) {
+      for (SpanStats* s : Stats(pid, tid, tensor, op)) {
         ++s->negotiations;
         s->negotiate_us += us;
       }
     } else if (stack.empty()) {
       const int64_t bytes = BytesFromArgs(e);
-      for (SpanStats* s : Stats(pid, tensor, span.name)) {
+      for (SpanStats* s : Stats(pid, tid, tensor, span.name)) {
         ++s->count;
         s->op_us += us;
         s->bytes = SaturatingAdd(s->bytes, bytes);
       }
     } else if (stack.size() == 1) {
       const ActivityKind kind = Classify(span.name);
-      if (kind == ActivityKind::kTransfer) transfers_[RankRow(pid)].push_back({span.ts, ts});
-      for (SpanStats* s : Stats(pid, tensor, stack.front().name)) {
+      if (kind == ActivityKind::kTransfer) transfers_[RankRow(pid, tid)].push_back({span.ts, ts});
+      for (SpanStats* s : Stats(pid, tid, tensor, stack.front().name)) {
         (kind == ActivityKind::kTransfer ? s->transfer_us
          : kind == ActivityKind::kMemcpy ? s->memcpy_us
                                          : s->other_activity_us) += us;
@@ -230,8 +230,13 @@ class Walker {
   }
 
  private:
-  // "rank N" for a rank's process row of an all-ranks trace, else "" (the trace's one rank).
-  std::string RankRow(int pid) const {
+  // "rank N" for a rank's process row of an all-ranks trace, else "" (the trace's one rank). An
+  // all-ranks trace names each of a rank's threads after a tensor; a one-rank trace gives each
+  // tensor a process, its op on an unnamed thread and its QUEUE row on one named "QUEUE", so a
+  // tensor named "rank 3" there is no rank (until 2026-12-01 it was counted as one).
+  std::string RankRow(int pid, int tid) const {
+    auto t = thread_names_.find({pid, tid});
+    if (t == thread_names_.end() || t->second == "QUEUE") return "";
     auto p = process_names_.find(pid);
     return p != process_names_.end() && p->second.starts_with("rank ") ? p->second : "";
   }
@@ -240,11 +245,11 @@ class Walker {
     if (auto p = process_names_.find(pid); p != process_names_.end()) return p->second;
     return fmt::format("pid {} tid {}", pid, tid);
   }
-  std::vector<SpanStats*> Stats(int pid, const std::string& tensor, const std::string& op) {
+  std::vector<SpanStats*> Stats(int pid, int tid, const std::string& tensor,
+                                const std::string& op) {
     std::vector<SpanStats*> stats = {&out_->by_op[op], &out_->by_tensor[{tensor, op}]};
-    if (auto p = process_names_.find(pid);
-        p != process_names_.end() && p->second.starts_with("rank ")) {
-      stats.push_back(&out_->by_rank[{p->second, op}]);
+    if (std::string rank = RankRow(pid, tid); !rank.empty()) {
+      stats.push_back(&out_->by_rank[{std::move(rank), op}]);
     }
     return stats;
   }
@@ -307,9 +312,18 @@ Result<TimelineSummary> Summarize(const nlohmann::json& trace) {
     const std::optional<int> pid = IntField(e, "pid");
     const std::optional<int> tid = IntField(e, "tid");
     if (!pid || !tid) {
-      return Status::InvalidArgument(fmt::format(
-          "event {} ({}): its pid and tid must be integers", index,
-          e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).substr(0, 200)));
+      // The two fields, not the event: nlohmann's dump recurses once per level of nesting, and
+      // an event nested a million deep (which its parser reads without recursing) overflowed
+      // the stack here until 2026-12-01. A field IntField refused is a number, so flat.
+      const auto shown = [&](const char* key) {
+        auto it = e.find(key);
+        return it == e.end()     ? std::string("absent")
+               : it->is_number() ? it->dump()
+                                 : "not a number";
+      };
+      return Status::InvalidArgument(
+          fmt::format("event {}: its pid ({}) and tid ({}) must be integers", index, shown("pid"),
+                      shown("tid")));
     }
     const double ts = e.contains("ts") && e["ts"].is_number() ? e["ts"].get<double>() : 0.0;
     if (ph == "M") {

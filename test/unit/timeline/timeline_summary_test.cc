@@ -103,6 +103,27 @@ TEST_F(TimelineSummaryTest, CountsQueueTimeAndTotalsAllRanksTracesPerRank) {
   EXPECT_NE(table.find("rank 0 (ALLREDUCE)"), std::string::npos) << table;
 }
 
+TEST_F(TimelineSummaryTest, AOneRankTracesTensorNamedLikeARankIsNoRankRow) {
+  // Given a one-rank trace (each tensor a process, its op on thread 0, its QUEUE on thread 1)
+  // whose tensor a C API program named "rank 3" (until 2026-12-01 counted as a rank row)
+  const char* trace = R"([
+{"name":"process_name","ph":"M","pid":1,"args":{"name":"rank 3"}},
+{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"QUEUE"}},
+{"ph":"X","name":"QUEUE","pid":1,"tid":1,"ts":0,"dur":4,"args":{"op":"ALLREDUCE"}},
+{"ph":"B","name":"ALLREDUCE","pid":1,"tid":0,"ts":4},
+{"ph":"B","name":"GLOO_ALLREDUCE","pid":1,"tid":0,"ts":5},
+{"ph":"E","pid":1,"tid":0,"ts":9},
+{"ph":"E","pid":1,"tid":0,"ts":10,"args":{"dtype":"float32","shape":"[4]","bytes":16}}
+])";
+  Result<TimelineSummary> r = Summarize(nlohmann::json::parse(trace));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Then it is a tensor, with no per-rank section, and its transfer is the trace's own row's
+  EXPECT_EQ(r->by_tensor.at({"rank 3", "ALLREDUCE"}).count, 1);
+  EXPECT_TRUE(r->by_rank.empty());
+  EXPECT_EQ(r->gaps.count(""), 1u);
+  EXPECT_EQ(r->gaps.count("rank 3"), 0u);
+}
+
 TEST_F(TimelineSummaryTest, GapsBetweenCollectivesAreQueuedWhenATensorWaitedAcrossThem) {
   // Given an all-ranks trace by hand. Rank 0 (pid 1): grad.a and grad.b fused into one
   // ALLREDUCE 10-40 (its SHM transfer 12-38 on both rows); grad.c enqueued at 30, before that
@@ -179,6 +200,22 @@ TEST_F(TimelineSummaryTest, GapsOfAOneRankTraceMergeOverlappingTransfers) {
   EXPECT_EQ(g.queued_gaps, 0);
   EXPECT_DOUBLE_EQ(g.idle_us, 71.0);
   EXPECT_NE(FormatSummary(*r).find("\ntrace "), std::string::npos) << FormatSummary(*r);
+}
+
+TEST_F(TimelineSummaryTest, AnEventNestedAMillionDeepIsRefusedWithoutOverflowingTheStack) {
+  // Given a valid trace whose event has a non-integer pid and an argument nested a million
+  // arrays deep (until 2026-12-01 the error message dumped the whole event, recursing once per
+  // level: a stack overflow)
+  const int depth = 1000000;
+  std::string text = R"([{"ph":"B","pid":0.5,"tid":0,"name":"x","args":)";
+  text += std::string(depth, '[') + std::string(depth, ']') + "}]";
+  // When summarized
+  Result<TimelineSummary> r = SummarizeText(std::move(text), "deep.json");
+  // Then it is refused, naming the event and its fields
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("event 0: its pid (0.5) and tid (0) must be integers"),
+            std::string::npos)
+      << r.status().message();
 }
 
 TEST_F(TimelineSummaryTest, AcceptsTraceEventsObjectAndRejectsOtherShapes) {

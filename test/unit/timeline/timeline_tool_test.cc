@@ -43,6 +43,8 @@ TEST_F(TimelineToolTest, ExitCodesAndMessages) {
       {{"repair", "-h"}, kToolOk, "Usage: hvd-timeline repair [OPTIONS] FILE", ""},
       // A directory is named as one (it used to be "not valid JSON ... end of input")
       {{"summary", dir_.string()}, kToolFileError, "", "is a directory"},
+      // A device never ends (/dev/zero was read until the OOM killer)
+      {{"summary", "/dev/zero"}, kToolFileError, "", "'/dev/zero' is a device"},
       {{"summary", Path("nope.json")},
        kToolFileError,
        "",
