@@ -213,13 +213,23 @@ Result<ConfigFile> LoadConfigFile(const std::string& path) {
     return Status::InvalidArgument("config file " + path +
                                    ": is a directory; give the YAML file's path");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
+  // Read to at most 16 MiB: a config is a few lines, and a path such as /dev/zero read on to
+  // the end grew memory until the OOM killer (until 2026-12-01).
+  constexpr size_t kMaxConfigBytes = size_t{16} << 20;
+  std::string text;
+  char buffer[8192];
+  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxConfigBytes) {
+      return Status::InvalidArgument("config file " + path +
+                                     ": larger than 16 MiB; give the YAML file's path");
+    }
+  }
   if (in.bad()) {
     return Status::InvalidArgument("config file " + path +
                                    ": cannot read: " + std::strerror(errno));
   }
-  return ParseConfigYaml(text.str(), path);
+  return ParseConfigYaml(text, path);
 }
 
 }  // namespace hvd::cmd

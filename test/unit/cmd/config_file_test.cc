@@ -156,6 +156,11 @@ TEST(ConfigFileTest, LoadReadsTheFileOrNamesIt) {
   Result<ConfigFile> dir = LoadConfigFile("/tmp");
   ASSERT_FALSE(dir.ok());
   EXPECT_THAT(dir.status().message(), HasSubstr("config file /tmp: is a directory"));
+
+  // A file that never ends is cut off at 16 MiB (it was read until the OOM killer)
+  Result<ConfigFile> endless = LoadConfigFile("/dev/zero");
+  ASSERT_FALSE(endless.ok());
+  EXPECT_THAT(endless.status().message(), HasSubstr("config file /dev/zero: larger than 16 MiB"));
 }
 
 }  // namespace
