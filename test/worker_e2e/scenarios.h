@@ -67,6 +67,9 @@ void Fused();
 void FusedAllgather();
 // reduction_scenarios.cc (initialized)
 void NanMinMax();  // Min/Max with a NaN on one rank: the same result everywhere
+
+// timeout_scenarios.cc (initialized)
+void SlowBroadcast();  // 64 MiB on a slow link: longer than the timeout, no wait that long
 // control_scenarios.cc
 void ProcessSetsStatic();   // own init
 void ProcessSetsDynamic();  // own init (HVD_DYNAMIC_PROCESS_SETS=1)
