@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -157,7 +158,16 @@ void Agent::Loop(int signal_fd) {
         owners.emplace_back(id, which);
       }
     }
-    int rc = ::poll(fds.data(), fds.size(), PollTimeoutMs(now));
+    const int timeout_ms = PollTimeoutMs(now);
+    int rc = ::poll(fds.data(), fds.size(), timeout_ms);
+    // Back from a poll much longer than asked for, this process was not running (stopped with
+    // its whole job: Slurm's suspend, a paused VM, Ctrl-Z of the job). hvdrun's silence counts
+    // from now: it may have been stopped as long, and its heartbeats come once it runs (until
+    // 2026-12-01 each side, resumed, took the other for dead).
+    if (timeout_ms >= 0 &&
+        Clock::now() - now > std::chrono::milliseconds(timeout_ms) + kNotRunning) {
+      last_heard_ = std::max(last_heard_, Clock::now());
+    }
     if (rc < 0 && errno != EINTR) {
       Diagnose(std::string("poll failed: ") + strerror(errno));
       control_open_ = false;
@@ -253,7 +263,9 @@ void Agent::CheckTimers(Clock::time_point now) {
   const double timeout = hello_.heartbeat_timeout_s;
   if (timeout > 0 && control_open_ && !launcher_gone_ && now - last_heard_ > Millis(timeout)) {
     launcher_gone_ = true;
-    Shutdown(1, "no sign of life from hvdrun for " + std::to_string(timeout) +
+    char seconds[32];
+    snprintf(seconds, sizeof(seconds), "%g", timeout);
+    Shutdown(1, std::string("no sign of life from hvdrun for ") + seconds +
                     " s (HVD_HEARTBEAT_TIMEOUT_SECONDS); terminating every rank");
   }
   if (hello_.heartbeat_interval_s > 0 && !launcher_gone_ && now >= next_heartbeat_) {

@@ -137,6 +137,13 @@ void AgentSession::Core::PollOnce(Clock::time_point now, bool backpressured) {
   do {
     rc = ::poll(fds.data(), fds.size(), timeout_ms);
   } while (rc < 0 && errno == EINTR);
+  // Back from a poll much longer than asked for, this process was not running (stopped with
+  // its whole job: Slurm's suspend, a paused VM): the agent's silence counts from now, its
+  // heartbeats come once it runs again (until 2026-12-01 each side took the other for dead).
+  if (timeout_ms >= 0 &&
+      Clock::now() - now > std::chrono::milliseconds(timeout_ms) + std::chrono::seconds(1)) {
+    last_heard = std::max(last_heard, Clock::now());
+  }
 }
 
 // Reads what the agent sent; false once its stream has ended (the session is then over).

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -220,6 +221,35 @@ TEST(AgentProcessTest, SilentLauncherStopsEveryRankAndWhatItStarted) {
     heartbeats += std::holds_alternative<AgentHeartbeat>(m) ? 1 : 0;
   }
   EXPECT_GE(heartbeats, 5u) << "the agent sends its own heartbeats every 0.1 s";
+}
+
+TEST(AgentProcessTest, AnAgentStoppedWithItsLauncherCountsTheSilenceFromItsResume) {
+  // Given a session with a 1 s heartbeat timeout, the launcher's heartbeats coming (an agent
+  // that ended makes a heartbeat's write fail, not this test die of SIGPIPE)
+  ::signal(SIGPIPE, SIG_IGN);
+  AgentProcess agent;
+  agent.Send(EncodeHello(Hello(1)) + Start(0, "echo started; sleep 30"));
+  ASSERT_EQ(agent.ReadLine(), "started");
+  const auto beat_for = [&](std::chrono::milliseconds how_long) {
+    for (auto end = Clock::now() + how_long; Clock::now() < end;) {
+      agent.Send(EncodeLauncherHeartbeat());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  };
+  beat_for(std::chrono::milliseconds(300));
+  // When the whole job is stopped for twice the timeout (Slurm's suspend: the agent and hvdrun
+  // alike, so no heartbeat is sent meanwhile), then resumed, hvdrun's heartbeats coming again
+  // a moment after the agent's
+  agent.Signal(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  agent.Signal(SIGCONT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  beat_for(std::chrono::milliseconds(1500));
+  agent.CloseStdin();
+  // Then the agent kept the session (until 2026-12-01 it took hvdrun for dead at once and
+  // stopped every rank, exit 1): the launcher's end closes it cleanly
+  EXPECT_EQ(agent.Finish(), W_EXITCODE(0, 0)) << agent.err();
+  EXPECT_EQ(agent.err().find("no sign of life"), std::string::npos) << agent.err();
 }
 
 TEST(AgentProcessTest, SigtermToTheAgentStopsItsRanks) {
