@@ -41,13 +41,17 @@ def _contiguous(array) -> tuple:
 
 
 def _now(call, *args):
-    """A synchronous runtime call (enqueue, wait, release), its errors as Horovod raises them."""
+    """A synchronous runtime call (enqueue, wait, release), its errors as Horovod raises them:
+    a caller's error refused at the call as translate_error says (ValueError), anything else
+    HorovodInternalError, as hvd.torch's (an op refused because the job failed was RuntimeError
+    until 2026-12-01, which hvd.elastic.run does not answer with a reset)."""
     try:
         return call(*args)
     except _c.Error as error:
-        if error.in_wait:
-            raise HorovodInternalError(str(error)) from None
-        raise translate_error(error) from None
+        refused = (_c.NOT_INITIALIZED, _c.INVALID_ARGUMENT, _c.PRECONDITION_FAILED, _c.NOT_FOUND)
+        if not error.in_wait and error.status in refused:
+            raise translate_error(error) from None
+        raise HorovodInternalError(str(error)) from None
 
 
 def allreduce(array, op: int = Average, name: Optional[str] = None,

@@ -156,12 +156,36 @@ std::vector<Interrupted>* const g_interrupted = new std::vector<Interrupted>();
 // after a shutdown). Called with the GIL held.
 void ReleaseCompletedInterrupted() {
   if (g_interrupted->empty() || g_loaded_path.empty()) return;
-  std::erase_if(*g_interrupted, [](const Interrupted& call) {
+  // The completed ones leave the list first and their objects go after: dropping a tensor may
+  // run Python (a weakref callback, __del__) that calls hvd again, which must find the list whole.
+  std::vector<Interrupted> completed;
+  for (auto it = g_interrupted->begin(); it != g_interrupted->end();) {
     int32_t done = 0;
-    if (g_api.poll(call.handle, &done) == HVD_OK && done == 0) return false;
-    (void)g_api.release(call.handle);
-    return true;
-  });
+    if (g_api.poll(it->handle, &done) == HVD_OK && done == 0) {
+      ++it;
+      continue;
+    }
+    (void)g_api.release(it->handle);
+    completed.push_back(std::move(*it));
+    it = g_interrupted->erase(it);
+  }
+}
+
+// The handle of this thread's last enqueue (0: none since take_last_enqueued). An enqueue
+// releases the GIL, and a signal's exception (Ctrl-C) is raised as the call returns, before the
+// Python caller has stored the handle: the caller then takes it from here and hands it, with the
+// objects that own its memory, to keep_until_done.
+thread_local hvd_handle_t g_last_enqueued = 0;
+
+// Enqueues through `call` (an hvd_* enqueue writing the handle) and returns the handle,
+// remembered as this thread's last. The interrupted calls that completed are released first, so
+// that a name they held (a barrier's, a join's) is free again.
+template <typename Call>
+hvd_handle_t Enqueued(Call&& call) {
+  ReleaseCompletedInterrupted();
+  const hvd_handle_t handle = Out<hvd_handle_t>(std::forward<Call>(call));
+  g_last_enqueued = handle;
+  return handle;
 }
 
 void Wait(hvd_handle_t handle) {
@@ -365,7 +389,7 @@ hvd_handle_t AllreduceStart(py::handle in, py::handle out, int dtype, py::handle
                             int32_t process_set_id, int32_t device, uintptr_t stream) {
   PlainAllreduce a(in, out, dtype, shape, op, prescale, postscale, process_set_id, device, stream);
   SetName(&a.options, name);
-  return Out<hvd_handle_t>(
+  return Enqueued(
       [&](hvd_handle_t* h) { return g_api.allreduce(&a.input, &a.output, &a.options, h); });
 }
 
@@ -551,7 +575,7 @@ void BindCollectives(py::module_& m) {
     hvd_tensor_t input = ToTensor(in), output = ToTensor(out);
     Options options(std::move(name), process_set_id);
     options.SetReduction(op, prescale, postscale);
-    return Out<hvd_handle_t>(
+    return Enqueued(
         [&](hvd_handle_t* h) { return Api().allreduce(&input, &output, &options.raw, h); });
   });
   m.def("grouped_allreduce",
@@ -563,7 +587,7 @@ void BindCollectives(py::module_& m) {
           }
           Options options(std::move(name), process_set_id);
           options.SetReduction(op, prescale, postscale);
-          return Out<hvd_handle_t>([&](hvd_handle_t* h) {
+          return Enqueued([&](hvd_handle_t* h) {
             return Api().grouped_allreduce(inputs.data(), outputs.data(),
                                            static_cast<int32_t>(inputs.size()), &options.raw, h);
           });
@@ -571,14 +595,13 @@ void BindCollectives(py::module_& m) {
   m.def("allgather", [](const TensorDesc& in, OptName name, int32_t process_set_id) {
     hvd_tensor_t input = ToTensor(in);
     Options options(std::move(name), process_set_id);
-    return Out<hvd_handle_t>(
-        [&](hvd_handle_t* h) { return Api().allgather(&input, &options.raw, h); });
+    return Enqueued([&](hvd_handle_t* h) { return Api().allgather(&input, &options.raw, h); });
   });
   m.def("grouped_allgather",
         [](const std::vector<TensorDesc>& ins, OptName name, int32_t process_set_id) {
           std::vector<hvd_tensor_t> inputs = ToTensors(ins);
           Options options(std::move(name), process_set_id);
-          return Out<hvd_handle_t>([&](hvd_handle_t* h) {
+          return Enqueued([&](hvd_handle_t* h) {
             return Api().grouped_allgather(inputs.data(), static_cast<int32_t>(inputs.size()),
                                            &options.raw, h);
           });
@@ -588,7 +611,7 @@ void BindCollectives(py::module_& m) {
     hvd_tensor_t input = ToTensor(in), output = ToTensor(out);
     Options options(std::move(name), process_set_id);
     options.raw.root_rank = root_rank;
-    return Out<hvd_handle_t>(
+    return Enqueued(
         [&](hvd_handle_t* h) { return Api().broadcast(&input, &output, &options.raw, h); });
   });
   m.def("alltoall", [](const TensorDesc& in, std::optional<std::vector<int32_t>> splits,
@@ -598,32 +621,30 @@ void BindCollectives(py::module_& m) {
     if (splits) {
       options.SetSplits(std::move(*splits));
     }
-    return Out<hvd_handle_t>(
-        [&](hvd_handle_t* h) { return Api().alltoall(&input, &options.raw, h); });
+    return Enqueued([&](hvd_handle_t* h) { return Api().alltoall(&input, &options.raw, h); });
   });
   m.def("reducescatter", [](const TensorDesc& in, OptName name, int op, double prescale,
                             double postscale, int32_t process_set_id) {
     hvd_tensor_t input = ToTensor(in);
     Options options(std::move(name), process_set_id);
     options.SetReduction(op, prescale, postscale);
-    return Out<hvd_handle_t>(
-        [&](hvd_handle_t* h) { return Api().reducescatter(&input, &options.raw, h); });
+    return Enqueued([&](hvd_handle_t* h) { return Api().reducescatter(&input, &options.raw, h); });
   });
   m.def("grouped_reducescatter", [](const std::vector<TensorDesc>& ins, OptName name, int op,
                                     double prescale, double postscale, int32_t process_set_id) {
     std::vector<hvd_tensor_t> inputs = ToTensors(ins);
     Options options(std::move(name), process_set_id);
     options.SetReduction(op, prescale, postscale);
-    return Out<hvd_handle_t>([&](hvd_handle_t* h) {
+    return Enqueued([&](hvd_handle_t* h) {
       return Api().grouped_reducescatter(inputs.data(), static_cast<int32_t>(inputs.size()),
                                          &options.raw, h);
     });
   });
   m.def("barrier", [](int32_t process_set_id) {
-    return Out<hvd_handle_t>([&](hvd_handle_t* h) { return Api().barrier(process_set_id, h); });
+    return Enqueued([&](hvd_handle_t* h) { return Api().barrier(process_set_id, h); });
   });
   m.def("join", [](int32_t device) {
-    return Out<hvd_handle_t>([&](hvd_handle_t* h) { return Api().join(device, h); });
+    return Enqueued([&](hvd_handle_t* h) { return Api().join(device, h); });
   });
 }
 
@@ -651,6 +672,24 @@ void BindHandles(py::module_& m) {
     return Out<int32_t>([&](int32_t* last) { return Api().join_result(handle, last); });
   });
   m.def("release", [](hvd_handle_t handle) { Check([&] { return Api().release(handle); }); });
+  m.def(
+      "take_last_enqueued",
+      []() -> py::object {
+        const hvd_handle_t handle = g_last_enqueued;
+        g_last_enqueued = 0;
+        if (handle == 0) return py::none();
+        return py::int_(handle);
+      },
+      "This thread's last enqueued handle since the last call (None: none), and forgets it");
+  m.def(
+      "keep_until_done",
+      [](hvd_handle_t handle, py::object keep) {
+        g_interrupted->push_back({handle, std::move(keep)});
+      },
+      py::arg("handle"), py::arg("keep"),
+      "Keeps `keep` (what owns the op's memory) until `handle` completes, then releases the "
+      "handle: an op whose caller was interrupted (released at the next enqueue, wait or "
+      "shutdown)");
 }
 
 void BindProcessSets(py::module_& m) {

@@ -99,3 +99,31 @@ def test_arguments_of_the_wrong_kind_are_refused_naming_them():
                  lambda: hvd_np.broadcast(np.ones(2), 0, process_set=unregistered)):
         with pytest.raises(ValueError, match="is not registered; use hvd.add_process_set"):
             call()
+
+
+def test_an_op_refused_because_the_job_failed_is_a_horovod_internal_error():
+    # As hvd.torch's (and Horovod's): hvd.elastic.run answers HorovodInternalError with a reset,
+    # and an op refused by a runtime that failed was RuntimeError here until 2026-12-01. A
+    # one-rank job of its own, aborted as a failing peer would abort it.
+    import os
+    import subprocess
+    import sys
+    code = r"""
+import numpy as np
+import hvd.numpy as hvd_np
+from hvd import _hvd_c
+from hvd.exceptions import HorovodInternalError
+hvd_np.init()
+_hvd_c.abort("a peer failed (test)")
+try:
+    hvd_np.allreduce(np.ones(3, dtype=np.float32))
+except HorovodInternalError as error:
+    print("HorovodInternalError:", error)
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HVD_", "HOROVOD_"))}
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(hvd_np.__file__)))
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "HorovodInternalError: Horovod has been shut down" in run.stdout, (
+        run.stdout + run.stderr)

@@ -167,3 +167,88 @@ def test_an_interrupted_synchronous_call_keeps_its_tensors_until_the_op_complete
         gc.collect()
         assert kept() is None, "an interrupted op's tensors are kept after it completed"
         assert all(bool((t == 7.0).all()) for t in others), "a completed op wrote freed memory"
+
+
+def test_an_interrupt_as_an_async_enqueue_returns_keeps_the_ops_memory(hvd, monkeypatch):
+    # The enqueue releases the GIL, so a signal's exception (Ctrl-C) is raised as it returns,
+    # before allreduce_async_ has stored the handle. The op is in flight (rank 0 enqueues first;
+    # the others arrive a second later) and the runtime still writes its tensor: until
+    # 2026-12-01 the tensor was freed as the exception unwound the call. Simulated by an enqueue
+    # that raises once the runtime has taken the op.
+    import gc
+    import time
+    import weakref
+    from hvd import _hvd_c
+
+    real = _hvd_c.allreduce_start
+
+    def interrupted_on_return(*args):
+        real(*args)
+        raise _Interrupted()
+
+    monkeypatch.setattr(_hvd_c, "allreduce_start", interrupted_on_return)
+    if hvd.rank() != 0:
+        time.sleep(1.0)
+    n = 1000
+    x = torch.ones(n)
+    kept = weakref.ref(x)
+    with pytest.raises(_Interrupted):
+        hvd.allreduce_async_(x, op=hvd.Sum, name="interrupted.enqueue")
+    monkeypatch.undo()
+    del x
+    gc.collect()
+    if hvd.size() > 1 and hvd.rank() == 0:
+        assert kept() is not None, "the tensor of an op in flight was freed"
+        others = [torch.full((n,), 7.0) for _ in range(64)]
+    hvd.barrier()  # every rank's interrupted op has completed
+    # The next op lets go of what the completed op kept, and the name is free again.
+    assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum, name="interrupted.enqueue"),
+                       torch.full((2,), float(hvd.size())))
+    gc.collect()
+    assert kept() is None, "an interrupted op's tensor is kept after it completed"
+    if hvd.size() > 1 and hvd.rank() == 0:
+        assert all(bool((t == 7.0).all()) for t in others), "a completed op wrote freed memory"
+
+
+def test_an_interrupted_barrier_leaves_the_next_barriers_working(hvd):
+    # Rank 0's barrier is interrupted (a signal handler raising) while the others are on their
+    # way. Its barrier completes once they arrive, and its handle is released then: until
+    # 2026-12-01 the name "barrier" stayed taken, rank 0's next barrier was refused (ValueError)
+    # and the others waited in theirs until the stall shutdown.
+    _needs_peers(hvd)
+    import signal
+    import time
+
+    if hvd.rank() != 0:
+        time.sleep(1.5)
+        hvd.barrier()
+    else:
+        def interrupt(signo, frame):
+            raise _Interrupted()
+
+        previous = signal.signal(signal.SIGALRM, interrupt)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.3)
+            with pytest.raises(_Interrupted):
+                hvd.barrier()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    for _ in range(2):
+        hvd.barrier()
+    assert torch.equal(hvd.allreduce(torch.ones(1), op=hvd.Sum, name="after.barriers"),
+                       torch.full((1,), float(hvd.size())))
+
+
+def test_grouped_ops_take_a_generator_of_tensors(hvd):
+    # Until 2026-12-01 a generator was enqueued and then indexed (TypeError, the op in flight),
+    # or gave [] for the in-place allreduce.
+    tensors = [torch.full((3,), float(i)) for i in range(3)]
+    out = hvd.synchronize(hvd.grouped_allreduce_async((t for t in tensors), op=hvd.Sum))
+    assert [o.tolist() for o in out] == [[float(i * hvd.size())] * 3 for i in range(3)]
+    gathered = hvd.synchronize(hvd.grouped_allgather_async(t for t in tensors))
+    assert [g.shape[0] for g in gathered] == [3 * hvd.size()] * 3
+    inplace = [torch.full((2,), 1.0) for _ in range(2)]
+    result = hvd.grouped_allreduce_(iter(inplace), op=hvd.Sum)
+    assert len(result) == 2 and all(torch.equal(t, torch.full((2,), float(hvd.size())))
+                                    for t in inplace)

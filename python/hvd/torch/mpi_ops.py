@@ -79,11 +79,14 @@ def _forget(handle: Handle) -> None:
         pass  # already gone (shutdown) or never completed; nothing left to free here
 
 
-def _require_tensors(tensors, op: str) -> None:
-    """A grouped op of no tensors is the caller's mistake, said as such (it was "not enough
-    values to unpack" or the C API's "tensor list must be non-NULL")."""
-    if not isinstance(tensors, (list, tuple)):  # an iterator is taken as it comes
-        return
+def _require_tensors(tensors, op: str) -> list:
+    """The tensors of a grouped op as a list (a generator or other iterable taken once: until
+    2026-12-01 one was enqueued and then indexed, a TypeError after the op had started). A
+    grouped op of no tensors is the caller's mistake, said as such (it was "not enough values to
+    unpack" or the C API's "tensor list must be non-NULL")."""
+    if isinstance(tensors, torch.Tensor) or not hasattr(tensors, "__iter__"):
+        raise TypeError(f"{op} expects a list of torch.Tensor, got {type(tensors).__name__}")
+    tensors = list(tensors)
     if not tensors:
         raise ValueError(f"{op} needs at least one tensor; got an empty list")
     # One fused buffer on one device: a CPU tensor beside a CUDA one (or two GPUs) is refused
@@ -93,6 +96,7 @@ def _require_tensors(tensors, op: str) -> None:
         if first is not None and isinstance(t, torch.Tensor) and t.device != first:
             raise RuntimeError(f"{op}: tensor {i} is on {t.device} but tensor 0 on {first}; "
                                "the tensors of one grouped op must be on one device")
+    return tensors
 
 
 def _require_tensor(tensor, op: str) -> None:
@@ -196,9 +200,36 @@ def _allreduce_now(tensor: torch.Tensor, output: torch.Tensor, code: int, name, 
         raise _op_error(error) from None
 
 
-def _register(handle: Handle, keep: Tuple[Any, ...], finish: Callable[[Handle], Any]) -> Handle:
-    _handle_map[handle] = _Pending(keep, finish)
-    return handle
+def _start(keep: Tuple[Any, ...], finish: Callable[[Handle], Any], call: Callable[..., Any],
+           *args: Any) -> Handle:
+    """Enqueues `call(*args)` and registers its handle with `keep` (what owns the op's memory)
+    and `finish` (its result). The enqueue releases the GIL, so a signal's exception (Ctrl-C)
+    is raised as it returns, before the handle is stored; the runtime then went on writing into
+    memory that Python freed as the exception unwound (until 2026-12-01). Interrupted there, the
+    op goes to the extension, which keeps `keep` until it completes and then releases it."""
+    _c.take_last_enqueued()
+    try:
+        handle = call(*args)
+        _handle_map[handle] = _Pending(keep, finish)
+        return handle
+    except _c.Error as error:
+        raise _op_error(error) from None
+    except BaseException:
+        _orphan(_c.take_last_enqueued(), keep)
+        raise
+
+
+# Handles whose caller was interrupted before it had the result: their ops complete in the
+# background (the extension keeps their memory and releases them); synchronize() says so.
+_orphaned: set = set()
+
+
+def _orphan(handle: Optional[Handle], keep: Tuple[Any, ...]) -> None:
+    if handle is None:
+        return
+    pending = _handle_map.pop(handle, None)
+    _c.keep_until_done(handle, pending.keep if pending is not None else keep)
+    _orphaned.add(handle)
 
 
 def handle_average_backwards_compatibility(op: Optional[int], average: Optional[bool]) -> int:
@@ -240,10 +271,10 @@ def _allreduce_async(tensor: torch.Tensor, output: Optional[torch.Tensor], name,
         # the general path (verified on a GPU; this one has not been yet).
         result = tensor if output is None else output
         op_name, set_id = _target("allreduce", name, process_set)
-        handle = _enqueue(_c.allreduce_start, tensor.data_ptr(), result.data_ptr(), code,
+        return _start((tensor, result), lambda _: result,
+                      _c.allreduce_start, tensor.data_ptr(), result.data_ptr(), code,
                           tensor.shape, op_name, op, float(prescale_factor),
                           float(postscale_factor), set_id)
-        return _register(handle, (tensor, result), lambda _: result)
     data, desc = _prepare(tensor)
     if output is None:  # in place: reduce into `data`, then copy back if it was a copy
         result, out_desc = data, desc
@@ -253,9 +284,9 @@ def _allreduce_async(tensor: torch.Tensor, output: Optional[torch.Tensor], name,
         out_desc = (output.data_ptr(), desc[1], desc[2], desc[3])
         finish = lambda _: result
     op_name, set_id = _target("allreduce", name, process_set)
-    handle = _enqueue(_c.allreduce, desc, out_desc, op_name, op, float(prescale_factor),
+    return _start((tensor, data, result), finish,
+                  _c.allreduce, desc, out_desc, op_name, op, float(prescale_factor),
                       float(postscale_factor), set_id)
-    return _register(handle, (tensor, data, result), finish)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -337,15 +368,15 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postsc
         out_descs = [(o.data_ptr(), d[1], d[2], d[3]) for o, d in zip(outputs, descs)]
         finish = lambda _: list(results)
     op_name, set_id = _target("grouped_allreduce", name, process_set)
-    handle = _enqueue(_c.grouped_allreduce, descs, out_descs, op_name, op, float(prescale_factor),
+    return _start((list(tensors), prepared, results), finish,
+                  _c.grouped_allreduce, descs, out_descs, op_name, op, float(prescale_factor),
                       float(postscale_factor), set_id)
-    return _register(handle, (list(tensors), prepared, results), finish)
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=global_process_set) -> Handle:
     """Allreduces a list of tensors as one fused group; synchronize() returns a list."""
-    _require_tensors(tensors, "grouped_allreduce")
+    tensors = _require_tensors(tensors, "grouped_allreduce")
     op = _resolve_op(average, op)
     outputs = [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in tensors]
     return _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor,
@@ -354,7 +385,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=global_process_set) -> Handle:
-    _require_tensors(tensors, "grouped_allreduce")
+    tensors = _require_tensors(tensors, "grouped_allreduce")
     op = _resolve_op(average, op)
     return _grouped_allreduce_async(tensors, None, name, op, prescale_factor, postscale_factor,
                                     process_set)
@@ -381,7 +412,7 @@ class HorovodGroupedAllreduce(torch.autograd.Function):
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Differentiable grouped allreduce; returns a list of new tensors."""
-    _require_tensors(tensors, "grouped_allreduce")
+    tensors = _require_tensors(tensors, "grouped_allreduce")
     compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
     reduced = HorovodGroupedAllreduce.apply(average, name, op, prescale_factor,
                                             postscale_factor, process_set, *compressed)
@@ -420,8 +451,8 @@ def allgather_async(tensor, name=None, process_set=global_process_set) -> Handle
     """Starts concatenating `tensor` from every rank along dim 0 (first dims may differ)."""
     _require_tensor(tensor, "allgather_async")
     data, desc = _prepare(tensor)
-    handle = _enqueue(_c.allgather, desc, *_target("allgather", name, process_set))
-    return _register(handle, (data,), lambda h: _output_tensor(h, 0, tensor.device))
+    return _start((data,), lambda h: _output_tensor(h, 0, tensor.device),
+                  _c.allgather, desc, *_target("allgather", name, process_set))
 
 
 class HorovodAllgather(torch.autograd.Function):
@@ -452,11 +483,11 @@ def allgather(tensor, name=None, process_set=global_process_set):
 
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set) -> Handle:
-    _require_tensors(tensors, "grouped_allgather")
+    tensors = _require_tensors(tensors, "grouped_allgather")
     prepared = [_prepare(t) for t in tensors]
-    handle = _enqueue(_c.grouped_allgather, [d for _, d in prepared],
+    return _start((prepared,), _outputs_on(tensors[0].device),
+                  _c.grouped_allgather, [d for _, d in prepared],
                       *_target("grouped_allgather", name, process_set))
-    return _register(handle, (prepared,), _outputs_on(tensors[0].device))
 
 
 class HorovodGroupedAllgather(torch.autograd.Function):
@@ -477,7 +508,7 @@ class HorovodGroupedAllgather(torch.autograd.Function):
 
 
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
-    _require_tensors(tensors, "grouped_allgather")
+    tensors = _require_tensors(tensors, "grouped_allgather")
     return list(HorovodGroupedAllgather.apply(name, process_set, *tensors))
 
 
@@ -492,9 +523,9 @@ def _broadcast_async(tensor, output, root_rank, name, process_set) -> Handle:
         result = output
         out_desc = (output.data_ptr(), desc[1], desc[2], desc[3])
         finish = lambda _: result
-    handle = _enqueue(_c.broadcast, desc, out_desc, root_rank_arg(root_rank),
+    return _start((tensor, data, result), finish,
+                  _c.broadcast, desc, out_desc, root_rank_arg(root_rank),
                       *_target("broadcast", name, process_set))
-    return _register(handle, (tensor, data, result), finish)
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set) -> Handle:
@@ -577,7 +608,6 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     _require_tensor(tensor, "alltoall_async")
     data, desc = _prepare(tensor)
     split_list = _splits_list(splits)
-    handle = _enqueue(_c.alltoall, desc, split_list, *_target("alltoall", name, process_set))
     received_on = _received_device(tensor, splits)
 
     def finish(h: Handle):
@@ -585,7 +615,8 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
         return (_output_tensor(h, 0, tensor.device),
                 torch.tensor(received, dtype=torch.int32, device=received_on))
 
-    return _register(handle, (data,), finish)
+    return _start((data,), finish,
+                  _c.alltoall, desc, split_list, *_target("alltoall", name, process_set))
 
 
 class HorovodAlltoall(torch.autograd.Function):
@@ -640,9 +671,9 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     op = _check_reducescatter_op(op)
     data, desc = _prepare(tensor)
     op_name, set_id = _target("reducescatter", name, process_set)
-    handle = _enqueue(_c.reducescatter, desc, op_name, op, float(prescale_factor),
+    return _start((data,), lambda h: _output_tensor(h, 0, tensor.device),
+                  _c.reducescatter, desc, op_name, op, float(prescale_factor),
                       float(postscale_factor), set_id)
-    return _register(handle, (data,), lambda h: _output_tensor(h, 0, tensor.device))
 
 
 def _reducescatter_grad_scale(op, process_set, prescale_factor, postscale_factor) -> float:
@@ -688,13 +719,13 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
 
 def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
                                 prescale_factor=1.0, postscale_factor=1.0) -> Handle:
-    _require_tensors(tensors, "grouped_reducescatter")
+    tensors = _require_tensors(tensors, "grouped_reducescatter")
     op = _check_reducescatter_op(op)
     prepared = [_prepare(t) for t in tensors]
     op_name, set_id = _target("grouped_reducescatter", name, process_set)
-    handle = _enqueue(_c.grouped_reducescatter, [d for _, d in prepared], op_name, op,
+    return _start((prepared,), _outputs_on(tensors[0].device),
+                  _c.grouped_reducescatter, [d for _, d in prepared], op_name, op,
                       float(prescale_factor), float(postscale_factor), set_id)
-    return _register(handle, (prepared,), _outputs_on(tensors[0].device))
 
 
 class HorovodGroupedReducescatter(torch.autograd.Function):
@@ -714,7 +745,7 @@ class HorovodGroupedReducescatter(torch.autograd.Function):
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
                           process_set=global_process_set, prescale_factor=1.0,
                           postscale_factor=1.0):
-    _require_tensors(tensors, "grouped_reducescatter")
+    tensors = _require_tensors(tensors, "grouped_reducescatter")
     compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
     reduced = HorovodGroupedReducescatter.apply(name, op, process_set, prescale_factor,
                                                 postscale_factor, *compressed)
@@ -739,6 +770,10 @@ def synchronize(handle: Handle):
     (output, received_splits) for alltoall). Raises HorovodInternalError if it failed."""
     pending = _handle_map.get(handle)
     if pending is None:
+        if handle in _orphaned:
+            raise HorovodInternalError(
+                f"handle {handle}: an earlier synchronize() of it was interrupted; its operation "
+                "completed (or completes) without a caller, and its result is gone")
         if handle in _dropped:
             _dropped.discard(handle)
             raise HorovodInternalError(
@@ -750,30 +785,50 @@ def synchronize(handle: Handle):
     except _c.Error as error:
         _forget(handle)
         raise HorovodInternalError(str(error)) from None
+    except BaseException:
+        # Interrupted (Ctrl-C): the op goes on without its caller, its memory kept and its
+        # handle released once it completes, so that its name is free again (a barrier's, a
+        # join's, a fixed name: until 2026-12-01 the next one was refused as a duplicate on this
+        # rank while the peers waited in theirs).
+        _orphan(handle, ())
+        raise
     try:
         return pending.finish(handle)
     finally:
         _forget(handle)
 
 
-def _run_blocking(handle: Handle, result: Callable[[Handle], Any]):
+# Barriers and joins whose caller was interrupted in the wait, oldest first.
+_orphaned_blocking: list = []
+
+
+def _run_blocking(result: Callable[[Handle], Any], call: Callable[..., Any], *args: Any):
+    # An interrupted barrier (or join) is still the one the peers are in: this rank's next one
+    # comes after it completes, when its fixed name is free again, as in Horovod, whose wait
+    # cannot be interrupted (until 2026-12-01 the next one was refused as a duplicate name).
+    while _orphaned_blocking:
+        try:
+            _c.wait(_orphaned_blocking[0])
+        except _c.Error:
+            pass  # failed, or completed and released already: either way it is over
+        _orphaned_blocking.pop(0)
+    handle = _start((), result, call, *args)
     try:
-        _c.wait(handle)
-        return result(handle)
+        return synchronize(handle)
     except _c.Error as error:
         raise HorovodInternalError(str(error)) from None
-    finally:
-        _forget(handle)
+    except BaseException:
+        if handle in _orphaned:
+            _orphaned_blocking.append(handle)
+        raise
 
 
 def join(device: int = -1) -> int:
     """Declares that this rank has no more data: until every rank joined, it contributes
     zeros to the others' allreduces. Blocks until all joined; returns the last rank to join."""
-    handle = _enqueue(_c.join, int(device))
-    return _run_blocking(handle, _c.join_result)
+    return _run_blocking(_c.join_result, _c.join, int(device))
 
 
 def barrier(process_set: ProcessSet = global_process_set) -> None:
     """Blocks until every rank of `process_set` reached the barrier."""
-    handle = _enqueue(_c.barrier, registered_id(process_set))
-    _run_blocking(handle, lambda _: None)
+    _run_blocking(lambda _: None, _c.barrier, registered_id(process_set))
