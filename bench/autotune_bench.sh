@@ -14,6 +14,8 @@ hvdrun=$build/cmd/hvdrun
 bench=$build/bench/hvd-step-bench
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# A signal runs the EXIT trap too (sh runs it only on exit, not when a signal kills it).
+trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM
 work=(--tensors 32 --bytes 16K)
 
 run() {  # run <name> <steps> <last> [env assignments] -- [hvdrun flags]: appends "<mean> <last>"

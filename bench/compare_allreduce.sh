@@ -50,6 +50,8 @@ if [ -n "${TCP_CC:-}" ]; then
   cc_was=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
   allowed_was=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
   trap 'sysctl -q -w net.ipv4.tcp_congestion_control="$cc_was"; sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed_was"' EXIT
+  # A signal runs the EXIT trap too (sh runs it only on exit, not when a signal kills it).
+  trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM
   sysctl -q -w net.ipv4.tcp_congestion_control="$TCP_CC"
 fi
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $cpus CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), placement $placement, TCP congestion control $(cat /proc/sys/net/ipv4/tcp_congestion_control)" | tee "$out/header.txt"

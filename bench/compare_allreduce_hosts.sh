@@ -42,6 +42,8 @@ root=$(dirname "$here")
 hvdrun=${1:-${HVD_BUILD_DIR:-$root/build}/cmd/hvdrun}
 rounds=${2:-5}
 repeats=${REPEATS:-1}
+case "$repeats" in ''|*[!0-9]*|0) echo "REPEATS must be a positive count, got '$repeats'" >&2; exit 2 ;; esac
+case "$rounds" in ''|*[!0-9]*|0) echo "ROUNDS must be a positive count, got '$rounds'" >&2; exit 2 ;; esac
 build=$(cd "$(dirname "$hvdrun")/.." && pwd)
 bench="$build/bench/hvd-bench"
 sizes=4096,65536,1048576,16777216,67108864

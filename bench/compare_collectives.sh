@@ -52,7 +52,7 @@ run_side() {
     reused|fresh)
       [ "$op" = broadcast ] && [ "$side" = fresh ] && return 0
       # shellcheck disable=SC2046
-      mpirun --allow-run-as-root --oversubscribe $(mpi_bind "$n") --mca pml ob1 --mca btl self,vader -np "$n" "$mpi" "$op" "$side" "$bytes" > "$file" ;;
+      mpirun --allow-run-as-root --oversubscribe $(mpi_bind "$n") --mca pml ob1 --mca btl self,vader -np "$n" "$mpi" "$op" "$side" "$bytes" "$rounds" > "$file" ;;
   esac
 }
 

@@ -26,6 +26,8 @@ root=$(dirname "$here")
 hvdrun=${1:-${HVD_BUILD_DIR:-$root/build}/cmd/hvdrun}
 rounds=${2:-5}
 repeats=${REPEATS:-1}
+case "$repeats" in ''|*[!0-9]*|0) echo "REPEATS must be a positive count, got '$repeats'" >&2; exit 2 ;; esac
+case "$rounds" in ''|*[!0-9]*|0) echo "ROUNDS must be a positive count, got '$rounds'" >&2; exit 2 ;; esac
 ops=${OPS:-broadcast allgather alltoall reducescatter}
 sizes=${SIZES:-4096,16384,65536,1048576}
 for op in $ops; do
@@ -54,7 +56,7 @@ run_all() {
       echo "$key ($hosts) $op, run $rep" >&2
       # shellcheck disable=SC2086
       "$hvdrun" -np "$n" -H "$hosts" $ssh_args "$bench" --op "$op" --sizes "$sizes" --rounds "$rounds" > "$out/hvd_${key}_${op}_$rep.txt"
-      mpi_side "$n" "$hosts" "$mpi" "$op" reused "$sizes" > "$out/mpi_${key}_${op}_$rep.txt"
+      mpi_side "$n" "$hosts" "$mpi" "$op" reused "$sizes" "$rounds" > "$out/mpi_${key}_${op}_$rep.txt"
     done
   done
 }

@@ -16,6 +16,7 @@ for n in $nps; do
 done
 case "$placement" in none|core) ;; *) echo "PLACEMENT must be none or core" >&2; exit 2 ;; esac
 case "$repeats" in ''|*[!0-9]*|0) echo "REPEATS must be a positive count, got '$repeats'" >&2; exit 2 ;; esac
+case "$rounds" in ''|*[!0-9]*|0) echo "ROUNDS must be a positive count, got '$rounds'" >&2; exit 2 ;; esac
 [ -x "$hvdrun" ] || { echo "no hvdrun at $hvdrun (build it, or pass its path)" >&2; exit 2; }
 build=$(cd "$(dirname "$hvdrun")/.." && pwd)
 bench="$build/bench/hvd-bench"

@@ -4,8 +4,8 @@
 # process alone for the scaling efficiency and N processes alone at once for the bound.
 # Usage: bench/compare_ddp.sh [hvdrun] [model] [N]
 #
-# ROUNDS (default 3) rounds, each: N processes alone at once, hvdrun, torchrun + DDP, and
-# torchrun + DDP with hvdrun's allocator settings; the medians are compared (this VM's speed moves
+# ROUNDS (default 3) rounds, each: N processes alone at once, then hvdrun, torchrun + DDP, and
+# torchrun + DDP with hvdrun's allocator settings (hvdrun first in even rounds, last in odd ones); the medians are compared (this VM's speed moves
 # by +-20 % from minute to minute, so one pair of runs settles nothing) and every round's numbers
 # are printed.
 #
@@ -50,6 +50,8 @@ bench=("$py" "$root/examples/torch_synthetic_benchmark.py" "${args[@]}")
 total() { grep -o 'Total img/sec on [0-9]* CPU(s): [0-9.]*' | awk '{print $NF}' | tail -1; }
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+# A signal runs the EXIT trap too (sh runs it only on exit, not when a signal kills it).
+trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM
 # The allocator variables hvdrun adds for its workers (none under --worker-malloc system).
 # shellcheck disable=SC2086
 malloc=$("$hvdrun" --dry-run -np 1 ${HVDRUN_ARGS:-} true | sed -n 's/^ *\(MALLOC_[A-Z_]*=[0-9]*\)$/\1/p' | sort -u | paste -sd' ')
@@ -61,12 +63,21 @@ for ((r = 0; r < rounds; ++r)); do
   for ((i = 0; i < n; ++i)); do "${alloc[@]}" "${bench[@]}" > "$scratch/$i.txt" 2>&1 & done
   wait
   alone=$(for ((i = 0; i < n; ++i)); do total < "$scratch/$i.txt"; done | paste -sd,)
-  # shellcheck disable=SC2086
-  hvd=$("$hvdrun" -np "$n" ${HVDRUN_ARGS:-} "${bench[@]}" 2>&1 | total)
   ddp_cmd=("$py" -m torch.distributed.run --standalone --nproc_per_node "$n" --monitor_interval 0.1
     --redirects 9:1 --tee 9:1 "$root/bench/ddp_synthetic.py" "${args[@]}")
-  ddp=$("${ddp_cmd[@]}" 2>&1 | total)
-  ddp_same=$("${alloc[@]}" "${ddp_cmd[@]}" 2>&1 | total)
+  # The sides take turns going first (this VM's speed drifts within a round; until 2026-12-01
+  # hvd always ran first).
+  if ((r % 2 == 0)); then
+    # shellcheck disable=SC2086
+    hvd=$("$hvdrun" -np "$n" ${HVDRUN_ARGS:-} "${bench[@]}" 2>&1 | total)
+    ddp=$("${ddp_cmd[@]}" 2>&1 | total)
+    ddp_same=$("${alloc[@]}" "${ddp_cmd[@]}" 2>&1 | total)
+  else
+    ddp=$("${ddp_cmd[@]}" 2>&1 | total)
+    ddp_same=$("${alloc[@]}" "${ddp_cmd[@]}" 2>&1 | total)
+    # shellcheck disable=SC2086
+    hvd=$("$hvdrun" -np "$n" ${HVDRUN_ARGS:-} "${bench[@]}" 2>&1 | total)
+  fi
   results+=("$alone/$hvd/$ddp/$ddp_same")
 done
 MALLOC="$malloc" "$py" - "$model" "$n" "$threads" "$single" "${results[@]}" <<'PY'

@@ -59,6 +59,8 @@ with_cluster() {
     "$root/scripts/cluster/up.sh" 4 > "$out/cluster.log"
     allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
     trap '"$root/scripts/cluster/down.sh" >> "$out/cluster.log" 2>&1; sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed"' EXIT
+    # A signal runs the EXIT trap too (sh runs it only on exit, not when a signal kills it).
+    trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM
     if [ -n "${TCP_CC:-}" ]; then
       sysctl -q -w net.ipv4.tcp_allowed_congestion_control="$allowed $TCP_CC"
       for ns in hvd-h1 hvd-h2 hvd-h3 hvd-h4; do ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$TCP_CC"; done

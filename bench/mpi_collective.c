@@ -1,6 +1,7 @@
 /* mpi_collective.c - Open MPI timings of the collectives other than allreduce, the peer of
  * `hvd-bench --op allgather|broadcast|alltoall|reducescatter` (mpi_allreduce.c is the
- * allreduce's). float32, timed as mpi_allreduce.c (mpi_timing.h, median of 5 rounds); bytes
+ * allreduce's). float32, timed as mpi_allreduce.c (mpi_timing.h, median of ROUNDS rounds, 5 by
+ * default: the compare scripts pass their ROUNDS, as to hvd-bench and torch); bytes
  * mean what they mean in hvd-bench: the gathered output of an allgather, the buffer of a
  * broadcast (from rank 0), the per-rank input of an alltoall (equal splits) and of a
  * reducescatter (MPI_Reduce_scatter_block, sum). "barrier" times MPI_Barrier (bytes ignored).
@@ -13,7 +14,7 @@
  *   mpicc -O2 -o mpi_collective bench/mpi_collective.c
  *   mpirun -np 2 ./mpi_collective allgather|broadcast|alltoall|reducescatter|barrier \
  *       fresh|reused \
- *       [bytes,bytes,...]
+ *       [bytes,bytes,...] [rounds]
  *
  * Prints "RESULT <op> <mode> <bytes> <median_us>" lines.
  */
@@ -75,12 +76,13 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   enum op op = ALLGATHER;
+  const int rounds = argc > 4 ? atoi(argv[4]) : 5;
   if (argc < 3 || !parse_op(argv[1], &op) ||
-      (strcmp(argv[2], "fresh") != 0 && strcmp(argv[2], "reused") != 0)) {
+      (strcmp(argv[2], "fresh") != 0 && strcmp(argv[2], "reused") != 0) || rounds < 1) {
     if (rank == 0) {
       fprintf(stderr,
               "usage: mpi_collective allgather|broadcast|alltoall|reducescatter|barrier "
-              "fresh|reused [bytes,...]\n");
+              "fresh|reused [bytes,...] [rounds >= 1]\n");
     }
     MPI_Finalize();
     return 2;
@@ -112,7 +114,7 @@ int main(int argc, char **argv) {
     struct op_arg arg = {op, in, in_count, out_count, reused, size};
     int iters = 0;
     double fastest = 0;
-    const double median = timed(run, &arg, 5, &iters, &fastest);
+    const double median = timed(run, &arg, rounds, &iters, &fastest);
     if (rank == 0) {
       printf("RESULT %s %s %ld %.1f\n", argv[1], fresh ? "fresh" : "reused", bytes, median * 1e6);
     }

@@ -21,6 +21,8 @@ build_python=$(cd "$(dirname "$hvdrun")/.." && pwd)/python
 [ -d "$build_python/hvd" ] && export PYTHONPATH="$build_python${PYTHONPATH:+:$PYTHONPATH}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# A signal runs the EXIT trap too (sh runs it only on exit, not when a signal kills it).
+trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM
 runs=${RUNS:-20}
 
 mean() { $py -c "import json,sys; print(json.load(open(sys.argv[1]))['results'][${2}]['mean'])" "$1"; }

@@ -12,6 +12,8 @@ hvdrun=$build/cmd/hvdrun
 bench=$build/bench/hvd-bench
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# A signal runs the EXIT trap too (sh runs it only on exit, not when a signal kills it).
+trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM
 
 run() {  # run <name> [hvdrun flags...]: appends "<async_us> <one_by_one_us>" to $tmp/<name>
   local name=$1
