@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Synthetic training throughput, shaped like Horovod's pytorch_synthetic_benchmark.py.
 
-    hvdrun -np 2 python3 examples/torch_synthetic_benchmark.py --model convnet
-    python3 examples/torch_synthetic_benchmark.py            # one process, no hvdrun
+    hvdrun -np 2 /usr/bin/python3 examples/torch_synthetic_benchmark.py --model convnet
+    /usr/bin/python3 examples/torch_synthetic_benchmark.py   # one process, no hvdrun
 
 Random 3x32x32 images and labels; each step is forward, backward, DistributedOptimizer step.
 Prints img/sec per worker and in total. Models are defined here (no torchvision download).

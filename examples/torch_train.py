@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """A complete data-parallel training script on a dataset generated in code.
 
-    hvdrun -np 2 python3 examples/torch_train.py --checkpoint /tmp/model.pt
-    python3 examples/torch_train.py                 # one process, no hvdrun
-    hvdrun -np 2 python3 examples/torch_train.py --cuda   # on GPUs (local rank i on GPU i mod n)
+    hvdrun -np 2 /usr/bin/python3 examples/torch_train.py --checkpoint /tmp/model.pt
+    /usr/bin/python3 examples/torch_train.py        # one process, no hvdrun
+    hvdrun -np 2 /usr/bin/python3 examples/torch_train.py --cuda  # GPUs (local rank i: GPU i mod n)
 
 The task: 4-class classification of 20-dimensional points labelled by a fixed random
 teacher network (the same on every rank: fixed seed). Each rank trains on its shard of every
@@ -74,6 +74,9 @@ def main() -> int:
     hvd.init()
     device = torch.device("cpu")
     if args.cuda:
+        if not torch.cuda.is_available():
+            sys.exit("--cuda: no CUDA GPU is visible to this rank (torch.cuda.is_available() is "
+                     "False; Debian's python3-torch is built without CUDA)")
         torch.cuda.set_device(hvd.local_rank() % torch.cuda.device_count())
         device = torch.device("cuda", torch.cuda.current_device())
     torch.manual_seed(42)

@@ -18,7 +18,7 @@ struct Case {
 
 TEST(PlanRanksTest, AssignsLikeHorovod) {
   const std::vector<Case> cases = {
-      {"heterogeneous example from the inventory",
+      {"heterogeneous hosts a:2,b:1,c:2 (Horovod's placement)",
        {{"a", 2, {}}, {"b", 1, {}}, {"c", 2, {}}},
        5,
        {{0, 0, 2, 0, 3, "a", 0, 3},
