@@ -50,7 +50,9 @@ std::string HostName() {
 }  // namespace
 
 Agent::Agent(Io io, std::map<std::string, std::string> login_env)
-    : io_(io), login_env_(std::move(login_env)) {}
+    : io_(io), login_env_(std::move(login_env)) {
+  out_ = std::string(launcher::kAgentGreeting);  // before every frame: what came before is not ours
+}
 
 Agent::~Agent() {
   for (auto& [id, rank] : ranks_) CloseRankPipes(rank);

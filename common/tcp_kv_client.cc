@@ -6,6 +6,8 @@
 #include <thread>
 #include <utility>
 
+#include "common/printable.h"
+
 namespace hvd::control {
 namespace {
 
@@ -13,23 +15,6 @@ using Clock = DeadlineSocket::Clock;
 
 std::string Describe(const KvRequest& request, const std::string& peer) {
   return std::string("kv ") + FrameTypeName(request.op) + " '" + request.key + "' at " + peer;
-}
-
-// The reject's text as printable ASCII: the frame carries no valid tag (the server may not hold
-// the key), so anyone on the path could have written it.
-std::string Printable(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text.substr(0, 512)) {
-    if (c >= 0x20 && c < 0x7f) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
 }
 
 // Runs the handshake of common/frame.h and returns the established channel. `*no_reply` says

@@ -132,7 +132,12 @@ void CheckRemote(const SshOptions& ssh, const std::string& agent_path, const std
     check.agent = "error: " + version.status().message();
     return;
   }
-  check.agent = Trim(*version);
+  // Its last line: a login script may print before it (a banner, an echo in ~/.bashrc).
+  std::string answer = Trim(*version);
+  if (size_t newline = answer.rfind('\n'); newline != std::string::npos) {
+    answer = Trim(answer.substr(newline + 1));
+  }
+  check.agent = answer;
   if (check.agent != AgentVersionLine()) {
     check.agent = "error: " + check.agent + " differs from " + AgentVersionLine();
     return;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/byte_codec.h"
+#include "common/printable.h"
 
 namespace hvd::launcher {
 namespace {
@@ -346,7 +347,48 @@ Result<std::optional<LauncherMessage>> LauncherFrameReader::Next() {
   return std::optional<LauncherMessage>(std::move(*message));
 }
 
+void AgentFrameReader::Feed(std::string_view bytes) {
+  if (greeted_) {
+    splitter_.Feed(bytes);
+    return;
+  }
+  pending_.append(bytes);
+  const size_t at = pending_.find(kAgentGreeting);
+  if (at != std::string::npos) {
+    before_.append(pending_, 0, at);
+    splitter_.Feed(std::string_view(pending_).substr(at + kAgentGreeting.size()));
+    pending_.clear();
+    greeted_ = true;
+    return;
+  }
+  // All but the last few bytes are surely before the greeting (it may be arriving split).
+  const size_t keep = std::min(pending_.size(), kAgentGreeting.size() - 1);
+  before_.append(pending_, 0, pending_.size() - keep);
+  pending_.erase(0, pending_.size() - keep);
+}
+
+std::string AgentFrameReader::TakeBeforeGreeting() {
+  size_t end = before_.size();
+  if (!greeted_) {
+    const size_t newline = before_.rfind('\n');
+    end = newline == std::string::npos || newline < taken_ ? taken_ : newline + 1;
+  }
+  std::string text = before_.substr(taken_, end - taken_);
+  taken_ = end;
+  return text;
+}
+
 Result<std::optional<AgentMessage>> AgentFrameReader::Next() {
+  if (!greeted_) {
+    if (before_.size() > kMaxBeforeGreeting) {
+      return Status::InvalidArgument(
+          "the remote command printed " + std::to_string(before_.size()) +
+          " bytes without hvd-agent's greeting (a login script's output, or not hvd-agent of "
+          "this build?); it began: '" +
+          Printable(before_, 200) + "'");
+    }
+    return std::optional<AgentMessage>();
+  }
   HVD_ASSIGN_OR_RETURN(std::optional<std::string> body, splitter_.Next());
   if (!body) return std::optional<AgentMessage>();
   Result<AgentMessage> message = DecodeAgentFrame(*body);

@@ -56,9 +56,17 @@
 // as a start frame of the wrong version and says the same. Version 3 added the kill cause;
 // version 4 the stack signal (a Signal of kStackSignal goes only to the rank's processes that
 // dump their stacks on it, launcher/local/stack_dump.h, where an older agent would killpg it).
+// Version 5: the agent's stdout starts with kAgentGreeting, and whatever comes before it is the
+// remote login's own output (a ~/.bashrc that echoes, a module system's banner), shown to the
+// user, not read as frames (until 2026-12-01 "Welc" was read as a frame length: "hvd-agent frame
+// of 1466264675 bytes exceeds the limit"; horovodrun shows such text and runs).
 namespace hvd::launcher {
 
-inline constexpr uint32_t kAgentProtocolVersion = 4;
+inline constexpr uint32_t kAgentProtocolVersion = 5;
+// What hvd-agent writes on its stdout before its first frame.
+inline constexpr std::string_view kAgentGreeting{"\0hvd-agent greeting v5\0", 24};
+// The most a login may print before the greeting: beyond, the session fails naming the text.
+inline constexpr size_t kMaxBeforeGreeting = 64u << 10;
 // A Start frame holds one rank's argv and environment.
 inline constexpr size_t kMaxLauncherFrameBytes = 16u << 20;
 // Output frames carry at most kMaxOutputChunk bytes of data.
@@ -161,14 +169,28 @@ class LauncherFrameReader {
 };
 
 // Reads agent frames in order and enforces that Ready comes first and only once.
+// With `after_greeting`, what precedes kAgentGreeting is kept as text (TakeBeforeGreeting) and
+// frames start after it: hvdrun's reading of a real agent's stdout.
 class AgentFrameReader {
  public:
-  void Feed(std::string_view bytes) { splitter_.Feed(bytes); }
+  AgentFrameReader() = default;
+  explicit AgentFrameReader(bool after_greeting) : greeted_(!after_greeting) {}
+  void Feed(std::string_view bytes);
   Result<std::optional<AgentMessage>> Next();
+  // The complete lines that came before the greeting and were not taken yet (all of it once
+  // the greeting came); what is held back may be the greeting's first bytes.
+  std::string TakeBeforeGreeting();
+  bool greeted() const { return greeted_; }
+  // Everything before the greeting so far, taken or not (for an error at the stream's end).
+  const std::string& before_greeting() const { return before_; }
 
  private:
   FrameSplitter splitter_{kMaxAgentFrameBytes};
   bool first_ = true;
+  bool greeted_ = true;
+  std::string pending_;  // not yet known to be before the greeting or part of it
+  std::string before_;   // before the greeting
+  size_t taken_ = 0;     // of before_, given out by TakeBeforeGreeting
 };
 
 }  // namespace hvd::launcher

@@ -53,6 +53,7 @@ struct AgentSession::Core {
   void PollOnce(Clock::time_point now, bool backpressured);
   bool ReadAgent();
   void ReadDiag();
+  void ShowLoginOutput();
   void DrainDiag();
   void OnMessage(AgentMessage message);
   void OnOutput(AgentOutput output);
@@ -82,7 +83,7 @@ struct AgentSession::Core {
   std::map<uint32_t, std::shared_ptr<RankSlot>> running;
 
   // I/O thread only.
-  AgentFrameReader reader;
+  AgentFrameReader reader{true};  // after the greeting: before it is the login's own output
   std::string outgoing;
   bool to_agent_closed = false;
   bool lost = false;  // the heartbeat timed out: the agent cannot be reached

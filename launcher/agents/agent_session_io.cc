@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/printable.h"
 #include "launcher/agents/agent_session_core.h"
 #include "launcher/output/console.h"
 
@@ -157,6 +158,10 @@ bool AgentSession::Core::ReadAgent() {
     if (n <= 0) {
       DrainDiag();  // the agent's last words, e.g. why it could not start
       std::string why = link->EndReason();
+      if (!reader.greeted() && !reader.before_greeting().empty()) {
+        why += "; before it ended the remote command printed (no hvd-agent greeting): '" +
+               Printable(reader.before_greeting(), 300) + "'";
+      }
       bool clean;
       {
         std::lock_guard<std::mutex> lock(mu);
@@ -168,6 +173,7 @@ bool AgentSession::Core::ReadAgent() {
     total += static_cast<size_t>(n);
     last_heard = Clock::now();
     reader.Feed(std::string_view(buffer, static_cast<size_t>(n)));
+    ShowLoginOutput();
     for (;;) {
       Result<std::optional<AgentMessage>> next = reader.Next();
       if (!next.ok()) {
@@ -180,6 +186,20 @@ bool AgentSession::Core::ReadAgent() {
     FlushPipes();
   }
   return true;
+}
+
+// What the remote login printed on stdout before hvd-agent's greeting (a ~/.bashrc's echo, a
+// banner): the user's own text, shown as the agent's stderr lines are, not read as frames.
+void AgentSession::Core::ShowLoginOutput() {
+  std::string text = reader.TakeBeforeGreeting();
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = Printable(std::string_view(text).substr(start, end - start), 4096);
+    if (!line.empty()) PrintToUser(options.host + ": " + line);
+    start = end + 1;
+  }
 }
 
 void AgentSession::Core::ReadDiag() {

@@ -64,7 +64,7 @@ class AgentProcess {
   // Reads the agent's frames until a rank's output contains a newline; returns that output
   // up to the newline (bounded: 10 s). Keeps what was read for Frames().
   std::string ReadLine() {
-    AgentFrameReader reader;
+    AgentFrameReader reader(true);
     auto deadline = Clock::now() + std::chrono::seconds(10);
     std::string text;
     while (Clock::now() < deadline) {
@@ -76,7 +76,7 @@ class AgentProcess {
       }
       if (size_t nl = text.find('\n'); nl != std::string::npos) return text.substr(0, nl);
       text.clear();
-      reader = AgentFrameReader();
+      reader = AgentFrameReader(true);
       pollfd p{stdout_, POLLIN, 0};
       if (::poll(&p, 1, 100) <= 0) continue;
       char buffer[4096];
@@ -117,7 +117,7 @@ class AgentProcess {
   }
   // The agent's frames on stdout, decoded.
   std::vector<AgentMessage> Frames() const {
-    AgentFrameReader reader;
+    AgentFrameReader reader(true);
     reader.Feed(out_);
     std::vector<AgentMessage> frames;
     for (;;) {

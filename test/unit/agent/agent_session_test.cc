@@ -15,6 +15,7 @@
 #include <iterator>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "launcher/agents/agent_fleet.h"
 #include "launcher/local/stack_dump.h"
@@ -81,8 +82,12 @@ bool ProcessExists(pid_t pid) { return ::kill(pid, 0) == 0; }
 
 class AgentSessionTest : public ::testing::Test {
  protected:
-  std::unique_ptr<AgentSession> Open(double heartbeat_timeout_s = 0, double grace_s = 0.5) {
-    auto link = StartProcessAgent({HVD_AGENT_PATH}, {{"PATH", "/usr/bin:/bin"}}, "local agent",
+  // `login`: shell commands run before the agent, as a remote login's ~/.bashrc would.
+  std::unique_ptr<AgentSession> Open(double heartbeat_timeout_s = 0, double grace_s = 0.5,
+                                     const std::string& login = "") {
+    std::vector<std::string> argv = {HVD_AGENT_PATH};
+    if (!login.empty()) argv = {"/bin/sh", "-c", login + "; exec " + std::string(HVD_AGENT_PATH)};
+    auto link = StartProcessAgent(argv, {{"PATH", "/usr/bin:/bin"}}, "local agent",
                                   std::chrono::seconds(5));
     EXPECT_TRUE(link.ok()) << link.status().ToString();
     if (!link.ok()) return nullptr;
@@ -128,6 +133,39 @@ TEST_F(AgentSessionTest, RanksOnOneAgentKeepTheirOwnOutputAndExitStatus) {
   EXPECT_EQ(rb.status, 0);
   EXPECT_TRUE(WIFSIGNALED(rc.status) && WTERMSIG(rc.status) == SIGSEGV) << rc.status;
   EXPECT_EQ(ra.transport, "");
+}
+
+// A remote login that prints on stdout before hvd-agent runs (an echo in ~/.bashrc, a module
+// system's banner): its lines are shown as the host's, and the session works. Until 2026-12-01
+// "Welc" was read as a frame's length: "hvd-agent frame of 1466264675 bytes exceeds the limit".
+TEST_F(AgentSessionTest, ALoginsOwnOutputBeforeTheAgentIsShownAndTheSessionWorks) {
+  ::testing::internal::CaptureStderr();
+  auto session = Open(0, 0.5, "echo 'Welcome to the cluster'; printf 'no newline at its end'");
+  std::string shown = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(session);
+  EXPECT_THAT(shown, HasSubstr("testhost: Welcome to the cluster\n"));
+  EXPECT_THAT(shown, HasSubstr("testhost: no newline at its end"));
+  SpawnedRank a = Start(*session, 0, "echo ran");
+  RankResult ra = Collect(a);
+  EXPECT_EQ(ra.out, "ran\n");
+  EXPECT_EQ(ra.status, 0);
+}
+
+// A login that prints more than 64 KiB before any greeting (or a command that is no hvd-agent
+// of this build) fails the session naming what it printed, without waiting for the timeout.
+TEST_F(AgentSessionTest, ALoginThatNeverLetsTheAgentGreetFailsNamingItsOutput) {
+  auto link = StartProcessAgent({"/bin/sh", "-c", "yes 'banner line'"}, {{"PATH", "/usr/bin:/bin"}},
+                                "local agent", std::chrono::seconds(5));
+  ASSERT_TRUE(link.ok()) << link.status().ToString();
+  AgentSession::Options options;
+  options.host = "testhost";
+  auto start = Clock::now();
+  auto session =
+      AgentSession::Open(std::move(*link), options, Clock::now() + std::chrono::seconds(20));
+  ASSERT_FALSE(session.ok());
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  EXPECT_THAT(session.status().message(), HasSubstr("without hvd-agent's greeting"));
+  EXPECT_THAT(session.status().message(), HasSubstr("it began: 'banner line\\x0abanner line"));
 }
 
 // A rank exits while the launcher reads nothing (a slow console): the agent, its output buffer
