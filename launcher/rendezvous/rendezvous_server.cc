@@ -43,6 +43,7 @@ struct RendezvousServer::Impl {
   control::KvStore store;
   internal::RendezvousCounters counters;
   ConnectionContext context;
+  internal::RejectionLog rejections;
   uint16_t bound_port = 0;
   std::atomic<bool> stopped{false};
   std::thread thread;
@@ -174,7 +175,8 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(RendezvousServ
                                     &impl->counters,
                                     opts.bind_address + ":" + std::to_string(impl->bound_port),
                                     [raw = impl.get()](uint64_t id) { raw->connections.erase(id); },
-                                    &impl->aborted_prefixes};
+                                    &impl->aborted_prefixes,
+                                    &impl->rejections};
   impl->Accept();
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] {

@@ -225,8 +225,7 @@ void RendezvousConnection::Reject(FrameFault fault, const std::string& detail) {
       c.rejected_malformed.fetch_add(1);
       break;
   }
-  HVD_LOG_WARNING("rendezvous server {}: rejected connection from {}: {}: {}",
-                  context_->server_name, peer_, control::FrameFaultName(fault), detail);
+  WarnRejected(fmt::format("{}: {}", control::FrameFaultName(fault), detail));
   // Only a client that got the framing right but not the key hears why (see frame.h).
   if (fault == FrameFault::kBadTag && session_.state() == State::kHello) {
     SendNow(socket_, control::EncodeReject(detail));
@@ -236,11 +235,23 @@ void RendezvousConnection::Reject(FrameFault fault, const std::string& detail) {
 
 void RendezvousConnection::RejectHandshakeTimeout() {
   context_->counters->handshake_timeouts.fetch_add(1);
-  HVD_LOG_WARNING(
-      "rendezvous server {}: rejected connection from {}: no complete handshake "
-      "within {} ms",
-      context_->server_name, peer_, context_->options->handshake_timeout.count());
+  WarnRejected(fmt::format("no complete handshake within {} ms",
+                           context_->options->handshake_timeout.count()));
   Close();
+}
+
+void RendezvousConnection::WarnRejected(const std::string& why) {
+  uint64_t unlogged = 0;
+  if (context_->rejections != nullptr &&
+      !context_->rejections->Allow(std::chrono::steady_clock::now(), &unlogged)) {
+    return;
+  }
+  HVD_LOG_WARNING("rendezvous server {}: rejected connection from {}: {}{}", context_->server_name,
+                  peer_, why,
+                  unlogged == 0 ? std::string()
+                                : fmt::format(" ({} more refused since the last such warning, "
+                                              "not shown: at most one every {} s)",
+                                              unlogged, RejectionLog::kInterval.count()));
 }
 
 void RendezvousConnection::Shutdown() {

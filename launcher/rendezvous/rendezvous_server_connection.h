@@ -55,6 +55,7 @@ class RendezvousConnection : public std::enable_shared_from_this<RendezvousConne
   // Counts and logs the rejection, sends kReject during the handshake, closes.
   void Reject(control::FrameFault fault, const std::string& detail);
   void RejectHandshakeTimeout();
+  void WarnRejected(const std::string& why);  // bounded by the context's RejectionLog
   void Close();
   // Runs `fn`, turning any escaping exception into a logged close.
   template <typename Fn>

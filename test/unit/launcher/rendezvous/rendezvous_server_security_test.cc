@@ -16,6 +16,7 @@
 #include "common/kv_client.h"
 #include "common/tcp_kv_client.h"
 #include "launcher/rendezvous/rendezvous_server.h"
+#include "launcher/rendezvous/rendezvous_session.h"
 #include "test/unit/launcher/rendezvous/rendezvous_test_util.h"
 
 namespace hvd::launcher {
@@ -160,6 +161,35 @@ TEST_F(RendezvousSecurityTest, TruncatedHelloIsMalformed) {
   EXPECT_TRUE(raw.ServerClosed(In(milliseconds(5000))));
   ExpectOnlyCounter(&RendezvousServer::Stats::rejected_malformed, 1);
   ExpectServerStillServes();
+}
+
+// Anyone who can reach the port can open connections: each refusal is counted, but only the
+// first few (then one per interval) are logged, as each warning is a blocking write to hvdrun's
+// stderr on the thread that serves every rank (until 2026-12-01 one warning per refusal).
+TEST_F(RendezvousSecurityTest, ManyRefusedConnectionsAreAllCountedButFewAreLogged) {
+  std::string hello = control::EncodeFrame(control::HelloKey(Key(0x11)), FrameType::kHello, 0,
+                                           control::EncodeHello({control::NewNonce(), "job-1"}));
+  constexpr int kConnections = 40;
+  // The log's sink: spdlog's default (stdout) in a test, hvdrun's stderr in hvdrun.
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < kConnections; ++i) {
+    RawSession raw = RawSession::Open(server_->port(), Key(0x11), "job-1", false);
+    ASSERT_TRUE(
+        raw.socket().WriteAll(hello.substr(0, hello.size() - 5), In(milliseconds(5000))).ok());
+    raw.socket().ShutdownWrite();
+    EXPECT_TRUE(raw.ServerClosed(In(milliseconds(5000))));
+  }
+  ExpectServerStillServes();
+  const std::string logged =
+      ::testing::internal::GetCapturedStdout() + ::testing::internal::GetCapturedStderr();
+  ExpectOnlyCounter(&RendezvousServer::Stats::rejected_malformed, kConnections);
+  size_t warnings = 0;
+  for (size_t at = logged.find("rejected connection"); at != std::string::npos;
+       at = logged.find("rejected connection", at + 1)) {
+    ++warnings;
+  }
+  EXPECT_EQ(warnings, static_cast<size_t>(internal::RejectionLog::kFree)) << logged;
 }
 
 TEST_F(RendezvousSecurityTest, TruncatedRequestAfterHandshakeIsMalformed) {
