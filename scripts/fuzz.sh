@@ -42,8 +42,11 @@ fuzz_one() {
   local t=$1 bin=$build/test/fuzz/fuzz_$1 corpus=$build/fuzz-corpus/$1
   local findings=$build/fuzz-findings/$1 dict=()
   [ -f "$fuzz_dir/dict/$t.dict" ] && dict=(-dict="$fuzz_dir/dict/$t.dict")
-  # The first folder takes the new inputs; the committed corpus is only read.
+  # The first folder takes the new inputs; the committed corpus is only read. -max_len: libFuzzer
+  # grows inputs only to 4 KiB by default (the seeds are small), short of deep nesting and of
+  # counts that cost quadratic time; 64 KiB reaches them (FUZZ_MAX_LEN).
   "$bin" "$corpus" "$fuzz_dir/corpus/$t" "${dict[@]}" -max_total_time="$seconds" \
+    -max_len="${FUZZ_MAX_LEN:-65536}" \
     -timeout="${FUZZ_TIMEOUT:-1}" -rss_limit_mb=2048 -malloc_limit_mb=256 -print_final_stats=1 \
     -artifact_prefix="$findings/" > "$logs/$t.log" 2>&1 || true
 }
