@@ -225,15 +225,22 @@ std::string EncodeStarted(uint32_t id, uint32_t pid) {
 }
 
 void AppendOutput(uint32_t id, int stream, std::string_view data, std::string* out) {
-  control::ByteWriter w;
-  const uint32_t body = 1 + 4 + 1 + 4 + static_cast<uint32_t>(data.size());
-  w.PutU32(body);
-  w.PutU8(kOutput);
-  w.PutU32(id);
-  w.PutU8(static_cast<uint8_t>(stream));
-  w.PutU32(static_cast<uint32_t>(data.size()));
-  out->append(w.data());
-  out->append(data);
+  // In frames of at most kMaxOutputChunk: a longer one ends the reader's session (until
+  // 2026-12-01 an agent's message about a rank that could not start, quoting an argv of over
+  // 64 KiB, did: every rank of the host exited 255).
+  do {
+    const std::string_view chunk = data.substr(0, kMaxOutputChunk);
+    data.remove_prefix(chunk.size());
+    control::ByteWriter w;
+    const uint32_t body = 1 + 4 + 1 + 4 + static_cast<uint32_t>(chunk.size());
+    w.PutU32(body);
+    w.PutU8(kOutput);
+    w.PutU32(id);
+    w.PutU8(static_cast<uint8_t>(stream));
+    w.PutU32(static_cast<uint32_t>(chunk.size()));
+    out->append(w.data());
+    out->append(chunk);
+  } while (!data.empty());
 }
 
 std::string EncodeExit(uint32_t id, int wait_status, std::string_view kill_cause) {

@@ -112,6 +112,31 @@ TEST(AgentProtocolTest, AgentFramesRoundTrip) {
   EXPECT_EQ(std::get<AgentExit>(got[7]).kill_cause, std::string(kMaxKillCause, 'x'));  // cut
 }
 
+// Output longer than one frame holds (an agent's message quoting a 100 KiB argv) goes out in
+// frames the reader accepts; until 2026-12-01 one frame of it ended hvdrun's session.
+TEST(AgentProtocolTest, OutputLongerThanAFrameIsSplit) {
+  const std::string text = std::string(100 << 10, 'a') + "end\n";
+  std::string stream = EncodeReady({});
+  AppendOutput(7, 2, text, &stream);
+  AgentFrameReader reader;
+  reader.Feed(stream);
+  std::string got;
+  int frames = 0;
+  for (;;) {
+    auto next = reader.Next();
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    if (!next->has_value()) break;
+    if (auto* o = std::get_if<AgentOutput>(&**next)) {
+      EXPECT_EQ(o->id, 7u);
+      EXPECT_LE(o->data.size(), kMaxOutputChunk);
+      got += o->data;
+      ++frames;
+    }
+  }
+  EXPECT_EQ(got, text);
+  EXPECT_EQ(frames, 2);
+}
+
 TEST(AgentProtocolTest, ExitFramesOfAnotherVersionOrOverlongCausesAreRefused) {
   // Version 2's exit frame had no cause: refused, not read as an exit without one
   control::ByteWriter v2;
