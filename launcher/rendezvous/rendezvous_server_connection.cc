@@ -167,6 +167,7 @@ void RendezvousConnection::StartWait(const KvRequest& request) {
   waiting_ = true;
   if (value) return FinishWait(std::move(value));
   waiter_id_ = waiter;
+  WatchWhileWaiting();
   wait_timer_.expires_after(std::chrono::milliseconds(wait_timeout_ms_));
   wait_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
     if (ec == asio::error::operation_aborted) return;
@@ -177,6 +178,39 @@ void RendezvousConnection::StartWait(const KvRequest& request) {
       }
     });
   });
+}
+
+// A client that goes away while its wait is parked (a worker killed in an elastic reset) is
+// noticed at once: its connection closes and its wait is cancelled. Until 2026-12-01 nothing
+// read the socket meanwhile, and it was held until the wait timed out (11 minutes for an
+// elastic worker's, 7 days at most). A client sends nothing while it waits; bytes that arrive
+// anyway are read after the answer, as its next frame.
+void RendezvousConnection::WatchWhileWaiting() {
+  if (watching_) return;
+  watching_ = true;
+  socket_.async_wait(
+      asio::ip::tcp::socket::wait_read, [self = shared_from_this()](const asio::error_code& ec) {
+        self->watching_ = false;
+        if (ec == asio::error::operation_aborted || !self->waiting_ ||
+            self->session_.state() == State::kClosed) {
+          return;
+        }
+        self->Guarded("wait watch", [&] {
+          if (ec) return self->Close();
+          char byte = 0;
+          asio::error_code peek;
+          const size_t n =
+              self->socket_.receive(asio::buffer(&byte, 1), asio::socket_base::message_peek, peek);
+          if (peek == asio::error::would_block || peek == asio::error::try_again) {
+            return self->WatchWhileWaiting();
+          }
+          if (peek || n == 0) {
+            HVD_LOG_DEBUG("rendezvous server {}: {} went away during its wait for '{}'",
+                          self->context_->server_name, self->peer_, self->wait_key_);
+            self->Close();
+          }
+        });
+      });
 }
 
 void RendezvousConnection::FinishWait(std::optional<std::string> value) {

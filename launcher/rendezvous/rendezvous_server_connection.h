@@ -56,6 +56,7 @@ class RendezvousConnection : public std::enable_shared_from_this<RendezvousConne
   void Reject(control::FrameFault fault, const std::string& detail);
   void RejectHandshakeTimeout();
   void WarnRejected(const std::string& why);  // bounded by the context's RejectionLog
+  void WatchWhileWaiting();                   // closes when the client goes away mid-wait
   void Close();
   // Runs `fn`, turning any escaping exception into a logged close.
   template <typename Fn>
@@ -72,6 +73,7 @@ class RendezvousConnection : public std::enable_shared_from_this<RendezvousConne
   bool body_pending_ = false;  // a post-handshake frame body is being read
   std::deque<std::string> write_queue_;
   bool waiting_ = false;
+  bool watching_ = false;  // a WatchWhileWaiting is pending
   uint64_t waiter_id_ = 0;
   std::string wait_key_;
   uint64_t wait_timeout_ms_ = 0;

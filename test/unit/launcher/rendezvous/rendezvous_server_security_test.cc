@@ -382,6 +382,33 @@ void ExpectServed(uint16_t port) {
   ASSERT_TRUE((*client)->Set("alive", "yes").ok());
 }
 
+size_t OpenDescriptors() {
+  size_t count = 0;
+  for (int fd = 0; fd < 4096; ++fd) count += ::fcntl(fd, F_GETFD) != -1 ? 1 : 0;
+  return count;
+}
+
+// A client that goes away while its wait is parked (a worker killed during an elastic reset):
+// the server closes its side at once. Until 2026-12-01 it held the socket until the wait timed
+// out (11 minutes for an elastic worker's wait), one descriptor per killed worker per reset.
+TEST_F(RendezvousSecurityTest, AClientGoneDuringItsWaitIsClosedAtOnce) {
+  const size_t before = OpenDescriptors();
+  {
+    RawSession raw = RawSession::Open(server_->port(), Key(0x11), "job-1");
+    std::string frame = raw.channel().Seal(
+        FrameType::kWait, control::EncodeKvRequest({FrameType::kWait, "never", "", 0, 600000}));
+    ASSERT_TRUE(raw.socket().WriteAll(frame, In(milliseconds(5000))).ok());
+    std::this_thread::sleep_for(milliseconds(200));  // the wait is parked
+    EXPECT_EQ(OpenDescriptors(), before + 2);        // this client's socket and the server's
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (OpenDescriptors() != before && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(OpenDescriptors(), before) << "the server still holds the gone client's socket";
+  ExpectServerStillServes();
+}
+
 // Silent connections from anyone on the network: the server runs out of descriptors. Its
 // accepts are retried every 100 ms, not at once (until 2026-12-01 a failed accept was retried
 // at once: a core at 100 % and a warning per try, hundreds of thousands a second), and once the
