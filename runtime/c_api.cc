@@ -2,6 +2,9 @@
 // and conversion between the POD descriptors and the C++ types. No exception crosses it.
 #include "runtime/include/hvd/c_api.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -55,8 +58,29 @@ hvd_status_t ReportResult(const hvd::Result<T>& r, T* out) {
 }
 
 // Runs `body`, turning any escaping exception (e.g. bad_alloc) into HVD_INTERNAL.
+// The process whose hvd_init started the default runtime (0: none is running). A child forked
+// after it (os.fork(), multiprocessing's fork start method) has the parent's runtime in its
+// memory but none of its threads: a shutdown there waited forever for the background thread
+// (Python's exit hook hung every such child at its exit) and an op would have written on the
+// parent's connections (until 2026-12-01). In the child every call fails naming this, but
+// hvd_shutdown (nothing to do) and hvd_is_initialized (0).
+std::atomic<pid_t> g_owner_pid{0};
+
+bool InForkedChild() {
+  const pid_t owner = g_owner_pid.load();
+  return owner != 0 && owner != ::getpid();
+}
+
+Status ForkedChildError() {
+  return Status::PreconditionFailed(
+      "hvd was initialized in process " + std::to_string(g_owner_pid.load()) +
+      ", from which this process was forked: a forked child cannot use its parent's runtime "
+      "(start workers with hvdrun, or use multiprocessing's 'spawn' or 'forkserver' start method)");
+}
+
 template <typename F>
 hvd_status_t Guard(F&& body) {
+  if (InForkedChild()) return Report(ForkedChildError());
   try {
     return body();
   } catch (const std::exception& e) {
@@ -173,16 +197,19 @@ hvd_status_t InitWith(const std::vector<std::vector<int32_t>>& sets) {
                       "hvd rank " + std::to_string(config->rank));
   if (!config->log_level_warning.empty()) HVD_LOG_WARNING("{}", config->log_level_warning);
   if (hvd::runtime::IsElasticWorker(*config)) {
-    return Report(Elastic().Init(Default(), *config, sets));
+    Status elastic = Elastic().Init(Default(), *config, sets);
+    if (elastic.ok()) g_owner_pid.store(::getpid());
+    return Report(elastic);
   }
   Status s = Default().Init(*config, sets);
+  if (s.ok()) g_owner_pid.store(::getpid());
   if (s.ok() && (config->controller == "mpi" || config->cpu_operations == "mpi")) {
     // A program that exits without hvd_shutdown (return from main) left the background thread
     // polling MPI while the atexit MPI_Finalize ran: MPI_ERRORS_ARE_FATAL aborted the whole job
     // (until 2026-12-01; Python's own exit hook shuts down first). Registered after MPI_Init's
     // MPI_Finalize hook, so it runs before it.
     static std::once_flag registered;
-    std::call_once(registered, [] { std::atexit([] { (void)Default().Shutdown(); }); });
+    std::call_once(registered, [] { std::atexit([] { (void)hvd_shutdown(); }); });
   }
   return Report(s);
 }
@@ -274,7 +301,12 @@ hvd_status_t hvd_elastic_synced(void) {
 }
 
 hvd_status_t hvd_shutdown(void) {
-  return Guard([] { return Report(Default().Shutdown()); });
+  if (InForkedChild()) return HVD_OK;  // the parent's runtime: not this process's to stop
+  return Guard([] {
+    Status s = Default().Shutdown();
+    g_owner_pid.store(0);
+    return Report(s);
+  });
 }
 
 hvd_status_t hvd_abort(const char* reason) {
@@ -288,7 +320,7 @@ hvd_status_t hvd_report_failure(const char* text) {
 
 hvd_status_t hvd_is_initialized(int32_t* initialized) {
   if (initialized == nullptr) return NullArg("initialized");
-  *initialized = Default().initialized() ? 1 : 0;
+  *initialized = !InForkedChild() && Default().initialized() ? 1 : 0;
   return HVD_OK;
 }
 

@@ -112,3 +112,44 @@ def test_a_process_started_alone_reports_the_controller_of_its_launch(controller
     assert size == "1"
     expect_mpi = controller == "mpi" and mpi_built == "True"
     assert (gloo, mpi) == (str(not expect_mpi), str(expect_mpi)), result.stdout
+
+
+def test_a_child_forked_after_init_is_refused_and_exits():
+    # A child forked after hvd.init() (os.fork(), multiprocessing's fork) has the parent's
+    # runtime in memory but not its threads. Until 2026-12-01 its exit hook waited forever for
+    # the background thread, and its ops went to the parent's connections; now every call says
+    # why it cannot run, and the child exits.
+    code = r"""
+import os, sys, time
+import hvd.basics as b
+from hvd import _hvd_c as c
+b.init()
+pid = os.fork()
+if pid == 0:
+    try:
+        c.barrier(0)
+        print("child: a barrier went through")
+    except c.Error as error:
+        print("child:", error)
+    print("child: initialized", b.is_initialized())
+    sys.stdout.flush()
+    sys.exit(0)  # the exit hooks run: hvd's shutdown among them
+deadline = time.time() + 20
+while time.time() < deadline:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        print("child exit", os.waitstatus_to_exitcode(status))
+        break
+    time.sleep(0.05)
+else:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    print("child hung at its exit")
+b.shutdown()
+"""
+    clean = {k: None for k in os.environ if k.startswith(("HVD_", "HOROVOD_", "OMPI_", "PMI"))}
+    result = _run(code, clean, PACKAGE_ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "from which this process was forked" in result.stdout, result.stdout
+    assert "child: initialized False" in result.stdout, result.stdout
+    assert "child exit 0" in result.stdout, result.stdout
