@@ -22,8 +22,10 @@ mpi=(libopenmpi-dev)
 mkdir -p .devkit/debs
 cd .devkit/debs
 rm -f ./*.deb
+# A fresh machine has empty package lists: apt-get download then finds nothing.
+apt-get update -qq
 apt-get download "${dev[@]}" "${runtime[@]}" "${mpi[@]}" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true
-n=$(ls ./*.deb | wc -l)
+n=$(find . -maxdepth 1 -name '*.deb' | wc -l)
 want=$((${#dev[@]} + ${#runtime[@]} + ${#mpi[@]}))
 [ "$n" -eq "$want" ] || { echo "fetched $n of $want packages" >&2; exit 1; }
 echo "$n packages, $(du -sh . | cut -f1) in .devkit/debs (carry limit 64 MiB with the working tree)"
