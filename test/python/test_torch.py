@@ -511,6 +511,33 @@ def test_broadcast_parameters_and_optimizer_state(hvd):
         hvd.broadcast_optimizer_state(torch.optim.LBFGS(model.parameters()), root_rank=0)
 
 
+@pytest.mark.parametrize("stateful_on_root", [True, False])
+def test_optimizer_states_covering_other_parameters_take_the_roots(hvd, stateful_on_root):
+    # The usual resume: only rank 0 loads a checkpoint, which has no state for a parameter that
+    # got no gradient (the second layer here), while the others start fresh (their init step
+    # gives every parameter state) -- or the other way round. Until 2026-12-01 the ranks then
+    # broadcast tensors the root never sent: a wait until the stall shutdown (Horovod's too).
+    model = _rank_dependent_model(0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    partial = (hvd.rank() == 0) == stateful_on_root
+    if partial:
+        model[0](torch.randn(3, 4)).sum().backward()  # only the first layer gets gradients
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    keys = sorted((i, k) for i, p in enumerate(model.parameters())
+                  for k in optimizer.state.get(p, {}))
+    assert hvd.allgather_object(keys) == [keys] * hvd.size()
+    state = [v for p in model.parameters() for _, v in sorted(optimizer.state.get(p, {}).items())
+             if torch.is_tensor(v)]
+    _assert_same_on_all_ranks(hvd, state)
+    # and a step on every rank keeps the models equal
+    model(torch.ones(3, 4)).sum().backward()
+    optimizer.step()
+    _assert_same_on_all_ranks(hvd, list(model.parameters()))
+
+
 # A rank whose optimizer is fresh while rank 0's has state (a worker that joined an elastic
 # job) takes a zero-gradient step alone to have state tensors: weight decay moved its synced
 # parameters, so they differed from every other rank's for good (until 2026-12-01).
@@ -590,6 +617,51 @@ def test_sync_batch_norm_takes_one_value_per_channel(hvd):
     if hvd.size() == 1:
         torch.testing.assert_close(out, bn.bias.detach().view(1, 2))
         torch.testing.assert_close(x.grad, torch.zeros_like(x))
+
+
+def test_sync_batch_norm_keeps_the_variance_of_a_large_mean_in_float32(hvd):
+    # float32 inputs of mean 100 and std 0.1 (a raw feature such as a price): the variance must
+    # come out as float64 batch norm of the whole batch gives it. Until 2026-12-01 hvd took
+    # E[x^2] - mean^2 in float32 at 2+ ranks: outputs off by up to 0.17, and at std 0.01 the
+    # variance 0 (outputs off by 9).
+    for std in (0.1, 0.01):
+        torch.manual_seed(5)
+        rows_per_rank = 64
+        # float32 inputs; the reference takes those very values in float64
+        full = (100.0 + std * torch.randn(rows_per_rank * hvd.size(), 3)).double()
+        rows = slice(hvd.rank() * rows_per_rank, (hvd.rank() + 1) * rows_per_rank)
+        bn = hvd.SyncBatchNorm(3)
+        out = bn(full[rows].float())
+        reference = torch.nn.BatchNorm1d(3).double()
+        ref_out = reference(full)
+        torch.testing.assert_close(out.double(), ref_out[rows].detach(), atol=2e-3, rtol=0)
+        torch.testing.assert_close(bn.running_var.double(), reference.running_var,
+                                   atol=1e-3 * std * std + 1e-9, rtol=2e-3)
+
+
+@pytest.mark.parametrize("tracking", [True, False])
+def test_sync_batch_norm_with_momentum_none_is_a_cumulative_average(hvd, tracking):
+    # torch's rule (momentum None: the running statistics average every batch seen); until
+    # 2026-12-01 it raised TypeError at one rank, and with track_running_stats=False at any size.
+    torch.manual_seed(3)
+    bn = hvd.SyncBatchNorm(2, momentum=None, track_running_stats=tracking).double()
+    reference = torch.nn.BatchNorm1d(2, momentum=None, track_running_stats=tracking).double()
+    for step in range(3):
+        full = torch.randn(4 * hvd.size(), 2, dtype=torch.float64) + step
+        rows = slice(hvd.rank() * 4, (hvd.rank() + 1) * 4)
+        torch.testing.assert_close(bn(full[rows]), reference(full)[rows].detach())
+    if tracking:
+        torch.testing.assert_close(bn.running_mean, reference.running_mean)
+        torch.testing.assert_close(bn.running_var, reference.running_var)
+
+
+def test_a_model_with_sync_batch_norm_can_be_scripted_for_inference(hvd):
+    # Horovod keeps its sync path out of TorchScript (@torch.jit.unused); until 2026-12-01
+    # torch.jit.script of a model holding hvd.SyncBatchNorm raised TypeError.
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 1), hvd.SyncBatchNorm(4)).eval()
+    scripted = torch.jit.script(model)
+    x = torch.randn(2, 3, 5, 5)
+    torch.testing.assert_close(scripted(x), model(x))
 
 
 # ---- compatibility package ---------------------------------------------------------------

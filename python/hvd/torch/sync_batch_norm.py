@@ -1,18 +1,22 @@
 """SyncBatchNorm: batch normalization whose statistics span every rank's batch (Horovod's
 horovod.torch.sync_batch_norm), implemented with plain tensor ops so it runs on the CPU.
 
-Training forward: each rank reduces its per-channel sum, sum of squares and element count;
-one allreduce(Sum) of these gives the global mean and variance. Backward: one allreduce(Sum)
-of the per-channel sums of dy and dy*x_hat gives the input gradient of the global batch. The
-weight and bias gradients stay local, as in Horovod and torch (DistributedOptimizer averages
-them like every other gradient).
+Training forward: each rank computes its per-channel count, mean and sum of squared deviations
+from that mean (two passes over its batch, so as exact as torch's own kernel); one allgather of
+these gives every rank the global mean and variance by the parallel-variance formula (Chan et
+al.), as torch's and Horovod's sync kernels combine per-rank Welford statistics. Until
+2026-12-01 hvd summed x and x*x and took E[x^2] - mean^2 in float32, which loses the variance
+when the mean is large against the spread (inputs of mean 100, std 0.01: variance 0). Backward:
+one allreduce(Sum) of the per-channel sums of dy and dy*x_hat gives the input gradient of the
+global batch. The weight and bias gradients stay local, as in Horovod and torch
+(DistributedOptimizer averages them like every other gradient).
 """
 import torch
 import torch.nn.functional as F
 from torch.nn.modules.batchnorm import _BatchNorm
 
 from hvd.basics import Sum, size
-from hvd.torch.mpi_ops import allreduce
+from hvd.torch.mpi_ops import allgather, allreduce
 
 
 class SyncBatchNorm(_BatchNorm):
@@ -24,27 +28,34 @@ class SyncBatchNorm(_BatchNorm):
 
     def _check_input_dim(self, input):
         if input.dim() < 2:
-            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
-
-    def _run_bn(self, input):
-        return F.batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
-                            self.training or not self.track_running_stats, self.momentum,
-                            self.eps)
+            raise ValueError("expected at least 2D input (got {}D input)".format(input.dim()))
 
     def forward(self, input):
+        # Scriptable, as torch's _BatchNorm.forward (and Horovod's, whose sync path is
+        # @torch.jit.unused too): a model holding it can be torch.jit.script'ed for inference.
         self._check_input_dim(input)
+        # torch's rule for the running statistics' factor: momentum, or with momentum None the
+        # cumulative average 1 / batches seen (until 2026-12-01 None crashed at one rank and
+        # with track_running_stats=False).
+        factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
-            self.num_batches_tracked = self.num_batches_tracked + 1
+            if self.num_batches_tracked is not None:
+                self.num_batches_tracked.add_(1)
+                if self.momentum is None:
+                    factor = 1.0 / float(self.num_batches_tracked)
         if not self.training and self.track_running_stats:
-            return self._run_bn(input)
+            return F.batch_norm(input, self.running_mean, self.running_var, self.weight,
+                                self.bias, False, factor, self.eps)
+        return self._maybe_run_sync_bn(input, factor)
+
+    @torch.jit.unused
+    def _maybe_run_sync_bn(self, input, factor: float):
         if size() == 1 and input.numel() > input.shape[1]:
-            return self._run_bn(input)  # torch's own kernel; it refuses one value per channel
-        if self.momentum is None:
-            momentum = 1.0 / float(self.num_batches_tracked)
-        else:
-            momentum = self.momentum
+            # torch's own kernel (it refuses one value per channel)
+            return F.batch_norm(input, self.running_mean, self.running_var, self.weight,
+                                self.bias, True, factor, self.eps)
         return _SyncBatchNorm.apply(input, self.weight, self.bias, self.running_mean,
-                                    self.running_var, self.eps, momentum)
+                                    self.running_var, self.eps, factor)
 
 
 def _channel_sum(x: torch.Tensor) -> torch.Tensor:
@@ -61,18 +72,28 @@ class _SyncBatchNorm(torch.autograd.Function):
     def forward(ctx, input, weight, bias, running_mean, running_var, eps, momentum):
         x = input.contiguous().to(torch.float64 if input.dtype == torch.float64 else torch.float32)
         channels = x.shape[1]
-        local_count = float(x.numel() // channels)
-        stats = torch.cat([_channel_sum(x), _channel_sum(x * x),
-                           torch.tensor([local_count], dtype=x.dtype, device=x.device)])
-        stats = allreduce(stats, op=Sum, name=None)
-        total = stats[-1]
+        local_count = x.numel() // channels
+        # This rank's count, mean and sum of squared deviations, per channel (zeros for an
+        # empty batch), gathered from every rank: [count, mean (C), m2 (C)] each.
+        if local_count > 0:
+            local_mean = _channel_sum(x) / local_count
+            local_m2 = _channel_sum((x - _per_channel(local_mean, x)) ** 2)
+        else:
+            local_mean = x.new_zeros(channels)
+            local_m2 = x.new_zeros(channels)
+        mine = torch.cat([x.new_tensor([float(local_count)]), local_mean, local_m2]).view(1, -1)
+        every = allgather(mine, name=None)
+        counts = every[:, :1]
+        total = counts.sum()
         # One value per channel in the whole batch is allowed, as Horovod's sync kernel allows
         # it: the output is the bias. Its variance 0 has no unbiased estimate (torch's kernel
         # stores 0/0 = NaN); the running variance takes the 0 instead, so it stays finite.
         if total.item() < 1:
             raise ValueError("Expected at least 1 value per channel when training, got 0")
-        mean = stats[:channels] / total
-        var = (stats[channels:2 * channels] / total - mean * mean).clamp_min(0)
+        means = every[:, 1:1 + channels]
+        mean = (counts * means).sum(dim=0) / total
+        m2 = every[:, 1 + channels:].sum(dim=0) + (counts * (means - mean) ** 2).sum(dim=0)
+        var = (m2 / total).clamp_min(0)
         invstd = torch.rsqrt(var + eps)
 
         if running_mean is not None:
