@@ -74,28 +74,53 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int, 
     if len(state_dict["state"]) == 0:
         return  # a stateless optimizer: nothing to broadcast
 
+    # Each parameter by its state_dict id (the same order on every rank).
+    params = {}
+    for group, saved in zip(optimizer.param_groups, state_dict["param_groups"]):
+        params.update(zip(saved["params"], group["params"]))
     scalars = {}
-    tensors = []
+    layout = []  # (id, key, shape, dtype, on the CPU) of each state tensor
     for index, group in enumerate(state_dict["param_groups"]):
         scalars[f"group.{index}"] = {k: v for k, v in group.items() if k != "params"}
         for pid in group["params"]:
             for key, value in state_dict["state"].get(pid, {}).items():
                 if torch.is_tensor(value):
-                    tensors.append((f"{key}.{pid}", value))
+                    layout.append((pid, key, tuple(value.shape), value.dtype,
+                                   value.device.type == "cpu"))
                 else:
                     scalars[f"state.{pid}.{key}"] = value
-    # state_dict() shares the per-parameter state dicts and tensors with the optimizer, so
-    # in-place broadcasts and assignments below update the optimizer itself.
+    # The root's layout and scalars first, so that a rank whose state covers other parameters
+    # or keys takes the root's: the usual resume (only the root loads a checkpoint, which has
+    # no state for a parameter that got no gradient) made the others broadcast tensors the
+    # root never sent, a wait until the stall shutdown (until 2026-12-01; Horovod's too).
+    layout, scalars = broadcast_object((layout, scalars), root_rank,
+                                       name="broadcast_optimizer_state.layout",
+                                       process_set=process_set)
+    wanted = {(pid, key) for pid, key, _, _, _ in layout}
+    for pid, p in params.items():
+        state = optimizer.state.get(p)
+        for key in list(state or ()):
+            held = torch.is_tensor(state[key])
+            if (held and (pid, key) not in wanted) or (
+                    not held and f"state.{pid}.{key}" not in scalars):
+                del state[key]  # the root has no such state
+    tensors = []
+    for pid, key, shape, dtype, on_cpu in layout:
+        state = optimizer.state[params[pid]]
+        value = state.get(key)
+        if not torch.is_tensor(value) or tuple(value.shape) != shape or value.dtype != dtype:
+            device = torch.device("cpu") if on_cpu else params[pid].device
+            value = torch.zeros(shape, dtype=dtype, device=device)
+            state[key] = value
+        tensors.append((f"{key}.{pid}", value))
+    # In place: the tensors are the optimizer's own.
     broadcast_parameters(tensors, root_rank, process_set)
-    scalars = broadcast_object(scalars, root_rank, name="broadcast_optimizer_state.scalars",
-                               process_set=process_set)
     for index, group in enumerate(optimizer.param_groups):
         group.update(scalars[f"group.{index}"])
-    for index, group in enumerate(state_dict["param_groups"]):
-        for pid in group["params"]:
-            for key in list(state_dict["state"].get(pid, {})):
-                if f"state.{pid}.{key}" in scalars:
-                    state_dict["state"][pid][key] = scalars[f"state.{pid}.{key}"]
+    for name, value in scalars.items():
+        if name.startswith("state."):
+            _, pid, key = name.split(".", 2)
+            optimizer.state[params[int(pid)]][key] = value
 
 
 def _pickler():

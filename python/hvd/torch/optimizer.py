@@ -239,9 +239,11 @@ class _DistributedOptimizer(_HookedOptimizer):
     def _register_hooks(self):
         if self._groups is not None:
             p_list = [p for group in self.param_groups for p in group["params"] if p.requires_grad]
-            # Every rank must form the same groups in the same order: use rank 0's order.
+            # Every rank must form the same groups in the same order: the set's first rank's
+            # (global rank 0 need not be a member: until 2026-12-01 every member then failed).
+            root = min(self.process_set.ranks) if self.process_set.ranks else 0
             names = broadcast_object([self._parameter_names.get(p) for p in p_list],
-                                     root_rank=0, name="DistributedOptimizer.groups",
+                                     root_rank=root, name="DistributedOptimizer.groups",
                                      process_set=self.process_set)
             order = {name: i for i, name in enumerate(names)}
             p_list.sort(key=lambda p: order[self._parameter_names.get(p)])
