@@ -14,6 +14,7 @@
 #include "common/kv_messages.h"
 #include "launcher/local/child_process.h"
 #include "launcher/local/oom_kills.h"
+#include "launcher/outcome/exit_codes.h"
 #include "launcher/outcome/wait_status.h"
 #include "launcher/output/console.h"
 
@@ -200,7 +201,9 @@ void JobController::EventLoop() {
     BuildPollSet(fds, owners);
     int ready = ::poll(fds.data(), fds.size(), PollTimeoutMs());
     if (ready < 0 && errno != EINTR) {
-      PrintToUser(std::string("poll failed, killing every rank: ") + strerror(errno));
+      outcome_.internal_error = std::string("poll failed: ") + strerror(errno);
+      PrintToUser(*outcome_.internal_error + "; killing every rank (hvdrun exits " +
+                  std::to_string(kExitInternal) + ")");
       KillAndReapAll();
       return;
     }

@@ -18,6 +18,8 @@ void ApplyFailureReports(JobOutcome& outcome) {
 
 int ExitCodeOf(const JobOutcome& outcome) {
   if (outcome.launcher_signal) return kExitSignalBase + *outcome.launcher_signal;
+  // Every rank was killed by hvdrun, so none failed first: without this, 0 (until 2026-12-01).
+  if (outcome.internal_error) return kExitInternal;
   if (outcome.start_timed_out || outcome.job_timed_out_s) return kExitTimeout;
   if (outcome.launch_error) return kExitLaunchFailed;
   if (outcome.first_failed_rank) {

@@ -41,6 +41,8 @@ struct JobOutcome {
   // The job ran past --timeout (this many seconds) and hvdrun stopped it.
   std::optional<double> job_timed_out_s;
   std::optional<std::string> launch_error;  // a rank could not be spawned at all
+  // hvdrun itself failed mid-job (its poll of the ranks' descriptors) and stopped every rank.
+  std::optional<std::string> internal_error;
   std::optional<int> first_failed_rank;
   // When first_failed_rank is a rank whose shutdown failed its peers: the peer that exited
   // (failing) before it did (JobController "Who failed first").
@@ -58,8 +60,8 @@ struct JobOutcome {
 void ApplyFailureReports(JobOutcome& outcome);
 
 // hvdrun's exit code for `outcome` (launcher/outcome/exit_codes.h): 128+signal when hvdrun was
-// signalled, kExitTimeout (start-up or --timeout), kExitLaunchFailed, the first failing rank's
-// code, else 0.
+// signalled, kExitInternal when hvdrun failed itself, kExitTimeout (start-up or --timeout),
+// kExitLaunchFailed, the first failing rank's code, else 0.
 int ExitCodeOf(const JobOutcome& outcome);
 
 }  // namespace hvd::launcher

@@ -168,6 +168,35 @@ def test_sigterm_to_hvdrun_exits_143(tmp_path):
     assert_no_survivors(marker, timeout=1)
 
 
+def test_hvdruns_own_failure_mid_job_exits_70_not_0(tmp_path):
+    # hvdrun's poll of its ranks fails (here its descriptor limit lowered under it, so poll()
+    # refuses its set: EINVAL): it kills every rank. None of them failed first, so until
+    # 2026-12-01 hvdrun exited 0 with no summary.
+    import shutil
+    import subprocess
+    if shutil.which("prlimit") is None:
+        pytest.skip("prlimit (util-linux) is not installed")
+    # Ranks that print now and then, so that hvdrun's poll wakes and runs again after the limit
+    # (a blocked poll() is not re-checked against it).
+    ticker = WAITER.replace("time.sleep(120)",
+                            "for _ in range(400):\n    print('tick', flush=True)\n    time.sleep(0.3)")
+    marker = unique_marker()
+    proc = start(["-np", "4"] + python_rank(ticker, marker) + [str(tmp_path)])
+    try:
+        wait_for(all_up(tmp_path, 4), 30, "all ranks to start")
+        subprocess.run(["prlimit", "--pid", str(proc.pid), "--nofile=3:3"], check=True,
+                       timeout=10)
+        _, err = proc.communicate(timeout=60)
+        err = err.decode(errors="replace")
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        kill_leftovers(marker)
+    assert proc.returncode == 70, err
+    assert "poll failed" in err and "hvdrun exits 70" in err, err
+    assert_no_survivors(marker, timeout=5)
+
+
 def test_hvdrun_killed_with_sigkill_leaves_no_rank(tmp_path):
     marker = unique_marker()
     proc = start(["-np", "3"] + python_rank(WAITER, marker) + ["ignore", str(tmp_path)])
