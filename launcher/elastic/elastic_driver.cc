@@ -557,8 +557,12 @@ void ElasticDriver::FormRound(std::vector<Worker*> members, TimePoint now) {
   std::vector<std::string> hosts;
   for (Worker* w : members) hosts.push_back(w->host);
   std::vector<elastic::Assignment> layout = Layout(hosts);
+  // A member without the state (a new worker, or one whose first round failed before its sync)
+  // makes this round sync: `joined` tells the holders not to skip it. Until 2026-12-01 it was
+  // a member never assigned a round, so a round after an aborted one with a joiner said
+  // false and the holders skipped the sync the joiner waited in (Horovod's #3494 deadlock).
   const bool joined =
-      std::any_of(members.begin(), members.end(), [](Worker* w) { return w->round == 0; });
+      std::any_of(members.begin(), members.end(), [this](Worker* w) { return !HoldsState(*w); });
   for (size_t i = 0; i < members.size(); ++i) {
     Worker* w = members[i];
     elastic::Message message;
@@ -630,11 +634,29 @@ void ElasticDriver::CheckEnd(TimePoint now) {
   if (timed_out) {
     std::vector<std::string> blacklisted = blacklist_.Hosts(now);
     const int can_run = std::min<int>(EligibleSlots(now), static_cast<int>(live.size()));
+    // Enough workers alive but not all ready: name those the round waited for (a worker stuck
+    // before hvd.init(), or in its reset callback), where the message said only that too few
+    // could run (until 2026-12-01: "only 4 workers can run, fewer than --min-np 4").
+    std::string waiting;
+    int not_ready = 0;
+    for (Worker* w : live) {
+      if (w->IsReady() || w->removed) continue;
+      if (++not_ready <= 8) {
+        waiting += (waiting.empty() ? "" : ", ") + std::string("worker ") + std::to_string(w->id) +
+                   " on " + w->host;
+      }
+    }
+    if (not_ready > 8) waiting += " and " + std::to_string(not_ready - 8) + " more";
+    const std::string why =
+        can_run >= options_.min_np && not_ready > 0
+            ? std::to_string(can_run) + " workers are alive, but " + std::to_string(not_ready) +
+                  " never became ready for the next round (" + waiting +
+                  "): stuck before hvd.init(), in a reset callback, or between commits"
+            : "only " + std::to_string(can_run) + (can_run == 1 ? " worker" : " workers") +
+                  " can run, fewer than --min-np " + std::to_string(options_.min_np);
     Finish(false, kExitTimeout,
            "Timed out waiting for the minimum number of slots: after " +
-               Seconds(options_.elastic_timeout) + " s (--elastic-timeout) only " +
-               std::to_string(can_run) + (can_run == 1 ? " worker" : " workers") +
-               " can run, fewer than --min-np " + std::to_string(options_.min_np) +
+               Seconds(options_.elastic_timeout) + " s (--elastic-timeout) " + why +
                BlacklistedNote(blacklisted));
   }
 }

@@ -353,6 +353,25 @@ TEST_F(ElasticDriverTest, AllWorkersFail) {
                         "round 1) on a: SIGKILL"));
 }
 
+// Enough workers alive, one of them never ready (stuck before hvd.init()): the timeout names
+// it, where it said "only 4 workers can run, fewer than --min-np 4" (until 2026-12-01).
+TEST_F(ElasticDriverTest, ATimeoutNamesTheWorkersThatNeverBecameReady) {
+  ElasticDriverOptions o = Options(4, 4);
+  o.elastic_timeout = seconds(1);
+  Make(o);
+  Hosts({{"a", 2, {}}, {"b", 2, {}}});
+  Ready({0, 1, 2});      // worker 3 never calls hvd.init()
+  now_ += seconds(400);  // past the start timeout's share too
+  driver_->OnTick(now_);
+  now_ += seconds(1);
+  driver_->OnTick(now_);
+  ASSERT_TRUE(driver_->end().has_value());
+  EXPECT_EQ(driver_->end()->exit_code, 124);
+  EXPECT_THAT(driver_->end()->message,
+              HasSubstr("4 workers are alive, but 1 never became ready for the next round "
+                        "(worker 3 on b)"));
+}
+
 // F06: below --min-np for --elastic-timeout.
 TEST_F(ElasticDriverTest, BelowMinNpTimesOut) {
   ElasticDriverOptions o = Options(4, 4);
@@ -603,6 +622,30 @@ TEST_F(ElasticDriverTest, AJoinerThatNeverSyncedIsNoStateHolder) {
   EXPECT_FALSE(driver_->end()->success);
   EXPECT_THAT(driver_->end()->message,
               HasSubstr("No hosts from previous set remaining, unable to broadcast state"));
+}
+
+// A round that admits a joiner fails before its sync (its rendezvous aborted; ElasticSession
+// retries it without the script seeing it) and the next round forms with the same members: the
+// joiner still has no state, so that round must say `joined` too, or the holders skip the sync
+// while the joiner broadcasts (Horovod's #3494 deadlock). Until 2026-12-01 `joined` meant a
+// member never assigned a round, and the joiner had been assigned one.
+TEST_F(ElasticDriverTest, ARoundAfterAnAbortedOneWithAJoinerStillSaysJoined) {
+  StartRound1({{"a", 2, {}}}, 2, 2);
+  Hosts({{"a", 2, {}}, {"b", 1, {}}});
+  ASSERT_THAT(rec_.spawn_order, ElementsAre(0, 1, 2));
+  Ready({2});
+  for (int id : {0, 1}) {  // the holders synced in round 1
+    driver_->OnReady(id, static_cast<int64_t>(rec_.mail[id].size()), 1, now_);
+  }
+  ASSERT_EQ(driver_->round(), 2);
+  EXPECT_TRUE(rec_.Assigned(2).joined);
+  // Round 2 fails before its sync: every member is ready again, the holders still at round 1.
+  for (int id : {0, 1}) {
+    driver_->OnReady(id, static_cast<int64_t>(rec_.mail[id].size()), 1, now_);
+  }
+  Ready({2});
+  ASSERT_EQ(driver_->round(), 3);
+  for (int id : {0, 1, 2}) EXPECT_TRUE(rec_.Assigned(id).joined) << id;
 }
 
 // The same with the joiner synced: it holds the state and goes on alone.
