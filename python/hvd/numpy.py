@@ -32,6 +32,8 @@ def _contiguous(array) -> tuple:
     """(a C-contiguous array with the data of `array`, its dtype code). A 0-d array stays 0-d
     (np.ascontiguousarray would make it 1-d, and the result's shape with it)."""
     array = np.asarray(array)
+    if not array.dtype.isnative:  # big-endian data (np.load of a '>f4' file): in native order
+        array = array.astype(array.dtype.newbyteorder("="))
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
     code = _NUMPY_TO_HVD.get(array.dtype)
@@ -58,6 +60,8 @@ def allreduce(array, op: int = Average, name: Optional[str] = None,
               prescale_factor: float = 1.0, postscale_factor: float = 1.0,
               process_set: ProcessSet = global_process_set) -> np.ndarray:
     """Element-wise reduction of `array` over the ranks of `process_set`; a new array."""
+    if op is None:  # as hvd.torch's op=None: Average
+        op = Average
     data, code = _contiguous(array)
     output = np.empty_like(data)
     # Enqueue, wait and release in one runtime call (hvd._hvd_c.allreduce_now), the arrays'
@@ -71,8 +75,9 @@ def allreduce(array, op: int = Average, name: Optional[str] = None,
 def allgather(array, name: Optional[str] = None,
               process_set: ProcessSet = global_process_set) -> np.ndarray:
     """Concatenation of every rank's `array` along axis 0 (first dims may differ)."""
-    if np.ndim(array) == 0:  # before _contiguous, which makes a scalar 1-D
-        raise ValueError("allgather needs an array with at least one dimension")
+    # A 0-d array goes to the runtime, which fails the op on every rank, as hvd.torch's: refused
+    # here on this rank alone, the others waited for it until the stall shutdown (until
+    # 2026-12-01).
     data, code = _contiguous(array)
     buffer = _now(_c.allgather_now, data, code, data.shape,
                   operation_name("allgather", name, process_set), registered_id(process_set))

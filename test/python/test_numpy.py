@@ -74,7 +74,8 @@ def test_allgather_and_broadcast_errors():
     # every rank; the runtime works afterwards.
     from hvd.exceptions import HorovodInternalError
     size, rank = hvd_np.size(), hvd_np.rank()
-    with pytest.raises(ValueError, match="at least one dimension"):
+    # a 0-d array: refused by the runtime on every rank, as hvd.torch's (Horovod's message)
+    with pytest.raises(HorovodInternalError, match="rank-zero tensor"):
         hvd_np.allgather(np.float32(1.0))
     with pytest.raises(ValueError):
         hvd_np.broadcast(np.ones(2), root_rank=size, name="np.bad.root")
@@ -127,3 +128,23 @@ except HorovodInternalError as error:
     assert run.returncode == 0, run.stdout + run.stderr
     assert "HorovodInternalError: Horovod has been shut down" in run.stdout, (
         run.stdout + run.stderr)
+
+
+def test_big_endian_arrays_and_op_none_are_taken():
+    # np.load of a '>f4' file gives big-endian arrays (refused as "not supported" until
+    # 2026-12-01); op=None is Average, as in hvd.torch (a TypeError before).
+    big = np.arange(6, dtype=">f4").reshape(2, 3)
+    out = hvd_np.allreduce(big, op=hvd_np.Sum, name="numpy.big.endian")
+    assert np.array_equal(out, np.arange(6, dtype=np.float32).reshape(2, 3) * hvd_np.size())
+    assert np.array_equal(hvd_np.allreduce(np.ones(3), op=None, name="numpy.op.none"), np.ones(3))
+
+
+def test_a_scalar_in_allgather_fails_on_every_rank():
+    # Rank 0 gathers a 0-d array, the others a 1-d one: every rank fails (until 2026-12-01 only
+    # rank 0 raised, at the call, and the others waited until the stall shutdown).
+    value = np.float32(1.0) if hvd_np.rank() == 0 else np.ones(1, dtype=np.float32)
+    from hvd.exceptions import HorovodInternalError
+    with pytest.raises(HorovodInternalError):
+        hvd_np.allgather(np.asarray(value), name="numpy.scalar.allgather")
+    # and the job goes on
+    assert hvd_np.allreduce(np.ones(2), op=hvd_np.Sum, name="numpy.after.scalar")[0] == hvd_np.size()
