@@ -147,4 +147,5 @@ def test_a_scalar_in_allgather_fails_on_every_rank():
     with pytest.raises(HorovodInternalError):
         hvd_np.allgather(np.asarray(value), name="numpy.scalar.allgather")
     # and the job goes on
-    assert hvd_np.allreduce(np.ones(2), op=hvd_np.Sum, name="numpy.after.scalar")[0] == hvd_np.size()
+    after = hvd_np.allreduce(np.ones(2), op=hvd_np.Sum, name="numpy.after.scalar")
+    assert after[0] == hvd_np.size()

@@ -273,8 +273,8 @@ def _allreduce_async(tensor: torch.Tensor, output: Optional[torch.Tensor], name,
         op_name, set_id = _target("allreduce", name, process_set)
         return _start((tensor, result), lambda _: result,
                       _c.allreduce_start, tensor.data_ptr(), result.data_ptr(), code,
-                          tensor.shape, op_name, op, float(prescale_factor),
-                          float(postscale_factor), set_id)
+                      tensor.shape, op_name, op, float(prescale_factor),
+                      float(postscale_factor), set_id)
     data, desc = _prepare(tensor)
     if output is None:  # in place: reduce into `data`, then copy back if it was a copy
         result, out_desc = data, desc
@@ -286,7 +286,7 @@ def _allreduce_async(tensor: torch.Tensor, output: Optional[torch.Tensor], name,
     op_name, set_id = _target("allreduce", name, process_set)
     return _start((tensor, data, result), finish,
                   _c.allreduce, desc, out_desc, op_name, op, float(prescale_factor),
-                      float(postscale_factor), set_id)
+                  float(postscale_factor), set_id)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -370,7 +370,7 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postsc
     op_name, set_id = _target("grouped_allreduce", name, process_set)
     return _start((list(tensors), prepared, results), finish,
                   _c.grouped_allreduce, descs, out_descs, op_name, op, float(prescale_factor),
-                      float(postscale_factor), set_id)
+                  float(postscale_factor), set_id)
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
@@ -487,7 +487,7 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set) 
     prepared = [_prepare(t) for t in tensors]
     return _start((prepared,), _outputs_on(tensors[0].device),
                   _c.grouped_allgather, [d for _, d in prepared],
-                      *_target("grouped_allgather", name, process_set))
+                  *_target("grouped_allgather", name, process_set))
 
 
 class HorovodGroupedAllgather(torch.autograd.Function):
@@ -525,7 +525,7 @@ def _broadcast_async(tensor, output, root_rank, name, process_set) -> Handle:
         finish = lambda _: result
     return _start((tensor, data, result), finish,
                   _c.broadcast, desc, out_desc, root_rank_arg(root_rank),
-                      *_target("broadcast", name, process_set))
+                  *_target("broadcast", name, process_set))
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set) -> Handle:
@@ -673,7 +673,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     op_name, set_id = _target("reducescatter", name, process_set)
     return _start((data,), lambda h: _output_tensor(h, 0, tensor.device),
                   _c.reducescatter, desc, op_name, op, float(prescale_factor),
-                      float(postscale_factor), set_id)
+                  float(postscale_factor), set_id)
 
 
 def _reducescatter_grad_scale(op, process_set, prescale_factor, postscale_factor) -> float:
@@ -725,7 +725,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     op_name, set_id = _target("grouped_reducescatter", name, process_set)
     return _start((prepared,), _outputs_on(tensors[0].device),
                   _c.grouped_reducescatter, [d for _, d in prepared], op_name, op,
-                      float(prescale_factor), float(postscale_factor), set_id)
+                  float(prescale_factor), float(postscale_factor), set_id)
 
 
 class HorovodGroupedReducescatter(torch.autograd.Function):
