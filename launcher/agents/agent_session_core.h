@@ -80,6 +80,7 @@ struct AgentSession::Core {
   bool ended = false;
   Status end_status;
   std::string early_diag;  // the agent's stderr before Ready, for Open's error
+  int login_lines = 0;     // lines of the remote login's own output shown (ShowLoginOutput)
   std::map<uint32_t, std::shared_ptr<RankSlot>> running;
 
   // I/O thread only.

@@ -190,14 +190,20 @@ bool AgentSession::Core::ReadAgent() {
 
 // What the remote login printed on stdout before hvd-agent's greeting (a ~/.bashrc's echo, a
 // banner): the user's own text, shown as the agent's stderr lines are, not read as frames.
+// At most kMaxLoginLines of it: a login that prints on and on ends the session at 64 KiB.
 void AgentSession::Core::ShowLoginOutput() {
+  constexpr int kMaxLoginLines = 20;
   std::string text = reader.TakeBeforeGreeting();
   size_t start = 0;
   while (start < text.size()) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
     std::string line = Printable(std::string_view(text).substr(start, end - start), 4096);
-    if (!line.empty()) PrintToUser(options.host + ": " + line);
+    if (!line.empty() && ++login_lines <= kMaxLoginLines) {
+      PrintToUser(options.host + ": " + line);
+    } else if (!line.empty() && login_lines == kMaxLoginLines + 1) {
+      PrintToUser(options.host + ": ... (more output of the remote login, not shown)");
+    }
     start = end + 1;
   }
 }
