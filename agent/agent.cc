@@ -167,7 +167,7 @@ void Agent::Loop(int signal_fd) {
     // from now: it may have been stopped as long, and its heartbeats come once it runs (until
     // 2026-12-01 each side, resumed, took the other for dead).
     if (timeout_ms >= 0 &&
-        Clock::now() - now > std::chrono::milliseconds(timeout_ms) + kNotRunning) {
+        Clock::now() - now > std::chrono::milliseconds(timeout_ms) + launcher::kStoppedSlack) {
       last_heard_ = std::max(last_heard_, Clock::now());
     }
     if (rc < 0 && errno != EINTR) {
@@ -265,10 +265,8 @@ void Agent::CheckTimers(Clock::time_point now) {
   const double timeout = hello_.heartbeat_timeout_s;
   if (timeout > 0 && control_open_ && !launcher_gone_ && now - last_heard_ > Millis(timeout)) {
     launcher_gone_ = true;
-    char seconds[32];
-    snprintf(seconds, sizeof(seconds), "%g", timeout);
-    Shutdown(1, std::string("no sign of life from hvdrun for ") + seconds +
-                    " s (HVD_HEARTBEAT_TIMEOUT_SECONDS); terminating every rank");
+    Shutdown(1, "no sign of life from hvdrun for " + SecondsText(timeout) +
+                    " (HVD_HEARTBEAT_TIMEOUT_SECONDS); terminating every rank");
   }
   if (hello_.heartbeat_interval_s > 0 && !launcher_gone_ && now >= next_heartbeat_) {
     out_ += launcher::EncodeAgentHeartbeat();

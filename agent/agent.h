@@ -119,8 +119,6 @@ class Agent {
   bool launcher_gone_ = false;  // no one will read what is left in out_
   int exit_code_ = 0;
   Clock::time_point last_heard_;
-  // A poll this much past its timeout means this process was not running (Loop).
-  static constexpr std::chrono::milliseconds kNotRunning{1000};
   Clock::time_point next_heartbeat_;
   Clock::time_point flush_deadline_;
 };

@@ -4,12 +4,21 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 namespace hvd {
 
 // `seconds` as whole milliseconds, truncated toward zero.
 inline std::chrono::milliseconds Millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+// `seconds` as a message gives it: "%g s" ("1 s", "2.5 s", "0.001 s").
+inline std::string SecondsText(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g s", seconds);
+  return text;
 }
 
 }  // namespace hvd

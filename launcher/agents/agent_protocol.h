@@ -1,6 +1,7 @@
 #ifndef HVD_LAUNCHER_AGENTS_AGENT_PROTOCOL_H_
 #define HVD_LAUNCHER_AGENTS_AGENT_PROTOCOL_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -67,6 +68,10 @@ inline constexpr uint32_t kAgentProtocolVersion = 5;
 inline constexpr std::string_view kAgentGreeting{"\0hvd-agent greeting v5\0", 24};
 // The most a login may print before the greeting: beyond, the session fails naming the text.
 inline constexpr size_t kMaxBeforeGreeting = 64u << 10;
+// A poll that returns this much past its timeout means this process was not running (stopped
+// with its whole job: Slurm's suspend, a paused VM): both sides then count the other's silence
+// from their own resume, not from before the stop.
+inline constexpr std::chrono::milliseconds kStoppedSlack{1000};
 // A Start frame holds one rank's argv and environment.
 inline constexpr size_t kMaxLauncherFrameBytes = 16u << 20;
 // Output frames carry at most kMaxOutputChunk bytes of data.

@@ -27,12 +27,6 @@ constexpr std::chrono::milliseconds kDiagDrainTime{500};
 // forwarder reads the pipes on another thread): up to 256 KiB a rank.
 constexpr std::chrono::milliseconds kEndFlushTime{2000};
 
-std::string Seconds(double s) {
-  char text[32];
-  snprintf(text, sizeof(text), "%g s", s);
-  return text;
-}
-
 }  // namespace
 
 void AgentSession::Core::Main() {
@@ -94,9 +88,9 @@ bool AgentSession::Core::Step(Clock::time_point now) {
       last_heard = now;  // holding back is our choice, not the agent's silence
     } else if (now - last_heard > Millis(hello.heartbeat_timeout_s)) {
       lost = true;
-      End(Status::IoError("host " + options.host +
-                          " lost: no sign of life from its hvd-agent for " +
-                          Seconds(hello.heartbeat_timeout_s) + " (HVD_HEARTBEAT_TIMEOUT_SECONDS)"));
+      End(Status::IoError(
+          "host " + options.host + " lost: no sign of life from its hvd-agent for " +
+          SecondsText(hello.heartbeat_timeout_s) + " (HVD_HEARTBEAT_TIMEOUT_SECONDS)"));
       return false;
     }
   }
@@ -142,7 +136,7 @@ void AgentSession::Core::PollOnce(Clock::time_point now, bool backpressured) {
   // its whole job: Slurm's suspend, a paused VM): the agent's silence counts from now, its
   // heartbeats come once it runs again (until 2026-12-01 each side took the other for dead).
   if (timeout_ms >= 0 &&
-      Clock::now() - now > std::chrono::milliseconds(timeout_ms) + std::chrono::seconds(1)) {
+      Clock::now() - now > std::chrono::milliseconds(timeout_ms) + kStoppedSlack) {
     last_heard = std::max(last_heard, Clock::now());
   }
 }

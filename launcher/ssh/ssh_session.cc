@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/duration.h"
 #include "launcher/ssh/ssh_known_hosts.h"
 
 namespace hvd::launcher {
@@ -31,12 +32,6 @@ void InitLibssh2Once() {
 int RemainingMs(Clock::time_point deadline) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   return static_cast<int>(std::clamp<int64_t>(ms.count(), 0, 1 << 30));
-}
-
-std::string Seconds(double s) {
-  char text[32];
-  snprintf(text, sizeof(text), "%g s", s);
-  return text;
 }
 
 bool Transient(const Status& s) {
@@ -77,7 +72,7 @@ Result<int> ConnectTcp(const SshTarget& target, Clock::time_point deadline) {
     if (n == 0) {
       ::close(fd);
       return Status::Timeout("ssh to " + where + ": TCP connect got no answer within " +
-                             Seconds(target.options.connect_timeout_s) +
+                             SecondsText(target.options.connect_timeout_s) +
                              " (host down or unreachable?)");
     }
     int error = 0;

@@ -688,8 +688,9 @@ Status Runtime::RunIteration(bool request_shutdown, CycleResult* total) {
     }
     for (const auto& controller : cycle_controllers_) {
       if ((controller->id() == 0) != global) continue;
+      static const std::string kOwnShutdown;  // this rank's hvd_shutdown: no reason to pass on
       auto r = controller->RunCycle(global && (request_shutdown || !set_shutdown_reason_.empty()),
-                                    request_shutdown ? std::string() : set_shutdown_reason_);
+                                    request_shutdown ? kOwnShutdown : set_shutdown_reason_);
       if (!r.ok()) return r.status();
       if (!r->stalled_ranks.empty()) RequestStacks(r->stalled_ranks);
       total->progress |= r->progress;
