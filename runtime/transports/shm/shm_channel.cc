@@ -210,11 +210,39 @@ Status ShmChannel::ReadPeer(int k, const iovec* local, const iovec* remote, size
   const ssize_t got = ReadProcessMemory(segment_->VisiblePid(k), local, remote, n, bytes);
   if (got == static_cast<ssize_t>(bytes)) return Status::OK();
   const int err = got < 0 ? errno : EFAULT;
+  // ESRCH: the peer's process is gone; EFAULT also when its exit unmapped the memory first, or
+  // when it failed and its caller freed the tensor. Either way the peer is the one lost (what
+  // hvdrun reports as failing first), not this reader.
+  const uint32_t failed = segment_->member(k).failed.load();
+  std::string cause;
+  if (err == ESRCH || segment_->PeerExited(k)) {
+    cause = " (it exited)";
+  } else if (failed != kShmHealthy) {
+    cause = std::string(" (it") + FailedText(failed) + ")";
+  }
+  if (!cause.empty()) lost_.Note(k);
   return Fail(
       Status::RemoteError(What() + ": reading " + std::to_string(bytes) + " bytes of rank " +
                           std::to_string(k) + "'s buffers (first at " +
                           fmt::format("{:#x}", reinterpret_cast<uintptr_t>(remote[0].iov_base)) +
-                          ") failed: " + std::strerror(err)));
+                          ") failed: " + std::strerror(err) + cause));
+}
+
+Status ShmChannel::ConfirmReads() {
+  for (int k = 0; k < size_; ++k) {
+    if (k == rank_) continue;
+    const uint32_t failed = segment_->member(k).failed.load();
+    if (failed == kShmHealthy) continue;
+    lost_.Note(k);
+    return Fail(Status::RemoteError(What() + ": rank " + std::to_string(k) + FailedText(failed) +
+                                    " while this rank read its tensors; what was read may be "
+                                    "stale"));
+  }
+  return Status::OK();
+}
+
+const char* ShmChannel::FailedText(uint32_t failed) {
+  return failed == kShmAborted ? " aborted its communicator" : " failed in a collective";
 }
 
 Status ShmChannel::WaitPosted(int peer) {
@@ -317,9 +345,7 @@ Status ShmChannel::SleepOn(int k, uint32_t target) {
     const uint32_t failed = peer.failed.load();
     if (failed != kShmHealthy) {
       lost_.Note(k);
-      return Fail(Status::RemoteError(
-          What() + ": " + who() +
-          (failed == kShmAborted ? " aborted its communicator" : " failed in a collective")));
+      return Fail(Status::RemoteError(What() + ": " + who() + FailedText(failed)));
     }
     const auto now = Clock::now();
     if (now >= deadline_) {
@@ -363,9 +389,7 @@ Status ShmChannel::CheckPeers() const {
     const uint32_t failed = peer.failed.load();
     if (failed != kShmHealthy) {
       lost_.Note(k);
-      return Status::RemoteError(
-          "shared-memory rank " + std::to_string(k) +
-          (failed == kShmAborted ? " aborted its communicator" : " failed in a collective"));
+      return Status::RemoteError("shared-memory rank " + std::to_string(k) + FailedText(failed));
     }
     if (segment_->PeerExited(k)) {
       lost_.Note(k);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -109,8 +110,23 @@ class ShmChannel {
   int64_t single_copy_bytes() const { return single_copy_bytes_; }
   // Copies member k's memory described by `remote` (its address space) to `local` (`n`
   // iovecs each, at most IOV_MAX, both totalling `bytes`; ReadProcessMemory). A failure (the
-  // peer passed a bad address, or exited) fails the channel, naming both.
+  // peer passed a bad address, or exited) fails the channel, naming both; a peer that exited or
+  // failed is recorded as lost_member().
   Status ReadPeer(int k, const iovec* local, const iovec* remote, size_t n, size_t bytes);
+  // After this member's ReadPeer calls of a round, before it tells the peers it read them (its
+  // Publish or End): fails, naming it, if any peer has failed meanwhile. A peer that fails (its
+  // wait for this member timed out, or it was aborted) returns to its caller, which may reuse
+  // the tensors this member was reading, so what was read may be stale; its `failed` flag is
+  // set before it returns, so a clear flag seen after the reads means they read intact memory.
+  // Without this check, a peer that had already ended the round let the slow reader's waits
+  // pass and it returned OK with the reused memory's bytes (found by review, 2026-12-01).
+  Status ConfirmReads();
+  // A seam for tests: called before the single-copy reads of a peer's tensors (after round 1 of
+  // the alltoall, after round 2's Publish in the allreduce), to stall this member there.
+  void set_before_peer_reads(std::function<void()> f) { before_peer_reads_ = std::move(f); }
+  void BeforePeerReads() const {
+    if (before_peer_reads_) before_peer_reads_();
+  }
 
   // Records `status` as the channel's failure, tells the peers, and returns it.
   Status Fail(Status status);
@@ -133,6 +149,8 @@ class ShmChannel {
   // not running (see the class comment); true when the target was reached.
   bool Spin(const ShmMember& peer, uint32_t target) const;
   Status SleepOn(int k, uint32_t target);
+  // " aborted its communicator" or " failed in a collective", for a peer's `failed` value.
+  static const char* FailedText(uint32_t failed);
   void SetProgress(uint32_t value);
   void WakeAll();
 
@@ -155,6 +173,7 @@ class ShmChannel {
   std::atomic<bool> aborted_{false};
   mutable FirstLostMember lost_;
   std::mutex abort_mu_;  // serializes Abort with destruction of segment_
+  std::function<void()> before_peer_reads_;
 };
 
 }  // namespace hvd::runtime

@@ -708,6 +708,7 @@ Result<std::unique_ptr<Communicator>> CreateShmCommunicator(const ShmOptions& op
   const int busy = std::max(options.size, options.ranks_on_machine);
   auto channel = std::make_unique<ShmChannel>(std::move(segment), options.rank, options.timeout,
                                               !CpuPerRank(busy));
+  channel->set_before_peer_reads(options.before_peer_reads);
   int64_t ranks_per_cpu = RanksPerCpu(busy);
   int64_t direct = kShmDirectBytes;
   int64_t single_copy_allreduce = options.single_copy_allreduce ? 1 : 0;

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -48,6 +49,8 @@ struct ShmOptions {
   int ranks_on_machine = 0;
   // A named segment (ShmSegment::Options::named; HVD_SHM_NAMED, tests only).
   bool named = false;
+  // A seam for tests: ShmChannel::set_before_peer_reads (stalls a single-copy reader).
+  std::function<void()> before_peer_reads;
 };
 
 // Maps one shared-memory segment for the group (shm_segment.h; nothing is left in /dev/shm

@@ -326,11 +326,15 @@ Status ShmAllreduceSingleCopy(ShmChannel& ch, const PieceView& view, DataType dt
   }
   HVD_RETURN_IF_ERROR(ch.Begin(false));
   ch.Publish();
+  ch.BeforePeerReads();
   for (int k = 0; k < size; ++k) {
     if (k == me || s.len(k) == 0) continue;
     HVD_RETURN_IF_ERROR(ch.WaitPosted(k));
     HVD_RETURN_IF_ERROR(layout.ReadOutputs(k, s.lo(k), s.len(k)));
   }
+  // A peer that gave up waiting for this member (and let its caller reuse its tensors) has
+  // ended round 2 already, so the waits above pass: its `failed` flag tells.
+  HVD_RETURN_IF_ERROR(ch.ConfirmReads());
   ch.End();
   // Round 2's end doubles as the last round: return (and let the caller write its tensors)
   // only once every peer has copied this member's slice.
@@ -377,6 +381,7 @@ Status ShmAlltoallSingleCopy(ShmChannel& ch, const char* in, std::span<const int
   }
   ch.End();
   if (!*used) return Status::OK();
+  ch.BeforePeerReads();
   // Staggered, member me + s at step s, as a pairwise exchange orders it: each member's memory
   // is read by one peer at a time, not by all of them from member 0 on (not measured apart).
   for (int s = 1; s < size; ++s) {
@@ -387,6 +392,7 @@ Status ShmAlltoallSingleCopy(ShmChannel& ch, const char* in, std::span<const int
     iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(scratch->peers[k])), bytes};
     HVD_RETURN_IF_ERROR(ch.ReadPeer(k, &local, &remote, 1, bytes));
   }
+  HVD_RETURN_IF_ERROR(ch.ConfirmReads());  // as in the allreduce
   // This member's own piece while the peers still read (the caller ran single copy only for
   // an output apart from the input).
   if (recv_bytes[me] > 0) {

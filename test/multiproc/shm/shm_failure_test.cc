@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -32,7 +33,9 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 // Every member runs allreduces of `count` floats; `victim` sends itself `signal` at iteration
 // 20. Survivors must fail with `want` naming a rank within `within` seconds, then fail fast
-// again on the next call.
+// again on the next call. A SIGKILLed victim at 2 members is the lost member the survivor reports
+// (hvdrun's "failed first"), whether the survivor was waiting on it or reading its tensors
+// (single copy: process_vm_readv fails with ESRCH; until 2026-12-01 that read named nobody).
 ShmJob::Body LoopUntilFailure(int victim, int signal, size_t count, StatusCode want,
                               double within) {
   return [=](Communicator& comm) -> int {
@@ -44,6 +47,11 @@ ShmJob::Body LoopUntilFailure(int victim, int signal, size_t count, StatusCode w
       status = comm.Allreduce(buf.data(), static_cast<int64_t>(count), DataType::kFloat32,
                               ReduceOp::kSum);
       if (status.ok()) last_ok = Clock::now();
+    }
+    if (signal == SIGKILL && comm.size() == 2 && comm.lost_member() != victim) {
+      std::fprintf(stderr, "rank %d: lost member %d after %s\n", comm.rank(), comm.lost_member(),
+                   status.ToString().c_str());
+      return 2;
     }
     return CheckSurvivorFailure(comm, status, last_ok, {want}, within, "rank ", 0.1);
   };
@@ -134,6 +142,135 @@ TEST_P(ShmKillTest, SigkillDuringSingleCopyAllreducesIsRemoteErrorOnTheOthers) {
 INSTANTIATE_TEST_SUITE_P(Sizes, ShmKillTest,
                          ::testing::Combine(::testing::Values(2, 4),
                                             ::testing::Values(size_t{1000}, size_t{1} << 20)));
+
+// A single-copy reader stalled until its peer gave up on it and reused its tensors.
+enum class SingleCopyOp { kAllreduce, kAlltoall };
+
+class ShmStaleReadTest : public ::testing::TestWithParam<SingleCopyOp> {};
+
+// Given 2 members in a single-copy collective (1 MiB), where member 1 stalls right before it
+// reads member 0's tensors until member 0 has timed out waiting for it (1 s), returned, and
+// overwritten those tensors, then member 1 fails naming rank 0 (kRemoteError, lost_member 0)
+// instead of returning OK with the overwritten bytes: member 0 had ended the round before it
+// gave up, so member 1's waits on it passed. Until 2026-12-01 it returned OK.
+TEST_P(ShmStaleReadTest, AReaderThatOutlivedItsPeersWaitFailsNamingIt) {
+  const bool allreduce = GetParam() == SingleCopyOp::kAllreduce;
+  ShmJob::Options options;
+  options.size = 2;
+  options.comm_timeout = std::chrono::milliseconds(1000);
+  options.single_copy_bytes = 1;  // every size reads the peers' tensors directly
+  ShmJob job(options);
+  auto outcomes = job.RunRaw([&](int rank, control::KvClient& kv, const std::string& scope) {
+    runtime::ShmOptions group = job.GroupOptions(rank, kv, scope);
+    bool armed = false;
+    if (rank == 1) {
+      group.before_peer_reads = [&] {
+        if (!armed) return;
+        armed = false;
+        if (!kv.Wait(scope + "/overwritten", std::chrono::seconds(30)).ok()) _exit(8);
+      };
+    }
+    auto comm = runtime::CreateShmCommunicator(group);
+    if (!comm.ok()) return 4;
+    constexpr int64_t kCount = int64_t{1} << 18;  // floats: 1 MiB
+    std::vector<float> in(kCount, static_cast<float>(rank + 1)), out(kCount, 0.0f);
+    auto run = [&] {
+      if (allreduce) {
+        return (*comm)->Allreduce(in.data(), kCount, DataType::kFloat32, ReduceOp::kSum);
+      }
+      const std::vector<int64_t> bytes(2, kCount * 2);  // half of the floats to each member
+      return (*comm)->Alltoallv(reinterpret_cast<const char*>(in.data()), bytes,
+                                reinterpret_cast<char*>(out.data()), bytes);
+    };
+    // One op as usual first: single copy works here, and the values are right.
+    Status s = run();
+    const float want = allreduce ? 3.0f : 1.0f;  // out[0]: from member 0
+    if (!s.ok() || (allreduce ? in : out)[0] != want) {
+      std::fprintf(stderr, "rank %d: first op: %s\n", rank, s.ToString().c_str());
+      return 5;
+    }
+    std::fill(in.begin(), in.end(), static_cast<float>(rank + 1));
+    armed = true;
+    s = run();
+    std::fprintf(stderr, "rank %d: %s\n", rank, s.ToString().c_str());
+    if (rank == 0) {
+      if (s.code() != StatusCode::kTimeout) return 6;
+      // What a caller may do once its op has failed: reuse the tensor.
+      std::fill(in.begin(), in.end(), -1000.0f);
+      if (!kv.Set(scope + "/overwritten", "1").ok()) return 7;
+      // Alive until member 1 is done reading, so its reads do not fail on a process gone.
+      return kv.Wait(scope + "/read", std::chrono::seconds(30)).ok() ? 0 : 9;
+    }
+    (void)kv.Set(scope + "/read", "1");
+    const std::vector<float>& got = allreduce ? in : out;
+    const bool stale = std::find(got.begin(), got.end(), -1000.0f) != got.end() ||
+                       std::find(got.begin(), got.end(), -998.0f) != got.end();
+    if (s.ok()) return stale ? 10 : 11;  // 10: the bug, stale bytes returned as a result
+    if (s.code() != StatusCode::kRemoteError || (*comm)->lost_member() != 0 ||
+        s.message().find("rank 0 failed in a collective while this rank read") ==
+            std::string::npos) {
+      return 12;
+    }
+    return 0;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+  for (const auto& out : outcomes)
+    EXPECT_TRUE(out.exited && out.exit_code == 0) << Describe(outcomes);
+  EXPECT_TRUE(LeftoverSegments(job.job_id()).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, ShmStaleReadTest,
+                         ::testing::Values(SingleCopyOp::kAllreduce, SingleCopyOp::kAlltoall));
+
+// Given 2 members in a single-copy alltoall, where member 1, right before it reads member 0's
+// input, SIGKILLs member 0 and waits until it is dead, then member 1's read fails (ESRCH) naming
+// rank 0 as exited, and rank 0 is its lost member (what hvdrun reports as failed first; until
+// 2026-12-01 a read that failed this way named nobody).
+TEST(ShmFailure, AMemberKilledBeforeItsTensorsAreReadIsTheLostMember) {
+  ShmJob::Options options;
+  options.size = 2;
+  options.single_copy_bytes = 1;
+  options.victims = {0};
+  ShmJob job(options);
+  auto outcomes = job.RunRaw([&](int rank, control::KvClient& kv, const std::string& scope) {
+    runtime::ShmOptions group = job.GroupOptions(rank, kv, scope);
+    if (rank == 0 && !kv.Set(scope + "/pid0", std::to_string(getpid())).ok()) return 3;
+    if (rank == 1) {
+      group.before_peer_reads = [&] {
+        auto pid = kv.Wait(scope + "/pid0", std::chrono::seconds(30));
+        if (!pid.ok()) _exit(8);
+        const pid_t victim = static_cast<pid_t>(std::stol(*pid));
+        kill(victim, SIGKILL);
+        // Dead: a zombie (its parent, the test, reaps it later) or gone.
+        const auto until = Clock::now() + std::chrono::seconds(10);
+        while (Clock::now() < until) {
+          std::ifstream stat("/proc/" + std::to_string(victim) + "/stat");
+          std::string pid_field, comm_field, state;
+          if (!(stat >> pid_field >> comm_field >> state) || state == "Z") return;
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        _exit(9);
+      };
+    }
+    auto comm = runtime::CreateShmCommunicator(group);
+    if (!comm.ok()) return 4;
+    std::vector<char> in(2 << 20, 'a'), out(2 << 20);
+    const std::vector<int64_t> bytes(2, 1 << 20);
+    const Status s = (*comm)->Alltoallv(in.data(), bytes, out.data(), bytes);
+    std::fprintf(stderr, "rank %d: %s; lost member %d\n", rank, s.ToString().c_str(),
+                 (*comm)->lost_member());
+    if (s.code() != StatusCode::kRemoteError ||
+        s.message().find("bytes of rank 0's buffers") == std::string::npos ||
+        s.message().find("(it exited)") == std::string::npos) {
+      return 5;
+    }
+    return (*comm)->lost_member() == 0 ? 0 : 6;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error() << "; " << Describe(outcomes);
+  EXPECT_EQ(outcomes[0].signal, SIGKILL) << Describe(outcomes);
+  EXPECT_TRUE(outcomes[1].exited && outcomes[1].exit_code == 0) << Describe(outcomes);
+  EXPECT_TRUE(LeftoverSegments(job.job_id()).empty());
+}
 
 // Given a group looping over negotiation rounds that post inputs (the eager path: each member
 // posts 4 KiB with its words, reads every member's through posted_inputs() and leaves the
