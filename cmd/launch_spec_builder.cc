@@ -176,9 +176,10 @@ Status ReadElasticTimes(const CLI::App& app, const env::Environment& env, Parsed
   LaunchSpec* spec = &out->spec;
   HVD_ASSIGN_OR_RETURN(spec->elastic_timeout_s,
                        Seconds(app, env, "--elastic-timeout", "HVD_ELASTIC_TIMEOUT", out));
-  // The workers wait for the driver's answer as long (runtime/elastic_session.cc); from the
-  // environment they inherit it, from the flag only through this. Until 2026-11-30 a worker
-  // given --elastic-timeout 1800 still gave up after the default 600 s.
+  // Passed on to the workers as Horovod does (HOROVOD_ELASTIC_TIMEOUT reaches its workers);
+  // they check it but no longer bound their wait for the driver by it (since 2026-12-01,
+  // runtime/elastic_session.cc: the driver alone decides). From the environment they inherit
+  // it, from the flag only through this.
   if (std::optional<std::string> text = LastValue(app, "--elastic-timeout")) {
     spec->worker_env["HVD_ELASTIC_TIMEOUT"] = *text;
   }

@@ -13,6 +13,9 @@ namespace elastic = control::elastic;
 // --reset-limit bounds this too).
 constexpr int kMaxFormationFailures = 3;
 
+// A worker waiting for the driver's next message asks the server again this often.
+constexpr std::chrono::seconds kMailboxWaitSlice{30};
+
 RuntimeConfig Apply(const RuntimeConfig& base, const elastic::Assignment& a) {
   RuntimeConfig config = base;
   config.rank = a.rank;
@@ -52,12 +55,23 @@ Result<elastic::Message> ElasticSession::NextMessageLocked(const RuntimeConfig& 
   const int64_t id = base.elastic_worker_id;
   HVD_RETURN_IF_ERROR(kv_->Set(elastic::ReadyKey(id), elastic::EncodeReady(cursor_, synced_round_))
                           .WithContext("reporting to hvdrun's elastic driver"));
-  // The driver waits HVD_ELASTIC_TIMEOUT for enough workers from the last one's report, and
-  // then ends the job with its own message and exit code; this worker, which reported first,
-  // waits a minute longer so that the driver decides.
-  constexpr std::chrono::seconds kDriverDecidesFirst{60};
-  Result<std::string> text =
-      kv_->Wait(elastic::MailKey(id, cursor_ + 1), base.elastic_timeout + kDriverDecidesFirst);
+  // No bound of its own: hvdrun's driver decides how long a worker waits (it sends the next
+  // round, a removal, or ends the job and stops the worker), and that can be long by design: a
+  // new worker starts at once and waits for the members' next commit, which may come once an
+  // epoch; a survivor at a reset waits for a slow member (rank 0 writing a checkpoint). Until
+  // 2026-12-01 the wait ended after HVD_ELASTIC_TIMEOUT plus a minute, and the worker's exit 1
+  // then got its healthy host blacklisted. The server answers each slice's wait, which shows
+  // hvdrun is alive; a lost hvdrun breaks the connection or leaves the answer out, and either
+  // ends the wait with the transport's error.
+  const std::string key = elastic::MailKey(id, cursor_ + 1);
+  Result<std::string> text = kv_->Wait(key, kMailboxWaitSlice);
+  while (!text.ok() && text.status().code() == StatusCode::kTimeout) {
+    // The server's "not yet" leaves the connection usable; a transport timeout does not, and
+    // then this Get fails at once with that error, which ends the loop.
+    text = kv_->Get(key);
+    if (text.ok() || text.status().code() != StatusCode::kNotFound) break;
+    text = kv_->Wait(key, kMailboxWaitSlice);
+  }
   if (!text.ok()) {
     return text.status().WithContext(WorkerName(base) +
                                      ": waiting for a rank from hvdrun's elastic driver");

@@ -27,8 +27,9 @@ bool IsElasticWorker(const RuntimeConfig& config);
 // next message. A removal ends Init with "<host> [worker N] has been removed from the elastic
 // job: <why>".
 //
-// The C API holds one for its default runtime. Thread-safe (one mutex; Init may block for up
-// to config.elastic_timeout while the driver waits for hosts).
+// The C API holds one for its default runtime. Thread-safe (one mutex; Init blocks until the
+// driver answers, with no bound of its own: the driver stops the workers when it gives up, and a
+// lost hvdrun ends the wait with the connection's error).
 class ElasticSession {
  public:
   Status Init(Runtime& runtime, const RuntimeConfig& base,

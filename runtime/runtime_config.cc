@@ -159,12 +159,13 @@ Status LoadRendezvous(const env::Environment& env, RuntimeConfig* c) {
   HVD_ASSIGN_OR_RETURN(c->shm_named, env.GetBool("HVD_SHM_NAMED"));
   HVD_ASSIGN_OR_RETURN(c->elastic, env.GetBool("HVD_ELASTIC"));
   HVD_ASSIGN_OR_RETURN(c->elastic_worker_id, IntIn(env, "HVD_ELASTIC_WORKER_ID", -1, kMaxInt32));
+  // HVD_ELASTIC_TIMEOUT is hvdrun's (how long the driver waits for --min-np slots); a worker
+  // only checks it, as before 2026-12-01, when its wait for the driver ended after it.
   HVD_ASSIGN_OR_RETURN(double elastic_s, env.GetFloat("HVD_ELASTIC_TIMEOUT"));
   if (!(elastic_s > 0 && elastic_s <= 86400.0 * 365)) {
     return Status::InvalidArgument(env.Get("HVD_ELASTIC_TIMEOUT").source +
                                    ": expected seconds > 0, got " + std::to_string(elastic_s));
   }
-  c->elastic_timeout = std::chrono::milliseconds(std::llround(elastic_s * 1000.0));
   HVD_ASSIGN_OR_RETURN(int64_t seconds, IntIn(env, "HVD_GLOO_TIMEOUT_SECONDS", 1, 86400 * 7));
   c->timeout = std::chrono::seconds(seconds);
   HVD_ASSIGN_OR_RETURN(double heartbeat, env.GetFloat("HVD_HEARTBEAT_TIMEOUT_SECONDS"));

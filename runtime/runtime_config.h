@@ -93,8 +93,6 @@ struct RuntimeConfig {
   // a worker gets its rank, size and round from the driver at every init
   // (runtime/elastic_session.h), not from HVD_RANK / HVD_SIZE.
   int64_t elastic_worker_id = -1;
-  // HVD_ELASTIC_TIMEOUT: how long an elastic worker's init waits for the driver's answer.
-  std::chrono::milliseconds elastic_timeout{600000};
   // The elastic round (key prefix of this init's rendezvous, "<round>/"); 0 = not elastic:
   // each init of the process takes the next local number.
   int64_t rendezvous_round = 0;

@@ -53,6 +53,9 @@ parser.add_argument("--die-in-reset-on-worker", type=int, default=-1,
                          "callback, before the new round's state sync")
 parser.add_argument("--mismatch-at-epoch", type=int, default=-1,
                     help="every rank submits a differently shaped allreduce once, at batch 0")
+parser.add_argument("--sleep-before-epoch", default="",
+                    help="E:S: every rank sleeps S seconds once at the start of epoch E, before "
+                         "its first commit there (members that commit rarely)")
 args = parser.parse_args()
 
 hostname = os.environ.get("HVD_HOSTNAME", "?")
@@ -61,6 +64,10 @@ worker = int(os.environ.get("HVD_ELASTIC_WORKER_ID", "-1"))
 exit_schedule = {tuple(int(x) for x in k.split(",")): v
                  for k, v in json.loads(args.exit_schedule).items()}
 wait_after = {int(e) for e in args.wait_for_update_after.split(",") if e}
+sleep_epoch, sleep_s = (int(args.sleep_before_epoch.split(":")[0]),
+                        float(args.sleep_before_epoch.split(":")[1])) \
+    if args.sleep_before_epoch else (-1, 0.0)
+slept = False
 
 if args.fail_before_init_on and hostname == args.fail_before_init_on:
     print(f"worker {worker} on {hostname}: failing before init", file=sys.stderr)
@@ -142,9 +149,13 @@ def mismatch(state):
 def train(state):
     state.rendezvous += 1
     event("resume", state)
+    global slept
     while state.epoch < args.epochs:
         if state.epoch == args.mismatch_at_epoch and state.batch == 0:
             mismatch(state)
+        if state.epoch == sleep_epoch and not slept:
+            slept = True
+            time.sleep(sleep_s)
         while state.batch < args.batches_per_epoch:
             try:
                 check_exit(state.epoch, state.batch)

@@ -36,6 +36,23 @@ def test_f01_scale_up_then_down(tmp_path, slots):
     assert_state_recovered(run)
 
 
+# A new host's worker waits for the members' next commit however long that takes: here the
+# members spend 6 s in epoch 1 before it, with --elastic-timeout 1. Until 2026-12-01 the worker
+# gave up after --elastic-timeout plus a minute, exited 1, and hvdrun blacklisted its healthy
+# host (seen failing with that minute cut to 1 s).
+def test_a_new_worker_waits_for_a_rare_commit_longer_than_the_elastic_timeout(tmp_path):
+    script = discovery_script(tmp_path / "discover.sh", tmp_path / "log.jsonl",
+                              [(0, ["localhost:1"]), (None, ["localhost:1", "127.0.0.1:1"])])
+    run = hvdrun(["-np", "1", "--min-np", "1", "--max-np", "2", "--elastic-timeout", "1",
+                  "--host-discovery-script", script, "--host-discovery-interval", "0.05"],
+                 ["--epochs", "3", "--sleep-before-epoch", "1:6"], tmp_path)
+    assert run.returncode == 0, run.describe()
+    assert run.sizes()[0] == 1 and run.sizes()[-1] == 2, run.describe()
+    assert "host 127.0.0.1 is blacklisted" not in run.err, run.describe()
+    assert "waiting for a rank" not in run.err, run.describe()
+    assert_state_recovered(run)
+
+
 # F07: two scale events are two resets. Horovod's message, word for word.
 def test_f07_reset_limit(tmp_path):
     (tmp_path / "a").mkdir()
