@@ -71,21 +71,32 @@ Result<Message> DecodeMessage(std::string_view text) {
   return m;
 }
 
-std::string EncodeReady(int64_t cursor, int64_t synced_round) {
-  std::string text = std::to_string(cursor);
-  if (synced_round > 0) text += " " + std::to_string(synced_round);
+std::string EncodeReady(const ReadyReport& report) {
+  std::string text = std::to_string(report.cursor);
+  if (report.synced_round > 0 || report.failed_round > 0) {
+    text += " " + std::to_string(report.synced_round);
+  }
+  if (report.failed_round > 0) text += " " + std::to_string(report.failed_round);
   return text;
 }
 
-bool DecodeReady(std::string_view text, int64_t* cursor, int64_t* synced_round) {
-  const char* end = text.data() + text.size();
-  auto [p, ec] = std::from_chars(text.data(), end, *cursor);
-  if (ec != std::errc() || *cursor < 0) return false;
-  *synced_round = 0;
-  if (p == end) return true;
-  if (*p != ' ') return false;
-  auto [q, ec2] = std::from_chars(p + 1, end, *synced_round);
-  return ec2 == std::errc() && q == end && *synced_round > 0;
+bool DecodeReady(std::string_view text, ReadyReport* report) {
+  *report = ReadyReport();
+  const char* p = text.data();
+  const char* const end = text.data() + text.size();
+  int64_t* fields[] = {&report->cursor, &report->synced_round, &report->failed_round};
+  int n = 0;
+  while (true) {
+    auto [q, ec] = std::from_chars(p, end, *fields[n]);
+    if (ec != std::errc() || *fields[n] < 0) return false;
+    ++n;
+    p = q;
+    if (p == end) break;
+    if (*p != ' ' || n == 3) return false;
+    ++p;
+  }
+  // Two numbers name a synced round; a third, a failed one.
+  return (n != 2 || report->synced_round > 0) && (n != 3 || report->failed_round > 0);
 }
 
 std::string EncodeHostUpdate(int64_t timestamp, int flags) {

@@ -65,10 +65,23 @@ std::string EncodeMessage(const Message& message);
 // InvalidArgument quoting the text when it is not a message this version writes.
 Result<Message> DecodeMessage(std::string_view text);
 
-// A ready report: "<cursor>" or "<cursor> <synced round>" (synced round > 0).
-std::string EncodeReady(int64_t cursor, int64_t synced_round);
-// False for anything else (both numbers non-negative).
-bool DecodeReady(std::string_view text, int64_t* cursor, int64_t* synced_round);
+// A worker's ready report: it read `cursor` messages and waits for the next.
+struct ReadyReport {
+  int64_t cursor = 0;
+  // The last round in which it held the training state (hvd.elastic.run's sync); 0: none.
+  int64_t synced_round = 0;
+  // The round it was assigned and could not join (its init failed there for a reason of its
+  // own, not because the driver gave the round up); 0: none. The driver then gives that round
+  // up at once, so its other members stop waiting in its rendezvous (since 2026-12-01).
+  int64_t failed_round = 0;
+  bool operator==(const ReadyReport&) const = default;
+};
+
+// "<cursor>", "<cursor> <synced round>" (synced round > 0) or "<cursor> <synced round> <failed
+// round>" (failed round > 0, synced round >= 0).
+std::string EncodeReady(const ReadyReport& report);
+// False for anything else (every number non-negative).
+bool DecodeReady(std::string_view text, ReadyReport* report);
 
 std::string EncodeHostUpdate(int64_t timestamp, int flags);
 Status DecodeHostUpdate(std::string_view text, int64_t* timestamp, int* flags);

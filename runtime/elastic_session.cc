@@ -53,8 +53,10 @@ Result<elastic::Message> ElasticSession::NextMessageLocked(const RuntimeConfig& 
     kv_ = std::move(kv).value();
   }
   const int64_t id = base.elastic_worker_id;
-  HVD_RETURN_IF_ERROR(kv_->Set(elastic::ReadyKey(id), elastic::EncodeReady(cursor_, synced_round_))
-                          .WithContext("reporting to hvdrun's elastic driver"));
+  HVD_RETURN_IF_ERROR(
+      kv_->Set(elastic::ReadyKey(id), elastic::EncodeReady({cursor_, synced_round_, failed_round_}))
+          .WithContext("reporting to hvdrun's elastic driver"));
+  failed_round_ = 0;
   // No bound of its own: hvdrun's driver decides how long a worker waits (it sends the next
   // round, a removal, or ends the job and stops the worker), and that can be long by design: a
   // new worker starts at once and waits for the members' next commit, which may come once an
@@ -80,6 +82,12 @@ Result<elastic::Message> ElasticSession::NextMessageLocked(const RuntimeConfig& 
   return elastic::DecodeMessage(*text);
 }
 
+bool ElasticSession::RoundGivenUp(int64_t round) {
+  // Any request under a given-up round's keys answers kAborted (RendezvousServer::AbortPrefix).
+  Result<std::string> probe = kv_->Get(elastic::RoundPrefix(round) + "given-up?");
+  return probe.status().code() == StatusCode::kAborted;
+}
+
 Status ElasticSession::Init(Runtime& runtime, const RuntimeConfig& base,
                             const std::vector<std::vector<int32_t>>& process_sets) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -99,8 +107,16 @@ Status ElasticSession::Init(Runtime& runtime, const RuntimeConfig& base,
       HVD_LOG_DEBUG("elastic round {}: rank {} of {}", a.round, a.rank, a.size);
       return s;
     }
-    if (s.code() != StatusCode::kAborted && ++failures >= kMaxFormationFailures) {
-      return s.WithContext("elastic round " + std::to_string(a.round));
+    if (s.code() != StatusCode::kAborted && RoundGivenUp(a.round)) {
+      // It failed another way (a peer's connection closed, a timeout) because the driver gave
+      // the round up meanwhile: not a try of this worker's own.
+      s = Status::Aborted(s.message());
+    }
+    if (s.code() != StatusCode::kAborted) {
+      if (++failures >= kMaxFormationFailures) {
+        return s.WithContext("elastic round " + std::to_string(a.round));
+      }
+      failed_round_ = a.round;  // the next report says so: the driver gives the round up
     }
     HVD_LOG_WARNING("elastic round {} did not form ({}); waiting for the next one", a.round,
                     s.message());

@@ -45,11 +45,14 @@ class ElasticSession {
 
  private:
   Result<control::elastic::Message> NextMessageLocked(const RuntimeConfig& base);
+  // Whether hvdrun's driver gave round `round` up (its rendezvous keys answer kAborted).
+  bool RoundGivenUp(int64_t round);
 
   mutable std::mutex mu_;
   std::unique_ptr<control::KvClient> kv_;
   int64_t cursor_ = 0;        // messages read from the mailbox
   int64_t synced_round_ = 0;  // the last round in which MarkSynced was called; 0: none
+  int64_t failed_round_ = 0;  // a round this worker could not join, for its next report
   std::optional<control::elastic::Assignment> current_;
 };
 

@@ -175,18 +175,28 @@ void ElasticDriver::OnHosts(const std::vector<discovery::HostSlots>& hosts, Time
   Reconcile(now);
 }
 
-void ElasticDriver::OnReady(int id, int64_t cursor, int64_t synced_round, TimePoint now) {
+void ElasticDriver::OnReady(int id, const elastic::ReadyReport& report, TimePoint now) {
   auto it = workers_.find(id);
   if (end_ || it == workers_.end() || !it->second.alive) return;
   Worker& w = it->second;
-  w.ready = cursor;
-  if (synced_round > 0) {
-    w.synced_round = std::max(w.synced_round, synced_round);
+  w.ready = report.cursor;
+  if (report.synced_round > 0) {
+    w.synced_round = std::max(w.synced_round, report.synced_round);
     any_synced_ = true;
   }
-  if (w.IsReady() && IsMember(w) && !reset_needed_) {
-    actions_->Step("worker " + std::to_string(id) + " (rank " + std::to_string(w.rank) +
-                   ") left round " + std::to_string(round_) + "; the others re-form");
+  const bool member_ready = w.IsReady() && IsMember(w);
+  const std::string who = "worker " + std::to_string(id) + " (rank " + std::to_string(w.rank) + ")";
+  if (member_ready && report.failed_round == round_ && aborted_round_ != round_) {
+    // Given up at once. Not so for a member that leaves a formed round by itself (a host
+    // change's reset): the others may still be in that round's last collectives, and they follow
+    // at their next commit.
+    actions_->Step(who + " could not join round " + std::to_string(round_) +
+                   ": the round is given up and the others re-form");
+    aborted_round_ = round_;
+    reset_needed_ = true;
+    actions_->AbortRound(round_);
+  } else if (member_ready && !reset_needed_) {
+    actions_->Step(who + " left round " + std::to_string(round_) + "; the others re-form");
     reset_needed_ = true;
   }
   Reconcile(now);

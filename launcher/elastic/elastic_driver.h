@@ -111,9 +111,16 @@ class ElasticDriver {
 
   // The discovered hosts (or the fixed list); hosts missing from it are gone.
   void OnHosts(const std::vector<discovery::HostSlots>& hosts, TimePoint now);
-  // Worker `id` has read `cursor` messages and waits for the next; `synced_round` > 0: the last
-  // round in which it held the training state (hvd_elastic_synced).
-  void OnReady(int id, int64_t cursor, int64_t synced_round, TimePoint now);
+  // Worker `id` has read `report.cursor` messages and waits for the next; `synced_round` > 0:
+  // the last round in which it held the training state (hvd_elastic_synced); `failed_round`
+  // the current round: it could not join it, so the round is given up (AbortRound) and its other
+  // members stop waiting in its rendezvous at once. Until 2026-12-01 they waited out their
+  // rendezvous timeout (30 s) each time, which counted against their own three tries: a member
+  // whose init kept failing made every survivor fail and the job end.
+  void OnReady(int id, const control::elastic::ReadyReport& report, TimePoint now);
+  void OnReady(int id, int64_t cursor, int64_t synced_round, TimePoint now) {
+    OnReady(id, {cursor, synced_round, 0}, now);
+  }
   void OnReady(int id, int64_t cursor, TimePoint now) { OnReady(id, cursor, 0, now); }
   // Worker `id` ended. `lost`: why its host was lost, when that ended it ("host h2 lost: no
   // sign of life from its hvd-agent for 5 s"); the reason messages give instead of the exit
@@ -225,7 +232,8 @@ class ElasticDriver {
   std::map<int, Worker> workers_;
   int next_id_ = 0;
   int64_t round_ = 0;
-  std::set<int> members_;  // ids in the current round
+  int64_t aborted_round_ = 0;  // the last round OnReady gave up on (a member could not join)
+  std::set<int> members_;      // ids in the current round
   bool reset_needed_ = false;
   int reset_count_ = 0;
   int64_t hosts_timestamp_ = 0;

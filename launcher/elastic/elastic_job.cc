@@ -45,13 +45,13 @@ ElasticClock::duration SecondsOf(double s) {
 void ReadyQueue::Push(const std::string& key, const std::string& value) {
   std::string_view id_text = std::string_view(key).substr(sizeof(elastic::kReadyPrefix) - 1);
   int id = -1;
-  int64_t cursor = -1, synced = 0;
+  elastic::ReadyReport ready;
   auto [id_end, id_ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
   if (id_ec != std::errc() || id_end != id_text.data() + id_text.size() || id < 0 ||
-      !elastic::DecodeReady(value, &cursor, &synced)) {
+      !elastic::DecodeReady(value, &ready)) {
     return;
   }
-  queue_.Push({{id, cursor, synced}});
+  queue_.Push({{id, ready}});
 }
 
 ElasticJob::ElasticJob(ElasticJobContext context, ElasticDriverOptions options)
@@ -267,7 +267,7 @@ void ElasticJob::OnDiscovery() {
 
 void ElasticJob::OnReady() {
   for (const ReadyQueue::Report& r : context_.ready->TakeAll()) {
-    if (!launcher_signal_) driver_.OnReady(r.id, r.cursor, r.synced_round, Clock::now());
+    if (!launcher_signal_) driver_.OnReady(r.id, r.ready, Clock::now());
   }
 }
 

@@ -37,10 +37,9 @@ class ReadyQueue {
   int event_fd() const { return queue_.event_fd(); }
   struct Report {
     int id;
-    int64_t cursor;
-    int64_t synced_round;  // 0: the worker has not said it holds the state
+    control::elastic::ReadyReport ready;
   };
-  // From the server's observer: key "elastic/ready/<id>", value "<cursor>[ <synced round>]"
+  // From the server's observer: key "elastic/ready/<id>", value elastic::EncodeReady's
   // (elastic::DecodeReady); others ignored.
   void Push(const std::string& key, const std::string& value);
   std::vector<Report> TakeAll() { return queue_.TakeAll(); }

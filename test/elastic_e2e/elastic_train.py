@@ -48,6 +48,9 @@ parser.add_argument("--block-start-rank", type=int, default=-1,
                     help="this worker stops training (sleeps) at its first failure")
 parser.add_argument("--fail-before-init-on", default="",
                     help="workers on this host exit 1 before hvd.init()")
+parser.add_argument("--bad-iface-on", default="",
+                    help="workers on this host name a network interface that does not exist "
+                         "(HVD_GLOO_IFACE): every init of theirs fails to join its round")
 parser.add_argument("--die-in-reset-on-worker", type=int, default=-1,
                     help="this worker (elastic worker id) SIGKILLs itself in its first reset "
                          "callback, before the new round's state sync")
@@ -72,6 +75,9 @@ slept = False
 if args.fail_before_init_on and hostname == args.fail_before_init_on:
     print(f"worker {worker} on {hostname}: failing before init", file=sys.stderr)
     sys.exit(1)
+
+if args.bad_iface_on and hostname == args.bad_iface_on:
+    os.environ["HVD_GLOO_IFACE"] = "nosuch0"
 
 hvd.init()
 torch.manual_seed(1000 + start_rank)

@@ -135,6 +135,27 @@ def test_f09_host_fails_before_the_first_rendezvous(tmp_path):
     assert [l["rendezvous"] for l in run.log] == [1, 1, 1]
 
 
+# The workers of one host join no round (their inits fail there: HVD_GLOO_IFACE names no
+# interface): each such round is given up at once, so the others do not wait out their
+# rendezvous timeout (5 s here) and count it as a try of their own; after its third try the
+# failing host is blacklisted and the job goes on without it. Until 2026-12-01 every survivor
+# failed too, after three timeouts, and the job ended.
+def test_a_host_whose_inits_fail_is_blacklisted_and_the_others_go_on(tmp_path):
+    run = hvdrun(["-np", "2", "--min-np", "2", "-H", "localhost:2,127.0.0.1:1"],
+                 ["--bad-iface-on", "127.0.0.1"], tmp_path,
+                 env={"HVD_GLOO_TIMEOUT_SECONDS": "5"})
+    assert run.returncode == 0, run.describe()
+    assert run.sizes() == [2, 2, 2], run.describe()
+    assert run.err.count("worker 2 (rank 2) could not join round") == 2, run.describe()
+    assert "worker 2 (rank 2 of round 3) on 127.0.0.1 failed" in run.err, run.describe()
+    assert "HVD_GLOO_IFACE 'nosuch0'" in run.err, run.describe()
+    assert "host 127.0.0.1 is blacklisted" in run.err, run.describe()
+    assert "host localhost is blacklisted" not in run.err, run.describe()
+    # The survivors were told the rounds were given up, none waited out its 5 s.
+    assert "waiting for data connections" not in run.err, run.describe()
+    assert "did not arrive within" not in run.err, run.describe()
+
+
 # F10: one worker of a host fails, the host's other worker is stuck (it never re-initializes):
 # the host is drained, the others go on without waiting, the stuck one is stopped.
 def test_f10_a_failed_slot_drains_its_host(tmp_path):

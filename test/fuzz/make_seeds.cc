@@ -112,8 +112,9 @@ void ElasticSeeds(Corpus& c) {
   assign.assignment = {3, 1, 4, 1, 2, 0, 2, true, 1700000000, "node-1"};
   c.Write("elastic_messages", "assign", e::EncodeMessage(assign));
   c.Write("elastic_messages", "removed", e::EncodeMessage({true, {}, "host node-2 failed"}));
-  c.Write("elastic_messages", "ready", e::EncodeReady(5, 2));
-  c.Write("elastic_messages", "ready-unsynced", e::EncodeReady(1, 0));
+  c.Write("elastic_messages", "ready", e::EncodeReady({5, 2, 0}));
+  c.Write("elastic_messages", "ready-unsynced", e::EncodeReady({1, 0, 0}));
+  c.Write("elastic_messages", "ready-failed-round", e::EncodeReady({4, 0, 3}));
   c.Write("elastic_messages", "hosts", e::EncodeHostUpdate(1700000000, e::kHostsAdded));
 }
 

@@ -296,6 +296,10 @@ Status ConnectorHandshake(int fd, const TcpMeshOptions& o, int peer, const std::
   return Status::OK();
 }
 
+// How often a rank waiting for the higher ranks' connections asks whether the rendezvous
+// was given up (one request to hvdrun's server each time).
+constexpr int kAbortCheckMs = 500;
+
 // One incoming connection being authenticated.
 struct Pending {
   Pending(Fd socket, std::string peer, const TcpMeshOptions& o)
@@ -320,8 +324,18 @@ class Acceptor {
     while (missing > 0) {
       pfds.assign(1, {listen_fd_, POLLIN, 0});
       for (const Pending& p : pending_) pfds.push_back({p.fd.get(), POLLIN, 0});
-      int ready = poll(pfds.data(), pfds.size(), RemainingMs(deadline));
+      const int left = RemainingMs(deadline);
+      int ready = poll(pfds.data(), pfds.size(), std::min(left, kAbortCheckMs));
       if (ready < 0 && errno != EINTR) return Status::IoError(Errno("poll"));
+      if (ready == 0 && left > kAbortCheckMs) {
+        // Still time: was the rendezvous given up meanwhile (an elastic round whose member
+        // could not join, or died)? Any request under its keys then answers kAborted. Until
+        // 2026-12-01 a rank waiting here for the higher ranks waited out its whole timeout
+        // (30 s), which an elastic worker counted as a failed try of its own.
+        Result<std::string> own = o_.kv->Get(o_.scope + "/tcp/" + std::to_string(o_.rank));
+        if (own.status().code() == StatusCode::kAborted) return own.status();
+        continue;
+      }
       if (ready == 0) {
         std::string who;
         for (int r = o_.rank + 1; r < o_.size; ++r) {

@@ -22,12 +22,11 @@ std::string FuzzElasticMessages(std::string_view input) {
     HVD_CHECK(again->reason == message->reason);
   }
 
-  int64_t cursor = 0, synced = 0;
-  if (elastic::DecodeReady(input, &cursor, &synced)) {
-    int64_t cursor2 = 0, synced2 = 0;
-    HVD_CHECK(elastic::DecodeReady(elastic::EncodeReady(cursor, synced), &cursor2, &synced2));
-    HVD_CHECK_EQ(cursor2, cursor);
-    HVD_CHECK_EQ(synced2, synced);
+  elastic::ReadyReport ready;
+  if (elastic::DecodeReady(input, &ready)) {
+    elastic::ReadyReport again;
+    HVD_CHECK(elastic::DecodeReady(elastic::EncodeReady(ready), &again));
+    HVD_CHECK(again == ready);
   } else {
     Note(&outcome, "not a ready report");
   }

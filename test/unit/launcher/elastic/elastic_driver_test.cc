@@ -673,6 +673,30 @@ TEST_F(ElasticDriverTest, AMemberReinitializingStartsANewRound) {
   EXPECT_EQ(Ranks({0, 1, 2}), (std::vector<int>{0, 1, 2}));
 }
 
+// A member whose init failed to join the current round (its ready report names the round) gives
+// that round up at once, so the members waiting in its rendezvous move on instead of waiting
+// out their timeout, which counted against their own tries; a member that leaves a formed round
+// by itself (a host change's reset) does not, and neither does a report naming an older round.
+TEST_F(ElasticDriverTest, AMemberThatCouldNotJoinGivesTheRoundUpAtOnce) {
+  StartRound1({{"a", 3, {}}}, 3, 1);
+  Ready({1});
+  EXPECT_TRUE(rec_.aborted.empty()) << "the others may still be in round 1's collectives";
+  Ready({0, 2});
+  ASSERT_EQ(driver_->round(), 2);
+  ASSERT_THAT(rec_.aborted, ElementsAre(1));  // forming round 2 gave round 1 up
+  const auto mail = [&](int id) { return static_cast<int64_t>(rec_.mail[id].size()); };
+  driver_->OnReady(1, elastic::ReadyReport{mail(1), 0, 1}, now_);  // an older round: a re-init
+  EXPECT_THAT(rec_.aborted, ElementsAre(1));
+  driver_->OnReady(2, elastic::ReadyReport{mail(2), 0, 2}, now_);
+  EXPECT_THAT(rec_.aborted, ElementsAre(1, 2)) << "members 0 and 1 stop waiting for worker 2";
+  EXPECT_THAT(rec_.steps, Contains(HasSubstr("worker 2 (rank 2) could not join round 2")));
+  driver_->OnReady(2, elastic::ReadyReport{mail(2), 0, 2}, now_);
+  EXPECT_THAT(rec_.aborted, ElementsAre(1, 2)) << "once";
+  Ready({0});
+  ASSERT_EQ(driver_->round(), 3);
+  EXPECT_EQ(Ranks({0, 1, 2}), (std::vector<int>{0, 1, 2}));
+}
+
 // A new worker that never becomes ready does not hold up the first round for more than the
 // start timeout; it joins later.
 TEST_F(ElasticDriverTest, SlowWorkerJoinsLater) {
