@@ -351,28 +351,38 @@ void ElasticDriver::RemoveIneligible(TimePoint now) {
   // when enough other slots appear they are removed then, and after --elastic-timeout the job
   // ends as any job below --min-np does. Horovod gets there by waiting for --min-np slots in
   // its reset (wait_for_available_slots) while its workers wait in the rendezvous.
+  //
+  // A member whose host discovery stopped listing (or lists with fewer slots) while the others
+  // can go on without it leaves at the next reset, not at once: it is marked `leaving`, every
+  // member is told (HostsUpdatedInterrupt at the same commit), and only when that round forms
+  // is it removed, if its host is still not listed then (FormRound). A host that was missing
+  // for one poll thus keeps its workers, as in Horovod, which decides membership at the reset;
+  // until 2026-12-01 they were removed at that poll, and the host, listed again, got new
+  // workers beside the leaving ones (two resets, the workers restarted).
   const bool keep_gone_members = round_ > 0 && !finishing_ && EligibleSlots(now) < options_.min_np;
-  bool member_removed = false, member_kept = false;
+  bool member_leaving = false, member_kept = false;
   for (auto& [id, w] : workers_) {
     if (!w.alive || w.removed || Eligible(w, now)) continue;
-    auto host = std::find_if(hosts_.begin(), hosts_.end(),
-                             [&name = w.host](const Host& h) { return h.name == name; });
-    const bool gone = host == hosts_.end() || !host->listed;
-    if (gone && keep_gone_members && IsMember(w)) {
-      member_kept = true;
+    const bool blacklisted = blacklist_.Contains(w.host, now);
+    if (!blacklisted && IsMember(w)) {
+      if (keep_gone_members && !HostListed(w.host)) {
+        member_kept = true;
+      } else if (!w.leaving) {
+        w.leaving = true;
+        member_leaving = true;
+        actions_->Step("worker " + std::to_string(w.id) + " (rank " + std::to_string(w.rank) +
+                       ") leaves at the next reset: " + IneligibleWhy(w, now));
+      }
       continue;
     }
-    std::string why =
-        gone ? "host " + w.host + " is no longer available"
-        : blacklist_.Contains(w.host, now)
-            ? "host " + w.host + " is blacklisted"
-            : "host " + w.host + " now has " + std::to_string(host->slots) + " slot(s)";
-    member_removed |= IsMember(w) && !blacklist_.Contains(w.host, now);
-    Remove(w, why, now);
+    Remove(w, IneligibleWhy(w, now), now);
   }
   // One announcement for all of them: every member raises HostsUpdatedInterrupt at the same
-  // commit; the removed ones then read their removal, the others re-form.
-  if (member_removed) Notify(elastic::kHostsRemoved);
+  // commit; the leaving ones are then removed (FormRound), the others re-form.
+  if (member_leaving) {
+    reset_needed_ = true;
+    Notify(elastic::kHostsRemoved);
+  }
   if (member_kept && !keeping_gone_members_) {
     keeping_gone_members_ = true;
     actions_->Step(
@@ -385,6 +395,19 @@ void ElasticDriver::RemoveIneligible(TimePoint now) {
     // started for them stops, unless a reset is waiting for --min-np on its own.
     if (!reset_needed_) below_min_since_.reset();
   }
+}
+
+bool ElasticDriver::HostListed(const std::string& name) const {
+  return std::any_of(hosts_.begin(), hosts_.end(),
+                     [&](const Host& h) { return h.name == name && h.listed; });
+}
+
+std::string ElasticDriver::IneligibleWhy(const Worker& w, TimePoint now) const {
+  auto host = std::find_if(hosts_.begin(), hosts_.end(),
+                           [&name = w.host](const Host& h) { return h.name == name; });
+  if (host == hosts_.end() || !host->listed) return "host " + w.host + " is no longer available";
+  if (blacklist_.Contains(w.host, now)) return "host " + w.host + " is blacklisted";
+  return "host " + w.host + " now has " + std::to_string(host->slots) + " slot(s)";
 }
 
 void ElasticDriver::Remove(Worker& w, const std::string& why, TimePoint now) {
@@ -408,11 +431,12 @@ void ElasticDriver::Notify(int flags) {
   actions_->NotifyHosts(hosts_timestamp_, hosts_flags_);
 }
 
-bool ElasticDriver::AnyStateHolder() {
+bool ElasticDriver::AnyStateHolder(bool staying) {
   // A member still in the round may hold the state (its sync is only reported when it is ready
   // again).
   std::vector<Worker*> live = Live();
   return std::any_of(live.begin(), live.end(), [&](Worker* w) {
+    if (staying && w->leaving) return false;
     return HoldsState(*w) || (IsMember(*w) && !w->IsReady()) || round_ == 0;
   });
 }
@@ -420,7 +444,9 @@ bool ElasticDriver::AnyStateHolder() {
 void ElasticDriver::SpawnFree(TimePoint now) {
   // Once no live worker holds the training state (every host of the round was lost), a new
   // worker could never be handed it: CheckEnd ends the job instead.
-  if (finishing_ || ending_ || (round_ > 0 && !AnyStateHolder())) return;
+  // A holder leaving at the next reset does not count: a worker started now could not be
+  // handed the state by it.
+  if (finishing_ || ending_ || (round_ > 0 && !AnyStateHolder(/*staying=*/true))) return;
   const int eligible = EligibleSlots(now);
   if (workers_.empty() && eligible < options_.start_np) {
     StartWaiting(now, options_.start_np, "-np");
@@ -429,7 +455,11 @@ void ElasticDriver::SpawnFree(TimePoint now) {
   std::vector<Worker*> live = Live();
   const int cap = options_.max_np.value_or(INT_MAX);
   const int planned = std::min(cap, eligible);
-  int count = static_cast<int>(live.size());
+  // Members leaving at the next reset keep their slots (their hosts may be listed again by
+  // then) but are not counted as staying: the new workers' first rank and size (what their
+  // environment says before their first init) stay within the planned size.
+  int count = static_cast<int>(
+      std::count_if(live.begin(), live.end(), [](const Worker* w) { return !w->leaving; }));
   for (Host& h : hosts_) {
     if (!h.listed || blacklist_.Contains(h.name, now)) continue;
     for (int slot = 0; slot < h.slots && count < cap; ++slot) {
@@ -448,7 +478,7 @@ void ElasticDriver::SpawnFree(TimePoint now) {
       if (round_ == 0) below_min_since_.reset();
       actions_->Step("starting worker " + std::to_string(w.id) + " on " + h.name + " (slot " +
                      std::to_string(slot) + ")");
-      actions_->Spawn(w.id, h.name, slot, h.slots, count, planned);
+      actions_->Spawn(w.id, h.name, slot, h.slots, count, std::max(planned, count + 1));
       ++count;
     }
   }
@@ -489,6 +519,18 @@ void ElasticDriver::MaybeFormRound(TimePoint now) {
     for (Worker* w : live) {
       if (IsMember(*w) && !w->IsReady()) return;  // still training, or leaving
     }
+    // Members marked leaving (RemoveIneligible) go now, unless their host is back, or the
+    // others could not run without them (--min-np), as when they were marked.
+    const bool keep_gone_members = !finishing_ && EligibleSlots(now) < options_.min_np;
+    bool removed = false;
+    for (Worker* w : live) {
+      if (!w->leaving) continue;
+      w->leaving = false;
+      if (Eligible(*w, now) || (keep_gone_members && !HostListed(w->host))) continue;
+      Remove(*w, IneligibleWhy(*w, now), now);
+      removed = true;
+    }
+    if (removed) live = Live();
   } else {
     bool all_ready = std::all_of(live.begin(), live.end(), [](Worker* w) { return w->IsReady(); });
     TimePoint first = live.front()->spawned_at;

@@ -94,8 +94,9 @@ struct ElasticEnd {
 //
 // Host changes. New workers ready to join, or hosts that disappear from discovery, are
 // announced (NotifyHosts) so every member raises HostsUpdatedInterrupt at the same commit.
-// A host that disappears while healthy is drained: its workers are removed (they leave at
-// that commit), it is not blacklisted, and once none of them is alive it is released
+// A host that disappears while healthy is drained: its members are marked leaving and removed
+// when the next round forms if the host is still not listed then (a host missing for one poll
+// keeps its workers), it is not blacklisted, and once none of them is alive it is released
 // (ReleaseHost). A host that is listed again later, or whose cooldown is over, gets workers
 // like a new one.
 //
@@ -169,6 +170,9 @@ class ElasticDriver {
     int slot = 0;
     bool alive = true;
     bool removed = false;  // told (or to be told) it is not in the job any more
+    // A member whose host discovery stopped listing (or shrank): removed when the next round
+    // forms, unless its host is back by then (RemoveIneligible).
+    bool leaving = false;
     int64_t removal = 0;   // the index of its removal message
     bool failed = false;   // exited non-zero or by a signal on its own
     bool stopped = false;  // the driver terminated it
@@ -204,13 +208,18 @@ class ElasticDriver {
   void Reconcile(TimePoint now);
   void RemoveIneligible(TimePoint now);
   void ReleaseGoneHosts(TimePoint now);
-  bool AnyStateHolder();
+  // Whether a live worker holds (or may hold) the training state; `staying`: one not leaving at
+  // the next reset.
+  bool AnyStateHolder(bool staying = false);
   void SpawnFree(TimePoint now);
   void MaybeAnnounceNewWorkers(TimePoint now);
   void MaybeFormRound(TimePoint now);
   void OrderMembers(std::vector<Worker*>& members) const;
   void FormRound(std::vector<Worker*> members, TimePoint now);
   void Remove(Worker& worker, const std::string& why, TimePoint now);
+  bool HostListed(const std::string& name) const;
+  // Why `w` may not run where it is: its host is gone, blacklisted, or has fewer slots now.
+  std::string IneligibleWhy(const Worker& w, TimePoint now) const;
   void Notify(int flags);
   void CheckEnd(TimePoint now);
   // Starts the --elastic-timeout clock (below_min_since_) unless it runs; warns once when the

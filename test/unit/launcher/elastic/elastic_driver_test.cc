@@ -287,12 +287,15 @@ TEST_F(ElasticDriverTest, ScaleUpThenDown) {
   EXPECT_EQ(rec_.Assigned(0).hosts_timestamp, 1);
 
   Hosts({{"127.0.0.1", 2, {}}});
-  EXPECT_TRUE(rec_.Removed(0));
-  EXPECT_TRUE(rec_.Removed(1));
+  EXPECT_FALSE(rec_.Removed(0)) << "members leave at the reset, not at the poll";
   ASSERT_EQ(rec_.notified.size(), 2u);
   EXPECT_EQ(rec_.notified[1], std::make_pair(int64_t{2}, elastic::kHostsRemoved));
   Ready({2, 3});
-  ASSERT_EQ(driver_->round(), 3) << "does not wait for the removed workers";
+  EXPECT_EQ(driver_->round(), 2) << "every member raises HostsUpdatedInterrupt at that commit";
+  Ready({0, 1});
+  EXPECT_TRUE(rec_.Removed(0));
+  EXPECT_TRUE(rec_.Removed(1));
+  ASSERT_EQ(driver_->round(), 3);
   EXPECT_EQ(Ranks({2, 3}), (std::vector<int>{0, 1}));
   EXPECT_FALSE(rec_.Assigned(2).joined);
   EXPECT_EQ(driver_->reset_count(), 2);
@@ -317,7 +320,7 @@ TEST_F(ElasticDriverTest, ResetLimit) {
   Ready({0, 1});
   ASSERT_EQ(driver_->round(), 2);
   Hosts({{"127.0.0.1", 2, {}}});
-  Ready({2, 3});
+  Ready({0, 1, 2, 3});
   ASSERT_TRUE(driver_->end().has_value());
   EXPECT_EQ(driver_->end()->message,
             "Horovod was shutdown because number of resets during elastic job exceeded limit: 1");
@@ -465,11 +468,12 @@ TEST_F(ElasticDriverTest, GoneHostsMembersLeaveOnceOthersCanTakeTheirPlace) {
   EXPECT_FALSE(rec_.Removed(2)) << "2 slots left, fewer than --min-np 3";
   now_ += seconds(5);
   Hosts({{"a", 2, {}}, {"c", 1, {}}});
-  EXPECT_TRUE(rec_.Removed(2));
+  EXPECT_FALSE(rec_.Removed(2)) << "it leaves at the reset";
   ASSERT_EQ(rec_.spawned[3].host, "c");
   ASSERT_THAT(rec_.notified, ElementsAre(std::make_pair(int64_t{1}, elastic::kHostsRemoved)));
   Ready({3});
-  Ready({0, 1});
+  Ready({0, 1, 2});
+  EXPECT_TRUE(rec_.Removed(2));
   ASSERT_EQ(driver_->round(), 2);
   EXPECT_EQ(Ranks({0, 1, 3}), (std::vector<int>{0, 1, 2}));
   now_ += seconds(20);
@@ -509,9 +513,9 @@ TEST_F(ElasticDriverTest, ADrainedHostIsReleasedAndComesBackWithoutCooldown) {
   Hosts({{"a", 2, {}}, {"b", 2, {}}});
   Ready({0, 1, 2, 3});
   Hosts({{"a", 2, {}}});
+  Ready({0, 1, 2, 3});
   EXPECT_TRUE(rec_.Removed(2));
   EXPECT_TRUE(rec_.Removed(3));
-  Ready({0, 1});
   ASSERT_EQ(driver_->round(), 2);
   driver_->OnExit(2, kExit1, now_);
   EXPECT_TRUE(rec_.released.empty()) << "worker 3 is still alive on b";
@@ -581,16 +585,44 @@ TEST_F(ElasticDriverTest, AHostBlacklistedForGoodIsReleased) {
   EXPECT_THAT(rec_.released, ElementsAre("b"));
 }
 
+// A host missing from discovery for one poll while the others could go on without it: its
+// members are told at their next commit (one reset) but keep their places when the host is
+// listed again before that reset; no worker is removed or started. Until 2026-12-01 they were
+// removed at the poll, and the host, listed again, got new workers beside the leaving ones
+// (two resets, the workers restarted).
+TEST_F(ElasticDriverTest, AHostMissingForOnePollKeepsItsWorkers) {
+  StartRound1({{"a", 2, {}}, {"b", 2, {}}}, 4, 2);
+  Hosts({{"a", 2, {}}});
+  ASSERT_THAT(rec_.notified, ElementsAre(std::make_pair(int64_t{1}, elastic::kHostsRemoved)));
+  EXPECT_THAT(rec_.steps, Contains(HasSubstr("worker 2 (rank 2) leaves at the next reset: host b "
+                                             "is no longer available")));
+  Hosts({{"a", 2, {}}, {"b", 2, {}}});
+  EXPECT_THAT(rec_.spawn_order, ElementsAre(0, 1, 2, 3)) << "its slots are still taken";
+  Ready({0, 1, 2, 3});
+  ASSERT_EQ(driver_->round(), 2);
+  EXPECT_EQ(driver_->reset_count(), 1);
+  EXPECT_EQ(Ranks({0, 1, 2, 3}), (std::vector<int>{0, 1, 2, 3}));
+  for (int id : {2, 3}) EXPECT_FALSE(rec_.Removed(id)) << id;
+  EXPECT_TRUE(rec_.terminated.empty());
+  // Gone again, and still gone at the reset: removed then.
+  Hosts({{"a", 2, {}}});
+  Ready({0, 1, 2, 3});
+  ASSERT_EQ(driver_->round(), 3);
+  for (int id : {2, 3}) EXPECT_TRUE(rec_.Removed(id)) << id;
+  EXPECT_EQ(Ranks({0, 1}), (std::vector<int>{0, 1}));
+}
+
 // Horovod: "No hosts from previous set remaining, unable to broadcast state."
 TEST_F(ElasticDriverTest, NoSurvivorToHandOverTheState) {
   StartRound1({{"a", 1, {}}, {"b", 1, {}}}, 1, 1, 1);
   ASSERT_EQ(rec_.spawn_order.size(), 1u);
-  Hosts({{"b", 1, {}}});  // a is gone: worker 0 removed
+  Hosts({{"b", 1, {}}});  // a is gone: worker 0 leaves at the reset
   // No worker is started on b: it could never be handed the state (until 2026-11-27 one was,
   // and stopped again after the grace period).
   ASSERT_EQ(rec_.spawn_order.size(), 1u);
   EXPECT_EQ(driver_->round(), 1);
-  driver_->OnReady(0, static_cast<int64_t>(rec_.mail[0].size()) - 1, now_);  // reads its removal
+  Ready({0});  // at its commit; then it reads its removal
+  ASSERT_TRUE(rec_.Removed(0));
   driver_->OnExit(0, kExit1, now_);
   ASSERT_TRUE(driver_->end().has_value());
   EXPECT_THAT(driver_->end()->message,
@@ -764,8 +796,8 @@ TEST_F(ElasticDriverTest, AWorkerSeenEndingIsNotStopped) {
 TEST_F(ElasticDriverTest, ARemovedWorkerThatReadItsRemovalLeftWhenAsked) {
   StartRound1({{"a", 1, {}}, {"b", 1, {}}}, 2, 1);
   Hosts({{"a", 1, {}}});
+  Ready({0, 1});  // at their commit; worker 1 then reads its removal
   ASSERT_TRUE(rec_.Removed(1));
-  driver_->OnReady(1, static_cast<int64_t>(rec_.mail[1].size()) - 1, now_);  // reads its removal
   driver_->OnEnded(1);
   driver_->OnExit(1, kExit1, now_);
   EXPECT_TRUE(driver_->LeftWhenAsked(1));
