@@ -114,6 +114,28 @@ def test_adasum_distributed_optimizer_applies_the_combined_updates(hvd):
         assert torch.equal(model["unused"].weight, before["unused.weight"])
 
 
+@pytest.mark.parametrize("make", [
+    lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=0.1),
+    lambda params: torch.optim.Adam(params, lr=0.1, weight_decay=0.1)], ids=["sgd", "adam"])
+def test_adasum_leaves_a_parameter_without_a_gradient_where_it_is(hvd, make):
+    """A parameter no rank computed a gradient for (grad None) does not move: the wrapped
+    optimizer skips it, as in Horovod's delta optimizer. Until 2026-12-01 hvd filled its gradient
+    with zeros, and weight decay (and momentum, Adam's moments) moved it anyway."""
+    torch.manual_seed(2)
+    model = torch.nn.ModuleDict({"used": torch.nn.Linear(3, 1), "unused": torch.nn.Linear(2, 2)})
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    optimizer = hvd.DistributedOptimizer(make(model.parameters()),
+                                         named_parameters=model.named_parameters(),
+                                         op=hvd.Adasum)
+    before = model["unused"].weight.detach().clone()
+    for _ in range(2):
+        optimizer.zero_grad()
+        model["used"](torch.ones(2, 3) * (hvd.rank() + 1)).sum().backward()
+        optimizer.step()
+    assert torch.equal(model["unused"].weight.detach(), before)
+    assert model["unused"].weight.grad is None
+
+
 def test_adasum_distributed_optimizer_step_is_recorded_and_hooked_once(hvd):
     # Adasum steps the wrapped optimizer once per parameter (in backward's hooks); torch's
     # wrapper of each optimizer class's step (profiler record, torch 2.x's step hooks) must

@@ -398,9 +398,11 @@ class _DistributedAdasumOptimizer(_HookedOptimizer):
                 group["params"] = params
 
     def _allreduce_grad_async(self, p):
-        """Steps `p` alone and starts the Adasum allreduce of its update."""
-        if p.grad is None:
-            p.grad = p.data.new(p.size()).zero_()
+        """Steps `p` alone and starts the Adasum allreduce of its update. A parameter without a
+        gradient (None: unused in this step's forward) is left to the wrapped optimizer, which
+        skips it, so its update is zero, as in Horovod's delta optimizer; until 2026-12-01 its
+        gradient was filled with zeros, as the other flavour's allreduce needs, and weight decay,
+        momentum or Adam's moments still moved it."""
         start = self._starts.get(p)
         if start is None:
             start = self._starts[p] = torch.empty_like(p.data)
