@@ -63,6 +63,10 @@ std::string EncodeKvRequest(const KvRequest& request);
 Result<KvRequest> DecodeKvRequest(FrameType op, std::string_view body);
 
 std::string EncodeKvResponse(const KvResponse& response);
+// The bytes EncodeKvResponse adds to a value when the message is empty (the status code, the two
+// lengths and the number): a stored value must leave that much room under the frame cap, or the
+// answer to `get` could not carry it.
+inline constexpr size_t kKvResponseOverhead = 20;
 Result<KvResponse> DecodeKvResponse(std::string_view body);
 
 }  // namespace hvd::control

@@ -118,6 +118,16 @@ Step RendezvousSession::Execute(const KvRequest& request) {
   const RendezvousServerOptions& options = *context_->options;
   switch (request.op) {
     case FrameType::kSet:
+      // A value the answer to `get` (or `wait`) could not carry under the frame cap: refused
+      // here, naming the key, rather than stored and unreadable (until 2026-12-01 a value within
+      // 8 + key-length bytes of the cap was stored, and every later get of it failed).
+      if (request.value.size() + control::kKvResponseOverhead > max_body()) {
+        response.code = StatusCode::kInvalidArgument;
+        response.message = "value of " + std::to_string(request.value.size()) + " bytes for key '" +
+                           request.key + "' is too large to be read back: at most " +
+                           std::to_string(max_body() - control::kKvResponseOverhead) + " bytes";
+        break;
+      }
       store.Set(job_id_, request.key, request.value);
       for (const RendezvousServerOptions::KeyObserver& observer : options.observers) {
         if (request.key.starts_with(observer.prefix)) observer.on_set(request.key, request.value);

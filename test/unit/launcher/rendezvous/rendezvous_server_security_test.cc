@@ -14,6 +14,7 @@
 
 #include "common/byte_codec.h"
 #include "common/kv_client.h"
+#include "common/kv_messages.h"
 #include "common/tcp_kv_client.h"
 #include "launcher/rendezvous/rendezvous_server.h"
 #include "launcher/rendezvous/rendezvous_session.h"
@@ -66,6 +67,28 @@ class RendezvousSecurityTest : public ::testing::Test {
 
   std::unique_ptr<RendezvousServer> server_;
 };
+
+// A value whose `get` answer would exceed the frame cap is refused at `set`, naming the key,
+// where a set request with a short key fits (its overhead is smaller than the answer's); the
+// largest readable value is stored and read back whole. Until 2026-12-01 the first was stored and
+// every get of it failed on the client's cap (the same cap as the server's here).
+TEST_F(RendezvousSecurityTest, AValueTooLargeToBeReadBackIsRefusedAtSet) {
+  const size_t cap = 64 << 10;
+  ASSERT_EQ(control::EncodeKvResponse({StatusCode::kOk, "", std::string(5, 'x'), 0}).size(),
+            5 + control::kKvResponseOverhead);
+  auto client = control::TcpKvClient::Connect("127.0.0.1", server_->port(), Key(0x11), "job-1",
+                                              milliseconds(5000), static_cast<uint32_t>(cap));
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  const std::string largest(cap - control::kKvResponseOverhead, 'v');
+  Status s = (*client)->Set("k", largest + "v");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("key 'k' is too large to be read back"), std::string::npos)
+      << s.ToString();
+  ASSERT_TRUE((*client)->Set("k", largest).ok());
+  Result<std::string> back = (*client)->Get("k");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, largest);
+}
 
 TEST_F(RendezvousSecurityTest, WrongKeyIsPermissionDeniedAndCounted) {
   auto client = control::KvClient::Connect("127.0.0.1", server_->port(), Key(0x22), "job-1",
