@@ -267,6 +267,7 @@ void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::st
   }
   if (member) {
     reset_needed_ = true;
+    aborted_round_ = round_;
     actions_->AbortRound(round_);  // members still in its rendezvous move on at once
   }
   Reconcile(now);
@@ -307,6 +308,7 @@ std::optional<ElasticDriver::TimePoint> ElasticDriver::NextDeadline() const {
   }
   consider(blacklist_.NextExpiry(last_now_));
   if (below_min_since_) consider(*below_min_since_ + options_.elastic_timeout);
+  if (reset_waiting_since_) consider(*reset_waiting_since_ + options_.elastic_timeout);
   if (pending_ready_since_ && !announced_new_) {
     consider(*pending_ready_since_ + options_.start_timeout);
   }
@@ -355,8 +357,9 @@ void ElasticDriver::RemoveIneligible(TimePoint now) {
   // A member whose host discovery stopped listing (or lists with fewer slots) while the others
   // can go on without it leaves at the next reset, not at once: it is marked `leaving`, every
   // member is told (HostsUpdatedInterrupt at the same commit), and only when that round forms
-  // is it removed, if its host is still not listed then (FormRound). A host that was missing
-  // for one poll thus keeps its workers, as in Horovod, which decides membership at the reset;
+  // is it removed, if its host is still not listed then (MaybeFormRound). A host missing for a
+  // poll or two, listed again before the members' next commit, thus keeps its workers, as in
+  // Horovod, which decides membership at the reset;
   // until 2026-12-01 they were removed at that poll, and the host, listed again, got new
   // workers beside the leaving ones (two resets, the workers restarted).
   const bool keep_gone_members = round_ > 0 && !finishing_ && EligibleSlots(now) < options_.min_np;
@@ -516,19 +519,34 @@ void ElasticDriver::MaybeFormRound(TimePoint now) {
   if (live.empty()) return;
   if (round_ > 0) {
     if (!reset_needed_) return;
-    for (Worker* w : live) {
-      if (IsMember(*w) && !w->IsReady()) return;  // still training, or leaving
-    }
-    // Members marked leaving (RemoveIneligible) go now, unless their host is back, or the
-    // others could not run without them (--min-np), as when they were marked.
+    // Members marked leaving (RemoveIneligible) go now, ready or not, unless their host is back
+    // or the others could not run without them (--min-np), as when they were marked; those that
+    // stay are waited for as any member. Those that go read their removal at their next init,
+    // or are stopped the grace period after the round forms.
     const bool keep_gone_members = !finishing_ && EligibleSlots(now) < options_.min_np;
+    auto goes = [&](const Worker& w) {
+      return w.leaving && !Eligible(w, now) && !(keep_gone_members && !HostListed(w.host));
+    };
+    bool any_ready = false, all_ready = true;
+    for (Worker* w : live) {
+      if (!IsMember(*w) || goes(*w)) continue;
+      if (w->IsReady()) {
+        any_ready = true;
+      } else {
+        all_ready = false;
+      }
+    }
+    if (!all_ready) {  // still training (at most until their next commit), or stuck
+      if (any_ready) StopStragglers(live, now);
+      return;
+    }
     bool removed = false;
     for (Worker* w : live) {
-      if (!w->leaving) continue;
+      if (w->leaving && goes(*w)) {
+        Remove(*w, IneligibleWhy(*w, now), now);
+        removed = true;
+      }
       w->leaving = false;
-      if (Eligible(*w, now) || (keep_gone_members && !HostListed(w->host))) continue;
-      Remove(*w, IneligibleWhy(*w, now), now);
-      removed = true;
     }
     if (removed) live = Live();
   } else {
@@ -574,6 +592,26 @@ void ElasticDriver::MaybeFormRound(TimePoint now) {
   FormRound(std::move(ready), now);
 }
 
+void ElasticDriver::StopStragglers(const std::vector<Worker*>& live, TimePoint now) {
+  // Some members wait at the reset for others that have not reached it. A member that never
+  // does (hung in a collective that cannot fail, or in user code) would hold the job forever:
+  // the waiting workers' own wait has no bound (runtime/elastic_session.cc), so after
+  // --elastic-timeout the stragglers are stopped, and the others re-form without them (their
+  // slots get new workers). Until 2026-12-01 the waiting workers instead gave up after
+  // --elastic-timeout plus a minute, exited 1, and got their own healthy hosts blacklisted.
+  if (!reset_waiting_since_) reset_waiting_since_ = now;
+  if (now - *reset_waiting_since_ < options_.elastic_timeout) return;
+  for (Worker* w : live) {
+    if (!IsMember(*w) || w->IsReady() || !w->Running() || w->stopped) continue;
+    actions_->Warn("worker " + std::to_string(w->id) + " (rank " + std::to_string(w->rank) +
+                   ") on " + w->host + " did not reach round " + std::to_string(round_) +
+                   "'s reset within " + Seconds(options_.elastic_timeout) +
+                   " s (--elastic-timeout) while the others waited: stopping it");
+    w->stopped = true;
+    actions_->Terminate(w->id);
+  }
+}
+
 void ElasticDriver::OrderMembers(std::vector<Worker*>& members) const {
   // Hosts with survivors first, by their lowest previous rank (rank 0 keeps the state); then
   // hosts of new workers in first-seen order. Within a host: survivors by rank, then slots.
@@ -594,13 +632,20 @@ void ElasticDriver::OrderMembers(std::vector<Worker*>& members) const {
   };
   std::sort(members.begin(), members.end(),
             [&](const Worker* a, const Worker* b) { return key(a) < key(b); });
-  if (options_.max_np && static_cast<int>(members.size()) > *options_.max_np) {
-    members.resize(static_cast<size_t>(*options_.max_np));
-  }
 }
 
 void ElasticDriver::FormRound(std::vector<Worker*> members, TimePoint now) {
   OrderMembers(members);
+  // More ready workers than --max-np (new workers started beside members that were leaving but
+  // stayed, their host listed again): the last, new ones, are let go. Left waiting, they were
+  // announced again and cut again at every reset, without end.
+  if (options_.max_np && static_cast<int>(members.size()) > *options_.max_np) {
+    for (size_t i = static_cast<size_t>(*options_.max_np); i < members.size(); ++i) {
+      Remove(*members[i],
+             "the job already has --max-np " + std::to_string(*options_.max_np) + " workers", now);
+    }
+    members.resize(static_cast<size_t>(*options_.max_np));
+  }
   if (round_ > 0) {
     ++reset_count_;
     actions_->AbortRound(round_);
@@ -631,6 +676,7 @@ void ElasticDriver::FormRound(std::vector<Worker*> members, TimePoint now) {
   reset_needed_ = false;
   announced_new_ = false;
   pending_ready_since_.reset();
+  reset_waiting_since_.reset();
   hosts_flags_ = 0;
   for (auto& [id, w] : workers_) {
     if (w.alive && w.removed && !w.terminate_at) w.terminate_at = now + options_.grace_period;

@@ -95,10 +95,10 @@ struct ElasticEnd {
 // Host changes. New workers ready to join, or hosts that disappear from discovery, are
 // announced (NotifyHosts) so every member raises HostsUpdatedInterrupt at the same commit.
 // A host that disappears while healthy is drained: its members are marked leaving and removed
-// when the next round forms if the host is still not listed then (a host missing for one poll
-// keeps its workers), it is not blacklisted, and once none of them is alive it is released
-// (ReleaseHost). A host that is listed again later, or whose cooldown is over, gets workers
-// like a new one.
+// when the next round forms if the host is still not listed then (a host listed again before
+// the members' next commit keeps its workers), it is not blacklisted, and once none of them is
+// alive it is released (ReleaseHost). A host that is listed again later, or whose cooldown is over,
+// gets workers like a new one.
 //
 // The job fails when every worker failed, when every host is blacklisted, when fewer than
 // --min-np slots are available for --elastic-timeout, when a round would exceed
@@ -214,6 +214,8 @@ class ElasticDriver {
   void SpawnFree(TimePoint now);
   void MaybeAnnounceNewWorkers(TimePoint now);
   void MaybeFormRound(TimePoint now);
+  // Stops members that have not reached the reset --elastic-timeout after others did.
+  void StopStragglers(const std::vector<Worker*>& live, TimePoint now);
   void OrderMembers(std::vector<Worker*>& members) const;
   void FormRound(std::vector<Worker*> members, TimePoint now);
   void Remove(Worker& worker, const std::string& why, TimePoint now);
@@ -263,6 +265,8 @@ class ElasticDriver {
   std::optional<int> first_failure_failed_by_;
   std::optional<TimePoint> below_min_since_;
   std::optional<TimePoint> pending_ready_since_;
+  // Since when some members have waited at a reset for others (StopStragglers).
+  std::optional<TimePoint> reset_waiting_since_;
   std::optional<ElasticEnd> end_;
   TimePoint last_now_{};
 };
