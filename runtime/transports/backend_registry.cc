@@ -102,6 +102,7 @@ class TcpProvider : public CommunicatorProvider {
     options.timeout = config_.timeout;
     options.heartbeat_timeout = config_.heartbeat_timeout;
     options.congestion = config_.tcp_congestion;
+    options.abortable = config_.rendezvous_round > 0;  // an elastic round (runtime_config.h)
     options.halving_bytes = config_.tcp_halving_bytes;
     // A CPU for every rank of this host: waits may poll busily for a while (tcp_transport.h).
     // More ranks than CPUs: they poll a while too, yielding the CPU between tries, as the shm

@@ -727,6 +727,7 @@ Result<std::unique_ptr<Communicator>> CreateTcpCommunicator(const TcpOptions& op
   mesh_options.timeout = options.timeout;
   mesh_options.heartbeat_timeout = options.heartbeat_timeout;
   mesh_options.congestion = options.congestion;
+  mesh_options.abortable = options.abortable;
   auto mesh = ConnectTcpMesh(mesh_options);
   if (!mesh.ok()) {
     return mesh.status().WithContext("tcp rendezvous of scope '" + options.scope + "' as rank " +

@@ -39,6 +39,8 @@ struct TcpOptions {
   bool busy_yield = false;
   // Congestion control of the data connections (TcpMeshOptions::congestion).
   std::string congestion = "auto";
+  // TcpMeshOptions::abortable: an elastic round's rendezvous, which hvdrun may give up.
+  bool abortable = false;
   // Allreduces of more than 2 ranks that would take recursive doubling take halving-doubling
   // from this many bytes on (HVD_TCP_HALVING_BYTES); -1 (auto): from the size the group's
   // network makes it faster, measured at the first allreduce of 8 KiB or more that would take

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -126,20 +127,36 @@ Result<std::string> ChooseCongestion(int listener, const std::string& want) {
   return want;
 }
 
-// Keepalive of an established connection (TcpMeshOptions::heartbeat_timeout): the first
-// probe after one idle second, then one a second; the kernel fails the connection with
-// ETIMEDOUT when `timeout` has passed without an answer.
+}  // namespace
+
+// Keepalive of an established connection (TcpMeshOptions::heartbeat_timeout): the kernel fails
+// the connection with ETIMEDOUT when `timeout` has passed without an answer.
+
+KeepAliveSettings KeepAliveFor(std::chrono::milliseconds timeout) {
+  KeepAliveSettings k;
+  const int64_t rest = std::max<int64_t>(1, (timeout.count() + 999) / 1000 - k.idle_s);
+  // Linux takes at most 127 probes (TCP_KEEPCNT), so past 127 s the probes are spaced out:
+  // until 2026-12-01 the count was set alone, the kernel refused it (EINVAL, unchecked), and its
+  // default of 9 one-second probes timed a peer out after ~10 s where 300 s were asked for.
+  k.interval_s = static_cast<int>((rest + kMaxKeepAliveProbes - 1) / kMaxKeepAliveProbes);
+  k.count = static_cast<int>((rest + k.interval_s - 1) / k.interval_s);
+  return k;
+}
+
 void KeepAlive(int fd, std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0) return;
+  const KeepAliveSettings k = KeepAliveFor(timeout);
   int one = 1;
-  int idle = 1;
-  int interval = 1;
-  int count = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000 - idle));
-  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+  if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) != 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &k.idle_s, sizeof(k.idle_s)) != 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &k.interval_s, sizeof(k.interval_s)) != 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &k.count, sizeof(k.count)) != 0) {
+    HVD_LOG_WARNING("TCP keepalive of {} s ({} probes {} s apart) could not be set: {}",
+                    timeout.count() / 1000, k.count, k.interval_s, std::strerror(errno));
+  }
 }
+
+namespace {
 
 std::string NumericHost(const sockaddr_storage& addr) {
   char host[NI_MAXHOST] = {};
@@ -321,46 +338,59 @@ class Acceptor {
   Status Run(Clock::time_point deadline) {
     int missing = o_.size - 1 - o_.rank;
     std::vector<pollfd> pfds;
+    auto next_abort_check = Clock::now() + std::chrono::milliseconds(kAbortCheckMs);
     while (missing > 0) {
-      pfds.assign(1, {listen_fd_, POLLIN, 0});
-      for (const Pending& p : pending_) pfds.push_back({p.fd.get(), POLLIN, 0});
-      const int left = RemainingMs(deadline);
-      int ready = poll(pfds.data(), pfds.size(), std::min(left, kAbortCheckMs));
-      if (ready < 0 && errno != EINTR) return Status::IoError(Errno("poll"));
-      if (ready == 0 && left > kAbortCheckMs) {
-        // Still time: was the rendezvous given up meanwhile (an elastic round whose member
-        // could not join, or died)? Any request under its keys then answers kAborted. Until
-        // 2026-12-01 a rank waiting here for the higher ranks waited out its whole timeout
-        // (30 s), which an elastic worker counted as a failed try of its own.
-        Result<std::string> own = o_.kv->Get(o_.scope + "/tcp/" + std::to_string(o_.rank));
-        if (own.status().code() == StatusCode::kAborted) return own.status();
-        continue;
-      }
-      if (ready == 0) {
+      // The deadline on every pass, whatever poll says: a listener that stays readable (accept
+      // failing with EMFILE, or a peer trickling bytes) kept this loop spinning past it until
+      // 2026-12-01.
+      if (Clock::now() >= deadline) {
         std::string who;
         for (int r = o_.rank + 1; r < o_.size; ++r) {
           if (mesh_->fds[r] < 0) who += (who.empty() ? "" : ", ") + std::to_string(r);
         }
         return Status::Timeout("waiting for data connections from rank(s) " + who);
       }
+      if (o_.abortable && Clock::now() >= next_abort_check) {
+        // Was the rendezvous given up meanwhile (an elastic round whose member could not join,
+        // or died)? Any request under its keys then answers kAborted. Until 2026-12-01 a rank
+        // waiting here for the higher ranks waited out its whole timeout (30 s), which an
+        // elastic worker counted as a failed try of its own.
+        Result<std::string> own = o_.kv->Get(o_.scope + "/tcp/" + std::to_string(o_.rank));
+        if (own.status().code() == StatusCode::kAborted) return own.status();
+        next_abort_check = Clock::now() + std::chrono::milliseconds(kAbortCheckMs);
+      }
+      pfds.assign(1, {listen_fd_, POLLIN, 0});
+      for (const Pending& p : pending_) pfds.push_back({p.fd.get(), POLLIN, 0});
+      const int wait_ms = std::min(RemainingMs(deadline), o_.abortable ? kAbortCheckMs : INT_MAX);
+      int ready = poll(pfds.data(), pfds.size(), wait_ms);
+      if (ready < 0 && errno != EINTR) return Status::IoError(Errno("poll"));
+      if (ready <= 0) continue;
       for (size_t i = pfds.size() - 1; i >= 1; --i) {
         if (pfds[i].revents == 0) continue;
         if (Step(pending_[i - 1])) --missing;
         if (pending_[i - 1].fd.get() < 0) pending_.erase(pending_.begin() + (i - 1));
       }
-      if (pfds[0].revents != 0) AcceptAll();
+      if (pfds[0].revents != 0) HVD_RETURN_IF_ERROR(AcceptAll());
     }
     return Status::OK();
   }
 
  private:
-  void AcceptAll() {
+  // Takes every queued connection. Out of descriptors (EMFILE, ENFILE) is an error naming the
+  // limit: the connection stays queued, so waiting could only spin.
+  Status AcceptAll() {
     while (true) {
       sockaddr_storage addr{};
       socklen_t len = sizeof(addr);
       int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len,
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) return;
+      if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE) {
+          return Status::IoError(Errno("accepting a data connection") +
+                                 " (the open-file limit: ulimit -n, or fs.file-max)");
+        }
+        return Status::OK();
+      }
       if (pending_.size() >= kMaxPendingHandshakes) {
         Refuse(pending_.front(), "too many unauthenticated connections");
         pending_.erase(pending_.begin());

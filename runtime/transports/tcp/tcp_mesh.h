@@ -34,7 +34,23 @@ struct TcpMeshOptions {
   // and held a 1 MiB allreduce over veths to ~3x its unpaced time, by cubic or reno; "system"
   // (or empty) keeps the kernel's default; any other name is set, and refused names fail.
   std::string congestion = "auto";
+  // An elastic round's rendezvous, which hvdrun may give up: while waiting for the higher
+  // ranks' connections, ask the server every 0.5 s whether it did (one request each time).
+  bool abortable = false;
 };
+
+// TCP keepalive probes that time out an idle connection whose peer stopped answering after about
+// `timeout` (TcpMeshOptions::heartbeat_timeout): probes from one idle second on, one a second up
+// to the kernel's limit of kMaxKeepAliveProbes, further apart beyond it.
+inline constexpr int kMaxKeepAliveProbes = 127;
+struct KeepAliveSettings {
+  int idle_s = 1;
+  int interval_s = 1;
+  int count = 1;
+};
+KeepAliveSettings KeepAliveFor(std::chrono::milliseconds timeout);
+// Sets them on `fd` (nothing for a timeout <= 0); a refused setting is logged.
+void KeepAlive(int fd, std::chrono::milliseconds timeout);
 
 // The connected, authenticated full mesh of one group: fds[r] is the non-blocking socket to
 // group rank r (-1 for self), peer_names[r] names it ("rank 2 (host-b 10.0.0.2:40123)").

@@ -3,9 +3,11 @@
 // connecting side and on the accepting side, and a name the kernel refuses.
 #include "runtime/transports/tcp/tcp_mesh.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -156,6 +158,45 @@ TEST(TcpMesh, RefusedCongestionControlIsAnErrorNamingTheKnobOnEveryRank) {
       },
       &error);
   ExpectAllPassed(outcomes, error);
+}
+
+// Given rank 0 out of file descriptors once its listener is open (RLIMIT_NOFILE cut to just
+// that), when rank 1 connects, then rank 0 fails at once with an I/O error naming the open-file
+// limit. Until 2026-12-01 accept's EMFILE left the connection queued and the listener readable,
+// and rank 0 spun at 100 % past its deadline (it checked the deadline only when poll timed out).
+TEST(TcpMesh, AcceptOutOfDescriptorsIsAnErrorNamingTheLimit) {
+  ForkedJob job("tcp-mesh", {std::chrono::seconds(60), 90, {}});
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run(2, [&](int rank, control::KvClient& kv) {
+    runtime::TcpMeshOptions o;
+    o.kv = &kv;
+    o.scope = job.scope();
+    o.rank = rank;
+    o.size = 2;
+    o.route_to = "127.0.0.1";
+    o.auth = {job.key(), job.job_id(), job.scope()};
+    o.timeout = std::chrono::seconds(20);
+    if (rank == 0) {
+      // The listener takes the lowest free descriptor; an accepted connection would need one more.
+      const int lowest = open("/dev/null", O_RDONLY);
+      close(lowest);
+      const rlimit limit{static_cast<rlim_t>(lowest + 1), static_cast<rlim_t>(lowest + 1)};
+      if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return 9;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    Result<runtime::TcpMesh> mesh = runtime::ConnectTcpMesh(o);
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (rank == 1) return 0;  // its connection is never accepted: whatever it gets
+    std::fprintf(stderr, "rank 0 after %.2f s: %s\n", took, mesh.status().ToString().c_str());
+    if (mesh.ok()) return 2;
+    if (mesh.status().code() != StatusCode::kIoError) return 3;
+    if (mesh.status().message().find("open-file limit") == std::string::npos) return 4;
+    return took < 10.0 ? 0 : 5;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error();
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_TRUE(outcomes[0].exited && outcomes[0].exit_code == 0) << Describe(outcomes);
 }
 
 }  // namespace

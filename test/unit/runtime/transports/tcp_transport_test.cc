@@ -4,6 +4,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,6 +15,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "runtime/transports/tcp/tcp_mesh.h"
 
 namespace hvd::runtime {
 namespace {
@@ -85,6 +89,30 @@ TEST(TcpTransportTest, APeerThatTakesNothingTimesOut) {
   EXPECT_NE(s.message().find("timed out while sending to rank 1 (the test)"), std::string::npos)
       << s.message();
   EXPECT_LT(took, 5.0);
+}
+
+// HVD_HEARTBEAT_TIMEOUT_SECONDS beyond 127 s: the kernel takes at most 127 keepalive probes, so
+// they are spaced out; until 2026-12-01 the count alone was set, refused (EINVAL, unchecked),
+// and the default 9 probes a second apart timed an idle peer out after ~10 s.
+TEST(TcpKeepAlive, ALongTimeoutSpacesTheProbesWithinTheKernelsLimit) {
+  for (int s : {1, 2, 30, 128, 129, 300, 86400}) {
+    const KeepAliveSettings k = KeepAliveFor(std::chrono::seconds(s));
+    EXPECT_LE(k.count, kMaxKeepAliveProbes) << s;
+    const int covered = k.idle_s + k.interval_s * k.count;
+    EXPECT_GE(covered, s) << s;
+    EXPECT_LT(covered, s + k.interval_s + 1) << s;
+  }
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  KeepAlive(fd, std::chrono::seconds(300));
+  int count = 0, interval = 0;
+  socklen_t len = sizeof(count);
+  ASSERT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, &len), 0);
+  len = sizeof(interval);
+  ASSERT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, &len), 0);
+  close(fd);
+  EXPECT_EQ(count, KeepAliveFor(std::chrono::seconds(300)).count);
+  EXPECT_GE(1 + count * interval, 300);
 }
 
 }  // namespace
