@@ -13,6 +13,10 @@ namespace elastic = control::elastic;
 // --reset-limit bounds this too).
 constexpr int kMaxFormationFailures = 3;
 
+// How long a worker whose init failed in a way a peer may have caused waits for the driver to
+// give the round up (ElasticSession::Init).
+constexpr std::chrono::seconds kPeerReportWait{2};
+
 // A worker waiting for the driver's next message asks the server again this often.
 constexpr std::chrono::seconds kMailboxWaitSlice{30};
 
@@ -82,9 +86,10 @@ Result<elastic::Message> ElasticSession::NextMessageLocked(const RuntimeConfig& 
   return elastic::DecodeMessage(*text);
 }
 
-bool ElasticSession::RoundGivenUp(int64_t round) {
-  // Any request under a given-up round's keys answers kAborted (RendezvousServer::AbortPrefix).
-  Result<std::string> probe = kv_->Get(elastic::RoundPrefix(round) + "given-up?");
+bool ElasticSession::RoundGivenUp(int64_t round, std::chrono::milliseconds wait) {
+  // Any request under a given-up round's keys answers kAborted (RendezvousServer::AbortPrefix),
+  // a wait parked there too when the round is given up meanwhile; the key itself is never set.
+  Result<std::string> probe = kv_->Wait(elastic::RoundPrefix(round) + "given-up?", wait);
   return probe.status().code() == StatusCode::kAborted;
 }
 
@@ -107,9 +112,13 @@ Status ElasticSession::Init(Runtime& runtime, const RuntimeConfig& base,
       HVD_LOG_DEBUG("elastic round {}: rank {} of {}", a.round, a.rank, a.size);
       return s;
     }
-    if (s.code() != StatusCode::kAborted && RoundGivenUp(a.round)) {
-      // It failed another way (a peer's connection closed, a timeout) because the driver gave
-      // the round up meanwhile: not a try of this worker's own.
+    // A failure that may come from a peer (a connection closed or refused, a timeout: not a
+    // setting of this worker's own, which is InvalidArgument) waits briefly for the driver to
+    // give the round up on the failing peer's report; the peer's own failure reports at once.
+    // Given up: not a try of this worker's own.
+    const auto wait =
+        s.code() == StatusCode::kInvalidArgument ? std::chrono::milliseconds(0) : kPeerReportWait;
+    if (s.code() != StatusCode::kAborted && RoundGivenUp(a.round, wait)) {
       s = Status::Aborted(s.message());
     }
     if (s.code() != StatusCode::kAborted) {

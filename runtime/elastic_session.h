@@ -1,6 +1,7 @@
 #ifndef HVD_RUNTIME_ELASTIC_SESSION_H_
 #define HVD_RUNTIME_ELASTIC_SESSION_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -45,8 +46,9 @@ class ElasticSession {
 
  private:
   Result<control::elastic::Message> NextMessageLocked(const RuntimeConfig& base);
-  // Whether hvdrun's driver gave round `round` up (its rendezvous keys answer kAborted).
-  bool RoundGivenUp(int64_t round);
+  // Whether hvdrun's driver gave round `round` up (its rendezvous keys answer kAborted), waiting
+  // up to `wait` for it to.
+  bool RoundGivenUp(int64_t round, std::chrono::milliseconds wait);
 
   mutable std::mutex mu_;
   std::unique_ptr<control::KvClient> kv_;

@@ -229,6 +229,9 @@ Status ShmChannel::ReadPeer(int k, const iovec* local, const iovec* remote, size
 }
 
 Status ShmChannel::ConfirmReads() {
+  // The reads (process_vm_readv) before the flags' loads, whatever the CPU's ordering; the
+  // failing side fences after its store likewise (Fail, Abort).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   for (int k = 0; k < size_; ++k) {
     if (k == rank_) continue;
     const uint32_t failed = segment_->member(k).failed.load();
@@ -378,6 +381,9 @@ Status ShmChannel::Fail(Status status) {
   }
   if (broken_.ok()) broken_ = status;
   segment_->member(rank_).failed.store(aborted_.load() ? kShmAborted : kShmBroken);
+  // Visible before the caller, on return, reuses the tensors a peer may be reading
+  // (ConfirmReads).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   WakeAll();
   return status;
 }
@@ -405,6 +411,7 @@ void ShmChannel::Abort() {
   std::lock_guard<std::mutex> lock(abort_mu_);
   if (!segment_) return;
   segment_->member(rank_).failed.store(kShmAborted);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // as in Fail
   WakeAll();
 }
 
