@@ -15,11 +15,32 @@
 // over ranks, median. allocs/op: heap allocations per op in the timed rounds, counted by
 // alloc_counter.cc over every thread of the rank's process (gloo's event loop included); the
 // median round's maximum over ranks. The steady-state target is 0.
+//
+// The result check: after each size's timed rounds (outside them: in no printed time), the same
+// op once more on rank-distinctive data with an exact answer, every element of this rank's
+// result compared (n ranks, rank r; `count` floats, per = count / n):
+//   allreduce      in[i] = r + 1 + i % 7: n(n+1)/2 + n*(i % 7) everywhere
+//   rsag           the same for the first n*per elements (the rest keeps this rank's input)
+//   reducescatter  the same input: rank me expects out[j] = n(n+1)/2 + n*((me*per + j) % 7)
+//   allgather      rank r's element i is r*1000 + i % 1000, found at out[r*count + i]
+//   alltoall       rank r sends rank k in[k*per + j] = r*100 + k + j % 5: rank me expects
+//                  out[k*per + j] = k*100 + me + j % 5
+//   broadcast      rank 0 holds 7 + i % 13, the others -1: 7 + i % 13 everywhere
+//   bitand, bitor  word w of rank r is ~b or b, b = 1 << ((r + w) % 64): the AND is ~(the OR of
+//                  every rank's b), the OR that OR
+//   gatherbytes    rank r's text is 'a' + (r + i) % 26: rank 0 gathers each rank's, then
+//                  everyone holds rank 0's
+//   barrier, idle  nothing to check
+// A wrong element is printed to stderr ("gloo-comm-bench: CHECK FAILED: GLOO allreduce 4096 B
+// rank 1: element 17 is 3.0, expected 5.0"), the ranks agree (a max over ranks) and every rank
+// exits 3 (so does the parent) before the size's row; rank 0 prints "# results checked" at the
+// end. The buffers are zeros again after a check, as every timed round had them.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -63,9 +84,58 @@ double MaxOverRanks(Communicator& comm, double v) {
   return v;
 }
 
+// ---- the result check (untimed; the file comment says what each op is checked with) ----
+
+float SumInput(int rank, int64_t i) { return static_cast<float>(rank + 1 + i % 7); }
+float SumExpected(int n, int64_t i) { return static_cast<float>(n * (n + 1) / 2 + n * (i % 7)); }
+
+// A value as the check prints it: "5.0" for an integer, %.9g otherwise (nan, inf, fractions).
+std::string Value(double v) {
+  char text[64];
+  if (std::fabs(v) < 1e15 && v == std::trunc(v)) {
+    std::snprintf(text, sizeof(text), "%.1f", v);
+  } else {
+    std::snprintf(text, sizeof(text), "%.9g", v);
+  }
+  return text;
+}
+
+// "" when got[j] == want(j) for j < count, else what is wrong with the first element that is not.
+template <typename Want>
+std::string FirstWrong(const float* got, int64_t count, Want&& want) {
+  for (int64_t j = 0; j < count; ++j) {
+    const float w = want(j);
+    if (got[j] == w) continue;
+    return "element " + std::to_string(j) + " is " + Value(got[j]) + ", expected " + Value(w);
+  }
+  return "";
+}
+
+// A bitand/bitor check bit: rank r's in word w.
+uint64_t CheckBit(int rank, size_t w) {
+  return uint64_t{1} << ((static_cast<size_t>(rank) + w) % 64);
+}
+
+// Whether the check knows `op` (barrier and an unknown name have nothing to check).
+bool Checkable(const std::string& op) {
+  for (const char* known : {"allreduce", "rsag", "reducescatter", "allgather", "alltoall",
+                            "broadcast", "bitand", "bitor", "gatherbytes"}) {
+    if (op == known) return true;
+  }
+  return false;
+}
+
+// gatherbytes' check text of rank r.
+std::string CheckText(int rank, size_t bytes) {
+  std::string text(bytes, 'a');
+  for (size_t i = 0; i < bytes; ++i) text[i] = static_cast<char>('a' + (rank + i) % 26);
+  return text;
+}
+
 int RunRank(Communicator& comm, const std::vector<std::string>& ops,
             const std::vector<size_t>& sizes, int rounds) {
-  const int n = comm.size();
+  const int n = comm.size(), me = comm.rank();
+  bool checked = false;
   std::vector<float> buf(*std::max_element(sizes.begin(), sizes.end()) / 4 + n);
   std::vector<float> out(buf.size() * n);
   for (const std::string& op : ops) {
@@ -141,6 +211,83 @@ int RunRank(Communicator& comm, const std::vector<std::string>& ops,
         rt.push_back(MaxOverRanks(comm, seconds));
         allocs.push_back(MaxOverRanks(comm, per_op));
       }
+      // The check: the op once more (once()) on check data.
+      if (Checkable(op)) {
+        const int64_t per = count / n;
+        std::string problem;
+        if (op == "allreduce" || op == "rsag" || op == "reducescatter") {
+          for (int64_t i = 0; i < count; ++i) buf[i] = SumInput(me, i);
+        } else if (op == "allgather") {
+          for (int64_t i = 0; i < count; ++i) buf[i] = static_cast<float>(me * 1000 + i % 1000);
+        } else if (op == "alltoall") {
+          for (int64_t i = 0; i < n * per; ++i)
+            buf[i] = static_cast<float>(me * 100 + i / per + (i % per) % 5);
+        } else if (op == "broadcast") {
+          for (int64_t i = 0; i < count; ++i)
+            buf[i] = me == 0 ? static_cast<float>(7 + i % 13) : -1.0f;
+        } else if (op == "bitand" || op == "bitor") {
+          for (size_t w = 0; w < bits.size(); ++w)
+            bits[w] = op == "bitor" ? CheckBit(me, w) : ~CheckBit(me, w);
+        } else if (op == "gatherbytes") {
+          text = CheckText(me, bytes);
+        }
+        std::fill(out.begin(), out.end(), -2.0f);  // no earlier result can pass
+        once();
+        if (op == "allreduce") {
+          problem = FirstWrong(buf.data(), count, [&](int64_t i) { return SumExpected(n, i); });
+        } else if (op == "rsag") {  // past n*per: this rank's own input, untouched
+          problem = FirstWrong(buf.data(), count, [&](int64_t i) {
+            return i < n * per ? SumExpected(n, i) : SumInput(me, i);
+          });
+        } else if (op == "reducescatter") {
+          problem =
+              FirstWrong(out.data(), per, [&](int64_t j) { return SumExpected(n, me * per + j); });
+        } else if (op == "allgather") {
+          problem = FirstWrong(out.data(), n * count, [&](int64_t j) {
+            return static_cast<float>(j / count * 1000 + (j % count) % 1000);
+          });
+        } else if (op == "alltoall") {
+          problem = FirstWrong(out.data(), n * per, [&](int64_t j) {
+            return static_cast<float>(j / per * 100 + me + (j % per) % 5);
+          });
+        } else if (op == "broadcast") {
+          problem = FirstWrong(buf.data(), count,
+                               [&](int64_t i) { return static_cast<float>(7 + i % 13); });
+        } else if (op == "bitand" || op == "bitor") {
+          for (size_t w = 0; w < bits.size() && problem.empty(); ++w) {
+            uint64_t any = 0;
+            for (int r = 0; r < n; ++r) any |= CheckBit(r, w);
+            const uint64_t want = op == "bitor" ? any : ~any;
+            if (bits[w] == want) continue;
+            char line[96];
+            std::snprintf(line, sizeof(line), "word %zu is 0x%016llx, expected 0x%016llx", w,
+                          static_cast<unsigned long long>(bits[w]),
+                          static_cast<unsigned long long>(want));
+            problem = line;
+          }
+        } else if (op == "gatherbytes") {
+          if (me == 0 && gathered.size() != static_cast<size_t>(n)) {
+            problem = "gathered " + std::to_string(gathered.size()) + " texts, expected " +
+                      std::to_string(n);
+          }
+          for (int r = 0; me == 0 && problem.empty() && r < n; ++r) {
+            if (gathered[r] != CheckText(r, bytes)) {
+              problem = "the text gathered from rank " + std::to_string(r) + " differs";
+            }
+          }
+          if (problem.empty() && text != CheckText(0, bytes)) {
+            problem = "the broadcast text is not rank 0's";
+          }
+        }
+        if (!problem.empty()) {
+          std::fprintf(stderr, "gloo-comm-bench: CHECK FAILED: %s %s %zu B rank %d: %s\n",
+                       comm.name(), op.c_str(), bytes, me, problem.c_str());
+        }
+        if (MaxOverRanks(comm, problem.empty() ? 0.0 : 1.0) != 0.0) return 3;
+        std::fill(buf.begin(), buf.end(), 0.0f);  // as the timed rounds had them
+        std::fill(out.begin(), out.end(), 0.0f);
+        checked = true;
+      }
       std::sort(rt.begin(), rt.end());
       std::sort(allocs.begin(), allocs.end());
       const double med = rt[rt.size() / 2];
@@ -153,6 +300,7 @@ int RunRank(Communicator& comm, const std::vector<std::string>& ops,
       }
     }
   }
+  if (me == 0 && checked) std::printf("# results checked\n");
   return 0;
 }
 

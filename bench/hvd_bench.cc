@@ -23,6 +23,35 @@
 // --device cuda (builds with the GPU path): the tensors live on CUDA device local_rank mod the
 // visible devices, so the numbers are hvd's GPU path as a C program sees it (NCCL when every
 // rank has its own GPU, host staging otherwise; docs/gpu.md).
+//
+// The result check: after each size's timed rounds (outside them: in no printed time and no
+// allocs/op), the same op runs once more, under the same tensor name, on rank-distinctive data
+// whose result is known exactly, and every element of this rank's result is compared (rank r of
+// n; element i of the input, j of the result; per = a rank's piece of an alltoall's or
+// reducescatter's input). The values are small integers, exact in every --dtype:
+//   allreduce, reducescatter (rank me's out[j] is element i = me*per + j of the reduced whole),
+//   by --reduce-op:
+//     sum       rank r gives r + 1 + i % 7, the sum n(n+1)/2 + n*(i % 7); where that leaves the
+//               dtype's exact integers (int8 past 10 ranks, uint8 and bfloat16 past 17), rank r
+//               gives 1 + (r + i) % 2, the sum n + the number of ranks whose r + i is odd
+//     average   the sum's data, the sum / n: exact where 1/n is (n a power of two, floats); else
+//               within n units in the last place (floats: 1/n is rounded, and NCCL may scale
+//               each input before the sum) or within 1 (integers: scaled and truncated)
+//     min, max  r + 1 + i % 7: 1 + i % 7 and n + i % 7
+//     product   2 + i % 3 from rank i % n, 1 from the others: 2 + i % 3
+//     adasum    not checked: a ratio of dot products, no exact elementwise value to compare
+//   broadcast   (from 0) rank 0 holds 7 + i % 13, the others -1 (uint8: 255): 7 + i % 13
+//   allgather   rank r's element i is r*1000 + i % 1000, found at out[r*count + i]
+//   alltoall    rank r sends rank k in[k*per + j] = r*100 + k + j % 5: rank me expects
+//               out[k*per + j] = k*100 + me + j % 5
+//   (a movement op's values wrap at the dtype's exact integers: ExactLimit)
+//   --many      each tensor t as the op alone with its index shifted by t (swapped tensors
+//               show), after each mode's timed rounds, enqueued as that mode enqueues
+//   barrier     nothing to check
+// A wrong element is printed to stderr ("hvd-bench: CHECK FAILED: allreduce 4096 B rank 1:
+// element 17 is 3.0, expected 5.0"), the ranks agree (a max over ranks) and every rank shuts
+// hvd down and exits 3 before the size's row is printed; at the end rank 0 prints "# results
+// checked" (or "# results not checked: WHY").
 #include <hvd/c_api.h>
 #if HVD_BENCH_CUDA
 #include <cuda_runtime_api.h>
@@ -31,6 +60,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,6 +71,9 @@
 
 #include "alloc_counter.h"
 #include "byte_size.h"
+#include "hvd_bench_check.h"
+
+using namespace hvd_bench;  // the result check (hvd_bench_check.h)
 
 namespace {
 
@@ -69,26 +102,6 @@ struct Config {
 
 // The CUDA device of this rank's tensors under --device cuda; HVD_DEVICE_CPU otherwise.
 int32_t g_device = HVD_DEVICE_CPU;
-// --reduce-op of the allreduces and reducescatters (the C API's default, Sum, unless given).
-hvd_reduce_op_t g_reduce_op = HVD_OP_SUM;
-
-// --dtype of every tensor: its element size and the bits of a 1 in it (the tensors start as
-// ones). Sizes are bytes whatever the dtype, rounded down to whole elements.
-struct Dtype {
-  const char* name;
-  hvd_dtype_t type;
-  size_t size;
-  uint64_t one;
-};
-constexpr Dtype kDtypes[] = {{"float32", HVD_FLOAT32, 4, 0x3f800000},
-                             {"float16", HVD_FLOAT16, 2, 0x3c00},
-                             {"bfloat16", HVD_BFLOAT16, 2, 0x3f80},
-                             {"float64", HVD_FLOAT64, 8, 0x3ff0000000000000},
-                             {"int32", HVD_INT32, 4, 1},
-                             {"int64", HVD_INT64, 8, 1},
-                             {"int8", HVD_INT8, 1, 1},
-                             {"uint8", HVD_UINT8, 1, 1}};
-Dtype g_dtype = kDtypes[0];
 
 // `count` elements of g_dtype, each a 1.
 std::vector<char> Ones(size_t count) {
@@ -96,6 +109,12 @@ std::vector<char> Ones(size_t count) {
   for (size_t i = 0; i < count; ++i)
     std::memcpy(v.data() + i * g_dtype.size, &g_dtype.one, g_dtype.size);
   return v;
+}
+
+// Sets every element of `v` (elements of g_dtype) to 1 in place (its address stays).
+void FillOnes(std::vector<char>& v) {
+  for (size_t at = 0; at + g_dtype.size <= v.size(); at += g_dtype.size)
+    std::memcpy(v.data() + at, &g_dtype.one, g_dtype.size);
 }
 
 // Set when a result broke --max-allocs-per-op; main then exits 3.
@@ -233,6 +252,43 @@ void WaitAndRelease(hvd_handle_t handle, const char* what) {
   Check(hvd_release(handle), "hvd_release");
 }
 
+// Copies `bytes` of device memory at `from` to host memory at `to`.
+void CopyFromDevice(void* to, const void* from, size_t bytes) {
+#if HVD_BENCH_CUDA
+  if (cudaMemcpy(to, from, bytes, cudaMemcpyDeviceToHost) == cudaSuccess) return;
+  std::fprintf(stderr, "hvd-bench: cannot copy %zu bytes from the CUDA device\n", bytes);
+#else
+  std::fprintf(stderr, "hvd-bench: a device output (%p, %zu bytes) without the GPU path\n", to,
+               bytes);
+  (void)from;
+#endif
+  std::exit(1);
+}
+
+// WaitAndRelease for the check: each runtime-allocated output copied to host memory first.
+std::vector<std::vector<char>> WaitAndTake(hvd_handle_t handle, const char* what) {
+  Check(hvd_wait(handle, -1.0), what);
+  int32_t outputs = 0;
+  Check(hvd_num_outputs(handle, &outputs), "hvd_num_outputs");
+  std::vector<std::vector<char>> host(static_cast<size_t>(outputs));
+  for (int32_t i = 0; i < outputs; ++i) {
+    hvd_tensor_t out;
+    Check(hvd_output(handle, i, &out), "hvd_output");
+    int64_t count = 1;
+    for (int32_t d = 0; d < out.ndim; ++d) count *= out.shape[d];
+    std::vector<char>& copy = host[static_cast<size_t>(i)];
+    copy.resize(static_cast<size_t>(count) * g_dtype.size);
+    if (out.device != HVD_DEVICE_CPU) {
+      CopyFromDevice(copy.data(), out.data, copy.size());
+    } else if (!copy.empty()) {
+      std::memcpy(copy.data(), out.data, copy.size());
+    }
+    hvd_free(out.data);
+  }
+  Check(hvd_release(handle), "hvd_release");
+  return host;
+}
+
 double MaxOverRanks(double value) {
   hvd_op_options_t options;
   hvd_op_options_init(&options);
@@ -243,6 +299,22 @@ double MaxOverRanks(double value) {
   Check(hvd_allreduce(&t, &t, &options, &handle), "hvd_allreduce(max)");
   WaitAndRelease(handle, "max over ranks");
   return value;
+}
+
+// Every rank learns whether any rank's check of `what` failed (`problem`: what is wrong with
+// this rank's result, "" when nothing; each failing rank prints it, one line); then all shut
+// hvd down and exit 3.
+void AgreeOnCheck(const std::string& what, int rank, const std::string& problem) {
+  if (!problem.empty()) {
+    std::fprintf(stderr, "hvd-bench: CHECK FAILED: %s rank %d: %s\n", what.c_str(), rank,
+                 problem.c_str());
+  }
+  if (MaxOverRanks(problem.empty() ? 0.0 : 1.0) == 0.0) {
+    ++g_checks;
+    return;
+  }
+  hvd_shutdown();
+  std::exit(3);
 }
 
 // One collective of `bytes` (meaning per op, see the file comment) on --dtype data.
@@ -278,7 +350,35 @@ class Collective {
   Collective(const Collective&) = delete;
   Collective& operator=(const Collective&) = delete;
 
-  void Run() {
+  void Run() { WaitAndRelease(Enqueue(), op_.c_str()); }
+
+  // The check (untimed): the op once more, on check data; "" or what is wrong with this rank's
+  // result.
+  std::string CheckOnce(int rank, int size) {
+    const Op op = ParseOp(op_);
+    const size_t count = buffer_.size() / g_dtype.size;
+    FillCheckInput(op, rank, size, buffer_.data(), count, 0);
+#if HVD_BENCH_CUDA
+    if (device_data_ != nullptr && cudaMemcpy(device_data_, buffer_.data(), buffer_.size(),
+                                              cudaMemcpyHostToDevice) != cudaSuccess) {
+      std::fprintf(stderr, "hvd-bench: cannot copy the check data to CUDA device %d\n", g_device);
+      std::exit(1);
+    }
+#endif
+    const std::vector<std::vector<char>> outputs = WaitAndTake(Enqueue(), op_.c_str());
+    if (op == Op::kAllreduce || op == Op::kBroadcast) {  // in place
+      if (device_data_ != nullptr) CopyFromDevice(buffer_.data(), device_data_, buffer_.size());
+      return Compare(op, rank, size, count, 0, buffer_.data(), buffer_.size());
+    }
+    if (outputs.size() != 1) {
+      return "the op has " + std::to_string(outputs.size()) + " outputs, expected 1";
+    }
+    return Compare(op, rank, size, count, 0, outputs[0].data(), outputs[0].size());
+  }
+
+ private:
+  // Enqueues the op on the tensor (synchronous: the caller waits at once).
+  hvd_handle_t Enqueue() {
     hvd_op_options_t options;
     hvd_op_options_init(&options);
     options.name = name_.c_str();
@@ -303,10 +403,9 @@ class Collective {
     } else {
       BadOption("--op", "unknown collective '" + op_ + "'");  // IsMember checked it
     }
-    WaitAndRelease(handle, op_.c_str());
+    return handle;
   }
 
- private:
   std::string op_;
   std::string name_;
   std::vector<char> buffer_;
@@ -375,6 +474,10 @@ void Sweep(const Config& config, int rank, int size) {
   for (size_t bytes : config.sizes) {
     Collective collective(config.op, bytes, size);
     const Rounds r = TimeRounds(config, [&] { collective.Run(); });
+    if (Checked(ParseOp(config.op))) {
+      AgreeOnCheck(config.op + " " + std::to_string(bytes) + " B", rank,
+                   collective.CheckOnce(rank, size));
+    }
     const std::vector<double>& t = r.seconds;
     const double median = t[t.size() / 2];
     const double algbw = static_cast<double>(bytes) / median / 1e9;
@@ -425,8 +528,45 @@ void Many(const Config& config, int rank, int size) {
       WaitAndRelease(handles[i], config.op.c_str());
     }
   };
+  // The check after a mode's timed rounds: every tensor on check data, enqueued as the mode
+  // enqueues them, each result compared; then the tensors are ones again (at the same
+  // addresses), as the timed rounds had them.
+  const Op op = ParseOp(config.op);
+  auto check = [&](const char* mode, bool together) {
+    if (!Checked(op)) return;
+    for (int i = 0; i < k; ++i) {
+      FillCheckInput(op, rank, size, tensors[i].data(), count, static_cast<size_t>(i));
+    }
+    std::vector<std::vector<std::vector<char>>> outputs(k);
+    for (int i = 0; i < k; ++i) {
+      enqueue(i, !together);
+      if (!together) outputs[i] = WaitAndTake(handles[i], config.op.c_str());
+    }
+    for (int i = 0; together && i < k; ++i) {
+      outputs[i] = WaitAndTake(handles[i], config.op.c_str());
+    }
+    std::string problem;
+    for (int i = 0; i < k && problem.empty(); ++i) {
+      if (scatter || gather) {
+        problem = outputs[i].size() != 1
+                      ? "the op has " + std::to_string(outputs[i].size()) + " outputs, expected 1"
+                      : Compare(op, rank, size, count, static_cast<size_t>(i), outputs[i][0].data(),
+                                outputs[i][0].size());
+      } else {
+        problem = Compare(op, rank, size, count, static_cast<size_t>(i), tensors[i].data(),
+                          tensors[i].size());
+      }
+      if (!problem.empty()) problem = "tensor " + std::to_string(i) + " " + problem;
+    }
+    AgreeOnCheck(config.op + " " + std::to_string(k) + " x " +
+                     std::to_string(count * g_dtype.size) + " B " + mode,
+                 rank, problem);
+    for (std::vector<char>& tensor : tensors) FillOnes(tensor);
+  };
   const Rounds rf = TimeRounds(config, fused);
+  check("async", true);
   const Rounds rs = TimeRounds(config, one_by_one);
+  check("one by one", false);
   if (rank == 0) {
     const std::vector<double>&tf = rf.seconds, &ts = rs.seconds;
     const double f = tf[tf.size() / 2], s = ts[ts.size() / 2];
@@ -470,10 +610,16 @@ int main(int argc, char** argv) {
     cudaSetDevice(g_device);
   }
 #endif
+  g_reduce_data = ChooseReduceData(size);
   if (config.many_count > 0) {
     Many(config, rank, size);
   } else {
     Sweep(config, rank, size);
+  }
+  if (rank == 0 && g_checks > 0) {
+    std::printf("# results checked\n");
+  } else if (rank == 0 && !Checked(ParseOp(config.op)) && ParseOp(config.op) != Op::kBarrier) {
+    std::printf("# results not checked: %s\n", g_not_checked.c_str());
   }
   Check(hvd_shutdown(), "hvd_shutdown");
   return g_allocs_exceeded ? 3 : 0;

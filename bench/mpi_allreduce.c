@@ -9,6 +9,13 @@
  * Prints a table and "RESULT <bytes> <median_us>" lines ("RESULT many-fused|many-single
  * <K> <median_us>" in the many mode: fused = K tensors packed into one buffer, allreduced
  * once and unpacked, copies included; single = K allreduces one by one).
+ *
+ * The result check: after each size's timed rounds (outside them: in no printed time), one
+ * more op of the same function on rank-distinctive data with an exact answer (element i of
+ * rank r is r + 1 + i % 7, the sum n(n+1)/2 + n * (i % 7), exact in float32; in the many mode
+ * tensor t is shifted by t, so that swapped tensors show). A wrong element is printed to
+ * stderr ("mpi_allreduce: CHECK FAILED: ..."), the ranks agree, and the job ends with
+ * MPI_Abort code 3 before the size's RESULT line; rank 0 prints "# results checked" at the end.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -45,6 +52,59 @@ static void many_fused(void *p) {
   for (int i = 0; i < a->k; i++) memcpy(a->tensors[i], a->packed + (size_t)i * a->count, bytes);
 }
 
+/* ---- the result check (untimed) ---- */
+
+/* Element i of rank r's check data, and the sum over n ranks (exact in float32 while
+ * n(n+1)/2 + 6n < 2^24). */
+static float check_input(int rank, long i) { return (float)(rank + 1 + i % 7); }
+static float check_sum(int n, long i) { return (float)((long)n * (n + 1) / 2 + (long)n * (i % 7)); }
+
+/* An integer value as "5.0", anything else (a fraction, nan, inf, huge) as %.9g. */
+static const char *value_format(float v) {
+  return v > -1e15f && v < 1e15f && v == (float)(long long)v ? "%.1f" : "%.9g";
+}
+
+/* 1 after printing the first element of got[0..count) that is not the sum of the check data
+ * (tensor t of the many mode, its data shifted by t; t < 0: the sweep's one buffer), as one
+ * line (one write, not interleaved with another rank's). */
+static int wrong_sum(const char *what, int rank, int n, int t, const float *got, long count) {
+  const int shift = t < 0 ? 0 : t;
+  for (long i = 0; i < count; i++) {
+    const float want = check_sum(n, i + shift);
+    if (got[i] == want) continue;
+    char tensor[32] = "", is[48], expected[48];
+    if (t >= 0) snprintf(tensor, sizeof(tensor), "tensor %d ", t);
+    snprintf(is, sizeof(is), value_format(got[i]), (double)got[i]);
+    snprintf(expected, sizeof(expected), value_format(want), (double)want);
+    fprintf(stderr, "mpi_allreduce: CHECK FAILED: %s rank %d: %selement %ld is %s, expected %s\n",
+            what, rank, tensor, i, is, expected);
+    return 1;
+  }
+  return 0;
+}
+
+/* Every rank learns whether any rank's check failed (those printed what): then all abort. */
+static void agree_or_abort(int bad) {
+  int any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (any) MPI_Abort(MPI_COMM_WORLD, 3);
+}
+
+/* One untimed `fn` on the many mode's check data; then the tensors are ones again, as the
+ * timed rounds had them. */
+static void check_many(void (*fn)(void *), struct many_arg *a, const char *mode, int rank, int n) {
+  char what[96];
+  snprintf(what, sizeof(what), "%s %d x %d B", mode, a->k, a->count * (int)sizeof(float));
+  for (int t = 0; t < a->k; t++)
+    for (int j = 0; j < a->count; j++) a->tensors[t][j] = check_input(rank, j + t);
+  fn(a);
+  int bad = 0;
+  for (int t = 0; t < a->k && !bad; t++) bad = wrong_sum(what, rank, n, t, a->tensors[t], a->count);
+  agree_or_abort(bad);
+  for (int t = 0; t < a->k; t++)
+    for (int j = 0; j < a->count; j++) a->tensors[t][j] = 1.0f;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, size, iters;
@@ -63,11 +123,14 @@ int main(int argc, char **argv) {
     }
     a.packed = malloc(sizeof(float) * a.count * a.k);
     double f = timed(many_fused, &a, rounds, &iters, &mn);
+    check_many(many_fused, &a, "many-fused", rank, size);
     double s = timed(many_single, &a, rounds, &iters, &mn);
+    check_many(many_single, &a, "many-single", rank, size);
     if (rank == 0) {
       printf("# MPI_Allreduce %d x %d B, np=%d: packed %.1f us, one by one %.1f us\n", a.k,
              a.count * 4, size, f * 1e6, s * 1e6);
       printf("RESULT many-fused %d %.1f\nRESULT many-single %d %.1f\n", a.k, f * 1e6, a.k, s * 1e6);
+      printf("# results checked\n");
     }
     MPI_Finalize();
     return 0;
@@ -84,6 +147,12 @@ int main(int argc, char **argv) {
     a.buf = malloc(bytes);
     for (int i = 0; i < a.count; i++) a.buf[i] = 1.0f;
     double med = timed(one_allreduce, &a, rounds, &iters, &mn);
+    /* the check: one more allreduce of this buffer, on check data */
+    for (int i = 0; i < a.count; i++) a.buf[i] = check_input(rank, i);
+    one_allreduce(&a);
+    char what[64];
+    snprintf(what, sizeof(what), "allreduce %zu B", bytes);
+    agree_or_abort(wrong_sum(what, rank, size, -1, a.buf, a.count));
     if (rank == 0) {
       printf("%12zu %6d %12.1f %12.1f %11.3f\n", bytes, iters, med * 1e6, mn * 1e6,
              bytes / med / 1e9 * 2.0 * (size - 1) / size);
@@ -93,6 +162,7 @@ int main(int argc, char **argv) {
     free(a.buf);
   }
   free(copy);
+  if (rank == 0) printf("# results checked\n");
   MPI_Finalize();
   return 0;
 }

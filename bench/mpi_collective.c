@@ -17,6 +17,19 @@
  *       [bytes,bytes,...] [rounds]
  *
  * Prints "RESULT <op> <mode> <bytes> <median_us>" lines.
+ *
+ * The result check: after each size's timed rounds (outside them: in no printed time), one
+ * more op through the same call and output mode on rank-distinctive data with an exact answer
+ * (n ranks, rank r; all exact in float32):
+ *   allgather      rank r's element i is r*1000 + i % 1000, found at out[r*in_count + i]
+ *   broadcast      rank 0 holds 7 + i % 13, the others -1: 7 + i % 13 everywhere after
+ *   alltoall       rank r sends rank k in[k*per + j] = r*100 + k + j % 5: rank me expects
+ *                  out[k*per + j] = k*100 + me + j % 5
+ *   reducescatter  in[i] = r + 1 + i % 7: rank me expects out[j] = n(n+1)/2 + n*((me*per + j) % 7)
+ *   barrier        nothing to check
+ * A wrong element is printed to stderr ("mpi_collective: CHECK FAILED: ..."), the ranks agree,
+ * and the job ends with MPI_Abort code 3 before the size's RESULT line; rank 0 prints
+ * "# results checked" at the end.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -36,18 +49,13 @@ struct op_arg {
   int size;
 };
 
-static void run(void *p) {
-  const struct op_arg *a = p;
+/* The op into `out` (ignored by barrier and broadcast, which is in place). */
+static void op_into(const struct op_arg *a, float *out) {
   if (a->op == BARRIER) {
     MPI_Barrier(MPI_COMM_WORLD);
-    return;
-  }
-  if (a->op == BROADCAST) {
+  } else if (a->op == BROADCAST) {
     MPI_Bcast(a->in, (int)a->in_count, MPI_FLOAT, 0, MPI_COMM_WORLD);
-    return;
-  }
-  float *out = a->reused != NULL ? a->reused : malloc((size_t)a->out_count * sizeof(float));
-  if (a->op == ALLGATHER) {
+  } else if (a->op == ALLGATHER) {
     MPI_Allgather(a->in, (int)a->in_count, MPI_FLOAT, out, (int)a->in_count, MPI_FLOAT,
                   MPI_COMM_WORLD);
   } else if (a->op == ALLTOALL) {
@@ -56,7 +64,89 @@ static void run(void *p) {
   } else {
     MPI_Reduce_scatter_block(a->in, out, (int)a->out_count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   }
+}
+
+static void run(void *p) {
+  const struct op_arg *a = p;
+  if (a->op == BARRIER || a->op == BROADCAST) {
+    op_into(a, NULL);
+    return;
+  }
+  float *out = a->reused != NULL ? a->reused : malloc((size_t)a->out_count * sizeof(float));
+  op_into(a, out);
   if (a->reused == NULL) free(out);
+}
+
+/* ---- the result check (untimed) ---- */
+
+/* What rank `rank` of n puts at input element i for the check of a->op. */
+static float check_input(const struct op_arg *a, int rank, long i) {
+  const long per = a->in_count / a->size; /* alltoall's piece, reducescatter's block */
+  switch (a->op) {
+    case ALLGATHER:
+      return (float)(rank * 1000L + i % 1000);
+    case BROADCAST:
+      return rank == 0 ? (float)(7 + i % 13) : -1.0f;
+    case ALLTOALL:
+      return (float)(rank * 100L + i / per + (i % per) % 5);
+    default:
+      return (float)(rank + 1 + i % 7); /* REDUCESCATTER */
+  }
+}
+
+/* What this rank (`me`) must hold at result element j. */
+static float check_expected(const struct op_arg *a, int me, long j) {
+  const long n = a->size, per = a->in_count / a->size;
+  switch (a->op) {
+    case ALLGATHER:
+      return (float)((j / a->in_count) * 1000 + (j % a->in_count) % 1000);
+    case BROADCAST:
+      return (float)(7 + j % 13);
+    case ALLTOALL:
+      return (float)((j / per) * 100 + me + (j % per) % 5);
+    default:
+      return (float)(n * (n + 1) / 2 + n * ((me * per + j) % 7)); /* REDUCESCATTER */
+  }
+}
+
+/* An integer value as "5.0", anything else (a fraction, nan, inf, huge) as %.9g. */
+static const char *value_format(float v) {
+  return v > -1e15f && v < 1e15f && v == (float)(long long)v ? "%.1f" : "%.9g";
+}
+
+/* One untimed op on check data, through the output mode of the timed ones (the reused buffer,
+ * or a fresh one), its result compared element by element; every rank learns whether any
+ * rank's check failed (those printed the first wrong element, one line each), and then all
+ * abort with code 3. */
+static void check(const struct op_arg *a, const char *name, const char *mode, long bytes,
+                  int rank) {
+  if (a->op == BARRIER) return;
+  for (long i = 0; i < a->in_count; ++i) a->in[i] = check_input(a, rank, i);
+  float *out = a->in; /* broadcast: in place */
+  long count = a->in_count;
+  if (a->op != BROADCAST) {
+    out = a->reused != NULL ? a->reused : malloc((size_t)a->out_count * sizeof(float));
+    count = a->out_count;
+    for (long j = 0; j < count; ++j) out[j] = -2.0f; /* no earlier result can pass */
+  }
+  op_into(a, out);
+  int bad = 0;
+  for (long j = 0; j < count; ++j) {
+    const float want = check_expected(a, rank, j);
+    if (out[j] == want) continue;
+    char is[48], expected[48];
+    snprintf(is, sizeof(is), value_format(out[j]), (double)out[j]);
+    snprintf(expected, sizeof(expected), value_format(want), (double)want);
+    fprintf(stderr,
+            "mpi_collective: CHECK FAILED: %s %s %ld B rank %d: element %ld is %s, expected %s\n",
+            name, mode, bytes, rank, j, is, expected);
+    bad = 1;
+    break;
+  }
+  if (out != a->in && out != a->reused) free(out);
+  int any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (any) MPI_Abort(MPI_COMM_WORLD, 3);
 }
 
 static int parse_op(const char *s, enum op *out) {
@@ -115,12 +205,14 @@ int main(int argc, char **argv) {
     int iters = 0;
     double fastest = 0;
     const double median = timed(run, &arg, rounds, &iters, &fastest);
+    check(&arg, argv[1], argv[2], bytes, rank);
     if (rank == 0) {
       printf("RESULT %s %s %ld %.1f\n", argv[1], fresh ? "fresh" : "reused", bytes, median * 1e6);
     }
     free(reused);
     free(in);
   }
+  if (rank == 0 && op != BARRIER) printf("# results checked\n");
   MPI_Finalize();
   return 0;
 }
