@@ -36,6 +36,25 @@ def test_dynamic_process_sets(hvd):
         hvd.allreduce(torch.ones(1), process_set=evens)
 
 
+def test_an_alltoall_synchronized_after_its_process_set_was_removed(hvd):
+    # The op completed before the set went; its result (and received splits) is still there.
+    if hvd.size() == 1:
+        pytest.skip("dynamic process sets need 2 ranks")
+    first = hvd.add_process_set([0])  # rank 0 alone
+    handle = None
+    try:
+        if first.included():
+            handle = hvd.alltoall_async(torch.tensor([5.0, 6.0]), process_set=first)
+            while not hvd.poll(handle):
+                pass
+    finally:
+        assert hvd.remove_process_set(first)
+    if handle is not None:
+        output, received = hvd.synchronize(handle)
+        assert output.tolist() == [5.0, 6.0]
+        assert received.tolist() == [2]
+
+
 def test_dynamic_process_sets_that_differ_between_ranks_fail_on_every_rank(hvd):
     # Given ranks that add different sets (the last rank another pair; before, each waited for
     # the others' request forever),

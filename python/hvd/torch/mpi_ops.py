@@ -523,9 +523,12 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     data, desc = _prepare(tensor)
     split_list = _splits_list(splits)
     received_on = _received_device(tensor, splits)
+    # The set's size now: a set removed after the op completed but before synchronize() has
+    # none (until 2026-12-01 synchronize() then raised TypeError and the output was lost).
+    set_size = process_set.size()
 
     def finish(h: Handle):
-        received = _c.received_splits(h, process_set.size())
+        received = _c.received_splits(h, set_size)
         return (_output_tensor(h, 0, tensor.device),
                 torch.tensor(received, dtype=torch.int32, device=received_on))
 
