@@ -55,7 +55,7 @@ Controller::Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_
   fusion_.threshold_bytes = config.fusion_threshold_bytes;
   fusion_.disable_group_fusion = config.disable_group_fusion;
   if (comm_->rank() == 0) {
-    coordinator_ = std::make_unique<Coordinator>(comm_->size());
+    coordinator_ = std::make_unique<Coordinator>(comm_->size(), ranks_);
     stall_ = std::make_unique<StallInspector>(config.stall_check_enabled, config.stall_check_time,
                                               config.stall_shutdown_time, ranks_);
   }

@@ -6,7 +6,8 @@
 
 namespace hvd::runtime {
 
-Coordinator::Coordinator(int set_size) : size_(set_size), joined_(set_size, false) {}
+Coordinator::Coordinator(int set_size, std::vector<int32_t> global_ranks)
+    : size_(set_size), global_ranks_(std::move(global_ranks)), joined_(set_size, false) {}
 
 bool Coordinator::Add(const Request& request, std::chrono::steady_clock::time_point now) {
   if (request.rank < 0 || request.rank >= size_) return false;  // defensive: malformed peer
@@ -71,7 +72,7 @@ std::vector<Response> Coordinator::TakeReady() {
     Entry& e = table_[name];
     std::sort(e.requests.begin(), e.requests.end(),
               [](const Request& a, const Request& b) { return a.rank < b.rank; });
-    out.push_back(ConstructResponse(e.requests, joined_count_ > 0, size_));
+    out.push_back(ConstructResponse(e.requests, joined_count_ > 0, size_, global_ranks_));
     table_.erase(name);
   }
   if (joined_count_ == size_) {

@@ -25,7 +25,8 @@ struct PendingTensor {
 // background thread only.
 class Coordinator {
  public:
-  explicit Coordinator(int set_size);
+  // `global_ranks`: the members' global ranks (for error messages); empty: positions.
+  explicit Coordinator(int set_size, std::vector<int32_t> global_ranks = {});
 
   // True when `request` opened a new pending tensor (the timeline's NEGOTIATE start).
   bool Add(const Request& request, std::chrono::steady_clock::time_point now);
@@ -46,6 +47,7 @@ class Coordinator {
   void Recheck();
 
   int size_;
+  std::vector<int32_t> global_ranks_;
   std::map<std::string, Entry> table_;
   std::vector<bool> joined_;
   int joined_count_ = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <sstream>
 
 #include "common/check.h"
@@ -87,7 +88,9 @@ std::string CheckShapes(const Request& first, const Request& r) {
   }
 }
 
-std::string CheckOpSpecific(const Request& first, const Request& r) {
+// `global` names a set position (a broadcast root) by its global rank, as the user gave it.
+std::string CheckOpSpecific(const Request& first, const Request& r,
+                            const std::function<int32_t(int32_t)>& global) {
   // Every rank's add_process_set/remove_process_set go by one name, so that ranks asking for
   // different sets meet here with an error instead of waiting for each other's names forever.
   if (first.type == OpType::kProcessSetAdd && r.args != first.args) {
@@ -104,8 +107,8 @@ std::string CheckOpSpecific(const Request& first, const Request& r) {
   }
   if (first.type == OpType::kBroadcast && r.root != first.root) {
     return "Mismatched broadcast root ranks: One rank specified root rank " +
-           std::to_string(first.root) + ", but another rank specified root rank " +
-           std::to_string(r.root) + ".";
+           std::to_string(global(first.root)) + ", but another rank specified root rank " +
+           std::to_string(global(r.root)) + ".";
   }
   if ((first.type == OpType::kAllreduce || first.type == OpType::kReducescatter) &&
       r.reduce_op != first.reduce_op) {
@@ -227,8 +230,15 @@ Response Fill(const std::vector<Request>& requests, int set_size) {
 
 }  // namespace
 
-Response ConstructResponse(const std::vector<Request>& requests, bool any_joined, int set_size) {
+Response ConstructResponse(const std::vector<Request>& requests, bool any_joined, int set_size,
+                           const std::vector<int32_t>& global_ranks) {
   HVD_CHECK(!requests.empty());
+  // Until 2026-12-01 a process set's mismatched roots were printed as positions in the set.
+  const auto global = [&](int32_t position) {
+    return position >= 0 && static_cast<size_t>(position) < global_ranks.size()
+               ? global_ranks[static_cast<size_t>(position)]
+               : position;
+  };
   const Request& first = requests.front();
   std::string error;
   for (const Request& r : requests) {
@@ -243,7 +253,7 @@ Response ConstructResponse(const std::vector<Request>& requests, bool any_joined
   for (size_t i = 1; i < requests.size() && error.empty(); ++i) {
     error = CheckCommon(first, requests[i]);
     if (error.empty()) error = CheckShapes(first, requests[i]);
-    if (error.empty()) error = CheckOpSpecific(first, requests[i]);
+    if (error.empty()) error = CheckOpSpecific(first, requests[i], global);
   }
   if (error.empty() && first.type == OpType::kAllgather) error = CheckGatheredSize(requests);
   if (error.empty()) return Fill(requests, set_size);

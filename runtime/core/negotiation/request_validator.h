@@ -18,7 +18,10 @@ namespace hvd::runtime {
 // kMaxTensorElements (message.h) elements, a broadcast root or alltoall splits that do not fit the
 // set, a process-set change without its argument, a group of no members) yields a kError response
 // naming the rank and what is wrong, before any size is computed from it.
-Response ConstructResponse(const std::vector<Request>& requests, bool any_joined, int set_size);
+// `global_ranks`: the set's members' global ranks, which errors name a broadcast root by (empty:
+// positions in the set, as sent).
+Response ConstructResponse(const std::vector<Request>& requests, bool any_joined, int set_size,
+                           const std::vector<int32_t>& global_ranks = {});
 
 }  // namespace hvd::runtime
 

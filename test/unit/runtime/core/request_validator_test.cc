@@ -32,6 +32,18 @@ TEST(RequestValidatorTest, AllgatherRecordsEveryFirstDimension) {
             "to 4, but another rank sent a tensor with dimension 1 equal to 5.");
 }
 
+// A process set's broadcast roots are positions in the set on the wire; the error names the
+// global ranks the user passed (set [2, 3]: roots 2 and 3, not 0 and 1, as until 2026-12-01).
+TEST(RequestValidatorTest, MismatchedRootsInAProcessSetAreNamedByGlobalRank) {
+  Request a = RankReq(0, {4}, OpType::kBroadcast), b = RankReq(1, {4}, OpType::kBroadcast);
+  a.root = 0;
+  b.root = 1;
+  Response r = ConstructResponse({a, b}, false, 2, {2, 3});
+  EXPECT_EQ(r.error,
+            "Mismatched broadcast root ranks: One rank specified root rank 2, but another rank "
+            "specified root rank 3.");
+}
+
 TEST(RequestValidatorTest, ProcessSetChangesMustAgree) {
   auto control = [](int rank, OpType type, std::vector<int64_t> args) {
     Request r = RankReq(rank, {}, type);
@@ -115,10 +127,10 @@ TEST(RequestValidatorTest, MalformedRequestsGetAnErrorNamingTheRank) {
   EXPECT_NE(error_of(RankReq(1, {int64_t{1} << 40, int64_t{1} << 40, 0})).find("too many"),
             std::string::npos);
   // Each member's tensor fits; what they gather together does not.
-  Response gathered = ConstructResponse({RankReq(0, {int64_t{1} << 58}, OpType::kAllgather),
-                                         RankReq(1, {int64_t{1} << 58}, OpType::kAllgather),
-                                         RankReq(2, {1}, OpType::kAllgather)},
-                                        false, 3);
+  Response gathered = ConstructResponse(
+      {RankReq(0, {int64_t{1} << 58}, OpType::kAllgather),
+       RankReq(1, {int64_t{1} << 58}, OpType::kAllgather), RankReq(2, {1}, OpType::kAllgather)},
+      false, 3);
   EXPECT_EQ(gathered.error, "Allgather of 't' gathers more than 2^59 elements.");
   Request root = RankReq(1, {2}, OpType::kBroadcast);
   root.root = 2;
