@@ -297,8 +297,12 @@ Status ConnectorHandshake(int fd, const TcpMeshOptions& o, int peer, const std::
   uint8_t reply[kReplyBytes];
   Status st = Transfer(fd, false, reply, sizeof(reply), deadline, name);
   if (!st.ok()) {
-    return Status::PermissionDenied(name + " did not accept this rank's data connection (" +
-                                    st.message() + "); do all ranks share the job key and scope?");
+    // The acceptor answers any well-formed hello before it checks the key (that comes with the
+    // proof below), so no answer is not a key mismatch: the peer is busy, gone, dropped the
+    // connection (its queue of unauthenticated ones was full), or refused the hello (another
+    // group size or rank). Until 2026-12-01 this asked whether the ranks shared the job key.
+    return Status(st.code(), name + " did not answer this rank's data connection (" + st.message() +
+                                 "): it may be gone or stuck, or be in a group of another size");
   }
   std::optional<control::MacTag> proof = AnswerReply(o.auth, hello, reply);
   if (!proof) {
