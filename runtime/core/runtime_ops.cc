@@ -435,10 +435,12 @@ Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOption
       if (s < 0) return Status::InvalidArgument("alltoall: splits must be non-negative");
       sum += s;
     }
-    if (sum != input.shape[0]) {
-      return Status::InvalidArgument("alltoall: splits sum to " + std::to_string(sum) +
-                                     " but the first dimension is " +
-                                     std::to_string(input.shape[0]));
+    // Rows past the splits' sum are not sent, as in Horovod, whose only check is this one
+    // (its message); until 2026-12-01 hvd also refused a sum below the first dimension.
+    if (sum > input.shape[0]) {
+      return Status::InvalidArgument(
+          "Sum of splits entries is greater than the first dimension of tensor (alltoall: " +
+          std::to_string(sum) + " > " + std::to_string(input.shape[0]) + ").");
     }
     e.request.args.assign(o.splits.begin(), o.splits.end());
   } else if (input.shape.size() > 0 && input.shape[0] % n != 0) {

@@ -351,6 +351,22 @@ def test_alltoall_splits(hvd):
     assert torch.equal(out3, output) and torch.equal(received3, received)
 
 
+def test_alltoall_splits_summing_below_the_first_dimension_leave_the_rest_unsent(hvd):
+    # Horovod's rule: only a sum above dim 0 is an error. Rank r's row d goes to rank d; rows
+    # size..2*size-1 stay; their gradient is zero.
+    size, rank = hvd.size(), hvd.rank()
+    x = (torch.arange(2 * size, dtype=torch.float32) + 100 * rank).reshape(-1, 1)
+    x.requires_grad_(True)
+    output, received = hvd.alltoall(x, splits=[1] * size)
+    assert received.tolist() == [1] * size
+    assert output.detach().flatten().tolist() == [float(rank + 100 * r) for r in range(size)]
+    (output * (rank + 1)).sum().backward()
+    assert x.grad.flatten().tolist() == [d + 1.0 for d in range(size)] + [0.0] * size
+    with pytest.raises(ValueError, match="Sum of splits entries is greater than the first "
+                                         "dimension"):
+        hvd.alltoall(torch.ones(size, 1), splits=[2] * size)
+
+
 def test_alltoall_grad(hvd):
     size = hvd.size()
     x = torch.ones(2 * size, 3, requires_grad=True)

@@ -542,6 +542,7 @@ class HorovodAlltoall(torch.autograd.Function):
         output, received_splits = synchronize(alltoall_async(tensor, splits, name, process_set))
         ctx.process_set = process_set
         ctx.received_splits = received_splits
+        ctx.rows = tensor.shape[0] if tensor.dim() > 0 else None
         if splits is None:
             return output
         ctx.mark_non_differentiable(received_splits)
@@ -551,6 +552,8 @@ class HorovodAlltoall(torch.autograd.Function):
     def backward(ctx, grad_output, *unused):
         grad, _ = synchronize(alltoall_async(grad_output, ctx.received_splits,
                                              process_set=ctx.process_set))
+        if ctx.rows is not None and grad.shape[0] < ctx.rows:  # rows past the splits: not sent
+            grad = torch.cat([grad, grad.new_zeros((ctx.rows - grad.shape[0],) + grad.shape[1:])])
         return grad, None, None, None
 
 

@@ -117,7 +117,8 @@ typedef struct {
   double postscale_factor;   /* 1.0 */
   int32_t root_rank;         /* 0; broadcast: global rank of the root */
   int32_t process_set_id;    /* 0 = all ranks */
-  const int32_t* splits;     /* NULL; alltoall: rows of dim 0 sent to each member of the set */
+  const int32_t* splits;     /* NULL; alltoall: rows of dim 0 sent to each member of the set
+                                (in order from row 0; rows past their sum are not sent) */
   int32_t num_splits;        /* 0 */
   /* NULL (the legacy default stream); GPU tensors: the cudaStream_t whose work produces the
    * inputs (and may still use the outputs). The runtime waits for an event it records there at
