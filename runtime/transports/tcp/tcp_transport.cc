@@ -105,6 +105,7 @@ void TcpTransport::Abort() {
 }
 
 void TcpTransport::Shutdown() {
+  shut_down_.store(true);
   std::lock_guard<std::mutex> lock(shutdown_mu_);
   for (int fd : fds_) {
     if (fd >= 0) shutdown(fd, SHUT_RDWR);
@@ -112,6 +113,11 @@ void TcpTransport::Shutdown() {
 }
 
 Status TcpTransport::CheckClosed() const {
+  // After this end shut its sockets down, every one of them polls as closed: that names no
+  // peer (until 2026-12-01 the lowest other rank was recorded as lost).
+  if (shut_down_.load()) {
+    return Status::Aborted("the communicator was shut down after an earlier failure");
+  }
   std::vector<int> fds, peers;
   for (size_t r = 0; r < fds_.size(); ++r) {
     if (fds_[r] < 0) continue;
@@ -344,11 +350,19 @@ Status TcpTransport::Run(std::span<TcpStream> streams, const TcpReducer* reducer
     }
     if (ready == 0 && Clock::now() >= deadline) {
       std::string owing;
+      int culprit = -1, reader = -1;  // first peer that owes bytes; first that reads none
       for (const TcpStream& s : streams) {
         if (s.finished()) continue;
         if (!owing.empty()) owing += ", ";
         owing += (s.send ? "sending to " : "receiving from ") + peer_names_[s.peer];
+        int& first = s.send ? reader : culprit;
+        if (first < 0) first = s.peer;
       }
+      // The peer this rank waited on is the lost one (hvdrun follows the chain from there):
+      // until 2026-12-01 a timeout named nobody, and the ranks the timed-out one then shut
+      // down named it, so a stopped rank was never reported.
+      if (culprit < 0) culprit = reader;
+      if (culprit >= 0) lost_peer_.Note(culprit);
       return Status::Timeout(what() + ": timed out while " + owing);
     }
   }

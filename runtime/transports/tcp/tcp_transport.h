@@ -167,6 +167,7 @@ class TcpTransport {
   mutable FirstLostMember lost_peer_;
   int abort_fd_ = -1;  // eventfd
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> shut_down_{false};  // Shutdown() was called
   std::chrono::milliseconds heartbeat_timeout_{0};
   std::chrono::microseconds busy_poll_{0};
   bool busy_yield_ = false;

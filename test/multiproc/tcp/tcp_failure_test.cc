@@ -130,8 +130,14 @@ TEST(TcpFailure, StoppedMemberIsATimeout) {
     std::vector<uint64_t> bits(4, ~uint64_t{0});
     const auto start = Clock::now();
     Status st = comm.BitwiseAnd(&bits);
-    // Then rank 0 gets kTimeout after about the timeout
-    std::fprintf(stderr, "rank 0 after %.3f s: %s\n", Seconds(start), st.ToString().c_str());
+    // Then rank 0 gets kTimeout after about the timeout, naming rank 1 as the lost member (what
+    // hvdrun reports as failed first; until 2026-12-01 a timeout named nobody)
+    std::fprintf(stderr, "rank 0 after %.3f s: %s; lost %d\n", Seconds(start),
+                 st.ToString().c_str(), comm.lost_member());
+    if (comm.lost_member() != 1) return 2;
+    // Its sockets are shut down now, and all poll as closed: CheckPeers says so and names no
+    // peer (until 2026-12-01 it reported the lowest other rank as having closed its connection)
+    if (comm.CheckPeers().code() != StatusCode::kAborted) return 3;
     return st.code() == StatusCode::kTimeout && Seconds(start) < 5.0 ? 0 : 1;
   });
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
@@ -182,6 +188,12 @@ TEST(TcpFailure, AbortFromAnotherThreadUnblocksACall) {
           StatusCode::kAborted) {
         return 2;
       }
+      // Its own shut-down sockets all poll as closed: no peer is named for that (until
+      // 2026-12-01 CheckPeers named rank 1, healthy, and recorded it as the lost member)
+      const Status peers = comm.CheckPeers();
+      std::fprintf(stderr, "rank 0 CheckPeers: %s; lost %d\n", peers.ToString().c_str(),
+                   comm.lost_member());
+      if (peers.code() == StatusCode::kRemoteError || comm.lost_member() != -1) return 3;
       return 0;
     }
     // Rank 1 joins only after the abort. Rank 0's barrier message was sent before it
