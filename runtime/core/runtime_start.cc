@@ -48,7 +48,9 @@ Status Runtime::CheckSameEverywhere(Communicator* comm,
                         {"HVD_GPU_BROADCAST (1: staged)", config_.gpu_staged.broadcast},
                         {"HVD_GPU_ALLTOALL (1: staged)", config_.gpu_staged.alltoall},
                         {"HVD_GPU_REDUCESCATTER (1: staged)", config_.gpu_staged.reducescatter},
-                        {"HVD_GPU_ASYNC_COMPLETION", config_.gpu_async_completion}};
+                        {"HVD_GPU_ASYNC_COMPLETION", config_.gpu_async_completion},
+                        // A rank without it refuses add_process_set while the others wait.
+                        {"HVD_DYNAMIC_PROCESS_SETS", config_.dynamic_process_sets}};
   std::string mine = std::to_string(config_.local_size);
   for (const Knob& k : knobs) mine += " " + std::to_string(k.value);
   // Each set as given (Python sorts them; the C API checks them after this), in order: the

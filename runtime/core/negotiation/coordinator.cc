@@ -1,6 +1,7 @@
 #include "runtime/core/negotiation/coordinator.h"
 
 #include <algorithm>
+#include <set>
 
 #include "runtime/core/negotiation/request_validator.h"
 
@@ -56,6 +57,18 @@ void Coordinator::Recheck() {
 std::vector<Response> Coordinator::TakeReady() {
   // Count ready members per group so a group is released only as a whole.
   std::map<std::string, int> group_ready;
+  // A group whose ranks grouped different numbers of tensors under one name: released as it
+  // is, so that its ready members fail on every rank (ConstructResponse) instead of waiting for
+  // members some ranks never submit (until 2026-12-01 the rank that grouped fewer completed and
+  // the other waited until the stall shutdown).
+  std::set<std::string> group_mismatch;
+  for (const auto& [name, e] : table_) {
+    const std::string& group = e.requests.front().group;
+    if (group.empty()) continue;
+    for (const Request& r : e.requests) {
+      if (r.group_size != e.requests.front().group_size) group_mismatch.insert(group);
+    }
+  }
   for (const auto& [name, e] : table_) {
     if (e.ready && !e.requests.front().group.empty()) ++group_ready[e.requests.front().group];
   }
@@ -63,7 +76,10 @@ std::vector<Response> Coordinator::TakeReady() {
   for (const auto& [name, e] : table_) {
     if (!e.ready) continue;
     const Request& first = e.requests.front();
-    if (!first.group.empty() && group_ready[first.group] < first.group_size) continue;
+    if (!first.group.empty() && group_ready[first.group] < first.group_size &&
+        group_mismatch.count(first.group) == 0) {
+      continue;
+    }
     order.emplace_back(e.ready_seq, name);
   }
   std::sort(order.begin(), order.end());
@@ -74,6 +90,25 @@ std::vector<Response> Coordinator::TakeReady() {
               [](const Request& a, const Request& b) { return a.rank < b.rank; });
     out.push_back(ConstructResponse(e.requests, joined_count_ > 0, size_, global_ranks_));
     table_.erase(name);
+  }
+  // The mismatched groups' members that only some ranks submitted fail too (on the ranks that
+  // have them; the others have no such tensor and skip the response), so that every rank's
+  // grouped handle completes.
+  for (auto it = table_.begin(); it != table_.end();) {
+    const Request& first = it->second.requests.front();
+    if (first.group.empty() || group_mismatch.count(first.group) == 0) {
+      ++it;
+      continue;
+    }
+    Response error;
+    error.type = OpType::kError;
+    error.names = {it->first};
+    error.group = first.group;
+    error.error = "Mismatched grouped operations: tensor '" + it->first + "' is in a group of " +
+                  std::to_string(first.group_size) +
+                  " tensors on some ranks, and the group has other members on others.";
+    out.push_back(std::move(error));
+    it = table_.erase(it);
   }
   if (joined_count_ == size_) {
     Response join;

@@ -52,6 +52,11 @@ std::string CheckCommon(const Request& first, const Request& r) {
     return "Mismatched postscale factors: One rank sent factor " + Num(first.postscale) +
            ", but another rank sent factor " + Num(r.postscale) + ".";
   }
+  if (r.group_size != first.group_size) {
+    return "Mismatched grouped operations: One rank submitted tensor '" + first.name +
+           "' in a group of " + std::to_string(first.group_size) +
+           " tensors, but another rank in a group of " + std::to_string(r.group_size) + ".";
+  }
   return "";
 }
 

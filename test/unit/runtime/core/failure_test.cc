@@ -108,6 +108,8 @@ TEST(FailureTest, KnobsThatShapeEveryOpMustBeTheSameEverywhere) {
        [](runtime::RuntimeConfig* c) { c->gpu_staged.allgather = true; }},
       {"HVD_GPU_ASYNC_COMPLETION",
        [](runtime::RuntimeConfig* c) { c->gpu_async_completion = true; }},
+      {"HVD_DYNAMIC_PROCESS_SETS",
+       [](runtime::RuntimeConfig* c) { c->dynamic_process_sets = true; }},
   };
   for (const auto& knob : cases) {
     // Not a structured binding: clang 14 cannot capture one in the lambda below.

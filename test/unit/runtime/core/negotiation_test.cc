@@ -95,6 +95,18 @@ TEST(NegotiationTest, EveryMismatchReachesAllRanksAndTheNextOpWorks) {
          return h.ok() ? WaitAndRelease(rt, *h) : h.status();
        },
        "Mismatched operations: One rank did an allreduce, while another rank did an allgather."},
+      {"group size",  // rank 0 groups 2 tensors under the name, the others 3
+       [](int r, runtime::Runtime& rt) {
+         std::vector<std::vector<float>> bufs(3, std::vector<float>(2, 1.0f));
+         std::vector<runtime::TensorSpec> specs;
+         for (int m = 0; m < (r == 0 ? 2 : 3); ++m)
+           specs.push_back(Spec(bufs[m].data(), DataType::kFloat32, {2}));
+         runtime::OpOptions o;
+         o.name = "m.group";
+         auto h = rt.EnqueueAllreduce(specs, specs, o, true);
+         return h.ok() ? WaitAndRelease(rt, *h) : h.status();
+       },
+       "Mismatched grouped operations"},
       {"scalar allgather",
        [](int r, runtime::Runtime& rt) {
          float x = 1;
