@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "bench/alloc_counter.h"
+#include "bench/check_value.h"
 #include "common/kv_client.h"
 #include "launcher/rendezvous/rendezvous_server.h"
 #include "runtime/transports/gloo/gloo_communicator.h"
@@ -89,24 +90,14 @@ double MaxOverRanks(Communicator& comm, double v) {
 float SumInput(int rank, int64_t i) { return static_cast<float>(rank + 1 + i % 7); }
 float SumExpected(int n, int64_t i) { return static_cast<float>(n * (n + 1) / 2 + n * (i % 7)); }
 
-// A value as the check prints it: "5.0" for an integer, %.9g otherwise (nan, inf, fractions).
-std::string Value(double v) {
-  char text[64];
-  if (std::fabs(v) < 1e15 && v == std::trunc(v)) {
-    std::snprintf(text, sizeof(text), "%.1f", v);
-  } else {
-    std::snprintf(text, sizeof(text), "%.9g", v);
-  }
-  return text;
-}
-
 // "" when got[j] == want(j) for j < count, else what is wrong with the first element that is not.
 template <typename Want>
 std::string FirstWrong(const float* got, int64_t count, Want&& want) {
   for (int64_t j = 0; j < count; ++j) {
     const float w = want(j);
     if (got[j] == w) continue;
-    return "element " + std::to_string(j) + " is " + Value(got[j]) + ", expected " + Value(w);
+    return "element " + std::to_string(j) + " is " + CheckValueText(got[j]) + ", expected " +
+           CheckValueText(w);
   }
   return "";
 }

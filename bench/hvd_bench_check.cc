@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "check_value.h"
+
 namespace hvd_bench {
 
 hvd_reduce_op_t g_reduce_op = HVD_OP_SUM;
@@ -291,17 +293,6 @@ void FillCheckInput(Op op, int rank, int n, char* data, size_t count, size_t t) 
     Store(data + i * g_dtype.size, CheckInput(op, rank, n, count, i, t));
 }
 
-// A value as the check prints it: "5.0" for an integer, %.9g otherwise (nan, inf, fractions).
-std::string Value(double v) {
-  char text[64];
-  if (std::fabs(v) < 1e15 && v == std::trunc(v)) {
-    std::snprintf(text, sizeof(text), "%.1f", v);
-  } else {
-    std::snprintf(text, sizeof(text), "%.9g", v);
-  }
-  return text;
-}
-
 // "" when `got` (`got_bytes` of g_dtype elements) is rank me's result of the check of `op` on
 // inputs of `count` elements (tensor t), else what is wrong with it (its first wrong element).
 std::string Compare(Op op, int me, int n, size_t count, size_t t, const char* got,
@@ -315,7 +306,8 @@ std::string Compare(Op op, int me, int n, size_t count, size_t t, const char* go
     const double want = CheckResult(op, me, n, count, j, t);
     const double value = Load(got + j * g_dtype.size);
     if (std::fabs(value - want) <= Tolerance(n, want)) continue;  // a NaN never passes
-    return "element " + std::to_string(j) + " is " + Value(value) + ", expected " + Value(want);
+    return "element " + std::to_string(j) + " is " + CheckValueText(value) + ", expected " +
+           CheckValueText(want);
   }
   return "";
 }

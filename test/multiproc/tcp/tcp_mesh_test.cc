@@ -35,6 +35,21 @@ std::string CongestionOf(int fd) {
   return std::string(name, strnlen(name, sizeof(name)));
 }
 
+// The options of rank `rank` of a `size`-rank mesh of `job` on this machine.
+runtime::TcpMeshOptions MeshOptions(const ForkedJob& job, control::KvClient& kv, int rank,
+                                    int size) {
+  runtime::TcpMeshOptions o;
+  o.kv = &kv;
+  o.scope = job.scope();
+  o.rank = rank;
+  o.size = size;
+  o.route_to = "127.0.0.1";
+  o.hostname = "host" + std::to_string(rank);
+  o.auth = {job.key(), job.job_id(), job.scope()};
+  o.timeout = std::chrono::seconds(20);
+  return o;
+}
+
 // Forms a mesh of 3 (rank 1 both connects, to 0, and accepts, from 2) with `congestion` and
 // runs `check` on every rank's mesh, or on its error.
 template <typename Check>
@@ -43,15 +58,7 @@ std::vector<RankOutcome> RunMesh(const std::string& congestion, const Check& che
   ForkedJob job("tcp-mesh", {std::chrono::seconds(60), 90, {}});
   *error = job.error();
   auto outcomes = job.Run(3, [&](int rank, control::KvClient& kv) {
-    runtime::TcpMeshOptions o;
-    o.kv = &kv;
-    o.scope = job.scope();
-    o.rank = rank;
-    o.size = 3;
-    o.route_to = "127.0.0.1";
-    o.hostname = "host" + std::to_string(rank);
-    o.auth = {job.key(), job.job_id(), job.scope()};
-    o.timeout = std::chrono::seconds(20);
+    runtime::TcpMeshOptions o = MeshOptions(job, kv, rank, 3);
     o.congestion = congestion;
     Result<runtime::TcpMesh> mesh = runtime::ConnectTcpMesh(o);
     const int code = check(rank, mesh);
@@ -168,14 +175,7 @@ TEST(TcpMesh, AcceptOutOfDescriptorsIsAnErrorNamingTheLimit) {
   ForkedJob job("tcp-mesh", {std::chrono::seconds(60), 90, {}});
   ASSERT_TRUE(job.error().empty()) << job.error();
   auto outcomes = job.Run(2, [&](int rank, control::KvClient& kv) {
-    runtime::TcpMeshOptions o;
-    o.kv = &kv;
-    o.scope = job.scope();
-    o.rank = rank;
-    o.size = 2;
-    o.route_to = "127.0.0.1";
-    o.auth = {job.key(), job.job_id(), job.scope()};
-    o.timeout = std::chrono::seconds(20);
+    const runtime::TcpMeshOptions o = MeshOptions(job, kv, rank, 2);
     if (rank == 0) {
       // The listener takes the lowest free descriptor; an accepted connection would need one more.
       const int lowest = open("/dev/null", O_RDONLY);
