@@ -120,12 +120,28 @@ def add_process_set(process_set: Union[ProcessSet, Sequence[int]]) -> ProcessSet
     try:
         process_set.process_set_id = _c.add_process_set(process_set.ranks)
     except _c.Error as error:
-        if error.status == _c.PRECONDITION_FAILED:
+        joined_add = _added_while_joined(process_set.ranks)  # "already exists", but not here
+        if joined_add is not None:
+            process_set.process_set_id = joined_add
+        elif error.status == _c.PRECONDITION_FAILED:
             raise ValueError(f"cannot add {process_set}: {error}") from None
-        raise translate_error(error) from None
+        else:
+            raise translate_error(error) from None
     _registered[process_set.process_set_id] = process_set
     _unnamed_counts.pop(process_set.process_set_id, None)
     return process_set
+
+
+def _added_while_joined(ranks) -> Optional[int]:
+    """The id of a set of `ranks` the runtime has but this process never registered: the other
+    ranks added it while this one was blocked in join() (a joined rank takes part in every
+    collective, process-set changes included). This rank's own add of it, after its join, then
+    takes that set instead of failing with "already exists" (until 2026-12-01)."""
+    for set_id in _c.process_set_ids():
+        if set_id != 0 and set_id not in _registered and \
+                list(_c.process_set_ranks(set_id)) == list(ranks):
+            return set_id
+    return None
 
 
 def remove_process_set(process_set: ProcessSet) -> bool:
@@ -137,9 +153,11 @@ def remove_process_set(process_set: ProcessSet) -> bool:
     try:
         _c.remove_process_set(process_set.process_set_id)
     except _c.Error as error:
-        if error.status == _c.NOT_FOUND:
+        if error.status != _c.NOT_FOUND:
+            raise translate_error(error) from None
+        if _registered.get(process_set.process_set_id) is not process_set:
             return False
-        raise translate_error(error) from None
+        # The other ranks removed it while this one was blocked in join(): it is gone here too.
     _registered.pop(process_set.process_set_id, None)
     process_set._invalidate()
     return True

@@ -55,6 +55,29 @@ def test_an_alltoall_synchronized_after_its_process_set_was_removed(hvd):
         assert received.tolist() == [2]
 
 
+def test_a_set_added_while_a_rank_was_joined_is_its_set_after_the_join(hvd):
+    # Rank 0 is blocked in join() while the others add a set: the add runs on rank 0 too (a
+    # joined rank takes part in every collective). Its own add after the join takes that set
+    # (until 2026-12-01: ValueError "already exists"), and the set is removed everywhere.
+    size, rank = hvd.size(), hvd.rank()
+    if size == 1:
+        pytest.skip("dynamic process sets need 2 ranks")
+    last = [size - 1]
+    added = None
+    if rank != 0:
+        added = hvd.add_process_set(last)
+    hvd.join()
+    if rank == 0:
+        added = hvd.add_process_set(last)
+    assert added.process_set_id not in (None, 0)
+    assert added.ranks == last
+    assert added.included() == (rank == size - 1)
+    ids = hvd.allgather(torch.tensor([added.process_set_id]))
+    assert ids.tolist() == [added.process_set_id] * size
+    assert hvd.remove_process_set(added)
+    assert added.process_set_id is None
+
+
 def test_dynamic_process_sets_that_differ_between_ranks_fail_on_every_rank(hvd):
     # Given ranks that add different sets (the last rank another pair; before, each waited for
     # the others' request forever),
