@@ -1,105 +1,22 @@
+// The elastic driver's decisions: rounds, failures, blacklists, hosts that come and go (the
+// resets' own cases are in elastic_rounds_test.cc).
 #include "launcher/elastic/elastic_driver.h"
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-
-#include <map>
+#include "test/unit/launcher/elastic/elastic_driver_harness.h"
 
 namespace hvd::launcher {
 namespace {
 
 using std::chrono::seconds;
 using ::testing::Contains;
+using testing::ElasticDriverTest;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::kExit0;
+using testing::kExit1;
+using testing::kKilled;
+using testing::Recorder;
 namespace elastic = control::elastic;
-
-constexpr int kExit0 = 0;
-constexpr int kExit1 = 1 << 8;
-constexpr int kKilled = SIGKILL;
-
-// Records what the driver asks for; a worker's mailbox is the list of messages it got.
-class Recorder : public ElasticActions {
- public:
-  struct Spawned {
-    std::string host;
-    int slot;
-  };
-  void Spawn(int id, const std::string& host, int slot, int host_slots, int rank,
-             int size) override {
-    EXPECT_LT(slot, host_slots) << "worker " << id;
-    spawned[id] = {host, slot};
-    spawn_order.push_back(id);
-  }
-  void Send(int id, int64_t n, const elastic::Message& message) override {
-    EXPECT_EQ(static_cast<int64_t>(mail[id].size()) + 1, n) << "worker " << id;
-    mail[id].push_back(message);
-  }
-  void NotifyHosts(int64_t timestamp, int flags) override {
-    notified.emplace_back(timestamp, flags);
-  }
-  void AbortRound(int64_t round) override { aborted.push_back(round); }
-  void Terminate(int id) override { terminated.push_back(id); }
-  void ReleaseHost(const std::string& host) override { released.push_back(host); }
-  void Step(const std::string& message) override { steps.push_back(message); }
-  void Warn(const std::string& message) override { warnings.push_back(message); }
-
-  // The last message of `id`, which must be an assignment.
-  elastic::Assignment Assigned(int id) {
-    EXPECT_FALSE(mail[id].empty()) << "worker " << id;
-    if (mail[id].empty()) return {};
-    EXPECT_FALSE(mail[id].back().removed) << "worker " << id << ": " << mail[id].back().reason;
-    return mail[id].back().assignment;
-  }
-  bool Removed(int id) { return !mail[id].empty() && mail[id].back().removed; }
-
-  std::map<int, Spawned> spawned;
-  std::vector<int> spawn_order;
-  std::map<int, std::vector<elastic::Message>> mail;
-  std::vector<std::pair<int64_t, int>> notified;
-  std::vector<int64_t> aborted;
-  std::vector<int> terminated;
-  std::vector<std::string> released;
-  std::vector<std::string> steps, warnings;
-};
-
-class ElasticDriverTest : public ::testing::Test {
- protected:
-  void Make(ElasticDriverOptions options) {
-    driver_ = std::make_unique<ElasticDriver>(options, &rec_);
-  }
-  ElasticDriverOptions Options(int np, int min, std::optional<int> max = {}) {
-    ElasticDriverOptions o;
-    o.start_np = np;
-    o.min_np = min;
-    o.max_np = max;
-    return o;
-  }
-  // Every listed worker reports it has read all its mail and waits for more.
-  void Ready(std::initializer_list<int> ids) {
-    for (int id : ids) driver_->OnReady(id, static_cast<int64_t>(rec_.mail[id].size()), now_);
-  }
-  void Hosts(std::vector<discovery::HostSlots> hosts) { driver_->OnHosts(hosts, now_); }
-  std::vector<int> Ranks(std::initializer_list<int> ids) {
-    std::vector<int> ranks;
-    for (int id : ids) ranks.push_back(rec_.Assigned(id).rank);
-    return ranks;
-  }
-  // Starts a job of `ids` workers on the given hosts and forms round 1.
-  void StartRound1(std::vector<discovery::HostSlots> hosts, int np, int min,
-                   std::optional<int> max = {}) {
-    Make(Options(np, min, max));
-    Hosts(hosts);
-    for (const auto& [id, s] : rec_.spawned) driver_->OnReady(id, 0, now_);
-    ASSERT_EQ(driver_->round(), 1);
-  }
-
-  Recorder rec_;
-  std::unique_ptr<ElasticDriver> driver_;
-  ElasticDriver::TimePoint now_{};
-};
 
 TEST_F(ElasticDriverTest, FirstRoundOnEverySlotOnceAllAreReady) {
   Make(Options(2, 2, 3));
@@ -583,98 +500,6 @@ TEST_F(ElasticDriverTest, AHostBlacklistedForGoodIsReleased) {
   EXPECT_THAT(rec_.released, ElementsAre("b"));
 }
 
-// A host missing from discovery for one poll while the others could go on without it: its
-// members are told at their next commit (one reset) but keep their places when the host is
-// listed again before that reset; no worker is removed or started. Until 2026-12-01 they were
-// removed at the poll, and the host, listed again, got new workers beside the leaving ones
-// (two resets, the workers restarted).
-TEST_F(ElasticDriverTest, AHostMissingForOnePollKeepsItsWorkers) {
-  StartRound1({{"a", 2, {}}, {"b", 2, {}}}, 4, 2);
-  Hosts({{"a", 2, {}}});
-  ASSERT_THAT(rec_.notified, ElementsAre(std::make_pair(int64_t{1}, elastic::kHostsRemoved)));
-  EXPECT_THAT(rec_.steps, Contains(HasSubstr("worker 2 (rank 2) leaves at the next reset: host b "
-                                             "is no longer available")));
-  Hosts({{"a", 2, {}}, {"b", 2, {}}});
-  EXPECT_THAT(rec_.spawn_order, ElementsAre(0, 1, 2, 3)) << "its slots are still taken";
-  Ready({0, 1, 2, 3});
-  ASSERT_EQ(driver_->round(), 2);
-  EXPECT_EQ(driver_->reset_count(), 1);
-  EXPECT_EQ(Ranks({0, 1, 2, 3}), (std::vector<int>{0, 1, 2, 3}));
-  for (int id : {2, 3}) EXPECT_FALSE(rec_.Removed(id)) << id;
-  EXPECT_TRUE(rec_.terminated.empty());
-  // Gone again, and still gone at the reset: removed then.
-  Hosts({{"a", 2, {}}});
-  Ready({0, 1, 2, 3});
-  ASSERT_EQ(driver_->round(), 3);
-  for (int id : {2, 3}) EXPECT_TRUE(rec_.Removed(id)) << id;
-  EXPECT_EQ(Ranks({0, 1}), (std::vector<int>{0, 1}));
-}
-
-// A drained host's members are not waited for while their host is still gone (one of them may
-// be hung there): the others re-form once they are ready, and those members read their removal
-// or are stopped after the grace period.
-TEST_F(ElasticDriverTest, MembersOfAHostStillGoneAreNotWaitedFor) {
-  StartRound1({{"a", 2, {}}, {"b", 2, {}}}, 4, 2);
-  Hosts({{"a", 2, {}}});
-  Ready({0, 1});
-  ASSERT_EQ(driver_->round(), 2);
-  EXPECT_EQ(Ranks({0, 1}), (std::vector<int>{0, 1}));
-  for (int id : {2, 3}) EXPECT_TRUE(rec_.Removed(id)) << id;
-  now_ += seconds(6);
-  driver_->OnTick(now_);
-  EXPECT_THAT(rec_.terminated, ElementsAre(2, 3));
-}
-
-// A leaving member kept (its host listed again) beside a new worker started for its slots under
-// --max-np: the new worker does not fit and is let go at the reset; it is not announced and cut
-// again at every commit.
-TEST_F(ElasticDriverTest, ANewWorkerBeyondMaxNpBesideAKeptMemberIsLetGo) {
-  StartRound1({{"a", 2, {}}, {"b", 1, {}}, {"c", 1, {}}}, 3, 2, 3);
-  ASSERT_THAT(rec_.spawn_order, ElementsAre(0, 1, 2));
-  Hosts({{"a", 2, {}}, {"c", 1, {}}});  // b missing: worker 2 leaving, worker 3 on c
-  ASSERT_THAT(rec_.spawn_order, ElementsAre(0, 1, 2, 3));
-  Hosts({{"a", 2, {}}, {"b", 1, {}}, {"c", 1, {}}});  // b back before the reset
-  Ready({3});
-  Ready({0, 1, 2});
-  ASSERT_EQ(driver_->round(), 2);
-  EXPECT_EQ(Ranks({0, 1, 2}), (std::vector<int>{0, 1, 2}));
-  ASSERT_TRUE(rec_.Removed(3));
-  EXPECT_THAT(rec_.mail[3].back().reason, HasSubstr("--max-np 3"));
-  const size_t notified = rec_.notified.size();
-  now_ += seconds(60);
-  driver_->OnTick(now_);
-  EXPECT_EQ(rec_.notified.size(), notified) << "nothing new to announce";
-  EXPECT_EQ(driver_->reset_count(), 1);
-  EXPECT_THAT(rec_.terminated, ElementsAre(3));
-}
-
-// Members waiting at a reset for one that never reaches it (hung): after --elastic-timeout it is
-// stopped, without blacklisting its host, and the others re-form; its slot gets a new worker.
-TEST_F(ElasticDriverTest, AMemberThatNeverReachesTheResetIsStoppedAfterTheElasticTimeout) {
-  ElasticDriverOptions o = Options(3, 2);
-  o.elastic_timeout = seconds(10);
-  Make(o);
-  Hosts({{"a", 3, {}}});
-  Ready({0, 1, 2});
-  ASSERT_EQ(driver_->round(), 1);
-  Ready({1});  // a member re-initializes: a reset
-  Ready({0});
-  ASSERT_EQ(driver_->NextDeadline(), now_ + seconds(10));
-  now_ += seconds(9);
-  driver_->OnTick(now_);
-  EXPECT_TRUE(rec_.terminated.empty());
-  now_ += seconds(1);
-  driver_->OnTick(now_);
-  ASSERT_THAT(rec_.terminated, ElementsAre(2));
-  EXPECT_THAT(rec_.warnings, Contains(HasSubstr("worker 2 (rank 2) on a did not reach round 1's "
-                                                "reset within 10 s (--elastic-timeout)")));
-  driver_->OnExit(2, SIGTERM, now_);
-  ASSERT_EQ(driver_->round(), 2);
-  EXPECT_EQ(Ranks({0, 1}), (std::vector<int>{0, 1}));
-  EXPECT_FALSE(driver_->failure_seen());
-  EXPECT_THAT(rec_.spawn_order, ElementsAre(0, 1, 2, 3)) << "its slot gets a new worker";
-}
-
 // Horovod: "No hosts from previous set remaining, unable to broadcast state."
 TEST_F(ElasticDriverTest, NoSurvivorToHandOverTheState) {
   StartRound1({{"a", 1, {}}, {"b", 1, {}}}, 1, 1, 1);
@@ -755,59 +580,6 @@ TEST_F(ElasticDriverTest, AJoinerThatSyncedHandsTheStateOn) {
   ASSERT_EQ(driver_->round(), 3);
   EXPECT_EQ(rec_.Assigned(1).rank, 0);
   EXPECT_FALSE(driver_->end().has_value());
-}
-
-// A member whose init comes back on its own (a timeout, a manual shutdown/init) makes the
-// round re-form once the others notice.
-TEST_F(ElasticDriverTest, AMemberReinitializingStartsANewRound) {
-  StartRound1({{"a", 3, {}}}, 3, 1);
-  Ready({1});
-  EXPECT_EQ(driver_->round(), 1);
-  Ready({0, 2});
-  ASSERT_EQ(driver_->round(), 2);
-  EXPECT_EQ(Ranks({0, 1, 2}), (std::vector<int>{0, 1, 2}));
-}
-
-// A member whose init failed to join the current round (its ready report names the round) gives
-// that round up at once, so the members waiting in its rendezvous move on instead of waiting
-// out their timeout, which counted against their own tries; a member that leaves a formed round
-// by itself (a host change's reset) does not, and neither does a report naming an older round.
-TEST_F(ElasticDriverTest, AMemberThatCouldNotJoinGivesTheRoundUpAtOnce) {
-  StartRound1({{"a", 3, {}}}, 3, 1);
-  Ready({1});
-  EXPECT_TRUE(rec_.aborted.empty()) << "the others may still be in round 1's collectives";
-  Ready({0, 2});
-  ASSERT_EQ(driver_->round(), 2);
-  ASSERT_THAT(rec_.aborted, ElementsAre(1));  // forming round 2 gave round 1 up
-  const auto mail = [&](int id) { return static_cast<int64_t>(rec_.mail[id].size()); };
-  driver_->OnReady(1, elastic::ReadyReport{mail(1), 0, 1}, now_);  // an older round: a re-init
-  EXPECT_THAT(rec_.aborted, ElementsAre(1));
-  driver_->OnReady(2, elastic::ReadyReport{mail(2), 0, 2}, now_);
-  EXPECT_THAT(rec_.aborted, ElementsAre(1, 2)) << "members 0 and 1 stop waiting for worker 2";
-  EXPECT_THAT(rec_.steps, Contains(HasSubstr("worker 2 (rank 2) could not join round 2")));
-  driver_->OnReady(2, elastic::ReadyReport{mail(2), 0, 2}, now_);
-  EXPECT_THAT(rec_.aborted, ElementsAre(1, 2)) << "once";
-  Ready({0});
-  ASSERT_EQ(driver_->round(), 3);
-  EXPECT_EQ(Ranks({0, 1, 2}), (std::vector<int>{0, 1, 2}));
-}
-
-// A new worker that never becomes ready does not hold up the first round for more than the
-// start timeout; it joins later.
-TEST_F(ElasticDriverTest, SlowWorkerJoinsLater) {
-  Make(Options(2, 2));
-  Hosts({{"a", 3, {}}});
-  Ready({0, 1});
-  EXPECT_EQ(driver_->round(), 0);
-  now_ += seconds(30);
-  driver_->OnTick(now_);
-  ASSERT_EQ(driver_->round(), 1);
-  EXPECT_EQ(rec_.Assigned(0).size, 2);
-  Ready({2});
-  ASSERT_EQ(rec_.notified.size(), 1u);
-  Ready({0, 1});
-  ASSERT_EQ(driver_->round(), 2);
-  EXPECT_EQ(rec_.Assigned(2).rank, 2);
 }
 
 // Every worker dies. Host b's failure leaves workers 0 and 1 waiting for a round (below
