@@ -19,6 +19,10 @@
 
 namespace hvd::launcher::testing {
 
+using std::chrono::seconds;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 namespace elastic = control::elastic;
 
 constexpr int kExit0 = 0;

@@ -7,16 +7,7 @@
 namespace hvd::launcher {
 namespace {
 
-using std::chrono::seconds;
-using ::testing::Contains;
-using testing::ElasticDriverTest;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using testing::kExit0;
-using testing::kExit1;
-using testing::kKilled;
-using testing::Recorder;
-namespace elastic = control::elastic;
+using namespace testing;  // the harness: recorder, fixture, exit statuses, matchers
 
 TEST_F(ElasticDriverTest, FirstRoundOnEverySlotOnceAllAreReady) {
   Make(Options(2, 2, 3));

@@ -8,12 +8,7 @@
 namespace hvd::launcher {
 namespace {
 
-using std::chrono::seconds;
-using ::testing::Contains;
-using testing::ElasticDriverTest;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-namespace elastic = control::elastic;
+using namespace testing;  // the harness: recorder, fixture, exit statuses, matchers
 
 // A host missing from discovery for one poll while the others could go on without it: its
 // members are told at their next commit (one reset) but keep their places when the host is
