@@ -265,7 +265,7 @@ std::optional<ElasticDriver::TimePoint> ElasticDriver::NextDeadline() const {
   }
   consider(blacklist_.NextExpiry(last_now_));
   if (below_min_since_) consider(*below_min_since_ + options_.elastic_timeout);
-  if (reset_waiting_since_) consider(*reset_waiting_since_ + options_.elastic_timeout);
+  if (reset_waiting_since_) consider(*reset_waiting_since_ + StragglerWait());
   if (pending_ready_since_ && !announced_new_) {
     consider(*pending_ready_since_ + options_.start_timeout);
   }

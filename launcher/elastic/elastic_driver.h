@@ -214,8 +214,11 @@ class ElasticDriver {
   void SpawnFree(TimePoint now);
   void MaybeAnnounceNewWorkers(TimePoint now);
   void MaybeFormRound(TimePoint now);
-  // Stops members that have not reached the reset --elastic-timeout after others did.
+  // Stops members that have not reached the reset StragglerWait() after others did.
   void StopStragglers(const std::vector<Worker*>& live, TimePoint now);
+  ElasticClock::duration StragglerWait() const {
+    return options_.elastic_timeout + std::chrono::minutes(1);
+  }
   void OrderMembers(std::vector<Worker*>& members) const;
   void FormRound(std::vector<Worker*> members, TimePoint now);
   void Remove(Worker& worker, const std::string& why, TimePoint now);

@@ -139,18 +139,20 @@ void ElasticDriver::StopStragglers(const std::vector<Worker*>& live, TimePoint n
   // Some members wait at the reset for others that have not reached it. A member that never
   // does (hung in a collective that cannot fail, or in user code) would hold the job forever:
   // the waiting workers' own wait has no bound (runtime/elastic_session.cc), so after
-  // --elastic-timeout the stragglers are stopped, and the others re-form without them (their
-  // slots get new workers). Until 2026-12-01 the waiting workers instead gave up after
-  // --elastic-timeout plus a minute, exited 1, and got their own healthy hosts blacklisted.
+  // --elastic-timeout plus a minute (StragglerWait: a small --elastic-timeout, meant for slots,
+  // must not stop a member that is merely slow to unwind) the stragglers are stopped, and the
+  // others re-form without them (their slots get new workers). Until 2026-12-01 the waiting
+  // workers instead gave up after that time, exited 1, and got their own healthy hosts
+  // blacklisted.
   if (!reset_waiting_since_) reset_waiting_since_ = now;
-  if (now - *reset_waiting_since_ < options_.elastic_timeout) return;
+  if (now - *reset_waiting_since_ < StragglerWait()) return;
   for (Worker* w : live) {
     if (!IsMember(*w) || w->IsReady() || !w->Running() || w->stopped) continue;
     actions_->Warn("worker " + std::to_string(w->id) + " (rank " + std::to_string(w->rank) +
                    ") on " + w->host + " did not reach round " + std::to_string(round_) +
                    "'s reset within " +
-                   SecondsText(std::chrono::duration<double>(options_.elastic_timeout).count()) +
-                   " (--elastic-timeout) while the others waited: stopping it");
+                   SecondsText(std::chrono::duration<double>(StragglerWait()).count()) +
+                   " (--elastic-timeout plus a minute) while the others waited: stopping it");
     w->stopped = true;
     actions_->Terminate(w->id);
   }

@@ -149,15 +149,16 @@ enum class SingleCopyOp { kAllreduce, kAlltoall };
 class ShmStaleReadTest : public ::testing::TestWithParam<SingleCopyOp> {};
 
 // Given 2 members in a single-copy collective (1 MiB), where member 1 stalls right before it
-// reads member 0's tensors until member 0 has timed out waiting for it (1 s), returned, and
-// overwritten those tensors, then member 1 fails naming rank 0 (kRemoteError, lost_member 0)
-// instead of returning OK with the overwritten bytes: member 0 had ended the round before it
-// gave up, so member 1's waits on it passed. Until 2026-12-01 it returned OK.
+// reads member 0's tensors until member 0 has timed out waiting for it (3 s: long enough that
+// the first, ordinary op never times out on a loaded machine), returned, and overwritten those
+// tensors, then member 1 fails naming rank 0 (kRemoteError, lost_member 0) instead of returning
+// OK with the overwritten bytes: member 0 had ended the round before it gave up, so member 1's
+// waits on it passed. Until 2026-12-01 it returned OK.
 TEST_P(ShmStaleReadTest, AReaderThatOutlivedItsPeersWaitFailsNamingIt) {
   const bool allreduce = GetParam() == SingleCopyOp::kAllreduce;
   ShmJob::Options options;
   options.size = 2;
-  options.comm_timeout = std::chrono::milliseconds(1000);
+  options.comm_timeout = std::chrono::milliseconds(3000);
   options.single_copy_bytes = 1;  // every size reads the peers' tensors directly
   ShmJob job(options);
   auto outcomes = job.RunRaw([&](int rank, control::KvClient& kv, const std::string& scope) {
