@@ -191,7 +191,7 @@ Status TcpTransport::ReduceScratch(TcpStream& s, char* scratch, const TcpReducer
     }
     used += n;
     Advance(s, n);
-    HVD_RETURN_IF_ERROR(Settle(s));
+    HVD_RETURN_IF_ERROR(SettleReceived(s));
   }
   s.pending_ -= used;
   if (s.pending_ > 0 && used > 0) std::memmove(scratch, scratch + used, s.pending_);
@@ -244,7 +244,7 @@ Status TcpTransport::PumpRecv(TcpStream& s, size_t index, const TcpReducer* redu
       got = recvmsg(fds_[s.peer], &msg, MSG_DONTWAIT);
       if (got > 0) {
         Advance(s, static_cast<size_t>(got));
-        HVD_RETURN_IF_ERROR(Settle(s));
+        HVD_RETURN_IF_ERROR(SettleReceived(s));
       }
     }
     if (got == 0) return PeerError(s.peer, "closed the connection", 0);
@@ -257,6 +257,18 @@ Status TcpTransport::PumpRecv(TcpStream& s, size_t index, const TcpReducer* redu
     *moved = true;
   }
   return Status::OK();
+}
+
+Status TcpTransport::SettleReceived(TcpStream& s) const {
+  Status st = Settle(s);
+  if (st.ok()) return st;
+  // What the peer sent is wrong (a length past the limit): it is the one to name, and the lost
+  // member (until 2026-12-01 the error named nobody, and the peers this rank then shut down
+  // named this rank).
+  if (aborted_.load())
+    return Status::Aborted("the communicator was aborted (" + st.message() + ")");
+  lost_peer_.Note(s.peer);
+  return Status::RemoteError(peer_names_[s.peer] + " " + st.message());
 }
 
 Status TcpTransport::CheckPeersAlive(std::span<TcpStream> streams) const {

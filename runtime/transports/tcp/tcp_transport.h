@@ -160,6 +160,9 @@ class TcpTransport {
   // kRemoteError naming `peer` (kAborted after Abort()); notes it as lost_peer().
   Status PeerError(int peer, const char* what, int err) const;
   Status CheckPeersAlive(std::span<TcpStream> streams) const;
+  // Settle for a stream this rank receives on: a bad length the peer announced names the peer
+  // and records it as lost_peer().
+  Status SettleReceived(TcpStream& s) const;
 
   const int rank_;
   std::vector<int> fds_;

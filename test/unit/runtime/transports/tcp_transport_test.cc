@@ -89,6 +89,32 @@ TEST(TcpTransportTest, APeerThatTakesNothingTimesOut) {
   EXPECT_NE(s.message().find("timed out while sending to rank 1 (the test)"), std::string::npos)
       << s.message();
   EXPECT_LT(took, 5.0);
+  EXPECT_EQ(t->lost_peer(), 1) << "the peer it waited on";
+}
+
+// A peer that announces a message longer than the receiver's limit (a byte gather's grown
+// stream): the error names that peer and records it as the lost one. Until 2026-12-01 it named
+// nobody ("announced a message of ..." alone).
+TEST(TcpTransportTest, AnOversizedAnnouncedMessageNamesItsSender) {
+  int peer = -1;
+  auto t = PairedTransport(&peer);
+  const uint64_t len = uint64_t{1} << 40;
+  unsigned char header[8];
+  for (int i = 0; i < 8; ++i) header[i] = static_cast<unsigned char>(len >> (8 * i));
+  ASSERT_EQ(write(peer, header, sizeof(header)), 8);
+  std::string grown;
+  TcpStream s;
+  s.Reset(1, false);
+  s.grow = &grown;
+  s.max_grow = 1 << 20;
+  const auto text = [] { return std::string("test gather"); };
+  const Status st = t->Run(std::span<TcpStream>(&s, 1), nullptr, 5000ms, TcpWhat(text));
+  close(peer);
+  EXPECT_EQ(st.code(), StatusCode::kRemoteError) << st.ToString();
+  EXPECT_NE(st.message().find("rank 1 (the test) announced a message of 1099511627776 bytes"),
+            std::string::npos)
+      << st.message();
+  EXPECT_EQ(t->lost_peer(), 1);
 }
 
 // HVD_HEARTBEAT_TIMEOUT_SECONDS beyond 127 s: the kernel takes at most 127 keepalive probes, so
