@@ -20,6 +20,10 @@ inline std::string SecondsText(double seconds) {
   std::snprintf(text, sizeof(text), "%g s", seconds);
   return text;
 }
+template <typename Rep, typename Period>
+std::string SecondsText(std::chrono::duration<Rep, Period> d) {
+  return SecondsText(std::chrono::duration<double>(d).count());
+}
 
 }  // namespace hvd
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "common/duration.h"
 #include "launcher/outcome/exit_codes.h"
 #include "launcher/outcome/wait_status.h"
 
@@ -14,12 +15,6 @@ namespace hvd::launcher {
 namespace {
 
 namespace elastic = control::elastic;
-
-std::string Seconds(ElasticClock::duration d) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", std::chrono::duration<double>(d).count());
-  return buf;
-}
 
 // " (blacklisted: a, b)", or "" when no host is.
 std::string BlacklistedNote(const std::vector<std::string>& blacklisted) {
@@ -209,7 +204,7 @@ void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::st
   } else {
     std::optional<ElasticClock::duration> cooldown = blacklist_.Add(w.host, now);
     actions_->Warn(who + " failed: " + how + "; host " + w.host + " is blacklisted " +
-                   (cooldown ? "for " + Seconds(*cooldown) + " s" : std::string("for good")));
+                   (cooldown ? "for " + SecondsText(*cooldown) : std::string("for good")));
     bool member_removed = false;
     for (auto& [other_id, other] : workers_) {
       if (other.alive && !other.removed && other.host == w.host) {
@@ -319,13 +314,12 @@ void ElasticDriver::RemoveIneligible(TimePoint now) {
   // Horovod, which decides membership at the reset;
   // until 2026-12-01 they were removed at that poll, and the host, listed again, got new
   // workers beside the leaving ones (two resets, the workers restarted).
-  const bool keep_gone_members = round_ > 0 && !finishing_ && EligibleSlots(now) < options_.min_np;
   bool member_leaving = false, member_kept = false;
   for (auto& [id, w] : workers_) {
     if (!w.alive || w.removed || Eligible(w, now)) continue;
     const bool blacklisted = blacklist_.Contains(w.host, now);
     if (!blacklisted && IsMember(w)) {
-      if (keep_gone_members && !HostListed(w.host)) {
+      if (KeptForMinNp(w, now)) {
         member_kept = true;
       } else if (!w.leaving) {
         w.leaving = true;
@@ -355,6 +349,10 @@ void ElasticDriver::RemoveIneligible(TimePoint now) {
     // started for them stops, unless a reset is waiting for --min-np on its own.
     if (!reset_needed_) below_min_since_.reset();
   }
+}
+
+bool ElasticDriver::KeptForMinNp(const Worker& w, TimePoint now) const {
+  return round_ > 0 && !finishing_ && !HostListed(w.host) && EligibleSlots(now) < options_.min_np;
 }
 
 bool ElasticDriver::HostListed(const std::string& name) const {
@@ -483,7 +481,7 @@ void ElasticDriver::StartWaiting(TimePoint now, int needed, const char* flag) {
   actions_->Warn("only " + std::to_string(slots) + (slots == 1 ? " worker" : " workers") +
                  " can run, fewer than " + flag + " " + std::to_string(needed) +
                  BlacklistedNote(blacklisted) + "; waiting up to " +
-                 Seconds(options_.elastic_timeout) + " s (--elastic-timeout) for hosts" +
+                 SecondsText(options_.elastic_timeout) + " (--elastic-timeout) for hosts" +
                  (options_.min_np == options_.start_np && round_ > 0
                       ? " (--min-np is -np here, its default: a lower --min-np lets the job go "
                         "on without the lost workers)"
@@ -496,8 +494,8 @@ void ElasticDriver::CheckEnd(TimePoint now) {
   if (workers_.empty()) {
     if (timed_out) {
       Finish(false, kExitTimeout,
-             "timed out after " + Seconds(options_.elastic_timeout) +
-                 " s (--elastic-timeout) waiting for " + std::to_string(options_.start_np) +
+             "timed out after " + SecondsText(options_.elastic_timeout) +
+                 " (--elastic-timeout) waiting for " + std::to_string(options_.start_np) +
                  " slots (-np) to start: the hosts offer " + std::to_string(EligibleSlots(now)));
     }
     return;
@@ -539,7 +537,7 @@ void ElasticDriver::CheckEnd(TimePoint now) {
                   " can run, fewer than --min-np " + std::to_string(options_.min_np);
     Finish(false, kExitTimeout,
            "Timed out waiting for the minimum number of slots: after " +
-               Seconds(options_.elastic_timeout) + " s (--elastic-timeout) " + why +
+               SecondsText(options_.elastic_timeout) + " (--elastic-timeout) " + why +
                BlacklistedNote(blacklisted));
   }
 }

@@ -223,6 +223,9 @@ class ElasticDriver {
   void FormRound(std::vector<Worker*> members, TimePoint now);
   void Remove(Worker& worker, const std::string& why, TimePoint now);
   bool HostListed(const std::string& name) const;
+  // A member whose host discovery no longer lists, kept because the listed hosts offer fewer
+  // than --min-np slots (RemoveIneligible, MaybeFormRound).
+  bool KeptForMinNp(const Worker& w, TimePoint now) const;
   // Why `w` may not run where it is: its host is gone, blacklisted, or has fewer slots now.
   std::string IneligibleWhy(const Worker& w, TimePoint now) const;
   void Notify(int flags);

@@ -66,9 +66,8 @@ void ElasticDriver::MaybeFormRound(TimePoint now) {
     // or the others could not run without them (--min-np), as when they were marked; those that
     // stay are waited for as any member. Those that go read their removal at their next init,
     // or are stopped the grace period after the round forms.
-    const bool keep_gone_members = !finishing_ && EligibleSlots(now) < options_.min_np;
     auto goes = [&](const Worker& w) {
-      return w.leaving && !Eligible(w, now) && !(keep_gone_members && !HostListed(w.host));
+      return w.leaving && !Eligible(w, now) && !KeptForMinNp(w, now);
     };
     bool any_ready = false, all_ready = true;
     for (Worker* w : live) {
@@ -150,8 +149,7 @@ void ElasticDriver::StopStragglers(const std::vector<Worker*>& live, TimePoint n
     if (!IsMember(*w) || w->IsReady() || !w->Running() || w->stopped) continue;
     actions_->Warn("worker " + std::to_string(w->id) + " (rank " + std::to_string(w->rank) +
                    ") on " + w->host + " did not reach round " + std::to_string(round_) +
-                   "'s reset within " +
-                   SecondsText(std::chrono::duration<double>(StragglerWait()).count()) +
+                   "'s reset within " + SecondsText(StragglerWait()) +
                    " (--elastic-timeout plus a minute) while the others waited: stopping it");
     w->stopped = true;
     actions_->Terminate(w->id);

@@ -1,7 +1,6 @@
 #include "runtime/core/negotiation/coordinator.h"
 
 #include <algorithm>
-#include <set>
 
 #include "runtime/core/negotiation/request_validator.h"
 
@@ -31,6 +30,9 @@ bool Coordinator::Add(const Request& request, std::chrono::steady_clock::time_po
   if (e.pending.reported[request.rank]) return false;  // a rank cannot submit a name twice
   e.pending.reported[request.rank] = true;
   e.requests.push_back(request);
+  if (!request.group.empty() && request.group_size != e.requests.front().group_size) {
+    mismatched_groups_.insert(request.group);
+  }
   if (!e.ready && IsReadyLocked(e)) {
     e.ready = true;
     e.ready_seq = seq_++;
@@ -57,18 +59,6 @@ void Coordinator::Recheck() {
 std::vector<Response> Coordinator::TakeReady() {
   // Count ready members per group so a group is released only as a whole.
   std::map<std::string, int> group_ready;
-  // A group whose ranks grouped different numbers of tensors under one name: released as it
-  // is, so that its ready members fail on every rank (ConstructResponse) instead of waiting for
-  // members some ranks never submit (until 2026-12-01 the rank that grouped fewer completed and
-  // the other waited until the stall shutdown).
-  std::set<std::string> group_mismatch;
-  for (const auto& [name, e] : table_) {
-    const std::string& group = e.requests.front().group;
-    if (group.empty()) continue;
-    for (const Request& r : e.requests) {
-      if (r.group_size != e.requests.front().group_size) group_mismatch.insert(group);
-    }
-  }
   for (const auto& [name, e] : table_) {
     if (e.ready && !e.requests.front().group.empty()) ++group_ready[e.requests.front().group];
   }
@@ -77,7 +67,7 @@ std::vector<Response> Coordinator::TakeReady() {
     if (!e.ready) continue;
     const Request& first = e.requests.front();
     if (!first.group.empty() && group_ready[first.group] < first.group_size &&
-        group_mismatch.count(first.group) == 0) {
+        mismatched_groups_.count(first.group) == 0) {
       continue;
     }
     order.emplace_back(e.ready_seq, name);
@@ -94,9 +84,9 @@ std::vector<Response> Coordinator::TakeReady() {
   // The mismatched groups' members that only some ranks submitted fail too (on the ranks that
   // have them; the others have no such tensor and skip the response), so that every rank's
   // grouped handle completes.
-  for (auto it = table_.begin(); it != table_.end();) {
+  for (auto it = table_.begin(); !mismatched_groups_.empty() && it != table_.end();) {
     const Request& first = it->second.requests.front();
-    if (first.group.empty() || group_mismatch.count(first.group) == 0) {
+    if (first.group.empty() || mismatched_groups_.count(first.group) == 0) {
       ++it;
       continue;
     }
@@ -110,6 +100,7 @@ std::vector<Response> Coordinator::TakeReady() {
     out.push_back(std::move(error));
     it = table_.erase(it);
   }
+  mismatched_groups_.clear();  // their members are all answered
   if (joined_count_ == size_) {
     Response join;
     join.type = OpType::kJoin;

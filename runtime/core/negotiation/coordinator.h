@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,11 @@ class Coordinator {
   int size_;
   std::vector<int32_t> global_ranks_;
   std::map<std::string, Entry> table_;
+  // Groups whose ranks gave different member counts under one name (Add): TakeReady releases
+  // them as they are, so that their members fail on every rank (ConstructResponse) instead of
+  // waiting for members some ranks never submit (until 2026-12-01 the rank that grouped fewer
+  // completed and the other waited until the stall shutdown).
+  std::set<std::string> mismatched_groups_;
   std::vector<bool> joined_;
   int joined_count_ = 0;
   int32_t last_joined_ = -1;
