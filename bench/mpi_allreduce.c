@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi_check.h"
 #include "mpi_timing.h"
 
 struct sweep_arg {
@@ -59,11 +60,6 @@ static void many_fused(void *p) {
 static float check_input(int rank, long i) { return (float)(rank + 1 + i % 7); }
 static float check_sum(int n, long i) { return (float)((long)n * (n + 1) / 2 + (long)n * (i % 7)); }
 
-/* An integer value as "5.0", anything else (a fraction, nan, inf, huge) as %.9g. */
-static const char *value_format(float v) {
-  return v > -1e15f && v < 1e15f && v == (float)(long long)v ? "%.1f" : "%.9g";
-}
-
 /* 1 after printing the first element of got[0..count) that is not the sum of the check data
  * (tensor t of the many mode, its data shifted by t; t < 0: the sweep's one buffer), as one
  * line (one write, not interleaved with another rank's). */
@@ -74,20 +70,13 @@ static int wrong_sum(const char *what, int rank, int n, int t, const float *got,
     if (got[i] == want) continue;
     char tensor[32] = "", is[48], expected[48];
     if (t >= 0) snprintf(tensor, sizeof(tensor), "tensor %d ", t);
-    snprintf(is, sizeof(is), value_format(got[i]), (double)got[i]);
-    snprintf(expected, sizeof(expected), value_format(want), (double)want);
+    check_value_text(got[i], is, sizeof(is));
+    check_value_text(want, expected, sizeof(expected));
     fprintf(stderr, "mpi_allreduce: CHECK FAILED: %s rank %d: %selement %ld is %s, expected %s\n",
             what, rank, tensor, i, is, expected);
     return 1;
   }
   return 0;
-}
-
-/* Every rank learns whether any rank's check failed (those printed what): then all abort. */
-static void agree_or_abort(int bad) {
-  int any = 0;
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (any) MPI_Abort(MPI_COMM_WORLD, 3);
 }
 
 /* One untimed `fn` on the many mode's check data; then the tensors are ones again, as the
@@ -100,7 +89,7 @@ static void check_many(void (*fn)(void *), struct many_arg *a, const char *mode,
   fn(a);
   int bad = 0;
   for (int t = 0; t < a->k && !bad; t++) bad = wrong_sum(what, rank, n, t, a->tensors[t], a->count);
-  agree_or_abort(bad);
+  check_agree_or_abort(bad);
   for (int t = 0; t < a->k; t++)
     for (int j = 0; j < a->count; j++) a->tensors[t][j] = 1.0f;
 }
@@ -152,7 +141,7 @@ int main(int argc, char **argv) {
     one_allreduce(&a);
     char what[64];
     snprintf(what, sizeof(what), "allreduce %zu B", bytes);
-    agree_or_abort(wrong_sum(what, rank, size, -1, a.buf, a.count));
+    check_agree_or_abort(wrong_sum(what, rank, size, -1, a.buf, a.count));
     if (rank == 0) {
       printf("%12zu %6d %12.1f %12.1f %11.3f\n", bytes, iters, med * 1e6, mn * 1e6,
              bytes / med / 1e9 * 2.0 * (size - 1) / size);

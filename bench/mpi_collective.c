@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi_check.h"
 #include "mpi_timing.h"
 
 enum op { ALLGATHER, BROADCAST, ALLTOALL, REDUCESCATTER, BARRIER };
@@ -109,11 +110,6 @@ static float check_expected(const struct op_arg *a, int me, long j) {
   }
 }
 
-/* An integer value as "5.0", anything else (a fraction, nan, inf, huge) as %.9g. */
-static const char *value_format(float v) {
-  return v > -1e15f && v < 1e15f && v == (float)(long long)v ? "%.1f" : "%.9g";
-}
-
 /* One untimed op on check data, through the output mode of the timed ones (the reused buffer,
  * or a fresh one), its result compared element by element; every rank learns whether any
  * rank's check failed (those printed the first wrong element, one line each), and then all
@@ -135,8 +131,8 @@ static void check(const struct op_arg *a, const char *name, const char *mode, lo
     const float want = check_expected(a, rank, j);
     if (out[j] == want) continue;
     char is[48], expected[48];
-    snprintf(is, sizeof(is), value_format(out[j]), (double)out[j]);
-    snprintf(expected, sizeof(expected), value_format(want), (double)want);
+    check_value_text(out[j], is, sizeof(is));
+    check_value_text(want, expected, sizeof(expected));
     fprintf(stderr,
             "mpi_collective: CHECK FAILED: %s %s %ld B rank %d: element %ld is %s, expected %s\n",
             name, mode, bytes, rank, j, is, expected);
@@ -144,9 +140,7 @@ static void check(const struct op_arg *a, const char *name, const char *mode, lo
     break;
   }
   if (out != a->in && out != a->reused) free(out);
-  int any = 0;
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (any) MPI_Abort(MPI_COMM_WORLD, 3);
+  check_agree_or_abort(bad);
 }
 
 static int parse_op(const char *s, enum op *out) {

@@ -261,14 +261,10 @@ Status TcpTransport::PumpRecv(TcpStream& s, size_t index, const TcpReducer* redu
 
 Status TcpTransport::SettleReceived(TcpStream& s) const {
   Status st = Settle(s);
-  if (st.ok()) return st;
   // What the peer sent is wrong (a length past the limit): it is the one to name, and the lost
   // member (until 2026-12-01 the error named nobody, and the peers this rank then shut down
   // named this rank).
-  if (aborted_.load())
-    return Status::Aborted("the communicator was aborted (" + st.message() + ")");
-  lost_peer_.Note(s.peer);
-  return Status::RemoteError(peer_names_[s.peer] + " " + st.message());
+  return st.ok() ? st : PeerError(s.peer, st.message().c_str(), 0);
 }
 
 Status TcpTransport::CheckPeersAlive(std::span<TcpStream> streams) const {
