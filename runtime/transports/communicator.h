@@ -179,6 +179,15 @@ class Communicator {
   // member) take every member's input from what it posted and compute this member's result
   // without a round. Its other calls fail (kInternal). Null where posts_inputs() is false.
   virtual Communicator* posted_inputs() { return nullptr; }
+  // Whether this communicator's own ReduceScatter, with no member's segment over
+  // `segment_bytes`, reduces every element in rank order as posted inputs do (ReduceHeldInputs:
+  // float16/bfloat16 sums in float, one rounding). A reducescatter rides the AND round only
+  // then, so that an op gives the same bits whichever path it takes from one step to the next
+  // (Controller::EagerEligible). The same on every member.
+  virtual bool reduces_segments_in_rank_order(int64_t segment_bytes) const {
+    (void)segment_bytes;
+    return false;
+  }
   // Member i contributes bytes_per_rank[i] bytes (`in` holds this member's part); `out`
   // receives the concatenation in group-rank order.
   virtual Status Allgatherv(const void* in, void* out,

@@ -69,11 +69,10 @@ class HierarchicalCommunicator final : public ScalingCommunicator {
   Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
                                  DataType dtype, ReduceOp op) override;
 
-  // Posting (controller.h, "Eager") is the flat group's: a lone small allgather, alltoall,
-  // broadcast or reducescatter takes one exchange of the flat group (recursive doubling for a
-  // power-of-two group) instead of the host's AND round, the hosts' and then its own rounds.
-  // Measured, 2 hosts x 2 ranks, 2026-11-25, 4 interleaved runs: reducescatter 4 KiB 72-84
-  // against 85-108 us (the hierarchy's own within the host and then a slice per cross group).
+  // Posting (controller.h, "Eager") is the flat group's: a lone small allgather, alltoall or
+  // broadcast takes one exchange of the flat group (recursive doubling for a power-of-two
+  // group) instead of the host's AND round, the hosts' and then its own rounds (a reducescatter
+  // does not: reduces_segments_in_rank_order below).
   bool posts_inputs() const override { return flat_->posts_inputs(); }
   size_t max_posted_bytes(size_t words) const override { return flat_->max_posted_bytes(words); }
   int posted_copy_factor() const override { return flat_->posted_copy_factor(); }
@@ -92,6 +91,13 @@ class HierarchicalCommunicator final : public ScalingCommunicator {
   // alltoall 108-157 us (median 126) against 111-153 (114), reducescatter 98-158 (148)
   // against 98-159 (125).
   Communicator* posted_inputs() override { return flat_->posted_inputs(); }
+  // A hierarchical reducescatter reduces within the host and then across hosts, not in rank
+  // order as the flat group's posted inputs are, so a lone reducescatter takes its own rounds
+  // (the same bits every step; before 2026-12-01 it rode the flat group's round, 72-84 against
+  // 85-108 us for 4 KiB on 2 hosts x 2 ranks, and its bits depended on the path).
+  bool reduces_segments_in_rank_order(int64_t segment_bytes) const override {
+    return !ops_.allreduce && flat_->reduces_segments_in_rank_order(segment_bytes);
+  }
   Hierarchy hierarchy() override {
     return ops_.allreduce ? Hierarchy{local_.get(), cross_.get()} : Hierarchy{};
   }

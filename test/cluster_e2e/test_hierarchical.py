@@ -61,13 +61,16 @@ def test_two_hosts_of_two_ranks_use_the_hierarchy_by_default(tmp_path):
     assert not [a for a in copies if "MEMCPY_OUT" in a and not a.startswith(
         "grouped_reducescatter.")], copies  # (its slice of the result goes out: 1/n)
     assert [a for a in copies if a.startswith(gather) and "MEMCPY_IN" in a], copies
-    # The lone small allgathers, broadcasts, alltoalls and reducescatters rode the
-    # negotiation's round (in some steps at least: an idle cycle between two ops disarms it for
-    # the next), posting their inputs to the flat group. (hvd.torch names each "<op>.<name>")
+    # The lone small allgathers, broadcasts and alltoalls rode the negotiation's round (in
+    # some steps at least: an idle cycle between two ops disarms it for the next), posting their
+    # inputs to the flat group. (hvd.torch names each "<op>.<name>") The lone reducescatter did
+    # not: the flat group's posted inputs reduce in rank order, the hierarchy within the host
+    # and then across, so it takes the hierarchy's rounds every step (the same bits each time).
     for tensor, op in (("allgather.lone.ag", "ALLGATHER"), ("broadcast.lone.bc", "BCAST"),
-                       ("alltoall.lone.a2a", "ALLTOALL"),
-                       ("reducescatter.lone.rs", "REDUCESCATTER")):
+                       ("alltoall.lone.a2a", "ALLTOALL")):
         assert f"{tensor}:TCP_EAGER_{op}" in activities, (tensor, activities)
+    assert "reducescatter.lone.rs:HIER_REDUCESCATTER" in activities, activities
+    assert not [a for a in activities if a.startswith("reducescatter.lone.rs:TCP_")], activities
 
 
 # The hierarchy's steady state makes no heap allocation, as shared memory's and TCP's do

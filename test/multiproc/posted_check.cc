@@ -1,7 +1,9 @@
 // CheckPostedInputs (posted_check.h): the posting round and the collectives computed from it.
 #include "test/multiproc/posted_check.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -279,6 +281,39 @@ int CheckPostedPieces(Communicator& comm, bool offered) {
     return Fail(comm, "a piece over max_posted_bytes was not refused: " + s.ToString());
   }
   if (!(s = comm.Barrier()).ok()) return Fail(comm, "barrier after the pieces: " + s.ToString());
+  return 0;
+}
+
+int CheckReduceScatterInRankOrder(Communicator& comm, std::span<const int64_t> counts) {
+  const int n = comm.size(), me = comm.rank();
+  uint32_t seed = 700;
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+    const int64_t elem = static_cast<int64_t>(runtime::DataTypeSize(dtype));
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProduct}) {
+      for (int64_t count : counts) {
+        for (double scale : {1.0, 1.0 / n}) {
+          ++seed;
+          // Member 0 gets the remainder: the largest segment.
+          std::vector<int64_t> seg(n, count / n);
+          seg[0] += count % n;
+          if (!comm.reduces_segments_in_rank_order(seg[0] * elem)) continue;
+          int64_t lo = 0;
+          for (int k = 0; k < me; ++k) lo += seg[k];
+          const std::vector<char> in = Input(dtype, count, me, seed);
+          std::vector<char> part(static_cast<size_t>(seg[me] * elem));
+          Status s = comm.ReduceScatterScaled(in.data(), part.data(), seg, dtype, op, scale);
+          const std::vector<char> all = Expected(dtype, op, count, n, seed, scale);
+          if (!s.ok() || !std::equal(part.begin(), part.end(), all.begin() + lo * elem)) {
+            return Fail(comm, "reducescatter " + Case(dtype, op, count) + " scaled by " +
+                                  std::to_string(scale) + ": " +
+                                  (s.ok() ? "differs from the rank-order reduction of the posted "
+                                            "inputs"
+                                          : s.ToString()));
+          }
+        }
+      }
+    }
+  }
   return 0;
 }
 

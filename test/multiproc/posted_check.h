@@ -1,6 +1,9 @@
 #ifndef HVD_TEST_MULTIPROC_POSTED_CHECK_H_
 #define HVD_TEST_MULTIPROC_POSTED_CHECK_H_
 
+#include <cstdint>
+#include <span>
+
 #include "runtime/transports/communicator.h"
 
 namespace hvd::test {
@@ -23,6 +26,12 @@ int CheckPostedInputs(runtime::Communicator& comm, bool offered);
 // piece over max_posted_bytes is refused on every member. Returns 0, or prints the first
 // failure and returns 1.
 int CheckPostedPieces(runtime::Communicator& comm, bool offered);
+// A reducescatter of `counts` elements (member 0 the remainder too) by the communicator's own
+// rounds, wherever reduces_segments_in_rank_order() says they reduce in rank order: float32,
+// float16 and bfloat16 sums and products, unscaled and scaled by 1/n, each the bits posted
+// inputs give (the seeded_values reference), so a lone reducescatter's bits do not depend on
+// whether it rode the AND round. Returns 0, or prints the first failure and returns 1.
+int CheckReduceScatterInRankOrder(runtime::Communicator& comm, std::span<const int64_t> counts);
 
 }  // namespace hvd::test
 

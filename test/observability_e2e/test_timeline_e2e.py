@@ -255,6 +255,28 @@ def test_lone_collectives_ride_the_negotiation_round(tmp_path, transport, np, ea
     assert sum(s["name"] == "BARRIER" for s in spans) == steps
 
 
+def test_a_lone_tcp_reducescatter_its_ring_would_reduce_never_rides(tmp_path):
+    # Given 3 ranks on hvd's TCP with the eager limit raised to 1 MiB and a 256 KiB alltoall
+    # and reducescatter per step (pieces of ~85 KiB: 170 KiB to send in all, past the direct
+    # exchange's 128 KiB, so the reducescatter's own rounds are the ring, which reduces in ring
+    # order where posted inputs reduce in rank order)
+    path = tmp_path / "ops.json"
+    steps = 20
+    jobs.check(jobs.hvdrun(3, ["--timeline", str(path)],
+                           ["--ops", "--steps", str(steps), "--split-bytes", "256K"],
+                           cwd=tmp_path, env_extra={"HVD_EAGER_ALLREDUCE_BYTES": "1048576",
+                                                    "HVD_CPU_OPERATIONS": "tcp"}))
+    _, all_spans, names = closed_spans(path)
+    # Then the reducescatter takes its own rounds every step (the same bits every step: before
+    # 2026-12-01 its pieces rode the AND round once armed, with other bits), while the
+    # alltoall, whose result does not depend on an order of additions, still rides
+    scatter = nested_in(all_spans, ops_on(all_spans, names, "REDUCESCATTER", {"rs.x"}))
+    scatter = [a for a in scatter if a != "ALLOCATE_OUTPUT"]
+    assert len(scatter) == steps and set(scatter) == {"TCP_REDUCESCATTER"}, scatter
+    alltoall = nested_in(all_spans, ops_on(all_spans, names, "ALLTOALL", {"a2a.x"}))
+    assert [a for a in alltoall if a.startswith(("TCP_PIECES_", "TCP_EAGER_"))], alltoall
+
+
 @pytest.mark.parametrize("direct_bytes", ["0", "65536"])
 def test_a_lone_shm_allreduce_rides_the_negotiation_round_whatever_the_direct_size(tmp_path,
                                                                                   direct_bytes):

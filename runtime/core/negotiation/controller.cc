@@ -428,6 +428,15 @@ Result<bool> Controller::EagerEligible(uint32_t bit) {
   const Response& r = cache_.Get(bit);
   const int64_t bytes = EagerInputBytes(r);
   if (bytes <= 0) return false;
+  if (r.type == OpType::kReducescatter) {
+    // Posted inputs reduce in rank order: an op whose own rounds would not (a ring, a
+    // hierarchy) takes them every time, so its bits do not depend on the path.
+    PostedPieces(r, cache_.Params(bit), comm_->size(), &piece_bytes_);
+    if (!comm_->reduces_segments_in_rank_order(
+            *std::max_element(piece_bytes_.begin(), piece_bytes_.end()))) {
+      return false;
+    }
+  }
   const bool splits =
       posts_pieces_ && (r.type == OpType::kAlltoall || r.type == OpType::kReducescatter);
   const int64_t surplus = PostedSurplusBytes(r, comm_->size());

@@ -114,6 +114,10 @@ struct CycleResult {
 // (BitwiseAndPostingPieces; the pieces from the cached request's shape, PostedPieces).
 // So does any small one where the transport's pieces take the same exchange as whole inputs
 // (pieces_first(): hvd's TCP with 2 members or a group whose size is not a power of two).
+// A reducescatter rides only where the communicator's own reduce-scatter of its segments
+// reduces in rank order as posted inputs do (reduces_segments_in_rank_order: shared memory,
+// TCP's direct exchange; not TCP's ring, not the hierarchy), so its bits never depend on
+// whether it rode (docs/eager.md "The same bits on either path").
 // EagerEligible decides which (eager_pieces_), the same on every member. An OR round in the
 // same cycle ends the posting round, so b then runs as an ordinary hit.
 //

@@ -107,6 +107,7 @@ class ShmCommunicator final : public ScalingCommunicator {
   Status BitwiseAndPostingInput(std::span<uint64_t> words, const void* input,
                                 std::span<const int64_t> posted_bytes) override;
   Communicator* posted_inputs() override { return &posted_; }
+  bool reduces_segments_in_rank_order(int64_t) const override { return true; }  // ShmReduceScatter
   Status Barrier() override;
   Status AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
                          double scale) override;

@@ -234,9 +234,8 @@ void TcpAlgorithms::AppendRange(TcpStream& s, size_t lo, size_t n, bool reduce, 
                  });
 }
 
-Status TcpAlgorithms::DirectReduceScatter(const char* in, char* out,
-                                          const std::vector<size_t>& seg_bytes,
-                                          const TcpReducer& red, const TcpWhat& what) {
+Status TcpAlgorithms::ExchangeSegments(const char* in, const std::vector<size_t>& seg_bytes,
+                                       const char** slots_out, const TcpWhat& what) {
   const std::vector<size_t>& off = Offsets(seg_bytes, &offsets_);
   const size_t mine = seg_bytes[rank_];
   char* slots = Scratch(mine * size_);
@@ -247,11 +246,7 @@ Status TcpAlgorithms::DirectReduceScatter(const char* in, char* out,
     AddStream(j, false, {slots + j * mine, mine, false});
   }
   HVD_RETURN_IF_ERROR(Run(nullptr, what));
-  if (mine == 0) return Status::OK();
-  const int64_t count = static_cast<int64_t>(mine / red.elem);
-  for (int j = 1; j < size_; ++j) red.fn(slots, slots + j * mine, count);
-  if (red.finish) red.finish(slots, count);  // a scale, while the slot is in cache
-  std::memcpy(out, slots, mine);
+  *slots_out = slots;
   return Status::OK();
 }
 

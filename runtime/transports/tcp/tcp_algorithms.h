@@ -27,7 +27,7 @@ class TcpAlgorithms {
 
   // Bounds each wait of the collectives' runs (TcpTransport::Run): no byte moved for this long.
   void set_timeout(TcpTransport::Clock::duration timeout) { timeout_ = timeout; }
-  // Direct reductions (DirectAllreduce, DirectReduceScatter) of messages up to `bytes` per rank
+  // Direct reductions (DirectAllreduce, ExchangeSegments) of messages up to `bytes` per rank
   // will be asked for: the first one sizes the scratch for all of them, so that a later, larger
   // message (a fused batch, say) does not grow it in the steady state.
   void ExpectDirectMessages(size_t bytes) {
@@ -63,10 +63,11 @@ class TcpAlgorithms {
   // instead of one buffer: a fused allreduce runs on the tensors themselves.
   Status Ring(std::span<const TcpPiece> parts, const std::vector<size_t>& seg_bytes,
               const TcpReducer& red, bool allgather, const TcpWhat& what);
-  // Rank r receives the reduction of everybody's segment r of `in` into `out` (direct), the
-  // reducer's finish applied.
-  Status DirectReduceScatter(const char* in, char* out, const std::vector<size_t>& seg_bytes,
-                             const TcpReducer& red, const TcpWhat& what);
+  // The direct reduce-scatter's exchange: rank r receives everybody's segment r of `in`;
+  // *slots then points at them, member k's at k * seg_bytes[r] (its own copied there), valid
+  // until the next call. The caller reduces them (in rank order: ReduceHeldInputs).
+  Status ExchangeSegments(const char* in, const std::vector<size_t>& seg_bytes, const char** slots,
+                          const TcpWhat& what);
   // `out` holds this rank's part at its offset already; receives every other part.
   Status Allgatherv(char* out, const std::vector<size_t>& part_bytes, bool ring,
                     const TcpWhat& what);

@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "runtime/transports/allreduce_pieces.h"
 #include "runtime/transports/posted_inputs.h"
+#include "runtime/transports/reduce_inputs.h"
 #include "runtime/transports/reduction.h"
 #include "runtime/transports/tcp/tcp_algorithms.h"
 #include "runtime/transports/tcp/tcp_mesh.h"
@@ -196,6 +197,10 @@ class TcpCommunicator final : public ScalingCommunicator {
   Status BitwiseAndPostingPieces(std::span<uint64_t> words, const void* input,
                                  std::span<const int64_t> piece_bytes) override;
   Communicator* posted_inputs() override { return posted_view_; }
+  // The direct exchange reduces in rank order (ReduceHeldInputs), the ring in ring order.
+  bool reduces_segments_in_rank_order(int64_t segment_bytes) const override {
+    return UseDirect(static_cast<size_t>(segment_bytes));
+  }
   bool allreduces_pieces() const override { return true; }
   Status AllreducePiecesScaled(std::span<const AllreducePiece> pieces, DataType dtype, ReduceOp op,
                                double scale) override;
@@ -647,7 +652,22 @@ Status TcpCommunicator::ReduceScatterPiecesScaled(std::span<const AllreducePiece
         view.Gather(0, count, packed_.data());
         src = packed_.data();
       }
-      return algo_.DirectReduceScatter(src, static_cast<char*>(out), seg, red, w);
+      // Every member's segment for this member, then one reduction of them in rank order:
+      // the posted inputs' (PostedInputs::ReduceScatterScaled), so a lone reducescatter that
+      // rides the AND round gets the same bits as it does here (float16/bfloat16 sums in float,
+      // one rounding; until 2026-12-01 each pairwise sum was rounded: bfloat16 256 + 1 + 1
+      // gave 256 here and 258 there).
+      const char* slots = nullptr;
+      HVD_RETURN_IF_ERROR(algo_.ExchangeSegments(src, seg, &slots, w));
+      const size_t mine = seg[rank_];
+      if (mine == 0) return Status::OK();
+      return ReduceHeldInputs(
+          out, size_, static_cast<int64_t>(mine / elem), dtype, op,
+          [&](int k, const void** p) {
+            *p = slots + static_cast<size_t>(k) * mine;
+            return Status::OK();
+          },
+          scale);
     }
     if (rs_workspace_.size() < total) rs_workspace_.resize(total);
     view.Gather(0, count, rs_workspace_.data());

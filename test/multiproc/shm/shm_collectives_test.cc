@@ -430,7 +430,15 @@ TEST_P(ShmCollectivesTest, ControlPlane) { RunAll(ControlPlane); }
 // Posting is offered from 3 members (posts_inputs()), and works with 2.
 TEST_P(ShmCollectivesTest, CollectivesFromPostedInputs) {
   RunAll([](Communicator& comm) {
-    return CheckPostedInputs(comm, comm.size() > 2) != 0 ? 1 : CheckPostedPieces(comm, false);
+    if (CheckPostedInputs(comm, comm.size() > 2) != 0 || CheckPostedPieces(comm, false) != 0) {
+      return 1;
+    }
+    // Shared memory's own rounds reduce in rank order at every size (the chunked rounds too).
+    if (!comm.reduces_segments_in_rank_order(int64_t{1} << 30)) {
+      return Fail(comm, "reduces_segments_in_rank_order() is false");
+    }
+    constexpr int64_t kCounts[] = {7, 1001, 40009, 300007};
+    return CheckReduceScatterInRankOrder(comm, kCounts);
   });
 }
 

@@ -15,6 +15,7 @@
 #include "test/multiproc/known_values.h"
 #include "test/multiproc/pieces_check.h"
 #include "test/multiproc/posted_check.h"
+#include "test/multiproc/rank_fail.h"
 #include "test/multiproc/tcp/tcp_job.h"
 
 namespace hvd::test {
@@ -372,7 +373,15 @@ TEST_P(TcpCollectives, CollectivesFromPostedInputs) {
   TcpJob job(TcpJobOptions(GetParam()));
   ASSERT_TRUE(job.error().empty()) << job.error();
   auto outcomes = job.Run([](Communicator& comm) {
-    return CheckPostedInputs(comm, true) != 0 ? 1 : CheckPostedPieces(comm, true);
+    if (CheckPostedInputs(comm, true) != 0 || CheckPostedPieces(comm, true) != 0) return 1;
+    // The direct reduce-scatter's bits are the posted inputs' (the ring's sizes are skipped:
+    // a reducescatter that large is never posted).
+    if (!comm.reduces_segments_in_rank_order(4096) ||
+        comm.reduces_segments_in_rank_order(int64_t{1} << 20)) {
+      return Fail(comm, "reduces_segments_in_rank_order: not the direct exchange's sizes");
+    }
+    constexpr int64_t kCounts[] = {7, 1001, 40009, 300007};
+    return CheckReduceScatterInRankOrder(comm, kCounts);
   });
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
 }
