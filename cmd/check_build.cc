@@ -25,13 +25,20 @@ std::string Box(bool built, const char* name) {
 
 }  // namespace
 
-std::string CheckBuildText() {
-  // Horovod's layout (horovod/runner/launch.py::check_build).
+BuildFeatures ThisBuild() {
+  return {HVD_BUILT_PYTHON != 0, HVD_BUILT_MPI != 0, HVD_BUILT_GLOO != 0, HVD_BUILT_NCCL != 0};
+}
+
+std::string CheckBuildText() { return CheckBuildText(ThisBuild()); }
+
+std::string CheckBuildText(const BuildFeatures& f) {
+  // Horovod's layout (horovod/runner/launch.py::check_build). The Gloo controller is hvd's own
+  // rendezvous (hvdrun's server), in every build: jobs run on it with or without libgloo.
   return std::string("hvd v") + HVD_VERSION + ":\n\n" + "Available Frameworks:\n" +
-         Box(false, "TensorFlow") + Box(HVD_BUILT_PYTHON, "PyTorch") + Box(false, "MXNet") + "\n" +
-         "Available Controllers:\n" + Box(HVD_BUILT_MPI, "MPI") + Box(HVD_BUILT_GLOO, "Gloo") +
-         "\n" + "Available Tensor Operations:\n" + Box(HVD_BUILT_NCCL, "NCCL") + Box(false, "DDL") +
-         Box(false, "CCL") + Box(HVD_BUILT_MPI, "MPI") + Box(HVD_BUILT_GLOO, "Gloo");
+         Box(false, "TensorFlow") + Box(f.torch, "PyTorch") + Box(false, "MXNet") + "\n" +
+         "Available Controllers:\n" + Box(f.mpi, "MPI") + Box(true, "Gloo") + "\n" +
+         "Available Tensor Operations:\n" + Box(f.nccl, "NCCL") + Box(false, "DDL") +
+         Box(false, "CCL") + Box(f.mpi, "MPI") + Box(f.gloo, "Gloo");
 }
 
 std::string VersionText() { return std::string("hvdrun ") + HVD_VERSION + "\n"; }
