@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 
@@ -98,7 +99,53 @@ Status Append(LIBSSH2_KNOWNHOSTS* kh, libssh2_knownhost* entry, const std::strin
   return Status::OK();
 }
 
+// The whole file's text ("" when it cannot be read: a missing file is an empty one).
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Standard base64 (no line breaks), padding allowed; false on anything else.
+bool DecodeBase64(std::string_view text, std::string* out) {
+  if (text.empty() || text.size() % 4 != 0 || text.size() > (1u << 20)) return false;
+  std::string decoded(text.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  if (n < 0) return false;
+  size_t pad = 0;
+  if (text.back() == '=') pad = text[text.size() - 2] == '=' ? 2 : 1;
+  decoded.resize(static_cast<size_t>(n) - pad);
+  *out = std::move(decoded);
+  return true;
+}
+
 }  // namespace
+
+std::vector<std::string> RevokedKeys(std::string_view text) {
+  std::vector<std::string> keys;
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    // Fields separated by spaces or tabs: the marker, the hosts, the key type, the key.
+    std::string_view fields[4];
+    int n = 0;
+    for (size_t i = 0; n < 4;) {
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+      if (i >= line.size()) break;
+      size_t j = i;
+      while (j < line.size() && line[j] != ' ' && line[j] != '\t' && line[j] != '\r') ++j;
+      fields[n++] = line.substr(i, j - i);
+      i = j;
+    }
+    std::string blob;
+    if (n == 4 && fields[0] == "@revoked" && DecodeBase64(fields[3], &blob)) {
+      keys.push_back(std::move(blob));
+    }
+  }
+  return keys;
+}
 
 std::string HostKeyFingerprint(LIBSSH2_SESSION* session) {
   const char* hash = libssh2_hostkey_hash(session, LIBSSH2_HOSTKEY_HASH_SHA256);
@@ -120,6 +167,16 @@ Status VerifyHostKey(LIBSSH2_SESSION* session, const std::string& host, int port
   const std::string described =
       std::string(KeyTypeName(key_type)) + " key " + HostKeyFingerprint(session);
 
+  // A revoked key first, whatever else the file says of the host (OpenSSH: "Host key for ...
+  // was revoked and cannot be used").
+  const std::string_view presented(key, key_length);
+  for (const std::string& revoked : RevokedKeys(ReadText(known_hosts_path))) {
+    if (revoked == presented) {
+      return Status::PermissionDenied("the host key of " + where + " (" + described +
+                                      ") is marked @revoked in " + known_hosts_path +
+                                      ": it is never accepted; the host must get a new key");
+    }
+  }
   KnownHostsPtr kh = Load(session, known_hosts_path);
   if (!kh) return Status::Internal("libssh2_knownhost_init failed");
   const int type_mask =

@@ -4,6 +4,8 @@
 #include <libssh2.h>
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "launcher/ssh/ssh_options.h"
@@ -17,6 +19,9 @@ namespace hvd::launcher {
 //     presented key's SHA256 fingerprint and the ssh-keygen -R command; never overridable;
 //   - nothing recorded -> PermissionDenied with the ssh-keyscan hint under kStrict; under
 //     kAcceptNew the key is appended to the file (created 0600, its directory 0700).
+//   - the presented key is on an "@revoked" line (for any host: a revoked key is never
+//     accepted, as OpenSSH never accepts one) -> PermissionDenied naming the host, the key and
+//     the file, under every policy, before any of the above.
 // Lines libssh2 cannot parse (certificate authorities, unsupported key types) are skipped
 // rather than making the whole file unreadable. A missing file is an empty one.
 //
@@ -24,6 +29,11 @@ namespace hvd::launcher {
 // within the process and written with one O_APPEND write.
 Status VerifyHostKey(LIBSSH2_SESSION* session, const std::string& host, int port,
                      const std::string& known_hosts_path, HostKeyPolicy policy);
+
+// The key blobs (base64-decoded) of the "@revoked" lines of a known_hosts file's text:
+// "@revoked <hosts> <type> <base64> [comment]". Lines that are not, or whose key does not
+// decode, are left out.
+std::vector<std::string> RevokedKeys(std::string_view known_hosts_text);
 
 // "SHA256:<base64>" of the key the server presented, as ssh-keygen -l prints it.
 std::string HostKeyFingerprint(LIBSSH2_SESSION* session);

@@ -291,6 +291,36 @@ TEST_F(SshClusterTest, ChangedHostKeyIsAnErrorNamingTheHost) {
   EXPECT_TRUE(Contains(session.status().message(), "CHANGED")) << session.status().message();
 }
 
+TEST_F(SshClusterTest, RevokedHostKeyIsRefusedUnderEveryPolicy) {
+  // Given known_hosts that marks hvd-h2's key @revoked (under another name), and also records
+  // it for hvd-h2 itself
+  std::string h2_line;
+  std::ifstream in(cluster_.known_hosts);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("hvd-h2,", 0) == 0) h2_line = line;
+  }
+  ASSERT_FALSE(h2_line.empty());
+  const std::string key = h2_line.substr(h2_line.find(' '));
+  launcher::SshTarget target = cluster_.Target("hvd-h2");
+  for (const std::string& others : {std::string(), "hvd-h2" + key + "\n"}) {
+    target.options.known_hosts_file =
+        WriteFile("known_hosts_revoked", others + "@revoked old-name" + key + "\n");
+    for (auto policy : {launcher::HostKeyPolicy::kStrict, launcher::HostKeyPolicy::kAcceptNew}) {
+      // When connecting
+      target.options.host_key_policy = policy;
+      auto session = SshSession::Connect(target, Clock::now() + seconds(10));
+      // Then the connection is refused, naming the host and the revocation, and with
+      // accept-new nothing is recorded
+      ASSERT_FALSE(session.ok());
+      EXPECT_EQ(session.status().code(), StatusCode::kPermissionDenied);
+      EXPECT_TRUE(Contains(session.status().message(), "hvd-h2:22")) << session.status().message();
+      EXPECT_TRUE(Contains(session.status().message(), "@revoked")) << session.status().message();
+      EXPECT_EQ(ReadFile(target.options.known_hosts_file),
+                others + "@revoked old-name" + key + "\n");
+    }
+  }
+}
+
 TEST_F(SshClusterTest, UnknownHostIsRefusedUnlessAcceptNewIsAsked) {
   launcher::SshTarget target = cluster_.Target("hvd-h2");
   target.options.known_hosts_file = scratch_ + "/fresh/known_hosts";
