@@ -63,7 +63,10 @@ Result<Message> DecodeMessage(std::string_view text) {
       !Number(w[3], &a.size) || !Number(w[4], &a.local_rank) || !Number(w[5], &a.local_size) ||
       !Number(w[6], &a.cross_rank) || !Number(w[7], &a.cross_size) || !Number(w[8], &joined) ||
       !Number(w[9], &a.hosts_timestamp) || w[10].empty() || a.round < 1 || a.size < 1 ||
-      a.rank < 0 || a.rank >= a.size) {
+      a.rank < 0 || a.rank >= a.size || a.local_size < 1 || a.local_size > a.size ||
+      a.local_rank < 0 || a.local_rank >= a.local_size || a.cross_size < 1 ||
+      a.cross_size > a.size || a.cross_rank < 0 || a.cross_rank >= a.cross_size ||
+      (joined != 0 && joined != 1)) {
     return Malformed("message", text);
   }
   a.joined = joined != 0;
@@ -88,7 +91,8 @@ bool DecodeReady(std::string_view text, ReadyReport* report) {
   int n = 0;
   while (true) {
     auto [q, ec] = std::from_chars(p, end, *fields[n]);
-    if (ec != std::errc() || *fields[n] < 0) return false;
+    // Counts and rounds: below 2^62, so that a reader's arithmetic on them cannot overflow.
+    if (ec != std::errc() || *fields[n] < 0 || *fields[n] >= (int64_t{1} << 62)) return false;
     ++n;
     p = q;
     if (p == end) break;

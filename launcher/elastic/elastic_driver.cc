@@ -173,7 +173,7 @@ void ElasticDriver::OnExit(int id, int wait_status, TimePoint now, const std::st
   // A removed worker that exits after reading its removal just leaves; one that fails before
   // (it had not re-initialized since, or had already ended when the removal was sent) failed on
   // its own.
-  const bool read_removal = w.removed && w.ready + 1 >= w.removal &&
+  const bool read_removal = w.removed && w.ready >= w.removal - 1 &&
                             (!w.sent_when_ended || w.removal <= *w.sent_when_ended);
   w.left = read_removal || w.stopped;
   w.failed = !WaitStatusIsSuccess(wait_status) && !w.left;

@@ -15,6 +15,16 @@ std::string FuzzElasticMessages(std::string_view input) {
   Result<elastic::Message> message = elastic::DecodeMessage(input);
   Note(&outcome, message.status());
   if (message.ok()) {
+    // An assignment's topology is one a runtime can start with (the checks the launchers'
+    // variables get): every rank within its size.
+    const elastic::Assignment& a = message->assignment;
+    if (!message->removed) {
+      HVD_CHECK(a.round >= 1 && a.size >= 1 && a.rank >= 0 && a.rank < a.size);
+      HVD_CHECK(a.local_size >= 1 && a.local_size <= a.size && a.local_rank >= 0 &&
+                a.local_rank < a.local_size);
+      HVD_CHECK(a.cross_size >= 1 && a.cross_size <= a.size && a.cross_rank >= 0 &&
+                a.cross_rank < a.cross_size);
+    }
     Result<elastic::Message> again = elastic::DecodeMessage(elastic::EncodeMessage(*message));
     HVD_CHECK(again.ok()) << again.status().message();
     HVD_CHECK_EQ(again->removed, message->removed);
