@@ -44,6 +44,9 @@ class Communicator {
   virtual const char* name() const = 0;
 
   // ---- control plane (small messages) ----
+  // The longest byte string GatherBytes and BroadcastBytes take: a longer announced length is
+  // refused (naming its sender) before anything is allocated for it, on every transport.
+  static constexpr uint64_t kMaxByteMessage = uint64_t{1} << 30;
   // Gathers a variable-length byte string from every member at `root`; `out` is filled only on
   // the root, indexed by group rank.
   virtual Status GatherBytes(const std::string& in, int root, std::vector<std::string>* out) = 0;

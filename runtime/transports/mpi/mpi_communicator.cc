@@ -206,7 +206,11 @@ Status MpiCommunicator::BroadcastBytes(std::string* data, int root) {
   HVD_RETURN_IF_ERROR(Run("broadcast (length)", [&](MPI_Request* r) {
     return MPI_Ibcast(&length, 1, MPI_INT64_T, root, comm_, r);
   }));
-  if (length < 0) return broken_ = Status::RemoteError(What("broadcast") + ": negative length");
+  if (length < 0 || static_cast<uint64_t>(length) > kMaxByteMessage) {
+    return broken_ = Status::RemoteError(What("broadcast") + ": rank " + std::to_string(root) +
+                                         " announced " + std::to_string(length) +
+                                         " bytes, outside [0, 1 GiB]");
+  }
   data->resize(static_cast<size_t>(length));
   return Broadcast(data->data(), length, root);
 }

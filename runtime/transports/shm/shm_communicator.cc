@@ -152,6 +152,13 @@ class ShmCommunicator final : public ScalingCommunicator {
   Status CheckPerRank(const std::vector<int64_t>& v) const {
     return CheckPerRankArg([this] { return ch_->What(); }, v, size_);
   }
+  // A byte message's announced length over Communicator::kMaxByteMessage (memory corruption, or
+  // a member of another build): refused before anything is allocated for it.
+  Status TooLong(const char* op, int member, uint64_t bytes) const {
+    return Status::RemoteError(ch_->What() + ": " + op + ": member " + std::to_string(member) +
+                               " announced " + std::to_string(bytes) +
+                               " bytes, more than a byte message may hold (1 GiB)");
+  }
   Status CheckAllreduce(const void* buffer, int64_t count, ReduceOp op) const {
     return CheckAllreduceArgs([this] { return ch_->What(); }, buffer, count, op);
   }
@@ -237,6 +244,7 @@ Status ShmCommunicator::GatherBytes(const std::string& in, int root,
     if (first) {
       for (int k = 0; k < size_; ++k) {
         std::memcpy(&lens[k], ch_->PeerHalf(k), sizeof(uint64_t));
+        if (lens[k] > kMaxByteMessage) return TooLong("gather", k, lens[k]);
         max_len = std::max(max_len, lens[k]);
       }
       if (is_root) {
@@ -276,6 +284,7 @@ Status ShmCommunicator::BroadcastBytes(std::string* data, int root) {
       const char* src = ch_->PeerHalf(root);
       if (first) {
         std::memcpy(&len, src, sizeof(len));
+        if (len > kMaxByteMessage) return TooLong("broadcast", root, len);
         data->resize(len);
       }
       if (offset < len) std::memcpy(&(*data)[offset], src + header, Min(room, len - offset));
