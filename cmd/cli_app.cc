@@ -202,7 +202,8 @@ void AddHostsAndController(Builder* b) {
   b->Group("Controller (one of)");
   b->Flag("--gloo", "Launch with hvdrun's own Gloo-style launcher.");
   b->Flag("--mpi", "Launch with mpirun.");
-  b->Flag("--jsrun", "Launch with jsrun (LSF).");
+  b->Flag("--jsrun",
+          "Launch with jsrun (LSF): not built yet; hvdrun refuses it (exit 64, nothing started).");
 }
 
 }  // namespace

@@ -130,7 +130,7 @@ Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& argv,
   if (out.spec.command.empty() && !out.print_config && !out.spec.check) {
     return Status::InvalidArgument(
         "no command given (usage: hvdrun [OPTIONS] [--] COMMAND [ARGS...], e.g. "
-        "hvdrun -np 2 python3 train.py)");
+        "hvdrun -np 2 /usr/bin/python3 train.py)");
   }
   if (!out.spec.command.empty() && !out.print_config) {
     // The runtime's own variables as the ranks will see them (this environment, then what
@@ -147,7 +147,7 @@ Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& argv,
   if (!out.spec.command.empty() && out.spec.command.front().empty()) {
     return Status::InvalidArgument(
         "the command's program is an empty string (hvdrun -np 2 '' ...): name the program to "
-        "run, e.g. hvdrun -np 2 python3 train.py");
+        "run, e.g. hvdrun -np 2 /usr/bin/python3 train.py");
   }
   return out;
 }

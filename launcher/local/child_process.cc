@@ -129,25 +129,28 @@ std::string ExecErrorMessage(const std::string& program, int error, const std::s
   if (error == ENOENT && bare) {
     text += "command not found in PATH";
     if (regular) {  // `hvdrun -np 2 train.py` in the script's folder
-      text += python_script ? " (" + program + " is in the working directory: run it as python3 " +
-                                  program + ")"
-                            : " (" + program +
-                                  " is in the working directory, which PATH lookup skips: give "
-                                  "it as ./" +
-                                  program + ")";
+      text += python_script
+                  ? " (" + program + " is in the working directory: run it as /usr/bin/python3 " +
+                        program + ")"
+                  : " (" + program +
+                        " is in the working directory, which PATH lookup skips: give "
+                        "it as ./" +
+                        program + ")";
     } else if (program == "python") {
-      text += " (Debian's interpreter is python3; python exists only with python-is-python3)";
+      text +=
+          " (Debian's interpreter is /usr/bin/python3; python exists only with python-is-python3)";
     }
     return text;
   }
   text += strerror(error);
   if (error == EACCES && regular && (st.st_mode & 0111) == 0) {
     text += python_script
-                ? " (a Python script without execute permission: run it as python3 " + program + ")"
+                ? " (a Python script without execute permission: run it as /usr/bin/python3 " +
+                      program + ")"
                 : " (the file has no execute permission)";
   } else if (error == ENOEXEC && regular) {
     text += python_script
-                ? " (a Python script without a #! line: run it as python3 " + program + ")"
+                ? " (a Python script without a #! line: run it as /usr/bin/python3 " + program + ")"
                 : " (neither a program nor a script with a #! line)";
   }
   return text;

@@ -107,7 +107,7 @@ std::optional<int> ReadExecError(int read_fd);
 // "cannot execute 'trian': command not found in PATH" for a bare name no PATH entry holds.
 // The common mistakes get the way out in parentheses, judged by the file `program` names in
 // `dir` (the rank's working directory; the caller's when empty): a script given by its bare
-// name in that directory (`hvdrun -np 2 train.py`: "run it as python3 train.py"), `python`
+// name in that directory (`hvdrun -np 2 train.py`: "run it as /usr/bin/python3 train.py"), `python`
 // where Debian has only python3, a Python script without execute permission or without a #!
 // line.
 std::string ExecErrorMessage(const std::string& program, int error, const std::string& dir = "");

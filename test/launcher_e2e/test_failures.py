@@ -261,11 +261,11 @@ def test_a_script_given_as_the_program_is_told_how_to_run_it(tmp_path):
     bare = run(["-np", "2", "train.py"], cwd=tmp_path)
     assert bare.returncode == 127
     assert ("cannot execute 'train.py': command not found in PATH (train.py is in the working "
-            "directory: run it as python3 train.py)") in bare.stderr.decode()
+            "directory: run it as /usr/bin/python3 train.py)") in bare.stderr.decode()
     by_path = run(["-np", "2", "./train.py"], cwd=tmp_path)  # not executable
     assert by_path.returncode == 126
     assert ("cannot execute './train.py': Permission denied (a Python script without execute "
-            "permission: run it as python3 ./train.py)") in by_path.stderr.decode()
+            "permission: run it as /usr/bin/python3 ./train.py)") in by_path.stderr.decode()
 
 
 def assert_hint(err, text):

@@ -143,26 +143,26 @@ TEST(ChildProcessTest, ExecErrorsOfCommonMistakesSayTheWayOut) {
   // Then each says what to run instead
   EXPECT_EQ(told("train.py", ENOENT),
             "cannot execute 'train.py': command not found in PATH (train.py is in the working "
-            "directory: run it as python3 train.py)");
+            "directory: run it as /usr/bin/python3 train.py)");
   EXPECT_EQ(told("data", ENOENT),
             "cannot execute 'data': command not found in PATH (data is in the working "
             "directory, which PATH lookup skips: give it as ./data)");
   EXPECT_EQ(told("./train.py", EACCES),
             "cannot execute './train.py': Permission denied (a Python script without execute "
-            "permission: run it as python3 ./train.py)");
+            "permission: run it as /usr/bin/python3 ./train.py)");
   EXPECT_EQ(told(folder + "/data", EACCES),
             "cannot execute '" + folder +
                 "/data': Permission denied (the file has no execute "
                 "permission)");
   EXPECT_EQ(told("./run.py", ENOEXEC),
             "cannot execute './run.py': Exec format error (a Python script without a #! line: "
-            "run it as python3 ./run.py)");
+            "run it as /usr/bin/python3 ./run.py)");
   EXPECT_EQ(told("./blob", ENOEXEC),
             "cannot execute './blob': Exec format error (neither a program nor a script with a "
             "#! line)");
   EXPECT_EQ(told("python", ENOENT),
             "cannot execute 'python': command not found in PATH (Debian's interpreter is "
-            "python3; python exists only with python-is-python3)");
+            "/usr/bin/python3; python exists only with python-is-python3)");
   // And a name in no folder, or a failure the file does not explain, gets no advice
   EXPECT_EQ(told("trian.py", ENOENT), "cannot execute 'trian.py': command not found in PATH");
   EXPECT_EQ(told("./run.py", EACCES), "cannot execute './run.py': Permission denied");
