@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <system_error>
+
 #include "common/check.h"
 
 namespace hvd::autotune {
@@ -80,6 +85,45 @@ std::string Describe(const Params& p) {
   return fmt::format("[{}, {}, {}, {}, {} ms, {} mb]", p.hierarchical_allreduce,
                      p.hierarchical_allgather, p.torus_allreduce, p.cache_enabled, p.cycle_time_ms,
                      p.fusion_threshold_mb);
+}
+
+std::string EncodeSyncLine(const SyncLine& line) {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "%d %d %d %.17g %.17g", line.changed ? 1 : 0, line.done ? 1 : 0,
+                line.params.cache_enabled ? 1 : 0, line.params.cycle_time_ms,
+                line.params.fusion_threshold_mb);
+  return buf;
+}
+
+Result<SyncLine> DecodeSyncLine(std::string_view text) {
+  SyncLine line;
+  std::string_view rest = text;
+  // The next field: up to the next single space (the last: to the end).
+  auto field = [&](bool last) {
+    const size_t space = rest.find(' ');
+    std::string_view f = rest.substr(0, space);
+    rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+    return (space == std::string_view::npos) == last ? f : std::string_view();
+  };
+  auto flag = [&](bool* out) {
+    const std::string_view f = field(false);
+    if (f != "0" && f != "1") return false;
+    *out = f == "1";
+    return true;
+  };
+  auto number = [&](bool last, double max, double* out) {
+    const std::string_view f = field(last);
+    const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), *out);
+    return !f.empty() && ec == std::errc() && end == f.data() + f.size() && std::isfinite(*out) &&
+           *out >= 0 && *out <= max;
+  };
+  if (!flag(&line.changed) || !flag(&line.done) || !flag(&line.params.cache_enabled) ||
+      !number(false, kMaxSyncCycleTimeMs, &line.params.cycle_time_ms) ||
+      !number(true, kMaxSyncFusionThresholdMb, &line.params.fusion_threshold_mb)) {
+    return Status::InvalidArgument("autotune: malformed parameter message '" +
+                                   std::string(text.substr(0, 100)) + "'");
+  }
+  return line;
 }
 
 }  // namespace hvd::autotune

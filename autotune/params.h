@@ -5,6 +5,9 @@
 #include <cstddef>
 #include <initializer_list>
 #include <string>
+#include <string_view>
+
+#include "common/status.h"
 
 // The runtime knobs autotune may change, and their CSV form. Plain values; no threading
 // concerns.
@@ -51,6 +54,24 @@ std::string CsvHeader();
 std::string CsvRow(const Params& params, double score);
 // "[ha, hg, torus, cache, X ms, Y mb]" for log lines, as Horovod prints it.
 std::string Describe(const Params& params);
+
+// What the coordinator broadcasts to every rank after each tuning step (the runtime's
+// Autotuner::Sync): whether the knobs changed, whether tuning is done, and the knobs, as
+// "<changed> <done> <cache> <cycle ms> <fusion MiB>" (0/1 flags, %.17g numbers). Decoding
+// refuses anything else, and values outside what the configuration itself accepts (a cycle
+// time in [0, 60000] ms, a fusion threshold in [0, 2^20] MiB): InvalidArgument quoting the
+// line (at most its first 100 bytes).
+struct SyncLine {
+  bool changed = false;
+  bool done = false;
+  Params params;  // cache_enabled, cycle_time_ms, fusion_threshold_mb
+
+  bool operator==(const SyncLine&) const = default;
+};
+inline constexpr double kMaxSyncCycleTimeMs = 60000.0;
+inline constexpr double kMaxSyncFusionThresholdMb = 1048576.0;
+std::string EncodeSyncLine(const SyncLine& line);
+Result<SyncLine> DecodeSyncLine(std::string_view text);
 
 }  // namespace hvd::autotune
 

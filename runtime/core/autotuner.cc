@@ -23,13 +23,6 @@ bool IsData(OpType type) {
          type == OpType::kAlltoall || type == OpType::kReducescatter;
 }
 
-std::string Encode(bool changed, bool done, const autotune::Params& p) {
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "%d %d %d %.17g %.17g", changed ? 1 : 0, done ? 1 : 0,
-                p.cache_enabled ? 1 : 0, p.cycle_time_ms, p.fusion_threshold_mb);
-  return buf;
-}
-
 }  // namespace
 
 TunedKnobs Autotuner::ToKnobs(const autotune::Params& p) {
@@ -166,7 +159,7 @@ std::string Autotuner::Step(const std::vector<Response>& executed) {
   const bool done = cached_.has_value() || !manager_->tuning();
   if (done && !finished_) StoreBest();
   const autotune::Params& p = cached_ ? *cached_ : (done ? manager_->best() : manager_->current());
-  return Encode(changed || done, done, p);
+  return autotune::EncodeSyncLine({changed || done, done, p});
 }
 
 Status Autotuner::Sync(const std::vector<Response>& executed, Communicator* global,
@@ -174,15 +167,10 @@ Status Autotuner::Sync(const std::vector<Response>& executed, Communicator* glob
   std::string message;
   if (coordinator_) message = Step(executed);
   HVD_RETURN_IF_ERROR(global->BroadcastBytes(&message, 0));
-  int changed = 0, done = 0, cache = 1;
-  autotune::Params p;
-  std::istringstream in(message);
-  if (!(in >> changed >> done >> cache >> p.cycle_time_ms >> p.fusion_threshold_mb)) {
-    return Status::Internal("autotune: malformed parameter message '" + message + "'");
-  }
-  p.cache_enabled = cache != 0;
-  if (changed) *apply = ToKnobs(p);
-  if (done) {
+  HVD_ASSIGN_OR_RETURN(const autotune::SyncLine line, autotune::DecodeSyncLine(message));
+  const autotune::Params& p = line.params;
+  if (line.changed) *apply = ToKnobs(p);
+  if (line.done) {
     active_ = false;
     const TunedKnobs k = ToKnobs(p);
     // Every rank says what it ended on (the e2e test compares the ranks' lines).

@@ -2,13 +2,12 @@
 
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <cstdio>
 #include <limits>
 #include <string_view>
-#include <system_error>
 
 #include "common/logging.h"
+#include "timeline/clock_reply.h"
 
 namespace hvd::runtime {
 
@@ -125,27 +124,6 @@ void RuntimeTimeline::SetClockOffset(int rank, int64_t offset_us) {
   timeline_.SetClockOffset(rank, offset_us);
 }
 
-namespace {
-
-// Clock readings in a reply must lie in [0, 2^62) (microseconds: 146 000 years), so that the
-// differences below cannot overflow whatever a member sends.
-constexpr int64_t kMaxClockUs = int64_t{1} << 62;
-
-// One reading: decimal, nothing else, in [0, kMaxClockUs).
-bool ParseClockReading(std::string_view text, int64_t* out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && end == text.data() + text.size() && *out >= 0 && *out < kMaxClockUs;
-}
-
-// "<t2> <t3>": two readings, one space between; t2 <= t3.
-bool ParseClockReply(std::string_view reply, int64_t* t2, int64_t* t3) {
-  const size_t space = reply.find(' ');
-  return space != std::string_view::npos && ParseClockReading(reply.substr(0, space), t2) &&
-         ParseClockReading(reply.substr(space + 1), t3) && *t2 <= *t3;
-}
-
-}  // namespace
-
 Status EstimateClockOffsets(Communicator* comm, const timeline::Timeline& clock, int rounds,
                             std::vector<int64_t>* offsets_us, std::vector<int64_t>* rtts_us) {
   const int n = comm->size();
@@ -158,19 +136,19 @@ Status EstimateClockOffsets(Communicator* comm, const timeline::Timeline& clock,
     HVD_RETURN_IF_ERROR(comm->BroadcastBytes(&ping, 0));
     const int64_t t2 = clock.Now();
     std::string pong;
-    if (!root) pong = std::to_string(t2) + " " + std::to_string(clock.Now());
+    if (!root) pong = timeline::EncodeClockReply(t2, clock.Now());
     std::vector<std::string> pongs;
     HVD_RETURN_IF_ERROR(comm->GatherBytes(pong, 0, &pongs));
     if (!root) continue;
     const int64_t t4 = clock.Now();
     int64_t t1 = 0;
-    if (!ParseClockReading(ping, &t1) || t4 < t1 || t4 >= kMaxClockUs) {
+    if (!timeline::ParseClockReading(ping, &t1) || t4 < t1 || t4 >= timeline::kMaxClockUs) {
       return Status::Internal("timeline clock sync: rank 0's clock reads " + ping + ", then " +
                               std::to_string(t4));
     }
     for (int r = 1; r < n && r < static_cast<int>(pongs.size()); ++r) {
       int64_t r2 = 0, r3 = 0;
-      if (!ParseClockReply(pongs[r], &r2, &r3)) {
+      if (!timeline::ParseClockReply(pongs[r], &r2, &r3)) {
         return Status::Internal("timeline clock sync: malformed reply from rank " +
                                 std::to_string(r) + ": '" + pongs[r].substr(0, 64) + "'");
       }

@@ -40,6 +40,9 @@ std::string FuzzNegotiation(std::string_view input);
 std::string FuzzTimelineShipment(std::string_view input);
 std::string FuzzEnvironment(std::string_view input);
 std::string FuzzCommandLine(std::string_view input);
+std::string FuzzRankMessages(std::string_view input);
+std::string FuzzKnownHosts(std::string_view input);
+std::string FuzzShellSplit(std::string_view input);
 
 struct Target {
   const char* name;  // the folder name under corpus/, regressions/ and dict/
@@ -69,6 +72,9 @@ inline constexpr Target kTargets[] = {
     {"timeline_shipment", FuzzTimelineShipment},
     {"environment", FuzzEnvironment},
     {"command_line", FuzzCommandLine},
+    {"rank_messages", FuzzRankMessages},
+    {"known_hosts", FuzzKnownHosts},
+    {"shell_split", FuzzShellSplit},
 };
 
 }  // namespace hvd::fuzz

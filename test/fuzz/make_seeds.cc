@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autotune/autotune_cache.h"
+#include "autotune/params.h"
 #include "common/byte_codec.h"
 #include "common/check.h"
 #include "common/elastic_messages.h"
@@ -23,6 +24,7 @@
 #include "runtime/core/negotiation/message.h"
 #include "runtime/transports/tcp/tcp_handshake.h"
 #include "test/fuzz/fuzz_keys.h"
+#include "timeline/clock_reply.h"
 #include "timeline/timeline_event.h"
 #include "timeline/trace_record.h"
 
@@ -473,6 +475,39 @@ void CommandLineSeeds(Corpus& c) {
   c.Write("command_line", "no-command", words({"-np", "2"}));
 }
 
+// The ranks' autotune line and clock-sync replies, as the runtime writes them, and refusals.
+void RankMessageSeeds(Corpus& c) {
+  autotune::SyncLine line;
+  line.changed = true;
+  line.params.cycle_time_ms = 3.5;
+  line.params.fusion_threshold_mb = 64;
+  c.Write("rank_messages", "autotune-changed", autotune::EncodeSyncLine(line));
+  line.done = true;
+  line.params.cache_enabled = false;
+  c.Write("rank_messages", "autotune-done", autotune::EncodeSyncLine(line));
+  c.Write("rank_messages", "autotune-nan", "1 0 1 nan 64");
+  c.Write("rank_messages", "clock-reply",
+          timeline::EncodeClockReply(1764576000000000, 1764576000000003));
+  c.Write("rank_messages", "clock-overflow", "9223372036854775807 -9223372036854775808");
+}
+
+// known_hosts files: plain, hashed and revoked lines.
+void KnownHostsSeeds(Corpus& c) {
+  c.Write("known_hosts", "plain-and-revoked",
+          "hvd-h1,10.11.0.2 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHGgPQ root@h1\n"
+          "@revoked hvd-h2 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHGgPQ old\n");
+  c.Write("known_hosts", "hashed-and-ca",
+          "|1|F1E1KeoE/eEWhi10WpGv4OdiO6Y=|3988QV0VE8wmZL7suNrYQLITLCg= ssh-rsa AAAAB3Nza\n"
+          "@cert-authority *.example ssh-ed25519 AAAA\n@revoked\t*\tssh-rsa\taGk=\r\n");
+}
+
+// --mpi-args / --binding-args values.
+void ShellSplitSeeds(Corpus& c) {
+  c.Write("shell_split", "mca", "-mca btl_tcp_if_include eth0 --bind-to none");
+  c.Write("shell_split", "quotes", "-x 'A=b c' \"D=$E\\\"\" f\\ g");
+  c.Write("shell_split", "unbalanced", "-x 'A=b");
+}
+
 }  // namespace
 }  // namespace hvd::fuzz
 
@@ -496,6 +531,9 @@ int main(int argc, char** argv) {
   hvd::fuzz::TimelineShipmentSeeds(corpus);
   hvd::fuzz::EnvironmentSeeds(corpus);
   hvd::fuzz::CommandLineSeeds(corpus);
+  hvd::fuzz::RankMessageSeeds(corpus);
+  hvd::fuzz::KnownHostsSeeds(corpus);
+  hvd::fuzz::ShellSplitSeeds(corpus);
   std::printf("wrote %d seeds under %s\n", corpus.count(), argv[1]);
   return 0;
 }
