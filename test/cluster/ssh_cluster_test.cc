@@ -103,6 +103,15 @@ class SshClusterTest : public ::testing::Test {
     return path;
   }
 
+  // The cluster's known_hosts line for hvd-h2 ("hvd-h2,<address> <type> <key>"), or "".
+  std::string H2KnownHostsLine() const {
+    std::ifstream in(cluster_.known_hosts);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("hvd-h2,", 0) == 0) return line;
+    }
+    return "";
+  }
+
   ClusterEnv cluster_;
   std::string scratch_;
 };
@@ -272,11 +281,7 @@ TEST_F(SshClusterTest, HostCutOffIsLostWithinTheHeartbeatTimeoutOnBothSides) {
 
 TEST_F(SshClusterTest, ChangedHostKeyIsAnErrorNamingTheHost) {
   // Given known_hosts that records hvd-h2's key under the name hvd-h1
-  std::string h2_line;
-  std::ifstream in(cluster_.known_hosts);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("hvd-h2,", 0) == 0) h2_line = line;
-  }
+  const std::string h2_line = H2KnownHostsLine();
   ASSERT_FALSE(h2_line.empty());
   launcher::SshTarget target = cluster_.Target("hvd-h1");
   target.options.known_hosts_file =
@@ -294,11 +299,7 @@ TEST_F(SshClusterTest, ChangedHostKeyIsAnErrorNamingTheHost) {
 TEST_F(SshClusterTest, RevokedHostKeyIsRefusedUnderEveryPolicy) {
   // Given known_hosts that marks hvd-h2's key @revoked (under another name), and also records
   // it for hvd-h2 itself
-  std::string h2_line;
-  std::ifstream in(cluster_.known_hosts);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("hvd-h2,", 0) == 0) h2_line = line;
-  }
+  const std::string h2_line = H2KnownHostsLine();
   ASSERT_FALSE(h2_line.empty());
   const std::string key = h2_line.substr(h2_line.find(' '));
   launcher::SshTarget target = cluster_.Target("hvd-h2");
