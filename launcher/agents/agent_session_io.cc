@@ -21,6 +21,9 @@ constexpr int kLostExitCode = 255;  // what ssh(1) exits with when the connectio
 // Bytes read from the agent per wake-up before the pipes get a turn.
 constexpr size_t kReadBudget = size_t{1} << 20;
 constexpr size_t kMaxEarlyDiag = 4096;
+// The longest diagnostic line kept whole: a remote tool writing without newlines has its output
+// cut into lines of this size, so the buffer stays bounded and each read scans at most this.
+constexpr size_t kMaxDiagLine = 64 << 10;
 // How long the agent's stderr may still trickle in after its stdout ended.
 constexpr std::chrono::milliseconds kDiagDrainTime{500};
 // How long an ending session keeps writing the output it holds for its ranks (job control's
@@ -215,9 +218,13 @@ void AgentSession::Core::ReadDiag() {
       diag_partial.append(buffer, static_cast<size_t>(n));
     }
     size_t end;
-    while ((end = diag_partial.find('\n')) != std::string::npos) {
+    while ((end = diag_partial.find('\n')) != std::string::npos ||
+           diag_partial.size() >= kMaxDiagLine) {
+      const bool cut = end == std::string::npos || end > kMaxDiagLine;
+      if (cut) end = kMaxDiagLine;
       std::string line = diag_partial.substr(0, end);
-      diag_partial.erase(0, end + 1);
+      diag_partial.erase(0, cut ? end : end + 1);
+      if (cut) line += " ... (line cut at 64 KiB)";
       bool print;
       {
         std::lock_guard<std::mutex> lock(mu);

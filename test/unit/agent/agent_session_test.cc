@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -149,6 +150,45 @@ TEST_F(AgentSessionTest, ALoginsOwnOutputBeforeTheAgentIsShownAndTheSessionWorks
   RankResult ra = Collect(a);
   EXPECT_EQ(ra.out, "ran\n");
   EXPECT_EQ(ra.status, 0);
+}
+
+// A remote login or tool that writes to stderr without newlines: its output is shown in lines
+// of at most 64 KiB, cut where they are, not held whole until the agent ends (until 2026-12-01
+// the buffer grew without bound and was rescanned at every 4 KiB read).
+TEST_F(AgentSessionTest, StderrWithoutNewlinesIsShownInBoundedLines) {
+  // (The login's background writer starts once the rank, so the session, is up, and the rank
+  // ends once it has written: the 200 KB pass while the session is open.)
+  const std::string go = "/tmp/hvd-diag-test-" + std::to_string(::getpid());
+  ::testing::internal::CaptureStderr();
+  {
+    auto session = Open(0, 0.5,
+                        "(while [ ! -e " + go +
+                            " ]; do sleep 0.05; done; head -c 200000 /dev/zero "
+                            "| tr '\\0' x >&2; touch " +
+                            go + ".done) & true");
+    ASSERT_TRUE(session);
+    SpawnedRank a =
+        Start(*session, 0,
+              "touch " + go + "; while [ ! -e " + go + ".done ]; do sleep 0.05; done; echo ran");
+    RankResult ra = Collect(a);
+    EXPECT_EQ(ra.out, "ran\n");
+  }
+  std::remove(go.c_str());
+  std::remove((go + ".done").c_str());
+  const std::string shown = ::testing::internal::GetCapturedStderr();
+  size_t longest = 0, xs = 0, start = 0;
+  while (start < shown.size()) {
+    size_t end = shown.find('\n', start);
+    if (end == std::string::npos) end = shown.size();
+    longest = std::max(longest, end - start);
+    start = end + 1;
+  }
+  for (char c : shown) xs += c == 'x';
+  EXPECT_LE(longest, size_t{(64 << 10) + 100});
+  EXPECT_THAT(shown, HasSubstr("testhost: xxxx"));
+  EXPECT_THAT(shown, HasSubstr("(line cut at 64 KiB)"));
+  // (The writer ends once all but the pipe's 64 KiB were read: two cut lines at least.)
+  EXPECT_GE(xs, size_t{2 * (64 << 10)});
 }
 
 // A login that prints more than 64 KiB before any greeting (or a command that is no hvd-agent
