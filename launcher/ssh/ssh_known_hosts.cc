@@ -57,15 +57,17 @@ const char* KeyTypeName(int hostkey_type) {
   }
 }
 
-// Reads the file line by line so one line libssh2 cannot parse does not hide the rest.
-KnownHostsPtr Load(LIBSSH2_SESSION* session, const std::string& path) {
+// Takes the file's text line by line so one line libssh2 cannot parse does not hide the rest.
+KnownHostsPtr Load(LIBSSH2_SESSION* session, std::string_view text) {
   KnownHostsPtr kh(libssh2_knownhost_init(session));
   if (!kh) return kh;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    const std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
     if (line.empty() || line[0] == '#' || line[0] == '@') continue;
-    (void)libssh2_knownhost_readline(kh.get(), line.data(), line.size(),
+    const std::string terminated(line);  // as getline gave it: NUL-terminated
+    (void)libssh2_knownhost_readline(kh.get(), terminated.data(), terminated.size(),
                                      LIBSSH2_KNOWNHOST_FILE_OPENSSH);
   }
   return kh;
@@ -170,14 +172,15 @@ Status VerifyHostKey(LIBSSH2_SESSION* session, const std::string& host, int port
   // A revoked key first, whatever else the file says of the host (OpenSSH: "Host key for ...
   // was revoked and cannot be used").
   const std::string_view presented(key, key_length);
-  for (const std::string& revoked : RevokedKeys(ReadText(known_hosts_path))) {
+  const std::string text = ReadText(known_hosts_path);
+  for (const std::string& revoked : RevokedKeys(text)) {
     if (revoked == presented) {
       return Status::PermissionDenied("the host key of " + where + " (" + described +
                                       ") is marked @revoked in " + known_hosts_path +
                                       ": it is never accepted; the host must get a new key");
     }
   }
-  KnownHostsPtr kh = Load(session, known_hosts_path);
+  KnownHostsPtr kh = Load(session, text);
   if (!kh) return Status::Internal("libssh2_knownhost_init failed");
   const int type_mask =
       LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | KnownHostKeyBits(key_type);

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <sstream>
 
 #include "autotune/autotune_cache.h"
 #include "autotune/parameter_manager.h"

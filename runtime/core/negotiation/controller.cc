@@ -428,17 +428,19 @@ Result<bool> Controller::EagerEligible(uint32_t bit) {
   const Response& r = cache_.Get(bit);
   const int64_t bytes = EagerInputBytes(r);
   if (bytes <= 0) return false;
-  if (r.type == OpType::kReducescatter) {
-    // Posted inputs reduce in rank order: an op whose own rounds would not (a ring, a
-    // hierarchy) takes them every time, so its bits do not depend on the path.
-    PostedPieces(r, cache_.Params(bit), comm_->size(), &piece_bytes_);
-    if (!comm_->reduces_segments_in_rank_order(
-            *std::max_element(piece_bytes_.begin(), piece_bytes_.end()))) {
-      return false;
-    }
-  }
   const bool splits =
       posts_pieces_ && (r.type == OpType::kAlltoall || r.type == OpType::kReducescatter);
+  // Each member's piece: what a reducescatter's segments are, and what posting by pieces sends.
+  int64_t largest_piece = 0;
+  if (splits || r.type == OpType::kReducescatter) {
+    PostedPieces(r, cache_.Params(bit), comm_->size(), &piece_bytes_);
+    largest_piece = *std::max_element(piece_bytes_.begin(), piece_bytes_.end());
+  }
+  // Posted inputs reduce in rank order: a reducescatter whose own rounds would not (a ring, a
+  // hierarchy) takes them every time, so its bits do not depend on the path.
+  if (r.type == OpType::kReducescatter && !comm_->reduces_segments_in_rank_order(largest_piece)) {
+    return false;
+  }
   const int64_t surplus = PostedSurplusBytes(r, comm_->size());
   // An op that posts nothing beyond what it moves (a broadcast, an allgather; any op where the
   // surplus is never read) costs only the copy it makes anyway, so it may post more where the
@@ -458,9 +460,7 @@ Result<bool> Controller::EagerEligible(uint32_t bit) {
   // Too large to post whole, or too much surplus, or pieces come first here: an alltoall or
   // reducescatter may post each member its own piece, each piece up to the limit.
   if (!splits) return false;
-  PostedPieces(r, cache_.Params(bit), comm_->size(), &piece_bytes_);
-  eager_pieces_ =
-      *std::max_element(piece_bytes_.begin(), piece_bytes_.end()) <= config_.eager_allreduce_bytes;
+  eager_pieces_ = largest_piece <= config_.eager_allreduce_bytes;
   return eager_pieces_;
 }
 

@@ -64,8 +64,10 @@ class TcpAlgorithms {
   Status Ring(std::span<const TcpPiece> parts, const std::vector<size_t>& seg_bytes,
               const TcpReducer& red, bool allgather, const TcpWhat& what);
   // The direct reduce-scatter's exchange: rank r receives everybody's segment r of `in`;
-  // *slots then points at them, member k's at k * seg_bytes[r] (its own copied there), valid
-  // until the next call. The caller reduces them (in rank order: ReduceHeldInputs).
+  // *slots then points at them, member k's at k * seg_bytes[r] (its own copied there: the
+  // caller's output may be this member's segment of `in` itself, as the executor's fusion
+  // buffer has it, which ReduceHeldInputs could not read after writing it), valid until the
+  // next call. The caller reduces them (in rank order: ReduceHeldInputs).
   Status ExchangeSegments(const char* in, const std::vector<size_t>& seg_bytes, const char** slots,
                           const TcpWhat& what);
   // `out` holds this rank's part at its offset already; receives every other part.
