@@ -3,6 +3,7 @@
 // launcher/agents/agent_protocol.h on its stdin and stdout; see agent/agent.h.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -19,9 +20,26 @@
 
 namespace {
 
+// Makes the agent's `fd` non-blocking without changing it for anyone else. O_NONBLOCK belongs
+// to the open file description, and a remote login's background jobs (a ~/.bashrc's `tool &`)
+// share the agent's stdout and stderr descriptions: set there, their writes failed with EAGAIN
+// whenever the pipe was full, and their output was cut short (until 2026-12-02). A pipe
+// reopened through /proc is a description of the agent's own. Anything else (a socket) is
+// switched in place, which is all that can be done for it.
 void SetNonBlocking(int fd) {
   int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  if (flags < 0) return;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    int own = ::open(path.c_str(), (flags & O_ACCMODE) | O_NONBLOCK);
+    if (own >= 0) {
+      int moved = ::dup2(own, fd);
+      ::close(own);
+      if (moved == fd) return;
+    }
+  }
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
 // hvdrun --check's remote half: can this host reach hvdrun's address at `port`, and has it

@@ -2,6 +2,7 @@
 // (StartProcessAgent): the launcher's side of the protocol end to end, without SSH.
 #include "launcher/agents/agent_session.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -12,6 +13,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -189,6 +192,39 @@ TEST_F(AgentSessionTest, StderrWithoutNewlinesIsShownInBoundedLines) {
   EXPECT_THAT(shown, HasSubstr("(line cut at 64 KiB)"));
   // (The writer ends once all but what the pipe holds, at most 1 MiB, was read: many cut lines.)
   EXPECT_GE(xs, size_t{2 * (64 << 10)});
+}
+
+// The agent's stdout and stderr are non-blocking for its own event loop, but a remote login's
+// background job shares those pipes: it must still see them blocking. Until 2026-12-02 the agent
+// set O_NONBLOCK on the shared descriptions, and such a job's writes failed with EAGAIN whenever
+// the launcher fell behind (the test above then saw one 64 KiB line of its 4 MB).
+TEST_F(AgentSessionTest, ALoginsBackgroundJobKeepsBlockingOutput) {
+  const std::string go = "/tmp/hvd-flags-test-" + std::to_string(::getpid());
+  ::testing::internal::CaptureStderr();
+  {
+    auto session = Open(0, 0.5,
+                        "exec 3>&1; (while [ ! -e " + go +
+                            " ]; do sleep 0.05; done; grep -H ^flags /proc/self/fdinfo/3 "
+                            "/proc/self/fdinfo/2 >&2; touch " +
+                            go + ".done) & true");
+    ASSERT_TRUE(session);
+    SpawnedRank a =
+        Start(*session, 0,
+              "touch " + go + "; while [ ! -e " + go + ".done ]; do sleep 0.05; done; echo ran");
+    EXPECT_EQ(Collect(a).out, "ran\n");
+  }
+  std::remove(go.c_str());
+  std::remove((go + ".done").c_str());
+  const std::string shown = ::testing::internal::GetCapturedStderr();
+  int seen = 0;
+  for (const char* fd : {"fdinfo/3:flags:", "fdinfo/2:flags:"}) {
+    size_t at = shown.find(fd);
+    if (at == std::string::npos) continue;
+    ++seen;
+    const long flags = std::strtol(shown.c_str() + at + std::strlen(fd), nullptr, 8);
+    EXPECT_EQ(flags & O_NONBLOCK, 0) << fd << " in:\n" << shown;
+  }
+  EXPECT_EQ(seen, 2) << shown;
 }
 
 // A login that prints more than 64 KiB before any greeting (or a command that is no hvd-agent
