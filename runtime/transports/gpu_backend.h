@@ -70,8 +70,9 @@ class GpuGroup {
   virtual void Abort() = 0;
   // Any thread, once the runtime failed: aborts the communicator now, so that a call of it the
   // device is still in (waiting for a dead peer, say) returns and the work queued behind it on
-  // the stream can run (GpuBackend::Quiesce); the group is unusable from then on.
-  virtual void Break() = 0;
+  // the stream can run (GpuBackend::Quiesce); the group is unusable from then on. `why`, the
+  // runtime's failure, is what the group's calls and completions in flight fail with.
+  virtual void Break(const Status& why) = 0;
 
   // Completion off the cycle (HVD_GPU_ASYNC_COMPLETION=1; Horovod's finalizer threads).
   //
@@ -190,6 +191,10 @@ class GpuBackend {
   virtual void RestoreDevice(int device) = 0;
   // Thread-safe: every group's call in flight fails with kAborted, until the next Start.
   virtual void Abort() = 0;
+  // Once the runtime failed: breaks every group this backend made (GpuGroup::Break), those of
+  // other process sets too, so that a collective of any set the device is still in (a peer gone
+  // in it) returns and the stream a failed op's Quiesce waits for can drain.
+  virtual void BreakGroups(const Status& why) { (void)why; }
   // At every runtime init: clears an earlier Abort; `timeout` bounds each NCCL call. `host_id`
   // names this rank's machine in CreateGroup's decision (RuntimeConfig::gpu_host_id, NCCL_HOSTID;
   // empty: the kernel's host name). `output_cache_bytes` (HVD_OUTPUT_CACHE_BYTES): the most bytes

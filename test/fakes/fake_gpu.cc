@@ -197,7 +197,7 @@ class FakeGroup final : public runtime::GpuGroup {
     return Stopped() ? Status::Aborted("fake NCCL: aborted") : Status::OK();
   }
   void Abort() override { aborted_ = true; }
-  void Break() override {
+  void Break(const Status&) override {
     log_->Add("Break");
     aborted_ = true;
   }

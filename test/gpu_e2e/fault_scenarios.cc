@@ -230,13 +230,21 @@ void StreamOrder() {
 namespace {
 
 // Enqueues one op of `kind` on small float32 device tensors; the handle, or the refusal's status.
-hvd_status_t EnqueueKind(const std::string& kind, const std::string& name, DevicePtr* keep,
-                         hvd_handle_t* handle) {
+// "staged_behind": a grouped allreduce of a float32 member (NCCL) and an int16 one (staged
+// through the host: NCCL has no int16), negotiated together and run in that order, so the
+// staged member's copies wait on hvd's stream behind the NCCL call.
+hvd_status_t EnqueueKind(const std::string& kind, const std::string& name,
+                         std::vector<DevicePtr>* keep, hvd_handle_t* handle) {
   const int32_t n = N();
-  *keep = MakeDevice(HVD_FLOAT32, {2 * n, 3}, [](int64_t i) { return i % 5; });
-  hvd_tensor_t t = (*keep)->Desc();
+  keep->assign(1, MakeDevice(HVD_FLOAT32, {2 * n, 3}, [](int64_t i) { return i % 5; }));
+  hvd_tensor_t t = keep->front()->Desc();
   hvd_op_options_t o = Options(name);
   if (kind == "allreduce") return hvd_allreduce(&t, &t, &o, handle);
+  if (kind == "staged_behind") {
+    keep->push_back(MakeDevice(HVD_INT16, {2 * n, 3}, [](int64_t i) { return i % 7; }));
+    hvd_tensor_t ts[2] = {t, keep->back()->Desc()};
+    return hvd_grouped_allreduce(ts, ts, 2, &o, handle);
+  }
   if (kind == "allgather") return hvd_allgather(&t, &o, handle);
   if (kind == "reducescatter") return hvd_reducescatter(&t, &o, handle);
   if (kind == "alltoall") return hvd_alltoall(&t, &o, handle);
@@ -279,7 +287,7 @@ void KillPeer(const std::string& kind, bool in_nccl) {
     std::fflush(stdout);
     _exit(77);
   }
-  DevicePtr keep;
+  std::vector<DevicePtr> keep;
   hvd_handle_t h = 0;
   Require(EnqueueKind(kind, "gpu.kill.warm", &keep, &h), kind + " before the peer dies");
   WaitOk(h, kind + " before the peer dies");

@@ -208,7 +208,8 @@ void Lifecycle();
 // and global ones, all waited for at the end. Re-initializes with dynamic process sets.
 void OverlappingSets();
 // The last rank dies after one op of `kind` (inside the next one's NCCL collective where
-// `in_nccl`); rank 0's next ones must fail within 10 s.
+// `in_nccl`); rank 0's next ones must fail within 10 s. Kinds: the five collectives, and
+// "staged_behind" (a staged int16 allreduce queued behind the NCCL one on hvd's stream).
 void KillPeer(const std::string& kind, bool in_nccl);
 // The last rank dies inside a fused NCCL allreduce; once rank 0's op failed, hvd writes nothing
 // more into its outputs.

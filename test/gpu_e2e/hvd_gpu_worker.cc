@@ -328,6 +328,7 @@ const Scenario kScenarios[] = {
     {"hierarchical_average", hvd_gpu::HierarchicalAverage, false},
     {"kill_peer_allreduce", [] { hvd_gpu::KillPeer("allreduce", false); }, false},
     {"nccl_peer_dies_allreduce", [] { hvd_gpu::KillPeer("allreduce", true); }, false},
+    {"nccl_peer_dies_staged_behind", [] { hvd_gpu::KillPeer("staged_behind", true); }, false},
     {"kill_peer_allgather", [] { hvd_gpu::KillPeer("allgather", false); }, false},
     {"nccl_peer_dies_allgather", [] { hvd_gpu::KillPeer("allgather", true); }, false},
     {"kill_peer_reducescatter", [] { hvd_gpu::KillPeer("reducescatter", false); }, false},

@@ -72,13 +72,16 @@ Status OpExecutor::RunGpu(const Response& r, std::span<TensorEntry* const> entri
 // the copies out of the fusion buffer and a postscale queued behind it on hvd's stream, and the
 // device ran them once the aborted kernel returned, into memory the framework had handed to
 // other tensors (gpu_emu_worker_late_write). Every failure here fails the runtime (Execute's
-// caller), so the set's communicators are done with: break them, then wait for the stream.
+// caller), so every communicator is done with: break them, then wait for the stream. Every set's
+// (until 2026-12-02 only the failed op's): another set's collective completed off the cycle, a
+// peer gone in it, held the stream for the whole timeout.
 void OpExecutor::StopDeviceWork(GpuSetState* state, int device, const Status& failure) {
   const int current = gpu_->CurrentDevice();  // Execute calls this outside RunGpu's keeping too
   if (state != nullptr) {
-    if (state->group != nullptr) state->group->Break();
-    if (state->local_group != nullptr) state->local_group->Break();
+    if (state->group != nullptr) state->group->Break(failure);
+    if (state->local_group != nullptr) state->local_group->Break(failure);
   }
+  gpu_->BreakGroups(failure);
   const Status quiet = gpu_->Quiesce(device);
   if (!quiet.ok()) {
     HVD_LOG_ERROR(

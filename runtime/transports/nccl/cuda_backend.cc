@@ -191,12 +191,23 @@ Result<int> CudaBackend::Marker(int device) {
   return marker + 1;
 }
 
+// Until 2026-12-02 only an abort ended this wait early: with completion off the cycle, a staged
+// op (int16, bool) or another set's op queued behind an allreduce whose peer died waited out the
+// whole timeout and failed naming no one (gpu_emu_nccl_peer_dies_async_staged_behind).
 Status CudaBackend::WaitEvent(cudaEvent_t event, const char* what) {
+  auto next_check = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
   return PollEvent(
       event, std::chrono::steady_clock::now() + timeout_,
       [&] {
-        return aborted_.load() ? Status::Aborted(std::string(what) + ": the runtime was aborted")
-                               : Status::OK();
+        if (aborted_.load())
+          return Status::Aborted(std::string(what) + ": the runtime was aborted");
+        const auto now = std::chrono::steady_clock::now();
+        if (now < next_check) return Status::OK();
+        next_check = now + std::chrono::milliseconds(100);
+        Status gone = PeersGone();
+        if (gone.ok()) return gone;
+        return Status::RemoteError(std::string(what) + ": " + gone.message() +
+                                   " (hvd's CUDA stream waits for a NCCL collective with it)");
       },
       [&](cudaError_t err) { return CudaError(what, err); },
       [&] {
@@ -320,6 +331,20 @@ void CudaBackend::Abort() {
   aborted_ = true;
   std::lock_guard<std::mutex> lock(mu_);
   for (NcclGroup* g : groups_) g->Abort();
+}
+
+void CudaBackend::BreakGroups(const Status& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (NcclGroup* g : groups_) g->Break(why);
+}
+
+Status CudaBackend::PeersGone() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (NcclGroup* g : groups_) {
+    Status gone = g->PeersGone();
+    if (!gone.ok()) return gone;
+  }
+  return Status::OK();
 }
 
 std::string CudaBackend::TimeoutText() const {

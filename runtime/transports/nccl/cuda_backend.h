@@ -114,6 +114,7 @@ class CudaBackend final : public GpuBackend {
   int CurrentDevice() override;
   void RestoreDevice(int device) override;
   void Abort() override;
+  void BreakGroups(const Status& why) override;
   void Start(std::chrono::milliseconds timeout, const std::string& host_id,
              int64_t output_cache_bytes) override;
 
@@ -142,8 +143,15 @@ class CudaBackend final : public GpuBackend {
     int64_t scratch_bytes = 0;
   };
   Result<DeviceState*> State(int device);
-  // Waits for `event` of hvd's stream within the timeout (PollEvent); stops on Abort.
+  // Waits for `event` of hvd's stream within the timeout (PollEvent); stops on Abort, and once
+  // a member of any registered group is known to be gone (asked every 100 ms, PeersGone): the
+  // stream may be held by a NCCL collective of any set, completed off the cycle, whose peer died
+  // (NCCL over shared memory never notices), and only the cycle thread, which waits here, can
+  // ask the CPU communicators.
   Status WaitEvent(cudaEvent_t event, const char* what);
+  // The first registered group whose CPU communicator knows a member to be gone
+  // (NcclGroup::PeersGone); OK when none.
+  Status PeersGone();
   // An asynchronous copy on `device`'s stream; errors say `what`.
   Status Copy(void* to, const void* from, int64_t bytes, int device, cudaMemcpyKind kind,
               const char* what);

@@ -259,6 +259,7 @@ Status NcclGroup::Usable() {
     AbortComm();  // the work queued on the communicator is in an unknown state
     return DeferredFailure();
   }
+  std::lock_guard<std::mutex> lock(comm_mu_);  // the completion thread may abort it
   if (comm_ == nullptr) return Status::Aborted("the NCCL communicator was aborted");
   return Status::OK();
 }
@@ -270,6 +271,12 @@ ncclResult_t NcclGroup::QueryState() {
 }
 
 Status NcclGroup::NcclFailure(const char* what, ncclResult_t result) {
+  // A completion off the cycle that failed aborted the communicator (ncclInvalidUsage from
+  // then on): its failure is the one to report.
+  if (deferred_failed_.load()) {
+    AbortComm();
+    return DeferredFailure();
+  }
   std::string message = std::string("NCCL ") + what + " failed: " + ncclGetErrorString(result);
   {
     std::lock_guard<std::mutex> lock(comm_mu_);

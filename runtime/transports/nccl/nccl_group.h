@@ -81,7 +81,15 @@ class NcclGroup final : public GpuGroup {
                    std::span<const int64_t> recv_bytes) override;
   Status Finish(const char* what) override;
   void Abort() override { abort_requested_ = true; }
-  void Break() override { AbortComm(); }
+  // The failure first: a completion off the cycle that finds the communicator aborted fails
+  // with it, not with "the communicator was aborted".
+  void Break(const Status& why) override {
+    FailDeferred(why);
+    AbortComm();
+  }
+  // Whether the set's CPU communicator knows a member to be gone (Communicator::CheckPeers); OK
+  // without one. The cycle thread's, between its calls (CudaBackend::WaitEvent).
+  Status PeersGone() const { return peers_ != nullptr ? peers_->CheckPeers() : Status::OK(); }
   Status EnqueueAllreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
                           std::span<const int64_t> counts, DataType dtype, ReduceOp op,
                           double prescale, double postscale) override;

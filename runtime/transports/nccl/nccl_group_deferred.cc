@@ -116,18 +116,24 @@ void NcclGroup::CompleteDeferred() {
     // call does, not what is left after the ones before it.
     const auto started = std::max(d.since, std::chrono::steady_clock::now());
     const Status s = failure.ok() ? WaitDeferred(d, started) : failure;
-    if (!s.ok()) Quiesce(d, s);
+    if (!s.ok()) {
+      // The group's own failure, recorded and logged before Quiesce aborts the communicator:
+      // the cycle thread's next call then fails with it, not with the aborted communicator's
+      // "invalid usage" (until 2026-12-02 NCCL's own error could be lost so). FailDeferred's,
+      // the runtime's, is logged by the runtime.
+      lock.lock();
+      if (deferred_failure_.ok()) {
+        HVD_LOG_ERROR("NCCL group of {} members (member {}): {}", size_, rank_, s.message());
+        deferred_failure_ = s;
+        deferred_failed_ = true;
+      }
+      lock.unlock();
+      Quiesce(d, s);
+    }
     const auto took = std::chrono::steady_clock::now() - d.since;
     deferred_waits_.fetch_add(1);
     deferred_wait_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
     lock.lock();
-    // The group's own failure, recorded before `done` lets the caller go on (to a shutdown that
-    // closes the group, say). FailDeferred's, the runtime's, is logged by the runtime.
-    if (!s.ok() && deferred_failure_.ok()) {
-      HVD_LOG_ERROR("NCCL group of {} members (member {}): {}", size_, rank_, s.message());
-      deferred_failure_ = s;
-      deferred_failed_ = true;
-    }
     // An event the device may never pass (a failed op) is not used again.
     if (s.ok()) {
       spare_events_.push_back(d.event);
