@@ -74,7 +74,8 @@ endif()
 # Without one the GPU path is still built and folds the postscale into NCCL's pre-multiplied
 # sum (docs/gpu.md "Scale factors"). The machine code is for Turing, Ampere and Hopper, with
 # Hopper's PTX for newer GPUs (CUDA 13 dropped everything before Turing); set
-# CMAKE_CUDA_ARCHITECTURES for others.
+# CMAKE_CUDA_ARCHITECTURES for others. On a GPU it has no code for, the runtime finds that out
+# (HaveScaleKernel) and uses NCCL's pre-multiplied sum instead.
 set(HVD_HAVE_SCALE_KERNEL OFF)
 if(HVD_HAVE_NCCL)
   # The toolkit's nvcc even when it is not on PATH, through CUDACXX: check_language still tries

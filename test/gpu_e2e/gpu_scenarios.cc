@@ -636,7 +636,7 @@ void HorovodScaling() {
   // float32/float64 staged too. A staged float16/bfloat16 sum is more precise than NCCL's (the
   // host adds in float and rounds once; NCCL rounds every step to the type).
   const auto exact = [](const DType& d, bool on_nccl) {
-    return N() <= 3 && (on_nccl ? HVD_SCALE_KERNEL == 1 : d.size >= 4);
+    return N() <= 3 && (on_nccl ? ScaleKernel() : d.size >= 4);
   };
   std::vector<Pending> pending;
   int k = 0;

@@ -148,6 +148,10 @@ bool DeviceOutputsExpected(const char* op);
 // int16/uint16/bool, not a scaled integer or Min/Max/Product one, not a scaled one at one rank).
 bool NcclReduces(const DType& d, hvd_reduce_op_t op, double prescale, double postscale,
                  int32_t members);
+// Whether hvd scales in its own kernel on NCCL: the build has it and no emulated device lacks
+// its machine code (HVD_GPU_EMU_NO_KERNEL_IMAGE: one member without it puts the whole set on
+// NCCL's pre-multiplied sum; the scenarios run with it have no one-member sets).
+bool ScaleKernel();
 
 // An op in flight plus the check to run once it completed; `keep` holds the buffers alive.
 struct Pending {

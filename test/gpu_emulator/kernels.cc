@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -47,6 +48,18 @@ bool ScaleKernelType(const std::string& name, ncclDataType_t* type) {
   return true;
 }
 
+// HVD_GPU_EMU_NO_KERNEL_IMAGE: the devices (comma-separated indices, or "all") whose
+// architecture the build's kernels have no image for, as a V100 with a build for Turing and
+// later: cudaFuncGetAttributes and cudaLaunchKernel of any kernel fail there with
+// cudaErrorNoKernelImageForDevice.
+bool NoKernelImage(int device) {
+  static const std::string list = [] {
+    const char* v = std::getenv("HVD_GPU_EMU_NO_KERNEL_IMAGE");
+    return v != nullptr ? "," + std::string(v) + "," : std::string();
+  }();
+  return list == ",all," || list.find("," + std::to_string(device) + ",") != std::string::npos;
+}
+
 }  // namespace
 }  // namespace hvd::gpu_emulator
 
@@ -71,10 +84,27 @@ void __cudaRegisterFunction(void** fat_cubin, const char* host_fun, char* device
   }
 }
 
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
+  if (attr == nullptr) return Fail(cudaErrorInvalidValue);
+  {
+    Kernels& k = TheKernels();
+    std::lock_guard<std::mutex> lock(k.mu);
+    if (k.names.count(func) == 0) return Fail(cudaErrorInvalidDeviceFunction);
+  }
+  if (NoKernelImage(CurrentDevice())) return Fail(cudaErrorNoKernelImageForDevice);
+  std::memset(attr, 0, sizeof(*attr));
+  attr->maxThreadsPerBlock = 1024;
+  attr->numRegs = 16;
+  attr->binaryVersion = 90;
+  attr->ptxVersion = 90;
+  return cudaSuccess;
+}
+
 cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args,
                              size_t shared_mem, cudaStream_t stream_handle) {
   (void)shared_mem;
   if (const int e = Injected("cudaLaunchKernel")) return Fail(static_cast<cudaError_t>(e));
+  if (NoKernelImage(CurrentDevice())) return Fail(cudaErrorNoKernelImageForDevice);
   std::string name;
   {
     Kernels& k = TheKernels();

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string_view>
 #include <thread>
 
 #include "common/logging.h"
@@ -95,9 +96,9 @@ ncclResult_t ScaledSum(DataType dtype, ncclDataType_t type, double scale, ncclCo
 }
 
 // NcclGroup's ScalePlan (nccl_group.h) for these factors.
-ScalePlan PlanScale(double prescale, double postscale) {
+ScalePlan PlanScale(double prescale, double postscale, bool scale_kernel) {
   ScalePlan plan;
-  if (!HaveScaleKernel()) {
+  if (!scale_kernel) {
     plan.premul = prescale * postscale;
   } else {
     plan.before = prescale;
@@ -154,7 +155,7 @@ std::string Identity(const std::string& mode, const std::string& host_id, int de
     (void)cudaGetLastError();  // none left pending for the framework's next CUDA call
     std::snprintf(bus, sizeof(bus), "device-%d", device);
   }
-  return mode + "\n" + host + "\n" + bus;
+  return mode + "\n" + host + "\n" + bus + (HaveScaleKernel(device) ? "\nscale-kernel" : "");
 }
 
 }  // namespace
@@ -169,8 +170,15 @@ std::string DecideGpuPath(const std::vector<std::string>& identities) {
   std::string mode0;
   std::map<std::string, size_t> owner;  // "<host>\n<bus>" -> first rank using it
   std::string shared;
+  bool every_kernel = true;
   for (size_t r = 0; r < identities.size(); ++r) {
-    const std::string& id = identities[r];
+    std::string id = identities[r];
+    constexpr std::string_view kKernel = "\nscale-kernel";
+    if (id.ends_with(kKernel)) {
+      id.resize(id.size() - kKernel.size());
+    } else {
+      every_kernel = false;
+    }
     const size_t cut = id.find('\n');
     const std::string mode = id.substr(0, cut);
     const std::string where = cut == std::string::npos ? "" : id.substr(cut + 1);
@@ -188,7 +196,7 @@ std::string DecideGpuPath(const std::vector<std::string>& identities) {
     }
   }
   if (mode0 == "cpu") return "S";
-  if (shared.empty()) return "N";
+  if (shared.empty()) return every_kernel ? "NK" : "N-";
   if (mode0 == "nccl") {
     return "EHVD_GPU_OPERATIONS=nccl needs a GPU per rank, but " + shared +
            " (NCCL refuses two ranks on one device); use HVD_GPU_OPERATIONS=auto or cpu to "
@@ -198,8 +206,14 @@ std::string DecideGpuPath(const std::vector<std::string>& identities) {
 }
 
 NcclGroup::NcclGroup(CudaBackend* backend, ncclComm_t comm, int device, int rank, int size,
-                     Communicator* peers)
-    : backend_(backend), peers_(peers), comm_(comm), device_(device), rank_(rank), size_(size) {
+                     Communicator* peers, bool scale_kernel)
+    : backend_(backend),
+      peers_(peers),
+      comm_(comm),
+      device_(device),
+      rank_(rank),
+      size_(size),
+      scale_kernel_(scale_kernel) {
   backend_->Register(this);
 }
 
@@ -234,7 +248,7 @@ NcclGroup::~NcclGroup() {
 }
 
 bool NcclGroup::CanReduce(DataType dtype, ReduceOp op, bool scaled) const {
-  return NcclReduces(dtype, op, scaled, size_, HaveScaleKernel());
+  return NcclReduces(dtype, op, scaled, size_, scale_kernel_);
 }
 
 Status NcclGroup::Scale(const void* in, void* out, int64_t count, ncclDataType_t type,
@@ -409,7 +423,7 @@ Status NcclGroup::EnqueueAllreduce(std::span<const void* const> inputs,
     return Status::Internal("NCCL allreduce of an unsupported type or op");
   }
   HVD_ASSIGN_OR_RETURN(cudaStream_t stream, backend_->Stream(device_));
-  const ScalePlan plan = PlanScale(prescale, postscale);
+  const ScalePlan plan = PlanScale(prescale, postscale, scale_kernel_);
   const bool scaled = plan.scaled();
   if (scaled) {
     HVD_RETURN_IF_ERROR(
@@ -566,7 +580,7 @@ Status NcclGroup::ReduceScatter(const void* input, void* output,
   if (!NcclType(dtype, &type) || !NcclOp(op, &nop)) {
     return Status::Internal("NCCL reducescatter of an unsupported type or op");
   }
-  const ScalePlan plan = PlanScale(prescale, postscale);
+  const ScalePlan plan = PlanScale(prescale, postscale, scale_kernel_);
   if (plan.before != 1.0) {
     // The caller's input stays as it is: the prescaled copy goes to the fusion buffer.
     int64_t total = 0;
@@ -677,7 +691,7 @@ Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communic
   std::string decision;
   if (cpu->rank() == 0) {
     decision = DecideGpuPath(identities);
-    if (decision == "N") {
+    if (decision[0] == 'N') {
       ncclUniqueId id;
       ncclResult_t r = ncclGetUniqueId(&id);
       if (r != ncclSuccess) {
@@ -693,8 +707,9 @@ Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communic
   }
   if (decision[0] == 'S') return std::unique_ptr<GpuGroup>();
   ncclUniqueId id;
-  if (decision.size() != 1 + sizeof(id.internal)) return Status::Internal("bad NCCL unique id");
-  std::memcpy(id.internal, decision.data() + 1, sizeof(id.internal));
+  if (decision.size() != 2 + sizeof(id.internal)) return Status::Internal("bad NCCL unique id");
+  const bool scale_kernel = decision[1] == 'K';
+  std::memcpy(id.internal, decision.data() + 2, sizeof(id.internal));
   // Non-blocking, so that this rank's wait for the others is bounded and can be stopped: a
   // member that died after the id exchange, or never reaches its first GPU op, would otherwise
   // keep the rest in NCCL's bootstrap for ever (ncclCommInitRank has no timeout). Every later
@@ -741,8 +756,8 @@ Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communic
     }
     return Status::Internal(message);
   }
-  return std::unique_ptr<GpuGroup>(
-      std::make_unique<NcclGroup>(backend, comm, device, cpu->rank(), cpu->size(), cpu));
+  return std::unique_ptr<GpuGroup>(std::make_unique<NcclGroup>(backend, comm, device, cpu->rank(),
+                                                               cpu->size(), cpu, scale_kernel));
 }
 
 }  // namespace hvd::runtime

@@ -37,10 +37,13 @@ struct ScalePlan {
 };
 
 // Which way a process set's GPU ops go, decided by its rank 0 from every member's
-// "<HVD_GPU_OPERATIONS>\n<machine>\n<PCI bus id>" (in set-rank order; the machine is the
-// NCCL_HOSTID the rank declares, else its host name): 'N' NCCL (every member has a
-// GPU of its own), 'S' staged through the host, or 'E' followed by an error message (the modes
-// differ, or nccl was asked for with a shared GPU). Pure, so a unit test checks it without a GPU.
+// "<HVD_GPU_OPERATIONS>\n<machine>\n<PCI bus id>[\nscale-kernel]" (in set-rank order; the
+// machine is the NCCL_HOSTID the rank declares, else its host name; the last line where its
+// device runs hvd's scaling kernel, HaveScaleKernel): "NK" NCCL (every member has a GPU of its
+// own) with the kernel, "N-" NCCL with the pre-multiplied sum (a member's GPU has no machine
+// code for the kernel), "S" staged through the host, or 'E' followed by an error message (the
+// modes differ, or nccl was asked for with a shared GPU). Pure, so a unit test checks it
+// without a GPU.
 std::string DecideGpuPath(const std::vector<std::string>& identities);
 
 // `comm`'s asynchronous state: ncclCommGetAsyncError's answer where the query itself failed,
@@ -54,9 +57,11 @@ ncclResult_t AsyncState(ncclComm_t comm);
 class NcclGroup final : public GpuGroup {
  public:
   // `peers`: the CPU communicator of the same members (may be null), asked during long waits
-  // whether a member is gone (PeerGone).
+  // whether a member is gone (PeerGone). `scale_kernel`: every member's device runs hvd's
+  // scaling kernel (DecideGpuPath's "NK"), else the factors go into NCCL's pre-multiplied sum on
+  // every member alike (NCCL needs one reduction on all of them).
   NcclGroup(CudaBackend* backend, ncclComm_t comm, int device, int rank, int size,
-            Communicator* peers);
+            Communicator* peers, bool scale_kernel);
   ~NcclGroup() override;
 
   const char* name() const override { return "NCCL"; }
@@ -191,6 +196,7 @@ class NcclGroup final : public GpuGroup {
   int device_;
   int rank_;  // this member's
   int size_;  // ranks in the communicator
+  bool scale_kernel_;
   cudaEvent_t done_ = nullptr;
   void* fusion_ = nullptr;
   int64_t fusion_bytes_ = 0;

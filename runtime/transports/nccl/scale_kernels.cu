@@ -9,6 +9,8 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "runtime/transports/nccl/scale_kernels.h"
 
@@ -64,7 +66,24 @@ cudaError_t Launch(const void* kernel, const void* in, void* out, int64_t count,
 
 }  // namespace
 
-bool HaveScaleKernel() { return true; }
+// Until 2026-12-02 this was true everywhere, and the first Average on a GPU the build has no
+// machine code for failed the job with cudaErrorNoKernelImageForDevice.
+bool HaveScaleKernel(int device) {
+  static std::mutex mu;
+  static std::map<int, bool> known;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(device);
+  if (it != known.end()) return it->second;
+  int previous = -1;
+  bool runs = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(device) == cudaSuccess;
+  cudaFuncAttributes attr;
+  runs = runs && cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(&hvd_scale_float32)) ==
+                     cudaSuccess;
+  if (previous >= 0) cudaSetDevice(previous);
+  (void)cudaGetLastError();  // none left pending for the framework's next CUDA call
+  known.emplace(device, runs);
+  return runs;
+}
 
 cudaError_t LaunchScale(const void* in, void* out, int64_t count, ncclDataType_t type,
                         double factor, cudaStream_t stream) {

@@ -8,9 +8,12 @@
 
 namespace hvd::runtime {
 
-// Whether this build has the scaling kernel (scale_kernels.cu, compiled when CMake finds nvcc).
-// Without it NcclGroup folds the prescale and postscale into one pre-multiplied sum.
-bool HaveScaleKernel();
+// Whether the scaling kernel runs on CUDA device `device`: the build has it (scale_kernels.cu,
+// compiled when CMake finds nvcc) with machine code or PTX the device can run (the default
+// CMAKE_CUDA_ARCHITECTURES has none for GPUs before Turing: a V100 with CUDA 12). Asked once per
+// device (cudaFuncGetAttributes), then remembered; any thread. Where it is false on any member
+// of a process set, NcclGroup folds the prescale and postscale into one pre-multiplied sum.
+bool HaveScaleKernel(int device);
 
 // Enqueues out[i] = in[i] * factor for `count` elements on `stream` (in may equal out), as
 // Horovod's GPU scaling kernel (horovod/common/ops/cuda/cuda_kernels.cu, ScaleBufferCudaImpl)

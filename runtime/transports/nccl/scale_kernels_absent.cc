@@ -6,7 +6,7 @@
 
 namespace hvd::runtime {
 
-bool HaveScaleKernel() { return false; }
+bool HaveScaleKernel(int) { return false; }
 
 cudaError_t LaunchScale(const void*, void*, int64_t, ncclDataType_t, double, cudaStream_t) {
   return cudaErrorNotSupported;

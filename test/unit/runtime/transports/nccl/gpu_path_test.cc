@@ -19,16 +19,32 @@
 namespace hvd::runtime {
 namespace {
 
-std::string Id(const std::string& mode, const std::string& host, const std::string& bus) {
-  return mode + "\n" + host + "\n" + bus;
+// A member's identity (nccl_group.h DecideGpuPath); `kernel`: its device runs hvd's kernel.
+std::string Id(const std::string& mode, const std::string& host, const std::string& bus,
+               bool kernel = true) {
+  return mode + "\n" + host + "\n" + bus + (kernel ? "\nscale-kernel" : "");
 }
 
 TEST(GpuPathTest, NcclWhenEveryRankHasItsOwnGpu) {
-  EXPECT_EQ(DecideGpuPath({Id("auto", "a", "0000:01:00.0")}), "N");
+  EXPECT_EQ(DecideGpuPath({Id("auto", "a", "0000:01:00.0")}), "NK");
   EXPECT_EQ(DecideGpuPath({Id("auto", "a", "0000:01:00.0"), Id("auto", "a", "0000:02:00.0"),
                            Id("auto", "b", "0000:01:00.0")}),
-            "N");
-  EXPECT_EQ(DecideGpuPath({Id("nccl", "a", "0000:01:00.0"), Id("nccl", "b", "0000:01:00.0")}), "N");
+            "NK");
+  EXPECT_EQ(DecideGpuPath({Id("nccl", "a", "0000:01:00.0"), Id("nccl", "b", "0000:01:00.0")}),
+            "NK");
+}
+
+// One member whose GPU has no machine code for hvd's kernel (a V100 with a build for Turing and
+// later) puts every member on NCCL's pre-multiplied sum: NCCL needs one reduction on all of
+// them. The identity's kernel line does not count in telling GPUs apart.
+TEST(GpuPathTest, AMemberWithoutTheScaleKernelPutsEveryMemberOnThePreMultipliedSum) {
+  EXPECT_EQ(DecideGpuPath({Id("auto", "a", "0000:01:00.0", false)}), "N-");
+  EXPECT_EQ(DecideGpuPath({Id("auto", "a", "0000:01:00.0"), Id("auto", "b", "0000:01:00.0", false),
+                           Id("auto", "c", "0000:01:00.0")}),
+            "N-");
+  EXPECT_EQ(
+      DecideGpuPath({Id("auto", "a", "0000:01:00.0"), Id("auto", "a", "0000:01:00.0", false)}),
+      "S");
 }
 
 TEST(GpuPathTest, SharedGpuOrCpuModeStagesThroughTheHost) {
