@@ -256,13 +256,17 @@ void ElasticJob::OnDiscovery() {
   std::optional<Result<std::vector<discovery::HostSlots>>> result = context_.poller->Take();
   if (!result || launcher_signal_) return;
   if (result->ok()) {
-    last_discovery_warning_.clear();
+    discovery_warnings_.clear();
     driver_.OnHosts(**result, Clock::now());
     return;
   }
+  // Each distinct problem once until the script answers well again, also when two alternate (a
+  // bad line, then a run killed at the timeout on a loaded host, then the bad line again: until
+  // 2026-12-02 only a repeat of the last one was held back). A script whose messages never
+  // repeat (a time in its stderr) starts over after 16.
   std::string warning = result->status().message() + "; the last good host set stays in force";
-  if (warning != last_discovery_warning_) PrintToUser("warning: " + warning);
-  last_discovery_warning_ = warning;
+  if (discovery_warnings_.size() >= 16) discovery_warnings_.clear();
+  if (discovery_warnings_.insert(warning).second) PrintToUser("warning: " + warning);
 }
 
 void ElasticJob::OnReady() {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -158,7 +159,8 @@ class ElasticJob : public ElasticActions {
   bool killed_ = false;
   JobTimeout timeout_{0};                       // --timeout from the start
   std::optional<uint64_t> oom_kills_at_start_;  // this host's OOM kills when the job started
-  std::string last_discovery_warning_;
+  // The discovery warnings shown since its last good answer: each once (OnDiscovery).
+  std::set<std::string> discovery_warnings_;
   // Workers that never started (spawn or exec failure): reported to the driver from the loop,
   // never from inside one of its calls.
   std::vector<std::pair<int, int>> deferred_exits_;
