@@ -2,7 +2,7 @@
 // algorithm thresholds. Forks N ranks; the parent serves a launcher::RendezvousServer and each
 // rank connects with a KvClient, as under hvdrun.
 //
-//   gloo-comm-bench -n 2 [-r rounds] [-s 4096,65536,...] [-o allreduce,rsag,reducescatter,
+//   gloo-comm-bench -n 2 [-r rounds] [-s 4K,64K,...] [-o allreduce,rsag,reducescatter,
 //                    allgather,broadcast,alltoall,bitand,bitor,barrier,gatherbytes,idle]
 //                    [-b gloo|tcp]
 //
@@ -35,9 +35,11 @@
 // rank 1: element 17 is 3.0, expected 5.0"), the ranks agree (a max over ranks) and every rank
 // exits 3 (so does the parent) before the size's row; rank 0 prints "# results checked" at the
 // end. The buffers are zeros again after a check, as every timed round had them.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -50,6 +52,7 @@
 #include <vector>
 
 #include "bench/alloc_counter.h"
+#include "bench/byte_size.h"
 #include "bench/check_value.h"
 #include "common/kv_client.h"
 #include "launcher/rendezvous/rendezvous_server.h"
@@ -300,25 +303,45 @@ int RunRank(Communicator& comm, const std::vector<std::string>& ops,
 int main(int argc, char** argv) {
   int n = 2, rounds = 5;
   std::string backend = "gloo";
-  std::string ops = "allreduce", sizes_arg = "4096,65536,262144,1048576,16777216,67108864";
-  int c;
-  while ((c = getopt(argc, argv, "n:r:s:o:b:")) != -1) {
-    if (c == 'b')
-      backend = optarg;
-    else if (c == 'n')
-      n = std::atoi(optarg);
-    else if (c == 'r')
-      rounds = std::atoi(optarg);
-    else if (c == 's')
-      sizes_arg = optarg;
-    else if (c == 'o')
-      ops = optarg;
-    else
-      return 2;
-  }
+  std::string ops = "allreduce", sizes_arg = "4K,64K,256K,1M,16M,64M";
+  // Checked, so a misspelt op, "4K" or "-n 0" is an error and not a quiet default (until
+  // 2026-12-02 getopt and atoi took them).
+  CLI::App app{"Times hvd's Gloo (or TCP) Communicator alone: forks N ranks", "gloo-comm-bench"};
+  app.add_option("-n", n, "Ranks")->check(CLI::Range(2, 64))->capture_default_str();
+  app.add_option("-r", rounds, "Timed rounds per size")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("-s", sizes_arg, "Sizes in bytes, comma-separated (4096, 4K, 1M)")
+      ->check([](const std::string& text) {
+        if (Split(text).empty()) return std::string("no size");
+        for (const std::string& s : Split(text)) {
+          const std::string error = hvd::bench::ByteSizeError(s);
+          if (!error.empty()) return error;
+        }
+        return std::string();
+      })
+      ->capture_default_str();
+  app.add_option("-o", ops, "Ops, comma-separated")
+      ->check([](const std::string& text) {
+        static const std::vector<std::string> known = {
+            "allreduce", "rsag",      "reducescatter", "allgather",   "alltoall", "bitand",
+            "bitor",     "broadcast", "barrier",       "gatherbytes", "idle"};
+        if (Split(text).empty()) return std::string("no op");
+        for (const std::string& op : Split(text)) {
+          if (std::find(known.begin(), known.end(), op) == known.end()) {
+            return "unknown op '" + op + "' (allreduce, rsag, reducescatter, allgather, " +
+                   "alltoall, bitand, bitor, broadcast, barrier, gatherbytes, idle)";
+          }
+        }
+        return std::string();
+      })
+      ->capture_default_str();
+  app.add_option("-b", backend, "The communicator")
+      ->check(CLI::IsMember({"gloo", "tcp"}))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   std::vector<size_t> sizes;
-  for (const std::string& s : Split(sizes_arg))
-    sizes.push_back(std::strtoull(s.c_str(), nullptr, 10));
+  for (const std::string& s : Split(sizes_arg)) sizes.push_back(*hvd::bench::ParseByteSize(s));
   hvd::launcher::RendezvousServerOptions server_options;
   for (size_t i = 0; i < server_options.key.size(); ++i) server_options.key[i] = uint8_t(i + 3);
   server_options.job_id = "gloo-comm-bench";
@@ -364,13 +387,21 @@ int main(int argc, char** argv) {
     }
     kids.push_back(pid);
   }
+  // In the order they end: a rank that failed stops the others, which would otherwise wait for
+  // it until their alarm (10 minutes).
   int worst = 0;
-  for (pid_t pid : kids) {
+  for (size_t left = kids.size(); left > 0; --left) {
     int status = 0;
-    waitpid(pid, &status, 0);
+    const pid_t pid = wait(&status);
+    if (pid < 0) break;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       std::fprintf(stderr, "pid %d: %s %d\n", pid, WIFEXITED(status) ? "exit" : "signal",
                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+      if (worst == 0) {
+        for (pid_t kid : kids) {
+          if (kid != pid) kill(kid, SIGTERM);
+        }
+      }
     }
     worst = std::max(worst, WIFEXITED(status) ? WEXITSTATUS(status) : 128);
   }
