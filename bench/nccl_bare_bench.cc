@@ -7,11 +7,13 @@
 //
 //   hvdrun -np 2 nccl-bare-bench --sizes 4K,64K,1M --id-file /tmp/id
 //
-// Rank 0 writes NCCL's unique id to --id-file and the others read it from there: the ranks
-// share a file system, as they do on one machine or on the emulated GPU (test/gpu_emulator).
-// Each size does 5 rounds of --iters ops (after 10 warm-up ops) and prints "RESULT <bytes>
-// <us>": the median round's time per op on rank 0, float32 Sum. docs/gpu.md "The wait for a
-// NCCL call" compares the two.
+// Rank 0 writes NCCL's unique id to --id-file, after hvdrun's job id (HVD_JOB_ID), and the
+// others read it from there once the job id is theirs: the ranks share a file system, as they
+// do on one machine or on the emulated GPU (test/gpu_emulator), and a file another run left
+// behind is not taken for this one's. Each size does 5 rounds of --iters ops (after 10 warm-up
+// ops) and prints "RESULT <bytes> <us>": the median round's time per op, the slowest rank's
+// (as hvd-bench's, a max over ranks: one more allreduce), float32 Sum. docs/gpu.md "The wait
+// for a NCCL call" compares the two.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -23,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,6 +72,7 @@ int main(int argc, char** argv) {
 
   const hvd::env::Environment env = hvd::env::Environment::FromProcess();
   const int rank = RankVar(env, "HVD_RANK"), size = RankVar(env, "HVD_SIZE");
+  const std::string job = env.Raw("HVD_JOB_ID").value_or("") + "\n";
   int devices = 0;
   Check(cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0, "cudaGetDeviceCount");
   Check(cudaSetDevice(RankVar(env, "HVD_LOCAL_RANK") % devices) == cudaSuccess, "cudaSetDevice");
@@ -77,14 +81,25 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     Check(ncclGetUniqueId(&id) == ncclSuccess, "ncclGetUniqueId");
     const std::string tmp = id_file + ".tmp";
-    std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof(id.internal));
+    std::ofstream(tmp, std::ios::binary) << job << std::string(id.internal, sizeof(id.internal));
     Check(std::rename(tmp.c_str(), id_file.c_str()) == 0, "writing --id-file");
   } else {
-    for (int waited = 0; access(id_file.c_str(), R_OK) != 0; ++waited) {
-      Check(waited < 30000, "waiting 30 s for --id-file");
+    // This job's file, whole (rank 0 renames it into place): a stale one waits for it.
+    const auto read = [&] {
+      std::ifstream in(id_file, std::ios::binary);
+      const std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      if (text.size() != job.size() + sizeof(id.internal) ||
+          text.compare(0, job.size(), job) != 0) {
+        return false;
+      }
+      std::copy(text.begin() + static_cast<std::ptrdiff_t>(job.size()), text.end(), id.internal);
+      return true;
+    };
+    for (int waited = 0; !read(); ++waited) {
+      Check(waited < 30000, "waiting 30 s for this job's --id-file");
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    std::ifstream(id_file, std::ios::binary).read(id.internal, sizeof(id.internal));
   }
   ncclComm_t comm;
   Check(ncclCommInitRank(&comm, size, id, rank) == ncclSuccess, "ncclCommInitRank");
@@ -114,7 +129,21 @@ int main(int argc, char** argv) {
           iters);
     }
     std::sort(rounds.begin(), rounds.end());
-    if (rank == 0) std::printf("RESULT %zu %.1f\n", bytes, rounds[rounds.size() / 2]);
+    // The slowest rank's median, as hvd-bench prints (a Max allreduce of one double).
+    double* slowest = nullptr;
+    Check(cudaMalloc(&slowest, sizeof(double)) == cudaSuccess, "cudaMalloc");
+    Check(cudaMemcpy(slowest, &rounds[rounds.size() / 2], sizeof(double), cudaMemcpyHostToDevice) ==
+              cudaSuccess,
+          "cudaMemcpy");
+    Check(ncclAllReduce(slowest, slowest, 1, ncclDouble, ncclMax, comm, stream) == ncclSuccess,
+          "ncclAllReduce");
+    double median = 0;
+    Check(cudaMemcpyAsync(&median, slowest, sizeof(double), cudaMemcpyDeviceToHost, stream) ==
+                  cudaSuccess &&
+              cudaStreamSynchronize(stream) == cudaSuccess,
+          "cudaMemcpyAsync");
+    Check(cudaFree(slowest) == cudaSuccess, "cudaFree");
+    if (rank == 0) std::printf("RESULT %zu %.1f\n", bytes, median);
     Check(cudaFree(buffer) == cudaSuccess, "cudaFree");
   }
   ncclCommDestroy(comm);
