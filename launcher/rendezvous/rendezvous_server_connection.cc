@@ -106,14 +106,19 @@ void RendezvousConnection::ReadBody(const control::FrameHeader& header) {
   size_t rest = header.body_length + control::kFrameTagBytes;
   buffer_.resize(control::kFrameHeaderBytes + rest);
   if (session_.state() == State::kReady) {
-    // After the handshake a client may idle between frames, but not stall inside one.
+    // After the handshake a client may idle between frames, but not stall inside one: the body
+    // must come within the handshake timeout plus 1 ms per 64 bytes (at least 64 KB/s, half a
+    // Mbit/s: a 16 MiB body over a slow link, not in 5 s as until 2026-12-02).
     body_pending_ = true;
-    frame_timer_.expires_after(context_->options->handshake_timeout);
+    frame_timer_.expires_after(context_->options->handshake_timeout +
+                               std::chrono::milliseconds(rest / 64));
     frame_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
       if (ec == asio::error::operation_aborted) return;
       self->Guarded("frame timer", [&] {
         if (self->session_.state() != State::kReady || !self->body_pending_) return;
-        self->Reject(FrameFault::kTruncated, "frame body did not arrive in time");
+        self->Reject(FrameFault::kTruncated,
+                     "frame body did not arrive in time (slower than "
+                     "64 KB/s after the handshake timeout)");
       });
     });
   }

@@ -238,6 +238,27 @@ TEST_F(RendezvousSecurityTest, StalledRequestBodyIsDroppedAtTheDeadline) {
   ExpectServerStillServes();
 }
 
+// A large body over a slow but steady link is taken: its deadline grows with its length (1 ms per
+// 64 bytes past the handshake timeout). Until 2026-12-02 every body had the handshake timeout
+// (here 0.3 s; 5 s in hvdrun), so a 16 MiB one needed 27 Mbit/s.
+TEST_F(RendezvousSecurityTest, ASlowButSteadyLargeBodyIsTaken) {
+  RawSession raw = RawSession::Open(server_->port(), Key(0x11), "job-1");
+  const std::string value(60 << 10, 'v');
+  std::string frame = raw.channel().Seal(
+      FrameType::kSet, control::EncodeKvRequest({FrameType::kSet, "k", value, 0, 0}));
+  // 15 pieces 40 ms apart: 0.6 s, twice the handshake timeout, ~1.3 s allowed.
+  const size_t piece = frame.size() / 15 + 1;
+  for (size_t at = 0; at < frame.size(); at += piece) {
+    ASSERT_TRUE(raw.socket().WriteAll(frame.substr(at, piece), In(milliseconds(5000))).ok());
+    std::this_thread::sleep_for(milliseconds(40));
+  }
+  for (int i = 0; i < 200 && server_->Get("k") == std::nullopt; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_EQ(server_->Get("k"), value);
+  ExpectOnlyCounter(&RendezvousServer::Stats::rejected_malformed, 0);
+}
+
 TEST_F(RendezvousSecurityTest, OversizedLengthIsRefusedBeforeTheBody) {
   RawSession raw = RawSession::Open(server_->port(), Key(0x11), "job-1");
   std::string header =
