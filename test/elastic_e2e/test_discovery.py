@@ -79,7 +79,7 @@ def test_alternating_discovery_problems_are_each_shown_once(tmp_path):
     script.chmod(0o755)
     run = hvdrun(["-np", "2", "--host-discovery-script", str(script),
                   "--host-discovery-interval", "0.05"],
-                 ["--epochs", "2", "--sleep-before-epoch", "1:3"], tmp_path)
+                 ["--epochs", "2", "--sleep-before-epoch", "1:6"], tmp_path)
     assert run.returncode == 0, run.describe()
     assert int(counter.read_text()) >= 10, run.describe()  # the alternation ran to its end
     assert run.err.count("slot count 'x'") == 1, run.describe()

@@ -318,28 +318,28 @@ void CudaBackend::Start(std::chrono::milliseconds timeout, const std::string& ho
 }
 
 void CudaBackend::Register(NcclGroup* group) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(groups_mu_);
   groups_.insert(group);
 }
 
 void CudaBackend::Unregister(NcclGroup* group) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(groups_mu_);
   groups_.erase(group);
 }
 
 void CudaBackend::Abort() {
   aborted_ = true;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(groups_mu_);
   for (NcclGroup* g : groups_) g->Abort();
 }
 
 void CudaBackend::BreakGroups(const Status& why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(groups_mu_);
   for (NcclGroup* g : groups_) g->Break(why);
 }
 
 Status CudaBackend::PeersGone() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(groups_mu_);
   for (NcclGroup* g : groups_) {
     Status gone = g->PeersGone();
     if (!gone.ok()) return gone;

@@ -162,9 +162,12 @@ class CudaBackend final : public GpuBackend {
   std::map<int, DeviceState> devices_;  // cycle thread (one at a time: cycle_mu_)
   std::array<void*, 4> host_{};
   std::array<int64_t, 4> host_bytes_{};
-  std::mutex mu_;                                        // guards the event pool and groups_
+  std::mutex mu_;                                        // guards the event pool
   std::map<int, std::vector<cudaEvent_t>> free_events_;  // by device
   std::map<cudaEvent_t, int> events_;                    // every event made, with its device
+  // Its own lock, not mu_: the framework threads' MarkReady must not wait behind an abort of
+  // every communicator or a round of CheckPeers.
+  std::mutex groups_mu_;
   std::set<NcclGroup*> groups_;
 };
 

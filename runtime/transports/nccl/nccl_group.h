@@ -92,9 +92,12 @@ class NcclGroup final : public GpuGroup {
     FailDeferred(why);
     AbortComm();
   }
-  // Whether the set's CPU communicator knows a member to be gone (Communicator::CheckPeers); OK
-  // without one. The cycle thread's, between its calls (CudaBackend::WaitEvent).
-  Status PeersGone() const { return peers_ != nullptr ? peers_->CheckPeers() : Status::OK(); }
+  // Whether the set's CPU communicator knows a member to be gone (Communicator::CheckPeers),
+  // asked only while a completion off the cycle is in flight: only such a collective can hold
+  // hvd's stream without a wait of its own that asks (a removed set's communicator, its peers
+  // gone on purpose, must not fail another set's op). OK otherwise, or without a communicator.
+  // The cycle thread's, between its calls (CudaBackend::WaitEvent).
+  Status PeersGone();
   Status EnqueueAllreduce(std::span<const void* const> inputs, std::span<void* const> outputs,
                           std::span<const int64_t> counts, DataType dtype, ReduceOp op,
                           double prescale, double postscale) override;

@@ -49,6 +49,14 @@ Status NcclGroup::Defer(const char* what, DeferredDone done) {
   return Status::OK();
 }
 
+Status NcclGroup::PeersGone() {
+  {
+    std::lock_guard<std::mutex> lock(deferred_mu_);
+    if (undone_ == 0) return Status::OK();
+  }
+  return peers_ != nullptr ? peers_->CheckPeers() : Status::OK();
+}
+
 Status NcclGroup::Drain() {
   {
     std::lock_guard<std::mutex> lock(deferred_mu_);

@@ -164,11 +164,12 @@ TEST_F(AgentSessionTest, StderrWithoutNewlinesIsShownInBoundedLines) {
   const std::string go = "/tmp/hvd-diag-test-" + std::to_string(::getpid());
   ::testing::internal::CaptureStderr();
   {
-    auto session = Open(0, 0.5,
-                        "(while [ ! -e " + go +
-                            " ]; do sleep 0.05; done; head -c 4000000 /dev/zero "
-                            "| tr '\\0' x >&2; touch " +
-                            go + ".done) & true");
+    auto session =
+        Open(0, 0.5,
+             "(i=0; while [ ! -e " + go +
+                 " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; head -c 4000000 /dev/zero "
+                 "| tr '\\0' x >&2; touch " +
+                 go + ".done) & true");
     ASSERT_TRUE(session);
     SpawnedRank a =
         Start(*session, 0,
@@ -203,8 +204,9 @@ TEST_F(AgentSessionTest, ALoginsBackgroundJobKeepsBlockingOutput) {
   ::testing::internal::CaptureStderr();
   {
     auto session = Open(0, 0.5,
-                        "exec 3>&1; (while [ ! -e " + go +
-                            " ]; do sleep 0.05; done; grep -H ^flags /proc/self/fdinfo/3 "
+                        "exec 3>&1; (i=0; while [ ! -e " + go +
+                            " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; grep -H ^flags "
+                            "/proc/self/fdinfo/3 "
                             "/proc/self/fdinfo/2 >&2; touch " +
                             go + ".done) & true");
     ASSERT_TRUE(session);
