@@ -339,7 +339,12 @@ int main(int argc, char** argv) {
   app.add_option("-b", backend, "The communicator")
       ->check(CLI::IsMember({"gloo", "tcp"}))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
   std::vector<size_t> sizes;
   for (const std::string& s : Split(sizes_arg)) sizes.push_back(*hvd::bench::ParseByteSize(s));
   hvd::launcher::RendezvousServerOptions server_options;
@@ -351,6 +356,12 @@ int main(int argc, char** argv) {
   std::vector<pid_t> kids;
   for (int rank = 0; rank < n; ++rank) {
     pid_t pid = fork();
+    if (pid < 0) {  // the ranks started wait for this one: stop them
+      std::perror("gloo-comm-bench: fork");
+      for (pid_t kid : kids) kill(kid, SIGTERM);
+      for (pid_t kid : kids) waitpid(kid, nullptr, 0);
+      return 1;
+    }
     if (pid == 0) {
       alarm(600);
       auto kv = hvd::control::KvClient::Connect("127.0.0.1", (*server)->port(), server_options.key,
@@ -388,22 +399,24 @@ int main(int argc, char** argv) {
     kids.push_back(pid);
   }
   // In the order they end: a rank that failed stops the others, which would otherwise wait for
-  // it until their alarm (10 minutes).
-  int worst = 0;
-  for (size_t left = kids.size(); left > 0; --left) {
+  // it until their alarm (10 minutes). The exit code is the first failure's (a rank's code, or
+  // 128 + its signal), not that of the ranks stopped after it.
+  int first_failure = 0;
+  std::vector<pid_t> running = kids;
+  while (!running.empty()) {
     int status = 0;
     const pid_t pid = wait(&status);
     if (pid < 0) break;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      std::fprintf(stderr, "pid %d: %s %d\n", pid, WIFEXITED(status) ? "exit" : "signal",
-                   WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-      if (worst == 0) {
-        for (pid_t kid : kids) {
-          if (kid != pid) kill(kid, SIGTERM);
-        }
-      }
+    running.erase(std::remove(running.begin(), running.end(), pid), running.end());
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (code == 0) continue;
+    if (first_failure != 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) continue;
+    std::fprintf(stderr, "pid %d: %s %d\n", pid, WIFEXITED(status) ? "exit" : "signal",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    if (first_failure == 0) {
+      first_failure = code;
+      for (pid_t kid : running) kill(kid, SIGTERM);  // not yet reaped: still ours
     }
-    worst = std::max(worst, WIFEXITED(status) ? WEXITSTATUS(status) : 128);
   }
-  return worst;
+  return first_failure;
 }

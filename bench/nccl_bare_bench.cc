@@ -72,7 +72,11 @@ int main(int argc, char** argv) {
 
   const hvd::env::Environment env = hvd::env::Environment::FromProcess();
   const int rank = RankVar(env, "HVD_RANK"), size = RankVar(env, "HVD_SIZE");
-  const std::string job = env.Raw("HVD_JOB_ID").value_or("") + "\n";
+  if (!env.Raw("HVD_JOB_ID")) {
+    std::fprintf(stderr, "nccl-bare-bench: HVD_JOB_ID is not set: run it under hvdrun\n");
+    return 2;
+  }
+  const std::string job = *env.Raw("HVD_JOB_ID") + "\n";
   int devices = 0;
   Check(cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0, "cudaGetDeviceCount");
   Check(cudaSetDevice(RankVar(env, "HVD_LOCAL_RANK") % devices) == cudaSuccess, "cudaSetDevice");
@@ -132,9 +136,11 @@ int main(int argc, char** argv) {
     // The slowest rank's median, as hvd-bench prints (a Max allreduce of one double).
     double* slowest = nullptr;
     Check(cudaMalloc(&slowest, sizeof(double)) == cudaSuccess, "cudaMalloc");
-    Check(cudaMemcpy(slowest, &rounds[rounds.size() / 2], sizeof(double), cudaMemcpyHostToDevice) ==
-              cudaSuccess,
-          "cudaMemcpy");
+    // On the communicator's stream: a plain cudaMemcpy goes on the legacy default stream, which a
+    // non-blocking stream does not wait for.
+    Check(cudaMemcpyAsync(slowest, &rounds[rounds.size() / 2], sizeof(double),
+                          cudaMemcpyHostToDevice, stream) == cudaSuccess,
+          "cudaMemcpyAsync");
     Check(ncclAllReduce(slowest, slowest, 1, ncclDouble, ncclMax, comm, stream) == ncclSuccess,
           "ncclAllReduce");
     double median = 0;
