@@ -16,6 +16,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <sstream>
 
 #include "common/logging.h"
@@ -28,7 +29,8 @@ using Clock = std::chrono::steady_clock;
 // Asked of the kernel for both directions (capped by net.core.[rw]mem_max): a ring step keeps
 // several MiB in flight on a fast link.
 constexpr int kSocketBufferBytes = 4 << 20;
-// Half-open handshakes beyond this many are dropped oldest first (stray connections).
+// Half-open handshakes beyond this many are dropped: the oldest of the address with the most
+// (Acceptor::AcceptAll).
 constexpr size_t kMaxPendingHandshakes = 64;
 
 class Fd {
@@ -323,11 +325,13 @@ constexpr int kAbortCheckMs = 500;
 
 // One incoming connection being authenticated.
 struct Pending {
-  Pending(Fd socket, std::string peer, const TcpMeshOptions& o)
+  Pending(Fd socket, std::string address, std::string port, const TcpMeshOptions& o)
       : fd(std::move(socket)),
-        from(std::move(peer)),
+        host(std::move(address)),
+        from(host + ":" + port),
         handshake(o.auth, o.rank, o.size, NewNonce()) {}
   Fd fd;
+  std::string host;  // the peer's address
   std::string from;  // "addr:port"
   uint8_t buf[kHelloBytes] = {};
   size_t have = 0;
@@ -395,24 +399,40 @@ class Acceptor {
         }
         return Status::OK();
       }
-      if (pending_.size() >= kMaxPendingHandshakes) {
-        Refuse(pending_.front(), "too many unauthenticated connections");
-        pending_.erase(pending_.begin());
-      }
       Fd socket(fd);
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      Pending p(std::move(socket),
-                NumericHost(addr) + ":" +
-                    std::to_string(ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)),
-                o_);
-      pending_.push_back(std::move(p));
+      pending_.emplace_back(std::move(socket), NumericHost(addr),
+                            std::to_string(ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)),
+                            o_);
+      if (pending_.size() > kMaxPendingHandshakes) DropOne();
     }
   }
 
+  // The queue is full: drops the oldest connection of the address with the most in it, so that a
+  // flood from one address pushes out its own connections and not a rank's from another host
+  // (until 2026-12-02 the oldest of all went: a flood arriving right after a rank's connection
+  // dropped it, and that rank's mesh failed).
+  void DropOne() {
+    std::map<std::string, size_t> per_host;
+    size_t most = 0;
+    for (const Pending& p : pending_) most = std::max(most, ++per_host[p.host]);
+    // The oldest of them where several addresses have the most.
+    auto victim = std::find_if(pending_.begin(), pending_.end(),
+                               [&](const Pending& p) { return per_host[p.host] == most; });
+    Refuse(*victim, "too many unauthenticated connections (" + std::to_string(most) + " from " +
+                        victim->host + ")");
+    pending_.erase(victim);
+  }
+
+  // Logs the first 10 refusals, then every 100th (a flood is not a warning per connection).
   void Refuse(Pending& p, const std::string& why) {
-    HVD_LOG_WARNING("tcp communicator '{}' rank {}: refused a data connection from {}: {}",
-                    o_.scope, o_.rank, p.from, why);
+    ++refused_;
+    if (refused_ <= 10 || refused_ % 100 == 0) {
+      HVD_LOG_WARNING("tcp communicator '{}' rank {}: refused a data connection from {}: {}{}",
+                      o_.scope, o_.rank, p.from, why,
+                      refused_ > 10 ? " (" + std::to_string(refused_) + " refused so far)" : "");
+    }
     p.fd.reset();
   }
 
@@ -461,6 +481,7 @@ class Acceptor {
   const int listen_fd_;
   TcpMesh* mesh_;
   std::vector<Pending> pending_;
+  int64_t refused_ = 0;
 };
 
 Result<Fd> Listen(const sockaddr_storage& addr, std::string* published) {

@@ -3,10 +3,12 @@
 // connecting side and on the accepting side, and a name the kernel refuses.
 #include "runtime/transports/tcp/tcp_mesh.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,8 +16,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "runtime/transports/tcp/tcp_handshake.h"
 #include "test/multiproc/forked_job.h"
 
 namespace hvd::test {
@@ -197,6 +202,96 @@ TEST(TcpMesh, AcceptOutOfDescriptorsIsAnErrorNamingTheLimit) {
   EXPECT_TRUE(job.error().empty()) << job.error();
   ASSERT_EQ(outcomes.size(), 2u);
   EXPECT_TRUE(outcomes[0].exited && outcomes[0].exit_code == 0) << Describe(outcomes);
+}
+
+// A blocking TCP connection from `source` (a loopback address) to `host`:`port`; -1 on error.
+int ConnectFrom(const char* source, const std::string& host, int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  inet_pton(AF_INET, source, &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, host.c_str(), &to.sin_addr);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool SendAll(int fd, const void* data, size_t n) {
+  return send(fd, data, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
+}
+
+bool ReceiveAll(int fd, void* data, size_t n) {
+  size_t have = 0;
+  while (have < n) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0) return false;
+    const ssize_t r = recv(fd, static_cast<char*>(data) + have, n - have, 0);
+    if (r <= 0) return false;
+    have += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// Given rank 1's data connection to rank 0 open but not yet past its handshake, when 100
+// connections from another address (a flood: more than the acceptor's 64 half-open places)
+// arrive behind it, then rank 1's connection survives and completes its handshake: the flood
+// pushes out its own oldest. Until 2026-12-02 the oldest of all went, rank 1's, and its mesh
+// failed. (Rank 1 here is the test's own connector, which pauses between connect and hello.)
+TEST(TcpMesh, AFloodFromAnotherAddressDoesNotPushOutARanksConnection) {
+  ForkedJob job("tcp-mesh", {std::chrono::seconds(60), 90, {}});
+  ASSERT_TRUE(job.error().empty()) << job.error();
+  auto outcomes = job.Run(2, [&](int rank, control::KvClient& kv) {
+    runtime::TcpMeshOptions o = MeshOptions(job, kv, rank, 2);
+    if (rank == 0) {
+      Result<runtime::TcpMesh> mesh = runtime::ConnectTcpMesh(o);
+      if (!mesh.ok()) std::fprintf(stderr, "rank 0: %s\n", mesh.status().ToString().c_str());
+      return mesh.ok() ? 0 : 2;
+    }
+    Result<std::string> published = kv.Wait(o.scope + "/tcp/0", std::chrono::seconds(20));
+    if (!published.ok()) return 10;
+    std::istringstream in(*published);
+    std::string host;
+    int port = 0;
+    in >> host >> port;
+    const int genuine = ConnectFrom("127.0.0.1", host, port);
+    if (genuine < 0) return 11;
+    std::vector<int> flood;
+    for (int i = 0; i < 100; ++i) {
+      const int fd = ConnectFrom("127.0.0.2", host, port);
+      if (fd < 0) return 12;
+      flood.push_back(fd);
+    }
+    // The acceptor has taken them all once it dropped the flood's 36 oldest: the 36th closed.
+    char byte;
+    pollfd p{flood[35], POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0 || recv(flood[35], &byte, 1, 0) != 0) return 13;
+    runtime::Hello hello{1, 0, 2, runtime::NewNonce()};
+    const auto hello_bytes = runtime::EncodeHello(hello);
+    uint8_t reply[runtime::kReplyBytes];
+    if (!SendAll(genuine, hello_bytes.data(), hello_bytes.size())) return 14;
+    if (!ReceiveAll(genuine, reply, sizeof(reply))) {
+      std::fprintf(stderr, "rank 1: its connection was dropped before the challenge\n");
+      return 15;
+    }
+    std::optional<control::MacTag> proof = runtime::AnswerReply(o.auth, hello, reply);
+    if (!proof || !SendAll(genuine, proof->data(), proof->size())) return 16;
+    uint8_t ok = 0;
+    if (!ReceiveAll(genuine, &ok, 1) || ok != runtime::kHandshakeOk) return 17;
+    for (int fd : flood) close(fd);
+    close(genuine);
+    return 0;
+  });
+  EXPECT_TRUE(job.error().empty()) << job.error();
+  ASSERT_EQ(outcomes.size(), 2u);
+  for (const RankOutcome& o : outcomes) {
+    EXPECT_TRUE(o.exited && o.exit_code == 0) << Describe(outcomes);
+  }
 }
 
 }  // namespace
