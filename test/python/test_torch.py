@@ -527,6 +527,27 @@ def test_broadcast_parameters_and_optimizer_state(hvd):
         hvd.broadcast_optimizer_state(torch.optim.LBFGS(model.parameters()), root_rank=0)
 
 
+# A tensor-valued option of a param group (a capturable or fused Adam's lr tensor) takes the
+# root's value in the rank's own tensor, which a captured CUDA graph may hold. Until 2026-12-02
+# it was pickled with the scalars and replaced by a new tensor. An option that is a tensor on
+# some ranks only takes the root's kind.
+def test_tensor_valued_group_options_are_broadcast_in_place(hvd):
+    model = _rank_dependent_model(0)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scale = torch.tensor([1.0 + hvd.rank(), 2.0 * hvd.rank()], dtype=torch.float64)
+    optimizer.param_groups[0]["scale"] = scale
+    optimizer.param_groups[0]["only_a_tensor_on_the_root"] = (
+        torch.tensor(7.0) if hvd.rank() == 0 else 3)
+    optimizer.param_groups[0]["a_tensor_elsewhere"] = 5 if hvd.rank() == 0 else torch.tensor(1.0)
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    group = optimizer.param_groups[0]
+    assert group["scale"] is scale
+    assert torch.equal(scale, torch.tensor([1.0, 0.0], dtype=torch.float64))
+    assert torch.is_tensor(group["only_a_tensor_on_the_root"])
+    assert float(group["only_a_tensor_on_the_root"]) == 7.0
+    assert group["a_tensor_elsewhere"] == 5
+
+
 @pytest.mark.parametrize("stateful_on_root", [True, False])
 def test_optimizer_states_covering_other_parameters_take_the_roots(hvd, stateful_on_root):
     # The usual resume: only rank 0 loads a checkpoint, which has no state for a parameter that

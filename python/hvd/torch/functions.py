@@ -80,8 +80,21 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int, 
         params.update(zip(saved["params"], group["params"]))
     scalars = {}
     layout = []  # (id, key, shape, dtype, on the CPU) of each state tensor
+    # (group index, key, shape, dtype, on the CPU) of each tensor-valued option (a capturable or
+    # fused Adam's lr tensor): broadcast into the rank's own tensor, as the state tensors are. A
+    # new tensor in its place (pickled with the scalars until 2026-12-02) left a captured CUDA
+    # graph, or anything else holding the old one, with the rank's own value.
+    group_tensors = []
     for index, group in enumerate(state_dict["param_groups"]):
-        scalars[f"group.{index}"] = {k: v for k, v in group.items() if k != "params"}
+        options = {}
+        for k, v in group.items():
+            if k == "params":
+                continue
+            if torch.is_tensor(v):
+                group_tensors.append((index, k, tuple(v.shape), v.dtype, v.device.type == "cpu"))
+            else:
+                options[k] = v
+        scalars[f"group.{index}"] = options
         for pid in group["params"]:
             for key, value in state_dict["state"].get(pid, {}).items():
                 if torch.is_tensor(value):
@@ -93,9 +106,9 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int, 
     # or keys takes the root's: the usual resume (only the root loads a checkpoint, which has
     # no state for a parameter that got no gradient) made the others broadcast tensors the
     # root never sent, a wait until the stall shutdown (until 2026-12-01; Horovod's too).
-    layout, scalars = broadcast_object((layout, scalars), root_rank,
-                                       name="broadcast_optimizer_state.layout",
-                                       process_set=process_set)
+    layout, scalars, group_tensors = broadcast_object(
+        (layout, scalars, group_tensors), root_rank, name="broadcast_optimizer_state.layout",
+        process_set=process_set)
     wanted = {(pid, key) for pid, key, _, _, _ in layout}
     for pid, p in params.items():
         state = optimizer.state.get(p)
@@ -113,6 +126,15 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int, 
             value = torch.zeros(shape, dtype=dtype, device=device)
             state[key] = value
         tensors.append((f"{key}.{pid}", value))
+    for index, key, shape, dtype, on_cpu in group_tensors:
+        group = optimizer.param_groups[index]
+        value = group.get(key)
+        if not torch.is_tensor(value) or tuple(value.shape) != shape or value.dtype != dtype:
+            device = (torch.device("cpu") if on_cpu or not group["params"]
+                      else group["params"][0].device)
+            value = torch.zeros(shape, dtype=dtype, device=device)
+            group[key] = value
+        tensors.append((f"group.{index}.{key}", value))
     # In place: the tensors are the optimizer's own.
     broadcast_parameters(tensors, root_rank, process_set)
     for index, group in enumerate(optimizer.param_groups):
