@@ -633,6 +633,33 @@ def test_sync_batch_norm_matches_full_batch(hvd, shape):
     torch.testing.assert_close(bn(full[rows]), reference.eval()(full[rows]))
 
 
+# A 16-bit layer keeps its input for the backward, not a float32 copy of its normalized input
+# (until 2026-12-02: twice the activation memory of the layer under mixed precision), and its
+# gradients are those of the float32 layer.
+def test_sync_batch_norm_saves_a_16_bit_input_as_it_is(hvd):
+    from hvd.torch.sync_batch_norm import _SyncBatchNorm
+    torch.manual_seed(7 + hvd.rank())
+    x32 = torch.randn(4, 3, 5)
+    weight, bias = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    saved = []
+
+    def pack(t):
+        saved.append((t.numel(), t.dtype))
+        return t
+
+    x16 = x32.to(torch.bfloat16).requires_grad_()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out16 = _SyncBatchNorm.apply(x16, weight, bias, None, None, 1e-5, 0.1)
+    assert (x16.numel(), torch.bfloat16) in saved
+    assert not [s for s in saved if s[0] == x16.numel() and s[1] != torch.bfloat16], saved
+    out16.float().pow(2).sum().backward()
+    x_ref = x16.detach().float().requires_grad_()
+    w_ref, b_ref = weight.detach().clone().requires_grad_(), bias.detach().clone().requires_grad_()
+    _SyncBatchNorm.apply(x_ref, w_ref, b_ref, None, None, 1e-5, 0.1).pow(2).sum().backward()
+    assert torch.allclose(x16.grad.float(), x_ref.grad, rtol=0.05, atol=0.05)
+    assert torch.allclose(weight.grad, w_ref.grad, rtol=0.05, atol=0.05)
+
+
 def test_sync_batch_norm_takes_one_value_per_channel(hvd):
     # A batch of one row with no spatial dims on every rank: one value per channel at one rank
     # (torch's own batch_norm refuses it; Horovod's sync kernel does not). Each channel is then

@@ -106,13 +106,18 @@ class _SyncBatchNorm(torch.autograd.Function):
         out = x_hat
         if weight is not None:
             out = out * _per_channel(weight.to(x.dtype), x) + _per_channel(bias.to(x.dtype), x)
-        ctx.save_for_backward(x_hat, invstd, weight, total)
+        # The input as given (a 16-bit one stays 16-bit) and the per-channel mean, not the float32
+        # x_hat: backward recomputes it, as Horovod's kernel (torch's batch_norm_backward_elemt)
+        # does. Until 2026-12-02 a float16/bfloat16 layer kept a float32 copy of its activations.
+        ctx.save_for_backward(input, mean, invstd, weight, total)
         ctx.has_bias = bias is not None
         return out.to(input.dtype)
 
     @staticmethod
     def backward(ctx, grad_output):
-        x_hat, invstd, weight, total = ctx.saved_tensors
+        input, mean, invstd, weight, total = ctx.saved_tensors
+        x = input.contiguous().to(mean.dtype)
+        x_hat = (x - _per_channel(mean, x)) * _per_channel(invstd, x)
         dy = grad_output.contiguous().to(x_hat.dtype)
         channels = x_hat.shape[1]
         sum_dy = _channel_sum(dy)
