@@ -163,7 +163,9 @@ CallScratch& Scratch() {
   return scratch;
 }
 
-const OpOptions& ToOptions(const hvd_op_options_t* o) {
+// `splits`: read the alltoall splits (only hvd_alltoall does: another op never reads the
+// caller's splits array, which a reused options struct may leave dangling).
+const OpOptions& ToOptions(const hvd_op_options_t* o, bool splits = false) {
   hvd_op_options_t defaults;
   if (o == nullptr) {
     hvd_op_options_init(&defaults);
@@ -182,11 +184,9 @@ const OpOptions& ToOptions(const hvd_op_options_t* o) {
   out.process_set_id = o->process_set_id;
   out.stream = o->cuda_stream;
   out.wait_now = o->wait_now != 0;
-  out.has_splits = o->splits != nullptr;
+  out.has_splits = splits && o->splits != nullptr;
   out.splits.clear();
-  if (out.has_splits) {
-    out.splits.assign(o->splits, o->splits + std::max<int32_t>(o->num_splits, 0));
-  }
+  if (out.has_splits) out.splits.assign(o->splits, o->splits + o->num_splits);
   return out;
 }
 
@@ -412,7 +412,14 @@ hvd_status_t hvd_alltoall(const hvd_tensor_t* input, const hvd_op_options_t* opt
       return Status::InvalidArgument("alltoall: splits is NULL but num_splits is " +
                                      std::to_string(options->num_splits));
     }
-    return Default().EnqueueAlltoall(in, ToOptions(options));
+    // Checked before the array is read: a negative count was taken as 0 until 2026-12-02, and a
+    // count past any set's size read that far into the caller's memory.
+    if (options != nullptr && options->splits != nullptr &&
+        (options->num_splits < 0 || options->num_splits > (1 << 20))) {
+      return Status::InvalidArgument("alltoall: num_splits " + std::to_string(options->num_splits) +
+                                     " is not one split per rank of the process set");
+    }
+    return Default().EnqueueAlltoall(in, ToOptions(options, true));
   });
 }
 

@@ -1,10 +1,12 @@
 // Runtime's enqueue side: validation of each call and hand-off to the set's tensor queue.
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
 #include "runtime/core/execution/adasum.h"
+#include "runtime/core/negotiation/message.h"
 #include "runtime/core/runtime.h"
 #include "runtime/core/runtime_timeline.h"
 
@@ -46,25 +48,31 @@ Status CheckTensor(const TensorSpec& t, const char* what, std::string_view name,
   if (t.shape.size() > 8) {
     return Status::InvalidArgument(Subject(what, name, member) + ": more than 8 dimensions");
   }
-  int64_t n = 1;
-  bool zero = false;
-  for (int64_t d : t.shape) zero = zero || d == 0;
   // The byte size must fit in int64: a shape whose product overflows (2^32 x 2^32) used to be
-  // accepted, the op "succeeding" on a wrapped size and an allgather reporting its shape.
+  // accepted, the op "succeeding" on a wrapped size and an allgather reporting its shape. The
+  // product of the nonzero dimensions bounds every partial product, as rank 0 checks it
+  // (request_validator.cc, at most kMaxTensorElements): until 2026-12-02 a zero dimension
+  // turned the check off here ({2^62, 2^62, 0} overflowed, and rank 0 blamed another rank).
   const int64_t max_elements =
-      std::numeric_limits<int64_t>::max() / static_cast<int64_t>(DataTypeSize(t.dtype));
+      std::min(kMaxTensorElements,
+               std::numeric_limits<int64_t>::max() / static_cast<int64_t>(DataTypeSize(t.dtype)));
+  int64_t nonzero = 1;
+  bool zero = false;
   for (size_t i = 0; i < t.shape.size(); ++i) {
     const int64_t d = t.shape[i];
     if (d < 0) {
       return Status::InvalidArgument(Subject(what, name, member) + ": negative dimension " +
                                      std::to_string(d) + " at index " + std::to_string(i));
     }
-    if (!zero && n > max_elements / d) {
+    if (d == 0) {
+      zero = true;
+    } else if (__builtin_mul_overflow(nonzero, d, &nonzero) || nonzero > max_elements) {
       return Status::InvalidArgument(Subject(what, name, member) + ": shape " + ShapeText(t.shape) +
-                                     " holds more bytes than fit in 64 bits");
+                                     " has too many elements (its nonzero dimensions give "
+                                     "more than 2^59, or more bytes than fit in 64 bits)");
     }
-    n *= d;
   }
+  const int64_t n = zero ? 0 : nonzero;
   if (t.device < -1) {
     return Status::InvalidArgument(Subject(what, name, member) + ": bad device " +
                                    std::to_string(t.device));
@@ -181,12 +189,33 @@ std::string DeviceText(int32_t device) {
 // tensor, or tensors of two GPUs, are refused here, where the caller sees it, instead of failing
 // later in a device copy (whose CUDA error then stays pending for the framework's next call).
 Status CheckOneDevice(std::span<const TensorSpec> inputs, const char* what, std::string_view base) {
+  for (size_t i = 0; i < inputs.size(); ++i) {  // a bad one named as such, not as "the CPU"
+    if (inputs[i].device < -1) {
+      return Status::InvalidArgument(Subject(what, base, static_cast<int>(i)) + ": bad device " +
+                                     std::to_string(inputs[i].device));
+    }
+  }
   for (size_t i = 1; i < inputs.size(); ++i) {
     if (inputs[i].device == inputs[0].device) continue;
     return Status::InvalidArgument(Subject(what, base, static_cast<int>(i)) + " is on " +
                                    DeviceText(inputs[i].device) + " but '" + std::string(base) +
                                    ".0' on " + DeviceText(inputs[0].device) +
                                    ": the tensors of one grouped op must be on one device");
+  }
+  return Status::OK();
+}
+
+// NaN never equals itself, so a NaN factor on every rank failed rank 0's comparison as a
+// mismatch naming the others (and at one rank gave NaN outputs); an infinite one can only give
+// NaN or infinities. Refused here, naming the op (until 2026-12-02 not checked).
+Status CheckScale(const OpOptions& o, const char* op, std::string_view name) {
+  for (const auto& [factor, which] :
+       {std::pair{o.prescale, "prescale"}, {o.postscale, "postscale"}}) {
+    if (!std::isfinite(factor)) {
+      return Status::InvalidArgument(std::string(op) + " '" + std::string(name) + "': " + which +
+                                     " factor " + std::to_string(factor) +
+                                     " is not a finite number");
+    }
   }
   return Status::OK();
 }
@@ -337,6 +366,7 @@ Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
   MarkedEvents marked(gpu_.get(), scratch);
   const std::string_view base = NameOrGenerated(o.name, grouped ? "grouped_allreduce" : "allreduce",
                                                 o.process_set_id, &scratch.name, &unnamed);
+  HVD_RETURN_IF_ERROR(CheckScale(o, "allreduce", base));
   HVD_RETURN_IF_ERROR(CheckOneDevice(inputs, "allreduce input", base));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const int member = grouped ? static_cast<int>(i) : -1;
@@ -426,14 +456,18 @@ Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOption
   FillRequest(&e.request, OpType::kAlltoall, name, input, o);
   if (input.shape.size() > 0 && o.has_splits) {
     if (static_cast<int64_t>(o.splits.size()) != n) {
-      return Status::InvalidArgument("alltoall: got " + std::to_string(o.splits.size()) +
-                                     " splits for a process set of " + std::to_string(n) +
-                                     " ranks");
+      return Status::InvalidArgument(
+          "alltoall '" + std::string(name) + "': got " + std::to_string(o.splits.size()) +
+          " splits for a process set of " + std::to_string(n) + " ranks");
     }
     int64_t sum = 0;
-    for (int32_t s : o.splits) {
-      if (s < 0) return Status::InvalidArgument("alltoall: splits must be non-negative");
-      sum += s;
+    for (size_t k = 0; k < o.splits.size(); ++k) {
+      if (o.splits[k] < 0) {
+        return Status::InvalidArgument(
+            "alltoall '" + std::string(name) + "': splits must be non-negative (split " +
+            std::to_string(k) + " is " + std::to_string(o.splits[k]) + ")");
+      }
+      sum += o.splits[k];
     }
     // Rows past the splits' sum are not sent, as in Horovod, whose only check is this one
     // (its message); until 2026-12-01 hvd also refused a sum below the first dimension.
@@ -448,6 +482,11 @@ Result<int64_t> Runtime::EnqueueAlltoall(const TensorSpec& input, const OpOption
                                    std::to_string(input.shape[0]) +
                                    ") must be divisible by the number of ranks (" +
                                    std::to_string(n) + ") when splits are not given");
+  } else if (input.shape.size() > 0 && input.shape[0] / n > std::numeric_limits<int32_t>::max()) {
+    // The received splits are int32, as Horovod's (until 2026-12-02 they wrapped negative).
+    return Status::InvalidArgument("alltoall '" + std::string(name) +
+                                   "': " + std::to_string(input.shape[0] / n) +
+                                   " rows per rank do not fit the int32 splits");
   }
   e.input = input.data;
   HVD_RETURN_IF_ERROR(MarkDevice(&e, input, nullptr, o));
@@ -465,6 +504,7 @@ Result<int64_t> Runtime::EnqueueReducescatter(std::span<const TensorSpec> inputs
   const std::string_view base =
       NameOrGenerated(o.name, grouped ? "grouped_reducescatter" : "reducescatter", o.process_set_id,
                       &scratch.name, &unnamed);
+  HVD_RETURN_IF_ERROR(CheckScale(o, "reducescatter", base));
   HVD_RETURN_IF_ERROR(CheckOneDevice(inputs, "reducescatter input", base));
   for (size_t i = 0; i < inputs.size(); ++i) {
     HVD_RETURN_IF_ERROR(

@@ -2,6 +2,7 @@
 // name. Rank 0's request is the "one rank" of a message and rank 1's the "another rank".
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <thread>
 
@@ -266,6 +267,48 @@ void BadInput() {
       std::string(hvd_last_error()).find("64 bits") == std::string::npos) {
     Fail(std::string("a shape past 64 bits of bytes was not refused naming it: ") +
          hvd_last_error());
+  }
+  // The same with a zero dimension: a tensor of no element whose other dimensions overflow
+  // (until 2026-12-02 the zero turned the check off, and rank 0 blamed another rank).
+  huge.ndim = 3;
+  huge.shape[0] = huge.shape[1] = int64_t{1} << 62;
+  huge.shape[2] = 0;
+  if (hvd_allreduce(&huge, &huge, &o, &h) != HVD_INVALID_ARGUMENT ||
+      std::string(hvd_last_error()).find("has too many elements") == std::string::npos) {
+    Fail(std::string("a zero-element shape whose other dimensions overflow was not refused: ") +
+         hvd_last_error());
+  }
+  // A NaN or infinite scale factor, refused naming the op (a NaN on every rank failed rank 0's
+  // comparison as a mismatch).
+  for (double bad : {std::nan(""), static_cast<double>(INFINITY)}) {
+    hvd_op_options_t scaled = Options("bad_input.scaled");
+    scaled.postscale_factor = bad;
+    if (hvd_allreduce(&xd, &xd, &scaled, &h) != HVD_INVALID_ARGUMENT ||
+        std::string(hvd_last_error()).find("postscale factor") == std::string::npos ||
+        std::string(hvd_last_error()).find("bad_input.scaled") == std::string::npos) {
+      Fail(std::string("a postscale factor of ") + std::to_string(bad) +
+           " was not refused naming it: " + hvd_last_error());
+    }
+  }
+  // A negative split count, named (it was taken as 0), and an allreduce whose options carry a
+  // dangling splits array never reads it.
+  {
+    hvd_op_options_t negative = Options("bad_input.negative_splits");
+    int32_t splits[2] = {1, 2};
+    negative.splits = splits;
+    negative.num_splits = -3;
+    if (hvd_alltoall(&xd, &negative, &h) != HVD_INVALID_ARGUMENT ||
+        std::string(hvd_last_error()).find("num_splits -3") == std::string::npos) {
+      Fail(std::string("an alltoall with num_splits -3 was not refused naming it: ") +
+           hvd_last_error());
+    }
+    hvd_op_options_t dangling = Options("bad_input.dangling_splits");
+    dangling.splits = reinterpret_cast<const int32_t*>(uintptr_t{16});  // never readable
+    dangling.num_splits = 1 << 30;
+    Require(hvd_allreduce(&xd, &xd, &dangling, &h), "allreduce with dangling alltoall splits");
+    if (hvd_wait(h, 60.0) != HVD_OK)
+      Fail(std::string("that allreduce failed: ") + hvd_last_error());
+    hvd_release(h);
   }
 
   // A wait without a limit waits: rank 0 waits on an op the others start a little later.
