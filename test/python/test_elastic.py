@@ -44,6 +44,34 @@ def test_torch_state_commit_restore_sync():
     assert state.epoch == 2
 
 
+# An LR scheduler in a TorchState is saved, restored and synced with its state_dict (Horovod
+# kept it as a plain attribute: restore() left its epoch where training had moved it).
+@pytest.mark.parametrize("make", [
+    lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5),
+    lambda opt: torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0),
+])
+def test_torch_state_saves_and_restores_an_lr_scheduler(make):
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = make(optimizer)
+    state = hvd.elastic.TorchState(model, optimizer, scheduler=scheduler)
+    assert state.scheduler is scheduler
+    saved = scheduler.state_dict()
+    for loss in (3.0, 4.0, 5.0):
+        optimizer.step()
+        scheduler.step(loss) if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau) \
+            else scheduler.step()
+    assert scheduler.state_dict() != saved
+
+    def now():  # (a ReduceLROnPlateau keeps the _last_lr its first step added)
+        return {k: v for k, v in scheduler.state_dict().items() if k in saved}
+
+    state.restore()
+    assert now() == saved and state.scheduler is scheduler
+    state.sync()
+    assert now() == saved
+
+
 def test_torch_state_assigning_handled_attribute_saves_it():
     state = hvd.elastic.TorchState(torch.nn.Linear(2, 1))
     replacement = torch.nn.Linear(2, 1)

@@ -531,6 +531,25 @@ def test_broadcast_parameters_and_optimizer_state(hvd):
 # root's value in the rank's own tensor, which a captured CUDA graph may hold. Until 2026-12-02
 # it was pickled with the scalars and replaced by a new tensor. An option that is a tensor on
 # some ranks only takes the root's kind.
+# A TorchState's LR scheduler takes rank 0's schedule at sync: a worker joining an elastic job
+# (its scheduler at epoch 0) then leaves rank 0's learning rate at no milestone.
+def test_torch_state_syncs_an_lr_scheduler_from_rank_0(hvd):
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
+    for _ in range(3 if hvd.rank() == 0 else 0):
+        optimizer.step()
+        scheduler.step()
+    state = hvd.elastic.TorchState(model, optimizer, scheduler=scheduler)
+    state.sync()
+    assert scheduler.last_epoch == 3
+    for _ in range(2):
+        optimizer.step()
+        scheduler.step()
+    lrs = hvd.allgather_object(scheduler.get_last_lr())
+    assert lrs == [lrs[0]] * hvd.size() and lrs[0] == [pytest.approx(0.025)]
+
+
 def test_tensor_valued_group_options_are_broadcast_in_place(hvd):
     model = _rank_dependent_model(0)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)

@@ -129,6 +129,27 @@ def test_distributed_optimizer_with_gradients_set_to_none_matches_single_process
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
 
+# The constructor runs no collective with groups= (Horovod's broadcasts rank 0's parameter order
+# there): a worker joining an elastic job builds its optimizer while its peers are in their state
+# sync, and until 2026-12-02 the two stalled until the stall shutdown. Here rank 0 builds one
+# alone, in a thread given 10 s; then every rank trains with groups as usual.
+def test_distributed_optimizer_with_groups_runs_no_collective_when_built(hvd):
+    import threading
+    built = []
+    if hvd.rank() == 0:
+        model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Linear(6, 1))
+        thread = threading.Thread(target=lambda: built.append(hvd.DistributedOptimizer(
+            torch.optim.SGD(model.parameters(), lr=0.1),
+            named_parameters=model.named_parameters(), groups=2)), daemon=True)
+        thread.start()
+        thread.join(10)
+        assert built, "DistributedOptimizer(groups=2) waited for the other ranks"
+    history = _train(hvd, True, steps=2, batch=2, groups=2)
+    reference = _train(hvd, False, steps=2, batch=2)
+    for got, want in zip(history[-1], reference[-1]):
+        assert torch.allclose(got, want, atol=1e-5)
+
+
 def test_distributed_optimizer_list_groups_and_adam(hvd):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Linear(6, 1))

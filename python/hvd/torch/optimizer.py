@@ -15,7 +15,6 @@ import torch
 from hvd.basics import Adasum, Average, size
 from hvd.process_sets import ProcessSet, global_process_set
 from hvd.torch.compression import Compression
-from hvd.torch.functions import broadcast_object
 from hvd.torch.mpi_ops import (_forget, allreduce_async_, grouped_allreduce_async_, poll,
                                sparse_allreduce_async, synchronize)
 
@@ -238,15 +237,11 @@ class _DistributedOptimizer(_HookedOptimizer):
 
     def _register_hooks(self):
         if self._groups is not None:
+            # The optimizer's parameter order: the same on every rank for the same model, so every
+            # rank forms the same groups. Horovod broadcasts rank 0's order here; hvd does not
+            # (until 2026-12-02 it did too): a collective in the constructor stalled a worker
+            # joining an elastic job, whose peers were in their state sync by then.
             p_list = [p for group in self.param_groups for p in group["params"] if p.requires_grad]
-            # Every rank must form the same groups in the same order: the set's first rank's
-            # (global rank 0 need not be a member: until 2026-12-01 every member then failed).
-            root = min(self.process_set.ranks) if self.process_set.ranks else 0
-            names = broadcast_object([self._parameter_names.get(p) for p in p_list],
-                                     root_rank=root, name="DistributedOptimizer.groups",
-                                     process_set=self.process_set)
-            order = {name: i for i, name in enumerate(names)}
-            p_list.sort(key=lambda p: order[self._parameter_names.get(p)])
             if isinstance(self._groups, list):
                 p_ids = {id(p) for p in p_list}
                 p_groups = [[p for p in group if id(p) in p_ids] for group in self._groups]

@@ -72,10 +72,30 @@ class SamplerStateHandler(_StateDictHandler):
         self.value.reset()
 
 
+class LRSchedulerStateHandler(_StateDictHandler):
+    """An LR scheduler (not in Horovod's TorchState): saved and restored with the model, and
+    synced from rank 0, so a worker that joins an elastic job steps its schedule from rank 0's
+    epoch. As a plain attribute it became an unpickled copy bound to a copy of the optimizer on
+    the other ranks, and a scheduler rebuilt in a reset callback started a joiner (which runs
+    no reset callback) at epoch 0: its learning rate left rank 0's at the next milestone."""
+
+    def sync(self) -> None:
+        self.value.load_state_dict(broadcast_object(self.value.state_dict(),
+                                                    name="LRScheduler.state"))
+
+
+# torch 1.13 names the base class _LRScheduler (2.x: LRScheduler, the old name kept); its
+# ReduceLROnPlateau derives from neither before 2.2.
+_SCHEDULER_TYPES = tuple(
+    t for t in (getattr(torch.optim.lr_scheduler, "LRScheduler", None),
+                getattr(torch.optim.lr_scheduler, "_LRScheduler", None),
+                getattr(torch.optim.lr_scheduler, "ReduceLROnPlateau", None)) if t is not None)
+
 _handler_registry = [
     (torch.nn.Module, ModelStateHandler),
     (torch.optim.Optimizer, OptimizerStateHandler),
     (ElasticSampler, SamplerStateHandler),
+    (_SCHEDULER_TYPES, LRSchedulerStateHandler),
 ]
 
 
