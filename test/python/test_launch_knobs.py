@@ -19,13 +19,16 @@ SHOW_CYCLE_THREAD_CPUS = textwrap.dedent("""
     import hvd.numpy as hvd
     hvd.init()
     for tid in os.listdir("/proc/self/task"):
-        with open("/proc/self/task/%s/comm" % tid) as f:
-            if f.read().strip() != "hvd-cycle":
-                continue
-        with open("/proc/self/task/%s/status" % tid) as f:
-            for line in f:
-                if line.startswith("Cpus_allowed_list:"):
-                    print("cycle thread on", line.split()[1], flush=True)
+        try:  # a short-lived thread of the init may be gone by now (ESRCH, ENOENT)
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                if f.read().strip() != "hvd-cycle":
+                    continue
+            with open("/proc/self/task/%s/status" % tid) as f:
+                for line in f:
+                    if line.startswith("Cpus_allowed_list:"):
+                        print("cycle thread on", line.split()[1], flush=True)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
     hvd.shutdown()
 """)
 
