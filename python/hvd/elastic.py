@@ -20,6 +20,7 @@ import enum
 import functools
 import os
 import queue
+import sys
 from typing import Any, Callable, Dict, List
 
 from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt
@@ -134,7 +135,21 @@ def _driver_host_update():
     if not _driver_worker():
         return None
     from hvd import _hvd_c as _c  # loads libhvd; only workers under hvdrun get here
-    return _c.elastic_host_update()
+    try:
+        return _c.elastic_host_update()
+    except _c.Error as error:
+        # hvdrun's server did not answer: no update seen this time, and training goes on (the
+        # error escaped commit() on rank 0 only until 2026-12-02, ending it alone while the
+        # others waited in the commit's broadcast). Said once.
+        global _host_update_warned
+        if not _host_update_warned:
+            _host_update_warned = True
+            print(f"hvd.elastic: rank 0 could not ask hvdrun for host updates: {error}; "
+                  "going on without them", file=sys.stderr, flush=True)
+        return None
+
+
+_host_update_warned = False
 
 
 def _driver_round():

@@ -238,3 +238,23 @@ def test_run_retries_after_hosts_updated():
 
     assert train(state) == 2
     assert hvd.is_initialized()
+
+
+# hvdrun's server not answering rank 0's host-update question in commit() is said once and
+# training goes on. Until 2026-12-02 the error escaped commit() on rank 0 alone, ending it while
+# the other ranks waited in the commit's broadcast.
+def test_a_host_update_question_hvdrun_does_not_answer_is_said_once(monkeypatch, capsys):
+    import hvd.elastic as common
+    from hvd import _hvd_c
+    monkeypatch.setattr(common, "_driver_worker", lambda: True)
+
+    def unanswered():
+        raise _hvd_c.Error("lost hvdrun's server")
+
+    monkeypatch.setattr(_hvd_c, "elastic_host_update", unanswered)
+    monkeypatch.setattr(common, "_host_update_warned", False, raising=False)
+    state = common.ObjectState(lambda obj: obj, lambda: 0, epoch=1)
+    state.commit()
+    state.commit()
+    err = capsys.readouterr().err
+    assert err.count("could not ask hvdrun for host updates: lost hvdrun's server") == 1, err
