@@ -218,14 +218,23 @@ def run_fn(func: Callable, reset: Callable[[], None]) -> Callable:
                 skip_sync = False
             except HostsUpdatedInterrupt as interrupt:
                 skip_sync = interrupt.skip_sync
-            try:
-                reset()
-            except RuntimeError as error:
-                if _REMOVED in str(error):  # the driver left this worker out: just leave
-                    raise SystemExit(f"hvd.elastic: {error}") from None
-                raise
-            if _enter_round(state):
-                skip_sync = False
-            state.on_reset()
+            while True:
+                try:
+                    reset()
+                except RuntimeError as error:
+                    if _REMOVED in str(error):  # the driver left this worker out: just leave
+                        raise SystemExit(f"hvd.elastic: {error}") from None
+                    raise
+                if _enter_round(state):
+                    skip_sync = False
+                try:
+                    state.on_reset()
+                    break
+                except HorovodInternalError:
+                    # A collective of a reset callback lost a peer: another reset, as for a
+                    # failure in training (until 2026-12-02 the error ended this worker, and
+                    # its host was blacklisted for a peer's death).
+                    state.restore()
+                    skip_sync = False
 
     return wrapper

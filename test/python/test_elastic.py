@@ -258,3 +258,32 @@ def test_a_host_update_question_hvdrun_does_not_answer_is_said_once(monkeypatch,
     state.commit()
     err = capsys.readouterr().err
     assert err.count("could not ask hvdrun for host updates: lost hvdrun's server") == 1, err
+
+
+# A reset callback whose collective lost a peer (HorovodInternalError) gets another reset, as a
+# failure in training does. Until 2026-12-02 the error escaped run() and ended the worker.
+def test_a_reset_callback_that_loses_a_peer_gets_another_reset(monkeypatch):
+    monkeypatch.setenv("HVD_ELASTIC", "1")
+    import hvd.elastic as common
+    monkeypatch.setattr(common, "_driver_round", lambda: None)
+    state = hvd.elastic.TorchState(torch.nn.Linear(2, 1), epoch=0)
+    monkeypatch.setattr(state, "sync", lambda: None)
+    callbacks = []
+
+    def callback():
+        callbacks.append(1)
+        if len(callbacks) == 1:
+            raise hvd.HorovodInternalError("a peer died during the callback's allreduce")
+
+    state.register_reset_callbacks([callback])
+    attempts = []
+
+    @hvd.elastic.run
+    def train(state):
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise hvd.HorovodInternalError("the peers are gone")
+        return "done"
+
+    assert train(state) == "done"
+    assert len(callbacks) == 2 and len(attempts) == 2
