@@ -259,6 +259,10 @@ hvd_status_t hvd_init_with_process_sets(const int32_t* set_ranks, const int32_t*
                                         int32_t num_sets) {
   return Guard([&] {
     std::vector<std::vector<int32_t>> sets;
+    if (num_sets < 0) {
+      return Report(Status::InvalidArgument("hvd_init_with_process_sets: num_sets " +
+                                            std::to_string(num_sets) + " is negative"));
+    }
     if (num_sets > 0 && set_sizes == nullptr) return NullArg("set_sizes");
     int64_t offset = 0;
     for (int32_t i = 0; i < num_sets; ++i) {

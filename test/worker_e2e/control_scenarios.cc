@@ -141,6 +141,13 @@ void ProcessSetsStatic() {
   std::vector<int32_t> flat = evens;
   flat.insert(flat.end(), odds.begin(), odds.end());
   const int32_t sizes[2] = {static_cast<int32_t>(evens.size()), static_cast<int32_t>(odds.size())};
+  // A negative set count is refused naming it (until 2026-12-02 it was an init without sets).
+  if (hvd_init_with_process_sets(flat.data(), sizes, -1) != HVD_INVALID_ARGUMENT ||
+      std::string(hvd_last_error()).find("num_sets -1") == std::string::npos) {
+    Fail(std::string("hvd_init_with_process_sets with num_sets -1 was not refused: ") +
+         hvd_last_error());
+    hvd_shutdown();
+  }
   Require(hvd_init_with_process_sets(flat.data(), sizes, 2), "hvd_init_with_process_sets");
   Require(hvd_rank(&Ctx().rank), "hvd_rank");
   Require(hvd_size(&Ctx().size), "hvd_size");
