@@ -84,6 +84,18 @@ std::string ReadLine(int fd) {
 
 bool ProcessExists(pid_t pid) { return ::kill(pid, 0) == 0; }
 
+// A remote login's background job (login commands for Open): waits, at most 20 s, until the
+// rank made with RankOfLoginJob(go) creates `go`, runs `command`, then creates `go`.done, which
+// that rank waits for before it prints "ran" and ends: `command` runs while the session is open.
+std::string LoginJob(const std::string& go, const std::string& command) {
+  return "(i=0; while [ ! -e " + go + " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; " +
+         command + "; touch " + go + ".done) & true";
+}
+
+std::string RankOfLoginJob(const std::string& go) {
+  return "touch " + go + "; while [ ! -e " + go + ".done ]; do sleep 0.05; done; echo ran";
+}
+
 class AgentSessionTest : public ::testing::Test {
  protected:
   // `login`: shell commands run before the agent, as a remote login's ~/.bashrc would.
@@ -164,16 +176,9 @@ TEST_F(AgentSessionTest, StderrWithoutNewlinesIsShownInBoundedLines) {
   const std::string go = "/tmp/hvd-diag-test-" + std::to_string(::getpid());
   ::testing::internal::CaptureStderr();
   {
-    auto session =
-        Open(0, 0.5,
-             "(i=0; while [ ! -e " + go +
-                 " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; head -c 4000000 /dev/zero "
-                 "| tr '\\0' x >&2; touch " +
-                 go + ".done) & true");
+    auto session = Open(0, 0.5, LoginJob(go, "head -c 4000000 /dev/zero | tr '\\0' x >&2"));
     ASSERT_TRUE(session);
-    SpawnedRank a =
-        Start(*session, 0,
-              "touch " + go + "; while [ ! -e " + go + ".done ]; do sleep 0.05; done; echo ran");
+    SpawnedRank a = Start(*session, 0, RankOfLoginJob(go));
     RankResult ra = Collect(a);
     EXPECT_EQ(ra.out, "ran\n");
   }
@@ -203,16 +208,11 @@ TEST_F(AgentSessionTest, ALoginsBackgroundJobKeepsBlockingOutput) {
   const std::string go = "/tmp/hvd-flags-test-" + std::to_string(::getpid());
   ::testing::internal::CaptureStderr();
   {
-    auto session = Open(0, 0.5,
-                        "exec 3>&1; (i=0; while [ ! -e " + go +
-                            " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; grep -H ^flags "
-                            "/proc/self/fdinfo/3 "
-                            "/proc/self/fdinfo/2 >&2; touch " +
-                            go + ".done) & true");
+    auto session = Open(
+        0, 0.5,
+        "exec 3>&1; " + LoginJob(go, "grep -H ^flags /proc/self/fdinfo/3 /proc/self/fdinfo/2 >&2"));
     ASSERT_TRUE(session);
-    SpawnedRank a =
-        Start(*session, 0,
-              "touch " + go + "; while [ ! -e " + go + ".done ]; do sleep 0.05; done; echo ran");
+    SpawnedRank a = Start(*session, 0, RankOfLoginJob(go));
     EXPECT_EQ(Collect(a).out, "ran\n");
   }
   std::remove(go.c_str());
