@@ -39,6 +39,13 @@ std::string Subject(const char* what, std::string_view name, int member) {
 
 // The tensor `what` (e.g. "allreduce input") of the op `name`; errors name both. Nothing is
 // built unless there is an error.
+// A device below -1 (-1 is the CPU).
+Status CheckDevice(int32_t device, const char* what, std::string_view name, int member) {
+  if (device >= -1) return Status::OK();
+  return Status::InvalidArgument(Subject(what, name, member) + ": bad device " +
+                                 std::to_string(device));
+}
+
 Status CheckTensor(const TensorSpec& t, const char* what, std::string_view name, int member = -1) {
   const int32_t dtype = static_cast<int32_t>(t.dtype);
   if (dtype < 0 || dtype > static_cast<int32_t>(DataType::kBFloat16)) {
@@ -73,10 +80,7 @@ Status CheckTensor(const TensorSpec& t, const char* what, std::string_view name,
     }
   }
   const int64_t n = zero ? 0 : nonzero;
-  if (t.device < -1) {
-    return Status::InvalidArgument(Subject(what, name, member) + ": bad device " +
-                                   std::to_string(t.device));
-  }
+  HVD_RETURN_IF_ERROR(CheckDevice(t.device, what, name, member));
   if (n > 0 && t.data == nullptr) {
     return Status::InvalidArgument(Subject(what, name, member) + ": data is NULL");
   }
@@ -190,10 +194,7 @@ std::string DeviceText(int32_t device) {
 // later in a device copy (whose CUDA error then stays pending for the framework's next call).
 Status CheckOneDevice(std::span<const TensorSpec> inputs, const char* what, std::string_view base) {
   for (size_t i = 0; i < inputs.size(); ++i) {  // a bad one named as such, not as "the CPU"
-    if (inputs[i].device < -1) {
-      return Status::InvalidArgument(Subject(what, base, static_cast<int>(i)) + ": bad device " +
-                                     std::to_string(inputs[i].device));
-    }
+    HVD_RETURN_IF_ERROR(CheckDevice(inputs[i].device, what, base, static_cast<int>(i)));
   }
   for (size_t i = 1; i < inputs.size(); ++i) {
     if (inputs[i].device == inputs[0].device) continue;

@@ -117,24 +117,24 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int, 
             if (held and (pid, key) not in wanted) or (
                     not held and f"state.{pid}.{key}" not in scalars):
                 del state[key]  # the root has no such state
+    def own_tensor(holder, key, shape, dtype, device):
+        """holder[key] when it is a tensor of that shape and dtype, else a new one put there."""
+        value = holder.get(key)
+        if not torch.is_tensor(value) or tuple(value.shape) != shape or value.dtype != dtype:
+            value = torch.zeros(shape, dtype=dtype, device=device)
+            holder[key] = value
+        return value
+
+    cpu = torch.device("cpu")
     tensors = []
     for pid, key, shape, dtype, on_cpu in layout:
-        state = optimizer.state[params[pid]]
-        value = state.get(key)
-        if not torch.is_tensor(value) or tuple(value.shape) != shape or value.dtype != dtype:
-            device = torch.device("cpu") if on_cpu else params[pid].device
-            value = torch.zeros(shape, dtype=dtype, device=device)
-            state[key] = value
+        value = own_tensor(optimizer.state[params[pid]], key, shape, dtype,
+                           cpu if on_cpu else params[pid].device)
         tensors.append((f"{key}.{pid}", value))
     for index, key, shape, dtype, on_cpu in group_tensors:
         group = optimizer.param_groups[index]
-        value = group.get(key)
-        if not torch.is_tensor(value) or tuple(value.shape) != shape or value.dtype != dtype:
-            device = (torch.device("cpu") if on_cpu or not group["params"]
-                      else group["params"][0].device)
-            value = torch.zeros(shape, dtype=dtype, device=device)
-            group[key] = value
-        tensors.append((f"group.{index}.{key}", value))
+        device = cpu if on_cpu or not group["params"] else group["params"][0].device
+        tensors.append((f"group.{index}.{key}", own_tensor(group, key, shape, dtype, device)))
     # In place: the tensors are the optimizer's own.
     broadcast_parameters(tensors, root_rank, process_set)
     for index, group in enumerate(optimizer.param_groups):
