@@ -313,8 +313,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-s", sizes_arg, "Sizes in bytes, comma-separated (4096, 4K, 1M)")
       ->check([](const std::string& text) {
-        if (Split(text).empty()) return std::string("no size");
-        for (const std::string& s : Split(text)) {
+        const std::vector<std::string> sizes = Split(text);
+        if (sizes.empty()) return std::string("no size");
+        for (const std::string& s : sizes) {
           const std::string error = hvd::bench::ByteSizeError(s);
           if (!error.empty()) return error;
         }
@@ -323,14 +324,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-o", ops, "Ops, comma-separated")
       ->check([](const std::string& text) {
-        static const std::vector<std::string> known = {
-            "allreduce", "rsag",      "reducescatter", "allgather",   "alltoall", "bitand",
-            "bitor",     "broadcast", "barrier",       "gatherbytes", "idle"};
-        if (Split(text).empty()) return std::string("no op");
-        for (const std::string& op : Split(text)) {
-          if (std::find(known.begin(), known.end(), op) == known.end()) {
-            return "unknown op '" + op + "' (allreduce, rsag, reducescatter, allgather, " +
-                   "alltoall, bitand, bitor, broadcast, barrier, gatherbytes, idle)";
+        static const std::string known =
+            "allreduce, rsag, reducescatter, allgather, alltoall, bitand, bitor, broadcast, "
+            "barrier, gatherbytes, idle";
+        const std::vector<std::string> ops = Split(text);
+        if (ops.empty()) return std::string("no op");
+        for (const std::string& op : ops) {
+          if ((", " + known + ", ").find(", " + op + ", ") == std::string::npos) {
+            return "unknown op '" + op + "' (" + known + ")";
           }
         }
         return std::string();

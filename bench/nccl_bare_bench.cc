@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,11 +73,12 @@ int main(int argc, char** argv) {
 
   const hvd::env::Environment env = hvd::env::Environment::FromProcess();
   const int rank = RankVar(env, "HVD_RANK"), size = RankVar(env, "HVD_SIZE");
-  if (!env.Raw("HVD_JOB_ID")) {
+  const std::optional<std::string> job_id = env.Raw("HVD_JOB_ID");
+  if (!job_id) {
     std::fprintf(stderr, "nccl-bare-bench: HVD_JOB_ID is not set: run it under hvdrun\n");
     return 2;
   }
-  const std::string job = *env.Raw("HVD_JOB_ID") + "\n";
+  const std::string job = *job_id + "\n";
   int devices = 0;
   Check(cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0, "cudaGetDeviceCount");
   Check(cudaSetDevice(RankVar(env, "HVD_LOCAL_RANK") % devices) == cudaSuccess, "cudaSetDevice");

@@ -302,8 +302,11 @@ bool DeviceOutputsExpected(const char* op) {
 }
 
 bool ScaleKernel() {
-  const char* missing = std::getenv("HVD_GPU_EMU_NO_KERNEL_IMAGE");
-  return HVD_SCALE_KERNEL == 1 && (missing == nullptr || *missing == '\0');
+  static const bool kernel = [] {
+    const char* missing = std::getenv("HVD_GPU_EMU_NO_KERNEL_IMAGE");
+    return HVD_SCALE_KERNEL == 1 && (missing == nullptr || *missing == '\0');
+  }();
+  return kernel;
 }
 
 bool NcclReduces(const DType& d, hvd_reduce_op_t op, double prescale, double postscale,
