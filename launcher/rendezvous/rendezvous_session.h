@@ -13,6 +13,7 @@
 #include "common/frame.h"
 #include "common/kv_messages.h"
 #include "common/kv_store.h"
+#include "common/rejection_log.h"
 #include "launcher/rendezvous/rendezvous_server.h"
 
 // Internal to RendezvousServer: the protocol of one accepted connection, without its socket.
@@ -29,32 +30,8 @@ struct RendezvousCounters {
   std::atomic<uint64_t> rejected_busy{0};
 };
 
-// Which refused connections get a warning (I/O thread only): anyone who can reach the port can
-// open connections, and each warning is a blocking write to hvdrun's stderr on the thread that
-// serves every rank (until 2026-12-01 one per refusal, unbounded). The counters count them all.
-class RejectionLog {
- public:
-  static constexpr int kFree = 10;                      // the first ones, each logged
-  static constexpr std::chrono::seconds kInterval{10};  // then one per interval
-  // Whether this refusal is logged; `*unlogged` is how many were not since the last that was.
-  bool Allow(std::chrono::steady_clock::time_point now, uint64_t* unlogged) {
-    *unlogged = 0;
-    if (logged_ < kFree || now >= next_) {
-      ++logged_;
-      *unlogged = skipped_;
-      skipped_ = 0;
-      if (logged_ >= kFree) next_ = now + kInterval;
-      return true;
-    }
-    ++skipped_;
-    return false;
-  }
-
- private:
-  int logged_ = 0;
-  uint64_t skipped_ = 0;
-  std::chrono::steady_clock::time_point next_{};
-};
+// The I/O thread's (common/rejection_log.h).
+using RejectionLog = hvd::RejectionLog;
 
 // What every connection shares with the server; outlives all connections.
 struct ConnectionContext {

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "common/logging.h"
+#include "common/rejection_log.h"
 
 namespace hvd::runtime {
 namespace {
@@ -425,13 +426,17 @@ class Acceptor {
     pending_.erase(victim);
   }
 
-  // Logs the first 10 refusals, then every 100th (a flood is not a warning per connection).
+  // Logged as the rendezvous server logs its refusals (RejectionLog): a flood is not a warning
+  // per connection.
   void Refuse(Pending& p, const std::string& why) {
-    ++refused_;
-    if (refused_ <= 10 || refused_ % 100 == 0) {
+    uint64_t unlogged = 0;
+    if (rejections_.Allow(Clock::now(), &unlogged)) {
       HVD_LOG_WARNING("tcp communicator '{}' rank {}: refused a data connection from {}: {}{}",
                       o_.scope, o_.rank, p.from, why,
-                      refused_ > 10 ? " (" + std::to_string(refused_) + " refused so far)" : "");
+                      unlogged == 0 ? std::string()
+                                    : fmt::format(" ({} more refused since the last such warning, "
+                                                  "not shown: at most one every {} s)",
+                                                  unlogged, RejectionLog::kInterval.count()));
     }
     p.fd.reset();
   }
@@ -481,7 +486,7 @@ class Acceptor {
   const int listen_fd_;
   TcpMesh* mesh_;
   std::vector<Pending> pending_;
-  int64_t refused_ = 0;
+  RejectionLog rejections_;
 };
 
 Result<Fd> Listen(const sockaddr_storage& addr, std::string* published) {
