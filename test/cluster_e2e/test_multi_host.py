@@ -212,7 +212,8 @@ def test_connection_problems_name_the_host_and_are_bounded(tmp_path):
 
 
 def test_check_prints_a_table_and_names_the_failing_host():
-    good = run(SSH + ["--check", "-H", "localhost:1,hvd-h1:1,hvd-h2:1"], timeout=30)
+    good = run(SSH + ["--check", "--start-timeout", "20", "-H", "localhost:1,hvd-h1:1,hvd-h2:1"],
+               timeout=60)
     out = good.stdout.decode()
     assert good.returncode == 0, out + good.stderr.decode()
     assert "all 3 hosts OK" in out and "hvd-agent 0.1.0" in out and "hvd-br0" in out, out
@@ -227,16 +228,19 @@ def test_check_prints_a_table_and_names_the_failing_host():
     # reaches hvdrun's address. hvd-br0 exists only on this machine (the job would fail on
     # every rank: "HVD_GLOO_IFACE 'hvd-br0': no such interface"); through eth0 (this
     # machine's own uplink, not the cluster's bridge) the hosts cannot reach hvdrun.
-    iface = run(SSH + ["--check", "-H", "hvd-h1:1,hvd-h2:1", "--network-interface", "hvd-br0"],
-                timeout=30)
+    # --start-timeout 20 under a 60 s subprocess limit: a host slow to answer under ctest -j2
+    # (once past the default 30 s, which equalled the subprocess limit) shows in hvdrun's own
+    # table, naming the step that was slow, instead of as a bare TimeoutExpired.
+    iface = run(SSH + ["--check", "--start-timeout", "20", "-H", "hvd-h1:1,hvd-h2:1",
+                       "--network-interface", "hvd-br0"], timeout=60)
     out = iface.stdout.decode()
     assert iface.returncode == 69, out
     assert "error: network interface 'hvd-br0' does not exist here" in out and \
         "(on hvd-h1)" in out and "(on hvd-h2)" in out, out
     assert "FAILED: hvd-h1, hvd-h2" in out, out
     if any(line.split(":")[0].strip() == "eth0" for line in open("/proc/net/dev")):
-        unreachable = run(SSH + ["--check", "-H", "localhost:1,hvd-h1:1", "--network-interface",
-                                 "eth0"], timeout=30)
+        unreachable = run(SSH + ["--check", "--start-timeout", "20", "-H", "localhost:1,hvd-h1:1",
+                                 "--network-interface", "eth0"], timeout=60)
         out = unreachable.stdout.decode()
         assert unreachable.returncode == 69, out
         assert re.search(r"hvd-h1 .* error: connecting to \S+ (failed|timed out).* \(from hvd-h1\) +FAILED",
