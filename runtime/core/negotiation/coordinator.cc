@@ -30,8 +30,15 @@ bool Coordinator::Add(const Request& request, std::chrono::steady_clock::time_po
   if (e.pending.reported[request.rank]) return false;  // a rank cannot submit a name twice
   e.pending.reported[request.rank] = true;
   e.requests.push_back(request);
-  if (!request.group.empty() && request.group_size != e.requests.front().group_size) {
-    mismatched_groups_.insert(request.group);
+  if (!request.group.empty()) {
+    GroupTally& tally = groups_[request.group];
+    if (tally.size.empty()) {
+      tally.size.assign(size_, 0);
+      tally.seen.assign(size_, 0);
+    }
+    tally.size[request.rank] = request.group_size;
+    ++tally.seen[request.rank];
+    if (request.group_size != e.requests.front().group_size) tally.mismatched = true;
   }
   if (!e.ready && IsReadyLocked(e)) {
     e.ready = true;
@@ -56,6 +63,10 @@ void Coordinator::Recheck() {
   }
 }
 
+bool Coordinator::AllMembersIn(const GroupTally& tally, int rank) const {
+  return joined_[rank] || (tally.size[rank] > 0 && tally.seen[rank] >= tally.size[rank]);
+}
+
 std::vector<Response> Coordinator::TakeReady() {
   // Count ready members per group so a group is released only as a whole.
   std::map<std::string, int> group_ready;
@@ -66,9 +77,10 @@ std::vector<Response> Coordinator::TakeReady() {
   for (const auto& [name, e] : table_) {
     if (!e.ready) continue;
     const Request& first = e.requests.front();
-    if (!first.group.empty() && group_ready[first.group] < first.group_size &&
-        mismatched_groups_.count(first.group) == 0) {
-      continue;
+    // A mismatched group's ready members go as they are: ConstructResponse fails them.
+    if (!first.group.empty() && group_ready[first.group] < first.group_size) {
+      auto group = groups_.find(first.group);
+      if (group == groups_.end() || !group->second.mismatched) continue;
     }
     order.emplace_back(e.ready_seq, name);
   }
@@ -81,26 +93,17 @@ std::vector<Response> Coordinator::TakeReady() {
     out.push_back(ConstructResponse(e.requests, joined_count_ > 0, size_, global_ranks_));
     table_.erase(name);
   }
-  // The mismatched groups' members that only some ranks submitted fail too (on the ranks that
-  // have them; the others have no such tensor and skip the response), so that every rank's
-  // grouped handle completes.
-  for (auto it = table_.begin(); !mismatched_groups_.empty() && it != table_.end();) {
-    const Request& first = it->second.requests.front();
-    if (first.group.empty() || mismatched_groups_.count(first.group) == 0) {
-      ++it;
-      continue;
+  FailMismatched(&out);
+  // A group whose members are all answered, and every rank's all in, is over.
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    bool over = true;
+    for (int r = 0; r < size_ && over; ++r) over = AllMembersIn(it->second, r);
+    for (const auto& [name, e] : table_) {
+      if (!over) break;
+      over = e.requests.front().group != it->first;
     }
-    Response error;
-    error.type = OpType::kError;
-    error.names = {it->first};
-    error.group = first.group;
-    error.error = "Mismatched grouped operations: tensor '" + it->first + "' is in a group of " +
-                  std::to_string(first.group_size) +
-                  " tensors on some ranks, and the group has other members on others.";
-    out.push_back(std::move(error));
-    it = table_.erase(it);
+    it = over ? groups_.erase(it) : std::next(it);
   }
-  mismatched_groups_.clear();  // their members are all answered
   if (joined_count_ == size_) {
     Response join;
     join.type = OpType::kJoin;
@@ -112,6 +115,30 @@ std::vector<Response> Coordinator::TakeReady() {
     last_joined_ = -1;
   }
   return out;
+}
+
+void Coordinator::FailMismatched(std::vector<Response>* out) {
+  for (auto it = table_.begin(); it != table_.end();) {
+    const Request& first = it->second.requests.front();
+    auto group = first.group.empty() ? groups_.end() : groups_.find(first.group);
+    bool fail = group != groups_.end() && group->second.mismatched;
+    for (int r = 0; r < size_ && fail; ++r) {
+      fail = it->second.pending.reported[r] || AllMembersIn(group->second, r);
+    }
+    if (!fail) {
+      ++it;
+      continue;
+    }
+    Response error;
+    error.type = OpType::kError;
+    error.names = {it->first};
+    error.group = first.group;
+    error.error = "Mismatched grouped operations: tensor '" + it->first + "' is in a group of " +
+                  std::to_string(first.group_size) +
+                  " tensors on some ranks, and the group has other members on others.";
+    out->push_back(std::move(error));
+    it = table_.erase(it);
+  }
 }
 
 std::vector<PendingTensor> Coordinator::Pending() const {

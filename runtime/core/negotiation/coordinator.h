@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -50,11 +49,23 @@ class Coordinator {
   int size_;
   std::vector<int32_t> global_ranks_;
   std::map<std::string, Entry> table_;
-  // Groups whose ranks gave different member counts under one name (Add): TakeReady releases
-  // them as they are, so that their members fail on every rank (ConstructResponse) instead of
-  // waiting for members some ranks never submit (until 2026-12-01 the rank that grouped fewer
-  // completed and the other waited until the stall shutdown).
-  std::set<std::string> mismatched_groups_;
+  // Every open group's tally, per set rank: the member count it gave (0: none seen yet) and how
+  // many of its members arrived. A rank has all of its members in once seen == size.
+  struct GroupTally {
+    std::vector<int32_t> size;
+    std::vector<int32_t> seen;
+    bool mismatched = false;  // two ranks gave different member counts under this name
+  };
+  bool AllMembersIn(const GroupTally& tally, int rank) const;
+  // Answers the mismatched groups' members that can be: each fails on every rank once every
+  // rank has either submitted it or has all of its own members in (the members only some ranks
+  // have fail on those; the others have no such tensor and skip the response), so that every
+  // rank's grouped handle completes, and none waits for a member no other rank will submit. A
+  // member is never failed before a rank that will still submit it has (until 2026-12-02 all of
+  // a group's members failed as soon as two ranks disagreed, and a rank whose requests came
+  // later submitted them afresh, and waited until the stall shutdown).
+  void FailMismatched(std::vector<Response>* out);
+  std::map<std::string, GroupTally> groups_;
   std::vector<bool> joined_;
   int joined_count_ = 0;
   int32_t last_joined_ = -1;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "runtime/core/negotiation/coordinator.h"
 #include "runtime/core/negotiation/stall_inspector.h"
 #include "test/unit/runtime/core/rank_harness.h"
 
@@ -394,6 +395,42 @@ TEST(NegotiationTest, DynamicProcessSetsAddAndRemove) {
       [](runtime::RuntimeConfig* c) { c->dynamic_process_sets = true; });
 }
 
+// Ops enqueued on a set and not waited for before its removal complete (every member enqueued
+// them before asking for the removal); until 2026-12-02 they failed "process set 1 was
+// removed" whenever the removal's cycle came first (about half the time). Ten rounds, so the
+// race it had would show.
+TEST(NegotiationTest, OpsInFlightOnASetCompleteBeforeItIsRemoved) {
+  RunRanks(
+      3,
+      [](int rank, runtime::Runtime& rt) {
+        for (int round = 0; round < 10; ++round) {
+          auto id = rt.AddProcessSet({0, 2});
+          ASSERT_TRUE(id.ok()) << id.status().ToString();
+          std::vector<std::vector<int32_t>> bufs(4, std::vector<int32_t>{rank});
+          std::vector<int64_t> handles;
+          if (rank != 1) {
+            for (size_t i = 0; i < bufs.size(); ++i) {
+              runtime::OpOptions o;
+              o.name = "inflight." + std::to_string(i);
+              o.process_set_id = *id;
+              auto spec = Spec(bufs[i].data(), DataType::kInt32, {1});
+              auto h = rt.EnqueueAllreduce({spec}, {spec}, o, false);
+              ASSERT_TRUE(h.ok()) << h.status().ToString();
+              handles.push_back(*h);
+            }
+          }
+          ASSERT_TRUE(rt.RemoveProcessSet(*id).ok());
+          for (size_t i = 0; i < handles.size(); ++i) {
+            Status s = WaitAndRelease(rt, handles[i]);
+            EXPECT_TRUE(s.ok()) << "round " << round << " op " << i << ": " << s.ToString();
+            EXPECT_EQ(bufs[i][0], 2);
+          }
+        }
+        ExpectWorks(rt, "after.inflight");
+      },
+      [](runtime::RuntimeConfig* c) { c->dynamic_process_sets = true; });
+}
+
 TEST(NegotiationTest, DynamicProcessSetsNeedTheFlag) {
   RunRanks(2, [](int rank, runtime::Runtime& rt) {
     auto id = rt.AddProcessSet({0});
@@ -446,6 +483,52 @@ TEST(StallInspectorTest, NamesEachMissingRankOncePerStall) {
   EXPECT_TRUE(inspector.TakeNewlyMissing().empty());
   inspector.Check(t1 + milliseconds(20), {{"next", t1, {true, false, true, true}}});
   EXPECT_EQ(inspector.TakeNewlyMissing(), (std::vector<int32_t>{11}));
+}
+
+// Ranks that group different counts of tensors under one name: no member fails before every
+// rank that will submit it has (rank 2's requests come after the others disagreed; until
+// 2026-12-02 its members failed early and rank 2 waited for them until the stall shutdown), a
+// member only some ranks have fails once the others have all of theirs in, and the name works
+// again afterwards.
+TEST(CoordinatorTest, AMismatchedGroupFailsEachMemberOnceEveryRankIsIn) {
+  runtime::Coordinator coordinator(3);
+  const auto now = std::chrono::steady_clock::now();
+  auto submit = [&](int rank, int members) {
+    for (int m = 0; m < members; ++m) {
+      runtime::Request r;
+      r.rank = rank;
+      r.type = runtime::OpType::kAllreduce;
+      r.name = "g." + std::to_string(m);
+      r.dtype = DataType::kFloat32;
+      r.shape = {2};
+      r.group = "g";
+      r.group_size = members;
+      coordinator.Add(r, now);
+    }
+  };
+  auto names = [](const std::vector<runtime::Response>& responses, runtime::OpType type) {
+    std::vector<std::string> out;
+    for (const runtime::Response& r : responses) {
+      EXPECT_EQ(r.type, type) << r.error;
+      if (type == runtime::OpType::kError) {
+        EXPECT_NE(r.error.find("Mismatched grouped"), std::string::npos) << r.error;
+      }
+      out.insert(out.end(), r.names.begin(), r.names.end());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  submit(0, 2);
+  submit(1, 3);
+  EXPECT_TRUE(coordinator.TakeReady().empty());  // rank 2 will still submit g.0 and g.1
+  submit(2, 2);
+  EXPECT_EQ(names(coordinator.TakeReady(), runtime::OpType::kError),
+            (std::vector<std::string>{"g.0", "g.1", "g.2"}));
+  EXPECT_TRUE(coordinator.empty());
+  for (int r = 0; r < 3; ++r) submit(r, 2);
+  EXPECT_EQ(names(coordinator.TakeReady(), runtime::OpType::kAllreduce),
+            (std::vector<std::string>{"g.0", "g.1"}));
+  EXPECT_TRUE(coordinator.empty());
 }
 
 }  // namespace
