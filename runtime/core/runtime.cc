@@ -240,6 +240,18 @@ Status Runtime::RemoveProcessSetNow(int32_t id) {
   std::shared_ptr<Controller> c = sets_.Remove(id);
   HVD_LOG_DEBUG("process set {} removed", id);
   if (c) {
+    // The ops a member enqueued on the set before it asked for the removal are in its queue
+    // now (the removal is negotiated: every member asked): a few more of the set's cycles run
+    // them, on every member alike (whether one made progress, and whether any member still
+    // has work, are agreed in the cycle). Until 2026-12-02 they failed "was removed" whenever
+    // the removal's cycle came before theirs. What waits through kRemovalIdleCycles cycles
+    // without progress (an op some member never enqueued) fails as before.
+    constexpr int kRemovalIdleCycles = 3;
+    for (int idle = 0; idle < kRemovalIdleCycles;) {
+      Result<CycleResult> r = c->RunCycle(false);
+      if (!r.ok() || r->shutdown || !r->any_pending) break;
+      idle = r->progress ? 0 : idle + 1;
+    }
     c->DrainDeferred();  // the removal is negotiated: its members all enqueued those ops
     c->FailAll(Status::Aborted("process set " + std::to_string(id) + " was removed"));
   }
