@@ -114,6 +114,17 @@ class Communicator {
   // the same bits on every member. Only transports whose ands_with_allreduce() is true
   // implement it (the default returns kUnimplemented).
   virtual bool ands_with_allreduce() const { return false; }
+  // Whether an allreduce of `count` elements of `dtype` riding BitwiseAndWithAllreduce reduces
+  // every element in the order this communicator's own Allreduce would, so that an op gives the
+  // same bits whichever path it takes from one step to the next (it rides only when it is the
+  // cycle's lone op: Controller::EagerEligible). Depends only on the arguments and on what the
+  // group was built with, so it is the same on every member, and a smaller count of the same
+  // dtype never answers false where a larger one answers true.
+  virtual bool rides_allreduce_as_own(int64_t count, DataType dtype) const {
+    (void)count;
+    (void)dtype;
+    return false;
+  }
   virtual Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
                                          DataType dtype, ReduceOp op);
   // The negotiation's AND round with this member's input to one op riding along, for

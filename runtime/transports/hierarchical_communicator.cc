@@ -66,6 +66,19 @@ class HierarchicalCommunicator final : public ScalingCommunicator {
   // host instead, each cross group carries the AND words and its slice, and the slices go
   // round the host.
   bool ands_with_allreduce() const override { return cross_->ands_with_allreduce(); }
+  // The ride's steps are the own allreduce's, its cross round the cross group's ride (over the
+  // whole tensor, or over this member's slice: the largest slice decides, the same answer on
+  // every member); without the hierarchy for allreduce, the own op is the flat group's.
+  bool rides_allreduce_as_own(int64_t count, DataType dtype) const override {
+    if (!ops_.allreduce) return false;
+    const int64_t elem = static_cast<int64_t>(DataTypeSize(dtype));
+    if (!Direct(count, elem)) {
+      const int64_t slice = (count + local_->size() - 1) / local_->size();
+      return cross_->rides_allreduce_as_own(slice, dtype);
+    }
+    return (!local_->ands_with_allreduce() || local_->rides_allreduce_as_own(count, dtype)) &&
+           cross_->rides_allreduce_as_own(count, dtype);
+  }
   Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
                                  DataType dtype, ReduceOp op) override;
 

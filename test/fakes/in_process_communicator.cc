@@ -81,6 +81,8 @@ class InProcessCommunicator : public runtime::Communicator {
   Status BitwiseOr(std::vector<uint64_t>* bits) override { return Bitwise(bits, false); }
   Status Barrier() override { return Exchange("", "Barrier").status(); }
   bool ands_with_allreduce() const override { return ands_with_allreduce_; }
+  // Both reduce in rank order from member 0's input.
+  bool rides_allreduce_as_own(int64_t, DataType) const override { return ands_with_allreduce_; }
   bool allreduces_pieces() const override { return allreduces_pieces_; }
   Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
                                  DataType dtype, ReduceOp op) override {

@@ -452,7 +452,14 @@ Result<bool> Controller::EagerEligible(uint32_t bit) {
   if (bytes <= limit_bytes && !(splits && pieces_first_)) {
     // An allreduce rides the reduced tail where there is one (Agree), else by posting, whose
     // surplus the communicator bounds.
-    if (r.type == OpType::kAllreduce && ands_) return true;
+    // Only where the ride reduces as the op's own rounds would: a lone op rides, the same op
+    // among others does not, and its result must not depend on which it was (until 2026-12-02
+    // a TCP allreduce of 8-32 KiB on 3 or more ranks rode recursive doubling but took
+    // halving-doubling on its own). Posted inputs reduce in rank order, as no TCP allreduce
+    // does: such an allreduce takes its own rounds.
+    if (r.type == OpType::kAllreduce && ands_) {
+      return comm_->rides_allreduce_as_own(r.sizes[0], r.dtype);
+    }
     if (!posts_) return false;
     HVD_ASSIGN_OR_RETURN(const int64_t limit, comm_->PostedSurplusLimit(surplus));
     if (surplus <= limit) return true;

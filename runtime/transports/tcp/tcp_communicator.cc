@@ -137,6 +137,7 @@ class TcpCommunicator final : public ScalingCommunicator {
         size_(size),
         timeout_(timeout),
         probed_(halving_bytes >= 0),
+        halving_given_(halving_bytes >= 0),
         halving_from_(halving_bytes >= 0 ? static_cast<size_t>(halving_bytes) : kNever),
         transport_(std::move(transport)),
         algo_(transport_.get(), rank, size),
@@ -176,6 +177,17 @@ class TcpCommunicator final : public ScalingCommunicator {
   Status AllreduceScaled(void* buffer, int64_t count, DataType dtype, ReduceOp op,
                          double scale) override;
   bool ands_with_allreduce() const override { return true; }
+  // The ride takes the direct exchange (2 ranks) or recursive doubling, as Reduce does up to
+  // where it would take halving-doubling (or the ring): HVD_TCP_HALVING_BYTES when given, else
+  // kProbeFromBytes, from which the first one measures the network and may take halving from
+  // then on (a state members of a hierarchy's cross groups need not share).
+  bool rides_allreduce_as_own(int64_t count, DataType dtype) const override {
+    const size_t bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
+    if (size_ <= 2) return UseDirect(bytes);
+    if (!UseDoubling(bytes)) return false;
+    return count < (int64_t{1} << doubling_rounds_) ||
+           bytes < (halving_given_ ? halving_from_ : kProbeFromBytes);
+  }
   Status BitwiseAndWithAllreduce(std::span<uint64_t> words, size_t and_words, int64_t count,
                                  DataType dtype, ReduceOp op) override;
   // Posting (controller.h, "Eager"): the AND round becomes one allgather of every member's
@@ -278,11 +290,12 @@ class TcpCommunicator final : public ScalingCommunicator {
   const int size_;
   size_t doubling_rounds_ = 0;  // log2 of the largest power of two <= size_
   const std::chrono::milliseconds timeout_;
-  bool probed_;            // halving_from_ is decided (given, or measured)
-  bool measured_ = false;  // round_s_ and byte_s_ are measured (0 where they cannot be)
-  double round_s_ = 0;     // a doubling round's time, the slowest member's
-  double byte_s_ = 0;      // the time a byte adds to a doubling round, the slowest member's
-  size_t halving_from_;    // doubling's messages of at least this many bytes take halving-doubling
+  bool probed_;               // halving_from_ is decided (given, or measured)
+  const bool halving_given_;  // HVD_TCP_HALVING_BYTES set it (never measured)
+  bool measured_ = false;     // round_s_ and byte_s_ are measured (0 where they cannot be)
+  double round_s_ = 0;        // a doubling round's time, the slowest member's
+  double byte_s_ = 0;         // the time a byte adds to a doubling round, the slowest member's
+  size_t halving_from_;  // doubling's messages of at least this many bytes take halving-doubling
   std::unique_ptr<TcpTransport> transport_;
   TcpAlgorithms algo_;
   Status broken_;                   // first failure; touched only by the calling thread
@@ -384,7 +397,10 @@ Status TcpCommunicator::ProbeNetwork(const TcpWhat& w) {
   const double saving = rounds - m * 2.0 * (p - 1.0) / p;
   const double from =
       saving > 0 && byte_s_ > 0 ? rounds * round_s_ * (2 * m - 1) / (byte_s_ * saving) : 1e30;
-  halving_from_ = from < 1e18 ? static_cast<size_t>(std::ceil(from)) : kNever;
+  // Never below kProbeFromBytes: smaller messages always take doubling (and ride the AND round
+  // as such: rides_allreduce_as_own).
+  halving_from_ =
+      from < 1e18 ? std::max(kProbeFromBytes, static_cast<size_t>(std::ceil(from))) : kNever;
   HVD_LOG_DEBUG("tcp group of {}: halving-doubling from {}", size_,
                 halving_from_ == kNever ? std::string("never") : std::to_string(halving_from_));
   return Status::OK();

@@ -195,6 +195,38 @@ int CheckBitwiseAndWithAllreduce(Communicator& comm) {
   return 0;
 }
 
+// Where the communicator says a riding allreduce reduces as its own (rides_allreduce_as_own:
+// the controller lets a lone op ride only then), it gives the same bits as the op's own
+// rounds, in float32 and float16 sums of random values; `expect_large` is what it must answer
+// for 1000 float32s (8 KiB-32 KiB ride only where halving-doubling cannot take them: until
+// 2026-12-02 they rode recursive doubling whatever the own rounds were).
+int CheckRidesAsOwn(Communicator& comm, bool expect_large) {
+  CHILD_CHECK(comm.rides_allreduce_as_own(1, DataType::kFloat32), "one element must ride");
+  CHILD_CHECK(comm.rides_allreduce_as_own(1000, DataType::kFloat32) == expect_large,
+              "1000 float32s ride: %d", !expect_large);
+  CHILD_CHECK(!comm.rides_allreduce_as_own(1 << 20, DataType::kFloat32), "4 MiB rides");
+  std::mt19937 gen(4321 + comm.rank());
+  std::normal_distribution<float> dist(0.0f, 100.0f);
+  constexpr size_t kHead = 2;
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    for (size_t count : {size_t{3}, size_t{1000}, size_t{2047}, size_t{4100}, size_t{8200}}) {
+      if (!comm.rides_allreduce_as_own(static_cast<int64_t>(count), dtype)) continue;
+      const size_t bytes = count * runtime::DataTypeSize(dtype);
+      std::vector<char> own(bytes);
+      for (size_t i = 0; i < count; ++i) Store(dtype, own.data(), i, dist(gen));
+      std::vector<uint64_t> words(kHead + (bytes + 7) / 8, ~uint64_t{0});
+      std::memcpy(&words[kHead], own.data(), bytes);
+      CHILD_OK(comm.Allreduce(own.data(), static_cast<int64_t>(count), dtype, ReduceOp::kSum));
+      CHILD_OK(comm.BitwiseAndWithAllreduce(words, kHead, static_cast<int64_t>(count), dtype,
+                                            ReduceOp::kSum));
+      CHILD_CHECK(std::memcmp(&words[kHead], own.data(), bytes) == 0,
+                  "%s x %zu: the ride's bits differ from the own allreduce's",
+                  runtime::DataTypeName(dtype), count);
+    }
+  }
+  return 0;
+}
+
 class TcpCollectives : public ::testing::TestWithParam<int> {};
 
 TEST_P(TcpCollectives, AllreduceEveryTypeAndOpMatchesKnownValues) {
@@ -360,6 +392,7 @@ TEST_P(TcpCollectives, BroadcastAllgatherAlltoallAndControlOps) {
       if (int rc = CheckBitwiseAndOr(comm, words)) return rc;
     }
     if (int rc = CheckBitwiseAndWithAllreduce(comm)) return rc;
+    if (int rc = CheckRidesAsOwn(comm, true)) return rc;
     for (int i = 0; i < 10; ++i) CHILD_OK(comm.Barrier());
     return 0;
   });
@@ -470,6 +503,7 @@ TEST_P(TcpFoldedDoubling, SmallAllreducesAndBitwiseOpsAreRightOnEveryRank) {
     if (int rc = CheckBitIdenticalSums(comm, {3, 1000, 60000})) return rc;
     if (int rc = CheckNanMinMaxSameEverywhere(comm, 2)) return rc;
     if (int rc = CheckBitwiseAndOr(comm, 20)) return rc;
+    if (int rc = CheckRidesAsOwn(comm, true)) return rc;
     return CheckBitwiseAndWithAllreduce(comm);
   });
   EXPECT_TRUE(job.error().empty()) << job.error() << " " << Describe(outcomes);
@@ -500,6 +534,7 @@ TEST_P(TcpHalvingDoubling, AllreducesAreRightAndTheSameOnEveryRank) {
     const int n = comm.size();
     if (int rc = CheckNanMinMaxSameEverywhere(comm, 4)) return rc;
     if (int rc = CheckBitwiseAndOr(comm, 20)) return rc;
+    if (int rc = CheckRidesAsOwn(comm, false)) return rc;
     // (The eager round takes recursive doubling whatever the setting; its check's products
     // overflow int8 at 8 ranks too.)
     return n < 8 ? CheckBitwiseAndWithAllreduce(comm) : 0;
