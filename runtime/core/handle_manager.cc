@@ -44,7 +44,8 @@ int64_t HandleManager::CreateLocked(int32_t parts, int32_t num_outputs, State** 
     index = free_slots_.back();
     free_slots_.pop_back();
   }
-  const int64_t h = static_cast<int64_t>(next_sequence_++ << kSlotBits | index);
+  const int64_t h = static_cast<int64_t>(next_sequence_ << kSlotBits | index);
+  next_sequence_ = next_sequence_ == kLastSequence ? 1 : next_sequence_ + 1;
   slots_[index].handle = h;
   State* s = &slots_[index].state;
   s->parts_left = parts;

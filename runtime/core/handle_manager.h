@@ -34,13 +34,18 @@ struct OutputTensor {
 // HandleManager owns the state behind every hvd_handle_t: completion, status, outputs, and the
 // tensor names the handle keeps reserved in its process set's queue until it is released. A
 // handle covers `parts` tensor entries (a grouped op has several) and completes when the last
-// part finished; its status is the first error reported. Handle ids are never reused. At most
-// 2^24 handles may be live (created and not released) at once.
+// part finished; its status is the first error reported. Handle ids are positive and not reused
+// within 2^39 creations (then the sequence starts again at 1). At most 2^24 handles may be live
+// (created and not released) at once.
 // Thread-safe: the background thread completes parts while framework threads
 // poll/wait/release.
 class HandleManager {
  public:
-  HandleManager() = default;
+  // The last sequence number: a handle is sequence << 24 | slot, so the next one would make it
+  // negative (and never found: until 2026-12-02, after weeks at a high op rate).
+  static constexpr uint64_t kLastSequence = (uint64_t{1} << 39) - 1;
+  // `first_sequence`: where the sequence starts (a test starts near kLastSequence).
+  explicit HandleManager(uint64_t first_sequence = 1) : next_sequence_(first_sequence) {}
   ~HandleManager();
   HandleManager(const HandleManager&) = delete;
   HandleManager& operator=(const HandleManager&) = delete;
@@ -127,8 +132,8 @@ class HandleManager {
   std::condition_variable done_cv_;
   std::atomic<uint64_t> wakes_{0};  // WakeWaiters calls; changed under mu_
   std::atomic<int64_t> in_flight_{0};
-  // Handle = sequence number << kSlotBits | slot index: found without hashing, and never
-  // reused (the sequence grows) though the slots are.
+  // Handle = sequence number << kSlotBits | slot index: found without hashing, and not reused
+  // (the sequence grows, up to kLastSequence) though the slots are.
   static constexpr int kSlotBits = 24;
   static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
   struct Slot {
@@ -141,7 +146,7 @@ class HandleManager {
     if (handle <= 0 || index >= slots_.size() || slots_[index].handle != handle) return nullptr;
     return &slots_[index].state;
   }
-  uint64_t next_sequence_ = 1;
+  uint64_t next_sequence_;
   std::vector<Slot> slots_;
   // Released slots, reused by Create so that steady state allocates nothing; never more than
   // the most handles ever live at once.

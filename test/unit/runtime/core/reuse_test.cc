@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/core/execution/output_memory.h"
 #include "runtime/core/handle_manager.h"
@@ -213,6 +214,22 @@ TEST(HandleManagerTest, ReleasedStateIsReusedButHandlesAreNot) {
   EXPECT_EQ(handles.live_handles(), 1u);
   ASSERT_TRUE(handles.Release(h2).ok());
   EXPECT_EQ(handles.live_handles(), 0u);
+}
+
+// The sequence in a handle's upper bits starts again at 1 after kLastSequence: every handle
+// stays positive and is found (past 2^39 they turned negative and were never found).
+TEST(HandleManagerTest, HandleNumbersStayPositiveWhenTheSequenceWraps) {
+  HandleManager handles(HandleManager::kLastSequence - 1);
+  std::vector<int64_t> made;
+  for (int i = 0; i < 4; ++i) made.push_back(handles.Create(1, 0));
+  for (int64_t h : made) {
+    EXPECT_GT(h, 0);
+    handles.FinishPart(h, Status::OK());
+    EXPECT_TRUE(handles.Wait(h, std::chrono::seconds(1)).ok()) << h;
+  }
+  EXPECT_EQ(static_cast<uint64_t>(made[1]) >> 24, HandleManager::kLastSequence);
+  EXPECT_EQ(static_cast<uint64_t>(made[2]) >> 24, 1u);
+  for (int64_t h : made) EXPECT_TRUE(handles.Release(h).ok()) << h;
 }
 
 }  // namespace
