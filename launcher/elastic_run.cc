@@ -28,6 +28,7 @@
 #include "launcher/multi_host.h"
 #include "launcher/outcome/exit_codes.h"
 #include "launcher/output/console.h"
+#include "launcher/output/console_sink.h"
 #include "launcher/rendezvous/network_interface.h"
 #include "launcher/schedulers/srun_command.h"
 #include "launcher/worker/cpu_binding.h"
@@ -283,6 +284,8 @@ int LaunchElasticJob(const LaunchSpec& spec, const env::Environment& env,
   {
     ElasticJob elastic_job(context, DriverOptions(spec, first_hosts));
     code = elastic_job.Run(first_hosts);
+    // Stopped by a signal: its last lines get a moment, not a stalled reader's whole pause.
+    if (elastic_job.launcher_signal()) ConsoleFlush(kStoppedFlush);
   }
   for (const std::string& line : leftovers.CleanUp()) PrintStep(spec.verbose, line);
   network->agents.reset();  // remote workers are gone before the rendezvous server stops

@@ -162,6 +162,10 @@ int JobController::PollTimeoutMs() const {
   }
   if (std::optional<Clock::time_point> t = timeout_.NextDeadline(terminating_)) consider(*t);
   if (std::optional<Clock::time_point> hold = exits_.hold_deadline()) consider(*hold);
+  // The ranks' pipes wait for the console (BuildPollSet): look again soon.
+  if (output_.backlogged()) {
+    consider(Clock::now() + std::chrono::milliseconds(OutputForwarder::kBackloggedPollMs));
+  }
   if (!next) return -1;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now());
   return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 3600 * 1000));
@@ -181,9 +185,12 @@ void JobController::BuildPollSet(std::vector<pollfd>& fds,
     fds.push_back({options_.stack_requests->event_fd(), POLLIN, 0});
     owners.emplace_back(kStackOwner, 0);
   }
+  // While a stalled console holds too much of their output, the ranks' pipes are not read
+  // (the ranks block on their writes); signals, exits and the timeout are still seen.
+  const bool read_pipes = !output_.backlogged();
   for (size_t r = 0; r < states_.size(); ++r) {
     for (int which = 0; which < 2; ++which) {
-      if (states_[r].fds[which] < 0) continue;
+      if (states_[r].fds[which] < 0 || !read_pipes) continue;
       fds.push_back({states_[r].fds[which], POLLIN, 0});
       owners.emplace_back(static_cast<int>(r), which);
     }

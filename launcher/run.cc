@@ -40,6 +40,7 @@
 #include "launcher/outcome/failure_summary.h"
 #include "launcher/outcome/wait_status.h"
 #include "launcher/output/console.h"
+#include "launcher/output/console_sink.h"
 #include "launcher/plan/job_plan.h"
 #include "launcher/preflight.h"
 #include "launcher/rendezvous/rendezvous_server.h"
@@ -202,6 +203,8 @@ int RunRanks(const LaunchSpec& spec, const env::Environment& env, const JobPlan&
         FormatFailureSummary(outcome, tail) +
         FormatFailureHints(outcome, tail, LocalHintContext(spec.command.front(), env.all())));
   }
+  // Stopped by a signal: its last lines get a moment, not a stalled reader's whole pause.
+  if (outcome.launcher_signal) ConsoleFlush(kStoppedFlush);
   return code;
 }
 
@@ -259,6 +262,7 @@ Result<MultiHostSetup> PrepareInterruptibly(
     if (std::optional<int> signo = PendingStopSignal()) {
       PrintToUser("received " + SignalName(*signo) +
                   " while starting hvd-agent on the remote hosts; no rank was started");
+      ConsoleFlush(kStoppedFlush, false);  // the signal stays pending: only the time bounds it
       std::fflush(nullptr);
       ::_exit(kExitSignalBase + *signo);
     }

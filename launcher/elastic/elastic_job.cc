@@ -132,9 +132,11 @@ int ElasticJob::PollTimeoutMs() const {
   }
   std::optional<Clock::time_point> timeout = timeout_.NextDeadline(launcher_signal_.has_value());
   if (timeout && (!next || *timeout < *next)) next = timeout;
-  if (!next) return -1;
+  // The workers' pipes wait for the console (BuildPollSet): look again soon.
+  const int most = context_.output->backlogged() ? OutputForwarder::kBackloggedPollMs : 60000;
+  if (!next) return most < 60000 ? most : -1;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now());
-  return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 60000));
+  return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, most));
 }
 
 void ElasticJob::BuildPollSet(std::vector<pollfd>& fds,
@@ -153,9 +155,12 @@ void ElasticJob::BuildPollSet(std::vector<pollfd>& fds,
     fds.push_back({context_.agents->event_fd(), POLLIN, 0});
     owners.emplace_back(kAgentsOwner, 0);
   }
+  // While a stalled console holds too much of their output, the workers' pipes are not read
+  // (the workers block on their writes); everything else is still seen.
+  const bool read_pipes = !context_.output->backlogged();
   for (const auto& [id, p] : procs_) {
     for (int which = 0; which < 2; ++which) {
-      if (p.fds[which] < 0) continue;
+      if (p.fds[which] < 0 || !read_pipes) continue;
       fds.push_back({p.fds[which], POLLIN, 0});
       owners.emplace_back(id, which);
     }

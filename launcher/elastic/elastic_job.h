@@ -89,6 +89,8 @@ class ElasticJob : public ElasticActions {
   // Feeds the first host list, runs until every worker is gone and returns hvdrun's exit
   // code; the reason of a failure has been printed.
   int Run(const std::vector<discovery::HostSlots>& first_hosts);
+  // The signal that stopped the job (SIGINT, SIGTERM, SIGHUP, or SIGPIPE: the console closed).
+  std::optional<int> launcher_signal() const { return launcher_signal_; }
 
   // ElasticActions
   void Spawn(int id, const std::string& host, int slot, int host_slots, int rank,

@@ -1,11 +1,10 @@
 #include "launcher/output/console.h"
 
-#include <errno.h>
-#include <unistd.h>
-
 #include <string>
+#include <utility>
 
 #include "common/logging.h"
+#include "launcher/output/console_sink.h"
 
 namespace hvd::launcher {
 
@@ -13,13 +12,7 @@ void PrintToUser(std::string_view message) {
   std::string text = "hvdrun: ";
   text.append(message);
   if (text.back() != '\n') text.push_back('\n');
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    ssize_t n = ::write(2, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    rest.remove_prefix(static_cast<size_t>(n));
-  }
+  ConsoleWrite(2, std::move(text));
 }
 
 void PrintStep(bool verbose, std::string_view message) {

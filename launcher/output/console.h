@@ -3,8 +3,9 @@
 
 #include <string_view>
 
-// hvdrun's own user-facing messages on stderr ("hvdrun: ..."), each written with a single
-// write() so they never split a forwarded rank line. Thread-safe.
+// hvdrun's own user-facing messages on stderr ("hvdrun: ..."), each written whole, in order
+// with the forwarded rank lines, and never waiting for a stalled reader (console_sink.h).
+// Thread-safe.
 namespace hvd::launcher {
 
 // Always printed: errors and the failure summary.

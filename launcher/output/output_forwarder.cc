@@ -13,15 +13,19 @@
 #include <system_error>
 
 #include "common/check.h"
+#include "launcher/output/console_sink.h"
 
 namespace hvd::launcher {
 namespace {
 
 constexpr size_t kTailLineLimit = 512;
 
-// Writes all of `data`; waits out EAGAIN on a non-blocking descriptor. Returns 0 or the
-// errno of the failed write; the callers decide (a full disk must not stop the job: the file
-// ends and the console goes on; a closed console is EmitLine's business).
+// A line longer than this is cut there on the console (the file gets the raw bytes): output
+// without line ends is not held without limit (300 MB of it took 596 MB until 2026-12-02).
+constexpr size_t kMaxLineBytes = size_t{1} << 20;
+
+// Writes all of `data` to a rank's file; waits out EAGAIN. Returns 0 or the errno of the
+// failed write (a full disk must not stop the job: the file ends and the console goes on).
 int WriteAll(int fd, std::string_view data) {
   while (!data.empty()) {
     ssize_t n = ::write(fd, data.data(), data.size());
@@ -116,7 +120,7 @@ void OutputForwarder::FileFailed(int rank, Stream stream, Channel& channel, int 
                            channel.file_path + "': " + strerror(error) +
                            "; the file ends there, and the rest of that output goes to this "
                            "console only\n";
-  WriteAll(options_.stderr_fd, line);
+  ConsoleWrite(options_.stderr_fd, line);
 }
 
 OutputForwarder::Channel& OutputForwarder::ChannelOf(int rank, Stream stream) {
@@ -142,6 +146,10 @@ void OutputForwarder::Write(int rank, Stream stream, std::string_view bytes) {
     size_t end = bytes.find_first_of("\r\n");
     if (end == std::string_view::npos) {
       channel.pending.append(bytes);
+      if (channel.pending.size() >= kMaxLineBytes) {
+        EmitLine(rank, stream, channel.pending, "\n");
+        channel.pending.clear();
+      }
       return;
     }
     std::string_view head = bytes.substr(0, end);
@@ -185,11 +193,17 @@ void OutputForwarder::EmitLine(int rank, Stream stream, std::string_view body,
     line.reserve(line.size() + body.size() + terminator.size());
     line.append(body);
     line.append(terminator);
-    int error = WriteAll(stream == Stream::kStdout ? options_.stdout_fd : options_.stderr_fd, line);
-    if (error == EPIPE) console_closed_ = true;
+    ConsoleWrite(stream == Stream::kStdout ? options_.stdout_fd : options_.stderr_fd,
+                 std::move(line));
   }
   if (stream == Stream::kStderr) RememberStderrLine(rank, body);
 }
+
+bool OutputForwarder::console_closed() const {
+  return ConsoleClosed(options_.stdout_fd) || ConsoleClosed(options_.stderr_fd);
+}
+
+bool OutputForwarder::backlogged() const { return ConsoleBacklogged(); }
 
 bool OutputForwarder::OnConsole(int rank, Stream stream) const {
   if (options_.console_ranks.empty() ||

@@ -18,10 +18,10 @@ enum class Stream { kStdout, kStderr };
 //   [<rank>]<stdout>:<line>\n        ("<asctime>[<rank>]<stdout>:..." with timestamps)
 // on hvdrun's own stdout/stderr. A line ends at '\n', "\r\n" or a lone '\r' (the terminator
 // is kept, so progress bars still redraw); a partial line waits for more bytes and is
-// completed with '\n' by Finish. Every
-// output line, however long, is written whole with one write() so two ranks' bytes never
-// share a line. Bytes pass through unchanged (UTF-8 sequences split across reads are
-// reassembled because splitting only happens at '\n'/'\r').
+// completed with '\n' by Finish (or cut at 1 MiB: output without line ends is not held
+// without limit). Every output line is written whole so two ranks' bytes never share a line,
+// and without waiting for a console that stalls (console_sink.h). Bytes pass through unchanged
+// (UTF-8 sequences split across reads are reassembled because splitting only happens at '\n'/'\r').
 //
 // With an output directory, the raw bytes also go to <dir>/rank.<N>/{stdout,stderr}, N
 // zero-padded to the width of size-1 (Horovod's layout). A file that cannot be written (a full
@@ -85,7 +85,11 @@ class OutputForwarder {
   std::vector<std::string> StderrTail(int rank) const;
 
   // True once writing to hvdrun's stdout or stderr failed with EPIPE (its reader is gone).
-  bool console_closed() const { return console_closed_; }
+  bool console_closed() const;
+  // Too much waits to be written to a console that stalls (console_sink.h): the event loops
+  // stop reading the ranks' pipes until it is written, and wake every kBackloggedPollMs to see.
+  bool backlogged() const;
+  static constexpr int kBackloggedPollMs = 20;
 
   // "rank.03" for rank 3 of 12.
   static std::string RankDirName(int rank, int size);
@@ -115,7 +119,6 @@ class OutputForwarder {
 
   Options options_;
   std::vector<RankChannels> ranks_;
-  bool console_closed_ = false;
 };
 
 }  // namespace hvd::launcher

@@ -153,6 +153,44 @@ def test_sigint_stops_ranks_that_ignore_sigterm_after_the_grace_period(tmp_path)
     assert_no_survivors(marker, timeout=1)
 
 
+# hvdrun's stdout is a pipe whose reader has stopped reading (a `| less` left at a page): the
+# ranks' lines wait for it, and Ctrl-C still stops the job at once, exiting 130, with
+# hvdrun's own line on its stderr. Until 2026-12-02 hvdrun's event loop was blocked writing
+# to the full pipe: the signal waited for the reader, and once it read, a second signal or
+# the closed pipe killed every rank (exit 141).
+def test_ctrl_c_stops_the_job_while_the_console_reader_is_stalled(tmp_path):
+    import fcntl
+    import termios
+    import array
+    marker = unique_marker()
+    chatty = WAITER.replace("time.sleep(120)",
+                            "while True:\n    print('x' * 200, flush=True)")
+    read_end, write_end = os.pipe()
+    proc = start(["-np", "2"] + python_rank(chatty, marker) + [str(tmp_path)], stdout=write_end)
+    os.close(write_end)
+    try:
+        wait_for(all_up(tmp_path, 2), 30, "all ranks to start")
+
+        def pipe_full():
+            held = array.array("i", [0])
+            fcntl.ioctl(read_end, termios.FIONREAD, held)
+            return held[0] >= 60000
+        wait_for(pipe_full, 30, "the ranks' lines to fill the pipe nobody reads")
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - sent
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        os.close(read_end)
+        kill_leftovers(marker)
+    assert proc.returncode == 130, err.decode()
+    assert elapsed < 15, elapsed
+    assert "received SIGINT, stopping the job" in err.decode(), err.decode()
+    assert_no_survivors(marker, timeout=1)
+
+
 def test_sigterm_to_hvdrun_exits_143(tmp_path):
     marker = unique_marker()
     proc = start(["-np", "2"] + python_rank(WAITER, marker) + [str(tmp_path)])
