@@ -39,14 +39,23 @@ void CloseOthersOnExec(int kept) {
   }
 }
 
+bool EndsWithPy(const std::string& path) {
+  return path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0;
+}
+
 // Step 8 with Search::kCandidates (async-signal-safe, no allocation).
 [[noreturn]] void ExecFirstCandidate(const std::vector<std::string>& candidates, char* const argv[],
-                                     char* const envp[], int error_fd) {
+                                     char** sh_argv, char* const envp[], int error_fd) {
   int error = ENOENT;
   bool saw_eacces = false;
   for (const std::string& candidate : candidates) {
     ::execve(candidate.c_str(), argv, envp);
     error = errno;
+    if (error == ENOEXEC && !EndsWithPy(candidate)) {
+      sh_argv[1] = const_cast<char*>(candidate.c_str());
+      ::execve(sh_argv[0], sh_argv, envp);
+      break;  // ENOEXEC stands: /bin/sh itself did not run
+    }
     if (error == EACCES) {
       saw_eacces = true;
     } else if (error != ENOENT && error != ENOTDIR) {
@@ -68,6 +77,8 @@ ChildPlan::ChildPlan(const std::vector<std::string>& argv,
   candidates = ExecCandidates(argv[0], env);
   for (std::string& arg : arg_storage_) argv_.push_back(arg.data());
   argv_.push_back(nullptr);
+  sh_argv_ = {sh_.data(), nullptr};
+  sh_argv_.insert(sh_argv_.end(), argv_.begin() + 1, argv_.end());
   for (const auto& [name, value] : env) env_storage_.push_back(name + "=" + value);
   for (std::string& entry : env_storage_) envp_.push_back(entry.data());
   envp_.push_back(nullptr);
@@ -95,7 +106,7 @@ ChildPlan::ChildPlan(const std::vector<std::string>& argv,
     ::execvpe(plan.argv()[0], plan.argv(), plan.envp());
     ::_exit(kExitNotFound);
   }
-  ExecFirstCandidate(plan.candidates, plan.argv(), plan.envp(), plan.error_fd);
+  ExecFirstCandidate(plan.candidates, plan.argv(), plan.sh_argv(), plan.envp(), plan.error_fd);
 }
 
 bool PidInUse(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
@@ -151,7 +162,7 @@ std::string ExecErrorMessage(const std::string& program, int error, const std::s
   } else if (error == ENOEXEC && regular) {
     text += python_script
                 ? " (a Python script without a #! line: run it as /usr/bin/python3 " + program + ")"
-                : " (neither a program nor a script with a #! line)";
+                : " (neither a program nor a script with a #! line, and /bin/sh did not run)";
   }
   return text;
 }

@@ -46,9 +46,13 @@ struct ChildPlan {
     kNewSession,  // leads a new session (and process group)
   };
   enum class Search {
-    // execve of each of `candidates` in turn. When none runs, the errno (EACCES when some
-    // candidate existed but was not executable) is written to `error_fd` and the child exits
-    // kExitNotFound (127) or kExitNotExecutable (126), as a shell reports it.
+    // execve of each of `candidates` in turn. A file the kernel cannot execute (ENOEXEC: a
+    // script without a #! line) runs under /bin/sh, as execvp and a shell run it (and
+    // horovodrun, which starts the command through a shell), except a *.py file: sh would
+    // read Python as shell, so that one is refused with a hint to name the interpreter. When
+    // none runs, the errno (EACCES when some candidate existed but was not executable) is
+    // written to `error_fd` and the child exits kExitNotFound (127) or kExitNotExecutable
+    // (126), as a shell reports it.
     kCandidates,
     // execvpe over the parent's own PATH, exit 127 on any failure, nothing reported: how
     // hvdrun --mpi starts mpirun, which `mpirun --version` has just found on that PATH.
@@ -76,11 +80,15 @@ struct ChildPlan {
 
   // Null-terminated, for execve.
   char* const* argv() const { return argv_.data(); }
+  // "/bin/sh", a slot for the script's path (filled in the child), argv[1..], null.
+  char** sh_argv() const { return sh_argv_.data(); }
   char* const* envp() const { return envp_.data(); }
 
  private:
   std::vector<std::string> arg_storage_;
   std::vector<char*> argv_;
+  mutable std::vector<char*> sh_argv_;
+  std::string sh_ = "/bin/sh";
   std::vector<std::string> env_storage_;
   std::vector<char*> envp_;
 };

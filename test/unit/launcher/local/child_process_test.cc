@@ -125,6 +125,41 @@ TEST(ChildProcessTest, AFileThatIsNotExecutableIsEaccesAndExits126) {
   EXPECT_EQ(WEXITSTATUS(status), kExitNotExecutable);
 }
 
+// A script without a #! line runs under /bin/sh with its arguments, as execvp and a shell (and
+// horovodrun's shell) run it (until 2026-12-02 it failed with ENOEXEC, exit 126); a *.py one
+// is still refused (sh would read Python as shell), with the hint to name the interpreter.
+TEST(ChildProcessTest, AScriptWithoutAShebangRunsUnderShButAPythonOneIsRefused) {
+  char dir[] = "/tmp/hvd_child_process_test_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string script = std::string(dir) + "/job", python = std::string(dir) + "/job.py";
+  std::ofstream(script) << "exit $(($1 + $2))\n";
+  std::ofstream(python) << "import sys\n";
+  ::chmod(script.c_str(), 0755);
+  ::chmod(python.c_str(), 0755);
+  ChildPlan plan({script, "3", "4"}, {{"PATH", "/usr/bin:/bin"}});
+  Pipe exec;
+  plan.error_fd = exec.write;
+  pid_t pid = Start(plan);
+  exec.CloseWrite();
+  EXPECT_FALSE(ReadExecError(exec.read).has_value());
+  int status = Reap(pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 7);
+
+  ChildPlan py({python}, {{"PATH", "/usr/bin:/bin"}});
+  Pipe py_exec;
+  py.error_fd = py_exec.write;
+  pid = Start(py);
+  py_exec.CloseWrite();
+  std::optional<int> error = ReadExecError(py_exec.read);
+  status = Reap(pid);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(*error, ENOEXEC);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), kExitNotExecutable);
+}
+
 TEST(ChildProcessTest, ExecErrorsOfCommonMistakesSayTheWayOut) {
   // Given a folder with a Python script without execute permission, an executable one without
   // a #! line, and a non-Python file of each kind
@@ -159,7 +194,7 @@ TEST(ChildProcessTest, ExecErrorsOfCommonMistakesSayTheWayOut) {
             "run it as /usr/bin/python3 ./run.py)");
   EXPECT_EQ(told("./blob", ENOEXEC),
             "cannot execute './blob': Exec format error (neither a program nor a script with a "
-            "#! line)");
+            "#! line, and /bin/sh did not run)");
   EXPECT_EQ(told("python", ENOENT),
             "cannot execute 'python': command not found in PATH (Debian's interpreter is "
             "/usr/bin/python3; python exists only with python-is-python3)");
