@@ -376,6 +376,15 @@ Result<int64_t> Runtime::EnqueueAllreduce(std::span<const TensorSpec> inputs,
     if (outputs[i].shape != inputs[i].shape || outputs[i].dtype != inputs[i].dtype) {
       return OutputMismatch("allreduce", inputs[i], outputs[i], base, member);
     }
+    // A mean or a scaled bool is not a bool (Horovod's ScaleBuffer has no bool either): until
+    // 2026-12-02 Average of a bool tensor silently returned the logical or of the ranks'.
+    if (inputs[i].dtype == DataType::kBool &&
+        (o.reduce_op == ReduceOp::kAverage || o.prescale != 1.0 || o.postscale != 1.0)) {
+      return Status::InvalidArgument(
+          "allreduce '" + std::string(base) + (grouped ? "." + std::to_string(i) : std::string()) +
+          "': Average and scale factors do not apply to bool tensors (Sum and Max are a logical "
+          "or, Min and Product a logical and)");
+    }
     if (o.reduce_op == ReduceOp::kAdasum && !AdasumSupports(inputs[i].dtype)) {
       return Status::InvalidArgument(
           std::string("Adasum needs floating-point tensors (float16, bfloat16, float32, "

@@ -135,6 +135,17 @@ def test_allreduce(hvd, dtype, op_name, shape):
     assert torch.equal(inputs[hvd.rank()], mine)  # input untouched
 
 
+# A mean of booleans is not a boolean: refused at the call, naming the tensor (until 2026-12-02
+# it returned the logical or); scale factors alike. hvd.allreduce's default op is Average.
+def test_allreduce_average_or_scaling_of_bool_is_refused(hvd):
+    flags = torch.tensor([True, False])
+    for kwargs in ({}, {"op": hvd.Average}, {"op": hvd.Sum, "postscale_factor": 2.0}):
+        with pytest.raises(ValueError, match=r"allreduce\.ar\.bool\.avg': Average and scale "
+                                             "factors do not apply to bool tensors"):
+            hvd.allreduce(flags, name="ar.bool.avg", **kwargs)
+    assert torch.equal(hvd.allreduce(flags, op=hvd.Max, name="ar.bool.max"), flags)
+
+
 def test_allreduce_default_op_is_average(hvd):
     x = torch.full((4,), float(hvd.rank()))
     assert torch.allclose(hvd.allreduce(x), torch.full((4,), (hvd.size() - 1) / 2))
