@@ -75,13 +75,17 @@ bool HaveScaleKernel(int device) {
   auto it = known.find(device);
   if (it != known.end()) return it->second;
   int previous = -1;
-  bool runs = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(device) == cudaSuccess;
+  const bool switched =
+      cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(device) == cudaSuccess;
   cudaFuncAttributes attr;
-  runs = runs && cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(&hvd_scale_float32)) ==
-                     cudaSuccess;
+  const bool runs =
+      switched && cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(&hvd_scale_float32)) ==
+                      cudaSuccess;
   if (previous >= 0) cudaSetDevice(previous);
   (void)cudaGetLastError();  // none left pending for the framework's next CUDA call
-  known.emplace(device, runs);
+  // Only the device's own answer is kept: a failure to reach the device (a transient error,
+  // a device not yet usable) is asked again next time instead of ruling the kernel out for good.
+  if (switched) known.emplace(device, runs);
   return runs;
 }
 
