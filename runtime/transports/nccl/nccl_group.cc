@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "runtime/transports/gpu_path.h"
 #include "runtime/transports/nccl/cuda_backend.h"
 #include "runtime/transports/nccl/scale_kernels.h"
 
@@ -139,8 +140,8 @@ NcclWait WaitWhileInProgress(const Query& query, std::chrono::steady_clock::time
   }
 }
 
-// "<mode>\n<machine>\n<PCI bus id>" (DecideGpuPath). The machine is the NCCL_HOSTID this rank
-// declares, as NCCL itself tells hosts apart by it: ranks that declare different ones are on
+// "<mode>\n<machine>\n<PCI bus id>" (gpu_path.h DecideGpuPath). The machine is the NCCL_HOSTID this
+// rank declares, as NCCL itself tells hosts apart by it: ranks that declare different ones are on
 // different machines to NCCL too, so several of them may share one GPU (NCCL's socket transport
 // between them), and each is given its GPU. Otherwise the kernel's host name.
 std::string Identity(const std::string& mode, const std::string& host_id, int device) {
@@ -164,45 +165,6 @@ ncclResult_t AsyncState(ncclComm_t comm) {
   ncclResult_t state = ncclSuccess;
   const ncclResult_t query = ncclCommGetAsyncError(comm, &state);
   return query != ncclSuccess ? query : state;
-}
-
-std::string DecideGpuPath(const std::vector<std::string>& identities) {
-  std::string mode0;
-  std::map<std::string, size_t> owner;  // "<host>\n<bus>" -> first rank using it
-  std::string shared;
-  bool every_kernel = true;
-  for (size_t r = 0; r < identities.size(); ++r) {
-    std::string id = identities[r];
-    constexpr std::string_view kKernel = "\nscale-kernel";
-    if (id.ends_with(kKernel)) {
-      id.resize(id.size() - kKernel.size());
-    } else {
-      every_kernel = false;
-    }
-    const size_t cut = id.find('\n');
-    const std::string mode = id.substr(0, cut);
-    const std::string where = cut == std::string::npos ? "" : id.substr(cut + 1);
-    if (r == 0) mode0 = mode;
-    if (mode != mode0) {
-      return "EHVD_GPU_OPERATIONS differs between ranks: set rank 0 has '" + mode0 +
-             "', set rank " + std::to_string(r) + " has '" + mode + "'";
-    }
-    auto [it, fresh] = owner.emplace(where, r);
-    if (!fresh && shared.empty()) {
-      std::string gpu = where;
-      std::replace(gpu.begin(), gpu.end(), '\n', ' ');
-      shared = "set ranks " + std::to_string(it->second) + " and " + std::to_string(r) +
-               " share the GPU " + gpu;
-    }
-  }
-  if (mode0 == "cpu") return "S";
-  if (shared.empty()) return every_kernel ? "NK" : "N-";
-  if (mode0 == "nccl") {
-    return "EHVD_GPU_OPERATIONS=nccl needs a GPU per rank, but " + shared +
-           " (NCCL refuses two ranks on one device); use HVD_GPU_OPERATIONS=auto or cpu to "
-           "stage through host memory";
-  }
-  return "S";
 }
 
 NcclGroup::NcclGroup(CudaBackend* backend, ncclComm_t comm, int device, int rank, int size,
@@ -702,14 +664,12 @@ Result<std::unique_ptr<GpuGroup>> CreateNcclGroup(CudaBackend* backend, Communic
     }
   }
   HVD_RETURN_IF_ERROR(cpu->BroadcastBytes(&decision, 0));
-  if (decision.empty() || decision[0] == 'E') {
-    return Status::InvalidArgument(decision.empty() ? "no GPU path decision" : decision.substr(1));
-  }
-  if (decision[0] == 'S') return std::unique_ptr<GpuGroup>();
+  HVD_ASSIGN_OR_RETURN(const GpuDecision path, ReadGpuDecision(decision));
+  if (!path.nccl) return std::unique_ptr<GpuGroup>();
+  const bool scale_kernel = path.scale_kernel;
   ncclUniqueId id;
-  if (decision.size() != 2 + sizeof(id.internal)) return Status::Internal("bad NCCL unique id");
-  const bool scale_kernel = decision[1] == 'K';
-  std::memcpy(id.internal, decision.data() + 2, sizeof(id.internal));
+  static_assert(sizeof(id.internal) == kNcclUniqueIdBytes);
+  std::memcpy(id.internal, path.unique_id.data(), sizeof(id.internal));
   // Non-blocking, so that this rank's wait for the others is bounded and can be stopped: a
   // member that died after the id exchange, or never reaches its first GPU op, would otherwise
   // keep the rest in NCCL's bootstrap for ever (ncclCommInitRank has no timeout). Every later

@@ -36,16 +36,6 @@ struct ScalePlan {
   bool scaled() const { return premul != 1.0; }
 };
 
-// Which way a process set's GPU ops go, decided by its rank 0 from every member's
-// "<HVD_GPU_OPERATIONS>\n<machine>\n<PCI bus id>[\nscale-kernel]" (in set-rank order; the
-// machine is the NCCL_HOSTID the rank declares, else its host name; the last line where its
-// device runs hvd's scaling kernel, HaveScaleKernel): "NK" NCCL (every member has a GPU of its
-// own) with the kernel, "N-" NCCL with the pre-multiplied sum (a member's GPU has no machine
-// code for the kernel), "S" staged through the host, or 'E' followed by an error message (the
-// modes differ, or nccl was asked for with a shared GPU). Pure, so a unit test checks it
-// without a GPU.
-std::string DecideGpuPath(const std::vector<std::string>& identities);
-
 // `comm`'s asynchronous state: ncclCommGetAsyncError's answer where the query itself failed,
 // else the state it gave (ncclSuccess, ncclInProgress or the communicator's error).
 ncclResult_t AsyncState(ncclComm_t comm);

@@ -1,6 +1,7 @@
-// The GPU path's parts that need no GPU: the NCCL-or-staging decision of a process set, the
-// enqueue-time checks of GPU tensors, and (with fake backends) which thread runs a GPU op. The GPU
-// itself is exercised by test/python/test_torch_gpu.py (ctest label gpu).
+// The GPU path's parts that need no GPU (the NCCL-or-staging decision itself is
+// test/unit/runtime/transports/gpu_path_test.cc): the enqueue-time checks of GPU tensors, and (with
+// fake backends) which thread runs a GPU op. The GPU itself is exercised by
+// test/python/test_torch_gpu.py (ctest label gpu).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,52 +19,6 @@
 
 namespace hvd::runtime {
 namespace {
-
-// A member's identity (nccl_group.h DecideGpuPath); `kernel`: its device runs hvd's kernel.
-std::string Id(const std::string& mode, const std::string& host, const std::string& bus,
-               bool kernel = true) {
-  return mode + "\n" + host + "\n" + bus + (kernel ? "\nscale-kernel" : "");
-}
-
-TEST(GpuPathTest, NcclWhenEveryRankHasItsOwnGpu) {
-  EXPECT_EQ(DecideGpuPath({Id("auto", "a", "0000:01:00.0")}), "NK");
-  EXPECT_EQ(DecideGpuPath({Id("auto", "a", "0000:01:00.0"), Id("auto", "a", "0000:02:00.0"),
-                           Id("auto", "b", "0000:01:00.0")}),
-            "NK");
-  EXPECT_EQ(DecideGpuPath({Id("nccl", "a", "0000:01:00.0"), Id("nccl", "b", "0000:01:00.0")}),
-            "NK");
-}
-
-// One member whose GPU has no machine code for hvd's kernel (a V100 with a build for Turing and
-// later) puts every member on NCCL's pre-multiplied sum: NCCL needs one reduction on all of
-// them. The identity's kernel line does not count in telling GPUs apart.
-TEST(GpuPathTest, AMemberWithoutTheScaleKernelPutsEveryMemberOnThePreMultipliedSum) {
-  EXPECT_EQ(DecideGpuPath({Id("auto", "a", "0000:01:00.0", false)}), "N-");
-  EXPECT_EQ(DecideGpuPath({Id("auto", "a", "0000:01:00.0"), Id("auto", "b", "0000:01:00.0", false),
-                           Id("auto", "c", "0000:01:00.0")}),
-            "N-");
-  EXPECT_EQ(
-      DecideGpuPath({Id("auto", "a", "0000:01:00.0"), Id("auto", "a", "0000:01:00.0", false)}),
-      "S");
-}
-
-TEST(GpuPathTest, SharedGpuOrCpuModeStagesThroughTheHost) {
-  EXPECT_EQ(DecideGpuPath({Id("auto", "a", "0000:01:00.0"), Id("auto", "a", "0000:01:00.0")}), "S");
-  EXPECT_EQ(DecideGpuPath({Id("cpu", "a", "0000:01:00.0"), Id("cpu", "a", "0000:02:00.0")}), "S");
-}
-
-TEST(GpuPathTest, NcclWithASharedGpuOrDifferentModesIsAnErrorNamingThem) {
-  const std::string shared =
-      DecideGpuPath({Id("nccl", "a", "0000:01:00.0"), Id("nccl", "a", "0000:02:00.0"),
-                     Id("nccl", "a", "0000:01:00.0")});
-  ASSERT_EQ(shared[0], 'E') << shared;
-  EXPECT_NE(shared.find("set ranks 0 and 2 share the GPU a 0000:01:00.0"), std::string::npos)
-      << shared;
-  EXPECT_NE(shared.find("HVD_GPU_OPERATIONS=auto or cpu"), std::string::npos) << shared;
-  const std::string modes = DecideGpuPath({Id("auto", "a", "x"), Id("cpu", "b", "y")});
-  ASSERT_EQ(modes[0], 'E') << modes;
-  EXPECT_NE(modes.find("set rank 0 has 'auto', set rank 1 has 'cpu'"), std::string::npos) << modes;
-}
 
 // Host memory described as CUDA memory is refused at enqueue, naming the op and the address,
 // whether or not this machine has a GPU (without one, CUDA's own reason is in the message).
