@@ -6,9 +6,9 @@
 #include <sched.h>
 
 #include <cstring>
-#include <sstream>
 
 #include "common/logging.h"
+#include "runtime/core/negotiation/start_agreement.h"
 #include "runtime/core/runtime.h"
 
 namespace hvd::runtime {
@@ -24,10 +24,6 @@ namespace hvd::runtime {
 // rank 0's allreduce over "[0, 1]" returned rank 0's and rank 2's sum, without an error).
 Status Runtime::CheckSameEverywhere(Communicator* comm,
                                     const std::vector<std::vector<int32_t>>& process_sets) {
-  struct Knob {
-    const char* name;
-    int64_t value;
-  };
   // Also what decides how an op runs where every member must run it alike: fusing grouped ops
   // (each rank plans the fast path's fusion), the autotuner's round per cycle, the hierarchy,
   // and the GPU path's per-op choices and completion (one rank staging an allgather or running
@@ -35,57 +31,30 @@ Status Runtime::CheckSameEverywhere(Communicator* comm,
   const int64_t hierarchical = config_.hierarchical_allreduce == "on"    ? 1
                                : config_.hierarchical_allreduce == "off" ? 2
                                                                          : 0;
-  const Knob knobs[] = {{"HVD_FUSION_THRESHOLD", config_.fusion_threshold_bytes},
-                        {"HVD_CACHE_CAPACITY", config_.cache_capacity},
-                        {"HVD_EAGER_ALLREDUCE_BYTES", config_.eager_allreduce_bytes},
-                        {"HVD_TCP_HALVING_BYTES", config_.tcp_halving_bytes},
-                        {"HVD_SHM_DIRECT_BYTES", config_.shm_direct_bytes},
-                        {"HVD_DISABLE_GROUP_FUSION", config_.disable_group_fusion},
-                        {"HVD_AUTOTUNE", config_.autotune.enabled},
-                        {"HVD_HIERARCHICAL_ALLREDUCE (0 auto, 1 on, 2 off)", hierarchical},
-                        {"HVD_HIERARCHICAL_ALLGATHER", config_.hierarchical_allgather},
-                        {"HVD_GPU_ALLGATHER (1: staged)", config_.gpu_staged.allgather},
-                        {"HVD_GPU_BROADCAST (1: staged)", config_.gpu_staged.broadcast},
-                        {"HVD_GPU_ALLTOALL (1: staged)", config_.gpu_staged.alltoall},
-                        {"HVD_GPU_REDUCESCATTER (1: staged)", config_.gpu_staged.reducescatter},
-                        {"HVD_GPU_ASYNC_COMPLETION", config_.gpu_async_completion},
-                        // A rank without it refuses add_process_set while the others wait.
-                        {"HVD_DYNAMIC_PROCESS_SETS", config_.dynamic_process_sets}};
-  std::string mine = std::to_string(config_.local_size);
-  for (const Knob& k : knobs) mine += " " + std::to_string(k.value);
+  const StartKnob knobs[] = {
+      {"HVD_FUSION_THRESHOLD", config_.fusion_threshold_bytes},
+      {"HVD_CACHE_CAPACITY", config_.cache_capacity},
+      {"HVD_EAGER_ALLREDUCE_BYTES", config_.eager_allreduce_bytes},
+      {"HVD_TCP_HALVING_BYTES", config_.tcp_halving_bytes},
+      {"HVD_SHM_DIRECT_BYTES", config_.shm_direct_bytes},
+      {"HVD_DISABLE_GROUP_FUSION", config_.disable_group_fusion},
+      {"HVD_AUTOTUNE", config_.autotune.enabled},
+      {"HVD_HIERARCHICAL_ALLREDUCE (0 auto, 1 on, 2 off)", hierarchical},
+      {"HVD_HIERARCHICAL_ALLGATHER", config_.hierarchical_allgather},
+      {"HVD_GPU_ALLGATHER (1: staged)", config_.gpu_staged.allgather},
+      {"HVD_GPU_BROADCAST (1: staged)", config_.gpu_staged.broadcast},
+      {"HVD_GPU_ALLTOALL (1: staged)", config_.gpu_staged.alltoall},
+      {"HVD_GPU_REDUCESCATTER (1: staged)", config_.gpu_staged.reducescatter},
+      {"HVD_GPU_ASYNC_COMPLETION", config_.gpu_async_completion},
+      // A rank without it refuses add_process_set while the others wait.
+      {"HVD_DYNAMIC_PROCESS_SETS", config_.dynamic_process_sets}};
   // Each set as given (Python sorts them; the C API checks them after this), in order: the
   // order numbers the sets.
   const std::string sets = fmt::format("{}", process_sets);  // "[[0, 1], [0, 2]]"
-  mine += " " + sets;
   std::vector<std::string> all;
-  HVD_RETURN_IF_ERROR(comm->GatherBytes(mine, 0, &all));
-  bool homogeneous = true;
-  std::string differs;
-  for (size_t r = 0; r < all.size(); ++r) {
-    std::istringstream theirs(all[r]);
-    int64_t local_size = 0;
-    theirs >> local_size;
-    homogeneous = homogeneous && local_size == config_.local_size;
-    for (const Knob& k : knobs) {
-      int64_t value = 0;
-      theirs >> value;
-      if (value != k.value && differs.empty()) {
-        differs = fmt::format(
-            "{} differs between ranks: rank 0 has {}, rank {} has {}; every rank of a job needs "
-            "the same value (export it before hvdrun: its ranks inherit it)",
-            k.name, k.value, r, value);
-      }
-    }
-    std::string their_sets;
-    std::getline(theirs >> std::ws, their_sets);
-    if (their_sets != sets && differs.empty()) {
-      differs = fmt::format(
-          "the process sets given to init differ between ranks: rank 0 has {}, rank {} has {}; "
-          "every rank must pass the same process_sets, in the same order",
-          sets, r, their_sets);
-    }
-  }
-  std::string verdict = !differs.empty() ? differs : homogeneous ? "1" : "0";
+  HVD_RETURN_IF_ERROR(comm->GatherBytes(EncodeStartLine(config_.local_size, knobs, sets), 0, &all));
+  std::string verdict;
+  if (comm->rank() == 0) verdict = JudgeStartLines(all, config_.local_size, knobs, sets);
   HVD_RETURN_IF_ERROR(comm->BroadcastBytes(&verdict, 0));
   if (verdict.size() > 1) return Status::InvalidArgument(verdict);
   topology_.homogeneous = verdict == "1";

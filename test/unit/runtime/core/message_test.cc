@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/core/negotiation/start_agreement.h"
+
 namespace hvd::runtime {
 namespace {
 
@@ -270,6 +272,30 @@ TEST(MessageTest, CountsBeyondWhatAMemberSendsAreNamed) {
   EXPECT_EQ(FirstCountBeyond(huge, 4), 1) << "rows of 4 elements pass it at the second";
   const std::vector<int64_t> wraps = {INT64_MAX, INT64_MAX};
   EXPECT_EQ(FirstCountBeyond(wraps, 1), 0);
+}
+
+// Rank 0's start-up check (Runtime::CheckSameEverywhere): the first knob that differs is named
+// with both values; a line that does not read as one names its rank and shows its bytes
+// printable, and no number is read from a sign, a leading zero or trailing junk.
+TEST(StartAgreementTest, TheFirstDifferenceOrAMalformedLineIsNamed) {
+  const StartKnob knobs[] = {{"HVD_A", 64}, {"HVD_B", -1}};
+  const std::string own = EncodeStartLine(2, knobs, "[[0, 1]]");
+  EXPECT_EQ(own, "2 64 -1 [[0, 1]]");
+  EXPECT_EQ(JudgeStartLines({own, own}, 2, knobs, "[[0, 1]]"), "1");
+  EXPECT_EQ(JudgeStartLines({own, "1 64 -1 [[0, 1]]"}, 2, knobs, "[[0, 1]]"), "0");
+  EXPECT_EQ(JudgeStartLines({own, "2 64 7 [[0, 1]]"}, 2, knobs, "[[0, 1]]"),
+            "HVD_B differs between ranks: rank 0 has -1, rank 1 has 7; every rank of a job needs "
+            "the same value (export it before hvdrun: its ranks inherit it)");
+  EXPECT_NE(JudgeStartLines({own, "2 64 -1 [[0, 2]]"}, 2, knobs, "[[0, 1]]")
+                .find("process sets given to init differ between ranks: rank 0 has [[0, 1]], "
+                      "rank 1 has [[0, 2]]"),
+            std::string::npos);
+  for (const std::string bad : {"", "x", "2", "2 64", "+2 64 -1 [[0, 1]]", "02 64 -1 [[0, 1]]",
+                                "2 64x -1 [[0, 1]]", "2  64 -1 [[0, 1]]", "2 64 -1\x1b[[0, 1]]"}) {
+    const std::string verdict = JudgeStartLines({own, own, bad}, 2, knobs, "[[0, 1]]");
+    EXPECT_EQ(verdict.rfind("rank 2 sent a malformed start-up line", 0), 0)
+        << bad << ": " << verdict;
+  }
 }
 
 }  // namespace
