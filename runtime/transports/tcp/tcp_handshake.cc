@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "common/check.h"
+#include "common/printable.h"
 
 namespace hvd::runtime {
 namespace {
@@ -146,6 +147,47 @@ std::optional<control::MacTag> AnswerReply(const HandshakeContext& ctx, const He
     return std::nullopt;
   }
   return ConnectorTag(ctx, hello, nonce_a);
+}
+
+std::string PeerAddress::Name(int rank) const {
+  return "rank " + std::to_string(rank) + " (" + hostname + " " + host + ":" +
+         std::to_string(port) + ")";
+}
+
+std::string EncodePeerAddress(const std::string& host, int port, const std::string& hostname) {
+  std::string name = hostname.empty() ? "?" : hostname;
+  for (char& c : name) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == '\x7f') c = '_';
+  }
+  return host + " " + std::to_string(port) + " " + name;
+}
+
+Result<PeerAddress> ParsePeerAddress(const std::string& value, int rank) {
+  auto refuse = [&] {
+    return Status::RemoteError("malformed data address of rank " + std::to_string(rank) + ": '" +
+                               Printable(value, 200) + "'");
+  };
+  const size_t first = value.find(' ');
+  const size_t second = first == std::string::npos ? first : value.find(' ', first + 1);
+  if (first == std::string::npos || second == std::string::npos) return refuse();
+  PeerAddress a;
+  a.host = value.substr(0, first);
+  const std::string port = value.substr(first + 1, second - first - 1);
+  a.hostname = value.substr(second + 1);
+  auto word = [](const std::string& w) {
+    if (w.empty()) return false;
+    for (char c : w) {
+      if (static_cast<unsigned char>(c) <= ' ' || c == '\x7f') return false;
+    }
+    return true;
+  };
+  if (!word(a.host) || !word(a.hostname) || port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos || port[0] == '0') {
+    return refuse();
+  }
+  a.port = std::stoi(port);
+  if (a.port > 65535) return refuse();
+  return a;
 }
 
 }  // namespace hvd::runtime

@@ -9,6 +9,7 @@
 
 #include "common/hmac.h"
 #include "common/job_key.h"
+#include "common/status.h"
 
 namespace hvd::runtime {
 
@@ -91,6 +92,24 @@ class AcceptorHandshake {
 // the proof to send back, or nullopt when the tag is not this job's, scope's and ranks'.
 std::optional<control::MacTag> AnswerReply(const HandshakeContext& ctx, const Hello& hello,
                                            const uint8_t* reply);
+
+// Where a rank's data listener is, as it publishes it in the rendezvous store under
+// "<scope>/tcp/<rank>": "<numeric host> <port> <host name>", one space apart. Any member that
+// can write the store could put anything there, so a peer's value is read strictly.
+struct PeerAddress {
+  std::string host;                  // numeric: getaddrinfo with AI_NUMERICHOST connects to it
+  int port = 0;                      // 1..65535
+  std::string hostname;              // for messages only
+  std::string Name(int rank) const;  // "rank 3 (node2 10.0.0.2:41234)"
+};
+
+// The value a rank publishes; whitespace and control bytes in `hostname` become '_' ("?" when
+// empty), so the value reads back as three words.
+std::string EncodePeerAddress(const std::string& host, int port, const std::string& hostname);
+
+// Exactly three non-empty words one space apart, the port a canonical decimal in 1..65535;
+// anything else is refused naming `rank`.
+Result<PeerAddress> ParsePeerAddress(const std::string& value, int rank);
 
 }  // namespace hvd::runtime
 

@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <sstream>
 
 #include "common/logging.h"
 #include "common/rejection_log.h"
@@ -235,26 +234,11 @@ Status Transfer(int fd, bool write, void* buf, size_t n, Clock::time_point deadl
   return Status::OK();
 }
 
-struct PeerAddress {
-  std::string host;
-  std::string port;
-  std::string hostname;
-  std::string Name(int rank) const {
-    return "rank " + std::to_string(rank) + " (" + hostname + " " + host + ":" + port + ")";
-  }
-};
-
 Result<PeerAddress> LookUp(const TcpMeshOptions& o, int peer, Clock::time_point deadline) {
   auto left = std::chrono::milliseconds(std::max(1, RemainingMs(deadline)));
   HVD_ASSIGN_OR_RETURN(std::string value,
                        o.kv->Wait(o.scope + "/tcp/" + std::to_string(peer), left));
-  std::istringstream in(value);
-  PeerAddress a;
-  if (!(in >> a.host >> a.port >> a.hostname)) {
-    return Status::RemoteError("malformed address of rank " + std::to_string(peer) + ": '" + value +
-                               "'");
-  }
-  return a;
+  return ParsePeerAddress(value, peer);
 }
 
 Result<Fd> ConnectTo(const PeerAddress& a, const std::string& name, const std::string& congestion,
@@ -263,7 +247,8 @@ Result<Fd> ConnectTo(const PeerAddress& a, const std::string& name, const std::s
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
   addrinfo* ai = nullptr;
-  if (int rc = getaddrinfo(a.host.c_str(), a.port.c_str(), &hints, &ai); rc != 0) {
+  const std::string port = std::to_string(a.port);
+  if (int rc = getaddrinfo(a.host.c_str(), port.c_str(), &hints, &ai); rc != 0) {
     return Status::IoError(name + ": bad address: " + gai_strerror(rc));
   }
   Fd fd(socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -489,7 +474,7 @@ class Acceptor {
   RejectionLog rejections_;
 };
 
-Result<Fd> Listen(const sockaddr_storage& addr, std::string* published) {
+Result<Fd> Listen(const sockaddr_storage& addr, std::string* host, int* port) {
   const socklen_t len = addr.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
   Fd fd(socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return Status::IoError(Errno("socket"));
@@ -501,8 +486,8 @@ Result<Fd> Listen(const sockaddr_storage& addr, std::string* published) {
   sockaddr_storage bound{};
   socklen_t bound_len = sizeof(bound);
   getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &bound_len);
-  const uint16_t port = ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  *published = NumericHost(bound) + " " + std::to_string(port);
+  *port = ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  *host = NumericHost(bound);
   return fd;
 }
 
@@ -524,14 +509,13 @@ Result<TcpMesh> ConnectTcpMesh(const TcpMeshOptions& o) {
     }
   } guard{&mesh};
   HVD_ASSIGN_OR_RETURN(sockaddr_storage addr, BindAddress(o));
-  std::string published;
-  HVD_ASSIGN_OR_RETURN(Fd listener, Listen(addr, &published));
+  std::string host;
+  int port = 0;
+  HVD_ASSIGN_OR_RETURN(Fd listener, Listen(addr, &host, &port));
   HVD_ASSIGN_OR_RETURN(const std::string congestion,
                        ChooseCongestion(listener.get(), o.congestion));
-  std::string hostname = o.hostname.empty() ? "?" : o.hostname;
-  std::replace(hostname.begin(), hostname.end(), ' ', '_');
-  HVD_RETURN_IF_ERROR(
-      o.kv->Set(o.scope + "/tcp/" + std::to_string(o.rank), published + " " + hostname));
+  HVD_RETURN_IF_ERROR(o.kv->Set(o.scope + "/tcp/" + std::to_string(o.rank),
+                                EncodePeerAddress(host, port, o.hostname)));
 
   // Lower ranks first (each of them is already accepting), then accept the higher ones.
   for (int peer = 0; peer < o.rank; ++peer) {
