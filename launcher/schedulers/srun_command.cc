@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/printable.h"
 #include "discovery/slurm.h"
 #include "launcher/local/exec_search.h"
 
@@ -20,6 +21,12 @@ std::optional<SrunLaunch> DetectSrunLaunch(const std::vector<std::string>& remot
   std::optional<std::string> job_id = env.Raw("SLURM_JOB_ID");
   if (!job_id) job_id = env.Raw("SLURM_JOBID");
   if (!job_id || job_id->empty()) return NotUsed(why_not, "");
+  // Slurm's job ids are numbers (an array task or a het job component has its own number too);
+  // anything else is not Slurm's, and would go into srun's --jobid= as it is.
+  if (job_id->size() > 20 || job_id->find_first_not_of("0123456789") != std::string::npos) {
+    return NotUsed(
+        why_not, "SLURM_JOB_ID '" + Printable(*job_id, 64) + "' is not a Slurm job id; using ssh");
+  }
   std::optional<std::string> nodelist = env.Raw("SLURM_JOB_NODELIST");
   if (!nodelist) nodelist = env.Raw("SLURM_NODELIST");
   if (!nodelist) {
@@ -29,8 +36,8 @@ std::optional<SrunLaunch> DetectSrunLaunch(const std::vector<std::string>& remot
   if (!nodes.ok()) return NotUsed(why_not, nodes.status().message() + "; using ssh");
   for (const std::string& host : remote_hosts) {
     if (std::find(nodes->begin(), nodes->end(), host) == nodes->end()) {
-      return NotUsed(why_not, "host " + host + " is not a node of Slurm job " + *job_id + " (" +
-                                  *nodelist + "); using ssh");
+      return NotUsed(why_not, "host " + Printable(host, 256) + " is not a node of Slurm job " +
+                                  *job_id + " (" + Printable(*nodelist, 256) + "); using ssh");
     }
   }
   std::optional<std::string> srun = FindExecutable("srun", env.all());

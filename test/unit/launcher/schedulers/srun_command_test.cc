@@ -72,6 +72,23 @@ TEST(DetectSrunLaunch, HostOutsideTheAllocationFallsBackToSshNamingIt) {
       << why;
 }
 
+// The job id goes into srun's --jobid=: one that is not Slurm's number falls back to ssh,
+// saying why, its bytes shown printable.
+TEST(DetectSrunLaunch, AJobIdThatIsNotANumberFallsBackToSshNamingIt) {
+  FakeSrunDir bin;
+  for (const std::string bad : {"42 --uid=0", "-1", "4\x1b[2J", "12345678901234567890123"}) {
+    std::string why;
+    auto launch = DetectSrunLaunch(
+        {"n1"},
+        env::Environment::FromMap(
+            {{"SLURM_JOB_ID", bad}, {"SLURM_NODELIST", "n1"}, {"PATH", bin.path()}}),
+        &why);
+    EXPECT_FALSE(launch.has_value()) << bad;
+    EXPECT_NE(why.find("' is not a Slurm job id; using ssh"), std::string::npos) << why;
+    EXPECT_EQ(why.find('\x1b'), std::string::npos) << why;
+  }
+}
+
 TEST(DetectSrunLaunch, MissingSrunFallsBackToSsh) {
   std::string why;
   auto launch = DetectSrunLaunch({"node1"}, SlurmEnv("/nonexistent"), &why);
