@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -16,6 +15,7 @@
 #include "launcher/agents/ssh_agent_link.h"
 #include "launcher/multi_host.h"
 #include "launcher/outcome/exit_codes.h"
+#include "launcher/preflight_answers.h"
 #include "launcher/ssh/ssh_session.h"
 
 namespace hvd::launcher {
@@ -23,12 +23,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string Trim(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  return text;
-}
-
-// Runs `command` on the session's host; returns its stdout. Errors name the host.
+// Runs `command` on the session's host; returns the end of its stdout (KeepTail: a host that
+// prints without end costs at most kMaxRemoteOutput until the deadline). Errors name the host.
 Result<std::string> RunRemote(SshSession& session, const std::string& command,
                               Clock::time_point deadline) {
   HVD_ASSIGN_OR_RETURN(LIBSSH2_CHANNEL * channel, session.Exec(command, deadline));
@@ -38,7 +34,7 @@ Result<std::string> RunRemote(SshSession& session, const std::string& command,
   while (true) {
     ssize_t n = libssh2_channel_read(channel, buf, sizeof(buf));
     if (n > 0) {
-      out.append(buf, static_cast<size_t>(n));
+      KeepTail(&out, std::string_view(buf, static_cast<size_t>(n)));
     } else if (n == LIBSSH2_ERROR_EAGAIN) {
       status = session.WaitSocket(deadline, "running '" + command + "'");
       if (!status.ok()) break;
@@ -101,17 +97,15 @@ void ProbeFromRemote(SshSession& session, const std::string& agent_path, const s
     check.reach = "error: " + out.status().message();
     return;
   }
-  check.reach = "error: no answer from '" + command + "'";
-  std::istringstream lines(*out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind("interface ", 0) == 0 && !IsError(check.interface)) {
-      std::string answer = line.substr(10);
-      check.interface = answer + " (on " + check.host + ")";
-    } else if (line.rfind("reach ", 0) == 0) {
-      std::string answer = line.substr(6);
-      check.reach = answer.rfind("ok", 0) == 0 ? "ok" : answer + " (from " + check.host + ")";
-    }
+  const ProbeAnswer answer = ReadProbeAnswer(*out);
+  if (answer.interface && !IsError(check.interface)) {
+    check.interface = *answer.interface + " (on " + check.host + ")";
+  }
+  if (!answer.reach) {
+    check.reach = "error: no answer from '" + command + "'";
+  } else {
+    check.reach =
+        answer.reach->starts_with("ok") ? "ok" : *answer.reach + " (from " + check.host + ")";
   }
 }
 
@@ -133,11 +127,7 @@ void CheckRemote(const SshOptions& ssh, const std::string& agent_path, const std
     return;
   }
   // Its last line: a login script may print before it (a banner, an echo in ~/.bashrc).
-  std::string answer = Trim(*version);
-  if (size_t newline = answer.rfind('\n'); newline != std::string::npos) {
-    answer = Trim(answer.substr(newline + 1));
-  }
-  check.agent = answer;
+  check.agent = VersionAnswer(*version);
   if (check.agent != AgentVersionLine()) {
     check.agent = "error: " + check.agent + " differs from " + AgentVersionLine();
     return;
