@@ -132,7 +132,7 @@ Status ValidateKnobs(Knobs* k) {
   constexpr int64_t kYear = int64_t{86400} * 365;
   HVD_RETURN_IF_ERROR(InRange(k->fusion_threshold_mb, int64_t{0}, kMaxCount));
   HVD_RETURN_IF_ERROR(InRange(k->cycle_time_ms, 0.0, 60000.0));
-  HVD_RETURN_IF_ERROR(InRange(k->cache_capacity, int64_t{0}, kMaxCount));
+  HVD_RETURN_IF_ERROR(InRange(k->cache_capacity, int64_t{0}, int64_t{INT32_MAX}));
   HVD_RETURN_IF_ERROR(InRange(k->autotune_warmup_samples, int64_t{0}, kMaxCount));
   HVD_RETURN_IF_ERROR(InRange(k->autotune_steps_per_sample, int64_t{1}, kMaxCount));
   HVD_RETURN_IF_ERROR(InRange(k->autotune_bayes_opt_max_samples, int64_t{1}, kMaxCount));

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 
@@ -232,7 +233,8 @@ Status LoadCoordinator(const env::Environment& env, RuntimeConfig* c) {
                                    std::to_string(cycle_ms) + " ms is out of range [0, 60000]");
   }
   c->cycle_time = std::chrono::microseconds(std::llround(cycle_ms * 1000.0));
-  HVD_ASSIGN_OR_RETURN(c->cache_capacity, IntIn(env, "HVD_CACHE_CAPACITY", 0, 1 << 20));
+  // Any int32, as Horovod takes (the cache makes its entries as tensors are seen).
+  HVD_ASSIGN_OR_RETURN(c->cache_capacity, IntIn(env, "HVD_CACHE_CAPACITY", 0, INT32_MAX));
   HVD_ASSIGN_OR_RETURN(c->eager_allreduce_bytes,
                        IntIn(env, "HVD_EAGER_ALLREDUCE_BYTES", 0, int64_t{1} << 20));
   HVD_ASSIGN_OR_RETURN(c->disable_group_fusion, env.GetBool("HVD_DISABLE_GROUP_FUSION"));

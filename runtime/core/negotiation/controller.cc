@@ -51,7 +51,6 @@ Controller::Controller(int32_t set_id, std::vector<int32_t> global_ranks, int32_
       pieces_first_(posts_pieces_ && comm_->pieces_first()),
       ands_(comm_->ands_with_allreduce()),
       eager_capable_(config.eager_allreduce_bytes > 0 && (ands_ || posts_)) {
-  next_lone_.resize(static_cast<size_t>(config.cache_capacity) + 1);  // + SeveralSlot()
   fusion_.threshold_bytes = config.fusion_threshold_bytes;
   fusion_.disable_group_fusion = config.disable_group_fusion;
   if (comm_->rank() == 0) {
@@ -360,18 +359,24 @@ Status Controller::LearnEager(size_t executed, uint32_t lone, bool any_pending) 
   return Status::OK();
 }
 
+Controller::Successor* Controller::SuccessorOf(uint32_t slot, bool make) {
+  if (slot == SeveralSlot()) return &several_next_;
+  if (slot < next_lone_.size()) return &next_lone_[slot];
+  if (!make || static_cast<int64_t>(slot) >= cache_.capacity()) return nullptr;
+  next_lone_.resize(static_cast<size_t>(slot) + 1);
+  return &next_lone_[slot];
+}
+
 Result<uint32_t> Controller::NoteLone(uint32_t lone) {
-  if (last_lone_ < next_lone_.size()) {
-    Successor& s = next_lone_[last_lone_];
-    s.confirmed = s.bit == lone;
-    s.bit = lone;
+  if (Successor* s = SuccessorOf(last_lone_, true)) {
+    s->confirmed = s->bit == lone;
+    s->bit = lone;
   }
   last_lone_ = lone;
-  if (lone >= next_lone_.size()) return kNoEager;
-  const Successor& next = next_lone_[lone];
-  if (!next.confirmed) return kNoEager;
-  HVD_ASSIGN_OR_RETURN(const bool eligible, EagerEligible(next.bit));
-  return eligible ? next.bit : kNoEager;
+  const Successor* next = SuccessorOf(lone, false);
+  if (next == nullptr || !next->confirmed) return kNoEager;
+  HVD_ASSIGN_OR_RETURN(const bool eligible, EagerEligible(next->bit));
+  return eligible ? next->bit : kNoEager;
 }
 
 int64_t Controller::EagerInputBytes(const Response& r) {
@@ -653,7 +658,8 @@ void Controller::ApplyTuning(int64_t fusion_threshold_bytes, bool cache_enabled)
     // that another rank would now classify as a hit, and neither would ever match.
     cache_ = ResponseCache(cache_.capacity());
     cache_enabled_ = cache_enabled;
-    std::fill(next_lone_.begin(), next_lone_.end(), Successor());
+    next_lone_.clear();
+    several_next_ = Successor();
   }
 }
 

@@ -188,7 +188,11 @@ class Controller {
   // Notes that a fast-path cycle executed the cache bit `slot` alone, or several tensors
   // (SeveralSlot()), after last_lone_; returns the bit to be eager for next (kNoEager: none).
   Result<uint32_t> NoteLone(uint32_t slot);
-  uint32_t SeveralSlot() const { return static_cast<uint32_t>(next_lone_.size() - 1); }
+  static constexpr uint32_t SeveralSlot() { return UINT32_MAX - 1; }  // never a cache bit
+  // The successor record of `slot` (a bit or SeveralSlot()), made for a bit below the cache's
+  // capacity when `make`; null otherwise.
+  struct Successor;
+  Successor* SuccessorOf(uint32_t slot, bool make);
   Result<ResponseList> Negotiate(bool request_shutdown, const std::string& shutdown_reason);
   void LogNegotiated(const ResponseList& list) const;
   ResponseList CoordinateLocked(const std::vector<std::string>& lists);
@@ -256,7 +260,8 @@ class Controller {
     uint32_t bit = kNoEager;
     bool confirmed = false;
   };
-  std::vector<Successor> next_lone_;
+  std::vector<Successor> next_lone_;  // by bit, grown as bits are seen
+  Successor several_next_;            // SeveralSlot()'s
   bool eager_sent_ = false;
   std::vector<char> eager_input_;      // PostEager: a prescaled copy of the input; grown only
   std::vector<int64_t> posted_bytes_;  // PostEager: what each member posts

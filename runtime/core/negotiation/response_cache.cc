@@ -16,10 +16,7 @@ bool SameParams(const Request& a, const Request& b) {
          (a.type != OpType::kAlltoall || a.args.empty() == b.args.empty());
 }
 
-ResponseCache::ResponseCache(int64_t capacity) : capacity_(capacity < 0 ? 0 : capacity) {
-  entries_.resize(static_cast<size_t>(capacity_));
-  for (int64_t b = capacity_ - 1; b >= 0; --b) free_bits_.push_back(static_cast<uint32_t>(b));
-}
+ResponseCache::ResponseCache(int64_t capacity) : capacity_(capacity < 0 ? 0 : capacity) {}
 
 ResponseCache::State ResponseCache::Lookup(const Request& request, uint32_t* bit) const {
   auto it = by_name_.find(request.name);
@@ -39,6 +36,9 @@ void ResponseCache::Put(const Response& response, const Request& params) {
   } else if (!free_bits_.empty()) {
     bit = free_bits_.back();
     free_bits_.pop_back();
+  } else if (static_cast<int64_t>(entries_.size()) < capacity_) {
+    bit = static_cast<uint32_t>(entries_.size());
+    entries_.emplace_back();
   } else {
     bit = lru_.back();
     lru_.pop_back();

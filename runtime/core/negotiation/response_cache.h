@@ -2,6 +2,7 @@
 #define HVD_RUNTIME_CORE_NEGOTIATION_RESPONSE_CACHE_H_
 
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <string>
 #include <unordered_map>
@@ -17,7 +18,10 @@ namespace hvd::runtime {
 //
 // Every rank must mutate its cache identically (Put/Erase/Touch in the same order with the
 // same arguments) so bit positions agree; the controller guarantees that. Capacity 0 disables
-// the cache. LRU eviction reuses the victim's bit and warns once. Background thread only.
+// the cache. Entries are made as bits are first used, the lowest free bit first, so a large
+// capacity costs nothing until that many tensors are seen (a whole capacity of ~400-byte entries
+// was allocated for every process set, 420 MB at 2^20, until 2026-12-02). LRU eviction reuses
+// the victim's bit and warns once. Background thread only.
 class ResponseCache {
  public:
   enum class State { kMiss, kHit, kInvalid };
@@ -51,9 +55,13 @@ class ResponseCache {
   };
 
   int64_t capacity_;
-  std::vector<Entry> entries_;       // indexed by bit
-  std::list<uint32_t> lru_;          // front = most recently used
-  std::vector<uint32_t> free_bits_;  // descending, so the lowest bit is used first
+  // Indexed by bit, grown one bit at a time up to capacity_ (a deque: a reference to an entry,
+  // which the controller keeps across a Put, stays valid).
+  std::deque<Entry> entries_;
+  std::list<uint32_t> lru_;  // front = most recently used
+  // Erased bits, descending, so the lowest is used first (each below entries_.size(), so before
+  // a fresh one).
+  std::vector<uint32_t> free_bits_;
   std::unordered_map<std::string, uint32_t> by_name_;
   int64_t evictions_ = 0;
   int64_t high_water_ = -1;  // the highest bit ever used

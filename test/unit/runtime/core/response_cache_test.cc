@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+
 namespace hvd::runtime {
 namespace {
 
@@ -66,6 +69,29 @@ TEST(ResponseCacheTest, ZeroCapacityCachesNothing) {
   cache.Put(Resp("a"), Req("a"));
   uint32_t bit;
   EXPECT_EQ(cache.Lookup(Req("a"), &bit), ResponseCache::State::kMiss);
+}
+
+// A capacity as large as Horovod takes costs nothing until tensors are seen (the whole
+// capacity's entries were allocated up front, ~400 B each, until 2026-12-02): bits are made as
+// needed, a freed bit before a fresh one, and references to entries stay valid as it grows.
+TEST(ResponseCacheTest, AHugeCapacityMakesEntriesOnlyAsBitsAreUsed) {
+  ResponseCache cache(INT32_MAX);
+  cache.Put(Resp("a"), Req("a"));
+  const Response& a = cache.Get(0);
+  for (int i = 0; i < 1000; ++i) cache.Put(Resp("t" + std::to_string(i)), Req("t"));
+  EXPECT_EQ(a.names[0], "a");  // still the entry it was
+  EXPECT_EQ(cache.size(), 1001u);
+  EXPECT_EQ(cache.words_in_use(), 16);  // bits 0..1000
+  cache.Erase(7);
+  cache.Put(Resp("b"), Req("b"));
+  uint32_t bit = 99;
+  ASSERT_EQ(cache.Lookup(Req("b"), &bit), ResponseCache::State::kHit);
+  EXPECT_EQ(bit, 7u);
+  cache.Put(Resp("c"), Req("c"));
+  ASSERT_EQ(cache.Lookup(Req("c"), &bit), ResponseCache::State::kHit);
+  EXPECT_EQ(bit, 1001u);
+  EXPECT_FALSE(cache.Has(1002));
+  EXPECT_EQ(cache.evictions(), 0);
 }
 
 }  // namespace
