@@ -103,15 +103,15 @@ void RendezvousConnection::ReadHeader() {
 }
 
 void RendezvousConnection::ReadBody(const control::FrameHeader& header) {
-  size_t rest = header.body_length + control::kFrameTagBytes;
-  buffer_.resize(control::kFrameHeaderBytes + rest);
+  body_bytes_ = header.body_length + control::kFrameTagBytes;
+  buffer_.resize(control::kFrameHeaderBytes);
   if (session_.state() == State::kReady) {
     // After the handshake a client may idle between frames, but not stall inside one: the body
     // must come within the handshake timeout plus 1 ms per 64 bytes (at least 64 KB/s, half a
     // Mbit/s: a 16 MiB body over a slow link, not in 5 s as until 2026-12-02).
     body_pending_ = true;
     frame_timer_.expires_after(context_->options->handshake_timeout +
-                               std::chrono::milliseconds(rest / 64));
+                               std::chrono::milliseconds(body_bytes_ / 64));
     frame_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
       if (ec == asio::error::operation_aborted) return;
       self->Guarded("frame timer", [&] {
@@ -122,20 +122,32 @@ void RendezvousConnection::ReadBody(const control::FrameHeader& header) {
       });
     });
   }
-  asio::async_read(socket_, asio::buffer(buffer_.data() + control::kFrameHeaderBytes, rest),
-                   [self = shared_from_this(), rest](const asio::error_code& ec, size_t n) {
+  ReadBodyPiece();
+}
+
+void RendezvousConnection::ReadBodyPiece() {
+  // Piece by piece, so that what a sender announces is not what it holds: a key holder sending
+  // a 16 MiB body slowly kept a 16 MiB buffer for the whole deadline (until 2026-12-02).
+  constexpr size_t kBodyPieceBytes = size_t{64} << 10;
+  const size_t have = buffer_.size() - control::kFrameHeaderBytes;
+  const size_t piece = std::min(kBodyPieceBytes, body_bytes_ - have);
+  buffer_.resize(buffer_.size() + piece);
+  asio::async_read(socket_, asio::buffer(buffer_.data() + control::kFrameHeaderBytes + have, piece),
+                   [self = shared_from_this(), have, piece](const asio::error_code& ec, size_t n) {
                      self->Guarded("body read", [&] {
                        if (self->session_.state() == State::kClosed) return;
-                       if (self->session_.state() == State::kReady) {
+                       const bool done = ec || have + piece == self->body_bytes_;
+                       if (done && self->session_.state() == State::kReady) {
                          self->body_pending_ = false;
                          self->frame_timer_.cancel();
                        }
                        if (ec) {
                          return self->Reject(FrameFault::kTruncated,
-                                             "connection ended after " + std::to_string(n) +
-                                                 " of " + std::to_string(rest) +
+                                             "connection ended after " + std::to_string(have + n) +
+                                                 " of " + std::to_string(self->body_bytes_) +
                                                  " body and tag bytes");
                        }
+                       if (!done) return self->ReadBodyPiece();
                        self->OnFrame();
                      });
                    });

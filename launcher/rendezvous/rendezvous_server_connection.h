@@ -47,6 +47,8 @@ class RendezvousConnection : public std::enable_shared_from_this<RendezvousConne
 
   void ReadHeader();
   void ReadBody(const control::FrameHeader& header);
+  // The next piece of the body (at most kBodyPieceBytes): the buffer grows with what arrived.
+  void ReadBodyPiece();
   void OnFrame();
   void StartWait(const control::KvRequest& request);
   void FinishWait(std::optional<std::string> value);
@@ -70,6 +72,7 @@ class RendezvousConnection : public std::enable_shared_from_this<RendezvousConne
   std::string peer_;
   RendezvousSession session_;
   std::string buffer_;         // the frame being read
+  size_t body_bytes_ = 0;      // the body and tag the header announced
   bool body_pending_ = false;  // a post-handshake frame body is being read
   std::deque<std::string> write_queue_;
   bool waiting_ = false;
