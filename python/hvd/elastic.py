@@ -188,6 +188,25 @@ def _enter_round(state: State) -> bool:
     return joined
 
 
+def _every_rank_skips_sync(mine: bool) -> bool:
+    """Whether the state sync after a reset is skipped, agreed by every rank of the new round:
+    each rank's own answer comes from its HostsUpdatedInterrupt (or a failure), and a peer that
+    died during check_host_updates' broadcast left some ranks with skip_sync=True and others
+    with a HorovodInternalError; those then synced while these trained, a stall until the
+    stall shutdown (until 2026-12-02; Horovod's ranks decide alone too). Only in a round
+    without newcomers, where every member came through a reset (a newcomer syncs anyway)."""
+    import array  # not numpy: hvd.torch works without it
+
+    from hvd import _hvd_c as _c
+    from hvd.basics import Min
+    flag, agreed = array.array("i", [1 if mine else 0]), array.array("i", [0])
+    try:
+        _c.allreduce_now(flag, agreed, _c.INT32, (1,), "hvd.elastic.skip_sync", Min, 1.0, 1.0, 0)
+    except _c.Error as error:
+        raise HorovodInternalError(str(error)) from None
+    return agreed[0] == 1
+
+
 def run_fn(func: Callable, reset: Callable[[], None]) -> Callable:
     """Wraps ``func(state, ...)``: syncs the state, runs func, and on a failed collective
     restores the last commit. Under the elastic driver (HVD_ELASTIC=1) it then resets the
@@ -225,10 +244,13 @@ def run_fn(func: Callable, reset: Callable[[], None]) -> Callable:
                     if _REMOVED in str(error):  # the driver left this worker out: just leave
                         raise SystemExit(f"hvd.elastic: {error}") from None
                     raise
-                if _enter_round(state):
+                joined = _enter_round(state)
+                if joined:
                     skip_sync = False
                 try:
                     state.on_reset()
+                    if not joined:
+                        skip_sync = _every_rank_skips_sync(skip_sync)
                     break
                 except HorovodInternalError:
                     # A collective of a reset callback lost a peer: another reset, as for a

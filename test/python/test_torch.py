@@ -691,6 +691,30 @@ def test_horovod_common_util_helpers():
     assert handle(None, None) == ht.Average and handle(None, False) == ht.Sum
 
 
+# ---- hvd.elastic.run at several ranks ------------------------------------------------------
+
+# After a reset, the ranks of a round without newcomers agree whether to skip the state sync:
+# here rank 0's interrupt says skip and the others' say sync (a peer that died during
+# check_host_updates' broadcast leaves them so); every rank syncs. Until 2026-12-02 each rank
+# decided alone, and the skipping ranks trained while the others waited in the sync.
+def test_after_a_reset_every_rank_syncs_if_one_must(hvd):
+    import hvd.elastic as common
+    state = common.ObjectState(lambda obj: obj, hvd.rank, step=0)
+    syncs = []
+    state.sync = lambda: syncs.append(1)
+    attempts = []
+
+    def train(state):
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise hvd.HostsUpdatedInterrupt(skip_sync=hvd.rank() == 0)
+        return "done"
+
+    assert common.run_fn(train, reset=lambda: None)(state) == "done"
+    # The first sync on entry, and after the reset only where some rank must sync.
+    assert len(syncs) == (1 if hvd.size() == 1 else 2), (hvd.rank(), syncs)
+
+
 # ---- lifecycle (last: it re-initializes) -------------------------------------------------
 
 def test_timeline_api_reports_errors(hvd, tmp_path):
