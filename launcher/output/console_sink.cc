@@ -19,25 +19,6 @@
 namespace hvd::launcher {
 namespace {
 
-// Writes all of `data`; waits out EAGAIN where the descriptor was made non-blocking by someone
-// else (a terminal shared with another program). Returns 0 or the failed write's errno.
-int WriteToConsole(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n > 0) {
-      data.remove_prefix(static_cast<size_t>(n));
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n < 0 && errno == EAGAIN) {
-      pollfd p = {fd, POLLOUT, 0};
-      ::poll(&p, 1, 1000);
-    } else {
-      return n < 0 ? errno : EIO;
-    }
-  }
-  return 0;
-}
-
 // One console that can block (a terminal, a pipe, a socket), its queue and its writer thread.
 struct Sink {
   std::deque<std::pair<int, std::string>> queue;  // (fd, text), written in this order
@@ -74,7 +55,7 @@ void RunWriter(Sink* sink) {
     sink->queue.pop_front();
     sink->writing = true;
     lock.unlock();
-    const int error = sink->closed ? EPIPE : WriteToConsole(fd, text);
+    const int error = sink->closed ? EPIPE : WriteWhole(fd, text);
     lock.lock();
     sink->writing = false;
     if (error == EPIPE) sink->closed = true;
@@ -115,11 +96,28 @@ bool Quitting() {
 
 }  // namespace
 
+int WriteWhole(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n > 0) {
+      data.remove_prefix(static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && errno == EAGAIN) {
+      pollfd p = {fd, POLLOUT, 0};
+      ::poll(&p, 1, 1000);
+    } else {
+      return n < 0 ? errno : EIO;
+    }
+  }
+  return 0;
+}
+
 void ConsoleWrite(int fd, std::string text) {
   if (text.empty()) return;
   Sink* sink = SinkOf(fd, true);
   if (sink == nullptr) {
-    (void)WriteToConsole(fd, text);  // a regular file; a full disk loses the line, as before
+    (void)WriteWhole(fd, text);  // a regular file; a full disk loses the line, as before
     return;
   }
   Consoles& c = All();
@@ -150,8 +148,7 @@ void ConsoleFlush(std::chrono::milliseconds most, bool watch_signals) {
     }
     return true;
   };
-  while (!done() && std::chrono::steady_clock::now() < deadline &&
-         !(watch_signals && Quitting())) {
+  while (!done() && std::chrono::steady_clock::now() < deadline && !(watch_signals && Quitting())) {
     c.idle.wait_for(lock, std::chrono::milliseconds(100));
   }
   if (done()) return;

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 
 // hvdrun's console: its stdout and stderr, written by the job's event loop (the ranks' lines,
 // OutputForwarder) and by any thread (hvdrun's own lines, PrintToUser).
@@ -20,6 +21,11 @@
 namespace hvd::launcher {
 
 inline constexpr size_t kConsoleBacklogBytes = size_t{4} << 20;
+
+// Writes all of `data` to `fd` at once (a console, or a rank's --output-filename file); waits out
+// EAGAIN where the descriptor was made non-blocking by someone else (a terminal shared with
+// another program). Returns 0 or the failed write's errno.
+int WriteWhole(int fd, std::string_view data);
 // How long a job stopped by a signal (Ctrl-C, a scheduler's SIGTERM) waits for a stalled
 // console to take its last lines before hvdrun exits without them.
 inline constexpr std::chrono::milliseconds kStoppedFlush{2000};

@@ -24,25 +24,6 @@ constexpr size_t kTailLineLimit = 512;
 // without line ends is not held without limit (300 MB of it took 596 MB until 2026-12-02).
 constexpr size_t kMaxLineBytes = size_t{1} << 20;
 
-// Writes all of `data` to a rank's file; waits out EAGAIN. Returns 0 or the errno of the
-// failed write (a full disk must not stop the job: the file ends and the console goes on).
-int WriteAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n > 0) {
-      data.remove_prefix(static_cast<size_t>(n));
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n < 0 && errno == EAGAIN) {
-      pollfd p = {fd, POLLOUT, 0};
-      ::poll(&p, 1, 1000);
-    } else {
-      return n < 0 ? errno : EIO;
-    }
-  }
-  return 0;
-}
-
 // Horovod's time.asctime() form, "Sun Nov  2 04:18:34 2026".
 std::string AscTimeNow() {
   std::time_t now = std::time(nullptr);
@@ -132,7 +113,7 @@ OutputForwarder::Channel& OutputForwarder::ChannelOf(int rank, Stream stream) {
 void OutputForwarder::Write(int rank, Stream stream, std::string_view bytes) {
   Channel& channel = ChannelOf(rank, stream);
   if (channel.file_fd >= 0) {
-    if (int error = WriteAll(channel.file_fd, bytes)) FileFailed(rank, stream, channel, error);
+    if (int error = WriteWhole(channel.file_fd, bytes)) FileFailed(rank, stream, channel, error);
   }
   if (channel.cr_pending && !bytes.empty()) {
     // The previous read ended in '\r'; only now do we know whether it was half of "\r\n".

@@ -26,6 +26,21 @@ def all_up(path, n):
     return lambda: all((path / ("up.%d" % r)).exists() for r in range(n))
 
 
+def signal_and_wait(proc, signo):
+    """Sends hvdrun `signo` and waits for it to exit (30 s); (its stderr, the seconds taken)."""
+    sent = time.monotonic()
+    proc.send_signal(signo)
+    _, err = proc.communicate(timeout=30)
+    return err, time.monotonic() - sent
+
+
+def end(proc, marker):
+    """hvdrun and its ranks are gone, whatever the test saw."""
+    proc.kill()
+    proc.wait(timeout=30)
+    kill_leftovers(marker)
+
+
 def test_first_failing_rank_code_is_hvdruns_code_and_nothing_survives(tmp_path):
     marker = unique_marker()
     script = r"""
@@ -139,14 +154,9 @@ def test_sigint_stops_ranks_that_ignore_sigterm_after_the_grace_period(tmp_path)
                  python_rank(WAITER, marker) + ["ignore", str(tmp_path)])
     try:
         wait_for(all_up(tmp_path, 3), 30, "all ranks to start")
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-        elapsed = time.monotonic() - sent
+        err, elapsed = signal_and_wait(proc, signal.SIGINT)
     finally:
-        proc.kill()
-        proc.wait(timeout=30)
-        kill_leftovers(marker)
+        end(proc, marker)
     assert proc.returncode == 130, err.decode()
     assert 0.9 <= elapsed < 15, elapsed
     assert "received SIGINT" in err.decode()
@@ -176,15 +186,10 @@ def test_ctrl_c_stops_the_job_while_the_console_reader_is_stalled(tmp_path):
             fcntl.ioctl(read_end, termios.FIONREAD, held)
             return held[0] >= 60000
         wait_for(pipe_full, 30, "the ranks' lines to fill the pipe nobody reads")
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-        elapsed = time.monotonic() - sent
+        err, elapsed = signal_and_wait(proc, signal.SIGINT)
     finally:
-        proc.kill()
-        proc.wait(timeout=30)
+        end(proc, marker)
         os.close(read_end)
-        kill_leftovers(marker)
     assert proc.returncode == 130, err.decode()
     assert elapsed < 15, elapsed
     assert "received SIGINT, stopping the job" in err.decode(), err.decode()

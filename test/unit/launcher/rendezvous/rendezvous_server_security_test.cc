@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/byte_codec.h"
+#include "common/check.h"
 #include "common/kv_client.h"
 #include "common/kv_messages.h"
 #include "common/tcp_kv_client.h"
@@ -36,18 +37,22 @@ control::JobKey Key(uint8_t fill) {
   return key;
 }
 
+// A server for job "job-1" under Key(0x11).
+std::unique_ptr<RendezvousServer> StartServer(milliseconds handshake_timeout,
+                                              uint32_t max_frame_bytes) {
+  RendezvousServerOptions options;
+  options.key = Key(0x11);
+  options.job_id = "job-1";
+  options.handshake_timeout = handshake_timeout;
+  options.max_frame_bytes = max_frame_bytes;
+  auto server = RendezvousServer::Start(options);
+  HVD_CHECK(server.ok()) << server.status().ToString();
+  return std::move(server).value();
+}
+
 class RendezvousSecurityTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    RendezvousServerOptions options;
-    options.key = Key(0x11);
-    options.job_id = "job-1";
-    options.handshake_timeout = milliseconds(300);
-    options.max_frame_bytes = 64 << 10;
-    auto server = RendezvousServer::Start(options);
-    ASSERT_TRUE(server.ok()) << server.status().ToString();
-    server_ = std::move(server).value();
-  }
+  void SetUp() override { server_ = StartServer(milliseconds(300), 64 << 10); }
 
   // A genuine client still works: the server survived whatever the test did.
   void ExpectServerStillServes() {
@@ -499,19 +504,13 @@ int64_t ResidentBytes() {
 // per such connection for the whole deadline, which grows with the size). The rest then comes
 // and every value is stored whole.
 TEST(RendezvousServerLimitsTest, ASlowLargeBodyHoldsOnlyWhatArrived) {
-  RendezvousServerOptions options;
-  options.key = Key(0x11);
-  options.job_id = "job-1";
-  options.handshake_timeout = milliseconds(20000);
-  options.max_frame_bytes = 16 << 20;
-  auto server = RendezvousServer::Start(options);
-  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  std::unique_ptr<RendezvousServer> server = StartServer(milliseconds(20000), 16 << 20);
   constexpr int kSenders = 4;
   const std::string value((16 << 20) - 1024, 'v');
   std::vector<RawSession> raws;
   std::vector<std::string> frames;
   for (int i = 0; i < kSenders; ++i) {
-    raws.push_back(RawSession::Open((*server)->port(), Key(0x11), "job-1"));
+    raws.push_back(RawSession::Open(server->port(), Key(0x11), "job-1"));
     frames.push_back(raws.back().channel().Seal(
         FrameType::kSet,
         control::EncodeKvRequest({FrameType::kSet, "k" + std::to_string(i), value, 0, 0})));
@@ -531,10 +530,10 @@ TEST(RendezvousServerLimitsTest, ASlowLargeBodyHoldsOnlyWhatArrived) {
   }
   for (int i = 0; i < kSenders; ++i) {
     const std::string key = "k" + std::to_string(i);
-    for (int t = 0; t < 500 && (*server)->Get(key) == std::nullopt; ++t) {
+    for (int t = 0; t < 500 && server->Get(key) == std::nullopt; ++t) {
       std::this_thread::sleep_for(milliseconds(10));
     }
-    EXPECT_EQ((*server)->Get(key), value) << key;
+    EXPECT_EQ(server->Get(key), value) << key;
   }
 }
 
