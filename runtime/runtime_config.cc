@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 namespace hvd::runtime {
 namespace {
@@ -43,8 +44,17 @@ Result<int64_t> AutoOrBytes(const env::Environment& env, const char* name, const
 
 // Reads a launcher's variable `name`, which must be an integer in [lo, hi].
 Result<int32_t> LauncherInt(const env::Environment& env, const std::string& name, int64_t lo,
-                            int64_t hi) {
-  const std::string text = env.Raw(name).value_or("");
+                            int64_t hi, const std::string& launcher_vars) {
+  const std::optional<std::string> raw = env.Raw(name);
+  if (!raw) {
+    // Open MPI and MPICH/Intel MPI set all four; a PMI launcher that sets only the rank and
+    // size (srun --mpi=pmi2) read as "got ''" until 2026-12-02.
+    return Status::InvalidArgument(name + " is not set, but " + launcher_vars +
+                                   " are: libhvd needs an MPI launcher's local rank and size "
+                                   "too (Open MPI's and MPICH's mpirun set them); start the job "
+                                   "with hvdrun otherwise");
+  }
+  const std::string& text = *raw;
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || v < lo || v > hi) {
@@ -64,10 +74,11 @@ Status LoadMpirunTopology(const env::Environment& env, bool open_mpi, RuntimeCon
   const std::string local_rank = open_mpi ? "OMPI_COMM_WORLD_LOCAL_RANK" : "MPI_LOCALRANKID";
   const std::string local_size = open_mpi ? "OMPI_COMM_WORLD_LOCAL_SIZE" : "MPI_LOCALNRANKS";
   c->topology_source = open_mpi ? "OMPI_COMM_WORLD_RANK/SIZE" : "PMI_RANK/PMI_SIZE";
-  HVD_ASSIGN_OR_RETURN(c->size, LauncherInt(env, size, 1, kMaxInt32));
-  HVD_ASSIGN_OR_RETURN(c->rank, LauncherInt(env, rank, 0, c->size - 1));
-  HVD_ASSIGN_OR_RETURN(c->local_size, LauncherInt(env, local_size, 1, c->size));
-  HVD_ASSIGN_OR_RETURN(c->local_rank, LauncherInt(env, local_rank, 0, c->local_size - 1));
+  const std::string vars = rank + " and " + size;
+  HVD_ASSIGN_OR_RETURN(c->size, LauncherInt(env, size, 1, kMaxInt32, vars));
+  HVD_ASSIGN_OR_RETURN(c->rank, LauncherInt(env, rank, 0, c->size - 1, vars));
+  HVD_ASSIGN_OR_RETURN(c->local_size, LauncherInt(env, local_size, 1, c->size, vars));
+  HVD_ASSIGN_OR_RETURN(c->local_rank, LauncherInt(env, local_rank, 0, c->local_size - 1, vars));
   c->cross_size = std::max<int32_t>(1, c->size / c->local_size);
   c->cross_rank = std::min(c->rank / c->local_size, c->cross_size - 1);
   HVD_ASSIGN_OR_RETURN(c->hostname, env.GetString("HVD_HOSTNAME"));

@@ -200,11 +200,18 @@ TEST(RuntimeConfigTest, MpirunTopologyComesFromHydrasPmiVariablesToo) {
   EXPECT_EQ(c->local_size, 2);
   EXPECT_EQ(c->cross_rank, 1);
   EXPECT_EQ(c->controller, "mpi");
-  // A launcher that gives no local rank is refused naming the variable
+  // A launcher that gives no local rank is refused naming the variable as not set (it read
+  // "expected an integer in [0, 1], got ''" until 2026-12-02)
   auto no_local = Load({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}});
   ASSERT_FALSE(no_local.ok());
-  EXPECT_NE(no_local.status().message().find("MPI_LOCALNRANKS"), std::string::npos)
+  EXPECT_NE(
+      no_local.status().message().find("MPI_LOCALNRANKS is not set, but PMI_RANK and PMI_SIZE are"),
+      std::string::npos)
       << no_local.status().message();
+  auto no_local_rank = Load({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}, {"MPI_LOCALNRANKS", "2"}});
+  ASSERT_FALSE(no_local_rank.ok());
+  EXPECT_NE(no_local_rank.status().message().find("MPI_LOCALRANKID is not set"), std::string::npos)
+      << no_local_rank.status().message();
   // One rank (a singleton's PMI_SIZE=1) and hvdrun's own variables are not mpirun's
   auto one = Load({{"PMI_RANK", "0"}, {"PMI_SIZE", "1"}});
   ASSERT_TRUE(one.ok()) << one.status().ToString();
