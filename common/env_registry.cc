@@ -88,7 +88,7 @@ const std::vector<VarSpec> kVars = {
   {"HVD_LOG_LEVEL", "HOROVOD_LOG_LEVEL", kString, "WARNING", kBoth, "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL"},
   {"HVD_LOG_HIDE_TIME", "HOROVOD_LOG_HIDE_TIME", kBool, "0", kBoth, "omit timestamps from log lines"},
   // --- Launcher ----------------------------------------------------------------------------
-  {"HVD_START_TIMEOUT", "HOROVOD_START_TIMEOUT", kInt, "30", kLauncher, "seconds to start every rank (and for ranks to rendezvous)"},
+  {"HVD_START_TIMEOUT", "HOROVOD_START_TIMEOUT", kInt, "30", kLauncher, "seconds hvdrun waits for every rank to start (the ranks' own rendezvous waits are HVD_GLOO_TIMEOUT_SECONDS)"},
   {"HVD_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT", kFloat, "600", kBoth, "seconds an elastic job waits for enough slots (--min-np) before it fails"},
   {"HVD_HOST_DISCOVERY_INTERVAL", "", kFloat, "1", kLauncher, "seconds between runs of the elastic --host-discovery-script"},
   {"HVD_HOST_DISCOVERY_TIMEOUT", "", kFloat, "10", kLauncher, "seconds a --host-discovery-script run may take before it is killed (its last good host set stays)"},
