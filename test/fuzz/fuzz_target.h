@@ -43,6 +43,9 @@ std::string FuzzCommandLine(std::string_view input);
 std::string FuzzRankMessages(std::string_view input);
 std::string FuzzKnownHosts(std::string_view input);
 std::string FuzzShellSplit(std::string_view input);
+std::string FuzzRankSetup(std::string_view input);
+std::string FuzzLauncherTopology(std::string_view input);
+std::string FuzzPreflightAnswers(std::string_view input);
 
 struct Target {
   const char* name;  // the folder name under corpus/, regressions/ and dict/
@@ -75,6 +78,9 @@ inline constexpr Target kTargets[] = {
     {"rank_messages", FuzzRankMessages},
     {"known_hosts", FuzzKnownHosts},
     {"shell_split", FuzzShellSplit},
+    {"rank_setup", FuzzRankSetup},
+    {"launcher_topology", FuzzLauncherTopology},
+    {"preflight_answers", FuzzPreflightAnswers},
 };
 
 }  // namespace hvd::fuzz

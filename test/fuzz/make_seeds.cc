@@ -22,6 +22,8 @@
 #include "runtime/core/negotiation/coordinator.h"
 #include "runtime/core/negotiation/fusion_planner.h"
 #include "runtime/core/negotiation/message.h"
+#include "runtime/core/negotiation/start_agreement.h"
+#include "runtime/transports/gpu_path.h"
 #include "runtime/transports/tcp/tcp_handshake.h"
 #include "test/fuzz/fuzz_keys.h"
 #include "timeline/clock_reply.h"
@@ -508,6 +510,81 @@ void ShellSplitSeeds(Corpus& c) {
   c.Write("shell_split", "unbalanced", "-x 'A=b");
 }
 
+// What ranks tell each other while they set up (rank_setup: the mode byte, then its input).
+void RankSetupSeeds(Corpus& c) {
+  using namespace std::string_literals;
+  const runtime::StartKnob knobs[] = {{"A", 64}, {"B", -1}};
+  const std::string sets = "[[0, 1]]";
+  // Rank 0's local size 2, two knobs (int8 values, no 2^40 factor), its sets, then the lines.
+  const std::string own = "\x02\x02\x40\x00\xff\x00"s + sets + "\n";
+  c.Write("rank_setup", "start-agree", Mode(0, own + runtime::EncodeStartLine(2, knobs, sets)));
+  c.Write("rank_setup", "start-differ", Mode(0, own + "2 64 7 [[0, 1]]\n1 64 -1 [[0, 1]]"));
+  c.Write("rank_setup", "start-malformed", Mode(0, own + "2 064 -1 [[0, 1]]\n+2 64"));
+  c.Write("rank_setup", "gpu-own",
+          Mode(1, "auto\nNCCL_HOSTID=a\n0000:01:00.0\nscale-kernel\0"s +
+                      "auto\nNCCL_HOSTID=b\n0000:01:00.0\nscale-kernel"));
+  c.Write("rank_setup", "gpu-shared",
+          Mode(1, "nccl\nh\n0000:01:00.0\0nccl\nh\n0000:01:00.0\0cpu\nh"s));
+  c.Write("rank_setup", "decision-nccl",
+          Mode(2, "N-" + std::string(runtime::kNcclUniqueIdBytes, '\x02')));
+  c.Write("rank_setup", "decision-error", Mode(2, "EHVD_GPU_OPERATIONS differs"));
+  c.Write("rank_setup", "address",
+          Mode(3, runtime::EncodePeerAddress("10.0.0.2", 41234, "node 2")));
+  c.Write("rank_setup", "address-v6", Mode(3, "fd00::2 65535 h"));
+  c.Write("rank_setup", "address-bad", Mode(3, "10.0.0.2 041234  node2"));
+}
+
+// Another launcher's or Slurm's variables (launcher_topology: PATH's byte, then records of a
+// variable's index in the target's list and its value).
+void LauncherTopologySeeds(Corpus& c) {
+  using namespace std::string_literals;
+  c.Write("launcher_topology", "ompi",
+          "\x01\x00"
+          "1\n\x01"
+          "4\n\x02"
+          "1\n\x03"
+          "2\n"s);
+  c.Write("launcher_topology", "pmi",
+          "\x01\x04"
+          "3\n\x05"
+          "4\n\x06"
+          "1\n\x07"
+          "2\n"s);
+  c.Write("launcher_topology", "hvd",
+          "\x00\x08"
+          "0\n\x09"
+          "2\n\x0a"
+          "0\n\x0b"
+          "2\n\x0e"
+          "n1\n"s);
+  c.Write("launcher_topology", "bad",
+          "\x01\x00"
+          "-1\n\x01"
+          "4x\n\x02"
+          "9\n"s);
+  c.Write("launcher_topology", "slurm",
+          "\x01\x0f"
+          "42\n\x11"
+          "node[1-2],gpu7\n"s);
+  c.Write("launcher_topology", "slurm-bad-id",
+          "\x01\x10"
+          "42 --uid=0\n\x12"
+          "n[1-\n"s);
+}
+
+// What a remote host prints back to hvdrun --check (preflight_answers: pieces, each a length
+// byte and its bytes; a length of 0 repeats the last piece).
+void PreflightAnswerSeeds(Corpus& c) {
+  auto piece = [](const std::string& bytes) {
+    return std::string(1, static_cast<char>(bytes.size())) + bytes;
+  };
+  c.Write("preflight_answers", "version", piece("Welcome to h1\r\n") + piece("hvd-agent 0.1.0\n"));
+  c.Write("preflight_answers", "probe",
+          piece("interface ok eth0 10.0.0.2\n") + piece("reach error: connection refused\r\n"));
+  c.Write("preflight_answers", "endless", piece("yes\n") + std::string(3, '\0'));
+  c.Write("preflight_answers", "control", piece("interface \x1b]0;owned\x07\n"));
+}
+
 }  // namespace
 }  // namespace hvd::fuzz
 
@@ -534,6 +611,9 @@ int main(int argc, char** argv) {
   hvd::fuzz::RankMessageSeeds(corpus);
   hvd::fuzz::KnownHostsSeeds(corpus);
   hvd::fuzz::ShellSplitSeeds(corpus);
+  hvd::fuzz::RankSetupSeeds(corpus);
+  hvd::fuzz::LauncherTopologySeeds(corpus);
+  hvd::fuzz::PreflightAnswerSeeds(corpus);
   std::printf("wrote %d seeds under %s\n", corpus.count(), argv[1]);
   return 0;
 }
