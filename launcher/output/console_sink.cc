@@ -17,20 +17,21 @@
 #include <utility>
 
 namespace hvd::launcher {
-namespace {
 
 // One console that can block (a terminal, a pipe, a socket), its queue and its writer thread.
-struct Sink {
+struct ConsoleQueue {
   std::deque<std::pair<int, std::string>> queue;  // (fd, text), written in this order
   bool writing = false;
-  bool closed = false;  // a write failed with EPIPE
+  std::atomic<bool> closed{false};  // a write failed with EPIPE
   std::condition_variable wake;
 };
+
+namespace {
 
 // Never destroyed: the writer threads run until the process ends.
 struct Consoles {
   std::mutex mu;
-  std::map<std::pair<dev_t, ino_t>, Sink*> sinks;
+  std::map<std::pair<dev_t, ino_t>, ConsoleQueue*> sinks;
   std::condition_variable idle;  // notified whenever a write completes
   std::atomic<size_t> backlog{0};
   bool abandoned = false;  // ConsoleFlush gave up: what is left is dropped
@@ -41,7 +42,7 @@ Consoles& All() {
   return *consoles;
 }
 
-void RunWriter(Sink* sink) {
+void RunWriter(ConsoleQueue* sink) {
   // Every signal stays with hvdrun's other threads (its signalfd); an EPIPE write's SIGPIPE is
   // this thread's, blocked, and the write says EPIPE.
   sigset_t all;
@@ -66,25 +67,21 @@ void RunWriter(Sink* sink) {
 
 bool Stalls(const struct stat& st) { return !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode); }
 
-// The sink of `fd`'s file, created (with its thread) on first use; nullptr for a file that
+// The queue of `fd`'s file, made (with its thread) on first use; nullptr for a file that
 // cannot stall, or a closed descriptor.
-Sink* SinkOf(int fd, bool create) {
+ConsoleQueue* QueueOf(int fd) {
   struct stat st = {};
   if (::fstat(fd, &st) != 0 || !Stalls(st)) return nullptr;
   Consoles& c = All();
   std::lock_guard<std::mutex> lock(c.mu);
-  if (!create) {
-    auto it = c.sinks.find({st.st_dev, st.st_ino});
-    return it == c.sinks.end() ? nullptr : it->second;
-  }
-  Sink*& sink = c.sinks[{st.st_dev, st.st_ino}];
-  if (sink == nullptr) {
-    sink = new Sink;
-    std::thread(RunWriter, sink).detach();
+  ConsoleQueue*& queue = c.sinks[{st.st_dev, st.st_ino}];
+  if (queue == nullptr) {
+    queue = new ConsoleQueue;
+    std::thread(RunWriter, queue).detach();
     static const bool registered = std::atexit([] { ConsoleFlush(); }) == 0;
     (void)registered;
   }
-  return sink;
+  return queue;
 }
 
 bool Quitting() {
@@ -113,29 +110,27 @@ int WriteWhole(int fd, std::string_view data) {
   return 0;
 }
 
-void ConsoleWrite(int fd, std::string text) {
+Console::Console(int fd) : fd_(fd), queue_(QueueOf(fd)) {}
+
+void Console::Write(std::string text) const {
   if (text.empty()) return;
-  Sink* sink = SinkOf(fd, true);
-  if (sink == nullptr) {
-    (void)WriteWhole(fd, text);  // a regular file; a full disk loses the line, as before
+  if (queue_ == nullptr) {
+    (void)WriteWhole(fd_, text);  // a regular file; a full disk loses the line, as before
     return;
   }
   Consoles& c = All();
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.abandoned) return;
   c.backlog += text.size();
-  sink->queue.emplace_back(fd, std::move(text));
-  sink->wake.notify_one();
+  queue_->queue.emplace_back(fd_, std::move(text));
+  queue_->wake.notify_one();
 }
+
+bool Console::closed() const { return queue_ != nullptr && queue_->closed.load(); }
+
+void ConsoleWrite(int fd, std::string text) { Console(fd).Write(std::move(text)); }
 
 bool ConsoleBacklogged() { return All().backlog.load() > kConsoleBacklogBytes; }
-
-bool ConsoleClosed(int fd) {
-  Sink* sink = SinkOf(fd, false);
-  if (sink == nullptr) return false;
-  std::lock_guard<std::mutex> lock(All().mu);
-  return sink->closed;
-}
 
 void ConsoleFlush(std::chrono::milliseconds most, bool watch_signals) {
   Consoles& c = All();

@@ -30,15 +30,32 @@ int WriteWhole(int fd, std::string_view data);
 // console to take its last lines before hvdrun exits without them.
 inline constexpr std::chrono::milliseconds kStoppedFlush{2000};
 
-// Writes `text` to `fd` (1, 2, or a test's descriptor) whole, in order with every other write
-// here to the same file. Returns at once for a terminal, pipe or socket.
+// The queue and writer thread of one file that can stall (console_sink.cc).
+struct ConsoleQueue;
+
+// A console descriptor (1, 2, or a test's), its file looked at once, when made: the queue of a
+// terminal, pipe or socket, shared by every Console of that file; a regular file has none and
+// is written at once. OutputForwarder keeps one per stream, so a forwarded line costs no look
+// at the file.
+class Console {
+ public:
+  explicit Console(int fd);
+  // Writes `text` whole, in order with every other write here to the same file. Returns at
+  // once for a terminal, pipe or socket.
+  void Write(std::string text) const;
+  // A write failed with EPIPE: the reader is gone.
+  bool closed() const;
+
+ private:
+  int fd_;
+  ConsoleQueue* queue_;  // null: written at once
+};
+
+// Console(fd).Write(text), for a caller that writes now and then (PrintToUser).
 void ConsoleWrite(int fd, std::string text);
 
 // More than kConsoleBacklogBytes wait to be written to some console.
 bool ConsoleBacklogged();
-
-// Writing to `fd`'s console failed with EPIPE: its reader is gone.
-bool ConsoleClosed(int fd);
 
 // Waits until everything queued is written, or at most `most`, or until SIGINT, SIGTERM or
 // SIGHUP is pending (hvdrun blocks them and reads them from a signalfd, so a Ctrl-C while its

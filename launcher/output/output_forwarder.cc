@@ -13,7 +13,6 @@
 #include <system_error>
 
 #include "common/check.h"
-#include "launcher/output/console_sink.h"
 
 namespace hvd::launcher {
 namespace {
@@ -45,7 +44,10 @@ Result<int> OpenOutputFile(const std::filesystem::path& path) {
 }  // namespace
 
 OutputForwarder::OutputForwarder(Options options)
-    : options_(std::move(options)), ranks_(static_cast<size_t>(options_.size)) {}
+    : options_(std::move(options)),
+      ranks_(static_cast<size_t>(options_.size)),
+      stdout_(options_.stdout_fd),
+      stderr_(options_.stderr_fd) {}
 
 OutputForwarder::~OutputForwarder() {
   for (auto& rank : ranks_) {
@@ -101,7 +103,7 @@ void OutputForwarder::FileFailed(int rank, Stream stream, Channel& channel, int 
                            channel.file_path + "': " + strerror(error) +
                            "; the file ends there, and the rest of that output goes to this "
                            "console only\n";
-  ConsoleWrite(options_.stderr_fd, line);
+  stderr_.Write(line);
 }
 
 OutputForwarder::Channel& OutputForwarder::ChannelOf(int rank, Stream stream) {
@@ -174,15 +176,12 @@ void OutputForwarder::EmitLine(int rank, Stream stream, std::string_view body,
     line.reserve(line.size() + body.size() + terminator.size());
     line.append(body);
     line.append(terminator);
-    ConsoleWrite(stream == Stream::kStdout ? options_.stdout_fd : options_.stderr_fd,
-                 std::move(line));
+    (stream == Stream::kStdout ? stdout_ : stderr_).Write(std::move(line));
   }
   if (stream == Stream::kStderr) RememberStderrLine(rank, body);
 }
 
-bool OutputForwarder::console_closed() const {
-  return ConsoleClosed(options_.stdout_fd) || ConsoleClosed(options_.stderr_fd);
-}
+bool OutputForwarder::console_closed() const { return stdout_.closed() || stderr_.closed(); }
 
 bool OutputForwarder::backlogged() const { return ConsoleBacklogged(); }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "launcher/output/console_sink.h"
 
 namespace hvd::launcher {
 
@@ -119,6 +120,8 @@ class OutputForwarder {
 
   Options options_;
   std::vector<RankChannels> ranks_;
+  const Console stdout_;  // options_.stdout_fd's and stderr_fd's, looked at once
+  const Console stderr_;
 };
 
 }  // namespace hvd::launcher

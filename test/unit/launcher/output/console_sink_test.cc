@@ -35,11 +35,11 @@ TEST(ConsoleSinkTest, AStalledReaderNeverBlocksAWriteAndGetsEverythingInOrderLat
   ConsoleFlush(std::chrono::seconds(30));
   EXPECT_FALSE(ConsoleBacklogged());
   EXPECT_TRUE(got == sent) << got.size() << " bytes of " << sent.size();
-  EXPECT_FALSE(ConsoleClosed(fds[1]));
+  EXPECT_FALSE(Console(fds[1]).closed());
   ::close(fds[0]);
   ConsoleWrite(fds[1], "after the reader left\n");
   ConsoleFlush(std::chrono::seconds(30));
-  EXPECT_TRUE(ConsoleClosed(fds[1]));
+  EXPECT_TRUE(Console(fds[1]).closed());
   ::close(fds[1]);
 }
 
@@ -54,7 +54,7 @@ TEST(ConsoleSinkTest, ARegularFileIsWrittenAtOnce) {
   char buf[16] = {};
   EXPECT_EQ(::pread(fd, buf, sizeof(buf), 0), 8);
   EXPECT_EQ(std::string(buf), "one\ntwo\n");
-  EXPECT_FALSE(ConsoleClosed(fd));
+  EXPECT_FALSE(Console(fd).closed());
   ::close(fd);
 }
 
