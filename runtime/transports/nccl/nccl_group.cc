@@ -8,8 +8,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <map>
-#include <string_view>
 #include <thread>
 
 #include "common/logging.h"

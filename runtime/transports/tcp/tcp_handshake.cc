@@ -2,6 +2,7 @@
 
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -154,11 +155,16 @@ std::string PeerAddress::Name(int rank) const {
          std::to_string(port) + ")";
 }
 
+namespace {
+
+// A byte that cannot be part of a word of a data address: whitespace or a control byte.
+bool NotInWord(char c) { return static_cast<unsigned char>(c) <= ' ' || c == '\x7f'; }
+
+}  // namespace
+
 std::string EncodePeerAddress(const std::string& host, int port, const std::string& hostname) {
   std::string name = hostname.empty() ? "?" : hostname;
-  for (char& c : name) {
-    if (static_cast<unsigned char>(c) <= ' ' || c == '\x7f') c = '_';
-  }
+  std::replace_if(name.begin(), name.end(), NotInWord, '_');
   return host + " " + std::to_string(port) + " " + name;
 }
 
@@ -175,11 +181,7 @@ Result<PeerAddress> ParsePeerAddress(const std::string& value, int rank) {
   const std::string port = value.substr(first + 1, second - first - 1);
   a.hostname = value.substr(second + 1);
   auto word = [](const std::string& w) {
-    if (w.empty()) return false;
-    for (char c : w) {
-      if (static_cast<unsigned char>(c) <= ' ' || c == '\x7f') return false;
-    }
-    return true;
+    return !w.empty() && std::none_of(w.begin(), w.end(), NotInWord);
   };
   if (!word(a.host) || !word(a.hostname) || port.empty() || port.size() > 5 ||
       port.find_first_not_of("0123456789") != std::string::npos || port[0] == '0') {
