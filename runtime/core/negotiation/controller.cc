@@ -359,21 +359,18 @@ Status Controller::LearnEager(size_t executed, uint32_t lone, bool any_pending) 
   return Status::OK();
 }
 
-Controller::Successor* Controller::SuccessorOf(uint32_t slot, bool make) {
+Controller::Successor* Controller::SuccessorOf(uint32_t slot) {
   if (slot == SeveralSlot()) return &several_next_;
-  if (slot < next_lone_.size()) return &next_lone_[slot];
-  if (!make || static_cast<int64_t>(slot) >= cache_.capacity()) return nullptr;
-  next_lone_.resize(static_cast<size_t>(slot) + 1);
-  return &next_lone_[slot];
+  return slot < next_lone_.size() ? &next_lone_[slot] : nullptr;
 }
 
 Result<uint32_t> Controller::NoteLone(uint32_t lone) {
-  if (Successor* s = SuccessorOf(last_lone_, true)) {
+  if (Successor* s = SuccessorOf(last_lone_)) {
     s->confirmed = s->bit == lone;
     s->bit = lone;
   }
   last_lone_ = lone;
-  const Successor* next = SuccessorOf(lone, false);
+  const Successor* next = SuccessorOf(lone);
   if (next == nullptr || !next->confirmed) return kNoEager;
   HVD_ASSIGN_OR_RETURN(const bool eligible, EagerEligible(next->bit));
   return eligible ? next->bit : kNoEager;
@@ -596,6 +593,13 @@ ResponseList Controller::CoordinateLocked(const std::vector<std::string>& lists)
 
 void Controller::PutInCache(const Response& response) {
   if (!Cacheable(response.type) || !cache_enabled_ || cache_.capacity() == 0) return;
+  PutEachInCache(response);
+  // Every bit the cache has made gets its successor record now, on the negotiation's path,
+  // not when the fast path first sees it run alone (an allocation there, in steady state).
+  if (next_lone_.size() < cache_.bits_made()) next_lone_.resize(cache_.bits_made());
+}
+
+void Controller::PutEachInCache(const Response& response) {
   if (response.names.size() == 1) {
     if (entries_[0]) cache_.Put(response, entries_[0]->request);
     return;

@@ -189,10 +189,10 @@ class Controller {
   // (SeveralSlot()), after last_lone_; returns the bit to be eager for next (kNoEager: none).
   Result<uint32_t> NoteLone(uint32_t slot);
   static constexpr uint32_t SeveralSlot() { return UINT32_MAX - 1; }  // never a cache bit
-  // The successor record of `slot` (a bit or SeveralSlot()), made for a bit below the cache's
-  // capacity when `make`; null otherwise.
+  // The successor record of `slot` (a bit the cache has made, or SeveralSlot()); null
+  // otherwise (kNoEager).
   struct Successor;
-  Successor* SuccessorOf(uint32_t slot, bool make);
+  Successor* SuccessorOf(uint32_t slot);
   Result<ResponseList> Negotiate(bool request_shutdown, const std::string& shutdown_reason);
   void LogNegotiated(const ResponseList& list) const;
   ResponseList CoordinateLocked(const std::vector<std::string>& lists);
@@ -222,6 +222,7 @@ class Controller {
                            std::vector<int64_t>* out);
   Status ProcessControl(const Response& response);
   void PutInCache(const Response& response);
+  void PutEachInCache(const Response& response);  // PutInCache's Put of each tensor
   bool MinePending() const;
   bool Recording() const { return timeline_ != nullptr && timeline_->on(); }
 
@@ -260,7 +261,7 @@ class Controller {
     uint32_t bit = kNoEager;
     bool confirmed = false;
   };
-  std::vector<Successor> next_lone_;  // by bit, grown as bits are seen
+  std::vector<Successor> next_lone_;  // by bit, grown with the cache's bits (PutInCache)
   Successor several_next_;            // SeveralSlot()'s
   bool eager_sent_ = false;
   std::vector<char> eager_input_;      // PostEager: a prescaled copy of the input; grown only

@@ -30,6 +30,8 @@ class ResponseCache {
 
   int64_t capacity() const { return capacity_; }
   size_t size() const { return by_name_.size(); }
+  // The bits made so far (0..bits_made()-1), in use or free; they are never unmade.
+  size_t bits_made() const { return entries_.size(); }
   // kHit: same name and parameters (bit set); kInvalid: same name, different parameters.
   State Lookup(const Request& request, uint32_t* bit) const;
   // Stores (or replaces) the entry for response.names[0]; `params` is this rank's request.
